@@ -1,0 +1,218 @@
+"""Columnar qrels and runs: one numpy array per column, not a dict per query.
+
+Query ids are kept as a small list (``queries``) plus an integer code per row; document ids are a
+fixed-width UTF-8 bytes array, so a 2-million-line run costs a few tens of megabytes and every
+metric can be computed over all queries at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ._columns import hash_bytes, mix, to_width
+from .errors import InputError
+
+
+def _encode_ids(ids: Iterable[str]) -> np.ndarray:
+    encoded = [str(i).encode("utf-8") for i in ids]
+    width = max((len(e) for e in encoded), default=1)
+    width = max(8, (width + 7) // 8 * 8)
+    return np.array(encoded, dtype=f"S{width}")
+
+
+def _codes(query_ids: Iterable[str]) -> tuple[list[str], np.ndarray]:
+    vocab: dict[str, int] = {}
+    codes = np.fromiter((vocab.setdefault(str(q), len(vocab)) for q in query_ids), dtype=np.int64)
+    return list(vocab), codes
+
+
+def find_duplicates(qidx: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of rows ``(first, again)`` that repeat the same (query, document)."""
+    if len(docs) < 2:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    keys = mix(hash_bytes(docs), qidx)
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    cand = np.flatnonzero(sk[1:] == sk[:-1])
+    if not len(cand):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    a, b = order[cand], order[cand + 1]
+    same = (qidx[a] == qidx[b]) & (docs[a] == docs[b])
+    first, again = np.minimum(a, b)[same], np.maximum(a, b)[same]
+    return first, again
+
+
+class Qrels:
+    """Relevance judgments: (query, document, integer grade) rows.
+
+    Build one with :func:`ragassay.read_qrels`, :meth:`from_dict` (pytrec_eval's
+    ``{query: {doc: grade}}``) or :meth:`from_rows`.
+    """
+
+    def __init__(self, queries: list[str], qidx: np.ndarray, doc_ids: np.ndarray,
+                 grades: np.ndarray, source: str | None = None):
+        self.queries = queries
+        self.qidx = np.asarray(qidx, dtype=np.int64)
+        self.doc_ids = doc_ids
+        self.grades = np.asarray(grades, dtype=np.int64)
+        self.source = source
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[str, str, int]], source: str | None = None) -> Qrels:
+        rows = list(rows)
+        queries, qidx = _codes(r[0] for r in rows)
+        docs = _encode_ids(r[1] for r in rows)
+        grades = np.array([int(r[2]) for r in rows], dtype=np.int64)
+        q = cls(queries, qidx, docs, grades, source)
+        q.check_unique()
+        return q
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Mapping[str, int]]) -> Qrels:
+        return cls.from_rows(((q, doc, g) for q, docs in d.items() for doc, g in docs.items()))
+
+    def check_unique(self, lines: np.ndarray | None = None) -> None:
+        first, again = find_duplicates(self.qidx, self.doc_ids)
+        if len(again):
+            i = int(np.argmin(again))
+            f, a = int(first[i]), int(again[i])
+            doc = self.doc_ids[a].decode("utf-8", "replace")
+            where = f" (first on line {int(lines[f])})" if lines is not None else ""
+            raise InputError(
+                f"document {doc!r} is judged twice for query {self.queries[self.qidx[a]]!r}{where}; "
+                "keep one judgment per query and document",
+                self.source, int(lines[a]) if lines is not None else None)
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {q: {} for q in self.queries}
+        for q, d, g in zip(self.qidx.tolist(), self.doc_ids.tolist(), self.grades.tolist()):
+            out[self.queries[q]][d.decode("utf-8")] = g
+        return out
+
+    def rows(self) -> Iterable[tuple[str, str, int]]:
+        for q, d, g in zip(self.qidx.tolist(), self.doc_ids.tolist(), self.grades.tolist()):
+            yield self.queries[q], d.decode("utf-8"), g
+
+    def __repr__(self) -> str:
+        return f"Qrels({len(self.queries)} queries, {len(self)} judgments)"
+
+
+class Run:
+    """A retrieval run: (query, document, score) rows; ``name`` is the TREC tag.
+
+    Build one with :func:`ragassay.read_run`, :meth:`from_dict` (``{query: {doc: score}}``),
+    :meth:`from_rows` or :func:`ragassay.run_retriever`. ``latency_ms`` holds per-query
+    latency when the run was produced by ``run_retriever``.
+    """
+
+    def __init__(self, queries: list[str], qidx: np.ndarray, doc_ids: np.ndarray,
+                 scores: np.ndarray, name: str = "run", source: str | None = None,
+                 latency_ms: dict[str, float] | None = None):
+        self.queries = queries
+        self.qidx = np.asarray(qidx, dtype=np.int64)
+        self.doc_ids = doc_ids
+        self.scores = np.asarray(scores, dtype=np.float64)
+        self.name = name
+        self.source = source
+        self.latency_ms = latency_ms or {}
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[str, str, float]], name: str = "run",
+                  dedupe: bool = False, source: str | None = None) -> Run:
+        rows = list(rows)
+        queries, qidx = _codes(r[0] for r in rows)
+        docs = _encode_ids(r[1] for r in rows)
+        scores = np.array([float(r[2]) for r in rows], dtype=np.float64)
+        if not np.isfinite(scores).all():
+            raise InputError("run scores must be finite numbers", source)
+        run = cls(queries, qidx, docs, scores, name, source)
+        return run.deduplicated() if dedupe else run.checked()
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Mapping[str, float]], name: str = "run") -> Run:
+        return cls.from_rows(((q, doc, s) for q, docs in d.items() for doc, s in docs.items()), name)
+
+    def checked(self, lines: np.ndarray | None = None) -> Run:
+        """Raise on a document listed twice for one query (trec_eval refuses such runs)."""
+        first, again = find_duplicates(self.qidx, self.doc_ids)
+        if len(again):
+            i = int(np.argmin(again))
+            f, a = int(first[i]), int(again[i])
+            doc = self.doc_ids[a].decode("utf-8", "replace")
+            where = f" (first on line {int(lines[f])})" if lines is not None else ""
+            raise InputError(
+                f"document {doc!r} is listed twice for query {self.queries[self.qidx[a]]!r}{where}; "
+                f"{len(again)} duplicate(s) in all. trec_eval refuses such runs; pass --dedupe "
+                "(dedupe=True) to keep each document's highest score",
+                self.source, int(lines[a]) if lines is not None else None)
+        return self
+
+    def deduplicated(self) -> Run:
+        """A copy keeping, for each (query, document) listed more than once, its highest score."""
+        first, again = find_duplicates(self.qidx, self.doc_ids)
+        if not len(again):
+            return self
+        order = np.lexsort((-self.scores, self.doc_ids, self.qidx))
+        q, d = self.qidx[order], self.doc_ids[order]
+        keep = np.ones(len(order), dtype=bool)
+        keep[1:] = (q[1:] != q[:-1]) | (d[1:] != d[:-1])
+        kept = np.sort(order[keep])
+        return Run(self.queries, self.qidx[kept], self.doc_ids[kept], self.scores[kept],
+                   self.name, self.source, self.latency_ms)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def to_dict(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {q: {} for q in self.queries}
+        for q, d, s in zip(self.qidx.tolist(), self.doc_ids.tolist(), self.scores.tolist()):
+            out[self.queries[q]][d.decode("utf-8")] = s
+        return out
+
+    def ranked(self) -> dict[str, list[tuple[str, float]]]:
+        """Each query's documents in trec_eval order: score descending, then id descending."""
+        order = np.lexsort((_desc_bytes(self.doc_ids), -self.scores, self.qidx))
+        out: dict[str, list[tuple[str, float]]] = {q: [] for q in self.queries}
+        for i in order.tolist():
+            out[self.queries[self.qidx[i]]].append((self.doc_ids[i].decode("utf-8"), float(self.scores[i])))
+        return out
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, {len(self.queries)} queries, {len(self)} rows)"
+
+
+def _desc_bytes(docs: np.ndarray) -> np.ndarray:
+    """Sort key that orders byte strings descending (ranks of the unique values, negated)."""
+    _, inv = np.unique(docs, return_inverse=True)
+    return -inv.astype(np.int64)
+
+
+def coerce_qrels(q: Qrels | Mapping | str | Path) -> Qrels:
+    if isinstance(q, Qrels):
+        return q
+    if isinstance(q, Mapping):
+        return Qrels.from_dict(q)
+    from .io import read_qrels
+    return read_qrels(q)
+
+
+def coerce_run(r: Run | Mapping | str | Path, name: str | None = None) -> Run:
+    if isinstance(r, Run):
+        return r
+    if isinstance(r, Mapping):
+        return Run.from_dict(r, name or "run")
+    from .io import read_run
+    return read_run(r)
+
+
+def same_width(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    w = max(a.dtype.itemsize, b.dtype.itemsize)
+    return to_width(a, w), to_width(b, w)
