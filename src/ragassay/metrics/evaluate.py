@@ -1,0 +1,221 @@
+"""Ranking metrics over all queries at once, with trec_eval's conventions.
+
+Every metric is a handful of numpy operations over the ranked rows of the whole run (``bincount``
+by query), never a Python loop per query. Sums run in rank order, as trec_eval's loops do, so
+values match trec_eval to the last few bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from ..tables import Qrels, Run, coerce_qrels, coerce_run
+from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .ranking import RankedRows, rank_rows
+
+Missing = Literal["skip", "zero"]
+Gain = Literal["linear", "exponential"]
+
+
+@dataclass
+class Evaluation:
+    """Per-query values of each metric for one run, and what was (not) evaluated.
+
+    ``aggregate`` maps metric name -> mean over the evaluated queries; ``per_query`` maps query
+    id -> metric name -> value. ``values`` holds the same numbers as arrays aligned with
+    ``queries`` (sorted query ids), which is what significance tests use.
+    """
+
+    run_name: str
+    measures: list[Measure]
+    queries: list[str]
+    values: dict[str, np.ndarray]
+    run_only: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    no_relevant: list[str] = field(default_factory=list)
+    missing_policy: Missing = "skip"
+    relevance_level: int = 1
+    gain: Gain = "linear"
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [str(m) for m in self.measures]
+
+    @property
+    def aggregate(self) -> dict[str, float]:
+        return {name: (float(v.mean()) if len(v) else 0.0) for name, v in self.values.items()}
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float]]:
+        cols = {name: v.tolist() for name, v in self.values.items()}
+        return {q: {name: cols[name][i] for name in cols} for i, q in enumerate(self.queries)}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many queries were evaluated and how many were left out, and why."""
+        return {
+            "evaluated": len(self.queries),
+            "run_queries_without_qrels": len(self.run_only),
+            "qrels_queries_missing_from_run": len(self.missing),
+            "queries_without_relevant": len(self.no_relevant),
+        }
+
+    def to_dict(self) -> dict:
+        return {
+            "run": self.run_name,
+            "aggregate": self.aggregate,
+            "per_query": self.per_query,
+            "counts": self.counts,
+            "settings": {"relevance_level": self.relevance_level, "gain": self.gain,
+                         "missing": self.missing_policy},
+        }
+
+
+def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Path,
+             metrics: Iterable[str | Measure] | str | None = None, *, relevance_level: int = 1,
+             gain: Gain = "linear", missing: Missing = "skip") -> Evaluation:
+    """Evaluate a run against qrels.
+
+    ``qrels`` and ``run`` may be objects from :func:`read_qrels` / :func:`read_run`, file paths,
+    or pytrec_eval-style dicts. ``metrics`` are names in any accepted spelling (default: p@5,
+    p@10, recall@10, recall@100, f1@10, hit_rate@10, mrr, mrr@10, ndcg@10, map).
+
+    ``relevance_level``: a document is relevant when its grade is at least this (default 1); as
+    in trec_eval it does not change NDCG gains. ``gain``: ``linear`` (gain = grade) or
+    ``exponential`` (2^grade - 1). ``missing``: ``skip`` leaves qrels queries absent from the run
+    out (trec_eval's default); ``zero`` scores them 0 on every metric (trec_eval -c).
+    """
+    qrels = coerce_qrels(qrels)
+    run = coerce_run(run)
+    measures = DEFAULT_MEASURES if metrics is None else parse_measures(
+        metrics if isinstance(metrics, str) else list(metrics))
+    if missing not in ("skip", "zero"):
+        raise ValueError(f"missing must be 'skip' or 'zero', got {missing!r}")
+    if gain not in ("linear", "exponential"):
+        raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
+        raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
+
+    rows = rank_rows(qrels, run)
+    stats = _QueryStats(qrels, rows, relevance_level, gain)
+    n = len(rows.query_index)
+    values = {str(m): _compute(m, rows, stats, n) for m in measures}
+
+    qids = [qrels.queries[i] for i in rows.query_index.tolist()]
+    present = set(rows.query_index.tolist())
+    missing_ids = [q for i, q in enumerate(qrels.queries) if i not in present]
+    if missing == "zero" and missing_ids:
+        qids = qids + missing_ids
+        values = {k: np.concatenate([v, np.zeros(len(missing_ids))]) for k, v in values.items()}
+    order = sorted(range(len(qids)), key=qids.__getitem__)
+    queries = [qids[i] for i in order]
+    idx = np.array(order, dtype=np.int64)
+    values = {k: v[idx] for k, v in values.items()}
+
+    no_rel_mask = stats.num_rel_all == 0
+    evaluated = set(queries)
+    no_relevant = [q for q, nr in zip(qrels.queries, no_rel_mask.tolist()) if nr and q in evaluated]
+    return Evaluation(run.name, list(measures), queries, values, rows.run_only, missing_ids,
+                      sorted(no_relevant), missing, int(relevance_level), gain)
+
+
+class _QueryStats:
+    """Per-query quantities shared by several metrics, computed once and lazily."""
+
+    def __init__(self, qrels: Qrels, rows: RankedRows, level: int, gain: Gain):
+        self.qrels, self.rows, self.gain_kind = qrels, rows, gain
+        nq = len(qrels.queries)
+        self.num_rel_all = np.bincount(qrels.qidx, weights=qrels.grades >= level, minlength=nq)
+        self.num_rel = self.num_rel_all[rows.query_index]
+        self.rel = rows.judged & (rows.grade >= level)
+        self._cache: dict = {}
+
+    def gains(self, grades: np.ndarray) -> np.ndarray:
+        g = np.maximum(grades, 0).astype(np.float64)
+        return np.exp2(g) - 1.0 if self.gain_kind == "exponential" else g
+
+    def cached(self, key, fn):
+        if key not in self._cache:
+            self._cache[key] = fn()
+        return self._cache[key]
+
+    def rel_before(self) -> np.ndarray:
+        """Per row: relevant documents at this rank or above (inclusive), within its query."""
+        def build():
+            c = np.cumsum(self.rel)
+            starts = np.flatnonzero(np.r_[True, self.rows.group[1:] != self.rows.group[:-1]]) if len(c) else np.zeros(0, int)
+            offset = np.r_[0, c][starts]
+            return c - np.repeat(offset, np.diff(np.r_[starts, len(c)]))
+        return self.cached("rel_before", build)
+
+    def ideal_dcg(self, k: int | None) -> np.ndarray:
+        def build():
+            q = self.qrels
+            g = self.gains(q.grades)
+            keep = g > 0
+            qq, gg = q.qidx[keep], g[keep]
+            order = np.lexsort((-gg, qq))
+            qq, gg = qq[order], gg[order]
+            change = np.r_[True, qq[1:] != qq[:-1]] if len(qq) else np.zeros(0, bool)
+            starts = np.flatnonzero(change)
+            rank = np.arange(len(qq)) - np.repeat(starts, np.diff(np.r_[starts, len(qq)]))
+            w = gg / np.log2(rank + 2.0)
+            if k is not None:
+                w = np.where(rank < k, w, 0.0)
+            return np.bincount(qq, weights=w, minlength=len(q.queries))[self.rows.query_index]
+        return self.cached(("idcg", k), build)
+
+
+def _count(rows: RankedRows, mask: np.ndarray, n: int) -> np.ndarray:
+    return np.bincount(rows.group, weights=mask, minlength=n).astype(np.float64)
+
+
+def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(a, dtype=np.float64)
+    np.divide(a, b, out=out, where=b > 0)
+    return out
+
+
+def _harmonic(p: np.ndarray, r: np.ndarray) -> np.ndarray:
+    return _ratio(2 * p * r, p + r)
+
+
+def _compute(m: Measure, rows: RankedRows, s: _QueryStats, n: int) -> np.ndarray:
+    name, k = m.name, m.k
+    in_k = (rows.rank < k) if k is not None else np.ones(len(rows.rank), dtype=bool)
+    if name == "p":
+        return _count(rows, s.rel & in_k, n) / k
+    if name == "recall":
+        return _ratio(_count(rows, s.rel & in_k, n), s.num_rel)
+    if name == "f1":
+        hits = _count(rows, s.rel & in_k, n)
+        return _harmonic(hits / k, _ratio(hits, s.num_rel))
+    if name == "hit_rate":
+        return (_count(rows, s.rel & in_k, n) > 0).astype(np.float64)
+    if name == "mrr":
+        idx = np.flatnonzero(s.rel & in_k)
+        g = rows.group[idx]
+        first = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)
+        out = np.zeros(n)
+        out[g[first]] = 1.0 / (rows.rank[idx[first]] + 1.0)
+        return out
+    if name == "map":
+        prec = s.rel_before() / (rows.rank + 1.0)
+        total = np.bincount(rows.group, weights=np.where(s.rel & in_k, prec, 0.0), minlength=n)
+        return _ratio(total, s.num_rel)
+    if name == "ndcg":
+        w = np.where(in_k, s.gains(np.where(rows.judged, rows.grade, 0)) / np.log2(rows.rank + 2.0), 0.0)
+        return _ratio(np.bincount(rows.group, weights=w, minlength=n), s.ideal_dcg(k))
+    if name == "r_precision":
+        return _ratio(_count(rows, s.rel & (rows.rank < s.num_rel[rows.group]), n), s.num_rel)
+    if name in ("set_p", "set_recall", "set_f1"):
+        hits = _count(rows, s.rel, n)
+        p = _ratio(hits, np.bincount(rows.group, minlength=n).astype(np.float64))
+        r = _ratio(hits, s.num_rel)
+        return {"set_p": p, "set_recall": r, "set_f1": _harmonic(p, r)}[name]
+    raise AssertionError(f"no implementation for {m}")  # every parsed name is handled above

@@ -1,0 +1,111 @@
+"""Put a run in trec_eval order and attach each row's judgment, for all queries at once.
+
+The result, :class:`RankedRows`, is what every ranking metric is computed from: rows grouped by
+query, ranked by score descending with ties broken by document id descending (byte order, as
+trec_eval's ``strcmp``), each with its 0-based rank and its grade in the qrels (if judged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._columns import hash_bytes, mix
+from ..tables import Qrels, Run, same_width
+
+
+@dataclass
+class RankedRows:
+    group: np.ndarray        # per row: index of its query among the evaluated queries
+    rank: np.ndarray         # per row: 0-based rank within its query
+    judged: np.ndarray       # per row: the document has a judgment for this query
+    grade: np.ndarray        # per row: its grade (0 when unjudged)
+    query_index: np.ndarray  # per evaluated query: its index in qrels.queries
+    run_only: list[str]      # run queries that have no judgments (ignored, as trec_eval does)
+
+
+def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """Row order: grouped by query code, score descending, then document id descending."""
+    n = len(qidx)
+    if n < 2:
+        return np.arange(n)
+    same_q = qidx[1:] == qidx[:-1]
+    grouped = bool(np.all(qidx[1:] >= qidx[:-1]))
+    if grouped and bool(np.all(~same_q | (scores[1:] <= scores[:-1]))):
+        order = np.arange(n)  # already in order (the usual case for files written by a system)
+    else:
+        order = np.lexsort((-scores, qidx))
+    q, s = qidx[order], scores[order]
+    tie = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    if tie.any():
+        # Only rows tied on score need the (slower) ordering by document id.
+        in_tie = np.zeros(n, dtype=bool)
+        in_tie[1:] |= tie
+        in_tie[:-1] |= tie
+        tie_run = np.concatenate(([0], np.cumsum(~tie)))
+        idx = np.flatnonzero(in_tie)
+        sub_docs = docs[order[idx]]
+        asc = np.argsort(sub_docs, kind="stable")
+        doc_rank = np.empty(len(idx), dtype=np.int64)
+        doc_rank[asc] = np.arange(len(idx))
+        perm = np.lexsort((-doc_rank, tie_run[idx]))
+        order[idx] = order[idx][perm]
+    return order
+
+
+def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
+    """Rank the run's rows and look each one up in the qrels, vectorised over all queries."""
+    position = {q: i for i, q in enumerate(qrels.queries)}
+    run_to_qrels = np.array([position.get(q, -1) for q in run.queries], dtype=np.int64)
+    run_only = [q for q, p in zip(run.queries, run_to_qrels.tolist()) if p < 0]
+
+    qidx, docs, scores = run.qidx, run.doc_ids, run.scores
+    if run_only:
+        keep = run_to_qrels[qidx] >= 0
+        qidx, docs, scores = qidx[keep], docs[keep], scores[keep]
+
+    order = trec_order(qidx, scores, docs)
+    if not np.array_equal(order, np.arange(len(order))):
+        qidx, docs = qidx[order], docs[order]
+    n = len(qidx)
+    change = np.ones(n, dtype=bool)
+    if n:
+        change[1:] = qidx[1:] != qidx[:-1]
+    starts = np.flatnonzero(change)
+    group = np.cumsum(change) - 1
+    rank = np.arange(n) - starts[group]
+    row_query = run_to_qrels[qidx]
+
+    judged, grade = _lookup(qrels, row_query, docs)
+    return RankedRows(group, rank, judged, grade, run_to_qrels[qidx[starts]] if n else
+                      np.zeros(0, dtype=np.int64), run_only)
+
+
+def _lookup(qrels: Qrels, row_query: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grade of each (query, document) row in the qrels, by 64-bit hash then byte comparison."""
+    n = len(docs)
+    if n == 0 or len(qrels) == 0:
+        return np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+    qdocs, rdocs = same_width(qrels.doc_ids, docs)
+    qkeys = mix(hash_bytes(qdocs), qrels.qidx)
+    order = np.argsort(qkeys)
+    sorted_keys = qkeys[order]
+    if np.any(sorted_keys[1:] == sorted_keys[:-1]):
+        return _lookup_dict(qrels, row_query, docs)  # a true 64-bit collision: be exact instead
+    rkeys = mix(hash_bytes(rdocs), row_query)
+    pos = np.minimum(np.searchsorted(sorted_keys, rkeys), len(sorted_keys) - 1)
+    j = order[pos]
+    judged = (sorted_keys[pos] == rkeys) & (qrels.qidx[j] == row_query)
+    cand = np.flatnonzero(judged)
+    judged[cand] = qdocs[j[cand]] == rdocs[cand]
+    grade = np.where(judged, qrels.grades[j], 0)
+    return judged, grade
+
+
+def _lookup_dict(qrels: Qrels, row_query: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    table = {(q, d): g for q, d, g in zip(qrels.qidx.tolist(), qrels.doc_ids.tolist(), qrels.grades.tolist())}
+    found = [table.get(k) for k in zip(row_query.tolist(), docs.tolist())]
+    judged = np.array([g is not None for g in found], dtype=bool)
+    grade = np.array([g or 0 for g in found], dtype=np.int64)
+    return judged, grade

@@ -1,0 +1,171 @@
+"""The data contract: one pydantic model per kind of JSON Lines record (see DESIGN.md).
+
+Every stage reads and writes these; a field's meaning never depends on which stage wrote it.
+Records that come out of an LLM stage carry ``status`` (ok | error) and, on error, ``error`` with
+the reason and a null label: a failure is never disguised as a default grade.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Difficulty = Literal["easy", "medium", "hard"]
+Status = Literal["ok", "error"]
+CoverageLabel = Literal["FULL", "PARTIAL", "NONE"]
+Support = Literal["support", "partial_support", "not_support"]
+CheckLabel = Literal["correct", "partial", "hallucinated", "abstained"]
+Grounded = Literal["supported", "unsupported", "contradicted"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
+
+
+def _non_empty(v: str, what: str) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise ValueError(f"{what} must be a non-empty string")
+    return v
+
+
+class Chunk(_Record):
+    """A passage of the user's corpus. BEIR corpus lines (``_id``) are mapped to ``id`` on read."""
+
+    id: str
+    text: str
+    doc_id: str | None = None
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_str(cls, v: Any) -> str:
+        if isinstance(v, (int, str)) and str(v).strip():
+            return str(v)
+        raise ValueError("id must be a non-empty string")
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        return _non_empty(v, "text")
+
+
+class Question(_Record):
+    """A generated question with its reference answer and the chunks holding the evidence."""
+
+    id: str
+    question: str
+    answer: str
+    difficulty: Difficulty
+    kind: str = "factoid"
+    chunk_ids: list[str]
+    evidence: list[str] = Field(default_factory=list)
+    checks: dict[str, Any] = Field(default_factory=dict)
+    model: str | None = None
+    prompt: str | None = None
+
+
+class RunRow(_Record):
+    """One retrieved chunk for one query (JSONL form of a TREC run line)."""
+
+    query_id: str
+    chunk_id: str
+    score: float
+
+
+class QrelRow(_Record):
+    """One relevance judgment (JSONL form of a TREC qrels line)."""
+
+    query_id: str
+    chunk_id: str
+    grade: int
+
+
+class Judgment(_Record):
+    """An LLM relevance grade 0-3 for one query x chunk, or an error record with a null grade."""
+
+    query_id: str
+    chunk_id: str
+    grade: int | None = Field(default=None, ge=0, le=3)
+    reasoning: str | None = None
+    status: Status = "ok"
+    error: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+
+    @model_validator(mode="after")
+    def _status_matches(self) -> Judgment:
+        _check_status(self.status, self.grade, self.error, "grade")
+        return self
+
+
+class Nugget(_Record):
+    """A piece of information the answer needs, and whether the retrieved chunks support it."""
+
+    text: str
+    vital: bool = True
+    support: Support
+    chunk_ids: list[str] = Field(default_factory=list)
+
+
+class Coverage(_Record):
+    """Whether the retrieved set covers what the answer needs: FULL, PARTIAL or NONE."""
+
+    query_id: str
+    coverage: CoverageLabel | None = None
+    nuggets: list[Nugget] = Field(default_factory=list)
+    status: Status = "ok"
+    error: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+
+    @model_validator(mode="after")
+    def _status_matches(self) -> Coverage:
+        _check_status(self.status, self.coverage, self.error, "coverage")
+        return self
+
+
+class AnswerItem(_Record):
+    """A RAG answer to check: the question, the accepted reference(s), the response, its context."""
+
+    id: str
+    question: str
+    reference: str | list[str]
+    response: str
+    contexts: list[str] | None = None
+    context_ids: list[str] | None = None
+
+
+class Check(_Record):
+    """The verdict on one answer: correct / partial / hallucinated / abstained, or an error."""
+
+    id: str
+    label: CheckLabel | None = None
+    grounded: Grounded | None = None
+    unsupported_claims: list[str] = Field(default_factory=list)
+    rationale: str | None = None
+    decided_by: Literal["rule", "llm"] | None = None
+    status: Status = "ok"
+    error: str | None = None
+    model: str | None = None
+    prompt: str | None = None
+
+    @model_validator(mode="after")
+    def _status_matches(self) -> Check:
+        _check_status(self.status, self.label, self.error, "label")
+        return self
+
+
+def _check_status(status: str, value: Any, error: str | None, what: str) -> None:
+    if status == "ok" and value is None:
+        raise ValueError(f"status 'ok' needs a {what}")
+    if status == "error":
+        if value is not None:
+            raise ValueError(f"status 'error' must have a null {what}")
+        if not error:
+            raise ValueError("status 'error' needs the reason in 'error'")
+
+
+__all__ = ["AnswerItem", "Check", "Chunk", "Coverage", "Judgment", "Nugget", "QrelRow",
+           "Question", "RunRow"]
