@@ -8,14 +8,17 @@ as uint64 words (see :func:`hash_bytes`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from .errors import InputError
 
-BLOCK_BYTES = 1 << 23  # split work into ~8 MB blocks to bound temporary memory
+BLOCK_BYTES = 1 << 21  # split work into 2 MB blocks to bound temporary memory
 
 
 def _round8(n: int) -> int:
@@ -23,17 +26,30 @@ def _round8(n: int) -> int:
 
 
 def gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Copy byte ranges ``buf[starts[i]:ends[i]]`` into a zero-padded ``S`` array."""
+    """Copy byte ranges ``buf[starts[i]:ends[i]]`` into a zero-padded ``S`` array.
+
+    Each row is copied as one fixed-width slice of a strided view (reading a little past the
+    token, into the rest of the file), then the bytes past each token's end are zeroed. Rows too
+    close to the end of ``buf`` for a full slice are copied one by one.
+    """
+    n = len(starts)
     lens = ends - starts
-    width = _round8(int(lens.max()) if len(lens) else 1)
-    out = np.zeros((len(starts), width), dtype=np.uint8)
-    for j in range(int(lens.max()) if len(lens) else 0):
-        live = lens > j
-        if live.all():
-            out[:, j] = buf[starts + j]
-        else:
-            out[live, j] = buf[starts[live] + j]
-    return out.view(f"S{width}").ravel()
+    longest = int(lens.max()) if n else 1
+    width = _round8(longest)
+    if n == 0:
+        return np.zeros(0, dtype=f"S{width}")
+    fits = starts + width <= len(buf)  # all rows but, perhaps, the last few of the file
+    rows = as_strided(buf, shape=(max(len(buf) - width + 1, 0), width), strides=(buf.strides[0],) * 2)
+    if fits.all():
+        out = rows[starts]
+    else:
+        out = np.zeros((n, width), dtype=np.uint8)
+        out[fits] = rows[starts[fits]]
+    if int(lens.min()) < width:
+        out *= np.arange(width, dtype=np.int64)[None, :] < lens[:, None]
+    for i in np.flatnonzero(~fits).tolist():
+        out[i, :lens[i]] = buf[starts[i]:ends[i]]
+    return np.ascontiguousarray(out).view(f"S{width}").ravel()
 
 
 def to_width(a: np.ndarray, width: int) -> np.ndarray:
@@ -69,39 +85,27 @@ def mix(h: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return k
 
 
-class Block:
-    """Token boundaries of one block of lines: row i, column c is ``buf[starts[i, c]:ends[i, c]]``."""
-
-    __slots__ = ("buf", "starts", "ends", "first_line")
-
-    def __init__(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, first_line: int):
-        self.buf = buf
-        self.starts = starts  # shape (n_lines, n_cols)
-        self.ends = ends
-        self.first_line = first_line
-
-    def column(self, c: int) -> np.ndarray:
-        return gather(self.buf, self.starts[:, c], self.ends[:, c])
-
-    def __len__(self) -> int:
-        return self.starts.shape[0]
+Converter = Callable[[np.ndarray, np.ndarray, "str | Path"], np.ndarray]
 
 
-def iter_blocks(data: bytes, ncols: int, path: str | Path, skip_lines: int = 0) -> Iterator[tuple[Block, np.ndarray]]:
-    """Yield blocks of rows with exactly ``ncols`` whitespace-separated fields.
+def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tuple[int, Converter | None]],
+                 skip_lines: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
+    """Split a whitespace-separated file whose lines all have ``ncols`` fields into columns.
 
-    Blank lines are skipped. A line with another number of fields raises :class:`InputError`
-    naming the file and the line. Also yields, per block, the 1-based line number of each row.
+    ``wanted`` lists (column index, converter): with no converter the column comes back as a
+    zero-padded ``S`` array, otherwise as ``converter(S array, line numbers, path)``. Also returns
+    the 1-based line number of each row. Blank lines are skipped; a line with another number of
+    fields raises :class:`InputError` naming the file and the line. The file is cut into 2 MB
+    blocks processed on two threads (numpy releases the GIL for most of the work).
     """
+    n = len(data)
     buf_all = np.frombuffer(data, dtype=np.uint8)
-    n = len(buf_all)
-    pos = 0
-    line_no = 1
-    if skip_lines:
-        for _ in range(skip_lines):
-            nl = data.find(b"\n", pos)
-            pos = n if nl < 0 else nl + 1
-            line_no += 1
+    pos, line_no = 0, 1
+    for _ in range(skip_lines):
+        nl = data.find(b"\n", pos)
+        pos = n if nl < 0 else nl + 1
+        line_no += 1
+    blocks = []  # (start, end, first line number)
     while pos < n:
         end = min(n, pos + BLOCK_BYTES)
         if end < n:
@@ -109,37 +113,83 @@ def iter_blocks(data: bytes, ncols: int, path: str | Path, skip_lines: int = 0) 
             if nl < 0:  # one line longer than a block
                 nl = data.find(b"\n", end)
             end = n if nl < 0 else nl + 1
-        buf = buf_all[pos:end]
-        is_ws = buf <= 32
-        padded = np.empty(len(buf) + 2, dtype=np.int8)
-        padded[0] = 1
-        padded[-1] = 1
-        padded[1:-1] = is_ws
-        edges = np.diff(padded)
-        starts = np.flatnonzero(edges == -1)
-        ends = np.flatnonzero(edges == 1)
-        newlines = np.flatnonzero(buf == 10)
-        token_line = np.searchsorted(newlines, starts)  # 0-based line within block
-        n_lines_block = len(newlines) + (1 if len(buf) and buf[-1] != 10 else 0)
-        counts = np.bincount(token_line, minlength=n_lines_block)
-        bad = np.flatnonzero((counts != 0) & (counts != ncols))
-        if len(bad):
-            i = int(bad[0])
-            lo = 0 if i == 0 else int(newlines[i - 1]) + 1
-            hi = int(newlines[i]) if i < len(newlines) else len(buf)
-            text = bytes(buf[lo:hi]).decode("utf-8", "replace").strip()
-            raise InputError(
-                f"expected {ncols} whitespace-separated columns, found {int(counts[i])}: {text[:120]!r}",
-                path, line_no + i)
-        nonblank = np.flatnonzero(counts)
-        if len(starts):
-            yield (Block(buf, starts.reshape(-1, ncols), ends.reshape(-1, ncols), line_no),
-                   line_no + nonblank)
-        line_no += len(newlines)
+        blocks.append((pos, end, line_no))
+        line_no += data.count(b"\n", pos, end)
         pos = end
+
+    def work(block: tuple[int, int, int]) -> tuple[list[np.ndarray], np.ndarray]:
+        start, end, first_line = block
+        buf = buf_all[start:end]
+        padded = np.ones(len(buf) + 2, dtype=np.int8)
+        np.less_equal(buf, 32, out=padded[1:-1].view(bool))
+        edges = np.flatnonzero(np.diff(padded))  # alternating token starts and ends
+        newlines = np.flatnonzero(buf == 10)
+        row_lines = _row_lines(edges[0::2], newlines, ncols)
+        if row_lines is None:
+            _raise_bad_line(buf, edges[0::2], newlines, ncols, path, first_line)
+        starts, ends = edges[0::2].reshape(-1, ncols), edges[1::2].reshape(-1, ncols)
+        lines = first_line + row_lines
+        tail = buf_all[start:]
+        cols = []
+        for c, convert in wanted:
+            col = gather(tail, starts[:, c], ends[:, c])
+            cols.append(col if convert is None else convert(col, lines, path))
+        return cols, lines
+
+    if len(blocks) > 1:
+        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+            parts = list(pool.map(work, blocks))
+    else:
+        parts = [work(b) for b in blocks]
+    parts = [p for p in parts if len(p[1])]
+    if not parts:
+        return [np.zeros(0, dtype="S8") if conv is None else np.zeros(0) for _, conv in wanted], np.zeros(0, np.int64)
+    columns = []
+    for i, (_, convert) in enumerate(wanted):
+        pieces = [p[0][i] for p in parts]
+        for p in parts:
+            p[0][i] = None  # let each block's piece go as soon as it is copied
+        if convert is None:
+            width = max(x.dtype.itemsize for x in pieces)
+            pieces = [to_width(x, width) for x in pieces]
+        columns.append(pieces[0] if len(pieces) == 1 else np.concatenate(pieces))
+        del pieces
+    lines = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
+    return columns, lines
+
+
+def _row_lines(starts: np.ndarray, newlines: np.ndarray, ncols: int) -> np.ndarray | None:
+    """0-based line of each row if every non-blank line has exactly ``ncols`` tokens, else None.
+
+    Checks only each row's first and last token: they must sit on the same line, and rows on
+    strictly increasing lines.
+    """
+    if len(starts) % ncols:
+        return None
+    grid = starts.reshape(-1, ncols)
+    first = np.searchsorted(newlines, grid[:, 0])
+    if ncols > 1 and not np.array_equal(first, np.searchsorted(newlines, grid[:, -1])):
+        return None
+    if len(first) > 1 and not bool(np.all(first[1:] > first[:-1])):
+        return None
+    return first
+
+
+def _raise_bad_line(buf: np.ndarray, starts: np.ndarray, newlines: np.ndarray, ncols: int,
+                    path: str | Path, line_no: int) -> None:
+    token_line = np.searchsorted(newlines, starts)
+    n_lines = len(newlines) + (1 if len(buf) and buf[-1] != 10 else 0)
+    counts = np.bincount(token_line, minlength=n_lines)
+    i = int(np.flatnonzero((counts != 0) & (counts != ncols))[0])
+    lo = 0 if i == 0 else int(newlines[i - 1]) + 1
+    hi = int(newlines[i]) if i < len(newlines) else len(buf)
+    text = bytes(buf[lo:hi]).decode("utf-8", "replace").strip()
+    raise InputError(f"expected {ncols} whitespace-separated columns, found {int(counts[i])}: {text[:120]!r}",
+                     path, line_no + i)
 
 
 def parse_floats(col: np.ndarray, lines: np.ndarray, path: str | Path, what: str) -> np.ndarray:
+    """Parse an ``S`` column of numbers; a bad or non-finite value raises naming file and line."""
     try:
         values = col.astype(np.float64)
     except ValueError:
@@ -185,3 +235,47 @@ def factorize(col: np.ndarray, vocab: dict[bytes, int]) -> np.ndarray:
     head_codes = np.fromiter((vocab.setdefault(v, len(vocab)) for v in col[heads].tolist()),
                              dtype=np.int64, count=len(heads))
     return np.repeat(head_codes, np.diff(np.append(heads, n)))
+
+
+class KeyIndex:
+    """An open-addressing hash table from distinct, non-zero 64-bit keys to their positions.
+
+    Built and probed with vectorised numpy (a few rounds of linear probing), it joins millions of
+    run rows to their judgments without a per-row Python lookup or a binary search. Key 0 marks
+    an empty slot, so callers must not pass it (see :func:`mix`, which never returns 0 here
+    because callers check).
+    """
+
+    def __init__(self, keys: np.ndarray):
+        size = 1 << max(4, int(2 * max(len(keys), 1) - 1).bit_length())  # load factor <= 1/2
+        self.mask = size - 1
+        self.slot_keys = np.zeros(size, dtype=np.uint64)
+        self.slot_pos = np.full(size, -1, dtype=np.int64)
+        pending = np.arange(len(keys), dtype=np.int64)
+        slot = (keys & np.uint64(self.mask)).astype(np.int64)
+        while len(pending):
+            s = slot[pending]
+            free = self.slot_pos[s] == -1
+            cand, cs = pending[free], s[free]
+            self.slot_pos[cs] = cand  # among rows aiming at one free slot, one write wins
+            won = self.slot_pos[cs] == cand
+            self.slot_keys[cs[won]] = keys[cand[won]]
+            placed = np.zeros(len(keys), dtype=bool)
+            placed[cand[won]] = True
+            pending = pending[~placed[pending]]
+            slot[pending] = (slot[pending] + 1) & self.mask
+
+    def find(self, query: np.ndarray) -> np.ndarray:
+        """Position of each query key in the indexed keys, or -1 when absent."""
+        slot = (query & np.uint64(self.mask)).astype(np.int64)
+        found = self.slot_keys[slot]
+        out = np.where(found == query, self.slot_pos[slot], -1)
+        todo = np.flatnonzero((found != query) & (found != 0))  # slot taken by another key: probe on
+        while len(todo):
+            slot_t = (slot[todo] + 1) & self.mask
+            slot[todo] = slot_t
+            found = self.slot_keys[slot_t]
+            hit = found == query[todo]
+            out[todo[hit]] = self.slot_pos[slot_t[hit]]
+            todo = todo[~hit & (found != 0)]
+        return out

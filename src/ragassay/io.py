@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._columns import factorize, iter_blocks, parse_floats, parse_ints, to_width
+from ._columns import factorize, parse_floats, read_columns
 from .errors import InputError
 from .tables import Qrels, Run, _codes, _encode_ids
 
@@ -35,7 +35,7 @@ def _read_bytes(path: str | Path) -> bytes:
         data = gzip.decompress(data)
     if data.startswith(b"\xef\xbb\xbf"):
         data = b"   " + data[3:]  # keep byte offsets, drop the BOM
-    if not data.strip():
+    if not data or data.isspace():  # (isspace scans without copying a large file)
         raise InputError("file is empty", p)
     return data
 
@@ -123,19 +123,19 @@ def _qrels_from_rows(rows: list[tuple[str, str, int, int]], path: str | Path) ->
 
 def _read_columns_qrels(data: bytes, path: str | Path, ncols: int, q_col: int, d_col: int,
                         g_col: int, skip: int) -> Qrels:
-    vocab: dict[bytes, int] = {}
-    qs, ds, gs, ls = [], [], [], []
-    for block, lines in iter_blocks(data, ncols, path, skip_lines=skip):
-        qs.append(factorize(block.column(q_col), vocab))
-        ds.append(block.column(d_col))
-        gs.append(_parse_grades(block.column(g_col), lines, path))
-        ls.append(lines)
-    if not qs:
+    (qcol, docs, grades), lines = read_columns(
+        data, ncols, path, [(q_col, None), (d_col, None), (g_col, _parse_grades)], skip_lines=skip)
+    if not len(lines):
         raise InputError("no judgments in file", path)
-    out = Qrels(_decode_vocab(vocab, path), np.concatenate(qs), _concat_bytes(ds),
-                np.concatenate(gs), source=str(path))
-    out.check_unique(np.concatenate(ls))
+    vocab: dict[bytes, int] = {}
+    qidx = factorize(qcol, vocab)
+    out = Qrels(_decode_vocab(vocab, path), qidx, docs, grades, source=str(path))
+    out.check_unique(lines)
     return out
+
+
+def _parse_scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
+    return parse_floats(col, lines, path, "score")
 
 
 def _parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
@@ -173,26 +173,20 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
         except InputError as e:
             raise _with_path(e, path) from None
     default_name = Path(path).name.split(".")[0] or "run"
-    lines: np.ndarray
     if fmt in ("trec", "beir"):
         trec = fmt == "trec"
         skip = 0 if trec else _first_line(data)[1]
-        vocab: dict[bytes, int] = {}
-        qs, ds, ss, ls = [], [], [], []
-        tag = None
-        for block, blines in iter_blocks(data, 6 if trec else 3, path, skip_lines=skip):
-            qs.append(factorize(block.column(0), vocab))
-            ds.append(block.column(2 if trec else 1))
-            ss.append(parse_floats(block.column(4 if trec else 2), blines, path, "score"))
-            ls.append(blines)
-            if trec and tag is None:
-                s, e = int(block.starts[0, 5]), int(block.ends[0, 5])
-                tag = bytes(block.buf[s:e]).decode("utf-8", "replace")
-        if not qs:
+        tag = _first_line(data)[0].split()[5] if trec else None
+        (qcol, docs, scores), lines = read_columns(
+            data, 6 if trec else 3, path,
+            [(0, None), (2 if trec else 1, None), (4 if trec else 2, _parse_scores)], skip_lines=skip)
+        del data  # the columns are copies: free the file's bytes before the next steps
+        if not len(lines):
             raise InputError("no results in file", path)
-        run = Run(_decode_vocab(vocab, path), np.concatenate(qs), _concat_bytes(ds),
-                  np.concatenate(ss), name or tag or default_name, str(path))
-        lines = np.concatenate(ls)
+        vocab: dict[bytes, int] = {}
+        qidx = factorize(qcol, vocab)
+        del qcol
+        run = Run(_decode_vocab(vocab, path), qidx, docs, scores, name or tag or default_name, str(path))
     elif fmt == "jsonl":
         rows = []
         for no, obj in iter_jsonl(data, path):
@@ -204,7 +198,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
             rows.append((str(q), str(d), float(s), no))
         if not rows:
             raise InputError("no results in file", path)
-            queries, qidx = _codes(r[0] for r in rows)
+        queries, qidx = _codes(r[0] for r in rows)
         run = Run(queries, qidx, _encode_ids(r[1] for r in rows),
                   np.array([r[2] for r in rows]), name or default_name, str(path))
         lines = np.array([r[3] for r in rows], dtype=np.int64)
@@ -218,13 +212,6 @@ def _decode_vocab(vocab: dict[bytes, int], path: str | Path) -> list[str]:
         return [k.decode("utf-8") for k in vocab]
     except UnicodeDecodeError:
         raise InputError("query ids are not valid UTF-8", path) from None
-
-
-def _concat_bytes(parts: list[np.ndarray]) -> np.ndarray:
-    if len(parts) == 1:
-        return parts[0]
-    width = max(p.dtype.itemsize for p in parts)
-    return np.concatenate([to_width(p, width) for p in parts])
 
 
 # --------------------------------------------------------------------------------------------

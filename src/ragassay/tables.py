@@ -35,6 +35,10 @@ def find_duplicates(qidx: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
     keys = mix(hash_bytes(docs), qidx)
+    sk = np.sort(keys)
+    if not bool(np.any(sk[1:] == sk[:-1])):  # the usual case, found with a cheap sort
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
     cand = np.flatnonzero(sk[1:] == sk[:-1])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._columns import hash_bytes, mix
+from .._columns import KeyIndex, hash_bytes, mix
 from ..tables import Qrels, Run, same_width
 
 
@@ -25,20 +25,27 @@ class RankedRows:
     run_only: list[str]      # run queries that have no judgments (ignored, as trec_eval does)
 
 
-def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """Row order: grouped by query code, score descending, then document id descending."""
+def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.ndarray | None:
+    """Row order: grouped by query code, score descending, then document id descending.
+
+    None means the rows are in that order already (the usual case for a system's run file).
+    """
     n = len(qidx)
     if n < 2:
-        return np.arange(n)
+        return None
     same_q = qidx[1:] == qidx[:-1]
     grouped = bool(np.all(qidx[1:] >= qidx[:-1]))
     if grouped and bool(np.all(~same_q | (scores[1:] <= scores[:-1]))):
-        order = np.arange(n)  # already in order (the usual case for files written by a system)
+        order = None
     else:
-        order = np.lexsort((-scores, qidx))
-    q, s = qidx[order], scores[order]
+        order = (_sort_within_groups(qidx, scores) if grouped else None)
+        if order is None:
+            order = np.lexsort((-scores, qidx))
+    q, s = (qidx, scores) if order is None else (qidx[order], scores[order])
     tie = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
     if tie.any():
+        if order is None:
+            order = np.arange(n)
         # Only rows tied on score need the (slower) ordering by document id.
         in_tie = np.zeros(n, dtype=bool)
         in_tie[1:] |= tie
@@ -54,6 +61,23 @@ def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.nda
     return order
 
 
+def _sort_within_groups(qidx: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
+    """Score-descending order when rows are already grouped by query: one row of a padded
+    matrix per query, sorted along its axis (much faster than a global lexsort). None when the
+    groups are too uneven for the padding to be cheap."""
+    n = len(qidx)
+    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    width = int(sizes.max())
+    if len(starts) * width > 2 * n + 4096:
+        return None
+    group = np.repeat(np.arange(len(starts)), sizes)
+    grid = np.full((len(starts), width), np.inf)
+    grid[group, np.arange(n) - starts[group]] = -scores
+    o = np.argsort(grid, axis=1, kind="stable") + starts[:, None]
+    return o[np.arange(width)[None, :] < sizes[:, None]]
+
+
 def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     """Rank the run's rows and look each one up in the qrels, vectorised over all queries."""
     position = {q: i for i, q in enumerate(qrels.queries)}
@@ -66,7 +90,7 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
         qidx, docs, scores = qidx[keep], docs[keep], scores[keep]
 
     order = trec_order(qidx, scores, docs)
-    if not np.array_equal(order, np.arange(len(order))):
+    if order is not None:
         qidx, docs = qidx[order], docs[order]
     n = len(qidx)
     change = np.ones(n, dtype=bool)
@@ -89,17 +113,19 @@ def _lookup(qrels: Qrels, row_query: np.ndarray, docs: np.ndarray) -> tuple[np.n
         return np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
     qdocs, rdocs = same_width(qrels.doc_ids, docs)
     qkeys = mix(hash_bytes(qdocs), qrels.qidx)
-    order = np.argsort(qkeys)
-    sorted_keys = qkeys[order]
-    if np.any(sorted_keys[1:] == sorted_keys[:-1]):
+    sorted_keys = np.sort(qkeys)
+    if bool(np.any(sorted_keys[1:] == sorted_keys[:-1])) or sorted_keys[0] == 0:
         return _lookup_dict(qrels, row_query, docs)  # a true 64-bit collision: be exact instead
     rkeys = mix(hash_bytes(rdocs), row_query)
-    pos = np.minimum(np.searchsorted(sorted_keys, rkeys), len(sorted_keys) - 1)
-    j = order[pos]
-    judged = (sorted_keys[pos] == rkeys) & (qrels.qidx[j] == row_query)
-    cand = np.flatnonzero(judged)
-    judged[cand] = qdocs[j[cand]] == rdocs[cand]
-    grade = np.where(judged, qrels.grades[j], 0)
+    rkeys[rkeys == 0] = 1  # 0 marks an empty slot; a changed key only misses, and misses are exact
+    j = KeyIndex(qkeys).find(rkeys)
+    cand = np.flatnonzero(j >= 0)
+    jc = j[cand]
+    same = (qrels.qidx[jc] == row_query[cand]) & (qdocs[jc] == rdocs[cand])  # confirm the bytes
+    judged = np.zeros(n, dtype=bool)
+    judged[cand[same]] = True
+    grade = np.zeros(n, dtype=np.int64)
+    grade[cand[same]] = qrels.grades[jc[same]]
     return judged, grade
 
 

@@ -1,0 +1,44 @@
+"""ragassay: build and grade ground truth for retrieval and RAG systems.
+
+The metrics core (``read_qrels``, ``read_run``, ``evaluate``, ``compare``, ``agree``) needs no LLM.
+Names are imported lazily so that ``import ragassay`` and the CLI start fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "read_qrels": "io", "read_run": "io", "read_chunks": "io", "read_queries": "io",
+    "write_run": "io", "write_qrels": "io", "write_jsonl": "io",
+    "Qrels": "tables", "Run": "tables",
+    "evaluate": "metrics.evaluate", "Evaluation": "metrics.evaluate",
+    "Measure": "metrics.measures", "parse_measure": "metrics.measures",
+    "InputError": "errors", "MeasureError": "errors", "RagassayError": "errors",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragassay' has no attribute {name!r}")
+    from importlib import import_module
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs
+    from .errors import InputError, MeasureError, RagassayError
+    from .io import read_chunks, read_qrels, read_queries, read_run, write_jsonl, write_qrels, write_run
+    from .metrics.evaluate import Evaluation, evaluate
+    from .metrics.measures import Measure, parse_measure
+    from .tables import Qrels, Run

@@ -1,0 +1,62 @@
+"""Render result tables as aligned text, Markdown, CSV or JSON. No numbers are computed here."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+TABLE_FORMATS = ("table", "json", "csv", "markdown")
+
+
+def fmt_value(v: Any, digits: int = 4) -> str:
+    if isinstance(v, bool) or v is None:
+        return "" if v is None else str(v)
+    if isinstance(v, float):
+        if v != v:  # nan
+            return "nan"
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table",
+                 digits: int = 4) -> str:
+    """Render rows under headers; numbers right-aligned, text left-aligned."""
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(headers)
+        for r in rows:
+            w.writerow([("" if v is None else repr(v) if isinstance(v, float) else v) for v in r])
+        return buf.getvalue().rstrip("\n")
+    cells = [[fmt_value(v, digits) for v in r] for r in rows]
+    numeric = [all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows
+                   if r[i] is not None) and bool(rows) for i in range(len(headers))]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(headers) + " |",
+                 "|" + "|".join("---:" if numeric[i] else ":---" for i in range(len(headers))) + "|"]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in cells]
+        return "\n".join(lines)
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i])
+                         for i, v in enumerate(values)).rstrip()
+    out = [line(list(headers)), line(["-" * w for w in widths])]
+    out += [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False, default=_default)
+
+
+def _default(o: Any) -> Any:
+    import numpy as np
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"cannot serialise {type(o).__name__}")
