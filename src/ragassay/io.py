@@ -176,7 +176,8 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     if fmt in ("trec", "beir"):
         trec = fmt == "trec"
         skip = 0 if trec else _first_line(data)[1]
-        tag = _first_line(data)[0].split()[5] if trec else None
+        first_fields = _first_line(data)[0].split()
+        tag = first_fields[5] if trec and len(first_fields) == 6 else None
         (qcol, docs, scores), lines = read_columns(
             data, 6 if trec else 3, path,
             [(0, None), (2 if trec else 1, None), (4 if trec else 2, _parse_scores)], skip_lines=skip)

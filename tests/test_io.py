@@ -1,0 +1,154 @@
+"""Readers: formats, detection, block boundaries, and errors that name file and line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import pytest
+
+import ragassay
+from ragassay import _columns
+from ragassay.errors import InputError
+from ragassay.io import read_chunks, read_qrels, read_queries, read_run, write_qrels, write_run
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_trec_run_and_qrels(tmp_path):
+    run = read_run(write(tmp_path, "r.txt", "q1 Q0 d1 1 2.5 bm25\n\nq1 Q0 d2 2 1.5e0 bm25\nq2 Q0 é 1 -3 bm25\n"))
+    assert run.name == "bm25"
+    assert run.to_dict() == {"q1": {"d1": 2.5, "d2": 1.5}, "q2": {"é": -3.0}}
+    qrels = read_qrels(write(tmp_path, "q.txt", "q1 0 d1 2\nq1 0 d9 0\r\nq2\t0\té\t-1\n"))
+    assert qrels.to_dict() == {"q1": {"d1": 2, "d9": 0}, "q2": {"é": -1}}
+
+
+def test_jsonl_and_beir_formats(tmp_path):
+    rows = [{"query_id": "q1", "chunk_id": "c1", "score": 0.9}, {"query_id": "q1", "chunk_id": "c2", "score": 1}]
+    run = read_run(write(tmp_path, "r.jsonl", "\n".join(json.dumps(r) for r in rows)))
+    assert run.to_dict() == {"q1": {"c1": 0.9, "c2": 1.0}}
+    q = read_qrels(write(tmp_path, "q.jsonl", '{"query_id": "q1", "chunk_id": "c1", "grade": 3}\n'
+                                              '{"query_id": 7, "chunk_id": "c2", "grade": 1.0}\n'))
+    assert q.to_dict() == {"q1": {"c1": 3}, "7": {"c2": 1}}
+    beir = read_qrels(write(tmp_path, "test.tsv", "query-id\tcorpus-id\tscore\nq1\tdoc1\t1\nq2\tdoc2\t2\n"))
+    assert beir.to_dict() == {"q1": {"doc1": 1}, "q2": {"doc2": 2}}
+
+
+def test_format_override(tmp_path):
+    p = write(tmp_path, "r.txt", "query-id corpus-id score\nq1 Q0 d1 1 2.5 x\n")
+    with pytest.raises(InputError, match="expected 3 whitespace-separated columns") as e:
+        read_run(p, format="beir")
+    assert e.value.line == 2
+    p = write(tmp_path, "r.tsv", "q1 d1 2.5\n")
+    with pytest.raises(InputError, match="expected 6 whitespace-separated columns"):
+        read_run(p, format="trec")
+
+
+def test_gzip(tmp_path):
+    p = tmp_path / "run.txt.gz"
+    p.write_bytes(gzip.compress(b"q1 Q0 d1 1 2.5 x\n"))
+    assert read_run(p).to_dict() == {"q1": {"d1": 2.5}}
+
+
+@pytest.mark.parametrize("text, message, line", [
+    ("q1 Q0 d1 1 2.5 x\nq1 Q0 d2 1 2.5\n", "expected 6 whitespace-separated columns, found 5", 2),
+    ("q1 Q0 d1 1 2.5 x\n\nq1 Q0 d2 1 high x\n", "score is not a number: 'high'", 3),
+    ("q1 Q0 d1 1 2.5 x\nq1 Q0 d1 2 1.0 x\n", "document 'd1' is listed twice for query 'q1' (first on line 1)", 2),
+    ("q1 Q0 d1 1 nan x\n", "score must be finite", 1),
+])
+def test_run_errors_name_file_and_line(tmp_path, text, message, line):
+    p = write(tmp_path, "bad.run", text)
+    with pytest.raises(InputError) as e:
+        read_run(p)
+    assert e.value.line == line
+    assert message in str(e.value)
+    assert str(e.value).startswith(f"{p}:{line}: ")
+
+
+def test_duplicate_message_offers_dedupe_and_dedupe_keeps_highest_score(tmp_path):
+    p = write(tmp_path, "dup.run", "q1 Q0 d1 1 1.0 x\nq1 Q0 d2 2 0.5 x\nq1 Q0 d1 3 3.0 x\n")
+    with pytest.raises(InputError, match="--dedupe"):
+        read_run(p)
+    assert read_run(p, dedupe=True).to_dict() == {"q1": {"d1": 3.0, "d2": 0.5}}
+
+
+@pytest.mark.parametrize("text, message, line", [
+    ("q1 0 d1 1\nq1 0 d2 x\n", "grade is not a number: 'x'", 2),
+    ("q1 0 d1 1.5\n", "grade must be an integer, got '1.5'", 1),
+    ("q1 0 d1 1\nq1 0 d1 2\n", "judged twice", 2),
+    ("q1 0 d1\n", "cannot tell the format", None),
+    ("q1 Q0 d1 1 2.0 run\n", "looks like a run file", None),
+])
+def test_qrels_errors(tmp_path, text, message, line):
+    p = write(tmp_path, "bad.qrels", text)
+    with pytest.raises(InputError) as e:
+        read_qrels(p)
+    assert message in str(e.value)
+    assert e.value.line == line
+    assert e.value.path == str(p)
+
+
+def test_empty_and_missing_files(tmp_path):
+    with pytest.raises(InputError, match="file is empty"):
+        read_run(write(tmp_path, "empty.txt", "\n \n"))
+    with pytest.raises(InputError, match="no such file"):
+        read_qrels(tmp_path / "nope.txt")
+
+
+def test_jsonl_errors(tmp_path):
+    with pytest.raises(InputError) as e:
+        read_run(write(tmp_path, "r.jsonl", '{"query_id": "q", "chunk_id": "c", "score": 1}\n{"query_id": "q",\n'))
+    assert e.value.line == 2 and "not valid JSON" in str(e.value)
+    with pytest.raises(InputError, match="missing field 'score'"):
+        read_run(write(tmp_path, "r2.jsonl", '{"query_id": "q", "chunk_id": "c"}\n'))
+
+
+def test_many_blocks_on_two_threads_match_a_simple_parser(tmp_path, monkeypatch):
+    """Force tiny blocks so lines straddle block edges and the thread pool is used."""
+    monkeypatch.setattr(_columns, "BLOCK_BYTES", 97)
+    rnd = random.Random(3)
+    lines, expected = [], {}
+    for q in range(40):
+        for d in rnd.sample(range(500), 12):
+            doc = f"doc-{d}" + "x" * rnd.randint(0, 30)
+            score = rnd.choice([f"{rnd.uniform(-5, 5):.6f}", str(rnd.randint(0, 9)), f"{rnd.random():e}"])
+            lines.append(f"query{q}\tQ0 {doc}  {rnd.randint(1, 99)} {score} t")
+            expected.setdefault(f"query{q}", {})[doc] = float(score)
+        lines.append("")
+    run = read_run(write(tmp_path, "big.run", "\n".join(lines)))  # no final newline
+    assert run.to_dict() == expected
+    bad = lines[:]
+    bad[301] = bad[301] + " extra"
+    with pytest.raises(InputError) as e:
+        read_run(write(tmp_path, "bad.run", "\n".join(bad)))
+    assert e.value.line == 302
+
+
+def test_round_trip_writers(tmp_path):
+    run = ragassay.Run.from_dict({"q1": {"a": 1.0, "b": 2.0, "c": 2.0}}, name="my run")
+    write_run(tmp_path / "r.txt", run)
+    text = (tmp_path / "r.txt").read_text().splitlines()
+    assert text == ["q1 Q0 c 1 2.0 my_run", "q1 Q0 b 2 2.0 my_run", "q1 Q0 a 3 1.0 my_run"]
+    qrels = ragassay.Qrels.from_dict({"q1": {"a": 2}})
+    write_qrels(tmp_path / "q.txt", qrels)
+    assert read_qrels(tmp_path / "q.txt").to_dict() == {"q1": {"a": 2}}
+
+
+def test_chunks_and_queries(tmp_path):
+    chunks = read_chunks(write(tmp_path, "c.jsonl", '{"id": "c1", "text": "hello"}\n'
+                                                    '{"_id": "c2", "title": "T", "text": "beir line"}\n'))
+    assert [c.id for c in chunks] == ["c1", "c2"] and chunks[1].title == "T"
+    with pytest.raises(InputError) as e:
+        read_chunks(write(tmp_path, "c2.jsonl", '{"id": "c1", "text": "a"}\n{"id": "c1", "text": "b"}\n'))
+    assert e.value.line == 2 and "appears twice" in str(e.value)
+    with pytest.raises(InputError) as e:
+        read_chunks(write(tmp_path, "c3.jsonl", '{"id": "c1", "text": ""}\n'))
+    assert e.value.line == 1 and "text" in str(e.value)
+    q = read_queries(write(tmp_path, "q.jsonl", '{"id": "q1", "question": "how?"}\n{"_id": "q2", "text": "why"}\n'))
+    assert q == {"q1": "how?", "q2": "why"}
+    assert read_queries(write(tmp_path, "q.tsv", "q1\tfirst query\nq2\tsecond\n")) == {"q1": "first query", "q2": "second"}

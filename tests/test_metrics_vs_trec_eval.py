@@ -1,0 +1,156 @@
+"""Per-query values must equal trec_eval's (through pytrec_eval, its C code) to 1e-9.
+
+Random graded data with score ties, doc ids that are prefixes of each other (byte order matters
+for tie breaking), negative grades, grades above 3, and queries missing on either side.
+
+pytrec_eval is asked for whole measure families ("P", "ndcg_cut", ...) rather than single
+cutoffs: parameterised measures keep global state inside pytrec_eval between evaluators and
+corrupt later results (cvangysel/pytrec_eval#38). Queries whose judgments are all negative are
+not generated: trec_eval sizes an array by the largest grade + 1 and writes out of bounds there
+(we treat such a query as having no relevant document; see test_all_negative_query below).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import pytrec_eval
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ragassay
+from ragassay.tables import Qrels, Run
+
+FAMILIES = {"P", "recall", "ndcg_cut", "map_cut", "success", "ndcg", "recip_rank", "map", "Rprec",
+            "set_P", "set_recall", "set_F"}
+FAMILY_NAMES = {"P": "p", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map", "success": "hit_rate"}
+PLAIN_NAMES = {"ndcg": "ndcg", "recip_rank": "mrr", "map": "map", "Rprec": "r_precision",
+               "set_P": "set_p", "set_recall": "set_recall", "set_F": "set_f1"}
+
+
+def ours_name(trec_name: str) -> str:
+    if trec_name in PLAIN_NAMES:
+        return PLAIN_NAMES[trec_name]
+    base, _, k = trec_name.rpartition("_")
+    return f"{FAMILY_NAMES[base]}@{k}"
+
+
+DOC_IDS = ["d1", "d10", "d2", "d20", "D3", "d3", "a", "aa", "b#1", "z", "é", "x-9", "d100", "d11"]
+
+
+@st.composite
+def graded_data(draw):
+    n_queries = draw(st.integers(1, 5))
+    qrels, run = {}, {}
+    for q in range(n_queries):
+        qid = f"q{q}"
+        if draw(st.booleans()) or q == 0:
+            docs = draw(st.lists(st.sampled_from(DOC_IDS), min_size=1, max_size=10, unique=True))
+            grades = draw(st.lists(st.integers(-2, 5), min_size=len(docs), max_size=len(docs)))
+            if max(grades) < 0:
+                grades[0] = draw(st.integers(0, 5))
+            qrels[qid] = dict(zip(docs, grades))
+        if draw(st.integers(0, 4)) > 0 or q == 0:
+            docs = draw(st.lists(st.sampled_from(DOC_IDS), min_size=1, max_size=14, unique=True))
+            scores = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, -2.0, 3.25, 1e-3]),
+                                   min_size=len(docs), max_size=len(docs)))
+            run[qid] = dict(zip(docs, scores))
+    return qrels, run
+
+
+def check_against_trec_eval(qrels, run, level: int) -> None:
+    ref = pytrec_eval.RelevanceEvaluator(qrels, FAMILIES, relevance_level=level).evaluate(run)
+    names = sorted({ours_name(m) for values in ref.values() for m in values}) or ["p@5"]
+    result = ragassay.evaluate(Qrels.from_dict(qrels), Run.from_dict(run), names, relevance_level=level)
+    assert sorted(result.per_query) == sorted(ref)
+    for qid, values in ref.items():
+        for m, expected in values.items():
+            got = result.per_query[qid][ours_name(m)]
+            assert math.isclose(got, expected, rel_tol=0, abs_tol=1e-9), (qid, m, got, expected)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graded_data(), st.sampled_from([1, 2, 3]))
+def test_per_query_values_equal_trec_eval(data, level):
+    qrels, run = data
+    check_against_trec_eval(qrels, run, level)
+
+
+def test_larger_random_run_equals_trec_eval():
+    import random
+    rnd = random.Random(7)
+    qrels, run = {}, {}
+    for q in range(60):
+        docs = [f"doc{rnd.randint(0, 400)}" for _ in range(150)]
+        run[f"q{q}"] = {d: float(rnd.randint(0, 30)) for d in docs}
+        judged = rnd.sample(sorted(set(docs)), 20) + [f"other{i}" for i in range(5)]
+        qrels[f"q{q}"] = {d: rnd.choice([0, 0, 1, 2, 3, 4, -1]) for d in judged}
+        qrels[f"q{q}"][judged[0]] = 1
+    check_against_trec_eval(qrels, run, 1)
+
+
+def test_missing_zero_counts_absent_queries_as_zero():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 2}, "q3": {"c": 0}}
+    run = {"q1": {"a": 1.0, "x": 0.5}, "q9": {"a": 1.0}}
+    skip = ragassay.evaluate(qrels, run, ["p@1", "ndcg@10"])
+    zero = ragassay.evaluate(qrels, run, ["p@1", "ndcg@10"], missing="zero")
+    assert skip.queries == ["q1"]
+    assert zero.queries == ["q1", "q2", "q3"]
+    assert zero.per_query["q2"] == {"p@1": 0.0, "ndcg@10": 0.0}
+    assert zero.aggregate["p@1"] == pytest.approx(1 / 3)
+    assert skip.counts == {"evaluated": 1, "run_queries_without_qrels": 1,
+                           "qrels_queries_missing_from_run": 2, "queries_without_relevant": 0}
+    assert zero.counts["queries_without_relevant"] == 1  # q3 has only a grade-0 judgment
+
+
+def test_hand_worked_ranking():
+    # ranking by score desc, ties by doc id desc: c(3) b(2) d(2)->"d">"b" so d first, then b, a
+    qrels = {"q": {"a": 3, "b": 1, "c": 0, "zz": 2}}
+    run = {"q": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 2.0}}
+    ev = ragassay.evaluate(qrels, run, ["p@2", "mrr", "mrr@2", "recall@3", "f1@3", "map", "map@3",
+                                        "hit_rate@2", "ndcg@4", "r_precision", "set_f1"])
+    v = ev.per_query["q"]
+    # ranked: c(0) d(unjudged) b(1) a(3)
+    assert v["p@2"] == 0.0
+    assert v["mrr"] == pytest.approx(1 / 3)
+    assert v["mrr@2"] == 0.0
+    assert v["recall@3"] == pytest.approx(1 / 3)
+    p3, r3 = 1 / 3, 1 / 3
+    assert v["f1@3"] == pytest.approx(2 * p3 * r3 / (p3 + r3))
+    assert v["map"] == pytest.approx((1 / 3 + 2 / 4) / 3)
+    assert v["map@3"] == pytest.approx((1 / 3) / 3)
+    assert v["hit_rate@2"] == 0.0
+    dcg = 1 / math.log2(4) + 3 / math.log2(5)
+    idcg = 3 / 1 + 2 / math.log2(3) + 1 / math.log2(4)
+    assert v["ndcg@4"] == pytest.approx(dcg / idcg)
+    assert v["r_precision"] == pytest.approx(1 / 3)
+    assert v["set_f1"] == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3))
+
+
+def test_exponential_gain_and_relevance_level():
+    qrels = {"q": {"a": 3, "b": 1}}
+    run = {"q": {"b": 2.0, "a": 1.0}}
+    lin = ragassay.evaluate(qrels, run, ["ndcg"]).per_query["q"]["ndcg"]
+    exp = ragassay.evaluate(qrels, run, ["ndcg"], gain="exponential").per_query["q"]["ndcg"]
+    assert lin == pytest.approx((1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3)))
+    assert exp == pytest.approx((1 + 7 / math.log2(3)) / (7 + 1 / math.log2(3)))
+    # relevance level changes binary metrics but not NDCG gains (as in trec_eval)
+    lvl2 = ragassay.evaluate(qrels, run, ["ndcg", "p@1"], relevance_level=2).per_query["q"]
+    assert lvl2["ndcg"] == pytest.approx(lin)
+    assert lvl2["p@1"] == 0.0
+
+
+def test_all_negative_query_has_no_relevant_document():
+    ev = ragassay.evaluate({"q": {"a": -1, "b": -2}}, {"q": {"a": 1.0}}, ["ndcg", "p@1", "map"])
+    assert ev.per_query["q"] == {"ndcg": 0.0, "p@1": 0.0, "map": 0.0}
+    assert ev.no_relevant == ["q"]
+
+
+def test_unsorted_and_interleaved_run_rows_are_ranked_like_trec_eval():
+    rows = [("q2", "a", 1.0), ("q1", "b", 0.5), ("q2", "b", 3.0), ("q1", "a", 0.5), ("q1", "c", 2.0)]
+    run = Run.from_rows(rows)
+    qrels = Qrels.from_rows([("q1", "a", 1), ("q2", "a", 1)])
+    ev = ragassay.evaluate(qrels, run, ["mrr"])
+    assert ev.per_query == {"q1": {"mrr": 1 / 3}, "q2": {"mrr": 1 / 2}}  # q1: c, b, a (b > a)
+    assert run.ranked()["q1"] == [("c", 2.0), ("b", 0.5), ("a", 0.5)]
