@@ -15,6 +15,9 @@ _EXPORTS = {
     "write_run": "io", "write_qrels": "io", "write_jsonl": "io",
     "Qrels": "tables", "Run": "tables",
     "evaluate": "metrics.evaluate", "Evaluation": "metrics.evaluate",
+    "compare": "metrics.compare", "Comparison": "metrics.compare",
+    "agree": "metrics.agreement", "Agreement": "metrics.agreement",
+    "run_retriever": "retrieve",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "InputError": "errors", "MeasureError": "errors", "RagassayError": "errors",
 }
@@ -39,6 +42,9 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and IDEs
     from .errors import InputError, MeasureError, RagassayError
     from .io import read_chunks, read_qrels, read_queries, read_run, write_jsonl, write_qrels, write_run
+    from .metrics.agreement import Agreement, agree
+    from .metrics.compare import Comparison, compare
     from .metrics.evaluate import Evaluation, evaluate
+    from .retrieve import run_retriever
     from .metrics.measures import Measure, parse_measure
     from .tables import Qrels, Run

@@ -1,0 +1,204 @@
+"""How well two sets of graded labels agree, e.g. an LLM judge against human assessors.
+
+Computed on the (query, document) pairs both sides judged. Weighted kappas and Krippendorff's
+alpha use the grade values themselves (a 0-vs-3 disagreement weighs three times a 0-vs-1 one).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..tables import Qrels, Run, coerce_qrels, coerce_run
+
+
+@dataclass
+class Agreement:
+    pairs: int
+    only_reference: int
+    only_candidate: int
+    labels: list[int]
+    confusion: list[list[int]]          # rows: reference grade, columns: candidate grade
+    reference_distribution: dict[int, int]
+    candidate_distribution: dict[int, int]
+    exact_agreement: float
+    kappa: float
+    kappa_linear: float
+    kappa_quadratic: float
+    kappa_binary: dict[int, float]      # threshold -> kappa of (grade >= threshold)
+    krippendorff_alpha_ordinal: float
+    run_ranking: dict | None = field(default=None)
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["kappa_binary"] = {f">={k}": v for k, v in self.kappa_binary.items()}
+        return _nan_to_none(d)
+
+
+def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | str | Path,
+          runs: Sequence[Run | str | Path] | Mapping[str, Run] | None = None,
+          metric: str = "ndcg@10") -> Agreement:
+    """Agreement of two qrels on the pairs both judged; with ``runs``, whether they rank the runs
+    the same way (Kendall's tau-b and Spearman's rho of the runs' mean ``metric``)."""
+    ref, cand = coerce_qrels(reference), coerce_qrels(candidate)
+    ref_d, cand_d = ref.to_dict(), cand.to_dict()
+    a, b = [], []
+    only_ref = 0
+    for q, docs in ref_d.items():
+        other = cand_d.get(q, {})
+        for doc, g in docs.items():
+            if doc in other:
+                a.append(g)
+                b.append(other[doc])
+            else:
+                only_ref += 1
+    only_cand = len(cand) - len(a)
+    x, y = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+    labels = sorted(set(a) | set(b))
+    conf = confusion_matrix(x, y, labels)
+    ranking = None
+    if runs is not None:
+        ranking = run_ranking_agreement(ref, cand, runs, metric)
+    return Agreement(
+        pairs=len(a), only_reference=only_ref, only_candidate=only_cand, labels=labels,
+        confusion=conf.tolist(),
+        reference_distribution={g: int((x == g).sum()) for g in labels},
+        candidate_distribution={g: int((y == g).sum()) for g in labels},
+        exact_agreement=float((x == y).mean()) if len(x) else float("nan"),
+        kappa=cohen_kappa(x, y), kappa_linear=cohen_kappa(x, y, "linear"),
+        kappa_quadratic=cohen_kappa(x, y, "quadratic"),
+        kappa_binary={t: cohen_kappa((x >= t).astype(int), (y >= t).astype(int)) for t in (1, 2, 3)},
+        krippendorff_alpha_ordinal=krippendorff_alpha_ordinal(x, y), run_ranking=ranking)
+
+
+def confusion_matrix(x: np.ndarray, y: np.ndarray, labels: list[int]) -> np.ndarray:
+    pos = {g: i for i, g in enumerate(labels)}
+    m = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    for i, j in zip(x.tolist(), y.tolist()):
+        m[pos[i], pos[j]] += 1
+    return m
+
+
+def cohen_kappa(x: np.ndarray, y: np.ndarray, weights: str | None = None) -> float:
+    """Cohen's kappa; ``weights`` None, "linear" or "quadratic" (on the grade values).
+
+    nan when undefined: no pairs, or chance agreement is already perfect (both sides used one
+    and the same label for everything).
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) == 0:
+        return float("nan")
+    labels = sorted(set(x.tolist()) | set(y.tolist()))
+    observed = confusion_matrix(x, y, labels).astype(np.float64) / len(x)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    values = np.array(labels, dtype=np.float64)
+    diff = np.abs(values[:, None] - values[None, :])
+    if weights is None:
+        w = (diff > 0).astype(np.float64)
+    elif weights == "linear":
+        w = diff
+    elif weights == "quadratic":
+        w = diff ** 2
+    else:
+        raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
+    denominator = float((w * expected).sum())
+    if denominator == 0.0:
+        return float("nan")
+    return 1.0 - float((w * observed).sum()) / denominator
+
+
+def krippendorff_alpha_ordinal(x: np.ndarray, y: np.ndarray) -> float:
+    """Krippendorff's alpha with the ordinal metric, two coders, every unit coded by both."""
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) == 0:
+        return float("nan")
+    labels = sorted(set(x.tolist()) | set(y.tolist()))
+    c = confusion_matrix(x, y, labels).astype(np.float64)
+    coincidence = c + c.T  # each unit contributes both ordered pairs
+    n_c = coincidence.sum(axis=1)
+    n = n_c.sum()
+    cum = np.cumsum(n_c)
+    k = len(labels)
+    delta = np.zeros((k, k))
+    for i in range(k):
+        for j in range(i + 1, k):
+            delta[i, j] = delta[j, i] = (cum[j] - cum[i] + n_c[i] - (n_c[i] + n_c[j]) / 2.0) ** 2
+    d_observed = float((coincidence * delta).sum())
+    d_expected = float((np.outer(n_c, n_c) * delta).sum()) / (n - 1.0)
+    if d_expected == 0.0:
+        return float("nan")
+    return 1.0 - d_observed / d_expected
+
+
+def kendall_tau_b(a: Sequence[float], b: Sequence[float]) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = len(a)
+    concordant = discordant = ties_a = ties_b = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
+            if da == 0 and db == 0:
+                continue
+            if da == 0:
+                ties_a += 1
+            elif db == 0:
+                ties_b += 1
+            elif da == db:
+                concordant += 1
+            else:
+                discordant += 1
+    denominator = math.sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b))
+    return (concordant - discordant) / denominator if denominator else float("nan")
+
+
+def spearman_rho(a: Sequence[float], b: Sequence[float]) -> float:
+    ra, rb = _average_ranks(np.asarray(a, dtype=float)), _average_ranks(np.asarray(b, dtype=float))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denominator = math.sqrt(float((ra * ra).sum() * (rb * rb).sum()))
+    return float((ra * rb).sum()) / denominator if denominator else float("nan")
+
+
+def _average_ranks(v: np.ndarray) -> np.ndarray:
+    order = np.argsort(v, kind="stable")
+    ranks = np.empty(len(v))
+    sorted_v = v[order]
+    i = 0
+    while i < len(v):
+        j = i
+        while j + 1 < len(v) and sorted_v[j + 1] == sorted_v[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return ranks
+
+
+def run_ranking_agreement(reference: Qrels, candidate: Qrels,
+                          runs: Sequence[Run | str | Path] | Mapping[str, Run], metric: str) -> dict:
+    """Score every run under both qrels; do the two orderings of the runs agree?"""
+    from .evaluate import evaluate
+    items = list(runs.items()) if isinstance(runs, Mapping) else [(None, r) for r in runs]
+    loaded = [(name or coerce_run(r).name, coerce_run(r)) for name, r in items]
+    if len(loaded) < 2:
+        raise ValueError("ranking agreement needs at least two runs")
+    ref_scores = [evaluate(reference, r, [metric], missing="zero").aggregate for _, r in loaded]
+    cand_scores = [evaluate(candidate, r, [metric], missing="zero").aggregate for _, r in loaded]
+    key = next(iter(ref_scores[0]))
+    a = [s[key] for s in ref_scores]
+    b = [s[key] for s in cand_scores]
+    return {"metric": key, "runs": {name: {"reference": x, "candidate": y}
+                                    for (name, _), x, y in zip(loaded, a, b)},
+            "kendall_tau_b": kendall_tau_b(a, b), "spearman_rho": spearman_rho(a, b)}
+
+
+def _nan_to_none(obj):
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _nan_to_none(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_nan_to_none(v) for v in obj]
+    return obj

@@ -1,0 +1,132 @@
+"""Compare runs on the same queries: means, differences, confidence intervals and paired tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from ..tables import Qrels, Run, coerce_qrels, coerce_run
+from .evaluate import Evaluation, Gain, evaluate
+from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .significance import bootstrap_ci, holm, paired_t_test, randomization_test
+
+
+@dataclass
+class Test:
+    """One run against the baseline on one metric."""
+
+    run: str
+    metric: str
+    baseline_mean: float
+    mean: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_randomization: float
+    p_t_test: float
+    t: float
+    wins: int
+    ties: int
+    losses: int
+    p_randomization_holm: float = float("nan")
+    p_t_test_holm: float = float("nan")
+
+
+@dataclass
+class Comparison:
+    """Every run's mean per metric, and each run tested against the first (the baseline)."""
+
+    runs: list[str]
+    metrics: list[str]
+    queries: list[str]
+    evaluations: dict[str, Evaluation]
+    tests: list[Test]
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def means(self) -> dict[str, dict[str, float]]:
+        return {name: {m: float(ev.values[m].mean()) if len(ev.queries) else 0.0 for m in self.metrics}
+                for name, ev in self.evaluations.items()}
+
+    def to_dict(self) -> dict:
+        return {"baseline": self.runs[0], "queries": len(self.queries), "means": self.means,
+                "tests": [t.__dict__ for t in self.tests], "settings": self.settings}
+
+
+def compare(qrels: Qrels | Mapping | str | Path,
+            runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | str | Path],
+            metrics: Iterable[str | Measure] | str | None = None, *, missing: Literal["skip", "zero"] = "zero",
+            relevance_level: int = 1, gain: Gain = "linear", n_permutations: int = 10_000,
+            n_bootstrap: int = 10_000, confidence: float = 0.95, seed: int = 0) -> Comparison:
+    """Compare two or more runs; the first is the baseline every other run is tested against.
+
+    Tests are paired over queries: a randomization (sign-flip) test with ``n_permutations`` and a
+    fixed ``seed``, a paired t-test (equal to ``scipy.stats.ttest_rel``), a percentile bootstrap
+    ``confidence`` interval of the mean difference, and win/tie/loss counts. With several runs or
+    metrics, Holm's correction is applied across all the tests at once.
+
+    ``missing="zero"`` (the default here) scores qrels queries a run did not answer as 0, so every
+    run is compared on the same queries (trec_eval -c). With ``"skip"``, only queries every run
+    answered are used.
+    """
+    qrels = coerce_qrels(qrels)
+    if isinstance(runs, Mapping):
+        named = {str(k): coerce_run(v, str(k)) for k, v in runs.items()}
+    else:
+        loaded = [coerce_run(r) for r in runs]
+        named = {}
+        for r in loaded:
+            key, i = r.name, 2
+            while key in named:
+                key, i = f"{r.name}-{i}", i + 1
+            named[key] = r
+    if len(named) < 2:
+        raise ValueError("compare needs at least two runs")
+    measures = DEFAULT_MEASURES if metrics is None else parse_measures(
+        metrics if isinstance(metrics, str) else list(metrics))
+    names = [str(m) for m in measures]
+    evals = {k: evaluate(qrels, r, measures, relevance_level=relevance_level, gain=gain, missing=missing)
+             for k, r in named.items()}
+    common = sorted(set.intersection(*(set(e.queries) for e in evals.values())))
+    aligned = {k: _restrict(e, common) for k, e in evals.items()}
+
+    run_names = list(named)
+    base = aligned[run_names[0]]
+    tests = []
+    for other in run_names[1:]:
+        for m in names:
+            a, b = base.values[m], aligned[other].values[m]
+            d = b - a
+            lo, hi = bootstrap_ci(d, confidence, n_bootstrap, seed)
+            t, p_t = paired_t_test(d)
+            tests.append(Test(
+                run=other, metric=m, baseline_mean=_mean(a), mean=_mean(b), diff=_mean(d),
+                ci_low=lo, ci_high=hi, p_randomization=randomization_test(d, n_permutations, seed),
+                p_t_test=p_t, t=t, wins=int((d > 0).sum()), ties=int((d == 0).sum()),
+                losses=int((d < 0).sum())))
+    for t, adj in zip(tests, holm([t.p_randomization for t in tests])):
+        t.p_randomization_holm = adj
+    for t, adj in zip(tests, holm([t.p_t_test for t in tests])):
+        t.p_t_test_holm = adj
+    settings = {"missing": missing, "relevance_level": relevance_level, "gain": gain,
+                "n_permutations": n_permutations, "n_bootstrap": n_bootstrap,
+                "confidence": confidence, "seed": seed}
+    return Comparison(run_names, names, common, aligned, tests, settings)
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(x.mean()) if len(x) else float("nan")
+
+
+def _restrict(ev: Evaluation, queries: list[str]) -> Evaluation:
+    if ev.queries == queries:
+        return ev
+    pos = {q: i for i, q in enumerate(ev.queries)}
+    idx = np.array([pos[q] for q in queries], dtype=np.int64)
+    return Evaluation(ev.run_name, ev.measures, queries, {k: v[idx] for k, v in ev.values.items()},
+                      ev.run_only, ev.missing, [q for q in ev.no_relevant if q in set(queries)],
+                      ev.missing_policy, ev.relevance_level, ev.gain)
