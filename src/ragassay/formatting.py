@@ -17,7 +17,8 @@ def fmt_value(v: Any, digits: int = 4) -> str:
     if isinstance(v, float):
         if v != v:  # nan
             return "nan"
-        return f"{v:.{digits}f}"
+        text = f"{v:.{digits}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text  # no "-0.0000"
     return str(v)
 
 
