@@ -1,0 +1,111 @@
+"""The command line: every command has help, output formats, errors with file:line, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ragassay
+from ragassay.cli import build_parser, main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "example"
+QRELS = str(EXAMPLE / "qrels.txt")
+BM25 = str(EXAMPLE / "runs" / "bm25.txt")
+TFIDF = str(EXAMPLE / "runs" / "tfidf.txt")
+
+
+def subcommands():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    return action.choices
+
+
+def test_every_command_and_option_has_help_text():
+    for name, sub in subcommands().items():
+        assert sub.description, f"{name} has no description"
+        for action in sub._actions:
+            if action.dest != "help":
+                assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+def test_all_matches_public_names():
+    public = {n for n in dir(ragassay) if not n.startswith("_")} | {"__version__"}
+    assert set(ragassay.__all__) == public
+    for name in ragassay.__all__:
+        assert getattr(ragassay, name) is not None
+
+
+def test_evaluate_table_and_json(capsys):
+    assert main(["evaluate", QRELS, BM25, "-m", "ndcg_cut_10,P@5", "-m", "recip_rank"]) == 0
+    out = capsys.readouterr().out
+    assert "ndcg@10" in out and "p@5" in out and "mrr" in out and "22 queries evaluated" in out
+    assert main(["evaluate", QRELS, BM25, "--format", "json", "--per-query"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    expected = ragassay.evaluate(QRELS, BM25)
+    assert data["aggregate"] == pytest.approx(expected.aggregate)
+    assert data["per_query"]["q01"] == pytest.approx(expected.per_query["q01"])
+    assert data["counts"]["evaluated"] == 22
+
+
+def test_evaluate_csv_and_markdown(capsys):
+    assert main(["evaluate", QRELS, TFIDF, "-m", "map", "--format", "csv", "--per-query"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    assert lines[0] == "query,map" and lines[-1].startswith("all,") and len(lines) == 24
+    assert "queries evaluated" in captured.err
+    assert main(["evaluate", QRELS, TFIDF, "-m", "map", "--format", "markdown"]) == 0
+    assert "| metric | tfidf |" in capsys.readouterr().out
+
+
+def test_bad_input_exits_2_with_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("q01 Q0 refund-01 1 0.5 x\nq01 Q0 refund-02 2 oops x\n")
+    assert main(["evaluate", QRELS, str(bad)]) == 2
+    assert f"{bad}:2: score is not a number: 'oops'" in capsys.readouterr().err
+    assert main(["evaluate", QRELS, BM25, "-m", "ndcg@x"]) == 2
+    assert "unknown metric" in capsys.readouterr().err
+
+
+def test_dedupe_flag(tmp_path, capsys):
+    dup = tmp_path / "dup.txt"
+    dup.write_text("q01 Q0 refund-01 1 0.5 x\nq01 Q0 refund-01 2 0.9 x\n")
+    assert main(["evaluate", QRELS, str(dup)]) == 2
+    assert "--dedupe" in capsys.readouterr().err
+    assert main(["evaluate", QRELS, str(dup), "--dedupe", "-m", "p@1"]) == 0
+
+
+def test_compare_and_agree(capsys):
+    assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10", "--permutations", "500",
+                 "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["baseline"] == "bm25" and data["tests"][0]["run"] == "tfidf"
+    assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10,map", "--permutations", "500"]) == 0
+    out = capsys.readouterr().out
+    assert "p (Holm)" in out and "W/T/L" in out
+    second = str(EXAMPLE / "qrels_second_assessor.txt")
+    assert main(["agree", QRELS, second, "--runs", BM25, TFIDF]) == 0
+    out = capsys.readouterr().out
+    assert "Cohen's kappa" in out and "Kendall's tau-b" in out
+    assert main(["agree", QRELS, second, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == 65
+
+
+def test_retrieve_with_a_file_function(tmp_path, capsys):
+    out = tmp_path / "run.txt"
+    assert main(["retrieve", "--retriever", f"{EXAMPLE / 'retrievers.py'}:tfidf", "--queries",
+                 str(EXAMPLE / "queries.jsonl"), "-k", "5", "-o", str(out)]) == 0
+    assert "latency p50" in capsys.readouterr().out
+    run = ragassay.read_run(out)
+    assert run.name == "tfidf" and len(run.queries) == 22
+    assert json.loads((tmp_path / "run.txt.latency.json").read_text()).keys() == set(run.queries)
+    assert main(["retrieve", "--retriever", "nope", "--queries", str(EXAMPLE / "queries.jsonl"),
+                 "-o", str(out)]) == 2
+
+
+def test_python_dash_m_runs():
+    r = subprocess.run([sys.executable, "-m", "ragassay", "--version"], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.startswith("ragassay ")
