@@ -67,7 +67,7 @@ def paired_t_test(d: np.ndarray) -> tuple[float, float]:
     if n < 2:
         return float("nan"), float("nan")
     mean = float(d.mean())
-    sd = float(d.std(ddof=1))
+    sd = 0.0 if bool(np.all(d == d[0])) else float(d.std(ddof=1))  # exact 0, not rounding noise
     if sd == 0.0:
         if mean == 0.0:
             return 0.0, 1.0
