@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from .cli import EPILOG_METRICS, add_format_option, add_metric_options
@@ -14,7 +15,7 @@ from .formatting import render_table, to_json
 
 
 def register_all(sub: Any) -> None:
-    for register in (_evaluate, _compare, _agree, _retrieve):
+    for register in (_evaluate, _compare, _agree, _retrieve, _ping):
         register(sub)
 
 
@@ -251,3 +252,62 @@ def run_retrieve(args: argparse.Namespace) -> str:
     p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else 0.0
     return (f"wrote {len(run)} results for {len(queries)} queries to {out} "
             f"(latency p50 {p50:.1f} ms, p95 {p95:.1f} ms; per query in {lat_path})")
+
+
+# ---------------------------------------------------------------------------------- LLM options
+
+def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
+    """The same LLM flags for every command that calls a model."""
+    g = p.add_argument_group("LLM endpoint")
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)")
+    g.add_argument("--model", help="model name (default: $RAGASSAY_MODEL)")
+    g.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    if not stage:
+        return
+    g.add_argument("--concurrency", type=int, help="calls in flight at once (default 8)")
+    g.add_argument("--rpm", type=float, help="requests per minute budget (default: none)")
+    g.add_argument("--tpm", type=float, help="tokens per minute budget (default: none)")
+    g.add_argument("--cache", type=Path, metavar="PATH",
+                   help="answer cache (default: $XDG_CACHE_HOME/ragassay/llm-cache.sqlite)")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the answer cache")
+    g.add_argument("--price-in", type=float, metavar="USD", help="price per million input tokens (overrides the table)")
+    g.add_argument("--price-out", type=float, metavar="USD", help="price per million output tokens")
+    g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def llm_config(args: argparse.Namespace):
+    from .llm.config import LLMConfig
+    return LLMConfig.from_env(
+        model=args.model, base_url=args.base_url, timeout=args.timeout,
+        concurrency=getattr(args, "concurrency", None), rpm=getattr(args, "rpm", None),
+        tpm=getattr(args, "tpm", None), cache_path=getattr(args, "cache", None),
+        use_cache=not getattr(args, "no_cache", False), price_in=getattr(args, "price_in", None),
+        price_out=getattr(args, "price_out", None))
+
+
+# ---------------------------------------------------------------------------------------- ping
+
+def _ping(sub: Any) -> None:
+    p = sub.add_parser(
+        "ping", help="check the LLM endpoint: reachable, latency, structured outputs",
+        description="Send one small structured request to the configured endpoint and report whether "
+                    "it is reachable, how long it took, whether the model answered as asked, and "
+                    "whether JSON-schema structured outputs work or a fallback (JSON mode, plain "
+                    "instructions) is in use. Exits 2 with the reason when it cannot be used.",
+        epilog="Example: ragassay ping --base-url http://localhost:8000/v1 --model qwen2.5-7b-instruct")
+    add_llm_options(p, stage=False)
+    p.set_defaults(handler=run_ping)
+
+
+def run_ping(args: argparse.Namespace) -> str:
+    import asyncio
+
+    from .llm.ping import ping
+    info = asyncio.run(ping(llm_config(args)))
+    modes = {"json_schema": "supported (json_schema)",
+             "json_object": "json_schema rejected; using JSON mode + validation",
+             "prompt": "json_schema and JSON mode rejected; using instructions + validation"}
+    return "\n".join([f"endpoint:            {info['endpoint']}", f"model:               {info['model']}",
+                      f"latency:             {info['latency_ms']} ms",
+                      f"structured outputs:  {modes[info['structured_outputs']]}", "status:              ok"])

@@ -1,0 +1,15 @@
+"""The one place that talks to an LLM endpoint: client, retry policy, cache, usage, resume.
+
+Stages (generate, judge, check) build messages and call :meth:`LLM.ask` with a pydantic model;
+they never build their own client, cache or retry loop. See DESIGN.md, "The LLM layer".
+"""
+
+from .cache import Cache
+from .client import LLM
+from .config import LLMConfig, make_client
+from .errors import LLMError
+from .resume import ResumableWriter
+from .runner import run_items
+from .usage import Usage
+
+__all__ = ["Cache", "LLM", "LLMConfig", "LLMError", "ResumableWriter", "Usage", "make_client", "run_items"]

@@ -1,0 +1,76 @@
+"""An SQLite cache of answers: a rerun costs nothing.
+
+Keyed by a hash of the model, messages, response schema and sampling parameters. Stores the
+parsed answer, the raw text and the token usage. WAL mode and a busy timeout make it safe for
+several processes writing at once. Nothing secret is stored: no key, no headers, no base URL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+MIGRATIONS = [
+    """CREATE TABLE answers (
+        key TEXT PRIMARY KEY,
+        model TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        raw TEXT,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        created REAL NOT NULL
+    )""",
+]
+
+
+def cache_key(model: str, messages: list[dict], schema: dict | None, params: dict) -> str:
+    payload = json.dumps({"model": model, "messages": messages, "schema": schema, "params": params},
+                         sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class Cache:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        for i, sql in enumerate(MIGRATIONS[version:], start=version + 1):
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                if self.db.execute("PRAGMA user_version").fetchone()[0] < i:  # another process may have
+                    self.db.execute(sql)
+                    self.db.execute(f"PRAGMA user_version = {i}")
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT answer, raw, prompt_tokens, completion_tokens FROM answers WHERE key = ?",
+                              (key,)).fetchone()
+        if row is None:
+            return None
+        return {"answer": json.loads(row[0]), "raw": row[1], "prompt_tokens": row[2], "completion_tokens": row[3]}
+
+    def put(self, key: str, model: str, answer: dict, raw: str | None, prompt_tokens: int,
+            completion_tokens: int) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO answers (key, model, answer, raw, prompt_tokens, completion_tokens, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, model, json.dumps(answer, ensure_ascii=False), raw, prompt_tokens, completion_tokens, time.time()))
+
+    def __len__(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,359 @@
+"""``LLM.ask``: a validated pydantic answer from any OpenAI-compatible endpoint, or one LLMError.
+
+Two loops, each bounded and each about one thing:
+- transport (tenacity): 429 (honouring Retry-After), 408/409/5xx, timeouts and connection
+  errors, with jittered exponential back-off, an attempt limit and a per-call deadline. The openai
+  client's own retries are off, so retries never stack.
+- answer: JSON that does not parse, breaks the schema, a refusal or a cut-off answer gets at most
+  ``max_reasks`` re-asks that show the model what was wrong.
+
+Structured outputs use a JSON-schema ``response_format``; an endpoint that rejects it is
+remembered and served with JSON mode (then plain instructions) plus validation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
+
+from .cache import Cache, cache_key
+from .config import LLMConfig, make_client, redact
+from .errors import LLMError
+from .usage import Usage, estimate_tokens
+
+T = TypeVar("T", bound=BaseModel)
+
+MODES = ("json_schema", "json_object", "prompt")  # structured-output modes, best first
+
+
+class LLM:
+    """Ask an endpoint for typed answers. One instance per run; share it between stages."""
+
+    def __init__(self, config: LLMConfig, client: Any = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 clock: Callable[[], float] = time.monotonic):
+        config.check()
+        self.config = config
+        self.client = client if client is not None else make_client(config)
+        self.cache = Cache(config.cache_path) if config.use_cache and config.cache_path else None
+        self.usage = Usage(config.model, config.price_in, config.price_out)
+        self.mode = MODES[0]
+        self._sleep, self._clock = sleep, clock
+        self._sem = asyncio.Semaphore(config.concurrency)
+        self._schemas: dict[type, tuple[str, dict, bool, str]] = {}
+        self._cooldown_until = 0.0
+        self._limiter = RateLimiter(config.rpm, config.tpm, sleep, clock)
+        self._secrets = config.secrets()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    # ------------------------------------------------------------------------------- public
+
+    async def ask(self, messages: list[dict[str, str]], response_model: type[T], *, stage: str = "default",
+                  max_tokens: int | None = None, temperature: float | None = None,
+                  seed: int | None = None) -> T:
+        """Return ``response_model`` parsed from the answer to ``messages``; raise :class:`LLMError`."""
+        name, schema, strict, _ = self._schema(response_model)
+        params = {"temperature": self.config.temperature if temperature is None else temperature,
+                  "max_tokens": max_tokens, "seed": seed}
+        key = cache_key(self.config.model, messages, schema, params)
+        su = self.usage.stage(stage)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                try:
+                    answer = response_model.model_validate(hit["answer"])
+                except ValidationError:
+                    pass  # the model class changed shape since: ask again
+                else:
+                    su.cached += 1
+                    su.ok += 1
+                    return answer
+        try:
+            answer, raw, usage_in, usage_out = await self._ask_until_valid(
+                messages, response_model, params, su)
+        except LLMError:
+            su.failed += 1
+            raise
+        if self.cache is not None:
+            self.cache.put(key, self.config.model, answer.model_dump(mode="json"), raw, usage_in, usage_out)
+        su.ok += 1
+        return answer
+
+    def estimate(self, messages: list[dict[str, str]], response_model: type[BaseModel],
+                 max_tokens: int | None = None) -> tuple[int, int]:
+        """(input, output) token estimate for one call, for --dry-run."""
+        schema_text = self._schema(response_model)[3]
+        tokens_in = sum(estimate_tokens(m.get("content") or "") + 4 for m in messages) + estimate_tokens(schema_text)
+        return tokens_in, max_tokens or 300
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+    # ------------------------------------------------------------------------ answer loop
+
+    async def _ask_until_valid(self, messages, response_model, params, su):
+        convo = list(messages)
+        problem_kind, problem = "invalid", ""
+        total_in = total_out = 0
+        for round_no in range(self.config.max_reasks + 1):
+            if round_no:
+                su.reasked += 1
+            completion = await self._call(convo, response_model, params, su)
+            usage = getattr(completion, "usage", None)
+            tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+            tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+            su.prompt_tokens += tokens_in
+            su.completion_tokens += tokens_out
+            total_in, total_out = total_in + tokens_in, total_out + tokens_out
+            if not completion.choices:
+                problem_kind, problem, content = "invalid", "the endpoint returned no choices", ""
+            else:
+                choice = completion.choices[0]
+                content = choice.message.content or ""
+                problem_kind, problem, answer = self._parse(choice, response_model)
+                if answer is not None:
+                    return answer, content, total_in, total_out
+            convo = convo + [{"role": "assistant", "content": content},
+                             {"role": "user", "content": _reask_text(problem_kind, problem)}]
+        raise LLMError(problem_kind, f"no usable answer after {self.config.max_reasks + 1} tries: {problem}",
+                       attempts=self.config.max_reasks + 1)
+
+    def _parse(self, choice: Any, response_model: type[T]) -> tuple[str, str, T | None]:
+        message = choice.message
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            return "refusal", f"the model refused: {refusal[:300]}", None
+        if choice.finish_reason == "length":
+            return "truncated", "the answer was cut off at the token limit (finish_reason=length)", None
+        content = (message.content or "").strip()
+        if not content:
+            return "invalid", "the answer was empty", None
+        text = _strip_fences(content)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            return "invalid", f"the answer is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})", None
+        try:
+            return "invalid", "", response_model.model_validate(data)
+        except ValidationError as e:
+            errors = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'answer'}: {err['msg']}"
+                               for err in e.errors()[:8])
+            return "invalid", f"the JSON does not match the schema: {errors}", None
+
+    # ---------------------------------------------------------------------- transport loop
+
+    async def _call(self, convo, response_model, params, su):
+        est = sum(estimate_tokens(m.get("content") or "") for m in convo) + (params["max_tokens"] or 300)
+        attempt_no = 0
+
+        async def once():
+            nonlocal attempt_no
+            attempt_no += 1
+            if attempt_no > 1:
+                su.retried += 1
+            wait = self._cooldown_until - self._clock()
+            if wait > 0:
+                await self._sleep(wait)
+            async with self._sem:
+                await self._limiter.acquire(est)
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                try:
+                    return await self._send(convo, response_model, params, su)
+                finally:
+                    self.in_flight -= 1
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.config.max_attempts) | stop_after_delay(self.config.deadline),
+            wait=self._wait, retry=retry_if_exception(_transient), sleep=self._sleep, reraise=True)
+        try:
+            return await retrying(once)
+        except openai.APIStatusError as e:
+            raise self._status_error(e, attempt_no) from None
+        except openai.APIConnectionError as e:
+            kind = "timed out" if isinstance(e, openai.APITimeoutError) else "could not connect"
+            raise LLMError("transport", f"{kind} to {self.config.public_base_url()} after {attempt_no} "
+                           f"attempt(s): {self._redact(str(e))}", attempt_no) from None
+
+    async def _send(self, convo, response_model, params, su):
+        name, schema, strict, schema_text = self._schema(response_model)
+        while True:
+            mode = self.mode
+            kwargs: dict[str, Any] = {"model": self.config.model, "temperature": params["temperature"]}
+            if params["max_tokens"] is not None:
+                kwargs["max_tokens"] = params["max_tokens"]
+            if params["seed"] is not None:
+                kwargs["seed"] = params["seed"]
+            messages = list(convo)
+            if mode == "json_schema":
+                kwargs["response_format"] = {"type": "json_schema",
+                                             "json_schema": {"name": name, "schema": schema, "strict": strict}}
+            else:
+                messages = [{"role": "system", "content": "Reply with one JSON object, and nothing else, "
+                             f"that follows this JSON schema:\n{schema_text}"}] + messages
+                if mode == "json_object":
+                    kwargs["response_format"] = {"type": "json_object"}
+            su.calls += 1
+            try:
+                return await self.client.chat.completions.create(messages=messages, **kwargs)
+            except openai.BadRequestError as e:
+                text = str(e).lower()
+                if mode != MODES[-1] and ("response_format" in text or "json_schema" in text
+                                          or "json_object" in text or "structured" in text):
+                    # the endpoint cannot do this mode: remember, and serve every later call the next one
+                    if self.mode == mode:
+                        self.mode = MODES[MODES.index(mode) + 1]
+                    continue
+                raise
+
+    def _wait(self, retry_state) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        n = retry_state.attempt_number
+        backoff = min(self.config.max_wait, 0.5 * 2 ** (n - 1))
+        wait = random.uniform(backoff / 2, backoff)  # jittered exponential
+        if isinstance(exc, openai.RateLimitError):
+            hinted = _retry_after(exc)
+            wait = min(self.config.max_wait, hinted if hinted is not None else wait * 2)
+            # everyone waits while 429s keep coming, not just this call
+            self._cooldown_until = max(self._cooldown_until, self._clock() + wait)
+        return wait
+
+    def _status_error(self, e: openai.APIStatusError, attempts: int) -> LLMError:
+        detail = self._redact(_error_detail(e))
+        if e.status_code in (401, 403):
+            return LLMError("auth", f"the endpoint refused the credentials (HTTP {e.status_code}): {detail}. "
+                            "Check OPENAI_API_KEY / --base-url", attempts)
+        if _transient(e):
+            return LLMError("transport", f"HTTP {e.status_code} after {attempts} attempt(s): {detail}", attempts)
+        return LLMError("request", f"the endpoint rejected the request (HTTP {e.status_code}): {detail}", attempts)
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self._secrets)
+
+    def _schema(self, model: type[BaseModel]) -> tuple[str, dict, bool, str]:
+        """Built once per model class: the per-call CPU cost must stay that of the bare client."""
+        cached = self._schemas.get(model)
+        if cached is None:
+            schema, strict = strict_schema(model.model_json_schema())
+            name = re.sub(r"[^a-zA-Z0-9_-]", "_", model.__name__)[:64]
+            cached = (name, schema, strict, json.dumps(schema, ensure_ascii=False))
+            self._schemas[model] = cached
+        return cached
+
+
+def strict_schema(schema: dict) -> tuple[dict, bool]:
+    """Close every object (``additionalProperties: false``); strict mode only when every property
+    is required, as OpenAI's strict structured outputs demand."""
+    strict = True
+
+    def visit(node: Any) -> Any:
+        nonlocal strict
+        if isinstance(node, dict):
+            node = {k: visit(v) for k, v in node.items()}
+            if node.get("type") == "object" and "properties" in node:
+                node.setdefault("additionalProperties", False)
+                if set(node.get("required", [])) != set(node["properties"]):
+                    strict = False
+            if "default" in node:
+                strict = False
+            return node
+        if isinstance(node, list):
+            return [visit(v) for v in node]
+        return node
+
+    return visit(schema), strict
+
+
+def _transient(e: BaseException) -> bool:
+    if isinstance(e, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)):
+        return True
+    return isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409) or e.status_code >= 500)
+
+
+def _retry_after(e: openai.APIStatusError) -> float | None:
+    headers = getattr(e.response, "headers", None) or {}
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+def _error_detail(e: openai.APIStatusError) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        msg = err.get("message") if isinstance(err, dict) else body.get("message")
+        if msg:
+            return str(msg)[:500]
+    return str(e)[:500]
+
+
+def _strip_fences(text: str) -> str:
+    m = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.S)
+    return m.group(1) if m else text
+
+
+def _reask_text(kind: str, problem: str) -> str:
+    extra = " Keep it shorter so that it fits." if kind == "truncated" else ""
+    return (f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
+            f"that follows the required schema.{extra}")
+
+
+class RateLimiter:
+    """Token buckets for requests and tokens per minute (either may be None: unlimited)."""
+
+    def __init__(self, rpm: float | None, tpm: float | None, sleep, clock):
+        self.rpm, self.tpm = rpm, tpm
+        self._sleep, self._clock = sleep, clock
+        self._req = max(1.0, (rpm or 0) / 6)  # start with ten seconds' worth
+        self._tok = max(1.0, (tpm or 0) / 6)
+        self._last = clock()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self, tokens: int) -> None:
+        if not self.rpm and not self.tpm:
+            return
+        async with self._lock:
+            while True:
+                now = self._clock()
+                elapsed, self._last = now - self._last, now
+                if self.rpm:
+                    self._req = min(max(1.0, self.rpm / 6), self._req + elapsed * self.rpm / 60)
+                if self.tpm:
+                    self._tok = min(max(float(tokens), self.tpm / 6), self._tok + elapsed * self.tpm / 60)
+                need = 0.0
+                if self.rpm and self._req < 1:
+                    need = max(need, (1 - self._req) * 60 / self.rpm)
+                if self.tpm and self._tok < tokens:
+                    need = max(need, (tokens - self._tok) * 60 / self.tpm)
+                if need <= 0:
+                    if self.rpm:
+                        self._req -= 1
+                    if self.tpm:
+                        self._tok -= tokens
+                    return
+                await self._sleep(need)

@@ -1,0 +1,101 @@
+"""Where the endpoint, model and key come from, and the one factory that builds the client.
+
+Order: explicit values (CLI flags) > ``RAGASSAY_MODEL`` > the openai client's own variables
+(``OPENAI_API_KEY``, ``OPENAI_BASE_URL``). A local endpoint (vLLM, Ollama, llama.cpp) needs no real
+key: a base URL alone is enough.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import LLMError
+
+LOCAL_PLACEHOLDER_KEY = "not-needed"  # sent to keyless local servers; they ignore it
+
+
+def default_cache_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ragassay" / "llm-cache.sqlite"
+
+
+@dataclass
+class LLMConfig:
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 60.0
+    concurrency: int = 8
+    rpm: float | None = None
+    tpm: float | None = None
+    max_attempts: int = 6          # transport attempts per call (first try included)
+    deadline: float = 300.0        # seconds per call, across its retries
+    max_reasks: int = 2            # re-asks after an invalid answer
+    max_wait: float = 60.0         # cap on any single back-off or Retry-After wait
+    cache_path: Path | None = None
+    use_cache: bool = True
+    price_in: float | None = None  # USD per million input tokens (overrides the price table)
+    price_out: float | None = None
+    temperature: float = 0.0
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> LLMConfig:
+        """Fill unset values from the environment; ``overrides`` (CLI flags) win when not None."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+        values = {k: v for k, v in overrides.items() if v is not None}
+        cfg = cls(**values)
+        if cfg.model is None:
+            cfg.model = os.environ.get("RAGASSAY_MODEL") or None
+        if cfg.base_url is None:
+            cfg.base_url = os.environ.get("OPENAI_BASE_URL") or None
+        if cfg.api_key is None:
+            cfg.api_key = os.environ.get("OPENAI_API_KEY") or None
+        if cfg.use_cache and cfg.cache_path is None:
+            cfg.cache_path = default_cache_path()
+        return cfg
+
+    def check(self) -> None:
+        """Raise one clear message when there is nothing usable to call."""
+        if not self.api_key and not self.base_url:
+            raise LLMError("config", "no LLM endpoint configured: set OPENAI_API_KEY (for api.openai.com) "
+                           "or OPENAI_BASE_URL / --base-url (for a local or compatible server such as "
+                           "vLLM, Ollama or llama.cpp, which need no key)")
+        if not self.model:
+            raise LLMError("config", "no model given: pass --model or set RAGASSAY_MODEL")
+        if self.concurrency < 1:
+            raise LLMError("config", "concurrency must be at least 1")
+
+    def secrets(self) -> list[str]:
+        """Strings that must never be written anywhere: the key, and credentials in the base URL."""
+        out = [self.api_key] if self.api_key and self.api_key != LOCAL_PLACEHOLDER_KEY else []
+        if self.base_url:
+            m = re.match(r"^[a-z]+://([^/@]+)@", self.base_url)
+            if m:
+                out.append(m.group(1))
+                out.extend(p for p in m.group(1).split(":") if len(p) >= 4)
+        return [s for s in out if s]
+
+    def public_base_url(self) -> str:
+        return redact(self.base_url or "https://api.openai.com/v1", self.secrets())
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for s in sorted(secrets, key=len, reverse=True):
+        text = text.replace(s, "***")
+    return re.sub(r"(sk-[A-Za-z0-9_\-]{3})[A-Za-z0-9_\-]{8,}", r"\1***", text)
+
+
+def make_client(config: LLMConfig, http_client: Any = None):
+    """The one place an ``AsyncOpenAI`` client is built. Its own retries are off: ours decide."""
+    from openai import AsyncOpenAI
+
+    config.check()
+    return AsyncOpenAI(api_key=config.api_key or LOCAL_PLACEHOLDER_KEY, base_url=config.base_url,
+                       timeout=config.timeout, max_retries=0, http_client=http_client)

@@ -1,0 +1,35 @@
+"""Check an endpoint: reachable, how fast, does the model answer, is json_schema supported."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from pydantic import BaseModel
+
+from ..prompts import load_prompt
+from .client import LLM
+from .config import LLMConfig
+from .errors import LLMError
+
+
+class PingAnswer(BaseModel):
+    ok: bool
+    echo: str
+
+
+async def ping(config: LLMConfig, client=None) -> dict:
+    """One structured call, no cache. Raises :class:`LLMError` when the endpoint cannot be used."""
+    config = dataclasses.replace(config, use_cache=False, max_attempts=2, deadline=min(config.deadline, 60))
+    llm = LLM(config, client=client)
+    prompt = load_prompt("ping")
+    word = "lanternfish"
+    start = time.perf_counter()
+    answer = await llm.ask([{"role": "user", "content": prompt.render(word=word)}], PingAnswer, stage="ping",
+                           max_tokens=50)
+    latency = (time.perf_counter() - start) * 1000
+    if not answer.ok or answer.echo.strip() != word:
+        raise LLMError("invalid", f"the model answered but did not follow the instruction (echo={answer.echo!r})")
+    stage = llm.usage.stage("ping")
+    return {"endpoint": config.public_base_url(), "model": config.model, "latency_ms": round(latency, 1),
+            "structured_outputs": llm.mode, "calls": stage.calls, "prompt": prompt.id}
