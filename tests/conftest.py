@@ -1,0 +1,14 @@
+"""Run ``async def`` tests with asyncio.run (a few lines instead of another plugin dependency)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+
+def pytest_pyfunc_call(pyfuncitem):
+    if inspect.iscoroutinefunction(pyfuncitem.obj):
+        names = pyfuncitem._fixtureinfo.argnames
+        asyncio.run(pyfuncitem.obj(**{n: pyfuncitem.funcargs[n] for n in names}))
+        return True
+    return None

@@ -1,0 +1,337 @@
+"""The LLM layer against mocked HTTP (respx): real openai client, real parsing, retries, cache.
+
+No test reaches the network; back-off sleeps go to a fake clock that records every wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+import respx
+from pydantic import BaseModel, Field
+
+from ragassay.llm import LLM, LLMConfig, LLMError, ResumableWriter, run_items
+from ragassay.llm.resume import latest_records
+
+BASE = "http://llm.test/v1"
+URL = f"{BASE}/chat/completions"
+KEY = "sk-test-SECRETKEY0123456789abcdef"
+
+
+class Grade(BaseModel):
+    grade: int = Field(ge=0, le=3)
+    reasoning: str
+
+
+class FakeTime:
+    def __init__(self):
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now
+
+
+def completion(content: str | None = '{"grade": 2, "reasoning": "ok"}', finish: str = "stop",
+               refusal: str | None = None, prompt_tokens: int = 11, completion_tokens: int = 7) -> httpx.Response:
+    return httpx.Response(200, json={
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": finish,
+                     "message": {"role": "assistant", "content": content, "refusal": refusal}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens}})
+
+
+def error(status: int, message: str = "boom", headers: dict | None = None) -> httpx.Response:
+    return httpx.Response(status, headers=headers or {}, json={"error": {"message": message, "type": "x"}})
+
+
+def make_llm(tmp_path, fake: FakeTime, **settings) -> LLM:
+    settings.setdefault("use_cache", False)
+    cfg = LLMConfig(model="test-model", base_url=BASE, api_key=KEY, cache_path=tmp_path / "cache.sqlite",
+                    **settings)
+    return LLM(cfg, sleep=fake.sleep, clock=fake.clock)
+
+
+MESSAGES = [{"role": "user", "content": "Grade this chunk."}]
+
+
+def body(call) -> dict:
+    return json.loads(call.request.content)
+
+
+@respx.mock
+async def test_structured_answer_and_request_shape(tmp_path):
+    route = respx.post(URL).mock(return_value=completion())
+    llm = make_llm(tmp_path, FakeTime())
+    answer = await llm.ask(MESSAGES, Grade, stage="judge", max_tokens=100)
+    assert answer == Grade(grade=2, reasoning="ok")
+    sent = body(route.calls[0])
+    assert sent["response_format"]["type"] == "json_schema"
+    assert sent["response_format"]["json_schema"]["schema"]["additionalProperties"] is False
+    assert sent["response_format"]["json_schema"]["strict"] is True
+    assert sent["model"] == "test-model" and sent["max_tokens"] == 100
+    assert route.calls[0].request.headers["authorization"] == f"Bearer {KEY}"
+    s = llm.usage.stage("judge")
+    assert (s.calls, s.ok, s.prompt_tokens, s.completion_tokens) == (1, 1, 11, 7)
+
+
+@respx.mock
+async def test_429_honours_retry_after_then_succeeds(tmp_path):
+    route = respx.post(URL).mock(side_effect=[error(429, headers={"retry-after": "7"}), completion()])
+    fake = FakeTime()
+    llm = make_llm(tmp_path, fake)
+    assert (await llm.ask(MESSAGES, Grade)).grade == 2
+    assert route.call_count == 2
+    assert fake.sleeps == [7.0]  # the server's wait, not our own back-off
+    assert llm.usage.stage("default").retried == 1
+
+
+@respx.mock
+async def test_retry_after_ms_is_capped(tmp_path):
+    respx.post(URL).mock(side_effect=[error(429, headers={"retry-after-ms": "900000"}), completion()])
+    fake = FakeTime()
+    await make_llm(tmp_path, fake, max_wait=30).ask(MESSAGES, Grade)
+    assert fake.sleeps == [30]
+
+
+@respx.mock
+async def test_500_500_then_success_with_growing_backoff(tmp_path):
+    route = respx.post(URL).mock(side_effect=[error(500), error(503), completion()])
+    fake = FakeTime()
+    assert (await make_llm(tmp_path, fake).ask(MESSAGES, Grade)).grade == 2
+    assert route.call_count == 3
+    assert len(fake.sleeps) == 2 and 0.25 <= fake.sleeps[0] <= 0.5 and 0.5 <= fake.sleeps[1] <= 1.0
+
+
+@respx.mock
+async def test_timeout_then_success(tmp_path):
+    route = respx.post(URL).mock(side_effect=[httpx.ReadTimeout("slow"), completion()])
+    assert (await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)).grade == 2
+    assert route.call_count == 2
+
+
+@respx.mock
+async def test_every_attempt_failing_raises_one_typed_error(tmp_path):
+    route = respx.post(URL).mock(return_value=error(502, "bad gateway"))
+    llm = make_llm(tmp_path, FakeTime(), max_attempts=4)
+    with pytest.raises(LLMError) as e:
+        await llm.ask(MESSAGES, Grade)
+    assert e.value.kind == "transport" and e.value.attempts == 4
+    assert "HTTP 502" in str(e.value) and "bad gateway" in str(e.value)
+    assert route.call_count == 4
+    assert llm.usage.stage("default").failed == 1
+
+
+@respx.mock
+async def test_auth_error_is_not_retried_and_hides_the_key(tmp_path):
+    route = respx.post(URL).mock(return_value=error(401, f"Incorrect API key provided: {KEY}"))
+    with pytest.raises(LLMError) as e:
+        await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)
+    assert e.value.kind == "auth" and route.call_count == 1
+    assert KEY not in str(e.value) and "OPENAI_API_KEY" in str(e.value)
+
+
+@respx.mock
+async def test_invalid_json_then_valid_reask_shows_the_error(tmp_path):
+    route = respx.post(URL).mock(side_effect=[completion('{"grade": 2, "reasoning": '), completion()])
+    llm = make_llm(tmp_path, FakeTime())
+    assert (await llm.ask(MESSAGES, Grade)).grade == 2
+    second = body(route.calls[1])["messages"]
+    assert second[-2] == {"role": "assistant", "content": '{"grade": 2, "reasoning": '}
+    assert "not valid JSON" in second[-1]["content"]
+    assert llm.usage.stage("default").reasked == 1
+
+
+@respx.mock
+async def test_schema_violation_then_valid(tmp_path):
+    route = respx.post(URL).mock(side_effect=[completion('{"grade": 7, "reasoning": "x"}'), completion()])
+    assert (await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)).grade == 2
+    reask = body(route.calls[1])["messages"][-1]["content"]
+    assert "does not match the schema" in reask and "grade" in reask
+
+
+@respx.mock
+async def test_refusal_every_time_gives_refusal_error_after_two_reasks(tmp_path):
+    route = respx.post(URL).mock(return_value=completion(None, refusal="I can't help with that."))
+    with pytest.raises(LLMError) as e:
+        await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)
+    assert e.value.kind == "refusal" and route.call_count == 3
+    assert "I can't help with that." in str(e.value)
+
+
+@respx.mock
+async def test_truncated_answer_is_reasked_to_be_shorter(tmp_path):
+    route = respx.post(URL).mock(side_effect=[completion('{"grade": 2, "reas', finish="length"), completion()])
+    assert (await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)).grade == 2
+    assert "shorter" in body(route.calls[1])["messages"][-1]["content"]
+
+
+@respx.mock
+async def test_json_schema_rejected_falls_back_to_json_mode_and_remembers(tmp_path):
+    def handler(request):
+        sent = json.loads(request.content)
+        if sent.get("response_format", {}).get("type") == "json_schema":
+            return error(400, "response_format json_schema is not supported by this server")
+        return completion('```json\n{"grade": 1, "reasoning": "fenced"}\n```')
+
+    route = respx.post(URL).mock(side_effect=handler)
+    llm = make_llm(tmp_path, FakeTime())
+    assert (await llm.ask(MESSAGES, Grade)).grade == 1
+    assert llm.mode == "json_object"
+    fallback = body(route.calls[1])
+    assert fallback["response_format"] == {"type": "json_object"}
+    assert '"grade"' in fallback["messages"][0]["content"]  # the schema, as instructions
+    await llm.ask([{"role": "user", "content": "another"}], Grade)
+    assert route.call_count == 3  # remembered: no second json_schema attempt
+
+
+@respx.mock
+async def test_other_400_is_a_request_error(tmp_path):
+    respx.post(URL).mock(return_value=error(400, "model 'nope' does not exist"))
+    with pytest.raises(LLMError) as e:
+        await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)
+    assert e.value.kind == "request" and "does not exist" in str(e.value)
+
+
+@respx.mock
+async def test_cache_hit_makes_no_http_call(tmp_path):
+    route = respx.post(URL).mock(return_value=completion())
+    first = make_llm(tmp_path, FakeTime(), use_cache=True)
+    await first.ask(MESSAGES, Grade, max_tokens=50)
+    first.close()
+    again = make_llm(tmp_path, FakeTime(), use_cache=True)
+    assert (await again.ask(MESSAGES, Grade, max_tokens=50)).grade == 2
+    assert route.call_count == 1
+    assert again.usage.stage("default").cached == 1
+    await again.ask(MESSAGES, Grade, max_tokens=51)  # other parameters: another key
+    assert route.call_count == 2
+
+
+@respx.mock
+async def test_concurrency_never_exceeds_the_limit(tmp_path):
+    state = {"now": 0, "max": 0}
+
+    async def slow(request):
+        state["now"] += 1
+        state["max"] = max(state["max"], state["now"])
+        await asyncio.sleep(0.01)
+        state["now"] -= 1
+        return completion()
+
+    respx.post(URL).mock(side_effect=slow)
+    llm = make_llm(tmp_path, FakeTime(), concurrency=3)
+    await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade) for i in range(20)))
+    assert state["max"] == 3 and llm.max_in_flight == 3
+
+
+@respx.mock
+async def test_key_never_written_to_cache_outputs_or_logs(tmp_path, capsys, caplog):
+    respx.post(URL).mock(side_effect=[completion(), error(401, f"bad key {KEY}")])
+    llm = make_llm(tmp_path, FakeTime(), use_cache=True)
+    items = ["a", "b"]
+
+    async def work(item):
+        g = await llm.ask([{"role": "user", "content": item}], Grade)
+        return {"query_id": item, "grade": g.grade, "status": "ok"}
+
+    out = tmp_path / "out.jsonl"
+    await run_items(llm, items, key=str, record_key=lambda r: r["query_id"], work=work,
+                    on_error=lambda it, e: {"query_id": it, "grade": None, "status": "error", "error": e.reason},
+                    output=out, stage="judge", quiet=True)
+    llm.close()
+    captured = capsys.readouterr()
+    for blob in [out.read_text(), captured.out, captured.err, caplog.text,
+                 (tmp_path / "cache.sqlite").read_bytes().decode("latin-1")]:
+        assert KEY not in blob
+    assert "auth" in out.read_text()
+
+
+@respx.mock
+async def test_resumed_run_skips_done_items_and_retries_failed(tmp_path):
+    calls = {"n": 0}
+
+    def handler(request):
+        calls["n"] += 1
+        text = json.loads(request.content)["messages"][-1]["content"]
+        if text == "item-2" and calls["n"] < 10:
+            return error(500, "flaky")
+        return completion()
+
+    route = respx.post(URL).mock(side_effect=handler)
+    out = tmp_path / "judgments.jsonl"
+
+    async def run():
+        llm = make_llm(tmp_path, FakeTime(), max_attempts=2)
+
+        async def work(item):
+            g = await llm.ask([{"role": "user", "content": item}], Grade)
+            return {"id": item, "grade": g.grade, "status": "ok"}
+        return await run_items(llm, ["item-1", "item-2", "item-3"], key=str, record_key=lambda r: r["id"],
+                               work=work, on_error=lambda it, e: {"id": it, "status": "error", "error": e.reason},
+                               output=out, stage="judge", quiet=True)
+
+    first = await run()
+    assert (first["ok"], first["failed"]) == (2, 1)
+    calls["n"] = 100  # the endpoint has recovered
+    before = route.call_count
+    second = await run()
+    assert (second["skipped"], second["ok"], second["failed"]) == (2, 1, 0)
+    assert route.call_count == before + 1  # only the failed item was asked again
+    latest = latest_records(out, lambda r: r["id"])
+    assert all(r["status"] == "ok" for r in latest.values()) and len(latest) == 3
+
+
+def test_partial_last_line_from_a_kill_is_dropped_and_redone(tmp_path, capsys):
+    out = tmp_path / "o.jsonl"
+    out.write_text('{"id": "a", "status": "ok"}\n{"id": "b", "status": "error", "error": "x"}\n{"id": "c", "sta')
+    w = ResumableWriter(out, lambda r: r["id"])
+    assert w.done == {"a"} and w.failed == {"b"} and w.truncated_bytes > 0
+    w.write({"id": "c", "status": "ok"})
+    w.close()
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["a", "b", "c"]
+    assert "incomplete last line" in capsys.readouterr().err
+
+
+def test_config_needs_a_key_or_a_base_url(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("RAGASSAY_MODEL", "m")
+    with pytest.raises(LLMError, match="OPENAI_BASE_URL"):
+        LLMConfig.from_env().check()
+    cfg = LLMConfig.from_env(base_url="http://localhost:8000/v1")  # a local server needs no key
+    cfg.check()
+    assert cfg.model == "m"
+    monkeypatch.setenv("XDG_CACHE_HOME", "/tmp/xdg")
+    assert str(LLMConfig.from_env(base_url="http://x").cache_path) == "/tmp/xdg/ragassay/llm-cache.sqlite"
+    creds = LLMConfig(model="m", base_url="https://user:hunter2pass@proxy.example/v1")
+    assert "hunter2pass" not in creds.public_base_url()
+
+
+@respx.mock
+def test_ping_command(monkeypatch, capsys):
+    from ragassay.cli import main
+    respx.post(URL).mock(return_value=completion('{"ok": true, "echo": "lanternfish"}'))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    assert main(["ping", "--base-url", BASE, "--model", "test-model"]) == 0
+    out = capsys.readouterr().out
+    assert "supported (json_schema)" in out and "status:              ok" in out
+    respx.post(URL).mock(return_value=error(401, "nope"))
+    assert main(["ping", "--base-url", BASE, "--model", "test-model"]) == 2
+    assert "refused the credentials" in capsys.readouterr().err
+
+
+def test_prompts_are_versioned_and_shipped():
+    from ragassay.prompts import load_prompt
+    p = load_prompt("ping")
+    assert p.id.startswith("ping@") and len(p.version) == 8
+    assert "lanternfish" in p.render(word="lanternfish")
+    with pytest.raises(ValueError, match="missing"):
+        p.render()
