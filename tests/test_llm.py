@@ -335,3 +335,26 @@ def test_prompts_are_versioned_and_shipped():
     assert "lanternfish" in p.render(word="lanternfish")
     with pytest.raises(ValueError, match="missing"):
         p.render()
+
+
+@respx.mock
+async def test_dry_run_counts_calls_and_cost_without_calling(tmp_path):
+    route = respx.post(URL).mock(return_value=completion())
+    llm = make_llm(tmp_path, FakeTime(), use_cache=True, price_in=2.0, price_out=8.0)
+    await llm.ask(MESSAGES, Grade, max_tokens=100)
+    plan = llm.dry_run([(MESSAGES, Grade, 100), ([{"role": "user", "content": "x" * 400}], Grade, 100)])
+    assert route.call_count == 1  # only the real ask above
+    assert plan["cached"] == 1 and plan["calls"] == 1
+    assert plan["tokens_out"] == 100 and plan["tokens_in"] > 100
+    assert plan["cost_usd"] == pytest.approx((plan["tokens_in"] * 2 + 100 * 8) / 1e6)
+
+
+def test_price_table_and_overrides():
+    from ragassay.llm.usage import Usage, price_for
+    assert price_for("gpt-4o-mini-2024-07-18") == price_for("gpt-4o-mini")
+    assert price_for("my-local-model") is None
+    assert price_for("my-local-model", 0.5, 1.0) == (0.5, 1.0)
+    u = Usage("gpt-4o-mini")
+    s = u.stage("judge")
+    s.prompt_tokens, s.completion_tokens = 1_000_000, 1_000_000
+    assert u.cost() == pytest.approx(0.75)

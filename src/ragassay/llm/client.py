@@ -97,6 +97,27 @@ class LLM:
         tokens_in = sum(estimate_tokens(m.get("content") or "") + 4 for m in messages) + estimate_tokens(schema_text)
         return tokens_in, max_tokens or 300
 
+    def dry_run(self, requests: list[tuple[list[dict[str, str]], type[BaseModel], int | None]]) -> dict:
+        """What ``ask`` would cost for each (messages, model, max_tokens), calling nothing.
+
+        Answers already in the cache cost nothing and are counted apart. Token counts are
+        estimates (4 characters a token; output = max_tokens, or 300).
+        """
+        calls = cached = tokens_in = tokens_out = 0
+        for messages, model, max_tokens in requests:
+            name, schema, strict, _ = self._schema(model)
+            params = {"temperature": self.config.temperature, "max_tokens": max_tokens, "seed": None}
+            if self.cache is not None and self.cache.get(cache_key(self.config.model, messages, schema, params)):
+                cached += 1
+                continue
+            t_in, t_out = self.estimate(messages, model, max_tokens)
+            calls, tokens_in, tokens_out = calls + 1, tokens_in + t_in, tokens_out + t_out
+        from .usage import price_for
+        price = price_for(self.config.model, self.config.price_in, self.config.price_out)
+        cost = None if price is None else (tokens_in * price[0] + tokens_out * price[1]) / 1e6
+        return {"calls": calls, "cached": cached, "tokens_in": tokens_in, "tokens_out": tokens_out,
+                "cost_usd": cost}
+
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
