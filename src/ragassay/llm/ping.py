@@ -24,6 +24,8 @@ async def ping(config: LLMConfig, client=None) -> dict:
     llm = LLM(config, client=client)
     prompt = load_prompt("ping")
     word = "lanternfish"
+    _ = llm.client.chat.completions  # the openai client loads its resources lazily: not part of latency
+    import openai.types.chat  # noqa: F401
     start = time.perf_counter()
     answer = await llm.ask([{"role": "user", "content": prompt.render(word=word)}], PingAnswer, stage="ping",
                            max_tokens=50)
