@@ -147,7 +147,7 @@ def test_chunks_and_queries(tmp_path):
         read_chunks(write(tmp_path, "c2.jsonl", '{"id": "c1", "text": "a"}\n{"id": "c1", "text": "b"}\n'))
     assert e.value.line == 2 and "appears twice" in str(e.value)
     with pytest.raises(InputError) as e:
-        read_chunks(write(tmp_path, "c3.jsonl", '{"id": "c1", "text": ""}\n'))
+        read_chunks(write(tmp_path, "c3.jsonl", '{"id": "c1", "title": "no text"}\n'))
     assert e.value.line == 1 and "text" in str(e.value)
     q = read_queries(write(tmp_path, "q.jsonl", '{"id": "q1", "question": "how?"}\n{"_id": "q2", "text": "why"}\n'))
     assert q == {"q1": "how?", "q2": "why"}

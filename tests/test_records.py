@@ -32,5 +32,8 @@ def test_question_and_chunk_fields():
     with pytest.raises(ValidationError):
         Question(id="q1", question="Why?", answer="x", difficulty="impossible", chunk_ids=[])
     assert Chunk(id=7, text="t").id == "7"
+    assert Chunk(id="c", text="").text == ""
     with pytest.raises(ValidationError):
-        Chunk(id="c", text="  ")
+        Chunk(id="", text="x")
+    with pytest.raises(ValidationError):
+        Chunk(id="c")

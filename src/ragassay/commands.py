@@ -15,7 +15,7 @@ from .formatting import render_table, to_json
 
 
 def register_all(sub: Any) -> None:
-    for register in (_evaluate, _compare, _agree, _retrieve, _ping):
+    for register in (_evaluate, _compare, _agree, _retrieve, _judge, _ping):
         register(sub)
 
 
@@ -260,7 +260,8 @@ def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
     """The same LLM flags for every command that calls a model."""
     g = p.add_argument_group("LLM endpoint")
     g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)")
-    g.add_argument("--model", help="model name (default: $RAGASSAY_MODEL)")
+    g.add_argument("--model", action="append", help="model name (default: $RAGASSAY_MODEL); "
+                   "judge takes several for a jury")
     g.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
     if not stage:
         return
@@ -279,7 +280,7 @@ def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
 def llm_config(args: argparse.Namespace):
     from .llm.config import LLMConfig
     return LLMConfig.from_env(
-        model=args.model, base_url=args.base_url, timeout=args.timeout,
+        model=args.model[0] if args.model else None, base_url=args.base_url, timeout=args.timeout,
         concurrency=getattr(args, "concurrency", None), rpm=getattr(args, "rpm", None),
         tpm=getattr(args, "tpm", None), cache_path=getattr(args, "cache", None),
         use_cache=not getattr(args, "no_cache", False), price_in=getattr(args, "price_in", None),
@@ -311,3 +312,81 @@ def run_ping(args: argparse.Namespace) -> str:
     return "\n".join([f"endpoint:            {info['endpoint']}", f"model:               {info['model']}",
                       f"latency:             {info['latency_ms']} ms",
                       f"structured outputs:  {modes[info['structured_outputs']]}", "status:              ok"])
+
+
+# --------------------------------------------------------------------------------------- judge
+
+def _judge(sub: Any) -> None:
+    p = sub.add_parser(
+        "judge", help="LLM relevance grades 0-3 for a run's top chunks, and answer coverage",
+        description="Grade the top --depth chunks of every query in RUN for relevance (0 unrelated, "
+                    "1 on topic but no answer, 2 partial or buried answer, 3 dedicated and answers "
+                    "it), with the model's reasoning. Writes judgments JSONL (resumable), graded qrels "
+                    "for evaluate/agree with --qrels-out, and per-query coverage (FULL / PARTIAL / "
+                    "NONE from answer nuggets) with --coverage-out. A pair that cannot be judged is "
+                    "an error record, never grade 0.",
+        epilog="Example: ragassay judge --queries datasets/example/queries.jsonl --chunks "
+               "datasets/example/chunks.jsonl --run datasets/example/runs/bm25.txt --depth 5 "
+               "-o judgments.jsonl --qrels-out judged.qrels --model gpt-4o-mini")
+    p.add_argument("--queries", required=True, metavar="FILE",
+                   help="queries ({id, text} lines, or questions.jsonl from generate: its answers inform coverage)")
+    p.add_argument("--chunks", required=True, metavar="FILE", help="the chunks the run retrieved (JSONL)")
+    p.add_argument("--run", required=True, metavar="RUN", help="the run to judge (TREC or JSONL)")
+    p.add_argument("--depth", type=int, default=10, help="judge the top K chunks of each query (default 10)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="judgments JSONL (appended; resumes)")
+    p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels (with --keep labels included)")
+    p.add_argument("--coverage-out", metavar="FILE", help="write per-query coverage JSONL")
+    p.add_argument("--keep", metavar="QRELS", help="labels made by people: kept as they are, never judged again")
+    p.add_argument("--samples", type=int, default=1, help="ask N times per pair and take the majority "
+                   "(ties go to the lower grade; default 1)")
+    p.add_argument("--batch", type=int, default=1, help="grade N chunks of a query per call (default 1: "
+                   "one call per pair, no position effects)")
+    p.add_argument("--max-chunk-chars", type=int, default=6000, help="cut longer chunks to this many characters (default 6000)")
+    add_llm_options(p)
+    p.set_defaults(handler=run_judge)
+
+
+def run_judge(args: argparse.Namespace) -> str:
+    import asyncio
+
+    from .io import read_chunks, read_qrels, read_run
+    from .judge import JudgeOptions, build_llms, judge_run, plan_pairs, read_query_items
+    if args.samples < 1 or args.batch < 1 or args.depth < 1:
+        from .errors import InputError
+        raise InputError("--samples, --batch and --depth must be at least 1")
+    queries = read_query_items(args.queries)
+    chunks = {c.id: c for c in read_chunks(args.chunks)}
+    run = read_run(args.run)
+    keep = read_qrels(args.keep) if args.keep else None
+    options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch,
+                           max_chunk_chars=args.max_chunk_chars, quiet=args.quiet)
+    config = llm_config(args)
+    llms = build_llms(config, args.model)
+    if args.dry_run:
+        from .judge import Judge, RelevanceAnswer
+        pairs, kept, _, _ = plan_pairs(queries, chunks, run, args.depth, keep.to_dict() if keep else None)
+        qmap = {q.id: q for q in queries}
+        judge = Judge(llms, options)
+        lines = [f"{len(pairs)} pairs to judge ({len(kept)} kept from --keep); {args.samples} sample(s) x "
+                 f"{len(llms)} model(s)"]
+        for llm in llms:
+            plan = llm.dry_run([(judge.relevance_messages(qmap[q], chunks[c]), RelevanceAnswer, options.max_tokens)
+                                for q, c in pairs])
+            calls = plan["calls"] * args.samples
+            cost = "unknown (pass --price-in/--price-out)" if plan["cost_usd"] is None else f"${plan['cost_usd'] * args.samples:.4f}"
+            lines.append(f"{llm.config.model}: ~{calls} calls ({plan['cached']} pairs cached), ~{plan['tokens_in'] * args.samples} "
+                         f"tokens in, <= {plan['tokens_out'] * args.samples} out, cost {cost}"
+                         + (" (batching lowers this)" if args.batch > 1 else ""))
+        if args.coverage_out:
+            lines.append(f"coverage: {len({q for q, _ in pairs})} more calls")
+        return "\n".join(["dry run: nothing was called"] + lines)
+    summary = asyncio.run(judge_run(queries, chunks, run, llms, args.output, options=options, keep=keep,
+                                    qrels_out=args.qrels_out, coverage_out=args.coverage_out))
+    for llm in llms:
+        llm.close()
+    out = [summary.text(), f"judgments: {args.output}"]
+    if args.qrels_out:
+        out.append(f"qrels: {args.qrels_out}")
+    if args.coverage_out:
+        out.append(f"coverage: {args.coverage_out}")
+    return "\n".join(out)

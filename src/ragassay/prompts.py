@@ -41,6 +41,22 @@ class Prompt:
         return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), self.text)
 
 
+    def messages(self, **values: str) -> list[dict[str, str]]:
+        """Render a prompt written as ``[system]`` and ``[user]`` sections into chat messages."""
+        text = self.render(**values)
+        parts = re.split(r"^\[(system|user)\]\n", text, flags=re.M)
+        out = [{"role": role, "content": body.strip()} for role, body in zip(parts[1::2], parts[2::2])]
+        if not out:
+            out = [{"role": "user", "content": text.strip()}]
+        return out
+
+
+def delimit(label: str, text: str) -> str:
+    """Wrap untrusted text in markers it cannot close itself (marker characters inside are defused)."""
+    safe = text.replace("<<<", "< < <").replace(">>>", "> > >")
+    return f"<<<{label}\n{safe}\n{label.split()[0]}>>>"
+
+
 @lru_cache(maxsize=None)
 def load_prompt(name: str) -> Prompt:
     try:

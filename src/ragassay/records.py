@@ -23,14 +23,11 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
 
 
-def _non_empty(v: str, what: str) -> str:
-    if not isinstance(v, str) or not v.strip():
-        raise ValueError(f"{what} must be a non-empty string")
-    return v
-
-
 class Chunk(_Record):
-    """A passage of the user's corpus. BEIR corpus lines (``_id``) are mapped to ``id`` on read."""
+    """A passage of the user's corpus. BEIR corpus lines (``_id``) are mapped to ``id`` on read.
+
+    ``text`` may be empty (real corpora have empty chunks); stages decide what to do with them.
+    """
 
     id: str
     text: str
@@ -44,11 +41,6 @@ class Chunk(_Record):
         if isinstance(v, (int, str)) and str(v).strip():
             return str(v)
         raise ValueError("id must be a non-empty string")
-
-    @field_validator("text")
-    @classmethod
-    def _text(cls, v: str) -> str:
-        return _non_empty(v, "text")
 
 
 class Question(_Record):

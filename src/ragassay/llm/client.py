@@ -61,11 +61,16 @@ class LLM:
 
     async def ask(self, messages: list[dict[str, str]], response_model: type[T], *, stage: str = "default",
                   max_tokens: int | None = None, temperature: float | None = None,
-                  seed: int | None = None) -> T:
-        """Return ``response_model`` parsed from the answer to ``messages``; raise :class:`LLMError`."""
+                  seed: int | None = None, sample: int = 0) -> T:
+        """Return ``response_model`` parsed from the answer to ``messages``; raise :class:`LLMError`.
+
+        ``sample`` > 0 asks again for an independent answer (it is part of the cache key, not sent).
+        """
         name, schema, strict, _ = self._schema(response_model)
         params = {"temperature": self.config.temperature if temperature is None else temperature,
                   "max_tokens": max_tokens, "seed": seed}
+        if sample:
+            params["sample"] = sample
         key = cache_key(self.config.model, messages, schema, params)
         su = self.usage.stage(stage)
         if self.cache is not None:
