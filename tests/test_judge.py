@@ -237,3 +237,37 @@ def test_query_items_from_questions_file(tmp_path):
     p = tmp_path / "questions.jsonl"
     p.write_text('{"id": "q1", "question": "Why?", "answer": "Because.", "difficulty": "easy", "chunk_ids": []}\n')
     assert read_query_items(p) == [QueryItem("q1", "Why?", "Because.")]
+
+
+EXAMPLE = __import__("pathlib").Path(__file__).resolve().parents[1] / "datasets" / "example"
+
+
+@respx.mock
+def test_judge_command_end_to_end_and_agree_on_its_qrels(tmp_path, monkeypatch, capsys):
+    """The CLI on the bundled example: a mocked model grades by word overlap; its qrels feed agree."""
+    from ragassay.cli import main
+
+    chunks = {json.loads(line)["id"]: json.loads(line)["text"] for line in (EXAMPLE / "chunks.jsonl").read_text().splitlines()}
+
+    def handler(request):
+        user = json.loads(request.content)["messages"][-1]["content"]
+        passage = re.search(r"<<<PASSAGE\n(.*?)\nPASSAGE>>>", user, re.S).group(1)
+        query = re.search(r"<<<QUERY\n(.*?)\nQUERY>>>", user, re.S).group(1)
+        overlap = len(set(re.findall(r"\w{4,}", query.lower())) & set(re.findall(r"\w{4,}", passage.lower())))
+        assert any(t in passage for t in chunks.values())
+        return reply(relevance(min(3, overlap)))
+
+    respx.post(URL).mock(side_effect=handler)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    out, qrels = tmp_path / "j.jsonl", tmp_path / "judged.qrels"
+    args = ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"),
+            "--run", str(EXAMPLE / "runs" / "bm25.txt"), "--depth", "3", "-o", str(out), "--qrels-out", str(qrels),
+            "--base-url", BASE, "--model", "m", "--no-cache", "--quiet"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "pairs: 66" in printed and "grades:" in printed
+    assert len(out.read_text().splitlines()) == 66
+    assert main(["agree", str(EXAMPLE / "qrels.txt"), str(qrels), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == 66
+    assert main(args + ["--dry-run"]) == 0
+    assert "0 pairs to judge" not in capsys.readouterr().out  # dry run plans from the run, not the output

@@ -346,7 +346,10 @@ async def judge_run(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapp
     run = coerce_run(run)
     chunk_map = dict(chunks) if isinstance(chunks, Mapping) else {c.id: c for c in chunks}
     keep_dict = coerce_qrels(keep).to_dict() if keep is not None else {}
-    pairs, kept, per_query, _ = plan_pairs(queries, chunk_map, run, options.depth, keep_dict)
+    pairs, kept, per_query, unknown_queries = plan_pairs(queries, chunk_map, run, options.depth, keep_dict)
+    if unknown_queries:
+        print(f"warning: {len(unknown_queries)} run queries are not in the queries file and are not judged "
+              f"(first: {unknown_queries[0]!r})", file=sys.stderr)
     qmap = {q.id: q for q in queries}
     judge = Judge(llms, options)
     summary = JudgeSummary(pairs=len(pairs) + len(kept), kept=len(kept))
