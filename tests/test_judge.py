@@ -13,7 +13,7 @@ import ragassay
 from ragassay.judge import (JudgeOptions, QueryItem, coverage_label, judge_run, majority, nugget_scores,
                             read_query_items)
 from ragassay.llm import LLM, LLMConfig
-from ragassay.records import Chunk
+from ragassay.records import Chunk, Coverage, Judgment
 
 BASE = "http://judge.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -82,6 +82,10 @@ async def test_pointwise_judgments_qrels_and_coverage(tmp_path):
     summary = await judge_run(QUERIES, CHUNKS, run_of(RUN), [make_llm(tmp_path)], out, qrels_out=qrels,
                               coverage_out=cov, options=JudgeOptions(quiet=True))
     records = [json.loads(line) for line in out.read_text().splitlines()]
+    for r in records:
+        Judgment.model_validate(r)  # the data contract
+    for line in cov.read_text().splitlines():
+        Coverage.model_validate(json.loads(line))
     by_pair = {(r["query_id"], r["chunk_id"]): r for r in records}
     assert by_pair[("q1", "c1")]["grade"] == 3 and by_pair[("q1", "c1")]["reasoning"].startswith("intent:")
     assert by_pair[("q2", "c4")]["decided_by"] == "rule" and by_pair[("q2", "c4")]["grade"] == 0

@@ -18,6 +18,8 @@ _EXPORTS = {
     "compare": "metrics.compare", "Comparison": "metrics.compare",
     "agree": "metrics.agreement", "Agreement": "metrics.agreement",
     "run_retriever": "retrieve",
+    "judge_run": "judge", "JudgeOptions": "judge", "read_query_items": "judge",
+    "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "InputError": "errors", "MeasureError": "errors", "RagassayError": "errors",
 }
@@ -45,6 +47,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics.agreement import Agreement, agree
     from .metrics.compare import Comparison, compare
     from .metrics.evaluate import Evaluation, evaluate
+    from .judge import JudgeOptions, judge_run, read_query_items
+    from .llm import LLM, LLMConfig, LLMError
     from .retrieve import run_retriever
     from .metrics.measures import Measure, parse_measure
     from .tables import Qrels, Run
