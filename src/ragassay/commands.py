@@ -15,7 +15,7 @@ from .formatting import render_table, to_json
 
 
 def register_all(sub: Any) -> None:
-    for register in (_evaluate, _compare, _agree, _retrieve, _judge, _ping):
+    for register in (_evaluate, _compare, _agree, _retrieve, _judge, _check, _ping):
         register(sub)
 
 
@@ -390,3 +390,137 @@ def run_judge(args: argparse.Namespace) -> str:
     if args.coverage_out:
         out.append(f"coverage: {args.coverage_out}")
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------- check
+
+def _check(sub: Any) -> None:
+    p = sub.add_parser(
+        "check", help="label RAG answers correct / partial / hallucinated / abstained, and diagnose",
+        description="Label each answer against its reference (correct, partial, hallucinated, "
+                    "abstained) and against its retrieved context (supported, unsupported, "
+                    "contradicted). Rules decide what they are sure of without a call; an LLM grades "
+                    "the rest. Prints rates with 95%% bootstrap intervals; with --run and --qrels, "
+                    "whether wrong answers come from retrieval or generation; with --human, agreement "
+                    "with people and prediction-powered rates. Without an endpoint, only the rules run "
+                    "and the rest are error records that a rerun with an endpoint fills in.",
+        epilog="Example: ragassay check datasets/example/answers.jsonl --chunks datasets/example/chunks.jsonl "
+               "--run datasets/example/runs/bm25.txt --qrels datasets/example/qrels.txt -o checks.jsonl")
+    p.add_argument("answers", metavar="ANSWERS", help="JSONL: id, question, reference (string or list), "
+                   "response, and contexts or context_ids")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="checks JSONL (appended; resumes)")
+    p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")
+    p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")
+    p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")
+    p.add_argument("-k", type=int, default=10, help="retrieval depth for the diagnosis's recall@k (default 10)")
+    p.add_argument("--retrieval-threshold", type=float, default=0.5,
+                   help="recall@k at or above this is good retrieval (default 0.5)")
+    p.add_argument("--human", metavar="FILE", help="people's labels for some answers (JSONL id, label)")
+    p.add_argument("--by", action="append", metavar="FIELD", help="break rates down by an answer field (repeatable)")
+    p.add_argument("--samples", type=int, default=1, help="ask N times and take the majority (ties go to the "
+                   "more severe label; default 1)")
+    add_format_option(p, ("table", "json"))
+    add_llm_options(p)
+    p.set_defaults(handler=run_check)
+
+
+def _fmt_rate(r: dict) -> str:
+    if r["value"] is None:
+        return "n/a"
+    return f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+
+
+def run_check(args: argparse.Namespace) -> str:
+    import asyncio
+
+    from .check import CheckOptions, check_answers, read_answers, read_human_labels, retrieval_recall
+    from .errors import InputError
+    from .io import iter_jsonl, read_chunks, read_qrels, read_run
+    from .llm import LLM
+    from .llm.errors import LLMError
+    from .metrics.labels import breakdown, diagnosis, human_calibration, label_summary
+    if bool(args.run) != bool(args.qrels):
+        raise InputError("the diagnosis needs both --run and --qrels")
+    chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
+    items = read_answers(args.answers, chunks)
+    config = llm_config(args)
+    try:
+        config.check()
+        llm = LLM(config)
+    except LLMError as e:
+        if e.kind != "config":
+            raise
+        llm = None
+    if args.dry_run:
+        from .check import Checker
+        from .check_rules import decide
+        todo = [it for it in items if decide([it.reference] if isinstance(it.reference, str) else it.reference,
+                                             it.response) is None]
+        if llm is None:
+            return f"dry run: {len(items) - len(todo)} answers decided by rules; {len(todo)} need an LLM (none configured)"
+        from .check import AnswerVerdict
+        checker = Checker(llm, CheckOptions(), chunks)
+        plan = llm.dry_run([(checker.messages(it), AnswerVerdict, 700) for it in todo])
+        cost = "unknown (pass --price-in/--price-out)" if plan["cost_usd"] is None else f"${plan['cost_usd'] * args.samples:.4f}"
+        return (f"dry run: {len(items) - len(todo)} answers decided by rules; ~{plan['calls'] * args.samples} calls "
+                f"({plan['cached']} cached), ~{plan['tokens_in'] * args.samples} tokens in, cost {cost}")
+    options = CheckOptions(samples=args.samples, quiet=args.quiet)
+    records = asyncio.run(check_answers(items, llm, args.output, options=options, chunks=chunks))
+    fields = {obj["id"]: obj for _, obj in iter_jsonl(args.answers)}
+    enriched = [{**fields.get(r["id"], {}), **r} for r in records]
+    result: dict = {"summary": label_summary(records)}
+    if args.by:
+        result["breakdown"] = {f: breakdown(enriched, f) for f in args.by}
+    if args.run:
+        recall = retrieval_recall(read_qrels(args.qrels), read_run(args.run), args.k)
+        labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
+        result["diagnosis"] = diagnosis(labels, recall, args.retrieval_threshold)
+    if args.human:
+        result["human"] = human_calibration(records, read_human_labels(args.human))
+    multi = [r for r in records if len(r.get("samples") or []) > 1]
+    if multi:
+        result["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
+    if llm is not None:
+        result["usage"] = llm.usage.summary()
+        llm.close()
+    if args.format == "json":
+        return to_json(_none_for_nan(result))
+    return _check_text(result, args)
+
+
+def _check_text(result: dict, args: argparse.Namespace) -> str:
+    s = result["summary"]
+    rows = [[lab, s["counts"][lab], _fmt_rate(s["rates"][lab])] for lab in ("correct", "partial", "hallucinated", "abstained")]
+    out = [render_table(["label", "count", "rate [95% CI]"], rows)]
+    out.append(f"{s['graded']} of {s['answers']} answers graded; {s['errors']} errors (excluded from rates)\n"
+               f"correct given attempted: {_fmt_rate(s['correct_given_attempted'])}\n"
+               f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): {_fmt_rate(s['truthfulness'])}\n"
+               "mean response words: " + ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None))
+    for f, groups in result.get("breakdown", {}).items():
+        out.append(render_table([f, "graded", "correct", "hallucinated", "abstained"],
+                                [[g, v["graded"], _fmt_rate(v["rates"]["correct"]), _fmt_rate(v["rates"]["hallucinated"]),
+                                  _fmt_rate(v["rates"]["abstained"])] for g, v in groups.items()]))
+    if "diagnosis" in result:
+        d = result["diagnosis"]
+        c = d["cells"]
+        def cell(k):
+            return f"{c[k]['count']} ({', '.join(c[k]['examples'])})" if c[k]["count"] else "0"
+        out.append(f"diagnosis: recall@{args.k} >= {d['threshold']} is good retrieval; a good answer is a correct one\n" +
+                   render_table(["", "good answer", "bad answer"],
+                                [["good retrieval", cell("good_retrieval_good_answer"), cell("good_retrieval_bad_answer")],
+                                 ["bad retrieval", cell("bad_retrieval_good_answer"), cell("bad_retrieval_bad_answer")]])
+                   + f"\n=> {d['advice']}")
+    if "human" in result:
+        h = result["human"]
+        kappa = "nan" if h["kappa"] != h["kappa"] else f"{h['kappa']:.3f}"
+        lines = [f"agreement with people on {h['pairs']} answers: Cohen's kappa {kappa}"]
+        for lab, r in h["rates"].items():
+            lines.append(f"{lab} rate: prediction-powered {_fmt_rate(r['prediction_powered'])}; "
+                         f"LLM only {_fmt_rate(r['llm_only'])}; people only {_fmt_rate(r['human_only'])}")
+        out.append("\n".join(lines))
+    if "flip_rate" in result:
+        out.append(f"samples disagreed on {result['flip_rate']:.1%} of LLM-graded answers")
+    if "usage" in result:
+        out.append(result["usage"])
+    out.append(f"checks: {args.output}")
+    return "\n\n".join(out)
