@@ -63,7 +63,7 @@ def numbers_match(reference: str, response: str) -> bool:
 
 
 def _as_set(text: str) -> set[str] | None:
-    parts = [normalize(p) for p in re.split(r",|;|\band\b|\n|/", text)]
+    parts = [normalize(p) for p in re.split(r",|;|&|\band\b|\n|/", text)]
     parts = [p for p in parts if p]
     return set(parts) if len(parts) >= 2 else None
 
