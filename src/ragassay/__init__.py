@@ -18,6 +18,7 @@ _EXPORTS = {
     "compare": "metrics.compare", "Comparison": "metrics.compare",
     "agree": "metrics.agreement", "Agreement": "metrics.agreement",
     "run_retriever": "retrieve",
+    "check_answers": "check", "read_answers": "check", "label_summary": "metrics.labels",
     "judge_run": "judge", "JudgeOptions": "judge", "read_query_items": "judge",
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
@@ -47,6 +48,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics.agreement import Agreement, agree
     from .metrics.compare import Comparison, compare
     from .metrics.evaluate import Evaluation, evaluate
+    from .check import check_answers, read_answers
+    from .metrics.labels import label_summary
     from .judge import JudgeOptions, judge_run, read_query_items
     from .llm import LLM, LLMConfig, LLMError
     from .retrieve import run_retriever
