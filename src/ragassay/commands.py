@@ -15,7 +15,7 @@ from .formatting import render_table, to_json
 
 
 def register_all(sub: Any) -> None:
-    for register in (_evaluate, _compare, _agree, _retrieve, _judge, _check, _ping):
+    for register in (_evaluate, _compare, _agree, _retrieve, _generate, _judge, _check, _ping):
         register(sub)
 
 
@@ -524,3 +524,67 @@ def _check_text(result: dict, args: argparse.Namespace) -> str:
         out.append(result["usage"])
     out.append(f"checks: {args.output}")
     return "\n\n".join(out)
+
+
+# ------------------------------------------------------------------------------------ generate
+
+def _generate(sub: Any) -> None:
+    p = sub.add_parser(
+        "generate", help="write easy / medium / hard questions with answers and evidence from your chunks",
+        description="Generate a question set from CHUNKS (used as given: the same ids come out). "
+                    "Each question carries its reference answer, its gold chunk ids, verbatim evidence "
+                    "and the checks it passed (BM25 rank and word overlap of the gold chunks, "
+                    "answerability from the gold chunks alone, and for hard questions that no single "
+                    "chunk suffices). Failed questions go to --rejects with the reason, never into the set.",
+        epilog="Example: ragassay generate datasets/example/chunks.jsonl -o questions.jsonl --limit 20 "
+               "--qrels-out questions.qrels --rejects rejects.jsonl --model gpt-4o-mini")
+    p.add_argument("chunks", metavar="CHUNKS", help="chunks JSONL (id, text; BEIR corpus lines work too)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="questions JSONL")
+    p.add_argument("--per-chunk", type=float, default=1.0, metavar="N",
+                   help="questions wanted per usable chunk when --limit is not given (default 1)")
+    p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
+                   "easy=0.4,medium=0.4,hard=0.2)")
+    p.add_argument("--limit", type=int, metavar="N", help="number of questions wanted in all")
+    p.add_argument("--seed", type=int, default=0, help="seed for chunk selection and grouping (default 0)")
+    p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
+    p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
+    p.add_argument("--export", nargs=2, metavar=("FORMAT", "DIR"), help="also write the set as beir or llamaindex into DIR")
+    add_llm_options(p)
+    p.set_defaults(handler=run_generate)
+
+
+def run_generate(args: argparse.Namespace) -> str:
+    import asyncio
+
+    from .errors import InputError
+    from .generate import GenerateOptions, Generator, export, write_outputs
+    from .generate_checks import mix_counts, parse_mix
+    from .io import read_chunks
+    from .llm import LLM
+    try:
+        mix = parse_mix(args.mix)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    if args.export and args.export[0] not in ("beir", "llamaindex"):
+        raise InputError(f"--export format must be beir or llamaindex, got {args.export[0]!r}")
+    chunks = read_chunks(args.chunks)
+    llm = LLM(llm_config(args))
+    probe = Generator(llm, chunks, GenerateOptions())
+    total = args.limit if args.limit is not None else int(round(args.per_chunk * len(probe.fit)))
+    if total < 1:
+        raise InputError("nothing to generate: no usable chunks, or --limit below 1")
+    options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet)
+    if args.dry_run:
+        target = mix_counts(total, mix)
+        calls = target.get("easy", 0) * 2 + target.get("medium", 0) * 2 + target.get("hard", 0) * 5
+        return (f"dry run: {len(chunks)} chunks, {len(probe.unfit)} unfit; target {target}; about {calls} calls "
+                f"if every first try is accepted, up to {int(calls * options.attempts_per_question)} with retries")
+    gen = Generator(llm, chunks, options)
+    result = asyncio.run(gen.run())
+    write_outputs(result, args.output, args.rejects, args.qrels_out)
+    out = [result.summary(), llm.usage.summary(), f"questions: {args.output}"]
+    if args.export:
+        paths = export(result.accepted, chunks, args.export[0], args.export[1])
+        out.append(f"exported ({args.export[0]}): " + ", ".join(str(p) for p in paths))
+    llm.close()
+    return "\n".join(out)

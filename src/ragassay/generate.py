@@ -1,0 +1,271 @@
+"""``generate``: easy, medium and hard questions from the user's own chunks, with evidence.
+
+For each planned question: pick chunk(s) (stratified across documents; related chunks for hard),
+ask the model for a question, answer, kind and verbatim evidence, then drop it, with the reason,
+unless every check passes: text checks (self-contained, not copied, length, language, not a
+near-duplicate), evidence found in the gold chunks, an independent answerability check from the
+gold chunks alone, and for hard questions, not answerable from any single gold chunk. The BM25 rank
+and word overlap of each gold chunk are kept in ``checks``; a label they contradict is relabelled
+(medium -> easy) or dropped (hard).
+
+Chunk ids in, the same ids out. The question file is written at the end in one atomic step;
+every model call is cached, so rerunning an interrupted run costs nothing and gives the same set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems,
+                              unfit_chunk)
+from .llm import LLM, LLMError
+from .prompts import delimit, load_prompt
+from .records import Chunk, Question
+
+Difficulty = Literal["easy", "medium", "hard"]
+
+
+class Evidence(BaseModel):
+    chunk_id: str
+    quote: str
+
+
+class GeneratedQuestion(BaseModel):
+    question: str
+    answer: str
+    kind: Literal["factoid", "yes_no", "how_to", "comparison", "conditional", "multi_fact"]
+    evidence: list[Evidence] = Field(min_length=1)
+
+
+class Verification(BaseModel):
+    own_answer: str
+    answerable: bool
+    answer_supported: bool
+    reason: str
+
+
+@dataclass
+class GenerateOptions:
+    total: int = 30
+    mix: dict[str, float] = field(default_factory=lambda: {"easy": 0.4, "medium": 0.4, "hard": 0.2})
+    seed: int = 0
+    attempts_per_question: float = 2.0   # candidate chunks tried per wanted question, at most
+    quiet: bool = False
+
+
+@dataclass
+class GenerateResult:
+    accepted: list[Question]
+    rejects: list[dict]
+    unfit_chunks: dict[str, str]
+    target: dict[str, int]
+
+    def summary(self) -> str:
+        per_level = Counter(q.difficulty for q in self.accepted)
+        kinds = Counter(q.kind for q in self.accepted)
+        reasons = Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)
+        lines = [f"accepted {len(self.accepted)}: " + ", ".join(
+            f"{k} {per_level.get(k, 0)}/{self.target.get(k, 0)}" for k in ("easy", "medium", "hard")),
+            "kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
+            f"rejected {len(self.rejects)}" + (": " + "; ".join(f"{k} {v}" for k, v in reasons.most_common()) if reasons else ""),
+            f"chunks unfit to ask about: {len(self.unfit_chunks)}"]
+        return "\n".join(lines)
+
+
+def _qid(chunk_ids: Sequence[str], difficulty: str, question: str) -> str:
+    h = hashlib.sha256(json.dumps([list(chunk_ids), difficulty, question]).encode()).hexdigest()[:10]
+    return f"q-{h}"
+
+
+class Generator:
+    def __init__(self, llm: LLM, chunks: Sequence[Chunk], options: GenerateOptions):
+        self.llm = llm
+        self.options = options
+        self.chunks = {c.id: c for c in chunks}
+        self.order = [c.id for c in chunks]
+        self.unfit = {c.id: why for c in chunks if (why := unfit_chunk(c.text))}
+        self.fit = [cid for cid in self.order if cid not in self.unfit]
+        self.index = BM25(self.order, [self.chunks[c].text for c in self.order])
+        self.q_prompt = load_prompt("generate_question")
+        self.v_prompt = load_prompt("generate_verify")
+
+    # -- planning
+    def stratified(self, rng: random.Random) -> list[str]:
+        """Fit chunks in an order that cycles through documents, so no document dominates."""
+        by_doc: dict[str, list[str]] = {}
+        for cid in self.fit:
+            by_doc.setdefault(self.chunks[cid].doc_id or cid, []).append(cid)
+        docs = list(by_doc)
+        rng.shuffle(docs)
+        for d in docs:
+            rng.shuffle(by_doc[d])
+        out = []
+        while any(by_doc.values()):
+            for d in docs:
+                if by_doc[d]:
+                    out.append(by_doc[d].pop())
+        return out
+
+    def group_for(self, cid: str, rng: random.Random) -> list[str] | None:
+        """2-3 related chunks for a hard question: same document first, then BM25 neighbours."""
+        doc = self.chunks[cid].doc_id
+        same = [c for c in self.fit if c != cid and doc and self.chunks[c].doc_id == doc]
+        near = [c for c, _ in self.index.neighbours(cid, 4) if c in self.fit and c not in same]
+        partners = (same + near)[:2]
+        if not partners:
+            return None
+        return [cid] + partners[: 1 if rng.random() < 0.5 else 2]
+
+    # -- one candidate
+    async def candidate(self, chunk_ids: list[str], difficulty: str) -> tuple[Question | None, dict | None]:
+        texts = [self.chunks[c].text for c in chunk_ids]
+        passages = "\n\n".join(delimit(f"PASSAGE id={c}", self.chunks[c].text) for c in chunk_ids)
+        g = await self.llm.ask(self.q_prompt.messages(difficulty=difficulty, passages=passages), GeneratedQuestion,
+                               stage="generate", max_tokens=500, temperature=max(self.llm.config.temperature, 0.7))
+        base = {"chunk_ids": chunk_ids, "difficulty": difficulty, "question": g.question, "answer": g.answer}
+
+        def reject(reason: str, **scores) -> tuple[None, dict]:
+            return None, {**base, "reason": reason, "scores": scores}
+
+        problems = question_problems(g.question, g.answer, texts)
+        if problems:
+            return reject("; ".join(problems))
+        for ev in g.evidence:
+            if ev.chunk_id not in chunk_ids:
+                return reject(f"evidence cites a chunk it was not given ({ev.chunk_id!r})")
+            if not evidence_found(ev.quote, self.chunks[ev.chunk_id].text):
+                return reject(f"evidence quote not found in chunk {ev.chunk_id!r}: {ev.quote[:80]!r}")
+        ranks = {c: self.index.rank_of(g.question, c) for c in chunk_ids}
+        overlaps = {c: round(overlap(g.question, self.chunks[c].text), 3) for c in chunk_ids}
+        checks: dict = {"bm25_rank": ranks, "word_overlap": overlaps}
+        label = difficulty
+        easy_looking = any(ranks[c] == 1 and overlaps[c] >= 0.7 for c in chunk_ids)
+        if difficulty == "hard" and easy_looking:
+            return reject("label contradicted by evidence: a gold chunk is BM25 rank 1 with most of the words",
+                          **checks)
+        if difficulty == "medium" and easy_looking:
+            label = "easy"
+            checks["relabelled"] = "medium -> easy: gold chunk is BM25 rank 1 with most of the question's words"
+        v = await self._verify(g.question, g.answer, chunk_ids)
+        checks["answerable"] = v.answerable
+        checks["answer_supported"] = v.answer_supported
+        if not (v.answerable and v.answer_supported):
+            return reject(f"not answerable from its gold chunks: {v.reason}", **checks)
+        if difficulty == "hard":
+            singles = {}
+            for c in chunk_ids:
+                vs = await self._verify(g.question, g.answer, [c])
+                singles[c] = vs.answerable and vs.answer_supported
+            checks["single_chunk_answerable"] = singles
+            if any(singles.values()):
+                one = next(c for c, ok in singles.items() if ok)
+                return reject(f"fake multi-hop: answerable from chunk {one!r} alone", **checks)
+        q = Question(id=_qid(chunk_ids, label, g.question), question=g.question.strip(), answer=g.answer.strip(),
+                     difficulty=label, kind=g.kind, chunk_ids=chunk_ids,
+                     evidence=[e.quote for e in g.evidence], checks=checks, model=self.llm.config.model,
+                     prompt=self.q_prompt.id)
+        return q, None
+
+    async def _verify(self, question: str, answer: str, chunk_ids: list[str]) -> Verification:
+        passages = "\n\n".join(delimit(f"PASSAGE id={c}", self.chunks[c].text) for c in chunk_ids)
+        return await self.llm.ask(self.v_prompt.messages(question=delimit("QUESTION", question),
+                                                         answer=delimit("PROPOSED ANSWER", answer), passages=passages),
+                                  Verification, stage="verify", max_tokens=400)
+
+    # -- the whole set
+    async def run(self) -> GenerateResult:
+        opts = self.options
+        rng = random.Random(opts.seed)
+        target = mix_counts(opts.total, opts.mix)
+        pool = self.stratified(rng)
+        accepted: list[Question] = []
+        rejects: list[dict] = []
+        cursor = 0
+        for level in ("easy", "medium", "hard"):
+            want = target.get(level, 0)
+            tries = 0
+            max_tries = int(want * opts.attempts_per_question) + 1
+            while sum(1 for q in accepted if q.difficulty == level) < want and tries < max_tries and pool:
+                need = want - sum(1 for q in accepted if q.difficulty == level)
+                wave = []
+                for _ in range(min(need, max_tries - tries)):
+                    cid = pool[cursor % len(pool)]
+                    cursor += 1
+                    tries += 1
+                    group = self.group_for(cid, rng) if level == "hard" else [cid]
+                    if group:
+                        wave.append(group)
+                if not wave:
+                    break
+                results = await asyncio.gather(*(self._safe(g, level) for g in wave))
+                for q, rej in results:  # in plan order, so the set does not depend on timing
+                    if q is None:
+                        rejects.append(rej)
+                        continue
+                    dup = near_duplicate(q.question, [a.question for a in accepted])
+                    full = sum(1 for a in accepted if a.difficulty == q.difficulty) >= target.get(q.difficulty, 0)
+                    if dup or full:
+                        reason = dup or f"the {q.difficulty} quota is already full (asked as {level})"
+                        rejects.append({"chunk_ids": q.chunk_ids, "difficulty": q.difficulty, "question": q.question,
+                                        "answer": q.answer, "reason": reason, "scores": q.checks})
+                    else:
+                        accepted.append(q)
+        return GenerateResult(accepted, rejects, dict(self.unfit), target)
+
+    async def _safe(self, group: list[str], level: str):
+        try:
+            return await self.candidate(group, level)
+        except LLMError as e:
+            return None, {"chunk_ids": group, "difficulty": level, "question": None, "answer": None,
+                          "reason": f"model call failed: {e.reason}", "scores": {}}
+
+
+def write_atomic(path: str | Path, lines: Sequence[str]) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Path | None = None,
+                  qrels_out: str | Path | None = None) -> None:
+    write_atomic(output, [json.dumps(q.model_dump(mode="json"), ensure_ascii=False) for q in result.accepted])
+    if rejects is not None:
+        write_atomic(rejects, [json.dumps(r, ensure_ascii=False) for r in result.rejects] +
+                     [json.dumps({"chunk_ids": [c], "reason": f"chunk unfit: {why}"}) for c, why in result.unfit_chunks.items()])
+    if qrels_out is not None:
+        write_atomic(qrels_out, [f"{q.id} 0 {c} 3" for q in result.accepted for c in q.chunk_ids])
+
+
+def export(questions: Sequence[Question], chunks: Sequence[Chunk], fmt: str, directory: str | Path) -> list[Path]:
+    """BEIR (corpus.jsonl, queries.jsonl, qrels/test.tsv) or LlamaIndex ({queries, corpus, relevant_docs})."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    if fmt == "beir":
+        (d / "qrels").mkdir(exist_ok=True)
+        write_atomic(d / "corpus.jsonl", [json.dumps({"_id": c.id, "title": c.title or "", "text": c.text}, ensure_ascii=False)
+                                          for c in chunks])
+        write_atomic(d / "queries.jsonl", [json.dumps({"_id": q.id, "text": q.question}, ensure_ascii=False) for q in questions])
+        write_atomic(d / "qrels" / "test.tsv", ["query-id\tcorpus-id\tscore"] +
+                     [f"{q.id}\t{c}\t1" for q in questions for c in q.chunk_ids])
+        return [d / "corpus.jsonl", d / "queries.jsonl", d / "qrels" / "test.tsv"]
+    if fmt == "llamaindex":
+        data = {"queries": {q.id: q.question for q in questions}, "corpus": {c.id: c.text for c in chunks},
+                "relevant_docs": {q.id: list(q.chunk_ids) for q in questions}, "mode": "text"}
+        write_atomic(d / "llamaindex_dataset.json", [json.dumps(data, ensure_ascii=False, indent=1)])
+        return [d / "llamaindex_dataset.json"]
+    raise ValueError(f"unknown export format {fmt!r}: use beir or llamaindex")

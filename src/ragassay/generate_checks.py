@@ -1,0 +1,193 @@
+"""Checks on generated questions that need no model: a BM25 index over the chunks, word overlap,
+copying, self-containment, length, language, near-duplicates, and the difficulty mix.
+
+Every check returns a reason string when a question fails, so a drop is always explained.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+
+from .check_rules import normalize
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+STOPWORDS = set("""a an and are as at be by can do does for from has have how i if in is it its my of on or
+our the their there this to was what when where which who why will with you your""".split())
+
+_META = re.compile(r"\b(the|this|that|above|following|given|provided)\s+(passage|passages|text|document|"
+                   r"context|excerpt|article|paragraph|snippet|section)\b|\babove\b|\baccording to the\b", re.I)
+
+
+def tokens(text: str) -> list[str]:
+    return [t for t in _WORD.findall(text.lower())]
+
+
+def content_words(text: str) -> set[str]:
+    return {t for t in tokens(text) if t not in STOPWORDS and len(t) > 1}
+
+
+class BM25:
+    """Okapi BM25 (k1 = 1.2, b = 0.75) over chunk texts, for ranking gold chunks against all."""
+
+    def __init__(self, ids: Sequence[str], texts: Sequence[str], k1: float = 1.2, b: float = 0.75):
+        self.ids = list(ids)
+        self.docs = [Counter(t for t in tokens(x) if t not in STOPWORDS) for x in texts]
+        self.lengths = [sum(d.values()) for d in self.docs]
+        self.avg = (sum(self.lengths) / len(self.lengths)) if self.lengths else 0.0
+        df: Counter = Counter()
+        for d in self.docs:
+            df.update(d.keys())
+        n = len(self.docs)
+        self.idf = {t: math.log(1 + (n - f + 0.5) / (f + 0.5)) for t, f in df.items()}
+        self.k1, self.b = k1, b
+
+    def scores(self, query: str) -> list[float]:
+        q = [t for t in tokens(query) if t in self.idf]
+        out = []
+        for d, length in zip(self.docs, self.lengths):
+            s = 0.0
+            for t in q:
+                f = d.get(t, 0)
+                if f:
+                    s += self.idf[t] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * length / (self.avg or 1)))
+            out.append(s)
+        return out
+
+    def rank_of(self, query: str, chunk_id: str) -> int:
+        """1-based rank of a chunk for the query (ties broken against the chunk: pessimistic)."""
+        scores = self.scores(query)
+        mine = scores[self.ids.index(chunk_id)]
+        return sum(1 for s in scores if s >= mine) if mine > 0 else len(scores)
+
+    def neighbours(self, chunk_id: str, k: int = 3) -> list[tuple[str, float]]:
+        i = self.ids.index(chunk_id)
+        query = " ".join(t for t, _ in self.docs[i].most_common(12))
+        scores = self.scores(query)
+        ranked = sorted(((s, cid) for cid, s in zip(self.ids, scores) if cid != chunk_id and s > 0), reverse=True)
+        return [(cid, s) for s, cid in ranked[:k]]
+
+
+def overlap(question: str, chunk: str) -> float:
+    """Share of the question's content words that appear in the chunk."""
+    q = content_words(question)
+    return len(q & content_words(chunk)) / len(q) if q else 0.0
+
+
+def longest_shared_ngram(question: str, chunk: str) -> int:
+    q, c = tokens(question), tokens(chunk)
+    grams = set()
+    best = 0
+    for n in range(1, len(q) + 1):
+        grams = {tuple(c[i:i + n]) for i in range(len(c) - n + 1)}
+        if any(tuple(q[i:i + n]) in grams for i in range(len(q) - n + 1)):
+            best = n
+        else:
+            break
+    return best
+
+
+def script_of(text: str) -> str:
+    """The dominant Unicode script of the letters (LATIN, CYRILLIC, CJK, ...)."""
+    counts: Counter = Counter()
+    for ch in text:
+        if ch.isalpha():
+            name = unicodedata.name(ch, "")
+            counts[name.split(" ")[0] if name else "?"] += 1
+    return counts.most_common(1)[0][0] if counts else "?"
+
+
+def unfit_chunk(text: str) -> str | None:
+    """Why a chunk is not worth asking about (None when it is fine)."""
+    words = tokens(text)
+    if len(words) < 12:
+        return "too short to ask about (fewer than 12 words)"
+    letters = sum(ch.isalpha() for ch in text)
+    if letters < 0.5 * len(text.replace(" ", "")):
+        return "mostly numbers or symbols (a table or listing)"
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) >= 4 and sum(bool(re.search(r"(\.{3,}|\s\d+\s*$)", ln)) for ln in lines) >= 0.6 * len(lines):
+        return "looks like a table of contents"
+    if re.search(r"(all rights reserved|cookie policy|terms of use|privacy policy)", text, re.I) and len(words) < 60:
+        return "boilerplate (legal or navigation text)"
+    return None
+
+
+def question_problems(question: str, answer: str, chunk_texts: Sequence[str]) -> list[str]:
+    """Reasons to drop a question, from the text alone."""
+    problems = []
+    q = question.strip()
+    n_words = len(tokens(q))
+    if not q or not answer.strip():
+        return ["empty question or answer"]
+    if n_words < 4:
+        problems.append(f"too short ({n_words} words)")
+    if n_words > 60:
+        problems.append(f"too long ({n_words} words)")
+    if _META.search(q):
+        problems.append("not self-contained: refers to the passage/context/document")
+    joined = " ".join(chunk_texts)
+    if script_of(q) != script_of(joined):
+        problems.append(f"language differs from its chunk ({script_of(q)} vs {script_of(joined)})")
+    nq = normalize(q)
+    if nq and any(nq in normalize(t) for t in chunk_texts):
+        problems.append("copies the chunk (the question is a substring of it)")
+    else:
+        longest = max((longest_shared_ngram(q, t) for t in chunk_texts), default=0)
+        if longest >= 8:
+            problems.append(f"copies the chunk (shares a {longest}-word run with it)")
+    return problems
+
+
+def evidence_found(quote: str, chunk_text: str) -> bool:
+    nq = normalize(quote)
+    return bool(nq) and nq in normalize(chunk_text)
+
+
+def near_duplicate(question: str, earlier: Sequence[str], threshold: float = 0.8) -> str | None:
+    nq = normalize(question)
+    mine = content_words(question)
+    for other in earlier:
+        if nq == normalize(other):
+            return f"duplicate of an earlier question: {other!r}"
+        theirs = content_words(other)
+        if mine and theirs and len(mine & theirs) / len(mine | theirs) >= threshold:
+            return f"near-duplicate of an earlier question: {other!r}"
+    return None
+
+
+def mix_counts(total: int, mix: dict[str, float]) -> dict[str, int]:
+    """Split ``total`` by the mix with the largest-remainder method: counts sum to ``total`` and each
+    is within one of ``total * share``."""
+    weight = sum(mix.values())
+    if weight <= 0:
+        raise ValueError("the mix must have a positive share")
+    exact = {k: total * v / weight for k, v in mix.items()}
+    counts = {k: int(math.floor(x)) for k, x in exact.items()}
+    left = total - sum(counts.values())
+    for k in sorted(exact, key=lambda k: (-(exact[k] - counts[k]), k))[:left]:
+        counts[k] += 1
+    return counts
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    out = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        name, _, value = part.partition("=")
+        name = name.strip().lower()
+        if name not in ("easy", "medium", "hard"):
+            raise ValueError(f"unknown difficulty {name!r} in --mix (use easy, medium, hard)")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise ValueError(f"--mix needs numbers, e.g. easy=0.4,medium=0.4,hard=0.2 (got {part!r})") from None
+        if out[name] < 0:
+            raise ValueError("--mix shares cannot be negative")
+    if not out or sum(out.values()) <= 0:
+        raise ValueError("--mix needs at least one positive share")
+    return out
