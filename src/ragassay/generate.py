@@ -192,7 +192,7 @@ class Generator:
         accepted: list[Question] = []
         rejects: list[dict] = []
         cursor = 0
-        for level in ("easy", "medium", "hard"):
+        for level in ("hard", "medium", "easy"):  # hardest to fill first; relabels land in easy
             want = target.get(level, 0)
             tries = 0
             max_tries = int(want * opts.attempts_per_question) + 1

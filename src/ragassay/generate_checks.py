@@ -19,7 +19,8 @@ STOPWORDS = set("""a an and are as at be by can do does for from has have how i 
 our the their there this to was what when where which who why will with you your""".split())
 
 _META = re.compile(r"\b(the|this|that|above|following|given|provided)\s+(passage|passages|text|document|"
-                   r"context|excerpt|article|paragraph|snippet|section)\b|\babove\b|\baccording to the\b", re.I)
+                   r"context|excerpt|article|paragraph|snippet|section)\b|\b(mentioned|described|listed|shown|stated)"
+                   r" above\b|\bas above\b", re.I)
 
 
 def tokens(text: str) -> list[str]:

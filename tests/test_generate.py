@@ -1,0 +1,204 @@
+"""generate against a mocked model: every filter, multi-chunk verification, mix, resume, exports."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+import respx
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ragassay
+from ragassay.generate import GenerateOptions, Generator, export, write_outputs
+from ragassay.generate_checks import mix_counts, parse_mix, unfit_chunk
+from ragassay.llm import LLM, LLMConfig
+from ragassay.records import Chunk, Question
+
+BASE = "http://gen.test/v1"
+URL = f"{BASE}/chat/completions"
+
+TEXTS = {
+    "good": "Standard delivery takes three to five business days and costs nothing on orders above fifty euros.",
+    "meta": "Express delivery arrives on the next business day when the order is placed before two in the afternoon.",
+    "copy": "Gift cards are sold in amounts from ten to five hundred euros and they never expire at all.",
+    "noev": "Tents from the Summit line carry a lifetime warranty against defects in materials and workmanship.",
+    "unans": "Our support team answers chat and phone from eight to eight on weekdays, and on Saturdays too.",
+    "dup": "Standard shipping is free above fifty euros and takes between three and five working days.",
+    "short": "Points expire twenty four months after they are earned in the loyalty programme of the shop.",
+    "lang": "Returns are accepted within thirty days of delivery if the item is unused and in its packaging.",
+}
+OUTPUTS = {  # what the mocked model writes for each chunk
+    "good": ("How long does it take for a standard order to reach me?", "Three to five business days.",
+             "Standard delivery takes three to five business days"),
+    "meta": ("According to the passage, when does express delivery arrive?", "Next business day.",
+             "Express delivery arrives on the next business day"),
+    "copy": ("Gift cards are sold in amounts from ten to five hundred euros?", "Yes.", "Gift cards are sold in amounts"),
+    "noev": ("How long is the warranty on Summit tents?", "Lifetime.", "Summit tents have a 10 year warranty"),
+    "unans": ("What are the support team's opening hours on Sundays?", "Closed.", "on Saturdays too"),
+    "dup": ("How long does it take for a standard order to reach me?", "3-5 days.", "takes between three and five working days"),
+    "short": ("Expiry?", "24 months.", "Points expire twenty four months"),
+    "lang": ("Сколько дней есть на возврат товара?", "30 дней.", "Returns are accepted within thirty days"),
+}
+
+
+def reply(obj) -> httpx.Response:
+    return httpx.Response(200, json={
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(obj)}}],
+        "usage": {"prompt_tokens": 80, "completion_tokens": 30, "total_tokens": 110}})
+
+
+def handler_for(outputs, single_answerable=()):
+    def handler(request):
+        body = json.loads(request.content)
+        user = body["messages"][-1]["content"]
+        ids = re.findall(r"<<<PASSAGE id=(\S+)", user)
+        if "answer_supported" in json.dumps(body["response_format"]):
+            question = re.search(r"<<<QUESTION\n(.*?)\nQUESTION>>>", user, re.S).group(1)
+            ok = "Sundays" not in question
+            if len(ids) == 1 and len(outputs.get("__hard__", {})) and ids[0] not in single_answerable:
+                ok = False  # for hard questions, a single chunk alone does not answer it
+            return reply({"own_answer": "x", "answerable": ok, "answer_supported": ok, "reason": "checked"})
+        if len(ids) > 1:
+            q, a = outputs["__hard__"]["q"], outputs["__hard__"]["a"]
+            ev = [{"chunk_id": i, "quote": TEXTS[i].split(" and ")[0]} for i in ids]
+            return reply({"question": q, "answer": a, "kind": "comparison", "evidence": ev})
+        q, a, quote = outputs[ids[0]]
+        return reply({"question": q, "answer": a, "kind": "factoid", "evidence": [{"chunk_id": ids[0], "quote": quote}]})
+    return handler
+
+
+def make_llm(tmp_path, use_cache=False) -> LLM:
+    async def no_sleep(_):
+        return None
+    return LLM(LLMConfig(model="gen-model", base_url=BASE, api_key="sk-t", use_cache=use_cache,
+                         cache_path=tmp_path / "cache.sqlite"), sleep=no_sleep)
+
+
+def chunks_of(names, doc=None):
+    return [Chunk(id=n, text=TEXTS[n], doc_id=doc or n) for n in names]
+
+
+@respx.mock
+async def test_every_filter_drops_with_its_reason(tmp_path):
+    respx.post(URL).mock(side_effect=handler_for(OUTPUTS))
+    names = list(TEXTS)
+    gen = Generator(make_llm(tmp_path), chunks_of(names), GenerateOptions(total=len(names), mix={"easy": 1},
+                                                                          attempts_per_question=1.0))
+    result = await gen.run()
+    assert [q.chunk_ids for q in result.accepted] in ([["good"]], [["dup"]])
+    reasons = {r["chunk_ids"][0]: r["reason"] for r in result.rejects}
+    assert "not self-contained" in reasons["meta"]
+    assert "copies the chunk" in reasons["copy"]
+    assert "evidence quote not found" in reasons["noev"]
+    assert "not answerable from its gold chunks" in reasons["unans"]
+    assert "too short" in reasons["short"]
+    assert "language differs" in reasons["lang"]
+    dup_id = "dup" if result.accepted[0].chunk_ids == ["good"] else "good"
+    assert "duplicate of an earlier question" in reasons[dup_id]
+    q = result.accepted[0]
+    Question.model_validate(q.model_dump())
+    assert set(q.checks) >= {"bm25_rank", "word_overlap", "answerable"} and q.prompt.startswith("generate_question@")
+
+
+@respx.mock
+async def test_hard_questions_must_need_every_chunk(tmp_path):
+    texts = ["good", "dup"]
+    outputs = {"__hard__": {"q": "Is standard delivery free, and how many working days does it take?",
+                            "a": "Free above fifty euros; three to five working days."}}
+    respx.post(URL).mock(side_effect=handler_for(outputs))
+    gen = Generator(make_llm(tmp_path), chunks_of(texts, doc="shipping"), GenerateOptions(total=1, mix={"hard": 1}))
+    result = await gen.run()
+    assert len(result.accepted) == 1
+    q = result.accepted[0]
+    assert q.difficulty == "hard" and sorted(q.chunk_ids) == ["dup", "good"]
+    assert q.checks["single_chunk_answerable"] == {"good": False, "dup": False} or \
+        set(q.checks["single_chunk_answerable"].values()) == {False}
+
+    respx.post(URL).mock(side_effect=handler_for(outputs, single_answerable={"good"}))
+    fake = Generator(make_llm(tmp_path), chunks_of(texts, doc="shipping"),
+                     GenerateOptions(total=1, mix={"hard": 1}, attempts_per_question=1.0))
+    res2 = await fake.run()
+    assert not res2.accepted and "fake multi-hop" in res2.rejects[0]["reason"]
+
+
+@respx.mock
+async def test_medium_that_copies_the_words_is_relabelled_easy(tmp_path):
+    outputs = {"good": ("Standard delivery takes how many business days, and costs nothing above what?",
+                        "Three to five; free above fifty euros.", "Standard delivery takes three to five business days")}
+    respx.post(URL).mock(side_effect=handler_for(outputs))
+    gen = Generator(make_llm(tmp_path), chunks_of(["good"]), GenerateOptions(total=2, mix={"medium": 1, "easy": 1}))
+    gen.fit = ["good"]
+    result = await gen.run()
+    relabelled = [q for q in result.accepted if "relabelled" in q.checks]
+    assert relabelled and relabelled[0].difficulty == "easy"
+
+
+@given(st.integers(0, 500), st.lists(st.floats(0.01, 5), min_size=1, max_size=3))
+def test_mix_counts_sum_and_stay_within_one(total, shares):
+    mix = dict(zip(["easy", "medium", "hard"], shares))
+    counts = mix_counts(total, mix)
+    assert sum(counts.values()) == total
+    weight = sum(mix.values())
+    for k, v in counts.items():
+        assert abs(v - total * mix[k] / weight) < 1
+
+
+def test_parse_mix_errors():
+    assert parse_mix("easy=1,hard=1") == {"easy": 1.0, "hard": 1.0}
+    with pytest.raises(ValueError, match="unknown difficulty"):
+        parse_mix("trivial=1")
+    with pytest.raises(ValueError, match="numbers"):
+        parse_mix("easy=lots")
+
+
+def test_unfit_chunks():
+    assert unfit_chunk("Too short.") is not None
+    assert "table of contents" in unfit_chunk("1 Intro ..... 1\n2 Setup ..... 4\n3 Usage ..... 9\n4 Index ..... 12\n"
+                                             "5 More words here to pass the length check ..... 15")
+    assert "numbers" in unfit_chunk("12 34 56 78 90 12 34 56 78 90 12 34 56 78 90 1 2 3 4 5 6 7 8")
+    assert unfit_chunk(TEXTS["good"]) is None
+
+
+@respx.mock
+async def test_rerun_with_the_cache_costs_nothing_and_gives_the_same_set(tmp_path):
+    route = respx.post(URL).mock(side_effect=handler_for(OUTPUTS))
+    names = ["good", "meta", "unans"]
+    out1, out2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    r1 = await Generator(make_llm(tmp_path, use_cache=True), chunks_of(names), GenerateOptions(total=3, mix={"easy": 1})).run()
+    write_outputs(r1, out1)
+    calls = route.call_count
+    r2 = await Generator(make_llm(tmp_path, use_cache=True), chunks_of(names), GenerateOptions(total=3, mix={"easy": 1})).run()
+    write_outputs(r2, out2)
+    assert route.call_count == calls
+    assert out1.read_text() == out2.read_text() and not (tmp_path / "a.jsonl.tmp").exists()
+
+
+def test_exports_read_back(tmp_path):
+    chunks = chunks_of(["good", "dup"])
+    qs = [Question(id="q-1", question="How long is delivery?", answer="3-5 days", difficulty="easy",
+                   chunk_ids=["good"]),
+          Question(id="q-2", question="Compare?", answer="x", difficulty="hard", chunk_ids=["good", "dup"])]
+    export(qs, chunks, "beir", tmp_path / "beir")
+    assert ragassay.read_qrels(tmp_path / "beir" / "qrels" / "test.tsv").to_dict() == {"q-1": {"good": 1}, "q-2": {"good": 1, "dup": 1}}
+    assert [c.id for c in ragassay.read_chunks(tmp_path / "beir" / "corpus.jsonl")] == ["good", "dup"]
+    assert ragassay.read_queries(tmp_path / "beir" / "queries.jsonl") == {"q-1": "How long is delivery?", "q-2": "Compare?"}
+    export(qs, chunks, "llamaindex", tmp_path / "li")
+    data = json.loads((tmp_path / "li" / "llamaindex_dataset.json").read_text())
+    assert data["relevant_docs"] == {"q-1": ["good"], "q-2": ["good", "dup"]} and set(data["corpus"]) == {"good", "dup"}
+
+
+@pytest.mark.parametrize("question, flagged", [
+    ("Is delivery free on orders above fifty euros?", False),
+    ("According to the passage, when does it arrive?", True),
+    ("What does the text say about refunds?", True),
+    ("Which fee is mentioned above?", True),
+    ("What does this document recommend for washing?", True),
+])
+def test_self_containment_check(question, flagged):
+    from ragassay.generate_checks import question_problems
+    problems = question_problems(question, "an answer", ["Some chunk text about delivery, refunds and washing."])
+    assert any("self-contained" in p for p in problems) == flagged
