@@ -202,3 +202,23 @@ def test_self_containment_check(question, flagged):
     from ragassay.generate_checks import question_problems
     problems = question_problems(question, "an answer", ["Some chunk text about delivery, refunds and washing."])
     assert any("self-contained" in p for p in problems) == flagged
+
+
+def test_remap_exact_split_fuzzy_and_unplaced(tmp_path):
+    from ragassay.remap import remap
+    qs = [Question(id="a", question="?", answer="x", difficulty="easy", chunk_ids=["old1"],
+                   evidence=["Standard delivery takes three to five business days"]),
+          Question(id="b", question="?", answer="x", difficulty="easy", chunk_ids=["old1"],
+                   evidence=["gift cards never expire and can be used in stores"]),
+          Question(id="c", question="?", answer="x", difficulty="easy", chunk_ids=["old2"],
+                   evidence=["Express delivery costs 9.95 and arrives the next business day"]),
+          Question(id="d", question="?", answer="x", difficulty="easy", chunk_ids=["old3"],
+                   evidence=["a sentence that is nowhere in the new corpus at all"])]
+    new = [Chunk(id="n1", text="Intro. Standard delivery takes three to five business days, free over 50."),
+           Chunk(id="n2", text="Larkspur gift cards never expire and"),
+           Chunk(id="n3", text="can be used in stores and online."),
+           Chunk(id="n4", text="Express delivery costs 9.95 and arrives on the next business day.")]
+    r = remap(qs, new)
+    assert r.qrels == {"a": {"n1": 3}, "b": {"n2": 3, "n3": 3}, "c": {"n4": 3}}
+    assert r.how == {"a": "exact", "b": "split", "c": "fuzzy"}
+    assert list(r.unplaced) == ["d"]

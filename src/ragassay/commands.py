@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from .formatting import render_table, to_json
 
 
 def register_all(sub: Any) -> None:
-    for register in (_evaluate, _compare, _agree, _retrieve, _generate, _judge, _check, _ping):
+    for register in (_evaluate, _compare, _agree, _retrieve, _generate, _remap, _judge, _check, _ping):
         register(sub)
 
 
@@ -588,3 +589,48 @@ def run_generate(args: argparse.Namespace) -> str:
         out.append(f"exported ({args.export[0]}): " + ", ".join(str(p) for p in paths))
     llm.close()
     return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------- remap
+
+def _remap(sub: Any) -> None:
+    p = sub.add_parser(
+        "remap", help="carry a question set over to re-chunked documents (new qrels)",
+        description="Find each question's evidence quotes in NEW_CHUNKS (exact, then fuzzy matching) and "
+                    "write qrels for the new chunk ids. Questions whose evidence cannot be placed are "
+                    "listed, not dropped silently.",
+        epilog="Example: ragassay remap questions.jsonl new_chunks.jsonl -o new.qrels")
+    p.add_argument("questions", metavar="QUESTIONS", help="questions.jsonl from generate")
+    p.add_argument("new_chunks", metavar="NEW_CHUNKS", help="the re-chunked corpus (JSONL)")
+    p.add_argument("-o", "--output", required=True, metavar="QRELS", help="TREC qrels for the new chunk ids")
+    p.add_argument("--threshold", type=float, default=90.0, help="fuzzy match score needed, 0-100 (default 90)")
+    p.set_defaults(handler=run_remap)
+
+
+def run_remap(args: argparse.Namespace) -> str:
+    from pydantic import ValidationError
+
+    from .errors import InputError
+    from .io import _pydantic_message, iter_jsonl, read_chunks
+    from .records import Question
+    from .remap import remap
+    questions = []
+    for no, obj in iter_jsonl(args.questions):
+        try:
+            questions.append(Question.model_validate(obj))
+        except ValidationError as e:
+            raise InputError(_pydantic_message(e), args.questions, no) from None
+    result = remap(questions, read_chunks(args.new_chunks), args.threshold)
+    with open(args.output, "w", encoding="utf-8") as f:
+        for qid, docs in result.qrels.items():
+            for d, g in docs.items():
+                f.write(f"{qid} 0 {d} {g}\n")
+    how = Counter(result.how.values())
+    lines = [f"placed {len(result.placed)} of {len(questions)} questions (" +
+             ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + f"); qrels: {args.output}"]
+    if result.unplaced:
+        lines.append(f"{len(result.unplaced)} questions have evidence that could not be placed:")
+        lines += [f"  {qid}: {quotes[0][:90]!r}" for qid, quotes in list(result.unplaced.items())[:20]]
+    if result.no_evidence:
+        lines.append(f"{len(result.no_evidence)} questions carry no evidence quotes: {', '.join(result.no_evidence[:10])}")
+    return "\n".join(lines)
