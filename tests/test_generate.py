@@ -222,3 +222,45 @@ def test_remap_exact_split_fuzzy_and_unplaced(tmp_path):
     assert r.qrels == {"a": {"n1": 3}, "b": {"n2": 3, "n3": 3}, "c": {"n4": 3}}
     assert r.how == {"a": "exact", "b": "split", "c": "fuzzy"}
     assert list(r.unplaced) == ["d"]
+
+
+EXAMPLE = __import__("pathlib").Path(__file__).resolve().parents[1] / "datasets" / "example"
+
+
+@respx.mock
+def test_generate_command_on_the_bundled_example(tmp_path, monkeypatch, capsys):
+    from ragassay.cli import main
+    chunks = {c.id: c for c in ragassay.read_chunks(EXAMPLE / "chunks.jsonl")}
+
+    def handler(request):
+        body = json.loads(request.content)
+        user = body["messages"][-1]["content"]
+        ids = re.findall(r"<<<PASSAGE id=(\S+)", user)
+        if "answer_supported" in json.dumps(body["response_format"]):
+            ok = len(ids) > 1 or "together" not in user
+            return reply({"own_answer": "x", "answerable": ok, "answer_supported": ok, "reason": "checked"})
+        first = [chunks[i].text.split(". ")[0] for i in ids]
+        if len(ids) > 1:
+            q = f"Taken together, what do the rules on {chunks[ids[0]].title.lower()} and {chunks[ids[1]].title.lower()} say?"
+        else:
+            q = f"What does the help centre say on {chunks[ids[0]].title.lower()} for case {ids[0]}?"
+        return reply({"question": q, "answer": "; ".join(first), "kind": "factoid",
+                      "evidence": [{"chunk_id": i, "quote": f} for i, f in zip(ids, first)]})
+
+    respx.post(URL).mock(side_effect=handler)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-t")
+    out = tmp_path / "questions.jsonl"
+    assert main(["generate", str(EXAMPLE / "chunks.jsonl"), "-o", str(out), "--limit", "10",
+                 "--qrels-out", str(tmp_path / "q.qrels"), "--rejects", str(tmp_path / "rejects.jsonl"),
+                 "--export", "beir", str(tmp_path / "beir"), "--base-url", BASE, "--model", "m",
+                 "--no-cache", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    qs = [Question.model_validate_json(line) for line in out.read_text().splitlines()]
+    levels = {lvl: sum(q.difficulty == lvl for q in qs) for lvl in ("easy", "medium", "hard")}
+    assert levels == {"easy": 4, "medium": 4, "hard": 2}, printed
+    assert all(set(q.chunk_ids) <= set(chunks) for q in qs)
+    assert all(len(q.chunk_ids) >= 2 for q in qs if q.difficulty == "hard")
+    assert ragassay.read_qrels(tmp_path / "q.qrels").to_dict() == {q.id: {c: 3 for c in q.chunk_ids} for q in qs}
+    assert "accepted 10" in printed
+    docs = [chunks[q.chunk_ids[0]].doc_id for q in qs]
+    assert max(docs.count(d) for d in docs) <= 3  # stratified across documents
