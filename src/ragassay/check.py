@@ -148,11 +148,11 @@ def error_check(item: AnswerItem, e: LLMError, model: str | None) -> dict:
 
 async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: str | Path, *,
                         options: CheckOptions | None = None,
-                        chunks: Mapping[str, Chunk] | None = None) -> list[dict]:
+                        chunks: Mapping[str, Chunk] | None = None, announce: bool = True) -> list[dict]:
     """Check every answer (resumable) and return the latest record per answer id."""
     options = options or CheckOptions()
     checker = Checker(llm, options, chunks)
-    if llm is None:
+    if llm is None and announce:
         undecided = sum(1 for it in items if decide(references(it), it.response) is None)
         if undecided:
             print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and are "

@@ -1,0 +1,136 @@
+"""``ragassay demo``: the whole pipeline on the bundled example, ending in a report.
+
+Without an LLM endpoint it runs everything that needs none (retrieval, metrics, comparison,
+rule-decided answer checks, agreement between the two hand labellings) and says which LLM
+stages it skipped and how to enable them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+
+def find_example(explicit: str | Path | None = None) -> Path:
+    candidates = [Path(explicit)] if explicit else [Path("datasets/example"),
+                                                    Path(__file__).resolve().parents[2] / "datasets" / "example"]
+    for c in candidates:
+        if (c / "chunks.jsonl").exists() and (c / "qrels.txt").exists():
+            return c
+    raise InputError("cannot find the bundled example (datasets/example): run from a clone of ragassay, "
+                     "or pass --data DIR")
+
+
+def _write_json(path: Path, data: Any) -> None:
+    from .formatting import to_json
+    from .metrics.agreement import _nan_to_none
+    path.write_text(to_json(_nan_to_none(data)) + "\n", encoding="utf-8")
+
+
+def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=print) -> dict:
+    from . import io as rio
+    from .check import CheckOptions, check_answers, read_answers, retrieval_recall
+    from .metrics.agreement import agree
+    from .metrics.compare import compare
+    from .metrics.evaluate import evaluate
+    from .metrics.labels import diagnosis, label_summary
+    from .report import load_inputs, write_report
+    from .retrieve import load_callable, run_retriever
+
+    ex = find_example(data)
+    out = Path(out)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    qrels = rio.read_qrels(ex / "qrels.txt")
+    queries = rio.read_queries(ex / "queries.jsonl")
+    chunks = {c.id: c for c in rio.read_chunks(ex / "chunks.jsonl")}
+    done: dict[str, Any] = {"skipped": []}
+
+    # 1. retrieve with the bundled retrievers
+    run_paths = []
+    for name in ("bm25", "tfidf"):
+        path = out / "runs" / f"{name}.txt"
+        try:
+            fn = load_callable(f"{ex / 'retrievers.py'}:{name}")
+            run = run_retriever(fn, queries, k=10, name=name, progress=False)
+            rio.write_run(path, run)
+            log(f"retrieve: {name}, {len(run)} results for {len(queries)} queries")
+        except Exception as e:  # bm25s is an optional extra: fall back to the bundled run
+            if not (ex / "runs" / f"{name}.txt").exists():
+                raise
+            shutil.copy(ex / "runs" / f"{name}.txt", path)
+            log(f"retrieve: {name} unavailable here ({type(e).__name__}: {e}); using the bundled run")
+        run_paths.append(path)
+    runs = [rio.read_run(p) for p in run_paths]
+
+    # 2. evaluate and compare against the hand-made labels
+    for r in runs:
+        _write_json(out / f"evaluate_{r.name}.json", evaluate(qrels, r).to_dict())
+    cmp = compare(qrels, {r.name: r for r in runs}, ["ndcg@10", "map", "recall@10", "mrr"])
+    _write_json(out / "compare.json", cmp.to_dict())
+    means = cmp.means
+    log("evaluate: " + "; ".join(f"{r}: ndcg@10 {m['ndcg@10']:.4f}, map {m['map']:.4f}" for r, m in means.items()))
+    t = next(t for t in cmp.tests if t.metric == "ndcg@10")
+    log(f"compare: {t.run} - {cmp.runs[0]} ndcg@10 {t.diff:+.4f}, 95% CI [{t.ci_low:+.4f}, {t.ci_high:+.4f}], "
+        f"p = {t.p_randomization:.4f}")
+
+    # 3. LLM stages, when an endpoint is configured
+    llm = None
+    if config is not None:
+        try:
+            config.check()
+            from .llm import LLM
+            llm = LLM(config)
+        except Exception as e:
+            from .llm.errors import LLMError
+            if not isinstance(e, LLMError) or e.kind != "config":
+                raise
+    report_files = [out / "compare.json"]
+    if llm is not None:
+        from .generate import GenerateOptions, Generator, write_outputs
+        gen = asyncio.run(Generator(llm, list(chunks.values()), GenerateOptions(total=10, quiet=True)).run())
+        write_outputs(gen, out / "questions.jsonl", out / "rejects.jsonl", out / "questions.qrels")
+        log(f"generate: {len(gen.accepted)} questions accepted, {len(gen.rejects)} rejected")
+        from .judge import JudgeOptions, judge_run, read_query_items
+        summary = asyncio.run(judge_run(read_query_items(ex / "queries.jsonl"), chunks, runs[0], [llm],
+                                        out / "judgments.jsonl", options=JudgeOptions(depth=5, quiet=True),
+                                        qrels_out=out / "judged.qrels", coverage_out=out / "coverage.jsonl"))
+        log("judge: " + summary.text().splitlines()[1])
+        ag = agree(qrels, rio.read_qrels(out / "judged.qrels"), runs)
+        _write_json(out / "agree.json", ag.to_dict())
+        log(f"agree (people vs judge): kappa {ag.kappa:.3f}, binarised >= 2: {ag.kappa_binary[2]:.3f}")
+        report_files += [out / "judgments.jsonl", out / "coverage.jsonl", out / "agree.json"]
+    else:
+        done["skipped"] = ["generate", "judge", "check (LLM verdicts)"]
+        ag = agree(qrels, rio.read_qrels(ex / "qrels_second_assessor.txt"), runs)
+        _write_json(out / "agree.json", ag.to_dict())
+        log(f"agree (two people): kappa {ag.kappa:.3f}, Kendall tau of the runs "
+            f"{ag.run_ranking['kendall_tau_b']:.2f}")
+        report_files.append(out / "agree.json")
+
+    # 4. check the example answers (rules only without an endpoint)
+    answers = read_answers(ex / "answers.jsonl", chunks)
+    (out / "checks.jsonl").unlink(missing_ok=True)
+    records = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
+                                        options=CheckOptions(quiet=True), announce=False))
+    result = {"summary": label_summary(records),
+              "diagnosis": diagnosis({r["id"]: r["label"] for r in records if r["status"] == "ok"},
+                                     retrieval_recall(qrels, runs[0], 10))}
+    _write_json(out / "check.json", result)
+    s = result["summary"]
+    log(f"check: {s['graded']} of {s['answers']} answers graded ({s['counts']['correct']} correct, "
+        f"{s['counts']['abstained']} abstained); {result['diagnosis']['advice']}")
+    report_files.append(out / "check.json")
+
+    # 5. the report
+    inputs = load_inputs(report_files, qrels=ex / "qrels.txt", runs=run_paths, chunks=ex / "chunks.jsonl")
+    path = write_report(inputs, out / "report.html", title="ragassay demo: the bundled help-centre example")
+    write_report(inputs, out / "report.md", fmt="markdown", title="ragassay demo")
+    done["report"] = str(path)
+    if llm is not None:
+        log(llm.usage.summary())
+        llm.close()
+    return done

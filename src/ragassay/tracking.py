@@ -1,0 +1,152 @@
+"""Results over time (``track``, ``history``) and a CI gate (``gate``) on the JSON of evaluate,
+compare and check."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+DEFAULT_DB = Path(".ragassay") / "history.sqlite"
+
+
+def flatten_result(data: Mapping[str, Any], run: str | None = None) -> tuple[str, dict[str, float]]:
+    """(kind, {metric name: value}) from the JSON of evaluate, compare or check.
+
+    compare: the metrics of ``run`` (default: the last run), plus ``RUN/metric`` for every run.
+    check: ``correct_rate``, ``partial_rate``, ``hallucination_rate``, ``abstention_rate``,
+    ``truthfulness``, ``correct_given_attempted``, ``errors``.
+    """
+    if "aggregate" in data and isinstance(data["aggregate"], Mapping):
+        return "evaluate", {k: float(v) for k, v in data["aggregate"].items() if v is not None}
+    if "means" in data and "baseline" in data:
+        means = data["means"]
+        chosen = run or list(means)[-1]
+        if chosen not in means:
+            raise InputError(f"run {chosen!r} is not in this comparison (runs: {', '.join(means)})")
+        out = {k: float(v) for k, v in means[chosen].items() if v is not None}
+        for r, metrics in means.items():
+            out.update({f"{r}/{k}": float(v) for k, v in metrics.items() if v is not None})
+        return "compare", out
+    if "summary" in data and "rates" in data["summary"]:
+        s = data["summary"]
+        out = {f"{lab}_rate": s["rates"][lab]["value"] for lab in ("correct", "partial") if s["rates"][lab]["value"] is not None}
+        for name, key in (("hallucination_rate", "hallucination_rate"), ("abstention_rate", "abstention_rate"),
+                          ("truthfulness", "truthfulness"), ("correct_given_attempted", "correct_given_attempted")):
+            if s[key]["value"] is not None:
+                out[name] = s[key]["value"]
+        out["errors"] = float(s["errors"])
+        return "check", out
+    raise InputError("not a result this command knows: expected the JSON of evaluate, compare or check "
+                     "(run them with --format json)")
+
+
+def load_result(path: str | Path) -> dict:
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file", p)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg}", p, e.lineno) from None
+
+
+def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"{flag} needs METRIC=VALUE, e.g. {flag} ndcg@10=0.6 (got {item!r})")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InputError(f"{flag} {item!r}: {value!r} is not a number") from None
+    return out
+
+
+def canonical(name: str) -> str:
+    """Metric names in thresholds may use any accepted spelling (nDCG@10, P_5)."""
+    from .errors import MeasureError
+    from .metrics.measures import parse_measure
+    prefix, slash, rest = name.rpartition("/")
+    try:
+        base = str(parse_measure(rest))
+    except MeasureError:
+        base = rest
+    return f"{prefix}/{base}" if slash else base
+
+
+def gate(values: Mapping[str, float], mins: Mapping[str, float], maxs: Mapping[str, float]) -> list[str]:
+    """Failed thresholds, as sentences; empty when all hold. A missing metric fails."""
+    failures = []
+    for name, limit in mins.items():
+        key = canonical(name)
+        if key not in values:
+            failures.append(f"{name}: not in the result (has: {', '.join(sorted(values)[:12])})")
+        elif values[key] < limit:
+            failures.append(f"{key} = {values[key]:.4f} is below the minimum {limit}")
+    for name, limit in maxs.items():
+        key = canonical(name)
+        if key not in values:
+            failures.append(f"{name}: not in the result (has: {', '.join(sorted(values)[:12])})")
+        elif values[key] > limit:
+            failures.append(f"{key} = {values[key]:.4f} is above the maximum {limit}")
+    return failures
+
+
+def git_commit(cwd: str | Path = ".") -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+class History:
+    def __init__(self, path: str | Path = DEFAULT_DB):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("""CREATE TABLE IF NOT EXISTS results (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, label TEXT, commit_id TEXT,
+            kind TEXT NOT NULL, source TEXT, metrics TEXT NOT NULL, settings TEXT)""")
+
+    def add(self, kind: str, metrics: Mapping[str, float], label: str | None, source: str,
+            settings: Mapping | None = None, commit: str | None = None) -> int:
+        cur = self.db.execute(
+            "INSERT INTO results (created, label, commit_id, kind, source, metrics, settings) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (time.time(), label, commit, kind, source, json.dumps(dict(metrics)), json.dumps(settings or {})))
+        return int(cur.lastrowid)
+
+    def rows(self) -> list[dict]:
+        out = []
+        for rid, created, label, commit, kind, source, metrics in self.db.execute(
+                "SELECT id, created, label, commit_id, kind, source, metrics FROM results ORDER BY id"):
+            out.append({"id": rid, "created": created, "label": label, "commit": commit, "kind": kind,
+                        "source": source, "metrics": json.loads(metrics)})
+        return out
+
+    def trend(self, metric: str) -> list[dict]:
+        """Each result that has ``metric``, with deltas against the previous one and the best so far."""
+        key = canonical(metric)
+        lower_is_better = key.endswith(("hallucination_rate", "errors"))
+        out, prev, best = [], None, None
+        for r in self.rows():
+            if key not in r["metrics"]:
+                continue
+            v = r["metrics"][key]
+            out.append({**r, "value": v, "delta_previous": None if prev is None else v - prev,
+                        "delta_best": None if best is None else v - best})
+            prev = v
+            best = v if best is None else (min(best, v) if lower_is_better else max(best, v))
+        return out
+
+    def close(self) -> None:
+        self.db.close()
