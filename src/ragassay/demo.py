@@ -100,13 +100,13 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
                                         qrels_out=out / "judged.qrels", coverage_out=out / "coverage.jsonl"))
         log("judge: " + summary.text().splitlines()[1])
         ag = agree(qrels, rio.read_qrels(out / "judged.qrels"), runs)
-        _write_json(out / "agree.json", ag.to_dict())
+        _write_json(out / "agree.json", {**ag.to_dict(), "names": ["people", "LLM judge"]})
         log(f"agree (people vs judge): kappa {ag.kappa:.3f}, binarised >= 2: {ag.kappa_binary[2]:.3f}")
         report_files += [out / "judgments.jsonl", out / "coverage.jsonl", out / "agree.json"]
     else:
         done["skipped"] = ["generate", "judge", "check (LLM verdicts)"]
         ag = agree(qrels, rio.read_qrels(ex / "qrels_second_assessor.txt"), runs)
-        _write_json(out / "agree.json", ag.to_dict())
+        _write_json(out / "agree.json", {**ag.to_dict(), "names": ["first assessor", "second assessor"]})
         log(f"agree (two people): kappa {ag.kappa:.3f}, Kendall tau of the runs "
             f"{ag.run_ranking['kendall_tau_b']:.2f}")
         report_files.append(out / "agree.json")

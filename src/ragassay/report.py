@@ -115,7 +115,11 @@ def _table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
         if isinstance(v, int) and not isinstance(v, bool):
             return f"<td class=num>{v}</td>"
         return f"<td>{html.escape(str(v))}</td>"
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    def numeric(i):
+        vals = [r[i] for r in rows if i < len(r) and r[i] not in ("", None)]
+        return bool(vals) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
+    head = "".join(f"<th class=num>{html.escape(h)}</th>" if numeric(i) else f"<th>{html.escape(h)}</th>"
+                   for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(cell(v) for v in r) + "</tr>" for r in rows)
     return f"<div class=scroll><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
@@ -236,8 +240,9 @@ def judge_sections(inp: ReportInputs, plt) -> list[Section]:
         if a.get("run_ranking"):
             rr = a["run_ranking"]
             note += f" Ranking of runs by {rr['metric']}: Kendall's tau {rr['kendall_tau_b']}"
-        out.append(_section("Judge against people: confusion matrix (rows: people, columns: judge)",
-                            ["people \\ judge"] + labels, rows, note))
+        ref_name, cand_name = a.get("names") or ("people", "judge")
+        out.append(_section(f"Agreement: {ref_name} (rows) against {cand_name} (columns)",
+                            [f"{ref_name} \\ {cand_name}"] + labels, rows, note))
     return out
 
 
@@ -259,8 +264,11 @@ def check_sections(inp: ReportInputs, plt) -> list[Section]:
 
     def fmt(r):
         return "n/a" if r["value"] is None else f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-    rows = [[lab, s["counts"][lab], fmt(s["rates"][lab]), s["mean_response_words"].get(lab) or ""] for lab in labs]
-    note = (f"{s['graded']} of {s['answers']} answers graded, {s['errors']} errors (not in the rates). Truthfulness "
+    words = s["mean_response_words"]
+    rows = [[lab, s["counts"][lab], fmt(s["rates"][lab]), f"{words[lab]:.1f}" if words.get(lab) is not None else ""]
+            for lab in labs]
+    note = (f"{s['graded']} of {s['answers']} answers graded; {s['errors']} not graded (errors, not in the rates: "
+            f"the checks file has each reason). Truthfulness "
             f"{fmt(s['truthfulness'])}; correct given attempted {fmt(s['correct_given_attempted'])}.")
     out = [_section("Answers: labels", ["label", "count", "rate [95% CI]", "mean words"], rows, note, plot)]
     d = inp.check.get("diagnosis")
@@ -287,7 +295,7 @@ CSS = """body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;
 main{max-width:1040px;margin:0 auto;padding:24px}h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px}
 section{background:#fff;border:1px solid #e2e5ea;border-radius:8px;padding:16px 18px;margin:16px 0}
 table{border-collapse:collapse;width:100%;font-size:13.5px}th,td{padding:5px 8px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
-th{background:#f1f3f6;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f1f3f6;position:sticky;top:0}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .scroll{overflow-x:auto}.note{color:#4a5363;margin:4px 0 10px}svg{max-width:100%;height:auto}nav a{margin-right:12px}
 .meta{color:#6b7384;font-size:13px}"""
 

@@ -1,0 +1,98 @@
+"""demo, report, track / history, gate, and the README covering every command."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ragassay.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "datasets" / "example"
+
+
+def test_every_command_is_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    action = next(a for a in build_parser()._actions if a.dest == "command")
+    for name in action.choices:
+        assert re.search(rf"ragassay {name}\b", readme), f"'ragassay {name}' is not in the README"
+
+
+def test_demo_without_an_endpoint(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("RAGASSAY_MODEL", raising=False)
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--data", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped (no LLM endpoint configured): generate, judge, check (LLM verdicts)" in out
+    assert "OPENAI_API_KEY=sk-... ragassay demo --model" in out
+    html = (tmp_path / "demo" / "report.html").read_text()
+    assert html.startswith("<!doctype html>") and "Comparison against bm25" in html
+    assert not re.search(r"""(src|href)=["'](https?:|//)""", html)  # stands alone, opens offline
+    assert json.loads((tmp_path / "demo" / "compare.json").read_text())["baseline"] == "bm25"
+    assert (tmp_path / "demo" / "report.md").read_text().startswith("# ragassay demo")
+
+
+def test_report_from_result_files_and_markdown(tmp_path, capsys):
+    ev = tmp_path / "ev.json"
+    assert main(["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "runs" / "bm25.txt"), "--format", "json"]) == 0
+    ev.write_text(capsys.readouterr().out)
+    ag = tmp_path / "agree.json"
+    assert main(["agree", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "qrels_second_assessor.txt"), "--format", "json"]) == 0
+    ag.write_text(capsys.readouterr().out)
+    judgments = tmp_path / "j.jsonl"
+    judgments.write_text('{"query_id": "q01", "chunk_id": "refund-01", "grade": 3, "status": "ok"}\n'
+                         '{"query_id": "q01", "chunk_id": "gift-02", "grade": null, "status": "error", "error": "x"}\n')
+    md = tmp_path / "r.md"
+    assert main(["report", str(ev), str(ag), str(judgments), "-o", str(md), "--format", "markdown"]) == 0
+    text = md.read_text()
+    assert "## Metrics: bm25" in text and "## Judge: grade distribution" in text and "| error | 1 |" in text
+    assert "Agreement: people (rows) against judge (columns)" in text
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"something": 1}')
+    assert main(["report", str(bad), "-o", str(md)]) == 2
+
+
+def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    results = []
+    for run in ("bm25", "tfidf"):
+        assert main(["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "runs" / f"{run}.txt"), "--format", "json"]) == 0
+        p = tmp_path / f"{run}.json"
+        p.write_text(capsys.readouterr().out)
+        results.append(p)
+        assert main(["track", str(p), "--label", run]) == 0
+        assert "tracked result" in capsys.readouterr().out
+    assert main(["history", "--metric", "nDCG@10"]) == 0
+    out = capsys.readouterr().out
+    assert "+0.0542" in out  # tfidf against bm25, the previous and the best so far
+    assert main(["history", "--metric", "ndcg@10", "--format", "json"]) == 0
+    trend = json.loads(capsys.readouterr().out)
+    assert [r["label"] for r in trend] == ["bm25", "tfidf"] and trend[1]["delta_best"] == pytest.approx(0.0542, abs=1e-4)
+
+    assert main(["gate", str(results[1]), "--min", "ndcg@10=0.8", "--min", "P_5=0.4"]) == 0
+    with pytest.raises(SystemExit) as e:
+        main(["gate", str(results[0]), "--min", "ndcg@10=0.8", "--max", "map=0.5", "--min", "bleu=1"])
+    assert e.value.code == 1
+    err = capsys.readouterr().err
+    assert "ndcg@10 = 0.7935 is below the minimum 0.8" in err and "map = 0.6800 is above the maximum 0.5" in err
+    assert "bleu: not in the result" in err
+    assert main(["gate", str(results[0])]) == 2  # no threshold given
+
+
+def test_gate_on_check_and_compare_results(tmp_path):
+    from ragassay.tracking import flatten_result, gate
+    check = {"summary": {"rates": {lab: {"value": v} for lab, v in
+                                   [("correct", 0.7), ("partial", 0.1), ("hallucinated", 0.15), ("abstained", 0.05)]},
+                         "hallucination_rate": {"value": 0.15}, "abstention_rate": {"value": 0.05},
+                         "truthfulness": {"value": 0.6}, "correct_given_attempted": {"value": 0.74}, "errors": 2}}
+    kind, values = flatten_result(check)
+    assert kind == "check" and gate(values, {}, {"hallucination_rate": 0.1}) == [
+        "hallucination_rate = 0.1500 is above the maximum 0.1"]
+    cmp = {"baseline": "a", "means": {"a": {"ndcg@10": 0.5}, "b": {"ndcg@10": 0.7}}, "tests": []}
+    kind, values = flatten_result(cmp)
+    assert values["ndcg@10"] == 0.7 and values["a/ndcg@10"] == 0.5
+    assert gate(values, {"a/nDCG@10": 0.6}, {}) == ["a/ndcg@10 = 0.5000 is below the minimum 0.6"]
