@@ -167,14 +167,20 @@ def retrieval_sections(inp: ReportInputs, plt) -> list[Section]:
     plot = ""
     if plt is not None:
         fig, ax = plt.subplots(figsize=(9, 0.6 + 0.5 * len(evals)))
-        ax.boxplot([ev.values["ndcg@10"] for ev in evals], vert=False, widths=0.5)
+        import numpy as np
+        for i, ev in enumerate(evals, start=1):  # quartile bar, median tick, and every query as a dot
+            v = ev.values["ndcg@10"]
+            q1, med, q3 = np.percentile(v, [25, 50, 75]) if len(v) else (0, 0, 0)
+            ax.plot([q1, q3], [i, i], color="#9aa3b2", lw=8, solid_capstyle="butt", zorder=1)
+            ax.plot([med, med], [i - 0.25, i + 0.25], color="#1d2330", lw=2, zorder=3)
+            jitter = (np.arange(len(v)) % 5 - 2) * 0.06
+            ax.scatter(v, i + jitter, s=10, alpha=0.7, zorder=2)
         ax.set_yticks(range(1, len(evals) + 1), [r.name for r in inp.runs])
-        for i, ev in enumerate(evals, start=1):
-            ax.scatter(ev.values["ndcg@10"], [i] * len(ev.values["ndcg@10"]), s=8, alpha=0.5)
+        ax.set_ylim(0.4, len(evals) + 0.6)
         ax.set_xlabel("ndcg@10 per query")
         ax.set_xlim(-0.02, 1.02)
         plot = _svg(fig)
-    out.append(_section("Per-query NDCG@10", [], [], "Each dot is a query.", plot))
+    out.append(_section("Per-query NDCG@10", [], [], "Each dot is a query; the grey bar spans the middle half, the tick marks the median.", plot))
     # worst queries of the first run
     first, ev = inp.runs[0], evals[0]
     ranked = first.ranked()
