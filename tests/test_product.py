@@ -96,3 +96,50 @@ def test_gate_on_check_and_compare_results(tmp_path):
     kind, values = flatten_result(cmp)
     assert values["ndcg@10"] == 0.7 and values["a/ndcg@10"] == 0.5
     assert gate(values, {"a/nDCG@10": 0.6}, {}) == ["a/ndcg@10 = 0.5000 is below the minimum 0.6"]
+
+
+def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, capsys):
+    import httpx
+    import respx
+
+    base = "http://demo.test/v1"
+
+    def reply(obj):
+        return httpx.Response(200, json={
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(obj)}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+
+    def handler(request):
+        body = json.loads(request.content)
+        schema = json.dumps(body["response_format"])
+        user = body["messages"][-1]["content"]
+        ids = re.findall(r"<<<PASSAGE id=(\S+)", user)
+        if "answer_supported" in schema:
+            return reply({"own_answer": "x", "answerable": len(ids) > 1 or "combined" not in user,
+                          "answer_supported": True, "reason": "ok"})
+        if "evidence" in schema:
+            texts = re.findall(r"<<<PASSAGE id=\S+\n(.*?)\nPASSAGE>>>", user, re.S)
+            first = [t.split(". ")[0] for t in texts]
+            q = ("What is the combined rule for " if len(ids) > 1 else "What is the rule for ") + " and ".join(ids) + "?"
+            return reply({"question": q, "answer": "; ".join(first), "kind": "factoid",
+                          "evidence": [{"chunk_id": i, "quote": f} for i, f in zip(ids, first)]})
+        if "nuggets" in schema:
+            return reply({"nuggets": [{"text": "fact", "vital": True, "support": "support", "chunk_ids": ids[:1]}]})
+        if "reference_facts" in schema:
+            return reply({"reference_facts": "f", "response_claims": "c", "comparison": "x", "label": "partial",
+                          "grounded": "supported", "unsupported_claims": []})
+        return reply({"intent": "i", "match": "m", "trust": "t", "grade": 2})
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-demo")
+    with respx.mock:
+        respx.post(f"{base}/chat/completions").mock(side_effect=handler)
+        assert main(["demo", "--out", str(tmp_path / "d"), "--data", str(EXAMPLE), "--base-url", base,
+                     "--model", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped" not in out
+    assert re.search(r"generate: \d+ questions accepted", out) and "agree (people vs judge)" in out
+    assert "check: 16 of 16 answers graded" in out
+    html = (tmp_path / "d" / "report.html").read_text()
+    assert "Judge: grade distribution" in html and "people (rows) against LLM judge" in html
+    assert "Judge: answer coverage per query" in html
