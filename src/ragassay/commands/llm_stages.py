@@ -1,0 +1,395 @@
+"""generate, remap, judge, check, ping: the commands that call an LLM, and their shared flags."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..cli import add_format_option
+from ..formatting import render_table, to_json
+from .metrics import _none_for_nan
+
+
+# ---------------------------------------------------------------------------------- LLM options
+
+def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
+    """The same LLM flags for every command that calls a model."""
+    g = p.add_argument_group("LLM endpoint")
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)")
+    g.add_argument("--model", action="append", help="model name (default: $RAGASSAY_MODEL); "
+                   "judge takes several for a jury")
+    g.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    if not stage:
+        return
+    g.add_argument("--concurrency", type=int, help="calls in flight at once (default 8)")
+    g.add_argument("--rpm", type=float, help="requests per minute budget (default: none)")
+    g.add_argument("--tpm", type=float, help="tokens per minute budget (default: none)")
+    g.add_argument("--cache", type=Path, metavar="PATH",
+                   help="answer cache (default: $XDG_CACHE_HOME/ragassay/llm-cache.sqlite)")
+    g.add_argument("--no-cache", action="store_true", help="neither read nor write the answer cache")
+    g.add_argument("--price-in", type=float, metavar="USD", help="price per million input tokens (overrides the table)")
+    g.add_argument("--price-out", type=float, metavar="USD", help="price per million output tokens")
+    g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def llm_config(args: argparse.Namespace):
+    from ..llm.config import LLMConfig
+    return LLMConfig.from_env(
+        model=args.model[0] if args.model else None, base_url=args.base_url, timeout=args.timeout,
+        concurrency=getattr(args, "concurrency", None), rpm=getattr(args, "rpm", None),
+        tpm=getattr(args, "tpm", None), cache_path=getattr(args, "cache", None),
+        use_cache=not getattr(args, "no_cache", False), price_in=getattr(args, "price_in", None),
+        price_out=getattr(args, "price_out", None))
+
+
+# ---------------------------------------------------------------------------------------- ping
+
+def ping(sub: Any) -> None:
+    p = sub.add_parser(
+        "ping", help="check the LLM endpoint: reachable, latency, structured outputs",
+        description="Send one small structured request to the configured endpoint and report whether "
+                    "it is reachable, how long it took, whether the model answered as asked, and "
+                    "whether JSON-schema structured outputs work or a fallback (JSON mode, plain "
+                    "instructions) is in use. Exits 2 with the reason when it cannot be used.",
+        epilog="Example: ragassay ping --base-url http://localhost:8000/v1 --model qwen2.5-7b-instruct")
+    add_llm_options(p, stage=False)
+    p.set_defaults(handler=run_ping)
+
+
+def run_ping(args: argparse.Namespace) -> str:
+    import asyncio
+
+    from ..llm.ping import ping
+    info = asyncio.run(ping(llm_config(args)))
+    modes = {"json_schema": "supported (json_schema)",
+             "json_object": "json_schema rejected; using JSON mode + validation",
+             "prompt": "json_schema and JSON mode rejected; using instructions + validation"}
+    return "\n".join([f"endpoint:            {info['endpoint']}", f"model:               {info['model']}",
+                      f"latency:             {info['latency_ms']} ms",
+                      f"structured outputs:  {modes[info['structured_outputs']]}", "status:              ok"])
+
+
+# --------------------------------------------------------------------------------------- judge
+
+def judge(sub: Any) -> None:
+    p = sub.add_parser(
+        "judge", help="LLM relevance grades 0-3 for a run's top chunks, and answer coverage",
+        description="Grade the top --depth chunks of every query in RUN for relevance (0 unrelated, "
+                    "1 on topic but no answer, 2 partial or buried answer, 3 dedicated and answers "
+                    "it), with the model's reasoning. Writes judgments JSONL (resumable), graded qrels "
+                    "for evaluate/agree with --qrels-out, and per-query coverage (FULL / PARTIAL / "
+                    "NONE from answer nuggets) with --coverage-out. A pair that cannot be judged is "
+                    "an error record, never grade 0.",
+        epilog="Example: ragassay judge --queries datasets/example/queries.jsonl --chunks "
+               "datasets/example/chunks.jsonl --run datasets/example/runs/bm25.txt --depth 5 "
+               "-o judgments.jsonl --qrels-out judged.qrels --model gpt-4o-mini")
+    p.add_argument("--queries", required=True, metavar="FILE",
+                   help="queries ({id, text} lines, or questions.jsonl from generate: its answers inform coverage)")
+    p.add_argument("--chunks", required=True, metavar="FILE", help="the chunks the run retrieved (JSONL)")
+    p.add_argument("--run", required=True, metavar="RUN", help="the run to judge (TREC or JSONL)")
+    p.add_argument("--depth", type=int, default=10, help="judge the top K chunks of each query (default 10)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="judgments JSONL (appended; resumes)")
+    p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels (with --keep labels included)")
+    p.add_argument("--coverage-out", metavar="FILE", help="write per-query coverage JSONL")
+    p.add_argument("--keep", metavar="QRELS", help="labels made by people: kept as they are, never judged again")
+    p.add_argument("--samples", type=int, default=1, help="ask N times per pair and take the majority "
+                   "(ties go to the lower grade; default 1)")
+    p.add_argument("--batch", type=int, default=1, help="grade N chunks of a query per call (default 1: "
+                   "one call per pair, no position effects)")
+    p.add_argument("--max-chunk-chars", type=int, default=6000, help="cut longer chunks to this many characters (default 6000)")
+    add_llm_options(p)
+    p.set_defaults(handler=run_judge)
+
+
+def run_judge(args: argparse.Namespace) -> str:
+    import asyncio
+
+    from ..io import read_chunks, read_qrels, read_run
+    from ..judge import JudgeOptions, build_llms, judge_run, plan_pairs, read_query_items
+    if args.samples < 1 or args.batch < 1 or args.depth < 1:
+        from ..errors import InputError
+        raise InputError("--samples, --batch and --depth must be at least 1")
+    queries = read_query_items(args.queries)
+    chunks = {c.id: c for c in read_chunks(args.chunks)}
+    run = read_run(args.run)
+    keep = read_qrels(args.keep) if args.keep else None
+    options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch,
+                           max_chunk_chars=args.max_chunk_chars, quiet=args.quiet)
+    config = llm_config(args)
+    llms = build_llms(config, args.model)
+    if args.dry_run:
+        from ..judge import Judge, RelevanceAnswer
+        pairs, kept, _, _ = plan_pairs(queries, chunks, run, args.depth, keep.to_dict() if keep else None)
+        qmap = {q.id: q for q in queries}
+        judge = Judge(llms, options)
+        lines = [f"{len(pairs)} pairs to judge ({len(kept)} kept from --keep); {args.samples} sample(s) x "
+                 f"{len(llms)} model(s)"]
+        for llm in llms:
+            plan = llm.dry_run([(judge.relevance_messages(qmap[q], chunks[c]), RelevanceAnswer, options.max_tokens)
+                                for q, c in pairs])
+            calls = plan["calls"] * args.samples
+            cost = "unknown (pass --price-in/--price-out)" if plan["cost_usd"] is None else f"${plan['cost_usd'] * args.samples:.4f}"
+            lines.append(f"{llm.config.model}: ~{calls} calls ({plan['cached']} pairs cached), ~{plan['tokens_in'] * args.samples} "
+                         f"tokens in, <= {plan['tokens_out'] * args.samples} out, cost {cost}"
+                         + (" (batching lowers this)" if args.batch > 1 else ""))
+        if args.coverage_out:
+            lines.append(f"coverage: {len({q for q, _ in pairs})} more calls")
+        return "\n".join(["dry run: nothing was called"] + lines)
+    summary = asyncio.run(judge_run(queries, chunks, run, llms, args.output, options=options, keep=keep,
+                                    qrels_out=args.qrels_out, coverage_out=args.coverage_out))
+    for llm in llms:
+        llm.close()
+    out = [summary.text(), f"judgments: {args.output}"]
+    if args.qrels_out:
+        out.append(f"qrels: {args.qrels_out}")
+    if args.coverage_out:
+        out.append(f"coverage: {args.coverage_out}")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------- check
+
+def check(sub: Any) -> None:
+    p = sub.add_parser(
+        "check", help="label RAG answers correct / partial / hallucinated / abstained, and diagnose",
+        description="Label each answer against its reference (correct, partial, hallucinated, "
+                    "abstained) and against its retrieved context (supported, unsupported, "
+                    "contradicted). Rules decide what they are sure of without a call; an LLM grades "
+                    "the rest. Prints rates with 95%% bootstrap intervals; with --run and --qrels, "
+                    "whether wrong answers come from retrieval or generation; with --human, agreement "
+                    "with people and prediction-powered rates. Without an endpoint, only the rules run "
+                    "and the rest are error records that a rerun with an endpoint fills in.",
+        epilog="Example: ragassay check datasets/example/answers.jsonl --chunks datasets/example/chunks.jsonl "
+               "--run datasets/example/runs/bm25.txt --qrels datasets/example/qrels.txt -o checks.jsonl")
+    p.add_argument("answers", metavar="ANSWERS", help="JSONL: id, question, reference (string or list), "
+                   "response, and contexts or context_ids")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="checks JSONL (appended; resumes)")
+    p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")
+    p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")
+    p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")
+    p.add_argument("-k", type=int, default=10, help="retrieval depth for the diagnosis's recall@k (default 10)")
+    p.add_argument("--retrieval-threshold", type=float, default=0.5,
+                   help="recall@k at or above this is good retrieval (default 0.5)")
+    p.add_argument("--human", metavar="FILE", help="people's labels for some answers (JSONL id, label)")
+    p.add_argument("--by", action="append", metavar="FIELD", help="break rates down by an answer field (repeatable)")
+    p.add_argument("--samples", type=int, default=1, help="ask N times and take the majority (ties go to the "
+                   "more severe label; default 1)")
+    add_format_option(p, ("table", "json"))
+    add_llm_options(p)
+    p.set_defaults(handler=run_check)
+
+
+def _fmt_rate(r: dict) -> str:
+    if r["value"] is None:
+        return "n/a"
+    return f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+
+
+def run_check(args: argparse.Namespace) -> str:
+    import asyncio
+
+    from ..check import CheckOptions, check_answers, read_answers, read_human_labels, retrieval_recall
+    from ..errors import InputError
+    from ..io import iter_jsonl, read_chunks, read_qrels, read_run
+    from ..llm import LLM
+    from ..llm.errors import LLMError
+    from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
+    if bool(args.run) != bool(args.qrels):
+        raise InputError("the diagnosis needs both --run and --qrels")
+    chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
+    items = read_answers(args.answers, chunks)
+    config = llm_config(args)
+    try:
+        config.check()
+        llm = LLM(config)
+    except LLMError as e:
+        if e.kind != "config":
+            raise
+        llm = None
+    if args.dry_run:
+        from ..check import Checker
+        from ..check_rules import decide
+        todo = [it for it in items if decide([it.reference] if isinstance(it.reference, str) else it.reference,
+                                             it.response) is None]
+        if llm is None:
+            return f"dry run: {len(items) - len(todo)} answers decided by rules; {len(todo)} need an LLM (none configured)"
+        from ..check import AnswerVerdict
+        checker = Checker(llm, CheckOptions(), chunks)
+        plan = llm.dry_run([(checker.messages(it), AnswerVerdict, 700) for it in todo])
+        cost = "unknown (pass --price-in/--price-out)" if plan["cost_usd"] is None else f"${plan['cost_usd'] * args.samples:.4f}"
+        return (f"dry run: {len(items) - len(todo)} answers decided by rules; ~{plan['calls'] * args.samples} calls "
+                f"({plan['cached']} cached), ~{plan['tokens_in'] * args.samples} tokens in, cost {cost}")
+    options = CheckOptions(samples=args.samples, quiet=args.quiet)
+    records = asyncio.run(check_answers(items, llm, args.output, options=options, chunks=chunks))
+    fields = {obj["id"]: obj for _, obj in iter_jsonl(args.answers)}
+    enriched = [{**fields.get(r["id"], {}), **r} for r in records]
+    result: dict = {"summary": label_summary(records)}
+    if args.by:
+        result["breakdown"] = {f: breakdown(enriched, f) for f in args.by}
+    if args.run:
+        recall = retrieval_recall(read_qrels(args.qrels), read_run(args.run), args.k)
+        labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
+        result["diagnosis"] = diagnosis(labels, recall, args.retrieval_threshold)
+    if args.human:
+        result["human"] = human_calibration(records, read_human_labels(args.human))
+    multi = [r for r in records if len(r.get("samples") or []) > 1]
+    if multi:
+        result["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
+    if llm is not None:
+        result["usage"] = llm.usage.summary()
+        llm.close()
+    if args.format == "json":
+        return to_json(_none_for_nan(result))
+    return _check_text(result, args)
+
+
+def _check_text(result: dict, args: argparse.Namespace) -> str:
+    s = result["summary"]
+    rows = [[lab, s["counts"][lab], _fmt_rate(s["rates"][lab])] for lab in ("correct", "partial", "hallucinated", "abstained")]
+    out = [render_table(["label", "count", "rate [95% CI]"], rows)]
+    out.append(f"{s['graded']} of {s['answers']} answers graded; {s['errors']} errors (excluded from rates)\n"
+               f"correct given attempted: {_fmt_rate(s['correct_given_attempted'])}\n"
+               f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): {_fmt_rate(s['truthfulness'])}\n"
+               "mean response words: " + ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None))
+    for f, groups in result.get("breakdown", {}).items():
+        out.append(render_table([f, "graded", "correct", "hallucinated", "abstained"],
+                                [[g, v["graded"], _fmt_rate(v["rates"]["correct"]), _fmt_rate(v["rates"]["hallucinated"]),
+                                  _fmt_rate(v["rates"]["abstained"])] for g, v in groups.items()]))
+    if "diagnosis" in result:
+        d = result["diagnosis"]
+        c = d["cells"]
+        def cell(k):
+            return f"{c[k]['count']} ({', '.join(c[k]['examples'])})" if c[k]["count"] else "0"
+        out.append(f"diagnosis: recall@{args.k} >= {d['threshold']} is good retrieval; a good answer is a correct one\n" +
+                   render_table(["", "good answer", "bad answer"],
+                                [["good retrieval", cell("good_retrieval_good_answer"), cell("good_retrieval_bad_answer")],
+                                 ["bad retrieval", cell("bad_retrieval_good_answer"), cell("bad_retrieval_bad_answer")]])
+                   + f"\n=> {d['advice']}")
+    if "human" in result:
+        h = result["human"]
+        kappa = "nan" if h["kappa"] != h["kappa"] else f"{h['kappa']:.3f}"
+        lines = [f"agreement with people on {h['pairs']} answers: Cohen's kappa {kappa}"]
+        for lab, r in h["rates"].items():
+            lines.append(f"{lab} rate: prediction-powered {_fmt_rate(r['prediction_powered'])}; "
+                         f"LLM only {_fmt_rate(r['llm_only'])}; people only {_fmt_rate(r['human_only'])}")
+        out.append("\n".join(lines))
+    if "flip_rate" in result:
+        out.append(f"samples disagreed on {result['flip_rate']:.1%} of LLM-graded answers")
+    if "usage" in result:
+        out.append(result["usage"])
+    out.append(f"checks: {args.output}")
+    return "\n\n".join(out)
+
+
+# ------------------------------------------------------------------------------------ generate
+
+def generate(sub: Any) -> None:
+    p = sub.add_parser(
+        "generate", help="write easy / medium / hard questions with answers and evidence from your chunks",
+        description="Generate a question set from CHUNKS (used as given: the same ids come out). "
+                    "Each question carries its reference answer, its gold chunk ids, verbatim evidence "
+                    "and the checks it passed (BM25 rank and word overlap of the gold chunks, "
+                    "answerability from the gold chunks alone, and for hard questions that no single "
+                    "chunk suffices). Failed questions go to --rejects with the reason, never into the set.",
+        epilog="Example: ragassay generate datasets/example/chunks.jsonl -o questions.jsonl --limit 20 "
+               "--qrels-out questions.qrels --rejects rejects.jsonl --model gpt-4o-mini")
+    p.add_argument("chunks", metavar="CHUNKS", help="chunks JSONL (id, text; BEIR corpus lines work too)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="questions JSONL")
+    p.add_argument("--per-chunk", type=float, default=1.0, metavar="N",
+                   help="questions wanted per usable chunk when --limit is not given (default 1)")
+    p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
+                   "easy=0.4,medium=0.4,hard=0.2)")
+    p.add_argument("--limit", type=int, metavar="N", help="number of questions wanted in all")
+    p.add_argument("--seed", type=int, default=0, help="seed for chunk selection and grouping (default 0)")
+    p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
+    p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
+    p.add_argument("--export", nargs=2, metavar=("FORMAT", "DIR"), help="also write the set as beir or llamaindex into DIR")
+    add_llm_options(p)
+    p.set_defaults(handler=run_generate)
+
+
+def run_generate(args: argparse.Namespace) -> str:
+    import asyncio
+
+    from ..errors import InputError
+    from ..generate import GenerateOptions, Generator, export, write_outputs
+    from ..generate_checks import mix_counts, parse_mix
+    from ..io import read_chunks
+    from ..llm import LLM
+    try:
+        mix = parse_mix(args.mix)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    if args.export and args.export[0] not in ("beir", "llamaindex"):
+        raise InputError(f"--export format must be beir or llamaindex, got {args.export[0]!r}")
+    chunks = read_chunks(args.chunks)
+    llm = LLM(llm_config(args))
+    probe = Generator(llm, chunks, GenerateOptions())
+    total = args.limit if args.limit is not None else int(round(args.per_chunk * len(probe.fit)))
+    if total < 1:
+        raise InputError("nothing to generate: no usable chunks, or --limit below 1")
+    options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet)
+    if args.dry_run:
+        target = mix_counts(total, mix)
+        calls = target.get("easy", 0) * 2 + target.get("medium", 0) * 2 + target.get("hard", 0) * 5
+        return (f"dry run: {len(chunks)} chunks, {len(probe.unfit)} unfit; target {target}; about {calls} calls "
+                f"if every first try is accepted, up to {int(calls * options.attempts_per_question)} with retries")
+    gen = Generator(llm, chunks, options)
+    result = asyncio.run(gen.run())
+    write_outputs(result, args.output, args.rejects, args.qrels_out)
+    out = [result.summary(), llm.usage.summary(), f"questions: {args.output}"]
+    if args.export:
+        paths = export(result.accepted, chunks, args.export[0], args.export[1])
+        out.append(f"exported ({args.export[0]}): " + ", ".join(str(p) for p in paths))
+    llm.close()
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------- remap
+
+def remap(sub: Any) -> None:
+    p = sub.add_parser(
+        "remap", help="carry a question set over to re-chunked documents (new qrels)",
+        description="Find each question's evidence quotes in NEW_CHUNKS (exact, then fuzzy matching) and "
+                    "write qrels for the new chunk ids. Questions whose evidence cannot be placed are "
+                    "listed, not dropped silently.",
+        epilog="Example: ragassay remap questions.jsonl new_chunks.jsonl -o new.qrels")
+    p.add_argument("questions", metavar="QUESTIONS", help="questions.jsonl from generate")
+    p.add_argument("new_chunks", metavar="NEW_CHUNKS", help="the re-chunked corpus (JSONL)")
+    p.add_argument("-o", "--output", required=True, metavar="QRELS", help="TREC qrels for the new chunk ids")
+    p.add_argument("--threshold", type=float, default=90.0, help="fuzzy match score needed, 0-100 (default 90)")
+    p.set_defaults(handler=run_remap)
+
+
+def run_remap(args: argparse.Namespace) -> str:
+    from pydantic import ValidationError
+
+    from ..errors import InputError
+    from ..io import _pydantic_message, iter_jsonl, read_chunks
+    from ..records import Question
+    from ..remap import remap
+    questions = []
+    for no, obj in iter_jsonl(args.questions):
+        try:
+            questions.append(Question.model_validate(obj))
+        except ValidationError as e:
+            raise InputError(_pydantic_message(e), args.questions, no) from None
+    result = remap(questions, read_chunks(args.new_chunks), args.threshold)
+    with open(args.output, "w", encoding="utf-8") as f:
+        for qid, docs in result.qrels.items():
+            for d, g in docs.items():
+                f.write(f"{qid} 0 {d} {g}\n")
+    how = Counter(result.how.values())
+    lines = [f"placed {len(result.placed)} of {len(questions)} questions (" +
+             ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + f"); qrels: {args.output}"]
+    if result.unplaced:
+        lines.append(f"{len(result.unplaced)} questions have evidence that could not be placed:")
+        lines += [f"  {qid}: {quotes[0][:90]!r}" for qid, quotes in list(result.unplaced.items())[:20]]
+    if result.no_evidence:
+        lines.append(f"{len(result.no_evidence)} questions carry no evidence quotes: {', '.join(result.no_evidence[:10])}")
+    return "\n".join(lines)
+
+

@@ -1,0 +1,247 @@
+"""evaluate, compare, agree, retrieve: the metrics core on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..cli import EPILOG_METRICS, add_format_option, add_metric_options
+from ..formatting import render_table, to_json
+
+
+def _load_pair(args: argparse.Namespace, run_paths: list[str]):
+    from ..io import read_qrels, read_run
+    qrels = read_qrels(args.qrels, format=args.qrels_format)
+    runs = [read_run(p, format=args.run_format, dedupe=args.dedupe) for p in run_paths]
+    return qrels, runs
+
+
+def _counts_line(ev) -> str:
+    c = ev.counts
+    parts = [f"{c['evaluated']} queries evaluated"]
+    if c["run_queries_without_qrels"]:
+        parts.append(f"{c['run_queries_without_qrels']} run queries without qrels ignored")
+    if c["qrels_queries_missing_from_run"]:
+        verb = "scored 0" if ev.missing_policy == "zero" else "skipped (use --missing zero to count them as 0)"
+        parts.append(f"{c['qrels_queries_missing_from_run']} qrels queries missing from the run {verb}")
+    if c["queries_without_relevant"]:
+        parts.append(f"{c['queries_without_relevant']} evaluated queries have no relevant document (score 0)")
+    return "; ".join(parts)
+
+
+# ------------------------------------------------------------------------------------ evaluate
+
+def evaluate(sub: Any) -> None:
+    p = sub.add_parser(
+        "evaluate", help="score a run against qrels (trec_eval's conventions)",
+        description="Score a retrieval run against relevance judgments. Conventions are "
+                    "trec_eval's: rank by score, ties by document id descending; P@k divides by k; "
+                    "a run query without qrels is ignored.",
+        epilog=EPILOG_METRICS + " Example: ragassay evaluate datasets/example/qrels.txt "
+               "datasets/example/runs/bm25.txt -m ndcg@10 -m p@5 --per-query")
+    p.add_argument("qrels", metavar="QRELS", help="relevance judgments (TREC, JSONL or BEIR TSV)")
+    p.add_argument("run", metavar="RUN", help="the run to score (TREC, JSONL or TSV)")
+    add_metric_options(p, "default: p@5 p@10 recall@10 recall@100 f1@10 hit_rate@10 mrr mrr@10 ndcg@10 map")
+    p.add_argument("--missing", choices=("skip", "zero"), default="skip",
+                   help="qrels queries absent from the run: skip them (default, as trec_eval) or "
+                        "score them 0 (trec_eval -c)")
+    p.add_argument("--per-query", action="store_true", help="also print every query's values")
+    add_format_option(p)
+    p.set_defaults(handler=run_evaluate)
+
+
+def run_evaluate(args: argparse.Namespace) -> str:
+    from ..metrics.evaluate import evaluate
+    qrels, (run,) = _load_pair(args, [args.run])
+    ev = evaluate(qrels, run, args.metrics, relevance_level=args.relevance_level, gain=args.gain,
+                  missing=args.missing)
+    if args.format == "json":
+        d = ev.to_dict()
+        if not args.per_query:
+            d.pop("per_query")
+        return to_json(d)
+    names = ev.metric_names
+    agg = ev.aggregate
+    if args.per_query:
+        rows = [[q] + [float(ev.values[m][i]) for m in names] for i, q in enumerate(ev.queries)]
+        rows.append(["all"] + [agg[m] for m in names])
+        table = render_table(["query"] + names, rows, args.format)
+    else:
+        table = render_table(["metric", run.name], [[m, agg[m]] for m in names], args.format)
+    if args.format == "csv":
+        print(_counts_line(ev), file=sys.stderr)
+        return table
+    return f"{table}\n\n{_counts_line(ev)}"
+
+
+# ------------------------------------------------------------------------------------- compare
+
+def compare(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare", help="compare runs with paired significance tests",
+        description="Each run's mean per metric; every run after the first is tested against the "
+                    "first: mean difference, bootstrap confidence interval, paired randomization "
+                    "and t-test p-values, Holm-corrected across all tests, and per-query "
+                    "wins/ties/losses. Queries a run did not answer count as 0 (--missing zero), "
+                    "so all runs are compared on the same queries.",
+        epilog=EPILOG_METRICS + " Example: ragassay compare datasets/example/qrels.txt "
+               "datasets/example/runs/bm25.txt datasets/example/runs/tfidf.txt -m ndcg@10")
+    p.add_argument("qrels", metavar="QRELS", help="relevance judgments")
+    p.add_argument("runs", metavar="RUN", nargs="+", help="two or more runs; the first is the baseline")
+    add_metric_options(p, "default: the same set as evaluate")
+    p.add_argument("--missing", choices=("skip", "zero"), default="zero",
+                   help="qrels queries a run did not answer: score 0 (default) or use only the "
+                        "queries every run answered")
+    p.add_argument("--permutations", type=int, default=10_000, metavar="N",
+                   help="randomization test permutations (default 10000)")
+    p.add_argument("--bootstrap", type=int, default=10_000, metavar="N",
+                   help="bootstrap resamples for the confidence interval (default 10000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_format_option(p, ("table", "markdown", "json"))
+    p.set_defaults(handler=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> str:
+    from ..errors import InputError
+    from ..metrics.compare import compare
+    if len(args.runs) < 2:
+        raise InputError("compare needs at least two runs")
+    qrels, runs = _load_pair(args, args.runs)
+    named = {}
+    for path, run in zip(args.runs, runs):
+        key = run.name if run.name not in named else path
+        named[key] = run
+    if len(named) < len(runs):
+        raise InputError("two runs have the same name and path")
+    cmp = compare(qrels, named, args.metrics, missing=args.missing, relevance_level=args.relevance_level,
+                  gain=args.gain, n_permutations=args.permutations, n_bootstrap=args.bootstrap,
+                  confidence=args.confidence, seed=args.seed)
+    if args.format == "json":
+        return to_json(_none_for_nan(cmp.to_dict()))
+    means = cmp.means
+    first = render_table(["metric"] + cmp.runs, [[m] + [means[r][m] for r in cmp.runs] for m in cmp.metrics],
+                         args.format)
+    pct = int(round(cmp.settings["confidence"] * 100))
+    rows = [[t.run, t.metric, t.diff, f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]", t.p_randomization,
+             t.p_t_test, t.p_randomization_holm, f"{t.wins}/{t.ties}/{t.losses}"] for t in cmp.tests]
+    second = render_table(["run", "metric", "diff", f"{pct}% CI", "p (rand)", "p (t)", "p (Holm)", "W/T/L"],
+                          rows, args.format)
+    note = (f"{len(cmp.queries)} queries; baseline {cmp.runs[0]!r}; diff = run - baseline; "
+            f"randomization test with {args.permutations} permutations (seed {args.seed}); "
+            "Holm correction over all tests")
+    return f"{first}\n\n{second}\n\n{note}"
+
+
+def _none_for_nan(obj: Any) -> Any:
+    import math
+    if isinstance(obj, float) and (math.isnan(obj) or math.isinf(obj)):
+        return None
+    if isinstance(obj, dict):
+        return {k: _none_for_nan(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_none_for_nan(v) for v in obj]
+    return obj
+
+
+# --------------------------------------------------------------------------------------- agree
+
+def agree(sub: Any) -> None:
+    p = sub.add_parser(
+        "agree", help="agreement between two sets of graded labels (e.g. LLM judge vs humans)",
+        description="On the (query, document) pairs both qrels judged: Cohen's kappa (unweighted, "
+                    "linear, quadratic), kappa binarised at grade >= 1, 2, 3, Krippendorff's "
+                    "alpha (ordinal), the confusion matrix and each side's label distribution. "
+                    "With --runs, Kendall's tau and Spearman's rho between the rankings of the "
+                    "runs by --metric under each qrels.",
+        epilog="Example: ragassay agree datasets/example/qrels.txt datasets/example/qrels_second_assessor.txt "
+               "--runs datasets/example/runs/bm25.txt datasets/example/runs/tfidf.txt")
+    p.add_argument("reference", metavar="REFERENCE_QRELS", help="the labels you trust (e.g. human)")
+    p.add_argument("candidate", metavar="CANDIDATE_QRELS", help="the labels to check (e.g. an LLM judge)")
+    p.add_argument("--runs", nargs="+", metavar="RUN", help="runs to rank under both qrels")
+    p.add_argument("-m", "--metric", default="ndcg@10", help="metric that ranks the runs (default ndcg@10)")
+    p.add_argument("--qrels-format", choices=("auto", "trec", "jsonl", "beir"), default="auto",
+                   help="format of both qrels files (default: detected)")
+    add_format_option(p, ("table", "markdown", "json"))
+    p.set_defaults(handler=run_agree)
+
+
+def run_agree(args: argparse.Namespace) -> str:
+    from ..io import read_qrels, read_run
+    from ..metrics.agreement import agree
+    ref = read_qrels(args.reference, format=args.qrels_format)
+    cand = read_qrels(args.candidate, format=args.qrels_format)
+    runs = [read_run(r) for r in args.runs] if args.runs else None
+    ag = agree(ref, cand, runs, metric=args.metric)
+    if args.format == "json":
+        return to_json(ag.to_dict())
+    fmt = args.format
+    stats = [["pairs judged by both", ag.pairs], ["judged only in reference", ag.only_reference],
+             ["judged only in candidate", ag.only_candidate], ["exact agreement", ag.exact_agreement],
+             ["Cohen's kappa", ag.kappa], ["kappa, linear weights", ag.kappa_linear],
+             ["kappa, quadratic weights", ag.kappa_quadratic]]
+    stats += [[f"kappa, grade >= {t}", v] for t, v in ag.kappa_binary.items()]
+    stats.append(["Krippendorff's alpha (ordinal)", ag.krippendorff_alpha_ordinal])
+    out = [render_table(["statistic", "value"], stats, fmt)]
+    labels = [str(g) for g in ag.labels]
+    out.append("confusion matrix (rows: reference, columns: candidate)\n" + render_table(
+        ["ref \\ cand"] + labels, [[g] + row for g, row in zip(labels, ag.confusion)], fmt))
+    out.append(render_table(["grade", "reference", "candidate"],
+                            [[str(g), ag.reference_distribution[g], ag.candidate_distribution[g]] for g in ag.labels], fmt))
+    if ag.run_ranking:
+        rr = ag.run_ranking
+        out.append(render_table(["run", f"{rr['metric']} (reference)", f"{rr['metric']} (candidate)"],
+                                [[n, v["reference"], v["candidate"]] for n, v in rr["runs"].items()], fmt))
+        out.append(f"Kendall's tau-b = {_num(rr['kendall_tau_b'])}; Spearman's rho = {_num(rr['spearman_rho'])}")
+    out.append("nan: undefined (e.g. both sides used a single label for every pair)" if any(
+        v != v for v in [ag.kappa, ag.kappa_linear, ag.kappa_quadratic, ag.krippendorff_alpha_ordinal,
+                         *ag.kappa_binary.values()]) else "")
+    return "\n\n".join(o for o in out if o)
+
+
+def _num(v: float) -> str:
+    return "nan" if v != v else f"{v:.4f}"
+
+
+# ------------------------------------------------------------------------------------ retrieve
+
+def retrieve(sub: Any) -> None:
+    p = sub.add_parser(
+        "retrieve", help="run your own search function over queries and write a run",
+        description="Call your retriever on every query and write its results as a TREC run. "
+                    "The function takes the query text and returns ranked ids, or (id, score) "
+                    "pairs, best first. Per-query latency is written next to the run "
+                    "(RUN.latency.json).",
+        epilog="Example: ragassay retrieve --retriever datasets/example/retrievers.py:bm25 "
+               "--queries datasets/example/queries.jsonl -k 10 -o my_run.txt")
+    p.add_argument("--retriever", required=True, metavar="MODULE:FUNCTION",
+                   help="package.module:function or path/to/file.py:function")
+    p.add_argument("--queries", required=True, metavar="FILE",
+                   help="queries: JSONL (id + question/query/text) or TSV (id<TAB>text)")
+    p.add_argument("-k", type=int, default=100, help="results kept per query (default 100)")
+    p.add_argument("-o", "--output", required=True, metavar="RUN", help="where to write the TREC run")
+    p.add_argument("--name", help="run tag (default: the function's name)")
+    p.set_defaults(handler=run_retrieve)
+
+
+def run_retrieve(args: argparse.Namespace) -> str:
+    import json
+    from pathlib import Path
+
+    from ..io import read_queries, write_run
+    from ..retrieve import load_callable, run_retriever
+    fn = load_callable(args.retriever)
+    queries = read_queries(args.queries)
+    run = run_retriever(fn, queries, args.k, name=args.name)
+    out = Path(args.output)
+    write_run(out, run)
+    lat_path = out.with_name(out.name + ".latency.json")
+    lat_path.write_text(json.dumps(run.latency_ms, indent=1) + "\n", encoding="utf-8")
+    lat = sorted(run.latency_ms.values())
+    p50 = lat[len(lat) // 2] if lat else 0.0
+    p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else 0.0
+    return (f"wrote {len(run)} results for {len(queries)} queries to {out} "
+            f"(latency p50 {p50:.1f} ms, p95 {p95:.1f} ms; per query in {lat_path})")
+
+

@@ -1,0 +1,166 @@
+"""demo, report, track, history, gate: the product around the stages."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..cli import add_format_option
+from ..formatting import render_table, to_json
+from .llm_stages import add_llm_options, llm_config
+
+
+# ---------------------------------------------------------------------------------------- demo
+
+def demo(sub: Any) -> None:
+    p = sub.add_parser(
+        "demo", help="run the whole pipeline on the bundled example and write a report",
+        description="Retrieve with the bundled retrievers, evaluate and compare them against the "
+                    "hand-made labels, check the example answers and write report.html. With an LLM "
+                    "endpoint configured it also generates questions, judges the retrieved chunks and "
+                    "compares the judge with the hand labels; without one it says which stages it skipped.",
+        epilog="Example: ragassay demo --out ragassay-demo")
+    p.add_argument("--out", default="ragassay-demo", metavar="DIR", help="output directory (default ragassay-demo)")
+    p.add_argument("--data", metavar="DIR", help="the example dataset (default: datasets/example)")
+    add_llm_options(p, stage=False)
+    p.set_defaults(handler=run_demo_cmd)
+
+
+def run_demo_cmd(args: argparse.Namespace) -> str:
+    from ..demo import run_demo
+    done = run_demo(args.out, args.data, llm_config(args), log=lambda m: print(m, flush=True))
+    lines = []
+    if done["skipped"]:
+        lines.append("skipped (no LLM endpoint configured): " + ", ".join(done["skipped"]))
+        lines.append("to run them too: OPENAI_API_KEY=sk-... ragassay demo --model gpt-4o-mini   "
+                     "(or --base-url http://localhost:8000/v1 --model NAME for a local server)")
+    lines.append(f"report: {done['report']}  (open it in a browser)")
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------- report
+
+def report(sub: Any) -> None:
+    p = sub.add_parser(
+        "report", help="one self-contained HTML (or Markdown) report from ragassay's outputs",
+        description="Build a report from result files (the JSON of evaluate / compare / check / agree "
+                    "written with --format json, judge's judgments and coverage JSONL) and, with --qrels "
+                    "and --run, precision/recall curves, per-query NDCG and the worst queries. Plots need "
+                    "matplotlib (pip install 'ragassay[report]').",
+        epilog="Example: ragassay report --qrels datasets/example/qrels.txt --run datasets/example/runs/bm25.txt "
+               "--run datasets/example/runs/tfidf.txt -o report.html")
+    p.add_argument("files", nargs="*", metavar="RESULT", help="result files (JSON or JSONL), detected from content")
+    p.add_argument("--qrels", metavar="QRELS", help="qrels for curves and worst queries")
+    p.add_argument("--run", action="append", default=[], metavar="RUN", help="a run to plot (repeat for several)")
+    p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to show the worst queries' chunk texts")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report")
+    p.add_argument("--format", choices=("html", "markdown"), default="html", help="html (default) or markdown for pull requests")
+    p.add_argument("--title", default="ragassay report", help="report title")
+    p.set_defaults(handler=run_report)
+
+
+def run_report(args: argparse.Namespace) -> str:
+    from ..errors import InputError
+    from ..report import load_inputs, write_report
+    if bool(args.qrels) != bool(args.run) and not args.files:
+        raise InputError("--qrels and --run go together (or give result files)")
+    inputs = load_inputs(args.files, qrels=args.qrels, runs=args.run, chunks=args.chunks)
+    path = write_report(inputs, args.output, args.format, args.title)
+    return f"report: {path}"
+
+
+# ------------------------------------------------------------------------------ track, history
+
+def track(sub: Any) -> None:
+    p = sub.add_parser(
+        "track", help="append a result to the history database",
+        description="Record a result (the JSON of evaluate, compare or check) with its metrics, "
+                    "settings, time and git commit in a SQLite history, to follow quality over time.",
+        epilog="Example: ragassay evaluate qrels.txt run.txt --format json > result.json && ragassay track result.json --label nightly")
+    p.add_argument("result", metavar="RESULT.json", help="JSON written by evaluate, compare or check with --format json")
+    p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)")
+    p.add_argument("--label", help="a name for this result (e.g. the branch or the config)")
+    p.add_argument("--run", help="for compare results: which run's metrics to track (default: the last)")
+    p.set_defaults(handler=run_track)
+
+
+def run_track(args: argparse.Namespace) -> str:
+    from ..tracking import History, flatten_result, git_commit, load_result
+    data = load_result(args.result)
+    kind, metrics = flatten_result(data, args.run)
+    h = History(args.db)
+    rid = h.add(kind, metrics, args.label, str(args.result), data.get("settings"), git_commit())
+    h.close()
+    return f"tracked result #{rid} ({kind}, {len(metrics)} metrics) in {args.db}"
+
+
+def history(sub: Any) -> None:
+    p = sub.add_parser(
+        "history", help="the trend of a metric over tracked results",
+        description="Print tracked results; with --metric, its value over time with the change against "
+                    "the previous result and against the best so far.",
+        epilog="Example: ragassay history --metric ndcg@10")
+    p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)")
+    p.add_argument("--metric", help="metric to follow (default: list the results)")
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=run_history)
+
+
+def run_history(args: argparse.Namespace) -> str:
+    import datetime
+
+    from ..errors import InputError
+    from ..tracking import History
+    if not Path(args.db).exists():
+        raise InputError("no history yet: record results with 'ragassay track RESULT.json'", args.db)
+    h = History(args.db)
+    def when(ts):
+        return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    if args.metric:
+        rows = h.trend(args.metric)
+        if args.format == "json":
+            return to_json(rows)
+        if not rows:
+            return f"no tracked result has {args.metric}"
+        return render_table(["#", "time", "label", "commit", args.metric, "vs previous", "vs best"],
+                            [[r["id"], when(r["created"]), r["label"] or "", r["commit"] or "", r["value"],
+                              "" if r["delta_previous"] is None else f"{r['delta_previous']:+.4f}",
+                              "" if r["delta_best"] is None else f"{r['delta_best']:+.4f}"] for r in rows])
+    rows = h.rows()
+    if args.format == "json":
+        return to_json(rows)
+    return render_table(["#", "time", "kind", "label", "commit", "metrics"],
+                        [[r["id"], when(r["created"]), r["kind"], r["label"] or "", r["commit"] or "",
+                          ", ".join(sorted(r["metrics"])[:6]) + (" ..." if len(r["metrics"]) > 6 else "")] for r in rows])
+
+
+# ---------------------------------------------------------------------------------------- gate
+
+def gate(sub: Any) -> None:
+    p = sub.add_parser(
+        "gate", help="fail a build when a metric crosses a threshold",
+        description="Check a result (the JSON of evaluate, compare or check) against thresholds. Exits 1 "
+                    "and names every failed threshold; exits 0 when all hold. A metric missing from the "
+                    "result fails.",
+        epilog="Example: ragassay gate result.json --min ndcg@10=0.6 --min recall@100=0.8 --max hallucination_rate=0.1")
+    p.add_argument("result", metavar="RESULT.json", help="JSON written by evaluate, compare or check with --format json")
+    p.add_argument("--min", action="append", metavar="METRIC=VALUE", help="the metric must be at least VALUE")
+    p.add_argument("--max", action="append", metavar="METRIC=VALUE", help="the metric must be at most VALUE")
+    p.add_argument("--run", help="for compare results: which run to gate (default: the last)")
+    p.set_defaults(handler=run_gate)
+
+
+def run_gate(args: argparse.Namespace) -> str:
+    from ..errors import InputError
+    from ..tracking import flatten_result, gate, load_result, parse_thresholds
+    mins, maxs = parse_thresholds(args.min, "--min"), parse_thresholds(args.max, "--max")
+    if not mins and not maxs:
+        raise InputError("give at least one threshold: --min METRIC=VALUE or --max METRIC=VALUE")
+    kind, values = flatten_result(load_result(args.result), args.run)
+    failures = gate(values, mins, maxs)
+    if failures:
+        print("gate failed:\n" + "\n".join(f"  {f}" for f in failures), file=sys.stderr)
+        raise SystemExit(1)
+    return f"gate passed: {len(mins) + len(maxs)} threshold(s) hold ({kind} result)"
