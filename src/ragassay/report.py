@@ -70,9 +70,10 @@ def load_inputs(paths: Sequence[str | Path], qrels: str | Path | None = None, ru
                 inp.check = data
             elif "kappa" in data and "confusion" in data:
                 inp.agree = data
-            else:
+            elif not ({"chunk_id", "grade"} <= set(data) or "coverage" in data):  # else: a one-line JSONL
                 raise InputError("a JSON file the report does not know (expected evaluate, compare, check or agree output)", p)
-            continue
+            if not ({"chunk_id", "grade"} <= set(data) or "coverage" in data):
+                continue
         records = [obj for _, obj in iter_jsonl(p)]
         if records and "chunk_id" in records[0] and "grade" in records[0]:
             inp.judgments = records
