@@ -415,6 +415,8 @@ async def _run_batches(judge, groups, qmap, chunk_map, output, on_error, llm, op
         todo = [g for g in groups if not all(pair_key(g[0], c) in writer.done for c in g[1])]
         counts = {"skipped": sum(len(g[1]) for g in groups) - sum(len(g[1]) for g in todo)}
         sem = asyncio.Semaphore(llm.config.concurrency * 2)
+        from .llm.runner import _progress_bar
+        bar = _progress_bar(sum(len(g[1]) for g in groups), counts["skipped"], "judge", options.quiet)
 
         async def one(group):
             async with sem:
@@ -425,7 +427,13 @@ async def _run_batches(judge, groups, qmap, chunk_map, output, on_error, llm, op
                     records = on_error(group, e)
                 for r in records:
                     writer.write(r)
-        await asyncio.gather(*(one(g) for g in todo))
+                if bar is not None:
+                    bar.update(len(records))
+        try:
+            await asyncio.gather(*(one(g) for g in todo))
+        finally:
+            if bar is not None:
+                bar.close()
     return counts
 
 
