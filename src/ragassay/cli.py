@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from . import __version__
 from .errors import RagassayError
-from .formatting import TABLE_FORMATS, render_table, to_json
+from .formatting import TABLE_FORMATS
 
 EPILOG_METRICS = (
     "metrics: p@k, recall@k, f1@k, hit_rate@k, mrr, mrr@k, ndcg, ndcg@k, map, map@k, r_precision, "
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     from .commands import register_all
-    register_all(sub)
+    register_all(sub)  # each area's commands live in ragassay/commands/
     return parser
 
 
@@ -81,4 +81,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["main", "build_parser", "render_table", "to_json"]
+__all__ = ["main", "build_parser", "add_metric_options", "add_format_option"]
