@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from .check_rules import decide
 from .errors import InputError
@@ -46,16 +46,9 @@ class CheckOptions:
 
 def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) -> list[AnswerItem]:
     """Answers to check; ``context_ids`` are resolved to texts with ``chunks``."""
-    from .io import _pydantic_message, iter_jsonl
-    items, seen = [], {}
-    for no, obj in iter_jsonl(path):
-        try:
-            item = AnswerItem.model_validate(obj)
-        except ValidationError as e:
-            raise InputError(_pydantic_message(e), path, no) from None
-        if item.id in seen:
-            raise InputError(f"answer id {item.id!r} appears twice (first on line {seen[item.id]})", path, no)
-        seen[item.id] = no
+    from .io import read_records
+    items = []
+    for no, item in read_records(path, AnswerItem, "answer"):
         if item.context_ids and item.contexts is None:
             if chunks is None:
                 raise InputError("context_ids need --chunks to look the texts up", path, no)
@@ -63,8 +56,6 @@ def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) ->
             if unknown:
                 raise InputError(f"context id {unknown[0]!r} is not in the chunks file", path, no)
         items.append(item)
-    if not items:
-        raise InputError("no answers in file", path)
     return items
 
 

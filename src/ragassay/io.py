@@ -70,8 +70,14 @@ def detect_format(data: bytes, kind: str) -> str:
         "to say which", None)
 
 
-def _with_path(err: InputError, path: str | Path) -> InputError:
-    return InputError(err.message, path, err.line) if err.path is None else err
+def _resolve_format(data: bytes, path: str | Path, kind: str, format: str) -> str:
+    """The explicit format, or the one detected from the content (errors name the file)."""
+    if format != "auto":
+        return format
+    try:
+        return detect_format(data, kind)
+    except InputError as e:
+        raise (InputError(e.message, path, e.line) if e.path is None else e) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -85,12 +91,7 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     (``relevance`` is accepted too). Grades are integers; negative grades mean non-relevant.
     """
     data = _read_bytes(path)
-    fmt = format
-    if fmt == "auto":
-        try:
-            fmt = detect_format(data, "qrels")  # type: ignore[assignment]
-        except InputError as e:
-            raise _with_path(e, path) from None
+    fmt = _resolve_format(data, path, "qrels", format)
     if fmt == "trec":
         return _read_columns_qrels(data, path, ncols=4, q_col=0, d_col=2, g_col=3, skip=0)
     if fmt == "beir":
@@ -166,12 +167,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     file name.
     """
     data = _read_bytes(path)
-    fmt = format
-    if fmt == "auto":
-        try:
-            fmt = detect_format(data, "run")  # type: ignore[assignment]
-        except InputError as e:
-            raise _with_path(e, path) from None
+    fmt = _resolve_format(data, path, "run", format)
     default_name = Path(path).name.split(".")[0] or "run"
     if fmt in ("trec", "beir"):
         trec = fmt == "trec"
@@ -244,29 +240,42 @@ def _field(obj: Mapping[str, Any], names: tuple[str, ...], path: str | Path | No
     raise InputError(f"missing field {names[0]!r} (keys present: {', '.join(sorted(obj)) or 'none'})", path, no)
 
 
-def read_chunks(path: str | Path) -> list[Any]:
-    """Read chunks (``id``, ``text``, ...) from JSONL; BEIR corpus lines (``_id``) are accepted."""
+def read_records(path: str | Path, model: Any, what: str,
+                 prepare: Any = None) -> list[tuple[int, Any]]:
+    """Validate each JSONL line as ``model`` (a pydantic class with an ``id``); ids must be unique.
+
+    Returns ``(line number, record)`` pairs; ``prepare`` may rewrite each raw object first.
+    """
     from pydantic import ValidationError
 
-    from .records import Chunk
-
-    chunks = []
+    out: list[tuple[int, Any]] = []
     seen: dict[str, int] = {}
     for no, obj in iter_jsonl(path):
-        if "id" not in obj and "_id" in obj:
-            obj = {**obj, "id": obj["_id"]}
-            obj.pop("_id")
+        if prepare is not None:
+            obj = prepare(obj)
         try:
-            chunk = Chunk.model_validate(obj)
+            record = model.model_validate(obj)
         except ValidationError as e:
             raise InputError(_pydantic_message(e), path, no) from None
-        if chunk.id in seen:
-            raise InputError(f"chunk id {chunk.id!r} appears twice (first on line {seen[chunk.id]})", path, no)
-        seen[chunk.id] = no
-        chunks.append(chunk)
-    if not chunks:
-        raise InputError("no chunks in file", path)
-    return chunks
+        if record.id in seen:
+            raise InputError(f"{what} id {record.id!r} appears twice (first on line {seen[record.id]})", path, no)
+        seen[record.id] = no
+        out.append((no, record))
+    if not out:
+        raise InputError(f"no {what}s in file", path)
+    return out
+
+
+def _beir_id(obj: dict[str, Any]) -> dict[str, Any]:
+    if "id" not in obj and "_id" in obj:
+        obj = {k: v for k, v in obj.items() if k != "_id"} | {"id": obj["_id"]}
+    return obj
+
+
+def read_chunks(path: str | Path) -> list[Any]:
+    """Read chunks (``id``, ``text``, ...) from JSONL; BEIR corpus lines (``_id``) are accepted."""
+    from .records import Chunk
+    return [c for _, c in read_records(path, Chunk, "chunk", _beir_id)]
 
 
 def read_queries(path: str | Path) -> dict[str, str]:

@@ -365,18 +365,10 @@ def remap(sub: Any) -> None:
 
 
 def run_remap(args: argparse.Namespace) -> str:
-    from pydantic import ValidationError
-
-    from ..errors import InputError
-    from ..io import _pydantic_message, iter_jsonl, read_chunks
+    from ..io import read_chunks, read_records
     from ..records import Question
     from ..remap import remap
-    questions = []
-    for no, obj in iter_jsonl(args.questions):
-        try:
-            questions.append(Question.model_validate(obj))
-        except ValidationError as e:
-            raise InputError(_pydantic_message(e), args.questions, no) from None
+    questions = [q for _, q in read_records(args.questions, Question, "question")]
     result = remap(questions, read_chunks(args.new_chunks), args.threshold)
     with open(args.output, "w", encoding="utf-8") as f:
         for qid, docs in result.qrels.items():
