@@ -29,6 +29,26 @@ def _codes(query_ids: Iterable[str]) -> tuple[list[str], np.ndarray]:
     return list(vocab), codes
 
 
+def _first_duplicate(qidx: np.ndarray, docs: np.ndarray, queries: list[str],
+                     lines: np.ndarray | None) -> tuple[int, str, str, str, int | None] | None:
+    """(count, document, query, " (first on line N)", line) of the first repeated pair, or None."""
+    first, again = find_duplicates(qidx, docs)
+    if not len(again):
+        return None
+    i = int(np.argmin(again))
+    f, a = int(first[i]), int(again[i])
+    where = f" (first on line {int(lines[f])})" if lines is not None else ""
+    return (len(again), docs[a].decode("utf-8", "replace"), queries[qidx[a]], where,
+            int(lines[a]) if lines is not None else None)
+
+
+def _nested(queries: list[str], qidx: np.ndarray, docs: np.ndarray, values: np.ndarray) -> dict[str, dict]:
+    out: dict[str, dict] = {q: {} for q in queries}
+    for q, d, v in zip(qidx.tolist(), docs.tolist(), values.tolist()):
+        out[queries[q]][d.decode("utf-8")] = v
+    return out
+
+
 def find_duplicates(qidx: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Pairs of rows ``(first, again)`` that repeat the same (query, document)."""
     if len(docs) < 2:
@@ -81,25 +101,17 @@ class Qrels:
         return cls.from_rows(((q, doc, g) for q, docs in d.items() for doc, g in docs.items()))
 
     def check_unique(self, lines: np.ndarray | None = None) -> None:
-        first, again = find_duplicates(self.qidx, self.doc_ids)
-        if len(again):
-            i = int(np.argmin(again))
-            f, a = int(first[i]), int(again[i])
-            doc = self.doc_ids[a].decode("utf-8", "replace")
-            where = f" (first on line {int(lines[f])})" if lines is not None else ""
-            raise InputError(
-                f"document {doc!r} is judged twice for query {self.queries[self.qidx[a]]!r}{where}; "
-                "keep one judgment per query and document",
-                self.source, int(lines[a]) if lines is not None else None)
+        dup = _first_duplicate(self.qidx, self.doc_ids, self.queries, lines)
+        if dup:
+            _, doc, query, where, line = dup
+            raise InputError(f"document {doc!r} is judged twice for query {query!r}{where}; "
+                             "keep one judgment per query and document", self.source, line)
 
     def __len__(self) -> int:
         return len(self.grades)
 
     def to_dict(self) -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {q: {} for q in self.queries}
-        for q, d, g in zip(self.qidx.tolist(), self.doc_ids.tolist(), self.grades.tolist()):
-            out[self.queries[q]][d.decode("utf-8")] = g
-        return out
+        return _nested(self.queries, self.qidx, self.doc_ids, self.grades)
 
     def rows(self) -> Iterable[tuple[str, str, int]]:
         for q, d, g in zip(self.qidx.tolist(), self.doc_ids.tolist(), self.grades.tolist()):
@@ -146,17 +158,13 @@ class Run:
 
     def checked(self, lines: np.ndarray | None = None) -> Run:
         """Raise on a document listed twice for one query (trec_eval refuses such runs)."""
-        first, again = find_duplicates(self.qidx, self.doc_ids)
-        if len(again):
-            i = int(np.argmin(again))
-            f, a = int(first[i]), int(again[i])
-            doc = self.doc_ids[a].decode("utf-8", "replace")
-            where = f" (first on line {int(lines[f])})" if lines is not None else ""
+        dup = _first_duplicate(self.qidx, self.doc_ids, self.queries, lines)
+        if dup:
+            count, doc, query, where, line = dup
             raise InputError(
-                f"document {doc!r} is listed twice for query {self.queries[self.qidx[a]]!r}{where}; "
-                f"{len(again)} duplicate(s) in all. trec_eval refuses such runs; pass --dedupe "
-                "(dedupe=True) to keep each document's highest score",
-                self.source, int(lines[a]) if lines is not None else None)
+                f"document {doc!r} is listed twice for query {query!r}{where}; {count} duplicate(s) in all. "
+                "trec_eval refuses such runs; pass --dedupe (dedupe=True) to keep each document's highest score",
+                self.source, line)
         return self
 
     def deduplicated(self) -> Run:
@@ -176,14 +184,13 @@ class Run:
         return len(self.scores)
 
     def to_dict(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {q: {} for q in self.queries}
-        for q, d, s in zip(self.qidx.tolist(), self.doc_ids.tolist(), self.scores.tolist()):
-            out[self.queries[q]][d.decode("utf-8")] = s
-        return out
+        return _nested(self.queries, self.qidx, self.doc_ids, self.scores)
 
     def ranked(self) -> dict[str, list[tuple[str, float]]]:
         """Each query's documents in trec_eval order: score descending, then id descending."""
-        order = np.lexsort((_desc_bytes(self.doc_ids), -self.scores, self.qidx))
+        order = trec_order(self.qidx, self.scores, self.doc_ids)
+        if order is None:
+            order = np.arange(len(self))
         out: dict[str, list[tuple[str, float]]] = {q: [] for q in self.queries}
         for i in order.tolist():
             out[self.queries[self.qidx[i]]].append((self.doc_ids[i].decode("utf-8"), float(self.scores[i])))
@@ -193,10 +200,57 @@ class Run:
         return f"Run({self.name!r}, {len(self.queries)} queries, {len(self)} rows)"
 
 
-def _desc_bytes(docs: np.ndarray) -> np.ndarray:
-    """Sort key that orders byte strings descending (ranks of the unique values, negated)."""
-    _, inv = np.unique(docs, return_inverse=True)
-    return -inv.astype(np.int64)
+def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.ndarray | None:
+    """Row order: grouped by query code, score descending, then document id descending.
+
+    None means the rows are in that order already (the usual case for a system's run file).
+    """
+    n = len(qidx)
+    if n < 2:
+        return None
+    same_q = qidx[1:] == qidx[:-1]
+    grouped = bool(np.all(qidx[1:] >= qidx[:-1]))
+    if grouped and bool(np.all(~same_q | (scores[1:] <= scores[:-1]))):
+        order = None
+    else:
+        order = (_sort_within_groups(qidx, scores) if grouped else None)
+        if order is None:
+            order = np.lexsort((-scores, qidx))
+    q, s = (qidx, scores) if order is None else (qidx[order], scores[order])
+    tie = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
+    if tie.any():
+        if order is None:
+            order = np.arange(n)
+        # Only rows tied on score need the (slower) ordering by document id.
+        in_tie = np.zeros(n, dtype=bool)
+        in_tie[1:] |= tie
+        in_tie[:-1] |= tie
+        tie_run = np.concatenate(([0], np.cumsum(~tie)))
+        idx = np.flatnonzero(in_tie)
+        sub_docs = docs[order[idx]]
+        asc = np.argsort(sub_docs, kind="stable")
+        doc_rank = np.empty(len(idx), dtype=np.int64)
+        doc_rank[asc] = np.arange(len(idx))
+        perm = np.lexsort((-doc_rank, tie_run[idx]))
+        order[idx] = order[idx][perm]
+    return order
+
+
+def _sort_within_groups(qidx: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
+    """Score-descending order when rows are already grouped by query: one row of a padded
+    matrix per query, sorted along its axis (much faster than a global lexsort). None when the
+    groups are too uneven for the padding to be cheap."""
+    n = len(qidx)
+    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    width = int(sizes.max())
+    if len(starts) * width > 2 * n + 4096:
+        return None
+    group = np.repeat(np.arange(len(starts)), sizes)
+    grid = np.full((len(starts), width), np.inf)
+    grid[group, np.arange(n) - starts[group]] = -scores
+    o = np.argsort(grid, axis=1, kind="stable") + starts[:, None]
+    return o[np.arange(width)[None, :] < sizes[:, None]]
 
 
 def coerce_qrels(q: Qrels | Mapping | str | Path) -> Qrels:

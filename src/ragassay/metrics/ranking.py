@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._columns import KeyIndex, hash_bytes, mix
-from ..tables import Qrels, Run, same_width
+from ..tables import Qrels, Run, same_width, trec_order
 
 
 @dataclass
@@ -23,59 +23,6 @@ class RankedRows:
     grade: np.ndarray        # per row: its grade (0 when unjudged)
     query_index: np.ndarray  # per evaluated query: its index in qrels.queries
     run_only: list[str]      # run queries that have no judgments (ignored, as trec_eval does)
-
-
-def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.ndarray | None:
-    """Row order: grouped by query code, score descending, then document id descending.
-
-    None means the rows are in that order already (the usual case for a system's run file).
-    """
-    n = len(qidx)
-    if n < 2:
-        return None
-    same_q = qidx[1:] == qidx[:-1]
-    grouped = bool(np.all(qidx[1:] >= qidx[:-1]))
-    if grouped and bool(np.all(~same_q | (scores[1:] <= scores[:-1]))):
-        order = None
-    else:
-        order = (_sort_within_groups(qidx, scores) if grouped else None)
-        if order is None:
-            order = np.lexsort((-scores, qidx))
-    q, s = (qidx, scores) if order is None else (qidx[order], scores[order])
-    tie = (q[1:] == q[:-1]) & (s[1:] == s[:-1])
-    if tie.any():
-        if order is None:
-            order = np.arange(n)
-        # Only rows tied on score need the (slower) ordering by document id.
-        in_tie = np.zeros(n, dtype=bool)
-        in_tie[1:] |= tie
-        in_tie[:-1] |= tie
-        tie_run = np.concatenate(([0], np.cumsum(~tie)))
-        idx = np.flatnonzero(in_tie)
-        sub_docs = docs[order[idx]]
-        asc = np.argsort(sub_docs, kind="stable")
-        doc_rank = np.empty(len(idx), dtype=np.int64)
-        doc_rank[asc] = np.arange(len(idx))
-        perm = np.lexsort((-doc_rank, tie_run[idx]))
-        order[idx] = order[idx][perm]
-    return order
-
-
-def _sort_within_groups(qidx: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
-    """Score-descending order when rows are already grouped by query: one row of a padded
-    matrix per query, sorted along its axis (much faster than a global lexsort). None when the
-    groups are too uneven for the padding to be cheap."""
-    n = len(qidx)
-    starts = np.flatnonzero(np.r_[True, qidx[1:] != qidx[:-1]])
-    sizes = np.diff(np.r_[starts, n])
-    width = int(sizes.max())
-    if len(starts) * width > 2 * n + 4096:
-        return None
-    group = np.repeat(np.arange(len(starts)), sizes)
-    grid = np.full((len(starts), width), np.inf)
-    grid[group, np.arange(n) - starts[group]] = -scores
-    o = np.argsort(grid, axis=1, kind="stable") + starts[:, None]
-    return o[np.arange(width)[None, :] < sizes[:, None]]
 
 
 def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
