@@ -148,9 +148,8 @@ class _QueryStats:
         """Per row: relevant documents at this rank or above (inclusive), within its query."""
         def build():
             c = np.cumsum(self.rel)
-            starts = np.flatnonzero(np.r_[True, self.rows.group[1:] != self.rows.group[:-1]]) if len(c) else np.zeros(0, int)
-            offset = np.r_[0, c][starts]
-            return c - np.repeat(offset, np.diff(np.r_[starts, len(c)]))
+            first_row = np.arange(len(c)) - self.rows.rank  # where each row's query starts
+            return c - np.r_[0, c][first_row]
         return self.cached("rel_before", build)
 
     def ideal_dcg(self, k: int | None) -> np.ndarray:
