@@ -149,24 +149,12 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
             print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and are "
                   "recorded as errors; set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
                   file=sys.stderr)
-    await run_items(llm if llm is not None else _NoLLM(), items, key=lambda it: it.id, record_key=lambda r: r["id"],
+    await run_items(llm, items, key=lambda it: it.id, record_key=lambda r: r["id"],
                     work=checker.check, on_error=lambda it, e: error_check(it, e, llm.config.model if llm else None),
                     output=output, stage="check", quiet=options.quiet)
     latest = latest_records(output, lambda r: r["id"])
     order = {it.id: i for i, it in enumerate(items)}
     return sorted((r for r in latest.values() if r["id"] in order), key=lambda r: order[r["id"]])
-
-
-class _NoLLM:
-    """Stands in for an LLM in rules-only runs: the runner needs its concurrency and usage."""
-
-    class _Cfg:
-        concurrency = 8
-    config = _Cfg()
-
-    def __init__(self):
-        from .llm.usage import Usage
-        self.usage = Usage()
 
 
 def retrieval_recall(qrels, run, k: int) -> dict[str, float]:

@@ -15,7 +15,7 @@ from .resume import ResumableWriter
 Item = TypeVar("Item")
 
 
-async def run_items(llm: LLM, items: Iterable[Item], *, key: Callable[[Item], str],
+async def run_items(llm: LLM | None, items: Iterable[Item], *, key: Callable[[Item], str],
                     record_key: Callable[[dict], str], work: Callable[[Item], Awaitable[Any]],
                     on_error: Callable[[Item, LLMError], Any], output: str | Path, stage: str,
                     quiet: bool = False) -> dict[str, int]:
@@ -23,6 +23,7 @@ async def run_items(llm: LLM, items: Iterable[Item], *, key: Callable[[Item], st
 
     ``work`` builds messages, asks ``llm`` and returns a record; an :class:`LLMError` becomes
     ``on_error(item, error)`` (a ``status: error`` record with the reason). Returns counts.
+    ``llm`` may be None when every item is decided without a model (e.g. check's rules).
     """
     items = list(items)
     with ResumableWriter(output, record_key) as writer:
@@ -47,15 +48,16 @@ async def run_items(llm: LLM, items: Iterable[Item], *, key: Callable[[Item], st
                     record = on_error(it, e)
                     counts["failed"] += 1
                 writer.write(record)
-                if bar is not None:
+                if bar is not None and llm is not None:
                     s = llm.usage.stage(stage)
                     cost = llm.usage.cost(stage)
                     bar.set_postfix(failed=counts["failed"], cached=s.cached,
                                     tokens=s.prompt_tokens + s.completion_tokens,
                                     cost="?" if cost is None else f"${cost:.4f}", refresh=False)
+                if bar is not None:
                     bar.update(1)
 
-        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(len(todo), llm.config.concurrency * 2)))]
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(len(todo), 2 * (llm.config.concurrency if llm else 4))))]
         try:
             await asyncio.gather(*workers)
         finally:
