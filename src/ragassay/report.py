@@ -53,34 +53,31 @@ def load_inputs(paths: Sequence[str | Path], qrels: str | Path | None = None, ru
         inp.chunks = {c.id: c for c in read_chunks(chunks)}
     for p in paths:
         p = Path(p)
-        text = p.read_text(encoding="utf-8") if p.exists() else None
-        if text is None:
+        if not p.exists():
             raise InputError("no such file", p)
-        stripped = text.lstrip()
+        text = p.read_text(encoding="utf-8")
         try:
-            data = json.loads(text) if stripped.startswith("{") and "\n{" not in stripped.rstrip() else None
+            data = json.loads(text)  # one JSON document (or a one-line JSONL file)
         except json.JSONDecodeError:
-            data = None
-        if isinstance(data, dict):
-            if "aggregate" in data:
-                inp.evaluate.append(data)
-            elif "means" in data and "tests" in data:
-                inp.compare = data
-            elif "summary" in data and "rates" in data.get("summary", {}):
-                inp.check = data
-            elif "kappa" in data and "confusion" in data:
-                inp.agree = data
-            elif not ({"chunk_id", "grade"} <= set(data) or "coverage" in data):  # else: a one-line JSONL
-                raise InputError("a JSON file the report does not know (expected evaluate, compare, check or agree output)", p)
-            if not ({"chunk_id", "grade"} <= set(data) or "coverage" in data):
-                continue
-        records = [obj for _, obj in iter_jsonl(p)]
-        if records and "chunk_id" in records[0] and "grade" in records[0]:
+            data = None  # several lines: JSONL
+        records = [data] if isinstance(data, dict) else [obj for _, obj in iter_jsonl(text.encode("utf-8"), p)]
+        first = records[0] if records else {}
+        if {"chunk_id", "grade"} <= set(first):
             inp.judgments = records
-        elif records and "coverage" in records[0]:
+        elif "coverage" in first and "query_id" in first:
             inp.coverage = records
-        else:
+        elif data is None:
             raise InputError("a JSONL file the report does not know (expected judge's judgments or coverage)", p)
+        elif "aggregate" in data:
+            inp.evaluate.append(data)
+        elif "means" in data and "tests" in data:
+            inp.compare = data
+        elif "summary" in data and "rates" in data.get("summary", {}):
+            inp.check = data
+        elif "kappa" in data and "confusion" in data:
+            inp.agree = data
+        else:
+            raise InputError("a JSON file the report does not know (expected evaluate, compare, check or agree output)", p)
     return inp
 
 
