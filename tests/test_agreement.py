@@ -80,7 +80,8 @@ def test_agree_end_to_end():
     import math
     idcg_ref_q1, idcg_cand_q1 = 3 + 1 / math.log2(3), 2 + 1 / math.log2(3)
     assert ranked["runs"]["r1"]["reference"] == pytest.approx((3 / idcg_ref_q1 + 1) / 2)
-    assert ranked["runs"]["r3"]["candidate"] == pytest.approx((2 / math.log2(3) / idcg_cand_q1 + 1) / 2)
+    # candidate q2 has d=2, e=1, so its ideal is the same 2 + 1/log2(3)
+    assert ranked["runs"]["r3"]["candidate"] == pytest.approx((2 / math.log2(3) / idcg_cand_q1 + 2 / idcg_cand_q1) / 2)
     assert ranked["runs"]["r2"]["reference"] == 0.0
     # both order the runs r1 > r3 > r2
     assert ranked["kendall_tau_b"] == pytest.approx(1.0) and ranked["spearman_rho"] == pytest.approx(1.0)
