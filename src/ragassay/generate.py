@@ -189,6 +189,8 @@ class Generator:
         rng = random.Random(opts.seed)
         target = mix_counts(opts.total, opts.mix)
         pool = self.stratified(rng)
+        from .llm.runner import _progress_bar
+        bar = _progress_bar(opts.total, 0, "generate", opts.quiet)  # counts accepted questions
         accepted: list[Question] = []
         rejects: list[dict] = []
         cursor = 0
@@ -221,6 +223,11 @@ class Generator:
                                         "answer": q.answer, "reason": reason, "scores": q.checks})
                     else:
                         accepted.append(q)
+                        if bar is not None:
+                            bar.update(1)
+                            bar.set_postfix(rejected=len(rejects), refresh=False)
+        if bar is not None:
+            bar.close()
         return GenerateResult(accepted, rejects, dict(self.unfit), target)
 
     async def _safe(self, group: list[str], level: str):
