@@ -189,8 +189,8 @@ class Generator:
         rng = random.Random(opts.seed)
         target = mix_counts(opts.total, opts.mix)
         pool = self.stratified(rng)
-        from .llm.runner import _progress_bar
-        bar = _progress_bar(opts.total, 0, "generate", opts.quiet)  # counts accepted questions
+        from .llm.runner import progress_bar
+        bar = progress_bar(opts.total, 0, "generate", opts.quiet)  # counts accepted questions
         accepted: list[Question] = []
         rejects: list[dict] = []
         cursor = 0

@@ -415,8 +415,8 @@ async def _run_batches(judge, groups, qmap, chunk_map, output, on_error, llm, op
         todo = [g for g in groups if not all(pair_key(g[0], c) in writer.done for c in g[1])]
         counts = {"skipped": sum(len(g[1]) for g in groups) - sum(len(g[1]) for g in todo)}
         sem = asyncio.Semaphore(llm.config.concurrency * 2)
-        from .llm.runner import _progress_bar
-        bar = _progress_bar(sum(len(g[1]) for g in groups), counts["skipped"], "judge", options.quiet)
+        from .llm.runner import progress_bar
+        bar = progress_bar(sum(len(g[1]) for g in groups), counts["skipped"], "judge", options.quiet)
 
         async def one(group):
             async with sem:

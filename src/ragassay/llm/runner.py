@@ -29,7 +29,7 @@ async def run_items(llm: LLM | None, items: Iterable[Item], *, key: Callable[[It
     with ResumableWriter(output, record_key) as writer:
         todo = [it for it in items if key(it) not in writer.done]
         skipped = len(items) - len(todo)
-        bar = _progress_bar(len(items), skipped, stage, quiet)
+        bar = progress_bar(len(items), skipped, stage, quiet)
         counts = {"total": len(items), "skipped": skipped, "ok": 0, "failed": 0}
         queue: asyncio.Queue = asyncio.Queue()
         for it in todo:
@@ -68,7 +68,7 @@ async def run_items(llm: LLM | None, items: Iterable[Item], *, key: Callable[[It
     return counts
 
 
-def _progress_bar(total: int, initial: int, stage: str, quiet: bool):
+def progress_bar(total: int, initial: int, stage: str, quiet: bool):
     if quiet or not sys.stderr.isatty():
         return None
     from tqdm import tqdm
