@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import respx
 
-from ragassay.check import CheckOptions, check_answers, majority_label, read_answers
-from ragassay.check_rules import decide, normalize
+from ragassay.stages.check import CheckOptions, check_answers, majority_label, read_answers
+from ragassay.stages.check_rules import decide, normalize
 from ragassay.llm import LLM, LLMConfig
 from ragassay.metrics.labels import diagnosis, human_calibration, label_summary, ppi_mean
-from ragassay.records import AnswerItem, Check, Chunk
+from ragassay.data.records import AnswerItem, Check, Chunk
 
 BASE = "http://check.test/v1"
 URL = f"{BASE}/chat/completions"

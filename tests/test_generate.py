@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ragassay
-from ragassay.generate import GenerateOptions, Generator, export, write_outputs
-from ragassay.generate_checks import mix_counts, parse_mix, unfit_chunk
+from ragassay.stages.generate import GenerateOptions, Generator, export, write_outputs
+from ragassay.stages.generate_checks import mix_counts, parse_mix, unfit_chunk
 from ragassay.llm import LLM, LLMConfig
-from ragassay.records import Chunk, Question
+from ragassay.data.records import Chunk, Question
 
 BASE = "http://gen.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -198,13 +198,13 @@ def test_exports_read_back(tmp_path):
     ("What does this document recommend for washing?", True),
 ])
 def test_self_containment_check(question, flagged):
-    from ragassay.generate_checks import question_problems
+    from ragassay.stages.generate_checks import question_problems
     problems = question_problems(question, "an answer", ["Some chunk text about delivery, refunds and washing."])
     assert any("self-contained" in p for p in problems) == flagged
 
 
 def test_remap_exact_split_fuzzy_and_unplaced(tmp_path):
-    from ragassay.remap import remap
+    from ragassay.stages.remap import remap
     qs = [Question(id="a", question="?", answer="x", difficulty="easy", chunk_ids=["old1"],
                    evidence=["Standard delivery takes three to five business days"]),
           Question(id="b", question="?", answer="x", difficulty="easy", chunk_ids=["old1"],

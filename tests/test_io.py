@@ -9,9 +9,9 @@ import random
 import pytest
 
 import ragassay
-from ragassay import _columns
+from ragassay.data import columns as _columns
 from ragassay.errors import InputError
-from ragassay.io import read_chunks, read_qrels, read_queries, read_run, write_qrels, write_run
+from ragassay.data.io import read_chunks, read_qrels, read_queries, read_run, write_qrels, write_run
 
 
 def write(tmp_path, name, text):

@@ -10,10 +10,10 @@ import pytest
 import respx
 
 import ragassay
-from ragassay.judge import (JudgeOptions, QueryItem, coverage_label, judge_run, majority, nugget_scores,
+from ragassay.stages.judge import (JudgeOptions, QueryItem, coverage_label, judge_run, majority, nugget_scores,
                             read_query_items)
 from ragassay.llm import LLM, LLMConfig
-from ragassay.records import Chunk, Coverage, Judgment
+from ragassay.data.records import Chunk, Coverage, Judgment
 
 BASE = "http://judge.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -232,7 +232,7 @@ def test_coverage_rules():
 
 def test_unknown_run_chunk_is_a_clear_error(tmp_path):
     from ragassay.errors import InputError
-    from ragassay.judge import plan_pairs
+    from ragassay.stages.judge import plan_pairs
     with pytest.raises(InputError, match="not in the chunks file"):
         plan_pairs(QUERIES, CHUNKS, run_of([("q1", "nope", 1.0)]), 10)
 

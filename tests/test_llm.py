@@ -13,8 +13,10 @@ import pytest
 import respx
 from pydantic import BaseModel, Field
 
-from ragassay.llm import LLM, LLMConfig, LLMError, ResumableWriter, run_items
-from ragassay.llm.resume import latest_records
+from ragassay.llm import LLM, LLMConfig, LLMError
+from ragassay.stages.journal import ResumableWriter
+from ragassay.stages.runner import run_items
+from ragassay.stages.journal import latest_records
 
 BASE = "http://llm.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -329,7 +331,7 @@ def test_ping_command(monkeypatch, capsys):
 
 
 def test_prompts_are_versioned_and_shipped():
-    from ragassay.prompts import load_prompt
+    from ragassay.llm.prompts import load_prompt
     p = load_prompt("ping")
     assert p.id.startswith("ping@") and len(p.version) == 8
     assert "lanternfish" in p.render(word="lanternfish")

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragassay
-from ragassay.tables import Qrels, Run
+from ragassay.data.tables import Qrels, Run
 
 FAMILIES = {"P", "recall", "ndcg_cut", "map_cut", "success", "ndcg", "recip_rank", "map", "Rprec",
             "set_P", "set_recall", "set_F"}

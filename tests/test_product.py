@@ -84,7 +84,7 @@ def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
 
 
 def test_gate_on_check_and_compare_results(tmp_path):
-    from ragassay.tracking import flatten_result, gate
+    from ragassay.product.tracking import flatten_result, gate
     check = {"summary": {"rates": {lab: {"value": v} for lab, v in
                                    [("correct", 0.7), ("partial", 0.1), ("hallucinated", 0.15), ("abstained", 0.05)]},
                          "hallucination_rate": {"value": 0.15}, "abstention_rate": {"value": 0.05},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ragassay.records import Check, Chunk, Coverage, Judgment, Question
+from ragassay.data.records import Check, Chunk, Coverage, Judgment, Question
 
 
 def test_error_records_carry_a_reason_and_no_label():

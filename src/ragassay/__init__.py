@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "read_qrels": "io", "read_run": "io", "read_chunks": "io", "read_queries": "io",
-    "write_run": "io", "write_qrels": "io", "write_jsonl": "io",
-    "Qrels": "tables", "Run": "tables",
+    "read_qrels": "data.io", "read_run": "data.io", "read_chunks": "data.io", "read_queries": "data.io",
+    "write_run": "data.io", "write_qrels": "data.io", "write_jsonl": "data.io",
+    "Qrels": "data.tables", "Run": "data.tables",
     "evaluate": "metrics.evaluate", "Evaluation": "metrics.evaluate",
     "compare": "metrics.compare", "Comparison": "metrics.compare",
     "agree": "metrics.agreement", "Agreement": "metrics.agreement",
-    "run_retriever": "retrieve",
-    "check_answers": "check", "read_answers": "check", "label_summary": "metrics.labels",
-    "judge_run": "judge", "JudgeOptions": "judge", "read_query_items": "judge",
+    "run_retriever": "stages.retrieve",
+    "check_answers": "stages.check", "read_answers": "stages.check", "label_summary": "metrics.labels",
+    "judge_run": "stages.judge", "JudgeOptions": "stages.judge", "read_query_items": "stages.judge",
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "InputError": "errors", "MeasureError": "errors", "RagassayError": "errors",
@@ -44,14 +44,14 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs
     from .errors import InputError, MeasureError, RagassayError
-    from .io import read_chunks, read_qrels, read_queries, read_run, write_jsonl, write_qrels, write_run
+    from .data.io import read_chunks, read_qrels, read_queries, read_run, write_jsonl, write_qrels, write_run
     from .metrics.agreement import Agreement, agree
     from .metrics.compare import Comparison, compare
     from .metrics.evaluate import Evaluation, evaluate
-    from .check import check_answers, read_answers
+    from .stages.check import check_answers, read_answers
     from .metrics.labels import label_summary
-    from .judge import JudgeOptions, judge_run, read_query_items
+    from .stages.judge import JudgeOptions, judge_run, read_query_items
     from .llm import LLM, LLMConfig, LLMError
-    from .retrieve import run_retriever
+    from .stages.retrieve import run_retriever
     from .metrics.measures import Measure, parse_measure
-    from .tables import Qrels, Run
+    from .data.tables import Qrels, Run

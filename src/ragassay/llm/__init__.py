@@ -8,8 +8,6 @@ from .cache import Cache
 from .client import LLM
 from .config import LLMConfig, make_client
 from .errors import LLMError
-from .resume import ResumableWriter
-from .runner import run_items
 from .usage import Usage
 
-__all__ = ["Cache", "LLM", "LLMConfig", "LLMError", "ResumableWriter", "Usage", "make_client", "run_items"]
+__all__ = ["Cache", "LLM", "LLMConfig", "LLMError", "Usage", "make_client"]

@@ -7,7 +7,7 @@ import time
 
 from pydantic import BaseModel
 
-from ..prompts import load_prompt
+from .prompts import load_prompt
 from .client import LLM
 from .config import LLMConfig
 from .errors import LLMError

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..tables import Qrels, Run, coerce_qrels, coerce_run
+from ..data.io import coerce_qrels, coerce_run
+from ..data.results import nan_to_none
+from ..data.tables import Qrels, Run
 
 
 @dataclass
@@ -36,7 +38,7 @@ class Agreement:
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["kappa_binary"] = {f">={k}": v for k, v in self.kappa_binary.items()}
-        return _nan_to_none(d)
+        return nan_to_none(d)
 
 
 def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | str | Path,
@@ -194,11 +196,3 @@ def run_ranking_agreement(reference: Qrels, candidate: Qrels,
             "kendall_tau_b": kendall_tau_b(a, b), "spearman_rho": spearman_rho(a, b)}
 
 
-def _nan_to_none(obj):
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _nan_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_nan_to_none(v) for v in obj]
-    return obj

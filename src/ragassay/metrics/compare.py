@@ -9,7 +9,8 @@ from typing import Literal
 
 import numpy as np
 
-from ..tables import Qrels, Run, coerce_qrels, coerce_run
+from ..data.io import coerce_qrels, coerce_run
+from ..data.tables import Qrels, Run
 from .evaluate import Evaluation, Gain, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .significance import bootstrap_ci, holm, paired_t_test, randomization_test

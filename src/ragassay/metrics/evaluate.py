@@ -14,7 +14,8 @@ from typing import Literal
 
 import numpy as np
 
-from ..tables import Qrels, Run, coerce_qrels, coerce_run
+from ..data.io import coerce_qrels, coerce_run
+from ..data.tables import Qrels, Run
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .ranking import RankedRows, rank_rows
 

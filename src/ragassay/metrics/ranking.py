@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._columns import KeyIndex, hash_bytes, mix
-from ..tables import Qrels, Run, same_width, trec_order
+from ..data.columns import KeyIndex, hash_bytes, mix
+from ..data.tables import Qrels, Run, same_width, trec_order
 
 
 @dataclass

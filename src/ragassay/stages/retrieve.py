@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, RagassayError
-from .tables import Run, _encode_ids
+from ..errors import InputError, RagassayError
+from ..data.tables import Run, encode_ids
 
 Retriever = Callable[[str], Iterable[Any]]
 
@@ -54,7 +54,7 @@ def run_retriever(fn: Retriever, queries: Mapping[str, str], k: int = 100, name:
             d_rows.append(doc)
             s_rows.append(score)
         bar(qi + 1)
-    run = Run(qids, np.array(q_rows, dtype=np.int64), _encode_ids(d_rows),
+    run = Run(qids, np.array(q_rows, dtype=np.int64), encode_ids(d_rows),
               np.array(s_rows, dtype=np.float64), name or getattr(fn, "__name__", "retriever"),
               latency_ms=latency)
     return run

@@ -17,11 +17,12 @@ from typing import Literal
 from pydantic import BaseModel
 
 from .check_rules import decide
-from .errors import InputError
-from .llm import LLM, LLMError, run_items
-from .llm.resume import latest_records
-from .prompts import delimit, load_prompt
-from .records import AnswerItem, Chunk
+from ..errors import InputError
+from ..llm import LLM, LLMError
+from .runner import run_items
+from .journal import latest_records
+from ..llm.prompts import delimit, load_prompt
+from ..data.records import AnswerItem, Chunk
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
 
@@ -46,7 +47,7 @@ class CheckOptions:
 
 def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) -> list[AnswerItem]:
     """Answers to check; ``context_ids`` are resolved to texts with ``chunks``."""
-    from .io import read_records
+    from ..data.io import read_records
     items = []
     for no, item in read_records(path, AnswerItem, "answer"):
         if item.context_ids and item.contexts is None:
@@ -159,15 +160,15 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
 
 def retrieval_recall(qrels, run, k: int) -> dict[str, float]:
     """Per question, recall@k of the gold chunks (the retrieval half of the diagnosis)."""
-    from .metrics.evaluate import evaluate
+    from ..metrics.evaluate import evaluate
     ev = evaluate(qrels, run, [f"recall@{k}"], missing="zero")
     return {q: v[f"recall@{k}"] for q, v in ev.per_query.items()}
 
 
 def read_human_labels(path: str | Path) -> dict[str, str]:
     """People's labels: JSONL lines with ``id`` and ``label``."""
-    from .io import iter_jsonl
-    from .metrics.labels import LABELS
+    from ..data.io import iter_jsonl
+    from ..metrics.labels import LABELS
     out = {}
     for no, obj in iter_jsonl(path):
         if "id" not in obj or obj.get("label") not in LABELS:

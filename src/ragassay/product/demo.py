@@ -12,12 +12,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def find_example(explicit: str | Path | None = None) -> Path:
     candidates = [Path(explicit)] if explicit else [Path("datasets/example"),
-                                                    Path(__file__).resolve().parents[2] / "datasets" / "example"]
+                                                    Path(__file__).resolve().parents[3] / "datasets" / "example"]
     for c in candidates:
         if (c / "chunks.jsonl").exists() and (c / "qrels.txt").exists():
             return c
@@ -27,19 +27,19 @@ def find_example(explicit: str | Path | None = None) -> Path:
 
 def _write_json(path: Path, data: Any) -> None:
     from .formatting import to_json
-    from .metrics.agreement import _nan_to_none
-    path.write_text(to_json(_nan_to_none(data)) + "\n", encoding="utf-8")
+    from ..data.results import nan_to_none
+    path.write_text(to_json(nan_to_none(data)) + "\n", encoding="utf-8")
 
 
 def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=print) -> dict:
-    from . import io as rio
-    from .check import CheckOptions, check_answers, read_answers, retrieval_recall
-    from .metrics.agreement import agree
-    from .metrics.compare import compare
-    from .metrics.evaluate import evaluate
-    from .metrics.labels import diagnosis, label_summary
+    from ..data import io as rio
+    from ..stages.check import CheckOptions, check_answers, read_answers, retrieval_recall
+    from ..metrics.agreement import agree
+    from ..metrics.compare import compare
+    from ..metrics.evaluate import evaluate
+    from ..metrics.labels import diagnosis, label_summary
     from .report import load_inputs, write_report
-    from .retrieve import load_callable, run_retriever
+    from ..stages.retrieve import load_callable, run_retriever
 
     ex = find_example(data)
     out = Path(out)
@@ -82,19 +82,19 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     if config is not None:
         try:
             config.check()
-            from .llm import LLM
+            from ..llm import LLM
             llm = LLM(config)
         except Exception as e:
-            from .llm.errors import LLMError
+            from ..llm.errors import LLMError
             if not isinstance(e, LLMError) or e.kind != "config":
                 raise
     report_files = [out / "compare.json"]
     if llm is not None:
-        from .generate import GenerateOptions, Generator, write_outputs
+        from ..stages.generate import GenerateOptions, Generator, write_outputs
         gen = asyncio.run(Generator(llm, list(chunks.values()), GenerateOptions(total=10, quiet=True)).run())
         write_outputs(gen, out / "questions.jsonl", out / "rejects.jsonl", out / "questions.qrels")
         log(f"generate: {len(gen.accepted)} questions accepted, {len(gen.rejects)} rejected")
-        from .judge import JudgeOptions, judge_run, read_query_items
+        from ..stages.judge import JudgeOptions, judge_run, read_query_items
         summary = asyncio.run(judge_run(read_query_items(ex / "queries.jsonl"), chunks, runs[0], [llm],
                                         out / "judgments.jsonl", options=JudgeOptions(depth=5, quiet=True),
                                         qrels_out=out / "judged.qrels", coverage_out=out / "coverage.jsonl"))

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .errors import InputError
+from ..errors import InputError
 
 BLOCK_BYTES = 1 << 21  # split work into 2 MB blocks to bound temporary memory
 

@@ -18,11 +18,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .errors import InputError
-from .llm import LLM, LLMConfig, LLMError, run_items
-from .llm.resume import latest_records
-from .prompts import delimit, load_prompt
-from .records import Chunk
+from ..errors import InputError
+from ..llm import LLM, LLMConfig, LLMError
+from .runner import run_items
+from .journal import latest_records
+from ..llm.prompts import delimit, load_prompt
+from ..data.records import Chunk
 
 # ----------------------------------------------------------------------------- answer shapes
 
@@ -82,7 +83,7 @@ class JudgeOptions:
 
 def read_query_items(path: str | Path) -> list[QueryItem]:
     """Queries as ``{id, text}`` lines, or a questions.jsonl from generate (with its answers)."""
-    from .io import iter_jsonl, read_queries
+    from ..data.io import iter_jsonl, read_queries
     data = Path(path).read_bytes().lstrip()
     if not data.startswith(b"{"):
         return [QueryItem(q, t) for q, t in read_queries(path).items()]
@@ -341,7 +342,7 @@ async def judge_run(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapp
                     keep=None, qrels_out: str | Path | None = None,
                     coverage_out: str | Path | None = None) -> JudgeSummary:
     """Judge the top of ``run``; write judgments (and qrels, coverage) and return a summary."""
-    from .tables import coerce_qrels, coerce_run
+    from ..data.io import coerce_qrels, coerce_run
     options = options or JudgeOptions()
     run = coerce_run(run)
     chunk_map = dict(chunks) if isinstance(chunks, Mapping) else {c.id: c for c in chunks}
@@ -410,12 +411,12 @@ async def judge_run(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapp
 
 async def _run_batches(judge, groups, qmap, chunk_map, output, on_error, llm, options):
     """Batches write several records per item; resume skips a batch only when all its pairs are done."""
-    from .llm.resume import ResumableWriter
+    from .journal import ResumableWriter
     with ResumableWriter(output, lambda r: pair_key(r["query_id"], r["chunk_id"])) as writer:
         todo = [g for g in groups if not all(pair_key(g[0], c) in writer.done for c in g[1])]
         counts = {"skipped": sum(len(g[1]) for g in groups) - sum(len(g[1]) for g in todo)}
         sem = asyncio.Semaphore(llm.config.concurrency * 2)
-        from .llm.runner import progress_bar
+        from .runner import progress_bar
         bar = progress_bar(sum(len(g[1]) for g in groups), counts["skipped"], "judge", options.quiet)
 
         async def one(group):

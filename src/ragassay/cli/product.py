@@ -7,9 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cli import add_format_option
-from ..formatting import render_table, to_json
-from .llm_stages import add_llm_options, llm_config
+from ..product.formatting import render_table, to_json
+from .options import add_format_option, add_llm_options, llm_config
 
 
 # ---------------------------------------------------------------------------------------- demo
@@ -29,7 +28,7 @@ def demo(sub: Any) -> None:
 
 
 def run_demo_cmd(args: argparse.Namespace) -> str:
-    from ..demo import run_demo
+    from ..product.demo import run_demo
     done = run_demo(args.out, args.data, llm_config(args), log=lambda m: print(m, flush=True))
     lines = []
     if done["skipped"]:
@@ -63,7 +62,7 @@ def report(sub: Any) -> None:
 
 def run_report(args: argparse.Namespace) -> str:
     from ..errors import InputError
-    from ..report import load_inputs, write_report
+    from ..product.report import load_inputs, write_report
     if bool(args.qrels) != bool(args.run) and not args.files:
         raise InputError("--qrels and --run go together (or give result files)")
     inputs = load_inputs(args.files, qrels=args.qrels, runs=args.run, chunks=args.chunks)
@@ -87,7 +86,7 @@ def track(sub: Any) -> None:
 
 
 def run_track(args: argparse.Namespace) -> str:
-    from ..tracking import History, flatten_result, git_commit, load_result
+    from ..product.tracking import History, flatten_result, git_commit, load_result
     data = load_result(args.result)
     kind, metrics = flatten_result(data, args.run)
     h = History(args.db)
@@ -112,7 +111,7 @@ def run_history(args: argparse.Namespace) -> str:
     import datetime
 
     from ..errors import InputError
-    from ..tracking import History
+    from ..product.tracking import History
     if not Path(args.db).exists():
         raise InputError("no history yet: record results with 'ragassay track RESULT.json'", args.db)
     h = History(args.db)
@@ -154,7 +153,7 @@ def gate(sub: Any) -> None:
 
 def run_gate(args: argparse.Namespace) -> str:
     from ..errors import InputError
-    from ..tracking import flatten_result, gate, load_result, parse_thresholds
+    from ..product.tracking import flatten_result, gate, load_result, parse_thresholds
     mins, maxs = parse_thresholds(args.min, "--min"), parse_thresholds(args.max, "--max")
     if not mins and not maxs:
         raise InputError("give at least one threshold: --min METRIC=VALUE or --max METRIC=VALUE")

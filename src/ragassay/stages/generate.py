@@ -29,9 +29,9 @@ from pydantic import BaseModel, Field
 
 from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems,
                               unfit_chunk)
-from .llm import LLM, LLMError
-from .prompts import delimit, load_prompt
-from .records import Chunk, Question
+from ..llm import LLM, LLMError
+from ..llm.prompts import delimit, load_prompt
+from ..data.records import Chunk, Question
 
 Difficulty = Literal["easy", "medium", "hard"]
 
@@ -189,7 +189,7 @@ class Generator:
         rng = random.Random(opts.seed)
         target = mix_counts(opts.total, opts.mix)
         pool = self.stratified(rng)
-        from .llm.runner import progress_bar
+        from .runner import progress_bar
         bar = progress_bar(opts.total, 0, "generate", opts.quiet)  # counts accepted questions
         accepted: list[Question] = []
         rejects: list[dict] = []

@@ -6,12 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from ..cli import EPILOG_METRICS, add_format_option, add_metric_options
-from ..formatting import render_table, to_json
+from .options import EPILOG_METRICS, add_format_option, add_metric_options
+from ..data.results import nan_to_none
+from ..product.formatting import render_table, to_json
 
 
 def _load_pair(args: argparse.Namespace, run_paths: list[str]):
-    from ..io import read_qrels, read_run
+    from ..data.io import read_qrels, read_run
     qrels = read_qrels(args.qrels, format=args.qrels_format)
     runs = [read_run(p, format=args.run_format, dedupe=args.dedupe) for p in run_paths]
     return qrels, runs
@@ -119,7 +120,7 @@ def run_compare(args: argparse.Namespace) -> str:
                   gain=args.gain, n_permutations=args.permutations, n_bootstrap=args.bootstrap,
                   confidence=args.confidence, seed=args.seed)
     if args.format == "json":
-        return to_json(_none_for_nan(cmp.to_dict()))
+        return to_json(nan_to_none(cmp.to_dict()))
     means = cmp.means
     first = render_table(["metric"] + cmp.runs, [[m] + [means[r][m] for r in cmp.runs] for m in cmp.metrics],
                          args.format)
@@ -132,17 +133,6 @@ def run_compare(args: argparse.Namespace) -> str:
             f"randomization test with {args.permutations} permutations (seed {args.seed}); "
             "Holm correction over all tests")
     return f"{first}\n\n{second}\n\n{note}"
-
-
-def _none_for_nan(obj: Any) -> Any:
-    import math
-    if isinstance(obj, float) and (math.isnan(obj) or math.isinf(obj)):
-        return None
-    if isinstance(obj, dict):
-        return {k: _none_for_nan(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_none_for_nan(v) for v in obj]
-    return obj
 
 
 # --------------------------------------------------------------------------------------- agree
@@ -168,7 +158,7 @@ def agree(sub: Any) -> None:
 
 
 def run_agree(args: argparse.Namespace) -> str:
-    from ..io import read_qrels, read_run
+    from ..data.io import read_qrels, read_run
     from ..metrics.agreement import agree
     ref = read_qrels(args.reference, format=args.qrels_format)
     cand = read_qrels(args.candidate, format=args.qrels_format)
@@ -229,8 +219,8 @@ def run_retrieve(args: argparse.Namespace) -> str:
     import json
     from pathlib import Path
 
-    from ..io import read_queries, write_run
-    from ..retrieve import load_callable, run_retriever
+    from ..data.io import read_queries, write_run
+    from ..stages.retrieve import load_callable, run_retriever
     fn = load_callable(args.retriever)
     queries = read_queries(args.queries)
     run = run_retriever(fn, queries, args.k, name=args.name)

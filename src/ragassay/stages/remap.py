@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .check_rules import normalize
-from .records import Chunk, Question
+from ..data.records import Chunk, Question
 
 
 @dataclass

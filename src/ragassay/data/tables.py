@@ -12,18 +12,18 @@ from pathlib import Path
 
 import numpy as np
 
-from ._columns import hash_bytes, mix, to_width
-from .errors import InputError
+from .columns import hash_bytes, mix, to_width
+from ..errors import InputError
 
 
-def _encode_ids(ids: Iterable[str]) -> np.ndarray:
+def encode_ids(ids: Iterable[str]) -> np.ndarray:
     encoded = [str(i).encode("utf-8") for i in ids]
     width = max((len(e) for e in encoded), default=1)
     width = max(8, (width + 7) // 8 * 8)
     return np.array(encoded, dtype=f"S{width}")
 
 
-def _codes(query_ids: Iterable[str]) -> tuple[list[str], np.ndarray]:
+def query_codes(query_ids: Iterable[str]) -> tuple[list[str], np.ndarray]:
     vocab: dict[str, int] = {}
     codes = np.fromiter((vocab.setdefault(str(q), len(vocab)) for q in query_ids), dtype=np.int64)
     return list(vocab), codes
@@ -89,8 +89,8 @@ class Qrels:
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, str, int]], source: str | None = None) -> Qrels:
         rows = list(rows)
-        queries, qidx = _codes(r[0] for r in rows)
-        docs = _encode_ids(r[1] for r in rows)
+        queries, qidx = query_codes(r[0] for r in rows)
+        docs = encode_ids(r[1] for r in rows)
         grades = np.array([int(r[2]) for r in rows], dtype=np.int64)
         q = cls(queries, qidx, docs, grades, source)
         q.check_unique()
@@ -144,8 +144,8 @@ class Run:
     def from_rows(cls, rows: Iterable[tuple[str, str, float]], name: str = "run",
                   dedupe: bool = False, source: str | None = None) -> Run:
         rows = list(rows)
-        queries, qidx = _codes(r[0] for r in rows)
-        docs = _encode_ids(r[1] for r in rows)
+        queries, qidx = query_codes(r[0] for r in rows)
+        docs = encode_ids(r[1] for r in rows)
         scores = np.array([float(r[2]) for r in rows], dtype=np.float64)
         if not np.isfinite(scores).all():
             raise InputError("run scores must be finite numbers", source)
@@ -251,24 +251,6 @@ def _sort_within_groups(qidx: np.ndarray, scores: np.ndarray) -> np.ndarray | No
     grid[group, np.arange(n) - starts[group]] = -scores
     o = np.argsort(grid, axis=1, kind="stable") + starts[:, None]
     return o[np.arange(width)[None, :] < sizes[:, None]]
-
-
-def coerce_qrels(q: Qrels | Mapping | str | Path) -> Qrels:
-    if isinstance(q, Qrels):
-        return q
-    if isinstance(q, Mapping):
-        return Qrels.from_dict(q)
-    from .io import read_qrels
-    return read_qrels(q)
-
-
-def coerce_run(r: Run | Mapping | str | Path, name: str | None = None) -> Run:
-    if isinstance(r, Run):
-        return r
-    if isinstance(r, Mapping):
-        return Run.from_dict(r, name or "run")
-    from .io import read_run
-    return read_run(r)
 
 
 def same_width(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 DEFAULT_DB = Path(".ragassay") / "history.sqlite"
 
@@ -72,8 +72,8 @@ def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
 
 def canonical(name: str) -> str:
     """Metric names in thresholds may use any accepted spelling (nDCG@10, P_5)."""
-    from .errors import MeasureError
-    from .metrics.measures import parse_measure
+    from ..errors import MeasureError
+    from ..metrics.measures import parse_measure
     prefix, slash, rest = name.rpartition("/")
     try:
         base = str(parse_measure(rest))

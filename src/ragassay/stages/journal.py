@@ -79,7 +79,7 @@ class ResumableWriter:
 def latest_records(path: str | Path, key: Callable[[dict], str]) -> dict[str, dict]:
     """The newest record per key, in first-seen key order (later lines supersede earlier ones)."""
     out: dict[str, dict] = {}
-    from ..io import iter_jsonl
+    from ..data.io import iter_jsonl
     for _, obj in iter_jsonl(path):
         out[key(obj)] = obj
     return out

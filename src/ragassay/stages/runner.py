@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .client import LLM
-from .errors import LLMError
-from .resume import ResumableWriter
+from ..llm.client import LLM
+from ..llm.errors import LLMError
+from .journal import ResumableWriter
 
 Item = TypeVar("Item")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 K_MAX = 20
 
@@ -44,7 +44,7 @@ class ReportInputs:
 
 def load_inputs(paths: Sequence[str | Path], qrels: str | Path | None = None, runs: Sequence[str | Path] = (),
                 chunks: str | Path | None = None) -> ReportInputs:
-    from .io import iter_jsonl, read_chunks, read_qrels, read_run
+    from ..data.io import iter_jsonl, read_chunks, read_qrels, read_run
     inp = ReportInputs()
     if qrels:
         inp.qrels = read_qrels(qrels)
@@ -134,7 +134,7 @@ def _section(title: str, headers, rows, note: str = "", plot: str = "") -> Secti
 
 
 def retrieval_sections(inp: ReportInputs, plt) -> list[Section]:
-    from .metrics.evaluate import evaluate
+    from ..metrics.evaluate import evaluate
     out = []
     if inp.qrels is None or not inp.runs:
         for ev in inp.evaluate:
@@ -199,7 +199,7 @@ def compare_section(inp: ReportInputs) -> list[Section]:
     c = inp.compare
     if c is None:
         if inp.qrels is not None and len(inp.runs) >= 2:
-            from .metrics.compare import compare
+            from ..metrics.compare import compare
             cmp = compare(inp.qrels, {r.name: r for r in inp.runs}, ["ndcg@10", "map", "recall@10"], n_permutations=5000,
                           n_bootstrap=2000)
             c = cmp.to_dict()

@@ -7,42 +7,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..cli import add_format_option
-from ..formatting import render_table, to_json
-from .metrics import _none_for_nan
-
-
-# ---------------------------------------------------------------------------------- LLM options
-
-def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
-    """The same LLM flags for every command that calls a model."""
-    g = p.add_argument_group("LLM endpoint")
-    g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)")
-    g.add_argument("--model", action="append", help="model name (default: $RAGASSAY_MODEL); "
-                   "judge takes several for a jury")
-    g.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
-    if not stage:
-        return
-    g.add_argument("--concurrency", type=int, help="calls in flight at once (default 8)")
-    g.add_argument("--rpm", type=float, help="requests per minute budget (default: none)")
-    g.add_argument("--tpm", type=float, help="tokens per minute budget (default: none)")
-    g.add_argument("--cache", type=Path, metavar="PATH",
-                   help="answer cache (default: $XDG_CACHE_HOME/ragassay/llm-cache.sqlite)")
-    g.add_argument("--no-cache", action="store_true", help="neither read nor write the answer cache")
-    g.add_argument("--price-in", type=float, metavar="USD", help="price per million input tokens (overrides the table)")
-    g.add_argument("--price-out", type=float, metavar="USD", help="price per million output tokens")
-    g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def llm_config(args: argparse.Namespace):
-    from ..llm.config import LLMConfig
-    return LLMConfig.from_env(
-        model=args.model[0] if args.model else None, base_url=args.base_url, timeout=args.timeout,
-        concurrency=getattr(args, "concurrency", None), rpm=getattr(args, "rpm", None),
-        tpm=getattr(args, "tpm", None), cache_path=getattr(args, "cache", None),
-        use_cache=not getattr(args, "no_cache", False), price_in=getattr(args, "price_in", None),
-        price_out=getattr(args, "price_out", None))
+from .options import add_format_option, add_llm_options, llm_config
+from ..product.formatting import render_table, to_json
+from ..data.results import nan_to_none
 
 
 # ---------------------------------------------------------------------------------------- ping
@@ -107,8 +74,8 @@ def judge(sub: Any) -> None:
 def run_judge(args: argparse.Namespace) -> str:
     import asyncio
 
-    from ..io import read_chunks, read_qrels, read_run
-    from ..judge import JudgeOptions, build_llms, judge_run, plan_pairs, read_query_items
+    from ..data.io import read_chunks, read_qrels, read_run
+    from ..stages.judge import JudgeOptions, build_llms, judge_run, plan_pairs, read_query_items
     if args.samples < 1 or args.batch < 1 or args.depth < 1:
         from ..errors import InputError
         raise InputError("--samples, --batch and --depth must be at least 1")
@@ -121,7 +88,7 @@ def run_judge(args: argparse.Namespace) -> str:
     config = llm_config(args)
     llms = build_llms(config, args.model)
     if args.dry_run:
-        from ..judge import Judge, RelevanceAnswer
+        from ..stages.judge import Judge, RelevanceAnswer
         pairs, kept, _, _ = plan_pairs(queries, chunks, run, args.depth, keep.to_dict() if keep else None)
         qmap = {q.id: q for q in queries}
         judge = Judge(llms, options)
@@ -191,9 +158,9 @@ def _fmt_rate(r: dict) -> str:
 def run_check(args: argparse.Namespace) -> str:
     import asyncio
 
-    from ..check import CheckOptions, check_answers, read_answers, read_human_labels, retrieval_recall
+    from ..stages.check import CheckOptions, check_answers, read_answers, read_human_labels, retrieval_recall
     from ..errors import InputError
-    from ..io import iter_jsonl, read_chunks, read_qrels, read_run
+    from ..data.io import iter_jsonl, read_chunks, read_qrels, read_run
     from ..llm import LLM
     from ..llm.errors import LLMError
     from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
@@ -210,13 +177,13 @@ def run_check(args: argparse.Namespace) -> str:
             raise
         llm = None
     if args.dry_run:
-        from ..check import Checker
-        from ..check_rules import decide
+        from ..stages.check import Checker
+        from ..stages.check_rules import decide
         todo = [it for it in items if decide([it.reference] if isinstance(it.reference, str) else it.reference,
                                              it.response) is None]
         if llm is None:
             return f"dry run: {len(items) - len(todo)} answers decided by rules; {len(todo)} need an LLM (none configured)"
-        from ..check import AnswerVerdict
+        from ..stages.check import AnswerVerdict
         checker = Checker(llm, CheckOptions(), chunks)
         plan = llm.dry_run([(checker.messages(it), AnswerVerdict, 700) for it in todo])
         cost = "unknown (pass --price-in/--price-out)" if plan["cost_usd"] is None else f"${plan['cost_usd'] * args.samples:.4f}"
@@ -242,7 +209,7 @@ def run_check(args: argparse.Namespace) -> str:
         result["usage"] = llm.usage.summary()
         llm.close()
     if args.format == "json":
-        return to_json(_none_for_nan(result))
+        return to_json(nan_to_none(result))
     return _check_text(result, args)
 
 
@@ -315,9 +282,9 @@ def run_generate(args: argparse.Namespace) -> str:
     import asyncio
 
     from ..errors import InputError
-    from ..generate import GenerateOptions, Generator, export, write_outputs
-    from ..generate_checks import mix_counts, parse_mix
-    from ..io import read_chunks
+    from ..stages.generate import GenerateOptions, Generator, export, write_outputs
+    from ..stages.generate_checks import mix_counts, parse_mix
+    from ..data.io import read_chunks
     from ..llm import LLM
     try:
         mix = parse_mix(args.mix)
@@ -365,9 +332,9 @@ def remap(sub: Any) -> None:
 
 
 def run_remap(args: argparse.Namespace) -> str:
-    from ..io import read_chunks, read_records
-    from ..records import Question
-    from ..remap import remap
+    from ..data.io import read_chunks, read_records
+    from ..data.records import Question
+    from ..stages.remap import remap
     questions = [q for _, q in read_records(args.questions, Question, "question")]
     result = remap(questions, read_chunks(args.new_chunks), args.threshold)
     with open(args.output, "w", encoding="utf-8") as f:

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._columns import factorize, parse_floats, read_columns
-from .errors import InputError
-from .tables import Qrels, Run, _codes, _encode_ids
+from .columns import factorize, parse_floats, read_columns
+from ..errors import InputError
+from .tables import Qrels, Run, encode_ids, query_codes
 
 QrelsFormat = Literal["auto", "trec", "jsonl", "beir"]
 RunFormat = Literal["auto", "trec", "jsonl", "beir"]
@@ -115,8 +115,8 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
 def _qrels_from_rows(rows: list[tuple[str, str, int, int]], path: str | Path) -> Qrels:
     if not rows:
         raise InputError("no judgments in file", path)
-    queries, qidx = _codes(r[0] for r in rows)
-    out = Qrels(queries, qidx, _encode_ids(r[1] for r in rows),
+    queries, qidx = query_codes(r[0] for r in rows)
+    out = Qrels(queries, qidx, encode_ids(r[1] for r in rows),
                 np.array([r[2] for r in rows], dtype=np.int64), source=str(path))
     out.check_unique(np.array([r[3] for r in rows], dtype=np.int64))
     return out
@@ -195,8 +195,8 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
             rows.append((str(q), str(d), float(s), no))
         if not rows:
             raise InputError("no results in file", path)
-        queries, qidx = _codes(r[0] for r in rows)
-        run = Run(queries, qidx, _encode_ids(r[1] for r in rows),
+        queries, qidx = query_codes(r[0] for r in rows)
+        run = Run(queries, qidx, encode_ids(r[1] for r in rows),
                   np.array([r[2] for r in rows]), name or default_name, str(path))
         lines = np.array([r[3] for r in rows], dtype=np.int64)
     else:
@@ -342,3 +342,19 @@ def write_qrels(path: str | Path, qrels: Qrels) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for q, d, g in qrels.rows():
             f.write(f"{q} 0 {d} {g}\n")
+
+
+def coerce_qrels(q: Qrels | Mapping | str | Path) -> Qrels:
+    if isinstance(q, Qrels):
+        return q
+    if isinstance(q, Mapping):
+        return Qrels.from_dict(q)
+    return read_qrels(q)
+
+
+def coerce_run(r: Run | Mapping | str | Path, name: str | None = None) -> Run:
+    if isinstance(r, Run):
+        return r
+    if isinstance(r, Mapping):
+        return Run.from_dict(r, name or "run")
+    return read_run(r)

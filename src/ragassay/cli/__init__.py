@@ -1,0 +1,59 @@
+"""The ``ragassay`` command: parse arguments, call the library, print. No logic of its own.
+
+Flags mean the same in every command: ``-m/--metric``, ``--format``, ``--relevance-level``,
+``--missing``, ``--gain``, ``--dedupe``, ``--run-format``/``--qrels-format``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import RagassayError
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # exit 2 with usage, as argparse does, but say how to get help
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\n(see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ragassay",
+        description="Build and grade ground truth for retrieval and RAG: metrics exact to trec_eval, "
+                    "significance tests, judge agreement.")
+    parser.add_argument("--version", action="version", version=f"ragassay {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    from . import llm_stages, metrics, product  # each area's commands, one module per area
+    for register in (product.demo, metrics.evaluate, metrics.compare, metrics.agree, metrics.retrieve,
+                     llm_stages.generate, llm_stages.remap, llm_stages.judge, llm_stages.check,
+                     product.report, product.track, product.history, product.gate, llm_stages.ping):
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        out = args.handler(args)
+    except RagassayError as e:
+        print(f"ragassay {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `ragassay evaluate ... | head`
+        return 0
+    if out:
+        try:
+            print(out)
+        except BrokenPipeError:
+            return 0
+    return 0
+
+
+__all__ = ["main", "build_parser"]
