@@ -61,10 +61,10 @@ def test_evaluate_csv_and_markdown(capsys):
     assert "| metric | tfidf |" in capsys.readouterr().out
 
 
-def test_bad_input_exits_2_with_file_and_line(tmp_path, capsys):
+def test_bad_input_exits_1_with_file_and_line_and_a_bad_flag_exits_2(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text("q01 Q0 refund-01 1 0.5 x\nq01 Q0 refund-02 2 oops x\n")
-    assert main(["evaluate", QRELS, str(bad)]) == 2
+    assert main(["evaluate", QRELS, str(bad)]) == 1
     assert f"{bad}:2: score is not a number: 'oops'" in capsys.readouterr().err
     assert main(["evaluate", QRELS, BM25, "-m", "ndcg@x"]) == 2
     assert "unknown metric" in capsys.readouterr().err
@@ -73,7 +73,7 @@ def test_bad_input_exits_2_with_file_and_line(tmp_path, capsys):
 def test_dedupe_flag(tmp_path, capsys):
     dup = tmp_path / "dup.txt"
     dup.write_text("q01 Q0 refund-01 1 0.5 x\nq01 Q0 refund-01 2 0.9 x\n")
-    assert main(["evaluate", QRELS, str(dup)]) == 2
+    assert main(["evaluate", QRELS, str(dup)]) == 1
     assert "--dedupe" in capsys.readouterr().err
     assert main(["evaluate", QRELS, str(dup), "--dedupe", "-m", "p@1"]) == 0
 
@@ -103,7 +103,7 @@ def test_retrieve_with_a_file_function(tmp_path, capsys):
     assert run.name == "tfidf" and len(run.queries) == 22
     assert json.loads((tmp_path / "run.txt.latency.json").read_text()).keys() == set(run.queries)
     assert main(["retrieve", "--retriever", "nope", "--queries", str(EXAMPLE / "queries.jsonl"),
-                 "-o", str(out)]) == 2
+                 "-o", str(out)]) == 1
 
 
 def test_python_dash_m_runs():

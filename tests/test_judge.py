@@ -211,11 +211,14 @@ async def test_resume_after_kill_redoes_only_the_cut_line(tmp_path):
     out = tmp_path / "j.jsonl"
     await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path)], out, options=JudgeOptions(quiet=True))
     lines = out.read_text().splitlines()
-    out.write_text("\n".join(lines[:2]) + "\n" + lines[2][:15])  # killed while writing the third record
+    # as a kill leaves it: no final output yet, a journal whose third record was cut mid-write
+    out.unlink()
+    (tmp_path / "j.jsonl.journal").write_text("\n".join(lines[:2]) + "\n" + lines[2][:15])
     before = route.call_count
     await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path)], out, options=JudgeOptions(quiet=True))
     assert route.call_count == before + 1
-    assert len(out.read_text().splitlines()) == 3
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [json.loads(line) for line in lines]
+    assert not (tmp_path / "j.jsonl.journal").exists()
 
 
 def test_coverage_rules():

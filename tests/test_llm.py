@@ -326,7 +326,7 @@ def test_ping_command(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "supported (json_schema)" in out and "status:              ok" in out
     respx.post(URL).mock(return_value=error(401, "nope"))
-    assert main(["ping", "--base-url", BASE, "--model", "test-model"]) == 2
+    assert main(["ping", "--base-url", BASE, "--model", "test-model"]) == 1
     assert "refused the credentials" in capsys.readouterr().err
 
 
@@ -344,11 +344,16 @@ async def test_dry_run_counts_calls_and_cost_without_calling(tmp_path):
     route = respx.post(URL).mock(return_value=completion())
     llm = make_llm(tmp_path, FakeTime(), use_cache=True, price_in=2.0, price_out=8.0)
     await llm.ask(MESSAGES, Grade, max_tokens=100)
-    plan = llm.dry_run([(MESSAGES, Grade, 100), ([{"role": "user", "content": "x" * 400}], Grade, 100)])
+    llm.close()
+    from ragassay.stages.engine import Call, WorkItem, estimate
+    items = [WorkItem("a", [Call.of(0, MESSAGES, Grade, "s", 100)], None),
+             WorkItem("b", [Call.of(0, [{"role": "user", "content": "x" * 400}], Grade, "s", 100)], None),
+             WorkItem("c", [], None), WorkItem("d", [Call.of(0, MESSAGES, Grade, "s", 100, sample=1)], None)]
+    plan = estimate(items, lambda it: it.key == "d", [llm.config])
     assert route.call_count == 1  # only the real ask above
-    assert plan["cached"] == 1 and plan["calls"] == 1
-    assert plan["tokens_out"] == 100 and plan["tokens_in"] > 100
-    assert plan["cost_usd"] == pytest.approx((plan["tokens_in"] * 2 + 100 * 8) / 1e6)
+    assert (plan.items, plan.done, plan.decided_without_call, plan.cached, plan.calls) == (4, 1, 1, 1, 1)
+    assert plan.output_tokens == 100 and plan.input_tokens > 100
+    assert plan.cost_usd == pytest.approx((plan.input_tokens * 2 + 100 * 8) / 1e6)
 
 
 def test_price_table_and_overrides():

@@ -53,7 +53,8 @@ def test_report_from_result_files_and_markdown(tmp_path, capsys):
     assert "Agreement: people (rows) against judge (columns)" in text
     bad = tmp_path / "bad.json"
     bad.write_text('{"something": 1}')
-    assert main(["report", str(bad), "-o", str(md)]) == 2
+    assert main(["report", str(bad), "-o", str(md)]) == 1
+    assert "neither a ragassay result" in capsys.readouterr().err
 
 
 def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
@@ -74,9 +75,7 @@ def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
     assert [r["label"] for r in trend] == ["bm25", "tfidf"] and trend[1]["delta_best"] == pytest.approx(0.0542, abs=1e-4)
 
     assert main(["gate", str(results[1]), "--min", "ndcg@10=0.8", "--min", "P_5=0.4"]) == 0
-    with pytest.raises(SystemExit) as e:
-        main(["gate", str(results[0]), "--min", "ndcg@10=0.8", "--max", "map=0.5", "--min", "bleu=1"])
-    assert e.value.code == 1
+    assert main(["gate", str(results[0]), "--min", "ndcg@10=0.8", "--max", "map=0.5", "--min", "bleu=1"]) == 1
     err = capsys.readouterr().err
     assert "ndcg@10 = 0.7935 is below the minimum 0.8" in err and "map = 0.6800 is above the maximum 0.5" in err
     assert "bleu: not in the result" in err
@@ -84,16 +83,19 @@ def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
 
 
 def test_gate_on_check_and_compare_results(tmp_path):
-    from ragassay.product.tracking import flatten_result, gate
-    check = {"summary": {"rates": {lab: {"value": v} for lab, v in
+    from ragassay.data.results import result_errors, result_metrics
+    from ragassay.product.tracking import gate
+    check = {"kind": "check", "version": 1, "errors": 2, "summary": {"rates": {lab: {"value": v} for lab, v in
                                    [("correct", 0.7), ("partial", 0.1), ("hallucinated", 0.15), ("abstained", 0.05)]},
                          "hallucination_rate": {"value": 0.15}, "abstention_rate": {"value": 0.05},
                          "truthfulness": {"value": 0.6}, "correct_given_attempted": {"value": 0.74}, "errors": 2}}
-    kind, values = flatten_result(check)
-    assert kind == "check" and gate(values, {}, {"hallucination_rate": 0.1}) == [
+    values = result_metrics(check)
+    assert gate(values, {}, {"hallucination_rate": 0.1}, result_errors(check), allow_errors=2) == [
         "hallucination_rate = 0.1500 is above the maximum 0.1"]
-    cmp = {"baseline": "a", "means": {"a": {"ndcg@10": 0.5}, "b": {"ndcg@10": 0.7}}, "tests": []}
-    kind, values = flatten_result(cmp)
+    assert gate(values, {}, {}, result_errors(check), allow_errors=1)[0].startswith("2 items of this result are errors")
+    cmp = {"kind": "compare", "version": 1, "baseline": "a", "means": {"a": {"ndcg@10": 0.5}, "b": {"ndcg@10": 0.7}},
+           "tests": []}
+    values = result_metrics(cmp)
     assert values["ndcg@10"] == 0.7 and values["a/ndcg@10"] == 0.5
     assert gate(values, {"a/nDCG@10": 0.6}, {}) == ["a/ndcg@10 = 0.5000 is below the minimum 0.6"]
 

@@ -24,3 +24,15 @@ class InputError(RagassayError, ValueError):
 
 class MeasureError(RagassayError, ValueError):
     """A metric name that cannot be parsed."""
+
+
+class UsageError(RagassayError):
+    """Flags that do not go together or values out of range: exit 2, like argparse's own errors."""
+
+
+class OutputError(RagassayError):
+    """A file could not be written (full disk, no permission, missing directory): one line."""
+
+    def __init__(self, path: str | Path, error: OSError):
+        self.path = str(path)
+        super().__init__(f"{path}: cannot write: {error.strerror or error}")

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from ..errors import RagassayError
+from ..errors import MeasureError, RagassayError, UsageError
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # exit 2 with usage, as argparse does, but say how to get help
@@ -36,24 +36,35 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Exit codes (a contract, see DESIGN.md): 0 every item ok; 3 some items are
+    error records (a rerun retries them); 1 nothing succeeded, bad input, or a run stopped early;
+    2 usage error. Handlers return the text to print, or (text, exit code)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         out = args.handler(args)
+    except (UsageError, MeasureError) as e:
+        print(f"ragassay {args.command}: error: {e}\n(see 'ragassay {args.command} --help')", file=sys.stderr)
+        return 2
     except RagassayError as e:
         print(f"ragassay {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        return 1
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print("interrupted; a rerun of the same command resumes where this one stopped", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `ragassay evaluate ... | head`
         return 0
-    if out:
+    except OSError as e:  # a write that no stage wrapped: still one line naming the file
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"ragassay {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    text, code = out if isinstance(out, tuple) else (out, 0)
+    if text:
         try:
-            print(out)
+            print(text)
         except BrokenPipeError:
-            return 0
-    return 0
+            return code
+    return code
 
 
 __all__ = ["main", "build_parser"]

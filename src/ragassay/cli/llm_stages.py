@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .options import add_format_option, add_llm_options, llm_config
+from ..errors import UsageError
 from ..product.formatting import render_table, to_json
 from ..data.results import nan_to_none
 
@@ -58,7 +59,8 @@ def judge(sub: Any) -> None:
     p.add_argument("--chunks", required=True, metavar="FILE", help="the chunks the run retrieved (JSONL)")
     p.add_argument("--run", required=True, metavar="RUN", help="the run to judge (TREC or JSONL)")
     p.add_argument("--depth", type=int, default=10, help="judge the top K chunks of each query (default 10)")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="judgments JSONL (appended; resumes)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="judgments JSONL: one record per pair, written at the end; a killed or failed run resumes "
+                   "from FILE.journal and asks only what is missing")
     p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels (with --keep labels included)")
     p.add_argument("--coverage-out", metavar="FILE", help="write per-query coverage JSONL")
     p.add_argument("--keep", metavar="QRELS", help="labels made by people: kept as they are, never judged again")
@@ -67,54 +69,48 @@ def judge(sub: Any) -> None:
     p.add_argument("--batch", type=int, default=1, help="grade N chunks of a query per call (default 1: "
                    "one call per pair, no position effects)")
     p.add_argument("--max-chunk-chars", type=int, default=6000, help="cut longer chunks to this many characters (default 6000)")
+    add_format_option(p, ("table", "json"))
     add_llm_options(p)
     p.set_defaults(handler=run_judge)
 
 
-def run_judge(args: argparse.Namespace) -> str:
-    import asyncio
-
+def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import read_chunks, read_qrels, read_run
-    from ..stages.judge import JudgeOptions, build_llms, judge_run, plan_pairs, read_query_items
+    from ..stages.engine import run_locked
+    from ..stages.judge import JudgeOptions, build_llms, execute_judge, model_configs, plan_judge, read_query_items
     if args.samples < 1 or args.batch < 1 or args.depth < 1:
-        from ..errors import InputError
-        raise InputError("--samples, --batch and --depth must be at least 1")
+        raise UsageError("--samples, --batch and --depth must be at least 1")
     queries = read_query_items(args.queries)
     chunks = {c.id: c for c in read_chunks(args.chunks)}
     run = read_run(args.run)
     keep = read_qrels(args.keep) if args.keep else None
     options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch,
                            max_chunk_chars=args.max_chunk_chars, quiet=args.quiet)
-    config = llm_config(args)
-    llms = build_llms(config, args.model)
-    if args.dry_run:
-        from ..stages.judge import Judge, RelevanceAnswer
-        pairs, kept, _, _ = plan_pairs(queries, chunks, run, args.depth, keep.to_dict() if keep else None)
-        qmap = {q.id: q for q in queries}
-        judge = Judge(llms, options)
-        lines = [f"{len(pairs)} pairs to judge ({len(kept)} kept from --keep); {args.samples} sample(s) x "
-                 f"{len(llms)} model(s)"]
-        for llm in llms:
-            plan = llm.dry_run([(judge.relevance_messages(qmap[q], chunks[c]), RelevanceAnswer, options.max_tokens)
-                                for q, c in pairs])
-            calls = plan["calls"] * args.samples
-            cost = "unknown (pass --price-in/--price-out)" if plan["cost_usd"] is None else f"${plan['cost_usd'] * args.samples:.4f}"
-            lines.append(f"{llm.config.model}: ~{calls} calls ({plan['cached']} pairs cached), ~{plan['tokens_in'] * args.samples} "
-                         f"tokens in, <= {plan['tokens_out'] * args.samples} out, cost {cost}"
-                         + (" (batching lowers this)" if args.batch > 1 else ""))
-        if args.coverage_out:
-            lines.append(f"coverage: {len({q for q, _ in pairs})} more calls")
-        return "\n".join(["dry run: nothing was called"] + lines)
-    summary = asyncio.run(judge_run(queries, chunks, run, llms, args.output, options=options, keep=keep,
-                                    qrels_out=args.qrels_out, coverage_out=args.coverage_out))
-    for llm in llms:
-        llm.close()
-    out = [summary.text(), f"judgments: {args.output}"]
+    configs = model_configs(llm_config(args), args.model)
+
+    def plan():
+        return plan_judge(queries, chunks, run, configs, args.output, options=options, keep=keep,
+                          coverage_out=args.coverage_out)
+    if args.dry_run:  # offline: no endpoint, no key
+        est = plan().estimate()
+        return to_json(est.to_dict()) if args.format == "json" else est.text()
+
+    async def body():
+        llms = build_llms(configs[0], args.model)
+        try:
+            return await execute_judge(plan(), llms, qrels_out=args.qrels_out)
+        finally:
+            for llm in llms:
+                llm.close()
+    result = run_locked([args.output, args.qrels_out, args.coverage_out], body)
+    if args.format == "json":
+        return to_json(nan_to_none(result.to_dict())), result.exit_code
+    out = [result.text(), f"judgments: {args.output}"]
     if args.qrels_out:
         out.append(f"qrels: {args.qrels_out}")
     if args.coverage_out:
         out.append(f"coverage: {args.coverage_out}")
-    return "\n".join(out)
+    return "\n".join(out), result.exit_code
 
 
 # --------------------------------------------------------------------------------------- check
@@ -133,7 +129,7 @@ def check(sub: Any) -> None:
                "--run datasets/example/runs/bm25.txt --qrels datasets/example/qrels.txt -o checks.jsonl")
     p.add_argument("answers", metavar="ANSWERS", help="JSONL: id, question, reference (string or list), "
                    "response, and contexts or context_ids")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="checks JSONL (appended; resumes)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="checks JSONL: one record per answer, written at the end; a rerun asks only what is missing")
     p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")
     p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")
     p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")
@@ -155,20 +151,27 @@ def _fmt_rate(r: dict) -> str:
     return f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
 
 
-def run_check(args: argparse.Namespace) -> str:
-    import asyncio
-
-    from ..stages.check import CheckOptions, check_answers, read_answers, read_human_labels, retrieval_recall
-    from ..errors import InputError
+def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import iter_jsonl, read_chunks, read_qrels, read_run
     from ..llm import LLM
     from ..llm.errors import LLMError
-    from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
+    from ..stages.check import (CheckOptions, check_answers, check_result, plan_check, read_answers, read_human_labels,
+                                retrieval_recall)
+    from ..stages.engine import run_locked
     if bool(args.run) != bool(args.qrels):
-        raise InputError("the diagnosis needs both --run and --qrels")
+        raise UsageError("the diagnosis needs both --run and --qrels")
+    if args.samples < 1:
+        raise UsageError("--samples must be at least 1")
     chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
     items = read_answers(args.answers, chunks)
+    qrels = read_qrels(args.qrels) if args.qrels else None
+    run = read_run(args.run) if args.run else None
+    human = read_human_labels(args.human) if args.human else None
     config = llm_config(args)
+    options = CheckOptions(samples=args.samples, quiet=args.quiet)
+    if args.dry_run:  # offline: no endpoint, no key
+        est = plan_check(items, config, args.output, options=options, chunks=chunks)
+        return to_json(est.to_dict()) if args.format == "json" else est.text()
     try:
         config.check()
         llm = LLM(config)
@@ -176,41 +179,25 @@ def run_check(args: argparse.Namespace) -> str:
         if e.kind != "config":
             raise
         llm = None
-    if args.dry_run:
-        from ..stages.check import Checker
-        from ..stages.check_rules import decide
-        todo = [it for it in items if decide([it.reference] if isinstance(it.reference, str) else it.reference,
-                                             it.response) is None]
-        if llm is None:
-            return f"dry run: {len(items) - len(todo)} answers decided by rules; {len(todo)} need an LLM (none configured)"
-        from ..stages.check import AnswerVerdict
-        checker = Checker(llm, CheckOptions(), chunks)
-        plan = llm.dry_run([(checker.messages(it), AnswerVerdict, 700) for it in todo])
-        cost = "unknown (pass --price-in/--price-out)" if plan["cost_usd"] is None else f"${plan['cost_usd'] * args.samples:.4f}"
-        return (f"dry run: {len(items) - len(todo)} answers decided by rules; ~{plan['calls'] * args.samples} calls "
-                f"({plan['cached']} cached), ~{plan['tokens_in'] * args.samples} tokens in, cost {cost}")
-    options = CheckOptions(samples=args.samples, quiet=args.quiet)
-    records = asyncio.run(check_answers(items, llm, args.output, options=options, chunks=chunks))
-    fields = {obj["id"]: obj for _, obj in iter_jsonl(args.answers)}
-    enriched = [{**fields.get(r["id"], {}), **r} for r in records]
-    result: dict = {"summary": label_summary(records)}
-    if args.by:
-        result["breakdown"] = {f: breakdown(enriched, f) for f in args.by}
-    if args.run:
-        recall = retrieval_recall(read_qrels(args.qrels), read_run(args.run), args.k)
-        labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
-        result["diagnosis"] = diagnosis(labels, recall, args.retrieval_threshold)
-    if args.human:
-        result["human"] = human_calibration(records, read_human_labels(args.human))
-    multi = [r for r in records if len(r.get("samples") or []) > 1]
-    if multi:
-        result["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
+
+    async def body():
+        try:
+            return await check_answers(items, llm, args.output, options=options, chunks=chunks)
+        finally:
+            if llm is not None:
+                llm.close()
+    done = run_locked([args.output], body)
+    fields = {str(obj.get("id")): obj for _, obj in iter_jsonl(args.answers)} if args.by else None
+    result = check_result(done, recall=retrieval_recall(qrels, run, args.k) if run is not None else None,
+                          threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)
     if llm is not None:
         result["usage"] = llm.usage.summary()
-        llm.close()
     if args.format == "json":
-        return to_json(nan_to_none(result))
-    return _check_text(result, args)
+        return to_json(nan_to_none(result)), done.exit_code
+    text = _check_text(result, args)
+    if done.errors:
+        text += "\n" + done.failure_text()
+    return text, done.exit_code
 
 
 def _check_text(result: dict, args: argparse.Namespace) -> str:
@@ -274,45 +261,51 @@ def generate(sub: Any) -> None:
     p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
     p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
     p.add_argument("--export", nargs=2, metavar=("FORMAT", "DIR"), help="also write the set as beir or llamaindex into DIR")
+    add_format_option(p, ("table", "json"))
     add_llm_options(p)
     p.set_defaults(handler=run_generate)
 
 
-def run_generate(args: argparse.Namespace) -> str:
-    import asyncio
-
-    from ..errors import InputError
-    from ..stages.generate import GenerateOptions, Generator, export, write_outputs
-    from ..stages.generate_checks import mix_counts, parse_mix
+def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import read_chunks
+    from ..errors import InputError
     from ..llm import LLM
+    from ..stages.engine import run_locked
+    from ..stages.generate import GenerateOptions, Generator, export, write_outputs
+    from ..stages.generate_checks import parse_mix
     try:
         mix = parse_mix(args.mix)
     except ValueError as e:
-        raise InputError(str(e)) from None
+        raise UsageError(str(e)) from None
     if args.export and args.export[0] not in ("beir", "llamaindex"):
-        raise InputError(f"--export format must be beir or llamaindex, got {args.export[0]!r}")
+        raise UsageError(f"--export format must be beir or llamaindex, got {args.export[0]!r}")
     chunks = read_chunks(args.chunks)
-    llm = LLM(llm_config(args))
-    probe = Generator(llm, chunks, GenerateOptions())
+    config = llm_config(args)
+    probe = Generator(None, chunks, GenerateOptions(), config)
     total = args.limit if args.limit is not None else int(round(args.per_chunk * len(probe.fit)))
     if total < 1:
-        raise InputError("nothing to generate: no usable chunks, or --limit below 1")
+        raise InputError("nothing to generate: no usable chunks, or --limit below 1", args.chunks)
     options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet)
-    if args.dry_run:
-        target = mix_counts(total, mix)
-        calls = target.get("easy", 0) * 2 + target.get("medium", 0) * 2 + target.get("hard", 0) * 5
-        return (f"dry run: {len(chunks)} chunks, {len(probe.unfit)} unfit; target {target}; about {calls} calls "
-                f"if every first try is accepted, up to {int(calls * options.attempts_per_question)} with retries")
-    gen = Generator(llm, chunks, options)
-    result = asyncio.run(gen.run())
+    if args.dry_run:  # offline: no endpoint, no key
+        est = Generator(None, chunks, options, config).estimate()
+        return to_json(est.to_dict()) if args.format == "json" else est.text()
+
+    async def body():
+        llm = LLM(config)
+        try:
+            result = await Generator(llm, chunks, options).run()
+            return result, llm.usage.summary()
+        finally:
+            llm.close()
+    result, usage = run_locked([args.output, args.rejects, args.qrels_out], body)
     write_outputs(result, args.output, args.rejects, args.qrels_out)
-    out = [result.summary(), llm.usage.summary(), f"questions: {args.output}"]
-    if args.export:
-        paths = export(result.accepted, chunks, args.export[0], args.export[1])
-        out.append(f"exported ({args.export[0]}): " + ", ".join(str(p) for p in paths))
-    llm.close()
-    return "\n".join(out)
+    exported = export(result.accepted, chunks, args.export[0], args.export[1]) if args.export else []
+    if args.format == "json":
+        return to_json({**result.to_dict(), "usage": usage}), result.exit_code
+    out = [result.summary(), usage, f"questions: {args.output}"]
+    if exported:
+        out.append(f"exported ({args.export[0]}): " + ", ".join(str(p) for p in exported))
+    return "\n".join(out), result.exit_code
 
 
 # --------------------------------------------------------------------------------------- remap

@@ -8,6 +8,7 @@ from typing import Any
 
 from .options import EPILOG_METRICS, add_format_option, add_metric_options
 from ..data.results import nan_to_none
+from ..errors import UsageError
 from ..product.formatting import render_table, to_json
 
 
@@ -108,14 +109,14 @@ def run_compare(args: argparse.Namespace) -> str:
     from ..errors import InputError
     from ..metrics.compare import compare
     if len(args.runs) < 2:
-        raise InputError("compare needs at least two runs")
+        raise UsageError("compare needs at least two runs")
     qrels, runs = _load_pair(args, args.runs)
     named = {}
     for path, run in zip(args.runs, runs):
         key = run.name if run.name not in named else path
         named[key] = run
     if len(named) < len(runs):
-        raise InputError("two runs have the same name and path")
+        raise UsageError("two runs have the same name and path")
     cmp = compare(qrels, named, args.metrics, missing=args.missing, relevance_level=args.relevance_level,
                   gain=args.gain, n_permutations=args.permutations, n_bootstrap=args.bootstrap,
                   confidence=args.confidence, seed=args.seed)

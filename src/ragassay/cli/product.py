@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..product.formatting import render_table, to_json
 from .options import add_format_option, add_llm_options, llm_config
 
@@ -64,7 +65,7 @@ def run_report(args: argparse.Namespace) -> str:
     from ..errors import InputError
     from ..product.report import load_inputs, write_report
     if bool(args.qrels) != bool(args.run) and not args.files:
-        raise InputError("--qrels and --run go together (or give result files)")
+        raise UsageError("--qrels and --run go together (or give result files)")
     inputs = load_inputs(args.files, qrels=args.qrels, runs=args.run, chunks=args.chunks)
     path = write_report(inputs, args.output, args.format, args.title)
     return f"report: {path}"
@@ -86,9 +87,10 @@ def track(sub: Any) -> None:
 
 
 def run_track(args: argparse.Namespace) -> str:
-    from ..product.tracking import History, flatten_result, git_commit, load_result
+    from ..data.results import load_result, result_metrics
+    from ..product.tracking import History, git_commit
     data = load_result(args.result)
-    kind, metrics = flatten_result(data, args.run)
+    kind, metrics = data["kind"], result_metrics(data, args.run, args.result)
     h = History(args.db)
     rid = h.add(kind, metrics, args.label, str(args.result), data.get("settings"), git_commit())
     h.close()
@@ -148,18 +150,27 @@ def gate(sub: Any) -> None:
     p.add_argument("--min", action="append", metavar="METRIC=VALUE", help="the metric must be at least VALUE")
     p.add_argument("--max", action="append", metavar="METRIC=VALUE", help="the metric must be at most VALUE")
     p.add_argument("--run", help="for compare results: which run to gate (default: the last)")
+    p.add_argument("--allow-errors", type=int, default=0, metavar="N",
+                   help="pass a stage result (judge, check, generate) with up to N error items (default 0)")
+    add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_gate)
 
 
-def run_gate(args: argparse.Namespace) -> str:
-    from ..errors import InputError
-    from ..product.tracking import flatten_result, gate, load_result, parse_thresholds
+def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..data.results import load_result, result_errors, result_metrics
+    from ..product.tracking import gate, parse_thresholds
     mins, maxs = parse_thresholds(args.min, "--min"), parse_thresholds(args.max, "--max")
     if not mins and not maxs:
-        raise InputError("give at least one threshold: --min METRIC=VALUE or --max METRIC=VALUE")
-    kind, values = flatten_result(load_result(args.result), args.run)
-    failures = gate(values, mins, maxs)
+        raise UsageError("give at least one threshold: --min METRIC=VALUE or --max METRIC=VALUE")
+    if args.allow_errors < 0:
+        raise UsageError("--allow-errors must be 0 or more")
+    data = load_result(args.result)
+    values = result_metrics(data, args.run, args.result)
+    failures = gate(values, mins, maxs, result_errors(data), args.allow_errors)
+    if args.format == "json":
+        return to_json({"kind": "gate", "passed": not failures, "failures": failures,
+                        "result_kind": data["kind"]}), 1 if failures else 0
     if failures:
         print("gate failed:\n" + "\n".join(f"  {f}" for f in failures), file=sys.stderr)
-        raise SystemExit(1)
-    return f"gate passed: {len(mins) + len(maxs)} threshold(s) hold ({kind} result)"
+        return "", 1
+    return f"gate passed: {len(mins) + len(maxs)} threshold(s) hold ({data['kind']} result)"

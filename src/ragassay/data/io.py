@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .columns import factorize, parse_floats, read_columns
-from ..errors import InputError
+from ..errors import InputError, OutputError
 from .tables import Qrels, Run, encode_ids, query_codes
 
 QrelsFormat = Literal["auto", "trec", "jsonl", "beir"]
@@ -24,20 +25,39 @@ RunFormat = Literal["auto", "trec", "jsonl", "beir"]
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 
 
-def _read_bytes(path: str | Path) -> bytes:
+def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
+    """The bytes of a text input (gzip undone, BOM dropped), or one clear error naming the file:
+    missing, a directory, unreadable, binary, or (unless ``allow_empty``) empty."""
     p = Path(path)
     if not p.exists():
         raise InputError("no such file", p)
     if p.is_dir():
         raise InputError("is a directory, expected a file", p)
-    data = p.read_bytes()
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", p) from None
     if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            raise InputError(f"looks gzipped but cannot be decompressed ({e})", p) from None
     if data.startswith(b"\xef\xbb\xbf"):
         data = b"   " + data[3:]  # keep byte offsets, drop the BOM
-    if not data or data.isspace():  # (isspace scans without copying a large file)
+    if b"\x00" in data[:8192]:
+        raise InputError("a binary file, expected text (JSON Lines, TREC or TSV)", p)
+    if not allow_empty and (not data or data.isspace()):  # (isspace scans without copying a large file)
         raise InputError("file is empty", p)
     return data
+
+
+def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -> str:
+    """An id as a string; refused when TREC files could not hold it (empty, or with whitespace)."""
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise InputError(f"{what} {text!r} is empty or contains whitespace, which TREC files cannot hold; "
+                         "rename it", path, line)
+    return text
 
 
 def _first_line(data: bytes) -> tuple[str, int]:
@@ -90,7 +110,7 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     JSONL lines carry ``query_id``, ``chunk_id`` (or ``doc_id``) and an integer ``grade``
     (``relevance`` is accepted too). Grades are integers; negative grades mean non-relevant.
     """
-    data = _read_bytes(path)
+    data = read_bytes_checked(path)
     fmt = _resolve_format(data, path, "qrels", format)
     if fmt == "trec":
         return _read_columns_qrels(data, path, ncols=4, q_col=0, d_col=2, g_col=3, skip=0)
@@ -107,7 +127,7 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
                 continue  # a failed judgment (status: error) carries no grade
             if isinstance(g, bool) or not isinstance(g, (int, float)) or g != int(g):
                 raise InputError(f"grade must be an integer, got {g!r}", path, no)
-            rows.append((str(q), str(d), int(g), no))
+            rows.append((check_id(q, "query id", path, no), check_id(d, "chunk id", path, no), int(g), no))
         return _qrels_from_rows(rows, path)
     raise InputError(f"unknown qrels format {format!r}: use trec, jsonl or beir", path)
 
@@ -166,7 +186,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     ``dedupe`` is true, which keeps its highest score. ``name`` defaults to the TREC tag or the
     file name.
     """
-    data = _read_bytes(path)
+    data = read_bytes_checked(path)
     fmt = _resolve_format(data, path, "run", format)
     default_name = Path(path).name.split(".")[0] or "run"
     if fmt in ("trec", "beir"):
@@ -192,7 +212,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
             s = _field(obj, ("score",), path, no)
             if isinstance(s, bool) or not isinstance(s, (int, float)) or not np.isfinite(s):
                 raise InputError(f"score must be a finite number, got {s!r}", path, no)
-            rows.append((str(q), str(d), float(s), no))
+            rows.append((check_id(q, "query id", path, no), check_id(d, "chunk id", path, no), float(s), no))
         if not rows:
             raise InputError("no results in file", path)
         queries, qidx = query_codes(r[0] for r in rows)
@@ -219,14 +239,16 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None) -> Iter
     """Yield ``(line number, object)`` for each non-blank line; bad JSON names file and line."""
     if isinstance(data, (str, Path)):
         path = data
-        data = _read_bytes(data)
+        data = read_bytes_checked(data)
     for no, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            msg = getattr(e, "msg", str(e))
+        except UnicodeDecodeError:
+            raise InputError("not valid UTF-8 text", path, no) from None
+        except json.JSONDecodeError as e:
+            msg = e.msg
             raise InputError(f"not valid JSON ({msg}): {raw[:80].decode('utf-8', 'replace')!r}", path, no) from None
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", path, no)
@@ -284,12 +306,12 @@ def read_queries(path: str | Path) -> dict[str, str]:
     Accepts JSONL with ``id``/``query_id``/``_id`` and ``question``/``query``/``text`` (so a
     questions file from ``generate`` works as is), or TSV lines ``id<TAB>text``.
     """
-    data = _read_bytes(path)
+    data = read_bytes_checked(path)
     out: dict[str, str] = {}
     line, _ = _first_line(data)
     if line.startswith("{"):
         for no, obj in iter_jsonl(data, path):
-            qid = _field(obj, ("id", "query_id", "_id", "qid"), path, no)
+            qid = check_id(_field(obj, ("id", "query_id", "_id", "qid"), path, no), "query id", path, no)
             text = _field(obj, ("question", "query", "text"), path, no)
             if not isinstance(text, str) or not text.strip():
                 raise InputError("query text is empty", path, no)
@@ -297,12 +319,17 @@ def read_queries(path: str | Path) -> dict[str, str]:
                 raise InputError(f"query id {qid!r} appears twice", path, no)
             out[str(qid)] = text
         return out
-    for no, raw in enumerate(data.decode("utf-8").splitlines(), start=1):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError("not valid UTF-8 text", path, data.count(b"\n", 0, e.start) + 1) from None
+    for no, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
         parts = raw.split("\t", 1)
         if len(parts) != 2 or not parts[1].strip():
             raise InputError("expected 'query id<TAB>query text'", path, no)
+        check_id(parts[0], "query id", path, no)
         if parts[0] in out:
             raise InputError(f"query id {parts[0]!r} appears twice", path, no)
         out[parts[0].strip()] = parts[1].strip()
@@ -317,31 +344,50 @@ def _pydantic_message(e: Any) -> str:
     return "; ".join(parts)
 
 
-def write_jsonl(path: str | Path, records: Iterable[Any], append: bool = False) -> int:
-    """Write records (pydantic models or dicts) as JSON Lines; returns how many were written."""
-    n = 0
-    with open(path, "a" if append else "w", encoding="utf-8") as f:
-        for r in records:
-            obj = r.model_dump(mode="json") if hasattr(r, "model_dump") else r
-            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
-            n += 1
-    return n
+def write_lines_atomic(path: str | Path, lines: Iterable[str]) -> None:
+    """Write text lines so that readers see the old file or the new one, never half of one; a full
+    disk or a missing directory is one error naming the file, and the old file stays."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for line in lines:
+                f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(path, e) from None
+
+
+def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
+    """Write records (pydantic models or dicts) as JSON Lines, atomically; returns how many."""
+    lines = [json.dumps(r.model_dump(mode="json") if hasattr(r, "model_dump") else r, ensure_ascii=False)
+             for r in records]
+    write_lines_atomic(path, lines)
+    return len(lines)
 
 
 def write_run(path: str | Path, run: Run, tag: str | None = None) -> None:
     """Write a run in TREC format, ranked as trec_eval would rank it."""
     tag = (tag or run.name or "run").replace(" ", "_")
-    with open(path, "w", encoding="utf-8") as f:
-        for qid, docs in run.ranked().items():
-            for rank, (doc, score) in enumerate(docs, start=1):
-                f.write(f"{qid} Q0 {doc} {rank} {score!r} {tag}\n")
+    lines = []
+    for qid, docs in run.ranked().items():
+        check_id(qid, "query id", None, None)
+        for rank, (doc, score) in enumerate(docs, start=1):
+            lines.append(f"{qid} Q0 {check_id(doc, 'chunk id', None, None)} {rank} {score!r} {tag}")
+    write_lines_atomic(path, lines)
 
 
-def write_qrels(path: str | Path, qrels: Qrels) -> None:
-    """Write qrels in TREC format (``qid 0 docid grade``)."""
-    with open(path, "w", encoding="utf-8") as f:
-        for q, d, g in qrels.rows():
-            f.write(f"{q} 0 {d} {g}\n")
+def write_qrels(path: str | Path, qrels: Qrels | Mapping[str, Mapping[str, int]]) -> int:
+    """Write qrels in TREC format (``qid 0 docid grade``), sorted; the one qrels writer. Returns rows."""
+    rows = qrels.rows() if isinstance(qrels, Qrels) else (
+        (q, d, g) for q, docs in qrels.items() for d, g in docs.items())
+    lines = [f"{check_id(q, 'query id', None, None)} 0 {check_id(d, 'chunk id', None, None)} {int(g)}"
+             for q, d, g in sorted(rows)]
+    write_lines_atomic(path, lines)
+    return len(lines)
 
 
 def coerce_qrels(q: Qrels | Mapping | str | Path) -> Qrels:

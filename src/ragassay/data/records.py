@@ -38,9 +38,9 @@ class Chunk(_Record):
     @field_validator("id", mode="before")
     @classmethod
     def _id_str(cls, v: Any) -> str:
-        if isinstance(v, (int, str)) and str(v).strip():
+        if isinstance(v, (int, str)) and str(v) and not any(c.isspace() for c in str(v)):
             return str(v)
-        raise ValueError("id must be a non-empty string")
+        raise ValueError("id must be a non-empty string without whitespace (TREC files cannot hold it)")
 
 
 class Question(_Record):

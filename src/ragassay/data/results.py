@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from ..errors import InputError, UsageError
 
 
 def nan_to_none(obj: Any) -> Any:
@@ -16,3 +21,89 @@ def nan_to_none(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [nan_to_none(v) for v in obj]
     return obj
+
+
+RESULT_VERSION = 1
+# what each kind of result is, and the rates of it that gates and history follow
+KINDS = ("evaluate", "compare", "agree", "judge", "check", "generate")
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """A result file written with ``--format json``; any other JSON is refused with the reason."""
+    from .io import read_bytes_checked
+    data = read_bytes_checked(path)
+    try:
+        obj = json.loads(data)
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8 text", path) from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg}", path, e.lineno) from None
+    if not isinstance(obj, dict) or obj.get("kind") not in KINDS:
+        raise InputError("not a ragassay result (no known 'kind'): write one with "
+                         f"'ragassay {{{', '.join(KINDS)}}} ... --format json > result.json'", path)
+    version = obj.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= RESULT_VERSION:
+        raise InputError(f"result version {version!r} is not one this ragassay reads (1..{RESULT_VERSION}); "
+                         "upgrade ragassay or rewrite the result", path)
+    return obj
+
+
+def _number(value: Any, name: str, path: str | Path | None) -> float | None:
+    """A metric value: a finite number, or None when the result has none. Anything else is an error:
+    a gate must never pass on NaN, infinity, ``true`` or the string "0.99"."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(f"metric {name!r} is {value!r}, not a finite number; this result was not written by "
+                         "ragassay or was edited", path)
+    return float(value)
+
+
+def result_metrics(result: Mapping[str, Any], run: str | None = None,
+                   path: str | Path | None = None) -> dict[str, float]:
+    """{metric name: value} of a result, by its kind. compare: the metrics of ``run`` (default: the
+    last run) plus ``RUN/metric`` for every run; check: label rates; judge: grade shares and errors."""
+    kind = result["kind"]
+    out: dict[str, float | None] = {}
+    try:
+        if kind == "evaluate":
+            out = {k: _number(v, k, path) for k, v in result["aggregate"].items()}
+        elif kind == "compare":
+            means = result["means"]
+            chosen = run or list(means)[-1]
+            if chosen not in means:
+                raise UsageError(f"run {chosen!r} is not in this comparison (runs: {', '.join(means)})")
+            out = {k: _number(v, k, path) for k, v in means[chosen].items()}
+            for r, metrics in means.items():
+                out.update({f"{r}/{k}": _number(v, f"{r}/{k}", path) for k, v in metrics.items()})
+        elif kind == "check":
+            s = result["summary"]
+            for lab in ("correct", "partial"):
+                out[f"{lab}_rate"] = _number(s["rates"][lab]["value"], f"{lab}_rate", path)
+            for name in ("hallucination_rate", "abstention_rate", "truthfulness", "correct_given_attempted"):
+                out[name] = _number(s[name]["value"], name, path)
+            out["errors"] = _number(result.get("errors", s.get("errors")), "errors", path)
+        elif kind == "agree":
+            for name in ("kappa", "kappa_linear", "kappa_quadratic", "krippendorff_alpha_ordinal"):
+                if name in result:
+                    out[name] = _number(result[name], name, path)
+        elif kind == "judge":
+            grades = result["grades"]
+            total = sum(grades.values()) or None
+            for g, n in grades.items():
+                out[f"grade_{g}_share"] = None if total is None else _number(n, f"grade_{g}", path) / total
+            out["errors"] = _number(result["errors"], "errors", path)
+        elif kind == "generate":
+            out = {"accepted": _number(result["accepted"], "accepted", path),
+                   "rejected": _number(result["rejected"], "rejected", path)}
+    except (KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"a {kind} result without the expected field {e}; was it edited?", path) from None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def result_errors(result: Mapping[str, Any]) -> int:
+    """Items of a stage result that ended without a label (error records); 0 for metric results."""
+    if result["kind"] in ("check", "judge", "generate"):
+        value = result.get("errors", 0)
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return 0

@@ -34,6 +34,20 @@ def cache_key(model: str, messages: list[dict], schema: dict | None, params: dic
 
 
 class Cache:
+    @classmethod
+    def read_only(cls, path: str | Path | None) -> Cache | None:
+        """The cache for looking answers up without writing (dry runs); None when there is none yet."""
+        if path is None or not Path(path).is_file():
+            return None
+        self = cls.__new__(cls)
+        self.path = Path(path)
+        try:
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
+            self.db.execute("SELECT 1 FROM answers LIMIT 1")
+        except sqlite3.Error:
+            return None
+        return self
+
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)

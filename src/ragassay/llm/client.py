@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import openai
@@ -49,7 +50,9 @@ class LLM:
         self.usage = Usage(config.model, config.price_in, config.price_out)
         self.mode = MODES[0]
         self._sleep, self._clock = sleep, clock
-        self._sem = asyncio.Semaphore(config.concurrency)
+        self._sem: asyncio.Semaphore | None = None  # made in the running event loop (see _semaphore)
+        self._sem_loop: Any = None
+        self.answered = False  # any answer from the endpoint yet? Until then a dead endpoint fails fast
         self._schemas: dict[type, tuple[str, dict, bool, str]] = {}
         self._cooldown_until = 0.0
         self._limiter = RateLimiter(config.rpm, config.tpm, sleep, clock)
@@ -66,12 +69,8 @@ class LLM:
 
         ``sample`` > 0 asks again for an independent answer (it is part of the cache key, not sent).
         """
-        name, schema, strict, _ = self._schema(response_model)
-        params = {"temperature": self.config.temperature if temperature is None else temperature,
-                  "max_tokens": max_tokens, "seed": seed}
-        if sample:
-            params["sample"] = sample
-        key = cache_key(self.config.model, messages, schema, params)
+        params = self.params(max_tokens, temperature, seed, sample)
+        key = self.request_key(messages, response_model, params)
         su = self.usage.stage(stage)
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -95,33 +94,19 @@ class LLM:
         su.ok += 1
         return answer
 
-    def estimate(self, messages: list[dict[str, str]], response_model: type[BaseModel],
-                 max_tokens: int | None = None) -> tuple[int, int]:
-        """(input, output) token estimate for one call, for --dry-run."""
-        schema_text = self._schema(response_model)[3]
-        tokens_in = sum(estimate_tokens(m.get("content") or "") + 4 for m in messages) + estimate_tokens(schema_text)
-        return tokens_in, max_tokens or 300
+    def params(self, max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
+               sample: int = 0) -> dict[str, Any]:
+        """The answer-changing parameters of one call, as they enter the cache key."""
+        params: dict[str, Any] = {"temperature": self.config.temperature if temperature is None else temperature,
+                                  "max_tokens": max_tokens, "seed": seed}
+        if sample:
+            params["sample"] = sample
+        return params
 
-    def dry_run(self, requests: list[tuple[list[dict[str, str]], type[BaseModel], int | None]]) -> dict:
-        """What ``ask`` would cost for each (messages, model, max_tokens), calling nothing.
-
-        Answers already in the cache cost nothing and are counted apart. Token counts are
-        estimates (4 characters a token; output = max_tokens, or 300).
-        """
-        calls = cached = tokens_in = tokens_out = 0
-        for messages, model, max_tokens in requests:
-            name, schema, strict, _ = self._schema(model)
-            params = {"temperature": self.config.temperature, "max_tokens": max_tokens, "seed": None}
-            if self.cache is not None and self.cache.get(cache_key(self.config.model, messages, schema, params)):
-                cached += 1
-                continue
-            t_in, t_out = self.estimate(messages, model, max_tokens)
-            calls, tokens_in, tokens_out = calls + 1, tokens_in + t_in, tokens_out + t_out
-        from .usage import price_for
-        price = price_for(self.config.model, self.config.price_in, self.config.price_out)
-        cost = None if price is None else (tokens_in * price[0] + tokens_out * price[1]) / 1e6
-        return {"calls": calls, "cached": cached, "tokens_in": tokens_in, "tokens_out": tokens_out,
-                "cost_usd": cost}
+    def request_key(self, messages: list[dict[str, str]], response_model: type[BaseModel],
+                    params: dict[str, Any]) -> str:
+        """The cache key of a call: pure, so a dry run finds the same key the run will use."""
+        return request_key(self.config.model or "", messages, response_model, params)
 
     def close(self) -> None:
         if self.cache is not None:
@@ -192,7 +177,7 @@ class LLM:
             wait = self._cooldown_until - self._clock()
             if wait > 0:
                 await self._sleep(wait)
-            async with self._sem:
+            async with self._semaphore():
                 await self._limiter.acquire(est)
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -201,8 +186,15 @@ class LLM:
                 finally:
                     self.in_flight -= 1
 
+        def dead_endpoint(retry_state) -> bool:
+            # Before the endpoint has answered once, a refused connection is not retried at length:
+            # a wrong URL or a server that is down should be reported in seconds, not minutes.
+            exc = retry_state.outcome.exception() if retry_state.outcome else None
+            return (not self.answered and retry_state.attempt_number >= 2
+                    and isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError))
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.max_attempts) | stop_after_delay(self.config.deadline),
+            stop=stop_after_attempt(self.config.max_attempts) | stop_after_delay(self.config.deadline) | dead_endpoint,
             wait=self._wait, retry=retry_if_exception(_transient), sleep=self._sleep, reraise=True)
         try:
             return await retrying(once)
@@ -233,7 +225,9 @@ class LLM:
                     kwargs["response_format"] = {"type": "json_object"}
             su.calls += 1
             try:
-                return await self.client.chat.completions.create(messages=messages, **kwargs)
+                completion = await self.client.chat.completions.create(messages=messages, **kwargs)
+                self.answered = True
+                return completion
             except openai.BadRequestError as e:
                 text = str(e).lower()
                 if mode != MODES[-1] and ("response_format" in text or "json_schema" in text
@@ -243,6 +237,14 @@ class LLM:
                         self.mode = MODES[MODES.index(mode) + 1]
                     continue
                 raise
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        """One semaphore per event loop: the same LLM serves several ``asyncio.run`` calls (stages
+        run one after another, notebooks) without 'bound to a different event loop'."""
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._sem_loop is not loop:
+            self._sem, self._sem_loop = asyncio.Semaphore(self.config.concurrency), loop
+        return self._sem
 
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
@@ -272,11 +274,22 @@ class LLM:
         """Built once per model class: the per-call CPU cost must stay that of the bare client."""
         cached = self._schemas.get(model)
         if cached is None:
-            schema, strict = strict_schema(model.model_json_schema())
-            name = re.sub(r"[^a-zA-Z0-9_-]", "_", model.__name__)[:64]
-            cached = (name, schema, strict, json.dumps(schema, ensure_ascii=False))
-            self._schemas[model] = cached
+            cached = self._schemas[model] = schema_of(model)
         return cached
+
+
+@lru_cache(maxsize=256)
+def schema_of(response_model: type[BaseModel]) -> tuple[str, dict, bool, str]:
+    """(name, closed JSON schema, strict?, schema text) of a response model, built once per class."""
+    schema, strict = strict_schema(response_model.model_json_schema())
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", response_model.__name__)[:64]
+    return name, schema, strict, json.dumps(schema, ensure_ascii=False)
+
+
+def request_key(model: str, messages: list[dict[str, str]], response_model: type[BaseModel],
+                params: dict[str, Any]) -> str:
+    """The cache key of one call; needs no client, so plans and dry runs compute it offline."""
+    return cache_key(model, messages, schema_of(response_model)[1], params)
 
 
 def strict_schema(schema: dict) -> tuple[dict, bool]:

@@ -80,5 +80,27 @@ class Usage:
 
 
 def estimate_tokens(text: str) -> int:
-    """Rough token count (4 characters a token), for --dry-run estimates only."""
+    """Rough token count (4 characters a token): used to pace rate limits, never to bill."""
     return max(1, (len(text) + 3) // 4)
+
+
+APPROXIMATE = "approximate: 4 characters a token"
+
+
+def token_counter(model: str | None):
+    """(count(text) -> int, name of the method) for estimates.
+
+    tiktoken's encoding for OpenAI models when tiktoken is installed and its encoding files can be
+    loaded (they are downloaded once, so offline they may be missing); otherwise 4 characters a
+    token, and the estimate says so.
+    """
+    try:
+        import tiktoken
+        try:
+            enc = tiktoken.encoding_for_model((model or "").split("/")[-1])
+        except KeyError:
+            enc = tiktoken.get_encoding("o200k_base")
+        enc.encode("probe")
+    except Exception:  # not installed, unknown, or its files cannot be fetched offline
+        return estimate_tokens, APPROXIMATE
+    return (lambda text: len(enc.encode(text, disallowed_special=()))), f"tiktoken {enc.name}"

@@ -36,7 +36,7 @@ class Agreement:
     run_ranking: dict | None = field(default=None)
 
     def to_dict(self) -> dict:
-        d = dict(self.__dict__)
+        d = {"kind": "agree", "version": 1, **self.__dict__}
         d["kappa_binary"] = {f">={k}": v for k, v in self.kappa_binary.items()}
         return nan_to_none(d)
 

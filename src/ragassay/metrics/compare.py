@@ -54,7 +54,7 @@ class Comparison:
                 for name, ev in self.evaluations.items()}
 
     def to_dict(self) -> dict:
-        return {"baseline": self.runs[0], "queries": len(self.queries), "means": self.means,
+        return {"kind": "compare", "version": 1, "baseline": self.runs[0], "queries": len(self.queries), "means": self.means,
                 "tests": [t.__dict__ for t in self.tests], "settings": self.settings}
 
 

@@ -68,6 +68,7 @@ class Evaluation:
 
     def to_dict(self) -> dict:
         return {
+            "kind": "evaluate", "version": 1,
             "run": self.run_name,
             "aggregate": self.aggregate,
             "per_query": self.per_query,

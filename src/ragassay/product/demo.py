@@ -33,11 +33,10 @@ def _write_json(path: Path, data: Any) -> None:
 
 def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=print) -> dict:
     from ..data import io as rio
-    from ..stages.check import CheckOptions, check_answers, read_answers, retrieval_recall
+    from ..stages.check import CheckOptions, check_answers, check_result, read_answers, retrieval_recall
     from ..metrics.agreement import agree
     from ..metrics.compare import compare
     from ..metrics.evaluate import evaluate
-    from ..metrics.labels import diagnosis, label_summary
     from .report import load_inputs, write_report
     from ..stages.retrieve import load_callable, run_retriever
 
@@ -114,11 +113,9 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     # 4. check the example answers (rules only without an endpoint)
     answers = read_answers(ex / "answers.jsonl", chunks)
     (out / "checks.jsonl").unlink(missing_ok=True)
-    records = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
-                                        options=CheckOptions(quiet=True), announce=False))
-    result = {"summary": label_summary(records),
-              "diagnosis": diagnosis({r["id"]: r["label"] for r in records if r["status"] == "ok"},
-                                     retrieval_recall(qrels, runs[0], 10))}
+    done_checks = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
+                                            options=CheckOptions(quiet=True), announce=False))
+    result = check_result(done_checks, recall=retrieval_recall(qrels, runs[0], 10))
     _write_json(out / "check.json", result)
     s = result["summary"]
     log(f"check: {s['graded']} of {s['answers']} answers graded ({s['counts']['correct']} correct, "

@@ -44,7 +44,8 @@ class ReportInputs:
 
 def load_inputs(paths: Sequence[str | Path], qrels: str | Path | None = None, runs: Sequence[str | Path] = (),
                 chunks: str | Path | None = None) -> ReportInputs:
-    from ..data.io import iter_jsonl, read_chunks, read_qrels, read_run
+    from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_run
+    from ..data.results import load_result
     inp = ReportInputs()
     if qrels:
         inp.qrels = read_qrels(qrels)
@@ -53,31 +54,31 @@ def load_inputs(paths: Sequence[str | Path], qrels: str | Path | None = None, ru
         inp.chunks = {c.id: c for c in read_chunks(chunks)}
     for p in paths:
         p = Path(p)
-        if not p.exists():
-            raise InputError("no such file", p)
-        text = p.read_text(encoding="utf-8")
+        data = read_bytes_checked(p)
         try:
-            data = json.loads(text)  # one JSON document (or a one-line JSONL file)
-        except json.JSONDecodeError:
-            data = None  # several lines: JSONL
-        records = [data] if isinstance(data, dict) else [obj for _, obj in iter_jsonl(text.encode("utf-8"), p)]
+            whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            whole = None  # several lines: judge's records
+        if isinstance(whole, dict) and "kind" in whole:
+            result = load_result(p)  # checks kind and version
+            kind = result["kind"]
+            if kind == "evaluate":
+                inp.evaluate.append(result)
+            elif kind in ("compare", "check", "agree"):
+                setattr(inp, kind, result)
+            else:
+                raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
+                                 "themselves, not the summary", p)
+            continue
+        records = [obj for _, obj in iter_jsonl(data, p)]
         first = records[0] if records else {}
-        if {"chunk_id", "grade"} <= set(first):
+        if {"query_id", "chunk_id", "grade", "status"} <= set(first):  # judgment records (data contract)
             inp.judgments = records
-        elif "coverage" in first and "query_id" in first:
+        elif {"query_id", "coverage", "status"} <= set(first):         # coverage records
             inp.coverage = records
-        elif data is None:
-            raise InputError("a JSONL file the report does not know (expected judge's judgments or coverage)", p)
-        elif "aggregate" in data:
-            inp.evaluate.append(data)
-        elif "means" in data and "tests" in data:
-            inp.compare = data
-        elif "summary" in data and "rates" in data.get("summary", {}):
-            inp.check = data
-        elif "kappa" in data and "confusion" in data:
-            inp.agree = data
         else:
-            raise InputError("a JSON file the report does not know (expected evaluate, compare, check or agree output)", p)
+            raise InputError("neither a ragassay result (JSON with a 'kind') nor judge's judgments or coverage "
+                             "(JSON Lines)", p)
     return inp
 
 

@@ -11,50 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, UsageError
 
 DEFAULT_DB = Path(".ragassay") / "history.sqlite"
-
-
-def flatten_result(data: Mapping[str, Any], run: str | None = None) -> tuple[str, dict[str, float]]:
-    """(kind, {metric name: value}) from the JSON of evaluate, compare or check.
-
-    compare: the metrics of ``run`` (default: the last run), plus ``RUN/metric`` for every run.
-    check: ``correct_rate``, ``partial_rate``, ``hallucination_rate``, ``abstention_rate``,
-    ``truthfulness``, ``correct_given_attempted``, ``errors``.
-    """
-    if "aggregate" in data and isinstance(data["aggregate"], Mapping):
-        return "evaluate", {k: float(v) for k, v in data["aggregate"].items() if v is not None}
-    if "means" in data and "baseline" in data:
-        means = data["means"]
-        chosen = run or list(means)[-1]
-        if chosen not in means:
-            raise InputError(f"run {chosen!r} is not in this comparison (runs: {', '.join(means)})")
-        out = {k: float(v) for k, v in means[chosen].items() if v is not None}
-        for r, metrics in means.items():
-            out.update({f"{r}/{k}": float(v) for k, v in metrics.items() if v is not None})
-        return "compare", out
-    if "summary" in data and "rates" in data["summary"]:
-        s = data["summary"]
-        out = {f"{lab}_rate": s["rates"][lab]["value"] for lab in ("correct", "partial") if s["rates"][lab]["value"] is not None}
-        for name, key in (("hallucination_rate", "hallucination_rate"), ("abstention_rate", "abstention_rate"),
-                          ("truthfulness", "truthfulness"), ("correct_given_attempted", "correct_given_attempted")):
-            if s[key]["value"] is not None:
-                out[name] = s[key]["value"]
-        out["errors"] = float(s["errors"])
-        return "check", out
-    raise InputError("not a result this command knows: expected the JSON of evaluate, compare or check "
-                     "(run them with --format json)")
-
-
-def load_result(path: str | Path) -> dict:
-    p = Path(path)
-    if not p.exists():
-        raise InputError("no such file", p)
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e.msg}", p, e.lineno) from None
 
 
 def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
@@ -62,11 +21,11 @@ def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
     for item in items or []:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise InputError(f"{flag} needs METRIC=VALUE, e.g. {flag} ndcg@10=0.6 (got {item!r})")
+            raise UsageError(f"{flag} needs METRIC=VALUE, e.g. {flag} ndcg@10=0.6 (got {item!r})")
         try:
             out[name.strip()] = float(value)
         except ValueError:
-            raise InputError(f"{flag} {item!r}: {value!r} is not a number") from None
+            raise UsageError(f"{flag} {item!r}: {value!r} is not a number") from None
     return out
 
 
@@ -82,9 +41,14 @@ def canonical(name: str) -> str:
     return f"{prefix}/{base}" if slash else base
 
 
-def gate(values: Mapping[str, float], mins: Mapping[str, float], maxs: Mapping[str, float]) -> list[str]:
-    """Failed thresholds, as sentences; empty when all hold. A missing metric fails."""
+def gate(values: Mapping[str, float], mins: Mapping[str, float], maxs: Mapping[str, float],
+         errors: int = 0, allow_errors: int = 0) -> list[str]:
+    """Failed thresholds, as sentences; empty when all hold. A missing metric fails, and so does a
+    stage result with more error (ungraded) items than ``allow_errors``."""
     failures = []
+    if errors > allow_errors:
+        failures.append(f"{errors} items of this result are errors (ungraded), more than --allow-errors "
+                        f"{allow_errors}: rerun the stage to retry them")
     for name, limit in mins.items():
         key = canonical(name)
         if key not in values:

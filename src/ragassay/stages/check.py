@@ -18,9 +18,8 @@ from pydantic import BaseModel
 
 from .check_rules import decide
 from ..errors import InputError
-from ..llm import LLM, LLMError
-from .runner import run_items
-from .journal import latest_records
+from ..llm import LLM, LLMConfig, LLMError
+from .engine import Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, run_stage
 from ..llm.prompts import delimit, load_prompt
 from ..data.records import AnswerItem, Chunk
 
@@ -71,13 +70,28 @@ def majority_label(labels: Sequence[str]) -> str:
     return max((lab for lab, c in counts.items() if c == top), key=SEVERITY.__getitem__)
 
 
-class Checker:
-    def __init__(self, llm: LLM | None, options: CheckOptions | None = None,
+RULES_VERSION = 1  # bump when check_rules changes what it decides: keys change, answers are redone
+
+
+class Checker(Stage):
+    """Rules first (no call); the LLM grades the rest. ``configs`` holds the grader's config, or is
+    empty when no endpoint is configured: then undecided answers become error records."""
+
+    name = "check"
+
+    def __init__(self, configs: Sequence[LLMConfig], options: CheckOptions | None = None,
                  chunks: Mapping[str, Chunk] | None = None):
-        self.llm = llm
+        self.configs = list(configs)[:1]
         self.options = options or CheckOptions()
         self.chunks = chunks or {}
         self.prompt = load_prompt("check_answer")
+
+    @property
+    def model(self) -> str | None:
+        return self.configs[0].model if self.configs else None
+
+    def identity(self, record: dict) -> str:
+        return record["id"]
 
     def contexts(self, item: AnswerItem) -> list[tuple[str, str]]:
         if item.contexts is not None:
@@ -99,25 +113,39 @@ class Checker:
                                     response=delimit("RESPONSE", item.response),
                                     passages="\n\n".join(blocks) if blocks else "(no passages were given)")
 
-    async def check(self, item: AnswerItem) -> dict:
-        base = {"id": item.id, "response_words": len(item.response.split())}
-        ruled = decide(references(item), item.response)
+    def temperature(self) -> float:
+        base = self.configs[0].temperature if self.configs else 0.0
+        return max(base, self.options.sample_temperature) if self.options.samples > 1 else base
+
+    def plan(self, items: Sequence[AnswerItem]) -> list[WorkItem]:
+        o = self.options
+        out = []
+        for it in items:
+            key = fingerprint("check", self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
+                              [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
+                              o.max_tokens, o.max_context_chars)
+            ruled = decide(references(it), it.response)
+            calls = []
+            if ruled is None and self.configs:
+                messages = self.messages(it)
+                calls = [Call.of(0, messages, AnswerVerdict, "check", o.max_tokens, self.temperature(), sample=s)
+                         for s in range(o.samples)]
+            out.append(WorkItem(key, calls, (it, ruled)))
+        return out
+
+    async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
+        item, ruled = work.payload
+        base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key}
         if ruled is not None:
             label, why = ruled
-            return {**base, "label": label, "grounded": None, "unsupported_claims": [], "rationale": why,
-                    "decided_by": "rule", "status": "ok", "error": None, "model": None, "prompt": None,
-                    "samples": [], "fault": None}
-        if self.llm is None:
+            return [{**base, "label": label, "grounded": None, "unsupported_claims": [], "rationale": why,
+                     "decided_by": "rule", "status": "ok", "error": None, "model": None, "prompt": None,
+                     "samples": [], "fault": None}]
+        if not answers:
             raise LLMError("config", "needs an LLM verdict but no endpoint is configured "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
+        verdicts = answers
         has_context = bool(self.contexts(item))
-        temperature = (max(self.llm.config.temperature, self.options.sample_temperature)
-                       if self.options.samples > 1 else self.llm.config.temperature)
-        verdicts = []
-        for s in range(self.options.samples):
-            verdicts.append(await self.llm.ask(self.messages(item), AnswerVerdict, stage="check",
-                                               max_tokens=self.options.max_tokens, temperature=temperature,
-                                               sample=s))
         label = majority_label([v.label for v in verdicts])
         chosen = next(v for v in verdicts if v.label == label)
         grounded = chosen.grounded if has_context else None
@@ -125,37 +153,69 @@ class Checker:
         if label in ("hallucinated", "partial") and has_context:
             # wrong but faithful to the context: the retrieved context misled it
             fault = "retrieval" if grounded == "supported" else "generation"
-        return {**base, "label": label, "grounded": grounded, "unsupported_claims": chosen.unsupported_claims,
-                "rationale": f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
-                             f"comparison: {chosen.comparison}",
-                "decided_by": "llm", "status": "ok", "error": None, "model": self.llm.config.model,
-                "prompt": self.prompt.id, "samples": [v.label for v in verdicts], "fault": fault}
+        return [{**base, "label": label, "grounded": grounded, "unsupported_claims": chosen.unsupported_claims,
+                 "rationale": f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
+                              f"comparison: {chosen.comparison}",
+                 "decided_by": "llm", "status": "ok", "error": None, "model": self.model,
+                 "prompt": self.prompt.id, "samples": [v.label for v in verdicts], "fault": fault}]
 
-
-def error_check(item: AnswerItem, e: LLMError, model: str | None) -> dict:
-    return {"id": item.id, "label": None, "grounded": None, "unsupported_claims": [], "rationale": None,
-            "decided_by": None, "status": "error", "error": e.reason, "model": model, "prompt": None,
-            "samples": [], "fault": None, "response_words": len(item.response.split())}
+    def error_records(self, work: WorkItem, error: LLMError) -> list[dict]:
+        item, _ = work.payload
+        return [{"id": item.id, "label": None, "grounded": None, "unsupported_claims": [], "rationale": None,
+                 "decided_by": None, "status": "error", "error": error.reason, "model": self.model,
+                 "prompt": None, "samples": [], "fault": None, "response_words": len(item.response.split()),
+                 "key": work.key}]
 
 
 async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: str | Path, *,
-                        options: CheckOptions | None = None,
-                        chunks: Mapping[str, Chunk] | None = None, announce: bool = True) -> list[dict]:
-    """Check every answer (resumable) and return the latest record per answer id."""
+                        options: CheckOptions | None = None, chunks: Mapping[str, Chunk] | None = None,
+                        announce: bool = True) -> StageRun:
+    """Check every answer (resumable); ``.records`` holds one record per answer, in input order."""
     options = options or CheckOptions()
-    checker = Checker(llm, options, chunks)
+    checker = Checker([llm.config] if llm is not None else [], options, chunks)
+    work = checker.plan(items)
     if llm is None and announce:
-        undecided = sum(1 for it in items if decide(references(it), it.response) is None)
+        undecided = sum(1 for w in work if w.payload[1] is None)
         if undecided:
             print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and are "
                   "recorded as errors; set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
                   file=sys.stderr)
-    await run_items(llm, items, key=lambda it: it.id, record_key=lambda r: r["id"],
-                    work=checker.check, on_error=lambda it, e: error_check(it, e, llm.config.model if llm else None),
-                    output=output, stage="check", quiet=options.quiet)
-    latest = latest_records(output, lambda r: r["id"])
-    order = {it.id: i for i, it in enumerate(items)}
-    return sorted((r for r in latest.values() if r["id"] in order), key=lambda r: order[r["id"]])
+    store = OutputStore(output, checker.identity)
+    return await run_stage(checker, work, [llm] if llm is not None else [], store,
+                           concurrency=llm.config.concurrency if llm else 8, quiet=options.quiet)
+
+
+def plan_check(items: Sequence[AnswerItem], config: LLMConfig | None, output: str | Path, *,
+               options: CheckOptions | None = None, chunks: Mapping[str, Chunk] | None = None) -> Estimate:
+    """The dry run of :func:`check_answers`: calls, tokens and cost, offline."""
+    config = config or LLMConfig()
+    checker = Checker([config], options or CheckOptions(), chunks)
+    store = OutputStore(output, checker.identity)
+    return estimate(checker.plan(items), lambda w: store.done(w.key), [config])
+
+
+def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
+                 human: Mapping[str, str] | None = None, by: Sequence[str] = (),
+                 fields: Mapping[str, dict] | None = None) -> dict:
+    """The typed result of a check run (kind ``check``): label rates with intervals, and when given,
+    the retrieval/generation diagnosis (``recall``: recall@k per answer id), agreement with people
+    (``human``) and breakdowns by answer fields (``by``, looked up in ``fields``)."""
+    from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
+    records = done.records
+    result: dict = {"kind": "check", "version": 1, "items": len(records), "ok": done.ok, "errors": done.errors,
+                    "error_reasons": dict(done.error_reasons.most_common(5)), "summary": label_summary(records)}
+    if by:
+        enriched = [{**(fields or {}).get(r["id"], {}), **r} for r in records]
+        result["breakdown"] = {f: breakdown(enriched, f) for f in by}
+    if recall is not None:
+        labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
+        result["diagnosis"] = diagnosis(labels, recall, threshold)
+    if human is not None:
+        result["human"] = human_calibration(records, human)
+    multi = [r for r in records if len(r.get("samples") or []) > 1]
+    if multi:
+        result["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
+    return result
 
 
 def retrieval_recall(qrels, run, k: int) -> dict[str, float]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -29,11 +28,14 @@ from pydantic import BaseModel, Field
 
 from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems,
                               unfit_chunk)
-from ..llm import LLM, LLMError
+from ..data.io import write_jsonl, write_lines_atomic, write_qrels
+from ..llm import LLM, LLMConfig, LLMError
+from .engine import Call, Estimate, StageAborted, WorkItem, estimate, fingerprint, progress_bar
 from ..llm.prompts import delimit, load_prompt
 from ..data.records import Chunk, Question
 
 Difficulty = Literal["easy", "medium", "hard"]
+LEVEL_ORDER = ("hard", "medium", "easy")  # hardest to fill first; relabels land in easy
 
 
 class Evidence(BaseModel):
@@ -80,7 +82,31 @@ class GenerateResult:
             "kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
             f"rejected {len(self.rejects)}" + (": " + "; ".join(f"{k} {v}" for k, v in reasons.most_common()) if reasons else ""),
             f"chunks unfit to ask about: {len(self.unfit_chunks)}"]
+        short = self.shortfall
+        if short:
+            lines.append("fell short of the target: " + ", ".join(f"{k} {v} fewer" for k, v in short.items())
+                         + "; the rejects above say why (a rerun with --limit or another --seed tries other chunks)")
         return "\n".join(lines)
+
+    @property
+    def shortfall(self) -> dict[str, int]:
+        per_level = Counter(q.difficulty for q in self.accepted)
+        return {k: n - per_level.get(k, 0) for k, n in self.target.items() if per_level.get(k, 0) < n}
+
+    @property
+    def exit_code(self) -> int:
+        """0 the target was met; 3 some questions are missing; 1 none was accepted."""
+        if not self.accepted:
+            return 1
+        return 3 if self.shortfall else 0
+
+    def to_dict(self) -> dict:
+        per_level = Counter(q.difficulty for q in self.accepted)
+        return {"kind": "generate", "version": 1, "accepted": len(self.accepted),
+                "target": dict(self.target), "delivered": {k: per_level.get(k, 0) for k in ("easy", "medium", "hard")},
+                "shortfall": self.shortfall, "rejected": len(self.rejects),
+                "reject_reasons": dict(Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)),
+                "unfit_chunks": len(self.unfit_chunks)}
 
 
 def _qid(chunk_ids: Sequence[str], difficulty: str, question: str) -> str:
@@ -89,9 +115,16 @@ def _qid(chunk_ids: Sequence[str], difficulty: str, question: str) -> str:
 
 
 class Generator:
-    def __init__(self, llm: LLM, chunks: Sequence[Chunk], options: GenerateOptions):
+    """Plans and runs a question set. ``llm`` may be None to plan or estimate only (``config`` then
+    names the model)."""
+
+    def __init__(self, llm: LLM | None, chunks: Sequence[Chunk], options: GenerateOptions,
+                 config: LLMConfig | None = None):
         self.llm = llm
+        self.config = llm.config if llm is not None else (config or LLMConfig())
         self.options = options
+        self.failures: list[LLMError] = []
+        self.answered = False
         self.chunks = {c.id: c for c in chunks}
         self.order = [c.id for c in chunks]
         self.unfit = {c.id: why for c in chunks if (why := unfit_chunk(c.text))}
@@ -127,12 +160,86 @@ class Generator:
             return None
         return [cid] + partners[: 1 if rng.random() < 0.5 else 2]
 
+    def first_waves(self) -> list[tuple[str, list[str]]]:
+        """(difficulty, chunk ids) of every candidate a run tries when each one is accepted: the same
+        code path as :meth:`run`, so the dry run's plan is the run's."""
+        rng = random.Random(self.options.seed)
+        pool, cursor = self.stratified(rng), [0]
+        out = []
+        for level in LEVEL_ORDER:
+            want = mix_counts(self.options.total, self.options.mix).get(level, 0)
+            out += [(level, g) for g in self._wave(level, want, pool, cursor, rng)[0]]
+        return out
+
+    def _wave(self, level: str, n: int, pool: list[str], cursor: list[int], rng: random.Random) -> tuple[list[list[str]], int]:
+        """The next ``n`` candidate groups of a level (fewer when a hard group cannot be formed), and
+        how many tries that used."""
+        wave, tries = [], 0
+        for _ in range(n if pool else 0):
+            cid = pool[cursor[0] % len(pool)]
+            cursor[0] += 1
+            tries += 1
+            group = self.group_for(cid, rng) if level == "hard" else [cid]
+            if group:
+                wave.append(group)
+        return wave, tries
+
+    def question_messages(self, chunk_ids: list[str], difficulty: str) -> list[dict[str, str]]:
+        passages = "\n\n".join(delimit(f"PASSAGE id={c}", self.chunks[c].text) for c in chunk_ids)
+        return self.q_prompt.messages(difficulty=difficulty, passages=passages)
+
+    def verify_messages(self, question: str, answer: str, chunk_ids: list[str]) -> list[dict[str, str]]:
+        passages = "\n\n".join(delimit(f"PASSAGE id={c}", self.chunks[c].text) for c in chunk_ids)
+        return self.v_prompt.messages(question=delimit("QUESTION", question),
+                                      answer=delimit("PROPOSED ANSWER", answer), passages=passages)
+
+    def candidate_calls(self, chunk_ids: list[str], difficulty: str,
+                        generated: GeneratedQuestion | None = None) -> list[Call]:
+        """The calls one accepted candidate makes: generate, verify, and for hard, verify per chunk.
+        Verification messages hold the generated question; before it exists they are sized with an
+        empty one."""
+        q, a = (generated.question, generated.answer) if generated is not None else ("", "")
+        calls = [Call.of(0, self.question_messages(chunk_ids, difficulty), GeneratedQuestion, "generate", 500,
+                         max(self.config.temperature, 0.7)),
+                 Call.of(0, self.verify_messages(q, a, chunk_ids), Verification, "verify", 400)]
+        if difficulty == "hard":
+            calls += [Call.of(0, self.verify_messages(q, a, [c]), Verification, "verify", 400) for c in chunk_ids]
+        return calls
+
+    def estimate(self) -> Estimate:
+        """Calls, tokens and cost if every first candidate is accepted (each rejection costs one
+        more candidate, up to ``attempts_per_question`` per wanted question)."""
+        from ..llm.cache import Cache
+        from ..llm.client import request_key
+        cache = Cache.read_only(self.config.cache_path) if self.config.use_cache else None
+        items = []
+        for level, group in self.first_waves():
+            calls = self.candidate_calls(group, level)
+            hit = None
+            if cache is not None:
+                first = calls[0]
+                hit = cache.get(request_key(self.config.model or "", first.message_list, first.response_model,
+                                            first.params(self.config.temperature)))
+            if hit is not None:  # the question is known: the verification messages are exact
+                try:
+                    calls = self.candidate_calls(group, level, GeneratedQuestion.model_validate(hit["answer"]))
+                except ValueError:
+                    pass
+            items.append(WorkItem(fingerprint(level, group), calls, None))
+        if cache is not None:
+            cache.close()
+        est = estimate(items, lambda it: False, [self.config])
+        worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
+        est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; each rejected candidate costs "
+                    f"another try, at most about {worst} candidates in all")
+        return est
+
     # -- one candidate
     async def candidate(self, chunk_ids: list[str], difficulty: str) -> tuple[Question | None, dict | None]:
         texts = [self.chunks[c].text for c in chunk_ids]
-        passages = "\n\n".join(delimit(f"PASSAGE id={c}", self.chunks[c].text) for c in chunk_ids)
-        g = await self.llm.ask(self.q_prompt.messages(difficulty=difficulty, passages=passages), GeneratedQuestion,
-                               stage="generate", max_tokens=500, temperature=max(self.llm.config.temperature, 0.7))
+        llms = [self.llm]
+        g = await self.candidate_calls(chunk_ids, difficulty)[0].ask(llms)
+        self.answered = True
         base = {"chunk_ids": chunk_ids, "difficulty": difficulty, "question": g.question, "answer": g.answer}
 
         def reject(reason: str, **scores) -> tuple[None, dict]:
@@ -157,15 +264,16 @@ class Generator:
         if difficulty == "medium" and easy_looking:
             label = "easy"
             checks["relabelled"] = "medium -> easy: gold chunk is BM25 rank 1 with most of the question's words"
-        v = await self._verify(g.question, g.answer, chunk_ids)
+        verify = self.candidate_calls(chunk_ids, difficulty, g)[1:]
+        v = await verify[0].ask(llms)
         checks["answerable"] = v.answerable
         checks["answer_supported"] = v.answer_supported
         if not (v.answerable and v.answer_supported):
             return reject(f"not answerable from its gold chunks: {v.reason}", **checks)
         if difficulty == "hard":
             singles = {}
-            for c in chunk_ids:
-                vs = await self._verify(g.question, g.answer, [c])
+            for c, call in zip(chunk_ids, verify[1:]):
+                vs = await call.ask(llms)
                 singles[c] = vs.answerable and vs.answer_supported
             checks["single_chunk_answerable"] = singles
             if any(singles.values()):
@@ -173,44 +281,31 @@ class Generator:
                 return reject(f"fake multi-hop: answerable from chunk {one!r} alone", **checks)
         q = Question(id=_qid(chunk_ids, label, g.question), question=g.question.strip(), answer=g.answer.strip(),
                      difficulty=label, kind=g.kind, chunk_ids=chunk_ids,
-                     evidence=[e.quote for e in g.evidence], checks=checks, model=self.llm.config.model,
+                     evidence=[e.quote for e in g.evidence], checks=checks, model=self.config.model,
                      prompt=self.q_prompt.id)
         return q, None
-
-    async def _verify(self, question: str, answer: str, chunk_ids: list[str]) -> Verification:
-        passages = "\n\n".join(delimit(f"PASSAGE id={c}", self.chunks[c].text) for c in chunk_ids)
-        return await self.llm.ask(self.v_prompt.messages(question=delimit("QUESTION", question),
-                                                         answer=delimit("PROPOSED ANSWER", answer), passages=passages),
-                                  Verification, stage="verify", max_tokens=400)
 
     # -- the whole set
     async def run(self) -> GenerateResult:
         opts = self.options
         rng = random.Random(opts.seed)
         target = mix_counts(opts.total, opts.mix)
-        pool = self.stratified(rng)
-        from .runner import progress_bar
+        pool, cursor = self.stratified(rng), [0]
         bar = progress_bar(opts.total, 0, "generate", opts.quiet)  # counts accepted questions
         accepted: list[Question] = []
         rejects: list[dict] = []
-        cursor = 0
-        for level in ("hard", "medium", "easy"):  # hardest to fill first; relabels land in easy
+        for level in LEVEL_ORDER:
             want = target.get(level, 0)
             tries = 0
             max_tries = int(want * opts.attempts_per_question) + 1
             while sum(1 for q in accepted if q.difficulty == level) < want and tries < max_tries and pool:
                 need = want - sum(1 for q in accepted if q.difficulty == level)
-                wave = []
-                for _ in range(min(need, max_tries - tries)):
-                    cid = pool[cursor % len(pool)]
-                    cursor += 1
-                    tries += 1
-                    group = self.group_for(cid, rng) if level == "hard" else [cid]
-                    if group:
-                        wave.append(group)
+                wave, used = self._wave(level, min(need, max_tries - tries), pool, cursor, rng)
+                tries += used
                 if not wave:
                     break
                 results = await asyncio.gather(*(self._safe(g, level) for g in wave))
+                self._stop_if_dead()
                 for q, rej in results:  # in plan order, so the set does not depend on timing
                     if q is None:
                         rejects.append(rej)
@@ -230,32 +325,31 @@ class Generator:
             bar.close()
         return GenerateResult(accepted, rejects, dict(self.unfit), target)
 
+    def _stop_if_dead(self) -> None:
+        """The first calls all failed the same way: say so now instead of trying every candidate."""
+        kinds = {e.kind for e in self.failures}
+        if (not self.answered and len(self.failures) >= 1 and len(kinds) == 1
+                and kinds <= {"transport", "auth", "request"}):
+            raise StageAborted(f"stopped early: the first {len(self.failures)} generate calls all failed the same "
+                               f"way: {self.failures[0]}. Nothing more was sent; fix this and rerun")
+
     async def _safe(self, group: list[str], level: str):
         try:
             return await self.candidate(group, level)
         except LLMError as e:
+            self.failures.append(e)
             return None, {"chunk_ids": group, "difficulty": level, "question": None, "answer": None,
                           "reason": f"model call failed: {e.reason}", "scores": {}}
 
 
-def write_atomic(path: str | Path, lines: Sequence[str]) -> None:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(line + "\n" for line in lines)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Path | None = None,
                   qrels_out: str | Path | None = None) -> None:
-    write_atomic(output, [json.dumps(q.model_dump(mode="json"), ensure_ascii=False) for q in result.accepted])
+    write_jsonl(output, result.accepted)
     if rejects is not None:
-        write_atomic(rejects, [json.dumps(r, ensure_ascii=False) for r in result.rejects] +
-                     [json.dumps({"chunk_ids": [c], "reason": f"chunk unfit: {why}"}) for c, why in result.unfit_chunks.items()])
+        write_jsonl(rejects, result.rejects + [{"chunk_ids": [c], "reason": f"chunk unfit: {why}"}
+                                               for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
-        write_atomic(qrels_out, [f"{q.id} 0 {c} 3" for q in result.accepted for c in q.chunk_ids])
+        write_qrels(qrels_out, {q.id: {c: 3 for c in q.chunk_ids} for q in result.accepted})
 
 
 def export(questions: Sequence[Question], chunks: Sequence[Chunk], fmt: str, directory: str | Path) -> list[Path]:
@@ -264,15 +358,15 @@ def export(questions: Sequence[Question], chunks: Sequence[Chunk], fmt: str, dir
     d.mkdir(parents=True, exist_ok=True)
     if fmt == "beir":
         (d / "qrels").mkdir(exist_ok=True)
-        write_atomic(d / "corpus.jsonl", [json.dumps({"_id": c.id, "title": c.title or "", "text": c.text}, ensure_ascii=False)
+        write_lines_atomic(d / "corpus.jsonl", [json.dumps({"_id": c.id, "title": c.title or "", "text": c.text}, ensure_ascii=False)
                                           for c in chunks])
-        write_atomic(d / "queries.jsonl", [json.dumps({"_id": q.id, "text": q.question}, ensure_ascii=False) for q in questions])
-        write_atomic(d / "qrels" / "test.tsv", ["query-id\tcorpus-id\tscore"] +
+        write_lines_atomic(d / "queries.jsonl", [json.dumps({"_id": q.id, "text": q.question}, ensure_ascii=False) for q in questions])
+        write_lines_atomic(d / "qrels" / "test.tsv", ["query-id\tcorpus-id\tscore"] +
                      [f"{q.id}\t{c}\t1" for q in questions for c in q.chunk_ids])
         return [d / "corpus.jsonl", d / "queries.jsonl", d / "qrels" / "test.tsv"]
     if fmt == "llamaindex":
         data = {"queries": {q.id: q.question for q in questions}, "corpus": {c.id: c.text for c in chunks},
                 "relevant_docs": {q.id: list(q.chunk_ids) for q in questions}, "mode": "text"}
-        write_atomic(d / "llamaindex_dataset.json", [json.dumps(data, ensure_ascii=False, indent=1)])
+        write_lines_atomic(d / "llamaindex_dataset.json", [json.dumps(data, ensure_ascii=False, indent=1)])
         return [d / "llamaindex_dataset.json"]
     raise ValueError(f"unknown export format {fmt!r}: use beir or llamaindex")

@@ -1,0 +1,491 @@
+"""The one stage engine: plan -> estimate -> run -> result, for every stage that calls a model.
+
+- A **work item** has a ``key``: a fingerprint of everything that changes its meaning (input
+  texts, model, prompt version, answer-changing parameters). Records carry the key; a record whose
+  key is already done (status ok) is never asked again, a changed key is redone. The request cache
+  stays keyed by the exact request, so a redo that sends the same request costs nothing.
+- **plan** is pure: the stage turns its inputs into items, each with the exact calls it needs.
+  :func:`estimate` reads the plan (and the cache, read-only) and says what a run will cost; it
+  needs no endpoint and no key.
+- :func:`run_stage` is the one runner: a lock on the output refuses a second writer, records are
+  appended to a journal as they come (a kill loses nothing), and at the end the output is written
+  atomically with exactly one record per identity. A run whose first calls all fail the same way
+  stops early with that reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..data.io import write_lines_atomic
+from ..errors import InputError, OutputError, RagassayError
+from ..llm.cache import Cache
+from ..llm.client import LLM, request_key, schema_of
+from ..llm.config import LLMConfig
+from ..llm.errors import LLMError
+from ..llm.usage import price_for, token_counter
+
+ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
+
+
+def fingerprint(*parts: Any) -> str:
+    """A short stable hash of JSON-able parts (order matters; dict keys are sorted)."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One planned request: which model (index into the stage's models) and exactly what is sent."""
+
+    model: int
+    messages: tuple[tuple[tuple[str, str], ...], ...]
+    response_model: type[BaseModel]
+    stage: str
+    max_tokens: int | None
+    temperature: float | None = None
+    seed: int | None = None
+    sample: int = 0
+
+    @classmethod
+    def of(cls, model: int, messages: Sequence[dict[str, str]], response_model: type[BaseModel], stage: str,
+           max_tokens: int | None, temperature: float | None = None, seed: int | None = None,
+           sample: int = 0) -> Call:
+        frozen = tuple(tuple(sorted(m.items())) for m in messages)
+        return cls(model, frozen, response_model, stage, max_tokens, temperature, seed, sample)
+
+    @property
+    def message_list(self) -> list[dict[str, str]]:
+        return [dict(m) for m in self.messages]
+
+    def params(self, default_temperature: float) -> dict[str, Any]:
+        params: dict[str, Any] = {"temperature": default_temperature if self.temperature is None else self.temperature,
+                                  "max_tokens": self.max_tokens, "seed": self.seed}
+        if self.sample:
+            params["sample"] = self.sample
+        return params
+
+    async def ask(self, llms: Sequence[LLM]) -> BaseModel:
+        return await llms[self.model].ask(self.message_list, self.response_model, stage=self.stage,
+                                          max_tokens=self.max_tokens, temperature=self.temperature,
+                                          seed=self.seed, sample=self.sample)
+
+
+@dataclass
+class WorkItem:
+    """A unit of work. ``record_keys`` are the keys of the records it writes (one, or several for a
+    batch); it is done when all of them are. ``calls`` is empty when no model is needed."""
+
+    key: str
+    calls: list[Call]
+    payload: Any
+    record_keys: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.record_keys:
+            self.record_keys = [self.key]
+
+
+class Stage:
+    """What a stage gives the engine. Subclasses build the plan and turn answers into records."""
+
+    name = "stage"
+
+    def identity(self, record: dict) -> str:
+        """What a record is about (one record per identity in the output), e.g. query and chunk."""
+        raise NotImplementedError
+
+    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
+        """Records for an item from the answers to its calls, in call order. May raise LLMError."""
+        raise NotImplementedError
+
+    def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------ outputs
+
+
+class OutputLock:
+    """An exclusive lock on one output, held for the whole run: a second process fails at once and
+    is told which process holds it. The lock file (``.NAME.lock``) is left in place on purpose:
+    removing it would let two processes lock two different files."""
+
+    def __init__(self, output: str | Path):
+        out = Path(output)
+        self.path = out.with_name(f".{out.name}.lock")
+        self.output = out
+        self._f: Any = None
+
+    def acquire(self) -> OutputLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(self.path, "a+", encoding="utf-8")
+        try:
+            _lock_file(f)
+        except OSError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            f.close()
+            raise RagassayError(f"{self.output} is being written by {holder}; wait for it to finish or "
+                                "write to another file") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+                f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})")
+        f.flush()
+        self._f = f
+        return self
+
+    def release(self) -> None:
+        if self._f is not None:
+            _unlock_file(self._f)
+            self._f.close()
+            self._f = None
+
+    def __enter__(self) -> OutputLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+if os.name == "nt":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _lock_file(f: Any) -> None:
+        f.seek(0)
+        msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+
+    def _unlock_file(f: Any) -> None:
+        f.seek(0)
+        msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
+else:
+    import fcntl
+
+    def _lock_file(f: Any) -> None:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def _unlock_file(f: Any) -> None:
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def journal_path(output: str | Path) -> Path:
+    return Path(f"{output}.journal")
+
+
+class OutputStore:
+    """The records of an output: the final file plus the journal of an unfinished run.
+
+    Later records supersede earlier ones for the same key. A partial last journal line (a kill
+    mid-write) is dropped: that item is simply redone.
+    """
+
+    def __init__(self, output: str | Path, identity: Callable[[dict], str]):
+        self.output = Path(output)
+        self.journal = journal_path(output)
+        self.identity = identity
+        self.final: list[dict] = _read_records(self.output) if self.output.exists() else []
+        self.journaled: list[dict] = _read_records(self.journal, cut_partial=True) if self.journal.exists() else []
+        self.by_key: dict[str, dict] = {}
+        for r in self.final + self.journaled:
+            if isinstance(r.get("key"), str):
+                self.by_key[r["key"]] = r
+        self._f: Any = None
+
+    def done(self, key: str) -> bool:
+        r = self.by_key.get(key)
+        return r is not None and r.get("status", "ok") == "ok"
+
+    def append(self, records: Sequence[dict]) -> None:
+        try:
+            if self._f is None:
+                self.journal.parent.mkdir(parents=True, exist_ok=True)
+                self._f = open(self.journal, "a", encoding="utf-8")
+            self._f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            self._f.flush()
+        except OSError as e:
+            raise OutputError(self.journal, e) from None
+        for r in records:
+            self.by_key[r["key"]] = r
+
+    def close_journal(self) -> None:
+        if self._f is not None:
+            try:
+                self._f.close()
+            except OSError:
+                pass
+            self._f = None
+
+    def finalize(self, plan_keys: Sequence[str]) -> list[dict]:
+        """Write the output: records of identities this plan does not touch stay as they were; for
+        each planned key, its newest record. Returns the planned records, in plan order."""
+        self.close_journal()
+        planned = [self.by_key[k] for k in plan_keys if k in self.by_key]
+        touched = {self.identity(r) for r in planned}
+        kept: dict[str, dict] = {}
+        for r in self.final:
+            ident = self.identity(r)
+            if ident not in touched:
+                kept[ident] = r  # one record per identity, the newest
+        lines = [json.dumps(r, ensure_ascii=False) for r in [*kept.values(), *planned]]
+        write_lines_atomic(self.output, lines)
+        self.journal.unlink(missing_ok=True)
+        return planned
+
+
+def _read_records(path: Path, cut_partial: bool = False) -> list[dict]:
+    from ..data.io import read_bytes_checked
+    data = read_bytes_checked(path, allow_empty=True)
+    end = data.rfind(b"\n") + 1
+    if cut_partial and end < len(data):
+        print(f"{path}: dropped an incomplete last line ({len(data) - end} bytes) left by an interrupted "
+              "run; that item will be redone", file=sys.stderr)
+        data = data[:end]
+    out = []
+    for no, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise InputError("not valid JSON: this output was not written by ragassay or was edited; "
+                             "move it away or fix the line", path, no) from None
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object: this output was not written by ragassay", path, no)
+        out.append(obj)
+    return out
+
+
+# ----------------------------------------------------------------------------------- estimate
+
+
+@dataclass
+class Estimate:
+    """What a run of the plan will do, computed offline. Output tokens are an upper bound."""
+
+    items: int = 0
+    done: int = 0
+    decided_without_call: int = 0
+    calls: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    tokenizer: str = ""
+    models: list[str] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6), "items": self.items,
+                "done": self.done, "cached": self.cached, "decided_without_call": self.decided_without_call,
+                "tokenizer": self.tokenizer, "models": self.models, "note": self.note}
+
+    def add(self, other: Estimate) -> Estimate:
+        out = Estimate(**{k: getattr(self, k) for k in ("items", "done", "decided_without_call", "calls", "cached",
+                                                         "input_tokens", "output_tokens")})
+        for k in ("items", "done", "decided_without_call", "calls", "cached", "input_tokens", "output_tokens"):
+            setattr(out, k, getattr(self, k) + getattr(other, k))
+        out.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        out.tokenizer = self.tokenizer or other.tokenizer
+        out.models = self.models or other.models
+        out.note = "; ".join(n for n in (self.note, other.note) if n)
+        return out
+
+    def text(self) -> str:
+        cost = "unknown (pass --price-in/--price-out)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        lines = [f"dry run: nothing was called. {self.items} items ({self.done} already done, "
+                 f"{self.decided_without_call} decided without a call)",
+                 f"calls: {self.calls} ({self.cached} more answered from the cache, free)",
+                 f"input tokens: {self.input_tokens} ({self.tokenizer}); output tokens: at most {self.output_tokens}",
+                 f"cost: {cost}"]
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+
+def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig]) -> Estimate:
+    """Calls, tokens and cost of running ``items`` (those not ``done``) with one config per model.
+
+    Calls whose exact request is in the answer cache cost nothing and are counted apart."""
+    models = [c.model or "" for c in configs]
+    caches = [Cache.read_only(c.cache_path) if c.use_cache else None for c in configs]
+    counters = [token_counter(m) for m in models]
+    est = Estimate(tokenizer=counters[0][1] if counters else "", models=models)
+    tokens_per_model = [[0, 0] for _ in configs]
+    try:
+        for it in items:
+            est.items += 1
+            if done(it):
+                est.done += 1
+                continue
+            if not it.calls:
+                est.decided_without_call += 1
+                continue
+            for call in it.calls:
+                cfg, cache = configs[call.model], caches[call.model]
+                params = call.params(cfg.temperature)
+                if cache is not None and cache.get(request_key(models[call.model], call.message_list,
+                                                               call.response_model, params)) is not None:
+                    est.cached += 1
+                    continue
+                count = counters[call.model][0]
+                schema_text = schema_of(call.response_model)[3]
+                t_in = sum(count(m.get("content") or "") + 4 for m in call.message_list) + count(schema_text)
+                t_out = call.max_tokens or 1000
+                est.calls += 1
+                est.input_tokens += t_in
+                est.output_tokens += t_out
+                tokens_per_model[call.model][0] += t_in
+                tokens_per_model[call.model][1] += t_out
+    finally:
+        for c in caches:
+            if c is not None:
+                c.close()
+    cost = 0.0
+    for cfg, (t_in, t_out) in zip(configs, tokens_per_model):
+        price = price_for(cfg.model, cfg.price_in, cfg.price_out)
+        if price is None:
+            if t_in or t_out:
+                cost = None
+                break
+            continue
+        cost += (t_in * price[0] + t_out * price[1]) / 1e6
+    est.cost_usd = cost if est.calls else (0.0 if cost is not None else None)
+    return est
+
+
+# ---------------------------------------------------------------------------------------- run
+
+
+class StageAborted(RagassayError):
+    """The first calls all failed the same way (dead endpoint, refused key, unknown model)."""
+
+
+@dataclass
+class StageRun:
+    """What one run of a stage did: the records of this plan (one per key, plan order) and counts."""
+
+    stage: str
+    records: list[dict]
+    items: int
+    skipped_done: int
+    ok: int
+    errors: int
+    error_reasons: Counter
+
+    @property
+    def exit_code(self) -> int:
+        """0 every record ok; 3 some error records (a rerun retries them); 1 nothing succeeded."""
+        if self.errors == 0:
+            return 0
+        return 1 if self.ok == 0 else 3
+
+    def failure_text(self) -> str:
+        if not self.errors:
+            return ""
+        reasons = "; ".join(f"{n} x {r}" for r, n in self.error_reasons.most_common(3))
+        return (f"{self.errors} of {self.ok + self.errors} {self.stage} records are errors (commonest: {reasons}); "
+                "rerun the same command to retry them")
+
+
+def reason_of(record: dict) -> str:
+    text = str(record.get("error") or "unknown")
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore, *,
+                    concurrency: int = 8, quiet: bool = False) -> StageRun:
+    """Run every item not already done in ``store``; write its output once, at the end.
+
+    The caller holds the output's :class:`OutputLock` (see :func:`run_locked`)."""
+    todo = [it for it in items if not all(store.done(k) for k in it.record_keys)]
+    bar = progress_bar(sum(len(it.record_keys) for it in items),
+                       sum(len(it.record_keys) for it in items) - sum(len(it.record_keys) for it in todo),
+                       stage.name, quiet)
+    queue: asyncio.Queue = asyncio.Queue()
+    for it in todo:
+        queue.put_nowait(it)
+    early: list[LLMError] = []
+    answered = [False]
+    aborted: list[str] = []
+
+    async def do(it: WorkItem) -> list[dict]:
+        try:
+            answers = []
+            for call in it.calls:
+                answers.append(await call.ask(llms))
+            records = await stage.finish(it, answers, llms)
+            if it.calls:
+                answered[0] = True
+            return records
+        except LLMError as e:
+            if not answered[0] and e.kind in ("transport", "auth", "request"):
+                early.append(e)
+                if len(todo) > ABORT_AFTER and len(early) >= ABORT_AFTER and len({x.kind for x in early}) == 1:
+                    aborted.append(str(early[0]))
+            return stage.error_records(it, e)
+
+    async def worker() -> None:
+        while not aborted:
+            try:
+                it = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            records = await do(it)
+            store.append(records)
+            if bar is not None:
+                bar.update(len(records))
+
+    n_workers = max(1, min(len(todo), 2 * max(1, concurrency)))
+    workers = [asyncio.create_task(worker()) for _ in range(n_workers)]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        if bar is not None:
+            bar.close()
+        store.close_journal()
+    if aborted:
+        raise StageAborted(f"stopped early: the first {len(early)} {stage.name} calls all failed the same way: "
+                           f"{aborted[0]}. Nothing more was sent; fix this and rerun "
+                           f"(finished records are kept in {store.journal})")
+    plan_keys = [k for it in items for k in it.record_keys]
+    records = store.finalize(plan_keys)
+    errors = [r for r in records if r.get("status") != "ok"]
+    return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(errors),
+                    len(errors), Counter(reason_of(r) for r in errors))
+
+
+def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Awaitable[Any]]) -> Any:
+    """``asyncio.run(body())`` while holding the lock of every output (a second writer fails at once)."""
+    locks = [OutputLock(o) for o in outputs if o is not None]
+    held = []
+    try:
+        for lock in locks:
+            held.append(lock.acquire())
+        return asyncio.run(body())
+    finally:
+        for lock in held:
+            lock.release()
+
+
+def progress_bar(total: int, initial: int, stage: str, quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, desc=stage, unit="item", file=sys.stderr, dynamic_ncols=True)
