@@ -251,13 +251,14 @@ class RelevanceStage(Stage):
         # batches are formed from the pairs not yet done, so a resumed run asks only what is missing
         by_query: dict[str, list[_Pair]] = {}
         queries: dict[str, QueryItem] = {}
+        items = []
         for q, c in pairs:
             p = _Pair(q, c, j.pair_fingerprint(q, c, j.batch_prompt.id))
-            if done(p.key) and c.text.strip():
+            if done(p.key):  # kept in the plan (its record is this run's too), but never regrouped
+                items.append(WorkItem(p.key, [], [p]))
                 continue
             by_query.setdefault(q.id, []).append(p)
             queries[q.id] = q
-        items = []
         for qid, ps in by_query.items():
             for p in [p for p in ps if not p.chunk.text.strip()]:  # empty chunks: a rule, no call
                 items.append(WorkItem(p.key, [], [p]))

@@ -1,0 +1,146 @@
+"""A small, competent OpenAI-compatible server for end-to-end tests (stdlib only, 127.0.0.1).
+
+It reads the structured-output schema name of each request and answers the way a careful model
+would, from the delimited text in the prompt: relevance by word overlap of query and passage,
+coverage nuggets from the reference answer, answer checks by comparing response and reference,
+and questions written from a passage's first sentence. It counts every request it receives, so a
+test can compare the calls a dry run predicted with the calls a run made.
+
+    with FakeLLM() as server:
+        main(["judge", ..., "--base-url", server.url, "--model", "fake"])
+        server.calls  # requests received
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+WORD = re.compile(r"[a-z0-9]{4,}")
+
+
+def words(text: str) -> set[str]:
+    return set(WORD.findall(text.lower()))
+
+
+def block(text: str, label: str) -> str:
+    m = re.search(rf"<<<{label}[^\n]*\n(.*?)\n{label.split()[0]}>>>", text, re.S)  # closed by its first word
+    return m.group(1) if m else ""
+
+
+def passages(text: str) -> list[tuple[str, str]]:
+    return re.findall(r"<<<PASSAGE id=(\S+)\n(.*?)\nPASSAGE>>>", text, re.S)
+
+
+def grade(query: str, passage: str) -> int:
+    return min(3, len(words(query) & words(passage)))
+
+
+def answer_for(schema: str, user: str) -> dict[str, Any]:
+    if schema == "RelevanceAnswer":
+        g = grade(block(user, "QUERY"), block(user, "PASSAGE"))
+        return {"intent": "what the query asks", "match": f"{g} shared terms", "trust": "plain help text", "grade": g}
+    if schema == "BatchAnswer":
+        q = block(user, "QUERY")
+        return {"judgments": [{"chunk_id": cid, "intent": "need", "match": "overlap", "trust": "ok",
+                               "grade": grade(q, text)} for cid, text in passages(user)]}
+    if schema == "CoverageAnswer":
+        need = block(user, "REFERENCE ANSWER") or block(user, "QUESTION")
+        support = [cid for cid, text in passages(user) if len(words(need) & words(text)) >= 2]
+        return {"nuggets": [{"text": need[:200] or "the answer", "vital": True,
+                             "support": "support" if support else "not_support", "chunk_ids": support}]}
+    if schema == "AnswerVerdict":
+        ref, resp = words(block(user, "REFERENCE")), words(block(user, "RESPONSE"))
+        share = len(ref & resp) / max(1, len(ref))
+        label = "correct" if share >= 0.6 else "partial" if share >= 0.3 else "hallucinated"
+        return {"reference_facts": "the reference", "response_claims": "the response", "comparison": f"{share:.2f}",
+                "label": label, "grounded": "supported" if passages(user) else None, "unsupported_claims": []}
+    if schema == "GeneratedQuestion":  # one passage: its first sentence; several: the first two together
+        given = passages(user)[:2]
+        sentences = [(cid, re.split(r"(?<=[.!?])\s", text.strip())[0]) for cid, text in given]
+        answer = " ".join(s for _, s in sentences)
+        topic = sorted(words(sentences[0][1]), key=lambda w: (-len(w), w))[:2]
+        return {"question": f"How do {' and '.join(topic)} work for a customer?", "answer": answer,
+                "kind": "how_to", "evidence": [{"chunk_id": cid, "quote": s[:60]} for cid, s in sentences]}
+    if schema == "Verification":  # answerable when the passages hold (nearly) every word of the answer
+        need = words(block(user, "PROPOSED ANSWER"))
+        have = words(" ".join(text for _, text in passages(user)))
+        ok = len(need & have) >= 0.9 * len(need)
+        return {"own_answer": "from the passages", "answerable": ok, "answer_supported": ok,
+                "reason": "stated" if ok else "the passages lack part of it"}
+    if schema == "PingAnswer":
+        m = re.search(r"\b([a-z]{6,})\b", user)
+        return {"ok": True, "echo": "lanternfish" if "lanternfish" in user else (m.group(1) if m else "")}
+    raise ValueError(f"the fake model does not know the schema {schema!r}")
+
+
+class FakeLLM:
+    """Start with ``with FakeLLM() as s``; ``s.url`` is the base URL; ``delay`` slows each answer."""
+
+    def __init__(self, delay: float = 0.0):
+        self.delay = delay
+        self.calls = 0
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+                with server._lock:
+                    server.calls += 1
+                    server.requests.append(body)
+                if server.delay:
+                    time.sleep(server.delay)
+                fmt = body.get("response_format") or {}
+                schema = fmt.get("json_schema", {}).get("name", "")
+                user = body["messages"][-1]["content"]
+                content = json.dumps(answer_for(schema, user))
+                reply = {"id": f"fake-{server.calls}", "object": "chat.completion", "created": 0, "model": body["model"],
+                         "choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": content}}],
+                         "usage": {"prompt_tokens": sum(len(m["content"]) for m in body["messages"]) // 4,
+                                   "completion_tokens": len(content) // 4, "total_tokens": 0}}
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeLLM:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def dead_url() -> str:
+    """A local address where nothing listens (connection refused at once)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"
+
+
+if __name__ == "__main__":  # run by hand or by a subprocess test: python tests/fake_llm.py [delay]
+    import sys
+    with FakeLLM(float(sys.argv[1]) if len(sys.argv) > 1 else 0.0) as s:
+        print(s.url, flush=True)
+        while True:
+            time.sleep(3600)

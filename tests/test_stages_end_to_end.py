@@ -1,0 +1,238 @@
+"""Whole commands as a user runs them, against a competent local model (tests/fake_llm.py).
+
+What the stage engine promises: a dry run predicts the calls a run makes, offline; a second run
+into the same files gets its own records; a dead endpoint exits non-zero within seconds with the
+reason; two writers cannot share an output; a full disk is one line and a rerun completes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_llm import FakeLLM, dead_url
+
+from ragassay.cli import main
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "example"
+QUERIES, CHUNKS = str(EXAMPLE / "queries.jsonl"), str(EXAMPLE / "chunks.jsonl")
+BM25, TFIDF = str(EXAMPLE / "runs" / "bm25.txt"), str(EXAMPLE / "runs" / "tfidf.txt")
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_endpoint(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def judge_args(tmp_path, url: str, run: str = BM25, depth: int = 3, *extra: str) -> list[str]:
+    return ["judge", "--queries", QUERIES, "--chunks", CHUNKS, "--run", run, "--depth", str(depth),
+            "-o", str(tmp_path / "j.jsonl"), "--base-url", url, "--model", "fake", "--quiet", *extra]
+
+
+def dry(args: list[str], capsys) -> dict:
+    assert main(args + ["--dry-run", "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("extra", [
+    [], ["--batch", "4"], ["--samples", "3"], ["--model", "fake-b"],
+    ["--batch", "3", "--samples", "2", "--coverage-out", "COV"],
+], ids=["pointwise", "batch", "samples", "jury", "batch+samples+coverage"])
+def test_dry_run_predicts_the_calls_a_judge_run_makes(tmp_path, capsys, extra):
+    extra = [str(tmp_path / "cov.jsonl") if x == "COV" else x for x in extra]
+    with FakeLLM() as server:
+        args = judge_args(tmp_path, server.url, BM25, 3, *extra)
+        predicted = dry(args, capsys)
+        assert server.calls == 0  # a dry run calls nothing
+        assert main(args) == 0
+        capsys.readouterr()
+        assert server.calls == predicted["calls"] > 0
+        assert predicted["items"] > 0 and predicted["done"] == 0 and predicted["cached"] == 0
+        # partial resume: deeper judging needs only the new pairs, and says so before it runs
+        deeper = judge_args(tmp_path, server.url, BM25, 5, *extra)
+        before = server.calls
+        predicted = dry(deeper, capsys)
+        assert predicted["done"] > 0
+        assert main(deeper) == 0
+        assert server.calls - before == predicted["calls"] > 0
+        # the same command again: everything is done, nothing is sent
+        capsys.readouterr()
+        assert dry(deeper, capsys)["calls"] == 0
+        before = server.calls
+        assert main(deeper) == 0
+        assert server.calls == before
+    records = lines(tmp_path / "j.jsonl")
+    assert len(records) == len({(r["query_id"], r["chunk_id"]) for r in records}) == 107  # the top 5 of 22 queries (some have fewer)
+    assert all(r["status"] == "ok" and r["key"] for r in records)
+
+
+def test_dry_run_needs_no_endpoint_and_no_key(tmp_path, capsys):
+    args = ["judge", "--queries", QUERIES, "--chunks", CHUNKS, "--run", BM25, "--depth", "2",
+            "-o", str(tmp_path / "j.jsonl"), "--dry-run"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "calls: 44" in out and "nothing was called" in out and "cost: unknown" in out
+    assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_a_second_run_into_the_same_files_gets_its_own_coverage(tmp_path, capsys):
+    cov = tmp_path / "cov.jsonl"
+    with FakeLLM() as server:
+        # --no-cache: where both runs retrieved the same top 3 the request is identical and the cache
+        # would answer it; without the cache every coverage call shows on the server
+        assert main(judge_args(tmp_path, server.url, BM25, 3, "--coverage-out", str(cov), "--format", "json",
+                               "--no-cache")) == 0
+        first = json.loads(capsys.readouterr().out)
+        before = server.calls
+        assert main(judge_args(tmp_path, server.url, TFIDF, 3, "--coverage-out", str(cov), "--format", "json",
+                               "--no-cache")) == 0
+        second = json.loads(capsys.readouterr().out)
+        coverage_calls = sum(1 for r in server.requests[before:]
+                             if r["response_format"]["json_schema"]["name"] == "CoverageAnswer")
+    assert coverage_calls == 22  # every query again: another run retrieved other chunks
+    records = lines(cov)
+    assert sorted({r["run"] for r in records}) == ["bm25", "tfidf"] and len(records) == 44
+    by = {(r["query_id"], r["run"]): r for r in records}
+    tfidf_top = {}
+    for line in Path(TFIDF).read_text().splitlines():
+        q, _, d, rank, _, _ = line.split()
+        if int(rank) <= 3:
+            tfidf_top.setdefault(q, []).append(d)
+    assert all(sorted(by[(q, "tfidf")]["chunk_ids"]) == sorted(ds) for q, ds in tfidf_top.items())
+    # the summary counts this run's pairs only; the file holds the union, one record per pair
+    assert first["pairs"] == 66 and second["pairs"] == sum(len(ds) for ds in tfidf_top.values()) == 64
+    judged = lines(tmp_path / "j.jsonl")
+    assert len(judged) == len({(r["query_id"], r["chunk_id"]) for r in judged}) > 66
+
+
+def test_a_dead_endpoint_stops_within_seconds_with_the_reason_and_nothing_is_lost(tmp_path, capsys):
+    out = tmp_path / "j.jsonl"
+    start = time.monotonic()
+    assert main(judge_args(tmp_path, dead_url(), BM25, 5)) == 1
+    elapsed = time.monotonic() - start
+    err = capsys.readouterr().err
+    assert elapsed < 10, elapsed
+    assert "stopped early" in err and "could not connect" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()  # the old output (none here) is untouched; what was tried is in the journal
+    with FakeLLM() as server:
+        assert main(judge_args(tmp_path, server.url, BM25, 5)) == 0
+    assert len(lines(out)) == 107 and not Path(f"{out}.journal").exists()
+
+
+def test_errors_exit_3_and_name_the_reason_then_a_rerun_retries_them(tmp_path, capsys):
+    """Rules decide some answers; without an endpoint the rest are error records: exit 3."""
+    out = tmp_path / "checks.jsonl"
+    args = ["check", str(EXAMPLE / "answers.jsonl"), "--chunks", CHUNKS, "-o", str(out), "--quiet"]
+    assert main(args) == 3
+    printed = capsys.readouterr().out
+    assert "10 of 16 check records are errors" in printed and "rerun the same command" in printed
+    with FakeLLM() as server:
+        predicted = dry(args + ["--base-url", server.url, "--model", "fake"], capsys)
+        # a new model gives every answer a new key; the rules decide 6 again without a call
+        assert (predicted["items"], predicted["done"], predicted["decided_without_call"], predicted["calls"]) == (16, 0, 6, 10)
+        assert main(args + ["--base-url", server.url, "--model", "fake"]) == 0
+        assert server.calls == 10  # only the answers rules could not decide reach the model
+    records = lines(out)
+    assert len(records) == 16 and all(r["status"] == "ok" for r in records)
+
+
+def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path, capsys):
+    out = tmp_path / "j.jsonl"
+    with FakeLLM(delay=0.05) as server:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        first = subprocess.Popen([sys.executable, "-m", "ragassay", *judge_args(tmp_path, server.url, BM25, 5)],
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        lock = tmp_path / ".j.jsonl.lock"
+        deadline = time.monotonic() + 30
+        while not (lock.exists() and lock.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        start = time.monotonic()
+        assert main(judge_args(tmp_path, server.url, BM25, 5)) == 1
+        assert time.monotonic() - start < 5
+        err = capsys.readouterr().err
+        assert f"is being written by ragassay (pid {first.pid}" in err
+        stdout, stderr = first.communicate(timeout=120)
+    assert first.returncode == 0, stderr
+    records = lines(out)
+    assert len(records) == len({(r["query_id"], r["chunk_id"]) for r in records}) == 107
+
+
+def test_a_full_disk_is_one_line_and_a_rerun_completes(tmp_path, capsys, monkeypatch):
+    import builtins
+    import errno
+
+    import ragassay.stages.engine as engine
+
+    real_open = builtins.open
+
+    class FullDisk:
+        def __init__(self, f):
+            self.f, self.writes = f, 0
+
+        def write(self, text):
+            self.writes += 1
+            if self.writes > 5:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.f.write(text)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+    def fake_open(path, *a, **k):
+        f = real_open(path, *a, **k)
+        return FullDisk(f) if str(path).endswith(".journal") else f
+
+    out = tmp_path / "j.jsonl"
+    with FakeLLM() as server:
+        monkeypatch.setattr(engine, "open", fake_open, raising=False)
+        assert main(judge_args(tmp_path, server.url, BM25, 3)) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "No space left on device" in err and "j.jsonl.journal" in err
+        assert len(lines(Path(f"{out}.journal"))) == 5  # what was written before the disk filled stays readable
+        monkeypatch.setattr(engine, "open", real_open, raising=False)
+        before = server.calls
+        assert main(judge_args(tmp_path, server.url, BM25, 3)) == 0
+        assert server.calls - before <= 66 - 5
+    assert len(lines(out)) == 66
+
+
+def test_generate_dry_run_predicts_the_calls_when_every_question_is_accepted(tmp_path, capsys):
+    with FakeLLM() as server:
+        args = ["generate", CHUNKS, "-o", str(tmp_path / "q.jsonl"), "--limit", "5", "--base-url", server.url,
+                "--model", "fake", "--quiet"]
+        predicted = dry(args, capsys)
+        assert server.calls == 0
+        code = main(args + ["--format", "json"])
+        result = json.loads(capsys.readouterr().out)
+    assert result["kind"] == "generate" and result["delivered"] == {"easy": 2, "medium": 2, "hard": 1}
+    assert code == 0 and result["rejected"] == 0
+    # 4 single-chunk questions x (generate + verify) + 1 hard of 2-3 chunks x (generate + verify + one per chunk)
+    assert server.calls == predicted["calls"] in (12, 13)
+
+
+def test_generate_says_what_fell_short_and_exits_3(tmp_path, capsys, monkeypatch):
+    import fake_llm
+    real = fake_llm.answer_for
+
+    def no_single_answers(schema, user):  # a verifier that finds every hard question answerable alone
+        answer = real(schema, user)
+        if schema == "Verification":
+            answer.update(answerable=True, answer_supported=True)
+        return answer
+    monkeypatch.setattr(fake_llm, "answer_for", no_single_answers)
+    with FakeLLM() as server:
+        code = main(["generate", CHUNKS, "-o", str(tmp_path / "q.jsonl"), "--limit", "5", "--base-url", server.url,
+                     "--model", "fake", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert "fell short of the target: hard 1 fewer" in out and "fake multi-hop 3" in out
