@@ -40,6 +40,17 @@ def grade(query: str, passage: str) -> int:
     return min(3, len(words(query) & words(passage)))
 
 
+def chat_reply(obj: dict | str, finish_reason: str = "stop", prompt_tokens: int = 50, completion_tokens: int = 20):
+    """An OpenAI chat completion carrying ``obj`` as JSON (or a raw string), for respx routes."""
+    import httpx
+    content = obj if isinstance(obj, str) else json.dumps(obj)
+    return httpx.Response(200, json={
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens}})
+
+
 def answer_for(schema: str, user: str) -> dict[str, Any]:
     if schema == "RelevanceAnswer":
         g = grade(block(user, "QUERY"), block(user, "PASSAGE"))

@@ -407,7 +407,7 @@ def reason_of(record: dict) -> str:
 
 
 async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore, *,
-                    concurrency: int = 8, quiet: bool = False) -> StageRun:
+                    concurrency: int | None = None, quiet: bool = False) -> StageRun:
     """Run every item not already done in ``store``; write its output once, at the end.
 
     The caller holds the output's :class:`OutputLock` (see :func:`run_locked`)."""
@@ -421,6 +421,7 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
     early: list[LLMError] = []
     answered = [False]
     aborted: list[str] = []
+    abort = asyncio.Event()
 
     async def do(it: WorkItem) -> list[dict]:
         try:
@@ -435,7 +436,8 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
             if not answered[0] and e.kind in ("transport", "auth", "request"):
                 early.append(e)
                 if len(todo) > ABORT_AFTER and len(early) >= ABORT_AFTER and len({x.kind for x in early}) == 1:
-                    aborted.append(str(early[0]))
+                    aborted.append(str(early[0]).rstrip("."))
+                    abort.set()
             return stage.error_records(it, e)
 
     async def worker() -> None:
@@ -449,14 +451,24 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
             if bar is not None:
                 bar.update(len(records))
 
-    n_workers = max(1, min(len(todo), 2 * max(1, concurrency)))
+    if concurrency is None:
+        concurrency = llms[0].config.concurrency if llms else 8
+    # as many workers as calls may be in flight: an item is only started when it can be sent, so an
+    # abort leaves nothing half-asked
+    n_workers = max(1, min(len(todo), concurrency))
     workers = [asyncio.create_task(worker()) for _ in range(n_workers)]
+    all_done = asyncio.gather(*workers)
+    stop = asyncio.create_task(abort.wait())
     try:
-        await asyncio.gather(*workers)
+        await asyncio.wait({all_done, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if not abort.is_set():
+            await all_done  # re-raise a worker's error (a full disk)
     finally:
-        for w in workers:
+        stop.cancel()
+        for w in workers:  # after an abort: calls not yet sent are never sent
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+        all_done.cancel()
         if bar is not None:
             bar.close()
         store.close_journal()

@@ -1,0 +1,183 @@
+"""The stage engine on a tiny stage: keys, journal, one record per key, locks, early stop, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+import respx
+from fake_llm import chat_reply
+from pydantic import BaseModel
+
+from ragassay.errors import RagassayError
+from ragassay.llm import LLM, LLMConfig, LLMError
+from ragassay.stages.engine import (Call, OutputLock, OutputStore, Stage, StageAborted, StageRun, WorkItem,
+                                    fingerprint, run_stage)
+
+BASE = "http://engine.test/v1"
+URL = f"{BASE}/chat/completions"
+KEY = "sk-engine-secret-0123456789"
+
+
+class Grade(BaseModel):
+    grade: int
+
+
+class EchoStage(Stage):
+    """One call per text; the record holds the grade the model gave."""
+
+    name = "echo"
+
+    def plan(self, texts: dict[str, str], model: str = "m") -> list[WorkItem]:
+        return [WorkItem(fingerprint("echo", model, t), [Call.of(0, [{"role": "user", "content": t}], Grade, "echo", 10)],
+                         ident) for ident, t in texts.items()]
+
+    def identity(self, record: dict) -> str:
+        return record["id"]
+
+    async def finish(self, item, answers, llms):
+        return [{"id": item.payload, "grade": answers[0].grade, "status": "ok", "key": item.key}]
+
+    def error_records(self, item, error):
+        return [{"id": item.payload, "grade": None, "status": "error", "error": error.reason, "key": item.key}]
+
+
+def make_llm(tmp_path, **kw) -> LLM:
+    async def no_sleep(_):
+        return None
+    cfg = LLMConfig(model="m", base_url=BASE, api_key=KEY, cache_path=tmp_path / "cache.sqlite", **kw)
+    return LLM(cfg, sleep=no_sleep)
+
+
+async def run(tmp_path, texts, out, **kw) -> StageRun:
+    stage = EchoStage()
+    llm = make_llm(tmp_path, **kw)
+    try:
+        return await run_stage(stage, stage.plan(texts), [llm], OutputStore(out, stage.identity), quiet=True)
+    finally:
+        llm.close()
+
+
+def records(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@respx.mock
+async def test_failed_items_are_retried_and_the_final_file_has_one_record_per_key(tmp_path):
+    state = {"down": True}
+
+    def handler(request):
+        text = json.loads(request.content)["messages"][-1]["content"]
+        if text == "b" and state["down"]:
+            return httpx.Response(500, json={"error": {"message": "flaky"}})
+        return chat_reply({"grade": 2})
+
+    route = respx.post(URL).mock(side_effect=handler)
+    out = tmp_path / "out.jsonl"
+    first = await run(tmp_path, {"1": "a", "2": "b", "3": "c"}, out, max_attempts=2)
+    assert (first.ok, first.errors, first.exit_code) == (2, 1, 3)
+    assert "HTTP 500" in first.failure_text() and "rerun the same command" in first.failure_text()
+    state["down"] = False
+    before = route.call_count
+    second = await run(tmp_path, {"1": "a", "2": "b", "3": "c"}, out, max_attempts=2)
+    assert route.call_count == before + 1  # only the failed item is asked again
+    assert (second.skipped_done, second.ok, second.errors, second.exit_code) == (2, 3, 0, 0)
+    assert [(r["id"], r["status"]) for r in records(out)] == [("1", "ok"), ("2", "ok"), ("3", "ok")]  # no stale error
+    assert not (tmp_path / "out.jsonl.journal").exists()
+
+
+@respx.mock
+async def test_a_changed_input_is_redone_and_replaces_its_record_others_are_kept(tmp_path):
+    route = respx.post(URL).mock(return_value=chat_reply({"grade": 1}))
+    out = tmp_path / "out.jsonl"
+    await run(tmp_path, {"1": "a", "2": "b"}, out)
+    assert route.call_count == 2
+    done = await run(tmp_path, {"2": "b changed"}, out)
+    assert route.call_count == 3 and [r["id"] for r in done.records] == ["2"]
+    final = {r["id"]: r for r in records(out)}
+    assert set(final) == {"1", "2"} and final["2"]["key"] == fingerprint("echo", "m", "b changed")
+    assert len(records(out)) == 2
+
+
+@respx.mock
+async def test_the_key_never_reaches_outputs_journal_or_cache(tmp_path, capsys):
+    respx.post(URL).mock(side_effect=[chat_reply({"grade": 1}), httpx.Response(401, json={"error": {"message": f"bad key {KEY}"}})])
+    out = tmp_path / "out.jsonl"
+    done = await run(tmp_path, {"1": "a", "2": "b"}, out)
+    captured = capsys.readouterr()
+    assert done.exit_code == 3 and "auth" in out.read_text()
+    for blob in (out.read_text(), captured.out, captured.err, (tmp_path / "cache.sqlite").read_bytes().decode("latin-1")):
+        assert KEY not in blob
+
+
+@respx.mock
+async def test_a_dead_endpoint_stops_after_the_first_failures(tmp_path):
+    route = respx.post(URL).mock(side_effect=httpx.ConnectError("connection refused"))
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(StageAborted, match="stopped early: the first \\d+ echo calls all failed the same way: "
+                                           "could not connect") as e:
+        await run(tmp_path, {str(i): f"t{i}" for i in range(40)}, out, concurrency=1)
+    failed = int(str(e.value).split("the first ")[1].split()[0])
+    assert failed == 3 and route.call_count == 2 * failed  # one try + one retry each, not 40 x 6
+    assert not out.exists()
+    assert len(records(tmp_path / "out.jsonl.journal")) == failed  # kept: the rerun sees them
+
+
+def test_a_kill_mid_line_loses_only_that_line(tmp_path, capsys):
+    out = tmp_path / "o.jsonl"
+    (tmp_path / "o.jsonl.journal").write_text('{"id": "a", "status": "ok", "key": "ka"}\n'
+                                              '{"id": "b", "status": "error", "error": "x", "key": "kb"}\n{"id": "c", "sta')
+    store = OutputStore(out, lambda r: r["id"])
+    assert store.done("ka") and not store.done("kb") and not store.done("kc")
+    assert "incomplete last line" in capsys.readouterr().err
+
+
+def test_an_output_ragassay_did_not_write_is_refused_with_file_and_line(tmp_path):
+    out = tmp_path / "o.jsonl"
+    out.write_text('{"id": "a", "status": "ok", "key": "ka"}\nnot json\n')
+    with pytest.raises(RagassayError, match=r"o.jsonl:2: not valid JSON"):
+        OutputStore(out, lambda r: r["id"])
+
+
+def test_a_second_lock_on_one_output_fails_and_names_the_holder(tmp_path):
+    out = tmp_path / "o.jsonl"
+    with OutputLock(out):
+        with pytest.raises(RagassayError, match=r"o.jsonl is being written by ragassay \(pid \d+"):
+            OutputLock(out).acquire()
+    with OutputLock(out):  # released: the next run may write
+        pass
+
+
+def test_exit_codes():
+    from collections import Counter
+
+    def run_of(ok, errors):
+        return StageRun("s", [], ok + errors, 0, ok, errors, Counter({"transport: down": errors} if errors else {}))
+    assert [run_of(3, 0).exit_code, run_of(2, 1).exit_code, run_of(0, 3).exit_code] == [0, 3, 1]
+
+
+def test_a_call_knows_its_exact_request():
+    call = Call.of(0, [{"role": "user", "content": "hi"}], Grade, "s", 10, temperature=0.7, sample=2)
+    assert call.message_list == [{"role": "user", "content": "hi"}]
+    assert call.params(0.0) == {"temperature": 0.7, "max_tokens": 10, "seed": None, "sample": 2}
+    assert Call.of(0, [{"role": "user", "content": "hi"}], Grade, "s", 10).params(0.3)["temperature"] == 0.3
+
+
+async def test_one_llm_serves_two_event_loops(tmp_path):
+    """Stages run one after another with asyncio.run each (the demo, a notebook): no loop-bound state."""
+    import asyncio
+    with respx.mock:
+        respx.post(URL).mock(return_value=chat_reply({"grade": 3}))
+        llm = make_llm(tmp_path, use_cache=False)
+
+        def ask():
+            return asyncio.run(llm.ask([{"role": "user", "content": "x"}], Grade))
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(1) as ex:  # a fresh loop outside the test's own
+            assert ex.submit(ask).result().grade == 3
+            assert ex.submit(ask).result().grade == 3
+
+
+def test_llm_error_reason_names_the_kind():
+    assert LLMError("auth", "refused").reason == "auth: refused"
