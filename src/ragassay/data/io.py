@@ -86,7 +86,7 @@ def detect_format(data: bytes, kind: str) -> str:
         hint = f" (this looks like a {other} file: are the arguments in the right order?)"
     raise InputError(
         f"cannot tell the format of this {kind} file from its first line {line[:100]!r}: expected "
-        f"TREC ({expected} columns), JSON Lines or BEIR TSV with a header{hint}; pass --format "
+        f"TREC ({expected} columns), JSON Lines or BEIR TSV with a header{hint}; pass --{kind}-format "
         "to say which", None)
 
 
