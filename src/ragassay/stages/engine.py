@@ -458,6 +458,7 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
     n_workers = max(1, min(len(todo), concurrency))
     workers = [asyncio.create_task(worker()) for _ in range(n_workers)]
     all_done = asyncio.gather(*workers)
+    all_done.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no stray log
     stop = asyncio.create_task(abort.wait())
     try:
         await asyncio.wait({all_done, stop}, return_when=asyncio.FIRST_COMPLETED)
