@@ -145,3 +145,38 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
     html = (tmp_path / "d" / "report.html").read_text()
     assert "Judge: grade distribution" in html and "people (rows) against LLM judge" in html
     assert "Judge: answer coverage per query" in html
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "true", '"0.99"', "[0.99]"])
+def test_gate_and_track_refuse_a_metric_that_is_not_a_finite_number(tmp_path, capsys, value):
+    result = tmp_path / "r.json"
+    result.write_text('{"kind": "evaluate", "version": 1, "aggregate": {"ndcg@10": %s}}' % value)
+    assert main(["gate", str(result), "--min", "ndcg@10=0.5"]) == 1
+    err = capsys.readouterr().err
+    assert "not a finite number" in err and "gate passed" not in err
+    assert main(["track", str(result), "--db", str(tmp_path / "h.sqlite")]) == 1
+    assert "not a finite number" in capsys.readouterr().err
+
+
+def test_gate_fails_a_stage_result_with_errors_unless_allowed(tmp_path, capsys):
+    ex = EXAMPLE
+    out = tmp_path / "checks.jsonl"
+    assert main(["check", str(ex / "answers.jsonl"), "--chunks", str(ex / "chunks.jsonl"), "-o", str(out),
+                 "--format", "json", "--quiet"]) == 3  # no endpoint: 10 of 16 answers are error records
+    result = tmp_path / "check.json"
+    result.write_text(capsys.readouterr().out)
+    assert main(["gate", str(result), "--max", "hallucination_rate=1"]) == 1
+    assert "10 items of this result are errors (ungraded), more than --allow-errors 0" in capsys.readouterr().err
+    assert main(["gate", str(result), "--max", "hallucination_rate=1", "--allow-errors", "10"]) == 0
+    assert "gate passed" in capsys.readouterr().out
+    assert main(["gate", str(result), "--max", "hallucination_rate=1", "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["passed"] is False
+
+
+def test_a_result_without_a_kind_is_refused_not_guessed(tmp_path, capsys):
+    old = tmp_path / "old.json"
+    old.write_text('{"aggregate": {"ndcg@10": 0.9}}')
+    for argv in (["gate", str(old), "--min", "ndcg@10=0.5"], ["track", str(old), "--db", str(tmp_path / "h.sqlite")],
+                 ["report", str(old), "-o", str(tmp_path / "r.html")]):
+        assert main(argv) == 1
+        assert "old.json" in capsys.readouterr().err
