@@ -40,15 +40,28 @@ def grade(query: str, passage: str) -> int:
     return min(3, len(words(query) & words(passage)))
 
 
-def chat_reply(obj: dict | str, finish_reason: str = "stop", prompt_tokens: int = 50, completion_tokens: int = 20):
-    """An OpenAI chat completion carrying ``obj`` as JSON (or a raw string), for respx routes."""
+def chat_reply(obj: dict | str | None, finish_reason: str = "stop", prompt_tokens: int = 50,
+               completion_tokens: int = 20, refusal: str | None = None):
+    """An OpenAI chat completion carrying ``obj`` as JSON (a raw string or None as is), for respx routes."""
     import httpx
-    content = obj if isinstance(obj, str) else json.dumps(obj)
+    content = obj if obj is None or isinstance(obj, str) else json.dumps(obj)
     return httpx.Response(200, json={
         "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}],
+        "choices": [{"index": 0, "finish_reason": finish_reason,
+                     "message": {"role": "assistant", "content": content, "refusal": refusal}}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens}})
+
+
+def make_llm(tmp_path, base_url: str, model: str = "m", sleep=None, **settings):
+    """An LLM for respx-mocked tests: retry sleeps skipped, cache under ``tmp_path``, a test key."""
+    from ragassay.llm import LLM, LLMConfig
+
+    async def no_sleep(_):
+        return None
+    settings.setdefault("api_key", "sk-test")
+    settings.setdefault("cache_path", tmp_path / "cache.sqlite")
+    return LLM(LLMConfig(model=model, base_url=base_url, **settings), sleep=sleep or no_sleep)
 
 
 def answer_for(schema: str, user: str) -> dict[str, Any]:

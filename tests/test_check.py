@@ -8,10 +8,12 @@ import httpx
 import numpy as np
 import pytest
 import respx
+from fake_llm import chat_reply
+from fake_llm import make_llm as shared_make_llm
 
 from ragassay.stages.check import CheckOptions, check_answers, majority_label, read_answers
 from ragassay.stages.check_rules import decide, normalize
-from ragassay.llm import LLM, LLMConfig
+from ragassay.llm import LLM
 from ragassay.metrics.labels import diagnosis, human_calibration, label_summary, ppi_mean
 from ragassay.data.records import AnswerItem, Check, Chunk
 
@@ -20,18 +22,13 @@ URL = f"{BASE}/chat/completions"
 
 
 def verdict(label: str, grounded: str | None = "supported", unsupported: list[str] | None = None) -> httpx.Response:
-    content = {"reference_facts": "f", "response_claims": "c", "comparison": "x", "label": label,
-               "grounded": grounded, "unsupported_claims": unsupported or []}
-    return httpx.Response(200, json={
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(content)}}],
-        "usage": {"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40}})
+    return chat_reply({"reference_facts": "f", "response_claims": "c", "comparison": "x", "label": label,
+                       "grounded": grounded, "unsupported_claims": unsupported or []}, prompt_tokens=30,
+                      completion_tokens=10)
 
 
 def make_llm(tmp_path, **kw) -> LLM:
-    async def no_sleep(_):
-        return None
-    return LLM(LLMConfig(model="grader", base_url=BASE, api_key="sk-t", use_cache=False, **kw), sleep=no_sleep)
+    return shared_make_llm(tmp_path, BASE, "grader", use_cache=False, **kw)
 
 
 def item(i, reference, response, contexts=None) -> AnswerItem:

@@ -8,10 +8,11 @@ import httpx
 import pytest
 import respx
 from fake_llm import chat_reply
+from fake_llm import make_llm as shared_make_llm
 from pydantic import BaseModel
 
 from ragassay.errors import RagassayError
-from ragassay.llm import LLM, LLMConfig, LLMError
+from ragassay.llm import LLM, LLMError
 from ragassay.stages.engine import (Call, OutputLock, OutputStore, Stage, StageAborted, StageRun, WorkItem,
                                     fingerprint, run_stage)
 
@@ -44,10 +45,7 @@ class EchoStage(Stage):
 
 
 def make_llm(tmp_path, **kw) -> LLM:
-    async def no_sleep(_):
-        return None
-    cfg = LLMConfig(model="m", base_url=BASE, api_key=KEY, cache_path=tmp_path / "cache.sqlite", **kw)
-    return LLM(cfg, sleep=no_sleep)
+    return shared_make_llm(tmp_path, BASE, "m", api_key=KEY, **kw)
 
 
 async def run(tmp_path, texts, out, **kw) -> StageRun:

@@ -8,13 +8,15 @@ import re
 import httpx
 import pytest
 import respx
+from fake_llm import chat_reply
+from fake_llm import make_llm as shared_make_llm
 from hypothesis import given
 from hypothesis import strategies as st
 
 import ragassay
 from ragassay.stages.generate import GenerateOptions, Generator, export, write_outputs
 from ragassay.stages.generate_checks import mix_counts, parse_mix, unfit_chunk
-from ragassay.llm import LLM, LLMConfig
+from ragassay.llm import LLM
 from ragassay.data.records import Chunk, Question
 
 BASE = "http://gen.test/v1"
@@ -45,10 +47,7 @@ OUTPUTS = {  # what the mocked model writes for each chunk
 
 
 def reply(obj) -> httpx.Response:
-    return httpx.Response(200, json={
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(obj)}}],
-        "usage": {"prompt_tokens": 80, "completion_tokens": 30, "total_tokens": 110}})
+    return chat_reply(obj, prompt_tokens=80, completion_tokens=30)
 
 
 def handler_for(outputs, single_answerable=()):
@@ -72,10 +71,7 @@ def handler_for(outputs, single_answerable=()):
 
 
 def make_llm(tmp_path, use_cache=False) -> LLM:
-    async def no_sleep(_):
-        return None
-    return LLM(LLMConfig(model="gen-model", base_url=BASE, api_key="sk-t", use_cache=use_cache,
-                         cache_path=tmp_path / "cache.sqlite"), sleep=no_sleep)
+    return shared_make_llm(tmp_path, BASE, "gen-model", use_cache=use_cache)
 
 
 def chunks_of(names, doc=None):

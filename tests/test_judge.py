@@ -8,11 +8,13 @@ import re
 import httpx
 import pytest
 import respx
+from fake_llm import chat_reply
+from fake_llm import make_llm as shared_make_llm
 
 import ragassay
 from ragassay.stages.judge import (JudgeOptions, QueryItem, coverage_label, judge_run, majority, nugget_scores,
                             read_query_items)
-from ragassay.llm import LLM, LLMConfig
+from ragassay.llm import LLM
 from ragassay.data.records import Chunk, Coverage, Judgment
 
 BASE = "http://judge.test/v1"
@@ -29,10 +31,7 @@ GRADES = {"c1": 3, "c2": 0, "c3": 0}
 
 
 def reply(obj: dict) -> httpx.Response:
-    return httpx.Response(200, json={
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(obj)}}],
-        "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70}})
+    return chat_reply(obj)
 
 
 def passage_ids(content: str) -> list[str]:
@@ -51,11 +50,7 @@ def relevance(grade: int) -> dict:
 
 
 def make_llm(tmp_path, model="judge-model", **kw) -> LLM:
-    async def no_sleep(_):
-        return None
-    cfg = LLMConfig(model=model, base_url=BASE, api_key="sk-test", use_cache=False,
-                    cache_path=tmp_path / "c.sqlite", **kw)
-    return LLM(cfg, sleep=no_sleep)
+    return shared_make_llm(tmp_path, BASE, model, use_cache=False, **kw)
 
 
 def run_of(rows) -> ragassay.Run:

@@ -11,6 +11,7 @@ import json
 import httpx
 import pytest
 import respx
+from fake_llm import chat_reply
 from pydantic import BaseModel, Field
 
 from ragassay.llm import LLM, LLMConfig, LLMError
@@ -40,12 +41,7 @@ class FakeTime:
 
 def completion(content: str | None = '{"grade": 2, "reasoning": "ok"}', finish: str = "stop",
                refusal: str | None = None, prompt_tokens: int = 11, completion_tokens: int = 7) -> httpx.Response:
-    return httpx.Response(200, json={
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "test-model",
-        "choices": [{"index": 0, "finish_reason": finish,
-                     "message": {"role": "assistant", "content": content, "refusal": refusal}}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens}})
+    return chat_reply(content, finish, prompt_tokens, completion_tokens, refusal)
 
 
 def error(status: int, message: str = "boom", headers: dict | None = None) -> httpx.Response:

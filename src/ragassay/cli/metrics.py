@@ -106,7 +106,6 @@ def compare(sub: Any) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> str:
-    from ..errors import InputError
     from ..metrics.compare import compare
     if len(args.runs) < 2:
         raise UsageError("compare needs at least two runs")

@@ -62,7 +62,6 @@ def report(sub: Any) -> None:
 
 
 def run_report(args: argparse.Namespace) -> str:
-    from ..errors import InputError
     from ..product.report import load_inputs, write_report
     if bool(args.qrels) != bool(args.run) and not args.files:
         raise UsageError("--qrels and --run go together (or give result files)")

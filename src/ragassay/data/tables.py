@@ -8,7 +8,6 @@ metric can be computed over all queries at once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 import numpy as np
 

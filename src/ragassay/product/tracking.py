@@ -9,9 +9,8 @@ import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from ..errors import InputError, UsageError
+from ..errors import UsageError
 
 DEFAULT_DB = Path(".ragassay") / "history.sqlite"
 
