@@ -32,11 +32,21 @@ def test_every_command_and_option_has_help_text():
                 assert action.help, f"{name} {action.option_strings or action.dest} has no help"
 
 
-def test_all_matches_public_names():
-    public = {n for n in dir(ragassay) if not n.startswith("_")} | {"__version__"}
-    assert set(ragassay.__all__) == public
-    for name in ragassay.__all__:
-        assert getattr(ragassay, name) is not None
+def test_all_matches_the_lazy_exports_and_the_type_checking_imports():
+    """``__all__``, the lazy export table and the imports IDEs see must name the same objects."""
+    import ast
+    import importlib
+    source = Path(ragassay.__file__).read_text()
+    tree = ast.parse(source)
+    checked = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.If)
+               and getattr(node.test, "id", "") == "TYPE_CHECKING" for stmt in node.body
+               if isinstance(stmt, ast.ImportFrom) for alias in stmt.names}
+    exports = ragassay._EXPORTS
+    assert set(ragassay.__all__) == set(exports) | {"__version__"} == checked | {"__version__"}
+    for name, module in exports.items():
+        assert getattr(ragassay, name) is getattr(importlib.import_module(f"ragassay.{module}"), name)
+    with pytest.raises(AttributeError):
+        ragassay.no_such_name  # noqa: B018
 
 
 def test_evaluate_table_and_json(capsys):
