@@ -324,15 +324,12 @@ def remap(sub: Any) -> None:
 
 
 def run_remap(args: argparse.Namespace) -> str:
-    from ..data.io import read_chunks, read_records
+    from ..data.io import read_chunks, read_records, write_qrels
     from ..data.records import Question
     from ..stages.remap import remap
     questions = [q for _, q in read_records(args.questions, Question, "question")]
     result = remap(questions, read_chunks(args.new_chunks), args.threshold)
-    with open(args.output, "w", encoding="utf-8") as f:
-        for qid, docs in result.qrels.items():
-            for d, g in docs.items():
-                f.write(f"{qid} 0 {d} {g}\n")
+    write_qrels(args.output, result.qrels)
     how = Counter(result.how.values())
     lines = [f"placed {len(result.placed)} of {len(questions)} questions (" +
              ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + f"); qrels: {args.output}"]

@@ -75,10 +75,12 @@ class QrelRow(_Record):
 
 
 class Judgment(_Record):
-    """An LLM relevance grade 0-3 for one query x chunk, or an error record with a null grade."""
+    """An LLM relevance grade 0-3 for one query x chunk, or an error record with a null grade.
+    ``key`` fingerprints what the grade depends on (texts, model, prompt, settings)."""
 
     query_id: str
     chunk_id: str
+    key: str | None = None
     grade: int | None = Field(default=None, ge=0, le=3)
     reasoning: str | None = None
     status: Status = "ok"
@@ -102,9 +104,13 @@ class Nugget(_Record):
 
 
 class Coverage(_Record):
-    """Whether the retrieved set covers what the answer needs: FULL, PARTIAL or NONE."""
+    """Whether the retrieved set covers what the answer needs: FULL, PARTIAL or NONE, for one query
+    of one run (``run``) and the retrieved ids it measured (``chunk_ids``)."""
 
     query_id: str
+    run: str | None = None
+    chunk_ids: list[str] = Field(default_factory=list)
+    key: str | None = None
     coverage: CoverageLabel | None = None
     nuggets: list[Nugget] = Field(default_factory=list)
     status: Status = "ok"
@@ -133,6 +139,7 @@ class Check(_Record):
     """The verdict on one answer: correct / partial / hallucinated / abstained, or an error."""
 
     id: str
+    key: str | None = None
     label: CheckLabel | None = None
     grounded: Grounded | None = None
     unsupported_claims: list[str] = Field(default_factory=list)

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from .engine import Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, run_stage
 from ..llm.prompts import delimit, load_prompt
-from ..data.records import AnswerItem, Chunk
+from ..data.records import AnswerItem, Check, Chunk
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
 
@@ -78,6 +78,7 @@ class Checker(Stage):
     empty when no endpoint is configured: then undecided answers become error records."""
 
     name = "check"
+    record_model = Check
 
     def __init__(self, configs: Sequence[LLMConfig], options: CheckOptions | None = None,
                  chunks: Mapping[str, Chunk] | None = None):

@@ -102,6 +102,7 @@ class Stage:
     """What a stage gives the engine. Subclasses build the plan and turn answers into records."""
 
     name = "stage"
+    record_model: type[BaseModel] | None = None  # the data contract every record is checked against
 
     def identity(self, record: dict) -> str:
         """What a record is about (one record per identity in the output), e.g. query and chunk."""
@@ -406,6 +407,14 @@ def reason_of(record: dict) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
+def contract(stage: Stage, records: list[dict]) -> list[dict]:
+    """Each record as the data contract defines it (records.py): a stage cannot write a record that
+    breaks it (an ok status without a label, an error without its reason)."""
+    if stage.record_model is None:
+        return records
+    return [stage.record_model.model_validate(r).model_dump(mode="json") for r in records]
+
+
 async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore, *,
                     concurrency: int | None = None, quiet: bool = False) -> StageRun:
     """Run every item not already done in ``store``; write its output once, at the end.
@@ -431,14 +440,14 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
             records = await stage.finish(it, answers, llms)
             if it.calls:
                 answered[0] = True
-            return records
+            return contract(stage, records)
         except LLMError as e:
             if not answered[0] and e.kind in ("transport", "auth", "request"):
                 early.append(e)
                 if len(todo) > ABORT_AFTER and len(early) >= ABORT_AFTER and len({x.kind for x in early}) == 1:
                     aborted.append(str(early[0]).rstrip("."))
                     abort.set()
-            return stage.error_records(it, e)
+            return contract(stage, stage.error_records(it, e))
 
     async def worker() -> None:
         while not aborted:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..data.records import Chunk
+from ..data.records import Chunk, Coverage, Judgment
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, load_prompt
@@ -231,6 +231,7 @@ class RelevanceStage(Stage):
     """Grades 0-3, one item per pair (pointwise) or per group of pairs of one query (--batch)."""
 
     name = "judge"
+    record_model = Judgment
 
     def __init__(self, judge: Judge):
         self.judge = judge
@@ -324,6 +325,7 @@ class CoverageStage(Stage):
     is never reused."""
 
     name = "coverage"
+    record_model = Coverage
 
     def __init__(self, judge: Judge, run_name: str):
         self.judge = judge
