@@ -236,3 +236,14 @@ def test_generate_says_what_fell_short_and_exits_3(tmp_path, capsys, monkeypatch
     out = capsys.readouterr().out
     assert code == 3
     assert "fell short of the target: hard 1 fewer" in out and "fake multi-hop 3" in out
+
+
+def test_the_demo_runs_every_stage_against_a_local_model_with_one_llm(tmp_path, capsys):
+    """One LLM object serves generate, judge and check, each in its own asyncio.run."""
+    with FakeLLM() as server:
+        assert main(["demo", "--out", str(tmp_path / "demo"), "--base-url", server.url, "--model", "fake"]) == 0
+    out = capsys.readouterr().out
+    assert "generate: 10 questions accepted" in out and "check: 16 of 16 answers graded" in out
+    assert (tmp_path / "demo" / "report.html").stat().st_size > 10_000
+    result = json.loads((tmp_path / "demo" / "check.json").read_text())
+    assert result["kind"] == "check" and result["errors"] == 0
