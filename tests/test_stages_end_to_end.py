@@ -244,6 +244,7 @@ def test_the_demo_runs_every_stage_against_a_local_model_with_one_llm(tmp_path, 
         assert main(["demo", "--out", str(tmp_path / "demo"), "--base-url", server.url, "--model", "fake"]) == 0
     out = capsys.readouterr().out
     assert "generate: 10 questions accepted" in out and "check: 16 of 16 answers graded" in out
-    assert (tmp_path / "demo" / "report.html").stat().st_size > 10_000
+    report = (tmp_path / "demo" / "report.html").read_text()
+    assert "Judge: grade distribution" in report  # with or without matplotlib (an optional extra)
     result = json.loads((tmp_path / "demo" / "check.json").read_text())
     assert result["kind"] == "check" and result["errors"] == 0
