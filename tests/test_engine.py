@@ -179,3 +179,12 @@ async def test_one_llm_serves_two_event_loops(tmp_path):
 
 def test_llm_error_reason_names_the_kind():
     assert LLMError("auth", "refused").reason == "auth: refused"
+
+
+@respx.mock
+async def test_an_interrupted_run_of_other_items_is_not_dropped_by_the_next_run(tmp_path):
+    respx.post(URL).mock(return_value=chat_reply({"grade": 2}))
+    out = tmp_path / "out.jsonl"
+    (tmp_path / "out.jsonl.journal").write_text('{"id": "9", "grade": 1, "status": "ok", "key": "k9"}\n')
+    await run(tmp_path, {"1": "a"}, out)
+    assert {r["id"]: r["grade"] for r in records(out)} == {"9": 1, "1": 2}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -75,7 +76,6 @@ def judge(sub: Any) -> None:
 
 def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import read_chunks, read_qrels, read_run
-    from ..stages.engine import run_locked
     from ..stages.judge import JudgeOptions, build_llms, execute_judge, model_configs, plan_judge, read_query_items
     if args.samples < 1 or args.batch < 1 or args.depth < 1:
         raise UsageError("--samples, --batch and --depth must be at least 1")
@@ -101,7 +101,7 @@ def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
         finally:
             for llm in llms:
                 llm.close()
-    result = run_locked([args.output, args.qrels_out, args.coverage_out], body)
+    result = asyncio.run(body())
     if args.format == "json":
         return to_json(nan_to_none(result.to_dict())), result.exit_code
     out = [result.text(), f"judgments: {args.output}"]
@@ -156,7 +156,6 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..llm.errors import LLMError
     from ..stages.check import (CheckOptions, check_answers, check_result, plan_check, read_answers, read_human_labels,
                                 retrieval_recall)
-    from ..stages.engine import run_locked
     if bool(args.run) != bool(args.qrels):
         raise UsageError("the diagnosis needs both --run and --qrels")
     if args.samples < 1:
@@ -185,7 +184,7 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
         finally:
             if llm is not None:
                 llm.close()
-    done = run_locked([args.output], body)
+    done = asyncio.run(body())
     fields = {str(obj.get("id")): obj for _, obj in iter_jsonl(args.answers)} if args.by else None
     result = check_result(done, recall=retrieval_recall(qrels, run, args.k) if run is not None else None,
                           threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..data.io import write_lines_atomic
+from ..data.io import read_bytes_checked, write_lines_atomic
 from ..errors import InputError, OutputError, RagassayError
 from ..llm.cache import Cache
 from ..llm.client import LLM, request_key, schema_of
@@ -236,7 +236,7 @@ class OutputStore:
         planned = [self.by_key[k] for k in plan_keys if k in self.by_key]
         touched = {self.identity(r) for r in planned}
         kept: dict[str, dict] = {}
-        for r in self.final:
+        for r in self.final + self.journaled:  # an interrupted run's records of other items stay too
             ident = self.identity(r)
             if ident not in touched:
                 kept[ident] = r  # one record per identity, the newest
@@ -247,7 +247,6 @@ class OutputStore:
 
 
 def _read_records(path: Path, cut_partial: bool = False) -> list[dict]:
-    from ..data.io import read_bytes_checked
     data = read_bytes_checked(path, allow_empty=True)
     end = data.rfind(b"\n") + 1
     if cut_partial and end < len(data):
@@ -295,15 +294,13 @@ class Estimate:
                 "tokenizer": self.tokenizer, "models": self.models, "note": self.note}
 
     def add(self, other: Estimate) -> Estimate:
-        out = Estimate(**{k: getattr(self, k) for k in ("items", "done", "decided_without_call", "calls", "cached",
-                                                         "input_tokens", "output_tokens")})
-        for k in ("items", "done", "decided_without_call", "calls", "cached", "input_tokens", "output_tokens"):
-            setattr(out, k, getattr(self, k) + getattr(other, k))
-        out.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
-        out.tokenizer = self.tokenizer or other.tokenizer
-        out.models = self.models or other.models
-        out.note = "; ".join(n for n in (self.note, other.note) if n)
-        return out
+        """Two plans run one after the other (judge's relevance, then coverage)."""
+        counts = ("items", "done", "decided_without_call", "calls", "cached", "input_tokens", "output_tokens")
+        return Estimate(**{k: getattr(self, k) + getattr(other, k) for k in counts},
+                        cost_usd=None if self.cost_usd is None or other.cost_usd is None
+                        else self.cost_usd + other.cost_usd,
+                        tokenizer=self.tokenizer or other.tokenizer, models=self.models or other.models,
+                        note="; ".join(n for n in (self.note, other.note) if n))
 
     def text(self) -> str:
         cost = "unknown (pass --price-in/--price-out)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
@@ -355,16 +352,12 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
         for c in caches:
             if c is not None:
                 c.close()
-    cost = 0.0
+    cost: float | None = 0.0
     for cfg, (t_in, t_out) in zip(configs, tokens_per_model):
         price = price_for(cfg.model, cfg.price_in, cfg.price_out)
-        if price is None:
-            if t_in or t_out:
-                cost = None
-                break
-            continue
-        cost += (t_in * price[0] + t_out * price[1]) / 1e6
-    est.cost_usd = cost if est.calls else (0.0 if cost is not None else None)
+        if t_in or t_out:
+            cost = None if price is None or cost is None else cost + (t_in * price[0] + t_out * price[1]) / 1e6
+    est.cost_usd = cost  # 0 when nothing is sent; None when a model that will be called has no price
     return est
 
 
@@ -417,9 +410,14 @@ def contract(stage: Stage, records: list[dict]) -> list[dict]:
 
 async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore, *,
                     concurrency: int | None = None, quiet: bool = False) -> StageRun:
-    """Run every item not already done in ``store``; write its output once, at the end.
+    """Run every item not already done in ``store``; write its output once, at the end. The output
+    is locked for the whole run: a second process on it fails at once, before sending anything."""
+    with OutputLock(store.output):
+        return await _run_stage(stage, items, llms, store, concurrency, quiet)
 
-    The caller holds the output's :class:`OutputLock` (see :func:`run_locked`)."""
+
+async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
+                     concurrency: int | None, quiet: bool) -> StageRun:
     todo = [it for it in items if not all(store.done(k) for k in it.record_keys)]
     bar = progress_bar(sum(len(it.record_keys) for it in items),
                        sum(len(it.record_keys) for it in items) - sum(len(it.record_keys) for it in todo),
@@ -494,7 +492,8 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
 
 
 def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Awaitable[Any]]) -> Any:
-    """``asyncio.run(body())`` while holding the lock of every output (a second writer fails at once)."""
+    """``asyncio.run(body())`` holding the lock of every output, for stages that write their files
+    themselves at the end (generate); stages run by :func:`run_stage` lock their output there."""
     locks = [OutputLock(o) for o in outputs if o is not None]
     held = []
     try:
