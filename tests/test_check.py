@@ -12,7 +12,6 @@ from fake_llm import chat_reply
 from fake_llm import make_llm as shared_make_llm
 
 from ragassay.stages.check import CheckOptions, check_answers, majority_label, read_answers
-from ragassay.stages.check_rules import decide, normalize
 from ragassay.llm import LLM
 from ragassay.metrics.labels import diagnosis, human_calibration, label_summary, ppi_mean
 from ragassay.data.records import AnswerItem, Check, Chunk
@@ -33,36 +32,6 @@ def make_llm(tmp_path, **kw) -> LLM:
 
 def item(i, reference, response, contexts=None) -> AnswerItem:
     return AnswerItem(id=i, question="q?", reference=reference, response=response, contexts=contexts)
-
-
-@pytest.mark.parametrize("refs, response, label", [
-    (["Paris"], "Paris.", "correct"),
-    (["The Eiffel Tower"], "eiffel tower", "correct"),
-    (["9.95"], "It is 9.950", "correct"),
-    (["1,500"], "1500", "correct"),
-    (["Visa, Mastercard and PayPal"], "PayPal; visa & Mastercard", "correct"),
-    (["wrong", "42"], "42", "correct"),  # any accepted answer
-    (["x"], "I don't know.", "abstained"),
-    (["x"], "The context does not mention this.", "abstained"),
-    (["x"], "", "abstained"),
-])
-def test_rules_decide(refs, response, label):
-    assert decide(refs, response)[0] == label
-
-
-@pytest.mark.parametrize("refs, response", [
-    (["30 days"], "31 days"),                               # a different number is never correct by rule
-    (["9.95"], "9.9"),
-    (["x"], "I don't know, but probably 30 days"),          # a hedged guess asserts something
-    (["Visa, Mastercard and PayPal"], "Visa and PayPal"),
-    (["5 business days"], "Refunds take 5 business days after inspection"),  # a sentence: for the LLM
-])
-def test_rules_leave_the_rest_to_the_llm(refs, response):
-    assert decide(refs, response) is None
-
-
-def test_normalize_ignores_case_punctuation_articles():
-    assert normalize("  The  Answer, is: A “Cat”! ") == "answer is cat"
 
 
 @respx.mock
@@ -208,8 +177,9 @@ def test_check_command_on_the_example_without_an_endpoint(tmp_path, monkeypatch,
                  "--format", "json", "--quiet"]) == 3  # some answers are error records: a rerun fills them in
     captured = capsys.readouterr()
     result = json.loads(captured.out)
-    assert result["kind"] == "check" and result["errors"] == 10 and result["ok"] == 6
-    assert result["summary"]["counts"]["correct"] == 4 and result["summary"]["counts"]["abstained"] == 2
-    assert result["summary"]["errors"] == 10
+    assert result["kind"] == "check" and result["errors"] == 11 and result["ok"] == 5
+    # q18 ("30 days" for "30 days after delivery") is no longer called correct by a rule: the model decides
+    assert result["summary"]["counts"]["correct"] == 3 and result["summary"]["counts"]["abstained"] == 2
+    assert result["summary"]["errors"] == 11
     assert "no LLM endpoint configured" in captured.err
-    assert result["diagnosis"]["cells"]["good_retrieval_good_answer"]["count"] == 4
+    assert result["diagnosis"]["cells"]["good_retrieval_good_answer"]["count"] == 3

@@ -70,7 +70,7 @@ def majority_label(labels: Sequence[str]) -> str:
     return max((lab for lab, c in counts.items() if c == top), key=SEVERITY.__getitem__)
 
 
-RULES_VERSION = 1  # bump when check_rules changes what it decides: keys change, answers are redone
+RULES_VERSION = 2  # bump when check_rules changes what it decides: keys change, answers are redone
 
 
 class Checker(Stage):
@@ -125,7 +125,7 @@ class Checker(Stage):
             key = fingerprint("check", self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
                               [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
                               o.max_tokens, o.max_context_chars)
-            ruled = decide(references(it), it.response)
+            ruled = decide(references(it), it.response, it.question)
             calls = []
             if ruled is None and self.configs:
                 messages = self.messages(it)
