@@ -139,6 +139,10 @@ def check(sub: Any) -> None:
     p.add_argument("--by", action="append", metavar="FIELD", help="break rates down by an answer field (repeatable)")
     p.add_argument("--samples", type=int, default=1, help="ask N times and take the majority (ties go to the "
                    "more severe label; default 1)")
+    p.add_argument("--max-response-chars", type=int, default=6000, metavar="N",
+                   help="cut longer responses to N characters, marked in the prompt and the record (default 6000)")
+    p.add_argument("--max-context-chars", type=int, default=12000, metavar="N",
+                   help="budget for all passages of an answer; the rest is cut or dropped, marked (default 12000)")
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
     p.set_defaults(handler=run_check)
@@ -166,7 +170,10 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     run = read_run(args.run) if args.run else None
     human = read_human_labels(args.human) if args.human else None
     config = llm_config(args)
-    options = CheckOptions(samples=args.samples, quiet=args.quiet)
+    if args.max_response_chars < 1 or args.max_context_chars < 1:
+        raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
+    options = CheckOptions(samples=args.samples, quiet=args.quiet, max_response_chars=args.max_response_chars,
+                           max_context_chars=args.max_context_chars)
     if args.dry_run:  # offline: no endpoint, no key
         est = plan_check(items, config, args.output, options=options, chunks=chunks)
         return to_json(est.to_dict()) if args.format == "json" else est.text()
@@ -230,6 +237,9 @@ def _check_text(result: dict, args: argparse.Namespace) -> str:
         out.append("\n".join(lines))
     if "flip_rate" in result:
         out.append(f"samples disagreed on {result['flip_rate']:.1%} of LLM-graded answers")
+    if result.get("truncated"):
+        out.append(f"{result['truncated']} answers were graded on cut text (a response or passages over the length "
+                   "budget; the prompt marks each cut and the record's 'truncated' says what)")
     if "usage" in result:
         out.append(result["usage"])
     out.append(f"checks: {args.output}")

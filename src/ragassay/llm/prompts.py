@@ -33,28 +33,55 @@ class Prompt:
     def placeholders(self) -> set[str]:
         return set(_PLACEHOLDER.findall(self.text))
 
-    def render(self, **values: str) -> str:
+    def _check_values(self, values: dict) -> None:
         missing = self.placeholders - set(values)
         extra = set(values) - self.placeholders
         if missing or extra:
             raise ValueError(f"prompt {self.name}: missing {sorted(missing)}, unexpected {sorted(extra)}")
-        return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), self.text)
 
+    def render(self, **values: str) -> str:
+        """The whole prompt as one text (for prompts without roles)."""
+        self._check_values(values)
+        return _fill(self.text, values)
 
     def messages(self, **values: str) -> list[dict[str, str]]:
-        """Render a prompt written as ``[system]`` and ``[user]`` sections into chat messages."""
-        text = self.render(**values)
-        parts = re.split(r"^\[(system|user)\]\n", text, flags=re.M)
-        out = [{"role": role, "content": body.strip()} for role, body in zip(parts[1::2], parts[2::2])]
-        if not out:
-            out = [{"role": "user", "content": text.strip()}]
-        return out
+        """Chat messages from a prompt written as ``[system]`` / ``[user]`` sections.
+
+        The roles come from the prompt file before any value is filled in, and each value is put in
+        one pass: text in a value (a line reading ``[system]``, role-like JSON, ``{{placeholder}}``)
+        can never add, end or change a message."""
+        self._check_values(values)
+        parts = _ROLE.split(self.text)
+        sections = list(zip(parts[1::2], parts[2::2])) or [("user", self.text)]
+        return [{"role": role, "content": _fill(body, values).strip()} for role, body in sections]
+
+
+_ROLE = re.compile(r"^\[(system|user)\]\n", re.M)
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
 
 
 def delimit(label: str, text: str) -> str:
-    """Wrap untrusted text in markers it cannot close itself (marker characters inside are defused)."""
-    safe = text.replace("<<<", "< < <").replace(">>>", "> > >")
+    """Wrap untrusted text in markers it cannot close itself (marker characters inside, and in the
+    label, are defused)."""
+    safe = _defuse(text)
+    label = _defuse(label)
     return f"<<<{label}\n{safe}\n{label.split()[0]}>>>"
+
+
+def _defuse(text: str) -> str:
+    return text.replace("<<<", "< < <").replace(">>>", "> > >")
+
+
+def clip(text: str, budget: int) -> tuple[str, int]:
+    """``text`` cut to ``budget`` characters with a visible mark where it was cut, and how many
+    characters were cut (0 when it fits)."""
+    if len(text) <= budget:
+        return text, 0
+    cut = len(text) - budget
+    return f"{text[:budget]}\n[… {cut:,} characters cut]", cut
 
 
 @lru_cache(maxsize=None)

@@ -20,7 +20,7 @@ from .check_rules import decide
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from .engine import Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, run_stage
-from ..llm.prompts import delimit, load_prompt
+from ..llm.prompts import clip, delimit, load_prompt
 from ..data.records import AnswerItem, Check, Chunk
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
@@ -40,7 +40,8 @@ class CheckOptions:
     samples: int = 1
     sample_temperature: float = 0.7
     max_tokens: int = 700
-    max_context_chars: int = 12000
+    max_context_chars: int = 12000   # all passages together; what does not fit is cut or dropped, visibly
+    max_response_chars: int = 6000   # a response longer than this is cut, visibly
     quiet: bool = False
 
 
@@ -100,19 +101,32 @@ class Checker(Stage):
         return [(c, self.chunks[c].text) for c in item.context_ids or []]
 
     def messages(self, item: AnswerItem) -> list[dict[str, str]]:
+        return self.prompt_and_cuts(item)[0]
+
+    def prompt_and_cuts(self, item: AnswerItem) -> tuple[list[dict[str, str]], dict | None]:
+        """The messages, and what did not fit the budgets (None when nothing was cut). Every cut
+        is marked in the prompt itself, so the grader knows text is missing."""
         refs = references(item)
         ref_text = refs[0] if len(refs) == 1 else "Any one of these accepted answers:\n" + "\n".join(f"- {r}" for r in refs)
+        response, response_cut = clip(item.response, self.options.max_response_chars)
         budget = self.options.max_context_chars
-        blocks = []
+        blocks, cut_chars, dropped = [], 0, []
         for cid, text in self.contexts(item):
             if budget <= 0:
-                break
-            blocks.append(delimit(f"PASSAGE id={cid}", text[:budget]))
+                dropped.append(cid)
+                continue
+            shown, cut = clip(text, budget)
+            blocks.append(delimit(f"PASSAGE id={cid}", shown))
+            cut_chars += cut
             budget -= len(text)
-        return self.prompt.messages(question=delimit("QUESTION", item.question),
-                                    reference=delimit("REFERENCE", ref_text),
-                                    response=delimit("RESPONSE", item.response),
-                                    passages="\n\n".join(blocks) if blocks else "(no passages were given)")
+        if dropped:
+            blocks.append(f"[… {len(dropped)} more passage(s) dropped to fit the length budget: ids {', '.join(dropped)}]")
+        messages = self.prompt.messages(question=delimit("QUESTION", item.question),
+                                        reference=delimit("REFERENCE", ref_text),
+                                        response=delimit("RESPONSE", response),
+                                        passages="\n\n".join(blocks) if blocks else "(no passages were given)")
+        cuts = {"response_chars_cut": response_cut, "context_chars_cut": cut_chars, "contexts_dropped": dropped}
+        return messages, (cuts if response_cut or cut_chars or dropped else None)
 
     def temperature(self) -> float:
         base = self.configs[0].temperature if self.configs else 0.0
@@ -124,19 +138,20 @@ class Checker(Stage):
         for it in items:
             key = fingerprint("check", self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
                               [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
-                              o.max_tokens, o.max_context_chars)
+                              o.max_tokens, o.max_context_chars, o.max_response_chars)
             ruled = decide(references(it), it.response, it.question)
-            calls = []
-            if ruled is None and self.configs:
-                messages = self.messages(it)
-                calls = [Call.of(0, messages, AnswerVerdict, "check", o.max_tokens, self.temperature(), sample=s)
-                         for s in range(o.samples)]
-            out.append(WorkItem(key, calls, (it, ruled)))
+            calls, cuts = [], None
+            if ruled is None:
+                messages, cuts = self.prompt_and_cuts(it)
+                if self.configs:
+                    calls = [Call.of(0, messages, AnswerVerdict, "check", o.max_tokens, self.temperature(), sample=s)
+                             for s in range(o.samples)]
+            out.append(WorkItem(key, calls, (it, ruled, cuts)))
         return out
 
     async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
-        item, ruled = work.payload
-        base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key}
+        item, ruled, cuts = work.payload
+        base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key, "truncated": cuts}
         if ruled is not None:
             label, why = ruled
             return [{**base, "label": label, "grounded": None, "unsupported_claims": [], "rationale": why,
@@ -161,8 +176,8 @@ class Checker(Stage):
                  "prompt": self.prompt.id, "samples": [v.label for v in verdicts], "fault": fault}]
 
     def error_records(self, work: WorkItem, error: LLMError) -> list[dict]:
-        item, _ = work.payload
-        return [{"id": item.id, "label": None, "grounded": None, "unsupported_claims": [], "rationale": None,
+        item, _, cuts = work.payload
+        return [{"id": item.id, "truncated": cuts, "label": None, "grounded": None, "unsupported_claims": [], "rationale": None,
                  "decided_by": None, "status": "error", "error": error.reason, "model": self.model,
                  "prompt": None, "samples": [], "fault": None, "response_words": len(item.response.split()),
                  "key": work.key}]
@@ -204,7 +219,8 @@ def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, t
     from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
     records = done.records
     result: dict = {"kind": "check", "version": 1, "items": len(records), "ok": done.ok, "errors": done.errors,
-                    "error_reasons": dict(done.error_reasons.most_common(5)), "summary": label_summary(records)}
+                    "error_reasons": dict(done.error_reasons.most_common(5)),
+                    "truncated": sum(1 for r in records if r.get("truncated")), "summary": label_summary(records)}
     if by:
         enriched = [{**(fields or {}).get(r["id"], {}), **r} for r in records]
         result["breakdown"] = {f: breakdown(enriched, f) for f in by}

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from ..data.records import Chunk, Coverage, Judgment
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
-from ..llm.prompts import delimit, load_prompt
+from ..llm.prompts import clip, delimit, load_prompt
 from .engine import Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, run_stage
 
 # ----------------------------------------------------------------------------- answer shapes
@@ -160,13 +160,11 @@ class Judge:
 
     # -- text handling
     def _passage(self, chunk: Chunk) -> str:
-        text = chunk.text
-        if len(text) > self.options.max_chunk_chars:
-            if chunk.id not in self.truncated:
-                self.truncated.add(chunk.id)
-                print(f"warning: chunk {chunk.id!r} has {len(text)} characters; judged on its first "
-                      f"{self.options.max_chunk_chars}", file=sys.stderr)
-            text = text[:self.options.max_chunk_chars]
+        text, cut = clip(chunk.text, self.options.max_chunk_chars)  # the prompt says where it was cut
+        if cut and chunk.id not in self.truncated:
+            self.truncated.add(chunk.id)
+            print(f"warning: chunk {chunk.id!r} has {len(chunk.text)} characters; judged on its first "
+                  f"{self.options.max_chunk_chars}", file=sys.stderr)
         return f"{chunk.title}\n{text}" if chunk.title else text
 
     def relevance_messages(self, query: QueryItem, chunk: Chunk) -> list[dict[str, str]]:
