@@ -81,8 +81,11 @@ def answer_for(schema: str, user: str) -> dict[str, Any]:
         ref, resp = words(block(user, "REFERENCE")), words(block(user, "RESPONSE"))
         share = len(ref & resp) / max(1, len(ref))
         label = "correct" if share >= 0.6 else "partial" if share >= 0.3 else "hallucinated"
+        given = passages(user)
+        has_answer = len(ref & words(" ".join(t for _, t in given))) >= 0.6 * len(ref) if given else None
         return {"reference_facts": "the reference", "response_claims": "the response", "comparison": f"{share:.2f}",
-                "label": label, "grounded": "supported" if passages(user) else None, "unsupported_claims": []}
+                "label": label, "grounded": "supported" if given else None, "context_has_answer": has_answer,
+                "unsupported_claims": []}
     if schema == "GeneratedQuestion":  # one passage: its first sentence; several: the first two together
         given = passages(user)[:2]
         sentences = [(cid, re.split(r"(?<=[.!?])\s", text.strip())[0]) for cid, text in given]

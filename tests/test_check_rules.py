@@ -134,3 +134,52 @@ def test_normalize_keeps_what_carries_meaning():
     assert normalize("  The  Answer, is: A “Cat”! ") == "answer is a cat"
     assert normalize("C++") != normalize("C#") != normalize("C")
     assert normalize("−5 °C") == "-5 °c" != normalize("5 °C")
+
+
+def rubric_examples() -> list[tuple[str, str, str, str]]:
+    """(question, reference, response, label) of every worked example in the check prompt."""
+    from ragassay.llm.prompts import load_prompt
+    text = load_prompt("check_answer").text
+    block = text.split("Worked examples", 1)[1].split("\n\n", 1)[0]
+    out = []
+    for line in block.splitlines()[1:]:
+        q, ref, rest = (part.strip() for part in line[2:].split(" | ", 2))
+        response, verdict = rest.rsplit(" => ", 1)
+        out.append((q, ref, response.strip(), verdict.split(":")[0].strip()))
+    return out
+
+
+def test_the_rubric_has_about_ten_examples_of_every_label():
+    labels = Counter(label for *_, label in rubric_examples())
+    assert len(rubric_examples()) >= 10 and set(labels) == {"correct", "partial", "hallucinated", "abstained"}
+
+
+@pytest.mark.parametrize("question,reference,response,label", rubric_examples())
+def test_each_rubric_example_end_to_end(tmp_path, question, reference, response, label):
+    """Through check with a model that answers as the rubric says: a rule may decide only when it
+    gives the rubric's label; otherwise the model's label reaches the record unchanged."""
+    import asyncio
+    import json
+
+    import respx
+    from fake_llm import chat_reply
+    from fake_llm import make_llm
+
+    from ragassay.data.records import AnswerItem
+    from ragassay.stages.check import CheckOptions, check_answers
+
+    base = "http://rubric.test/v1"
+    with respx.mock:
+        route = respx.post(f"{base}/chat/completions").mock(return_value=chat_reply({
+            "reference_facts": "f", "response_claims": "c", "comparison": "x", "label": label, "grounded": None,
+            "context_has_answer": None, "unsupported_claims": []}))
+        item = AnswerItem(id="e", question=question, reference=reference, response=response)
+        done = asyncio.run(check_answers([item], make_llm(tmp_path, base, use_cache=False), tmp_path / "c.jsonl",
+                                         options=CheckOptions(quiet=True)))
+    (record,) = done.records
+    assert record["label"] == label
+    if record["decided_by"] == "rule":
+        assert route.call_count == 0
+    else:
+        sent = json.loads(route.calls[0].request.content)["messages"][1]["content"]
+        assert response.replace(">>>", "> > >") in sent

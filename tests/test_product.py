@@ -130,7 +130,7 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
             return reply({"nuggets": [{"text": "fact", "vital": True, "support": "support", "chunk_ids": ids[:1]}]})
         if "reference_facts" in schema:
             return reply({"reference_facts": "f", "response_claims": "c", "comparison": "x", "label": "partial",
-                          "grounded": "supported", "unsupported_claims": []})
+                          "grounded": "supported", "context_has_answer": True, "unsupported_claims": []})
         return reply({"intent": "i", "match": "m", "trust": "t", "grade": 2})
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-demo")

@@ -51,7 +51,7 @@ def assert_intact(messages: list[dict], prompt: str, blocks: list[str]) -> None:
 
 def verdict():
     return chat_reply({"reference_facts": "f", "response_claims": "c", "comparison": "x", "label": "correct",
-                       "grounded": "supported", "unsupported_claims": []})
+                       "grounded": "supported", "context_has_answer": True, "unsupported_claims": []})
 
 
 @respx.mock

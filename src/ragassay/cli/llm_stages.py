@@ -174,8 +174,9 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
         raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
     options = CheckOptions(samples=args.samples, quiet=args.quiet, max_response_chars=args.max_response_chars,
                            max_context_chars=args.max_context_chars)
+    recall = retrieval_recall(qrels, run, args.k) if run is not None else None
     if args.dry_run:  # offline: no endpoint, no key
-        est = plan_check(items, config, args.output, options=options, chunks=chunks)
+        est = plan_check(items, config, args.output, options=options, chunks=chunks, gold_recall=recall)
         return to_json(est.to_dict()) if args.format == "json" else est.text()
     try:
         config.check()
@@ -187,13 +188,13 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
 
     async def body():
         try:
-            return await check_answers(items, llm, args.output, options=options, chunks=chunks)
+            return await check_answers(items, llm, args.output, options=options, chunks=chunks, gold_recall=recall)
         finally:
             if llm is not None:
                 llm.close()
     done = asyncio.run(body())
     fields = {str(obj.get("id")): obj for _, obj in iter_jsonl(args.answers)} if args.by else None
-    result = check_result(done, recall=retrieval_recall(qrels, run, args.k) if run is not None else None,
+    result = check_result(done, recall=recall,
                           threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)
     if llm is not None:
         result["usage"] = llm.usage.summary()

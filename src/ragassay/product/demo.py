@@ -113,9 +113,10 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     # 4. check the example answers (rules only without an endpoint)
     answers = read_answers(ex / "answers.jsonl", chunks)
     (out / "checks.jsonl").unlink(missing_ok=True)
+    recall = retrieval_recall(qrels, runs[0], 10)
     done_checks = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
-                                            options=CheckOptions(quiet=True), announce=False))
-    result = check_result(done_checks, recall=retrieval_recall(qrels, runs[0], 10))
+                                            options=CheckOptions(quiet=True), announce=False, gold_recall=recall))
+    result = check_result(done_checks, recall=recall)
     _write_json(out / "check.json", result)
     s = result["summary"]
     log(f"check: {s['graded']} of {s['answers']} answers graded ({s['counts']['correct']} correct, "

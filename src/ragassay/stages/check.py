@@ -32,6 +32,7 @@ class AnswerVerdict(BaseModel):
     comparison: str
     label: Literal["correct", "partial", "hallucinated", "abstained"]
     grounded: Literal["supported", "unsupported", "contradicted"] | None
+    context_has_answer: bool | None
     unsupported_claims: list[str]
 
 
@@ -74,6 +75,24 @@ def majority_label(labels: Sequence[str]) -> str:
 RULES_VERSION = 2  # bump when check_rules changes what it decides: keys change, answers are redone
 
 
+def fault_of(label: str, has_context: bool, context_has_answer: bool | None, gold_recall: float | None) -> str | None:
+    """Which half of the pipeline a wrong answer comes from, from evidence (as RAGChecker does):
+    retrieval when no gold chunk was retrieved or the retrieved context lacks what the reference
+    needs; generation when the context held the answer and the response still missed it; None for
+    a correct answer or when the evidence cannot tell."""
+    if label == "correct":
+        return None
+    if gold_recall is not None and gold_recall == 0:
+        return "retrieval"
+    if not has_context:
+        return None
+    if context_has_answer is False:
+        return "retrieval"
+    if context_has_answer is True:
+        return "generation"
+    return None
+
+
 class Checker(Stage):
     """Rules first (no call); the LLM grades the rest. ``configs`` holds the grader's config, or is
     empty when no endpoint is configured: then undecided answers become error records."""
@@ -82,8 +101,9 @@ class Checker(Stage):
     record_model = Check
 
     def __init__(self, configs: Sequence[LLMConfig], options: CheckOptions | None = None,
-                 chunks: Mapping[str, Chunk] | None = None):
+                 chunks: Mapping[str, Chunk] | None = None, gold_recall: Mapping[str, float] | None = None):
         self.configs = list(configs)[:1]
+        self.gold_recall = gold_recall  # recall@k of each answer's gold chunks, when --run/--qrels are given
         self.options = options or CheckOptions()
         self.chunks = chunks or {}
         self.prompt = load_prompt("check_answer")
@@ -128,6 +148,9 @@ class Checker(Stage):
         cuts = {"response_chars_cut": response_cut, "context_chars_cut": cut_chars, "contexts_dropped": dropped}
         return messages, (cuts if response_cut or cut_chars or dropped else None)
 
+    def _recall(self, item: AnswerItem) -> float | None:
+        return None if self.gold_recall is None else self.gold_recall.get(item.id)
+
     def temperature(self) -> float:
         base = self.configs[0].temperature if self.configs else 0.0
         return max(base, self.options.sample_temperature) if self.options.samples > 1 else base
@@ -138,7 +161,7 @@ class Checker(Stage):
         for it in items:
             key = fingerprint("check", self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
                               [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
-                              o.max_tokens, o.max_context_chars, o.max_response_chars)
+                              o.max_tokens, o.max_context_chars, o.max_response_chars, self._recall(it))
             ruled = decide(references(it), it.response, it.question)
             calls, cuts = [], None
             if ruled is None:
@@ -156,7 +179,7 @@ class Checker(Stage):
             label, why = ruled
             return [{**base, "label": label, "grounded": None, "unsupported_claims": [], "rationale": why,
                      "decided_by": "rule", "status": "ok", "error": None, "model": None, "prompt": None,
-                     "samples": [], "fault": None}]
+                     "samples": [], "fault": fault_of(label, False, None, self._recall(item))}]
         if not answers:
             raise LLMError("config", "needs an LLM verdict but no endpoint is configured "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
@@ -165,15 +188,14 @@ class Checker(Stage):
         label = majority_label([v.label for v in verdicts])
         chosen = next(v for v in verdicts if v.label == label)
         grounded = chosen.grounded if has_context else None
-        fault = None
-        if label in ("hallucinated", "partial") and has_context:
-            # wrong but faithful to the context: the retrieved context misled it
-            fault = "retrieval" if grounded == "supported" else "generation"
+        has_answer = chosen.context_has_answer if has_context else None
+        fault = fault_of(label, has_context, has_answer, self._recall(item))
         return [{**base, "label": label, "grounded": grounded, "unsupported_claims": chosen.unsupported_claims,
                  "rationale": f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
                               f"comparison: {chosen.comparison}",
                  "decided_by": "llm", "status": "ok", "error": None, "model": self.model,
-                 "prompt": self.prompt.id, "samples": [v.label for v in verdicts], "fault": fault}]
+                 "prompt": self.prompt.id, "samples": [v.label for v in verdicts], "fault": fault,
+                 "context_has_answer": has_answer}]
 
     def error_records(self, work: WorkItem, error: LLMError) -> list[dict]:
         item, _, cuts = work.payload
@@ -185,10 +207,11 @@ class Checker(Stage):
 
 async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: str | Path, *,
                         options: CheckOptions | None = None, chunks: Mapping[str, Chunk] | None = None,
-                        announce: bool = True) -> StageRun:
-    """Check every answer (resumable); ``.records`` holds one record per answer, in input order."""
+                        announce: bool = True, gold_recall: Mapping[str, float] | None = None) -> StageRun:
+    """Check every answer (resumable); ``.records`` holds one record per answer, in input order.
+    ``gold_recall`` (recall@k of each answer's gold chunks) lets ``fault`` use the qrels."""
     options = options or CheckOptions()
-    checker = Checker([llm.config] if llm is not None else [], options, chunks)
+    checker = Checker([llm.config] if llm is not None else [], options, chunks, gold_recall)
     work = checker.plan(items)
     if llm is None and announce:
         undecided = sum(1 for w in work if w.payload[1] is None)
@@ -202,10 +225,11 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
 
 
 def plan_check(items: Sequence[AnswerItem], config: LLMConfig | None, output: str | Path, *,
-               options: CheckOptions | None = None, chunks: Mapping[str, Chunk] | None = None) -> Estimate:
+               options: CheckOptions | None = None, chunks: Mapping[str, Chunk] | None = None,
+               gold_recall: Mapping[str, float] | None = None) -> Estimate:
     """The dry run of :func:`check_answers`: calls, tokens and cost, offline."""
     config = config or LLMConfig()
-    checker = Checker([config], options or CheckOptions(), chunks)
+    checker = Checker([config], options or CheckOptions(), chunks, gold_recall)
     store = OutputStore(output, checker.identity)
     return estimate(checker.plan(items), lambda w: store.done(w.key), [config])
 
