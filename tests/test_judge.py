@@ -273,3 +273,46 @@ def test_judge_command_end_to_end_and_agree_on_its_qrels(tmp_path, monkeypatch, 
     assert json.loads(capsys.readouterr().out)["pairs"] == 66
     assert main(args + ["--dry-run"]) == 0
     assert "0 pairs to judge" not in capsys.readouterr().out  # dry run plans from the run, not the output
+
+
+@respx.mock
+async def test_batches_are_shown_in_a_fixed_shuffled_order_and_records_keep_their_position(tmp_path):
+    chunks = {f"d{i}": Chunk(id=f"d{i}", text=f"passage number {i} about refunds") for i in range(6)}
+    run = run_of([("q1", f"d{i}", 10.0 - i) for i in range(6)])
+
+    def handler(request):
+        ids = passage_ids(json.loads(request.content)["messages"][-1]["content"])
+        return reply({"judgments": [{"chunk_id": cid, **relevance(1)} for cid in ids]})
+    route = respx.post(URL).mock(side_effect=handler)
+    orders = []
+    for n in range(2):
+        out = tmp_path / f"b{n}.jsonl"
+        await judge_run(QUERIES[:1], chunks, run, [make_llm(tmp_path)], out, options=JudgeOptions(batch=6, quiet=True))
+        shown = passage_ids(json.loads(route.calls[-1].request.content)["messages"][-1]["content"])
+        orders.append(shown)
+        records = {r["chunk_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+        assert [records[c]["batch_position"] for c in shown] == list(range(6))
+        assert all(records[c]["batch_size"] == 6 for c in shown)
+    assert orders[0] == orders[1]  # the same every time
+    assert orders[0] != [f"d{i}" for i in range(6)]  # and not the run's ranking
+
+
+@respx.mock
+async def test_an_id_graded_twice_in_a_batch_answer_is_asked_alone(tmp_path):
+    def handler(request):
+        user = json.loads(request.content)["messages"][-1]["content"]
+        ids = passage_ids(user)
+        if ids:
+            first = ids[0]
+            return reply({"judgments": [{"chunk_id": i, **relevance(GRADES[i])} for i in ids]
+                          + [{"chunk_id": first, **relevance(0 if GRADES[first] else 3)}]})
+        return reply(relevance(GRADES[chunk_of(user)]))
+    route = respx.post(URL).mock(side_effect=handler)
+    out = tmp_path / "j.jsonl"
+    result = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path)], out,
+                             options=JudgeOptions(batch=3, quiet=True))
+    records = {r["chunk_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert {k: v["grade"] for k, v in records.items()} == {"c1": 3, "c2": 0, "c3": 0}
+    assert route.call_count == 2 and result.batch_fallbacks == 1
+    alone = [r for r in records.values() if r["prompt"].startswith("judge_relevance@")]
+    assert len(alone) == 1 and "batch_position" not in alone[0]

@@ -248,3 +248,15 @@ def test_the_demo_runs_every_stage_against_a_local_model_with_one_llm(tmp_path, 
     assert "Judge: grade distribution" in report  # with or without matplotlib (an optional extra)
     result = json.loads((tmp_path / "demo" / "check.json").read_text())
     assert result["kind"] == "check" and result["errors"] == 0
+
+
+def test_batched_grades_equal_pointwise_grades_on_the_example(tmp_path, capsys):
+    """With a model that grades each passage on its own merits, batching changes no grade."""
+    with FakeLLM() as server:
+        assert main(judge_args(tmp_path, server.url, BM25, 5)) == 0
+        pointwise = {(r["query_id"], r["chunk_id"]): r["grade"] for r in lines(tmp_path / "j.jsonl")}
+        (tmp_path / "j.jsonl").rename(tmp_path / "pointwise.jsonl")
+        assert main(judge_args(tmp_path, server.url, BM25, 5, "--batch", "4")) == 0
+        batched = {(r["query_id"], r["chunk_id"]): r["grade"] for r in lines(tmp_path / "j.jsonl")}
+    assert batched == pointwise and len(batched) == 107
+    assert len(set(pointwise.values())) > 1  # the grades vary, so equality means something

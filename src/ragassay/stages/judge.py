@@ -8,6 +8,7 @@ record with the reason; it never becomes grade 0.
 from __future__ import annotations
 
 import dataclasses
+import random
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -264,6 +265,9 @@ class RelevanceStage(Stage):
             live = [p for p in ps if p.chunk.text.strip()]
             for i in range(0, len(live), o.batch):
                 group = live[i:i + o.batch]
+                # shown in an order fixed by the group's content, not the run's ranking, so the rank a
+                # retriever gave a chunk does not become a position effect on its grade
+                random.Random(fingerprint(*[p.key for p in group])).shuffle(group)
                 messages = j.batch_messages(queries[qid], [p.chunk for p in group])
                 calls = j.relevance_calls(messages, BatchAnswer, o.max_tokens * len(group))
                 items.append(WorkItem(fingerprint(*[p.key for p in group]), calls, group,
@@ -286,23 +290,22 @@ class RelevanceStage(Stage):
         reasons: dict[str, list[Any]] = {p.chunk.id: [] for p in pairs}
         missing: set[str] = set()
         for a in answers:
-            got: dict[str, BatchItem] = {}
-            for it in a.judgments:
-                if it.chunk_id in votes and it.chunk_id not in got:
-                    got[it.chunk_id] = it
+            seen = Counter(it.chunk_id for it in a.judgments)
+            got = {it.chunk_id: it for it in a.judgments if seen[it.chunk_id] == 1}
             for cid in votes:
                 if cid in got:
                     votes[cid].append(got[cid].grade)
                     reasons[cid].append(got[cid])
                 else:
-                    missing.add(cid)
+                    missing.add(cid)  # left out, or graded twice (which grade would be meant?)
         out = []
-        for p in pairs:
+        for position, p in enumerate(pairs):
             cid = p.chunk.id
             if cid not in missing:
-                out.append(j.from_votes(p.query.id, cid, votes[cid], reasons[cid], j.batch_prompt.id, p.key))
+                record = j.from_votes(p.query.id, cid, votes[cid], reasons[cid], j.batch_prompt.id, p.key)
+                out.append({**record, "batch_position": position, "batch_size": len(pairs)})
                 continue
-            # the batch answer left it out: ask about it alone (calls beyond the plan, counted in usage)
+            # the batch answer missed it: ask about it alone (calls beyond the plan, counted in usage)
             j.batch_fallbacks += 1
             calls = j.relevance_calls(j.relevance_messages(p.query, p.chunk), RelevanceAnswer, j.options.max_tokens)
             try:
