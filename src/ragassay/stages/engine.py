@@ -108,6 +108,12 @@ class Stage:
         """What a record is about (one record per identity in the output), e.g. query and chunk."""
         raise NotImplementedError
 
+    def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
+        """Calls that need earlier answers (a multi-step stage: coverage's nuggets, then their
+        importance, then their support); [] when the item has all it needs. A dry run passes None
+        for answers it does not know yet; the calls must then have their final count and shape."""
+        return []
+
     async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
         """Records for an item from the answers to its calls, in call order. May raise LLMError."""
         raise NotImplementedError
@@ -314,10 +320,12 @@ class Estimate:
         return "\n".join(lines)
 
 
-def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig]) -> Estimate:
+def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
+             stage: Stage | None = None) -> Estimate:
     """Calls, tokens and cost of running ``items`` (those not ``done``) with one config per model.
 
-    Calls whose exact request is in the answer cache cost nothing and are counted apart."""
+    Calls whose exact request is in the answer cache cost nothing and are counted apart; for a
+    multi-step ``stage``, a cached answer shapes the next step's calls exactly."""
     models = [c.model or "" for c in configs]
     caches = [Cache.read_only(c.cache_path) if c.use_cache else None for c in configs]
     counters = [token_counter(m) for m in models]
@@ -332,22 +340,27 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
             if not it.calls:
                 est.decided_without_call += 1
                 continue
-            for call in it.calls:
-                cfg, cache = configs[call.model], caches[call.model]
-                params = call.params(cfg.temperature)
-                if cache is not None and cache.get(request_key(models[call.model], call.message_list,
-                                                               call.response_model, params)) is not None:
-                    est.cached += 1
-                    continue
-                count = counters[call.model][0]
-                schema_text = schema_of(call.response_model)[3]
-                t_in = sum(count(m.get("content") or "") + 4 for m in call.message_list) + count(schema_text)
-                t_out = call.max_tokens or 1000
-                est.calls += 1
-                est.input_tokens += t_in
-                est.output_tokens += t_out
-                tokens_per_model[call.model][0] += t_in
-                tokens_per_model[call.model][1] += t_out
+            calls, answers = list(it.calls), []
+            while calls:
+                for call in calls:
+                    cfg, cache = configs[call.model], caches[call.model]
+                    params = call.params(cfg.temperature)
+                    hit = None if cache is None else cache.get(request_key(models[call.model], call.message_list,
+                                                                           call.response_model, params))
+                    answers.append(_parsed(hit, call.response_model))
+                    if hit is not None:
+                        est.cached += 1
+                        continue
+                    count = counters[call.model][0]
+                    schema_text = schema_of(call.response_model)[3]
+                    t_in = sum(count(m.get("content") or "") + 4 for m in call.message_list) + count(schema_text)
+                    t_out = call.max_tokens or 1000
+                    est.calls += 1
+                    est.input_tokens += t_in
+                    est.output_tokens += t_out
+                    tokens_per_model[call.model][0] += t_in
+                    tokens_per_model[call.model][1] += t_out
+                calls = stage.next_calls(it, answers) if stage is not None else []
     finally:
         for c in caches:
             if c is not None:
@@ -359,6 +372,15 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
             cost = None if price is None or cost is None else cost + (t_in * price[0] + t_out * price[1]) / 1e6
     est.cost_usd = cost  # 0 when nothing is sent; None when a model that will be called has no price
     return est
+
+
+def _parsed(hit: dict | None, response_model: type[BaseModel]) -> BaseModel | None:
+    if hit is None:
+        return None
+    try:
+        return response_model.model_validate(hit["answer"])
+    except ValueError:
+        return None
 
 
 # ---------------------------------------------------------------------------------------- run
@@ -432,9 +454,12 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
 
     async def do(it: WorkItem) -> list[dict]:
         try:
-            answers = []
-            for call in it.calls:
-                answers.append(await call.ask(llms))
+            answers: list[BaseModel] = []
+            calls = list(it.calls)
+            while calls:
+                for call in calls:
+                    answers.append(await call.ask(llms))
+                calls = stage.next_calls(it, answers)
             records = await stage.finish(it, answers, llms)
             if it.calls:
                 answered[0] = True
