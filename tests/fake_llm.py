@@ -72,11 +72,21 @@ def answer_for(schema: str, user: str) -> dict[str, Any]:
         q = block(user, "QUERY")
         return {"judgments": [{"chunk_id": cid, "intent": "need", "match": "overlap", "trust": "ok",
                                "grade": grade(q, text)} for cid, text in passages(user)]}
-    if schema == "CoverageAnswer":
-        need = block(user, "REFERENCE ANSWER") or block(user, "QUESTION")
-        support = [cid for cid, text in passages(user) if len(words(need) & words(text)) >= 2]
-        return {"nuggets": [{"text": need[:200] or "the answer", "vital": True,
-                             "support": "support" if support else "not_support", "chunk_ids": support}]}
+    if schema == "NuggetList":  # the sentences of the reference (or of the relevant passages, or the question)
+        source = block(user, "REFERENCE ANSWER") or " ".join(t for _, t in passages(user)) or block(user, "QUESTION")
+        sentences = [x.strip() for x in re.split(r"(?<=[.!?;])\s+", source) if x.strip()]
+        return {"nuggets": sentences[:4] or ["the answer"]}
+    if schema == "ImportanceAnswer":  # the first nugget is vital, the rest are okay
+        numbers = re.findall(r"^(\d+)\. ", block(user, "NUGGETS"), re.M)
+        return {"labels": [{"number": int(n), "importance": "vital" if n == "1" else "okay"} for n in numbers]}
+    if schema == "AssignmentAnswer":
+        nuggets = re.findall(r"^(\d+)\. (.*)$", block(user, "NUGGETS"), re.M)
+        given = passages(user)
+        out = []
+        for n, text in nuggets:
+            ids = [cid for cid, t in given if len(words(text) & words(t)) >= 2]
+            out.append({"number": int(n), "support": "support" if ids else "not_support", "chunk_ids": ids})
+        return {"assignments": out}
     if schema == "AnswerVerdict":
         ref, resp = words(block(user, "REFERENCE")), words(block(user, "RESPONSE"))
         share = len(ref & resp) / max(1, len(ref))

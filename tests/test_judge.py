@@ -12,8 +12,9 @@ from fake_llm import chat_reply
 from fake_llm import make_llm as shared_make_llm
 
 import ragassay
-from ragassay.stages.judge import (JudgeOptions, QueryItem, coverage_label, judge_run, majority, nugget_scores,
-                            read_query_items)
+from ragassay.stages.coverage import coverage_label, nugget_scores
+from ragassay.stages.judge import JudgeOptions, judge_run, median_grade
+from ragassay.stages.queries import QueryItem, read_query_items
 from ragassay.llm import LLM
 from ragassay.data.records import Chunk, Coverage, Judgment
 
@@ -60,13 +61,26 @@ def run_of(rows) -> ragassay.Run:
 RUN = [("q1", "c1", 3.0), ("q1", "c2", 2.0), ("q1", "c3", 1.0), ("q2", "c2", 1.0), ("q2", "c4", 0.5)]
 
 
+def schema(request) -> str:
+    return json.loads(request.content)["response_format"]["json_schema"]["name"]
+
+
+def coverage_reply(request):
+    """The three coverage steps: nuggets, their importance, their support by the passages."""
+    name = schema(request)
+    if name == "NuggetList":
+        return reply({"nuggets": ["refunds take 5 business days", "bank delay"]})
+    if name == "ImportanceAnswer":
+        return reply({"labels": [{"number": 1, "importance": "vital"}, {"number": 2, "importance": "okay"}]})
+    assert name == "AssignmentAnswer"
+    return reply({"assignments": [{"number": 1, "support": "support", "chunk_ids": ["c1", "zz"]},
+                                  {"number": 2, "support": "not_support", "chunk_ids": []}]})
+
+
 def pointwise_handler(request):
-    body = json.loads(request.content)
-    user = body["messages"][-1]["content"]
-    if "nuggets" in json.dumps(body["response_format"]):
-        return reply({"nuggets": [
-            {"text": "refunds take 5 business days", "vital": True, "support": "support", "chunk_ids": ["c1", "zz"]},
-            {"text": "bank delay", "vital": False, "support": "not_support", "chunk_ids": []}]})
+    if schema(request) != "RelevanceAnswer" and schema(request) != "BatchAnswer":
+        return coverage_reply(request)
+    user = json.loads(request.content)["messages"][-1]["content"]
     return reply(relevance(GRADES[chunk_of(user)]))
 
 
@@ -85,17 +99,24 @@ async def test_pointwise_judgments_qrels_and_coverage(tmp_path):
     assert by_pair[("q1", "c1")]["grade"] == 3 and by_pair[("q1", "c1")]["reasoning"].startswith("intent:")
     assert by_pair[("q2", "c4")]["decided_by"] == "rule" and by_pair[("q2", "c4")]["grade"] == 0
     assert by_pair[("q1", "c1")]["prompt"].startswith("judge_relevance@")
-    assert route.call_count == 4 + 2  # 4 non-empty pairs, 2 coverage calls; the empty chunk costs nothing
+    assert route.call_count == 4 + 2 * 3  # 4 non-empty pairs, 3 coverage steps for 2 queries; an empty chunk: none
     assert ragassay.read_qrels(qrels).to_dict() == {"q1": {"c1": 3, "c2": 0, "c3": 0}, "q2": {"c2": 0, "c4": 0}}
     assert summary.grades == {3: 1, 0: 4} and summary.errors == 0
     c = {json.loads(line)["query_id"]: json.loads(line) for line in cov.read_text().splitlines()}
     assert c["q1"]["coverage"] == "FULL"
     assert c["q1"]["nuggets"][0]["chunk_ids"] == ["c1"]  # an id the model made up is dropped
     assert c["q1"]["scores"]["vital_strict"] == 1.0 and c["q1"]["scores"]["all_partial"] == 0.5
-    # the reference answer reaches the coverage prompt
-    cov_requests = [json.loads(call.request.content) for call in route.calls
-                    if "nuggets" in json.dumps(json.loads(call.request.content)["response_format"])]
-    assert any("Within 5 business days." in r["messages"][-1]["content"] for r in cov_requests)
+    assert c["q1"]["run"] == "run" and c["q1"]["chunk_ids"] == ["c1", "c2", "c3"]
+    assert [n["vital"] for n in c["q1"]["nuggets"]] == [True, False]
+    # nuggets come from the question and the reference answer, never from the passages assessed;
+    # importance is decided without seeing any passage; only the support step sees them
+    steps = {}
+    for call in route.calls:
+        steps.setdefault(schema(call.request), []).append(json.loads(call.request.content)["messages"][-1]["content"])
+    q1_nuggets = next(m for m in steps["NuggetList"] if "How fast are refunds?" in m)
+    assert "Within 5 business days." in q1_nuggets and "<<<PASSAGE" not in q1_nuggets
+    assert all("<<<PASSAGE" not in m for m in steps["ImportanceAnswer"])
+    assert all("<<<PASSAGE id=" in m for m in steps["AssignmentAnswer"])
 
 
 @respx.mock
@@ -133,10 +154,14 @@ async def test_batch_with_a_missing_id_falls_back_to_pointwise(tmp_path):
     assert route.call_count == 2 and summary.batch_fallbacks == 1
 
 
-def test_majority_and_tie_rule():
-    assert majority([2, 3, 2]) == 2
-    assert majority([1, 3]) == 1  # tie: the lower grade
-    assert majority([3, 3, 0, 0, 2]) == 0
+def test_median_and_its_tie_rules():
+    assert median_grade([1, 2, 3]) == 2  # the median, where a majority rule with ties to the lowest gave 1
+    assert median_grade([3, 3, 0, 0, 2]) == 2
+    assert median_grade([2, 3, 2]) == 2
+    assert [median_grade([1, 2], t) for t in ("lower", "higher", "round-half-even")] == [1, 2, 2]
+    assert [median_grade([2, 3], t) for t in ("lower", "higher", "round-half-even")] == [2, 3, 2]
+    assert [median_grade([0, 3], t) for t in ("lower", "higher", "round-half-even")] == [0, 3, 2]
+    assert median_grade([1, 1, 3, 3], "round-half-even") == 2
 
 
 @respx.mock
@@ -188,16 +213,40 @@ async def test_failure_is_an_error_record_not_grade_zero(tmp_path):
 
 
 @respx.mock
-async def test_truncation_is_announced_and_recorded(tmp_path, capsys):
+async def test_long_chunks_cut_on_request_are_announced_and_recorded(tmp_path, capsys):
     long = {"c1": Chunk(id="c1", text="refund " * 100)}
     route = respx.post(URL).mock(return_value=reply(relevance(2)))
     out = tmp_path / "j.jsonl"
     summary = await judge_run(QUERIES[:1], long, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path)], out,
-                              options=JudgeOptions(max_chunk_chars=50, quiet=True))
+                              options=JudgeOptions(max_chunk_chars=50, long_chunks="cut", quiet=True))
     sent = json.loads(route.calls[0].request.content)["messages"][-1]["content"]
-    assert ("refund " * 8)[:50] in sent and "refund " * 9 not in sent
+    assert ("refund " * 8)[:50] + "\n[… 650 characters cut]" in sent and "refund " * 9 not in sent
     assert json.loads(out.read_text())["truncated"] is True and summary.truncated == 1
     assert "judged on its first 50" in capsys.readouterr().err
+
+
+@respx.mock
+async def test_a_long_chunk_is_judged_in_windows_and_takes_its_best_windows_grade(tmp_path):
+    """The answer sits after the budget: cutting would grade it 1; the window holding it gives 3."""
+    from ragassay.stages.judge import plan_judge
+    text = "Our shop sells outdoor gear. " * 300 + "Refunds are issued within 5 business days."
+    chunks = {"c1": Chunk(id="c1", text=text)}
+
+    def handler(request):
+        passage = re.search(r"<<<PASSAGE\n(.*?)\nPASSAGE>>>", json.loads(request.content)["messages"][-1]["content"],
+                            re.S).group(1)
+        assert passage.startswith("[part of a longer passage: characters ")
+        return reply(relevance(3 if "5 business days" in passage else 1))
+    route = respx.post(URL).mock(side_effect=handler)
+    options = JudgeOptions(max_chunk_chars=3000, quiet=True)
+    out = tmp_path / "j.jsonl"
+    llm = make_llm(tmp_path)
+    predicted = plan_judge(QUERIES[:1], chunks, run_of([("q1", "c1", 1.0)]), [llm.config], out,
+                           options=options).estimate().calls
+    await judge_run(QUERIES[:1], chunks, run_of([("q1", "c1", 1.0)]), [llm], out, options=options)
+    record = json.loads(out.read_text())
+    assert record["grade"] == 3 and record["windows"] == 4 == route.call_count == predicted
+    assert record["window_grades"] == [1, 1, 1, 3] and record["best_window"][1] == len(text)
 
 
 @respx.mock

@@ -19,7 +19,8 @@ from ragassay.data.tables import Run
 from ragassay.llm.prompts import load_prompt
 from ragassay.stages.check import CheckOptions, check_answers
 from ragassay.stages.generate import GenerateOptions, Generator
-from ragassay.stages.judge import JudgeOptions, QueryItem, judge_run
+from ragassay.stages.judge import JudgeOptions, judge_run
+from ragassay.stages.queries import QueryItem
 
 BASE = "http://inject.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -30,7 +31,8 @@ DEFUSED = INJ.replace("<<<", "< < <").replace(">>>", "> > >")
 
 def system_of(prompt: str) -> str:
     """The [system] section exactly as the prompt file has it."""
-    text = load_prompt(prompt).text
+    from ragassay.stages.coverage import NUGGET_CAP
+    text = load_prompt(prompt).text.replace("{{cap}}", str(NUGGET_CAP))
     return text.split("[system]\n", 1)[1].split("\n[user]\n", 1)[0].strip()
 
 
@@ -81,8 +83,12 @@ async def test_judge_pointwise_batched_and_coverage_messages_are_intact(tmp_path
         if name == "BatchAnswer":
             ids = re.findall(r"<<<PASSAGE id=(\S+)", body["messages"][-1]["content"])
             return chat_reply({"judgments": [{"chunk_id": i, **relevance()} for i in ids]})
-        if name == "CoverageAnswer":
-            return chat_reply({"nuggets": [{"text": "n", "vital": True, "support": "support", "chunk_ids": ["c1"]}]})
+        if name == "NuggetList":
+            return chat_reply({"nuggets": ["a nugget"]})
+        if name == "ImportanceAnswer":
+            return chat_reply({"labels": [{"number": 1, "importance": "vital"}]})
+        if name == "AssignmentAnswer":
+            return chat_reply({"assignments": [{"number": 1, "support": "support", "chunk_ids": ["c1"]}]})
         return chat_reply(relevance())
 
     route = respx.post(URL).mock(side_effect=handler)
@@ -101,8 +107,12 @@ async def test_judge_pointwise_batched_and_coverage_messages_are_intact(tmp_path
         assert_intact(messages, "judge_relevance", ["QUERY"])
     (batch,) = by_schema["BatchAnswer"]
     assert_intact(batch, "judge_relevance_batch", ["QUERY", "PASSAGE id=c1"])
-    (coverage,) = by_schema["CoverageAnswer"]
-    assert_intact(coverage, "judge_coverage", ["QUESTION", "REFERENCE ANSWER", "PASSAGE id=c1"])
+    (nuggets,) = by_schema["NuggetList"]
+    assert_intact(nuggets, "coverage_nuggets", ["QUESTION", "REFERENCE ANSWER"])
+    (importance,) = by_schema["ImportanceAnswer"]
+    assert_intact(importance, "coverage_importance", ["QUESTION"])
+    (assign,) = by_schema["AssignmentAnswer"]
+    assert_intact(assign, "coverage_assign", ["QUESTION", "PASSAGE id=c1"])
     assert len(by_schema["RelevanceAnswer"]) == 2
 
 
@@ -143,7 +153,7 @@ async def test_judge_cut_is_marked_in_the_prompt(tmp_path):
     out = tmp_path / "j.jsonl"
     await judge_run([QueryItem("q1", "refunds?")], {"c1": Chunk(id="c1", text="r" * 100)},
                     Run.from_rows([("q1", "c1", 1.0)]), [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
-                    options=JudgeOptions(quiet=True, max_chunk_chars=60))
+                    options=JudgeOptions(quiet=True, max_chunk_chars=60, long_chunks="cut"))
     user = sent(route)[0][1]["content"]
     assert "r" * 60 + "\n[… 40 characters cut]" in user
     assert json.loads(out.read_text())["truncated"] is True

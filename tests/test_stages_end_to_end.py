@@ -97,12 +97,17 @@ def test_a_second_run_into_the_same_files_gets_its_own_coverage(tmp_path, capsys
         assert main(judge_args(tmp_path, server.url, TFIDF, 3, "--coverage-out", str(cov), "--format", "json",
                                "--no-cache")) == 0
         second = json.loads(capsys.readouterr().out)
-        coverage_calls = sum(1 for r in server.requests[before:]
-                             if r["response_format"]["json_schema"]["name"] == "CoverageAnswer")
-    assert coverage_calls == 22  # every query again: another run retrieved other chunks
+        from collections import Counter
+        steps = Counter(r["response_format"]["json_schema"]["name"] for r in server.requests[before:])
+    # the question's nuggets and their importance are reused; only their support by this run is asked
+    assert (steps["NuggetList"], steps["ImportanceAnswer"], steps["AssignmentAnswer"]) == (0, 0, 22)
     records = lines(cov)
     assert sorted({r["run"] for r in records}) == ["bm25", "tfidf"] and len(records) == 44
     by = {(r["query_id"], r["run"]): r for r in records}
+    for q in {r["query_id"] for r in records}:  # both runs measured against the same nuggets
+        assert ([(n["text"], n["vital"]) for n in by[(q, "bm25")]["nuggets"]]
+                == [(n["text"], n["vital"]) for n in by[(q, "tfidf")]["nuggets"]])
+        assert by[(q, "tfidf")]["nuggets_reused"] and not by[(q, "bm25")]["nuggets_reused"]
     tfidf_top = {}
     for line in Path(TFIDF).read_text().splitlines():
         q, _, d, rank, _, _ = line.split()

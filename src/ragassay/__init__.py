@@ -19,7 +19,7 @@ _EXPORTS = {
     "agree": "metrics.agreement", "Agreement": "metrics.agreement",
     "run_retriever": "stages.retrieve",
     "check_answers": "stages.check", "read_answers": "stages.check", "label_summary": "metrics.labels",
-    "judge_run": "stages.judge", "JudgeOptions": "stages.judge", "read_query_items": "stages.judge",
+    "judge_run": "stages.judge", "JudgeOptions": "stages.judge", "read_query_items": "stages.queries",
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "InputError": "errors", "MeasureError": "errors", "RagassayError": "errors",
@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics.evaluate import Evaluation, evaluate
     from .stages.check import check_answers, read_answers
     from .metrics.labels import label_summary
-    from .stages.judge import JudgeOptions, judge_run, read_query_items
+    from .stages.judge import JudgeOptions, judge_run
+    from .stages.queries import read_query_items
     from .llm import LLM, LLMConfig, LLMError
     from .stages.retrieve import run_retriever
     from .metrics.measures import Measure, parse_measure

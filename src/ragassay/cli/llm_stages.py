@@ -76,7 +76,8 @@ def judge(sub: Any) -> None:
 
 def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import read_chunks, read_qrels, read_run
-    from ..stages.judge import JudgeOptions, build_llms, execute_judge, model_configs, plan_judge, read_query_items
+    from ..stages.judge import JudgeOptions, build_llms, execute_judge, model_configs, plan_judge
+    from ..stages.queries import read_query_items
     if args.samples < 1 or args.batch < 1 or args.depth < 1:
         raise UsageError("--samples, --batch and --depth must be at least 1")
     queries = read_query_items(args.queries)

@@ -93,7 +93,8 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
         gen = asyncio.run(Generator(llm, list(chunks.values()), GenerateOptions(total=10, quiet=True)).run())
         write_outputs(gen, out / "questions.jsonl", out / "rejects.jsonl", out / "questions.qrels")
         log(f"generate: {len(gen.accepted)} questions accepted, {len(gen.rejects)} rejected")
-        from ..stages.judge import JudgeOptions, judge_run, read_query_items
+        from ..stages.judge import JudgeOptions, judge_run
+        from ..stages.queries import read_query_items
         summary = asyncio.run(judge_run(read_query_items(ex / "queries.jsonl"), chunks, runs[0], [llm],
                                         out / "judgments.jsonl", options=JudgeOptions(depth=5, quiet=True),
                                         qrels_out=out / "judged.qrels", coverage_out=out / "coverage.jsonl"))

@@ -1,8 +1,11 @@
-"""``judge``: graded 0-3 relevance of retrieved chunks, and per-query coverage of the answer.
+"""``judge``: graded 0-3 relevance of a run's top chunks (coverage of the answer: coverage.py).
 
-Each stage step is "build messages, ask for a model, write a record": the LLM layer does the
-calling, retrying, caching and resuming. A pair that cannot be judged becomes a ``status: error``
-record with the reason; it never becomes grade 0.
+The model sees the query, and when known the need behind it (description, narrative) and what a
+good answer contains; it lists the aspects of the need, how the passage meets each and whether it
+can be trusted, then grades. Samples send their own seed and are combined by the median (ties by a
+stated rule); a jury of models is combined the same way, and agreement between jurors is reported.
+A chunk longer than the budget is judged in windows and takes its best window's grade. A pair that
+cannot be judged becomes a ``status: error`` record with the reason, never grade 0.
 """
 
 from __future__ import annotations
@@ -18,20 +21,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..data.records import Chunk, Coverage, Judgment
+from ..data.records import Chunk, Judgment
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
-from ..llm.prompts import clip, delimit, load_prompt
+from ..llm.prompts import delimit, load_prompt
+from .coverage import CoverageStage
 from .engine import Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, run_stage
+from .queries import Passages, QueryItem
 
 # ----------------------------------------------------------------------------- answer shapes
 
 
 class RelevanceAnswer(BaseModel):
-    """The model reasons in order (intent, match, trust) before it grades."""
+    """The model reasons in order (aspects of the need, match to each, trust) before it grades."""
 
-    intent: str = Field(description="what the searcher wants to know")
-    match: str = Field(description="how well the passage meets that need")
+    intent: str = Field(description="the aspects of the need, one by one")
+    match: str = Field(description="for each aspect, whether and how well the passage meets it")
     trust: str = Field(description="whether the passage can be trusted for it")
     grade: int = Field(ge=0, le=3)
 
@@ -48,25 +53,7 @@ class BatchAnswer(BaseModel):
     judgments: list[BatchItem]
 
 
-class NuggetAnswer(BaseModel):
-    text: str
-    vital: bool
-    support: Literal["support", "partial_support", "not_support"]
-    chunk_ids: list[str]
-
-
-class CoverageAnswer(BaseModel):
-    nuggets: list[NuggetAnswer] = Field(min_length=1)
-
-
 # ---------------------------------------------------------------------------------- inputs
-
-
-@dataclass
-class QueryItem:
-    id: str
-    text: str
-    answer: str | None = None
 
 
 @dataclass
@@ -74,31 +61,14 @@ class JudgeOptions:
     depth: int = 10
     samples: int = 1
     batch: int = 1                 # 1 = pointwise (one call per pair)
-    max_chunk_chars: int = 6000    # longer chunks are cut to this, with a warning
+    max_chunk_chars: int = 6000    # longer chunks: judged in windows of this size (or cut, with long_chunks="cut")
+    long_chunks: Literal["windows", "cut"] = "windows"
+    window_overlap: int = 300
     max_tokens: int = 600
     sample_temperature: float = 0.7
+    seed: int = 0                  # sample i sends seed + i, so votes can be reproduced
+    tie: Literal["lower", "higher", "round-half-even"] = "lower"   # the median of an even number of votes
     quiet: bool = False
-
-
-def read_query_items(path: str | Path) -> list[QueryItem]:
-    """Queries as ``{id, text}`` lines or TSV, or a questions.jsonl from generate (with its answers)."""
-    from ..data.io import check_id, iter_jsonl, read_bytes_checked, read_queries
-    data = read_bytes_checked(path).lstrip()
-    if not data.startswith(b"{"):
-        return [QueryItem(q, t) for q, t in read_queries(path).items()]
-    items, seen = [], set()
-    for no, obj in iter_jsonl(path):
-        qid = obj.get("id", obj.get("query_id", obj.get("_id", obj.get("qid"))))
-        text = obj.get("question", obj.get("query", obj.get("text")))
-        if qid is None or not isinstance(text, str) or not text.strip():
-            raise InputError("each line needs an id and a question/query/text", path, no)
-        qid = check_id(qid, "query id", path, no)
-        if qid in seen:
-            raise InputError(f"query id {qid!r} appears twice", path, no)
-        seen.add(qid)
-        answer = obj.get("answer")
-        items.append(QueryItem(qid, text, answer if isinstance(answer, str) else None))
-    return items
 
 
 def pair_key(query_id: str, chunk_id: str) -> str:
@@ -108,33 +78,20 @@ def pair_key(query_id: str, chunk_id: str) -> str:
 # ---------------------------------------------------------------------------------- voting
 
 
-def majority(grades: Sequence[int]) -> int:
-    """The most frequent grade; a tie goes to the lowest of the tied grades (the cautious reading)."""
-    counts = Counter(grades)
-    top = max(counts.values())
-    return min(g for g, c in counts.items() if c == top)
-
-
-def coverage_label(nuggets: Sequence[Mapping[str, Any]]) -> str:
-    """FULL: every vital nugget supported; NONE: no nugget has any support; else PARTIAL."""
-    vital = [n for n in nuggets if n["vital"]]
-    if all(n["support"] == "support" for n in vital) and vital:
-        return "FULL"
-    if all(n["support"] == "not_support" for n in nuggets):
-        return "NONE"
-    return "PARTIAL"
-
-
-def nugget_scores(nuggets: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """TREC RAG 2024 style: strict counts only full support; partial gives half credit."""
-    def score(ns, partial):
-        if not ns:
-            return 0.0
-        credit = {"support": 1.0, "partial_support": 0.5 if partial else 0.0, "not_support": 0.0}
-        return sum(credit[n["support"]] for n in ns) / len(ns)
-    vital = [n for n in nuggets if n["vital"]]
-    return {"vital_strict": score(vital, False), "vital_partial": score(vital, True),
-            "all_strict": score(nuggets, False), "all_partial": score(nuggets, True)}
+def median_grade(grades: Sequence[int], tie: str = "lower") -> int:
+    """The median of ordinal grades. With an even number of votes the two middle grades may differ:
+    ``lower`` takes the lower (the cautious reading, the default), ``higher`` the higher,
+    ``round-half-even`` their mean rounded to the even grade (1 and 2 give 2, 2 and 3 give 2)."""
+    ordered = sorted(grades)
+    n = len(ordered)
+    if n % 2:
+        return ordered[n // 2]
+    a, b = ordered[n // 2 - 1], ordered[n // 2]
+    if tie == "lower":
+        return a
+    if tie == "higher":
+        return b
+    return round((a + b) / 2)  # Python rounds halves to even
 
 
 # ---------------------------------------------------------------------------------- the stage
@@ -151,35 +108,37 @@ class Judge:
         self.options = options or JudgeOptions()
         self.rel_prompt = load_prompt("judge_relevance")
         self.batch_prompt = load_prompt("judge_relevance_batch")
-        self.cov_prompt = load_prompt("judge_coverage")
-        self.truncated: set[str] = set()
+        self.passages = Passages(self.options.max_chunk_chars)
         self.batch_fallbacks = 0
+
+    @property
+    def truncated(self) -> set[str]:
+        return self.passages.truncated
 
     @property
     def model_names(self) -> str:
         return ",".join(c.model or "" for c in self.configs)
 
-    # -- text handling
-    def _passage(self, chunk: Chunk) -> str:
-        text, cut = clip(chunk.text, self.options.max_chunk_chars)  # the prompt says where it was cut
-        if cut and chunk.id not in self.truncated:
-            self.truncated.add(chunk.id)
-            print(f"warning: chunk {chunk.id!r} has {len(chunk.text)} characters; judged on its first "
-                  f"{self.options.max_chunk_chars}", file=sys.stderr)
-        return f"{chunk.title}\n{text}" if chunk.title else text
-
-    def relevance_messages(self, query: QueryItem, chunk: Chunk) -> list[dict[str, str]]:
-        return self.rel_prompt.messages(query=delimit("QUERY", query.text), passage=delimit("PASSAGE", self._passage(chunk)))
+    def relevance_messages(self, query: QueryItem, chunk: Chunk,
+                           window: tuple[int, int] | None = None) -> list[dict[str, str]]:
+        return self.rel_prompt.messages(query=delimit("QUERY", query.text), need=query.need_block(),
+                                        expected=query.expected_block(),
+                                        passage=delimit("PASSAGE", self.passages.text(chunk, window)))
 
     def batch_messages(self, query: QueryItem, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
-        passages = "\n\n".join(delimit(f"PASSAGE id={c.id}", self._passage(c)) for c in chunks)
-        return self.batch_prompt.messages(query=delimit("QUERY", query.text), passages=passages,
+        return self.batch_prompt.messages(query=delimit("QUERY", query.text), need=query.need_block(),
+                                          expected=query.expected_block(), passages=self.passages.blocks(list(chunks)),
                                           ids=", ".join(c.id for c in chunks))
 
-    def coverage_messages(self, query: QueryItem, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
-        passages = "\n\n".join(delimit(f"PASSAGE id={c.id}", self._passage(c)) for c in chunks) or "(no passages were retrieved)"
-        ref = delimit("REFERENCE ANSWER", query.answer) if query.answer else "(no reference answer)"
-        return self.cov_prompt.messages(question=delimit("QUESTION", query.text), reference=ref, passages=passages)
+    def windows(self, chunk: Chunk) -> list[tuple[int, int]] | None:
+        """Overlapping windows covering a chunk longer than the budget (None when it fits, or when
+        long chunks are cut instead)."""
+        o = self.options
+        if len(chunk.text) <= o.max_chunk_chars or o.long_chunks != "windows":
+            return None
+        step = max(1, o.max_chunk_chars - o.window_overlap)
+        starts = list(range(0, max(1, len(chunk.text) - o.window_overlap), step))
+        return [(s, min(len(chunk.text), s + o.max_chunk_chars)) for s in starts]
 
     # -- keys and calls
     def temperature(self, model: int) -> float:
@@ -190,22 +149,43 @@ class Judge:
         """The answer-changing parameters every key includes."""
         o = self.options
         return {"models": [c.model for c in self.configs], "samples": o.samples,
-                "temperatures": [self.temperature(i) for i in range(len(self.configs))],
-                "max_chunk_chars": o.max_chunk_chars, "max_tokens": o.max_tokens}
+                "temperatures": [self.temperature(i) for i in range(len(self.configs))], "seed": o.seed, "tie": o.tie,
+                "max_chunk_chars": o.max_chunk_chars, "long_chunks": o.long_chunks, "max_tokens": o.max_tokens}
 
     def pair_fingerprint(self, query: QueryItem, chunk: Chunk, prompt_id: str) -> str:
-        return fingerprint("judge", prompt_id, query.text, chunk.title, chunk.text, self.settings())
+        return fingerprint("judge", prompt_id, query.text, query.description, query.narrative, query.answer,
+                           chunk.title, chunk.text, self.settings())
+
+    def seed(self, sample: int) -> int | None:
+        """Each sample of several sends its own seed (a single answer sends none, as before)."""
+        return self.options.seed + sample if self.options.samples > 1 else None
 
     def relevance_calls(self, messages: list[dict[str, str]], response_model: type[BaseModel],
                         max_tokens: int) -> list[Call]:
-        return [Call.of(m, messages, response_model, "judge", max_tokens, self.temperature(m), sample=s)
+        return [Call.of(m, messages, response_model, "judge", max_tokens, self.temperature(m), seed=self.seed(s),
+                        sample=s)
                 for m in range(len(self.configs)) for s in range(self.options.samples)]
 
+    def combine(self, votes: list[int]) -> tuple[int, dict[str, int] | None]:
+        """The pair's grade: each juror's median over its samples, then the median over jurors,
+        ties by the stated rule. Also each juror's grade when there is a jury."""
+        per = self.options.samples
+        jurors = [median_grade(votes[i:i + per], self.options.tie) for i in range(0, len(votes), per)]
+        grade = median_grade(jurors, self.options.tie)
+        names = [c.model or str(i) for i, c in enumerate(self.configs)]
+        return grade, (dict(zip(names, jurors)) if len(jurors) > 1 else None)
+
     def from_votes(self, qid: str, cid: str, votes: list[int], answers: list[Any], prompt: str, key: str) -> dict:
-        grade = majority(votes)
-        chosen = next(a for a, v in zip(answers, votes) if v == grade)
+        grade, jurors = self.combine(votes)
+        chosen = min(zip(answers, votes), key=lambda av: abs(av[1] - grade))[0]  # a reasoning that fits the grade
         reasoning = f"intent: {chosen.intent}\nmatch: {chosen.match}\ntrust: {chosen.trust}"
-        return self.record(qid, cid, grade, votes, reasoning, "llm", prompt, key)
+        record = self.record(qid, cid, grade, votes, reasoning, "llm", prompt, key)
+        if self.options.samples > 1:
+            record["seeds"] = [self.seed(s) for s in range(self.options.samples)]
+            record["temperature"] = self.temperature(0)
+        if jurors is not None:
+            record["juror_grades"] = jurors
+        return record
 
     def record(self, qid: str, cid: str, grade: int, votes: list[int], reasoning: str, decided_by: str,
                prompt: str, key: str) -> dict:
@@ -224,6 +204,7 @@ class _Pair:
     query: QueryItem
     chunk: Chunk
     key: str
+    windows: list[tuple[int, int]] | None = None  # a long chunk, judged window by window
 
 
 class RelevanceStage(Stage):
@@ -238,21 +219,32 @@ class RelevanceStage(Stage):
     def identity(self, record: dict) -> str:
         return pair_key(record["query_id"], record["chunk_id"])
 
+    def _pointwise(self, q: QueryItem, c: Chunk) -> WorkItem:
+        """One pair alone: no call for an empty chunk; one set of calls per window of a long one."""
+        j = self.judge
+        key = j.pair_fingerprint(q, c, j.rel_prompt.id)
+        windows = j.windows(c)
+        if not c.text.strip():
+            calls = []
+        elif windows is None:
+            calls = j.relevance_calls(j.relevance_messages(q, c), RelevanceAnswer, j.options.max_tokens)
+        else:
+            calls = [call for w in windows
+                     for call in j.relevance_calls(j.relevance_messages(q, c, w), RelevanceAnswer, j.options.max_tokens)]
+        return WorkItem(key, calls, [_Pair(q, c, key, windows)])
+
     def plan(self, pairs: Sequence[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> list[WorkItem]:
         j, o = self.judge, self.judge.options
         if o.batch <= 1:
-            items = []
-            for q, c in pairs:
-                key = j.pair_fingerprint(q, c, j.rel_prompt.id)
-                calls = [] if not c.text.strip() else j.relevance_calls(j.relevance_messages(q, c), RelevanceAnswer,
-                                                                         o.max_tokens)
-                items.append(WorkItem(key, calls, [_Pair(q, c, key)]))
-            return items
+            return [self._pointwise(q, c) for q, c in pairs]
         # batches are formed from the pairs not yet done, so a resumed run asks only what is missing
         by_query: dict[str, list[_Pair]] = {}
         queries: dict[str, QueryItem] = {}
         items = []
         for q, c in pairs:
+            if j.windows(c) is not None:  # too long to share a call: judged alone, window by window
+                items.append(self._pointwise(q, c))
+                continue
             p = _Pair(q, c, j.pair_fingerprint(q, c, j.batch_prompt.id))
             if done(p.key):  # kept in the plan (its record is this run's too), but never regrouped
                 items.append(WorkItem(p.key, [], [p]))
@@ -282,7 +274,9 @@ class RelevanceStage(Stage):
             prompt = j.rel_prompt.id if j.options.batch <= 1 else j.batch_prompt.id
             return [j.record(p.query.id, p.chunk.id, 0, [], "empty chunk: graded 0 without a call", "rule",
                              prompt, p.key)]
-        if len(pairs) == 1 and j.options.batch <= 1:
+        if pairs[0].windows is not None:
+            return [self._best_window(pairs[0], answers)]
+        if len(pairs) == 1 and item.calls[0].response_model is RelevanceAnswer:
             p = pairs[0]
             return [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers], answers, j.rel_prompt.id,
                                  p.key)]
@@ -316,55 +310,19 @@ class RelevanceStage(Stage):
             out.append(j.from_votes(p.query.id, cid, [a.grade for a in alone], alone, j.rel_prompt.id, p.key))
         return out
 
+    def _best_window(self, p: _Pair, answers: list[BaseModel]) -> dict:
+        """A long chunk is as useful as its most useful part: the grade of its best window."""
+        j = self.judge
+        per = len(answers) // len(p.windows)
+        records = [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers[i:i + per]], answers[i:i + per],
+                                j.rel_prompt.id, p.key) for i in range(0, len(answers), per)]
+        best = max(range(len(records)), key=lambda i: records[i]["grade"])
+        start, end = p.windows[best]
+        return {**records[best], "samples": [a.grade for a in answers], "windows": len(p.windows),
+                "window_grades": [r["grade"] for r in records], "best_window": [start, end]}
+
     def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
         return [self.judge.error_record(p.query.id, p.chunk.id, error, p.key) for p in item.payload]
-
-
-class CoverageStage(Stage):
-    """Per query and run: do the retrieved chunks hold what the answer needs? One record per
-    (query, run); its key includes the retrieved ids and their texts, so another run's coverage
-    is never reused."""
-
-    name = "coverage"
-    record_model = Coverage
-
-    def __init__(self, judge: Judge, run_name: str):
-        self.judge = judge
-        self.run_name = run_name
-
-    def identity(self, record: dict) -> str:
-        return f"{record['query_id']}\t{record.get('run')}"
-
-    def plan(self, retrieved: Sequence[tuple[QueryItem, list[Chunk]]]) -> list[WorkItem]:
-        j = self.judge
-        items = []
-        for q, chunks in retrieved:
-            key = fingerprint("coverage", j.cov_prompt.id, self.run_name, q.text, q.answer,
-                              [(c.id, c.title, c.text) for c in chunks], j.configs[0].model,
-                              j.options.max_chunk_chars, j.options.max_tokens)
-            call = Call.of(0, j.coverage_messages(q, chunks), CoverageAnswer, "coverage", j.options.max_tokens * 2)
-            items.append(WorkItem(key, [call], (q, chunks)))
-        return items
-
-    def _base(self, item: WorkItem) -> dict:
-        q, chunks = item.payload
-        return {"query_id": q.id, "run": self.run_name, "chunk_ids": [c.id for c in chunks]}
-
-    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
-        q, chunks = item.payload
-        known = {c.id for c in chunks}
-        nuggets = []
-        for n in answers[0].nuggets:
-            ids = [i for i in n.chunk_ids if i in known]
-            support = n.support if (ids or n.support == "not_support") else "not_support"
-            nuggets.append({"text": n.text, "vital": n.vital, "support": support, "chunk_ids": ids})
-        return [{**self._base(item), "coverage": coverage_label(nuggets), "nuggets": nuggets,
-                 "scores": nugget_scores(nuggets), "status": "ok", "error": None,
-                 "model": self.judge.configs[0].model, "prompt": self.judge.cov_prompt.id, "key": item.key}]
-
-    def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
-        return [{**self._base(item), "coverage": None, "nuggets": [], "status": "error", "error": error.reason,
-                 "model": self.judge.configs[0].model, "prompt": self.judge.cov_prompt.id, "key": item.key}]
 
 
 # ---------------------------------------------------------------------------------- driver
@@ -414,14 +372,35 @@ class JudgePlan:
     kept: int
     keep: dict
     unknown_queries: list[str]
+    queries: dict[str, QueryItem]
+    chunks: dict[str, Chunk]
+    per_query: dict[str, list[str]]
 
     def estimate(self) -> Estimate:
+        """Calls are exact; coverage's are planned from the judgments already in the output (the run
+        plans them again after judging, so a nugget source that gains relevant passages is priced
+        approximately)."""
         def done(store):
             return lambda it: all(store.done(k) for k in it.record_keys)
-        est = estimate(self.relevance_items, done(self.relevance_store), self.judge.configs)
+        est = estimate(self.relevance_items, done(self.relevance_store), self.judge.configs, self.relevance)
         if self.coverage is not None:
-            est = est.add(estimate(self.coverage_items, done(self.coverage_store), self.judge.configs[:1]))
+            est = est.add(estimate(self.coverage_items, done(self.coverage_store), self.judge.configs[:1],
+                                   self.coverage))
         return est
+
+    def plan_coverage(self, judged: Sequence[dict]) -> None:
+        """Coverage items for this run, with nugget sources from ``judged`` (ok judgment records):
+        for a query without a reference answer, the passages judged 2 or 3 for it, any run."""
+        if self.coverage is None:
+            return
+        relevant: dict[str, list[str]] = {}
+        for r in sorted(judged, key=lambda r: (r["query_id"], r["chunk_id"])):
+            if r.get("status") == "ok" and (r.get("grade") or 0) >= 2 and r["chunk_id"] in self.chunks:
+                relevant.setdefault(r["query_id"], []).append(r["chunk_id"])
+        known = self.coverage.known_nuggets(self.coverage_store.final + self.coverage_store.journaled)
+        self.coverage_items = self.coverage.plan([
+            (self.queries[q], [self.chunks[c] for c in top], [self.chunks[c] for c in relevant.get(q, [])[:10]])
+            for q, top in self.per_query.items()], known)
 
 
 def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
@@ -440,13 +419,13 @@ def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[s
     store = OutputStore(output, rel.identity)
     items = rel.plan([(qmap[q], chunk_map[c]) for q, c in pairs], store.done)
     cov = cov_store = None
-    cov_items: list[WorkItem] = []
     if coverage_out is not None:
-        cov = CoverageStage(judge, run.name)
+        cov = CoverageStage(configs[0], judge.passages, run.name, options.max_tokens * 2)
         cov_store = OutputStore(coverage_out, cov.identity)
-        cov_items = cov.plan([(qmap[q], [chunk_map[c] for c in per_query[q]]) for q in per_query])
-    return JudgePlan(judge, rel, items, store, cov, cov_items, cov_store, len(pairs) + len(kept), len(kept),
-                     keep_dict, unknown_queries)
+    plan = JudgePlan(judge, rel, items, store, cov, [], cov_store, len(pairs) + len(kept), len(kept), keep_dict,
+                     unknown_queries, qmap, chunk_map, per_query)
+    plan.plan_coverage(list(store.by_key.values()))
+    return plan
 
 
 @dataclass
@@ -473,10 +452,37 @@ class JudgeResult:
     def errors(self) -> int:
         return self.relevance.errors + (self.coverage.errors if self.coverage else 0)
 
+    def _voted(self) -> list[dict]:
+        return [r for r in self.records if r["status"] == "ok" and len(r.get("samples") or []) > 1]
+
     @property
     def sample_disagreement(self) -> float | None:
-        multi = [r for r in self.records if r["status"] == "ok" and len(r.get("samples") or []) > 1]
+        """The flip rate: the share of pairs whose votes were not all the same grade."""
+        multi = self._voted()
         return sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi) if multi else None
+
+    @property
+    def mean_vote_spread(self) -> float | None:
+        """Per-pair disagreement: the mean of (highest vote - lowest vote), 0 to 3."""
+        multi = self._voted()
+        return sum(max(r["samples"]) - min(r["samples"]) for r in multi) / len(multi) if multi else None
+
+    @property
+    def juror_agreement(self) -> dict[str, dict[str, float]] | None:
+        """For each pair of jurors: exact agreement and linear-weighted Cohen's kappa of their grades."""
+        from ..metrics.agreement import cohen_kappa
+        rows = [r["juror_grades"] for r in self.records if r["status"] == "ok" and r.get("juror_grades")]
+        if not rows:
+            return None
+        names = list(rows[0])
+        out = {}
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                x, y = [r[a] for r in rows], [r[b] for r in rows]
+                kappa = cohen_kappa(x, y, "linear")
+                out[f"{a} vs {b}"] = {"pairs": len(rows), "agreement": sum(u == v for u, v in zip(x, y)) / len(rows),
+                                      "kappa_linear": None if kappa != kappa else kappa}
+        return out
 
     @property
     def exit_code(self) -> int:
@@ -494,7 +500,9 @@ class JudgeResult:
                 "decided_by_rule": sum(1 for r in self.records if r.get("decided_by") == "rule"),
                 "grades": {str(g): self.grades.get(g, 0) for g in range(4)},
                 "coverage": None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
-                "sample_disagreement": self.sample_disagreement, "truncated": self.truncated,
+                "sample_disagreement": self.sample_disagreement, "mean_vote_spread": self.mean_vote_spread,
+                "juror_agreement": self.juror_agreement, "truncated": self.truncated,
+                "windowed": sum(1 for r in self.records if r.get("windows")),
                 "batch_fallbacks": self.batch_fallbacks,
                 "error_reasons": dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
                                                                         else Counter())).most_common(5)),
@@ -509,7 +517,14 @@ class JudgeResult:
             lines.append("coverage: " + ", ".join(f"{k}: {v}" for k, v in d["coverage"].items())
                          + (f", errors: {self.coverage.errors}" if self.coverage.errors else ""))
         if self.sample_disagreement is not None:
-            lines.append(f"samples disagreed on {self.sample_disagreement:.1%} of judged pairs")
+            lines.append(f"votes disagreed on {self.sample_disagreement:.1%} of judged pairs (flip rate); "
+                         f"mean spread {self.mean_vote_spread:.2f} grades")
+        for jurors, a in (self.juror_agreement or {}).items():
+            kappa = "n/a" if a["kappa_linear"] is None else f"{a['kappa_linear']:.3f}"
+            lines.append(f"jurors {jurors}: same grade on {a['agreement']:.1%} of {a['pairs']} pairs, "
+                         f"linear kappa {kappa}")
+        if d["windowed"]:
+            lines.append(f"{d['windowed']} long chunks were judged in windows (the best window's grade)")
         if self.truncated:
             lines.append(f"{self.truncated} chunks were cut to the length budget")
         if self.batch_fallbacks:
@@ -542,6 +557,7 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
         write_qrels(qrels_out, union)
     cov = None
     if plan.coverage is not None:
+        plan.plan_coverage(list(plan.relevance_store.by_key.values()))  # with this run's grades too
         cov = await run_stage(plan.coverage, plan.coverage_items, llms[:1], plan.coverage_store,
                               concurrency=concurrency, quiet=options.quiet)
     usage = "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms)
