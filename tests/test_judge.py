@@ -365,3 +365,56 @@ async def test_an_id_graded_twice_in_a_batch_answer_is_asked_alone(tmp_path):
     assert route.call_count == 2 and result.batch_fallbacks == 1
     alone = [r for r in records.values() if r["prompt"].startswith("judge_relevance@")]
     assert len(alone) == 1 and "batch_position" not in alone[0]
+
+
+@respx.mock
+async def test_samples_send_their_own_seed_and_records_say_seed_and_temperature(tmp_path):
+    answers = iter([1, 2, 3, 2, 2, 2])
+    route = respx.post(URL).mock(side_effect=lambda r: reply(relevance(next(answers))))
+    out = tmp_path / "j.jsonl"
+    await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0), ("q1", "c2", 0.5)]), [make_llm(tmp_path)], out,
+                    options=JudgeOptions(samples=3, seed=10, quiet=True))
+    sent = [json.loads(c.request.content) for c in route.calls]
+    assert sorted(b["seed"] for b in sent) == [10, 10, 11, 11, 12, 12] and {b["temperature"] for b in sent} == {0.7}
+    records = {r["chunk_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    grades = {cid: r["grade"] for cid, r in records.items()}
+    assert sorted(grades.values()) == [2, 2]  # the median of 1,2,3 is 2 (a majority with ties to the lowest gave 1)
+    assert all(r["seeds"] == [10, 11, 12] and r["temperature"] == 0.7 for r in records.values())
+
+
+@respx.mock
+async def test_a_jury_reports_each_jurors_grade_and_their_agreement(tmp_path):
+    def handler(request):
+        body = json.loads(request.content)
+        cid = chunk_of(body["messages"][-1]["content"])
+        return reply(relevance(GRADES[cid] if body["model"] == "a" or cid != "c2" else 2))
+    respx.post(URL).mock(side_effect=handler)
+    result = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path, "a"), make_llm(tmp_path, "b")],
+                             tmp_path / "j.jsonl", options=JudgeOptions(quiet=True, tie="higher"))
+    records = {r["chunk_id"]: r for r in result.records}
+    assert records["c2"]["juror_grades"] == {"a": 0, "b": 2} and records["c2"]["grade"] == 2  # tie rule: higher
+    (pair,) = result.juror_agreement.values()
+    assert pair["pairs"] == 3 and pair["agreement"] == 2 / 3
+    assert "jurors a vs b: same grade on 66.7% of 3 pairs" in result.text()
+
+
+@respx.mock
+async def test_the_need_and_the_expected_answer_reach_the_relevance_prompt_only_when_given(tmp_path):
+    route = respx.post(URL).mock(side_effect=pointwise_handler)
+    topic = QueryItem("q1", "refund speed", answer="Within 5 business days.", description="How fast refunds arrive.",
+                      narrative="Shipping times are not relevant.")
+    await judge_run([topic], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path)], tmp_path / "a.jsonl",
+                    options=JudgeOptions(quiet=True))
+    await judge_run([QueryItem("q1", "refund speed")], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path)],
+                    tmp_path / "b.jsonl", options=JudgeOptions(quiet=True))
+    with_need, without = (json.loads(c.request.content)["messages"][-1]["content"] for c in route.calls)
+    assert "<<<NEED\nHow fast refunds arrive.\nShipping times are not relevant.\nNEED>>>" in with_need
+    assert "<<<WHAT A GOOD ANSWER CONTAINS\nWithin 5 business days.\nWHAT>>>" in with_need
+    assert "(no description of the need was given)" in without and "NEED>>>" not in without
+    assert "(no note on what a good answer contains was given)" in without
+
+
+def test_topics_with_description_and_narrative_are_read(tmp_path):
+    p = tmp_path / "topics.jsonl"
+    p.write_text('{"id": "t1", "title": "refund speed", "description": "How fast?", "narrative": "Not shipping."}\n')
+    assert read_query_items(p) == [QueryItem("t1", "refund speed", None, "How fast?", "Not shipping.")]

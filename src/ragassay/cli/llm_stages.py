@@ -64,11 +64,18 @@ def judge(sub: Any) -> None:
     p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels (with --keep labels included)")
     p.add_argument("--coverage-out", metavar="FILE", help="write per-query coverage JSONL")
     p.add_argument("--keep", metavar="QRELS", help="labels made by people: kept as they are, never judged again")
-    p.add_argument("--samples", type=int, default=1, help="ask N times per pair and take the majority "
-                   "(ties go to the lower grade; default 1)")
-    p.add_argument("--batch", type=int, default=1, help="grade N chunks of a query per call (default 1: "
-                   "one call per pair, no position effects)")
-    p.add_argument("--max-chunk-chars", type=int, default=6000, help="cut longer chunks to this many characters (default 6000)")
+    p.add_argument("--samples", type=int, default=1, help="ask N times per pair (sample i sends seed "
+                   "--seed + i) and take the median grade (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="first seed of the samples (default 0)")
+    p.add_argument("--tie", choices=("lower", "higher", "round-half-even"), default="lower",
+                   help="the median of an even number of votes (samples or jurors) that differ: take the lower "
+                        "(default), the higher, or their mean rounded to even")
+    p.add_argument("--batch", type=int, default=1, help="grade N chunks of a query per call, in a fixed shuffled "
+                   "order (default 1: one call per pair, no position effects)")
+    p.add_argument("--max-chunk-chars", type=int, default=6000, help="longer chunks are judged in windows of this "
+                   "many characters and take the best window's grade (default 6000)")
+    p.add_argument("--long-chunks", choices=("windows", "cut"), default="windows",
+                   help="windows (default: one call per window) or cut (one call, the rest cut with a visible mark)")
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
     p.set_defaults(handler=run_judge)
@@ -84,8 +91,10 @@ def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     chunks = {c.id: c for c in read_chunks(args.chunks)}
     run = read_run(args.run)
     keep = read_qrels(args.keep) if args.keep else None
-    options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch,
-                           max_chunk_chars=args.max_chunk_chars, quiet=args.quiet)
+    if args.max_chunk_chars < 500:
+        raise UsageError("--max-chunk-chars must be at least 500")
+    options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch, seed=args.seed, tie=args.tie,
+                           max_chunk_chars=args.max_chunk_chars, long_chunks=args.long_chunks, quiet=args.quiet)
     configs = model_configs(llm_config(args), args.model)
 
     def plan():
