@@ -180,3 +180,33 @@ def test_a_result_without_a_kind_is_refused_not_guessed(tmp_path, capsys):
                  ["report", str(old), "-o", str(tmp_path / "r.html")]):
         assert main(argv) == 1
         assert "old.json" in capsys.readouterr().err
+
+
+def test_the_demo_runs_from_the_built_wheel_in_an_empty_directory(tmp_path):
+    """`pip install ragassay` then `ragassay demo` outside a clone: the example ships in the wheel.
+    The wheel is built and unpacked with pip (no network: --no-deps, --no-build-isolation); its
+    dependencies come from this environment."""
+    import subprocess
+    import sys
+    import zipfile
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(wheels), str(ROOT)], check=True, capture_output=True, text=True)
+    (wheel,) = wheels.glob("ragassay-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for f in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "qrels_second_assessor.txt", "answers.jsonl",
+              "answers_human_labels.jsonl", "retrievers.py", "runs/bm25.txt", "runs/tfidf.txt"):
+        assert f"ragassay/example/{f}" in names, f
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("OPENAI_", "RAGASSAY_"))}
+    env["PYTHONPATH"] = str(site)
+    run = subprocess.run([sys.executable, "-c", "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
+                          "demo", "--out", "out"], cwd=empty, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert (empty / "out" / "report.html").exists() and "skipped (no LLM endpoint configured)" in run.stdout
+    copied = subprocess.run([sys.executable, "-c", "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
+                             "demo", "--copy", "ex"], cwd=empty, env=env, capture_output=True, text=True)
+    assert copied.returncode == 0 and (empty / "ex" / "runs" / "bm25.txt").exists()

@@ -23,13 +23,18 @@ def demo(sub: Any) -> None:
                     "compares the judge with the hand labels; without one it says which stages it skipped.",
         epilog="Example: ragassay demo --out ragassay-demo")
     p.add_argument("--out", default="ragassay-demo", metavar="DIR", help="output directory (default ragassay-demo)")
-    p.add_argument("--data", metavar="DIR", help="the example dataset (default: datasets/example)")
+    p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)")
+    p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit")
     add_llm_options(p, stage=False)
     p.set_defaults(handler=run_demo_cmd)
 
 
 def run_demo_cmd(args: argparse.Namespace) -> str:
-    from ..product.demo import run_demo
+    from ..product.demo import copy_example, run_demo
+    if args.copy:
+        files = copy_example(args.copy)
+        return f"wrote {len(files)} files of the bundled example to {args.copy}: " + ", ".join(
+            str(f.relative_to(args.copy)) for f in files)
     done = run_demo(args.out, args.data, llm_config(args), log=lambda m: print(m, flush=True))
     lines = []
     if done["skipped"]:

@@ -15,14 +15,28 @@ from typing import Any
 from ..errors import InputError
 
 
+def example_dir() -> Path:
+    """The bundled example, inside the installed package (a clone links datasets/example to it)."""
+    return Path(__file__).resolve().parents[1] / "example"
+
+
 def find_example(explicit: str | Path | None = None) -> Path:
-    candidates = [Path(explicit)] if explicit else [Path("datasets/example"),
-                                                    Path(__file__).resolve().parents[3] / "datasets" / "example"]
-    for c in candidates:
-        if (c / "chunks.jsonl").exists() and (c / "qrels.txt").exists():
-            return c
-    raise InputError("cannot find the bundled example (datasets/example): run from a clone of ragassay, "
-                     "or pass --data DIR")
+    c = Path(explicit) if explicit else example_dir()
+    if (c / "chunks.jsonl").exists() and (c / "qrels.txt").exists():
+        return c
+    if explicit:
+        raise InputError("not an example dataset: it needs chunks.jsonl, qrels.txt, queries.jsonl, runs/, "
+                         "answers.jsonl", c)
+    raise InputError("the bundled example is missing from this installation; reinstall ragassay", c)
+
+
+def copy_example(directory: str | Path) -> list[Path]:
+    """Write the bundled example's files to ``directory`` (to look at, edit, and run commands on)."""
+    src, dest = example_dir(), Path(directory)
+    if dest.exists() and any(dest.iterdir()):
+        raise InputError("exists and is not empty; choose a new directory", dest)
+    shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+    return sorted(p for p in dest.rglob("*") if p.is_file())
 
 
 def _write_json(path: Path, data: Any) -> None:
