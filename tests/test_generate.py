@@ -103,7 +103,7 @@ async def test_every_filter_drops_with_its_reason(tmp_path):
 @respx.mock
 async def test_hard_questions_must_need_every_chunk(tmp_path):
     texts = ["good", "dup"]
-    outputs = {"__hard__": {"q": "Is standard delivery free, and how many working days does it take?",
+    outputs = {"__hard__": {"q": "How many working days does a free standard shipment take to arrive?",
                             "a": "Free above fifty euros; three to five working days."}}
     respx.post(URL).mock(side_effect=handler_for(outputs))
     gen = Generator(make_llm(tmp_path), chunks_of(texts, doc="shipping"), GenerateOptions(total=1, mix={"hard": 1}))
@@ -259,3 +259,57 @@ def test_generate_command_on_the_bundled_example(tmp_path, monkeypatch, capsys):
     assert "accepted 10" in printed
     docs = [chunks[q.chunk_ids[0]].doc_id for q in qs]
     assert max(docs.count(d) for d in docs) <= 3  # stratified across documents
+
+
+@respx.mock
+async def test_a_hard_question_that_is_two_questions_joined_is_rejected(tmp_path):
+    """'Is X free, and how many days does it take?' needs no reasoning across passages."""
+    outputs = {"__hard__": {"q": "Is standard delivery free, and how many working days does it take?",
+                            "a": "Free above fifty euros; three to five working days."}}
+    respx.post(URL).mock(side_effect=handler_for(outputs))
+    gen = Generator(make_llm(tmp_path), chunks_of(["good", "dup"], doc="shipping"),
+                    GenerateOptions(total=1, mix={"hard": 1}, attempts_per_question=1.0))
+    result = await gen.run()
+    assert not result.accepted and "two questions joined into one" in result.rejects[0]["reason"]
+
+
+@pytest.mark.parametrize("question, joined", [
+    ("What does the Summit tent weigh, and when was the Ridge pack introduced?", True),
+    ("How long does a refund take and how is it paid?", True),
+    ("When do points expire? How many do I earn per euro?", True),
+    ("What is the difference between the Summit and the Ridge backpack warranty?", False),
+    ("Which is lighter, the Summit tent or the Ridge tent?", False),
+    ("How many days after delivery are loyalty points added to my account?", False),
+    ("Can I pay for a gift card with points and a credit card together?", False),
+])
+def test_conjunction_check_both_ways(question, joined):
+    from ragassay.stages.generate_checks import conjunction
+    assert (conjunction(question) is not None) == joined
+
+
+def test_questions_in_spaceless_scripts_are_measured_and_matched_to_their_chunk():
+    """A Chinese or Japanese question is not "1 word": lengths count two characters a word."""
+    from ragassay.stages.generate_checks import length_in_words, question_problems
+    zh_chunk = "退款会在我们收到退货后的五个工作日内退回到您的原支付方式。银行可能还需要三到七天。"
+    ja_chunk = "返品は商品到着後三十日以内であれば受け付けます。未使用で元の箱に入っている必要があります。"
+    assert length_in_words("退款需要多长时间才能到账？") == 6
+    assert question_problems("退款需要多长时间才能到账？", "五个工作日。", [zh_chunk]) == []
+    assert question_problems("返品はいつまで受け付けてもらえますか？", "三十日以内です。", [ja_chunk]) == []
+    assert question_problems("多久？", "五天。", [zh_chunk]) == ["too short (1 words)"]
+    copied = question_problems("退款会在我们收到退货后的五个工作日内退回到您的原支付方式吗？", "是。", [zh_chunk])
+    assert any("copies the chunk" in p for p in copied)
+    assert any("language differs" in p for p in question_problems("How long do refunds take?", "5 days.", [zh_chunk]))
+
+
+def test_documents_are_drawn_in_proportion_to_their_size_with_a_cap():
+    from collections import Counter
+    big = [Chunk(id=f"big{i}", text=f"{TEXTS['good']} Item {i}.", doc_id="big") for i in range(40)]
+    mid = [Chunk(id=f"mid{i}", text=f"{TEXTS['lang']} Item {i}.", doc_id="mid") for i in range(10)]
+    tiny = [Chunk(id=f"tiny{i}", text=f"{TEXTS['unans']} Item {i}.", doc_id="tiny") for i in range(2)]
+    gen = Generator(None, big + mid + tiny, GenerateOptions(total=40, max_per_doc=100))
+    first = Counter(gen.chunks[c].doc_id for c in gen.stratified(__import__("random").Random(0))[:26])
+    assert first == {"big": 20, "mid": 5, "tiny": 1}  # 40 : 10 : 2, halved
+    capped = Generator(None, big + mid + tiny, GenerateOptions(total=20))  # default cap: a quarter of 20
+    order = capped.stratified(__import__("random").Random(0))
+    assert Counter(capped.chunks[c].doc_id for c in order[:12]) == {"big": 5, "mid": 5, "tiny": 2}
+    assert {capped.chunks[c].doc_id for c in order[12:]} == {"big", "mid"}  # the rest only once others ran out

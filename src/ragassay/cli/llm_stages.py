@@ -279,7 +279,11 @@ def generate(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for chunk selection and grouping (default 0)")
     p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
     p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
-    p.add_argument("--export", nargs=2, metavar=("FORMAT", "DIR"), help="also write the set as beir or llamaindex into DIR")
+    p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FORMAT", "DIR"),
+                   help="also write the set as beir or llamaindex into DIR (repeat for several)")
+    p.add_argument("--max-per-doc", type=int, metavar="N", help="draw at most N candidates from one document "
+                   "before the others run out (default: a quarter of the set); documents are drawn in proportion "
+                   "to their size")
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
     p.set_defaults(handler=run_generate)
@@ -296,15 +300,18 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
         mix = parse_mix(args.mix)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if args.export and args.export[0] not in ("beir", "llamaindex"):
-        raise UsageError(f"--export format must be beir or llamaindex, got {args.export[0]!r}")
+    for fmt, _ in args.export:
+        if fmt not in ("beir", "llamaindex"):
+            raise UsageError(f"--export format must be beir or llamaindex, got {fmt!r}")
+    if args.max_per_doc is not None and args.max_per_doc < 1:
+        raise UsageError("--max-per-doc must be at least 1")
     chunks = read_chunks(args.chunks)
     config = llm_config(args)
     probe = Generator(None, chunks, GenerateOptions(), config)
     total = args.limit if args.limit is not None else int(round(args.per_chunk * len(probe.fit)))
     if total < 1:
         raise InputError("nothing to generate: no usable chunks, or --limit below 1", args.chunks)
-    options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet)
+    options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc)
     if args.dry_run:  # offline: no endpoint, no key
         est = Generator(None, chunks, options, config).estimate()
         return to_json(est.to_dict()) if args.format == "json" else est.text()
@@ -318,12 +325,12 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
             llm.close()
     result, usage = run_locked([args.output, args.rejects, args.qrels_out], body)
     write_outputs(result, args.output, args.rejects, args.qrels_out)
-    exported = export(result.accepted, chunks, args.export[0], args.export[1]) if args.export else []
+    exported = [(fmt, export(result.accepted, chunks, fmt, directory)) for fmt, directory in args.export]
     if args.format == "json":
         return to_json({**result.to_dict(), "usage": usage}), result.exit_code
     out = [result.summary(), usage, f"questions: {args.output}"]
-    if exported:
-        out.append(f"exported ({args.export[0]}): " + ", ".join(str(p) for p in exported))
+    for fmt, paths in exported:
+        out.append(f"exported ({fmt}): " + ", ".join(str(p) for p in paths))
     return "\n".join(out), result.exit_code
 
 

@@ -63,6 +63,7 @@ class GenerateOptions:
     mix: dict[str, float] = field(default_factory=lambda: {"easy": 0.4, "medium": 0.4, "hard": 0.2})
     seed: int = 0
     attempts_per_question: float = 2.0   # candidate chunks tried per wanted question, at most
+    max_per_doc: int | None = None       # candidates per document before others run out (default: total / 4)
     quiet: bool = False
 
 
@@ -82,6 +83,10 @@ class GenerateResult:
             "kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
             f"rejected {len(self.rejects)}" + (": " + "; ".join(f"{k} {v}" for k, v in reasons.most_common()) if reasons else ""),
             f"chunks unfit to ask about: {len(self.unfit_chunks)}"]
+        relabelled = sum(1 for q in self.accepted if q.checks.get("relabelled"))
+        if relabelled:
+            lines.append(f"relabelled: {relabelled} asked as medium are easy (a gold chunk is BM25 rank 1 with most "
+                         "of the question's words); see checks.relabelled")
         short = self.shortfall
         if short:
             lines.append("fell short of the target: " + ", ".join(f"{k} {v} fewer" for k, v in short.items())
@@ -105,6 +110,7 @@ class GenerateResult:
         return {"kind": "generate", "version": 1, "accepted": len(self.accepted),
                 "target": dict(self.target), "delivered": {k: per_level.get(k, 0) for k in ("easy", "medium", "hard")},
                 "shortfall": self.shortfall, "rejected": len(self.rejects),
+                "relabelled": sum(1 for q in self.accepted if q.checks.get("relabelled")),
                 "reject_reasons": dict(Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)),
                 "unfit_chunks": len(self.unfit_chunks)}
 
@@ -135,7 +141,10 @@ class Generator:
 
     # -- planning
     def stratified(self, rng: random.Random) -> list[str]:
-        """Fit chunks in an order that cycles through documents, so no document dominates."""
+        """Fit chunks in the order candidates are drawn: documents in proportion to their size (a
+        200-chunk document is drawn about 100 times as often as a 2-chunk one), but no document more
+        than ``max_per_doc`` times before every other document has run out."""
+        import heapq
         by_doc: dict[str, list[str]] = {}
         for cid in self.fit:
             by_doc.setdefault(self.chunks[cid].doc_id or cid, []).append(cid)
@@ -143,12 +152,25 @@ class Generator:
         rng.shuffle(docs)
         for d in docs:
             rng.shuffle(by_doc[d])
-        out = []
-        while any(by_doc.values()):
-            for d in docs:
-                if by_doc[d]:
-                    out.append(by_doc[d].pop())
-        return out
+        # weighted round robin: the next draw goes to the document furthest below its share
+        heap = [(0.5 / len(by_doc[d]), i, d) for i, d in enumerate(docs)]
+        heapq.heapify(heap)
+        taken = dict.fromkeys(docs, 0)
+        order = []
+        while heap:
+            _, i, d = heapq.heappop(heap)
+            order.append(by_doc[d][taken[d]])
+            taken[d] += 1
+            if taken[d] < len(by_doc[d]):
+                heapq.heappush(heap, ((taken[d] + 0.5) / len(by_doc[d]), i, d))
+        cap = self.options.max_per_doc or max(2, -(-self.options.total // 4))
+        seen: dict[str, int] = {}
+        first, rest = [], []
+        for cid in order:
+            d = self.chunks[cid].doc_id or cid
+            seen[d] = seen.get(d, 0) + 1
+            (first if seen[d] <= cap else rest).append(cid)
+        return first + rest
 
     def group_for(self, cid: str, rng: random.Random) -> list[str] | None:
         """2-3 related chunks for a hard question: same document first, then BM25 neighbours."""

@@ -14,7 +14,11 @@ from collections.abc import Sequence
 
 from .check_rules import normalize
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+# a run of letters/digits, or one character of a script written without spaces (Chinese, Japanese):
+# there a character is the unit, as a word is elsewhere
+_SPACELESS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD = re.compile(rf"[{_SPACELESS}]|[^\W{_SPACELESS}]+", re.UNICODE)
+_SCRIPT_FAMILY = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "CJK": "CJK"}  # Japanese mixes kana and kanji
 STOPWORDS = set("""a an and are as at be by can do does for from has have how i if in is it its my of on or
 our the their there this to was what when where which who why will with you your""".split())
 
@@ -25,6 +29,14 @@ _META = re.compile(r"\b(the|this|that|above|following|given|provided)\s+(passage
 
 def tokens(text: str) -> list[str]:
     return [t for t in _WORD.findall(text.lower())]
+
+
+def length_in_words(text: str) -> float:
+    """Length in words, in any script: a word is a token where words are spaced, and two characters
+    where they are not (a 12-character Chinese question is about 6 words, not 1)."""
+    toks = tokens(text)
+    spaceless = sum(1 for t in toks if len(t) == 1 and re.match(rf"[{_SPACELESS}]", t))
+    return (len(toks) - spaceless) + spaceless / 2
 
 
 def content_words(text: str) -> set[str]:
@@ -97,7 +109,8 @@ def script_of(text: str) -> str:
     for ch in text:
         if ch.isalpha():
             name = unicodedata.name(ch, "")
-            counts[name.split(" ")[0] if name else "?"] += 1
+            script = name.split(" ")[0] if name else "?"
+            counts[_SCRIPT_FAMILY.get(script, script)] += 1
     return counts.most_common(1)[0][0] if counts else "?"
 
 
@@ -121,15 +134,18 @@ def question_problems(question: str, answer: str, chunk_texts: Sequence[str]) ->
     """Reasons to drop a question, from the text alone."""
     problems = []
     q = question.strip()
-    n_words = len(tokens(q))
     if not q or not answer.strip():
         return ["empty question or answer"]
-    if n_words < 4:
-        problems.append(f"too short ({n_words} words)")
+    n_words = length_in_words(q)
+    if n_words < 3:
+        problems.append(f"too short ({n_words:g} words)")
     if n_words > 60:
-        problems.append(f"too long ({n_words} words)")
+        problems.append(f"too long ({n_words:g} words)")
     if _META.search(q):
         problems.append("not self-contained: refers to the passage/context/document")
+    joined_parts = conjunction(q)
+    if joined_parts:
+        problems.append(f"two questions joined into one ({joined_parts}): each part needs no other")
     joined = " ".join(chunk_texts)
     if script_of(q) != script_of(joined):
         problems.append(f"language differs from its chunk ({script_of(q)} vs {script_of(joined)})")
@@ -138,9 +154,27 @@ def question_problems(question: str, answer: str, chunk_texts: Sequence[str]) ->
         problems.append("copies the chunk (the question is a substring of it)")
     else:
         longest = max((longest_shared_ngram(q, t) for t in chunk_texts), default=0)
-        if longest >= 8:
-            problems.append(f"copies the chunk (shares a {longest}-word run with it)")
+        limit = 16 if script_of(q) == "CJK" else 8  # 16 characters is about 8 words
+        if longest >= limit:
+            problems.append(f"copies the chunk (shares a {longest}-token run with it)")
     return problems
+
+
+_WH = r"(?:what|when|where|who|whom|whose|why|which|how|is|are|was|were|does|do|did|can|could|should|will)"
+_JOINED = re.compile(rf"(?:[,;]\s*(?:and|but|also)\s+|\s+and\s+(?:also\s+)?)({_WH})\b\s+\w+", re.I)
+
+
+def conjunction(question: str) -> str | None:
+    """Why a question is two questions joined ("What does X do, and when was Y introduced?"), or None.
+    A comparison ("What is the difference between X and Y?") is told apart by what follows "and": a
+    question word or auxiliary starts a second question. A false alarm only costs another candidate."""
+    q = question.strip()
+    if q.count("?") >= 2 and re.search(r"\?\s*\S", q):
+        return "two question marks"
+    m = _JOINED.search(q)
+    if m and len(tokens(q[:m.start()])) >= 3:
+        return f"'... and {m.group(1).lower()} ...'"
+    return None
 
 
 def evidence_found(quote: str, chunk_text: str) -> bool:
