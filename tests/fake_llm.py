@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 WORD = re.compile(r"[a-z0-9]{4,}")
+_FRAME = {"work", "customer", "help", "with", "that", "this", "your", "from", "have", "will"}  # the fake's own frame words
 
 
 def words(text: str) -> set[str]:
@@ -64,7 +65,7 @@ def make_llm(tmp_path, base_url: str, model: str = "m", sleep=None, **settings):
     return LLM(LLMConfig(model=model, base_url=base_url, **settings), sleep=sleep or no_sleep)
 
 
-def answer_for(schema: str, user: str) -> dict[str, Any]:
+def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
     if schema == "RelevanceAnswer":
         g = grade(block(user, "QUERY"), block(user, "PASSAGE"))
         return {"intent": "what the query asks", "match": f"{g} shared terms", "trust": "plain help text", "grade": g}
@@ -96,19 +97,32 @@ def answer_for(schema: str, user: str) -> dict[str, Any]:
         return {"reference_facts": "the reference", "response_claims": "the response", "comparison": f"{share:.2f}",
                 "label": label, "grounded": "supported" if given else None, "context_has_answer": has_answer,
                 "unsupported_claims": []}
-    if schema == "GeneratedQuestion":  # one passage: its first sentence; several: the first two together
-        given = passages(user)[:2]
-        sentences = [(cid, re.split(r"(?<=[.!?])\s", text.strip())[0]) for cid, text in given]
+    if schema == "GeneratedQuestion":  # one passage: its first sentence; several: all of them compared
+        given = passages(user)
+        body = [(cid, text.strip().split("\n")[-1]) for cid, text in given]  # past a title line
+        sentences = [(cid, re.split(r"(?<=[.!?])\s", text)[0]) for cid, text in body]
         answer = " ".join(s for _, s in sentences)
-        topic = sorted(words(sentences[0][1]), key=lambda w: (-len(w), w))[:2]
-        return {"question": f"How do {' and '.join(topic)} work for a customer?", "answer": answer,
-                "kind": "how_to", "evidence": [{"chunk_id": cid, "quote": s[:60]} for cid, s in sentences]}
-    if schema == "Verification":  # answerable when the passages hold (nearly) every word of the answer
-        need = words(block(user, "PROPOSED ANSWER"))
-        have = words(" ".join(text for _, text in passages(user)))
-        ok = len(need & have) >= 0.9 * len(need)
-        return {"own_answer": "from the passages", "answerable": ok, "answer_supported": ok,
-                "reason": "stated" if ok else "the passages lack part of it"}
+        hard = len(given) > 1
+        if hard:  # one topic word from each passage: no passage alone holds them all
+            topic = [sorted(words(sent) - _FRAME, key=lambda w: (-len(w), w))[0] for _, sent in sentences]
+        else:
+            topic = sorted(words(sentences[0][1]) - _FRAME, key=lambda w: (-len(w), w))[:2]
+        if "keyword query" in system:
+            question = " ".join(topic) + " customer help"
+        else:
+            question = f"How do {' and '.join(topic)} work for a customer?"
+        return {"question": question, "answer": answer, "kind": "comparison" if hard else "how_to",
+                "evidence": [{"chunk_id": cid, "quote": s[:60], "role": "answer"} for cid, s in sentences]}
+    if schema == "BlindAnswer":  # answers from the passages: their first sentences, or "cannot tell"
+        given = passages(user)
+        question = words(block(user, "QUESTION")) - _FRAME
+        hits = [re.split(r"(?<=[.!?])\s", t.strip().split("\n")[-1])[0] for _, t in given]
+        ok = bool(given) and question <= words(" ".join(t for _, t in given))  # every topic word is there
+        return {"own_answer": " ".join(hits) if ok else "", "answerable": ok, "reason": "from the passages"}
+    if schema == "SameAnswer":  # the same when the second holds (nearly) every word of the first
+        first, second = words(block(user, "FIRST ANSWER")), words(block(user, "SECOND ANSWER"))
+        same = bool(first) and len(first & second) >= 0.9 * len(first)
+        return {"same": same, "reason": "compared word by word"}
     if schema == "PingAnswer":
         m = re.search(r"\b([a-z]{6,})\b", user)
         return {"ok": True, "echo": "lanternfish" if "lanternfish" in user else (m.group(1) if m else "")}
@@ -139,7 +153,8 @@ class FakeLLM:
                 fmt = body.get("response_format") or {}
                 schema = fmt.get("json_schema", {}).get("name", "")
                 user = body["messages"][-1]["content"]
-                content = json.dumps(answer_for(schema, user))
+                system = body["messages"][0]["content"] if len(body["messages"]) > 1 else ""
+                content = json.dumps(answer_for(schema, user, system))
                 reply = {"id": f"fake-{server.calls}", "object": "chat.completion", "created": 0, "model": body["model"],
                          "choices": [{"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": content}}],

@@ -55,18 +55,24 @@ def handler_for(outputs, single_answerable=()):
         body = json.loads(request.content)
         user = body["messages"][-1]["content"]
         ids = re.findall(r"<<<PASSAGE id=(\S+)", user)
-        if "answer_supported" in json.dumps(body["response_format"]):
+        name = body["response_format"]["json_schema"]["name"]
+        if name == "SameAnswer":
+            return reply({"same": True, "reason": "the same facts"})
+        if name == "BlindAnswer":
+            assert "PROPOSED" not in user and "ANSWER>>>" not in user  # blind: the proposed answer is not shown
             question = re.search(r"<<<QUESTION\n(.*?)\nQUESTION>>>", user, re.S).group(1)
             ok = "Sundays" not in question
             if len(ids) == 1 and len(outputs.get("__hard__", {})) and ids[0] not in single_answerable:
                 ok = False  # for hard questions, a single chunk alone does not answer it
-            return reply({"own_answer": "x", "answerable": ok, "answer_supported": ok, "reason": "checked"})
+            return reply({"own_answer": "x" if ok else "", "answerable": ok, "reason": "checked"})
         if len(ids) > 1:
             q, a = outputs["__hard__"]["q"], outputs["__hard__"]["a"]
-            ev = [{"chunk_id": i, "quote": TEXTS[i].split(" and ")[0]} for i in ids]
-            return reply({"question": q, "answer": a, "kind": "comparison", "evidence": ev})
+            ev = [{"chunk_id": i, "quote": TEXTS[i].split(" and ")[0], "role": "answer"} for i in ids]
+            return reply({"question": q, "answer": a, "kind": outputs["__hard__"].get("kind", "comparison"),
+                          "evidence": ev})
         q, a, quote = outputs[ids[0]]
-        return reply({"question": q, "answer": a, "kind": "factoid", "evidence": [{"chunk_id": ids[0], "quote": quote}]})
+        return reply({"question": q, "answer": a, "kind": "factoid",
+                      "evidence": [{"chunk_id": ids[0], "quote": quote, "role": "answer"}]})
     return handler
 
 
@@ -144,7 +150,7 @@ def test_mix_counts_sum_and_stay_within_one(total, shares):
 
 def test_parse_mix_errors():
     assert parse_mix("easy=1,hard=1") == {"easy": 1.0, "hard": 1.0}
-    with pytest.raises(ValueError, match="unknown difficulty"):
+    with pytest.raises(ValueError, match="unknown name 'trivial' in --mix"):
         parse_mix("trivial=1")
     with pytest.raises(ValueError, match="numbers"):
         parse_mix("easy=lots")
@@ -231,16 +237,21 @@ def test_generate_command_on_the_bundled_example(tmp_path, monkeypatch, capsys):
         body = json.loads(request.content)
         user = body["messages"][-1]["content"]
         ids = re.findall(r"<<<PASSAGE id=(\S+)", user)
-        if "answer_supported" in json.dumps(body["response_format"]):
+        name = body["response_format"]["json_schema"]["name"]
+        if name == "SameAnswer":
+            return reply({"same": True, "reason": "the same facts"})
+        if name == "BlindAnswer":
             ok = len(ids) > 1 or "together" not in user
-            return reply({"own_answer": "x", "answerable": ok, "answer_supported": ok, "reason": "checked"})
+            return reply({"own_answer": "x" if ok else "", "answerable": ok, "reason": "checked"})
         first = [chunks[i].text.split(". ")[0] for i in ids]
-        if len(ids) > 1:
-            q = f"Taken together, what do the rules on {chunks[ids[0]].title.lower()} and {chunks[ids[1]].title.lower()} say?"
-        else:
-            q = f"What does the help centre say on {chunks[ids[0]].title.lower()} for case {ids[0]}?"
-        return reply({"question": q, "answer": "; ".join(first), "kind": "factoid",
-                      "evidence": [{"chunk_id": i, "quote": f} for i, f in zip(ids, first)]})
+        if len(ids) > 1:  # cites the first passage for the answer, the second for the hop
+            q = f"Taken together, what do the rules on {chunks[ids[0]].title.lower()} say given {chunks[ids[1]].title.lower()}?"
+            ev = [{"chunk_id": ids[0], "quote": first[0], "role": "answer"},
+                  {"chunk_id": ids[1], "quote": first[1], "role": "bridge"}]
+            return reply({"question": q, "answer": "; ".join(first[:2]), "kind": "bridge", "evidence": ev})
+        q = f"What does the help centre say on {chunks[ids[0]].title.lower()} for case {ids[0]}?"
+        return reply({"question": q, "answer": first[0], "kind": "factoid",
+                      "evidence": [{"chunk_id": ids[0], "quote": first[0], "role": "answer"}]})
 
     respx.post(URL).mock(side_effect=handler)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-t")
@@ -255,7 +266,10 @@ def test_generate_command_on_the_bundled_example(tmp_path, monkeypatch, capsys):
     assert levels == {"easy": 4, "medium": 4, "hard": 2}, printed
     assert all(set(q.chunk_ids) <= set(chunks) for q in qs)
     assert all(len(q.chunk_ids) >= 2 for q in qs if q.difficulty == "hard")
-    assert ragassay.read_qrels(tmp_path / "q.qrels").to_dict() == {q.id: {c: 3 for c in q.chunk_ids} for q in qs}
+    # gold by role: only cited chunks; 3 for the one stating the answer, 2 for the hop
+    hard = [q for q in qs if q.difficulty == "hard"]
+    assert all(len(q.chunk_ids) == 2 and list(q.grades.values()) == [3, 2] and q.kind == "bridge" for q in hard)
+    assert ragassay.read_qrels(tmp_path / "q.qrels").to_dict() == {q.id: q.grades for q in qs}
     assert "accepted 10" in printed
     docs = [chunks[q.chunk_ids[0]].doc_id for q in qs]
     assert max(docs.count(d) for d in docs) <= 3  # stratified across documents
@@ -313,3 +327,40 @@ def test_documents_are_drawn_in_proportion_to_their_size_with_a_cap():
     order = capped.stratified(__import__("random").Random(0))
     assert Counter(capped.chunks[c].doc_id for c in order[:12]) == {"big": 5, "mid": 5, "tiny": 2}
     assert {capped.chunks[c].doc_id for c in order[12:]} == {"big", "mid"}  # the rest only once others ran out
+
+
+@respx.mock
+@pytest.mark.parametrize("kind, evidence_ids, reason", [
+    ("factoid", None, "hard question of no multi-hop type"),
+    ("comparison", ["good"], "hard question that cites one passage"),
+])
+async def test_hard_questions_need_a_multi_hop_type_and_two_cited_passages(tmp_path, kind, evidence_ids, reason):
+    outputs = {"__hard__": {"q": "How many working days does a free standard shipment take to arrive?",
+                            "a": "Three to five.", "kind": kind}}
+    base = handler_for(outputs)
+
+    def handler(request):
+        response = base(request)
+        body = json.loads(response.content)
+        content = json.loads(body["choices"][0]["message"]["content"])
+        if evidence_ids and "evidence" in content:
+            content["evidence"] = [e for e in content["evidence"] if e["chunk_id"] in evidence_ids]
+            return reply(content)
+        return response
+    respx.post(URL).mock(side_effect=handler)
+    gen = Generator(make_llm(tmp_path), chunks_of(["good", "dup"], doc="shipping"),
+                    GenerateOptions(total=1, mix={"hard": 1}, attempts_per_question=1.0))
+    result = await gen.run()
+    assert not result.accepted and reason in result.rejects[0]["reason"]
+
+
+def test_styles_follow_the_mix_in_plan_order():
+    from collections import Counter
+    chunks = [Chunk(id=f"c{i}", text=f"{TEXTS['good']} Item {i}.", doc_id=f"d{i}") for i in range(12)]
+    gen = Generator(None, chunks, GenerateOptions(total=10, mix={"easy": 1.0},
+                                                  styles={"question": 0.5, "keywords": 0.3, "task": 0.2}))
+    planned = gen.first_waves()
+    assert Counter(style for *_, style in planned) == {"question": 5, "keywords": 3, "task": 2}
+    assert [s for *_, s in planned][:5] == ["question", "keywords", "task", "question", "question"]  # never far off the mix
+    messages = gen.question_messages(["c0"], "easy", "keywords")
+    assert "a short keyword query of 3 to 6 words" in messages[0]["content"]

@@ -126,7 +126,8 @@ async def test_generate_messages_are_intact(tmp_path):
     await gen.run()
     messages = sent(route)[0]
     assert [m["role"] for m in messages] == ["system", "user"]
-    assert messages[0]["content"] == system_of("generate_question").replace("{{difficulty}}", "easy")
+    assert messages[0]["content"] == system_of("generate_question").replace("{{difficulty}}", "easy").replace(
+        "{{style}}", "a well-formed question in a full sentence.")
     assert DEFUSED in messages[1]["content"] and INJ not in messages[1]["content"]
 
 

@@ -221,18 +221,21 @@ def test_generate_dry_run_predicts_the_calls_when_every_question_is_accepted(tmp
         result = json.loads(capsys.readouterr().out)
     assert result["kind"] == "generate" and result["delivered"] == {"easy": 2, "medium": 2, "hard": 1}
     assert code == 0 and result["rejected"] == 0
-    # 4 single-chunk questions x (generate + verify) + 1 hard of 2-3 chunks x (generate + verify + one per chunk)
-    assert server.calls == predicted["calls"] in (12, 13)
+    # 4 single-chunk questions x (generate, blind answer, compare) + 1 hard question of 3 chunks x (the same
+    # 3 + one blind answer per chunk alone)
+    assert server.calls == predicted["calls"] == 4 * 3 + 3 + 3
 
 
 def test_generate_says_what_fell_short_and_exits_3(tmp_path, capsys, monkeypatch):
     import fake_llm
     real = fake_llm.answer_for
 
-    def no_single_answers(schema, user):  # a verifier that finds every hard question answerable alone
-        answer = real(schema, user)
-        if schema == "Verification":
-            answer.update(answerable=True, answer_supported=True)
+    def no_single_answers(schema, user, system=""):  # a verifier that finds every hard question answerable alone
+        answer = real(schema, user, system)
+        if schema == "BlindAnswer":
+            answer.update(answerable=True, own_answer=" ".join(t for _, t in fake_llm.passages(user)))
+        if schema == "SameAnswer":
+            answer.update(same=True)
         return answer
     monkeypatch.setattr(fake_llm, "answer_for", no_single_answers)
     with FakeLLM() as server:

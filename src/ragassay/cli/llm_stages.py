@@ -276,6 +276,9 @@ def generate(sub: Any) -> None:
     p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
                    "easy=0.4,medium=0.4,hard=0.2)")
     p.add_argument("--limit", type=int, metavar="N", help="number of questions wanted in all")
+    p.add_argument("--styles", default="question=0.4,keywords=0.25,lowercase=0.15,task=0.2",
+                   help="share of each style users type: question (a full sentence), keywords, lowercase (quick, "
+                        "with a typo), task ('how do i ...'); default question=0.4,keywords=0.25,lowercase=0.15,task=0.2")
     p.add_argument("--seed", type=int, default=0, help="seed for chunk selection and grouping (default 0)")
     p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
     p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
@@ -296,8 +299,10 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..stages.engine import run_locked
     from ..stages.generate import GenerateOptions, Generator, export, write_outputs
     from ..stages.generate_checks import parse_mix
+    from ..stages.generate import STYLES
     try:
         mix = parse_mix(args.mix)
+        styles = parse_mix(args.styles, tuple(STYLES), "--styles")
     except ValueError as e:
         raise UsageError(str(e)) from None
     for fmt, _ in args.export:
@@ -311,7 +316,8 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     total = args.limit if args.limit is not None else int(round(args.per_chunk * len(probe.fit)))
     if total < 1:
         raise InputError("nothing to generate: no usable chunks, or --limit below 1", args.chunks)
-    options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc)
+    options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc,
+                              styles=styles)
     if args.dry_run:  # offline: no endpoint, no key
         est = Generator(None, chunks, options, config).estimate()
         return to_json(est.to_dict()) if args.format == "json" else est.text()

@@ -52,6 +52,8 @@ class Question(_Record):
     difficulty: Difficulty
     kind: str = "factoid"
     chunk_ids: list[str]
+    grades: dict[str, int] = Field(default_factory=dict)  # per gold chunk: 3 states the answer, 2 supports a hop
+    style: str | None = None
     evidence: list[str] = Field(default_factory=list)
     checks: dict[str, Any] = Field(default_factory=dict)
     model: str | None = None

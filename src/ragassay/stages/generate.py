@@ -41,20 +41,41 @@ LEVEL_ORDER = ("hard", "medium", "easy")  # hardest to fill first; relabels land
 class Evidence(BaseModel):
     chunk_id: str
     quote: str
+    role: Literal["answer", "bridge"]
+
+
+MULTI_HOP = ("bridge", "comparison", "aggregation")
 
 
 class GeneratedQuestion(BaseModel):
     question: str
     answer: str
-    kind: Literal["factoid", "yes_no", "how_to", "comparison", "conditional", "multi_fact"]
+    kind: Literal["factoid", "yes_no", "how_to", "conditional", "multi_fact", "bridge", "comparison", "aggregation"]
     evidence: list[Evidence] = Field(min_length=1)
 
 
-class Verification(BaseModel):
+class BlindAnswer(BaseModel):
+    """An answer from the passages alone, written without seeing the proposed answer."""
+
     own_answer: str
     answerable: bool
-    answer_supported: bool
     reason: str
+
+
+class SameAnswer(BaseModel):
+    same: bool
+    reason: str
+
+
+# what each style asks for: the forms real users type into a search box
+STYLES = {
+    "question": "a well-formed question in a full sentence.",
+    "keywords": "a short keyword query of 3 to 6 words, no question mark, the way people type into a search box "
+                "(e.g. 'refund time gift card').",
+    "lowercase": "a casual question typed quickly: all lower case, little punctuation, one small typo.",
+    "task": "a task the user wants to get done, starting 'how do i' or 'how can i' (e.g. 'how do i return a "
+            "gift').",
+}
 
 
 @dataclass
@@ -64,6 +85,8 @@ class GenerateOptions:
     seed: int = 0
     attempts_per_question: float = 2.0   # candidate chunks tried per wanted question, at most
     max_per_doc: int | None = None       # candidates per document before others run out (default: total / 4)
+    styles: dict[str, float] = field(default_factory=lambda: {"question": 0.4, "keywords": 0.25, "lowercase": 0.15,
+                                                             "task": 0.2})
     quiet: bool = False
 
 
@@ -81,6 +104,7 @@ class GenerateResult:
         lines = [f"accepted {len(self.accepted)}: " + ", ".join(
             f"{k} {per_level.get(k, 0)}/{self.target.get(k, 0)}" for k in ("easy", "medium", "hard")),
             "kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
+            "styles: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(q.style for q in self.accepted).items())),
             f"rejected {len(self.rejects)}" + (": " + "; ".join(f"{k} {v}" for k, v in reasons.most_common()) if reasons else ""),
             f"chunks unfit to ask about: {len(self.unfit_chunks)}"]
         relabelled = sum(1 for q in self.accepted if q.checks.get("relabelled"))
@@ -111,8 +135,24 @@ class GenerateResult:
                 "target": dict(self.target), "delivered": {k: per_level.get(k, 0) for k in ("easy", "medium", "hard")},
                 "shortfall": self.shortfall, "rejected": len(self.rejects),
                 "relabelled": sum(1 for q in self.accepted if q.checks.get("relabelled")),
+                "kinds": dict(Counter(q.kind for q in self.accepted)),
+                "styles": dict(Counter(q.style for q in self.accepted)),
                 "reject_reasons": dict(Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)),
                 "unfit_chunks": len(self.unfit_chunks)}
+
+
+def cited(generated: GeneratedQuestion, offered: Sequence[str]) -> list[str]:
+    """The chunks the evidence cites, in the order offered: only these are gold."""
+    used = {e.chunk_id for e in generated.evidence}
+    return [c for c in offered if c in used]
+
+
+def gold_grades(generated: GeneratedQuestion, gold: Sequence[str]) -> dict[str, int]:
+    """Grade 3 for a chunk that states the answer, 2 for one that only supports a hop."""
+    roles: dict[str, set[str]] = {}
+    for e in generated.evidence:
+        roles.setdefault(e.chunk_id, set()).add(e.role)
+    return {c: 3 if "answer" in roles.get(c, {"answer"}) else 2 for c in gold}
 
 
 def _qid(chunk_ids: Sequence[str], difficulty: str, question: str) -> str:
@@ -131,6 +171,7 @@ class Generator:
         self.options = options
         self.failures: list[LLMError] = []
         self.answered = False
+        self._style_counts: dict[str, int] = {}
         self.chunks = {c.id: c for c in chunks}
         self.order = [c.id for c in chunks]
         self.unfit = {c.id: why for c in chunks if (why := unfit_chunk(c.text))}
@@ -138,6 +179,7 @@ class Generator:
         self.index = BM25(self.order, [self.chunks[c].text for c in self.order])
         self.q_prompt = load_prompt("generate_question")
         self.v_prompt = load_prompt("generate_verify")
+        self.c_prompt = load_prompt("generate_compare")
 
     # -- planning
     def stratified(self, rng: random.Random) -> list[str]:
@@ -182,16 +224,29 @@ class Generator:
             return None
         return [cid] + partners[: 1 if rng.random() < 0.5 else 2]
 
-    def first_waves(self) -> list[tuple[str, list[str]]]:
-        """(difficulty, chunk ids) of every candidate a run tries when each one is accepted: the same
-        code path as :meth:`run`, so the dry run's plan is the run's."""
+    def first_waves(self) -> list[tuple[str, list[str], str]]:
+        """(difficulty, chunk ids, style) of every candidate a run tries when each one is accepted:
+        the same code path as :meth:`run`, so the dry run's plan is the run's."""
         rng = random.Random(self.options.seed)
         pool, cursor = self.stratified(rng), [0]
         out = []
         for level in LEVEL_ORDER:
             want = mix_counts(self.options.total, self.options.mix).get(level, 0)
-            out += [(level, g) for g in self._wave(level, want, pool, cursor, rng)[0]]
+            out += [(level, g, self.next_style()) for g in self._wave(level, want, pool, cursor, rng)[0]]
+        self._style_counts.clear()
         return out
+
+    def next_style(self) -> str:
+        """The style furthest below its share so far (a deterministic weighted round robin)."""
+        mix = {k: v for k, v in self.options.styles.items() if v > 0}
+        n = sum(self._style_counts.values()) + 1
+        total = sum(mix.values())
+
+        def behind(k: str) -> float:  # how far this style is below its share after the next draw
+            return mix[k] * n / total - self._style_counts.get(k, 0)
+        style = max(mix, key=behind)  # ties: the first in the mix
+        self._style_counts[style] = self._style_counts.get(style, 0) + 1
+        return style
 
     def _wave(self, level: str, n: int, pool: list[str], cursor: list[int], rng: random.Random) -> tuple[list[list[str]], int]:
         """The next ``n`` candidate groups of a level (fewer when a hard group cannot be formed), and
@@ -206,26 +261,36 @@ class Generator:
                 wave.append(group)
         return wave, tries
 
-    def question_messages(self, chunk_ids: list[str], difficulty: str) -> list[dict[str, str]]:
-        passages = "\n\n".join(delimit(f"PASSAGE id={c}", self.chunks[c].text) for c in chunk_ids)
-        return self.q_prompt.messages(difficulty=difficulty, passages=passages)
+    def _passages(self, chunk_ids: list[str]) -> str:
+        def one(c: str) -> str:
+            chunk = self.chunks[c]
+            return delimit(f"PASSAGE id={c}", f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text)
+        return "\n\n".join(one(c) for c in chunk_ids)
 
-    def verify_messages(self, question: str, answer: str, chunk_ids: list[str]) -> list[dict[str, str]]:
-        passages = "\n\n".join(delimit(f"PASSAGE id={c}", self.chunks[c].text) for c in chunk_ids)
-        return self.v_prompt.messages(question=delimit("QUESTION", question),
-                                      answer=delimit("PROPOSED ANSWER", answer), passages=passages)
+    def question_messages(self, chunk_ids: list[str], difficulty: str, style: str = "question") -> list[dict[str, str]]:
+        return self.q_prompt.messages(difficulty=difficulty, passages=self._passages(chunk_ids), style=STYLES[style])
 
-    def candidate_calls(self, chunk_ids: list[str], difficulty: str,
-                        generated: GeneratedQuestion | None = None) -> list[Call]:
-        """The calls one accepted candidate makes: generate, verify, and for hard, verify per chunk.
-        Verification messages hold the generated question; before it exists they are sized with an
-        empty one."""
+    def blind_messages(self, question: str, chunk_ids: list[str]) -> list[dict[str, str]]:
+        """Answer the question from the passages: the proposed answer is not shown."""
+        return self.v_prompt.messages(question=delimit("QUESTION", question), passages=self._passages(chunk_ids))
+
+    def compare_messages(self, question: str, proposed: str, blind: str) -> list[dict[str, str]]:
+        return self.c_prompt.messages(question=delimit("QUESTION", question), first=delimit("FIRST ANSWER", proposed),
+                                      second=delimit("SECOND ANSWER", blind))
+
+    def candidate_calls(self, chunk_ids: list[str], difficulty: str, style: str = "question",
+                        generated: GeneratedQuestion | None = None, blind: BlindAnswer | None = None) -> list[Call]:
+        """The calls one accepted candidate makes: generate; answer it blind from its gold chunks;
+        compare the two answers; for hard, answer blind from each cited chunk alone (which must
+        fail). Later calls hold earlier answers; before those exist they are sized with empty ones."""
         q, a = (generated.question, generated.answer) if generated is not None else ("", "")
-        calls = [Call.of(0, self.question_messages(chunk_ids, difficulty), GeneratedQuestion, "generate", 500,
+        gold = cited(generated, chunk_ids) if generated is not None else chunk_ids
+        calls = [Call.of(0, self.question_messages(chunk_ids, difficulty, style), GeneratedQuestion, "generate", 600,
                          max(self.config.temperature, 0.7)),
-                 Call.of(0, self.verify_messages(q, a, chunk_ids), Verification, "verify", 400)]
+                 Call.of(0, self.blind_messages(q, gold), BlindAnswer, "verify", 400),
+                 Call.of(0, self.compare_messages(q, a, blind.own_answer if blind else ""), SameAnswer, "verify", 200)]
         if difficulty == "hard":
-            calls += [Call.of(0, self.verify_messages(q, a, [c]), Verification, "verify", 400) for c in chunk_ids]
+            calls += [Call.of(0, self.blind_messages(q, [c]), BlindAnswer, "verify", 400) for c in gold]
         return calls
 
     def estimate(self) -> Estimate:
@@ -235,18 +300,24 @@ class Generator:
         from ..llm.client import request_key
         cache = Cache.read_only(self.config.cache_path) if self.config.use_cache else None
         items = []
-        for level, group in self.first_waves():
-            calls = self.candidate_calls(group, level)
-            hit = None
-            if cache is not None:
-                first = calls[0]
-                hit = cache.get(request_key(self.config.model or "", first.message_list, first.response_model,
-                                            first.params(self.config.temperature)))
-            if hit is not None:  # the question is known: the verification messages are exact
-                try:
-                    calls = self.candidate_calls(group, level, GeneratedQuestion.model_validate(hit["answer"]))
-                except ValueError:
-                    pass
+        def cached(call: Call, model: type[BaseModel]) -> BaseModel | None:
+            if cache is None:
+                return None
+            hit = cache.get(request_key(self.config.model or "", call.message_list, call.response_model,
+                                        call.params(self.config.temperature)))
+            try:
+                return None if hit is None else model.model_validate(hit["answer"])
+            except ValueError:
+                return None
+
+        for level, group, style in self.first_waves():
+            calls = self.candidate_calls(group, level, style)
+            generated = cached(calls[0], GeneratedQuestion)
+            if generated is not None:  # the question is known: the later messages are exact
+                calls = self.candidate_calls(group, level, style, generated)
+                blind = cached(calls[1], BlindAnswer)
+                if blind is not None:
+                    calls = self.candidate_calls(group, level, style, generated, blind)
             items.append(WorkItem(fingerprint(level, group), calls, None))
         if cache is not None:
             cache.close()
@@ -257,12 +328,14 @@ class Generator:
         return est
 
     # -- one candidate
-    async def candidate(self, chunk_ids: list[str], difficulty: str) -> tuple[Question | None, dict | None]:
+    async def candidate(self, chunk_ids: list[str], difficulty: str,
+                        style: str = "question") -> tuple[Question | None, dict | None]:
         texts = [self.chunks[c].text for c in chunk_ids]
         llms = [self.llm]
-        g = await self.candidate_calls(chunk_ids, difficulty)[0].ask(llms)
+        g = await self.candidate_calls(chunk_ids, difficulty, style)[0].ask(llms)
         self.answered = True
-        base = {"chunk_ids": chunk_ids, "difficulty": difficulty, "question": g.question, "answer": g.answer}
+        base = {"chunk_ids": chunk_ids, "difficulty": difficulty, "question": g.question, "answer": g.answer,
+                "style": style, "kind": g.kind}
 
         def reject(reason: str, **scores) -> tuple[None, dict]:
             return None, {**base, "reason": reason, "scores": scores}
@@ -275,34 +348,55 @@ class Generator:
                 return reject(f"evidence cites a chunk it was not given ({ev.chunk_id!r})")
             if not evidence_found(ev.quote, self.chunks[ev.chunk_id].text):
                 return reject(f"evidence quote not found in chunk {ev.chunk_id!r}: {ev.quote[:80]!r}")
-        ranks = {c: self.index.rank_of(g.question, c) for c in chunk_ids}
-        overlaps = {c: round(overlap(g.question, self.chunks[c].text), 3) for c in chunk_ids}
+        gold = cited(g, chunk_ids)
+        if difficulty == "hard":
+            if g.kind not in MULTI_HOP:
+                return reject(f"hard question of no multi-hop type (kind {g.kind!r}; expected bridge, comparison or "
+                              "aggregation)")
+            if len(gold) < 2:
+                return reject("hard question that cites one passage")
+        elif g.kind in MULTI_HOP:
+            return reject(f"a {difficulty} question of a multi-hop kind ({g.kind!r})")
+        ranks = {c: self.index.rank_of(g.question, c) for c in gold}
+        overlaps = {c: round(overlap(g.question, self.chunks[c].text), 3) for c in gold}
         checks: dict = {"bm25_rank": ranks, "word_overlap": overlaps}
+        if len(gold) < len(chunk_ids):
+            checks["offered_not_cited"] = [c for c in chunk_ids if c not in gold]
         label = difficulty
-        easy_looking = any(ranks[c] == 1 and overlaps[c] >= 0.7 for c in chunk_ids)
+        easy_looking = any(ranks[c] == 1 and overlaps[c] >= 0.7 for c in gold)
         if difficulty == "hard" and easy_looking:
             return reject("label contradicted by evidence: a gold chunk is BM25 rank 1 with most of the words",
                           **checks)
         if difficulty == "medium" and easy_looking:
             label = "easy"
             checks["relabelled"] = "medium -> easy: gold chunk is BM25 rank 1 with most of the question's words"
-        verify = self.candidate_calls(chunk_ids, difficulty, g)[1:]
-        v = await verify[0].ask(llms)
-        checks["answerable"] = v.answerable
-        checks["answer_supported"] = v.answer_supported
-        if not (v.answerable and v.answer_supported):
-            return reject(f"not answerable from its gold chunks: {v.reason}", **checks)
+        # blind verification: answer from the gold passages without seeing the proposed answer
+        blind = await self.candidate_calls(chunk_ids, difficulty, style, g)[1].ask(llms)
+        checks["answerable"] = blind.answerable
+        checks["blind_answer"] = blind.own_answer
+        if not blind.answerable:
+            return reject(f"not answerable from its gold chunks: {blind.reason}", **checks)
+        later = self.candidate_calls(chunk_ids, difficulty, style, g, blind)
+        same = await later[2].ask(llms)
+        checks["answer_supported"] = same.same
+        if not same.same:
+            return reject(f"the blind answer differs from the proposed one: {same.reason}", **checks)
         if difficulty == "hard":
             singles = {}
-            for c, call in zip(chunk_ids, verify[1:]):
-                vs = await call.ask(llms)
-                singles[c] = vs.answerable and vs.answer_supported
+            for c, call in zip(gold, later[3:]):
+                alone = await call.ask(llms)
+                agrees = False
+                if alone.answerable:  # it says it can: does it give the same answer?
+                    agrees = (await Call.of(0, self.compare_messages(g.question, g.answer, alone.own_answer), SameAnswer,
+                                            "verify", 200).ask(llms)).same
+                singles[c] = agrees
             checks["single_chunk_answerable"] = singles
             if any(singles.values()):
                 one = next(c for c, ok in singles.items() if ok)
                 return reject(f"fake multi-hop: answerable from chunk {one!r} alone", **checks)
-        q = Question(id=_qid(chunk_ids, label, g.question), question=g.question.strip(), answer=g.answer.strip(),
-                     difficulty=label, kind=g.kind, chunk_ids=chunk_ids,
+        grades = gold_grades(g, gold)
+        q = Question(id=_qid(gold, label, g.question), question=g.question.strip(), answer=g.answer.strip(),
+                     difficulty=label, kind=g.kind, chunk_ids=gold, grades=grades, style=style,
                      evidence=[e.quote for e in g.evidence], checks=checks, model=self.config.model,
                      prompt=self.q_prompt.id)
         return q, None
@@ -326,7 +420,7 @@ class Generator:
                 tries += used
                 if not wave:
                     break
-                results = await asyncio.gather(*(self._safe(g, level) for g in wave))
+                results = await asyncio.gather(*(self._safe(g, level, self.next_style()) for g in wave))
                 self._stop_if_dead()
                 for q, rej in results:  # in plan order, so the set does not depend on timing
                     if q is None:
@@ -355,9 +449,9 @@ class Generator:
             raise StageAborted(f"stopped early: the first {len(self.failures)} generate calls all failed the same "
                                f"way: {self.failures[0]}. Nothing more was sent; fix this and rerun")
 
-    async def _safe(self, group: list[str], level: str):
+    async def _safe(self, group: list[str], level: str, style: str = "question"):
         try:
-            return await self.candidate(group, level)
+            return await self.candidate(group, level, style)
         except LLMError as e:
             self.failures.append(e)
             return None, {"chunk_ids": group, "difficulty": level, "question": None, "answer": None,
@@ -371,7 +465,7 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
         write_jsonl(rejects, result.rejects + [{"chunk_ids": [c], "reason": f"chunk unfit: {why}"}
                                                for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
-        write_qrels(qrels_out, {q.id: {c: 3 for c in q.chunk_ids} for q in result.accepted})
+        write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted})
 
 
 def export(questions: Sequence[Question], chunks: Sequence[Chunk], fmt: str, directory: str | Path) -> list[Path]:

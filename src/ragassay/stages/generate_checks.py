@@ -208,21 +208,22 @@ def mix_counts(total: int, mix: dict[str, float]) -> dict[str, int]:
     return counts
 
 
-def parse_mix(text: str) -> dict[str, float]:
+def parse_mix(text: str, names: Sequence[str] = ("easy", "medium", "hard"), flag: str = "--mix") -> dict[str, float]:
+    """``name=share,...`` with known names and non-negative shares, at least one positive."""
     out = {}
     for part in text.split(","):
         if not part.strip():
             continue
         name, _, value = part.partition("=")
         name = name.strip().lower()
-        if name not in ("easy", "medium", "hard"):
-            raise ValueError(f"unknown difficulty {name!r} in --mix (use easy, medium, hard)")
+        if name not in names:
+            raise ValueError(f"unknown name {name!r} in {flag} (use {', '.join(names)})")
         try:
             out[name] = float(value)
         except ValueError:
-            raise ValueError(f"--mix needs numbers, e.g. easy=0.4,medium=0.4,hard=0.2 (got {part!r})") from None
+            raise ValueError(f"{flag} needs numbers, e.g. {names[0]}=0.5,{names[-1]}=0.5 (got {part!r})") from None
         if out[name] < 0:
-            raise ValueError("--mix shares cannot be negative")
+            raise ValueError(f"{flag} shares cannot be negative")
     if not out or sum(out.values()) <= 0:
-        raise ValueError("--mix needs at least one positive share")
+        raise ValueError(f"{flag} needs at least one positive share")
     return out
