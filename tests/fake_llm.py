@@ -119,6 +119,10 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         hits = [re.split(r"(?<=[.!?])\s", t.strip().split("\n")[-1])[0] for _, t in given]
         ok = bool(given) and question <= words(" ".join(t for _, t in given))  # every topic word is there
         return {"own_answer": " ".join(hits) if ok else "", "answerable": ok, "reason": "from the passages"}
+    if schema == "Critique":  # a question naming no author or essay is fine
+        vague = re.search(r"\bthe (author|essay|writer|article)\b", block(user, "QUESTION"), re.I)
+        return {"self_contained": 1 if vague else 5, "clear": 4, "realistic": 4,
+                "reason": "refers to an unnamed text" if vague else "a question a customer could ask"}
     if schema == "SameAnswer":  # the same when the second holds (nearly) every word of the first
         first, second = words(block(user, "FIRST ANSWER")), words(block(user, "SECOND ANSWER"))
         same = bool(first) and len(first & second) >= 0.9 * len(first)

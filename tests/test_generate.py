@@ -58,6 +58,9 @@ def handler_for(outputs, single_answerable=()):
         name = body["response_format"]["json_schema"]["name"]
         if name == "SameAnswer":
             return reply({"same": True, "reason": "the same facts"})
+        if name == "Critique":
+            vague = "the author" in user.lower()
+            return reply({"self_contained": 1 if vague else 5, "clear": 5, "realistic": 4, "reason": "reviewed"})
         if name == "BlindAnswer":
             assert "PROPOSED" not in user and "ANSWER>>>" not in user  # blind: the proposed answer is not shown
             question = re.search(r"<<<QUESTION\n(.*?)\nQUESTION>>>", user, re.S).group(1)
@@ -240,6 +243,9 @@ def test_generate_command_on_the_bundled_example(tmp_path, monkeypatch, capsys):
         name = body["response_format"]["json_schema"]["name"]
         if name == "SameAnswer":
             return reply({"same": True, "reason": "the same facts"})
+        if name == "Critique":
+            vague = "the author" in user.lower()
+            return reply({"self_contained": 1 if vague else 5, "clear": 5, "realistic": 4, "reason": "reviewed"})
         if name == "BlindAnswer":
             ok = len(ids) > 1 or "together" not in user
             return reply({"own_answer": "x" if ok else "", "answerable": ok, "reason": "checked"})
@@ -364,3 +370,35 @@ def test_styles_follow_the_mix_in_plan_order():
     assert [s for *_, s in planned][:5] == ["question", "keywords", "task", "question", "question"]  # never far off the mix
     messages = gen.question_messages(["c0"], "easy", "keywords")
     assert "a short keyword query of 3 to 6 words" in messages[0]["content"]
+
+
+@respx.mock
+async def test_the_critic_drops_a_question_about_an_unnamed_text_the_regex_lets_through(tmp_path):
+    """'What does the author argue?' passes the cheap regex (no 'the passage'); the critic's rubric
+    catches it; a question that says 'listed above' as part of its meaning passes both."""
+    from ragassay.stages.generate_checks import question_problems
+    vague = "What does the author argue about delivery times?"
+    fine = "Which orders listed above fifty euros ship for free?"
+    assert question_problems(vague, "x", [TEXTS["good"]]) == [] and question_problems(fine, "x", [TEXTS["good"]]) == []
+    for question, accepted in ((vague, False), (fine, True)):
+        outputs = {"good": (question, "Orders above fifty euros.", "costs nothing on orders above fifty euros")}
+        respx.post(URL).mock(side_effect=handler_for(outputs))
+        gen = Generator(make_llm(tmp_path), chunks_of(["good"]), GenerateOptions(total=1, mix={"easy": 1.0},
+                                                                              attempts_per_question=1.0))
+        result = await gen.run()
+        assert bool(result.accepted) == accepted, result.rejects
+        if not accepted:
+            assert "the critic scored it low on self_contained" in result.rejects[0]["reason"]
+        else:
+            assert result.accepted[0].checks["critic"]["self_contained"] == 5
+
+
+@respx.mock
+@pytest.mark.parametrize("kind", ["bridge", "comparison", "aggregation"])
+async def test_each_multi_hop_kind_is_accepted_and_recorded(tmp_path, kind):
+    outputs = {"__hard__": {"q": "How many working days does a free standard shipment take to arrive?",
+                            "a": "Free above fifty euros; three to five working days.", "kind": kind}}
+    respx.post(URL).mock(side_effect=handler_for(outputs))
+    gen = Generator(make_llm(tmp_path), chunks_of(["good", "dup"], doc="shipping"), GenerateOptions(total=1, mix={"hard": 1}))
+    (q,) = (await gen.run()).accepted
+    assert q.kind == kind and q.difficulty == "hard"

@@ -221,9 +221,9 @@ def test_generate_dry_run_predicts_the_calls_when_every_question_is_accepted(tmp
         result = json.loads(capsys.readouterr().out)
     assert result["kind"] == "generate" and result["delivered"] == {"easy": 2, "medium": 2, "hard": 1}
     assert code == 0 and result["rejected"] == 0
-    # 4 single-chunk questions x (generate, blind answer, compare) + 1 hard question of 3 chunks x (the same
-    # 3 + one blind answer per chunk alone)
-    assert server.calls == predicted["calls"] == 4 * 3 + 3 + 3
+    # 4 single-chunk questions x (generate, blind answer, compare, critic) + 1 hard question of 3 chunks x
+    # (the same 4 + one blind answer per chunk alone)
+    assert server.calls == predicted["calls"] == 4 * 4 + 4 + 3
 
 
 def test_generate_says_what_fell_short_and_exits_3(tmp_path, capsys, monkeypatch):

@@ -67,6 +67,16 @@ class SameAnswer(BaseModel):
     reason: str
 
 
+class Critique(BaseModel):
+    self_contained: int = Field(ge=1, le=5)
+    clear: int = Field(ge=1, le=5)
+    realistic: int = Field(ge=1, le=5)
+    reason: str
+
+
+CRITIC_MIN = 3  # a question scoring below this on any point is dropped
+
+
 # what each style asks for: the forms real users type into a search box
 STYLES = {
     "question": "a well-formed question in a full sentence.",
@@ -180,6 +190,7 @@ class Generator:
         self.q_prompt = load_prompt("generate_question")
         self.v_prompt = load_prompt("generate_verify")
         self.c_prompt = load_prompt("generate_compare")
+        self.critic_prompt = load_prompt("generate_critic")
 
     # -- planning
     def stratified(self, rng: random.Random) -> list[str]:
@@ -215,11 +226,12 @@ class Generator:
         return first + rest
 
     def group_for(self, cid: str, rng: random.Random) -> list[str] | None:
-        """2-3 related chunks for a hard question: same document first, then BM25 neighbours."""
+        """2-3 related chunks for a hard question: BM25 neighbours on the chunk's distinctive terms,
+        from any document (bridges and comparisons often cross documents), then the same document."""
         doc = self.chunks[cid].doc_id
-        same = [c for c in self.fit if c != cid and doc and self.chunks[c].doc_id == doc]
-        near = [c for c, _ in self.index.neighbours(cid, 4) if c in self.fit and c not in same]
-        partners = (same + near)[:2]
+        near = [c for c, _ in self.index.neighbours(cid, 4) if c in self.fit]
+        same = [c for c in self.fit if c != cid and doc and self.chunks[c].doc_id == doc and c not in near]
+        partners = (near + same)[:2]
         if not partners:
             return None
         return [cid] + partners[: 1 if rng.random() < 0.5 else 2]
@@ -278,17 +290,21 @@ class Generator:
         return self.c_prompt.messages(question=delimit("QUESTION", question), first=delimit("FIRST ANSWER", proposed),
                                       second=delimit("SECOND ANSWER", blind))
 
+    def critic_messages(self, question: str, style: str) -> list[dict[str, str]]:
+        return self.critic_prompt.messages(style=STYLES[style], question=delimit("QUESTION", question))
+
     def candidate_calls(self, chunk_ids: list[str], difficulty: str, style: str = "question",
                         generated: GeneratedQuestion | None = None, blind: BlindAnswer | None = None) -> list[Call]:
         """The calls one accepted candidate makes: generate; answer it blind from its gold chunks;
-        compare the two answers; for hard, answer blind from each cited chunk alone (which must
-        fail). Later calls hold earlier answers; before those exist they are sized with empty ones."""
+        compare the two answers; a critic scores it; for hard, answer blind from each cited chunk
+        alone (which must fail). Later calls hold earlier answers; before those exist they are sized with empty ones."""
         q, a = (generated.question, generated.answer) if generated is not None else ("", "")
         gold = cited(generated, chunk_ids) if generated is not None else chunk_ids
         calls = [Call.of(0, self.question_messages(chunk_ids, difficulty, style), GeneratedQuestion, "generate", 600,
                          max(self.config.temperature, 0.7)),
                  Call.of(0, self.blind_messages(q, gold), BlindAnswer, "verify", 400),
-                 Call.of(0, self.compare_messages(q, a, blind.own_answer if blind else ""), SameAnswer, "verify", 200)]
+                 Call.of(0, self.compare_messages(q, a, blind.own_answer if blind else ""), SameAnswer, "verify", 200),
+                 Call.of(0, self.critic_messages(q, style), Critique, "verify", 200)]
         if difficulty == "hard":
             calls += [Call.of(0, self.blind_messages(q, [c]), BlindAnswer, "verify", 400) for c in gold]
         return calls
@@ -381,9 +397,15 @@ class Generator:
         checks["answer_supported"] = same.same
         if not same.same:
             return reject(f"the blind answer differs from the proposed one: {same.reason}", **checks)
+        critique = await later[3].ask(llms)
+        scores = {"self_contained": critique.self_contained, "clear": critique.clear, "realistic": critique.realistic}
+        checks["critic"] = {**scores, "reason": critique.reason}
+        low = [k for k, v in scores.items() if v < CRITIC_MIN]
+        if low:
+            return reject(f"the critic scored it low on {', '.join(low)}: {critique.reason}", **checks)
         if difficulty == "hard":
             singles = {}
-            for c, call in zip(gold, later[3:]):
+            for c, call in zip(gold, later[4:]):
                 alone = await call.ask(llms)
                 agrees = False
                 if alone.answerable:  # it says it can: does it give the same answer?

@@ -24,7 +24,8 @@ our the their there this to was what when where which who why will with you your
 
 _META = re.compile(r"\b(the|this|that|above|following|given|provided)\s+(passage|passages|text|document|"
                    r"context|excerpt|article|paragraph|snippet|section)\b|\b(mentioned|described|listed|shown|stated)"
-                   r" above\b|\bas above\b", re.I)
+                   r" above\b(?!\s+(?:\d|[$€£]|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|forty|fifty|"
+                   r"sixty|seventy|eighty|ninety|hundred|a |an ))|\bas above\b", re.I)  # "listed above 50 euros" is a price
 
 
 def tokens(text: str) -> list[str]:
