@@ -268,3 +268,24 @@ def test_batched_grades_equal_pointwise_grades_on_the_example(tmp_path, capsys):
         batched = {(r["query_id"], r["chunk_id"]): r["grade"] for r in lines(tmp_path / "j.jsonl")}
     assert batched == pointwise and len(batched) == 107
     assert len(set(pointwise.values())) > 1  # the grades vary, so equality means something
+
+
+def test_generate_append_grows_the_set_without_duplicates(tmp_path, capsys):
+    out = tmp_path / "q.jsonl"
+    with FakeLLM() as server:
+        args = ["generate", CHUNKS, "-o", str(out), "--limit", "4", "--mix", "easy=1", "--base-url", server.url,
+                "--model", "fake", "--quiet", "--qrels-out", str(tmp_path / "q.qrels")]
+        assert main(args) == 0
+        first = lines(out)
+        assert main(args + ["--append"]) == 0
+        printed = capsys.readouterr().out
+    grown = lines(out)
+    assert grown[:4] == first and len(grown) == 8 and "(4 kept, 4 added)" in printed
+    assert len({q["id"] for q in grown}) == 8
+    assert not {c for q in first for c in q["chunk_ids"]} & {c for q in grown[4:] for c in q["chunk_ids"]}
+    assert len(ragassay_qrels(tmp_path / "q.qrels")) == 8
+
+
+def ragassay_qrels(path):
+    import ragassay
+    return ragassay.read_qrels(path).to_dict()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from pathlib import Path
 from collections import Counter
 from typing import Any
 
@@ -275,7 +276,9 @@ def generate(sub: Any) -> None:
                    help="questions wanted per usable chunk when --limit is not given (default 1)")
     p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
                    "easy=0.4,medium=0.4,hard=0.2)")
-    p.add_argument("--limit", type=int, metavar="N", help="number of questions wanted in all")
+    p.add_argument("--limit", type=int, metavar="N", help="number of questions wanted in all (new ones, with --append)")
+    p.add_argument("--append", action="store_true", help="grow the set in -o: keep its questions, add new ones "
+                   "that duplicate none of them, drawn from chunks it does not use yet")
     p.add_argument("--styles", default="question=0.4,keywords=0.25,lowercase=0.15,task=0.2",
                    help="share of each style users type: question (a full sentence), keywords, lowercase (quick, "
                         "with a typo), task ('how do i ...'); default question=0.4,keywords=0.25,lowercase=0.15,task=0.2")
@@ -311,6 +314,11 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     if args.max_per_doc is not None and args.max_per_doc < 1:
         raise UsageError("--max-per-doc must be at least 1")
     chunks = read_chunks(args.chunks)
+    existing = []
+    if args.append and Path(args.output).exists() and Path(args.output).stat().st_size:
+        from ..data.io import read_records
+        from ..data.records import Question
+        existing = [q for _, q in read_records(args.output, Question, "question")]
     config = llm_config(args)
     probe = Generator(None, chunks, GenerateOptions(), config)
     total = args.limit if args.limit is not None else int(round(args.per_chunk * len(probe.fit)))
@@ -319,22 +327,23 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc,
                               styles=styles)
     if args.dry_run:  # offline: no endpoint, no key
-        est = Generator(None, chunks, options, config).estimate()
+        est = Generator(None, chunks, options, config, existing).estimate()
         return to_json(est.to_dict()) if args.format == "json" else est.text()
 
     async def body():
         llm = LLM(config)
         try:
-            result = await Generator(llm, chunks, options).run()
+            result = await Generator(llm, chunks, options, existing=existing).run()
             return result, llm.usage.summary()
         finally:
             llm.close()
     result, usage = run_locked([args.output, args.rejects, args.qrels_out], body)
-    write_outputs(result, args.output, args.rejects, args.qrels_out)
+    write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
     exported = [(fmt, export(result.accepted, chunks, fmt, directory)) for fmt, directory in args.export]
     if args.format == "json":
         return to_json({**result.to_dict(), "usage": usage}), result.exit_code
-    out = [result.summary(), usage, f"questions: {args.output}"]
+    out = [result.summary(), usage, f"questions: {args.output}"
+           + (f" ({len(existing)} kept, {len(result.accepted)} added)" if args.append else "")]
     for fmt, paths in exported:
         out.append(f"exported ({fmt}): " + ", ".join(str(p) for p in paths))
     return "\n".join(out), result.exit_code

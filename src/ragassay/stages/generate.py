@@ -15,6 +15,7 @@ every model call is cached, so rerunning an interrupted run costs nothing and gi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import random
@@ -175,8 +176,9 @@ class Generator:
     names the model)."""
 
     def __init__(self, llm: LLM | None, chunks: Sequence[Chunk], options: GenerateOptions,
-                 config: LLMConfig | None = None):
+                 config: LLMConfig | None = None, existing: Sequence[Question] = ()):
         self.llm = llm
+        self.existing = list(existing)  # a set being grown (--append): no duplicate of these, their chunks last
         self.config = llm.config if llm is not None else (config or LLMConfig())
         self.options = options
         self.failures: list[LLMError] = []
@@ -223,7 +225,9 @@ class Generator:
             d = self.chunks[cid].doc_id or cid
             seen[d] = seen.get(d, 0) + 1
             (first if seen[d] <= cap else rest).append(cid)
-        return first + rest
+        used = {c for q in self.existing for c in q.chunk_ids}
+        ordered = first + rest
+        return [c for c in ordered if c not in used] + [c for c in ordered if c in used]
 
     def group_for(self, cid: str, rng: random.Random) -> list[str] | None:
         """2-3 related chunks for a hard question: BM25 neighbours on the chunk's distinctive terms,
@@ -448,7 +452,7 @@ class Generator:
                     if q is None:
                         rejects.append(rej)
                         continue
-                    dup = near_duplicate(q.question, [a.question for a in accepted])
+                    dup = near_duplicate(q.question, [a.question for a in [*self.existing, *accepted]])
                     full = sum(1 for a in accepted if a.difficulty == q.difficulty) >= target.get(q.difficulty, 0)
                     if dup or full:
                         reason = dup or f"the {q.difficulty} quota is already full (asked as {level})"
@@ -481,7 +485,10 @@ class Generator:
 
 
 def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Path | None = None,
-                  qrels_out: str | Path | None = None) -> None:
+                  qrels_out: str | Path | None = None, existing: Sequence[Question] = ()) -> None:
+    """Write the set (after ``existing`` questions, when growing one), its rejects and its qrels."""
+    known = {q.id for q in existing}
+    result = dataclasses.replace(result, accepted=[*existing, *(q for q in result.accepted if q.id not in known)])
     write_jsonl(output, result.accepted)
     if rejects is not None:
         write_jsonl(rejects, result.rejects + [{"chunk_ids": [c], "reason": f"chunk unfit: {why}"}
