@@ -119,3 +119,19 @@ def test_retrieve_with_a_file_function(tmp_path, capsys):
 def test_python_dash_m_runs():
     r = subprocess.run([sys.executable, "-m", "ragassay", "--version"], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.startswith("ragassay ")
+
+
+def test_did_you_mean_for_commands_flags_and_metrics(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["evalute", QRELS, BM25])
+    assert e.value.code == 2 and "did you mean 'evaluate'?" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["evaluate", QRELS, BM25, "--metrc", "ndcg@10"])
+    assert e.value.code == 2 and "did you mean --metric?" in capsys.readouterr().err
+    assert main(["evaluate", QRELS, BM25, "-m", "ndgc@10"]) == 2
+    assert "did you mean 'ndcg@10'?" in capsys.readouterr().err
+    assert main(["evaluate", QRELS, BM25, "-m", "ndcg@10", "--format", "json"]) == 0
+    result = tmp_path / "r.json"
+    result.write_text(capsys.readouterr().out)
+    assert main(["gate", str(result), "--min", "ndgc@10=0.5"]) == 2  # a typo: usage, not a failed gate
+    assert "did you mean 'ndcg@10'?" in capsys.readouterr().err

@@ -14,9 +14,28 @@ from .. import __version__
 from ..errors import MeasureError, RagassayError, UsageError
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit 2 with usage, as argparse does, but say how to get help
+    def error(self, message: str) -> None:  # exit 2 with usage, as argparse does, and a did-you-mean
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n(see '{self.prog} --help')\n")
+        self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)}\n(see '{self.prog} --help')\n")
+
+    def _suggestion(self, message: str) -> str:
+        """'did you mean' for a misspelt command or flag (flags of every command: argparse reports
+        unknown flags from the top parser, after the command's own parser has passed them on)."""
+        import difflib
+        import re
+        m = re.search(r"invalid choice: '([^']+)'", message)
+        if m:
+            choices = [c for a in self._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices]
+            close = difflib.get_close_matches(m.group(1), choices, n=1)
+            return f"; did you mean {close[0]!r}?" if close else ""
+        m = re.search(r"unrecognized arguments: (\S+)", message)
+        if m and m.group(1).startswith("-"):
+            parsers = [self] + [p for a in self._actions if isinstance(a, argparse._SubParsersAction)
+                                for p in a.choices.values()]
+            flags = sorted({o for p in parsers for a in p._actions for o in a.option_strings})
+            close = difflib.get_close_matches(m.group(1).split("=")[0], flags, n=1)
+            return f"; did you mean {close[0]}?" if close else ""
+        return ""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -162,7 +162,9 @@ def gate(sub: Any) -> None:
 
 def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.results import load_result, result_errors, result_metrics
-    from ..product.tracking import gate, parse_thresholds
+    import difflib
+
+    from ..product.tracking import canonical, gate, parse_thresholds
     mins, maxs = parse_thresholds(args.min, "--min"), parse_thresholds(args.max, "--max")
     if not mins and not maxs:
         raise UsageError("give at least one threshold: --min METRIC=VALUE or --max METRIC=VALUE")
@@ -170,6 +172,11 @@ def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
         raise UsageError("--allow-errors must be 0 or more")
     data = load_result(args.result)
     values = result_metrics(data, args.run, args.result)
+    for name in [*mins, *maxs]:  # a misspelt name is a usage error, not a failed gate
+        key = canonical(name)
+        close = difflib.get_close_matches(key, list(values), n=1, cutoff=0.8) if key not in values else []
+        if close:
+            raise UsageError(f"{name!r} is not in this {data['kind']} result; did you mean {close[0]!r}?")
     failures = gate(values, mins, maxs, result_errors(data), args.allow_errors)
     if args.format == "json":
         return to_json({"kind": "gate", "passed": not failures, "failures": failures,

@@ -99,6 +99,14 @@ def parse_measures(texts: list[str] | tuple[str, ...] | str) -> list[Measure]:
 
 
 def _unknown(raw: str) -> str:
+    import difflib
+    m = _SPLIT.match(raw.lower())
+    name, k = (m.group("name"), m.group("k")) if m else (raw.lower(), None)
+    close = difflib.get_close_matches(name, list(_ALIASES), n=1, cutoff=0.6)
+    if close:
+        canonical = _ALIASES[close[0]]
+        suggestion = canonical if MEASURES[canonical][0] == "none" else f"{canonical}@{k or 10}"
+        return f"unknown metric {raw!r}; did you mean {suggestion!r}?"
     names = ", ".join(f"{n}@k" if need == "required" else n for n, (need, _) in MEASURES.items())
     return f"unknown metric {raw!r}; known: {names} (trec_eval and ir_measures names work too)"
 
