@@ -201,3 +201,26 @@ def test_check_command_on_the_example_without_an_endpoint(tmp_path, monkeypatch,
     assert result["summary"]["errors"] == 11
     assert "no LLM endpoint configured" in captured.err
     assert result["diagnosis"]["cells"]["good_retrieval_good_answer"]["count"] == 3
+
+
+def test_ragas_and_deepeval_samples_are_read_as_answers(tmp_path, capsys):
+    """RAGAS SingleTurnSample (user_input, response, retrieved_contexts, reference) and DeepEval
+    LLMTestCase (input, actual_output, expected_output, retrieval_context) lines, as their docs give
+    them, are checked as they are."""
+    from ragassay.cli import main
+    ragas = tmp_path / "ragas.jsonl"
+    ragas.write_text(json.dumps({"user_input": "Capital of France?", "response": "Paris.", "reference": "Paris",
+                                 "retrieved_contexts": ["Paris is the capital of France."]}) + "\n"
+                     + json.dumps({"user_input": "Boiling point?", "response": "I don't know.", "reference": "100 °C",
+                                   "retrieved_contexts": []}) + "\n")
+    deepeval = tmp_path / "deepeval.jsonl"
+    deepeval.write_text(json.dumps({"input": "Capital of Italy?", "actual_output": "Rome", "expected_output": "Rome",
+                                    "retrieval_context": ["Rome is the capital of Italy."]}) + "\n")
+    items = read_answers(ragas) + read_answers(deepeval)
+    assert [(i.id, i.question, i.response, i.contexts) for i in items] == [
+        ("line-1", "Capital of France?", "Paris.", ["Paris is the capital of France."]),
+        ("line-2", "Boiling point?", "I don't know.", []), ("line-1", "Capital of Italy?", "Rome",
+                                                           ["Rome is the capital of Italy."])]
+    assert main(["check", str(ragas), "-o", str(tmp_path / "c.jsonl"), "--format", "json", "--quiet"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["summary"]["counts"]["correct"] == 1 and result["summary"]["counts"]["abstained"] == 1

@@ -135,3 +135,12 @@ def test_did_you_mean_for_commands_flags_and_metrics(tmp_path, capsys):
     result.write_text(capsys.readouterr().out)
     assert main(["gate", str(result), "--min", "ndgc@10=0.5"]) == 2  # a typo: usage, not a failed gate
     assert "did you mean 'ndcg@10'?" in capsys.readouterr().err
+
+
+def test_dash_reads_standard_input():
+    run = subprocess.run([sys.executable, "-m", "ragassay", "evaluate", QRELS, "-", "-m", "ndcg@10", "--format", "json"],
+                         input=Path(BM25).read_bytes(), capture_output=True)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["aggregate"]["ndcg@10"] == pytest.approx(0.7935, abs=1e-4)
+    bad = subprocess.run([sys.executable, "-m", "ragassay", "evaluate", QRELS, "-"], input=b"", capture_output=True)
+    assert bad.returncode == 1 and b"<stdin>: file is empty" in bad.stderr

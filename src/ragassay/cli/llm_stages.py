@@ -169,8 +169,8 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import iter_jsonl, read_chunks, read_qrels, read_run
     from ..llm import LLM
     from ..llm.errors import LLMError
-    from ..stages.check import (CheckOptions, check_answers, check_result, plan_check, read_answers, read_human_labels,
-                                retrieval_recall)
+    from ..stages.check import (CheckOptions, answer_fields, check_answers, check_result, plan_check, read_answers,
+                                read_human_labels, retrieval_recall)
     if bool(args.run) != bool(args.qrels):
         raise UsageError("the diagnosis needs both --run and --qrels")
     if args.samples < 1:
@@ -204,7 +204,8 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
             if llm is not None:
                 llm.close()
     done = asyncio.run(body())
-    fields = {str(obj.get("id")): obj for _, obj in iter_jsonl(args.answers)} if args.by else None
+    fields = ({str(answer_fields(obj, no)["id"]): obj for no, obj in iter_jsonl(args.answers)}
+              if args.by else None)
     result = check_result(done, recall=recall,
                           threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)
     if llm is not None:

@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,14 +30,18 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     """The bytes of a text input (gzip undone, BOM dropped), or one clear error naming the file:
     missing, a directory, unreadable, binary, or (unless ``allow_empty``) empty."""
     p = Path(path)
-    if not p.exists():
+    if str(path) == "-":  # standard input: read once, so two readers of one command see the same bytes
+        data = _stdin_bytes()
+        p = Path("<stdin>")
+    elif not p.exists():
         raise InputError("no such file", p)
-    if p.is_dir():
+    elif p.is_dir():
         raise InputError("is a directory, expected a file", p)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", p) from None
+    else:
+        try:
+            data = p.read_bytes()
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror or e}", p) from None
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
@@ -49,6 +54,12 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     if not allow_empty and (not data or data.isspace()):  # (isspace scans without copying a large file)
         raise InputError("file is empty", p)
     return data
+
+
+@lru_cache(maxsize=1)
+def _stdin_bytes() -> bytes:
+    import sys
+    return sys.stdin.buffer.read()
 
 
 def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -> str:
@@ -188,7 +199,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     """
     data = read_bytes_checked(path)
     fmt = _resolve_format(data, path, "run", format)
-    default_name = Path(path).name.split(".")[0] or "run"
+    default_name = "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
     if fmt in ("trec", "beir"):
         trec = fmt == "trec"
         skip = 0 if trec else _first_line(data)[1]
@@ -266,7 +277,8 @@ def read_records(path: str | Path, model: Any, what: str,
                  prepare: Any = None) -> list[tuple[int, Any]]:
     """Validate each JSONL line as ``model`` (a pydantic class with an ``id``); ids must be unique.
 
-    Returns ``(line number, record)`` pairs; ``prepare`` may rewrite each raw object first.
+    Returns ``(line number, record)`` pairs; ``prepare(object, line number)`` may rewrite each raw
+    object first.
     """
     from pydantic import ValidationError
 
@@ -274,7 +286,7 @@ def read_records(path: str | Path, model: Any, what: str,
     seen: dict[str, int] = {}
     for no, obj in iter_jsonl(path):
         if prepare is not None:
-            obj = prepare(obj)
+            obj = prepare(obj, no)
         try:
             record = model.model_validate(obj)
         except ValidationError as e:
@@ -288,7 +300,7 @@ def read_records(path: str | Path, model: Any, what: str,
     return out
 
 
-def _beir_id(obj: dict[str, Any]) -> dict[str, Any]:
+def _beir_id(obj: dict[str, Any], no: int = 0) -> dict[str, Any]:
     if "id" not in obj and "_id" in obj:
         obj = {k: v for k, v in obj.items() if k != "_id"} | {"id": obj["_id"]}
     return obj

@@ -46,11 +46,29 @@ class CheckOptions:
     quiet: bool = False
 
 
+# the sample fields of RAGAS (SingleTurnSample) and DeepEval (LLMTestCase), mapped to ours
+_NEIGHBOUR_FIELDS = {"user_input": "question", "retrieved_contexts": "contexts", "input": "question",
+                     "actual_output": "response", "expected_output": "reference", "retrieval_context": "contexts"}
+
+
+def answer_fields(obj: dict, no: int) -> dict:
+    """An answer line in ragassay's fields, or RAGAS's or DeepEval's: theirs are renamed to ours, and a
+    line without an id gets ``line-N`` (their samples have none)."""
+    out = dict(obj)
+    for theirs, ours in _NEIGHBOUR_FIELDS.items():
+        if theirs in out and ours not in out:
+            out[ours] = out.pop(theirs)
+    if "id" not in out:
+        out["id"] = out.get("query_id", out.get("qid", f"line-{no}"))
+    return out
+
+
 def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) -> list[AnswerItem]:
-    """Answers to check; ``context_ids`` are resolved to texts with ``chunks``."""
+    """Answers to check (ragassay, RAGAS or DeepEval fields); ``context_ids`` are resolved to texts
+    with ``chunks``."""
     from ..data.io import read_records
     items = []
-    for no, item in read_records(path, AnswerItem, "answer"):
+    for no, item in read_records(path, AnswerItem, "answer", answer_fields):
         if item.context_ids and item.contexts is None:
             if chunks is None:
                 raise InputError("context_ids need --chunks to look the texts up", path, no)
