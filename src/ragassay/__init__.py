@@ -22,6 +22,7 @@ _EXPORTS = {
     "judge_run": "stages.judge", "JudgeOptions": "stages.judge", "read_query_items": "stages.queries",
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
+    "judge": "api", "check": "api",
     "InputError": "errors", "MeasureError": "errors", "RagassayError": "errors",
 }
 
@@ -43,6 +44,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs
+    from .api import check, judge
     from .errors import InputError, MeasureError, RagassayError
     from .data.io import read_chunks, read_qrels, read_queries, read_run, write_jsonl, write_qrels, write_run
     from .metrics.agreement import Agreement, agree

@@ -402,17 +402,56 @@ def write_qrels(path: str | Path, qrels: Qrels | Mapping[str, Mapping[str, int]]
     return len(lines)
 
 
-def coerce_qrels(q: Qrels | Mapping | str | Path) -> Qrels:
+def _frame_rows(df: Any, kind: str, value_names: tuple[str, ...]) -> list[tuple[str, str, Any]]:
+    """(query, document, value) rows of a pandas DataFrame with ragassay's, trec_eval's or ir_measures'
+    column names (query_id/qid, chunk_id/doc_id/docid, grade/relevance or score)."""
+    cols = {str(c).lower(): c for c in df.columns}
+
+    def pick(names: tuple[str, ...]) -> Any:
+        for n in names:
+            if n in cols:
+                return cols[n]
+        raise InputError(f"a {kind} DataFrame needs a column named one of {', '.join(names)} "
+                         f"(it has {', '.join(map(str, df.columns))})")
+    q, d, v = pick(("query_id", "qid")), pick(("chunk_id", "doc_id", "docid", "corpus-id")), pick(value_names)
+    return list(zip(df[q].astype(str), df[d].astype(str), df[v].tolist()))
+
+
+def _is_frame(x: Any) -> bool:
+    return hasattr(x, "columns") and hasattr(x, "iloc")
+
+
+def coerce_qrels(q: Qrels | Mapping | str | Path | Any) -> Qrels:
+    """Qrels from a Qrels, a ``{query: {doc: grade}}`` dict, a pandas DataFrame or a file path."""
     if isinstance(q, Qrels):
         return q
     if isinstance(q, Mapping):
         return Qrels.from_dict(q)
+    if _is_frame(q):
+        rows = _frame_rows(q, "qrels", ("grade", "relevance", "label", "score"))
+        bad = next((g for _, _, g in rows if isinstance(g, bool) or not float(g).is_integer()), None)
+        if bad is not None:
+            raise InputError(f"qrels grades must be integers, got {bad!r}")
+        return Qrels.from_rows((a, b, int(g)) for a, b, g in rows)
     return read_qrels(q)
 
 
-def coerce_run(r: Run | Mapping | str | Path, name: str | None = None) -> Run:
+def coerce_run(r: Run | Mapping | str | Path | Any, name: str | None = None) -> Run:
+    """A Run from a Run, a ``{query: {doc: score}}`` dict, a pandas DataFrame or a file path."""
     if isinstance(r, Run):
         return r
     if isinstance(r, Mapping):
         return Run.from_dict(r, name or "run")
+    if _is_frame(r):
+        return Run.from_rows(((a, b, float(s)) for a, b, s in _frame_rows(r, "run", ("score",))), name or "run")
     return read_run(r)
+
+
+def to_dataframe(records: list[dict] | list[Any], columns: list[str] | None = None) -> Any:
+    """A pandas DataFrame of records (pandas is optional: ``pip install pandas``)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("to_dataframe() needs pandas: pip install pandas") from None
+    rows = [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in records]
+    return pd.DataFrame(rows, columns=columns)

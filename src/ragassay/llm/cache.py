@@ -51,7 +51,9 @@ class Cache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        # one thread at a time uses it, but not always the one that opened it (a notebook runs stages
+        # in a worker thread: see api.run_sync)
+        self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self._migrate()

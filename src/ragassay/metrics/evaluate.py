@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -65,6 +65,12 @@ class Evaluation:
             "qrels_queries_missing_from_run": len(self.missing),
             "queries_without_relevant": len(self.no_relevant),
         }
+
+    def to_dataframe(self) -> Any:
+        """One row per query (and a row "all" with the means), one column per metric."""
+        from ..data.io import to_dataframe
+        rows = [{"query_id": q, **v} for q, v in self.per_query.items()] + [{"query_id": "all", **self.aggregate}]
+        return to_dataframe(rows).set_index("query_id")
 
     def to_dict(self) -> dict:
         return {

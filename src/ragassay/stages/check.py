@@ -136,6 +136,10 @@ class Checker(Stage):
     def contexts(self, item: AnswerItem) -> list[tuple[str, str]]:
         if item.contexts is not None:
             return [(f"{i + 1}", t) for i, t in enumerate(item.contexts)]
+        missing = [c for c in item.context_ids or [] if c not in self.chunks]
+        if missing:
+            raise InputError(f"answer {item.id!r}: context id {missing[0]!r} is not in the chunks given "
+                             "(pass chunks=... to look context_ids up)")
         return [(c, self.chunks[c].text) for c in item.context_ids or []]
 
     def messages(self, item: AnswerItem) -> list[dict[str, str]]:

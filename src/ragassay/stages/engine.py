@@ -402,6 +402,11 @@ class StageRun:
     errors: int
     error_reasons: Counter
 
+    def to_dataframe(self) -> Any:
+        """The records of this run as a pandas DataFrame (pandas is optional)."""
+        from ..data.io import to_dataframe
+        return to_dataframe(self.records)
+
     @property
     def exit_code(self) -> int:
         """0 every record ok; 3 some error records (a rerun retries them); 1 nothing succeeded."""

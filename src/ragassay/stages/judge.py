@@ -444,6 +444,10 @@ class JudgeResult:
     def records(self) -> list[dict]:
         return self.relevance.records
 
+    def to_dataframe(self) -> Any:
+        """The judgments of this run as a pandas DataFrame (coverage: ``result.coverage.to_dataframe()``)."""
+        return self.relevance.to_dataframe()
+
     @property
     def grades(self) -> Counter:
         return Counter(r["grade"] for r in self.records if r["status"] == "ok")
