@@ -193,6 +193,14 @@ def test_exports_read_back(tmp_path):
     export(qs, chunks, "llamaindex", tmp_path / "li")
     data = json.loads((tmp_path / "li" / "llamaindex_dataset.json").read_text())
     assert data["relevant_docs"] == {"q-1": ["good"], "q-2": ["good", "dup"]} and set(data["corpus"]) == {"good", "dup"}
+    # RAGAS test set (one SingleTurnSample a line) and DeepEval goldens, with their documented field names
+    export(qs, chunks, "ragas", tmp_path / "ragas")
+    samples = [json.loads(line) for line in (tmp_path / "ragas" / "ragas_testset.jsonl").read_text().splitlines()]
+    assert samples[1] == {"user_input": "Compare?", "reference": "x", "reference_contexts": [TEXTS["good"], TEXTS["dup"]]}
+    export(qs, chunks, "deepeval", tmp_path / "de")
+    goldens = json.loads((tmp_path / "de" / "deepeval_goldens.json").read_text())
+    assert [set(g) for g in goldens] == [{"input", "expected_output", "context", "additional_metadata"}] * 2
+    assert goldens[0]["input"] == "How long is delivery?" and goldens[0]["context"] == [TEXTS["good"]]
 
 
 @pytest.mark.parametrize("question, flagged", [

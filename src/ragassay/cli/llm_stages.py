@@ -131,7 +131,7 @@ def check(sub: Any) -> None:
         description="Label each answer against its reference (correct, partial, hallucinated, "
                     "abstained) and against its retrieved context (supported, unsupported, "
                     "contradicted). Rules decide what they are sure of without a call; an LLM grades "
-                    "the rest. Prints rates with 95%% bootstrap intervals; with --run and --qrels, "
+                    "the rest. Prints rates with 95% bootstrap intervals; with --run and --qrels, "
                     "whether wrong answers come from retrieval or generation; with --human, agreement "
                     "with people and prediction-powered rates. Without an endpoint, only the rules run "
                     "and the rest are error records that a rerun with an endpoint fills in.",
@@ -143,7 +143,8 @@ def check(sub: Any) -> None:
     p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")
     p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")
     p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")
-    p.add_argument("-k", type=int, default=10, help="retrieval depth for the diagnosis's recall@k (default 10)")
+    p.add_argument("-k", "--depth", dest="k", type=int, default=10,
+                   help="retrieval depth for the diagnosis's recall@k (default 10; --depth as in judge)")
     p.add_argument("--retrieval-threshold", type=float, default=0.5,
                    help="recall@k at or above this is good retrieval (default 0.5)")
     p.add_argument("--human", metavar="FILE", help="people's labels for some answers (JSONL id, label)")
@@ -287,7 +288,8 @@ def generate(sub: Any) -> None:
     p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
     p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
     p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FORMAT", "DIR"),
-                   help="also write the set as beir or llamaindex into DIR (repeat for several)")
+                   help="also write the set as beir, llamaindex, ragas (a test set) or deepeval (goldens) into DIR "
+                        "(repeat for several)")
     p.add_argument("--max-per-doc", type=int, metavar="N", help="draw at most N candidates from one document "
                    "before the others run out (default: a quarter of the set); documents are drawn in proportion "
                    "to their size")
@@ -309,9 +311,10 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
         styles = parse_mix(args.styles, tuple(STYLES), "--styles")
     except ValueError as e:
         raise UsageError(str(e)) from None
+    from ..stages.generate import EXPORT_FORMATS
     for fmt, _ in args.export:
-        if fmt not in ("beir", "llamaindex"):
-            raise UsageError(f"--export format must be beir or llamaindex, got {fmt!r}")
+        if fmt not in EXPORT_FORMATS:
+            raise UsageError(f"--export format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
     if args.max_per_doc is not None and args.max_per_doc < 1:
         raise UsageError("--max-per-doc must be at least 1")
     chunks = read_chunks(args.chunks)

@@ -149,7 +149,8 @@ def agree(sub: Any) -> None:
                "--runs datasets/example/runs/bm25.txt datasets/example/runs/tfidf.txt")
     p.add_argument("reference", metavar="REFERENCE_QRELS", help="the labels you trust (e.g. human)")
     p.add_argument("candidate", metavar="CANDIDATE_QRELS", help="the labels to check (e.g. an LLM judge)")
-    p.add_argument("--runs", nargs="+", metavar="RUN", help="runs to rank under both qrels")
+    p.add_argument("--runs", "--run", dest="runs", nargs="+", action="extend", metavar="RUN",
+                   help="runs to rank under both qrels (--run A --run B, as in report, works too)")
     p.add_argument("-m", "--metric", default="ndcg@10", help="metric that ranks the runs (default ndcg@10)")
     p.add_argument("--qrels-format", choices=("auto", "trec", "jsonl", "beir"), default="auto",
                    help="format of both qrels files (default: detected)")

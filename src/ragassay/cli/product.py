@@ -22,7 +22,8 @@ def demo(sub: Any) -> None:
                     "endpoint configured it also generates questions, judges the retrieved chunks and "
                     "compares the judge with the hand labels; without one it says which stages it skipped.",
         epilog="Example: ragassay demo --out ragassay-demo")
-    p.add_argument("--out", default="ragassay-demo", metavar="DIR", help="output directory (default ragassay-demo)")
+    p.add_argument("-o", "--output", "--out", dest="out", default="ragassay-demo", metavar="DIR",
+                   help="output directory (default ragassay-demo)")
     p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)")
     p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit")
     add_llm_options(p, stage=False)

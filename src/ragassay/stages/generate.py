@@ -497,8 +497,13 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted})
 
 
+EXPORT_FORMATS = ("beir", "llamaindex", "ragas", "deepeval")
+
+
 def export(questions: Sequence[Question], chunks: Sequence[Chunk], fmt: str, directory: str | Path) -> list[Path]:
-    """BEIR (corpus.jsonl, queries.jsonl, qrels/test.tsv) or LlamaIndex ({queries, corpus, relevant_docs})."""
+    """BEIR (corpus.jsonl, queries.jsonl, qrels/test.tsv), LlamaIndex ({queries, corpus,
+    relevant_docs}), a RAGAS test set (user_input, reference, reference_contexts) or DeepEval goldens
+    (input, expected_output, context)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     if fmt == "beir":
@@ -507,11 +512,23 @@ def export(questions: Sequence[Question], chunks: Sequence[Chunk], fmt: str, dir
                                           for c in chunks])
         write_lines_atomic(d / "queries.jsonl", [json.dumps({"_id": q.id, "text": q.question}, ensure_ascii=False) for q in questions])
         write_lines_atomic(d / "qrels" / "test.tsv", ["query-id\tcorpus-id\tscore"] +
-                     [f"{q.id}\t{c}\t1" for q in questions for c in q.chunk_ids])
+                     [f"{q.id}\t{c}\t{q.grades.get(c, 1)}" for q in questions for c in q.chunk_ids])
         return [d / "corpus.jsonl", d / "queries.jsonl", d / "qrels" / "test.tsv"]
     if fmt == "llamaindex":
         data = {"queries": {q.id: q.question for q in questions}, "corpus": {c.id: c.text for c in chunks},
                 "relevant_docs": {q.id: list(q.chunk_ids) for q in questions}, "mode": "text"}
         write_lines_atomic(d / "llamaindex_dataset.json", [json.dumps(data, ensure_ascii=False, indent=1)])
         return [d / "llamaindex_dataset.json"]
-    raise ValueError(f"unknown export format {fmt!r}: use beir or llamaindex")
+    texts = {c.id: c.text for c in chunks}
+    if fmt == "ragas":  # a RAGAS test set: one SingleTurnSample per line
+        write_lines_atomic(d / "ragas_testset.jsonl", [json.dumps(
+            {"user_input": q.question, "reference": q.answer, "reference_contexts": [texts[c] for c in q.chunk_ids]},
+            ensure_ascii=False) for q in questions])
+        return [d / "ragas_testset.jsonl"]
+    if fmt == "deepeval":  # DeepEval goldens: input, expected_output, context
+        goldens = [{"input": q.question, "expected_output": q.answer, "context": [texts[c] for c in q.chunk_ids],
+                    "additional_metadata": {"id": q.id, "difficulty": q.difficulty, "chunk_ids": q.chunk_ids}}
+                   for q in questions]
+        write_lines_atomic(d / "deepeval_goldens.json", [json.dumps(goldens, ensure_ascii=False, indent=1)])
+        return [d / "deepeval_goldens.json"]
+    raise ValueError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
