@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..data.io import read_bytes_checked, write_lines_atomic
 from ..errors import InputError, OutputError, RagassayError
@@ -468,7 +468,11 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
             records = await stage.finish(it, answers, llms)
             if it.calls:
                 answered[0] = True
-            return contract(stage, records)
+            try:
+                return contract(stage, records)
+            except ValidationError as e:  # never written as is: an error record that says why
+                raise LLMError("invalid", f"the answers made a record outside the data contract: "
+                               f"{e.errors()[0].get('msg', e)}") from None
         except LLMError as e:
             if not answered[0] and e.kind in ("transport", "auth", "request"):
                 early.append(e)
