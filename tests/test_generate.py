@@ -50,17 +50,22 @@ def reply(obj) -> httpx.Response:
     return chat_reply(obj, prompt_tokens=80, completion_tokens=30)
 
 
+def review_reply(name: str, user: str) -> httpx.Response:
+    """The comparison says the answers agree; the critic marks down a question about "the author"."""
+    if name == "SameAnswer":
+        return reply({"same": True, "reason": "the same facts"})
+    vague = "the author" in user.lower()
+    return reply({"self_contained": 1 if vague else 5, "clear": 5, "realistic": 4, "reason": "reviewed"})
+
+
 def handler_for(outputs, single_answerable=()):
     def handler(request):
         body = json.loads(request.content)
         user = body["messages"][-1]["content"]
         ids = re.findall(r"<<<PASSAGE id=(\S+)", user)
         name = body["response_format"]["json_schema"]["name"]
-        if name == "SameAnswer":
-            return reply({"same": True, "reason": "the same facts"})
-        if name == "Critique":
-            vague = "the author" in user.lower()
-            return reply({"self_contained": 1 if vague else 5, "clear": 5, "realistic": 4, "reason": "reviewed"})
+        if name in ("SameAnswer", "Critique"):
+            return review_reply(name, user)
         if name == "BlindAnswer":
             assert "PROPOSED" not in user and "ANSWER>>>" not in user  # blind: the proposed answer is not shown
             question = re.search(r"<<<QUESTION\n(.*?)\nQUESTION>>>", user, re.S).group(1)
@@ -249,11 +254,8 @@ def test_generate_command_on_the_bundled_example(tmp_path, monkeypatch, capsys):
         user = body["messages"][-1]["content"]
         ids = re.findall(r"<<<PASSAGE id=(\S+)", user)
         name = body["response_format"]["json_schema"]["name"]
-        if name == "SameAnswer":
-            return reply({"same": True, "reason": "the same facts"})
-        if name == "Critique":
-            vague = "the author" in user.lower()
-            return reply({"self_contained": 1 if vague else 5, "clear": 5, "realistic": 4, "reason": "reviewed"})
+        if name in ("SameAnswer", "Critique"):
+            return review_reply(name, user)
         if name == "BlindAnswer":
             ok = len(ids) > 1 or "together" not in user
             return reply({"own_answer": "x" if ok else "", "answerable": ok, "reason": "checked"})
