@@ -50,7 +50,7 @@ def test_report_from_result_files_and_markdown(tmp_path, capsys):
     assert main(["report", str(ev), str(ag), str(judgments), "-o", str(md), "--format", "markdown"]) == 0
     text = md.read_text()
     assert "## Metrics: bm25" in text and "## Judge: grade distribution" in text and "| error | 1 |" in text
-    assert "Agreement: people (rows) against judge (columns)" in text
+    assert "## Agreement: people against judge" in text
     bad = tmp_path / "bad.json"
     bad.write_text('{"something": 1}')
     assert main(["report", str(bad), "-o", str(md)]) == 1
@@ -143,7 +143,7 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
     assert re.search(r"generate: \d+ questions accepted", out) and "agree (people vs judge)" in out
     assert "check: 16 of 16 answers graded" in out
     html = (tmp_path / "d" / "report.html").read_text()
-    assert "Judge: grade distribution" in html and "people (rows) against LLM judge" in html
+    assert "Judge: grade distribution" in html and "Agreement: people against LLM judge" in html
     assert "Judge: answer coverage per query" in html
 
 

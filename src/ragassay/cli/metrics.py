@@ -95,12 +95,13 @@ def compare(sub: Any) -> None:
     p.add_argument("--missing", choices=("skip", "zero"), default="zero",
                    help="qrels queries a run did not answer: score 0 (default) or use only the "
                         "queries every run answered")
-    p.add_argument("--permutations", type=int, default=10_000, metavar="N",
-                   help="randomization test permutations (default 10000)")
-    p.add_argument("--bootstrap", type=int, default=10_000, metavar="N",
-                   help="bootstrap resamples for the confidence interval (default 10000)")
+    from ..metrics.compare import N_BOOTSTRAP, N_PERMUTATIONS, SEED
+    p.add_argument("--permutations", type=int, default=N_PERMUTATIONS, metavar="N",
+                   help=f"randomization test permutations (default {N_PERMUTATIONS}, as in report)")
+    p.add_argument("--bootstrap", type=int, default=N_BOOTSTRAP, metavar="N",
+                   help=f"bootstrap resamples for the confidence interval (default {N_BOOTSTRAP}, as in report)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=int, default=SEED, help=f"random seed (default {SEED})")
     add_format_option(p, ("table", "markdown", "json"))
     p.set_defaults(handler=run_compare)
 

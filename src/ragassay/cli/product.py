@@ -50,19 +50,27 @@ def run_demo_cmd(args: argparse.Namespace) -> str:
 
 def report(sub: Any) -> None:
     p = sub.add_parser(
-        "report", help="one self-contained HTML (or Markdown) report from ragassay's outputs",
-        description="Build a report from result files (the JSON of evaluate / compare / check / agree "
-                    "written with --format json, judge's judgments and coverage JSONL) and, with --qrels "
-                    "and --run, precision/recall curves, per-query NDCG and the worst queries. Plots need "
-                    "matplotlib (pip install 'ragassay[report]').",
+        "report", help="one self-contained HTML (or Markdown) report to explore, from ragassay's outputs",
+        description="Build a report from ragassay's outputs, recognised by content: result JSON of evaluate / "
+                    "compare / check / agree / generate (written with --format json) and JSON Lines records of "
+                    "judge (judgments, coverage), check (verdicts) and generate (questions, rejects). With "
+                    "--qrels and --run it adds precision/recall curves, every query's metrics, per-query "
+                    "difference and forest plots. In the HTML, every query in a table or plot opens a page with "
+                    "its question, gold chunks, each run's top chunks with people's and the judge's grades, "
+                    "coverage nuggets, the reference and the system's answer with its label. One file, no network.",
         epilog="Example: ragassay report --qrels datasets/example/qrels.txt --run datasets/example/runs/bm25.txt "
-               "--run datasets/example/runs/tfidf.txt -o report.html")
+               "--run datasets/example/runs/tfidf.txt --queries datasets/example/queries.jsonl "
+               "--chunks datasets/example/chunks.jsonl -o report.html")
     p.add_argument("files", nargs="*", metavar="RESULT", help="result files (JSON or JSONL), detected from content")
-    p.add_argument("--qrels", metavar="QRELS", help="qrels for curves and worst queries")
-    p.add_argument("--run", action="append", default=[], metavar="RUN", help="a run to plot (repeat for several)")
-    p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to show the worst queries' chunk texts")
+    p.add_argument("--qrels", metavar="QRELS", help="qrels (people's grades): curves, per-query metrics, gold chunks")
+    p.add_argument("--run", action="append", default=[], metavar="RUN", help="a run to show (repeat for several)")
+    p.add_argument("--chunks", metavar="FILE", help="chunks JSONL: chunk texts on each query's page")
+    p.add_argument("--queries", metavar="FILE", help="queries (JSONL or TSV): the question on each query's page")
+    p.add_argument("--answers", metavar="FILE", help="the answers that were checked: reference and system answer")
+    p.add_argument("--human", metavar="FILE", help="people's answer labels (JSONL: id, label)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report")
-    p.add_argument("--format", choices=("html", "markdown"), default="html", help="html (default) or markdown for pull requests")
+    p.add_argument("--format", choices=("html", "markdown"), default="html",
+                   help="html (default) or markdown for a pull-request comment")
     p.add_argument("--title", default="ragassay report", help="report title")
     p.set_defaults(handler=run_report)
 
@@ -71,7 +79,8 @@ def run_report(args: argparse.Namespace) -> str:
     from ..product.report import load_inputs, write_report
     if bool(args.qrels) != bool(args.run) and not args.files:
         raise UsageError("--qrels and --run go together (or give result files)")
-    inputs = load_inputs(args.files, qrels=args.qrels, runs=args.run, chunks=args.chunks)
+    inputs = load_inputs(args.files, qrels=args.qrels, runs=args.run, chunks=args.chunks, queries=args.queries,
+                         answers=args.answers, human=args.human)
     path = write_report(inputs, args.output, args.format, args.title)
     return f"report: {path}"
 

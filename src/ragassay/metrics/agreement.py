@@ -34,6 +34,8 @@ class Agreement:
     kappa_binary: dict[int, float]      # threshold -> kappa of (grade >= threshold)
     krippendorff_alpha_ordinal: float
     run_ranking: dict | None = field(default=None)
+    kappa_ci: list[float] | None = None      # 95% percentile bootstrap over pairs (seed 0)
+    disagreements: list[dict] = field(default_factory=list)  # the widest gaps first, at most 50
 
     def to_dict(self) -> dict:
         d = {"kind": "agree", "version": 1, **self.__dict__}
@@ -48,7 +50,7 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
     the same way (Kendall's tau-b and Spearman's rho of the runs' mean ``metric``)."""
     ref, cand = coerce_qrels(reference), coerce_qrels(candidate)
     ref_d, cand_d = ref.to_dict(), cand.to_dict()
-    a, b = [], []
+    a, b, where = [], [], []
     only_ref = 0
     for q, docs in ref_d.items():
         other = cand_d.get(q, {})
@@ -56,6 +58,7 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
             if doc in other:
                 a.append(g)
                 b.append(other[doc])
+                where.append((q, doc))
             else:
                 only_ref += 1
     only_cand = len(cand) - len(a)
@@ -74,7 +77,47 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
         kappa=cohen_kappa(x, y), kappa_linear=cohen_kappa(x, y, "linear"),
         kappa_quadratic=cohen_kappa(x, y, "quadratic"),
         kappa_binary={t: cohen_kappa((x >= t).astype(int), (y >= t).astype(int)) for t in (1, 2, 3)},
-        krippendorff_alpha_ordinal=krippendorff_alpha_ordinal(x, y), run_ranking=ranking)
+        krippendorff_alpha_ordinal=krippendorff_alpha_ordinal(x, y), run_ranking=ranking,
+        kappa_ci=kappa_interval(x, y), disagreements=widest_disagreements(x, y, where))
+
+
+def widest_disagreements(x: np.ndarray, y: np.ndarray, where: Sequence[tuple[str, str]],
+                         limit: int = 50) -> list[dict]:
+    """The pairs the two sides grade furthest apart (then by query and document id)."""
+    gap = np.abs(x - y)
+    order = sorted((i for i in range(len(x)) if gap[i] > 0), key=lambda i: (-gap[i], where[i]))[:limit]
+    return [{"query_id": where[i][0], "doc_id": where[i][1], "reference": int(x[i]), "candidate": int(y[i])}
+            for i in order]
+
+
+def kappa_interval(x: np.ndarray, y: np.ndarray, confidence: float = 0.95, n_bootstrap: int = 2000,
+                   seed: int = 0) -> list[float] | None:
+    """Percentile bootstrap interval of Cohen's kappa, resampling pairs; None when undefined."""
+    n = len(x)
+    if n < 2:
+        return None
+    labels = sorted(set(x.tolist()) | set(y.tolist()))
+    pos = {g: i for i, g in enumerate(labels)}
+    L = len(labels)
+    cell = np.array([pos[g] for g in x.tolist()]) * L + np.array([pos[g] for g in y.tolist()])
+    rng = np.random.default_rng(seed)
+    kappas = []
+    step = max(1, 2_000_000 // n)
+    for start in range(0, n_bootstrap, step):
+        m = min(step, n_bootstrap - start)
+        idx = rng.integers(0, n, size=(m, n))
+        flat = (np.arange(m)[:, None] * L * L + cell[idx]).ravel()
+        conf = np.bincount(flat, minlength=m * L * L).reshape(m, L, L) / n
+        po = np.trace(conf, axis1=1, axis2=2)
+        pe = (conf.sum(axis=2) * conf.sum(axis=1)).sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kappas.append(np.where(pe < 1, (po - pe) / (1 - pe), np.nan))
+    k = np.concatenate(kappas)
+    k = k[np.isfinite(k)]
+    if len(k) == 0:
+        return None
+    alpha = (1 - confidence) / 2
+    return [float(np.quantile(k, alpha)), float(np.quantile(k, 1 - alpha))]
 
 
 def confusion_matrix(x: np.ndarray, y: np.ndarray, labels: list[int]) -> np.ndarray:

@@ -58,11 +58,18 @@ class Comparison:
                 "tests": [t.__dict__ for t in self.tests], "settings": self.settings}
 
 
+# One significance setting for every caller (compare, report, demo): the same comparison gives
+# the same p-values and intervals wherever it is printed.
+N_PERMUTATIONS = 10_000
+N_BOOTSTRAP = 10_000
+SEED = 0
+
+
 def compare(qrels: Qrels | Mapping | str | Path,
             runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | str | Path],
             metrics: Iterable[str | Measure] | str | None = None, *, missing: Literal["skip", "zero"] = "zero",
-            relevance_level: int = 1, gain: Gain = "linear", n_permutations: int = 10_000,
-            n_bootstrap: int = 10_000, confidence: float = 0.95, seed: int = 0) -> Comparison:
+            relevance_level: int = 1, gain: Gain = "linear", n_permutations: int = N_PERMUTATIONS,
+            n_bootstrap: int = N_BOOTSTRAP, confidence: float = 0.95, seed: int = SEED) -> Comparison:
     """Compare two or more runs; the first is the baseline every other run is tested against.
 
     Tests are paired over queries: a randomization (sign-flip) test with ``n_permutations`` and a

@@ -47,7 +47,8 @@ def _write_json(path: Path, data: Any) -> None:
 
 def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=print) -> dict:
     from ..data import io as rio
-    from ..stages.check import CheckOptions, check_answers, check_result, read_answers, retrieval_recall
+    from ..stages.check import (CheckOptions, check_answers, check_result, read_answers, read_human_labels,
+                                retrieval_recall)
     from ..metrics.agreement import agree
     from ..metrics.compare import compare
     from ..metrics.evaluate import evaluate
@@ -131,15 +132,17 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     recall = retrieval_recall(qrels, runs[0], 10)
     done_checks = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
                                             options=CheckOptions(quiet=True), announce=False, gold_recall=recall))
-    result = check_result(done_checks, recall=recall)
+    result = check_result(done_checks, recall=recall, human=read_human_labels(ex / "answers_human_labels.jsonl"))
     _write_json(out / "check.json", result)
     s = result["summary"]
     log(f"check: {s['graded']} of {s['answers']} answers graded ({s['counts']['correct']} correct, "
         f"{s['counts']['abstained']} abstained); {result['diagnosis']['advice']}")
-    report_files.append(out / "check.json")
+    report_files += [out / "check.json", out / "checks.jsonl"]
 
     # 5. the report
-    inputs = load_inputs(report_files, qrels=ex / "qrels.txt", runs=run_paths, chunks=ex / "chunks.jsonl")
+    inputs = load_inputs(report_files, qrels=ex / "qrels.txt", runs=run_paths, chunks=ex / "chunks.jsonl",
+                         queries=ex / "queries.jsonl", answers=ex / "answers.jsonl",
+                         human=ex / "answers_human_labels.jsonl")
     path = write_report(inputs, out / "report.html", title="ragassay demo: the bundled help-centre example")
     write_report(inputs, out / "report.md", fmt="markdown", title="ragassay demo")
     done["report"] = str(path)

@@ -38,7 +38,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str
     if fmt == "markdown":
         lines = ["| " + " | ".join(headers) + " |",
                  "|" + "|".join("---:" if numeric[i] else ":---" for i in range(len(headers))) + "|"]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in cells]
+        lines[0] = "| " + " | ".join(markdown_cell(h) for h in headers) + " |"
+        lines += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in cells]
         return "\n".join(lines)
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
@@ -48,6 +49,13 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str
     out = [line(list(headers)), line(["-" * w for w in widths])]
     out += [line(r) for r in cells]
     return "\n".join(out)
+
+
+def markdown_cell(text: str) -> str:
+    """Text that stays one Markdown table cell (or one line) whatever it holds: line breaks become
+    spaces, pipes and angle brackets are escaped, so no data can end a row or open an HTML tag."""
+    text = " ".join(str(text).splitlines())
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_json(obj: Any) -> str:

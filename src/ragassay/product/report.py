@@ -1,328 +1,320 @@
-"""One self-contained report (HTML with inline SVG plots, or Markdown) from ragassay's outputs.
+"""One self-contained report (HTML a person explores, or Markdown for a pull request).
 
-Inputs are detected from their content: the JSON of evaluate / compare / check / agree, judgments
-and coverage JSONL from judge, plus runs and qrels (for the P@k / R@k curves and the worst
-queries). Plots need matplotlib (``pip install 'ragassay[report]'``); without it the report keeps
-every table and says how to get the plots.
+Sections are built from whatever inputs were given (see ``report_inputs``): runs and metrics, every
+query in a sortable table, comparisons (forest and per-query difference plots), the judge (grade
+mix, coverage, agreement heatmap and the widest disagreements), answers (label rates, diagnosis,
+agreement with people) and a generated set's mix. In HTML every query in a table row or a plot
+point opens that query's page: its question, gold chunks, each run's top chunks with people's and
+the judge's grades, coverage nuggets, the reference and the system's answer with its check label.
 """
 
 from __future__ import annotations
 
-import html
-import io
-import json
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from . import svg
+from .report_inputs import ReportInputs, load_inputs
+from .report_model import Report, Section, Table
+from .report_page import render_html, render_markdown
 
-K_MAX = 20
+__all__ = ["ReportInputs", "Section", "Table", "build_report", "load_inputs", "write_report"]
 
-
-@dataclass
-class Section:
-    title: str
-    html: str
-    markdown: str
-
-
-@dataclass
-class ReportInputs:
-    qrels: Any = None
-    runs: list = field(default_factory=list)
-    chunks: dict = field(default_factory=dict)
-    evaluate: list[dict] = field(default_factory=list)
-    compare: dict | None = None
-    check: dict | None = None
-    agree: dict | None = None
-    judgments: list[dict] = field(default_factory=list)
-    coverage: list[dict] = field(default_factory=list)
+K_MAX = 20          # precision/recall curves go to this depth
+TOP_SHOWN = 10      # chunks per run on a query's page
+TEXT_CLIP = 600     # characters of a chunk's text kept for a query's page
+PER_QUERY = ("ndcg@10", "p@5", "recall@10", "map", "mrr")  # map and mrr per query: AP and RR
 
 
-def load_inputs(paths: Sequence[str | Path], qrels: str | Path | None = None, runs: Sequence[str | Path] = (),
-                chunks: str | Path | None = None) -> ReportInputs:
-    from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_run
-    from ..data.results import load_result
-    inp = ReportInputs()
-    if qrels:
-        inp.qrels = read_qrels(qrels)
-    inp.runs = [read_run(r) for r in runs]
-    if chunks:
-        inp.chunks = {c.id: c for c in read_chunks(chunks)}
-    for p in paths:
-        p = Path(p)
-        data = read_bytes_checked(p)
-        try:
-            whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            whole = None  # several lines: judge's records
-        if isinstance(whole, dict) and "kind" in whole:
-            result = load_result(p)  # checks kind and version
-            kind = result["kind"]
-            if kind == "evaluate":
-                inp.evaluate.append(result)
-            elif kind in ("compare", "check", "agree"):
-                setattr(inp, kind, result)
-            else:
-                raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
-                                 "themselves, not the summary", p)
-            continue
-        records = [obj for _, obj in iter_jsonl(data, p)]
-        first = records[0] if records else {}
-        if {"query_id", "chunk_id", "grade", "status"} <= set(first):  # judgment records (data contract)
-            inp.judgments = records
-        elif {"query_id", "coverage", "status"} <= set(first):         # coverage records
-            inp.coverage = records
-        else:
-            raise InputError("neither a ragassay result (JSON with a 'kind') nor judge's judgments or coverage "
-                             "(JSON Lines)", p)
-    return inp
+# ------------------------------------------------------------------------------------ helpers
+
+def _judge_grades(inp: ReportInputs) -> dict[tuple[str, str], int]:
+    return {(j["query_id"], j["chunk_id"]): j["grade"] for j in inp.judgments if j.get("status", "ok") == "ok"}
 
 
-# ------------------------------------------------------------------------------------ plots
-
-
-def _plt():
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        return plt
-    except ImportError:
-        return None
-
-
-def _svg(fig) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
-
-
-# ---------------------------------------------------------------------------------- builders
-
-
-def _table_html(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    def cell(v):
-        if isinstance(v, float):
-            return f"<td class=num>{v:.4f}</td>"
-        if isinstance(v, int) and not isinstance(v, bool):
-            return f"<td class=num>{v}</td>"
-        return f"<td>{html.escape(str(v))}</td>"
-    def numeric(i):
-        vals = [r[i] for r in rows if i < len(r) and r[i] not in ("", None)]
-        return bool(vals) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
-    head = "".join(f"<th class=num>{html.escape(h)}</th>" if numeric(i) else f"<th>{html.escape(h)}</th>"
-                   for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(cell(v) for v in r) + "</tr>" for r in rows)
-    return f"<div class=scroll><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-
-
-def _table_md(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    from .formatting import render_table
-    return render_table(list(headers), [list(r) for r in rows], "markdown")
-
-
-def _section(title: str, headers, rows, note: str = "", plot: str = "") -> Section:
-    h = (f"<p class=note>{html.escape(note)}</p>" if note else "") + (plot or "") + (_table_html(headers, rows) if rows else "")
-    m = (note + "\n\n" if note else "") + (_table_md(headers, rows) if rows else "")
-    return Section(title, h, m)
-
-
-def retrieval_sections(inp: ReportInputs, plt) -> list[Section]:
+def _per_query(inp: ReportInputs) -> tuple[list, dict[str, dict[str, dict[str, float]]]]:
+    """Aggregate evaluations (curves and summary) and per query, per run, the page's metrics."""
     from ..metrics.evaluate import evaluate
-    out = []
     if inp.qrels is None or not inp.runs:
-        for ev in inp.evaluate:
-            rows = [[m, v] for m, v in ev["aggregate"].items()]
-            out.append(_section(f"Metrics: {ev.get('run', 'run')}", ["metric", "value"], rows))
-        return out
-    names = [f"p@{k}" for k in range(1, K_MAX + 1)] + [f"recall@{k}" for k in range(1, K_MAX + 1)] + ["ndcg@10", "mrr", "map"]
+        return [], {}
+    names = [f"p@{k}" for k in range(1, K_MAX + 1)] + [f"recall@{k}" for k in range(1, K_MAX + 1)] + \
+        ["ndcg@10", "map", "mrr"]
     evals = [evaluate(inp.qrels, r, names, missing="zero") for r in inp.runs]
-    plot = ""
-    if plt is not None:
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-        ks = list(range(1, K_MAX + 1))
-        for r, ev in zip(inp.runs, evals):
-            agg = ev.aggregate
-            axes[0].plot(ks, [agg[f"p@{k}"] for k in ks], marker="o", ms=3, label=r.name)
-            axes[1].plot(ks, [agg[f"recall@{k}"] for k in ks], marker="o", ms=3, label=r.name)
-        for ax, t in zip(axes, ("precision@k", "recall@k")):
-            ax.set_title(t)
-            ax.set_xlabel("k")
-            ax.set_ylim(0, 1.02)
-            ax.grid(alpha=0.3)
-        axes[1].legend(loc="lower right", fontsize=8)
-        plot = _svg(fig)
-    rows = [[r.name] + [ev.aggregate[m] for m in ("p@5", "p@10", "recall@10", "ndcg@10", "mrr", "map")]
-            for r, ev in zip(inp.runs, evals)]
-    out.append(_section("Retrieval: precision and recall at k", ["run", "p@5", "p@10", "recall@10", "ndcg@10", "mrr", "map"],
-                        rows, f"{len(evals[0].queries)} queries; qrels queries a run missed count as 0.", plot))
-    plot = ""
-    if plt is not None:
-        fig, ax = plt.subplots(figsize=(9, 0.6 + 0.5 * len(evals)))
-        import numpy as np
-        for i, ev in enumerate(evals, start=1):  # quartile bar, median tick, and every query as a dot
-            v = ev.values["ndcg@10"]
-            q1, med, q3 = np.percentile(v, [25, 50, 75]) if len(v) else (0, 0, 0)
-            ax.plot([q1, q3], [i, i], color="#9aa3b2", lw=8, solid_capstyle="butt", zorder=1)
-            ax.plot([med, med], [i - 0.25, i + 0.25], color="#1d2330", lw=2, zorder=3)
-            jitter = (np.arange(len(v)) % 5 - 2) * 0.06
-            ax.scatter(v, i + jitter, s=10, alpha=0.7, zorder=2)
-        ax.set_yticks(range(1, len(evals) + 1), [r.name for r in inp.runs])
-        ax.set_ylim(0.4, len(evals) + 0.6)
-        ax.set_xlabel("ndcg@10 per query")
-        ax.set_xlim(-0.02, 1.02)
-        plot = _svg(fig)
-    out.append(_section("Per-query NDCG@10", [], [], "Each dot is a query; the grey bar spans the middle half, the tick marks the median.", plot))
-    # worst queries of the first run
-    first, ev = inp.runs[0], evals[0]
-    ranked = first.ranked()
-    grades = inp.qrels.to_dict()
-    judged = {(j["query_id"], j["chunk_id"]): j.get("grade") for j in inp.judgments if j.get("status", "ok") == "ok"}
-    worst = sorted(zip(ev.queries, ev.values["ndcg@10"]), key=lambda x: (x[1], x[0]))[:5]
+    per: dict[str, dict[str, dict[str, float]]] = {}
+    for run, ev in zip(inp.runs, evals):
+        for qid, vals in ev.per_query.items():
+            per.setdefault(qid, {})[run.name] = {m: vals[m] for m in PER_QUERY}
+    return evals, per
+
+
+# ----------------------------------------------------------------------------------- sections
+
+def runs_section(inp: ReportInputs, evals: list) -> list[Section]:
+    if not evals:
+        return [Section(f"Metrics: {ev.get('run', 'run')}",
+                        tables=[Table(["metric", "value"], [[m, v] for m, v in ev["aggregate"].items()])])
+                for ev in inp.evaluate]
+    ks = range(1, K_MAX + 1)
+    p = svg.line_chart({r.name: [(k, ev.aggregate[f"p@{k}"]) for k in ks] for r, ev in zip(inp.runs, evals)},
+                       "precision@k", "k")
+    rc = svg.line_chart({r.name: [(k, ev.aggregate[f"recall@{k}"]) for k in ks] for r, ev in zip(inp.runs, evals)},
+                        "recall@k", "k")
+    cols = ("p@5", "p@10", "recall@10", "ndcg@10", "mrr", "map")
+    rows = [[r.name] + [ev.aggregate[m] for m in cols] for r, ev in zip(inp.runs, evals)]
+    return [Section("Runs: precision and recall at k",
+                    f"{len(evals[0].queries)} queries; a query with judgments that a run did not answer counts as 0.",
+                    [p, rc], [Table(["run", *cols], rows)])]
+
+
+def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> list[Section]:
+    if not pages:
+        return []
+    runs = [r.name for r in inp.runs]
+    labels = {c["id"]: c.get("label") or "error" for c in inp.checks}
+    cov: dict[str, str] = {}
+    for c in inp.coverage:
+        if not runs or c.get("run") in (None, runs[0]):
+            cov[c["query_id"]] = c.get("coverage") or "error"
+    headers = ["query", "question"] + [f"ndcg@10 {r}" for r in runs]
+    if len(runs) == 2:
+        headers.append(f"{runs[1]} - {runs[0]}")
+    if labels:
+        headers.append("answer")
+    if cov:
+        headers.append("coverage")
+    order = sorted(pages, key=lambda q: (per.get(q, {}).get(runs[0], {}).get("ndcg@10", 2.0) if runs else 0, q))
     rows = []
-    for qid, v in worst:
-        for rank, (doc, _) in enumerate(ranked.get(qid, [])[:3], start=1):
-            g = grades.get(qid, {}).get(doc, judged.get((qid, doc), "unjudged"))
-            text = inp.chunks[doc].text[:90] + "..." if doc in inp.chunks else ""
-            rows.append([qid if rank == 1 else "", f"{v:.3f}" if rank == 1 else "", rank, doc, g, text])
-    out.append(_section(f"Worst queries ({first.name}, by ndcg@10) and their top 3", ["query", "ndcg@10", "rank", "chunk", "grade", "text"], rows))
-    return out
+    for q in order:
+        vals = [per.get(q, {}).get(r, {}).get("ndcg@10") for r in runs]
+        row = [q, _clip(pages[q].get("question") or "", 120)] + vals
+        if len(runs) == 2:
+            row.append(None if None in vals else vals[1] - vals[0])
+        if labels:
+            row.append(labels.get(q, ""))
+        if cov:
+            row.append(cov.get(q, ""))
+        rows.append(row)
+    plots = []
+    if evals:
+        plots.append(svg.strip_plot([(r.name, [(v, q) for q, v in zip(ev.queries, ev.values["ndcg@10"].tolist())])
+                                     for r, ev in zip(inp.runs, evals)], "ndcg@10 per query (click a dot to open the query)"))
+    note = (f"{len(rows)} queries, worst first. Click a row or a dot to open the query: its chunks with both grades, "
+            "the answer and its label. Click a column to sort; type to filter.")
+    return [Section("Queries", note, plots, [Table(headers, rows, queries=list(order), filter=True)])]
 
 
-def compare_section(inp: ReportInputs) -> list[Section]:
+def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     c = inp.compare
+    if c is None and inp.qrels is not None and len(inp.runs) >= 2:
+        from ..metrics.compare import compare
+        c = compare(inp.qrels, {r.name: r for r in inp.runs}, ["ndcg@10", "map", "recall@10", "mrr"]).to_dict()
     if c is None:
-        if inp.qrels is not None and len(inp.runs) >= 2:
-            from ..metrics.compare import compare
-            cmp = compare(inp.qrels, {r.name: r for r in inp.runs}, ["ndcg@10", "map", "recall@10"], n_permutations=5000,
-                          n_bootstrap=2000)
-            c = cmp.to_dict()
-        else:
-            return []
+        return []
+    tests = c["tests"]
+    forest = svg.forest_plot([(f"{t['run']}: {t['metric']}", t["diff"], t["ci_low"], t["ci_high"],
+                               t.get("p_randomization_holm")) for t in tests],
+                             f"Differences from {c['baseline']}, {int(c['settings']['confidence'] * 100)}% bootstrap intervals")
+    plots = [forest]
+    if evals and len(evals) >= 2:
+        base = dict(zip(evals[0].queries, evals[0].values["ndcg@10"].tolist()))
+        for r, ev in zip(inp.runs[1:], evals[1:]):
+            diffs = sorted(((q, v - base.get(q, 0.0)) for q, v in zip(ev.queries, ev.values["ndcg@10"].tolist())),
+                           key=lambda x: (x[1], x[0]))
+            plots.append(svg.difference_plot(diffs, f"ndcg@10 per query: {r.name} - {inp.runs[0].name} (click a bar)"))
     rows = [[t["run"], t["metric"], t["baseline_mean"], t["mean"], t["diff"],
              f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", t["p_randomization"], t["p_t_test"], t["p_randomization_holm"],
-             f"{t['wins']}/{t['ties']}/{t['losses']}"] for t in c["tests"]]
-    return [_section(f"Comparison against {c['baseline']}", ["run", "metric", "baseline", "run mean", "diff", "95% CI",
-                                                            "p (rand)", "p (t)", "p (Holm)", "W/T/L"], rows,
-                     f"{c['queries']} queries; paired randomization test and t-test; Holm over all tests.")]
+             f"{t['wins']}/{t['ties']}/{t['losses']}"] for t in tests]
+    s = c["settings"]
+    note = (f"{c['queries']} queries; paired randomization test ({s['n_permutations']} permutations, seed {s['seed']}), "
+            f"t-test, bootstrap interval ({s['n_bootstrap']} resamples); Holm over all tests. "
+            "The same settings as `ragassay compare`, so both print the same p-values.")
+    return [Section(f"Comparison against {c['baseline']}", note, plots,
+                    [Table(["run", "metric", "baseline", "run mean", "diff", "95% CI", "p (rand)", "p (t)", "p (Holm)",
+                            "W/T/L"], rows)])]
 
 
-def judge_sections(inp: ReportInputs, plt) -> list[Section]:
+def judge_sections(inp: ReportInputs) -> list[Section]:
     out = []
     if inp.judgments:
         ok = [j for j in inp.judgments if j.get("status", "ok") == "ok"]
         counts = Counter(j["grade"] for j in ok)
-        errors = len(inp.judgments) - len(ok)
-        plot = ""
-        if plt is not None:
-            fig, ax = plt.subplots(figsize=(5, 2.4))
-            ax.bar([str(g) for g in range(4)], [counts.get(g, 0) for g in range(4)], color="#4c72b0")
-            ax.set_xlabel("grade")
-            ax.set_ylabel("pairs")
-            plot = _svg(fig)
-        out.append(_section("Judge: grade distribution", ["grade", "pairs"], [[g, counts.get(g, 0)] for g in range(4)] + [["error", errors]],
-                            "0 unrelated, 1 on topic, 2 partial or buried answer, 3 answers it.", plot))
+        items = [(str(g), counts.get(g, 0)) for g in range(4)] + [("error", len(inp.judgments) - len(ok))]
+        out.append(Section("Judge: grade distribution", "0 unrelated, 1 on topic, 2 partial or buried answer, 3 answers it.",
+                           [svg.counts_bars(items, "judged pairs per grade")], [Table(["grade", "pairs"], [list(i) for i in items])]))
     if inp.coverage:
         counts = Counter((r["coverage"] if r.get("status", "ok") == "ok" else "error") for r in inp.coverage)
-        out.append(_section("Judge: answer coverage per query", ["coverage", "queries"],
-                            [[k, counts.get(k, 0)] for k in ("FULL", "PARTIAL", "NONE", "error")]))
-    if inp.agree:
-        a = inp.agree
+        out.append(Section("Judge: answer coverage per query", "Whether a run's retrieved chunks hold what the answer needs.",
+                           tables=[Table(["coverage", "queries"], [[k, counts.get(k, 0)] for k in ("FULL", "PARTIAL", "NONE", "error")])]))
+    a = inp.agree
+    if a is None and inp.qrels is not None and inp.judgments:
+        from ..metrics.agreement import agree
+        judged = {}
+        for (q, d), g in _judge_grades(inp).items():
+            judged.setdefault(q, {})[d] = g
+        if judged:
+            a = {**agree(inp.qrels, judged).to_dict(), "names": ["people", "LLM judge"]}
+    if a:
+        ref, cand = a.get("names") or ("people", "judge")
         labels = [str(x) for x in a["labels"]]
-        rows = [[g] + row for g, row in zip(labels, a["confusion"])]
-        k = a.get("kappa")
+        k, ci = a.get("kappa"), a.get("kappa_ci")
         kb = (a.get("kappa_binary") or {}).get(">=2")
-        note = (f"{a['pairs']} pairs judged by both. Cohen's kappa {k if k is None else round(k, 3)}; "
-                f"binarised at grade >= 2: {kb if kb is None else round(kb, 3)}; Krippendorff's alpha "
-                f"{a.get('krippendorff_alpha_ordinal') if a.get('krippendorff_alpha_ordinal') is None else round(a['krippendorff_alpha_ordinal'], 3)}.")
+        alpha = a.get("krippendorff_alpha_ordinal")
+        note = (f"{a['pairs']} pairs graded by both. Cohen's kappa {_num(k)}"
+                + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
+                + f"; binarised at grade >= 2: {_num(kb)}; Krippendorff's alpha (ordinal) {_num(alpha)}.")
         if a.get("run_ranking"):
             rr = a["run_ranking"]
-            note += f" Ranking of runs by {rr['metric']}: Kendall's tau {rr['kendall_tau_b']}"
-        ref_name, cand_name = a.get("names") or ("people", "judge")
-        out.append(_section(f"Agreement: {ref_name} (rows) against {cand_name} (columns)",
-                            [f"{ref_name} \\ {cand_name}"] + labels, rows, note))
+            note += f" Ranking of the runs by {rr['metric']}: Kendall's tau {_num(rr.get('kendall_tau_b'))}."
+        plots = [svg.heatmap(labels, labels, a["confusion"], f"{ref} grade", f"{cand} grade")]
+        tables = [Table([f"{ref} \\ {cand}"] + labels, [[g] + list(row) for g, row in zip(labels, a["confusion"])])]
+        dis = a.get("disagreements") or []
+        if dis:
+            tables.append(Table(["query", "chunk", ref, cand, "gap"],
+                                [[d["query_id"], d["doc_id"], d["reference"], d["candidate"], abs(d["reference"] - d["candidate"])]
+                                 for d in dis], queries=[d["query_id"] for d in dis], filter=True))
+        out.append(Section(f"Agreement: {ref} against {cand}", note + (" The widest disagreements follow; click one to open "
+                                                                        "its query." if dis else ""), plots, tables))
     return out
 
 
-def check_sections(inp: ReportInputs, plt) -> list[Section]:
+def check_sections(inp: ReportInputs) -> list[Section]:
     if inp.check is None:
         return []
     s = inp.check["summary"]
     labs = ("correct", "partial", "hallucinated", "abstained")
-    plot = ""
-    if plt is not None:
-        fig, ax = plt.subplots(figsize=(6, 2.6))
-        vals = [s["rates"][lab]["value"] or 0 for lab in labs]
-        lo = [max(0.0, v - (s["rates"][lab]["ci_low"] or 0)) for v, lab in zip(vals, labs)]
-        hi = [max(0.0, (s["rates"][lab]["ci_high"] or 0) - v) for v, lab in zip(vals, labs)]
-        ax.bar(labs, vals, yerr=[lo, hi], capsize=4, color=["#55a868", "#dd8452", "#c44e52", "#8c8c8c"])
-        ax.set_ylim(0, 1)
-        ax.set_ylabel("rate (95% CI)")
-        plot = _svg(fig)
-
-    def fmt(r):
-        return "n/a" if r["value"] is None else f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+    rate = s["rates"]
+    plot = svg.bars_with_intervals([(lab, rate[lab]["value"] or 0.0, rate[lab]["ci_low"], rate[lab]["ci_high"]) for lab in labs],
+                                   "answer labels", "rate (95% interval)")
     words = s["mean_response_words"]
-    rows = [[lab, s["counts"][lab], fmt(s["rates"][lab]), f"{words[lab]:.1f}" if words.get(lab) is not None else ""]
-            for lab in labs]
+    rows = [[lab, s["counts"][lab], _rate(rate[lab]), f"{words[lab]:.1f}" if words.get(lab) is not None else ""] for lab in labs]
     note = (f"{s['graded']} of {s['answers']} answers graded; {s['errors']} not graded (errors, not in the rates: "
-            f"the checks file has each reason). Truthfulness "
-            f"{fmt(s['truthfulness'])}; correct given attempted {fmt(s['correct_given_attempted'])}.")
-    out = [_section("Answers: labels", ["label", "count", "rate [95% CI]", "mean words"], rows, note, plot)]
+            f"the checks file has each reason). Truthfulness {_rate(s['truthfulness'])}; correct given attempted "
+            f"{_rate(s['correct_given_attempted'])}.")
+    out = [Section("Answers: labels", note, [plot], [Table(["label", "count", "rate [95% interval]", "mean words"], rows)])]
     d = inp.check.get("diagnosis")
     if d:
         c = d["cells"]
-
-        def cell(k):
-            return f"{c[k]['count']}" + (f" ({', '.join(c[k]['examples'])})" if c[k]["examples"] else "")
-        rows = [["good retrieval", cell("good_retrieval_good_answer"), cell("good_retrieval_bad_answer")],
-                ["bad retrieval", cell("bad_retrieval_good_answer"), cell("bad_retrieval_bad_answer")]]
-        out.append(_section("Diagnosis: retrieval x answer", ["", "good answer", "bad answer"], rows, d["advice"]))
+        rows, queries = [], []
+        for name, good, bad in (("good retrieval", "good_retrieval_good_answer", "good_retrieval_bad_answer"),
+                                ("bad retrieval", "bad_retrieval_good_answer", "bad_retrieval_bad_answer")):
+            rows.append([name, c[good]["count"], c[bad]["count"], ", ".join(c[bad]["examples"])])
+            queries.append(c[bad]["examples"][0] if c[bad]["examples"] else None)
+        out.append(Section("Diagnosis: retrieval x answer", d["advice"].rstrip(".") + ". Click a row to open its first bad answer.",
+                           tables=[Table(["", "good answer", "bad answer", "bad answers, e.g."], rows, queries=queries)]))
+    h = inp.check.get("human")
+    if h and h.get("pairs"):
+        rows = [[lab, _rate(v["prediction_powered"]), _rate(v["llm_only"]), _rate(v["human_only"])] for lab, v in h["rates"].items()]
+        out.append(Section("Answers: agreement with people",
+                           f"{h['pairs']} answers labelled by people; Cohen's kappa {_num(h.get('kappa'))}. Prediction-powered "
+                           "rates combine every grader label with the people's correction on the labelled subset.",
+                           [svg.heatmap(h["labels"], h["labels"], h["confusion"], "people", "grader")] if h.get("confusion") else [],
+                           [Table(["label", "prediction-powered", "grader only", "people only"], rows)]))
     return out
 
 
-def build_sections(inp: ReportInputs) -> tuple[list[Section], bool]:
-    plt = _plt()
-    sections = retrieval_sections(inp, plt) + compare_section(inp) + judge_sections(inp, plt) + check_sections(inp, plt)
+def generate_sections(inp: ReportInputs) -> list[Section]:
+    g = inp.generate
+    if g is None and not inp.questions:
+        return []
+    if g is None:
+        g = {"accepted": len(inp.questions), "rejected": len(inp.rejects),
+             "delivered": dict(Counter(q.get("difficulty") for q in inp.questions)),
+             "kinds": dict(Counter(q.get("kind") for q in inp.questions)),
+             "styles": dict(Counter(q.get("style") for q in inp.questions)),
+             "reject_reasons": dict(Counter(str(r.get("reason", "")).split(":")[0] for r in inp.rejects))}
+    tables = [Table([what, "questions"], [[str(k), v] for k, v in sorted((g.get(key) or {}).items(), key=lambda x: -x[1])])
+              for what, key in (("difficulty", "delivered"), ("kind", "kinds"), ("style", "styles"))]
+    if g.get("reject_reasons"):
+        tables.append(Table(["reject reason", "candidates"], [[k, v] for k, v in sorted(g["reject_reasons"].items(), key=lambda x: -x[1])]))
+    note = f"{g['accepted']} questions accepted, {g.get('rejected', 0)} candidates rejected."
+    return [Section("Generated set: mix and rejects", note, tables=tables)]
+
+
+# -------------------------------------------------------------------------------- query pages
+
+def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
+    """Per query, what its page shows (only ids and clipped texts; the page is drawn by the script)."""
+    gold = inp.qrels.to_dict() if inp.qrels is not None else {}
+    judged = _judge_grades(inp)
+    ranked = {r.name: r.ranked() for r in inp.runs}
+    ids = set(gold) | {q for rk in ranked.values() for q in rk} | set(inp.answers) | {c["id"] for c in inp.checks} \
+        | set(inp.queries) | {c["query_id"] for c in inp.coverage}
+    if not inp.runs and not gold and not inp.answers and not inp.checks:
+        return {}
+    checks = {c["id"]: c for c in inp.checks}
+    questions = {str(q["id"]): q for q in inp.questions}
+    coverage: dict[str, dict] = {}
+    for c in inp.coverage:
+        coverage.setdefault(c["query_id"], {})[c.get("run") or "run"] = {
+            "label": c.get("coverage") or "error", "error": c.get("error"),
+            "nuggets": [[n["text"], n.get("vital", True), n.get("support")] for n in c.get("nuggets") or []]}
+    pages: dict[str, Any] = {}
+    for q in sorted(ids):
+        a = inp.answers.get(q)
+        page: dict[str, Any] = {"question": inp.queries.get(q) or (a.question if a else None)}
+        if gold.get(q):
+            page["gold"] = sorted(([d, g] for d, g in gold[q].items()), key=lambda x: (-x[1], x[0]))
+        page["runs"] = {name: [[d, gold.get(q, {}).get(d), judged.get((q, d))] for d, _ in rk.get(q, [])[:TOP_SHOWN]]
+                        for name, rk in ranked.items()}
+        if q in per:
+            page["metrics"] = per[q]
+        if q in coverage:
+            page["coverage"] = coverage[q]
+        if a is not None:
+            page["reference"] = a.reference if isinstance(a.reference, str) else " | ".join(a.reference or [])
+            page["response"] = a.response
+        elif q in questions:
+            page["reference"] = questions[q].get("answer")
+        if q in checks:
+            c = checks[q]
+            page["check"] = {k: c.get(k) for k in ("label", "grounded", "rationale", "decided_by", "unsupported_claims",
+                                                   "fault", "error") if c.get(k) not in (None, [], "")}
+        if q in inp.human_labels:
+            page["human_label"] = inp.human_labels[q]
+        pages[q] = page
+    return pages
+
+
+def chunk_texts(inp: ReportInputs, pages: dict[str, Any]) -> dict[str, str]:
+    wanted = {d for p in pages.values() for d, _ in p.get("gold", [])}
+    wanted |= {row[0] for p in pages.values() for rows in p["runs"].values() for row in rows}
+    return {d: _clip(inp.chunks[d].text, TEXT_CLIP) for d in sorted(wanted) if d in inp.chunks}
+
+
+# ------------------------------------------------------------------------------------ assembly
+
+def build_report(inp: ReportInputs, title: str = "ragassay report") -> Report:
+    evals, per = _per_query(inp)
+    pages = query_pages(inp, per)
+    sections = (runs_section(inp, evals) + queries_section(inp, evals, per, pages) + compare_sections(inp, evals)
+                + judge_sections(inp) + check_sections(inp) + generate_sections(inp))
     if not sections:
-        raise InputError("nothing to report: give --qrels and --run, or result files from evaluate, compare, judge or check")
-    return sections, plt is not None
-
-
-CSS = """body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
-main{max-width:1040px;margin:0 auto;padding:24px}h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px}
-section{background:#fff;border:1px solid #e2e5ea;border-radius:8px;padding:16px 18px;margin:16px 0}
-table{border-collapse:collapse;width:100%;font-size:13.5px}th,td{padding:5px 8px;border-bottom:1px solid #eceef2;text-align:left;vertical-align:top}
-th{background:#f1f3f6;position:sticky;top:0}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
-.scroll{overflow-x:auto}.note{color:#4a5363;margin:4px 0 10px}svg{max-width:100%;height:auto}nav a{margin-right:12px}
-.meta{color:#6b7384;font-size:13px}"""
-
-
-def render_html(sections: Sequence[Section], title: str, have_plots: bool) -> str:
-    nav = " ".join(f"<a href='#s{i}'>{html.escape(s.title.split(':')[0])}</a>" for i, s in enumerate(sections))
-    note = "" if have_plots else ("<p class=note>Plots are missing: install matplotlib "
-                                  "(pip install 'ragassay[report]') and run again.</p>")
-    body = "".join(f"<section id='s{i}'><h2>{html.escape(s.title)}</h2>{s.html}</section>" for i, s in enumerate(sections))
-    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width,initial-scale=1'>"
-            f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body><main><h1>{html.escape(title)}</h1>"
-            f"<p class=meta>Made by ragassay. Metrics follow trec_eval's conventions.</p><nav>{nav}</nav>{note}{body}</main></body></html>")
-
-
-def render_markdown(sections: Sequence[Section], title: str) -> str:
-    return f"# {title}\n\n" + "\n\n".join(f"## {s.title}\n\n{s.markdown}".rstrip() for s in sections) + "\n"
+        raise InputError("nothing to report: give --qrels and --run, or result files from evaluate, compare, judge, "
+                         "check or generate")
+    return Report(title, sections, {"runs": [r.name for r in inp.runs], "queries": pages,
+                                    "chunks": chunk_texts(inp, pages) if pages else {}})
 
 
 def write_report(inp: ReportInputs, output: str | Path, fmt: str = "html", title: str = "ragassay report") -> Path:
-    sections, have_plots = build_sections(inp)
-    text = render_html(sections, title, have_plots) if fmt == "html" else render_markdown(sections, title)
+    from ..data.io import write_lines_atomic
+    report = build_report(inp, title)
+    text = render_html(report) if fmt == "html" else render_markdown(report)
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_lines_atomic(out, [text])
     return out
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n].rstrip() + " …"
+
+
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _rate(r: dict) -> str:
+    return "n/a" if r.get("value") is None else f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+

@@ -1,0 +1,100 @@
+"""What a report is made from, read and recognised by content.
+
+Result JSON (evaluate, compare, check, agree, generate: their ``kind`` says which) and JSON Lines
+records (judge's judgments and coverage, check's verdicts, generate's questions and rejects) are
+told apart by their fields; qrels, runs, chunks, queries, answers and people's labels come from
+their own options.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+
+@dataclass
+class ReportInputs:
+    qrels: Any = None
+    runs: list = field(default_factory=list)
+    chunks: dict = field(default_factory=dict)          # id -> Chunk
+    queries: dict[str, str] = field(default_factory=dict)
+    answers: dict[str, Any] = field(default_factory=dict)  # id -> AnswerItem
+    human_labels: dict[str, str] = field(default_factory=dict)
+    evaluate: list[dict] = field(default_factory=list)
+    compare: dict | None = None
+    check: dict | None = None
+    agree: dict | None = None
+    generate: dict | None = None
+    judgments: list[dict] = field(default_factory=list)
+    coverage: list[dict] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)
+    questions: list[dict] = field(default_factory=list)
+    rejects: list[dict] = field(default_factory=list)
+
+
+_RECORD_KINDS = (  # fields that identify a JSON Lines file, most specific first
+    ("judgments", {"query_id", "chunk_id", "grade", "status"}),
+    ("coverage", {"query_id", "coverage", "status"}),
+    ("checks", {"id", "label", "status"}),
+    ("questions", {"id", "question", "answer", "difficulty", "chunk_ids"}),
+    ("rejects", {"reason"}),
+)
+
+
+def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = None, runs: Sequence[str | Path] = (),
+                chunks: str | Path | None = None, queries: str | Path | None = None,
+                answers: str | Path | None = None, human: str | Path | None = None) -> ReportInputs:
+    """Read everything a report can show; each file is checked and named in any error."""
+    from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries, read_run
+    from ..data.results import load_result
+    inp = ReportInputs()
+    if qrels:
+        inp.qrels = read_qrels(qrels)
+    inp.runs = [read_run(r) for r in runs]
+    names = [r.name for r in inp.runs]
+    if len(set(names)) < len(names):
+        raise InputError(f"two runs are named {next(n for n in names if names.count(n) > 1)!r}; give runs with "
+                         "different names", runs[0])
+    if chunks:
+        inp.chunks = {c.id: c for c in read_chunks(chunks)}
+    if queries:
+        inp.queries = read_queries(queries)
+    if answers:
+        from ..stages.check import read_answers
+        inp.answers = {a.id: a for a in read_answers(answers, inp.chunks or None)}
+    if human:
+        from ..stages.check import read_human_labels
+        inp.human_labels = read_human_labels(human)
+    for p in paths:
+        p = Path(p)
+        data = read_bytes_checked(p)
+        try:
+            whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            whole = None
+        if isinstance(whole, dict) and "kind" in whole:
+            result = load_result(p)  # checks kind and version
+            kind = result["kind"]
+            if kind == "evaluate":
+                inp.evaluate.append(result)
+            elif kind in ("compare", "check", "agree", "generate"):
+                setattr(inp, kind, result)
+            else:
+                raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
+                                 "themselves, not the summary", p)
+            continue
+        records = [obj for _, obj in iter_jsonl(data, p)]
+        fields = set(records[0]) if records else set()
+        kind = next((k for k, need in _RECORD_KINDS if need <= fields), None)
+        if kind is None:
+            raise InputError("neither a ragassay result (JSON with a 'kind') nor records the report reads "
+                             "(judgments, coverage, checks, questions or rejects, as JSON Lines)", p)
+        getattr(inp, kind).extend(records)
+    for q in inp.questions:  # a generated set brings its own question texts and reference answers
+        inp.queries.setdefault(str(q["id"]), str(q["question"]))
+    return inp
