@@ -155,3 +155,37 @@ def test_one_dialect_the_same_flag_spelling_works_everywhere(capsys):
     assert sub["agree"].parse_args(["a", "b", "--runs", "x", "y"]).runs == ["x", "y"]
     for name, p in sub.items():  # no formatting artefacts in help
         assert "%%" not in p.format_help(), name
+
+
+def test_every_command_that_prints_a_result_speaks_json(tmp_path, capsys, monkeypatch):
+    """--format json on retrieve, remap, track, report, demo (--copy and a run) and ping: stdout is
+    one JSON document with a kind, and nothing else."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    ev = tmp_path / "ev.json"
+    assert main(["evaluate", QRELS, BM25, "--format", "json"]) == 0
+    ev.write_text(capsys.readouterr().out)
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps({"id": "g1", "question": "How long?", "answer": "30 days", "difficulty": "easy",
+                                     "chunk_ids": ["refund-01"], "evidence": ["within 30 days of delivery"]}) + "\n")
+    commands = {
+        "retrieve": ["retrieve", "--retriever", f"{EXAMPLE / 'retrievers.py'}:tfidf", "--queries",
+                     str(EXAMPLE / "queries.jsonl"), "-o", str(tmp_path / "run.txt")],
+        "remap": ["remap", str(questions), str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "new.qrels")],
+        "track": ["track", str(ev), "--db", str(tmp_path / "h.sqlite")],
+        "report": ["report", str(ev), "-o", str(tmp_path / "r.md")],
+        "demo": ["demo", "--copy", str(tmp_path / "copy")],
+    }
+    with FakeLLM() as server:
+        commands["ping"] = ["ping", "--base-url", server.url, "--model", "m"]
+        for kind, argv in commands.items():
+            assert main(argv + ["--format", "json"]) == 0, kind
+            out = json.loads(capsys.readouterr().out)
+            assert out["kind"] == kind and out["version"] == 1, kind
+    assert main(["report", str(ev), "-o", str(tmp_path / "r2.md"), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["format"] == "markdown"  # from the suffix
+    assert (tmp_path / "r2.md").read_text().startswith("# ragassay report")
+    assert main(["remap", str(questions), str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "n.qrels"),
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["placed"] == 1

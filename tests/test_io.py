@@ -152,3 +152,40 @@ def test_chunks_and_queries(tmp_path):
     q = read_queries(write(tmp_path, "q.jsonl", '{"id": "q1", "question": "how?"}\n{"_id": "q2", "text": "why"}\n'))
     assert q == {"q1": "how?", "q2": "why"}
     assert read_queries(write(tmp_path, "q.tsv", "q1\tfirst query\nq2\tsecond\n")) == {"q1": "first query", "q2": "second"}
+
+
+def _beir_folder(root, splits=("test",)):
+    import json as _json
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text(_json.dumps({"_id": "d1", "title": "T", "text": "refunds take 30 days"}) + "\n"
+                                       + _json.dumps({"_id": "d2", "title": "", "text": "shipping is free"}) + "\n")
+    (root / "queries.jsonl").write_text(_json.dumps({"_id": "q1", "text": "how long for a refund?"}) + "\n")
+    for s in splits:
+        (root / "qrels" / f"{s}.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return root
+
+
+def test_a_beir_folder_is_accepted_where_a_corpus_queries_or_qrels_file_is_expected(tmp_path, capsys):
+    from ragassay.cli import main
+    from ragassay.data.io import read_chunks, read_qrels, read_queries
+    from ragassay.stages.queries import read_query_items
+    folder = _beir_folder(tmp_path / "scifact")
+    assert read_qrels(folder).to_dict() == {"q1": {"d1": 1}}
+    assert [c.id for c in read_chunks(folder)] == ["d1", "d2"]
+    assert read_queries(folder) == {"q1": "how long for a refund?"}
+    assert [q.id for q in read_query_items(folder)] == ["q1"]
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 d2 1 2.0 r\nq1 Q0 d1 2 1.0 r\n")
+    assert main(["evaluate", str(folder), str(run), "-m", "mrr", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["aggregate"]["mrr"] == 0.5
+
+
+def test_a_beir_folder_with_several_splits_asks_which_and_a_plain_folder_is_refused(tmp_path):
+    from ragassay.data.io import read_chunks, read_qrels
+    folder = _beir_folder(tmp_path / "b", splits=("train", "dev"))
+    with pytest.raises(InputError, match=r"several qrels splits and no test.tsv; name one, e.g. .*dev.tsv"):
+        read_qrels(folder)
+    assert read_qrels(folder / "qrels" / "dev.tsv").to_dict() == {"q1": {"d1": 1}}
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(InputError, match="is a directory: expected a chunks file, or a BEIR folder"):
+        read_chunks(tmp_path / "plain")

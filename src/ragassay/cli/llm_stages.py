@@ -25,6 +25,7 @@ def ping(sub: Any) -> None:
                     "instructions) is in use. Exits 2 with the reason when it cannot be used.",
         epilog="Example: ragassay ping --base-url http://localhost:8000/v1 --model qwen2.5-7b-instruct")
     add_llm_options(p, stage=False)
+    add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_ping)
 
 
@@ -33,6 +34,8 @@ def run_ping(args: argparse.Namespace) -> str:
 
     from ..llm.ping import ping
     info = asyncio.run(ping(llm_config(args)))
+    if args.format == "json":
+        return to_json({"kind": "ping", "version": 1, **info, "status": "ok"})
     modes = {"json_schema": "supported (json_schema)",
              "json_object": "json_schema rejected; using JSON mode + validation",
              "prompt": "json_schema and JSON mode rejected; using instructions + validation"}
@@ -366,6 +369,7 @@ def remap(sub: Any) -> None:
     p.add_argument("new_chunks", metavar="NEW_CHUNKS", help="the re-chunked corpus (JSONL)")
     p.add_argument("-o", "--output", required=True, metavar="QRELS", help="TREC qrels for the new chunk ids")
     p.add_argument("--threshold", type=float, default=90.0, help="fuzzy match score needed, 0-100 (default 90)")
+    add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_remap)
 
 
@@ -377,6 +381,10 @@ def run_remap(args: argparse.Namespace) -> str:
     result = remap(questions, read_chunks(args.new_chunks), args.threshold)
     write_qrels(args.output, result.qrels)
     how = Counter(result.how.values())
+    if args.format == "json":
+        return to_json({"kind": "remap", "version": 1, "questions": len(questions), "placed": len(result.placed),
+                        "how": dict(how), "unplaced": result.unplaced, "no_evidence": result.no_evidence,
+                        "output": str(args.output)})
     lines = [f"placed {len(result.placed)} of {len(questions)} questions (" +
              ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + f"); qrels: {args.output}"]
     if result.unplaced:

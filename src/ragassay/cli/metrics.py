@@ -214,6 +214,7 @@ def retrieve(sub: Any) -> None:
     p.add_argument("-k", type=int, default=100, help="results kept per query (default 100)")
     p.add_argument("-o", "--output", required=True, metavar="RUN", help="where to write the TREC run")
     p.add_argument("--name", help="run tag (default: the function's name)")
+    add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_retrieve)
 
 
@@ -233,6 +234,9 @@ def run_retrieve(args: argparse.Namespace) -> str:
     lat = sorted(run.latency_ms.values())
     p50 = lat[len(lat) // 2] if lat else 0.0
     p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else 0.0
+    if args.format == "json":
+        return to_json({"kind": "retrieve", "version": 1, "run": run.name, "queries": len(queries), "results": len(run),
+                        "output": str(out), "latency_ms": {"p50": p50, "p95": p95}, "latency_file": str(lat_path)})
     return (f"wrote {len(run)} results for {len(queries)} queries to {out} "
             f"(latency p50 {p50:.1f} ms, p95 {p95:.1f} ms; per query in {lat_path})")
 

@@ -27,6 +27,7 @@ def demo(sub: Any) -> None:
     p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)")
     p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit")
     add_llm_options(p, stage=False)
+    add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_demo_cmd)
 
 
@@ -34,9 +35,15 @@ def run_demo_cmd(args: argparse.Namespace) -> str:
     from ..product.demo import copy_example, run_demo
     if args.copy:
         files = copy_example(args.copy)
+        if args.format == "json":
+            return to_json({"kind": "demo", "version": 1, "copied": [str(f) for f in files]})
         return f"wrote {len(files)} files of the bundled example to {args.copy}: " + ", ".join(
             str(f.relative_to(args.copy)) for f in files)
-    done = run_demo(args.out, args.data, llm_config(args), log=lambda m: print(m, flush=True))
+    quiet = args.format == "json"  # stdout is the JSON alone; progress goes to stderr
+    done = run_demo(args.out, args.data, llm_config(args),
+                    log=lambda m: print(m, flush=True, file=sys.stderr if quiet else sys.stdout))
+    if quiet:
+        return to_json({"kind": "demo", "version": 1, **done})
     lines = []
     if done["skipped"]:
         lines.append("skipped (no LLM endpoint configured): " + ", ".join(done["skipped"]))
@@ -69,8 +76,10 @@ def report(sub: Any) -> None:
     p.add_argument("--answers", metavar="FILE", help="the answers that were checked: reference and system answer")
     p.add_argument("--human", metavar="FILE", help="people's answer labels (JSONL: id, label)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report")
-    p.add_argument("--format", choices=("html", "markdown"), default="html",
-                   help="html (default) or markdown for a pull-request comment")
+    p.add_argument("--format", choices=("html", "markdown", "json"), default=None,
+                   help="the report's format: html, or markdown for a pull-request comment (default: from the "
+                        "output's suffix, .md is markdown, else html); json writes the report by its suffix and "
+                        "prints a JSON summary")
     p.add_argument("--title", default="ragassay report", help="report title")
     p.set_defaults(handler=run_report)
 
@@ -81,7 +90,12 @@ def run_report(args: argparse.Namespace) -> str:
         raise UsageError("--qrels and --run go together (or give result files)")
     inputs = load_inputs(args.files, qrels=args.qrels, runs=args.run, chunks=args.chunks, queries=args.queries,
                          answers=args.answers, human=args.human)
-    path = write_report(inputs, args.output, args.format, args.title)
+    file_format = args.format if args.format in ("html", "markdown") else \
+        ("markdown" if Path(args.output).suffix.lower() in (".md", ".markdown") else "html")
+    path = write_report(inputs, args.output, file_format, args.title)
+    if args.format == "json":
+        return to_json({"kind": "report", "version": 1, "output": str(path), "format": file_format,
+                        "bytes": path.stat().st_size})
     return f"report: {path}"
 
 
@@ -97,6 +111,7 @@ def track(sub: Any) -> None:
     p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)")
     p.add_argument("--label", help="a name for this result (e.g. the branch or the config)")
     p.add_argument("--run", help="for compare results: which run's metrics to track (default: the last)")
+    add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_track)
 
 
@@ -108,6 +123,9 @@ def run_track(args: argparse.Namespace) -> str:
     h = History(args.db)
     rid = h.add(kind, metrics, args.label, str(args.result), data.get("settings"), git_commit())
     h.close()
+    if args.format == "json":
+        return to_json({"kind": "track", "version": 1, "id": rid, "result_kind": kind, "metrics": metrics,
+                        "label": args.label, "db": str(args.db)})
     return f"tracked result #{rid} ({kind}, {len(metrics)} metrics) in {args.db}"
 
 

@@ -56,6 +56,31 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     return data
 
 
+BEIR_FILES = {"chunks": "corpus.jsonl", "queries": "queries.jsonl"}
+
+
+def dataset_member(path: str | Path, role: Literal["qrels", "chunks", "queries"]) -> str | Path:
+    """``path`` itself, or when it is a BEIR dataset folder, the file in it that plays ``role``:
+    corpus.jsonl for chunks, queries.jsonl for queries, qrels/test.tsv (or the only split) for qrels."""
+    p = Path(path)
+    if str(path) == "-" or not p.is_dir():
+        return path
+    if role == "qrels":
+        splits = sorted((p / "qrels").glob("*.tsv")) if (p / "qrels").is_dir() else []
+        if (p / "qrels" / "test.tsv").exists():
+            return p / "qrels" / "test.tsv"
+        if len(splits) == 1:
+            return splits[0]
+        if splits:
+            raise InputError(f"a BEIR folder with several qrels splits and no test.tsv; name one, e.g. {splits[0]}", p)
+    else:
+        for name in (BEIR_FILES[role], BEIR_FILES[role] + ".gz"):
+            if (p / name).is_file():
+                return p / name
+    raise InputError(f"is a directory: expected a {role} file, or a BEIR folder (corpus.jsonl, queries.jsonl, "
+                     "qrels/test.tsv)", p)
+
+
 @lru_cache(maxsize=1)
 def _stdin_bytes() -> bytes:
     import sys
@@ -119,8 +144,10 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     """Read relevance judgments: TREC (``qid 0 docid grade``), JSONL or BEIR TSV.
 
     JSONL lines carry ``query_id``, ``chunk_id`` (or ``doc_id``) and an integer ``grade``
-    (``relevance`` is accepted too). Grades are integers; negative grades mean non-relevant.
+    (``relevance`` is accepted too). Grades are integers; negative grades mean non-relevant. A BEIR
+    folder gives its qrels/test.tsv.
     """
+    path = dataset_member(path, "qrels")
     data = read_bytes_checked(path)
     fmt = _resolve_format(data, path, "qrels", format)
     if fmt == "trec":
@@ -307,8 +334,9 @@ def _beir_id(obj: dict[str, Any], no: int = 0) -> dict[str, Any]:
 
 
 def read_chunks(path: str | Path) -> list[Any]:
-    """Read chunks (``id``, ``text``, ...) from JSONL; BEIR corpus lines (``_id``) are accepted."""
+    """Read chunks (``id``, ``text``, ...) from JSONL; BEIR corpus lines (``_id``) and folders are accepted."""
     from .records import Chunk
+    path = dataset_member(path, "chunks")
     return [c for _, c in read_records(path, Chunk, "chunk", _beir_id)]
 
 
@@ -316,8 +344,10 @@ def read_queries(path: str | Path) -> dict[str, str]:
     """Read queries as ``{query id: text}``.
 
     Accepts JSONL with ``id``/``query_id``/``_id`` and ``question``/``query``/``text`` (so a
-    questions file from ``generate`` works as is), or TSV lines ``id<TAB>text``.
+    questions file from ``generate`` works as is), or TSV lines ``id<TAB>text``; a BEIR folder gives
+    its queries.jsonl.
     """
+    path = dataset_member(path, "queries")
     data = read_bytes_checked(path)
     out: dict[str, str] = {}
     line, _ = _first_line(data)

@@ -44,7 +44,8 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
     """Queries as ``{id, text}`` lines or TSV, a questions.jsonl from generate (its answers become
     the note on what a good answer contains), or TREC-style topics with ``description`` and
     ``narrative``."""
-    from ..data.io import check_id, iter_jsonl, read_bytes_checked, read_queries
+    from ..data.io import check_id, dataset_member, iter_jsonl, read_bytes_checked, read_queries
+    path = dataset_member(path, "queries")
     data = read_bytes_checked(path).lstrip()
     if not data.startswith(b"{"):
         return [QueryItem(q, t) for q, t in read_queries(path).items()]
