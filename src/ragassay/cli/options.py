@@ -23,9 +23,9 @@ def add_metric_options(p: argparse.ArgumentParser, default_note: str) -> None:
                         "trec_eval it does not change NDCG gains)")
     p.add_argument("--gain", choices=("linear", "exponential"), default="linear",
                    help="NDCG gain: the grade (linear, trec_eval's) or 2^grade-1 (default linear)")
-    p.add_argument("--qrels-format", choices=("auto", "trec", "jsonl", "beir"), default="auto",
+    p.add_argument("--qrels-format", choices=("auto", "trec", "trec3", "jsonl", "beir"), default="auto",
                    help="qrels file format (default: detected from the content)")
-    p.add_argument("--run-format", choices=("auto", "trec", "jsonl", "beir"), default="auto",
+    p.add_argument("--run-format", choices=("auto", "trec", "trec3", "jsonl", "beir"), default="auto",
                    help="run file format (default: detected from the content)")
     p.add_argument("--dedupe", action="store_true",
                    help="a document listed twice for one query keeps its highest score (default: error)")

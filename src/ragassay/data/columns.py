@@ -88,9 +88,14 @@ def mix(h: np.ndarray, codes: np.ndarray) -> np.ndarray:
 Converter = Callable[[np.ndarray, np.ndarray, "str | Path"], np.ndarray]
 
 
+MAX_FIELD_BYTES = 4096  # an id or number longer than this is not one: the file is not what it claims
+
+
 def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tuple[int, Converter | None]],
-                 skip_lines: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
-    """Split a whitespace-separated file whose lines all have ``ncols`` fields into columns.
+                 skip_lines: int = 0, max_cols: int | None | bool = False) -> tuple[list[np.ndarray], np.ndarray]:
+    """Split a whitespace-separated file whose lines all have ``ncols`` fields into columns
+    (``max_cols``: lines may have from ``ncols`` up to this many fields, None for any number; the
+    fields past ``ncols`` are ignored).
 
     ``wanted`` lists (column index, converter): with no converter the column comes back as a
     zero-padded ``S`` array, otherwise as ``converter(S array, line numbers, path)``. Also returns
@@ -99,6 +104,7 @@ def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tup
     blocks processed on two threads (numpy releases the GIL for most of the work).
     """
     n = len(data)
+    most = ncols if max_cols is False else max_cols
     buf_all = np.frombuffer(data, dtype=np.uint8)
     pos, line_no = 0, 1
     for _ in range(skip_lines):
@@ -125,10 +131,18 @@ def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tup
         edges = np.flatnonzero(np.diff(padded))  # alternating token starts and ends
         newlines = np.flatnonzero(buf == 10)
         row_lines = _row_lines(edges[0::2], newlines, ncols)
-        if row_lines is None:
+        if row_lines is not None:
+            starts, ends = edges[0::2].reshape(-1, ncols), edges[1::2].reshape(-1, ncols)
+        elif most != ncols:
+            starts, ends, row_lines = _variable_rows(edges[0::2], edges[1::2], newlines, ncols, most, buf, path, first_line)
+        else:
             _raise_bad_line(buf, edges[0::2], newlines, ncols, path, first_line)
-        starts, ends = edges[0::2].reshape(-1, ncols), edges[1::2].reshape(-1, ncols)
         lines = first_line + row_lines
+        for c, _ in wanted:
+            long = np.flatnonzero(ends[:, c] - starts[:, c] > MAX_FIELD_BYTES)
+            if len(long):
+                raise InputError(f"a field of {int(ends[long[0], c] - starts[long[0], c])} bytes: not an id or a "
+                                 "number (is this the right file?)", path, int(lines[long[0]]))
         tail = buf_all[start:]
         cols = []
         for c, convert in wanted:
@@ -173,6 +187,25 @@ def _row_lines(starts: np.ndarray, newlines: np.ndarray, ncols: int) -> np.ndarr
     if len(first) > 1 and not bool(np.all(first[1:] > first[:-1])):
         return None
     return first
+
+
+def _variable_rows(tok_starts: np.ndarray, tok_ends: np.ndarray, newlines: np.ndarray, ncols: int,
+                   most: int | None, buf: np.ndarray, path: str | Path, line_no: int):
+    """Rows of lines with ``ncols`` to ``most`` fields: the first ``ncols`` fields of each."""
+    token_line = np.searchsorted(newlines, tok_starts)
+    first = np.flatnonzero(np.r_[True, token_line[1:] != token_line[:-1]]) if len(token_line) else np.zeros(0, np.int64)
+    counts = np.diff(np.r_[first, len(token_line)])
+    bad = np.flatnonzero((counts < ncols) | ((counts > most) if most is not None else False))
+    if len(bad):
+        i = int(token_line[first[bad[0]]])
+        lo = 0 if i == 0 else int(newlines[i - 1]) + 1
+        hi = int(newlines[i]) if i < len(newlines) else len(buf)
+        text = bytes(buf[lo:hi]).decode("utf-8", "replace").strip()
+        want = f"{ncols} or more" if most is None else f"{ncols} to {most}"
+        raise InputError(f"expected {want} whitespace-separated columns, found {int(counts[bad[0]])}: {text[:120]!r}",
+                         path, line_no + i)
+    take = first[:, None] + np.arange(ncols)
+    return tok_starts[take], tok_ends[take], token_line[first]
 
 
 def _raise_bad_line(buf: np.ndarray, starts: np.ndarray, newlines: np.ndarray, ncols: int,

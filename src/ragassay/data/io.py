@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -20,8 +21,14 @@ from .columns import factorize, parse_floats, read_columns
 from ..errors import InputError, OutputError
 from .tables import Qrels, Run, encode_ids, query_codes
 
-QrelsFormat = Literal["auto", "trec", "jsonl", "beir"]
-RunFormat = Literal["auto", "trec", "jsonl", "beir"]
+QrelsFormat = Literal["auto", "trec", "trec3", "jsonl", "beir"]
+RunFormat = Literal["auto", "trec", "trec3", "jsonl", "beir"]
+# A first line made only of these words is a header, whatever the format: skipped, never a row.
+HEADER_WORDS = frozenset({"query-id", "corpus-id", "score", "query_id", "qid", "queryid", "query", "docid",
+                          "doc_id", "docno", "doc", "document", "chunk_id", "corpus_id", "iter", "iteration",
+                          "q0", "rank", "tag", "run", "relevance", "rel", "grade", "label", "judgment",
+                          "judgement", "sim", "similarity"})
+GRADE_LIMIT = 2**31 - 1  # grades beyond this are not grades (and would overflow as int64 sums)
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 
@@ -53,6 +60,12 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
         raise InputError("a binary file, expected text (JSON Lines, TREC or TSV)", p)
     if not allow_empty and (not data or data.isspace()):  # (isspace scans without copying a large file)
         raise InputError("file is empty", p)
+    if not data.isascii():  # one C-speed scan; decode only files that have non-ASCII bytes
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"not valid UTF-8 text (byte 0x{data[e.start]:02x}); save the file as UTF-8", p,
+                             data.count(b"\n", 0, e.start) + 1) from None
     return data
 
 
@@ -96,34 +109,56 @@ def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -
     return text
 
 
-def _first_line(data: bytes) -> tuple[str, int]:
-    """The first non-blank line (decoded, stripped) and its 1-based number."""
-    for no, raw in enumerate(data.split(b"\n", 200)[:200], start=1):
-        if raw.strip():
+def _first_line(data: bytes, after: int = 0) -> tuple[str, int]:
+    """The first line past line ``after`` that is neither blank nor a ``#`` comment (decoded,
+    stripped), and its number. Reads only the head of the file."""
+    end = data.find(b"\n", 1 << 16)
+    head = data if end < 0 else data[:end]
+    for no, raw in enumerate(head.split(b"\n"), start=1):
+        text = raw.strip()
+        if no > after and text and not text.startswith(b"#"):
             return raw.decode("utf-8", "replace").strip(), no
     return "", 1
 
 
+def blank_comments(data: bytes) -> bytes:
+    """``#`` comment lines (as trec_eval 10 skips them) turned into blank lines of the same length,
+    so every other line keeps its number and offset."""
+    if not (data.startswith(b"#") or b"\n#" in data or re.search(rb"\n[ \t]+#", data)):
+        return data
+    return re.sub(rb"(?m)^[ \t]*#[^\n]*", lambda m: b" " * len(m.group()), data)
+
+
+def header_line(data: bytes) -> int:
+    """The number of the header line (0 when there is none): a first line made only of header
+    words (``query-id corpus-id score``, ``qid docid rel``), never a row that merely fails to parse."""
+    line, no = _first_line(data)
+    fields = line.lower().split()
+    return no if fields and all(f in HEADER_WORDS for f in fields) else 0
+
+
 def detect_format(data: bytes, kind: str) -> str:
-    """Guess ``trec``, ``jsonl`` or ``beir`` for a qrels or run file from its first line."""
-    line, _ = _first_line(data)
+    """Guess ``trec``, ``trec3``, ``beir`` or ``jsonl`` for a qrels or run file from its first lines."""
+    line, no = _first_line(data)
     if line.startswith("{"):
         return "jsonl"
+    header = header_line(data)
+    if header:
+        line = _first_line(data, after=header)[0]
     fields = line.split()
-    if tuple(f.lower() for f in line.split("\t")) == BEIR_HEADER or (
-            len(fields) == 3 and fields[0].lower() in ("query-id", "query_id", "qid")):
-        return "beir"
-    expected = 6 if kind == "run" else 4
-    if len(fields) == expected:
+    if len(fields) == 3:
+        return "beir" if header else "trec3"
+    if kind == "run" and len(fields) >= 5 or kind == "qrels" and len(fields) == 4:
         return "trec"
     other = "run" if kind == "qrels" else "qrels"
     hint = ""
     if len(fields) == (4 if kind == "run" else 6):
         hint = f" (this looks like a {other} file: are the arguments in the right order?)"
+    shape = "qid Q0 docid rank score [tag]" if kind == "run" else "qid 0 docid grade"
     raise InputError(
-        f"cannot tell the format of this {kind} file from its first line {line[:100]!r}: expected "
-        f"TREC ({expected} columns), JSON Lines or BEIR TSV with a header{hint}; pass --{kind}-format "
-        "to say which", None)
+        f"cannot tell the format of this {kind} file from its line {line[:100]!r}: expected TREC "
+        f"({shape}), three columns (qid docid {'score' if kind == 'run' else 'grade'}, with or without a "
+        f"header), JSON Lines or BEIR TSV{hint}; pass --{kind}-format to say which", None)
 
 
 def _resolve_format(data: bytes, path: str | Path, kind: str, format: str) -> str:
@@ -148,13 +183,12 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     folder gives its qrels/test.tsv.
     """
     path = dataset_member(path, "qrels")
-    data = read_bytes_checked(path)
+    data = blank_comments(read_bytes_checked(path))
     fmt = _resolve_format(data, path, "qrels", format)
     if fmt == "trec":
-        return _read_columns_qrels(data, path, ncols=4, q_col=0, d_col=2, g_col=3, skip=0)
-    if fmt == "beir":
-        _, header_line = _first_line(data)
-        return _read_columns_qrels(data, path, ncols=3, q_col=0, d_col=1, g_col=2, skip=header_line)
+        return _read_columns_qrels(data, path, ncols=4, q_col=0, d_col=2, g_col=3, skip=header_line(data))
+    if fmt in ("beir", "trec3"):
+        return _read_columns_qrels(data, path, ncols=3, q_col=0, d_col=1, g_col=2, skip=header_line(data))
     if fmt == "jsonl":
         rows = []
         for no, obj in iter_jsonl(data, path):
@@ -163,11 +197,14 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
             g = _field(obj, ("grade", "relevance"), path, no)
             if g is None:
                 continue  # a failed judgment (status: error) carries no grade
-            if isinstance(g, bool) or not isinstance(g, (int, float)) or g != int(g):
+            if isinstance(g, bool) or not isinstance(g, (int, float)) or g != g or g in (float("inf"), float("-inf")) \
+                    or g != int(g):
                 raise InputError(f"grade must be an integer, got {g!r}", path, no)
+            if abs(g) > GRADE_LIMIT:
+                raise InputError(f"grade {g} is out of range (at most {GRADE_LIMIT} either side of 0)", path, no)
             rows.append((check_id(q, "query id", path, no), check_id(d, "chunk id", path, no), int(g), no))
         return _qrels_from_rows(rows, path)
-    raise InputError(f"unknown qrels format {format!r}: use trec, jsonl or beir", path)
+    raise InputError(f"unknown qrels format {format!r}: use trec, trec3, jsonl or beir", path)
 
 
 def _qrels_from_rows(rows: list[tuple[str, str, int, int]], path: str | Path) -> Qrels:
@@ -198,16 +235,30 @@ def _parse_scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nd
 
 
 def _parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
+    if col.dtype.itemsize > 8:  # a field of 9+ bytes: may be too big for a grade (numpy would wrap it)
+        long = np.flatnonzero(np.char.str_len(col) > 10)
+        if len(long):
+            i = int(long[0])
+            raise InputError(f"grade {col[i].decode('utf-8', 'replace')!r} is out of range (at most {GRADE_LIMIT} "
+                             "either side of 0)", path, int(lines[i]))
     try:
-        return col.astype(np.int64)
+        values = col.astype(np.int64)
     except (ValueError, OverflowError):
-        pass
+        values = None
+    if values is not None:
+        big = np.flatnonzero(np.abs(values) > GRADE_LIMIT)
+        if len(big):
+            i = int(big[0])
+            raise InputError(f"grade {int(values[i])} is out of range (at most {GRADE_LIMIT} either side of 0)",
+                             path, int(lines[i]))
+        return values
     values = parse_floats(col, lines, path, "grade")
-    bad = np.flatnonzero(values != np.round(values))
+    bad = np.flatnonzero((values != np.round(values)) | (np.abs(values) > GRADE_LIMIT))
     if len(bad):
         i = int(bad[0])
-        raise InputError(f"grade must be an integer, got {col[i].decode('utf-8', 'replace')!r}",
-                         path, int(lines[i]))
+        text = col[i].decode('utf-8', 'replace')
+        raise InputError(f"grade {text!r} is out of range (at most {GRADE_LIMIT} either side of 0)"
+                         if abs(values[i]) > GRADE_LIMIT else f"grade must be an integer, got {text!r}", path, int(lines[i]))
     return values.astype(np.int64)
 
 
@@ -224,17 +275,19 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     ``dedupe`` is true, which keeps its highest score. ``name`` defaults to the TREC tag or the
     file name.
     """
-    data = read_bytes_checked(path)
+    data = blank_comments(read_bytes_checked(path))
     fmt = _resolve_format(data, path, "run", format)
     default_name = "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
-    if fmt in ("trec", "beir"):
+    if fmt in ("trec", "trec3", "beir"):
         trec = fmt == "trec"
-        skip = 0 if trec else _first_line(data)[1]
-        first_fields = _first_line(data)[0].split()
-        tag = first_fields[5] if trec and len(first_fields) == 6 else None
+        skip = header_line(data)
+        first_fields = _first_line(data, after=skip)[0].split()
+        tag = first_fields[5] if trec and len(first_fields) >= 6 else None
+        # TREC: qid Q0 docid rank score, then the tag (optional) and any fields after it (ignored)
         (qcol, docs, scores), lines = read_columns(
-            data, 6 if trec else 3, path,
-            [(0, None), (2 if trec else 1, None), (4 if trec else 2, _parse_scores)], skip_lines=skip)
+            data, 5 if trec else 3, path,
+            [(0, None), (2 if trec else 1, None), (4 if trec else 2, _parse_scores)], skip_lines=skip,
+            max_cols=None if trec else 3)
         del data  # the columns are copies: free the file's bytes before the next steps
         if not len(lines):
             raise InputError("no results in file", path)
@@ -258,7 +311,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
                   np.array([r[2] for r in rows]), name or default_name, str(path))
         lines = np.array([r[3] for r in rows], dtype=np.int64)
     else:
-        raise InputError(f"unknown run format {format!r}: use trec, jsonl or beir", path)
+        raise InputError(f"unknown run format {format!r}: use trec, trec3, jsonl or beir", path)
     return run.deduplicated() if dedupe else run.checked(lines)
 
 

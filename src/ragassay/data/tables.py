@@ -153,7 +153,11 @@ class Run:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Mapping[str, float]], name: str = "run") -> Run:
-        return cls.from_rows(((q, doc, s) for q, docs in d.items() for doc, s in docs.items()), name)
+        """A run from ``{query: {doc: score}}``; a query with an empty ranking stays a query of the run."""
+        run = cls.from_rows(((q, doc, s) for q, docs in d.items() for doc, s in docs.items()), name)
+        known = set(run.queries)
+        run.queries = run.queries + [str(q) for q in d if str(q) not in known]
+        return run
 
     def checked(self, lines: np.ndarray | None = None) -> Run:
         """Raise on a document listed twice for one query (trec_eval refuses such runs)."""

@@ -110,13 +110,26 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
         raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
 
     rows = rank_rows(qrels, run)
+    judged_queries = {q: i for i, q in enumerate(qrels.queries)}
+    if not len(rows.query_index) and not any(q in judged_queries for q in run.queries):
+        from ..errors import InputError
+        raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
+                         f"ids ({_sample(run.queries)}) and the qrels' ({_sample(qrels.queries)}) do not overlap",
+                         run.source or qrels.source)
     stats = _QueryStats(qrels, rows, relevance_level, gain)
     n = len(rows.query_index)
     values = {str(m): _compute(m, rows, stats, n) for m in measures}
 
     qids = [qrels.queries[i] for i in rows.query_index.tolist()]
     present = set(rows.query_index.tolist())
-    missing_ids = [q for i, q in enumerate(qrels.queries) if i not in present]
+    # a query the run holds with an empty ranking was asked and answered with nothing: it scores 0
+    # whatever the missing policy (as ranx counts it), unlike a query the run never mentions
+    asked = [q for q in run.queries if q in judged_queries]
+    empty_ids = {q for q in asked if judged_queries[q] not in present} if len(asked) > len(present) else set()
+    if empty_ids:
+        qids = qids + sorted(empty_ids)
+        values = {k: np.concatenate([v, np.zeros(len(empty_ids))]) for k, v in values.items()}
+    missing_ids = [q for i, q in enumerate(qrels.queries) if i not in present and q not in empty_ids]
     if missing == "zero" and missing_ids:
         qids = qids + missing_ids
         values = {k: np.concatenate([v, np.zeros(len(missing_ids))]) for k, v in values.items()}
@@ -130,6 +143,10 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     no_relevant = [q for q, nr in zip(qrels.queries, no_rel_mask.tolist()) if nr and q in evaluated]
     return Evaluation(run.name, list(measures), queries, values, rows.run_only, missing_ids,
                       sorted(no_relevant), missing, int(relevance_level), gain)
+
+
+def _sample(ids: list[str]) -> str:
+    return ", ".join(repr(q) for q in ids[:3]) + (", ..." if len(ids) > 3 else "") if ids else "none"
 
 
 class _QueryStats:
