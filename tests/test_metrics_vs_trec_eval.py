@@ -20,13 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragassay
+from ragassay.metrics.measures import parse_measure
 from ragassay.data.tables import Qrels, Run
 
 FAMILIES = {"P", "recall", "ndcg_cut", "map_cut", "success", "ndcg", "recip_rank", "map", "Rprec",
-            "set_P", "set_recall", "set_F"}
+            "set_P", "set_recall", "set_F", "bpref"}
 FAMILY_NAMES = {"P": "p", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map", "success": "hit_rate"}
 PLAIN_NAMES = {"ndcg": "ndcg", "recip_rank": "mrr", "map": "map", "Rprec": "r_precision",
-               "set_P": "set_p", "set_recall": "set_recall", "set_F": "set_f1"}
+               "set_P": "set_p", "set_recall": "set_recall", "set_F": "set_f1", "bpref": "bpref"}
 
 
 def ours_name(trec_name: str) -> str:
@@ -75,6 +76,23 @@ def check_against_trec_eval(qrels, run, level: int) -> None:
 def test_per_query_values_equal_trec_eval(data, level):
     qrels, run = data
     check_against_trec_eval(qrels, run, level)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graded_data(), st.sampled_from([2, 3]))
+def test_a_measure_with_its_own_relevance_level_equals_trec_eval_at_that_level(data, rel):
+    """P(rel=2)@5 in an evaluation at level 1 is trec_eval's P_5 with -l 2 (ir_measures' syntax)."""
+    qrels, run = data
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"P", "recall", "map", "recip_rank", "bpref", "Rprec", "success"},
+                                         relevance_level=rel).evaluate(run)
+    pairs = {f"P(rel={rel})@5": "P_5", f"recall(rel={rel})@10": "recall_10", f"AP(rel={rel})": "map",
+             f"RR(rel={rel})": "recip_rank", f"bpref(rel={rel})": "bpref", f"Rprec(rel={rel})": "Rprec",
+             f"success(rel={rel})@5": "success_5"}
+    ours = ragassay.evaluate(Qrels.from_dict(qrels), Run.from_dict(run), list(pairs), relevance_level=1)
+    for qid, values in ref.items():
+        for name, trec in pairs.items():
+            got = ours.per_query[qid][str(parse_measure(name))]
+            assert math.isclose(got, values[trec], rel_tol=0, abs_tol=1e-9), (qid, name, got, values[trec])
 
 
 def test_larger_random_run_equals_trec_eval():

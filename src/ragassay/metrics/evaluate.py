@@ -116,9 +116,14 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
                          f"ids ({_sample(run.queries)}) and the qrels' ({_sample(qrels.queries)}) do not overlap",
                          run.source or qrels.source)
-    stats = _QueryStats(qrels, rows, relevance_level, gain)
+    levels: dict[int, _QueryStats] = {}
+
+    def stats(level: int) -> _QueryStats:
+        if level not in levels:
+            levels[level] = _QueryStats(qrels, rows, level, gain)
+        return levels[level]
     n = len(rows.query_index)
-    values = {str(m): _compute(m, rows, stats, n) for m in measures}
+    values = {str(m): _compute(m, rows, stats(relevance_level if m.rel is None else m.rel), n) for m in measures}
 
     qids = [qrels.queries[i] for i in rows.query_index.tolist()]
     present = set(rows.query_index.tolist())
@@ -138,7 +143,7 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     idx = np.array(order, dtype=np.int64)
     values = {k: v[idx] for k, v in values.items()}
 
-    no_rel_mask = stats.num_rel_all == 0
+    no_rel_mask = stats(relevance_level).num_rel_all == 0
     evaluated = set(queries)
     no_relevant = [q for q, nr in zip(qrels.queries, no_rel_mask.tolist()) if nr and q in evaluated]
     return Evaluation(run.name, list(measures), queries, values, rows.run_only, missing_ids,
@@ -158,6 +163,7 @@ class _QueryStats:
         self.num_rel_all = np.bincount(qrels.qidx, weights=qrels.grades >= level, minlength=nq)
         self.num_rel = self.num_rel_all[rows.query_index]
         self.rel = rows.judged & (rows.grade >= level)
+        self.level = level
         self._cache: dict = {}
 
     def gains(self, grades: np.ndarray) -> np.ndarray:
@@ -237,9 +243,51 @@ def _compute(m: Measure, rows: RankedRows, s: _QueryStats, n: int) -> np.ndarray
         return _ratio(np.bincount(rows.group, weights=w, minlength=n), s.ideal_dcg(k))
     if name == "r_precision":
         return _ratio(_count(rows, s.rel & (rows.rank < s.num_rel[rows.group]), n), s.num_rel)
+    if name == "hits":
+        return _count(rows, s.rel & in_k, n)
+    if name == "judged":  # over what was retrieved in the top k (a run shorter than k is not penalised)
+        return _ratio(_count(rows, rows.judged & in_k, n), _count(rows, in_k, n))
+    if name == "bpref":
+        return _bpref(rows, s, n)
+    if name == "err":
+        return _err(rows, in_k, n)
     if name in ("set_p", "set_recall", "set_f1"):
         hits = _count(rows, s.rel, n)
         p = _ratio(hits, np.bincount(rows.group, minlength=n).astype(np.float64))
         r = _ratio(hits, s.num_rel)
         return {"set_p": p, "set_recall": r, "set_f1": _harmonic(p, r)}[name]
     raise AssertionError(f"no implementation for {m}")  # every parsed name is handled above
+
+
+def _bpref(rows: RankedRows, s: _QueryStats, n: int) -> np.ndarray:
+    """trec_eval's bpref: each relevant retrieved document loses the share of judged non-relevant
+    documents ranked above it (at most R of them, out of min(R, N))."""
+    q = s.qrels
+    judged_nonrel = (q.grades < s.level) & (q.grades >= 0)
+    num_nonrel = np.bincount(q.qidx, weights=judged_nonrel, minlength=len(q.queries))[rows.query_index]
+    nonrel_row = rows.judged & (rows.grade < s.level) & (rows.grade >= 0)
+    c = np.cumsum(nonrel_row)
+    first_row = np.arange(len(c)) - rows.rank
+    above = c - nonrel_row - np.r_[0, c][first_row]  # judged non-relevant rows ranked above this one
+    R, N = s.num_rel[rows.group], num_nonrel[rows.group]
+    denom = np.minimum(R, N)
+    penalty = np.zeros(len(c))
+    np.divide(np.minimum(above, R), denom, out=penalty, where=(above > 0) & (denom > 0))
+    total = np.bincount(rows.group, weights=np.where(s.rel, 1.0 - penalty, 0.0), minlength=n)
+    return _ratio(total, s.num_rel)
+
+
+ERR_MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: the stop probability of a grade g is (2^g - 1) / 2^4
+
+
+def _err(rows: RankedRows, in_k: np.ndarray, n: int) -> np.ndarray:
+    """Expected reciprocal rank as gdeval computes it: sum over ranks of r_i / i times the chance
+    the user did not stop earlier, r = (2^grade - 1) / 16, grades below 0 as 0 and above 4 as 4."""
+    g = np.clip(np.where(rows.judged, rows.grade, 0), 0, ERR_MAX_GRADE).astype(np.float64)
+    r = (np.exp2(g) - 1.0) / 2.0 ** ERR_MAX_GRADE
+    keep = np.log1p(-np.where(in_k, r, 0.0))  # log of the chance of going on past each row
+    c = np.cumsum(keep)
+    first_row = np.arange(len(c)) - rows.rank
+    before = c - keep - np.r_[0.0, c][first_row]  # log P(not stopped above this row)
+    w = np.where(in_k, r * np.exp(before) / (rows.rank + 1.0), 0.0)
+    return np.bincount(rows.group, weights=w, minlength=n)

@@ -1,7 +1,8 @@
 """Metric names: a small value object with one canonical spelling per measure.
 
 ``parse_measure`` accepts our names (``ndcg@10``), trec_eval's (``ndcg_cut_10``, ``P_5``,
-``recip_rank``), pytrec_eval's (``P.5``) and ir_measures' (``nDCG@10``, ``RR@10``, ``AP``),
+``recip_rank``), pytrec_eval's (``P.5``), ir_measures' (``nDCG@10``, ``RR@10``, ``AP``, with a
+relevance level of its own: ``P(rel=2)@5``) and ranx's (``r-precision``, ``hits@5``),
 case-insensitively, and maps each to the canonical form, so ``P_5``, ``P@5`` and ``p@5`` are the
 same measure and print as ``p@5``.
 """
@@ -26,7 +27,17 @@ MEASURES: dict[str, tuple[str, str]] = {
     "set_p": ("none", "relevant retrieved / retrieved, over everything retrieved"),
     "set_recall": ("none", "relevant retrieved / relevant judged, over everything retrieved"),
     "set_f1": ("none", "harmonic mean of set_p and set_recall"),
+    "hits": ("optional", "number of relevant documents in the top k (ranx's hits)"),
+    "judged": ("optional", "share of the retrieved top k that has a judgment, any grade (ir_measures' "
+                           "Judged@k): the holes an LLM judge leaves"),
+    "bpref": ("none", "binary preference: relevant documents ranked above judged non-relevant ones "
+                      "(trec_eval's bpref; unjudged documents are ignored)"),
+    "err": ("optional", "expected reciprocal rank (gdeval's: stop probability (2^grade-1)/16, grades capped at 4)"),
 }
+
+# measures whose relevant/non-relevant split can be set per measure, as in P(rel=2)@5
+TAKES_REL = frozenset({"p", "recall", "f1", "hit_rate", "mrr", "map", "r_precision", "set_p", "set_recall",
+                       "set_f1", "hits", "bpref"})
 
 _ALIASES: dict[str, str] = {
     # trec_eval / pytrec_eval
@@ -36,9 +47,11 @@ _ALIASES: dict[str, str] = {
     "ap": "map", "rprec": "r_precision", "r_precision": "r_precision", "r-prec": "r_precision",
     "rprecision": "r_precision", "set_p": "set_p", "set_recall": "set_recall",
     "set_f": "set_f1", "set_f1": "set_f1", "f1": "f1", "f": "f1",
+    # ranx, ir_measures
+    "r-precision": "r_precision", "hits": "hits", "judged": "judged", "bpref": "bpref", "err": "err",
 }
 
-_SPLIT = re.compile(r"^(?P<name>.+?)(?:(?:@|_|\.)(?P<k>\d+))?$")
+_SPLIT = re.compile(r"^(?P<name>[^(@]+?)(?:\((?P<params>[^)]*)\))?(?:(?:@|_|\.)(?P<k>\d+))?$")
 
 
 @dataclass(frozen=True, order=True)
@@ -47,9 +60,11 @@ class Measure:
 
     name: str
     k: int | None = None
+    rel: int | None = None  # a relevance level of this measure's own (None: the evaluation's)
 
     def __str__(self) -> str:
-        return self.name if self.k is None else f"{self.name}@{self.k}"
+        text = self.name if self.rel is None else f"{self.name}(rel={self.rel})"
+        return text if self.k is None else f"{text}@{self.k}"
 
     @property
     def description(self) -> str:
@@ -64,7 +79,7 @@ def parse_measure(text: str | Measure) -> Measure:
     m = _SPLIT.match(raw.lower())
     if not m:
         raise MeasureError(_unknown(raw))
-    name, k = m.group("name"), m.group("k")
+    name, k, params = m.group("name"), m.group("k"), m.group("params")
     canonical = _ALIASES.get(name)
     if canonical is None and k is None:
         canonical = _ALIASES.get(raw.lower())
@@ -78,7 +93,21 @@ def parse_measure(text: str | Measure) -> Measure:
     cutoff = int(k) if k is not None else None
     if cutoff is not None and cutoff < 1:
         raise MeasureError(f"cutoff must be at least 1 in {raw!r}")
-    return Measure(canonical, cutoff)
+    return Measure(canonical, cutoff, _rel_param(params, canonical, raw))
+
+
+def _rel_param(params: str | None, canonical: str, raw: str) -> int | None:
+    if params is None:
+        return None
+    rel = None
+    for part in (x.strip() for x in params.split(",") if x.strip()):
+        key, _, value = part.partition("=")
+        if key.strip() != "rel" or not re.fullmatch(r"-?\d+", value.strip()):
+            raise MeasureError(f"in {raw!r}: the only parameter is rel=N (a relevance level), got {part!r}")
+        rel = int(value)
+    if rel is not None and canonical not in TAKES_REL:
+        raise MeasureError(f"{canonical!r} uses the grades themselves and takes no rel= (got {raw!r})")
+    return rel
 
 
 def parse_measures(texts: list[str] | tuple[str, ...] | str) -> list[Measure]:
