@@ -21,3 +21,14 @@ import pytest  # noqa: E402
 def _private_cache_dir(tmp_path_factory, monkeypatch):
     """No test writes to the user's real cache (~/.cache/ragassay)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
+@pytest.fixture(params=["numpy", "arrow"])
+def parser(request, monkeypatch):
+    """Run a test with each reader of TREC/TSV files: the numpy splitter and pyarrow's parser."""
+    if request.param == "arrow":
+        pytest.importorskip("pyarrow")
+    monkeypatch.setenv("RAGASSAY_PARSER", request.param)
+    from ragassay.data.io import reader_path
+    assert reader_path() == request.param
+    return request.param

@@ -14,6 +14,11 @@ from ragassay.cli import main
 from ragassay.data.io import read_qrels, read_run
 from ragassay.errors import InputError
 
+@pytest.fixture(autouse=True)
+def _each_reader(parser):
+    """Every case here runs through both readers: same tables, same errors."""
+
+
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d4": 1, "d5": 3}}
 RUN = {"q1": {"d2": 3.0, "d1": 2.0, "d9": 1.5, "d3": 1.0}, "q2": {"d5": 2.0, "d6": 1.0, "d4": 0.5}}
 

@@ -172,3 +172,25 @@ def test_unsorted_and_interleaved_run_rows_are_ranked_like_trec_eval():
     ev = ragassay.evaluate(qrels, run, ["mrr"])
     assert ev.per_query == {"q1": {"mrr": 1 / 3}, "q2": {"mrr": 1 / 2}}  # q1: c, b, a (b > a)
     assert run.ranked()["q1"] == [("c", 2.0), ("b", 0.5), ("a", 0.5)]
+
+
+def test_files_read_by_either_reader_give_trec_eval_values(tmp_path, parser):
+    """The cross-check through files: written as TREC (space or tab separated, with ties and
+    prefix ids), read by the numpy splitter and by pyarrow, evaluated, compared to pytrec_eval."""
+    import random
+    rnd = random.Random(11)
+    qrels, run = {}, {}
+    for q in range(300):
+        docs = rnd.sample(DOC_IDS + [f"doc{i}" for i in range(200)], 30)
+        qrels[f"q{q}"] = {d: rnd.randint(-1, 4) for d in docs[:12]}
+        qrels[f"q{q}"][docs[0]] = 2
+        run[f"q{q}"] = {d: rnd.choice([0.5, 1.0, 2.25, rnd.random()]) for d in docs[5:30]}
+    for sep in (" ", "\t"):
+        q, r = tmp_path / "q.txt", tmp_path / "r.txt"
+        q.write_text("".join(sep.join([qid, "0", d, str(g)]) + "\n" for qid, ds in qrels.items() for d, g in ds.items()))
+        r.write_text("".join(sep.join([qid, "Q0", d, "1", repr(s), "t"]) + "\n" for qid, ds in run.items() for d, s in ds.items()))
+        ref = pytrec_eval.RelevanceEvaluator(qrels, FAMILIES).evaluate(run)
+        ours = ragassay.evaluate(q, r, sorted({ours_name(m) for v in ref.values() for m in v})).per_query
+        for qid, values in ref.items():
+            for m, expected in values.items():
+                assert math.isclose(ours[qid][ours_name(m)], expected, abs_tol=1e-9), (parser, sep, qid, m)

@@ -18,7 +18,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..errors import InputError
 
-BLOCK_BYTES = 1 << 21  # split work into 2 MB blocks to bound temporary memory
+BLOCK_BYTES = 1 << 21
+THREADS = int(os.environ.get("RAGASSAY_THREADS", "2"))  # split work into 2 MB blocks to bound temporary memory
 
 
 def _round8(n: int) -> int:
@@ -29,8 +30,9 @@ def gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Copy byte ranges ``buf[starts[i]:ends[i]]`` into a zero-padded ``S`` array.
 
     Each row is copied as one fixed-width slice of a strided view (reading a little past the
-    token, into the rest of the file), then the bytes past each token's end are zeroed. Rows too
-    close to the end of ``buf`` for a full slice are copied one by one.
+    token, into the rest of the buffer), then the bytes past each token's end are zeroed with a
+    per-length mask. The few rows too close to the end of ``buf`` for a full slice are copied
+    one by one.
     """
     n = len(starts)
     lens = ends - starts
@@ -38,16 +40,15 @@ def gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     width = _round8(longest)
     if n == 0:
         return np.zeros(0, dtype=f"S{width}")
-    fits = starts + width <= len(buf)  # all rows but, perhaps, the last few of the file
-    rows = as_strided(buf, shape=(max(len(buf) - width + 1, 0), width), strides=(buf.strides[0],) * 2)
-    if fits.all():
-        out = rows[starts]
-    else:
-        out = np.zeros((n, width), dtype=np.uint8)
-        out[fits] = rows[starts[fits]]
+    if len(buf) < width:
+        buf = np.concatenate([buf, np.zeros(width - len(buf), dtype=np.uint8)])
+    rows = as_strided(buf, shape=(len(buf) - width + 1, width), strides=(buf.strides[0],) * 2)
+    out = rows[np.minimum(starts, len(buf) - width)]
     if int(lens.min()) < width:
-        out *= np.arange(width, dtype=np.int64)[None, :] < lens[:, None]
-    for i in np.flatnonzero(~fits).tolist():
+        keep = np.arange(width)[None, :] < np.arange(width + 1)[:, None]  # row L: the first L bytes
+        out *= keep[lens]
+    for i in np.flatnonzero(starts + width > len(buf)).tolist():  # at most `width` rows, at the end
+        out[i] = 0
         out[i, :lens[i]] = buf[starts[i]:ends[i]]
     return np.ascontiguousarray(out).view(f"S{width}").ravel()
 
@@ -88,6 +89,7 @@ def mix(h: np.ndarray, codes: np.ndarray) -> np.ndarray:
 Converter = Callable[[np.ndarray, np.ndarray, "str | Path"], np.ndarray]
 
 
+INT_LIMIT = 2**31 - 1  # grades beyond this are not grades (and would overflow as int64 sums)
 MAX_FIELD_BYTES = 4096  # an id or number longer than this is not one: the file is not what it claims
 
 
@@ -150,7 +152,7 @@ def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tup
             cols.append(col if convert is None else convert(col, lines, path))
         return cols, lines
 
-    if len(blocks) > 1:
+    if len(blocks) > 1 and THREADS > 1:
         with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
             parts = list(pool.map(work, blocks))
     else:
@@ -162,14 +164,28 @@ def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tup
     for i, (_, convert) in enumerate(wanted):
         pieces = [p[0][i] for p in parts]
         for p in parts:
-            p[0][i] = None  # let each block's piece go as soon as it is copied
-        if convert is None:
-            width = max(x.dtype.itemsize for x in pieces)
-            pieces = [to_width(x, width) for x in pieces]
-        columns.append(pieces[0] if len(pieces) == 1 else np.concatenate(pieces))
-        del pieces
-    lines = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
-    return columns, lines
+            p[0][i] = None
+        columns.append(_join(pieces))
+    return columns, _join([p[1] for p in parts])
+
+
+def _join(pieces: list[np.ndarray]) -> np.ndarray:
+    """Concatenate block pieces into one array, freeing each piece once it is copied: the pages of
+    ``np.empty`` are only touched as they are filled, so memory never holds two whole copies."""
+    if len(pieces) == 1:
+        return pieces[0]
+    dtype = pieces[0].dtype
+    if dtype.kind == "S":
+        dtype = np.dtype(f"S{max(x.dtype.itemsize for x in pieces)}")
+    out = np.empty(sum(len(x) for x in pieces), dtype=dtype)
+    pos = 0
+    for k in range(len(pieces)):
+        x = pieces[k]
+        out[pos:pos + len(x)] = x
+        pos += len(x)
+        pieces[k] = None
+        del x
+    return out
 
 
 def _row_lines(starts: np.ndarray, newlines: np.ndarray, ncols: int) -> np.ndarray | None:
@@ -300,12 +316,15 @@ class KeyIndex:
 
     def find(self, query: np.ndarray) -> np.ndarray:
         """Position of each query key in the indexed keys, or -1 when absent."""
-        slot = (query & np.uint64(self.mask)).astype(np.int64)
+        small = np.int32 if len(self.slot_keys) < 2**31 else np.int64  # halves the per-row arrays
+        slot = (query & np.uint64(self.mask)).astype(small)
         found = self.slot_keys[slot]
-        out = np.where(found == query, self.slot_pos[slot], -1)
-        todo = np.flatnonzero((found != query) & (found != 0))  # slot taken by another key: probe on
+        hit = found == query
+        out = np.where(hit, self.slot_pos[slot], -1)
+        todo = np.flatnonzero(~hit & (found != 0))  # slot taken by another key: probe on
+        del found, hit
         while len(todo):
-            slot_t = (slot[todo] + 1) & self.mask
+            slot_t = (slot[todo] + 1) & small(self.mask)
             slot[todo] = slot_t
             found = self.slot_keys[slot_t]
             hit = found == query[todo]

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .columns import factorize, parse_floats, read_columns
+from .columns import INT_LIMIT, factorize, parse_floats, read_columns
 from ..errors import InputError, OutputError
 from .tables import Qrels, Run, encode_ids, query_codes
 
@@ -28,7 +28,7 @@ HEADER_WORDS = frozenset({"query-id", "corpus-id", "score", "query_id", "qid", "
                           "doc_id", "docno", "doc", "document", "chunk_id", "corpus_id", "iter", "iteration",
                           "q0", "rank", "tag", "run", "relevance", "rel", "grade", "label", "judgment",
                           "judgement", "sim", "similarity"})
-GRADE_LIMIT = 2**31 - 1  # grades beyond this are not grades (and would overflow as int64 sums)
+GRADE_LIMIT = INT_LIMIT
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 
@@ -124,7 +124,9 @@ def _first_line(data: bytes, after: int = 0) -> tuple[str, int]:
 def blank_comments(data: bytes) -> bytes:
     """``#`` comment lines (as trec_eval 10 skips them) turned into blank lines of the same length,
     so every other line keeps its number and offset."""
-    if not (data.startswith(b"#") or b"\n#" in data or re.search(rb"\n[ \t]+#", data)):
+    if b"#" not in data:  # memchr speed; only a file with a '#' somewhere pays for the search
+        return data
+    if not (data.startswith(b"#") or b"\n#" in data or re.search(rb"(?m)^[ \t]+#", data)):
         return data
     return re.sub(rb"(?m)^[ \t]*#[^\n]*", lambda m: b" " * len(m.group()), data)
 
@@ -219,15 +221,62 @@ def _qrels_from_rows(rows: list[tuple[str, str, int, int]], path: str | Path) ->
 
 def _read_columns_qrels(data: bytes, path: str | Path, ncols: int, q_col: int, d_col: int,
                         g_col: int, skip: int) -> Qrels:
+    fast = _arrow_columns(data, ncols, [(q_col, "codes"), (d_col, "id"), (g_col, "int")], skip)
+    if fast is not None:
+        (qidx, distinct), docs, grades = fast
+        out = Qrels(_decode_ids(distinct, path), qidx, docs, grades, source=str(path))
+        try:
+            out.check_unique(None)
+            return out
+        except InputError:
+            pass  # read again below: the numpy splitter names the lines
     (qcol, docs, grades), lines = read_columns(
         data, ncols, path, [(q_col, None), (d_col, None), (g_col, _parse_grades)], skip_lines=skip)
     if not len(lines):
         raise InputError("no judgments in file", path)
-    vocab: dict[bytes, int] = {}
+    vocab = {}
     qidx = factorize(qcol, vocab)
     out = Qrels(_decode_vocab(vocab, path), qidx, docs, grades, source=str(path))
     out.check_unique(lines)
     return out
+
+
+def reader_path() -> str:
+    """Which splitter reads clean TREC/TSV files: ``arrow`` (pyarrow's parser, when installed) or
+    ``numpy``. ``RAGASSAY_PARSER=numpy`` forces the numpy one (both give the same tables)."""
+    import os
+    from . import arrow_columns
+    wanted = os.environ.get("RAGASSAY_PARSER", "auto")
+    return "arrow" if wanted in ("auto", "arrow") and arrow_columns.available() else "numpy"
+
+
+def _arrow_columns(source: bytes | str, ncols: int, wanted: list[tuple[int, str]], skip: int,
+                   head: bytes | None = None) -> list[np.ndarray] | None:
+    if reader_path() != "arrow":
+        return None
+    from . import arrow_columns
+    cols = arrow_columns.read(source, ncols, wanted, skip, head)
+    return cols if cols is not None and len(cols[0]) else None
+
+
+def _plain_file_head(path: str | Path) -> bytes | None:
+    """The first 64 KB of a plain (not gzipped, not empty, text) file when pyarrow will read it, else
+    None: then the whole file goes through ``read_bytes_checked`` and its one clear error per case."""
+    if str(path) == "-" or reader_path() != "arrow":
+        return None
+    p = Path(path)
+    try:
+        if not p.is_file() or p.stat().st_size == 0:
+            return None
+        with open(p, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return None
+    if head[:2] == b"\x1f\x8b" or head.startswith(b"\xef\xbb\xbf") or b"\x00" in head or not head.strip():
+        return None
+    if len(head) == 1 << 16:
+        head = head[:head.rfind(b"\n") + 1]  # whole lines only
+    return head if head.strip() else None  # a first line longer than 64 KB: the full path judges it
 
 
 def _parse_scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
@@ -275,9 +324,26 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     ``dedupe`` is true, which keeps its highest score. ``name`` defaults to the TREC tag or the
     file name.
     """
+    default_name = "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
+    head = _plain_file_head(path)
+    if head is not None:  # a plain file: pyarrow may stream it without the whole file in memory
+        fmt = _resolve_format(head, path, "run", format)
+        if fmt in ("trec", "trec3", "beir"):
+            trec = fmt == "trec"
+            skip = header_line(head)
+            first_fields = _first_line(head, after=skip)[0].split()
+            tag = first_fields[5] if trec and len(first_fields) >= 6 else None
+            fast = _arrow_columns(str(path), 6 if trec else 3,
+                                  [(0, "codes"), (2 if trec else 1, "id"), (4 if trec else 2, "float")], skip, head)
+            if fast is not None:
+                (qidx, distinct), docs, scores = fast
+                run = Run(_decode_ids(distinct, path), qidx, docs, scores, name or tag or default_name, str(path))
+                try:
+                    return run.deduplicated() if dedupe else run.checked(None)
+                except InputError:
+                    pass  # read again below: the numpy splitter names the lines
     data = blank_comments(read_bytes_checked(path))
     fmt = _resolve_format(data, path, "run", format)
-    default_name = "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
     if fmt in ("trec", "trec3", "beir"):
         trec = fmt == "trec"
         skip = header_line(data)
@@ -291,7 +357,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
         del data  # the columns are copies: free the file's bytes before the next steps
         if not len(lines):
             raise InputError("no results in file", path)
-        vocab: dict[bytes, int] = {}
+        vocab = {}
         qidx = factorize(qcol, vocab)
         del qcol
         run = Run(_decode_vocab(vocab, path), qidx, docs, scores, name or tag or default_name, str(path))
@@ -313,6 +379,13 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     else:
         raise InputError(f"unknown run format {format!r}: use trec, trec3, jsonl or beir", path)
     return run.deduplicated() if dedupe else run.checked(lines)
+
+
+def _decode_ids(ids: np.ndarray, path: str | Path) -> list[str]:
+    try:
+        return [k.decode("utf-8") for k in ids.tolist()]
+    except UnicodeDecodeError:
+        raise InputError("query ids are not valid UTF-8", path) from None
 
 
 def _decode_vocab(vocab: dict[bytes, int], path: str | Path) -> list[str]:

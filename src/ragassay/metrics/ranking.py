@@ -36,9 +36,13 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
         keep = run_to_qrels[qidx] >= 0
         qidx, docs, scores = qidx[keep], docs[keep], scores[keep]
 
+    # join each row to its judgment in file order (the join does not care about order), then put
+    # the small per-row results in rank order: no reordered copy of the document ids is made
+    judged, grade = _lookup(qrels, run_to_qrels[qidx], docs)
     order = trec_order(qidx, scores, docs)
     if order is not None:
-        qidx, docs = qidx[order], docs[order]
+        qidx, judged, grade = qidx[order], judged[order], grade[order]
+    del docs, scores
     n = len(qidx)
     change = np.ones(n, dtype=bool)
     if n:
@@ -46,9 +50,6 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     starts = np.flatnonzero(change)
     group = np.cumsum(change) - 1
     rank = np.arange(n) - starts[group]
-    row_query = run_to_qrels[qidx]
-
-    judged, grade = _lookup(qrels, row_query, docs)
     return RankedRows(group, rank, judged, grade, run_to_qrels[qidx[starts]] if n else
                       np.zeros(0, dtype=np.int64), run_only)
 
