@@ -143,10 +143,13 @@ def _fixed_width(arr) -> np.ndarray | None:
     if arr.type != pa.binary():
         arr = arr.cast(pa.binary())
     _, offsets_buf, data_buf = arr.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[arr.offset:arr.offset + len(arr) + 1].astype(np.int64)
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[arr.offset:arr.offset + len(arr) + 1]
     starts, ends = offsets[:-1], offsets[1:]
-    lengths = ends - starts
-    if len(lengths) and (int(lengths.max()) > MAX_FIELD_BYTES or int(lengths.min()) == 0):
-        return None
+    if len(starts):
+        lengths = ends - starts
+        too_long, empty = int(lengths.max()) > MAX_FIELD_BYTES, int(lengths.min()) == 0
+        del lengths
+        if too_long or empty:
+            return None
     buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     return gather(buf, starts, ends)

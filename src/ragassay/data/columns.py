@@ -26,31 +26,36 @@ def _round8(n: int) -> int:
     return max(8, (n + 7) // 8 * 8)
 
 
+GATHER_ROWS = 1 << 18  # rows per step of ``gather``: bounds its temporary arrays to a few MB
+
+
 def gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Copy byte ranges ``buf[starts[i]:ends[i]]`` into a zero-padded ``S`` array.
 
     Each row is copied as one fixed-width slice of a strided view (reading a little past the
     token, into the rest of the buffer), then the bytes past each token's end are zeroed with a
-    per-length mask. The few rows too close to the end of ``buf`` for a full slice are copied
-    one by one.
+    per-length mask; done in steps of ``GATHER_ROWS`` rows so the temporaries stay small. The few
+    rows too close to the end of ``buf`` for a full slice are copied one by one.
     """
     n = len(starts)
-    lens = ends - starts
-    longest = int(lens.max()) if n else 1
+    longest = int((ends - starts).max()) if n else 1
     width = _round8(longest)
     if n == 0:
         return np.zeros(0, dtype=f"S{width}")
     if len(buf) < width:
         buf = np.concatenate([buf, np.zeros(width - len(buf), dtype=np.uint8)])
     rows = as_strided(buf, shape=(len(buf) - width + 1, width), strides=(buf.strides[0],) * 2)
-    out = rows[np.minimum(starts, len(buf) - width)]
-    if int(lens.min()) < width:
-        keep = np.arange(width)[None, :] < np.arange(width + 1)[:, None]  # row L: the first L bytes
-        out *= keep[lens]
-    for i in np.flatnonzero(starts + width > len(buf)).tolist():  # at most `width` rows, at the end
+    keep = np.arange(width)[None, :] < np.arange(width + 1)[:, None]  # row L: the first L bytes
+    out = np.empty((n, width), dtype=np.uint8)
+    last = len(buf) - width
+    for lo in range(0, n, GATHER_ROWS):
+        hi = min(n, lo + GATHER_ROWS)
+        s, lens = starts[lo:hi], ends[lo:hi] - starts[lo:hi]
+        np.multiply(rows[np.minimum(s, last)], keep[lens], out=out[lo:hi])
+    for i in np.flatnonzero(starts > last).tolist():  # at most `width` rows, at the end
         out[i] = 0
-        out[i, :lens[i]] = buf[starts[i]:ends[i]]
-    return np.ascontiguousarray(out).view(f"S{width}").ravel()
+        out[i, :ends[i] - starts[i]] = buf[starts[i]:ends[i]]
+    return out.view(f"S{width}").ravel()
 
 
 def to_width(a: np.ndarray, width: int) -> np.ndarray:
