@@ -17,7 +17,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 WORD = re.compile(r"[a-z0-9]{4,}")
@@ -133,6 +135,39 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
     raise ValueError(f"the fake model does not know the schema {schema!r}")
 
 
+def reply_to(body: dict, reply_id: str = "fake") -> dict:
+    """The chat completion the fake model gives to one request body."""
+    fmt = body.get("response_format") or {}
+    schema = fmt.get("json_schema", {}).get("name", "")
+    user = body["messages"][-1]["content"]
+    system = body["messages"][0]["content"] if len(body["messages"]) > 1 else ""
+    content = json.dumps(answer_for(schema, user, system))
+    return {"id": reply_id, "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": sum(len(m["content"]) for m in body["messages"]) // 4,
+                      "completion_tokens": len(content) // 4, "total_tokens": 0}}
+
+
+def run_batch(requests: str | Path, output: str | Path, fail: Callable[[dict], str | None] = lambda line: None) -> int:
+    """A local stand-in for vLLM's ``run_batch`` / the Batch API: answers every request line of a
+    batch input file with the fake model and writes the output file in their format. ``fail(line)``
+    returning a message makes that line an error line instead. Returns the lines answered."""
+    out = []
+    lines = [json.loads(x) for x in Path(requests).read_text().splitlines() if x.strip()]
+    for i, line in enumerate(lines):
+        assert line["method"] == "POST" and line["url"] == "/v1/chat/completions", line
+        why = fail(line)
+        if why:
+            out.append({"id": f"batch_req_{i}", "custom_id": line["custom_id"], "response": None,
+                        "error": {"code": "server_error", "message": why}})
+        else:
+            out.append({"id": f"batch_req_{i}", "custom_id": line["custom_id"],
+                        "response": {"status_code": 200, "request_id": f"req_{i}", "body": reply_to(line["body"])},
+                        "error": None})
+    Path(output).write_text("".join(json.dumps(x) + "\n" for x in out))
+    return len(lines)
+
+
 class FakeLLM:
     """Start with ``with FakeLLM() as s``; ``s.url`` is the base URL; ``delay`` slows each answer."""
 
@@ -154,17 +189,7 @@ class FakeLLM:
                     server.requests.append(body)
                 if server.delay:
                     time.sleep(server.delay)
-                fmt = body.get("response_format") or {}
-                schema = fmt.get("json_schema", {}).get("name", "")
-                user = body["messages"][-1]["content"]
-                system = body["messages"][0]["content"] if len(body["messages"]) > 1 else ""
-                content = json.dumps(answer_for(schema, user, system))
-                reply = {"id": f"fake-{server.calls}", "object": "chat.completion", "created": 0, "model": body["model"],
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": content}}],
-                         "usage": {"prompt_tokens": sum(len(m["content"]) for m in body["messages"]) // 4,
-                                   "completion_tokens": len(content) // 4, "total_tokens": 0}}
-                data = json.dumps(reply).encode()
+                data = json.dumps(reply_to(body, f"fake-{server.calls}")).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))

@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import llm_stages, metrics, product  # each area's commands, one module per area
     for register in (product.demo, metrics.evaluate, metrics.compare, metrics.agree, metrics.retrieve,
                      llm_stages.generate, llm_stages.remap, llm_stages.judge, llm_stages.check,
-                     product.report, product.track, product.history, product.gate, llm_stages.ping):
+                     product.merge, product.report, product.track, product.history, product.gate, llm_stages.ping):
         register(sub)
     return parser
 

@@ -8,10 +8,18 @@ from pathlib import Path
 from collections import Counter
 from typing import Any
 
-from .options import add_format_option, add_llm_options, llm_config
+from .options import (add_batch_options, add_format_option, add_llm_options, batch_box, finish_batch, llm_config,
+                      run_batch_rounds)
 from ..errors import UsageError
 from ..product.formatting import render_table, to_json
 from ..data.results import nan_to_none
+
+
+def offline_llms(configs):
+    """LLMs that only export requests and read imported answers: no endpoint or key needed."""
+    from ..llm import LLM
+    from ..llm.batch import OfflineClient
+    return [LLM(c, client=OfflineClient()) for c in configs]
 
 
 # ---------------------------------------------------------------------------------------- ping
@@ -74,6 +82,7 @@ def judge(sub: Any) -> None:
     p.add_argument("--tie", choices=("lower", "higher", "round-half-even"), default="lower",
                    help="the median of an even number of votes (samples or jurors) that differ: take the lower "
                         "(default), the higher, or their mean rounded to even")
+    add_batch_options(p)
     p.add_argument("--batch", type=int, default=1, help="grade N chunks of a query per call, in a fixed shuffled "
                    "order (default 1: one call per pair, no position effects)")
     p.add_argument("--max-chunk-chars", type=int, default=6000, help="longer chunks are judged in windows of this "
@@ -97,8 +106,10 @@ def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     keep = read_qrels(args.keep) if args.keep else None
     if args.max_chunk_chars < 500:
         raise UsageError("--max-chunk-chars must be at least 500")
+    from ..stages.engine import parse_shard
     options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch, seed=args.seed, tie=args.tie,
-                           max_chunk_chars=args.max_chunk_chars, long_chunks=args.long_chunks, quiet=args.quiet)
+                           max_chunk_chars=args.max_chunk_chars, long_chunks=args.long_chunks, quiet=args.quiet,
+                           shard=parse_shard(args.shard) if args.shard else None)
     configs = model_configs(llm_config(args), args.model)
 
     def plan():
@@ -106,19 +117,29 @@ def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
                           coverage_out=args.coverage_out)
     if args.dry_run:  # offline: no endpoint, no key
         est = plan().estimate()
+        est.batch = args.backend == "batch"
         return to_json(est.to_dict()) if args.format == "json" else est.text()
 
-    async def body():
-        llms = build_llms(configs[0], args.model)
-        try:
-            return await execute_judge(plan(), llms, qrels_out=args.qrels_out)
-        finally:
+    def run_once(box):
+        async def body():
+            llms = offline_llms(configs) if box is not None and box.collect else build_llms(configs[0], args.model)
             for llm in llms:
-                llm.close()
-    result = asyncio.run(body())
+                llm.batch = box
+            try:
+                return await execute_judge(plan(), llms, qrels_out=args.qrels_out)
+            finally:
+                for llm in llms:
+                    llm.close()
+        return asyncio.run(body())
+    if args.backend == "batch":
+        result, batch_note = run_batch_rounds(args, configs[0], args.output, run_once)
+    else:
+        box = batch_box(args)
+        result = run_once(box)
+        batch_note = finish_batch(args, box, result.pending)
     if args.format == "json":
-        return to_json(nan_to_none(result.to_dict())), result.exit_code
-    out = [result.text(), f"judgments: {args.output}"]
+        return to_json(nan_to_none({**result.to_dict(), "batch": batch_note or None})), result.exit_code
+    out = [result.text(), f"judgments: {args.output}"] + ([batch_note] if batch_note else [])
     if args.qrels_out:
         out.append(f"qrels: {args.qrels_out}")
     if args.coverage_out:
@@ -160,6 +181,7 @@ def check(sub: Any) -> None:
                    help="budget for all passages of an answer; the rest is cut or dropped, marked (default 12000)")
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
+    add_batch_options(p)
     p.set_defaults(handler=run_check)
 
 
@@ -187,36 +209,54 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     config = llm_config(args)
     if args.max_response_chars < 1 or args.max_context_chars < 1:
         raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
+    from ..stages.engine import parse_shard
     options = CheckOptions(samples=args.samples, quiet=args.quiet, max_response_chars=args.max_response_chars,
-                           max_context_chars=args.max_context_chars)
+                           max_context_chars=args.max_context_chars,
+                           shard=parse_shard(args.shard) if args.shard else None)
     recall = retrieval_recall(qrels, run, args.k) if run is not None else None
     if args.dry_run:  # offline: no endpoint, no key
         est = plan_check(items, config, args.output, options=options, chunks=chunks, gold_recall=recall)
+        est.batch = args.backend == "batch"
         return to_json(est.to_dict()) if args.format == "json" else est.text()
-    try:
-        config.check()
-        llm = LLM(config)
-    except LLMError as e:
-        if e.kind != "config":
-            raise
-        llm = None
+    usage = []
 
-    async def body():
+    def run_once(box):
         try:
-            return await check_answers(items, llm, args.output, options=options, chunks=chunks, gold_recall=recall)
-        finally:
-            if llm is not None:
-                llm.close()
-    done = asyncio.run(body())
+            if box is not None and box.collect:
+                llm = offline_llms([config])[0]
+            else:
+                config.check()
+                llm = LLM(config)
+            llm.batch = box
+        except LLMError as e:
+            if e.kind != "config":
+                raise
+            llm = None
+
+        async def body():
+            try:
+                return await check_answers(items, llm, args.output, options=options, chunks=chunks, gold_recall=recall)
+            finally:
+                if llm is not None:
+                    usage.append(llm.usage.summary())
+                    llm.close()
+        return asyncio.run(body())
+    if args.backend == "batch":
+        done, batch_note = run_batch_rounds(args, config, args.output, run_once)
+    else:
+        box = batch_box(args)
+        done = run_once(box)
+        batch_note = finish_batch(args, box, done.pending)
     fields = ({str(answer_fields(obj, no)["id"]): obj for no, obj in iter_jsonl(args.answers)}
               if args.by else None)
     result = check_result(done, recall=recall,
                           threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)
-    if llm is not None:
-        result["usage"] = llm.usage.summary()
+    if usage:
+        result["usage"] = usage[-1]
+    result["pending"] = done.pending
     if args.format == "json":
-        return to_json(nan_to_none(result)), done.exit_code
-    text = _check_text(result, args)
+        return to_json(nan_to_none({**result, "batch": batch_note or None})), done.exit_code
+    text = _check_text(result, args) + (f"\n{batch_note}" if batch_note else "")
     if done.errors:
         text += "\n" + done.failure_text()
     return text, done.exit_code
@@ -298,6 +338,7 @@ def generate(sub: Any) -> None:
                    "to their size")
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
+    add_batch_options(p, shard=False)  # generate is adaptive (each wave depends on the last): no shards
     p.set_defaults(handler=run_generate)
 
 
@@ -337,20 +378,35 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
         est = Generator(None, chunks, options, config, existing).estimate()
         return to_json(est.to_dict()) if args.format == "json" else est.text()
 
-    async def body():
-        llm = LLM(config)
-        try:
-            result = await Generator(llm, chunks, options, existing=existing).run()
-            return result, llm.usage.summary()
-        finally:
-            llm.close()
-    result, usage = run_locked([args.output, args.rejects, args.qrels_out], body)
+    def run_once(box):
+        async def body():
+            llm = offline_llms([config])[0] if box is not None and box.collect else LLM(config)
+            llm.batch = box
+            try:
+                result = await Generator(llm, chunks, options, existing=existing).run()
+                return result, llm.usage.summary()
+            finally:
+                llm.close()
+        return run_locked([args.output, args.rejects, args.qrels_out], body)
+    note = ""
+    if args.backend == "batch":
+        (result, usage), note = run_batch_rounds(args, config, args.output, run_once)
+    else:
+        box = batch_box(args)
+        result, usage = run_once(box)
+        if result.pending:
+            note = finish_batch(args, box, result.pending)
+    if result.pending:  # the set is not finished: nothing is written until the batch answers are in
+        if args.format == "json":
+            return to_json({**result.to_dict(), "usage": usage, "pending": result.pending, "batch": note}), 0
+        return "\n".join([f"generate: {result.pending} candidates wait for batch answers "
+                          f"({len(result.accepted)} accepted so far; nothing written yet)", note]), 0
     write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
     exported = [(fmt, export(result.accepted, chunks, fmt, directory)) for fmt, directory in args.export]
     if args.format == "json":
         return to_json({**result.to_dict(), "usage": usage}), result.exit_code
     out = [result.summary(), usage, f"questions: {args.output}"
-           + (f" ({len(existing)} kept, {len(result.accepted)} added)" if args.append else "")]
+           + (f" ({len(existing)} kept, {len(result.accepted)} added)" if args.append else "")] + ([note] if note else [])
     for fmt, paths in exported:
         out.append(f"exported ({fmt}): " + ", ".join(str(p) for p in paths))
     return "\n".join(out), result.exit_code

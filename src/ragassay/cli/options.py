@@ -65,3 +65,89 @@ def llm_config(args: argparse.Namespace):
         tpm=getattr(args, "tpm", None), cache_path=getattr(args, "cache", None),
         use_cache=not getattr(args, "no_cache", False), price_in=getattr(args, "price_in", None),
         price_out=getattr(args, "price_out", None))
+
+
+def add_batch_options(p: argparse.ArgumentParser, shard: bool = True) -> None:
+    """Batch engines and several machines: the same flags on every LLM stage."""
+    g = p.add_argument_group("batch engines and shards")
+    g.add_argument("--export-requests", metavar="FILE",
+                   help="call nothing: write the calls still to be answered as Batch API request lines (the "
+                        "OpenAI Batch API, vLLM's run_batch); split into FILE, NAME.2.jsonl, ... past 50,000 lines "
+                        "or 190 MB. Items waiting for answers write no record")
+    g.add_argument("--import-results", metavar="FILE", action="append", default=[],
+                   help="answers from a batch output (or error) file, used before calling; repeat for several")
+    g.add_argument("--backend", choices=("live", "batch"), default="live",
+                   help="live (default): chat requests as the run goes; batch: the OpenAI Batch API (half the "
+                        "price, up to 24 h), round by round, resumable: batch ids are kept in OUTPUT.batches.json")
+    g.add_argument("--poll-seconds", type=float, default=30.0, metavar="S",
+                   help="with --backend batch: seconds between status checks (default 30)")
+    if shard:
+        g.add_argument("--shard", metavar="I/N", help="only this slice of the work (by a hash of the query or "
+                       "answer id), e.g. 1/4 on the first of four machines; combine outputs with 'ragassay merge'")
+
+
+def run_batch_rounds(args: argparse.Namespace, config, output: str, run_once):
+    """``--backend batch``: run the stage collecting its calls, answer them through the Batch API,
+    import, and again, until a run needs nothing; returns that last run's result and a note."""
+    import asyncio
+
+    from ..llm.batch import BatchBox
+    from ..llm.batch_api import BatchState, send_round, unanswered
+    from ..llm.config import make_client
+    if args.export_requests or args.import_results:
+        from ..errors import UsageError
+        raise UsageError("--backend batch sends the batches itself: leave out --export-requests / --import-results")
+    config.check()
+    state = BatchState(output)
+    box = BatchBox(collect=True)
+    for f in state.downloaded():  # answers of earlier runs; their error lines are asked again
+        box.import_file(f, errors=False)
+    rounds = sent = 0
+    while True:
+        box.requests.clear()
+        result = run_once(box)
+        if not box.requests:
+            break
+        lines = list(box.requests.values())
+
+        async def go():
+            client = make_client(config)
+            try:
+                return await send_round(client, lines, state, poll_seconds=args.poll_seconds)
+            finally:
+                await client.close()
+        files = asyncio.run(go())
+        for f in files:
+            box.import_file(f)
+        for line in unanswered(lines, files):
+            box.results[line["custom_id"]] = {"custom_id": line["custom_id"], "response": None,
+                                              "error": {"code": "missing", "message": "the batch returned no line"}}
+        rounds += 1
+        sent += len(lines)
+    return result, (f"batch backend: {rounds} round(s), {sent} requests sent; batches in {state.path}"
+                    if rounds else f"batch backend: nothing left to send (batches in {state.path})")
+
+
+def batch_box(args: argparse.Namespace):
+    """The BatchBox of a run (answers imported, requests collected), or None without batch flags."""
+    if not args.export_requests and not args.import_results:
+        return None
+    from ..llm.batch import BatchBox
+    box = BatchBox(collect=bool(args.export_requests))
+    for path in args.import_results:
+        box.import_file(path)
+    return box
+
+
+def finish_batch(args: argparse.Namespace, box, pending: int) -> str:
+    """Write the collected requests; the lines that tell the user what to do next."""
+    if box is None or not box.collect:
+        return ""
+    from ..llm.batch import write_requests
+    if not box.requests:
+        return f"no calls left to export: every item is answered ({args.export_requests} not written)"
+    files = write_requests(args.export_requests, list(box.requests.values()))
+    return (f"{pending} items wait for {len(box.requests)} batch answers; requests: "
+            + ", ".join(str(f) for f in files)
+            + ". Run them (OpenAI Batch API, or vLLM: python -m vllm.entrypoints.openai.run_batch -i FILE -o OUT "
+              "--model M), then rerun this command with --import-results OUT")

@@ -99,6 +99,39 @@ def run_report(args: argparse.Namespace) -> str:
     return f"report: {path}"
 
 
+# --------------------------------------------------------------------------------------- merge
+
+def merge(sub: Any) -> None:
+    p = sub.add_parser(
+        "merge", help="combine the outputs of shards (--shard i/n) into one file",
+        description="Combine JSONL outputs of one stage run in shards on several machines (judgments, "
+                    "coverage, checks): one record per key; an ok record replaces an error record for the "
+                    "same key; two different ok records for one key are reported as conflicts (exit 3) and "
+                    "the first file's is kept.",
+        epilog="Example: ragassay merge judged.1.jsonl judged.2.jsonl -o judgments.jsonl")
+    p.add_argument("files", nargs="+", metavar="FILE", help="outputs of the shards")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the merged output")
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=run_merge)
+
+
+def run_merge(args: argparse.Namespace) -> tuple[str, int]:
+    from ..product.merge import write_merged
+    m = write_merged(args.files, args.output)
+    code = 3 if m.conflicts else 0
+    if args.format == "json":
+        return to_json({"kind": "merge", "version": 1, "files": m.files, "records": len(m.records),
+                        "duplicates": m.duplicates, "replaced_errors": m.replaced_errors,
+                        "conflicts": m.conflicts, "output": str(args.output)}), code
+    lines = [f"merged {m.files} files: {len(m.records)} records in {args.output} ({m.duplicates} duplicates dropped, "
+             f"{m.replaced_errors} error records replaced by ok ones)"]
+    if m.conflicts:
+        n = len(m.conflicts)
+        lines.append(f"{n} key{' has' if n == 1 else 's have'} different records in different files (the first "
+                     f"file's is kept): {', '.join(m.conflicts[:5])}" + (" ..." if n > 5 else ""))
+    return "\n".join(lines), code
+
+
 # ------------------------------------------------------------------------------ track, history
 
 def track(sub: Any) -> None:

@@ -27,6 +27,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
+from .batch import BatchBox, Deferred, failure_of, request_line
 from .cache import Cache, cache_key
 from .config import LLMConfig, make_client, redact
 from .errors import LLMError
@@ -43,7 +44,7 @@ class LLM:
     def __init__(self, config: LLMConfig, client: Any = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  clock: Callable[[], float] = time.monotonic):
-        config.check()
+        config.check(endpoint=client is None)
         self.config = config
         self.client = client if client is not None else make_client(config)
         self.cache = Cache(config.cache_path) if config.use_cache and config.cache_path else None
@@ -59,6 +60,7 @@ class LLM:
         self._secrets = config.secrets()
         self.in_flight = 0
         self.max_in_flight = 0
+        self.batch: BatchBox | None = None  # answers from batch files, and requests left for one
 
     # ------------------------------------------------------------------------------- public
 
@@ -83,6 +85,13 @@ class LLM:
                     su.cached += 1
                     su.ok += 1
                     return answer
+        if self.batch is not None:
+            line = self.batch.results.get(key)
+            if line is not None:
+                return self._from_batch(line, key, response_model, su)
+            if self.batch.collect:
+                self.batch.requests[key] = request_line(key, self.request_body(list(messages), response_model, params))
+                raise Deferred(key)
         try:
             answer, raw, usage_in, usage_out = await self._ask_until_valid(
                 messages, response_model, params, su)
@@ -111,6 +120,57 @@ class LLM:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
+
+    def request_body(self, convo: list[dict[str, str]], response_model: type[BaseModel], params: dict[str, Any],
+                     mode: str | None = None) -> dict[str, Any]:
+        """The exact chat request of a call: what the live path sends and a batch line carries."""
+        name, schema, strict, schema_text = self._schema(response_model)
+        mode = mode or self.mode
+        body: dict[str, Any] = {"model": self.config.model, "temperature": params["temperature"]}
+        if params["max_tokens"] is not None:
+            body["max_tokens"] = params["max_tokens"]
+        if params["seed"] is not None:
+            body["seed"] = params["seed"]
+        messages = list(convo)
+        if mode == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": name, "schema": schema, "strict": strict}}
+        else:
+            messages = [{"role": "system", "content": "Reply with one JSON object, and nothing else, "
+                         f"that follows this JSON schema:\n{schema_text}"}] + messages
+            if mode == "json_object":
+                body["response_format"] = {"type": "json_object"}
+        return {"model": body.pop("model"), "messages": messages, **body}
+
+    def _from_batch(self, line: dict, key: str, response_model: type[T], su: Any) -> T:
+        """An answer read from a batch output line: parsed exactly as a live answer, then cached."""
+        from openai.types.chat import ChatCompletion
+        why = failure_of(line)
+        if why is not None:
+            su.failed += 1
+            raise LLMError("batch", f"the batch returned no answer for this call ({why})")
+        try:
+            completion = ChatCompletion.model_validate(line["response"]["body"])
+        except ValidationError as e:
+            su.failed += 1
+            raise LLMError("batch", f"the batch answer is not a chat completion ({e.errors()[0]['msg']})") from None
+        usage = completion.usage
+        tokens_in, tokens_out = (usage.prompt_tokens, usage.completion_tokens) if usage else (0, 0)
+        su.calls += 1
+        su.prompt_tokens += tokens_in
+        su.completion_tokens += tokens_out
+        if not completion.choices:
+            su.failed += 1
+            raise LLMError("invalid", "the batch answer has no choices")
+        kind, problem, answer = self._parse(completion.choices[0], response_model)
+        if answer is None:  # no re-ask in a batch: the record says why, a live rerun can ask again
+            su.failed += 1
+            raise LLMError(kind, f"the batch answer is unusable: {problem}")
+        if self.cache is not None:
+            self.cache.put(key, self.config.model, answer.model_dump(mode="json"),
+                           completion.choices[0].message.content or "", tokens_in, tokens_out)
+        su.ok += 1
+        return answer
 
     # ------------------------------------------------------------------------ answer loop
 
@@ -206,26 +266,12 @@ class LLM:
                            f"attempt(s): {self._redact(str(e))}", attempt_no) from None
 
     async def _send(self, convo, response_model, params, su):
-        name, schema, strict, schema_text = self._schema(response_model)
         while True:
             mode = self.mode
-            kwargs: dict[str, Any] = {"model": self.config.model, "temperature": params["temperature"]}
-            if params["max_tokens"] is not None:
-                kwargs["max_tokens"] = params["max_tokens"]
-            if params["seed"] is not None:
-                kwargs["seed"] = params["seed"]
-            messages = list(convo)
-            if mode == "json_schema":
-                kwargs["response_format"] = {"type": "json_schema",
-                                             "json_schema": {"name": name, "schema": schema, "strict": strict}}
-            else:
-                messages = [{"role": "system", "content": "Reply with one JSON object, and nothing else, "
-                             f"that follows this JSON schema:\n{schema_text}"}] + messages
-                if mode == "json_object":
-                    kwargs["response_format"] = {"type": "json_object"}
+            body = self.request_body(convo, response_model, params, mode)
             su.calls += 1
             try:
-                completion = await self.client.chat.completions.create(messages=messages, **kwargs)
+                completion = await self.client.chat.completions.create(**body)
                 self.answered = True
                 return completion
             except openai.BadRequestError as e:

@@ -61,9 +61,10 @@ class LLMConfig:
             cfg.cache_path = default_cache_path()
         return cfg
 
-    def check(self) -> None:
-        """Raise one clear message when there is nothing usable to call."""
-        if not self.api_key and not self.base_url:
+    def check(self, endpoint: bool = True) -> None:
+        """Raise one clear message when there is nothing usable to call (``endpoint=False``: only
+        the model is needed, for a run that exports batch requests and calls nothing)."""
+        if endpoint and not self.api_key and not self.base_url:
             raise LLMError("config", "no LLM endpoint configured: set OPENAI_API_KEY (for api.openai.com) "
                            "or OPENAI_BASE_URL / --base-url (for a local or compatible server such as "
                            "vLLM, Ollama or llama.cpp, which need no key)")

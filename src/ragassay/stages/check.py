@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from .check_rules import decide
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
-from .engine import Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, run_stage
+from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
+                     run_stage)
 from ..llm.prompts import clip, delimit, load_prompt
 from ..data.records import AnswerItem, Check, Chunk
 
@@ -44,6 +45,7 @@ class CheckOptions:
     max_context_chars: int = 12000   # all passages together; what does not fit is cut or dropped, visibly
     max_response_chars: int = 6000   # a response longer than this is cut, visibly
     quiet: bool = False
+    shard: tuple[int, int] | None = None  # check only the answers of this slice (i, n): see engine.in_shard
 
 
 # the sample fields of RAGAS (SingleTurnSample) and DeepEval (LLMTestCase), mapped to ours
@@ -234,7 +236,7 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
     ``gold_recall`` (recall@k of each answer's gold chunks) lets ``fault`` use the qrels."""
     options = options or CheckOptions()
     checker = Checker([llm.config] if llm is not None else [], options, chunks, gold_recall)
-    work = checker.plan(items)
+    work = checker.plan([it for it in items if in_shard(it.id, options.shard)])
     if llm is None and announce:
         undecided = sum(1 for w in work if w.payload[1] is None)
         if undecided:
@@ -251,9 +253,11 @@ def plan_check(items: Sequence[AnswerItem], config: LLMConfig | None, output: st
                gold_recall: Mapping[str, float] | None = None) -> Estimate:
     """The dry run of :func:`check_answers`: calls, tokens and cost, offline."""
     config = config or LLMConfig()
-    checker = Checker([config], options or CheckOptions(), chunks, gold_recall)
+    options = options or CheckOptions()
+    checker = Checker([config], options, chunks, gold_recall)
     store = OutputStore(output, checker.identity)
-    return estimate(checker.plan(items), lambda w: store.done(w.key), [config])
+    return estimate(checker.plan([it for it in items if in_shard(it.id, options.shard)]), lambda w: store.done(w.key),
+                    [config])
 
 
 def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,

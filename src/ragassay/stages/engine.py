@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..data.io import read_bytes_checked, write_lines_atomic
 from ..errors import InputError, OutputError, RagassayError
+from ..llm.batch import Deferred
 from ..llm.cache import Cache
 from ..llm.client import LLM, request_key, schema_of
 from ..llm.config import LLMConfig
@@ -81,6 +83,27 @@ class Call:
         return await llms[self.model].ask(self.message_list, self.response_model, stage=self.stage,
                                           max_tokens=self.max_tokens, temperature=self.temperature,
                                           seed=self.seed, sample=self.sample)
+
+
+Shard = tuple[int, int]  # (i, n): the i-th of n slices, 1-based
+
+
+def parse_shard(text: str) -> Shard:
+    """``"2/4"`` -> (2, 4); anything else is a usage error."""
+    from ..errors import UsageError
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise UsageError(f"--shard takes i/n with 1 <= i <= n, e.g. 1/4 (got {text!r})")
+    return int(m.group(1)), int(m.group(2))
+
+
+def in_shard(name: str, shard: Shard | None) -> bool:
+    """Whether the unit named ``name`` (a query or answer id) belongs to ``shard``: a hash of the
+    name, so every machine computes the same partition and the n shards cover the plan exactly once."""
+    if shard is None:
+        return True
+    i, n = shard
+    return int(hashlib.sha256(name.encode("utf-8")).hexdigest()[:12], 16) % n == i - 1
 
 
 @dataclass
@@ -292,12 +315,27 @@ class Estimate:
     tokenizer: str = ""
     models: list[str] = field(default_factory=list)
     note: str = ""
+    calls_per_step: list[int] = field(default_factory=list)  # a multi-step stage's calls, step by step
+    batch: bool = False  # priced and shaped for --backend batch
+
+    BATCH_DISCOUNT = 0.5  # the OpenAI Batch API's price is half the live price
+
+    def batch_plan(self) -> dict[str, Any]:
+        """Rounds (one per step with calls), requests and batch files per round, and the batch price."""
+        from ..llm.batch_api import LIMITS
+        rounds = [n for n in self.calls_per_step if n]
+        return {"rounds": len(rounds), "requests_per_round": rounds,
+                "batches_per_round": [-(-n // LIMITS["lines"]) for n in rounds],
+                "cost_usd": None if self.cost_usd is None else round(self.cost_usd * self.BATCH_DISCOUNT, 6)}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6), "items": self.items,
-                "done": self.done, "cached": self.cached, "decided_without_call": self.decided_without_call,
-                "tokenizer": self.tokenizer, "models": self.models, "note": self.note}
+        out = {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+               "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6), "items": self.items,
+               "done": self.done, "cached": self.cached, "decided_without_call": self.decided_without_call,
+               "tokenizer": self.tokenizer, "models": self.models, "note": self.note}
+        if self.batch:
+            out["batch"] = self.batch_plan()
+        return out
 
     def add(self, other: Estimate) -> Estimate:
         """Two plans run one after the other (judge's relevance, then coverage)."""
@@ -306,7 +344,8 @@ class Estimate:
                         cost_usd=None if self.cost_usd is None or other.cost_usd is None
                         else self.cost_usd + other.cost_usd,
                         tokenizer=self.tokenizer or other.tokenizer, models=self.models or other.models,
-                        note="; ".join(n for n in (self.note, other.note) if n))
+                        note="; ".join(n for n in (self.note, other.note) if n),
+                        calls_per_step=self.calls_per_step + other.calls_per_step, batch=self.batch or other.batch)
 
     def text(self) -> str:
         cost = "unknown (pass --price-in/--price-out)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
@@ -315,6 +354,12 @@ class Estimate:
                  f"calls: {self.calls} ({self.cached} more answered from the cache, free)",
                  f"input tokens: {self.input_tokens} ({self.tokenizer}); output tokens: at most {self.output_tokens}",
                  f"cost: {cost}"]
+        if self.batch:
+            b = self.batch_plan()
+            price = "unknown" if b["cost_usd"] is None else f"${b['cost_usd']:.4f}"
+            lines.append(f"batch backend: {b['rounds']} round(s), one per step; requests per round "
+                         f"{b['requests_per_round']} in {sum(b['batches_per_round'])} batch file(s); cost at the "
+                         f"Batch API price (half the live price): {price}")
         if self.note:
             lines.append(self.note)
         return "\n".join(lines)
@@ -340,8 +385,10 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
             if not it.calls:
                 est.decided_without_call += 1
                 continue
-            calls, answers = list(it.calls), []
+            calls, answers, step = list(it.calls), [], 0
             while calls:
+                if len(est.calls_per_step) <= step:
+                    est.calls_per_step.append(0)
                 for call in calls:
                     cfg, cache = configs[call.model], caches[call.model]
                     params = call.params(cfg.temperature)
@@ -356,11 +403,13 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
                     t_in = sum(count(m.get("content") or "") + 4 for m in call.message_list) + count(schema_text)
                     t_out = call.max_tokens or 1000
                     est.calls += 1
+                    est.calls_per_step[step] += 1
                     est.input_tokens += t_in
                     est.output_tokens += t_out
                     tokens_per_model[call.model][0] += t_in
                     tokens_per_model[call.model][1] += t_out
                 calls = stage.next_calls(it, answers) if stage is not None else []
+                step += 1
     finally:
         for c in caches:
             if c is not None:
@@ -401,6 +450,7 @@ class StageRun:
     ok: int
     errors: int
     error_reasons: Counter
+    pending: int = 0  # items waiting for batch answers (their requests were exported)
 
     def to_dataframe(self) -> Any:
         """The records of this run as a pandas DataFrame (pandas is optional)."""
@@ -457,13 +507,22 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
     aborted: list[str] = []
     abort = asyncio.Event()
 
+    pending = [0]
+
     async def do(it: WorkItem) -> list[dict]:
         try:
             answers: list[BaseModel] = []
             calls = list(it.calls)
             while calls:
-                for call in calls:
-                    answers.append(await call.ask(llms))
+                waiting = False
+                for call in calls:  # every call of a step is asked (or exported) before the item waits
+                    try:
+                        answers.append(await call.ask(llms))
+                    except Deferred:
+                        waiting = True
+                if waiting:
+                    pending[0] += 1
+                    return []
                 calls = stage.next_calls(it, answers)
             records = await stage.finish(it, answers, llms)
             if it.calls:
@@ -522,7 +581,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
     records = store.finalize(plan_keys)
     errors = [r for r in records if r.get("status") != "ok"]
     return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(errors),
-                    len(errors), Counter(reason_of(r) for r in errors))
+                    len(errors), Counter(reason_of(r) for r in errors), pending[0])
 
 
 def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Awaitable[Any]]) -> Any:

@@ -31,6 +31,7 @@ from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, 
                               unfit_chunk)
 from ..data.io import write_jsonl, write_lines_atomic, write_qrels
 from ..llm import LLM, LLMConfig, LLMError
+from ..llm.batch import Deferred
 from .engine import Call, Estimate, StageAborted, WorkItem, estimate, fingerprint, progress_bar
 from ..llm.prompts import delimit, load_prompt
 from ..data.records import Chunk, Question
@@ -107,6 +108,7 @@ class GenerateResult:
     rejects: list[dict]
     unfit_chunks: dict[str, str]
     target: dict[str, int]
+    pending: int = 0  # candidates waiting for batch answers: the set is not finished, nothing is written
 
     def summary(self) -> str:
         per_level = Counter(q.difficulty for q in self.accepted)
@@ -448,6 +450,11 @@ class Generator:
                     break
                 results = await asyncio.gather(*(self._safe(g, level, self.next_style()) for g in wave))
                 self._stop_if_dead()
+                waiting = sum(1 for q, rej in results if q is None and rej is None)
+                if waiting:  # the wave's next step is exported: the next round goes on from here
+                    if bar is not None:
+                        bar.close()
+                    return GenerateResult(accepted, rejects, dict(self.unfit), target, pending=waiting)
                 for q, rej in results:  # in plan order, so the set does not depend on timing
                     if q is None:
                         rejects.append(rej)
@@ -478,6 +485,8 @@ class Generator:
     async def _safe(self, group: list[str], level: str, style: str = "question"):
         try:
             return await self.candidate(group, level, style)
+        except Deferred:
+            return None, None  # waits for a batch answer
         except LLMError as e:
             self.failures.append(e)
             return None, {"chunk_ids": group, "difficulty": level, "question": None, "answer": None,

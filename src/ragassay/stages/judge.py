@@ -26,7 +26,8 @@ from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, load_prompt
 from .coverage import CoverageStage
-from .engine import Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, run_stage
+from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
+                     run_stage)
 from .queries import Passages, QueryItem
 
 # ----------------------------------------------------------------------------- answer shapes
@@ -69,6 +70,7 @@ class JudgeOptions:
     seed: int = 0                  # sample i sends seed + i, so votes can be reproduced
     tie: Literal["lower", "higher", "round-half-even"] = "lower"   # the median of an even number of votes
     quiet: bool = False
+    shard: tuple[int, int] | None = None  # judge only the queries of this slice (i, n): see engine.in_shard
 
 
 def pair_key(query_id: str, chunk_id: str) -> str:
@@ -413,6 +415,10 @@ def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[s
     chunk_map = dict(chunks) if isinstance(chunks, Mapping) else {c.id: c for c in chunks}
     keep_dict = coerce_qrels(keep).to_dict() if keep is not None else {}
     pairs, kept, per_query, unknown_queries = plan_pairs(queries, chunk_map, run, options.depth, keep_dict)
+    if options.shard is not None:  # a query's pairs and its coverage stay on one shard
+        pairs = [p for p in pairs if in_shard(p[0], options.shard)]
+        kept = [p for p in kept if in_shard(p[0], options.shard)]
+        per_query = {q: top for q, top in per_query.items() if in_shard(q, options.shard)}
     qmap = {q.id: q for q in queries}
     judge = Judge(configs, options)
     rel = RelevanceStage(judge)
@@ -439,6 +445,12 @@ class JudgeResult:
     truncated: int
     batch_fallbacks: int
     usage: str = ""
+    coverage_waits: bool = False  # coverage was not run: judgments still wait for batch answers
+
+    @property
+    def pending(self) -> int:
+        """Items waiting for batch answers (relevance and coverage)."""
+        return self.relevance.pending + (self.coverage.pending if self.coverage else 0)
 
     @property
     def records(self) -> list[dict]:
@@ -507,7 +519,7 @@ class JudgeResult:
                 "sample_disagreement": self.sample_disagreement, "mean_vote_spread": self.mean_vote_spread,
                 "juror_agreement": self.juror_agreement, "truncated": self.truncated,
                 "windowed": sum(1 for r in self.records if r.get("windows")),
-                "batch_fallbacks": self.batch_fallbacks,
+                "batch_fallbacks": self.batch_fallbacks, "pending": self.pending,
                 "error_reasons": dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
                                                                         else Counter())).most_common(5)),
                 "usage": self.usage}
@@ -533,6 +545,11 @@ class JudgeResult:
             lines.append(f"{self.truncated} chunks were cut to the length budget")
         if self.batch_fallbacks:
             lines.append(f"{self.batch_fallbacks} pairs fell back to pointwise after a batch answer missed them")
+        if self.relevance.pending:
+            lines.append(f"{self.relevance.pending} judge items wait for batch answers"
+                         + ("; coverage runs once they are in" if self.coverage_waits else ""))
+        if self.coverage is not None and self.coverage.pending:
+            lines.append(f"{self.coverage.pending} coverage items wait for batch answers (one step per round)")
         for stage in (self.relevance, self.coverage):
             if stage is not None and stage.errors:
                 lines.append(stage.failure_text())
@@ -550,6 +567,10 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
     concurrency = llms[0].config.concurrency if llms else 8
     rel = await run_stage(plan.relevance, plan.relevance_items, llms, plan.relevance_store,
                           concurrency=concurrency, quiet=options.quiet)
+    if rel.pending:  # judgments wait for a batch: no qrels yet, and coverage (whose sources use them) waits too
+        usage = "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms)
+        return JudgeResult(rel, None, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks,
+                           usage, coverage_waits=plan.coverage is not None)
     if qrels_out is not None:
         from ..data.io import write_qrels
         union: dict[str, dict[str, int]] = {}

@@ -1,0 +1,141 @@
+"""The OpenAI Batch API as a backend: upload request files, create batches, poll, download.
+
+A stage run with ``--backend batch`` goes round by round: run the stage collecting the calls it
+still needs (:class:`~ragassay.llm.batch.BatchBox`), send them as one or more batches, wait, bring
+the output and error files home, and run again with them imported, until nothing is left. Each
+round's batches are written down in ``OUTPUT.batches.json`` (the round's requests hash, batch ids,
+files downloaded) as soon as they are created, so a killed run resumes the same batches instead of
+paying for new ones, and a rerun after completion imports the downloaded files and sends nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from .batch import CHAT_URL, MAX_BYTES, MAX_LINES
+from .errors import LLMError
+
+TERMINAL = ("completed", "failed", "expired", "cancelled")
+LIMITS = {"lines": MAX_LINES, "bytes": MAX_BYTES}  # per input file (the Batch API's, with room to spare)
+
+
+class BatchState:
+    """The rounds of batches of one output, kept next to it (``OUTPUT.batches.json``)."""
+
+    def __init__(self, output: str | Path):
+        self.path = Path(f"{output}.batches.json")
+        self.dir = Path(f"{output}.batches")
+        self.rounds: list[dict] = json.loads(self.path.read_text()) if self.path.exists() else []
+
+    def save(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self.rounds, indent=1))
+        os.replace(tmp, self.path)
+
+    def downloaded(self) -> list[Path]:
+        return [Path(f) for r in self.rounds for b in r["batches"] for f in b.get("files", [])]
+
+    def round_for(self, requests_hash: str) -> dict | None:
+        return next((r for r in self.rounds if r["requests"] == requests_hash), None)
+
+
+def requests_hash(lines: list[dict]) -> str:
+    return hashlib.sha256("\n".join(sorted(x["custom_id"] for x in lines)).encode()).hexdigest()[:16]
+
+
+def split(lines: list[dict], max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> list[bytes]:
+    files: list[list[bytes]] = [[]]
+    size = 0
+    for line in lines:
+        data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+        if files[-1] and (len(files[-1]) >= max_lines or size + len(data) > max_bytes):
+            files.append([])
+            size = 0
+        files[-1].append(data)
+        size += len(data)
+    return [b"".join(f) for f in files]
+
+
+async def send_round(client: Any, lines: list[dict], state: BatchState, *, poll_seconds: float = 30.0,
+                     sleep: Callable[[float], Awaitable[None]] | None = None, log: Callable[[str], None] | None = None,
+                     max_lines: int | None = None, max_bytes: int | None = None) -> list[Path]:
+    """Answer ``lines`` through the Batch API (or resume the batches already made for exactly these
+    requests); returns the downloaded output and error files."""
+    log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    sleep = sleep or asyncio.sleep
+    digest = requests_hash(lines)
+    rnd = state.round_for(digest)
+    if rnd is None:
+        rnd = {"requests": digest, "lines": len(lines), "batches": []}
+        state.rounds.append(rnd)
+        for i, data in enumerate(split(lines, max_lines or LIMITS["lines"], max_bytes or LIMITS["bytes"]), start=1):
+            uploaded = await client.files.create(file=(f"ragassay-{digest}-{i}.jsonl", data), purpose="batch")
+            batch = await client.batches.create(input_file_id=uploaded.id, endpoint=CHAT_URL, completion_window="24h",
+                                                metadata={"ragassay_requests": digest, "part": str(i)})
+            rnd["batches"].append({"id": batch.id, "input_file_id": uploaded.id, "status": batch.status, "files": []})
+            state.save()  # before anything else can fail: a rerun resumes this batch, never makes a second
+            n = data.count(b"\n")
+            log(f"batch {batch.id}: {n} requests sent (part {i})")
+    else:
+        log(f"resuming {len(rnd['batches'])} batch(es) made for these {rnd['lines']} requests")
+    files: list[Path] = []
+    for b in rnd["batches"]:
+        files += await _finish(client, b, state, poll_seconds, sleep, log)
+    return files
+
+
+async def _finish(client: Any, b: dict, state: BatchState, poll_seconds: float, sleep, log) -> list[Path]:
+    if b.get("files"):
+        return [Path(f) for f in b["files"]]
+    last = None
+    while True:
+        batch = await client.batches.retrieve(b["id"])
+        counts = batch.request_counts
+        progress = f"{counts.completed + counts.failed}/{counts.total}" if counts else "?"
+        if (batch.status, progress) != last:
+            log(f"batch {batch.id}: {batch.status}, {progress} requests done")
+            last = (batch.status, progress)
+        b["status"] = batch.status
+        if batch.status in TERMINAL:
+            break
+        await sleep(poll_seconds)
+    state.save()
+    if batch.status == "failed" and not batch.output_file_id:
+        errors = "; ".join(f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
+                           for e in (batch.errors.data if batch.errors and batch.errors.data else []))[:600]
+        state.rounds = [r for r in state.rounds if b not in r["batches"]]  # a rerun makes a new batch
+        state.save()
+        raise LLMError("batch", f"batch {batch.id} failed: {errors or 'no reason given'}; nothing was answered. "
+                                "Fix this and rerun (a new batch is made)")
+    state.dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for kind, file_id in (("output", batch.output_file_id), ("errors", batch.error_file_id)):
+        if file_id:
+            content = await client.files.content(file_id)
+            path = state.dir / f"{batch.id}.{kind}.jsonl"
+            path.write_bytes(content.content)
+            files.append(path)
+    if batch.status in ("expired", "cancelled"):
+        log(f"batch {batch.id} {batch.status}: its answered requests are kept; the rest become error records "
+            "(rerun to send them again)")
+    b["files"] = [str(f) for f in files]
+    state.save()
+    return files
+
+
+def unanswered(lines: list[dict], files: list[Path]) -> list[dict]:
+    """Request lines with no line in the downloaded files (an expired or cancelled batch may leave
+    some out): the caller records them as errors, so a round never waits forever."""
+    seen = set()
+    for f in files:
+        for raw in f.read_text(encoding="utf-8").splitlines():
+            if raw.strip():
+                seen.add(json.loads(raw).get("custom_id"))
+    return [x for x in lines if x["custom_id"] not in seen]
