@@ -375,3 +375,28 @@ def test_a_large_round_is_split_into_several_batches(tmp_path, monkeypatch):
         assert main(_batch_argv(tmp_path, CHECK)) == 0
     sizes = sorted(len(v.splitlines()) for k, v in stub.files.items() if k.startswith("file-in"))
     assert max(sizes) <= 5 and stub.created == len(sizes) > 1
+
+
+# vLLM's BatchRequestInput (vllm/entrypoints/openai/protocol.py): custom_id, method, url, body; the
+# body a ChatCompletionRequest. These are the body fields ragassay sends, all of them fields of both
+# vLLM's ChatCompletionRequest and the OpenAI chat completions API.
+CHAT_REQUEST_FIELDS = {"model", "messages", "temperature", "max_tokens", "seed", "response_format"}
+
+
+def test_request_lines_have_the_shape_vllm_run_batch_reads(tmp_path):
+    req = tmp_path / "req.jsonl"
+    assert main(["check", str(EX / "answers.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--model", "m",
+                 "--no-cache", "-o", str(tmp_path / "c.jsonl"), "--samples", "2", "--export-requests", str(req)]) == 0
+    lines = [json.loads(x) for x in req.read_text().splitlines()]
+    assert lines
+    for line in lines:
+        assert set(line) == {"custom_id", "method", "url", "body"}
+        assert line["method"] == "POST" and line["url"] == "/v1/chat/completions"
+        assert set(line["body"]) <= CHAT_REQUEST_FIELDS and {"model", "messages"} <= set(line["body"])
+        assert all(set(m) == {"role", "content"} and m["role"] in ("system", "user", "assistant")
+                   for m in line["body"]["messages"])
+        fmt = line["body"]["response_format"]
+        assert fmt["type"] == "json_schema" and {"name", "schema", "strict"} == set(fmt["json_schema"])
+    # two samples of one answer are two requests (own custom_id) with the same body, sampled apart
+    assert len({x["custom_id"] for x in lines}) == len(lines)
+    assert len({json.dumps(x["body"], sort_keys=True) for x in lines}) == len(lines) // 2

@@ -239,8 +239,10 @@ def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
     gold = inp.qrels.to_dict() if inp.qrels is not None else {}
     judged = _judge_grades(inp)
     ranked = {r.name: r.ranked() for r in inp.runs}
+    # the queries file (or a generated set) gives texts, not pages: a page is for a query with results,
+    # judgments, an answer or coverage
     ids = set(gold) | {q for rk in ranked.values() for q in rk} | set(inp.answers) | {c["id"] for c in inp.checks} \
-        | set(inp.queries) | {c["query_id"] for c in inp.coverage}
+        | {c["query_id"] for c in inp.coverage}
     if not inp.runs and not gold and not inp.answers and not inp.checks:
         return {}
     checks = {c["id"]: c for c in inp.checks}
