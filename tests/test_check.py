@@ -172,6 +172,14 @@ def test_human_calibration_on_records():
     assert h["rates"]["correct"]["prediction_powered"]["value"] == pytest.approx(3 / 5 - 1 / 5)
 
 
+def test_ppi_rates_stay_within_zero_and_one():
+    """Three labelled answers where the grader was wrong every time push the correction past 1."""
+    res = ppi_mean(np.array([1.0, 1.0, 0.0, 1.0]), np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0]))
+    low, est, high = res["unclipped"]
+    assert est == pytest.approx(0.75 + 1 / 3) and high > 1 and low < 1
+    assert res["value"] == 1.0 and res["ci_high"] == 1.0 and res["ci_low"] == max(0.0, low)
+
+
 def test_read_answers_resolves_context_ids(tmp_path):
     p = tmp_path / "a.jsonl"
     p.write_text('{"id": "a", "question": "q", "reference": "r", "response": "s", "context_ids": ["c1"]}\n')

@@ -104,7 +104,11 @@ def ppi_mean(llm_all: np.ndarray, llm_labeled: np.ndarray, human_labeled: np.nda
         var = (float(llm_all.var(ddof=1)) / big_n if big_n > 1 else 0.0) + float(rectifier.var(ddof=1)) / n
     z = _normal_quantile(0.5 + confidence / 2)
     half = z * math.sqrt(var)
-    return {"value": est, "ci_low": est - half, "ci_high": est + half}
+    # a rate lies in [0, 1]: the correction can carry the estimate or its interval past the ends on
+    # small labelled sets, and a rate of 1.27 would only confuse. Clipped there (the width in
+    # ``unclipped`` tells how far it went).
+    return {"value": min(1.0, max(0.0, est)), "ci_low": max(0.0, est - half), "ci_high": min(1.0, est + half),
+            "unclipped": [est - half, est, est + half]}
 
 
 def _normal_quantile(p: float) -> float:

@@ -117,9 +117,9 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
         ag = agree(qrels, rio.read_qrels(out / "judged.qrels"), runs)
         _write_json(out / "agree.json", {**ag.to_dict(), "names": ["people", "LLM judge"]})
         log(f"agree (people vs judge): kappa {ag.kappa:.3f}, binarised >= 2: {ag.kappa_binary[2]:.3f}")
-        report_files += [out / "judgments.jsonl", out / "coverage.jsonl", out / "agree.json", out / "questions.jsonl"]
-        if (out / "rejects.jsonl").exists() and (out / "rejects.jsonl").stat().st_size:
-            report_files.append(out / "rejects.jsonl")
+        report_files += [out / "judgments.jsonl", out / "coverage.jsonl", out / "agree.json"]
+        report_files += [out / f for f in ("questions.jsonl", "rejects.jsonl")
+                         if (out / f).exists() and (out / f).stat().st_size]  # a generated set, when any
     else:
         done["skipped"] = ["generate", "judge", "check (LLM verdicts)"]
         ag = agree(qrels, rio.read_qrels(ex / "qrels_second_assessor.txt"), runs)

@@ -194,7 +194,9 @@ def counts_bars(items: Sequence[tuple[str, int]], title: str, width: float = 440
 def heatmap(row_labels: Sequence[str], col_labels: Sequence[str], matrix: Sequence[Sequence[int]], row_title: str,
             col_title: str, cell: float = 54) -> str:
     """A confusion matrix as shaded cells with counts; the diagonal (agreement) outlined."""
-    left, top = 96, 44
+    cell = max(cell, 7.5 * max([len(str(x)) for x in col_labels] + [1]) + 10)  # room for the column labels
+    left = max(60, 7 * max([len(str(x)) for x in row_labels] + [1]) + 36)
+    top = 44
     width, height = left + cell * len(col_labels) + 10, top + cell * len(row_labels) + 10
     peak = max([v for row in matrix for v in row] + [1])
     out = [_open(width, height, f"{row_title} against {col_title}"),
