@@ -400,3 +400,17 @@ def test_request_lines_have_the_shape_vllm_run_batch_reads(tmp_path):
     # two samples of one answer are two requests (own custom_id) with the same body, sampled apart
     assert len({x["custom_id"] for x in lines}) == len(lines)
     assert len({json.dumps(x["body"], sort_keys=True) for x in lines}) == len(lines) // 2
+
+
+def test_generate_with_the_batch_api_backend(tmp_path, monkeypatch):
+    argv = ["generate", str(EX / "chunks.jsonl"), "--limit", "3", "--model", "m", "--quiet", "--seed", "5"]
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    with FakeLLM() as server:
+        assert main(argv + ["-o", str(tmp_path / "live.jsonl"), "--no-cache", "--base-url", server.url]) == 0
+        live_calls = server.calls
+    with respx.mock(assert_all_called=False) as mock:
+        stub = BatchAPIStub(mock, polls=0)
+        assert main(_batch_argv(tmp_path, argv)) == 0
+    sent = sum(len(v.splitlines()) for k, v in stub.files.items() if k.startswith("file-in"))
+    assert sent == live_calls and stub.created > 1  # one round per step of the candidates
+    assert (tmp_path / "b.jsonl").read_text() == (tmp_path / "live.jsonl").read_text()
