@@ -15,6 +15,9 @@ from ..data.columns import KeyIndex, hash_bytes, mix
 from ..data.tables import Qrels, Run, same_width, trec_order
 
 
+LOOKUP_ROWS = 1 << 18  # run rows joined to the qrels per step
+
+
 @dataclass
 class RankedRows:
     group: np.ndarray        # per row: index of its query among the evaluated queries
@@ -64,16 +67,20 @@ def _lookup(qrels: Qrels, row_query: np.ndarray, docs: np.ndarray) -> tuple[np.n
     sorted_keys = np.sort(qkeys)
     if bool(np.any(sorted_keys[1:] == sorted_keys[:-1])) or sorted_keys[0] == 0:
         return _lookup_dict(qrels, row_query, docs)  # a true 64-bit collision: be exact instead
-    rkeys = mix(hash_bytes(rdocs), row_query)
-    rkeys[rkeys == 0] = 1  # 0 marks an empty slot; a changed key only misses, and misses are exact
-    j = KeyIndex(qkeys).find(rkeys)
-    cand = np.flatnonzero(j >= 0)
-    jc = j[cand]
-    same = (qrels.qidx[jc] == row_query[cand]) & (qdocs[jc] == rdocs[cand])  # confirm the bytes
+    index = KeyIndex(qkeys)
     judged = np.zeros(n, dtype=bool)
-    judged[cand[same]] = True
     grade = np.zeros(n, dtype=np.int64)
-    grade[cand[same]] = qrels.grades[jc[same]]
+    for lo in range(0, n, LOOKUP_ROWS):  # in steps: the hashing and probing temporaries stay small
+        hi = min(n, lo + LOOKUP_ROWS)
+        rq = row_query[lo:hi]
+        rkeys = mix(hash_bytes(rdocs[lo:hi]), rq)
+        rkeys[rkeys == 0] = 1  # 0 marks an empty slot; a changed key only misses, and misses are exact
+        j = index.find(rkeys)
+        cand = np.flatnonzero(j >= 0)
+        jc = j[cand]
+        same = (qrels.qidx[jc] == rq[cand]) & (qdocs[jc] == rdocs[lo:hi][cand])  # confirm the bytes
+        judged[lo + cand[same]] = True
+        grade[lo + cand[same]] = qrels.grades[jc[same]]
     return judged, grade
 
 
