@@ -87,45 +87,12 @@ def add_batch_options(p: argparse.ArgumentParser, shard: bool = True) -> None:
 
 
 def run_batch_rounds(args: argparse.Namespace, config, output: str, run_once):
-    """``--backend batch``: run the stage collecting its calls, answer them through the Batch API,
-    import, and again, until a run needs nothing; returns that last run's result and a note."""
-    import asyncio
-
-    from ..llm.batch import BatchBox
-    from ..llm.batch_api import BatchState, send_round, unanswered
-    from ..llm.config import make_client
+    """``--backend batch``: the library's rounds (see :func:`ragassay.llm.batch_api.run_rounds`)."""
+    from ..errors import UsageError
+    from ..llm.batch_api import run_rounds
     if args.export_requests or args.import_results:
-        from ..errors import UsageError
         raise UsageError("--backend batch sends the batches itself: leave out --export-requests / --import-results")
-    config.check()
-    state = BatchState(output)
-    box = BatchBox(collect=True)
-    for f in state.downloaded():  # answers of earlier runs; their error lines are asked again
-        box.import_file(f, errors=False)
-    rounds = sent = 0
-    while True:
-        box.requests.clear()
-        result = run_once(box)
-        if not box.requests:
-            break
-        lines = list(box.requests.values())
-
-        async def go():
-            client = make_client(config)
-            try:
-                return await send_round(client, lines, state, poll_seconds=args.poll_seconds)
-            finally:
-                await client.close()
-        files = asyncio.run(go())
-        for f in files:
-            box.import_file(f)
-        for line in unanswered(lines, files):
-            box.results[line["custom_id"]] = {"custom_id": line["custom_id"], "response": None,
-                                              "error": {"code": "missing", "message": "the batch returned no line"}}
-        rounds += 1
-        sent += len(lines)
-    return result, (f"batch backend: {rounds} round(s), {sent} requests sent; batches in {state.path}"
-                    if rounds else f"batch backend: nothing left to send (batches in {state.path})")
+    return run_rounds(config, output, run_once, poll_seconds=args.poll_seconds)
 
 
 def batch_box(args: argparse.Namespace):
@@ -149,5 +116,5 @@ def finish_batch(args: argparse.Namespace, box, pending: int) -> str:
     files = write_requests(args.export_requests, list(box.requests.values()))
     return (f"{pending} items wait for {len(box.requests)} batch answers; requests: "
             + ", ".join(str(f) for f in files)
-            + ". Run them (OpenAI Batch API, or vLLM: python -m vllm.entrypoints.openai.run_batch -i FILE -o OUT "
-              "--model M), then rerun this command with --import-results OUT")
+            + ". Run them (the OpenAI Batch API, or vLLM: vllm run-batch -i FILE -o OUT --model M), then rerun "
+              "this command with --import-results OUT")

@@ -147,6 +147,9 @@ def detect_format(data: bytes, kind: str) -> str:
     header = header_line(data)
     if header:
         line = _first_line(data, after=header)[0]
+        if not line:
+            raise InputError(f"only a header line (line {header}), no {'results' if kind == 'run' else 'judgments'}",
+                             None, header)
     fields = line.split()
     if len(fields) == 3:
         return "beir" if header else "trec3"
@@ -234,7 +237,7 @@ def _read_columns_qrels(data: bytes, path: str | Path, ncols: int, q_col: int, d
         data, ncols, path, [(q_col, None), (d_col, None), (g_col, _parse_grades)], skip_lines=skip)
     if not len(lines):
         raise InputError("no judgments in file", path)
-    vocab = {}
+    vocab: dict[bytes, int] = {}
     qidx = factorize(qcol, vocab)
     out = Qrels(_decode_vocab(vocab, path), qidx, docs, grades, source=str(path))
     out.check_unique(lines)
@@ -244,7 +247,6 @@ def _read_columns_qrels(data: bytes, path: str | Path, ncols: int, q_col: int, d
 def reader_path() -> str:
     """Which splitter reads clean TREC/TSV files: ``arrow`` (pyarrow's parser, when installed) or
     ``numpy``. ``RAGASSAY_PARSER=numpy`` forces the numpy one (both give the same tables)."""
-    import os
     from . import arrow_columns
     wanted = os.environ.get("RAGASSAY_PARSER", "auto")
     return "arrow" if wanted in ("auto", "arrow") and arrow_columns.available() else "numpy"
@@ -256,7 +258,10 @@ def _arrow_columns(source: bytes | str, ncols: int, wanted: list[tuple[int, str]
         return None
     from . import arrow_columns
     cols = arrow_columns.read(source, ncols, wanted, skip, head)
-    return cols if cols is not None and len(cols[0]) else None
+    if cols is None:
+        return None
+    first = cols[0][0] if isinstance(cols[0], tuple) else cols[0]
+    return cols if len(first) else None  # no rows: the numpy path says so, naming the file
 
 
 def _plain_file_head(path: str | Path) -> bytes | None:
@@ -357,7 +362,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
         del data  # the columns are copies: free the file's bytes before the next steps
         if not len(lines):
             raise InputError("no results in file", path)
-        vocab = {}
+        vocab: dict[bytes, int] = {}
         qidx = factorize(qcol, vocab)
         del qcol
         run = Run(_decode_vocab(vocab, path), qidx, docs, scores, name or tag or default_name, str(path))

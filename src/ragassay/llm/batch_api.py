@@ -139,3 +139,41 @@ def unanswered(lines: list[dict], files: list[Path]) -> list[dict]:
             if raw.strip():
                 seen.add(json.loads(raw).get("custom_id"))
     return [x for x in lines if x["custom_id"] not in seen]
+
+
+def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], *, poll_seconds: float = 30.0,
+               sleep: Callable[[float], Awaitable[None]] | None = None) -> tuple[Any, str]:
+    """Run a stage through the Batch API: ``run_once(box)`` runs it once collecting the calls it
+    still needs; those are sent (:func:`send_round`), their answers imported, and the stage run
+    again, until a run needs nothing. Returns that last run's result and a one-line summary."""
+    from .batch import BatchBox
+    from .config import make_client
+    config.check()
+    state = BatchState(output)
+    box = BatchBox(collect=True)
+    for f in state.downloaded():  # answers of earlier runs; their error lines are asked again
+        box.import_file(f, errors=False)
+    rounds = sent = 0
+    while True:
+        box.requests.clear()
+        result = run_once(box)
+        if not box.requests:
+            break
+        lines = list(box.requests.values())
+
+        async def go(lines: list[dict] = lines) -> list[Path]:
+            client = make_client(config)
+            try:
+                return await send_round(client, lines, state, poll_seconds=poll_seconds, sleep=sleep)
+            finally:
+                await client.close()
+        files = asyncio.run(go())
+        for f in files:
+            box.import_file(f)
+        for line in unanswered(lines, files):  # never wait twice for a line the batch did not return
+            box.results[line["custom_id"]] = {"custom_id": line["custom_id"], "response": None,
+                                              "error": {"code": "missing", "message": "the batch returned no line"}}
+        rounds += 1
+        sent += len(lines)
+    return result, (f"batch backend: {rounds} round(s), {sent} requests sent; batches in {state.path}"
+                    if rounds else f"batch backend: nothing left to send (batches in {state.path})")

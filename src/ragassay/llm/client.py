@@ -126,21 +126,21 @@ class LLM:
         """The exact chat request of a call: what the live path sends and a batch line carries."""
         name, schema, strict, schema_text = self._schema(response_model)
         mode = mode or self.mode
-        body: dict[str, Any] = {"model": self.config.model, "temperature": params["temperature"]}
+        messages = list(convo)
+        if mode != "json_schema":  # the schema goes into the instructions instead
+            messages = [{"role": "system", "content": "Reply with one JSON object, and nothing else, "
+                         f"that follows this JSON schema:\n{schema_text}"}] + messages
+        body: dict[str, Any] = {"model": self.config.model, "messages": messages, "temperature": params["temperature"]}
         if params["max_tokens"] is not None:
             body["max_tokens"] = params["max_tokens"]
         if params["seed"] is not None:
             body["seed"] = params["seed"]
-        messages = list(convo)
         if mode == "json_schema":
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": name, "schema": schema, "strict": strict}}
-        else:
-            messages = [{"role": "system", "content": "Reply with one JSON object, and nothing else, "
-                         f"that follows this JSON schema:\n{schema_text}"}] + messages
-            if mode == "json_object":
-                body["response_format"] = {"type": "json_object"}
-        return {"model": body.pop("model"), "messages": messages, **body}
+        elif mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        return body
 
     def _from_batch(self, line: dict, key: str, response_model: type[T], su: Any) -> T:
         """An answer read from a batch output line: parsed exactly as a live answer, then cached."""
