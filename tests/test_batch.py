@@ -414,3 +414,17 @@ def test_generate_with_the_batch_api_backend(tmp_path, monkeypatch):
     sent = sum(len(v.splitlines()) for k, v in stub.files.items() if k.startswith("file-in"))
     assert sent == live_calls and stub.created > 1  # one round per step of the candidates
     assert (tmp_path / "b.jsonl").read_text() == (tmp_path / "live.jsonl").read_text()
+
+
+def test_the_batch_backend_against_a_dead_endpoint_or_one_without_a_batch_api(tmp_path, monkeypatch, capsys):
+    from fake_llm import dead_url
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    argv = CHECK + ["--backend", "batch", "--poll-seconds", "0", "--no-cache", "-o", str(tmp_path / "b.jsonl")]
+    assert main(argv + ["--base-url", dead_url(), "--timeout", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "could not reach the Batch API at http://127.0.0.1:" in err and "Traceback" not in err
+    with respx.mock(assert_all_called=False) as mock:  # a vLLM server: chat completions, but no /files
+        mock.post(f"{BASE}/files").mock(return_value=httpx.Response(404, json={"error": {"message": "Not Found"}}))
+        assert main(argv + ["--base-url", BASE]) == 1
+    err = capsys.readouterr().err
+    assert "answered 404; this endpoint has no Files/Batches API" in err and "vllm run-batch" in err

@@ -334,10 +334,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     if head is not None:  # a plain file: pyarrow may stream it without the whole file in memory
         fmt = _resolve_format(head, path, "run", format)
         if fmt in ("trec", "trec3", "beir"):
-            trec = fmt == "trec"
-            skip = header_line(head)
-            first_fields = _first_line(head, after=skip)[0].split()
-            tag = first_fields[5] if trec and len(first_fields) >= 6 else None
+            trec, skip, tag = _column_layout(head, fmt)
             fast = _arrow_columns(str(path), 6 if trec else 3,
                                   [(0, "codes"), (2 if trec else 1, "id"), (4 if trec else 2, "float")], skip, head)
             if fast is not None:
@@ -350,10 +347,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     data = blank_comments(read_bytes_checked(path))
     fmt = _resolve_format(data, path, "run", format)
     if fmt in ("trec", "trec3", "beir"):
-        trec = fmt == "trec"
-        skip = header_line(data)
-        first_fields = _first_line(data, after=skip)[0].split()
-        tag = first_fields[5] if trec and len(first_fields) >= 6 else None
+        trec, skip, tag = _column_layout(data, fmt)
         # TREC: qid Q0 docid rank score, then the tag (optional) and any fields after it (ignored)
         (qcol, docs, scores), lines = read_columns(
             data, 5 if trec else 3, path,
@@ -384,6 +378,14 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     else:
         raise InputError(f"unknown run format {format!r}: use trec, trec3, jsonl or beir", path)
     return run.deduplicated() if dedupe else run.checked(lines)
+
+
+def _column_layout(data: bytes, fmt: str) -> tuple[bool, int, str | None]:
+    """(six-column TREC?, header line to skip or 0, the TREC tag of the first row) of a run file."""
+    trec = fmt == "trec"
+    skip = header_line(data)
+    first_fields = _first_line(data, after=skip)[0].split()
+    return trec, skip, first_fields[5] if trec and len(first_fields) >= 6 else None
 
 
 def _decode_ids(ids: np.ndarray, path: str | Path) -> list[str]:

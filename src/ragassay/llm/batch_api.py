@@ -19,6 +19,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import openai
+
 from .batch import CHAT_URL, MAX_BYTES, MAX_LINES
 from .errors import LLMError
 
@@ -165,6 +167,15 @@ def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], 
             client = make_client(config)
             try:
                 return await send_round(client, lines, state, poll_seconds=poll_seconds, sleep=sleep)
+            except openai.APIStatusError as e:
+                hint = ("; this endpoint has no Files/Batches API (a vLLM server has none): use --export-requests "
+                        "and `vllm run-batch` instead" if e.status_code in (404, 405) else "")
+                raise LLMError("auth" if e.status_code in (401, 403) else "request",
+                               f"the Batch API at {config.public_base_url()} answered {e.status_code}{hint}") from None
+            except openai.APIConnectionError as e:
+                raise LLMError("transport", f"could not reach the Batch API at {config.public_base_url()} "
+                                            f"({type(e).__name__}); batches already made are kept in {state.path} "
+                                            "and resumed by a rerun") from None
             finally:
                 await client.close()
         files = asyncio.run(go())
