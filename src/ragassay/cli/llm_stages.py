@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-from pathlib import Path
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from .options import (add_batch_options, add_format_option, add_llm_options, batch_box, finish_batch, llm_config,
@@ -95,6 +94,7 @@ def judge(sub: Any) -> None:
 
 
 def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
+    import asyncio
     from ..data.io import read_chunks, read_qrels, read_run
     from ..stages.judge import JudgeOptions, build_llms, execute_judge, model_configs, plan_judge
     from ..stages.queries import read_query_items
@@ -192,6 +192,7 @@ def _fmt_rate(r: dict) -> str:
 
 
 def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
+    import asyncio
     from ..data.io import iter_jsonl, read_chunks, read_qrels, read_run
     from ..llm import LLM
     from ..llm.errors import LLMError

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from .columns import INT_LIMIT, MAX_FIELD_BYTES, gather
+from .columns import INT_LIMIT, MAX_FIELD_BYTES, gather, join_pieces
 
 
 # One thread: pyarrow's threaded read is ~0.07 s faster on 73 MB but holds ~90 MB more at its peak.
@@ -81,13 +82,17 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             memory_pool=pool)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    out = []
-    for c, kind in wanted:
+    # largest column first, each dropped from the table once converted: its arrow memory goes back
+    # before the next one is copied out, and the id column is converted chunk by chunk
+    done: dict[int, Any] = {}
+    for c, kind in sorted(wanted, key=lambda w: {"id": 0, "codes": 1}.get(w[1], 2)):
         col = table.column(f"c{c}")
+        table = table.drop_columns([f"c{c}"])
         if col.null_count:
             return None
         if kind == "codes":  # query ids: integer codes in first-seen order and the distinct ids
             enc = _encode(col, pool)
+            del col
             idx = enc.indices
             codes = np.frombuffer(idx.buffers()[1], dtype=np.int32)[idx.offset:idx.offset + len(idx)].astype(np.int64)
             if not _utf8(enc.dictionary) or len(enc.dictionary) and pc_starts_with_hash(enc.dictionary):
@@ -95,27 +100,29 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             distinct = _fixed_width(enc.dictionary)
             if distinct is None:
                 return None
-            out.append((codes, distinct))
+            done[c] = (codes, distinct)
         elif kind == "id":
-            arr = col.combine_chunks(memory_pool=pool)
-            if not _utf8(arr):
-                return None
-            ids = _fixed_width(arr)
-            del arr
-            if ids is None:
-                return None
-            out.append(ids)
+            pieces = []
+            for chunk in col.chunks:
+                if not _utf8(chunk):
+                    return None
+                ids = _fixed_width(chunk)
+                if ids is None:
+                    return None
+                pieces.append(ids)
+            del col
+            done[c] = join_pieces(pieces) if pieces else np.zeros(0, dtype="S8")
         else:  # straight from the buffer: ChunkedArray.to_numpy would import pandas (0.3 s)
             arr = col.combine_chunks(memory_pool=pool)
+            del col
             values = np.frombuffer(arr.buffers()[1], dtype=np.float64 if kind == "float" else np.int64)[
                 arr.offset:arr.offset + len(arr)]
             if kind == "float" and not np.isfinite(values).all():
                 return None
             if kind == "int" and len(values) and int(np.abs(values).max()) > INT_LIMIT:
                 return None
-            out.append(values)
-        del col
-    return out
+            done[c] = values
+    return [done[c] for c, _ in wanted]
 
 
 def _utf8(arr) -> bool:
@@ -123,7 +130,8 @@ def _utf8(arr) -> bool:
     or else a validating cast (whose copy is dropped at once)."""
     import pyarrow as pa
     data = arr.buffers()[2]
-    if data is None or not (np.frombuffer(data, dtype=np.uint8) >= 0x80).any():
+    buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    if not any((buf[i:i + (1 << 22)] >= 0x80).any() for i in range(0, len(buf), 1 << 22)):  # 4 MB at a time
         return True
     try:
         arr.cast(pa.string(), memory_pool=pa.system_memory_pool())

@@ -170,11 +170,11 @@ def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tup
         pieces = [p[0][i] for p in parts]
         for p in parts:
             p[0][i] = None
-        columns.append(_join(pieces))
-    return columns, _join([p[1] for p in parts])
+        columns.append(join_pieces(pieces))
+    return columns, join_pieces([p[1] for p in parts])
 
 
-def _join(pieces: list[np.ndarray]) -> np.ndarray:
+def join_pieces(pieces: list[np.ndarray]) -> np.ndarray:
     """Concatenate block pieces into one array, freeing each piece once it is copied: the pages of
     ``np.empty`` are only touched as they are filled, so memory never holds two whole copies."""
     if len(pieces) == 1:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .columns import hash_bytes, mix, to_width
+from .columns import INT_LIMIT, hash_bytes, mix, to_width
 from ..errors import InputError
 
 
@@ -53,11 +53,12 @@ def find_duplicates(qidx: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.
     if len(docs) < 2:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    keys = mix(hash_bytes(docs), qidx)
-    sk = np.sort(keys)
+    sk = mix(hash_bytes(docs), qidx)
+    sk.sort()  # in place: no second copy of the keys
     if not bool(np.any(sk[1:] == sk[:-1])):  # the usual case, found with a cheap sort
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
+    keys = mix(hash_bytes(docs), qidx)  # (rare: a repeated key) again, unsorted, to find the rows
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
     cand = np.flatnonzero(sk[1:] == sk[:-1])
@@ -90,7 +91,11 @@ class Qrels:
         rows = list(rows)
         queries, qidx = query_codes(r[0] for r in rows)
         docs = encode_ids(r[1] for r in rows)
-        grades = np.array([int(r[2]) for r in rows], dtype=np.int64)
+        values = [int(r[2]) for r in rows]
+        big = next((v for v in values if abs(v) > INT_LIMIT), None)
+        if big is not None:
+            raise InputError(f"grade {big} is out of range (at most {INT_LIMIT} either side of 0)", source)
+        grades = np.array(values, dtype=np.int64)
         q = cls(queries, qidx, docs, grades, source)
         q.check_unique()
         return q

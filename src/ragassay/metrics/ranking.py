@@ -41,7 +41,7 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
 
     # join each row to its judgment in file order (the join does not care about order), then put
     # the small per-row results in rank order: no reordered copy of the document ids is made
-    judged, grade = _lookup(qrels, run_to_qrels[qidx], docs)
+    judged, grade = _lookup(qrels, run_to_qrels, qidx, docs)
     order = trec_order(qidx, scores, docs)
     if order is not None:
         qidx, judged, grade = qidx[order], judged[order], grade[order]
@@ -51,14 +51,19 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     if n:
         change[1:] = qidx[1:] != qidx[:-1]
     starts = np.flatnonzero(change)
-    group = np.cumsum(change) - 1
-    rank = np.arange(n) - starts[group]
+    small = np.int32 if n < 2**31 else np.int64  # per-row positions: half the memory on any real run
+    group = np.cumsum(change, dtype=small)
+    group -= 1
+    rank = np.arange(n, dtype=small)
+    rank -= starts[group].astype(small)
     return RankedRows(group, rank, judged, grade, run_to_qrels[qidx[starts]] if n else
                       np.zeros(0, dtype=np.int64), run_only)
 
 
-def _lookup(qrels: Qrels, row_query: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Grade of each (query, document) row in the qrels, by 64-bit hash then byte comparison."""
+def _lookup(qrels: Qrels, run_to_qrels: np.ndarray, qidx: np.ndarray,
+            docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Grade of each (query, document) row in the qrels, by 64-bit hash then byte comparison
+    (``run_to_qrels[qidx]`` is each row's query in the qrels)."""
     n = len(docs)
     if n == 0 or len(qrels) == 0:
         return np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
@@ -66,13 +71,13 @@ def _lookup(qrels: Qrels, row_query: np.ndarray, docs: np.ndarray) -> tuple[np.n
     qkeys = mix(hash_bytes(qdocs), qrels.qidx)
     sorted_keys = np.sort(qkeys)
     if bool(np.any(sorted_keys[1:] == sorted_keys[:-1])) or sorted_keys[0] == 0:
-        return _lookup_dict(qrels, row_query, docs)  # a true 64-bit collision: be exact instead
+        return _lookup_dict(qrels, run_to_qrels[qidx], docs)  # a true 64-bit collision: be exact instead
     index = KeyIndex(qkeys)
     judged = np.zeros(n, dtype=bool)
-    grade = np.zeros(n, dtype=np.int64)
+    grade = np.zeros(n, dtype=np.int32)  # grades fit: readers refuse any beyond 2**31 - 1
     for lo in range(0, n, LOOKUP_ROWS):  # in steps: the hashing and probing temporaries stay small
         hi = min(n, lo + LOOKUP_ROWS)
-        rq = row_query[lo:hi]
+        rq = run_to_qrels[qidx[lo:hi]]
         rkeys = mix(hash_bytes(rdocs[lo:hi]), rq)
         rkeys[rkeys == 0] = 1  # 0 marks an empty slot; a changed key only misses, and misses are exact
         j = index.find(rkeys)
