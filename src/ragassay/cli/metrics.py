@@ -59,10 +59,7 @@ def run_evaluate(args: argparse.Namespace) -> str:
     ev = evaluate(qrels, run, args.metrics, relevance_level=args.relevance_level, gain=args.gain,
                   missing=args.missing)
     if args.format == "json":
-        d = ev.to_dict()
-        if not args.per_query:
-            d.pop("per_query")
-        return to_json(d)
+        return to_json(ev.to_dict(per_query=args.per_query))
     names = ev.metric_names
     agg = ev.aggregate
     if args.per_query:

@@ -22,6 +22,24 @@ BLOCK_BYTES = 1 << 21
 THREADS = int(os.environ.get("RAGASSAY_THREADS", "2"))  # split work into 2 MB blocks to bound temporary memory
 
 
+def trim_heap() -> None:
+    """Give memory that was freed back to the system (glibc keeps freed heap pages otherwise, and
+    they count in the process's peak). Called between phases that free large temporaries; a few
+    milliseconds; a no-op where malloc_trim does not exist."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = None
+
+
 def _round8(n: int) -> int:
     return max(8, (n + 7) // 8 * 8)
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .columns import INT_LIMIT, factorize, parse_floats, read_columns
+from .columns import INT_LIMIT, factorize, parse_floats, read_columns, trim_heap
 from ..errors import InputError, OutputError
 from .tables import Qrels, Run, encode_ids, query_codes
 
@@ -341,7 +341,9 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
                 (qidx, distinct), docs, scores = fast
                 run = Run(_decode_ids(distinct, path), qidx, docs, scores, name or tag or default_name, str(path))
                 try:
-                    return run.deduplicated() if dedupe else run.checked(None)
+                    run = run.deduplicated() if dedupe else run.checked(None)
+                    trim_heap()  # the parse's temporaries are gone: return their pages before the next phase
+                    return run
                 except InputError:
                     pass  # read again below: the numpy splitter names the lines
     data = blank_comments(read_bytes_checked(path))
@@ -377,7 +379,9 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
         lines = np.array([r[3] for r in rows], dtype=np.int64)
     else:
         raise InputError(f"unknown run format {format!r}: use trec, trec3, jsonl or beir", path)
-    return run.deduplicated() if dedupe else run.checked(lines)
+    run = run.deduplicated() if dedupe else run.checked(lines)
+    trim_heap()  # the parse's temporaries are gone: return their pages before the next phase
+    return run
 
 
 def _column_layout(data: bytes, fmt: str) -> tuple[bool, int, str | None]:

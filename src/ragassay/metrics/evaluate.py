@@ -72,12 +72,13 @@ class Evaluation:
         rows = [{"query_id": q, **v} for q, v in self.per_query.items()] + [{"query_id": "all", **self.aggregate}]
         return to_dataframe(rows).set_index("query_id")
 
-    def to_dict(self) -> dict:
+    def to_dict(self, per_query: bool = True) -> dict:
+        """The result as JSON-ready data; ``per_query=False`` leaves out the per-query values."""
         return {
             "kind": "evaluate", "version": 1,
             "run": self.run_name,
             "aggregate": self.aggregate,
-            "per_query": self.per_query,
+            **({"per_query": self.per_query} if per_query else {}),
             "counts": self.counts,
             "settings": {"relevance_level": self.relevance_level, "gain": self.gain,
                          "missing": self.missing_policy},

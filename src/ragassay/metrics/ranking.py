@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.columns import KeyIndex, hash_bytes, mix
+from ..data.columns import KeyIndex, hash_bytes, mix, trim_heap
 from ..data.tables import Qrels, Run, same_width, trec_order
 
 
@@ -56,8 +56,10 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     group -= 1
     rank = np.arange(n, dtype=small)
     rank -= starts[group].astype(small)
-    return RankedRows(group, rank, judged, grade, run_to_qrels[qidx[starts]] if n else
+    rows = RankedRows(group, rank, judged, grade, run_to_qrels[qidx[starts]] if n else
                       np.zeros(0, dtype=np.int64), run_only)
+    trim_heap()  # the join's and the sort's temporaries are gone: the metrics start from a lean heap
+    return rows
 
 
 def _lookup(qrels: Qrels, run_to_qrels: np.ndarray, qidx: np.ndarray,
