@@ -319,7 +319,7 @@ class KeyIndex:
     """
 
     def __init__(self, keys: np.ndarray):
-        size = 1 << max(4, int(2 * max(len(keys), 1) - 1).bit_length())  # load factor <= 1/2
+        size = 1 << max(4, int(4 * max(len(keys), 1) - 1).bit_length())  # load factor <= 1/4: few probes
         self.mask = size - 1
         self.slot_keys = np.zeros(size, dtype=np.uint64)
         self.slot_pos = np.full(size, -1, dtype=np.int64)
@@ -343,9 +343,11 @@ class KeyIndex:
         slot = (query & np.uint64(self.mask)).astype(small)
         found = self.slot_keys[slot]
         hit = found == query
-        out = np.where(hit, self.slot_pos[slot], -1)
+        out = np.full(len(query), -1, dtype=np.int64)
+        at = np.flatnonzero(hit)
+        out[at] = self.slot_pos[slot[at]]  # positions read for the hits only (most run rows miss)
         todo = np.flatnonzero(~hit & (found != 0))  # slot taken by another key: probe on
-        del found, hit
+        del found, hit, at
         while len(todo):
             slot_t = (slot[todo] + 1) & small(self.mask)
             slot[todo] = slot_t

@@ -51,9 +51,9 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     if n:
         change[1:] = qidx[1:] != qidx[:-1]
     starts = np.flatnonzero(change)
-    small = np.int32 if n < 2**31 else np.int64  # per-row positions: half the memory on any real run
-    group = np.cumsum(change, dtype=small)
+    group = np.cumsum(change)  # int64: np.bincount takes it as it is (an int32 copy per metric would cost)
     group -= 1
+    small = np.int32 if n < 2**31 else np.int64  # ranks in half the memory
     rank = np.arange(n, dtype=small)
     rank -= starts[group].astype(small)
     rows = RankedRows(group, rank, judged, grade, run_to_qrels[qidx[starts]] if n else
