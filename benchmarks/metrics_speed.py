@@ -10,7 +10,7 @@
    users write. Goals: <= 0.4 x pytrec_eval's time, peak memory (max RSS) <= 0.7 x its. The floor
    is a process that only reads both files with pyarrow's CSV reader.
 2. In process, compute only (files already loaded): `ragassay.evaluate` against ranx's
-   `evaluate` after its numba JIT has warmed up. Goal: ratio <= 1.
+   `evaluate` after its numba JIT has warmed up. Goal: ratio <= 0.5.
 
 Each timing is the best of --repeat runs. The run is written as retrieval systems write runs
 (sorted by score within each query); qrels hold ~20 graded judgments per query, most of them
@@ -171,7 +171,7 @@ def compute_vs_ranx(qrels_path: Path, run_path: Path, repeat: int) -> None:
     print("\n2. in process, compute only (data already loaded; ranx after JIT warm-up)")
     print(f"   ragassay.evaluate   {min(ours):6.3f} s")
     print(f"   ranx.evaluate       {min(theirs):6.3f} s")
-    print(f"   time ratio ragassay/ranx = {min(ours) / min(theirs):.2f}  (goal <= 1.00)")
+    print(f"   time ratio ragassay/ranx = {min(ours) / min(theirs):.2f}  (goal <= 0.50)")
     print(f"   largest difference in the means: {diff:.1e}")
 
 

@@ -1,4 +1,4 @@
-"""Column files read by pyarrow's multithreaded CSV parser, when pyarrow is installed.
+"""Column files read by pyarrow's CSV parser, when pyarrow is installed.
 
 Only the plain, clean shape goes this way: one delimiter (a single space or a single tab), the same
 number of fields on every line, numbers in the numeric column. Anything else (runs of spaces,
@@ -18,7 +18,8 @@ import numpy as np
 from .columns import INT_LIMIT, MAX_FIELD_BYTES, gather, join_pieces
 
 
-# One thread: pyarrow's threaded read is ~0.07 s faster on 73 MB but holds ~90 MB more at its peak.
+# One thread by default: on the 2-core machine the threaded read gained nothing end to end on a 73 MB run
+# and held ~90 MB more at its peak (benchmarks/metrics_speed.py); RAGASSAY_ARROW_THREADS=1 turns it on.
 ARROW_THREADS = os.environ.get("RAGASSAY_ARROW_THREADS", "0") == "1"
 
 
@@ -55,7 +56,8 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
     first bytes, tells the delimiter): reading by path keeps the whole file out of memory.
 
     ``wanted`` lists (column index, kind): "id" comes back as a zero-padded ``S`` array (as the numpy
-    splitter gives), "codes" as (int64 codes in first-seen order, ``S`` array of the distinct ids), "float" as finite float64, "int" as int64 within ``limit`` (see ``read_int_limit``).
+    splitter gives), "codes" as (int64 codes in first-seen order, ``S`` array of the distinct ids),
+    "float" as finite float64, "int" as int64 within ``INT_LIMIT`` either side of 0.
     """
     data = source if isinstance(source, bytes) else head
     if data is None or not available() or b"\r" in data[:65536]:
@@ -95,7 +97,7 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             del col
             idx = enc.indices
             codes = np.frombuffer(idx.buffers()[1], dtype=np.int32)[idx.offset:idx.offset + len(idx)].astype(np.int64)
-            if not _utf8(enc.dictionary) or len(enc.dictionary) and pc_starts_with_hash(enc.dictionary):
+            if not _utf8(enc.dictionary) or len(enc.dictionary) and any_starts_with_hash(enc.dictionary):
                 return None  # not UTF-8, or '#' comment lines read as rows: the numpy path decides
             distinct = _fixed_width(enc.dictionary)
             if distinct is None:
@@ -140,7 +142,7 @@ def _utf8(arr) -> bool:
     return True
 
 
-def pc_starts_with_hash(arr) -> bool:
+def any_starts_with_hash(arr) -> bool:
     """Whether any id starts with '#': a comment line parsed as a row (the numpy path skips those)."""
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset:arr.offset + len(arr)]
     data = arr.buffers()[2]
