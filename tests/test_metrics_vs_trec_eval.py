@@ -63,12 +63,26 @@ def graded_data(draw):
 def check_against_trec_eval(qrels, run, level: int) -> None:
     ref = pytrec_eval.RelevanceEvaluator(qrels, FAMILIES, relevance_level=level).evaluate(run)
     names = sorted({ours_name(m) for values in ref.values() for m in values}) or ["p@5"]
-    result = ragassay.evaluate(Qrels.from_dict(qrels), Run.from_dict(run), names, relevance_level=level)
-    assert sorted(result.per_query) == sorted(ref)
-    for qid, values in ref.items():
-        for m, expected in values.items():
-            got = result.per_query[qid][ours_name(m)]
-            assert math.isclose(got, expected, rel_tol=0, abs_tol=1e-9), (qid, m, got, expected)
+    # the rows as given (any order), and in rank order (score descending, then id descending bytes),
+    # the shape of a system's run file, where the ranking path takes the rows as they are
+    in_rank_order = Run.from_rows([(q, d, s) for q, docs in run.items()
+                                   for d, s in sorted(docs.items(), key=lambda x: (x[1], x[0].encode()), reverse=True)])
+    for ours in (Run.from_dict(run), in_rank_order):
+        result = ragassay.evaluate(Qrels.from_dict(qrels), ours, names, relevance_level=level)
+        assert sorted(result.per_query) == sorted(ref)
+        for qid, values in ref.items():
+            for m, expected in values.items():
+                got = result.per_query[qid][ours_name(m)]
+                assert math.isclose(got, expected, rel_tol=0, abs_tol=1e-9), (qid, m, got, expected)
+
+
+def test_a_run_in_rank_order_is_taken_as_it_is_and_still_scored_like_trec_eval():
+    """Distinct scores in rank order: no reordering at all (the fast path of a system's run file)."""
+    from ragassay.data.tables import trec_order
+    run = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.5}, "q2": {"d": 9.0, "a": 1.0}}
+    ours = Run.from_rows([(q, d, s) for q, docs in run.items() for d, s in docs.items()])
+    assert trec_order(ours.qidx, ours.scores, ours.doc_ids) is None
+    check_against_trec_eval({"q1": {"b": 1, "d": 2, "x": 1}, "q2": {"a": 3, "d": 0}}, run, 1)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,6 +1,6 @@
 """Ranking metrics over all queries at once, with trec_eval's conventions.
 
-Every metric is a handful of numpy operations over the ranked rows of the whole run (``bincount``
+Every metric is a handful of numpy operations over the judged rows of the whole run (``bincount``
 by query), never a Python loop per query. Sums run in rank order, as trec_eval's loops do, so
 values match trec_eval to the last few bits.
 """
@@ -163,7 +163,7 @@ class _QueryStats:
         nq = len(qrels.queries)
         self.num_rel_all = np.bincount(qrels.qidx, weights=qrels.grades >= level, minlength=nq)
         self.num_rel = self.num_rel_all[rows.query_index]
-        self.rel = rows.judged & (rows.grade >= level)
+        self.rel = rows.grade >= level  # every row in ``rows`` is judged
         self.level = level
         self._cache: dict = {}
 
@@ -178,11 +178,7 @@ class _QueryStats:
 
     def rel_before(self) -> np.ndarray:
         """Per row: relevant documents at this rank or above (inclusive), within its query."""
-        def build():
-            c = np.cumsum(self.rel)
-            first_row = np.arange(len(c)) - self.rows.rank  # where each row's query starts
-            return c - np.r_[0, c][first_row]
-        return self.cached("rel_before", build)
+        return self.cached("rel_before", lambda: self.rows.cumsum_in_query(self.rel.astype(np.int64)))
 
     def ideal_dcg(self, k: int | None) -> np.ndarray:
         def build():
@@ -203,7 +199,7 @@ class _QueryStats:
 
 
 def _count(rows: RankedRows, mask: np.ndarray, n: int) -> np.ndarray:
-    return np.bincount(rows.group, weights=mask, minlength=n).astype(np.float64)
+    return np.bincount(rows.group[mask], minlength=n).astype(np.float64)
 
 
 def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -217,6 +213,8 @@ def _harmonic(p: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 def _compute(m: Measure, rows: RankedRows, s: _QueryStats, n: int) -> np.ndarray:
+    """One measure for every evaluated query, from the judged rows (an unjudged row adds nothing to
+    any of these measures beyond the size of its ranking)."""
     name, k = m.name, m.k
     in_k = (rows.rank < k) if k is not None else np.ones(len(rows.rank), dtype=bool)
     if name == "p":
@@ -236,25 +234,26 @@ def _compute(m: Measure, rows: RankedRows, s: _QueryStats, n: int) -> np.ndarray
         out[g[first]] = 1.0 / (rows.rank[idx[first]] + 1.0)
         return out
     if name == "map":
-        prec = s.rel_before() / (rows.rank + 1.0)
-        total = np.bincount(rows.group, weights=np.where(s.rel & in_k, prec, 0.0), minlength=n)
-        return _ratio(total, s.num_rel)
+        hit = s.rel & in_k
+        prec = s.rel_before()[hit] / (rows.rank[hit] + 1.0)
+        return _ratio(np.bincount(rows.group[hit], weights=prec, minlength=n), s.num_rel)
     if name == "ndcg":
-        w = np.where(in_k, s.gains(np.where(rows.judged, rows.grade, 0)) / np.log2(rows.rank + 2.0), 0.0)
-        return _ratio(np.bincount(rows.group, weights=w, minlength=n), s.ideal_dcg(k))
+        w = s.gains(rows.grade[in_k]) / np.log2(rows.rank[in_k] + 2.0)
+        return _ratio(np.bincount(rows.group[in_k], weights=w, minlength=n), s.ideal_dcg(k))
     if name == "r_precision":
         return _ratio(_count(rows, s.rel & (rows.rank < s.num_rel[rows.group]), n), s.num_rel)
     if name == "hits":
         return _count(rows, s.rel & in_k, n)
     if name == "judged":  # over what was retrieved in the top k (a run shorter than k is not penalised)
-        return _ratio(_count(rows, rows.judged & in_k, n), _count(rows, in_k, n))
+        retrieved = rows.size if k is None else np.minimum(rows.size, k)
+        return _ratio(_count(rows, in_k, n), retrieved.astype(np.float64))
     if name == "bpref":
         return _bpref(rows, s, n)
     if name == "err":
         return _err(rows, in_k, n)
     if name in ("set_p", "set_recall", "set_f1"):
         hits = _count(rows, s.rel, n)
-        p = _ratio(hits, np.bincount(rows.group, minlength=n).astype(np.float64))
+        p = _ratio(hits, rows.size.astype(np.float64))
         r = _ratio(hits, s.num_rel)
         return {"set_p": p, "set_recall": r, "set_f1": _harmonic(p, r)}[name]
     raise AssertionError(f"no implementation for {m}")  # every parsed name is handled above
@@ -266,13 +265,11 @@ def _bpref(rows: RankedRows, s: _QueryStats, n: int) -> np.ndarray:
     q = s.qrels
     judged_nonrel = (q.grades < s.level) & (q.grades >= 0)
     num_nonrel = np.bincount(q.qidx, weights=judged_nonrel, minlength=len(q.queries))[rows.query_index]
-    nonrel_row = rows.judged & (rows.grade < s.level) & (rows.grade >= 0)
-    c = np.cumsum(nonrel_row)
-    first_row = np.arange(len(c)) - rows.rank
-    above = c - nonrel_row - np.r_[0, c][first_row]  # judged non-relevant rows ranked above this one
+    nonrel_row = ((rows.grade < s.level) & (rows.grade >= 0)).astype(np.int64)
+    above = rows.cumsum_in_query(nonrel_row) - nonrel_row  # judged non-relevant rows ranked above this one
     R, N = s.num_rel[rows.group], num_nonrel[rows.group]
     denom = np.minimum(R, N)
-    penalty = np.zeros(len(c))
+    penalty = np.zeros(len(above))
     np.divide(np.minimum(above, R), denom, out=penalty, where=(above > 0) & (denom > 0))
     total = np.bincount(rows.group, weights=np.where(s.rel, 1.0 - penalty, 0.0), minlength=n)
     return _ratio(total, s.num_rel)
@@ -283,12 +280,11 @@ ERR_MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: the stop probability of a grade g is
 
 def _err(rows: RankedRows, in_k: np.ndarray, n: int) -> np.ndarray:
     """Expected reciprocal rank as gdeval computes it: sum over ranks of r_i / i times the chance
-    the user did not stop earlier, r = (2^grade - 1) / 16, grades below 0 as 0 and above 4 as 4."""
-    g = np.clip(np.where(rows.judged, rows.grade, 0), 0, ERR_MAX_GRADE).astype(np.float64)
+    the user did not stop earlier, r = (2^grade - 1) / 16, grades below 0 as 0 and above 4 as 4.
+    An unjudged row has r = 0: it neither adds nor changes the chance of going on."""
+    g = np.clip(rows.grade, 0, ERR_MAX_GRADE).astype(np.float64)
     r = (np.exp2(g) - 1.0) / 2.0 ** ERR_MAX_GRADE
     keep = np.log1p(-np.where(in_k, r, 0.0))  # log of the chance of going on past each row
-    c = np.cumsum(keep)
-    first_row = np.arange(len(c)) - rows.rank
-    before = c - keep - np.r_[0.0, c][first_row]  # log P(not stopped above this row)
+    before = rows.cumsum_in_query(keep) - keep  # log P(not stopped above this row)
     w = np.where(in_k, r * np.exp(before) / (rows.rank + 1.0), 0.0)
     return np.bincount(rows.group, weights=w, minlength=n)

@@ -1,8 +1,10 @@
-"""Put a run in trec_eval order and attach each row's judgment, for all queries at once.
+"""Put a run in trec_eval order and find each judged row's rank, for all queries at once.
 
-The result, :class:`RankedRows`, is what every ranking metric is computed from: rows grouped by
-query, ranked by score descending with ties broken by document id descending (byte order, as
-trec_eval's ``strcmp``), each with its 0-based rank and its grade in the qrels (if judged).
+The result, :class:`RankedRows`, is what every ranking metric is computed from. It keeps only the
+rows that have a judgment (a few per query, where a run lists a hundred or a thousand): no ranking
+metric gets anything from an unjudged row except the count of rows per query, kept in ``size``.
+Ranks follow trec_eval: score descending, ties broken by document id descending (byte order, as
+its ``strcmp``).
 """
 
 from __future__ import annotations
@@ -20,12 +22,22 @@ LOOKUP_ROWS = 1 << 18  # run rows joined to the qrels per step
 
 @dataclass
 class RankedRows:
-    group: np.ndarray        # per row: index of its query among the evaluated queries
-    rank: np.ndarray         # per row: 0-based rank within its query
-    judged: np.ndarray       # per row: the document has a judgment for this query
-    grade: np.ndarray        # per row: its grade (0 when unjudged)
+    """The judged rows of a run, sorted by query then rank, and the size of every ranking."""
+
+    group: np.ndarray        # per judged row: index of its query among the evaluated queries
+    rank: np.ndarray         # per judged row: 0-based rank within its query
+    grade: np.ndarray        # per judged row: its grade in the qrels
+    size: np.ndarray         # per evaluated query: how many documents the run lists for it
     query_index: np.ndarray  # per evaluated query: its index in qrels.queries
     run_only: list[str]      # run queries that have no judgments (ignored, as trec_eval does)
+
+    def cumsum_in_query(self, x: np.ndarray) -> np.ndarray:
+        """Running sum of ``x`` over the rows of each query (inclusive), restarting at each query."""
+        c = np.cumsum(x)
+        if len(c):
+            starts = np.flatnonzero(np.r_[True, self.group[1:] != self.group[:-1]])
+            c -= np.repeat(np.r_[0, c][starts], np.diff(np.r_[starts, len(c)]))  # the sum before the query
+        return c
 
 
 def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
@@ -33,50 +45,52 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     position = {q: i for i, q in enumerate(qrels.queries)}
     run_to_qrels = np.array([position.get(q, -1) for q in run.queries], dtype=np.int64)
     run_only = [q for q, p in zip(run.queries, run_to_qrels.tolist()) if p < 0]
+    qidx = run.qidx
+    size_by_code = np.bincount(qidx, minlength=len(run.queries))
+    evaluated = np.flatnonzero((run_to_qrels >= 0) & (size_by_code > 0))
 
-    qidx, docs, scores = run.qidx, run.doc_ids, run.scores
-    if run_only:
-        keep = run_to_qrels[qidx] >= 0
-        qidx, docs, scores = qidx[keep], docs[keep], scores[keep]
-
-    # join each row to its judgment in file order (the join does not care about order), then put
-    # the small per-row results in rank order: no reordered copy of the document ids is made
-    judged, grade = _lookup(qrels, run_to_qrels, qidx, docs)
-    order = trec_order(qidx, scores, docs)
-    if order is not None:
-        qidx, judged, grade = qidx[order], judged[order], grade[order]
-    del docs, scores
-    n = len(qidx)
-    change = np.ones(n, dtype=bool)
-    if n:
-        change[1:] = qidx[1:] != qidx[:-1]
-    starts = np.flatnonzero(change)
-    group = np.cumsum(change)  # int64: np.bincount takes it as it is (an int32 copy per metric would cost)
-    group -= 1
-    small = np.int32 if n < 2**31 else np.int64  # ranks in half the memory
-    rank = np.arange(n, dtype=small)
-    rank -= starts[group].astype(small)
-    rows = RankedRows(group, rank, judged, grade, run_to_qrels[qidx[starts]] if n else
-                      np.zeros(0, dtype=np.int64), run_only)
+    # join each row to its judgment in file order (the join does not care about order), then find
+    # the rank of the judged rows only: the order of the others never matters
+    at, grade = _lookup(qrels, run_to_qrels, qidx, run.doc_ids)
+    order = trec_order(qidx, run.scores, run.doc_ids)
+    if order is None:  # the usual case: the file is in rank order already
+        where = at
+    else:
+        where = np.empty(len(order), dtype=np.int64)
+        where[order] = np.arange(len(order))
+        where = where[at]  # each judged row's place in rank order
+        del order
+        by_place = np.argsort(where, kind="stable")
+        at, grade, where = at[by_place], grade[by_place], where[by_place]
+    # in rank order the queries come by code, ascending: a code's rows start after all smaller codes'
+    start_by_code = np.cumsum(size_by_code) - size_by_code
+    code = qidx[at]
+    small = np.int32 if len(qidx) < 2**31 else np.int64  # ranks in half the memory
+    rank = (where - start_by_code[code]).astype(small)
+    group_of_code = np.full(len(run.queries), -1, dtype=np.int64)
+    group_of_code[evaluated] = np.arange(len(evaluated))
+    rows = RankedRows(group_of_code[code], rank, grade, size_by_code[evaluated],
+                      run_to_qrels[evaluated], run_only)
     trim_heap()  # the join's and the sort's temporaries are gone: the metrics start from a lean heap
     return rows
 
 
 def _lookup(qrels: Qrels, run_to_qrels: np.ndarray, qidx: np.ndarray,
             docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Grade of each (query, document) row in the qrels, by 64-bit hash then byte comparison
-    (``run_to_qrels[qidx]`` is each row's query in the qrels)."""
+    """The run rows whose (query, document) the qrels judge, ascending, and their grades; by
+    64-bit hash then byte comparison (``run_to_qrels[qidx]`` is each row's query in the qrels,
+    -1 for a query without judgments)."""
     n = len(docs)
     if n == 0 or len(qrels) == 0:
-        return np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     qdocs, rdocs = same_width(qrels.doc_ids, docs)
     qkeys = mix(hash_bytes(qdocs), qrels.qidx)
     sorted_keys = np.sort(qkeys)
     if bool(np.any(sorted_keys[1:] == sorted_keys[:-1])) or sorted_keys[0] == 0:
         return _lookup_dict(qrels, run_to_qrels[qidx], docs)  # a true 64-bit collision: be exact instead
+    del sorted_keys
     index = KeyIndex(qkeys)
-    judged = np.zeros(n, dtype=bool)
-    grade = np.zeros(n, dtype=np.int32)  # grades fit: readers refuse any beyond 2**31 - 1
+    rows, grades = [], []
     for lo in range(0, n, LOOKUP_ROWS):  # in steps: the hashing and probing temporaries stay small
         hi = min(n, lo + LOOKUP_ROWS)
         rq = run_to_qrels[qidx[lo:hi]]
@@ -86,14 +100,13 @@ def _lookup(qrels: Qrels, run_to_qrels: np.ndarray, qidx: np.ndarray,
         cand = np.flatnonzero(j >= 0)
         jc = j[cand]
         same = (qrels.qidx[jc] == rq[cand]) & (qdocs[jc] == rdocs[lo:hi][cand])  # confirm the bytes
-        judged[lo + cand[same]] = True
-        grade[lo + cand[same]] = qrels.grades[jc[same]]
-    return judged, grade
+        rows.append(lo + cand[same])
+        grades.append(qrels.grades[jc[same]].astype(np.int32))  # grades fit: readers refuse any beyond 2**31 - 1
+    return np.concatenate(rows), np.concatenate(grades)
 
 
 def _lookup_dict(qrels: Qrels, row_query: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     table = {(q, d): g for q, d, g in zip(qrels.qidx.tolist(), qrels.doc_ids.tolist(), qrels.grades.tolist())}
     found = [table.get(k) for k in zip(row_query.tolist(), docs.tolist())]
-    judged = np.array([g is not None for g in found], dtype=bool)
-    grade = np.array([g or 0 for g in found], dtype=np.int64)
-    return judged, grade
+    at = np.array([i for i, g in enumerate(found) if g is not None], dtype=np.int64)
+    return at, np.array([found[i] for i in at.tolist()], dtype=np.int32)
