@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import INT_LIMIT, MAX_FIELD_BYTES, gather, join_pieces
+from .columns import INT_LIMIT, MAX_FIELD_BYTES, factorize, gather, round8
 
 
 # One thread by default: on the 2-core machine the threaded read gained nothing end to end on a 73 MB run
@@ -92,28 +92,19 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
         table = table.drop_columns([f"c{c}"])
         if col.null_count:
             return None
-        if kind == "codes":  # query ids: integer codes in first-seen order and the distinct ids
-            enc = _encode(col, pool)
+        if kind in ("codes", "id"):
+            ids = _fixed_width(col)
             del col
-            idx = enc.indices
-            codes = np.frombuffer(idx.buffers()[1], dtype=np.int32)[idx.offset:idx.offset + len(idx)].astype(np.int64)
-            if not _utf8(enc.dictionary) or len(enc.dictionary) and any_starts_with_hash(enc.dictionary):
-                return None  # not UTF-8, or '#' comment lines read as rows: the numpy path decides
-            distinct = _fixed_width(enc.dictionary)
-            if distinct is None:
-                return None
-            done[c] = (codes, distinct)
-        elif kind == "id":
-            pieces = []
-            for chunk in col.chunks:
-                if not _utf8(chunk):
-                    return None
-                ids = _fixed_width(chunk)
-                if ids is None:
-                    return None
-                pieces.append(ids)
-            del col
-            done[c] = join_pieces(pieces) if pieces else np.zeros(0, dtype="S8")
+            if ids is None:
+                return None  # not UTF-8, an empty id or one too long: the numpy path names the line
+            if kind == "id":
+                done[c] = ids
+                continue
+            if len(ids) and (ids.view(np.uint8).reshape(len(ids), -1)[:, 0] == ord("#")).any():
+                return None  # '#' comment lines read as rows: the numpy path skips them
+            vocab: dict[bytes, int] = {}  # query ids: integer codes in first-seen order and the distinct ids
+            codes = factorize(ids, vocab)
+            done[c] = (codes, np.array(list(vocab), dtype=ids.dtype))
         else:  # straight from the buffer: ChunkedArray.to_numpy would import pandas (0.3 s)
             arr = col.combine_chunks(memory_pool=pool)
             del col
@@ -142,34 +133,26 @@ def _utf8(arr) -> bool:
     return True
 
 
-def any_starts_with_hash(arr) -> bool:
-    """Whether any id starts with '#': a comment line parsed as a row (the numpy path skips those)."""
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset:arr.offset + len(arr)]
-    data = arr.buffers()[2]
-    if data is None or not len(offsets):
-        return False
-    buf = np.frombuffer(data, dtype=np.uint8)
-    return bool((buf[offsets[offsets < len(buf)]] == ord("#")).any())
-
-
-def _encode(col, pool):
-    import pyarrow.compute as pc
-    return pc.dictionary_encode(col.combine_chunks(memory_pool=pool), memory_pool=pool)
-
-
-def _fixed_width(arr) -> np.ndarray | None:
-    """A pyarrow binary array as a zero-padded ``S`` array, through its offsets (no Python objects)."""
-    import pyarrow as pa
-    if arr.type != pa.binary():
-        arr = arr.cast(pa.binary())
-    _, offsets_buf, data_buf = arr.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[arr.offset:arr.offset + len(arr) + 1]
-    starts, ends = offsets[:-1], offsets[1:]
-    if len(starts):
-        lengths = ends - starts
-        too_long, empty = int(lengths.max()) > MAX_FIELD_BYTES, int(lengths.min()) == 0
-        del lengths
-        if too_long or empty:
-            return None
-    buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-    return gather(buf, starts, ends)
+def _fixed_width(col) -> np.ndarray | None:
+    """A pyarrow binary column as one zero-padded ``S`` array, chunk by chunk through the offsets
+    (no Python objects, no joining copy); None when an id is empty, too long or not UTF-8."""
+    spans = []
+    longest = 1
+    for chunk in col.chunks:
+        _, offsets_buf, data_buf = chunk.buffers()
+        offsets = np.frombuffer(offsets_buf, dtype=np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+        starts, ends = offsets[:-1], offsets[1:]
+        if len(starts):
+            lengths = ends - starts
+            if int(lengths.max()) > MAX_FIELD_BYTES or int(lengths.min()) == 0 or not _utf8(chunk):
+                return None
+            longest = max(longest, int(lengths.max()))
+            del lengths
+        spans.append((np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8),
+                      starts, ends))
+    out = np.zeros(sum(len(s) for _, s, _ in spans), dtype=f"S{round8(longest)}")
+    pos = 0
+    for buf, starts, ends in spans:
+        gather(buf, starts, ends, out=out[pos:pos + len(starts)])
+        pos += len(starts)
+    return out

@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..errors import InputError
 
@@ -40,40 +39,46 @@ def trim_heap() -> None:
 _MALLOC_TRIM = None
 
 
-def _round8(n: int) -> int:
+def round8(n: int) -> int:
     return max(8, (n + 7) // 8 * 8)
 
 
 GATHER_ROWS = 1 << 18  # rows per step of ``gather``: bounds its temporary arrays to a few MB
+_LOW_BYTES = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype="<u8")  # first i bytes
 
 
-def gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Copy byte ranges ``buf[starts[i]:ends[i]]`` into a zero-padded ``S`` array.
+def gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Copy byte ranges ``buf[starts[i]:ends[i]]`` into a zero-padded ``S`` array (into ``out``, a
+    zeroed ``S`` array wide enough, when given: pieces of one column then need no joining copy).
 
-    Each row is copied as one fixed-width slice of a strided view (reading a little past the
-    token, into the rest of the buffer), then the bytes past each token's end are zeroed with a
-    per-length mask; done in steps of ``GATHER_ROWS`` rows so the temporaries stay small. The few
-    rows too close to the end of ``buf`` for a full slice are copied one by one.
+    The result is built 8 bytes at a time: each 8-byte word of every row is one gather from a
+    little-endian uint64 view of ``buf`` at byte stride (unaligned reads, a little past the token),
+    masked to the bytes the token has. In steps of ``GATHER_ROWS`` rows so temporaries stay small;
+    the few rows too close to the end of ``buf`` for a full word are copied one by one.
     """
     n = len(starts)
-    longest = int((ends - starts).max()) if n else 1
-    width = _round8(longest)
+    if out is None:
+        out = np.zeros(n, dtype=f"S{round8(int((ends - starts).max()) if n else 1)}")
     if n == 0:
-        return np.zeros(0, dtype=f"S{width}")
-    if len(buf) < width:
-        buf = np.concatenate([buf, np.zeros(width - len(buf), dtype=np.uint8)])
-    rows = as_strided(buf, shape=(len(buf) - width + 1, width), strides=(buf.strides[0],) * 2)
-    keep = np.arange(width)[None, :] < np.arange(width + 1)[:, None]  # row L: the first L bytes
-    out = np.empty((n, width), dtype=np.uint8)
-    last = len(buf) - width
-    for lo in range(0, n, GATHER_ROWS):
-        hi = min(n, lo + GATHER_ROWS)
-        s, lens = starts[lo:hi], ends[lo:hi] - starts[lo:hi]
-        np.multiply(rows[np.minimum(s, last)], keep[lens], out=out[lo:hi])
-    for i in np.flatnonzero(starts > last).tolist():  # at most `width` rows, at the end
-        out[i] = 0
-        out[i, :ends[i] - starts[i]] = buf[starts[i]:ends[i]]
-    return out.view(f"S{width}").ravel()
+        return out
+    width = out.dtype.itemsize
+    nwords = width // 8
+    result, out = out, out.view("<u8").reshape(n, nwords)
+    last = len(buf) - 8  # the last offset a whole word can be read from
+    if last >= 0:
+        words = np.ndarray(shape=(last + 1,), dtype="<u8", buffer=buf, offset=0, strides=(1,))
+        for lo in range(0, n, GATHER_ROWS):
+            hi = min(n, lo + GATHER_ROWS)
+            s, lens = starts[lo:hi], ends[lo:hi] - starts[lo:hi]
+            for j in range(nwords):
+                word = words[np.minimum(s + 8 * j, last)]
+                word &= _LOW_BYTES[np.clip(lens - 8 * j, 0, 8)]
+                out[lo:hi, j] = word
+    flat = out.view(np.uint8).reshape(n, width)
+    for i in np.flatnonzero(ends - 1 > last).tolist():  # a word would read past the end: rows near the end
+        flat[i] = 0
+        flat[i, :ends[i] - starts[i]] = buf[starts[i]:ends[i]]
+    return result
 
 
 def to_width(a: np.ndarray, width: int) -> np.ndarray:
@@ -88,7 +93,7 @@ def hash_bytes(a: np.ndarray) -> np.ndarray:
     """
     width = a.dtype.itemsize
     if width % 8:
-        a = to_width(a, _round8(width))
+        a = to_width(a, round8(width))
         width = a.dtype.itemsize
     words = np.ascontiguousarray(a).view(np.uint64).reshape(len(a), width // 8)
     h = np.full(len(a), 0x9E3779B97F4A7C15, dtype=np.uint64)
@@ -302,7 +307,14 @@ def factorize(col: np.ndarray, vocab: dict[bytes, int]) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     change = np.empty(n, dtype=bool)
     change[0] = True
-    np.not_equal(col[1:], col[:-1], out=change[1:])
+    width = col.dtype.itemsize
+    if width % 8 == 0 and col.flags.c_contiguous:  # compared as 8-byte words: ~20x faster than as bytes
+        words = col.view(np.uint64).reshape(n, width // 8)
+        np.not_equal(words[1:, 0], words[:-1, 0], out=change[1:])
+        for j in range(1, width // 8):
+            change[1:] |= words[1:, j] != words[:-1, j]
+    else:
+        np.not_equal(col[1:], col[:-1], out=change[1:])
     heads = np.flatnonzero(change)
     head_codes = np.fromiter((vocab.setdefault(v, len(vocab)) for v in col[heads].tolist()),
                              dtype=np.int64, count=len(heads))

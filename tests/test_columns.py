@@ -1,0 +1,76 @@
+"""The vectorised primitives under both readers and the join, against plain Python.
+
+Each is checked on data chosen to break it: tokens touching the end of the buffer (where an 8-byte
+read would run past it), tokens of exactly 8 and 16 bytes, int32 and int64 offsets, ids that share
+their first 8 bytes, keys that collide in the hash table's slots.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragassay.data.columns import KeyIndex, factorize, gather
+
+tokens = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\0", b"x")), min_size=1, max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(tokens, st.binary(max_size=3), st.booleans(), st.booleans())
+def test_gather_copies_every_token_exactly(toks, tail, int32, into_out):
+    data = b" ".join(toks) + tail  # the last token ends at or within 3 bytes of the buffer's end
+    starts, pos = [], 0
+    for t in toks:
+        starts.append(pos)
+        pos += len(t) + 1
+    s = np.array(starts, dtype=np.int32 if int32 else np.int64)
+    e = s + np.array([len(t) for t in toks], dtype=s.dtype)
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if into_out:
+        out = np.zeros(len(toks) + 2, dtype="S48")
+        got = gather(buf, s, e, out=out[1:-1])
+        assert out[0] == b"" and out[-1] == b""  # nothing written outside the slice
+    else:
+        got = gather(buf, s, e)
+        assert got.dtype.itemsize % 8 == 0 and got.dtype.itemsize >= max(len(t) for t in toks)
+    assert got.tolist() == toks
+
+
+def test_gather_in_a_buffer_shorter_than_one_word():
+    buf = np.frombuffer(b"ab c", dtype=np.uint8)
+    assert gather(buf, np.array([0, 3]), np.array([2, 4])).tolist() == [b"ab", b"c"]
+    assert gather(buf, np.zeros(0, np.int64), np.zeros(0, np.int64)).tolist() == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([b"q1", b"q10", b"q1\xc3\xa9", b"abcdefgh", b"abcdefghX", b"abcdefghY", b"#"]),
+                min_size=1, max_size=40), st.booleans())
+def test_factorize_gives_first_seen_codes(ids, grouped):
+    if grouped:
+        ids = sorted(ids, key=ids.index)
+    col = np.array(ids, dtype="S16")
+    vocab: dict[bytes, int] = {}
+    codes = factorize(col, vocab)
+    expected: dict[bytes, int] = {}
+    assert codes.tolist() == [expected.setdefault(i, len(expected)) for i in ids]
+    assert list(vocab) == list(expected)
+
+
+def test_factorize_of_ids_sharing_their_first_word():
+    col = np.array([b"abcdefgh1", b"abcdefgh1", b"abcdefgh2", b"abcdefgh1"], dtype="S16")
+    assert factorize(col, {}).tolist() == [0, 0, 1, 0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 2**64 - 1), unique=True, max_size=200), st.lists(st.integers(1, 2**64 - 1), max_size=200),
+       st.integers(0, 6))
+def test_key_index_finds_exactly_the_stored_keys(keys, others, low_bits):
+    # keys that agree in their low bits all aim at one slot: long probe chains
+    keys = [(k >> low_bits << low_bits) or 1 for k in keys]
+    keys = list(dict.fromkeys(keys))
+    stored = np.array(keys, dtype=np.uint64)
+    index = KeyIndex(stored)
+    query = np.array(keys[::-1] + others, dtype=np.uint64)
+    where = {k: i for i, k in enumerate(keys)}
+    assert index.find(query).tolist() == [where.get(int(q), -1) for q in query.tolist()]
