@@ -208,3 +208,23 @@ def test_files_read_by_either_reader_give_trec_eval_values(tmp_path, parser):
         for qid, values in ref.items():
             for m, expected in values.items():
                 assert math.isclose(ours[qid][ours_name(m)], expected, abs_tol=1e-9), (parser, sep, qid, m)
+
+
+@pytest.mark.parametrize("long_side", ["qrels", "run"])
+def test_ids_of_different_widths_on_each_side_still_meet(long_side):
+    """The join hashes documents at the run's width: a qrels id longer than every run id cannot
+    match and must not disturb the others; run ids longer than the qrels' must match theirs."""
+    long_id = "a-document-id-of-forty-bytes-0123456789"
+    qrels = {"q1": {"d1": 1, "d2": 2, "é": 3}, "q2": {"d1": 1}}
+    run = {"q1": {"d2": 2.0, "d1": 1.0, "é": 0.5}, "q2": {"d3": 1.0, "d1": 0.5}}
+    (qrels if long_side == "qrels" else run)["q1"][long_id] = 1 if long_side == "qrels" else 3.0
+    check_against_trec_eval(qrels, run, 1)
+
+
+def test_the_exact_join_is_used_when_hashes_collide(monkeypatch):
+    """Every key the same (as a true 64-bit collision would make two): the dict join, same values."""
+    import numpy as np
+    from ragassay.metrics import ranking
+    monkeypatch.setattr(ranking, "row_keys", lambda codes, docs: np.zeros(len(docs), dtype=np.uint64))
+    check_against_trec_eval({"q1": {"a": 1, "b": 2}, "q2": {"a": 1}}, {"q1": {"b": 1.0, "c": 0.5, "a": 0.2},
+                                                                       "q2": {"a": 1.0}}, 1)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .columns import INT_LIMIT, hash_bytes, mix, to_width
+from .columns import INT_LIMIT, hash_bytes, mix
 from ..errors import InputError
 
 
@@ -28,10 +28,10 @@ def query_codes(query_ids: Iterable[str]) -> tuple[list[str], np.ndarray]:
     return list(vocab), codes
 
 
-def _first_duplicate(qidx: np.ndarray, docs: np.ndarray, queries: list[str],
-                     lines: np.ndarray | None) -> tuple[int, str, str, str, int | None] | None:
+def _first_duplicate(qidx: np.ndarray, docs: np.ndarray, queries: list[str], lines: np.ndarray | None,
+                     keys: np.ndarray | None = None) -> tuple[int, str, str, str, int | None] | None:
     """(count, document, query, " (first on line N)", line) of the first repeated pair, or None."""
-    first, again = find_duplicates(qidx, docs)
+    first, again = find_duplicates(qidx, docs, keys)
     if not len(again):
         return None
     i = int(np.argmin(again))
@@ -48,17 +48,26 @@ def _nested(queries: list[str], qidx: np.ndarray, docs: np.ndarray, values: np.n
     return out
 
 
-def find_duplicates(qidx: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs of rows ``(first, again)`` that repeat the same (query, document)."""
+def row_keys(qidx: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row's (query code, document id): equal pairs, equal keys."""
+    return mix(hash_bytes(docs), qidx)
+
+
+def find_duplicates(qidx: np.ndarray, docs: np.ndarray,
+                    keys: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of rows ``(first, again)`` that repeat the same (query, document); ``keys``, when
+    given, are the rows' :func:`row_keys` (left unchanged)."""
     if len(docs) < 2:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    sk = mix(hash_bytes(docs), qidx)
-    sk.sort()  # in place: no second copy of the keys
+    sk = row_keys(qidx, docs) if keys is None else keys.copy()
+    sk.sort()  # in place: no third copy of the keys
     if not bool(np.any(sk[1:] == sk[:-1])):  # the usual case, found with a cheap sort
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    keys = mix(hash_bytes(docs), qidx)  # (rare: a repeated key) again, unsorted, to find the rows
+    del sk
+    if keys is None:
+        keys = row_keys(qidx, docs)  # (rare: a repeated key) again, unsorted, to find the rows
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
     cand = np.flatnonzero(sk[1:] == sk[:-1])
@@ -143,6 +152,14 @@ class Run:
         self.name = name
         self.source = source
         self.latency_ms = latency_ms or {}
+        self._keys: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def row_keys(self) -> np.ndarray:
+        """Each row's 64-bit (query, document) hash, made once and kept: the duplicate check and
+        every join to qrels use the same keys. Made again if ``qidx`` or ``doc_ids`` is replaced."""
+        if self._keys is None or self._keys[0] is not self.qidx or self._keys[1] is not self.doc_ids:
+            self._keys = (self.qidx, self.doc_ids, row_keys(self.qidx, self.doc_ids))
+        return self._keys[2]
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, str, float]], name: str = "run",
@@ -166,7 +183,7 @@ class Run:
 
     def checked(self, lines: np.ndarray | None = None) -> Run:
         """Raise on a document listed twice for one query (trec_eval refuses such runs)."""
-        dup = _first_duplicate(self.qidx, self.doc_ids, self.queries, lines)
+        dup = _first_duplicate(self.qidx, self.doc_ids, self.queries, lines, self.row_keys())
         if dup:
             count, doc, query, where, line = dup
             raise InputError(
@@ -177,7 +194,7 @@ class Run:
 
     def deduplicated(self) -> Run:
         """A copy keeping, for each (query, document) listed more than once, its highest score."""
-        first, again = find_duplicates(self.qidx, self.doc_ids)
+        first, again = find_duplicates(self.qidx, self.doc_ids, self.row_keys())
         if not len(again):
             return self
         order = np.lexsort((-self.scores, self.doc_ids, self.qidx))
@@ -259,8 +276,3 @@ def _sort_within_groups(qidx: np.ndarray, scores: np.ndarray) -> np.ndarray | No
     grid[group, np.arange(n) - starts[group]] = -scores
     o = np.argsort(grid, axis=1, kind="stable") + starts[:, None]
     return o[np.arange(width)[None, :] < sizes[:, None]]
-
-
-def same_width(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    w = max(a.dtype.itemsize, b.dtype.itemsize)
-    return to_width(a, w), to_width(b, w)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.columns import KeyIndex, hash_bytes, mix, trim_heap
-from ..data.tables import Qrels, Run, same_width, trec_order
+from ..data.columns import KeyIndex, to_width, trim_heap
+from ..data.tables import Qrels, Run, row_keys, trec_order
 
 
 LOOKUP_ROWS = 1 << 18  # run rows joined to the qrels per step
@@ -51,7 +51,7 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
 
     # join each row to its judgment in file order (the join does not care about order), then find
     # the rank of the judged rows only: the order of the others never matters
-    at, grade = _lookup(qrels, run_to_qrels, qidx, run.doc_ids)
+    at, grade = _lookup(qrels, run, run_to_qrels)
     order = trec_order(qidx, run.scores, run.doc_ids)
     if order is None:  # the usual case: the file is in rank order already
         where = at
@@ -75,33 +75,49 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     return rows
 
 
-def _lookup(qrels: Qrels, run_to_qrels: np.ndarray, qidx: np.ndarray,
-            docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The run rows whose (query, document) the qrels judge, ascending, and their grades; by
-    64-bit hash then byte comparison (``run_to_qrels[qidx]`` is each row's query in the qrels,
-    -1 for a query without judgments)."""
-    n = len(docs)
+def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The run rows whose (query, document) the qrels judge, ascending, and their grades.
+
+    The run's own row keys (:meth:`Run.row_keys`, made once for its duplicate check) are looked up
+    in a hash table of the qrels rows keyed the same way (query as the run's code, document at the
+    run's width); every hit is then confirmed by comparing query and document bytes.
+    """
+    docs = run.doc_ids
+    n, width = len(docs), docs.dtype.itemsize
+    none = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     if n == 0 or len(qrels) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
-    qdocs, rdocs = same_width(qrels.doc_ids, docs)
-    qkeys = mix(hash_bytes(qdocs), qrels.qidx)
+        return none
+    in_run = np.flatnonzero(run_to_qrels >= 0)
+    qrels_to_run = np.full(len(qrels.queries), -1, dtype=np.int64)
+    qrels_to_run[run_to_qrels[in_run]] = in_run
+    code = qrels_to_run[qrels.qidx]
+    usable = code >= 0  # judgments of queries the run has
+    if qrels.doc_ids.dtype.itemsize > width:  # ids longer than any run id cannot match: left out
+        usable &= ~qrels.doc_ids.view(np.uint8).reshape(len(qrels), -1)[:, width:].any(axis=1)
+    judged_rows = np.flatnonzero(usable)
+    if not len(judged_rows):
+        return none
+    code = code[judged_rows]
+    qdocs = to_width(qrels.doc_ids[judged_rows], width)  # never cuts: the bytes past ``width`` are zeros
+    qkeys = row_keys(code, qdocs)
     sorted_keys = np.sort(qkeys)
     if bool(np.any(sorted_keys[1:] == sorted_keys[:-1])) or sorted_keys[0] == 0:
-        return _lookup_dict(qrels, run_to_qrels[qidx], docs)  # a true 64-bit collision: be exact instead
+        return _lookup_dict(qrels, run_to_qrels[run.qidx], docs)  # a true 64-bit collision: be exact instead
     del sorted_keys
     index = KeyIndex(qkeys)
+    keys = run.row_keys()
     rows, grades = [], []
-    for lo in range(0, n, LOOKUP_ROWS):  # in steps: the hashing and probing temporaries stay small
+    for lo in range(0, n, LOOKUP_ROWS):  # in steps: the probing temporaries stay small
         hi = min(n, lo + LOOKUP_ROWS)
-        rq = run_to_qrels[qidx[lo:hi]]
-        rkeys = mix(hash_bytes(rdocs[lo:hi]), rq)
-        rkeys[rkeys == 0] = 1  # 0 marks an empty slot; a changed key only misses, and misses are exact
+        rkeys = keys[lo:hi]
+        if not rkeys.all():
+            rkeys = np.where(rkeys == 0, np.uint64(1), rkeys)  # 0 marks an empty slot; a changed key only misses
         j = index.find(rkeys)
         cand = np.flatnonzero(j >= 0)
         jc = j[cand]
-        same = (qrels.qidx[jc] == rq[cand]) & (qdocs[jc] == rdocs[lo:hi][cand])  # confirm the bytes
+        same = (code[jc] == run.qidx[lo:hi][cand]) & (qdocs[jc] == docs[lo:hi][cand])  # confirm the bytes
         rows.append(lo + cand[same])
-        grades.append(qrels.grades[jc[same]].astype(np.int32))  # grades fit: readers refuse any beyond 2**31 - 1
+        grades.append(qrels.grades[judged_rows[jc[same]]].astype(np.int32))  # readers refuse grades past 2**31 - 1
     return np.concatenate(rows), np.concatenate(grades)
 
 
