@@ -158,7 +158,7 @@ def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tup
         buf = buf_all[start:end]
         padded = np.ones(len(buf) + 2, dtype=np.int8)
         np.less_equal(buf, 32, out=padded[1:-1].view(bool))
-        edges = np.flatnonzero(np.diff(padded))  # alternating token starts and ends
+        edges = np.flatnonzero(padded[1:] != padded[:-1])  # alternating token starts and ends
         newlines = np.flatnonzero(buf == 10)
         row_lines = _row_lines(edges[0::2], newlines, ncols)
         if row_lines is not None:
@@ -225,6 +225,13 @@ def _row_lines(starts: np.ndarray, newlines: np.ndarray, ncols: int) -> np.ndarr
     if len(starts) % ncols:
         return None
     grid = starts.reshape(-1, ncols)
+    rows = len(grid)
+    if rows and len(newlines) in (rows, rows - 1):  # no blank line: row i must lie on line i
+        after = np.empty(rows, dtype=np.int64)
+        after[:len(newlines)] = newlines[:rows]
+        after[len(newlines):] = np.iinfo(np.int64).max  # a last line without its newline
+        if bool((grid[1:, 0] > after[:-1]).all()) and bool((grid[:, -1] < after).all()):
+            return np.arange(rows, dtype=np.int64)
     first = np.searchsorted(newlines, grid[:, 0])
     if ncols > 1 and not np.array_equal(first, np.searchsorted(newlines, grid[:, -1])):
         return None
@@ -265,8 +272,56 @@ def _raise_bad_line(buf: np.ndarray, starts: np.ndarray, newlines: np.ndarray, n
                      path, line_no + i)
 
 
+_POW10_FLOAT = 10.0 ** np.arange(16)
+PLAIN_DIGITS = 15  # an integer of up to 15 digits is below 2**53: exact as a float64
+
+
+def parse_plain_decimals(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Values of the plain decimals in an ``S`` column (``[-]digits[.digits]``, at most 15 digits
+    in all) and a mask of the rows that are in that form (the others are left 0 for the caller).
+
+    Each value is the digits as an exact integer divided by an exact power of ten: one correctly
+    rounded division of exact operands, so it equals ``float(text)`` bit for bit (the fast path of
+    Clinger's algorithm) at a fraction of the cost of ``astype(float)``, which parses text per row.
+    """
+    n, width = len(col), col.dtype.itemsize
+    b = np.ascontiguousarray(col).view(np.uint8).reshape(n, width)
+    mantissa = np.zeros(n, dtype=np.int64)
+    ndigits = np.zeros(n, dtype=np.int64)
+    after_dot = np.zeros(n, dtype=np.int64)
+    dots = np.zeros(n, dtype=np.int64)
+    minus = b[:, 0] == 45
+    ok = np.ones(n, dtype=bool)
+    with np.errstate(over="ignore"):  # a row of 19+ digits may wrap: it is not ok anyway
+        for j in range(width):  # byte by byte over all rows at once (Horner's rule for the digits)
+            c = b[:, j]
+            d = c - np.uint8(48)  # bytes below '0' wrap around to large values
+            digit = d < 10
+            dot = c == 46
+            ok &= digit | dot | (c == 0) | (minus if j == 0 else False)  # 0 bytes are the padding
+            mantissa = np.where(digit, mantissa * 10 + d, mantissa)
+            ndigits += digit
+            after_dot += digit & (dots > 0)
+            dots += dot
+    ok &= (dots <= 1) & (ndigits >= 1) & (ndigits <= PLAIN_DIGITS)
+    values = mantissa.astype(np.float64) / _POW10_FLOAT[np.minimum(after_dot, PLAIN_DIGITS)]
+    np.negative(values, out=values, where=minus)
+    values[~ok] = 0.0
+    return values, ok
+
+
 def parse_floats(col: np.ndarray, lines: np.ndarray, path: str | Path, what: str) -> np.ndarray:
-    """Parse an ``S`` column of numbers; a bad or non-finite value raises naming file and line."""
+    """Parse an ``S`` column of numbers; a bad or non-finite value raises naming file and line.
+    Plain decimals take the vectorised exact path; any other row goes through numpy's parser."""
+    values, ok = parse_plain_decimals(col)
+    if ok.all():
+        return values
+    rest = np.flatnonzero(~ok)
+    values[rest] = _parse_floats_slowly(col[rest], lines[rest], path, what)
+    return values
+
+
+def _parse_floats_slowly(col: np.ndarray, lines: np.ndarray, path: str | Path, what: str) -> np.ndarray:
     try:
         values = col.astype(np.float64)
     except ValueError:
