@@ -8,10 +8,12 @@ their first 8 bytes, keys that collide in the hash table's slots.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragassay.data.columns import KeyIndex, factorize, gather
+from ragassay.data.columns import KeyIndex, factorize, gather, parse_floats, parse_plain_decimals
+from ragassay.errors import InputError
 
 tokens = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\0", b"x")), min_size=1, max_size=30)
 
@@ -74,3 +76,34 @@ def test_key_index_finds_exactly_the_stored_keys(keys, others, low_bits):
     query = np.array(keys[::-1] + others, dtype=np.uint64)
     where = {k: i for i, k in enumerate(keys)}
     assert index.find(query).tolist() == [where.get(int(q), -1) for q in query.tolist()]
+
+
+plain_decimals = st.builds(
+    lambda sign, digits, dot: (sign + (digits[:dot] + "." + digits[dot:] if dot is not None else digits)),
+    st.sampled_from(["", "-"]), st.text("0123456789", min_size=1, max_size=15),
+    st.one_of(st.none(), st.integers(0, 15)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(plain_decimals, min_size=1, max_size=20))
+def test_plain_decimals_equal_python_float_bit_for_bit(texts):
+    col = np.array([t.encode() for t in texts], dtype="S24")
+    values, ok = parse_plain_decimals(col)
+    assert ok.all()
+    for t, v in zip(texts, values.tolist()):
+        assert v == float(t) and np.signbit(v) == np.signbit(float(t)), t
+
+
+def test_other_numbers_are_left_to_the_full_parser():
+    texts = [b"1e5", b"+1", b"inf", b"nan", b"1_0", b"--1", b"1.2.3", b"-", b".", b"1-", b"0x10",
+             b"1234567890123456", b"0.30000000000000004", b"12.5"]
+    values, ok = parse_plain_decimals(np.array(texts, dtype="S24"))
+    assert ok.tolist() == [False] * 13 + [True] and values[-1] == 12.5
+    lines = np.arange(1, len(texts) + 1)
+    parsed = parse_floats(np.array([b"1e5", b"+1", b"-0", b"0.30000000000000004"], dtype="S24"), lines[:4], "f", "score")
+    assert parsed.tolist() == [1e5, 1.0, -0.0, 0.30000000000000004] and np.signbit(parsed[2])
+    with pytest.raises(InputError, match="score must be finite") as e:
+        parse_floats(np.array([b"1", b"inf"], dtype="S8"), np.array([3, 9]), "f", "score")
+    assert e.value.line == 9
+    with pytest.raises(InputError, match="not a number: '1_0x'"):
+        parse_floats(np.array([b"1_0x"], dtype="S8"), np.array([1]), "f", "score")
