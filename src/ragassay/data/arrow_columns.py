@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import INT_LIMIT, MAX_FIELD_BYTES, factorize, gather, round8
+from .columns import INT_LIMIT, MAX_FIELD_BYTES, factorize, gather, round8, trim_heap
 
 
 # One thread by default: on the 2-core machine the threaded read gained nothing end to end on a 73 MB run
@@ -92,9 +92,10 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
         table = table.drop_columns([f"c{c}"])
         if col.null_count:
             return None
+        chunks = col.chunks
+        del col
         if kind in ("codes", "id"):
-            ids = _fixed_width(col)
-            del col
+            ids = _fixed_width(chunks)
             if ids is None:
                 return None  # not UTF-8, an empty id or one too long: the numpy path names the line
             if kind == "id":
@@ -105,16 +106,21 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             vocab: dict[bytes, int] = {}  # query ids: integer codes in first-seen order and the distinct ids
             codes = factorize(ids, vocab)
             done[c] = (codes, np.array(list(vocab), dtype=ids.dtype))
-        else:  # straight from the buffer: ChunkedArray.to_numpy would import pandas (0.3 s)
-            arr = col.combine_chunks(memory_pool=pool)
-            del col
-            values = np.frombuffer(arr.buffers()[1], dtype=np.float64 if kind == "float" else np.int64)[
-                arr.offset:arr.offset + len(arr)]
+        else:  # straight from the buffers: ChunkedArray.to_numpy would import pandas (0.3 s)
+            values = np.empty(sum(len(a) for a in chunks), dtype=np.float64 if kind == "float" else np.int64)
+            pos = 0
+            while chunks:  # each chunk freed once copied
+                arr = chunks.pop(0)
+                values[pos:pos + len(arr)] = np.frombuffer(arr.buffers()[1], dtype=values.dtype)[
+                    arr.offset:arr.offset + len(arr)]
+                pos += len(arr)
+                del arr
             if kind == "float" and not np.isfinite(values).all():
                 return None
             if kind == "int" and len(values) and int(np.abs(values).max()) > INT_LIMIT:
                 return None
             done[c] = values
+        trim_heap()  # the column's arrow memory is free: give its pages back before the next one
     return [done[c] for c, _ in wanted]
 
 
@@ -133,26 +139,31 @@ def _utf8(arr) -> bool:
     return True
 
 
-def _fixed_width(col) -> np.ndarray | None:
-    """A pyarrow binary column as one zero-padded ``S`` array, chunk by chunk through the offsets
-    (no Python objects, no joining copy); None when an id is empty, too long or not UTF-8."""
-    spans = []
-    longest = 1
-    for chunk in col.chunks:
-        _, offsets_buf, data_buf = chunk.buffers()
-        offsets = np.frombuffer(offsets_buf, dtype=np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
-        starts, ends = offsets[:-1], offsets[1:]
-        if len(starts):
-            lengths = ends - starts
+def _fixed_width(chunks: list) -> np.ndarray | None:
+    """A pyarrow binary column (its list of chunks, emptied as they are copied, so each chunk's
+    memory goes back at once) as one zero-padded ``S`` array, through the offsets (no Python
+    objects, no joining copy); None when an id is empty, too long or not UTF-8."""
+    longest, total = 1, 0
+    for chunk in chunks:  # first the width, from the offsets alone
+        offsets = _offsets(chunk)
+        if len(chunk):
+            lengths = offsets[1:] - offsets[:-1]
             if int(lengths.max()) > MAX_FIELD_BYTES or int(lengths.min()) == 0 or not _utf8(chunk):
                 return None
             longest = max(longest, int(lengths.max()))
+            total += len(chunk)
             del lengths
-        spans.append((np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8),
-                      starts, ends))
-    out = np.zeros(sum(len(s) for _, s, _ in spans), dtype=f"S{round8(longest)}")
+    out = np.zeros(total, dtype=f"S{round8(longest)}")
     pos = 0
-    for buf, starts, ends in spans:
-        gather(buf, starts, ends, out=out[pos:pos + len(starts)])
-        pos += len(starts)
+    while chunks:
+        chunk = chunks.pop(0)
+        offsets, data_buf = _offsets(chunk), chunk.buffers()[2]
+        buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+        gather(buf, offsets[:-1], offsets[1:], out=out[pos:pos + len(chunk)])
+        pos += len(chunk)
+        del chunk, offsets, data_buf, buf
     return out
+
+
+def _offsets(chunk) -> np.ndarray:
+    return np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]

@@ -340,6 +340,7 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
             if fast is not None:
                 (qidx, distinct), docs, scores = fast
                 run = Run(_decode_ids(distinct, path), qidx, docs, scores, name or tag or default_name, str(path))
+                trim_heap()  # pyarrow's table is gone: its pages go back before the duplicate check
                 try:
                     run = run.deduplicated() if dedupe else run.checked(None)
                     trim_heap()  # the parse's temporaries are gone: return their pages before the next phase

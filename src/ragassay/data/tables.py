@@ -48,23 +48,45 @@ def _nested(queries: list[str], qidx: np.ndarray, docs: np.ndarray, values: np.n
     return out
 
 
+DUPLICATE_SLICE = 1 << 17  # rows of a grouped run sorted at a time in the duplicate check
+KEY_STEP = 1 << 18  # rows hashed at a time
+
+
 def row_keys(qidx: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row's (query code, document id): equal pairs, equal keys."""
-    return mix(hash_bytes(docs), qidx)
+    """A 64-bit hash of each row's (query code, document id): equal pairs, equal keys. Made in
+    steps, so the hashing's temporaries stay a few MB whatever the run's size."""
+    out = np.empty(len(docs), dtype=np.uint64)
+    for lo in range(0, len(docs), KEY_STEP):
+        out[lo:lo + KEY_STEP] = mix(hash_bytes(docs[lo:lo + KEY_STEP]), qidx[lo:lo + KEY_STEP])
+    return out
 
 
 def find_duplicates(qidx: np.ndarray, docs: np.ndarray,
                     keys: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Pairs of rows ``(first, again)`` that repeat the same (query, document); ``keys``, when
     given, are the rows' :func:`row_keys` (left unchanged)."""
+    empty = np.zeros(0, dtype=np.int64)
     if len(docs) < 2:
-        empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    sk = row_keys(qidx, docs) if keys is None else keys.copy()
-    sk.sort()  # in place: no third copy of the keys
-    if not bool(np.any(sk[1:] == sk[:-1])):  # the usual case, found with a cheap sort
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty
+    if keys is not None and bool(np.all(qidx[1:] >= qidx[:-1])):
+        # grouped by query: a repeat lies within one query, so slices cut at query starts are
+        # sorted one at a time (cache-sized, and never a second copy of all the keys)
+        cuts = np.flatnonzero(qidx[1:] != qidx[:-1]) + 1
+        lo, n = 0, len(keys)
+        while lo < n:
+            j = int(np.searchsorted(cuts, lo + DUPLICATE_SLICE))  # the first query start past the slice
+            hi = int(cuts[j]) if j < len(cuts) else n
+            sk = np.sort(keys[lo:hi])
+            if bool(np.any(sk[1:] == sk[:-1])):
+                break
+            lo = hi
+        else:
+            return empty, empty
+    else:
+        sk = row_keys(qidx, docs) if keys is None else keys.copy()
+        sk.sort()  # in place: no third copy of the keys
+        if not bool(np.any(sk[1:] == sk[:-1])):  # the usual case, found with a cheap sort
+            return empty, empty
     del sk
     if keys is None:
         keys = row_keys(qidx, docs)  # (rare: a repeated key) again, unsorted, to find the rows
@@ -72,7 +94,6 @@ def find_duplicates(qidx: np.ndarray, docs: np.ndarray,
     sk = keys[order]
     cand = np.flatnonzero(sk[1:] == sk[:-1])
     if not len(cand):
-        empty = np.zeros(0, dtype=np.int64)
         return empty, empty
     a, b = order[cand], order[cand + 1]
     same = (qidx[a] == qidx[b]) & (docs[a] == docs[b])
@@ -250,13 +271,14 @@ def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.nda
         in_tie = np.zeros(n, dtype=bool)
         in_tie[1:] |= tie
         in_tie[:-1] |= tie
-        tie_run = np.concatenate(([0], np.cumsum(~tie)))
         idx = np.flatnonzero(in_tie)
+        del in_tie
+        tie_run = np.cumsum(~tie[np.maximum(idx - 1, 0)] | (idx == 0))  # per tied row: which run of ties
         sub_docs = docs[order[idx]]
         asc = np.argsort(sub_docs, kind="stable")
         doc_rank = np.empty(len(idx), dtype=np.int64)
         doc_rank[asc] = np.arange(len(idx))
-        perm = np.lexsort((-doc_rank, tie_run[idx]))
+        perm = np.lexsort((-doc_rank, tie_run))
         order[idx] = order[idx][perm]
     return order
 

@@ -52,12 +52,13 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     # join each row to its judgment in file order (the join does not care about order), then find
     # the rank of the judged rows only: the order of the others never matters
     at, grade = _lookup(qrels, run, run_to_qrels)
+    small = np.int32 if len(qidx) < 2**31 else np.int64  # places and ranks in half the memory
     order = trec_order(qidx, run.scores, run.doc_ids)
     if order is None:  # the usual case: the file is in rank order already
         where = at
     else:
-        where = np.empty(len(order), dtype=np.int64)
-        where[order] = np.arange(len(order))
+        where = np.empty(len(order), dtype=small)
+        where[order] = np.arange(len(order), dtype=small)
         where = where[at]  # each judged row's place in rank order
         del order
         by_place = np.argsort(where, kind="stable")
@@ -65,7 +66,6 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     # in rank order the queries come by code, ascending: a code's rows start after all smaller codes'
     start_by_code = np.cumsum(size_by_code) - size_by_code
     code = qidx[at]
-    small = np.int32 if len(qidx) < 2**31 else np.int64  # ranks in half the memory
     rank = (where - start_by_code[code]).astype(small)
     group_of_code = np.full(len(run.queries), -1, dtype=np.int64)
     group_of_code[evaluated] = np.arange(len(evaluated))
