@@ -43,6 +43,7 @@ def round8(n: int) -> int:
     return max(8, (n + 7) // 8 * 8)
 
 
+TRIM_BYTES = 16 << 20  # bytes of pieces freed between two heap trims while joining
 GATHER_ROWS = 1 << 18  # rows per step of ``gather``: bounds its temporary arrays to a few MB
 _LOW_BYTES = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype="<u8")  # first i bytes
 
@@ -121,7 +122,7 @@ INT_LIMIT = 2**31 - 1  # grades beyond this are not grades (and would overflow a
 MAX_FIELD_BYTES = 4096  # an id or number longer than this is not one: the file is not what it claims
 
 
-def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tuple[int, Converter | None]],
+def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted: Sequence[tuple[int, Converter | None]],
                  skip_lines: int = 0, max_cols: int | None | bool = False) -> tuple[list[np.ndarray], np.ndarray]:
     """Split a whitespace-separated file whose lines all have ``ncols`` fields into columns
     (``max_cols``: lines may have from ``ncols`` up to this many fields, None for any number; the
@@ -132,7 +133,12 @@ def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tup
     the 1-based line number of each row. Blank lines are skipped; a line with another number of
     fields raises :class:`InputError` naming the file and the line. The file is cut into 2 MB
     blocks processed on two threads (numpy releases the GIL for most of the work).
+
+    ``data`` may be a one-item list holding the bytes: the list is emptied, and the bytes are
+    freed as soon as they are split, before the columns are joined (a lower peak of memory).
     """
+    if isinstance(data, list):
+        data = data.pop()
     n = len(data)
     most = ncols if max_cols is False else max_cols
     buf_all = np.frombuffer(data, dtype=np.uint8)
@@ -185,6 +191,7 @@ def read_columns(data: bytes, ncols: int, path: str | Path, wanted: Sequence[tup
             parts = list(pool.map(work, blocks))
     else:
         parts = [work(b) for b in blocks]
+    del data, buf_all  # split: the file's bytes go now (when the caller handed them over), not after the join
     parts = [p for p in parts if len(p[1])]
     if not parts:
         return [np.zeros(0, dtype="S8") if conv is None else np.zeros(0) for _, conv in wanted], np.zeros(0, np.int64)
@@ -206,13 +213,17 @@ def join_pieces(pieces: list[np.ndarray]) -> np.ndarray:
     if dtype.kind == "S":
         dtype = np.dtype(f"S{max(x.dtype.itemsize for x in pieces)}")
     out = np.empty(sum(len(x) for x in pieces), dtype=dtype)
-    pos = 0
+    pos = freed = 0
     for k in range(len(pieces)):
         x = pieces[k]
         out[pos:pos + len(x)] = x
         pos += len(x)
+        freed += x.nbytes
         pieces[k] = None
         del x
+        if freed > TRIM_BYTES:  # pieces sit in the heap: hand their pages back as the output grows
+            trim_heap()
+            freed = 0
     return out
 
 

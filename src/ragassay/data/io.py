@@ -352,11 +352,12 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     if fmt in ("trec", "trec3", "beir"):
         trec, skip, tag = _column_layout(data, fmt)
         # TREC: qid Q0 docid rank score, then the tag (optional) and any fields after it (ignored)
+        holder = [data]  # handed over: read_columns frees the bytes once split
+        del data
         (qcol, docs, scores), lines = read_columns(
-            data, 5 if trec else 3, path,
+            holder, 5 if trec else 3, path,
             [(0, None), (2 if trec else 1, None), (4 if trec else 2, _parse_scores)], skip_lines=skip,
             max_cols=None if trec else 3)
-        del data  # the columns are copies: free the file's bytes before the next steps
         if not len(lines):
             raise InputError("no results in file", path)
         vocab: dict[bytes, int] = {}
