@@ -64,18 +64,26 @@ def test_factorize_of_ids_sharing_their_first_word():
     assert factorize(col, {}).tolist() == [0, 0, 1, 0]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(1, 2**64 - 1), unique=True, max_size=200), st.lists(st.integers(1, 2**64 - 1), max_size=200),
-       st.integers(0, 6))
-def test_key_index_finds_exactly_the_stored_keys(keys, others, low_bits):
-    # keys that agree in their low bits all aim at one slot: long probe chains
-    keys = [(k >> low_bits << low_bits) or 1 for k in keys]
-    keys = list(dict.fromkeys(keys))
-    stored = np.array(keys, dtype=np.uint64)
-    index = KeyIndex(stored)
-    query = np.array(keys[::-1] + others, dtype=np.uint64)
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 2**64 - 1), max_size=200), st.lists(st.integers(0, 2**64 - 1), max_size=200),
+       st.integers(0, 60), st.booleans())
+def test_key_index_finds_exactly_the_stored_keys(keys, others, crowd, at_top):
+    # keys whose top bits (their home slot) agree crowd into one run of slots: at the table's
+    # start, or at its very end, where a probe must not run off the table
+    top = ((1 << crowd) - 1) << (64 - crowd) if at_top else 0
+    keys = list(dict.fromkeys((k & ((1 << (64 - crowd)) - 1)) | top or 1 for k in keys))
+    others = [(k & ((1 << (64 - crowd)) - 1)) | top for k in others]
+    index = KeyIndex(np.array(keys, dtype=np.uint64))
+    assert index.distinct
+    query = np.array(keys[::-1] + [o for o in others if o], dtype=np.uint64)
     where = {k: i for i, k in enumerate(keys)}
     assert index.find(query).tolist() == [where.get(int(q), -1) for q in query.tolist()]
+
+
+def test_key_index_says_when_it_cannot_be_used():
+    assert not KeyIndex(np.array([5, 9, 5], dtype=np.uint64)).distinct  # a repeated key
+    assert not KeyIndex(np.array([0, 9], dtype=np.uint64)).distinct  # 0 is the empty-slot mark
+    assert KeyIndex(np.zeros(0, dtype=np.uint64)).find(np.array([1, 2], dtype=np.uint64)).tolist() == [-1, -1]
 
 
 plain_decimals = st.builds(

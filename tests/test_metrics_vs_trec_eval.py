@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 import pytrec_eval
 from hypothesis import HealthCheck, given, settings
@@ -228,3 +230,13 @@ def test_the_exact_join_is_used_when_hashes_collide(monkeypatch):
     monkeypatch.setattr(ranking, "row_keys", lambda codes, docs: np.zeros(len(docs), dtype=np.uint64))
     check_against_trec_eval({"q1": {"a": 1, "b": 2}, "q2": {"a": 1}}, {"q1": {"b": 1.0, "c": 0.5, "a": 0.2},
                                                                        "q2": {"a": 1.0}}, 1)
+
+
+def test_ideal_rankings_with_huge_grades_equal_trec_eval():
+    """Grades up to 100000 (ideal rankings sorted, not counted per grade) and the usual small ones."""
+    qrels = {"q1": {"a": 100000, "b": 3, "c": 0, "d": 7}, "q2": {"a": 1, "e": 99999, "f": -1}}
+    run = {"q1": {"b": 2.0, "a": 1.0, "d": 0.5}, "q2": {"f": 3.0, "e": 1.0}}
+    check_against_trec_eval(qrels, run, 1)
+    from ragassay.metrics.evaluate import _ideal_order
+    q, g = _ideal_order(np.array([0, 0, 1, 0, 1]), np.array([2, 0, 1, 3, 1]), 3)
+    assert q.tolist() == [0, 0, 1, 1] and g.tolist() == [3, 2, 1, 1]

@@ -100,12 +100,13 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
                 return None  # not UTF-8, an empty id or one too long: the numpy path names the line
             if kind == "id":
                 done[c] = ids
-                continue
-            if len(ids) and (ids.view(np.uint8).reshape(len(ids), -1)[:, 0] == ord("#")).any():
+            elif len(ids) and (ids.view(np.uint8).reshape(len(ids), -1)[:, 0] == ord("#")).any():
                 return None  # '#' comment lines read as rows: the numpy path skips them
-            vocab: dict[bytes, int] = {}  # query ids: integer codes in first-seen order and the distinct ids
-            codes = factorize(ids, vocab)
-            done[c] = (codes, np.array(list(vocab), dtype=ids.dtype))
+            else:
+                vocab: dict[bytes, int] = {}  # query ids: integer codes in first-seen order, the distinct ids
+                codes = factorize(ids, vocab)
+                done[c] = (codes, np.array(list(vocab), dtype=ids.dtype))
+            del ids
         else:  # straight from the buffers: ChunkedArray.to_numpy would import pandas (0.3 s)
             values = np.empty(sum(len(a) for a in chunks), dtype=np.float64 if kind == "float" else np.int64)
             pos = 0

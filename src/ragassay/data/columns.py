@@ -388,49 +388,49 @@ def factorize(col: np.ndarray, vocab: dict[bytes, int]) -> np.ndarray:
 
 
 class KeyIndex:
-    """An open-addressing hash table from distinct, non-zero 64-bit keys to their positions.
+    """A hash table from non-zero 64-bit keys to their positions, laid out in key order.
 
-    Built and probed with vectorised numpy (a few rounds of linear probing), it joins millions of
-    run rows to their judgments without a per-row Python lookup or a binary search. Key 0 marks
-    an empty slot, so callers must not pass it (see :func:`mix`, which never returns 0 here
-    because callers check).
+    Linear probing where a key's home slot is its top bits: placing the keys in sorted order, each
+    in the first free slot at or after its home, is one running maximum (no rounds of scattering),
+    and every run of occupied slots holds its keys in increasing order, so a probe for an absent key
+    stops at the first larger key as well as at an empty slot. Built and probed with vectorised
+    numpy, it joins millions of run rows to their judgments without a per-row Python lookup.
+    ``distinct`` is False when two keys are equal or one is 0 (0 marks an empty slot): the table
+    must not be used then (callers fall back to an exact join).
     """
 
     def __init__(self, keys: np.ndarray):
-        size = 1 << max(4, int(4 * max(len(keys), 1) - 1).bit_length())  # load factor <= 1/4: few probes
-        self.mask = size - 1
+        n = len(keys)
+        bits = max(4, int(2 * max(n, 1) - 1).bit_length())  # at least twice as many slots as keys
+        self.shift = np.uint64(64 - bits)
+        order = np.argsort(keys)
+        ordered = keys[order]
+        self.distinct = not n or bool(ordered[0] != 0 and not np.any(ordered[1:] == ordered[:-1]))
+        step = np.arange(n, dtype=np.int64)
+        place = np.maximum.accumulate((ordered >> self.shift).astype(np.int64) - step) + step if n else step
+        size = max(1 << bits, int(place[-1]) + 1 if n else 0) + 1  # a free slot past the last: probes stop
         self.slot_keys = np.zeros(size, dtype=np.uint64)
-        self.slot_pos = np.full(size, -1, dtype=np.int64)
-        pending = np.arange(len(keys), dtype=np.int64)
-        slot = (keys & np.uint64(self.mask)).astype(np.int64)
-        while len(pending):
-            s = slot[pending]
-            free = self.slot_pos[s] == -1
-            cand, cs = pending[free], s[free]
-            self.slot_pos[cs] = cand  # among rows aiming at one free slot, one write wins
-            won = self.slot_pos[cs] == cand
-            self.slot_keys[cs[won]] = keys[cand[won]]
-            placed = np.zeros(len(keys), dtype=bool)
-            placed[cand[won]] = True
-            pending = pending[~placed[pending]]
-            slot[pending] = (slot[pending] + 1) & self.mask
+        self.slot_keys[place] = ordered
+        small = np.int32 if n < 2**31 else np.int64
+        self.slot_pos = np.zeros(size, dtype=small)
+        self.slot_pos[place] = order
 
     def find(self, query: np.ndarray) -> np.ndarray:
         """Position of each query key in the indexed keys, or -1 when absent."""
-        small = np.int32 if len(self.slot_keys) < 2**31 else np.int64  # halves the per-row arrays
-        slot = (query & np.uint64(self.mask)).astype(small)
+        slot = (query >> self.shift).astype(np.int64)
         found = self.slot_keys[slot]
         hit = found == query
         out = np.full(len(query), -1, dtype=np.int64)
         at = np.flatnonzero(hit)
         out[at] = self.slot_pos[slot[at]]  # positions read for the hits only (most run rows miss)
-        todo = np.flatnonzero(~hit & (found != 0))  # slot taken by another key: probe on
+        todo = np.flatnonzero((found != 0) & (found < query))  # a smaller key sits there: probe on
         del found, hit, at
         while len(todo):
-            slot_t = (slot[todo] + 1) & small(self.mask)
+            slot_t = slot[todo] + 1
             slot[todo] = slot_t
             found = self.slot_keys[slot_t]
-            hit = found == query[todo]
+            q = query[todo]
+            hit = found == q
             out[todo[hit]] = self.slot_pos[slot_t[hit]]
-            todo = todo[~hit & (found != 0)]
+            todo = todo[(found != 0) & (found < q)]
         return out

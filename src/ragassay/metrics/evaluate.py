@@ -183,11 +183,8 @@ class _QueryStats:
     def ideal_dcg(self, k: int | None) -> np.ndarray:
         def build():
             q = self.qrels
-            g = self.gains(q.grades)
-            keep = g > 0
-            qq, gg = q.qidx[keep], g[keep]
-            order = np.lexsort((-gg, qq))
-            qq, gg = qq[order], gg[order]
+            qq, gg = _ideal_order(q.qidx, q.grades, len(q.queries))
+            gg = self.gains(gg)
             change = np.r_[True, qq[1:] != qq[:-1]] if len(qq) else np.zeros(0, bool)
             starts = np.flatnonzero(change)
             rank = np.arange(len(qq)) - np.repeat(starts, np.diff(np.r_[starts, len(qq)]))
@@ -196,6 +193,21 @@ class _QueryStats:
                 w = np.where(rank < k, w, 0.0)
             return np.bincount(qq, weights=w, minlength=len(q.queries))[self.rows.query_index]
         return self.cached(("idcg", k), build)
+
+
+def _ideal_order(qidx: np.ndarray, grades: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
+    """(query, grade) of every positive judgment, by query, best grade first: each query's ideal
+    ranking. With few distinct grades (the usual 1-3) it is built from counts per query and grade,
+    without sorting the judgments."""
+    keep = grades > 0
+    qq, gg = qidx[keep], grades[keep]
+    top = int(gg.max()) if len(gg) else 0
+    if len(gg) and nq * top <= 4 * len(gg) + 4096:
+        counts = np.bincount(qq * top + (top - gg), minlength=nq * top)  # per query: grade top, top-1, ..., 1
+        return (np.repeat(np.repeat(np.arange(nq, dtype=np.int64), top), counts),
+                np.repeat(np.tile(np.arange(top, 0, -1, dtype=np.int64), nq), counts))
+    order = np.lexsort((-gg, qq))
+    return qq[order], gg[order]
 
 
 def _count(rows: RankedRows, mask: np.ndarray, n: int) -> np.ndarray:

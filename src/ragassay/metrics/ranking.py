@@ -17,7 +17,9 @@ from ..data.columns import KeyIndex, to_width, trim_heap
 from ..data.tables import Qrels, Run, row_keys, trec_order
 
 
-LOOKUP_ROWS = 1 << 18  # run rows joined to the qrels per step
+# run rows joined to the qrels per step: for a run grouped by query, the hash table holds only the
+# judgments of the step's queries, so it stays cache-sized however large the qrels are
+LOOKUP_ROWS = 1 << 17
 
 
 @dataclass
@@ -80,7 +82,8 @@ def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
 
     The run's own row keys (:meth:`Run.row_keys`, made once for its duplicate check) are looked up
     in a hash table of the qrels rows keyed the same way (query as the run's code, document at the
-    run's width); every hit is then confirmed by comparing query and document bytes.
+    run's width), a step of rows at a time; every hit is then confirmed by comparing query and
+    document bytes.
     """
     docs = run.doc_ids
     n, width = len(docs), docs.dtype.itemsize
@@ -98,27 +101,44 @@ def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
     if not len(judged_rows):
         return none
     code = code[judged_rows]
+    by_code = np.argsort(code, kind="stable")  # judgments in the run's query order (often already so)
+    judged_rows, code = judged_rows[by_code], code[by_code]
+    del by_code
     qdocs = to_width(qrels.doc_ids[judged_rows], width)  # never cuts: the bytes past ``width`` are zeros
     qkeys = row_keys(code, qdocs)
-    sorted_keys = np.sort(qkeys)
-    if bool(np.any(sorted_keys[1:] == sorted_keys[:-1])) or sorted_keys[0] == 0:
-        return _lookup_dict(qrels, run_to_qrels[run.qidx], docs)  # a true 64-bit collision: be exact instead
-    del sorted_keys
-    index = KeyIndex(qkeys)
-    keys = run.row_keys()
+    keys, qidx = run.row_keys(), run.qidx
+    grouped = bool(np.all(qidx[1:] >= qidx[:-1]))  # rows grouped by query, as runs are written
+    index, part = None, (0, len(qkeys))
     rows, grades = [], []
-    for lo in range(0, n, LOOKUP_ROWS):  # in steps: the probing temporaries stay small
+    for lo in range(0, n, LOOKUP_ROWS):
         hi = min(n, lo + LOOKUP_ROWS)
+        if grouped:  # this step's queries are one range of codes: a table of their judgments alone
+            part = (int(np.searchsorted(code, qidx[lo], "left")), int(np.searchsorted(code, qidx[hi - 1], "right")))
+        if index is None or grouped:
+            index = _key_index(qkeys[part[0]:part[1]])
+            if index is False:
+                return _lookup_dict(qrels, run_to_qrels[qidx], docs)  # a true 64-bit collision: be exact instead
+        if index is None:
+            continue  # no judgments for these queries
         rkeys = keys[lo:hi]
         if not rkeys.all():
             rkeys = np.where(rkeys == 0, np.uint64(1), rkeys)  # 0 marks an empty slot; a changed key only misses
         j = index.find(rkeys)
         cand = np.flatnonzero(j >= 0)
-        jc = j[cand]
-        same = (code[jc] == run.qidx[lo:hi][cand]) & (qdocs[jc] == docs[lo:hi][cand])  # confirm the bytes
+        jc = j[cand] + part[0]
+        same = (code[jc] == qidx[lo:hi][cand]) & (qdocs[jc] == docs[lo:hi][cand])  # confirm the bytes
         rows.append(lo + cand[same])
         grades.append(qrels.grades[judged_rows[jc[same]]].astype(np.int32))  # readers refuse grades past 2**31 - 1
-    return np.concatenate(rows), np.concatenate(grades)
+    return (np.concatenate(rows), np.concatenate(grades)) if rows else none
+
+
+def _key_index(keys: np.ndarray) -> KeyIndex | None | bool:
+    """A hash table of ``keys``; None when there are none, False when two are equal or one is 0
+    (a true 64-bit collision, or the empty-slot mark: the caller joins exactly instead)."""
+    if not len(keys):
+        return None
+    index = KeyIndex(keys)
+    return index if index.distinct else False
 
 
 def _lookup_dict(qrels: Qrels, row_query: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
