@@ -244,17 +244,23 @@ def _read_columns_qrels(data: bytes, path: str | Path, ncols: int, q_col: int, d
     return out
 
 
-def reader_path() -> str:
-    """Which splitter reads clean TREC/TSV files: ``arrow`` (pyarrow's parser, when installed) or
-    ``numpy``. ``RAGASSAY_PARSER=numpy`` forces the numpy one (both give the same tables)."""
-    from . import arrow_columns
+ARROW_MIN_BYTES = 4 << 20  # smaller files: the numpy splitter is as fast, and pyarrow's import is saved
+
+
+def reader_path(size: int | None = None) -> str:
+    """Which splitter reads clean TREC/TSV files (of ``size`` bytes, when known): ``arrow``
+    (pyarrow's parser, when installed, for files of 4 MB and more) or ``numpy``.
+    ``RAGASSAY_PARSER=numpy`` or ``=arrow`` forces one (both give the same tables)."""
     wanted = os.environ.get("RAGASSAY_PARSER", "auto")
-    return "arrow" if wanted in ("auto", "arrow") and arrow_columns.available() else "numpy"
+    if wanted == "numpy" or (wanted != "arrow" and size is not None and size < ARROW_MIN_BYTES):
+        return "numpy"
+    from . import arrow_columns
+    return "arrow" if arrow_columns.available() else "numpy"
 
 
 def _arrow_columns(source: bytes | str, ncols: int, wanted: list[tuple[int, str]], skip: int,
                    head: bytes | None = None) -> list[np.ndarray] | None:
-    if reader_path() != "arrow":
+    if reader_path(len(source) if isinstance(source, bytes) else Path(source).stat().st_size) != "arrow":
         return None
     from . import arrow_columns
     cols = arrow_columns.read(source, ncols, wanted, skip, head)
@@ -267,11 +273,11 @@ def _arrow_columns(source: bytes | str, ncols: int, wanted: list[tuple[int, str]
 def _plain_file_head(path: str | Path) -> bytes | None:
     """The first 64 KB of a plain (not gzipped, not empty, text) file when pyarrow will read it, else
     None: then the whole file goes through ``read_bytes_checked`` and its one clear error per case."""
-    if str(path) == "-" or reader_path() != "arrow":
+    if str(path) == "-":
         return None
     p = Path(path)
     try:
-        if not p.is_file() or p.stat().st_size == 0:
+        if not p.is_file() or p.stat().st_size == 0 or reader_path(p.stat().st_size) != "arrow":
             return None
         with open(p, "rb") as f:
             head = f.read(1 << 16)
