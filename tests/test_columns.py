@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragassay.data.columns import KeyIndex, factorize, gather, parse_floats, parse_plain_decimals
+from ragassay.data.columns import KeyIndex, factorize, gather, parse_floats, parse_plain_decimals, parse_plain_integers
 from ragassay.errors import InputError
 
 tokens = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\0", b"x")), min_size=1, max_size=30)
@@ -115,3 +115,16 @@ def test_other_numbers_are_left_to_the_full_parser():
     assert e.value.line == 9
     with pytest.raises(InputError, match="not a number: '1_0x'"):
         parse_floats(np.array([b"1_0x"], dtype="S8"), np.array([1]), "f", "score")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.builds(lambda sign, digits: sign + digits, st.sampled_from(["", "-"]),
+                          st.text("0123456789", min_size=1, max_size=15)), min_size=1, max_size=20))
+def test_plain_integers_equal_python_int(texts):
+    values, ok = parse_plain_integers(np.array([t.encode() for t in texts], dtype="S16"))
+    assert ok.all() and values.tolist() == [int(t) for t in texts]
+
+
+def test_grades_in_other_forms_are_left_to_the_full_parser():
+    values, ok = parse_plain_integers(np.array([b"2", b"1.0", b"1e2", b"+1", b"1234567890123456", b"-"], dtype="S16"))
+    assert ok.tolist() == [True, False, False, False, False, False] and values[0] == 2

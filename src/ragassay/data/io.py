@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .columns import INT_LIMIT, factorize, parse_floats, read_columns, trim_heap
+from .columns import INT_LIMIT, factorize, parse_floats, parse_plain_integers, read_columns, trim_heap
 from ..errors import InputError, OutputError
 from .tables import Qrels, Run, encode_ids, query_codes
 
@@ -295,6 +295,9 @@ def _parse_scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nd
 
 
 def _parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
+    values, plain = parse_plain_integers(col)
+    if plain.all() and (not len(values) or int(np.abs(values).max()) <= GRADE_LIMIT):
+        return values  # the usual case; anything else is judged below, with its line
     if col.dtype.itemsize > 8:  # a field of 9+ bytes: may be too big for a grade (numpy would wrap it)
         long = np.flatnonzero(np.char.str_len(col) > 10)
         if len(long):
