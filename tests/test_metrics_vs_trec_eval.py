@@ -240,3 +240,12 @@ def test_ideal_rankings_with_huge_grades_equal_trec_eval():
     from ragassay.metrics.evaluate import _ideal_order
     q, g = _ideal_order(np.array([0, 0, 1, 0, 1]), np.array([2, 0, 1, 3, 1]), 3)
     assert q.tolist() == [0, 0, 1, 1] and g.tolist() == [3, 2, 1, 1]
+
+
+def test_a_run_whose_arrays_are_replaced_is_joined_with_fresh_keys():
+    """The run's row keys are kept between calls; replacing its document ids must not reuse them."""
+    qrels = Qrels.from_dict({"q1": {"a": 1, "b": 2}})
+    run = Run.from_dict({"q1": {"a": 2.0, "c": 1.0}})
+    assert ragassay.evaluate(qrels, run, ["ndcg@10"]).aggregate["ndcg@10"] < 1
+    run.doc_ids = np.array([b"b", b"a"], dtype="S8")  # now b (grade 2) first, then a
+    assert ragassay.evaluate(qrels, run, ["ndcg@10"]).aggregate["ndcg@10"] == 1.0

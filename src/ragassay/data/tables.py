@@ -178,7 +178,8 @@ class Run:
     def row_keys(self) -> np.ndarray:
         """Each row's 64-bit (query, document) hash, made once and kept: the duplicate check and
         every join to qrels use the same keys. Made again if ``qidx`` or ``doc_ids`` is replaced."""
-        if self._keys is None or self._keys[0] is not self.qidx or self._keys[1] is not self.doc_ids:
+        kept = getattr(self, "_keys", None)  # (a subclass may not call __init__)
+        if kept is None or kept[0] is not self.qidx or kept[1] is not self.doc_ids:
             self._keys = (self.qidx, self.doc_ids, row_keys(self.qidx, self.doc_ids))
         return self._keys[2]
 
