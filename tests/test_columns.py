@@ -19,8 +19,8 @@ tokens = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\
 
 
 @settings(max_examples=300, deadline=None)
-@given(tokens, st.binary(max_size=3), st.booleans(), st.booleans())
-def test_gather_copies_every_token_exactly(toks, tail, int32, into_out):
+@given(tokens, st.binary(max_size=3), st.booleans(), st.booleans(), st.randoms())
+def test_gather_copies_every_token_exactly(toks, tail, int32, into_out, rnd):
     data = b" ".join(toks) + tail  # the last token ends at or within 3 bytes of the buffer's end
     starts, pos = [], 0
     for t in toks:
@@ -28,6 +28,9 @@ def test_gather_copies_every_token_exactly(toks, tail, int32, into_out):
         pos += len(t) + 1
     s = np.array(starts, dtype=np.int32 if int32 else np.int64)
     e = s + np.array([len(t) for t in toks], dtype=s.dtype)
+    if rnd.random() < 0.3:  # tokens asked for out of file order
+        perm = np.array(rnd.sample(range(len(toks)), len(toks)), dtype=np.int64)
+        s, e, toks = s[perm], e[perm], [toks[i] for i in perm.tolist()]
     buf = np.frombuffer(data, dtype=np.uint8)
     if into_out:
         out = np.zeros(len(toks) + 2, dtype="S48")
@@ -37,6 +40,12 @@ def test_gather_copies_every_token_exactly(toks, tail, int32, into_out):
         got = gather(buf, s, e)
         assert got.dtype.itemsize % 8 == 0 and got.dtype.itemsize >= max(len(t) for t in toks)
     assert got.tolist() == toks
+
+
+def test_gather_of_tokens_out_of_file_order():
+    buf = np.frombuffer(b"alpha beta-is-longer-than-8 c", dtype=np.uint8)
+    starts, ends = np.array([28, 6, 0]), np.array([29, 27, 5])
+    assert gather(buf, starts, ends).tolist() == [b"c", b"beta-is-longer-than-8", b"alpha"]
 
 
 def test_gather_in_a_buffer_shorter_than_one_word():
