@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import INT_LIMIT, MAX_FIELD_BYTES, factorize, gather, round8, trim_heap
+from .columns import INT_LIMIT, MAX_FIELD_BYTES, gather, round8, trim_heap
 
 
 # One thread by default: on the 2-core machine the threaded read gained nothing end to end on a 73 MB run
@@ -69,7 +69,9 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
     import pyarrow.csv as csv
     pool = pa.system_memory_pool()  # malloc's: gives memory back, where mimalloc's arenas keep ~100 MB
     names = [f"c{i}" for i in range(ncols)]
-    types = {"id": pa.binary(), "codes": pa.binary(), "float": pa.float64(), "int": pa.int64()}
+    # query ids are dictionary-encoded by the parser itself: codes in first-seen order, no id copied per row
+    types = {"id": pa.binary(), "codes": pa.dictionary(pa.int32(), pa.binary()), "float": pa.float64(),
+             "int": pa.int64()}
     try:
         table = csv.read_csv(
             pa.BufferReader(source) if isinstance(source, bytes) else source,
@@ -82,6 +84,7 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
                                                strings_can_be_null=False, quoted_strings_can_be_null=False,
                                                null_values=[], true_values=[], false_values=[]),
             memory_pool=pool)
+        table = table.unify_dictionaries(memory_pool=pool)  # one dictionary for every chunk of a column
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     # largest column first, each dropped from the table once converted: its arrow memory goes back
@@ -94,19 +97,26 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             return None
         chunks = col.chunks
         del col
-        if kind in ("codes", "id"):
+        if kind == "id":
             ids = _fixed_width(chunks)
             if ids is None:
                 return None  # not UTF-8, an empty id or one too long: the numpy path names the line
-            if kind == "id":
-                done[c] = ids
-            elif len(ids) and (ids.view(np.uint8).reshape(len(ids), -1)[:, 0] == ord("#")).any():
-                return None  # '#' comment lines read as rows: the numpy path skips them
-            else:
-                vocab: dict[bytes, int] = {}  # query ids: integer codes in first-seen order, the distinct ids
-                codes = factorize(ids, vocab)
-                done[c] = (codes, np.array(list(vocab), dtype=ids.dtype))
+            done[c] = ids
             del ids
+        elif kind == "codes":  # query ids: the codes, and the distinct ids in first-seen order
+            distinct = _fixed_width([chunks[0].dictionary]) if chunks else np.zeros(0, dtype="S8")
+            if distinct is None:
+                return None
+            if len(distinct) and (distinct.view(np.uint8).reshape(len(distinct), -1)[:, 0] == ord("#")).any():
+                return None  # '#' comment lines read as rows: the numpy path skips them
+            codes = np.empty(sum(len(a) for a in chunks), dtype=np.int64)
+            pos = 0
+            while chunks:
+                idx = chunks.pop(0).indices
+                codes[pos:pos + len(idx)] = np.frombuffer(idx.buffers()[1], dtype=np.int32)[idx.offset:idx.offset + len(idx)]
+                pos += len(idx)
+                del idx
+            done[c] = (codes, distinct)
         else:  # straight from the buffers: ChunkedArray.to_numpy would import pandas (0.3 s)
             values = np.empty(sum(len(a) for a in chunks), dtype=np.float64 if kind == "float" else np.int64)
             pos = 0
