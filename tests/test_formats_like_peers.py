@@ -132,10 +132,13 @@ def test_grades_out_of_range_are_errors_with_the_line(tmp_path, grade):
 
 
 @pytest.mark.parametrize("reader", ["qrels", "run", "agree"])
-def test_ids_that_are_not_utf8_are_errors_in_every_reader(tmp_path, reader, capsys):
+@pytest.mark.parametrize("field", ["document", "query"])
+def test_ids_that_are_not_utf8_are_errors_in_every_reader(tmp_path, reader, field, parser, capsys):
     q, r = tmp_path / "q.txt", tmp_path / "r.txt"
-    q.write_bytes(b"q1 0 d1 1\nq1 0 d\xe92 1\n" if reader != "run" else b"q1 0 d1 1\n")
-    r.write_bytes(b"q1 Q0 d1 1 2.0 t\nq1 Q0 d\xe92 2 1.0 t\n" if reader == "run" else b"q1 Q0 d1 1 2.0 t\n")
+    bad_q, bad_d = (b"q\xe92", b"d2") if field == "query" else (b"q1", b"d\xe92")
+    q.write_bytes(b"q1 0 d1 1\n" + bad_q + b" 0 " + bad_d + b" 1\n" if reader != "run" else b"q1 0 d1 1\n")
+    r.write_bytes(b"q1 Q0 d1 1 2.0 t\n" + bad_q + b" Q0 " + bad_d + b" 2 1.0 t\n" if reader == "run"
+                  else b"q1 Q0 d1 1 2.0 t\n")
     argv = ["agree", str(q), str(q)] if reader == "agree" else ["evaluate", str(q), str(r)]
     assert main(argv) == 1
     err = capsys.readouterr().err
