@@ -18,9 +18,9 @@ import numpy as np
 from .columns import INT_LIMIT, MAX_FIELD_BYTES, gather, round8, trim_heap
 
 
-# One thread by default: on the 2-core machine the threaded read gained nothing end to end on a 73 MB run
-# and held ~90 MB more at its peak (benchmarks/metrics_speed.py); RAGASSAY_ARROW_THREADS=1 turns it on.
-ARROW_THREADS = os.environ.get("RAGASSAY_ARROW_THREADS", "0") == "1"
+# pyarrow parses on all cores: on the 2-core machine a 73 MB run is evaluated ~17% faster end to end
+# for ~26 MB more at the peak (benchmarks/metrics_speed.py); RAGASSAY_ARROW_THREADS=0 parses on one.
+ARROW_THREADS = os.environ.get("RAGASSAY_ARROW_THREADS", "1") != "0"
 
 
 def available() -> bool:

@@ -173,9 +173,13 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
         np.less_equal(buf, 32, out=padded[1:-1].view(bool))
         edges = np.flatnonzero(padded[1:] != padded[:-1])  # alternating token starts and ends
         newlines = np.flatnonzero(buf == 10)
-        row_lines = _row_lines(edges[0::2], newlines, ncols)
+        row_lines, width = _row_lines(edges[0::2], newlines, ncols), ncols
+        if row_lines is None and most != ncols:  # lines may have more fields: the same number on all?
+            k = len(edges) // 2 // max(len(newlines) + (buf[-1] != 10 if len(buf) else 0), 1)
+            if k > ncols and (most is None or k <= most):
+                row_lines, width = _row_lines(edges[0::2], newlines, k), k
         if row_lines is not None:
-            starts, ends = edges[0::2].reshape(-1, ncols), edges[1::2].reshape(-1, ncols)
+            starts, ends = edges[0::2].reshape(-1, width), edges[1::2].reshape(-1, width)
         elif most != ncols:
             starts, ends, row_lines = _variable_rows(edges[0::2], edges[1::2], newlines, ncols, most, buf, path, first_line)
         else:
