@@ -59,7 +59,7 @@ def test_comment_lines_are_skipped_and_line_numbers_kept(tmp_path, expected):
         read_qrels(q)
 
 
-def test_extra_run_fields_after_the_tag_are_ignored_and_the_tag_may_be_missing(tmp_path, expected):
+def test_extra_run_fields_after_the_tag_are_ignored_and_the_tag_may_be_missing(tmp_path, expected, parser):
     r = tmp_path / "r.txt"
     r.write_text(_trec_run(" 0.73 extra"))
     run = read_run(r)
@@ -67,6 +67,10 @@ def test_extra_run_fields_after_the_tag_are_ignored_and_the_tag_may_be_missing(t
     q = tmp_path / "q.txt"
     q.write_text(_trec_qrels())
     assert _ndcg(q, r) == pytest.approx(expected, abs=1e-12)
+    lines = _trec_run().splitlines()  # lines of five, six and eight fields, and blank lines between
+    mixed = [line.rsplit(" ", 1)[0] if i % 3 == 0 else line + (" x y" if i % 3 == 1 else "") for i, line in enumerate(lines)]
+    r.write_text("\n\n".join(mixed) + "\n")
+    assert _ndcg(q, r) == pytest.approx(expected, abs=1e-12) and len(read_run(r)) == 7
     r.write_text(_trec_run(tag=False))  # five columns: no tag, the file name names the run
     assert read_run(r).name == "r" and _ndcg(q, r) == pytest.approx(expected, abs=1e-12)
     r.write_text(_trec_run() + "q3 Q0 d1 1\n")
