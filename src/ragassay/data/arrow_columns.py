@@ -109,23 +109,11 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
                 return None
             if len(distinct) and (distinct.view(np.uint8).reshape(len(distinct), -1)[:, 0] == ord("#")).any():
                 return None  # '#' comment lines read as rows: the numpy path skips them
-            codes = np.empty(sum(len(a) for a in chunks), dtype=np.int64)
-            pos = 0
-            while chunks:
-                idx = chunks.pop(0).indices
-                codes[pos:pos + len(idx)] = np.frombuffer(idx.buffers()[1], dtype=np.int32)[idx.offset:idx.offset + len(idx)]
-                pos += len(idx)
-                del idx
-            done[c] = (codes, distinct)
+            done[c] = (_drain([a.indices for a in chunks], np.int32, np.int64), distinct)
+            del chunks
         else:  # straight from the buffers: ChunkedArray.to_numpy would import pandas (0.3 s)
-            values = np.empty(sum(len(a) for a in chunks), dtype=np.float64 if kind == "float" else np.int64)
-            pos = 0
-            while chunks:  # each chunk freed once copied
-                arr = chunks.pop(0)
-                values[pos:pos + len(arr)] = np.frombuffer(arr.buffers()[1], dtype=values.dtype)[
-                    arr.offset:arr.offset + len(arr)]
-                pos += len(arr)
-                del arr
+            dtype = np.float64 if kind == "float" else np.int64
+            values = _drain(chunks, dtype, dtype)
             if kind == "float" and not np.isfinite(values).all():
                 return None
             if kind == "int" and len(values) and int(np.abs(values).max()) > INT_LIMIT:
@@ -133,6 +121,19 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             done[c] = values
         trim_heap()  # the column's arrow memory is free: give its pages back before the next one
     return [done[c] for c, _ in wanted]
+
+
+def _drain(arrays: list, source: type, dtype: type) -> np.ndarray:
+    """The values of fixed-width pyarrow arrays (their buffer of ``source`` items) as one numpy
+    array of ``dtype``; the list is emptied as it is copied, so each array's memory goes back at once."""
+    out = np.empty(sum(len(a) for a in arrays), dtype=dtype)
+    pos = 0
+    while arrays:
+        arr = arrays.pop(0)
+        out[pos:pos + len(arr)] = np.frombuffer(arr.buffers()[1], dtype=source)[arr.offset:arr.offset + len(arr)]
+        pos += len(arr)
+        del arr
+    return out
 
 
 def _utf8(arr) -> bool:
