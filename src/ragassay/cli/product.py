@@ -42,15 +42,19 @@ def run_demo_cmd(args: argparse.Namespace) -> str:
     quiet = args.format == "json"  # stdout is the JSON alone; progress goes to stderr
     done = run_demo(args.out, args.data, llm_config(args),
                     log=lambda m: print(m, flush=True, file=sys.stderr if quiet else sys.stdout))
+    code = 3 if done["failed"] else 0
     if quiet:
-        return to_json({"kind": "demo", "version": 1, **done})
+        return to_json({"kind": "demo", "version": 1, **done}), code
     lines = []
     if done["skipped"]:
         lines.append("skipped (no LLM endpoint configured): " + ", ".join(done["skipped"]))
         lines.append("to run them too: OPENAI_API_KEY=sk-... ragassay demo --model gpt-4o-mini   "
                      "(or --base-url http://localhost:8000/v1 --model NAME for a local server)")
     lines.append(f"report: {done['report']}  (open it in a browser)")
-    return "\n".join(lines)
+    if done["failed"]:  # last, where a user (and a CI log) looks
+        lines.append(f"demo finished with failures in {len(done['failed'])} stage(s); the report shows what succeeded:")
+        lines += [f"  {f}" for f in done["failed"]]
+    return "\n".join(lines), code
 
 
 # -------------------------------------------------------------------------------------- report

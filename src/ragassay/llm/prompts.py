@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -71,8 +72,29 @@ def delimit(label: str, text: str) -> str:
     return f"<<<{label}\n{safe}\n{label.split()[0]}>>>"
 
 
+_MARKER_RUN = re.compile(r"<{3,}|>{3,}")
+
+
 def _defuse(text: str) -> str:
-    return text.replace("<<<", "< < <").replace(">>>", "> > >")
+    """Every run of three or more ``<`` or ``>`` spaced out ("<<<<<" -> "< < < < <"): no marker can
+    stand in the result, and defusing defused text changes nothing."""
+    return _MARKER_RUN.sub(lambda m: " ".join(m.group()), text)
+
+
+def shown_id(identifier: str) -> str:
+    """An id as a prompt shows it: on one line, with no marker text. Map the model's echo back with
+    :func:`echoed_id`."""
+    return " ".join(_defuse(identifier).split()) or "(empty id)"
+
+
+def echoed_id(echo: str, identifiers: Iterable[str]) -> str | None:
+    """The id the model meant when it echoed ``echo``: an id as written, or as :func:`shown_id`
+    showed it (an id holding marker text or line breaks). None when it names no id, or several."""
+    ids = list(identifiers)
+    if echo in ids:
+        return echo
+    matches = {i for i in ids if shown_id(i) == echo.strip()}
+    return matches.pop() if len(matches) == 1 else None
 
 
 def clip(text: str, budget: int) -> tuple[str, int]:

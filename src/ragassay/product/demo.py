@@ -2,7 +2,8 @@
 
 Without an LLM endpoint it runs everything that needs none (retrieval, metrics, comparison,
 rule-decided answer checks, agreement between the two hand labellings) and says which LLM
-stages it skipped and how to enable them.
+stages it skipped and how to enable them. With one, a stage that fails or falls short does not
+stop the demo: the report is written, and the failures are listed last (the command exits 3).
 """
 
 from __future__ import annotations
@@ -91,33 +92,54 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     log(f"compare: {t.run} - {cmp.runs[0]} ndcg@10 {t.diff:+.4f}, 95% CI [{t.ci_low:+.4f}, {t.ci_high:+.4f}], "
         f"p = {t.p_randomization:.4f}")
 
-    # 3. LLM stages, when an endpoint is configured
+    # 3. LLM stages, when an endpoint is configured. A stage that fails is named at the end (and
+    # the exit code says so); the report is written whatever fails.
+    from ..errors import RagassayError
+    from ..llm.errors import LLMError
+    failed: list[str] = []
+    done["failed"] = failed
     llm = None
     if config is not None:
         try:
             config.check()
             from ..llm import LLM
             llm = LLM(config)
-        except Exception as e:
-            from ..llm.errors import LLMError
-            if not isinstance(e, LLMError) or e.kind != "config":
+        except LLMError as e:
+            if e.kind != "config":
                 raise
     report_files = [out / "compare.json"]
     if llm is not None:
         from ..stages.generate import GenerateOptions, Generator, write_outputs
-        gen = asyncio.run(Generator(llm, list(chunks.values()), GenerateOptions(total=10, quiet=True)).run())
-        write_outputs(gen, out / "questions.jsonl", out / "rejects.jsonl", out / "questions.qrels")
-        log(f"generate: {len(gen.accepted)} questions accepted, {len(gen.rejects)} rejected")
+        try:
+            gen = asyncio.run(Generator(llm, list(chunks.values()), GenerateOptions(total=10, quiet=True)).run())
+            write_outputs(gen, out / "questions.jsonl", out / "rejects.jsonl", out / "questions.qrels")
+            log(f"generate: {len(gen.accepted)} questions accepted, {len(gen.rejects)} rejected")
+            if gen.shortfall:
+                failed.append("generate: fell short of the target (" + ", ".join(
+                    f"{k} {v} fewer" for k, v in gen.shortfall.items()) + "); rejects.jsonl says why")
+        except (RagassayError, LLMError) as e:
+            log(f"generate: failed: {e}")
+            failed.append(f"generate: {e}")
         from ..stages.judge import JudgeOptions, judge_run
         from ..stages.queries import read_query_items
-        summary = asyncio.run(judge_run(read_query_items(ex / "queries.jsonl"), chunks, runs[0], [llm],
-                                        out / "judgments.jsonl", options=JudgeOptions(depth=5, quiet=True),
-                                        qrels_out=out / "judged.qrels", coverage_out=out / "coverage.jsonl"))
-        log("judge: " + summary.text().splitlines()[1])
-        ag = agree(qrels, rio.read_qrels(out / "judged.qrels"), runs)
-        _write_json(out / "agree.json", {**ag.to_dict(), "names": ["people", "LLM judge"]})
-        log(f"agree (people vs judge): kappa {ag.kappa:.3f}, binarised >= 2: {ag.kappa_binary[2]:.3f}")
-        report_files += [out / "judgments.jsonl", out / "coverage.jsonl", out / "agree.json"]
+        try:
+            summary = asyncio.run(judge_run(read_query_items(ex / "queries.jsonl"), chunks, runs[0], [llm],
+                                            out / "judgments.jsonl", options=JudgeOptions(depth=5, quiet=True),
+                                            qrels_out=out / "judged.qrels", coverage_out=out / "coverage.jsonl"))
+            grades = summary.to_dict()["grades"]
+            log("judge: " + ", ".join(f"grade {g}: {n}" for g, n in grades.items())
+                + f"; {summary.relevance.errors} errors")
+            if summary.relevance.errors:
+                failed.append(f"judge: {summary.relevance.failure_text()}")
+            if summary.coverage is not None and summary.coverage.errors:
+                failed.append(f"coverage: {summary.coverage.failure_text()}")
+            ag = agree(qrels, rio.read_qrels(out / "judged.qrels"), runs)
+            _write_json(out / "agree.json", {**ag.to_dict(), "names": ["people", "LLM judge"]})
+            log(f"agree (people vs judge): kappa {ag.kappa:.3f}, binarised >= 2: {ag.kappa_binary[2]:.3f}")
+            report_files += [out / "judgments.jsonl", out / "coverage.jsonl", out / "agree.json"]
+        except (RagassayError, LLMError) as e:
+            log(f"judge: failed: {e}")
+            failed.append(f"judge: {e}")
         report_files += [out / f for f in ("questions.jsonl", "rejects.jsonl")
                          if (out / f).exists() and (out / f).stat().st_size]  # a generated set, when any
     else:
@@ -128,20 +150,31 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
             f"{ag.run_ranking['kendall_tau_b']:.2f}")
         report_files.append(out / "agree.json")
 
-    # 4. check the example answers (rules only without an endpoint)
+    # 4. check the example answers (only what the rules decide without an endpoint)
     answers = read_answers(ex / "answers.jsonl", chunks)
     (out / "checks.jsonl").unlink(missing_ok=True)
     recall = retrieval_recall(qrels, runs[0], 10)
-    done_checks = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
-                                            options=CheckOptions(quiet=True), announce=False, gold_recall=recall))
-    result = check_result(done_checks, recall=recall, human=read_human_labels(ex / "answers_human_labels.jsonl"))
-    _write_json(out / "check.json", result)
-    s = result["summary"]
-    log(f"check: {s['graded']} of {s['answers']} answers graded ({s['counts']['correct']} correct, "
-        f"{s['counts']['abstained']} abstained); {result['diagnosis']['advice']}")
-    report_files += [out / "check.json", out / "checks.jsonl"]
+    try:
+        done_checks = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
+                                                options=CheckOptions(quiet=True), announce=False, gold_recall=recall))
+        result = check_result(done_checks, recall=recall, human=read_human_labels(ex / "answers_human_labels.jsonl"))
+        _write_json(out / "check.json", result)
+        s = result["summary"]
+        counts = ", ".join(f"{s['counts'][lab]} {lab}" for lab in ("correct", "partial", "hallucinated", "abstained"))
+        if llm is None:
+            log(f"check: {s['graded']} of {s['answers']} answers decided by rule ({counts}); the other "
+                f"{s['errors']} need an LLM verdict")
+        else:
+            log(f"check: {s['graded']} of {s['answers']} answers graded ({counts}); {result['diagnosis']['advice']}")
+            if done_checks.errors:
+                failed.append(f"check: {done_checks.failure_text()}")
+        report_files += [out / "check.json", out / "checks.jsonl"]
+    except (RagassayError, LLMError) as e:
+        log(f"check: failed: {e}")
+        failed.append(f"check: {e}")
 
     # 5. the report
+    report_files = [f for f in report_files if f.exists() and f.stat().st_size]  # a failed stage wrote none
     inputs = load_inputs(report_files, qrels=ex / "qrels.txt", runs=run_paths, chunks=ex / "chunks.jsonl",
                          queries=ex / "queries.jsonl", answers=ex / "answers.jsonl",
                          human=ex / "answers_human_labels.jsonl")

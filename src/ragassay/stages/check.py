@@ -1,7 +1,7 @@
 """``check``: label RAG answers correct / partial / hallucinated / abstained, and say why.
 
-Rules decide what they can be sure of without a call (exact match, numbers, lists, abstentions);
-the LLM grades the rest against the reference and, when given, the retrieved context. A grader
+Rules decide only what they cannot get wrong without a call (the response is an accepted answer
+as written; the response says nothing at all); the LLM grades the rest against the reference and, when given, the retrieved context. A grader
 failure is a ``status: error`` record, counted and excluded from rates, never a label.
 """
 
@@ -16,12 +16,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .check_rules import decide
+from .check_rules import decide, notes
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
                      run_stage)
-from ..llm.prompts import clip, delimit, load_prompt
+from ..llm.prompts import clip, delimit, load_prompt, shown_id
 from ..data.records import AnswerItem, Check, Chunk
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
@@ -43,7 +43,8 @@ class CheckOptions:
     sample_temperature: float = 0.7
     max_tokens: int = 700
     max_context_chars: int = 12000   # all passages together; what does not fit is cut or dropped, visibly
-    max_response_chars: int = 6000   # a response longer than this is cut, visibly
+    max_response_chars: int = 32000  # a longer response is an error record, never graded from a cut
+    seed: int = 0                    # with several samples, sample i sends seed + i (distinct requests)
     quiet: bool = False
     shard: tuple[int, int] | None = None  # check only the answers of this slice (i, n): see engine.in_shard
 
@@ -92,7 +93,7 @@ def majority_label(labels: Sequence[str]) -> str:
     return max((lab for lab, c in counts.items() if c == top), key=SEVERITY.__getitem__)
 
 
-RULES_VERSION = 2  # bump when check_rules changes what it decides: keys change, answers are redone
+RULES_VERSION = 3  # bump when check_rules changes what it decides: keys change, answers are redone
 
 
 def fault_of(label: str, has_context: bool, context_has_answer: bool | None, gold_recall: float | None) -> str | None:
@@ -148,11 +149,11 @@ class Checker(Stage):
         return self.prompt_and_cuts(item)[0]
 
     def prompt_and_cuts(self, item: AnswerItem) -> tuple[list[dict[str, str]], dict | None]:
-        """The messages, and what did not fit the budgets (None when nothing was cut). Every cut
-        is marked in the prompt itself, so the grader knows text is missing."""
+        """The messages, and what of the passages did not fit the budget (None when nothing was
+        cut). The response is always shown whole (a longer one is never planned: see
+        :meth:`too_long`); every cut of a passage is marked in the prompt itself."""
         refs = references(item)
         ref_text = refs[0] if len(refs) == 1 else "Any one of these accepted answers:\n" + "\n".join(f"- {r}" for r in refs)
-        response, response_cut = clip(item.response, self.options.max_response_chars)
         budget = self.options.max_context_chars
         blocks, cut_chars, dropped = [], 0, []
         for cid, text in self.contexts(item):
@@ -160,17 +161,29 @@ class Checker(Stage):
                 dropped.append(cid)
                 continue
             shown, cut = clip(text, budget)
-            blocks.append(delimit(f"PASSAGE id={cid}", shown))
+            blocks.append(delimit(f"PASSAGE id={shown_id(cid)}", shown))
             cut_chars += cut
             budget -= len(text)
         if dropped:
-            blocks.append(f"[… {len(dropped)} more passage(s) dropped to fit the length budget: ids {', '.join(dropped)}]")
+            blocks.append(f"[… {len(dropped)} more passage(s) dropped to fit the length budget: ids "
+                          f"{', '.join(shown_id(c) for c in dropped)}]")
+        noticed = notes(refs, item.response)
         messages = self.prompt.messages(question=delimit("QUESTION", item.question),
                                         reference=delimit("REFERENCE", ref_text),
-                                        response=delimit("RESPONSE", response),
-                                        passages="\n\n".join(blocks) if blocks else "(no passages were given)")
-        cuts = {"response_chars_cut": response_cut, "context_chars_cut": cut_chars, "contexts_dropped": dropped}
-        return messages, (cuts if response_cut or cut_chars or dropped else None)
+                                        response=delimit("RESPONSE", item.response),
+                                        passages="\n\n".join(blocks) if blocks else "(no passages were given)",
+                                        notes=("Noticed by a simple comparison (a hint, not a verdict):\n"
+                                               + "\n".join(f"- {n}" for n in noticed)) if noticed else "")
+        cuts = {"context_chars_cut": cut_chars, "contexts_dropped": dropped}
+        return messages, (cuts if cut_chars or dropped else None)
+
+    def too_long(self, item: AnswerItem) -> str | None:
+        """Why a response cannot be graded whole within the budget, or None."""
+        n, budget = len(item.response), self.options.max_response_chars
+        if n <= budget:
+            return None
+        return (f"the response has {n:,} characters, more than the {budget:,} the grader is shown whole; "
+                f"it is not graded from a cut (raise the budget with --max-response-chars {n})")
 
     def _recall(self, item: AnswerItem) -> float | None:
         return None if self.gold_recall is None else self.gold_recall.get(item.id)
@@ -179,26 +192,38 @@ class Checker(Stage):
         base = self.configs[0].temperature if self.configs else 0.0
         return max(base, self.options.sample_temperature) if self.options.samples > 1 else base
 
+    def seed(self, sample: int) -> int | None:
+        """Several samples are several distinct requests: sample i sends seed + i (one sends none)."""
+        return self.options.seed + sample if self.options.samples > 1 else None
+
     def plan(self, items: Sequence[AnswerItem]) -> list[WorkItem]:
+        """One item per answer id. The key holds the id (its record is its own) and everything that
+        changes the verdict; two answers with the same texts send the same requests, which the
+        engine asks once."""
         o = self.options
         out = []
         for it in items:
-            key = fingerprint("check", self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
+            key = fingerprint("check", it.id, self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
                               [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
-                              o.max_tokens, o.max_context_chars, o.max_response_chars, self._recall(it))
-            ruled = decide(references(it), it.response, it.question)
+                              o.seed if o.samples > 1 else None, o.max_tokens, o.max_context_chars,
+                              o.max_response_chars, self._recall(it))
+            long_why = self.too_long(it)
+            ruled = None if long_why else decide(references(it), it.response, it.question)
             calls, cuts = [], None
-            if ruled is None:
+            if ruled is None and long_why is None:
                 messages, cuts = self.prompt_and_cuts(it)
                 if self.configs:
-                    calls = [Call.of(0, messages, AnswerVerdict, "check", o.max_tokens, self.temperature(), sample=s)
+                    calls = [Call.of(0, messages, AnswerVerdict, "check", o.max_tokens, self.temperature(),
+                                     seed=self.seed(s), sample=s)
                              for s in range(o.samples)]
-            out.append(WorkItem(key, calls, (it, ruled, cuts)))
+            out.append(WorkItem(key, calls, (it, ruled, cuts, long_why)))
         return out
 
     async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
-        item, ruled, cuts = work.payload
+        item, ruled, cuts, long_why = work.payload
         base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key, "truncated": cuts}
+        if long_why is not None:
+            raise LLMError("input", long_why)
         if ruled is not None:
             label, why = ruled
             return [{**base, "label": label, "grounded": None, "unsupported_claims": [], "rationale": why,
@@ -222,7 +247,7 @@ class Checker(Stage):
                  "context_has_answer": has_answer}]
 
     def error_records(self, work: WorkItem, error: LLMError) -> list[dict]:
-        item, _, cuts = work.payload
+        item, _, cuts, _ = work.payload
         return [{"id": item.id, "truncated": cuts, "label": None, "grounded": None, "unsupported_claims": [], "rationale": None,
                  "decided_by": None, "status": "error", "error": error.reason, "model": self.model,
                  "prompt": None, "samples": [], "fault": None, "response_words": len(item.response.split()),
@@ -238,7 +263,7 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
     checker = Checker([llm.config] if llm is not None else [], options, chunks, gold_recall)
     work = checker.plan([it for it in items if in_shard(it.id, options.shard)])
     if llm is None and announce:
-        undecided = sum(1 for w in work if w.payload[1] is None)
+        undecided = sum(1 for w in work if w.payload[1] is None and w.payload[3] is None)
         if undecided:
             print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and are "
                   "recorded as errors; set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",

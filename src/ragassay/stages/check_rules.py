@@ -1,176 +1,119 @@
-"""Answer checks that need no model: exact match, the same number, the same list, a clear abstention.
+"""Answer checks that need no model: only the two that cannot be wrong.
 
-A rule decides only what it cannot get wrong; everything else goes to the LLM grader. So the
-rules are narrow on purpose:
+- **correct**: the response *is* an accepted answer as written. Three differences that never carry
+  meaning are allowed: runs of whitespace, sentence punctuation at the very end (or a pair of quotes
+  or emphasis marks around the whole text), and a leading English article before a word. Case,
+  digits, signs, symbols, units, inner punctuation and every Unicode character are compared exactly
+  as written: no case folding and no Unicode normalisation ("5 MW" is not "5 mW", "10⁶" is not
+  "106", "3.10" is not "3.1", "A-" is not "A").
+- **abstained**: the response holds no letter, digit or symbol of any script: it is empty,
+  whitespace, punctuation or emoji alone.
 
-- normalisation drops case, edge punctuation and a leading article, and nothing that carries
-  meaning: signs ("-5 °C" is not "5 °C"), currency, percent and degree signs, ``+`` and ``#`` in
-  names (C, C++ and C# stay apart), and a capital single letter after a name ("Hepatitis A");
-- a number matches only when value, sign, currency, unit and qualifier all agree, compared
-  exactly (2.5 is not 2, $29.60 is not $30; 30.0 is 30); codes, versions, dates and times
-  ("0420", "Python 3.10", "04/03/2021") are left to exact match or the model;
-- lists match in the same order, or in any order only when the question asks for a set (it says
-  nothing of order, rank, steps or sequence);
-- an abstention is a response whose every sentence declines and asserts nothing ("I'm not sure,
-  but I think it is Lisbon" commits to Lisbon: it goes to the model). Exact match runs first, so a
-  reference that itself says "no information" is matched, not abstained.
+Everything else (numbers in other forms, units, versions, lists and their order, hedges, refusals,
+other languages) is for the model. What a rule notices on the way is passed to the model as a
+neutral note (:func:`notes`), never as a label.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
-from decimal import Decimal, InvalidOperation
 
-_EDGE = ".,;:!?\"'“”‘’«»()[]{}…*_`"
-_ARTICLES = {"a", "an", "the"}
-_DASHES = re.compile(r"(?<![\w.])[\u2212\u2012\u2013\u2014\ufe63\uff0d](?=[\d$€£¥])")  # a minus sign
-_OTHER_DASHES = re.compile(r"[\u2012\u2013\u2014\u2015]")
-
-
-def _clean(text: str) -> str:
-    t = unicodedata.normalize("NFKC", text).replace("\u2212", "-").replace("’", "'")
-    t = _DASHES.sub("-", t)
-    return _OTHER_DASHES.sub(" ", t).replace("&", " and ")
+# sentence punctuation that may end an answer without changing it (Latin and CJK)
+_TERMINAL = ".,;:!?…。，、；：！？"
+# marks that may wrap a whole answer: quotes and Markdown emphasis (never brackets: "(500)" is
+# a negative amount in accounting)
+_WRAPS = (("**", "**"), ("__", "__"), ("*", "*"), ("_", "_"), ("`", "`"), ('"', '"'), ("'", "'"),
+          ("“", "”"), ("‘", "’"), ("«", "»"), ("»", "«"), ("„", "“"), ("‚", "‘"), ("「", "」"), ("『", "』"))
+# "the" in any case; "a" and "an" only in lower case: a capital A is often a letter ("A major",
+# "A levels"), and "An" a name ("An Lushan")
+_ARTICLES = ("the", "The", "THE", "a", "an")
 
 
-def _tokens(text: str) -> list[str]:
-    """Words with edge punctuation removed and a leading article dropped ("The Eiffel Tower").
-    Articles elsewhere stay: dropping them would make "Hepatitis A vaccine" equal "Hepatitis vaccine"."""
-    out = []
-    raws = _clean(text).split()
-    for i, raw in enumerate(raws):
-        tok = raw.strip(_EDGE)
-        if tok.endswith("-") and not tok.startswith("-"):
-            tok = tok.rstrip("-")
-        if not tok:
-            continue
-        if not out and tok.lower() in _ARTICLES and i + 1 < len(raws):
-            continue
-        out.append(tok.casefold())
-    return out
+def _trim_edges(text: str) -> str:
+    """Trailing sentence punctuation and wrapping quotes/emphasis off, until nothing changes."""
+    while True:
+        before = text
+        text = text.strip()
+        while text and text[-1] in _TERMINAL:
+            if text[-1] == "!" and len(text) > 1 and text[-2].isdigit():
+                break  # "5!" is a factorial, not an exclamation
+            text = text[:-1].rstrip()
+        for left, right in _WRAPS:
+            if len(text) > len(left) + len(right) and text.startswith(left) and text.endswith(right):
+                text = text[len(left):-len(right)]
+                break
+        if text == before:
+            return text
 
 
-def normalize(text: str) -> str:
-    """Case, edge punctuation, spacing and articles used as articles removed; meaning kept."""
-    return " ".join(_tokens(text))
+def _drop_article(text: str) -> str:
+    """A leading English article before a word ("The Nile" -> "Nile"); not before a number, a
+    symbol, or another article ("The The" stays: it is a band's name), and never a capital "A"."""
+    head, _, rest = text.partition(" ")
+    if head in _ARTICLES and rest:
+        nxt = rest.split(" ", 1)[0]
+        if nxt[:1].isalpha() and nxt.lower() not in ("the", "a", "an"):
+            return rest
+    return text
 
 
-# ------------------------------------------------------------------------------------- numbers
-
-_NUMBER = re.compile(r"(?<![\w.,/:])([-+]?)([$€£¥]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d,]\d|[.:/]\d)")
-# a word right before a number that makes it an identifier, not a quantity
-_CODE_CUES = {"version", "v", "release", "build", "rfc", "iso", "pin", "code", "id", "no", "number", "model",
-              "ext", "zip", "postcode", "route", "room", "flight", "chapter", "section", "article", "page",
-              "line", "port", "api", "sdk", "python", "java", "windows", "ios", "android", "iphone", "node"}
-# frame words a response may add around a number without changing it
-_FRAME = {"it", "is", "it's", "its", "are", "was", "were", "answer", "they", "this", "that"}
+def exact_form(text: str) -> str:
+    """The text as written, with only meaningless differences removed (see the module docstring)."""
+    text = " ".join(text.split())
+    return _trim_edges(_drop_article(_trim_edges(text)))
 
 
-def _quantity(text: str) -> tuple[str, str, Decimal, tuple[str, ...]] | None:
-    """(sign, currency, value, other words) of a text that states exactly one plain number."""
-    cleaned = _clean(text)
-    found = list(_NUMBER.finditer(cleaned))
-    if len(found) != 1 or re.search(r"\d[\d.]*[/:]\d|\d\.\d+\.\d", cleaned):
-        return None  # no number, several, or a date, time or dotted version
-    m = found[0]
-    sign, currency, whole, frac = m.group(1), m.group(2), m.group(3), m.group(4) or ""
-    if len(whole) > 1 and whole.startswith("0") and not frac:
-        return None  # "0420": a code, compared only as text
-    before = cleaned[:m.start()].split()
-    if before:
-        prev = before[-1].strip(_EDGE)
-        if prev.lower() in _CODE_CUES or (prev[:1].isupper() and prev.lower() not in _ARTICLES | _FRAME):
-            return None  # "Python 3.10", "Windows 11", "Route 66": identifiers, not quantities
-    try:
-        value = Decimal(whole.replace(",", "") + frac)
-    except InvalidOperation:
-        return None
-    rest = cleaned[:m.start()] + " " + cleaned[m.end():]
-    words = tuple(w for w in _tokens(rest) if w not in _FRAME)
-    return sign if value else "", currency, value, words
+# ---------------------------------------------------------------------------------- abstention
+
+_EMOJI_BLOCKS = ((0x1F000, 0x1FAFF), (0x2600, 0x27BF), (0x2B00, 0x2BFF), (0xFE00, 0xFE0F), (0x1F3FB, 0x1F3FF))
 
 
-def numbers_match(reference: str, response: str) -> bool:
-    """Both state one number; value, sign, currency, unit and qualifier words all agree exactly."""
-    ref, resp = _quantity(reference), _quantity(response)
-    if ref is None or resp is None:
-        return False
-    if len(ref[3]) > 3:  # the reference is a sentence, not a quantity: not for this rule
-        return False
-    return ref == resp
-
-
-# --------------------------------------------------------------------------------------- lists
-
-_ORDER_CUES = re.compile(r"\b(order|orders|ordered|rank|ranked|ranking|sequence|sequential|chronolog\w*|steps?|"
-                         r"first|second|third|last|earliest|latest|finish\w*|place[sd]?|top \d+|before|after|"
-                         r"then|sorted|oldest|newest|largest|smallest|highest|lowest)\b", re.I)
-
-
-def _items(text: str) -> list[str] | None:
-    parts = [normalize(p) for p in re.split(r",(?!\d{3}\b)|;|\n|\band\b", _clean(text))]
-    parts = [p for p in parts if p]
-    return parts if len(parts) >= 2 else None
-
-
-def lists_match(reference: str, response: str, question: str = "") -> bool:
-    """The same items in the same order; in any order only when the question asks for a set."""
-    ref, resp = _items(reference), _items(response)
-    if ref is None or resp is None or len(ref) != len(resp):
-        return False
-    if ref == resp:
+def _meaningless(ch: str) -> bool:
+    """Whitespace, punctuation, an invisible format character, or an emoji."""
+    if ch.isspace():
         return True
-    asks_for_set = bool(question.strip()) and not _ORDER_CUES.search(question)
-    return asks_for_set and sorted(ref) == sorted(resp)
-
-
-# --------------------------------------------------------------------------------- abstentions
-
-_SOURCE = r"(?:the |this |these |provided |given |available )*(?:context|documents?|passages?|sources?|text|information|data)"
-_DECLINE = [re.compile(p) for p in (
-    r"i (?:do not|don't|dont|really don't) know(?: the answer)?(?: to (?:this|that|your)(?: question)?)?",
-    r"i(?:'m| am) not sure",
-    r"i(?:'m| am) (?:not able|unable) to (?:answer|find|say|tell|determine)(?: (?:this|that|it|the answer))?(?: question)?"
-    rf"(?: (?:from|based on|in) {_SOURCE})?",
-    r"i (?:cannot|can't|can not) (?:answer|find|say|tell|determine)(?: (?:this|that|it|the answer))?(?: question)?"
-    rf"(?: (?:from|based on|in|with) {_SOURCE})?",
-    rf"(?:there is|there's) (?:no|not enough|insufficient) information(?: (?:about|on|regarding) (?:this|that|it))?"
-    rf"(?: (?:in|from) {_SOURCE})?(?: to answer(?: (?:this|that|the))?(?: question)?)?",
-    rf"{_SOURCE} (?:does|do) not (?:say|mention|contain|provide|specify|include|state|cover)"
-    r"(?: (?:this|that|it|the answer|this information|that information|an answer|anything about (?:this|that|it)))?",
-    rf"(?:(?:it is|it's|this is|that is) )?not (?:mentioned|stated|specified|covered)(?: (?:in|by) {_SOURCE})?",
-    r"i (?:do not|don't) have (?:that|this|enough|the|any) information(?: to answer(?: (?:this|that|the))?(?: question)?)?",
-    rf"(?:the answer )?cannot be (?:determined|found)(?: (?:from|in) {_SOURCE})?",
-    r"no answer|unknown|n/?a|not available|no idea",
-)]
-
-
-def is_abstention(response: str) -> bool:
-    """Every sentence declines and none asserts anything (an empty response asserts nothing)."""
-    text = _clean(response).lower().strip()
-    if not text:
+    cat = unicodedata.category(ch)
+    if cat.startswith("P") or cat == "Cf":
         return True
-    sentences = [s.strip(" " + _EDGE) for s in re.split(r"(?<=[.!?])\s+|\n+", text)]
-    sentences = [re.sub(r"^(?:sorry|unfortunately|i'm sorry|i am sorry)[, ]+", "", s) for s in sentences if s]
-    return bool(sentences) and len(sentences) <= 3 and all(any(p.fullmatch(s) for p in _DECLINE) for s in sentences)
+    return any(lo <= ord(ch) <= hi for lo, hi in _EMOJI_BLOCKS)
+
+
+def says_nothing(response: str) -> bool:
+    """Empty, whitespace, or punctuation and emoji alone: no letter, digit or symbol of any script."""
+    return all(_meaningless(ch) for ch in response)
 
 
 # -------------------------------------------------------------------------------------- decide
 
 
 def decide(references: list[str], response: str, question: str = "") -> tuple[str, str] | None:
-    """(label, rationale) when a rule is sure, else None (the model grades it)."""
-    norm = normalize(response)
-    for ref in references:
-        if norm and norm == normalize(ref):
-            return "correct", "exact match with an accepted answer after normalisation"
-    if is_abstention(response):
-        return "abstained", "every sentence of the response declines to answer; nothing is asserted"
-    for ref in references:
-        if numbers_match(ref, response):
-            return "correct", f"the same quantity as the reference ({ref.strip()}): value, sign, unit and qualifier"
-        if lists_match(ref, response, question):
-            return "correct", "the same items as the reference" + ("" if _items(ref) == _items(response)
-                                                                     else " (the question asks for a set)")
+    """(label, rationale) when a rule is sure, else None (the model grades it). ``question`` is
+    not used by a rule: whether order or wording matters is for the model."""
+    mine = exact_form(response)
+    if mine:
+        for ref in references:
+            if exact_form(ref) == mine:
+                return "correct", "the response is an accepted answer as written (spacing and end punctuation aside)"
+    if says_nothing(response):
+        return "abstained", "the response is empty or holds only punctuation or emoji"
     return None
+
+
+def notes(references: list[str], response: str) -> list[str]:
+    """What a rule noticed without being sure, for the model to weigh: never a label."""
+    mine = exact_form(response)
+    out = []
+    for ref in references:
+        theirs = exact_form(ref)
+        if not mine or not theirs or mine == theirs:
+            continue
+        if mine.casefold() == theirs.casefold():
+            out.append(f"The response differs from the accepted answer {theirs!r} only in letter case; "
+                       "decide whether case changes the meaning here (units, symbols, codes).")
+        elif "".join(mine.split()) == "".join(theirs.split()):
+            out.append(f"The response differs from the accepted answer {theirs!r} only in spacing.")
+        elif unicodedata.normalize("NFKC", mine) == unicodedata.normalize("NFKC", theirs):
+            out.append(f"The response differs from the accepted answer {theirs!r} only in the form of some "
+                       "characters (superscripts, full-width or compatibility forms); decide whether that "
+                       "changes the meaning.")
+    return out

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from ..data.records import Chunk, Coverage
 from ..llm import LLM, LLMConfig, LLMError
-from ..llm.prompts import delimit, load_prompt
+from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from .engine import Call, Stage, WorkItem, fingerprint
 from .queries import Passages, QueryItem
 
@@ -80,8 +80,8 @@ def _numbered(nuggets: Sequence[str]) -> str:
 
 
 class CoverageStage(Stage):
-    """One item per (query, run); its key covers the question, the nugget source, the retrieved
-    ids and their texts, the model and the three prompts."""
+    """One item per (query, run); its key covers the query id (its record is its own), the
+    question, the nugget source, the retrieved ids and their texts, the model and the three prompts."""
 
     name = "coverage"
     record_model = Coverage
@@ -132,7 +132,7 @@ class CoverageStage(Stage):
                 reuse = None  # the question or its reference changed: new nuggets
             if reuse is not None:
                 fixed = reuse["nuggets"]
-                key = fingerprint("coverage", self.prompt_id, self.run_name, self.question_key(q), fixed,
+                key = fingerprint("coverage", q.id, self.prompt_id, self.run_name, self.question_key(q), fixed,
                                   [(c.id, c.title, c.text) for c in chunks], self.config.model,
                                   self.passages.max_chars, self.max_tokens)
                 item = WorkItem(key, [], (q, chunks, fixed))
@@ -140,7 +140,7 @@ class CoverageStage(Stage):
                 items.append(item)
                 continue
             source = self.source_block(q, relevant)
-            key = fingerprint("coverage", self.prompt_id, self.run_name, q.text, source,
+            key = fingerprint("coverage", q.id, self.prompt_id, self.run_name, q.text, source,
                               [(c.id, c.title, c.text) for c in chunks], self.config.model, self.passages.max_chars,
                               self.max_tokens)
             first = Call.of(0, self.prompts[0].messages(question=delimit("QUESTION", q.text), source=source,
@@ -196,7 +196,7 @@ class CoverageStage(Stage):
         out = []
         for n, text in zip(numbers, nuggets):
             a = assigned[n]
-            ids = [i for i in a.chunk_ids if i in known]  # an id the model made up is dropped
+            ids = [i for i in (echoed_id(e, known) for e in a.chunk_ids) if i is not None]  # made-up ids dropped
             support = a.support if (ids or a.support == "not_support") else "not_support"
             out.append({"text": text, "vital": importance[n] == "vital", "support": support, "chunk_ids": ids})
         return [{**self._base(item), "coverage": coverage_label(out), "nuggets": out, "scores": nugget_scores(out),

@@ -309,6 +309,7 @@ class Estimate:
     decided_without_call: int = 0
     calls: int = 0
     cached: int = 0
+    shared: int = 0  # calls identical to another item's (equal inputs under two ids): asked once
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
@@ -331,7 +332,8 @@ class Estimate:
     def to_dict(self) -> dict[str, Any]:
         out = {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6), "items": self.items,
-               "done": self.done, "cached": self.cached, "decided_without_call": self.decided_without_call,
+               "done": self.done, "cached": self.cached, "shared": self.shared,
+               "decided_without_call": self.decided_without_call,
                "tokenizer": self.tokenizer, "models": self.models, "note": self.note}
         if self.batch:
             out["batch"] = self.batch_plan()
@@ -339,7 +341,8 @@ class Estimate:
 
     def add(self, other: Estimate) -> Estimate:
         """Two plans run one after the other (judge's relevance, then coverage)."""
-        counts = ("items", "done", "decided_without_call", "calls", "cached", "input_tokens", "output_tokens")
+        counts = ("items", "done", "decided_without_call", "calls", "cached", "shared", "input_tokens",
+                  "output_tokens")
         return Estimate(**{k: getattr(self, k) + getattr(other, k) for k in counts},
                         cost_usd=None if self.cost_usd is None or other.cost_usd is None
                         else self.cost_usd + other.cost_usd,
@@ -351,7 +354,8 @@ class Estimate:
         cost = "unknown (pass --price-in/--price-out)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         lines = [f"dry run: nothing was called. {self.items} items ({self.done} already done, "
                  f"{self.decided_without_call} decided without a call)",
-                 f"calls: {self.calls} ({self.cached} more answered from the cache, free)",
+                 f"calls: {self.calls} ({self.cached} more answered from the cache, free"
+                 + (f"; {self.shared} more shared by items with identical inputs" if self.shared else "") + ")",
                  f"input tokens: {self.input_tokens} ({self.tokenizer}); output tokens: at most {self.output_tokens}",
                  f"cost: {cost}"]
         if self.batch:
@@ -366,16 +370,19 @@ class Estimate:
 
 
 def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
-             stage: Stage | None = None) -> Estimate:
+             stage: Stage | None = None, share: bool = True) -> Estimate:
     """Calls, tokens and cost of running ``items`` (those not ``done``) with one config per model.
 
     Calls whose exact request is in the answer cache cost nothing and are counted apart; for a
-    multi-step ``stage``, a cached answer shapes the next step's calls exactly."""
+    multi-step ``stage``, a cached answer shapes the next step's calls exactly. With ``share``
+    (the engine's runs: see :class:`SharedCalls`), a first-step call identical to another item's is
+    counted once; later steps are sized from placeholders and always counted."""
     models = [c.model or "" for c in configs]
     caches = [Cache.read_only(c.cache_path) if c.use_cache else None for c in configs]
     counters = [token_counter(m) for m in models]
     est = Estimate(tokenizer=counters[0][1] if counters else "", models=models)
     tokens_per_model = [[0, 0] for _ in configs]
+    planned: set[Call] = set()  # identical calls are asked once (see SharedCalls): counted once
     try:
         for it in items:
             est.items += 1
@@ -391,6 +398,11 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
                     est.calls_per_step.append(0)
                 for call in calls:
                     cfg, cache = configs[call.model], caches[call.model]
+                    if share and step == 0 and call in planned:
+                        est.shared += 1
+                        answers.append(None)
+                        continue
+                    planned.add(call)
                     params = call.params(cfg.temperature)
                     hit = None if cache is None else cache.get(request_key(models[call.model], call.message_list,
                                                                            call.response_model, params))
@@ -433,6 +445,52 @@ def _parsed(hit: dict | None, response_model: type[BaseModel]) -> BaseModel | No
 
 
 # ---------------------------------------------------------------------------------------- run
+
+
+class SharedCalls:
+    """Identical calls of one run are asked once. Items with equal inputs under different ids (two
+    chunks with the same text, two answers alike) keep their own records and keys; only the
+    request is shared, so nothing is paid twice, with or without the answer cache.
+
+    An answer is kept while items that planned the same first-step call are still to come (a
+    count made from the plan), and for later steps (whose calls are known only as items run) for
+    the rest of the run. A failed call is not kept: a later item asks again."""
+
+    def __init__(self, items: Sequence[WorkItem]):
+        counts = Counter(c for it in items for c in it.calls)
+        self._left = {c: n for c, n in counts.items() if n > 1}
+        self._futures: dict[Call, asyncio.Future] = {}
+
+    async def ask(self, call: Call, llms: Sequence[LLM]) -> BaseModel:
+        fut = self._futures.get(call)
+        if fut is None:
+            fut = asyncio.get_running_loop().create_future()
+            self._futures[call] = fut
+            try:
+                fut.set_result(await call.ask(llms))
+            except asyncio.CancelledError:
+                fut.cancel()
+                self._futures.pop(call, None)
+                raise
+            except BaseException as e:  # LLMError, Deferred: every item waiting on it gets it too
+                fut.set_exception(e)
+                self._futures.pop(call, None)
+        try:
+            return await asyncio.shield(fut) if not fut.done() else fut.result()
+        finally:
+            self._release(call)
+
+    def _release(self, call: Call) -> None:
+        left = self._left.get(call)
+        if left is None:
+            return
+        if left <= 1:
+            del self._left[call]
+            self._futures.pop(call, None)
+        else:
+            self._left[call] = left - 1
+
+
 
 
 class StageAborted(RagassayError):
@@ -499,6 +557,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
     bar = progress_bar(sum(len(it.record_keys) for it in items),
                        sum(len(it.record_keys) for it in items) - sum(len(it.record_keys) for it in todo),
                        stage.name, quiet)
+    shared = SharedCalls(todo)
     queue: asyncio.Queue = asyncio.Queue()
     for it in todo:
         queue.put_nowait(it)
@@ -517,7 +576,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                 waiting = False
                 for call in calls:  # every call of a step is asked (or exported) before the item waits
                     try:
-                        answers.append(await call.ask(llms))
+                        answers.append(await shared.ask(call, llms))
                     except Deferred:
                         waiting = True
                 if waiting:

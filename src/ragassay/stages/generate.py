@@ -33,7 +33,7 @@ from ..data.io import write_jsonl, write_lines_atomic, write_qrels
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.batch import Deferred
 from .engine import Call, Estimate, StageAborted, WorkItem, estimate, fingerprint, progress_bar
-from ..llm.prompts import delimit, load_prompt
+from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..data.records import Chunk, Question
 
 Difficulty = Literal["easy", "medium", "hard"]
@@ -282,7 +282,7 @@ class Generator:
     def _passages(self, chunk_ids: list[str]) -> str:
         def one(c: str) -> str:
             chunk = self.chunks[c]
-            return delimit(f"PASSAGE id={c}", f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text)
+            return delimit(f"PASSAGE id={shown_id(c)}", f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text)
         return "\n\n".join(one(c) for c in chunk_ids)
 
     def question_messages(self, chunk_ids: list[str], difficulty: str, style: str = "question") -> list[dict[str, str]]:
@@ -343,7 +343,7 @@ class Generator:
             items.append(WorkItem(fingerprint(level, group), calls, None))
         if cache is not None:
             cache.close()
-        est = estimate(items, lambda it: False, [self.config])
+        est = estimate(items, lambda it: False, [self.config], share=False)  # placeholders look alike
         worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
         est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; each rejected candidate costs "
                     f"another try, at most about {worst} candidates in all")
@@ -356,6 +356,8 @@ class Generator:
         llms = [self.llm]
         g = await self.candidate_calls(chunk_ids, difficulty, style)[0].ask(llms)
         self.answered = True
+        for ev in g.evidence:  # an id shown defused (marker text, line breaks) is read back as the real id
+            ev.chunk_id = echoed_id(ev.chunk_id, chunk_ids) or ev.chunk_id
         base = {"chunk_ids": chunk_ids, "difficulty": difficulty, "question": g.question, "answer": g.answer,
                 "style": style, "kind": g.kind}
 

@@ -12,7 +12,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
-from .check_rules import normalize
+from .text_match import loose_text as normalize
 
 # a run of letters/digits, or one character of a script written without spaces (Chinese, Japanese):
 # there a character is the unit, as a word is elsewhere

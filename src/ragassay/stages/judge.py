@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from ..data.records import Chunk, Judgment
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
-from ..llm.prompts import delimit, load_prompt
+from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from .coverage import CoverageStage
 from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
                      run_stage)
@@ -130,7 +130,7 @@ class Judge:
     def batch_messages(self, query: QueryItem, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
         return self.batch_prompt.messages(query=delimit("QUERY", query.text), need=query.need_block(),
                                           expected=query.expected_block(), passages=self.passages.blocks(list(chunks)),
-                                          ids=", ".join(c.id for c in chunks))
+                                          ids=", ".join(shown_id(c.id) for c in chunks))
 
     def windows(self, chunk: Chunk) -> list[tuple[int, int]] | None:
         """Overlapping windows covering a chunk longer than the budget (None when it fits, or when
@@ -155,7 +155,10 @@ class Judge:
                 "max_chunk_chars": o.max_chunk_chars, "long_chunks": o.long_chunks, "max_tokens": o.max_tokens}
 
     def pair_fingerprint(self, query: QueryItem, chunk: Chunk, prompt_id: str) -> str:
-        return fingerprint("judge", prompt_id, query.text, query.description, query.narrative, query.answer,
+        """The key of one pair's record: its identity (query id, chunk id) and everything that
+        changes its grade. Two chunks with the same text under two ids are two records; their
+        identical requests are asked once (the engine shares them)."""
+        return fingerprint("judge", query.id, chunk.id, prompt_id, query.text, query.description, query.narrative, query.answer,
                            chunk.title, chunk.text, self.settings())
 
     def seed(self, sample: int) -> int | None:
@@ -286,8 +289,10 @@ class RelevanceStage(Stage):
         reasons: dict[str, list[Any]] = {p.chunk.id: [] for p in pairs}
         missing: set[str] = set()
         for a in answers:
-            seen = Counter(it.chunk_id for it in a.judgments)
-            got = {it.chunk_id: it for it in a.judgments if seen[it.chunk_id] == 1}
+            # an id the prompt showed defused (marker text, line breaks) is matched back as shown
+            meant = [(echoed_id(it.chunk_id, votes), it) for it in a.judgments]
+            seen = Counter(cid for cid, _ in meant)
+            got = {cid: it for cid, it in meant if cid is not None and seen[cid] == 1}
             for cid in votes:
                 if cid in got:
                     votes[cid].append(got[cid].grade)
@@ -320,7 +325,9 @@ class RelevanceStage(Stage):
                                 j.rel_prompt.id, p.key) for i in range(0, len(answers), per)]
         best = max(range(len(records)), key=lambda i: records[i]["grade"])
         start, end = p.windows[best]
-        return {**records[best], "samples": [a.grade for a in answers], "windows": len(p.windows),
+        # "samples" keeps the best window's votes (samples and jurors): windows are parts of one
+        # passage, not votes, and must not count as disagreement
+        return {**records[best], "windows": len(p.windows),
                 "window_grades": [r["grade"] for r in records], "best_window": [start, end]}
 
     def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..data.records import Chunk
 from ..errors import InputError
-from ..llm.prompts import clip, delimit
+from ..llm.prompts import clip, delimit, shown_id
 
 
 @dataclass
@@ -86,7 +86,7 @@ class Passages:
         return f"{chunk.title}\n{body}" if chunk.title else body
 
     def block(self, chunk: Chunk, with_id: bool = True) -> str:
-        return delimit(f"PASSAGE id={chunk.id}" if with_id else "PASSAGE", self.text(chunk))
+        return delimit(f"PASSAGE id={shown_id(chunk.id)}" if with_id else "PASSAGE", self.text(chunk))
 
     def blocks(self, chunks: list[Chunk]) -> str:
         return "\n\n".join(self.block(c) for c in chunks)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .check_rules import normalize
+from .text_match import loose_text as normalize
 from ..data.records import Chunk, Question
 
 
