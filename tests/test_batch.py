@@ -397,9 +397,15 @@ def test_request_lines_have_the_shape_vllm_run_batch_reads(tmp_path):
                    for m in line["body"]["messages"])
         fmt = line["body"]["response_format"]
         assert fmt["type"] == "json_schema" and {"name", "schema", "strict"} == set(fmt["json_schema"])
-    # two samples of one answer are two requests (own custom_id) with the same body, sampled apart
+    # two samples of one answer are two distinct requests: own custom_id, own seed (0 and 1)
     assert len({x["custom_id"] for x in lines}) == len(lines)
-    assert len({json.dumps(x["body"], sort_keys=True) for x in lines}) == len(lines) // 2
+    assert len({json.dumps(x["body"], sort_keys=True) for x in lines}) == len(lines)
+    bodies = {}
+    for x in lines:
+        body = dict(x["body"])
+        bodies.setdefault(json.dumps({k: v for k, v in body.items() if k != "seed"}, sort_keys=True), []).append(
+            body["seed"])
+    assert all(sorted(seeds) == [0, 1] for seeds in bodies.values())
 
 
 def test_generate_with_the_batch_api_backend(tmp_path, monkeypatch):

@@ -38,7 +38,7 @@ def item(i, reference, response, contexts=None) -> AnswerItem:
 @respx.mock
 async def test_rule_paths_make_no_http_call(tmp_path):
     route = respx.post(URL).mock(return_value=verdict("correct"))
-    items = [item("a", "Paris", "paris"), item("b", ["42"], "42.0"), item("c", "x", "I'm not sure.")]
+    items = [item("a", "Paris", "  Paris. "), item("b", ["41", "42"], "42"), item("c", "x", " … 🤷 ")]
     recs = (await check_answers(items, make_llm(tmp_path), tmp_path / "c.jsonl", options=CheckOptions(quiet=True))).records
     assert route.call_count == 0
     assert [(r["label"], r["decided_by"]) for r in recs] == [("correct", "rule"), ("correct", "rule"), ("abstained", "rule")]
@@ -203,12 +203,12 @@ def test_check_command_on_the_example_without_an_endpoint(tmp_path, monkeypatch,
                  "--format", "json", "--quiet"]) == 3  # some answers are error records: a rerun fills them in
     captured = capsys.readouterr()
     result = json.loads(captured.out)
-    assert result["kind"] == "check" and result["errors"] == 11 and result["ok"] == 5
-    # q18 ("30 days" for "30 days after delivery") is no longer called correct by a rule: the model decides
-    assert result["summary"]["counts"]["correct"] == 3 and result["summary"]["counts"]["abstained"] == 2
-    assert result["summary"]["errors"] == 11
+    assert result["kind"] == "check" and result["errors"] == 14 and result["ok"] == 2
+    # only answers that are their reference as written are decided by rule; "I don't know." is the model's
+    assert result["summary"]["counts"] == {"correct": 2, "partial": 0, "hallucinated": 0, "abstained": 0}
+    assert result["summary"]["errors"] == 14
     assert "no LLM endpoint configured" in captured.err
-    assert result["diagnosis"]["cells"]["good_retrieval_good_answer"]["count"] == 3
+    assert result["diagnosis"]["cells"]["good_retrieval_good_answer"]["count"] == 2
 
 
 def test_ragas_and_deepeval_samples_are_read_as_answers(tmp_path, capsys):
@@ -219,7 +219,7 @@ def test_ragas_and_deepeval_samples_are_read_as_answers(tmp_path, capsys):
     ragas = tmp_path / "ragas.jsonl"
     ragas.write_text(json.dumps({"user_input": "Capital of France?", "response": "Paris.", "reference": "Paris",
                                  "retrieved_contexts": ["Paris is the capital of France."]}) + "\n"
-                     + json.dumps({"user_input": "Boiling point?", "response": "I don't know.", "reference": "100 °C",
+                     + json.dumps({"user_input": "Boiling point?", "response": "…", "reference": "100 °C",
                                    "retrieved_contexts": []}) + "\n")
     deepeval = tmp_path / "deepeval.jsonl"
     deepeval.write_text(json.dumps({"input": "Capital of Italy?", "actual_output": "Rome", "expected_output": "Rome",
@@ -227,7 +227,7 @@ def test_ragas_and_deepeval_samples_are_read_as_answers(tmp_path, capsys):
     items = read_answers(ragas) + read_answers(deepeval)
     assert [(i.id, i.question, i.response, i.contexts) for i in items] == [
         ("line-1", "Capital of France?", "Paris.", ["Paris is the capital of France."]),
-        ("line-2", "Boiling point?", "I don't know.", []), ("line-1", "Capital of Italy?", "Rome",
+        ("line-2", "Boiling point?", "…", []), ("line-1", "Capital of Italy?", "Rome",
                                                            ["Rome is the capital of Italy."])]
     assert main(["check", str(ragas), "-o", str(tmp_path / "c.jsonl"), "--format", "json", "--quiet"]) == 0
     result = json.loads(capsys.readouterr().out)

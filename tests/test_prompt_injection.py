@@ -132,20 +132,27 @@ async def test_generate_messages_are_intact(tmp_path):
 
 
 @respx.mock
-async def test_check_budgets_cut_visibly_and_the_record_says_what(tmp_path):
+async def test_check_budgets_cut_passages_visibly_and_never_a_response(tmp_path):
+    """Passages over the budget are cut or dropped, marked in the prompt and the record; a response
+    is shown whole up to its budget, and a longer one is an error record with no call."""
     route = respx.post(URL).mock(return_value=verdict())
-    item = AnswerItem(id="a1", question="q?", reference="r", response="x" * 10_000_000,
-                      contexts=["a" * 7000, "b" * 7000, "c" * 100])
-    done = await check_answers([item], shared_make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
+    whole = AnswerItem(id="a1", question="q?", reference="r", response="x" * 32_000,
+                       contexts=["a" * 7000, "b" * 7000, "c" * 100])
+    long = AnswerItem(id="a2", question="q?", reference="r", response="y" * 10_000_000)
+    done = await check_answers([whole, long], shared_make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
                                options=CheckOptions(quiet=True))
     (messages,) = sent(route)
     user = messages[1]["content"]
-    assert len(user) < 30_000  # not 10 MB
-    assert "x" * 6000 + "\n[… 9,994,000 characters cut]" in user
+    assert "x" * 32_000 in user and "characters cut]\nRESPONSE>>>" not in user and "y" not in user
     assert "b" * 5000 + "\n[… 2,000 characters cut]" in user
     assert "[… 1 more passage(s) dropped to fit the length budget: ids 3]" in user and "c" * 100 not in user
-    (record,) = done.records
-    assert record["truncated"] == {"response_chars_cut": 9_994_000, "context_chars_cut": 2000, "contexts_dropped": ["3"]}
+    first, second = done.records
+    assert first["truncated"] == {"context_chars_cut": 2000, "contexts_dropped": ["3"]} and first["label"] == "correct"
+    assert second["status"] == "error" and second["label"] is None and second["truncated"] is None
+    assert second["error"] == ("input: the response has 10,000,000 characters, more than the 32,000 the grader is "
+                               "shown whole; it is not graded from a cut (raise the budget with "
+                               "--max-response-chars 10000000)")
+    assert done.exit_code == 3
 
 
 @respx.mock

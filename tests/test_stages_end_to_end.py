@@ -140,13 +140,14 @@ def test_errors_exit_3_and_name_the_reason_then_a_rerun_retries_them(tmp_path, c
     args = ["check", str(EXAMPLE / "answers.jsonl"), "--chunks", CHUNKS, "-o", str(out), "--quiet"]
     assert main(args) == 3
     printed = capsys.readouterr().out
-    assert "11 of 16 check records are errors" in printed and "rerun the same command" in printed
+    assert "14 of 16 check records are errors" in printed and "rerun the same command" in printed
     with FakeLLM() as server:
         predicted = dry(args + ["--base-url", server.url, "--model", "fake"], capsys)
-        # a new model gives every answer a new key; the rules decide 5 again without a call
-        assert (predicted["items"], predicted["done"], predicted["decided_without_call"], predicted["calls"]) == (16, 0, 5, 11)
+        # a new model gives every answer a new key; the rules decide 2 again without a call (the two
+        # answers that are their reference as written)
+        assert (predicted["items"], predicted["done"], predicted["decided_without_call"], predicted["calls"]) == (16, 0, 2, 14)
         assert main(args + ["--base-url", server.url, "--model", "fake"]) == 0
-        assert server.calls == 11  # only the answers rules could not decide reach the model
+        assert server.calls == 14  # only the answers rules could not decide reach the model
     records = lines(out)
     assert len(records) == 16 and all(r["status"] == "ok" for r in records)
 
