@@ -7,110 +7,86 @@ not decide: every None row is a wrong (or not certainly right) answer a careless
 
 from __future__ import annotations
 
+import ast
+import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from ragassay.stages.check_rules import decide, normalize
+from ragassay.stages import check_rules
+from ragassay.stages.check_rules import decide, exact_form, notes, says_nothing
 
 Q = ""  # no question given
 ROWS = [
-    # plain cases the rules decide
+    # the response is an accepted answer as written: spacing, end punctuation, quotes, a leading article
     ("exact", Q, "Paris", "Paris.", "correct"),
-    ("exact", Q, "The Eiffel Tower", "eiffel tower", "correct"),
-    ("exact", Q, "Lisbon", "  LISBON!  ", "correct"),
+    ("exact", Q, "Paris", "  Paris  ", "correct"),
+    ("exact", Q, "The Eiffel Tower", "Eiffel Tower", "correct"),
+    ("exact", Q, "Eiffel Tower", "the Eiffel  Tower!", "correct"),
     ("exact", Q, ["wrong", "42"], "42", "correct"),
     ("exact", Q, "Marie Curie", "“Marie Curie”", "correct"),
-    ("exact", Q, "no information", "No information.", "correct"),  # the reference itself declines: exact match first
-    ("exact", Q, "The context does not mention it", "The context does not mention it.", "correct"),
-    # signs
-    ("sign", Q, "5 °C", "-5 °C", None),
-    ("sign", Q, "-5 °C", "5 °C", None),
-    ("sign", Q, "$250", "-$250", None),
-    ("sign", Q, "-12 °C", "−12 °C", "correct"),     # a Unicode minus is a minus
-    ("sign", Q, "-12 °C", "–12 °C", "correct"),     # so is an en dash before a digit
-    ("sign", Q, "−12 °C", "12 °C", None),
-    ("sign", Q, "0", "-0", "correct"),
-    # precision: never round the response onto the reference, or the reference onto the response
-    ("precision", Q, "2", "2.5", None),
-    ("precision", Q, "4", "3.5", None),
-    ("precision", Q, "$30", "$29.60", None),
-    ("precision", Q, "$29.60", "$30", None),
-    ("precision", Q, "9.95", "9.9", None),
-    ("precision", Q, "9.95", "It is 9.950", "correct"),
-    ("precision", Q, "30", "30.0", "correct"),
-    ("precision", Q, "1,500", "1500", "correct"),
-    ("precision", Q, "1500", "1,500", "correct"),
-    ("precision", Q, "30 days", "31 days", None),
-    ("precision", Q, "1,5", "15", None),             # a decimal comma is not a thousands separator
-    # units and currency
-    ("unit", Q, "30 days", "30 days", "correct"),
-    ("unit", Q, "30 days", "It is 30 days.", "correct"),
-    ("unit", Q, "30 days", "30 weeks", None),
-    ("unit", Q, "30 days", "30", None),
-    ("unit", Q, "$250", "€250", None),
-    ("unit", Q, "$250", "250", None),
-    ("unit", Q, "25%", "25", None),
-    ("unit", Q, "12 °C", "12 °F", None),
-    ("unit", Q, "12 °C", "12℃", "correct"),
-    ("unit", Q, "10 kg", "10 kg", "correct"),
-    # qualifiers
-    ("qualifier", Q, "30 days", "more than 30 days", None),
-    ("qualifier", Q, "1 kg", "less than 1 kg", None),
-    ("qualifier", Q, "30 days", "about 30 days", None),
-    ("qualifier", Q, "at least 18", "18", None),
-    ("qualifier", Q, "up to 5 items", "5 items", None),
-    # codes, versions, dates, times
-    ("code", Q, "3.1", "Python 3.10", None),
-    ("code", Q, "Python 3.1", "Python 3.10", None),
-    ("code", Q, "420", "0420", None),
-    ("code", Q, "0420", "420", None),
-    ("code", Q, "0420", "0420", "correct"),
-    ("code", Q, "03/04/2021", "04/03/2021", None),
-    ("code", Q, "9:30", "9.30", None),
-    ("code", Q, "1.2.3", "1.2.30", None),
-    ("code", Q, "Windows 11", "Windows 10", None),
-    ("code", Q, "Route 66", "Route 66", "correct"),
-    # names with symbols, single letters after a name
-    ("name", Q, "C++", "C", None),
-    ("name", Q, "C#", "C", None),
-    ("name", Q, "C++", "C#", None),
-    ("name", Q, "C++", "c++", "correct"),
-    ("name", Q, "Hepatitis A", "Hepatitis", None),
-    ("name", Q, "Hepatitis A vaccine", "Hepatitis vaccine", None),
-    ("name", Q, "Vitamin B12", "Vitamin B", None),
-    ("name", Q, "AT&T", "AT and T", "correct"),
-    ("name", Q, "Plan A", "plan a", "correct"),
-    # lists: in order always; any order only when the question asks for a set
-    ("list", "Which cards are accepted?", "Visa, Mastercard and PayPal", "PayPal; visa & Mastercard", "correct"),
-    ("list", "Which cards are accepted?", "Visa, Mastercard and PayPal", "Visa and PayPal", None),
-    ("list", "In what order did they finish?", "Ann, Bob, Cy", "Bob, Ann, Cy", None),
-    ("list", "In what order did they finish?", "Ann, Bob, Cy", "Ann, Bob and Cy", "correct"),
-    ("list", "What are the steps?", "sign in, open Orders, choose Return", "open Orders, sign in, choose Return", None),
-    ("list", Q, "red, green", "green, red", None),  # no question: order is not known to be free
-    ("list", "Which colours?", "red, green", "red, green, blue", None),
-    ("list", "Which years?", "1,500 and 2,000", "2,000 and 1,500", "correct"),
-    # hedges that still commit go to the model, whatever they say
-    ("hedge", Q, "Lisbon", "I'm not sure, but I think it is Lisbon", None),
-    ("hedge", Q, "Lisbon", "I think it is probably Porto", None),
-    ("hedge", Q, "30 days", "I don't know, but probably 30 days", None),
-    ("hedge", Q, "Lisbon", "Maybe Lisbon?", None),
-    # abstentions, and answers that only look like them
-    ("abstain", Q, "x", "I don't know.", "abstained"),
-    ("abstain", Q, "x", "The context does not mention this.", "abstained"),
-    ("abstain", Q, "x", "", "abstained"),
-    ("abstain", Q, "x", "Sorry, I cannot answer that based on the provided documents.", "abstained"),
-    ("abstain", Q, "x", "There is no information about this in the context.", "abstained"),
-    ("abstain", Q, "x", "I'm not sure. The documents do not say.", "abstained"),
-    ("abstain", Q, "x", "Not mentioned in the passages.", "abstained"),
-    ("abstain", Q, "Yes", "There is no information about refunds after 30 days, so no.", None),
-    ("abstain", Q, "No", "No information is collected from children under 13.", None),
-    ("abstain", Q, "2019", "The context does not mention 2020; it was 2019.", None),
-    ("abstain", Q, "Paris", "I don't know if it is Paris or Lyon.", None),
-    ("abstain", Q, "no", "No.", "correct"),
-    # sentences are for the model
-    ("sentence", Q, "5 business days", "Refunds take 5 business days after inspection", None),
-    ("sentence", Q, "Paris", "The capital is Paris, not Lyon.", None),
+    ("exact", Q, "Marie Curie", "**Marie Curie**.", "correct"),
+    ("exact", Q, "no information", "no information.", "correct"),  # the reference itself declines: exact first
+    ("exact", Q, "東京", "東京。", "correct"),
+    ("exact", Q, "القاهرة", "القاهرة", "correct"),
+    ("exact", Q, "-12 °C", "-12 °C", "correct"),
+    ("exact", Q, "C#", "C#", "correct"),
+    ("exact", Q, "v3.10.2", "v3.10.2.", "correct"),
+    # case is kept: units, symbols, codes and names whose case is meaning
+    ("case", Q, "5 MW", "5 mW", None),
+    ("case", Q, "100 Mb/s", "100 MB/s", None),
+    ("case", Q, "Co", "CO", None),
+    ("case", Q, "Lisbon", "LISBON", None),
+    ("case", Q, "The Eiffel Tower", "eiffel tower", None),
+    # no compatibility normalisation: superscripts, fullwidth digits, ligatures, decomposed accents
+    ("unicode", Q, "10⁶", "106", None),
+    ("unicode", Q, "H₂O", "H2O", None),
+    ("unicode", Q, "１２", "12", None),
+    ("unicode", Q, "ﬁnance", "finance", None),
+    ("unicode", Q, "José", "Jose\u0301", None),
+    ("unicode", Q, "-12 °C", "−12 °C", None),  # a Unicode minus: the model reads it, not a rule
+    # numbers, versions, signs, suffixes: never compared as values
+    ("number", Q, "3.10", "3.1", None),
+    ("number", Q, "4.10", "4.1", None),
+    ("number", Q, "12.5", "12.500", None),
+    ("number", Q, "30", "30.0", None),
+    ("number", Q, "1,500", "1500", None),
+    ("number", Q, "-5 °C", "5 °C", None),
+    ("number", Q, "+3", "3", None),
+    ("number", Q, "5", "5!", None),
+    ("suffix", Q, "A-", "A", None),
+    ("suffix", Q, "BBB-", "BBB", None),
+    ("suffix", Q, "C++", "C", None),
+    # articles: only a leading English article before a word, never a capital "A" or a name
+    ("article", Q, "A major", "major", None),
+    ("article", Q, "A levels", "levels", None),
+    ("article", Q, "The The", "The", None),
+    ("article", Q, "a 5% fee", "5% fee", None),
+    ("article", Q, "an apple", "apple", "correct"),
+    # lists and order are the model's, in every language
+    ("list", "Which cards are accepted?", "Visa, Mastercard and PayPal", "PayPal, Mastercard and Visa", None),
+    ("list", "¿Quiénes llegaron, en ese orden?", "Ana y Luis", "Luis y Ana", None),
+    ("list", Q, "1,5 and 3", "1, 5 and 3", None),
+    # hedges, refusals and look-alike abstentions are the model's
+    ("hedge", Q, "Lisbon", "Probably Lisbon", None),
+    ("refusal", Q, "x", "I don't know.", None),
+    ("refusal", Q, "x", "No lo sé.", None),
+    ("refusal", Q, "x", "不知道", None),
+    ("refusal", Q, "Sodium", "Na", None),
+    ("refusal", Q, "x", "n/a", None),
+    ("refusal", Q, "x", "¯\\_(ツ)_/¯", None),
+    # a response that says nothing: abstained by rule
+    ("nothing", Q, "x", "", "abstained"),
+    ("nothing", Q, "x", "   \n\t", "abstained"),
+    ("nothing", Q, "x", "...", "abstained"),
+    ("nothing", Q, "x", "?", "abstained"),
+    ("nothing", Q, "x", "—", "abstained"),
+    ("nothing", Q, "x", "🤷‍♀️", "abstained"),
+    ("nothing", Q, "x", "\u200b", "abstained"),
+    ("nothing", Q, "x", "∞", None),  # a symbol can be an answer
+    ("nothing", Q, "x", "%", "abstained"),
+    ("nothing", Q, "?", "?", "correct"),  # the reference is the punctuation: exact match first
 ]
 
 
@@ -126,14 +102,70 @@ def test_the_table_covers_every_class_both_ways():
     decided = Counter(r[0] for r in ROWS if r[4] is not None)
     silent = Counter(r[0] for r in ROWS if r[4] is None)
     assert len(ROWS) >= 60
-    for cls in ("sign", "precision", "unit", "code", "name", "list", "abstain"):
-        assert decided[cls] and silent[cls], cls
+    assert decided["exact"] >= 10 and decided["nothing"] >= 6
+    for cls in ("case", "unicode", "number", "suffix", "list", "hedge", "refusal"):
+        assert silent[cls] and not decided[cls], cls
 
 
-def test_normalize_keeps_what_carries_meaning():
-    assert normalize("  The  Answer, is: A “Cat”! ") == "answer is a cat"
-    assert normalize("C++") != normalize("C#") != normalize("C")
-    assert normalize("−5 °C") == "-5 °c" != normalize("5 °C")
+def load_cases() -> list[dict]:
+    """tests/data/check_cases.jsonl: cases written apart from the rules, by someone who saw only
+    the principle (what must be decided, what must go to the model)."""
+    path = Path(__file__).parent / "data" / "check_cases.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+CASES = load_cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_case_written_apart(case):
+    refs = case["reference"] if isinstance(case["reference"], list) else [case["reference"]]
+    got = decide(refs, case["response"], case["question"])
+    assert (got[0] if got else "model") == case["expect"], case["why"]
+
+
+def test_the_cases_written_apart_are_many_and_go_both_ways():
+    expect = Counter(c["expect"] for c in CASES)
+    assert len(CASES) >= 80 and len({c["id"] for c in CASES}) == len(CASES)
+    assert expect["correct"] >= 20 and expect["abstained"] >= 10 and expect["model"] >= 40
+
+
+def test_the_rules_hold_no_list_of_words():
+    """No vocabulary a rule could be fitted to: the only words in the module are the English
+    articles; every other collection of strings holds punctuation alone."""
+    tree = ast.parse(Path(check_rules.__file__).read_text(encoding="utf-8"))
+    words = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            for elt in node.elts:
+                if isinstance(elt, ast.Constant) and isinstance(elt.value, str) and any(ch.isalpha() for ch in elt.value):
+                    words.add(elt.value.lower())
+    assert words <= {"the", "a", "an"}, words
+    assert not any(ch.isalpha() for ch in check_rules._TERMINAL)
+
+
+def test_exact_form_keeps_what_carries_meaning():
+    assert exact_form("  The  Answer, is: A “Cat”! ") == "Answer, is: A “Cat”"
+    assert exact_form("C++") != exact_form("C#") != exact_form("C")
+    assert exact_form("−5 °C") != exact_form("-5 °C") != exact_form("5 °C")
+    assert exact_form('"Paris."') == exact_form("Paris") == "Paris"
+
+
+def test_says_nothing_is_about_characters_not_phrases():
+    assert says_nothing("") and says_nothing(" .!? ") and says_nothing("😶‍🌫️") and says_nothing("«»")
+    assert not says_nothing("0") and not says_nothing("Na") and not says_nothing("无") and not says_nothing("$")
+
+
+def test_notes_are_hints_the_model_sees_never_labels():
+    assert notes(["5 MW"], "5 mW") == ["The response differs from the accepted answer '5 MW' only in letter case; "
+                                       "decide whether case changes the meaning here (units, symbols, codes)."]
+    # NFKC makes "10⁶" and "106" one text: a rule would be wrong, the note asks the model to look
+    assert notes(["10⁶"], "106") == ["The response differs from the accepted answer '10⁶' only in the form of some "
+                                     "characters (superscripts, full-width or compatibility forms); decide whether "
+                                     "that changes the meaning."]
+    assert notes(["New York"], "NewYork") == ["The response differs from the accepted answer 'New York' only in "
+                                              "spacing."]
+    assert notes(["Paris"], "Paris.") == [] and notes(["Paris"], "Lyon") == []
 
 
 def rubric_examples() -> list[tuple[str, str, str, str]]:
