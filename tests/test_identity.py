@@ -232,3 +232,41 @@ def test_judge_and_check_commands_keep_every_id_against_a_local_model(tmp_path, 
     assert len(lines(tmp_path / "j.jsonl")) == 6 and len((tmp_path / "j.qrels").read_text().splitlines()) == 6
     assert judge_calls == 2
     assert [r["id"] for r in lines(tmp_path / "c.jsonl")] == ["a0", "a1", "a2"] and check_calls == 1
+
+
+def test_coverage_of_two_queries_with_one_text_is_two_records(tmp_path, capsys):
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("".join(json.dumps({"id": c.id, "text": c.text}) + "\n" for c in CHUNKS.values()))
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps({"id": q.id, "question": q.text, "answer": "Email help@example.com."})
+                               + "\n" for q in QUERIES))
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"{q} Q0 {c} {i + 1} {3 - i} r\n" for q in ("q1", "q2") for i, c in enumerate(CHUNKS)))
+    with FakeLLM() as server:
+        assert main(["judge", "--queries", str(queries), "--chunks", str(chunks), "--run", str(run),
+                     "-o", str(tmp_path / "j.jsonl"), "--coverage-out", str(tmp_path / "cov.jsonl"),
+                     "--base-url", server.url, "--model", "fake", "--no-cache", "--quiet"]) == 0
+        calls = server.calls
+    coverage = lines(tmp_path / "cov.jsonl")
+    assert sorted(r["query_id"] for r in coverage) == ["q1", "q2"] and all(r["status"] == "ok" for r in coverage)
+    assert coverage[0]["nuggets"] == coverage[1]["nuggets"]
+    assert calls == 2 + 3  # two judge requests; nuggets, importance and support asked once for both queries
+
+
+def test_generate_from_chunks_with_one_text_writes_each_question_once(tmp_path, capsys):
+    chunks = tmp_path / "chunks.jsonl"
+    text = "Gift cards never expire and can be used for online orders and in our stores."
+    chunks.write_text("".join(json.dumps({"id": f"gift-{i}", "text": text}) + "\n" for i in range(4))
+                      + json.dumps({"id": "ship-1", "text": "Standard shipping takes three to five business days "
+                                                            "within the country."}) + "\n")
+    out, qrels, rejects = tmp_path / "q.jsonl", tmp_path / "q.qrels", tmp_path / "rejects.jsonl"
+    with FakeLLM() as server:
+        main(["generate", str(chunks), "-o", str(out), "--qrels-out", str(qrels), "--rejects", str(rejects),
+              "--limit", "3", "--mix", "easy=1", "--base-url", server.url, "--model", "fake", "--no-cache", "--quiet"])
+    questions = lines(out)
+    ids = [q["id"] for q in questions]
+    assert len(ids) == len(set(ids)) and questions
+    assert sorted(line.split()[0] for line in qrels.read_text().splitlines()) == sorted(
+        q["id"] for q in questions for _ in q["chunk_ids"])
+    texts = [q["question"] for q in questions]
+    assert len(texts) == len(set(texts))  # the same question from a copied chunk is a reject, not a second record
