@@ -173,10 +173,12 @@ def check(sub: Any) -> None:
                    help="recall@k at or above this is good retrieval (default 0.5)")
     p.add_argument("--human", metavar="FILE", help="people's labels for some answers (JSONL id, label)")
     p.add_argument("--by", action="append", metavar="FIELD", help="break rates down by an answer field (repeatable)")
-    p.add_argument("--samples", type=int, default=1, help="ask N times and take the majority (ties go to the "
-                   "more severe label; default 1)")
-    p.add_argument("--max-response-chars", type=int, default=6000, metavar="N",
-                   help="cut longer responses to N characters, marked in the prompt and the record (default 6000)")
+    p.add_argument("--samples", type=int, default=1, help="ask N times, each a distinct request with its own seed, "
+                   "and take the majority (ties go to the more severe label; default 1)")
+    p.add_argument("--seed", type=int, default=0, help="with --samples N, sample i sends seed + i (default 0)")
+    p.add_argument("--max-response-chars", type=int, default=32000, metavar="N",
+                   help="responses are graded whole up to N characters; a longer one is an error record that "
+                        "says so, never graded from a cut (default 32000)")
     p.add_argument("--max-context-chars", type=int, default=12000, metavar="N",
                    help="budget for all passages of an answer; the rest is cut or dropped, marked (default 12000)")
     add_format_option(p, ("table", "json"))
@@ -211,7 +213,8 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     if args.max_response_chars < 1 or args.max_context_chars < 1:
         raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
     from ..stages.engine import parse_shard
-    options = CheckOptions(samples=args.samples, quiet=args.quiet, max_response_chars=args.max_response_chars,
+    options = CheckOptions(samples=args.samples, seed=args.seed, quiet=args.quiet,
+                           max_response_chars=args.max_response_chars,
                            max_context_chars=args.max_context_chars,
                            shard=parse_shard(args.shard) if args.shard else None)
     recall = retrieval_recall(qrels, run, args.k) if run is not None else None
@@ -272,9 +275,10 @@ def _check_text(result: dict, args: argparse.Namespace) -> str:
                f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): {_fmt_rate(s['truthfulness'])}\n"
                "mean response words: " + ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None))
     for f, groups in result.get("breakdown", {}).items():
-        out.append(render_table([f, "graded", "correct", "hallucinated", "abstained"],
-                                [[g, v["graded"], _fmt_rate(v["rates"]["correct"]), _fmt_rate(v["rates"]["hallucinated"]),
-                                  _fmt_rate(v["rates"]["abstained"])] for g, v in groups.items()]))
+        labels = ("correct", "partial", "hallucinated", "abstained")
+        out.append(render_table([f, "graded", *labels],
+                                [[g, v["graded"], *(_fmt_rate(v["rates"][lab]) for lab in labels)]
+                                 for g, v in groups.items()]))
     if "diagnosis" in result:
         d = result["diagnosis"]
         c = d["cells"]
@@ -296,8 +300,8 @@ def _check_text(result: dict, args: argparse.Namespace) -> str:
     if "flip_rate" in result:
         out.append(f"samples disagreed on {result['flip_rate']:.1%} of LLM-graded answers")
     if result.get("truncated"):
-        out.append(f"{result['truncated']} answers were graded on cut text (a response or passages over the length "
-                   "budget; the prompt marks each cut and the record's 'truncated' says what)")
+        out.append(f"{result['truncated']} answers were graded with some passages cut or dropped to the context "
+                   "budget (the prompt marks each cut and the record's 'truncated' says what)")
     if "usage" in result:
         out.append(result["usage"])
     out.append(f"checks: {args.output}")
