@@ -169,10 +169,12 @@ def run_batch(requests: str | Path, output: str | Path, fail: Callable[[dict], s
 
 
 class FakeLLM:
-    """Start with ``with FakeLLM() as s``; ``s.url`` is the base URL; ``delay`` slows each answer."""
+    """Start with ``with FakeLLM() as s``; ``s.url`` is the base URL; ``delay`` slows each answer;
+    ``refuse`` makes every answer a refusal."""
 
-    def __init__(self, delay: float = 0.0):
+    def __init__(self, delay: float = 0.0, refuse: str | None = None):
         self.delay = delay
+        self.refuse = refuse  # when set: every answer is this refusal (a model that rejects everything)
         self.calls = 0
         self.requests: list[dict] = []
         self._lock = threading.Lock()
@@ -189,7 +191,14 @@ class FakeLLM:
                     server.requests.append(body)
                 if server.delay:
                     time.sleep(server.delay)
-                data = json.dumps(reply_to(body, f"fake-{server.calls}")).encode()
+                if server.refuse is not None:
+                    reply = {"id": "refused", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                             "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                 "role": "assistant", "content": None, "refusal": server.refuse}}],
+                             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+                else:
+                    reply = reply_to(body, f"fake-{server.calls}")
+                data = json.dumps(reply).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))

@@ -259,6 +259,30 @@ def test_the_demo_runs_every_stage_against_a_local_model_with_one_llm(tmp_path, 
     assert result["kind"] == "check" and result["errors"] == 0
 
 
+def test_the_demo_against_a_model_that_refuses_everything_names_each_stage_and_exits_3(tmp_path, capsys):
+    with FakeLLM(refuse="I can't help with that.") as server:
+        code = main(["demo", "--out", str(tmp_path / "demo"), "--base-url", server.url, "--model", "fake"])
+    out = capsys.readouterr().out
+    assert code == 3
+    failures = out.split("demo finished with failures in ", 1)[1].splitlines()
+    assert failures[0] == "4 stage(s); the report shows what succeeded:"
+    assert failures[1].startswith("  generate: fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)")
+    assert failures[2].startswith("  judge: 107 of 107 judge records are errors")
+    assert "the model refused: I can't help with that." in failures[2]
+    assert failures[3].startswith("  coverage: 22 of 22 coverage records are errors")
+    assert failures[4].startswith("  check: 14 of 16 check records are errors")  # two are their reference as written
+    assert len(failures) == 5
+    assert (tmp_path / "demo" / "report.html").exists() and (tmp_path / "demo" / "report.md").exists()
+
+
+def test_the_demo_against_a_dead_endpoint_still_writes_the_report(tmp_path, capsys):
+    code = main(["demo", "--out", str(tmp_path / "demo"), "--base-url", dead_url(), "--model", "fake"])
+    out = capsys.readouterr().out
+    assert code == 3 and (tmp_path / "demo" / "report.html").exists()
+    tail = out.split("demo finished with failures in ", 1)[1]
+    assert "generate" in tail and "judge" in tail and "check" in tail and "could not connect" in tail
+
+
 def test_batched_grades_equal_pointwise_grades_on_the_example(tmp_path, capsys):
     """With a model that grades each passage on its own merits, batching changes no grade."""
     with FakeLLM() as server:

@@ -40,6 +40,10 @@ def copy_example(directory: str | Path) -> list[Path]:
     return sorted(p for p in dest.rglob("*") if p.is_file())
 
 
+class _NothingJudged(Exception):
+    """Every judgment is an error record (already named as a failure): no agreement to compute."""
+
+
 def _write_json(path: Path, data: Any) -> None:
     from .formatting import to_json
     from ..data.results import nan_to_none
@@ -133,10 +137,14 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
                 failed.append(f"judge: {summary.relevance.failure_text()}")
             if summary.coverage is not None and summary.coverage.errors:
                 failed.append(f"coverage: {summary.coverage.failure_text()}")
+            if not summary.relevance.ok:
+                raise _NothingJudged()
             ag = agree(qrels, rio.read_qrels(out / "judged.qrels"), runs)
             _write_json(out / "agree.json", {**ag.to_dict(), "names": ["people", "LLM judge"]})
             log(f"agree (people vs judge): kappa {ag.kappa:.3f}, binarised >= 2: {ag.kappa_binary[2]:.3f}")
             report_files += [out / "judgments.jsonl", out / "coverage.jsonl", out / "agree.json"]
+        except _NothingJudged:
+            log("agree (people vs judge): skipped, no pair was judged")
         except (RagassayError, LLMError) as e:
             log(f"judge: failed: {e}")
             failed.append(f"judge: {e}")
