@@ -138,7 +138,7 @@ def human_calibration(records: Sequence[Mapping], human: Mapping[str, str], n_re
                  "confusion": confusion_matrix(x, y, present).tolist() if len(both) else [],
                  "rates": {}}
     unlabeled = [q for q in ok if q not in human]
-    for lab in ("correct", "hallucinated"):
+    for lab in LABELS:  # every label, never a chosen few
         llm_all = np.array([ok[q] == lab for q in unlabeled], dtype=float)
         llm_lab = np.array([ok[q] == lab for q in both], dtype=float)
         hum_lab = np.array([human[q] == lab for q in both], dtype=float)
