@@ -270,3 +270,42 @@ def test_generate_from_chunks_with_one_text_writes_each_question_once(tmp_path, 
         q["id"] for q in questions for _ in q["chunk_ids"])
     texts = [q["question"] for q in questions]
     assert len(texts) == len(set(texts))  # the same question from a copied chunk is a reject, not a second record
+
+
+def test_export_and_import_of_batch_requests_keep_every_id(tmp_path, capsys):
+    """The request file holds each distinct request once; the imported answers give every id its record."""
+    from fake_llm import run_batch
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("".join(json.dumps({"id": c.id, "text": c.text}) + "\n" for c in CHUNKS.values()))
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps({"id": q.id, "question": q.text}) + "\n" for q in QUERIES))
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"{q} Q0 {c} {i + 1} {3 - i} r\n" for q in ("q1", "q2") for i, c in enumerate(CHUNKS)))
+    args = ["judge", "--queries", str(queries), "--chunks", str(chunks), "--run", str(run), "-o",
+            str(tmp_path / "j.jsonl"), "--qrels-out", str(tmp_path / "j.qrels"), "--model", "fake", "--no-cache",
+            "--quiet"]
+    req, res = tmp_path / "req.jsonl", tmp_path / "res.jsonl"
+    main(args + ["--export-requests", str(req)])
+    assert len(req.read_text().splitlines()) == 2
+    assert run_batch(req, res) == 2
+    assert main(args + ["--import-results", str(res), "--base-url", "http://127.0.0.1:9/v1"]) == 0
+    assert sorted((r["query_id"], r["chunk_id"]) for r in lines(tmp_path / "j.jsonl")) == sorted(
+        (q, c) for q in ("q1", "q2") for c in CHUNKS)
+    assert len((tmp_path / "j.qrels").read_text().splitlines()) == 6
+
+
+def test_shards_and_merge_keep_every_id(tmp_path, capsys):
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("".join(json.dumps({"id": c.id, "text": c.text}) + "\n" for c in CHUNKS.values()))
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps({"id": q.id, "question": q.text}) + "\n" for q in QUERIES))
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"{q} Q0 {c} {i + 1} {3 - i} r\n" for q in ("q1", "q2") for i, c in enumerate(CHUNKS)))
+    with FakeLLM() as server:
+        for i in (1, 2):
+            assert main(["judge", "--queries", str(queries), "--chunks", str(chunks), "--run", str(run), "-o",
+                         str(tmp_path / f"j{i}.jsonl"), "--shard", f"{i}/2", "--base-url", server.url,
+                         "--model", "fake", "--no-cache", "--quiet"]) == 0
+    assert main(["merge", str(tmp_path / "j1.jsonl"), str(tmp_path / "j2.jsonl"), "-o", str(tmp_path / "j.jsonl")]) == 0
+    assert sorted((r["query_id"], r["chunk_id"]) for r in lines(tmp_path / "j.jsonl")) == sorted(
+        (q, c) for q in ("q1", "q2") for c in CHUNKS)
