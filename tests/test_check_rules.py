@@ -82,10 +82,19 @@ ROWS = [
     ("nothing", Q, "x", "...", "abstained"),
     ("nothing", Q, "x", "?", "abstained"),
     ("nothing", Q, "x", "—", "abstained"),
-    ("nothing", Q, "x", "🤷‍♀️", "abstained"),
+    ("nothing", Q, "x", "🤷‍♀️", None),  # an emoji can answer ("👍" for yes): the model reads it
+    ("nothing", Q, "x", "👍", None),
+    ("nothing", Q, "x", '""', "abstained"),
+    ("nothing", Q, "x", "«…»", "abstained"),
+    ("nothing", Q, "x", "¿?", "abstained"),
     ("nothing", Q, "x", "\u200b", "abstained"),
     ("nothing", Q, "x", "∞", None),  # a symbol can be an answer
-    ("nothing", Q, "x", "%", "abstained"),
+    ("nothing", Q, "x", "%", None),
+    ("nothing", Q, "x", "#", None),
+    ("doubt", Q, "Paris", "Paris?", None),
+    ("doubt", Q, "Paris", "Paris...", None),
+    ("code", Q, "init", "__init__", None),
+    ("code", Q, "ls", "`ls`", "correct"),
     ("nothing", Q, "?", "?", "correct"),  # the reference is the punctuation: exact match first
 ]
 
@@ -152,8 +161,9 @@ def test_exact_form_keeps_what_carries_meaning():
 
 
 def test_says_nothing_is_about_characters_not_phrases():
-    assert says_nothing("") and says_nothing(" .!? ") and says_nothing("😶‍🌫️") and says_nothing("«»")
+    assert says_nothing("") and says_nothing(" .!? ") and says_nothing("«»") and says_nothing("(—)")
     assert not says_nothing("0") and not says_nothing("Na") and not says_nothing("无") and not says_nothing("$")
+    assert not says_nothing("😶") and not says_nothing("%") and not says_nothing("@")
 
 
 def test_notes_are_hints_the_model_sees_never_labels():

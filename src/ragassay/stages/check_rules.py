@@ -6,8 +6,9 @@
   digits, signs, symbols, units, inner punctuation and every Unicode character are compared exactly
   as written: no case folding and no Unicode normalisation ("5 MW" is not "5 mW", "10⁶" is not
   "106", "3.10" is not "3.1", "A-" is not "A").
-- **abstained**: the response holds no letter, digit or symbol of any script: it is empty,
-  whitespace, punctuation or emoji alone.
+- **abstained**: the response is empty, whitespace, or marks that cannot carry an answer
+  (sentence punctuation, dashes, brackets, quotes) alone. Symbols and emoji can answer ("%",
+  "#", "👍" for yes), so they go to the model.
 
 Everything else (numbers in other forms, units, versions, lists and their order, hedges, refusals,
 other languages) is for the model. What a rule notices on the way is passed to the model as a
@@ -18,11 +19,13 @@ from __future__ import annotations
 
 import unicodedata
 
-# sentence punctuation that may end an answer without changing it (Latin and CJK)
-_TERMINAL = ".,;:!?…。，、；：！？"
+# sentence punctuation that may end an answer without changing it (Latin and CJK); not "?" (a
+# doubt: "Paris?") and not an ellipsis (a hesitation: "Paris...")
+_TERMINAL = ".,;:!。，、；：！"
 # marks that may wrap a whole answer: quotes and Markdown emphasis (never brackets: "(500)" is
 # a negative amount in accounting)
-_WRAPS = (("**", "**"), ("__", "__"), ("*", "*"), ("_", "_"), ("`", "`"), ('"', '"'), ("'", "'"),
+# (not underscores: "__init__" is not "init")
+_WRAPS = (("**", "**"), ("*", "*"), ("`", "`"), ('"', '"'), ("'", "'"),
           ("“", "”"), ("‘", "’"), ("«", "»"), ("»", "«"), ("„", "“"), ("‚", "‘"), ("「", "」"), ("『", "』"))
 # "the" in any case; "a" and "an" only in lower case: a capital A is often a letter ("A major",
 # "A levels"), and "An" a name ("An Lushan")
@@ -37,6 +40,8 @@ def _trim_edges(text: str) -> str:
         while text and text[-1] in _TERMINAL:
             if text[-1] == "!" and len(text) > 1 and text[-2].isdigit():
                 break  # "5!" is a factorial, not an exclamation
+            if text[-1] == "." and text[-2:-1] == ".":
+                break  # "Paris..." trails off: not a full stop
             text = text[:-1].rstrip()
         for left, right in _WRAPS:
             if len(text) > len(left) + len(right) and text.startswith(left) and text.endswith(right):
@@ -65,22 +70,22 @@ def exact_form(text: str) -> str:
 
 # ---------------------------------------------------------------------------------- abstention
 
-_EMOJI_BLOCKS = ((0x1F000, 0x1FAFF), (0x2600, 0x27BF), (0x2B00, 0x2BFF), (0xFE00, 0xFE0F), (0x1F3FB, 0x1F3FF))
+# "other punctuation" that only shapes sentences (Latin, Spanish, CJK); the rest of that class
+# carries meaning as an answer ("%", "#", "&", "@", "§", "/")
+_SENTENCE_MARKS = ".,;:!?…¿¡。、，；：！？\"'"
 
 
-def _meaningless(ch: str) -> bool:
-    """Whitespace, punctuation, an invisible format character, or an emoji."""
-    if ch.isspace():
+def _cannot_answer(ch: str) -> bool:
+    """Whitespace, an invisible format character, or a mark no answer is made of: sentence
+    punctuation, a dash, a bracket, a quote, a connector."""
+    if ch.isspace() or ch in _SENTENCE_MARKS:
         return True
-    cat = unicodedata.category(ch)
-    if cat.startswith("P") or cat == "Cf":
-        return True
-    return any(lo <= ord(ch) <= hi for lo, hi in _EMOJI_BLOCKS)
+    return unicodedata.category(ch) in ("Cf", "Pd", "Ps", "Pe", "Pi", "Pf", "Pc")
 
 
 def says_nothing(response: str) -> bool:
-    """Empty, whitespace, or punctuation and emoji alone: no letter, digit or symbol of any script."""
-    return all(_meaningless(ch) for ch in response)
+    """Empty, whitespace, or sentence punctuation, dashes, brackets and quotes alone."""
+    return all(_cannot_answer(ch) for ch in response)
 
 
 # -------------------------------------------------------------------------------------- decide
@@ -95,7 +100,7 @@ def decide(references: list[str], response: str, question: str = "") -> tuple[st
             if exact_form(ref) == mine:
                 return "correct", "the response is an accepted answer as written (spacing and end punctuation aside)"
     if says_nothing(response):
-        return "abstained", "the response is empty or holds only punctuation or emoji"
+        return "abstained", "the response is empty or holds only punctuation"
     return None
 
 
