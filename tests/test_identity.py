@@ -309,3 +309,41 @@ def test_shards_and_merge_keep_every_id(tmp_path, capsys):
     assert main(["merge", str(tmp_path / "j1.jsonl"), str(tmp_path / "j2.jsonl"), "-o", str(tmp_path / "j.jsonl")]) == 0
     assert sorted((r["query_id"], r["chunk_id"]) for r in lines(tmp_path / "j.jsonl")) == sorted(
         (q, c) for q in ("q1", "q2") for c in CHUNKS)
+
+
+def test_shared_calls_ask_once_and_keep_nothing_once_every_item_has_its_answer():
+    from pydantic import BaseModel
+
+    from ragassay.llm.errors import LLMError
+    from ragassay.stages.engine import Call, SharedCalls, WorkItem
+
+    class Answer(BaseModel):
+        n: int
+
+    asked: list[str] = []
+
+    class FakeModel:
+        async def ask(self, messages, response_model, **kw):
+            text = messages[0]["content"]
+            asked.append(text)
+            await asyncio.sleep(0.01)
+            if text == "fails":
+                raise LLMError("transport", "down")
+            return Answer(n=len(asked))
+
+    def call(text: str) -> Call:
+        return Call.of(0, [{"role": "user", "content": text}], Answer, "t", 10)
+
+    items = [WorkItem(str(i), [call(t)], None) for i, t in enumerate(["a", "a", "b", "a", "fails", "fails"])]
+
+    async def go():
+        shared = SharedCalls(items)
+        results = await asyncio.gather(*(shared.ask(it.calls[0], [FakeModel()]) for it in items),
+                                       return_exceptions=True)
+        return shared, results
+
+    shared, results = asyncio.run(go())
+    assert sorted(asked) == ["a", "b", "fails"]  # three distinct requests for six items
+    assert results[0] == results[1] == results[3] and results[2] != results[0]
+    assert all(isinstance(r, LLMError) for r in results[4:])  # waiting items get the same failure
+    assert shared._futures == {} and not +shared._left  # nothing held once every item has asked

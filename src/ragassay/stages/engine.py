@@ -457,8 +457,7 @@ class SharedCalls:
     the rest of the run. A failed call is not kept: a later item asks again."""
 
     def __init__(self, items: Sequence[WorkItem]):
-        counts = Counter(c for it in items for c in it.calls)
-        self._left = {c: n for c, n in counts.items() if n > 1}
+        self._left = Counter(c for it in items for c in it.calls)  # first-step calls: items still to ask each
         self._futures: dict[Call, asyncio.Future] = {}
 
     async def ask(self, call: Call, llms: Sequence[LLM]) -> BaseModel:
@@ -489,8 +488,6 @@ class SharedCalls:
             self._futures.pop(call, None)
         else:
             self._left[call] = left - 1
-
-
 
 
 class StageAborted(RagassayError):
