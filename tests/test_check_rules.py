@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -84,8 +85,10 @@ ROWS = [
     ("nothing", Q, "x", "—", "abstained"),
     ("nothing", Q, "x", "🤷‍♀️", None),  # an emoji can answer ("👍" for yes): the model reads it
     ("nothing", Q, "x", "👍", None),
-    ("nothing", Q, "x", '""', "abstained"),
-    ("nothing", Q, "x", "«…»", "abstained"),
+    ("nothing", Q, "x", '""', None),  # an empty string
+    ("nothing", Q, "x", "[]", None),  # an empty list
+    ("nothing", Q, "x", "-", None),  # a minus sign
+    ("nothing", Q, "x", "– —", "abstained"),
     ("nothing", Q, "x", "¿?", "abstained"),
     ("nothing", Q, "x", "\u200b", "abstained"),
     ("nothing", Q, "x", "∞", None),  # a symbol can be an answer
@@ -140,15 +143,15 @@ def test_the_cases_written_apart_are_many_and_go_both_ways():
 
 
 def test_the_rules_hold_no_list_of_words():
-    """No vocabulary a rule could be fitted to: the only words in the module are the English
-    articles; every other collection of strings holds punctuation alone."""
+    """No vocabulary a rule could be fitted to: the module's constants hold the English articles
+    and punctuation, nothing else (no units, cue words or refusal phrases)."""
     tree = ast.parse(Path(check_rules.__file__).read_text(encoding="utf-8"))
     words = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            for elt in node.elts:
-                if isinstance(elt, ast.Constant) and isinstance(elt.value, str) and any(ch.isalpha() for ch in elt.value):
-                    words.add(elt.value.lower())
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            for node in ast.walk(stmt.value):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    words.update(w.lower() for w in re.findall(r"[^\W\d_]+", node.value))
     assert words <= {"the", "a", "an"}, words
     assert not any(ch.isalpha() for ch in check_rules._TERMINAL)
 
@@ -161,7 +164,8 @@ def test_exact_form_keeps_what_carries_meaning():
 
 
 def test_says_nothing_is_about_characters_not_phrases():
-    assert says_nothing("") and says_nothing(" .!? ") and says_nothing("«»") and says_nothing("(—)")
+    assert says_nothing("") and says_nothing(" .!? ") and says_nothing("…") and says_nothing("— ¿?")
+    assert not says_nothing("«»") and not says_nothing("()") and not says_nothing("-")
     assert not says_nothing("0") and not says_nothing("Na") and not says_nothing("无") and not says_nothing("$")
     assert not says_nothing("😶") and not says_nothing("%") and not says_nothing("@")
 

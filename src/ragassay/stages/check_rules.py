@@ -6,9 +6,9 @@
   digits, signs, symbols, units, inner punctuation and every Unicode character are compared exactly
   as written: no case folding and no Unicode normalisation ("5 MW" is not "5 mW", "10⁶" is not
   "106", "3.10" is not "3.1", "A-" is not "A").
-- **abstained**: the response is empty, whitespace, or marks that cannot carry an answer
-  (sentence punctuation, dashes, brackets, quotes) alone. Symbols and emoji can answer ("%",
-  "#", "👍" for yes), so they go to the model.
+- **abstained**: the response is empty, whitespace, or sentence punctuation and dashes alone
+  ("…", "?", "—"). Symbols, brackets, quotes and emoji can be answers ("%", "[]" for an empty
+  list, '""' for an empty string, "-" for minus, "👍" for yes), so they go to the model.
 
 Everything else (numbers in other forms, units, versions, lists and their order, hedges, refusals,
 other languages) is for the model. What a rule notices on the way is passed to the model as a
@@ -70,21 +70,21 @@ def exact_form(text: str) -> str:
 
 # ---------------------------------------------------------------------------------- abstention
 
-# "other punctuation" that only shapes sentences (Latin, Spanish, CJK); the rest of that class
-# carries meaning as an answer ("%", "#", "&", "@", "§", "/")
-_SENTENCE_MARKS = ".,;:!?…¿¡。、，；：！？\"'"
+# punctuation that only shapes sentences (Latin, Spanish, CJK); every other mark can be an answer
+# ("%", "#", "@", "/", "[]", '""', "-")
+_SENTENCE_MARKS = ".,;:!?…¿¡。、，；：！？"
 
 
 def _cannot_answer(ch: str) -> bool:
-    """Whitespace, an invisible format character, or a mark no answer is made of: sentence
-    punctuation, a dash, a bracket, a quote, a connector."""
+    """Whitespace, an invisible format character, sentence punctuation, or a dash (not the
+    hyphen-minus, which is also a minus sign)."""
     if ch.isspace() or ch in _SENTENCE_MARKS:
         return True
-    return unicodedata.category(ch) in ("Cf", "Pd", "Ps", "Pe", "Pi", "Pf", "Pc")
+    return unicodedata.category(ch) == "Cf" or (unicodedata.category(ch) == "Pd" and ch != "-")
 
 
 def says_nothing(response: str) -> bool:
-    """Empty, whitespace, or sentence punctuation, dashes, brackets and quotes alone."""
+    """Empty, whitespace, or sentence punctuation and dashes alone."""
     return all(_cannot_answer(ch) for ch in response)
 
 
