@@ -178,3 +178,31 @@ def test_in_a_real_browser_a_query_page_opens_with_text_not_markup(tmp_path):
     shot = tmp_path / "shot.png"
     subprocess.run([CHROMIUM, *flags, "--window-size=1280,1400", f"--screenshot={shot}", url], capture_output=True, timeout=120)
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+
+
+def test_report_reads_checks_records_and_a_one_record_questions_file(tmp_path, capsys):
+    """check's JSONL alone gives the label rates, the diagnosis (with qrels and a run) and people's
+    agreement; a questions file with one record (its "kind" is a question kind) is records, not a result."""
+    from ragassay.cli import main
+    ex = Path(__file__).resolve().parents[1] / "datasets" / "example"
+    checks = tmp_path / "checks.jsonl"
+    checks.write_text("".join(json.dumps({"id": i, "label": lab, "status": "ok", "response_words": 3}) + "\n"
+                              for i, lab in (("q05", "hallucinated"), ("q06", "correct"), ("q17", "partial"),
+                                             ("q21", "abstained"))))
+    assert main(["report", str(checks), "--qrels", str(ex / "qrels.txt"), "--run", str(ex / "runs" / "bm25.txt"),
+                 "--human", str(ex / "answers_human_labels.jsonl"), "-o", str(tmp_path / "r.md"),
+                 "--format", "markdown"]) == 0
+    md = (tmp_path / "r.md").read_text()
+    for label in ("correct", "partial", "hallucinated", "abstained"):
+        assert f"| {label} | 1 | 0.250" in md
+    assert "## Diagnosis: retrieval x answer" in md and "## Answers: agreement with people" in md
+    assert "click" not in md.lower() and "type to filter" not in md.lower()
+    one = tmp_path / "q.jsonl"
+    one.write_text(json.dumps({"id": "q-1", "question": "How long do refunds take?", "answer": "5 days",
+                               "difficulty": "easy", "kind": "factoid", "chunk_ids": ["refund-01"]}) + "\n")
+    assert main(["report", str(one), "-o", str(tmp_path / "q.html")]) == 0
+    rejects = tmp_path / "rejects.jsonl"
+    rejects.write_text(json.dumps({"chunk_ids": ["c1"], "difficulty": "easy", "question": "q?", "answer": "a",
+                                   "kind": "factoid", "reason": "too short"}) + "\n")
+    assert main(["report", str(one), str(rejects), "-o", str(tmp_path / "rj.md"), "--format", "markdown"]) == 0
+    assert "too short" in (tmp_path / "rj.md").read_text()

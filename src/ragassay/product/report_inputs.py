@@ -77,7 +77,9 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
             whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
         except (json.JSONDecodeError, UnicodeDecodeError):
             whole = None
-        if isinstance(whole, dict) and "kind" in whole:
+        # a result has a kind and a version; a one-line JSONL file is a record (a generated
+        # question's "kind" is its question kind: factoid, comparison ...)
+        if isinstance(whole, dict) and "kind" in whole and "version" in whole:
             result = load_result(p)  # checks kind and version
             kind = result["kind"]
             if kind == "evaluate":
@@ -97,4 +99,14 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
         getattr(inp, kind).extend(records)
     for q in inp.questions:  # a generated set brings its own question texts and reference answers
         inp.queries.setdefault(str(q["id"]), str(q["question"]))
+    if inp.checks and inp.check is None:  # check's records alone: the label rates, diagnosis and people too
+        inp.check = _check_summary(inp)
     return inp
+
+
+def _check_summary(inp: ReportInputs) -> dict:
+    """The check result from its records: rates always; the diagnosis with qrels and a run (the
+    first run, at depth 10, as ``check`` does by default); agreement with people's labels."""
+    from ..stages.check import retrieval_recall, summarise_checks
+    recall = retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else None
+    return summarise_checks(inp.checks, recall=recall, human=inp.human_labels or None)

@@ -8,10 +8,12 @@ with ``textContent``, never as markup.
 
 from __future__ import annotations
 
+
 import base64
 import gzip
 import html
 import json
+import re
 from typing import Any
 
 from .formatting import fmt_value, markdown_cell, render_table
@@ -171,11 +173,18 @@ def render_html(report: Report) -> str:
 MARKDOWN_ROWS = 20  # rows of a per-query table in Markdown (a pull-request comment, not an archive)
 
 
+def static_note(note: str) -> str:
+    """A section's note without what only the HTML page can do (click, sort, filter)."""
+    sentences = re.split(r"(?<=\.)\s+", note or "")
+    return " ".join(x for x in sentences if not re.match(r"(click|type to)\b", x, re.I)).strip()
+
+
 def render_markdown(report: Report) -> str:
     def section(s: Section) -> str:
         parts = [f"## {markdown_cell(s.title)}"]
-        if s.note:
-            parts.append(markdown_cell(s.note))
+        note = static_note(s.note)
+        if note:
+            parts.append(markdown_cell(note))
         for t in s.tables:
             rows = t.rows[:MARKDOWN_ROWS] if t.queries else t.rows
             parts.append(render_table(t.headers, rows, "markdown"))

@@ -291,10 +291,20 @@ def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, t
     """The typed result of a check run (kind ``check``): label rates with intervals, and when given,
     the retrieval/generation diagnosis (``recall``: recall@k per answer id), agreement with people
     (``human``) and breakdowns by answer fields (``by``, looked up in ``fields``)."""
+    result = summarise_checks(done.records, recall=recall, threshold=threshold, human=human, by=by, fields=fields)
+    result["error_reasons"] = dict(done.error_reasons.most_common(5))
+    return result
+
+
+def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
+                     human: Mapping[str, str] | None = None, by: Sequence[str] = (),
+                     fields: Mapping[str, dict] | None = None) -> dict:
+    """The ``check`` result from check records alone (what ``report`` builds from a checks file)."""
     from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
-    records = done.records
-    result: dict = {"kind": "check", "version": 1, "items": len(records), "ok": done.ok, "errors": done.errors,
-                    "error_reasons": dict(done.error_reasons.most_common(5)),
+    ok = sum(1 for r in records if r.get("status") == "ok")
+    reasons = Counter(str(r.get("error") or "unknown") for r in records if r.get("status") != "ok")
+    result: dict = {"kind": "check", "version": 1, "items": len(records), "ok": ok, "errors": len(records) - ok,
+                    "error_reasons": dict(reasons.most_common(5)),
                     "truncated": sum(1 for r in records if r.get("truncated")), "summary": label_summary(records)}
     if by:
         enriched = [{**(fields or {}).get(r["id"], {}), **r} for r in records]
