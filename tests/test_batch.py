@@ -434,3 +434,35 @@ def test_the_batch_backend_against_a_dead_endpoint_or_one_without_a_batch_api(tm
         assert main(argv + ["--base-url", BASE]) == 1
     err = capsys.readouterr().err
     assert "answered 404; this endpoint has no Files/Batches API" in err and "vllm run-batch" in err
+
+
+def test_pairs_a_batched_answer_missed_are_asked_alone_in_the_next_round(tmp_path, monkeypatch, capsys):
+    """The fallback of a batched judgment is part of the plan: an export backend defers it to the
+    next round like any other call (nothing is called live from inside a batch run)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    argv = JUDGE + ["--batch", "3", "--cache", str(tmp_path / "c.sqlite"), "-o", str(tmp_path / "b.jsonl")]
+    imports: list[str] = []
+    sizes = []
+    for rnd in range(1, 6):
+        req = tmp_path / f"req{rnd}.jsonl"
+        assert main(argv + ["--export-requests", str(req)] + [x for f in imports for x in ("--import-results", f)]) in (0, 3)
+        if not req.exists():
+            break
+        out = tmp_path / f"out{rnd}.jsonl"
+        sizes.append(run_batch(req, out))
+        lines = [json.loads(x) for x in out.read_text().splitlines()]
+        for line in lines:  # every batched answer leaves out its last pair
+            message = line["response"]["body"]["choices"][0]["message"]
+            answer = json.loads(message["content"])
+            if "judgments" in answer:
+                answer["judgments"] = answer["judgments"][:-1]
+                message["content"] = json.dumps(answer)
+        out.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        imports = [str(out)]
+    records = _records(tmp_path / "b.jsonl")
+    batches = sizes[0]
+    assert len(sizes) == 2 and sizes[1] == batches  # round 2: one pair alone per batch, then done
+    alone = [r for r in records if r["prompt"].startswith("judge_relevance@")]
+    assert len(alone) == batches and all(r["status"] == "ok" for r in records)
+    assert len(records) == len({(r["query_id"], r["chunk_id"]) for r in records})

@@ -285,6 +285,24 @@ class RelevanceStage(Stage):
             p = pairs[0]
             return [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers], answers, j.rel_prompt.id,
                                  p.key)]
+        batch_answers = answers[:len(item.calls)]
+        votes, reasons, missing = self._batch_votes(pairs, batch_answers)
+        alone = iter(self._alone(answers[len(item.calls):], len(missing)))
+        out = []
+        for position, p in enumerate(pairs):
+            cid = p.chunk.id
+            if cid not in missing:
+                record = j.from_votes(p.query.id, cid, votes[cid], reasons[cid], j.batch_prompt.id, p.key)
+                out.append({**record, "batch_position": position, "batch_size": len(pairs)})
+                continue
+            mine = next(alone)  # this pair's own calls, asked in the step after the batch (next_calls)
+            out.append(j.from_votes(p.query.id, cid, [a.grade for a in mine], mine, j.rel_prompt.id, p.key))
+        return out
+
+    @staticmethod
+    def _batch_votes(pairs: Sequence[_Pair], answers: Sequence[Any]) -> tuple[dict, dict, list[str]]:
+        """Each pair's votes from the batch answers, and the chunk ids an answer left out or graded
+        twice (which grade would be meant?), in the group's order."""
         votes: dict[str, list[int]] = {p.chunk.id: [] for p in pairs}
         reasons: dict[str, list[Any]] = {p.chunk.id: [] for p in pairs}
         missing: set[str] = set()
@@ -298,24 +316,30 @@ class RelevanceStage(Stage):
                     votes[cid].append(got[cid].grade)
                     reasons[cid].append(got[cid])
                 else:
-                    missing.add(cid)  # left out, or graded twice (which grade would be meant?)
-        out = []
-        for position, p in enumerate(pairs):
-            cid = p.chunk.id
-            if cid not in missing:
-                record = j.from_votes(p.query.id, cid, votes[cid], reasons[cid], j.batch_prompt.id, p.key)
-                out.append({**record, "batch_position": position, "batch_size": len(pairs)})
-                continue
-            # the batch answer missed it: ask about it alone (calls beyond the plan, counted in usage)
-            j.batch_fallbacks += 1
-            calls = j.relevance_calls(j.relevance_messages(p.query, p.chunk), RelevanceAnswer, j.options.max_tokens)
-            try:
-                alone = [await c.ask(llms) for c in calls]
-            except LLMError as e:
-                out.append(j.error_record(p.query.id, cid, e, p.key))
-                continue
-            out.append(j.from_votes(p.query.id, cid, [a.grade for a in alone], alone, j.rel_prompt.id, p.key))
-        return out
+                    missing.add(cid)
+        return votes, reasons, [p.chunk.id for p in pairs if p.chunk.id in missing]
+
+    def _alone(self, answers: Sequence[Any], n_pairs: int) -> list[list[Any]]:
+        """The pointwise answers of the pairs a batch missed, split per pair."""
+        per = len(self.judge.configs) * self.judge.options.samples
+        return [list(answers[i * per:(i + 1) * per]) for i in range(n_pairs)]
+
+    def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
+        """After a batch answer: each pair it missed is asked alone (part of the plan, so a batch
+        or export backend defers these calls like any other). A dry run cannot know which pairs an
+        answer will miss: it plans none (the estimate says so)."""
+        if not item.calls or item.calls[0].response_model is not BatchAnswer or len(answers) != len(item.calls):
+            return []
+        if any(a is None for a in answers):
+            return []
+        j = self.judge
+        pairs: list[_Pair] = item.payload
+        _, _, missing = self._batch_votes(pairs, answers)
+        j.batch_fallbacks += len(missing)
+        by_id = {p.chunk.id: p for p in pairs}
+        return [call for cid in missing for call in
+                j.relevance_calls(j.relevance_messages(by_id[cid].query, by_id[cid].chunk), RelevanceAnswer,
+                                  j.options.max_tokens)]
 
     def _best_window(self, p: _Pair, answers: list[BaseModel]) -> dict:
         """A long chunk is as useful as its most useful part: the grade of its best window."""
