@@ -123,7 +123,7 @@ def load_cases() -> list[dict]:
     """tests/data/check_cases.jsonl: cases written apart from the rules, by someone who saw only
     the principle (what must be decided, what must go to the model)."""
     path = Path(__file__).parent / "data" / "check_cases.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 CASES = load_cases()

@@ -70,9 +70,9 @@ def exact_form(text: str) -> str:
 
 # ---------------------------------------------------------------------------------- abstention
 
-# punctuation that only shapes sentences (Latin, Spanish, CJK); every other mark can be an answer
-# ("%", "#", "@", "/", "[]", '""', "-")
-_SENTENCE_MARKS = ".,;:!?…¿¡。、，；：！？"
+# punctuation that only shapes sentences (Latin, Spanish, Greek, Arabic, Urdu, Devanagari, Ethiopic,
+# CJK); every other mark can be an answer ("%", "#", "@", "/", "[]", '""', "-")
+_SENTENCE_MARKS = ".,;:!?…¿¡\u037e؟،؛۔।॥።፧。、，；：！？"
 
 
 def _cannot_answer(ch: str) -> bool:
