@@ -347,3 +347,35 @@ def test_shared_calls_ask_once_and_keep_nothing_once_every_item_has_its_answer()
     assert results[0] == results[1] == results[3] and results[2] != results[0]
     assert all(isinstance(r, LLMError) for r in results[4:])  # waiting items get the same failure
     assert shared._futures == {} and not +shared._left  # nothing held once every item has asked
+
+
+def test_a_rerun_of_a_finished_judgment_builds_no_prompt_and_leaves_the_file_alone(tmp_path, monkeypatch):
+    from ragassay.stages import judge as judge_module
+    out = tmp_path / "j.jsonl"
+    with respx.mock:
+        respx.post(URL).mock(side_effect=judge_handler)
+        asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+                              options=JudgeOptions(quiet=True)))
+    before = (out.stat().st_ino, out.stat().st_mtime_ns, out.read_bytes())
+    built = []
+    real = judge_module.Judge.relevance_messages
+    monkeypatch.setattr(judge_module.Judge, "relevance_messages", lambda self, *a, **k: built.append(1) or real(self, *a, **k))
+    with respx.mock:
+        route = respx.post(URL).mock(side_effect=judge_handler)
+        done = asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+                                     options=JudgeOptions(quiet=True)))
+    assert route.call_count == 0 and built == [] and done.relevance.skipped_done == 6 and len(done.records) == 6
+    assert (out.stat().st_ino, out.stat().st_mtime_ns, out.read_bytes()) == before  # not rewritten
+
+
+def test_an_output_with_an_identity_twice_is_rewritten_with_one_record_each(tmp_path):
+    """An output written before ids entered the keys (one id twice, the other missing) is mended."""
+    out = tmp_path / "j.jsonl"
+    old = {"query_id": "q1", "chunk_id": "faq-1", "grade": 3, "reasoning": "r", "status": "ok", "error": None,
+           "model": "m", "prompt": "judge_relevance@old", "samples": [3], "decided_by": "llm", "key": "oldkey"}
+    out.write_text(json.dumps(old) + "\n" + json.dumps(old) + "\n")
+    with respx.mock:
+        respx.post(URL).mock(side_effect=judge_handler)
+        asyncio.run(judge_run(QUERIES[:1], CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+                              options=JudgeOptions(quiet=True)))
+    assert sorted((r["query_id"], r["chunk_id"]) for r in lines(out)) == [("q1", c) for c in sorted(CHUNKS)]

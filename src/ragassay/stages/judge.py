@@ -11,6 +11,8 @@ cannot be judged becomes a ``status: error`` record with the reason, never grade
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import random
 import sys
 from collections import Counter
@@ -73,6 +75,10 @@ class JudgeOptions:
     shard: tuple[int, int] | None = None  # judge only the queries of this slice (i, n): see engine.in_shard
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def pair_key(query_id: str, chunk_id: str) -> str:
     return f"{query_id}\t{chunk_id}"
 
@@ -112,6 +118,8 @@ class Judge:
         self.batch_prompt = load_prompt("judge_relevance_batch")
         self.passages = Passages(self.options.max_chunk_chars)
         self.batch_fallbacks = 0
+        self._texts: dict[tuple[str, str], str] = {}  # a query's or chunk's key part, made once
+        self._settings_json: str | None = None
 
     @property
     def truncated(self) -> set[str]:
@@ -158,8 +166,17 @@ class Judge:
         """The key of one pair's record: its identity (query id, chunk id) and everything that
         changes its grade. Two chunks with the same text under two ids are two records; their
         identical requests are asked once (the engine shares them)."""
-        return fingerprint("judge", query.id, chunk.id, prompt_id, query.text, query.description, query.narrative, query.answer,
-                           chunk.title, chunk.text, self.settings())
+        q = self._texts.get(("q", query.id))
+        if q is None:
+            q = self._texts[("q", query.id)] = _dumps([query.id, query.text, query.description, query.narrative,
+                                                       query.answer])
+        c = self._texts.get(("c", chunk.id))
+        if c is None:
+            c = self._texts[("c", chunk.id)] = _dumps([chunk.id, chunk.title, chunk.text])
+        if self._settings_json is None:
+            self._settings_json = _dumps(self.settings())
+        # the texts of a query and of a chunk are serialised once, not once per pair
+        return hashlib.sha256(f"judge\n{prompt_id}\n{q}\n{c}\n{self._settings_json}".encode("utf-8")).hexdigest()[:24]
 
     def seed(self, sample: int) -> int | None:
         """Each sample of several sends its own seed (a single answer sends none, as before)."""
@@ -224,11 +241,15 @@ class RelevanceStage(Stage):
     def identity(self, record: dict) -> str:
         return pair_key(record["query_id"], record["chunk_id"])
 
-    def _pointwise(self, q: QueryItem, c: Chunk) -> WorkItem:
-        """One pair alone: no call for an empty chunk; one set of calls per window of a long one."""
+    def _pointwise(self, q: QueryItem, c: Chunk, done: Callable[[str], bool] = lambda key: False) -> WorkItem:
+        """One pair alone: no call for an empty chunk; one set of calls per window of a long one. A
+        pair already done keeps its place in the plan (its record is this run's too) but no prompt
+        is built for it: a rerun of a finished judgment costs its keys only."""
         j = self.judge
         key = j.pair_fingerprint(q, c, j.rel_prompt.id)
         windows = j.windows(c)
+        if done(key):
+            return WorkItem(key, [], [_Pair(q, c, key, windows)])
         if not c.text.strip():
             calls = []
         elif windows is None:
@@ -241,14 +262,14 @@ class RelevanceStage(Stage):
     def plan(self, pairs: Sequence[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> list[WorkItem]:
         j, o = self.judge, self.judge.options
         if o.batch <= 1:
-            return [self._pointwise(q, c) for q, c in pairs]
+            return [self._pointwise(q, c, done) for q, c in pairs]
         # batches are formed from the pairs not yet done, so a resumed run asks only what is missing
         by_query: dict[str, list[_Pair]] = {}
         queries: dict[str, QueryItem] = {}
         items = []
         for q, c in pairs:
             if j.windows(c) is not None:  # too long to share a call: judged alone, window by window
-                items.append(self._pointwise(q, c))
+                items.append(self._pointwise(q, c, done))
                 continue
             p = _Pair(q, c, j.pair_fingerprint(q, c, j.batch_prompt.id))
             if done(p.key):  # kept in the plan (its record is this run's too), but never regrouped
@@ -276,6 +297,9 @@ class RelevanceStage(Stage):
         pairs: list[_Pair] = item.payload
         if not item.calls:
             p = pairs[0]
+            if p.chunk.text.strip():  # planned as done (no prompt built), yet asked: never a made-up grade
+                raise LLMError("internal", "this pair was planned as already judged but its record is missing; "
+                                           "rerun to judge it")
             prompt = j.rel_prompt.id if j.options.batch <= 1 else j.batch_prompt.id
             return [j.record(p.query.id, p.chunk.id, 0, [], "empty chunk: graded 0 without a call", "rule",
                              prompt, p.key)]
