@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -196,10 +196,10 @@ class Checker(Stage):
         """Several samples are several distinct requests: sample i sends seed + i (one sends none)."""
         return self.options.seed + sample if self.options.samples > 1 else None
 
-    def plan(self, items: Sequence[AnswerItem]) -> list[WorkItem]:
+    def plan(self, items: Sequence[AnswerItem], done: Callable[[str], bool] = lambda key: False) -> list[WorkItem]:
         """One item per answer id. The key holds the id (its record is its own) and everything that
         changes the verdict; two answers with the same texts send the same requests, which the
-        engine asks once."""
+        engine asks once. An answer already checked gets no prompt (a rerun costs its key only)."""
         o = self.options
         out = []
         for it in items:
@@ -210,7 +210,7 @@ class Checker(Stage):
             long_why = self.too_long(it)
             ruled = None if long_why else decide(references(it), it.response, it.question)
             calls, cuts = [], None
-            if ruled is None and long_why is None:
+            if ruled is None and long_why is None and not done(key):
                 messages, cuts = self.prompt_and_cuts(it)
                 if self.configs:
                     calls = [Call.of(0, messages, AnswerVerdict, "check", o.max_tokens, self.temperature(),
@@ -261,14 +261,14 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
     ``gold_recall`` (recall@k of each answer's gold chunks) lets ``fault`` use the qrels."""
     options = options or CheckOptions()
     checker = Checker([llm.config] if llm is not None else [], options, chunks, gold_recall)
-    work = checker.plan([it for it in items if in_shard(it.id, options.shard)])
+    store = OutputStore(output, checker.identity)
+    work = checker.plan([it for it in items if in_shard(it.id, options.shard)], store.done)
     if llm is None and announce:
-        undecided = sum(1 for w in work if w.payload[1] is None and w.payload[3] is None)
+        undecided = sum(1 for w in work if w.payload[1] is None and w.payload[3] is None and not store.done(w.key))
         if undecided:
             print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and are "
                   "recorded as errors; set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
                   file=sys.stderr)
-    store = OutputStore(output, checker.identity)
     return await run_stage(checker, work, [llm] if llm is not None else [], store,
                            concurrency=llm.config.concurrency if llm else 8, quiet=options.quiet)
 
@@ -281,8 +281,8 @@ def plan_check(items: Sequence[AnswerItem], config: LLMConfig | None, output: st
     options = options or CheckOptions()
     checker = Checker([config], options, chunks, gold_recall)
     store = OutputStore(output, checker.identity)
-    return estimate(checker.plan([it for it in items if in_shard(it.id, options.shard)]), lambda w: store.done(w.key),
-                    [config])
+    return estimate(checker.plan([it for it in items if in_shard(it.id, options.shard)], store.done),
+                    lambda w: store.done(w.key), [config])
 
 
 def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
