@@ -38,7 +38,7 @@ def item(i, reference, response, contexts=None) -> AnswerItem:
 @respx.mock
 async def test_rule_paths_make_no_http_call(tmp_path):
     route = respx.post(URL).mock(return_value=verdict("correct"))
-    items = [item("a", "Paris", "  Paris. "), item("b", ["41", "42"], "42"), item("c", "x", " … 🤷 ")]
+    items = [item("a", "Paris", "  Paris. "), item("b", ["41", "42"], "42"), item("c", "x", " … — ")]
     recs = (await check_answers(items, make_llm(tmp_path), tmp_path / "c.jsonl", options=CheckOptions(quiet=True))).records
     assert route.call_count == 0
     assert [(r["label"], r["decided_by"]) for r in recs] == [("correct", "rule"), ("correct", "rule"), ("abstained", "rule")]
