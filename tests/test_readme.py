@@ -26,3 +26,16 @@ def test_readme_main_command_uses_bundled_files():
     main = readme_commands()[0]
     for path in re.findall(r"datasets/\S+", main):
         assert (ROOT / path).exists(), path
+
+
+def test_the_python_examples_in_the_readme_print_what_they_say(monkeypatch):
+    """Every `>>>` line of the README runs, from a clone's root, and prints the value shown."""
+    import doctest
+    monkeypatch.chdir(ROOT)
+    parser = doctest.DocTestParser()
+    text = (ROOT / "README.md").read_text(encoding="utf-8").replace("\n```", "\n\n```")  # a fence ends the output
+    test = parser.get_doctest(text, {}, "README.md", str(ROOT / "README.md"), 0)
+    assert len(test.examples) >= 10
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
