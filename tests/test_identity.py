@@ -379,3 +379,15 @@ def test_an_output_with_an_identity_twice_is_rewritten_with_one_record_each(tmp_
         asyncio.run(judge_run(QUERIES[:1], CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
                               options=JudgeOptions(quiet=True)))
     assert sorted((r["query_id"], r["chunk_id"]) for r in lines(out)) == [("q1", c) for c in sorted(CHUNKS)]
+
+
+def test_an_empty_reference_is_an_error_record_never_a_label(tmp_path):
+    items = [AnswerItem(id="a", question="q?", reference="  ", response="Paris"),
+             AnswerItem(id="b", question="q?", reference=["", " "], response="")]
+    with respx.mock:
+        route = respx.post(URL).mock(return_value=chat_reply({}))
+        done = asyncio.run(check_answers(items, shared_make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
+                                         options=CheckOptions(quiet=True)))
+    assert route.call_count == 0
+    assert [(r["status"], r["label"]) for r in done.records] == [("error", None), ("error", None)]
+    assert all("the reference is empty" in r["error"] for r in done.records)

@@ -178,7 +178,10 @@ class Checker(Stage):
         return messages, (cuts if cut_chars or dropped else None)
 
     def too_long(self, item: AnswerItem) -> str | None:
-        """Why a response cannot be graded whole within the budget, or None."""
+        """Why an answer cannot be graded: a response over the budget (never graded from a cut),
+        or no reference to grade it against. None when it can."""
+        if not any(r.strip() for r in references(item)):
+            return "the reference is empty: there is nothing to grade the response against"
         n, budget = len(item.response), self.options.max_response_chars
         if n <= budget:
             return None
