@@ -283,12 +283,12 @@ def test_export_and_import_of_batch_requests_keep_every_id(tmp_path, capsys):
     run.write_text("".join(f"{q} Q0 {c} {i + 1} {3 - i} r\n" for q in ("q1", "q2") for i, c in enumerate(CHUNKS)))
     args = ["judge", "--queries", str(queries), "--chunks", str(chunks), "--run", str(run), "-o",
             str(tmp_path / "j.jsonl"), "--qrels-out", str(tmp_path / "j.qrels"), "--model", "fake", "--no-cache",
-            "--quiet"]
+            "--quiet", "--base-url", "http://127.0.0.1:9/v1"]  # nothing listens there: answers come from the files
     req, res = tmp_path / "req.jsonl", tmp_path / "res.jsonl"
     main(args + ["--export-requests", str(req)])
     assert len(req.read_text().splitlines()) == 2
     assert run_batch(req, res) == 2
-    assert main(args + ["--import-results", str(res), "--base-url", "http://127.0.0.1:9/v1"]) == 0
+    assert main(args + ["--import-results", str(res)]) == 0
     assert sorted((r["query_id"], r["chunk_id"]) for r in lines(tmp_path / "j.jsonl")) == sorted(
         (q, c) for q in ("q1", "q2") for c in CHUNKS)
     assert len((tmp_path / "j.qrels").read_text().splitlines()) == 6
@@ -391,3 +391,49 @@ def test_an_empty_reference_is_an_error_record_never_a_label(tmp_path):
     assert route.call_count == 0
     assert [(r["status"], r["label"]) for r in done.records] == [("error", None), ("error", None)]
     assert all("the reference is empty" in r["error"] for r in done.records)
+
+
+# ------------------------------------------------------------------ the cache knows where answers came from
+
+
+def test_endpoint_ids_normalise_only_what_does_not_change_the_server():
+    from ragassay.llm.cache import endpoint_id
+    assert endpoint_id("HTTP://LocalHost:80/v1/") == endpoint_id("http://localhost/v1") == "http://localhost/v1"
+    assert endpoint_id("https://user:secret@api.example.com:443/v1") == "https://api.example.com/v1"
+    assert endpoint_id(None) == endpoint_id("https://api.openai.com/v1/")
+    assert endpoint_id("http://127.0.0.1:8000/v1") != endpoint_id("http://127.0.0.1:8001/v1")
+    assert endpoint_id("http://host/v1") != endpoint_id("http://host/v2")
+
+
+def test_two_local_servers_with_one_model_name_never_share_answers(tmp_path, capsys):
+    cache = tmp_path / "cache.sqlite"
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": f"a{i}", "question": "How long do refunds take?",
+                                           "reference": "5 business days", "response": r}) + "\n"
+                               for i, r in enumerate(["About a week.", "Five working days."])))
+    with FakeLLM() as good, FakeLLM(refuse="no") as refusing:
+        common = ["--model", "local", "--cache", str(cache), "--quiet"]
+        assert main(["check", str(answers), "-o", str(tmp_path / "good.jsonl"), "--base-url", good.url, *common]) == 0
+        assert good.calls == 2
+        # the same model name at another address: asked there, not answered from the first one's cache
+        assert main(["check", str(answers), "-o", str(tmp_path / "other.jsonl"), "--base-url", refusing.url,
+                     *common]) == 1
+        assert refusing.calls > 0 and good.calls == 2
+        # the first server again: every answer from the cache
+        assert main(["check", str(answers), "-o", str(tmp_path / "again.jsonl"), "--base-url", good.url, *common]) == 0
+        assert good.calls == 2
+    assert all(r["status"] == "error" for r in lines(tmp_path / "other.jsonl"))
+
+
+def test_a_wrong_url_is_an_error_not_answers_from_the_cache(tmp_path, capsys):
+    from fake_llm import dead_url
+    cache = tmp_path / "cache.sqlite"
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(json.dumps({"id": "a", "question": "q?", "reference": "5 days", "response": "a week"}) + "\n")
+    with FakeLLM() as server:
+        assert main(["check", str(answers), "-o", str(tmp_path / "c1.jsonl"), "--base-url", server.url, "--model",
+                     "local", "--cache", str(cache), "--quiet"]) == 0
+    code = main(["check", str(answers), "-o", str(tmp_path / "c2.jsonl"), "--base-url", dead_url(), "--model",
+                 "local", "--cache", str(cache), "--quiet"])
+    captured = capsys.readouterr()
+    assert code in (1, 3) and "could not connect" in captured.out + captured.err

@@ -1,8 +1,10 @@
 """An SQLite cache of answers: a rerun costs nothing.
 
-Keyed by a hash of the model, messages, response schema and sampling parameters. Stores the
-parsed answer, the raw text and the token usage. WAL mode and a busy timeout make it safe for
-several processes writing at once. Nothing secret is stored: no key, no headers, no base URL.
+Keyed by a hash of where the answer came from (the endpoint's normalised base URL, the model) and
+what was asked (messages, response schema, sampling parameters): two local servers that both call
+their model "local" never share answers. Stores the parsed answer, the raw text and the token
+usage. WAL mode and a busy timeout make it safe for several processes writing at once. Nothing
+secret is stored: no key, no headers, and the base URL only inside the hash.
 """
 
 from __future__ import annotations
@@ -27,9 +29,20 @@ MIGRATIONS = [
 ]
 
 
-def cache_key(model: str, messages: list[dict], schema: dict | None, params: dict) -> str:
-    payload = json.dumps({"model": model, "messages": messages, "schema": schema, "params": params},
-                         sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def endpoint_id(base_url: str | None) -> str:
+    """A base URL as the cache knows it: scheme and host in lower case, no credentials, no default
+    port, no trailing slash; the OpenAI API when none is set (the openai client's default)."""
+    from urllib.parse import urlsplit
+    url = urlsplit((base_url or "https://api.openai.com/v1").strip())
+    scheme = url.scheme.lower()
+    host = (url.hostname or "").lower()
+    port = url.port if url.port is not None and (scheme, url.port) not in (("http", 80), ("https", 443)) else None
+    return f"{scheme}://{host}{f':{port}' if port else ''}{url.path.rstrip('/')}"
+
+
+def cache_key(model: str, messages: list[dict], schema: dict | None, params: dict, endpoint: str = "") -> str:
+    payload = json.dumps({"endpoint": endpoint, "model": model, "messages": messages, "schema": schema,
+                          "params": params}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
 from .batch import BatchBox, Deferred, failure_of, request_line
-from .cache import Cache, cache_key
+from .cache import Cache, cache_key, endpoint_id
 from .config import LLMConfig, make_client, redact
 from .errors import LLMError
 from .usage import Usage, estimate_tokens
@@ -115,7 +115,7 @@ class LLM:
     def request_key(self, messages: list[dict[str, str]], response_model: type[BaseModel],
                     params: dict[str, Any]) -> str:
         """The cache key of a call: pure, so a dry run finds the same key the run will use."""
-        return request_key(self.config.model or "", messages, response_model, params)
+        return request_key(self.config.model or "", messages, response_model, params, self.config.base_url)
 
     def close(self) -> None:
         if self.cache is not None:
@@ -333,9 +333,10 @@ def schema_of(response_model: type[BaseModel]) -> tuple[str, dict, bool, str]:
 
 
 def request_key(model: str, messages: list[dict[str, str]], response_model: type[BaseModel],
-                params: dict[str, Any]) -> str:
-    """The cache key of one call; needs no client, so plans and dry runs compute it offline."""
-    return cache_key(model, messages, schema_of(response_model)[1], params)
+                params: dict[str, Any], base_url: str | None = None) -> str:
+    """The cache key of one call, for the endpoint at ``base_url``; needs no client, so plans and
+    dry runs compute it offline."""
+    return cache_key(model, messages, schema_of(response_model)[1], params, endpoint_id(base_url))
 
 
 def strict_schema(schema: dict) -> tuple[dict, bool]:

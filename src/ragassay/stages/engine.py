@@ -420,7 +420,7 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
                     planned.add(call)
                     params = call.params(cfg.temperature)
                     hit = None if cache is None else cache.get(request_key(models[call.model], call.message_list,
-                                                                           call.response_model, params))
+                                                                           call.response_model, params, cfg.base_url))
                     answers.append(_parsed(hit, call.response_model))
                     if hit is not None:
                         est.cached += 1

@@ -326,7 +326,7 @@ class Generator:
             if cache is None:
                 return None
             hit = cache.get(request_key(self.config.model or "", call.message_list, call.response_model,
-                                        call.params(self.config.temperature)))
+                                        call.params(self.config.temperature), self.config.base_url))
             try:
                 return None if hit is None else model.model_validate(hit["answer"])
             except ValueError:
