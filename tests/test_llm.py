@@ -108,9 +108,22 @@ async def test_500_500_then_success_with_growing_backoff(tmp_path):
 
 @respx.mock
 async def test_timeout_then_success(tmp_path):
+    """Once the endpoint has answered, a timeout is retried; before that, one timeout is the answer
+    (a port that accepts and never replies must not hold the run for the whole deadline)."""
+    route = respx.post(URL).mock(side_effect=[completion(), httpx.ReadTimeout("slow"), completion()])
+    llm = make_llm(tmp_path, FakeTime())
+    assert (await llm.ask(MESSAGES, Grade)).grade == 2
+    assert (await llm.ask(MESSAGES + [{"role": "user", "content": "again"}], Grade)).grade == 2
+    assert route.call_count == 3
+
+
+@respx.mock
+async def test_a_timeout_before_any_answer_is_not_retried(tmp_path):
     route = respx.post(URL).mock(side_effect=[httpx.ReadTimeout("slow"), completion()])
-    assert (await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)).grade == 2
-    assert route.call_count == 2
+    with pytest.raises(LLMError) as e:
+        await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)
+    assert route.call_count == 1 and e.value.kind == "transport"
+    assert str(e.value).startswith("no answer from http://llm.test/v1 within 60 s (1 attempt(s))")
 
 
 @respx.mock

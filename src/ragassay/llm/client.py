@@ -168,7 +168,7 @@ class LLM:
             raise LLMError(kind, f"the batch answer is unusable: {problem}")
         if self.cache is not None:
             self.cache.put(key, self.config.model, answer.model_dump(mode="json"),
-                           completion.choices[0].message.content or "", tokens_in, tokens_out)
+                           getattr(completion.choices[0].message, "content", None) or "", tokens_in, tokens_out)
         su.ok += 1
         return answer
 
@@ -192,7 +192,7 @@ class LLM:
                 problem_kind, problem, content = "invalid", "the endpoint returned no choices", ""
             else:
                 choice = completion.choices[0]
-                content = choice.message.content or ""
+                content = getattr(getattr(choice, "message", None), "content", None) or ""
                 problem_kind, problem, answer = self._parse(choice, response_model)
                 if answer is not None:
                     return answer, content, total_in, total_out
@@ -202,7 +202,9 @@ class LLM:
                        attempts=self.config.max_reasks + 1)
 
     def _parse(self, choice: Any, response_model: type[T]) -> tuple[str, str, T | None]:
-        message = choice.message
+        message = getattr(choice, "message", None)
+        if message is None:
+            return "invalid", "the answer had no message", None
         refusal = getattr(message, "refusal", None)
         if refusal:
             return "refusal", f"the model refused: {refusal[:300]}", None
@@ -247,11 +249,16 @@ class LLM:
                     self.in_flight -= 1
 
         def dead_endpoint(retry_state) -> bool:
-            # Before the endpoint has answered once, a refused connection is not retried at length:
-            # a wrong URL or a server that is down should be reported in seconds, not minutes.
+            # Before the endpoint has answered once, a refused connection is not retried at length
+            # (a wrong URL or a server that is down is reported in seconds, not minutes), and a
+            # call that got no answer within the timeout is not tried again (a port that accepts
+            # and never answers costs one timeout, not the whole deadline)
             exc = retry_state.outcome.exception() if retry_state.outcome else None
-            return (not self.answered and retry_state.attempt_number >= 2
-                    and isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError))
+            if self.answered:
+                return False
+            if isinstance(exc, openai.APITimeoutError):
+                return True
+            return retry_state.attempt_number >= 2 and isinstance(exc, openai.APIConnectionError)
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.config.max_attempts) | stop_after_delay(self.config.deadline) | dead_endpoint,
@@ -261,8 +268,11 @@ class LLM:
         except openai.APIStatusError as e:
             raise self._status_error(e, attempt_no) from None
         except openai.APIConnectionError as e:
-            kind = "timed out" if isinstance(e, openai.APITimeoutError) else "could not connect"
-            raise LLMError("transport", f"{kind} to {self.config.public_base_url()} after {attempt_no} "
+            if isinstance(e, openai.APITimeoutError):
+                raise LLMError("transport", f"no answer from {self.config.public_base_url()} within "
+                               f"{self.config.timeout:g} s ({attempt_no} attempt(s)): is the server up and serving "
+                               "this API? A slow model may need a longer --timeout", attempt_no) from None
+            raise LLMError("transport", f"could not connect to {self.config.public_base_url()} after {attempt_no} "
                            f"attempt(s): {self._redact(str(e))}", attempt_no) from None
 
     async def _send(self, convo, response_model, params, su):
@@ -272,6 +282,9 @@ class LLM:
             su.calls += 1
             try:
                 completion = await self.client.chat.completions.create(**body)
+                not_completion = self._not_a_completion(completion)
+                if not_completion:
+                    raise LLMError("transport", not_completion)
                 self.answered = True
                 return completion
             except openai.BadRequestError as e:
@@ -283,6 +296,26 @@ class LLM:
                         self.mode = MODES[MODES.index(mode) + 1]
                     continue
                 raise
+
+    def _not_a_completion(self, reply: Any) -> str | None:
+        """Why a reply is not a chat completion (an HTML page, plain text, another JSON shape), in
+        one line naming the endpoint; None when it is one. A server that is not the API answers
+        every call this way, so it is a transport fault: the run stops early and says so."""
+        if isinstance(getattr(reply, "choices", None), list):
+            return None
+        where = f"the endpoint at {self.config.public_base_url()}"
+        if isinstance(reply, (str, bytes)):
+            text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
+            head = text.lstrip()[:300].lower()
+            if head.startswith(("<!doctype html", "<html")) or "<body" in head or "<head" in head:
+                what = "an HTML page"
+            else:
+                snippet = " ".join(text.split())[:80]
+                what = f"plain text ({snippet!r})" if snippet else "an empty body"
+        else:
+            what = "JSON without a 'choices' list"
+        return (f"{where} answered HTTP 200 with {what}, not a chat completion; is the base URL the API's root "
+                "(it usually ends in /v1)?")
 
     def _semaphore(self) -> asyncio.Semaphore:
         """One semaphore per event loop: the same LLM serves several ``asyncio.run`` calls (stages

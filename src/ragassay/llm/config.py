@@ -98,5 +98,9 @@ def make_client(config: LLMConfig, http_client: Any = None):
     from openai import AsyncOpenAI
 
     config.check()
+    import httpx
+    # connecting gets at most 10 s (a host that does not answer at all is reported quickly); reading
+    # the answer gets the whole --timeout (a model may think for a while)
+    timeout = httpx.Timeout(config.timeout, connect=min(10.0, config.timeout))
     return AsyncOpenAI(api_key=config.api_key or LOCAL_PLACEHOLDER_KEY, base_url=config.base_url,
-                       timeout=config.timeout, max_retries=0, http_client=http_client)
+                       timeout=timeout, max_retries=0, http_client=http_client)

@@ -1,0 +1,118 @@
+"""Every reply is checked before it is used: a server that is not the API, a reply of another
+shape, a port that never answers. Each ends in an error record or one line naming the endpoint and
+what came back; never a traceback, never a wait of minutes."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from ragassay.cli import main
+
+EX = Path(__file__).resolve().parents[1] / "datasets" / "example"
+
+BODIES = {
+    "html": ("text/html", b"<!DOCTYPE html><html><head><title>nginx</title></head><body>Welcome</body></html>",
+             "an HTML page"),
+    "text": ("text/plain", b"OK", "plain text ('OK')"),
+    "empty-object": ("application/json", b"{}", "JSON without a 'choices' list"),
+    "list": ("application/json", b"[1, 2]", "JSON without a 'choices' list"),
+}
+
+
+class Replying:
+    """A local server that answers every POST with one fixed body."""
+
+    def __init__(self, content_type: str, body: bytes):
+        self.calls = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                server.calls += 1
+                self.send_response(200)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def answers_file(tmp_path: Path, n: int = 1) -> Path:
+    p = tmp_path / "answers.jsonl"
+    p.write_text("".join(json.dumps({"id": f"a{i}", "question": "How long?", "reference": "5 days",
+                                     "response": f"about {i} weeks"}) + "\n" for i in range(n)))
+    return p
+
+
+@pytest.mark.parametrize("shape", list(BODIES))
+def test_a_reply_that_is_not_a_chat_completion_is_named_in_one_line(tmp_path, capsys, shape):
+    content_type, body, what = BODIES[shape]
+    with Replying(content_type, body) as server:
+        code = main(["ping", "--base-url", server.url, "--model", "m"])
+        ping = capsys.readouterr()
+        out = tmp_path / "c.jsonl"
+        check = main(["check", str(answers_file(tmp_path, 6)), "-o", str(out), "--base-url", server.url, "--model", "m",
+                      "--no-cache", "--quiet"])
+        printed = capsys.readouterr()
+        calls = server.calls
+    expected = (f"the endpoint at {server.url} answered HTTP 200 with {what}, not a chat completion; "
+                "is the base URL the API's root (it usually ends in /v1)?")
+    assert code == 1 and ping.err.strip() == f"ragassay ping: error: {expected}"
+    assert "Traceback" not in ping.err + printed.err + printed.out
+    # the first calls all failed the same way: the run stops early, nothing is graded, one line says why
+    assert check == 1 and "stopped early" in printed.err and expected in printed.err
+    assert calls <= 1 + 6  # ping's one call, then at most one per answer: no retries, no re-asks
+    assert not out.exists() or all(json.loads(x)["status"] == "error" for x in out.read_text().splitlines())
+
+
+def test_a_reply_without_a_message_is_an_error_record(tmp_path, capsys):
+    body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                       "choices": [{"index": 0, "finish_reason": "stop", "message": None}]}).encode()
+    with Replying("application/json", body) as server:
+        code = main(["check", str(answers_file(tmp_path)), "-o", str(tmp_path / "c.jsonl"), "--base-url", server.url,
+                     "--model", "m", "--no-cache", "--quiet"])
+    printed = capsys.readouterr()
+    (record,) = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert code == 1 and record["status"] == "error" and record["label"] is None
+    assert record["error"] == "invalid: no usable answer after 3 tries: the answer had no message"
+    assert "Traceback" not in printed.err + printed.out
+
+
+def test_a_port_that_accepts_and_never_answers_fails_within_the_timeout(tmp_path, capsys):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)  # accepts connections (the kernel does), never reads or answers
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+    try:
+        start = time.monotonic()
+        code = main(["judge", "--queries", str(EX / "queries.jsonl"), "--chunks", str(EX / "chunks.jsonl"),
+                     "--run", str(EX / "runs" / "bm25.txt"), "--depth", "2", "-o", str(tmp_path / "j.jsonl"),
+                     "--base-url", url, "--model", "m", "--no-cache", "--quiet", "--timeout", "2"])
+        elapsed = time.monotonic() - start
+    finally:
+        silent.close()
+    err = capsys.readouterr().err
+    assert code == 1 and elapsed < 15, elapsed  # one timeout per call in flight, not the 300 s deadline
+    assert "stopped early" in err and f"no answer from {url} within 2 s" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
