@@ -138,13 +138,41 @@ def test_an_output_ragassay_did_not_write_is_refused_with_file_and_line(tmp_path
         OutputStore(out, lambda r: r["id"])
 
 
-def test_a_second_lock_on_one_output_fails_and_names_the_holder(tmp_path):
+def _hold_lock(path) -> "subprocess.Popen":
+    """Another process that holds the lock on ``path`` until it is killed."""
+    import subprocess
+    import sys
+    code = ("import sys, time; from ragassay.stages.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
+            "print('held', flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_process_on_one_output_fails_and_names_the_holder(tmp_path):
     out = tmp_path / "o.jsonl"
-    with OutputLock(out):
+    holder = _hold_lock(out)
+    try:
         with pytest.raises(RagassayError, match=r"o.jsonl is being written by ragassay \(pid \d+"):
             OutputLock(out).acquire()
+        (tmp_path / "link.jsonl").symlink_to(out)  # a symlink to a locked output meets the same lock
+        with pytest.raises(RagassayError, match="is being written by"):
+            OutputLock(tmp_path / "link.jsonl").acquire()
+    finally:
+        holder.kill()
+        holder.wait()
     with OutputLock(out):  # released: the next run may write
         pass
+
+
+def test_the_lock_is_reentrant_within_one_process(tmp_path):
+    """The command locks every output, then the stage locks its own again: one holder, counted."""
+    out = tmp_path / "o.jsonl"
+    with OutputLock(out):
+        with OutputLock(tmp_path / "." / "o.jsonl"):
+            pass
+        assert OutputLock._held  # still held by the outer one
+    assert not OutputLock._held
 
 
 def test_exit_codes():

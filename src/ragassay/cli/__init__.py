@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
 
 from .. import __version__
 from ..errors import MeasureError, RagassayError, UsageError
+from .paths import check_outputs, lock_outputs
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # exit 2 with usage, as argparse does, and a did-you-mean
@@ -61,7 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        out = args.handler(args)
+        with ExitStack() as locks:
+            command_parser = _subparser(parser, args.command)
+            outputs = check_outputs(command_parser, args, args.command)
+            if not getattr(args, "dry_run", False):
+                lock_outputs(outputs, locks)
+            out = args.handler(args)
     except (UsageError, MeasureError) as e:
         print(f"ragassay {args.command}: error: {e}\n(see 'ragassay {args.command} --help')", file=sys.stderr)
         return 2
@@ -84,6 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             return code
     return code
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]
+    raise KeyError(command)
 
 
 __all__ = ["main", "build_parser"]

@@ -150,16 +150,29 @@ class Stage:
 
 class OutputLock:
     """An exclusive lock on one output, held for the whole run: a second process fails at once and
-    is told which process holds it. The lock file (``.NAME.lock``) is left in place on purpose:
-    removing it would let two processes lock two different files."""
+    is told which process holds it. The lock is taken on the output's real path, so a symlink to a
+    locked output meets the same lock. Within one process it is re-entrant (the command locks all
+    its outputs, then the stage locks its own again). The lock file (``.NAME.lock``) is left in
+    place on purpose: removing it would let two processes lock two different files."""
+
+    _held: dict[Path, list] = {}  # lock path -> [open file, holders] in this process
 
     def __init__(self, output: str | Path):
         out = Path(output)
-        self.path = out.with_name(f".{out.name}.lock")
+        try:
+            real = out.resolve()
+        except (OSError, RuntimeError):
+            real = Path(os.path.abspath(out))
+        self.path = real.with_name(f".{real.name}.lock")
         self.output = out
-        self._f: Any = None
+        self._mine = False
 
     def acquire(self) -> OutputLock:
+        held = OutputLock._held.get(self.path)
+        if held is not None:
+            held[1] += 1
+            self._mine = True
+            return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
         f = open(self.path, "a+", encoding="utf-8")
         try:
@@ -175,14 +188,22 @@ class OutputLock:
         f.write(f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
                 f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})")
         f.flush()
-        self._f = f
+        OutputLock._held[self.path] = [f, 1]
+        self._mine = True
         return self
 
     def release(self) -> None:
-        if self._f is not None:
-            _unlock_file(self._f)
-            self._f.close()
-            self._f = None
+        if not self._mine:
+            return
+        self._mine = False
+        held = OutputLock._held.get(self.path)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] <= 0:
+            del OutputLock._held[self.path]
+            _unlock_file(held[0])
+            held[0].close()
 
     def __enter__(self) -> OutputLock:
         return self.acquire()
