@@ -55,7 +55,7 @@ def test_comment_lines_are_skipped_and_line_numbers_kept(tmp_path, expected):
     r.write_text("# q1 Q0 d1 1 9.0\n" + _trec_run())  # a comment with exactly a row's six fields
     assert _ndcg(q, r) == pytest.approx(expected, abs=1e-12) and "#" not in read_run(r).queries
     q.write_text("# note\nq1 0 d1 1\nq1 0 d2 x\n")
-    with pytest.raises(InputError, match=r"q.txt:3: grade is not a number: 'x'"):
+    with pytest.raises(InputError, match=r"q.txt:3: grade must be an integer, got 'x'"):
         read_qrels(q)
 
 

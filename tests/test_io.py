@@ -78,10 +78,10 @@ def test_duplicate_message_offers_dedupe_and_dedupe_keeps_highest_score(tmp_path
 
 
 @pytest.mark.parametrize("text, message, line", [
-    ("q1 0 d1 1\nq1 0 d2 x\n", "grade is not a number: 'x'", 2),
+    ("q1 0 d1 1\nq1 0 d2 x\n", "grade must be an integer, got 'x'", 2),
     ("q1 0 d1 1.5\n", "grade must be an integer, got '1.5'", 1),
     ("q1 0 d1 1\nq1 0 d1 2\n", "judged twice", 2),
-    ("q1 0 d1\n", "grade is not a number: 'd1'", 1),  # three columns: qid docid grade
+    ("q1 0 d1\n", "grade must be an integer, got 'd1'", 1),  # three columns: qid docid grade
     ("q1 d1\n", "cannot tell the format", None),
     ("q1 Q0 d1 1 2.0 run\n", "looks like a run file", None),
 ])

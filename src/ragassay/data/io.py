@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -52,7 +53,7 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise InputError(f"looks gzipped but cannot be decompressed ({e})", p) from None
     if data.startswith(b"\xef\xbb\xbf"):
         data = b"   " + data[3:]  # keep byte offsets, drop the BOM
@@ -60,6 +61,11 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
         raise InputError("a binary file, expected text (JSON Lines, TREC or TSV)", p)
     if not allow_empty and (not data or data.isspace()):  # (isspace scans without copying a large file)
         raise InputError("file is empty", p)
+    crs = data.count(b"\r")
+    if crs and crs != data.count(b"\r\n"):  # \n and \r\n end lines; a lone \r would join them into one
+        at = next(i for i in _find_all(data, b"\r") if data[i + 1:i + 2] != b"\n")
+        raise InputError("has lines ended by a lone carriage return (\\r, old Mac style), which would be read as "
+                         "one long line; convert the line ends to \\n", p, data.count(b"\n", 0, at) + 1)
     if not data.isascii():  # one C-speed scan; decode only files that have non-ASCII bytes
         try:
             data.decode("utf-8")
@@ -67,6 +73,13 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
             raise InputError(f"not valid UTF-8 text (byte 0x{data[e.start]:02x}); save the file as UTF-8", p,
                              data.count(b"\n", 0, e.start) + 1) from None
     return data
+
+
+def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
+    i = data.find(needle)
+    while i != -1:
+        yield i
+        i = data.find(needle, i + 1)
 
 
 BEIR_FILES = {"chunks": "corpus.jsonl", "queries": "queries.jsonl"}
@@ -101,7 +114,13 @@ def _stdin_bytes() -> bytes:
 
 
 def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -> str:
-    """An id as a string; refused when TREC files could not hold it (empty, or with whitespace)."""
+    """An id as a string: a string, or a JSON integer as its decimal text. Never null, true/false, a
+    fraction, a list or an object (their text would be an id nobody wrote); refused too when TREC
+    files could not hold it (empty, or with whitespace)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (type(None), bool, float, list, dict)) \
+            else repr(value)
+        raise InputError(f"{what} must be a string, got {shown[:60]}", path, line)
     text = str(value)
     if not text or any(c.isspace() for c in text):
         raise InputError(f"{what} {text!r} is empty or contains whitespace, which TREC files cannot hold; "
@@ -196,15 +215,20 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
         return _read_columns_qrels(data, path, ncols=3, q_col=0, d_col=1, g_col=2, skip=header_line(data))
     if fmt == "jsonl":
         rows = []
-        for no, obj in iter_jsonl(data, path):
+        for no, obj in iter_jsonl(data, path, keep_float_text=True):
             q = _field(obj, ("query_id", "qid"), path, no)
             d = _field(obj, ("chunk_id", "doc_id", "docid"), path, no)
             g = _field(obj, ("grade", "relevance"), path, no)
             if g is None:
-                continue  # a failed judgment (status: error) carries no grade
-            if isinstance(g, bool) or not isinstance(g, (int, float)) or g != g or g in (float("inf"), float("-inf")) \
-                    or g != int(g):
-                raise InputError(f"grade must be an integer, got {g!r}", path, no)
+                if obj.get("status") == "error":
+                    continue  # a failed judgment carries no grade: it is not a judgment
+                raise InputError("grade is null: a judgment needs an integer grade (a failed judgment says "
+                                 "\"status\": \"error\")", path, no)
+            if isinstance(g, WrittenFloat) and _INTEGRAL.fullmatch(g.text.encode()):
+                g = int(g)  # 3.0: an integer written as a float (pandas writes them so)
+            if isinstance(g, bool) or not isinstance(g, int):  # 1e2, 2.5, "2", true: not integers as written
+                shown = g.text if isinstance(g, WrittenFloat) else json.dumps(g)
+                raise InputError(f"grade must be an integer, got {shown}", path, no)
             if abs(g) > GRADE_LIMIT:
                 raise InputError(f"grade {g} is out of range (at most {GRADE_LIMIT} either side of 0)", path, no)
             rows.append((check_id(q, "query id", path, no), check_id(d, "chunk id", path, no), int(g), no))
@@ -315,14 +339,25 @@ def _parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nd
             raise InputError(f"grade {int(values[i])} is out of range (at most {GRADE_LIMIT} either side of 0)",
                              path, int(lines[i]))
         return values
-    values = parse_floats(col, lines, path, "grade")
-    bad = np.flatnonzero((values != np.round(values)) | (np.abs(values) > GRADE_LIMIT))
-    if len(bad):
-        i = int(bad[0])
-        text = col[i].decode('utf-8', 'replace')
-        raise InputError(f"grade {text!r} is out of range (at most {GRADE_LIMIT} either side of 0)"
-                         if abs(values[i]) > GRADE_LIMIT else f"grade must be an integer, got {text!r}", path, int(lines[i]))
-    return values.astype(np.int64)
+    # not all plain integers: "3.0" is an integer written as a float; anything else ("1e2", "2.5",
+    # "three") is named with its line. trec_eval would read "1e2" as 1, a float reader as 100:
+    # neither is what was meant, so neither is guessed
+    out = np.empty(len(col), dtype=np.int64)
+    for i, raw in enumerate(col.tolist()):
+        m = _INTEGRAL.fullmatch(raw)
+        if m is None:
+            raise InputError(f"grade must be an integer, got {raw.decode('utf-8', 'replace')!r}", path,
+                             int(lines[i]))
+        out[i] = int(m.group(1))
+    big = np.flatnonzero(np.abs(out) > GRADE_LIMIT)
+    if len(big):
+        i = int(big[0])
+        raise InputError(f"grade {int(out[i])} is out of range (at most {GRADE_LIMIT} either side of 0)", path,
+                         int(lines[i]))
+    return out
+
+
+_INTEGRAL = re.compile(rb"\s*([+-]?\d{1,18})(?:\.0*)?\s*")  # 3, +3, -3, 3.0, 3.
 
 
 # --------------------------------------------------------------------------------------------
@@ -421,16 +456,30 @@ def _decode_vocab(vocab: dict[bytes, int], path: str | Path) -> list[str]:
 # JSON Lines, chunks and queries
 
 
-def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line; bad JSON names file and line."""
+class WrittenFloat(float):
+    """A JSON number with a fraction or an exponent, that remembers how it was written ("1e2")."""
+
+    text: str
+
+    def __new__(cls, text: str) -> WrittenFloat:
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
+def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
+               keep_float_text: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, object)`` for each non-blank line; bad JSON names file and line. With
+    ``keep_float_text``, numbers with a fraction or exponent are :class:`WrittenFloat`."""
     if isinstance(data, (str, Path)):
         path = data
         data = read_bytes_checked(data)
+    parse_float = WrittenFloat if keep_float_text else None
     for no, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = json.loads(raw, parse_float=parse_float)
         except UnicodeDecodeError:
             raise InputError("not valid UTF-8 text", path, no) from None
         except json.JSONDecodeError as e:

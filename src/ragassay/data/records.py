@@ -38,7 +38,7 @@ class Chunk(_Record):
     @field_validator("id", mode="before")
     @classmethod
     def _id_str(cls, v: Any) -> str:
-        if isinstance(v, (int, str)) and str(v) and not any(c.isspace() for c in str(v)):
+        if isinstance(v, (int, str)) and not isinstance(v, bool) and str(v) and not any(c.isspace() for c in str(v)):
             return str(v)
         raise ValueError("id must be a non-empty string without whitespace (TREC files cannot hold it)")
 
@@ -135,6 +135,15 @@ class AnswerItem(_Record):
     response: str
     contexts: list[str] | None = None
     context_ids: list[str] | None = None
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_given(cls, v: str | list[str]) -> str | list[str]:
+        refs = [v] if isinstance(v, str) else v
+        if not refs or not all(r.strip() for r in refs):
+            raise ValueError("the reference must be a non-empty string (or a non-empty list of non-empty accepted "
+                             "answers): there is nothing to grade against")
+        return v
 
 
 class Check(_Record):
