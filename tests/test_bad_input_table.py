@@ -124,3 +124,124 @@ def test_two_outputs_on_one_file_are_refused(work, capsys, argv):
     code, _, err = run_case(argv, work, capsys)
     assert code == 2 and "are one file: each output needs its own" in error_line(err, argv[0])
     assert not (work / "x.jsonl").exists()
+
+
+# ------------------------------------------------------------------------------------ values
+
+def jl(*objs) -> bytes:
+    return b"".join(json.dumps(o).encode() + b"\n" for o in objs)
+
+
+BAD_QRELS = {  # name -> (file bytes, what the error line must say)
+    "jsonl-grade-null": (jl({"query_id": "q01", "chunk_id": "c1", "grade": None}), ":1: grade is null"),
+    "jsonl-grade-exponent": (b'{"query_id": "q01", "chunk_id": "c1", "grade": 1e2}\n', ":1: grade must be an integer, got 1e2"),
+    "jsonl-grade-fraction": (b'{"query_id": "q01", "chunk_id": "c1", "grade": 2.5}\n', ":1: grade must be an integer, got 2.5"),
+    "jsonl-grade-bool": (jl({"query_id": "q01", "chunk_id": "c1", "grade": True}), ":1: grade must be an integer, got true"),
+    "jsonl-grade-string": (jl({"query_id": "q01", "chunk_id": "c1", "grade": "2"}), ':1: grade must be an integer, got "2"'),
+    "jsonl-id-null": (jl({"query_id": None, "chunk_id": "c1", "grade": 1}), ":1: query id must be a string, got null"),
+    "jsonl-id-true": (jl({"query_id": True, "chunk_id": "c1", "grade": 1}), ":1: query id must be a string, got true"),
+    "jsonl-id-list": (jl({"query_id": ["q02"], "chunk_id": "c1", "grade": 1}), ':1: query id must be a string, got ["q02"]'),
+    "jsonl-chunk-object": (jl({"query_id": "q01", "chunk_id": {"a": 1}, "grade": 1}), ':1: chunk id must be a string, got {"a": 1}'),
+    "jsonl-id-float": (jl({"query_id": 1.5, "chunk_id": "c1", "grade": 1}), ":1: query id must be a string, got 1.5"),
+    "trec-grade-exponent": (b"q01 0 c1 1\nq01 0 c2 1e2\n", ":2: grade must be an integer, got '1e2'"),
+    "trec-grade-fraction": (b"q01 0 c1 2.5\n", ":1: grade must be an integer, got '2.5'"),
+    "trec-grade-word": (b"q01 0 c1 high\n", ":1: grade must be an integer, got 'high'"),
+    "trec-cr-only": (b"q01 0 c1 1\rq01 0 c2 0\r", ":1: has lines ended by a lone carriage return"),
+    "trec-cr-mixed": (b"q01 0 c1 1\nq01 0 c2 0\rq01 0 c3 1\n", ":2: has lines ended by a lone carriage return"),
+    "gzip-corrupt": (b"\x1f\x8b\x08\x00broken", "looks gzipped but cannot be decompressed"),
+}
+QRELS_COMMANDS = {
+    "evaluate": ["evaluate", "BAD", "bm25.txt"],
+    "compare": ["compare", "BAD", "bm25.txt", "tfidf.txt"],
+    "agree-reference": ["agree", "BAD", "qrels.txt"],
+    "agree-candidate": ["agree", "qrels.txt", "BAD"],
+    "judge-keep": JUDGE + ["-o", "j.jsonl", "--keep", "BAD", "--dry-run"],
+    "check-qrels": ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "--run", "bm25.txt", "--qrels", "BAD", "-o",
+                    "c.jsonl", "--dry-run", *LLM],
+    "report-qrels": ["report", "--qrels", "BAD", "--run", "bm25.txt", "-o", "r.html"],
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_QRELS))
+@pytest.mark.parametrize("command", list(QRELS_COMMANDS))
+def test_qrels_values_are_read_strictly_by_every_command(work, capsys, command, bad):
+    data, says = BAD_QRELS[bad]
+    (work / "bad.qrels").write_bytes(data)
+    argv = ["bad.qrels" if a == "BAD" else a for a in QRELS_COMMANDS[command]]
+    code, _, err = run_case(argv, work, capsys)
+    line = error_line(err, argv[0])
+    assert code == 1 and "bad.qrels" in line and says in line, err
+
+
+BAD_RUNS = {
+    "jsonl-id-null": (jl({"query_id": None, "chunk_id": "c1", "score": 1.0}), ":1: query id must be a string, got null"),
+    "jsonl-id-true": (jl({"query_id": "q01", "chunk_id": True, "score": 1.0}), ":1: chunk id must be a string, got true"),
+    "jsonl-id-list": (jl({"query_id": ["q01"], "chunk_id": "c1", "score": 1.0}), ':1: query id must be a string, got ["q01"]'),
+    "trec-cr-only": (b"q01 Q0 c1 1 2.0 r\rq01 Q0 c2 2 1.0 r\r", ":1: has lines ended by a lone carriage return"),
+}
+RUN_COMMANDS = {
+    "evaluate": ["evaluate", "qrels.txt", "BAD"],
+    "compare": ["compare", "qrels.txt", "bm25.txt", "BAD"],
+    "judge": JUDGE[:5] + ["--run", "BAD", *LLM, "-o", "j.jsonl", "--dry-run"],
+    "check": ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "--run", "BAD", "--qrels", "qrels.txt", "-o",
+              "c.jsonl", "--dry-run", *LLM],
+    "report": ["report", "--qrels", "qrels.txt", "--run", "BAD", "-o", "r.html"],
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_RUNS))
+@pytest.mark.parametrize("command", list(RUN_COMMANDS))
+def test_run_values_are_read_strictly_by_every_command(work, capsys, command, bad):
+    data, says = BAD_RUNS[bad]
+    (work / "bad.run").write_bytes(data)
+    argv = ["bad.run" if a == "BAD" else a for a in RUN_COMMANDS[command]]
+    code, _, err = run_case(argv, work, capsys)
+    line = error_line(err, argv[0])
+    assert code == 1 and "bad.run" in line and says in line, err
+
+
+BAD_RECORDS = {  # (file name in the command, bytes, what the line must say)
+    "chunk-id-null": ("chunks", jl({"id": None, "text": "x"}), ":1: id"),
+    "chunk-id-true": ("chunks", jl({"id": True, "text": "x"}), ":1: id"),
+    "chunk-id-list": ("chunks", jl({"id": ["a"], "text": "x"}), ":1: id"),
+    "query-id-null": ("queries", jl({"id": None, "question": "x?"}), ":1: query id must be a string, got null"),
+    "query-id-true": ("queries", jl({"id": True, "question": "x?"}), ":1: query id must be a string, got true"),
+    "query-id-object": ("queries", jl({"id": {"q": 1}, "question": "x?"}), ':1: query id must be a string, got {"q": 1}'),
+    "answer-id-null": ("answers", jl({"id": None, "question": "q", "reference": "r", "response": "x"}), ":1: id"),
+    "answer-reference-empty": ("answers", jl({"id": "a", "question": "q", "reference": "", "response": "x"}),
+                               ":1: reference"),
+    "answer-reference-blank-list": ("answers", jl({"id": "a", "question": "q", "reference": ["r", " "],
+                                                   "response": "x"}), ":1: reference"),
+    "answer-reference-empty-list": ("answers", jl({"id": "a", "question": "q", "reference": [], "response": "x"}),
+                                    ":1: reference"),
+    "answers-cr-only": ("answers", b'{"id": "a", "question": "q", "reference": "r", "response": "x"}\r'
+                                   b'{"id": "b", "question": "q", "reference": "r", "response": "x"}\r',
+                        ":1: has lines ended by a lone carriage return"),
+}
+RECORD_COMMANDS = {
+    "chunks": [(JUDGE[:3] + ["--chunks", "BAD", "--run", "bm25.txt", *LLM, "-o", "j.jsonl", "--dry-run"]),
+               ["generate", "BAD", "-o", "q.jsonl", "--dry-run", *LLM],
+               ["check", "answers.jsonl", "--chunks", "BAD", "-o", "c.jsonl", "--dry-run", *LLM],
+               ["remap", "questions.jsonl", "BAD", "-o", "new.qrels"]],
+    "queries": [JUDGE[:1] + ["--queries", "BAD", "--chunks", "chunks.jsonl", "--run", "bm25.txt", *LLM, "-o",
+                             "j.jsonl", "--dry-run"],
+                ["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "BAD", "-o", "r.run"]],
+    "answers": [["check", "BAD", "-o", "c.jsonl", "--dry-run", *LLM],
+                ["report", "--answers", "BAD", "--qrels", "qrels.txt", "--run", "bm25.txt", "-o", "r.html"]],
+}
+
+
+def record_cases():
+    for bad, (role, _, _) in BAD_RECORDS.items():
+        for argv in RECORD_COMMANDS[role]:
+            yield pytest.param(bad, argv, id=f"{bad}-{argv[0]}")
+
+
+@pytest.mark.parametrize("bad,argv", list(record_cases()))
+def test_record_values_are_read_strictly_by_every_command(work, capsys, bad, argv):
+    _, data, says = BAD_RECORDS[bad]
+    (work / "bad.jsonl").write_bytes(data)
+    argv = ["bad.jsonl" if a == "BAD" else a for a in argv]
+    code, _, err = run_case(argv, work, capsys)
+    line = error_line(err, argv[0])
+    assert code == 1 and "bad.jsonl" in line and says in line, err

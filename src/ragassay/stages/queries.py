@@ -53,7 +53,7 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
     for no, obj in iter_jsonl(path):
         qid = obj.get("id", obj.get("query_id", obj.get("_id", obj.get("qid"))))
         text = _text(obj, "question", "query", "text", "title")
-        if qid is None or text is None:
+        if text is None or not any(k in obj for k in ("id", "query_id", "_id", "qid")):
             raise InputError("each line needs an id and a question/query/text", path, no)
         qid = check_id(qid, "query id", path, no)
         if qid in seen:
