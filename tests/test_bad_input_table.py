@@ -245,3 +245,77 @@ def test_record_values_are_read_strictly_by_every_command(work, capsys, bad, arg
     code, _, err = run_case(argv, work, capsys)
     line = error_line(err, argv[0])
     assert code == 1 and "bad.jsonl" in line and says in line, err
+
+
+# ------------------------------------------------------------------------------------- flags
+
+
+def test_every_numeric_flag_of_every_command_takes_a_type_from_the_one_table():
+    """A flag typed plain int or float would accept 0, -3, nan or inf where they mean nothing."""
+    import argparse
+
+    from ragassay.cli import build_parser
+    from ragassay.cli.values import TYPES
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    typed = []
+    for name, p in sub.choices.items():
+        for action in p._actions:
+            if action.type in (int, float):
+                raise AssertionError(f"{name} {action.option_strings}: plain {action.type.__name__}; use cli/values.py")
+            if action.type in TYPES:
+                typed.append((name, action.dest))
+    assert len(typed) >= 40
+
+
+GEN = ["generate", "chunks.jsonl", "-o", "q.jsonl", "--dry-run", *LLM]
+CHECK = ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "-o", "c.jsonl", "--dry-run", *LLM]
+CMP = ["compare", "qrels.txt", "bm25.txt", "tfidf.txt"]
+DRY_JUDGE = JUDGE + ["-o", "j.jsonl", "--dry-run"]
+FLAG_CASES = [  # (command, flag, bad values)
+    (CMP, "--permutations", ["0", "-1", "1.5", "x"]),
+    (CMP, "--bootstrap", ["0", "-5", "nan"]),
+    (CMP, "--confidence", ["0", "1", "1.5", "-0.1", "nan", "inf"]),
+    (CMP, "--seed", ["-1", "0.5"]),
+    (["evaluate", "qrels.txt", "bm25.txt"], "--relevance-level", ["1.5", "x"]),
+    (DRY_JUDGE, "--depth", ["0", "-3", "2.5"]),
+    (DRY_JUDGE, "--samples", ["0", "-1"]),
+    (DRY_JUDGE, "--batch", ["0"]),
+    (DRY_JUDGE, "--max-chunk-chars", ["0", "-100"]),
+    (DRY_JUDGE, "--seed", ["-1"]),
+    (DRY_JUDGE, "--timeout", ["0", "-1", "nan", "inf"]),
+    (DRY_JUDGE, "--concurrency", ["0", "-2"]),
+    (DRY_JUDGE, "--rpm", ["0", "-60", "nan"]),
+    (DRY_JUDGE, "--tpm", ["0", "inf"]),
+    (DRY_JUDGE, "--price-in", ["-1", "nan", "inf"]),
+    (DRY_JUDGE, "--price-out", ["-0.5"]),
+    (DRY_JUDGE, "--poll-seconds", ["-1", "nan"]),
+    (CHECK, "-k", ["0", "-3"]),
+    (CHECK, "--retrieval-threshold", ["2", "-0.1", "nan"]),
+    (CHECK, "--samples", ["0"]),
+    (CHECK, "--max-response-chars", ["0"]),
+    (CHECK, "--max-context-chars", ["-1"]),
+    (GEN, "--limit", ["0", "-1"]),
+    (GEN, "--per-chunk", ["0", "-1", "nan"]),
+    (GEN, "--max-per-doc", ["0"]),
+    (GEN, "--mix", ["easy=2", "easy=0.5,hard=0.4", "easy=-1,medium=2", "easy=x", "expert=1", "easy=0.5,easy=0.5"]),
+    (["remap", "questions.jsonl", "chunks.jsonl", "-o", "new.qrels"], "--threshold", ["0", "101", "nan"]),
+    (["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "queries.jsonl", "-o", "r.run"], "-k", ["0", "-3"]),
+    (["gate", "result.json"], "--min", ["ndcg@10=nan", "ndcg@10=inf", "ndcg@10=x", "ndcg@10"]),
+    (["gate", "result.json", "--min", "ndcg@10=0.1"], "--allow-errors", ["-1"]),
+    (["agree", "qrels.txt", "qrels.txt"], "--runs", ["bm25.txt"]),
+]
+
+
+def flag_cases():
+    for argv, flag, values in FLAG_CASES:
+        for value in values:
+            yield pytest.param(argv, flag, value, id=f"{argv[0]}-{flag}-{value}")
+
+
+@pytest.mark.parametrize("argv,flag,value", list(flag_cases()))
+def test_a_flag_value_that_means_nothing_is_a_usage_error_naming_the_flag(work, capsys, argv, flag, value):
+    code, out, err = run_case([*argv, flag, value], work, capsys)
+    line = error_line(err, argv[0])
+    assert code == 2 and flag in line, err
+    assert not out.strip()  # nothing computed, nothing printed as a result

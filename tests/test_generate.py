@@ -157,7 +157,11 @@ def test_mix_counts_sum_and_stay_within_one(total, shares):
 
 
 def test_parse_mix_errors():
-    assert parse_mix("easy=1,hard=1") == {"easy": 1.0, "hard": 1.0}
+    assert parse_mix("easy=0.5,hard=0.5") == {"easy": 0.5, "hard": 0.5}
+    with pytest.raises(ValueError, match="shares must add up to 1; these add up to 2"):
+        parse_mix("easy=1,hard=1")
+    with pytest.raises(ValueError, match="shares are from 0 to 1"):
+        parse_mix("easy=2")
     with pytest.raises(ValueError, match="unknown name 'trivial' in --mix"):
         parse_mix("trivial=1")
     with pytest.raises(ValueError, match="numbers"):

@@ -46,7 +46,11 @@ class Replying:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Quiet(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client that hung up: not the test's concern
+                pass
+
+        self.httpd = Quiet(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def __enter__(self):

@@ -61,7 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     error records (a rerun retries them); 1 nothing succeeded, bad input, or a run stopped early;
     2 usage error. Handlers return the text to print, or (text, exit code)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2, already printed): a code, not an exception
+        return e.code if isinstance(e.code, int) else 2
     try:
         with ExitStack() as locks:
             command_parser = _subparser(parser, args.command)

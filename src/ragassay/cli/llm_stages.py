@@ -12,6 +12,7 @@ from .options import (add_batch_options, add_format_option, add_llm_options, bat
 from ..errors import UsageError
 from ..product.formatting import render_table, to_json
 from ..data.results import nan_to_none
+from .values import nonneg_int, percent, positive_float, positive_int, share
 
 
 def offline_llms(configs):
@@ -69,22 +70,22 @@ def judge(sub: Any) -> None:
                    help="queries ({id, text} lines, or questions.jsonl from generate: its answers inform coverage)")
     p.add_argument("--chunks", required=True, metavar="FILE", help="the chunks the run retrieved (JSONL)")
     p.add_argument("--run", required=True, metavar="RUN", help="the run to judge (TREC or JSONL)")
-    p.add_argument("--depth", type=int, default=10, help="judge the top K chunks of each query (default 10)")
+    p.add_argument("--depth", type=positive_int, default=10, help="judge the top K chunks of each query (default 10)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="judgments JSONL: one record per pair, written at the end; a killed or failed run resumes "
                    "from FILE.journal and asks only what is missing")
     p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels (with --keep labels included)")
     p.add_argument("--coverage-out", metavar="FILE", help="write per-query coverage JSONL")
     p.add_argument("--keep", metavar="QRELS", help="labels made by people: kept as they are, never judged again")
-    p.add_argument("--samples", type=int, default=1, help="ask N times per pair (sample i sends seed "
+    p.add_argument("--samples", type=positive_int, default=1, help="ask N times per pair (sample i sends seed "
                    "--seed + i) and take the median grade (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="first seed of the samples (default 0)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="first seed of the samples (default 0)")
     p.add_argument("--tie", choices=("lower", "higher", "round-half-even"), default="lower",
                    help="the median of an even number of votes (samples or jurors) that differ: take the lower "
                         "(default), the higher, or their mean rounded to even")
     add_batch_options(p)
-    p.add_argument("--batch", type=int, default=1, help="grade N chunks of a query per call, in a fixed shuffled "
+    p.add_argument("--batch", type=positive_int, default=1, help="grade N chunks of a query per call, in a fixed shuffled "
                    "order (default 1: one call per pair, no position effects)")
-    p.add_argument("--max-chunk-chars", type=int, default=6000, help="longer chunks are judged in windows of this "
+    p.add_argument("--max-chunk-chars", type=positive_int, default=6000, help="longer chunks are judged in windows of this "
                    "many characters and take the best window's grade (default 6000)")
     p.add_argument("--long-chunks", choices=("windows", "cut"), default="windows",
                    help="windows (default: one call per window) or cut (one call, the rest cut with a visible mark)")
@@ -167,19 +168,19 @@ def check(sub: Any) -> None:
     p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")
     p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")
     p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")
-    p.add_argument("-k", "--depth", dest="k", type=int, default=10,
+    p.add_argument("-k", "--depth", dest="k", type=positive_int, default=10,
                    help="retrieval depth for the diagnosis's recall@k (default 10; --depth as in judge)")
-    p.add_argument("--retrieval-threshold", type=float, default=0.5,
+    p.add_argument("--retrieval-threshold", type=share, default=0.5,
                    help="recall@k at or above this is good retrieval (default 0.5)")
     p.add_argument("--human", metavar="FILE", help="people's labels for some answers (JSONL id, label)")
     p.add_argument("--by", action="append", metavar="FIELD", help="break rates down by an answer field (repeatable)")
-    p.add_argument("--samples", type=int, default=1, help="ask N times, each a distinct request with its own seed, "
+    p.add_argument("--samples", type=positive_int, default=1, help="ask N times, each a distinct request with its own seed, "
                    "and take the majority (ties go to the more severe label; default 1)")
-    p.add_argument("--seed", type=int, default=0, help="with --samples N, sample i sends seed + i (default 0)")
-    p.add_argument("--max-response-chars", type=int, default=32000, metavar="N",
+    p.add_argument("--seed", type=nonneg_int, default=0, help="with --samples N, sample i sends seed + i (default 0)")
+    p.add_argument("--max-response-chars", type=positive_int, default=32000, metavar="N",
                    help="responses are graded whole up to N characters; a longer one is an error record that "
                         "says so, never graded from a cut (default 32000)")
-    p.add_argument("--max-context-chars", type=int, default=12000, metavar="N",
+    p.add_argument("--max-context-chars", type=positive_int, default=12000, metavar="N",
                    help="budget for all passages of an answer; the rest is cut or dropped, marked (default 12000)")
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
@@ -322,23 +323,23 @@ def generate(sub: Any) -> None:
                "--qrels-out questions.qrels --rejects rejects.jsonl --model gpt-4o-mini")
     p.add_argument("chunks", metavar="CHUNKS", help="chunks JSONL (id, text; BEIR corpus lines work too)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="questions JSONL")
-    p.add_argument("--per-chunk", type=float, default=1.0, metavar="N",
+    p.add_argument("--per-chunk", type=positive_float, default=1.0, metavar="N",
                    help="questions wanted per usable chunk when --limit is not given (default 1)")
     p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
                    "easy=0.4,medium=0.4,hard=0.2)")
-    p.add_argument("--limit", type=int, metavar="N", help="number of questions wanted in all (new ones, with --append)")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="number of questions wanted in all (new ones, with --append)")
     p.add_argument("--append", action="store_true", help="grow the set in -o: keep its questions, add new ones "
                    "that duplicate none of them, drawn from chunks it does not use yet")
     p.add_argument("--styles", default="question=0.4,keywords=0.25,lowercase=0.15,task=0.2",
                    help="share of each style users type: question (a full sentence), keywords, lowercase (quick, "
                         "with a typo), task ('how do i ...'); default question=0.4,keywords=0.25,lowercase=0.15,task=0.2")
-    p.add_argument("--seed", type=int, default=0, help="seed for chunk selection and grouping (default 0)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed for chunk selection and grouping (default 0)")
     p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
     p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
     p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FORMAT", "DIR"),
                    help="also write the set as beir, llamaindex, ragas (a test set) or deepeval (goldens) into DIR "
                         "(repeat for several)")
-    p.add_argument("--max-per-doc", type=int, metavar="N", help="draw at most N candidates from one document "
+    p.add_argument("--max-per-doc", type=positive_int, metavar="N", help="draw at most N candidates from one document "
                    "before the others run out (default: a quarter of the set); documents are drawn in proportion "
                    "to their size")
     add_format_option(p, ("table", "json"))
@@ -429,7 +430,7 @@ def remap(sub: Any) -> None:
     p.add_argument("questions", metavar="QUESTIONS", help="questions.jsonl from generate")
     p.add_argument("new_chunks", metavar="NEW_CHUNKS", help="the re-chunked corpus (JSONL)")
     p.add_argument("-o", "--output", required=True, metavar="QRELS", help="TREC qrels for the new chunk ids")
-    p.add_argument("--threshold", type=float, default=90.0, help="fuzzy match score needed, 0-100 (default 90)")
+    p.add_argument("--threshold", type=percent, default=90.0, help="fuzzy match score needed, 0-100 (default 90)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_remap)
 

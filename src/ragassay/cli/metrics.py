@@ -10,6 +10,7 @@ from .options import EPILOG_METRICS, add_format_option, add_metric_options
 from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.formatting import render_table, to_json
+from .values import nonneg_int, positive_int, probability_open
 
 
 def _load_pair(args: argparse.Namespace, run_paths: list[str]):
@@ -93,12 +94,12 @@ def compare(sub: Any) -> None:
                    help="qrels queries a run did not answer: score 0 (default) or use only the "
                         "queries every run answered")
     from ..metrics.compare import N_BOOTSTRAP, N_PERMUTATIONS, SEED
-    p.add_argument("--permutations", type=int, default=N_PERMUTATIONS, metavar="N",
+    p.add_argument("--permutations", type=positive_int, default=N_PERMUTATIONS, metavar="N",
                    help=f"randomization test permutations (default {N_PERMUTATIONS}, as in report)")
-    p.add_argument("--bootstrap", type=int, default=N_BOOTSTRAP, metavar="N",
+    p.add_argument("--bootstrap", type=positive_int, default=N_BOOTSTRAP, metavar="N",
                    help=f"bootstrap resamples for the confidence interval (default {N_BOOTSTRAP}, as in report)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--seed", type=int, default=SEED, help=f"random seed (default {SEED})")
+    p.add_argument("--confidence", type=probability_open, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--seed", type=nonneg_int, default=SEED, help=f"random seed (default {SEED})")
     add_format_option(p, ("table", "markdown", "json"))
     p.set_defaults(handler=run_compare)
 
@@ -161,6 +162,8 @@ def run_agree(args: argparse.Namespace) -> str:
     from ..metrics.agreement import agree
     ref = read_qrels(args.reference, format=args.qrels_format)
     cand = read_qrels(args.candidate, format=args.qrels_format)
+    if args.runs is not None and len(args.runs) < 2:
+        raise UsageError(f"--runs needs at least two runs to compare their rankings (got {len(args.runs)})")
     runs = [read_run(r) for r in args.runs] if args.runs else None
     ag = agree(ref, cand, runs, metric=args.metric)
     if args.format == "json":
@@ -208,7 +211,7 @@ def retrieve(sub: Any) -> None:
                    help="package.module:function or path/to/file.py:function")
     p.add_argument("--queries", required=True, metavar="FILE",
                    help="queries: JSONL (id + question/query/text) or TSV (id<TAB>text)")
-    p.add_argument("-k", type=int, default=100, help="results kept per query (default 100)")
+    p.add_argument("-k", type=positive_int, default=100, help="results kept per query (default 100)")
     p.add_argument("-o", "--output", required=True, metavar="RUN", help="where to write the TREC run")
     p.add_argument("--name", help="run tag (default: the function's name)")
     add_format_option(p, ("table", "json"))

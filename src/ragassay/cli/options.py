@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..product.formatting import TABLE_FORMATS
+from .values import integer, nonneg_float, positive_float, positive_int
 
 EPILOG_METRICS = (
     "metrics: p@k, recall@k, f1@k, hit_rate@k, mrr, mrr@k, ndcg, ndcg@k, map, map@k, r_precision, "
@@ -18,7 +19,7 @@ EPILOG_METRICS = (
 def add_metric_options(p: argparse.ArgumentParser, default_note: str) -> None:
     p.add_argument("-m", "--metric", dest="metrics", action="append", metavar="METRIC",
                    help=f"metric to compute; repeat or comma-separate for several ({default_note})")
-    p.add_argument("--relevance-level", type=int, default=1, metavar="N",
+    p.add_argument("--relevance-level", type=integer, default=1, metavar="N",
                    help="minimum grade that counts as relevant for binary metrics (default 1; as in "
                         "trec_eval it does not change NDCG gains)")
     p.add_argument("--gain", choices=("linear", "exponential"), default="linear",
@@ -42,17 +43,17 @@ def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
     g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)")
     g.add_argument("--model", action="append", help="model name (default: $RAGASSAY_MODEL); "
                    "judge takes several for a jury")
-    g.add_argument("--timeout", type=float, help="seconds per HTTP request (default 60)")
+    g.add_argument("--timeout", type=positive_float, help="seconds per HTTP request (default 60)")
     if not stage:
         return
-    g.add_argument("--concurrency", type=int, help="calls in flight at once (default 8)")
-    g.add_argument("--rpm", type=float, help="requests per minute budget (default: none)")
-    g.add_argument("--tpm", type=float, help="tokens per minute budget (default: none)")
+    g.add_argument("--concurrency", type=positive_int, help="calls in flight at once (default 8)")
+    g.add_argument("--rpm", type=positive_float, help="requests per minute budget (default: none)")
+    g.add_argument("--tpm", type=positive_float, help="tokens per minute budget (default: none)")
     g.add_argument("--cache", type=Path, metavar="PATH",
                    help="answer cache (default: $XDG_CACHE_HOME/ragassay/llm-cache.sqlite)")
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the answer cache")
-    g.add_argument("--price-in", type=float, metavar="USD", help="price per million input tokens (overrides the table)")
-    g.add_argument("--price-out", type=float, metavar="USD", help="price per million output tokens")
+    g.add_argument("--price-in", type=nonneg_float, metavar="USD", help="price per million input tokens (overrides the table)")
+    g.add_argument("--price-out", type=nonneg_float, metavar="USD", help="price per million output tokens")
     g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -79,7 +80,7 @@ def add_batch_options(p: argparse.ArgumentParser, shard: bool = True) -> None:
     g.add_argument("--backend", choices=("live", "batch"), default="live",
                    help="live (default): chat requests as the run goes; batch: the OpenAI Batch API (half the "
                         "price, up to 24 h), round by round, resumable: batch ids are kept in OUTPUT.batches.json")
-    g.add_argument("--poll-seconds", type=float, default=30.0, metavar="S",
+    g.add_argument("--poll-seconds", type=nonneg_float, default=30.0, metavar="S",
                    help="with --backend batch: seconds between status checks (default 30)")
     if shard:
         g.add_argument("--shard", metavar="I/N", help="only this slice of the work (by a hash of the query or "

@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import UsageError
 from ..product.formatting import render_table, to_json
 from .options import add_format_option, add_llm_options, llm_config
+from .values import nonneg_int
 
 
 # ---------------------------------------------------------------------------------------- demo
@@ -219,7 +220,7 @@ def gate(sub: Any) -> None:
     p.add_argument("--min", action="append", metavar="METRIC=VALUE", help="the metric must be at least VALUE")
     p.add_argument("--max", action="append", metavar="METRIC=VALUE", help="the metric must be at most VALUE")
     p.add_argument("--run", help="for compare results: which run to gate (default: the last)")
-    p.add_argument("--allow-errors", type=int, default=0, metavar="N",
+    p.add_argument("--allow-errors", type=nonneg_int, default=0, metavar="N",
                    help="pass a stage result (judge, check, generate) with up to N error items (default 0)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_gate)

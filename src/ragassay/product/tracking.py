@@ -25,6 +25,8 @@ def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
             out[name.strip()] = float(value)
         except ValueError:
             raise UsageError(f"{flag} {item!r}: {value!r} is not a number") from None
+        if out[name.strip()] != out[name.strip()] or out[name.strip()] in (float("inf"), float("-inf")):
+            raise UsageError(f"{flag} {item!r}: the threshold must be a finite number (nan passes no test)")
     return out
 
 

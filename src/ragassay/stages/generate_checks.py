@@ -210,8 +210,10 @@ def mix_counts(total: int, mix: dict[str, float]) -> dict[str, int]:
 
 
 def parse_mix(text: str, names: Sequence[str] = ("easy", "medium", "hard"), flag: str = "--mix") -> dict[str, float]:
-    """``name=share,...`` with known names and non-negative shares, at least one positive."""
-    out = {}
+    """``name=share,...``: known names, each once, each share from 0 to 1, the shares adding up to 1
+    (a share of 2, or shares adding up to 0.9, would make a set nobody asked for)."""
+    import math
+    out: dict[str, float] = {}
     for part in text.split(","):
         if not part.strip():
             continue
@@ -219,12 +221,17 @@ def parse_mix(text: str, names: Sequence[str] = ("easy", "medium", "hard"), flag
         name = name.strip().lower()
         if name not in names:
             raise ValueError(f"unknown name {name!r} in {flag} (use {', '.join(names)})")
+        if name in out:
+            raise ValueError(f"{name} is given twice in {flag}")
         try:
             out[name] = float(value)
         except ValueError:
             raise ValueError(f"{flag} needs numbers, e.g. {names[0]}=0.5,{names[-1]}=0.5 (got {part!r})") from None
-        if out[name] < 0:
-            raise ValueError(f"{flag} shares cannot be negative")
-    if not out or sum(out.values()) <= 0:
-        raise ValueError(f"{flag} needs at least one positive share")
+        if not math.isfinite(out[name]) or not 0 <= out[name] <= 1:
+            raise ValueError(f"{flag} shares are from 0 to 1 (got {part.strip()!r})")
+    if not out:
+        raise ValueError(f"{flag} needs at least one share, e.g. {names[0]}=1")
+    total = sum(out.values())
+    if abs(total - 1) > 1e-6:
+        raise ValueError(f"{flag} shares must add up to 1; these add up to {total:g}")
     return out
