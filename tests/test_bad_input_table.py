@@ -319,3 +319,30 @@ def test_a_flag_value_that_means_nothing_is_a_usage_error_naming_the_flag(work, 
     line = error_line(err, argv[0])
     assert code == 2 and flag in line, err
     assert not out.strip()  # nothing computed, nothing printed as a result
+
+
+# ------------------------------------------------------------------------------------- merge
+
+JUDGMENT = {"query_id": "q1", "chunk_id": "c1", "grade": 2, "status": "ok", "error": None, "key": "k1"}
+CHECK_RECORD = {"id": "a1", "label": "correct", "status": "ok", "error": None, "key": "k2"}
+MERGE_CASES = {
+    "judgments-and-checks": ([JUDGMENT], [CHECK_RECORD], "a check record, but"),
+    "checks-and-judgments": ([CHECK_RECORD], [JUDGMENT], "a judgment record, but"),
+    "grade-7": ([JUDGMENT], [{**JUDGMENT, "key": "k9", "grade": 7}], "breaks the judgment record contract: grade"),
+    "grade-negative": ([{**JUDGMENT, "grade": -1}], [JUDGMENT], "breaks the judgment record contract: grade"),
+    "ok-without-grade": ([JUDGMENT], [{**JUDGMENT, "key": "k8", "grade": None}], "breaks the judgment record contract"),
+    "label-unknown": ([CHECK_RECORD], [{**CHECK_RECORD, "key": "k7", "label": "mostly right"}],
+                      "breaks the check record contract: label"),
+    "not-a-record": ([JUDGMENT], [{"something": 1}], "not a record of a ragassay stage"),
+}
+
+
+@pytest.mark.parametrize("case", list(MERGE_CASES))
+def test_merge_refuses_mixed_kinds_and_records_that_break_their_contract(work, capsys, case):
+    first, second, says = MERGE_CASES[case]
+    (work / "a.jsonl").write_bytes(jl(*first))
+    (work / "b.jsonl").write_bytes(jl(*second))
+    code, _, err = run_case(["merge", "a.jsonl", "b.jsonl", "-o", "m.jsonl"], work, capsys)
+    line = error_line(err, "merge")
+    assert code == 1 and says in line and ("a.jsonl:1" in line or "b.jsonl:1" in line), err
+    assert not (work / "m.jsonl").exists()

@@ -24,12 +24,51 @@ class Merged:
     conflicts: list[str] = field(default_factory=list)  # keys with different ok records
 
 
+def record_kind(rec: dict) -> str | None:
+    """Which stage wrote a record, from the fields its contract requires (None: no stage's)."""
+    if {"query_id", "chunk_id"} <= rec.keys() and "grade" in rec:
+        return "judgment"
+    if "query_id" in rec and "coverage" in rec:
+        return "coverage"
+    if {"id", "question", "answer", "difficulty"} <= rec.keys():
+        return "question"
+    if "id" in rec and "label" in rec:
+        return "check"
+    return None
+
+
+def _models() -> dict:
+    from ..data.records import Check, Coverage, Judgment, Question
+    return {"judgment": Judgment, "coverage": Coverage, "check": Check, "question": Question}
+
+
 def merge_records(paths: Sequence[str | Path]) -> Merged:
+    """One file of the records of several shards. Every record must be a record of one stage's
+    contract (a grade of 7 is not), and all of one kind: judgments are never mixed with checks."""
+    from pydantic import ValidationError
+
     from ..data.io import iter_jsonl
+    models = _models()
     by_key: dict[str, dict] = {}
     out = Merged([], len(paths))
+    first: tuple[str, str | Path, int] | None = None  # the kind of the first record, and where it is
     for path in paths:
         for no, rec in iter_jsonl(path):
+            kind = record_kind(rec)
+            if kind is None:
+                raise InputError("not a record of a ragassay stage (judgments, coverage, checks or questions)",
+                                 path, no)
+            if first is None:
+                first = (kind, path, no)
+            elif kind != first[0]:
+                raise InputError(f"a {kind} record, but {first[1]}:{first[2]} holds {first[0]} records: merge "
+                                 "the outputs of one stage at a time", path, no)
+            try:
+                models[kind].model_validate(rec)
+            except ValidationError as e:
+                err = e.errors()[0]
+                where = ".".join(str(x) for x in err.get("loc", ())) or kind
+                raise InputError(f"breaks the {kind} record contract: {where}: {err.get('msg')}", path, no) from None
             key = rec.get("key") or rec.get("id")
             if not isinstance(key, str) or not key:
                 raise InputError("a record without a 'key' (or 'id'): not a ragassay stage output", path, no)
