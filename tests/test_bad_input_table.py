@@ -346,3 +346,42 @@ def test_merge_refuses_mixed_kinds_and_records_that_break_their_contract(work, c
     line = error_line(err, "merge")
     assert code == 1 and says in line and ("a.jsonl:1" in line or "b.jsonl:1" in line), err
     assert not (work / "m.jsonl").exists()
+
+
+# ----------------------------------------------------------------------------------- storage
+
+
+def _foreign_db(path: Path) -> None:
+    import sqlite3
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE customers (name TEXT)")
+    db.execute("INSERT INTO customers VALUES ('Ada')")
+    db.commit()
+    db.close()
+
+
+STORAGE = {
+    "broken": (lambda p: p.write_bytes(b"this is not a database\n" * 10), "not an SQLite database"),
+    "foreign": (_foreign_db, "an SQLite database of something else (its tables: customers)"),
+    "directory": (lambda p: p.mkdir(), "is a directory"),
+}
+STORAGE_COMMANDS = {
+    "track": ["track", "result.json", "--db", "STORE"],
+    "history": ["history", "--db", "STORE"],
+    "check-cache": ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "-o", "c.jsonl", "--cache", "STORE", *LLM],
+    "judge-cache": JUDGE + ["-o", "j.jsonl", "--cache", "STORE"],
+}
+
+
+@pytest.mark.parametrize("store", list(STORAGE))
+@pytest.mark.parametrize("command", list(STORAGE_COMMANDS))
+def test_a_broken_or_foreign_database_is_one_line_and_left_untouched(work, capsys, command, store):
+    make, says = STORAGE[store]
+    path = work / "store.sqlite"
+    make(path)
+    argv = [str(path) if a == "STORE" else a for a in STORAGE_COMMANDS[command]]
+    before = path.read_bytes() if path.is_file() else None
+    code, _, err = run_case(argv, work, capsys)
+    line = error_line(err, argv[0])
+    assert code == 1 and "store.sqlite" in line and says in line, err
+    assert (path.read_bytes() if path.is_file() else None) == before

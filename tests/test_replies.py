@@ -120,3 +120,36 @@ def test_a_port_that_accepts_and_never_answers_fails_within_the_timeout(tmp_path
     assert code == 1 and elapsed < 15, elapsed  # one timeout per call in flight, not the 300 s deadline
     assert "stopped early" in err and f"no answer from {url} within 2 s" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_cache_that_fills_the_disk_mid_run_costs_no_answer(tmp_path, capsys, monkeypatch):
+    """Every answer received is journalled; the cache failing is one warning, the run completes,
+    and a rerun asks the endpoint for nothing."""
+    import sqlite3
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+
+    from ragassay.llm.cache import Cache
+    puts = []
+
+    def full(self, *args, **kwargs):
+        puts.append(1)
+        if len(puts) > 2:
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(self, *args, **kwargs)
+
+    real = Cache.put
+    monkeypatch.setattr(Cache, "put", full)
+    answers = answers_file(tmp_path, 8)
+    out = tmp_path / "c.jsonl"
+    with FakeLLM() as server:
+        argv = ["check", str(answers), "-o", str(out), "--base-url", server.url, "--model", "m",
+                "--cache", str(tmp_path / "cache.sqlite"), "--quiet", "--concurrency", "1"]
+        assert main(argv) == 0
+        first = server.calls
+        err = capsys.readouterr().err
+        assert main(argv) == 0
+        assert server.calls == first == 8  # nothing asked twice
+    assert err.count("warning: the answer cache") == 1 and "database or disk is full" in err
+    assert [json.loads(x)["status"] for x in out.read_text().splitlines()] == ["ok"] * 8

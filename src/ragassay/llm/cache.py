@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+
 MIGRATIONS = [
     """CREATE TABLE answers (
         key TEXT PRIMARY KEY,
@@ -62,14 +64,17 @@ class Cache:
         return self
 
     def __init__(self, path: str | Path):
+        from ..data.sqlite_files import open_own_database
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         # one thread at a time uses it, but not always the one that opened it (a notebook runs stages
-        # in a worker thread: see api.run_sync)
-        self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self._migrate()
+        # in a worker thread: see api.run_sync); a broken, foreign or read-only file is one clear line
+        self.db = open_own_database(self.path, {"answers"}, "answer cache", "--cache")
+        try:
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except sqlite3.Error as e:
+            raise InputError(f"--cache: the answer cache cannot be used ({e}); give another path or --no-cache",
+                             self.path) from None
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]

@@ -17,6 +17,7 @@ import asyncio
 import json
 import random
 import re
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from email.utils import parsedate_to_datetime
@@ -75,7 +76,7 @@ class LLM:
         key = self.request_key(messages, response_model, params)
         su = self.usage.stage(stage)
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = self._cached(key)
             if hit is not None:
                 try:
                     answer = response_model.model_validate(hit["answer"])
@@ -98,10 +99,37 @@ class LLM:
         except LLMError:
             su.failed += 1
             raise
-        if self.cache is not None:
-            self.cache.put(key, self.config.model, answer.model_dump(mode="json"), raw, usage_in, usage_out)
+        self._keep(key, answer, raw, usage_in, usage_out)
         su.ok += 1
         return answer
+
+    def _cached(self, key: str) -> dict | None:
+        try:
+            return self.cache.get(key) if self.cache is not None else None
+        except sqlite3.Error as e:
+            self._cache_failed(e)
+            return None
+
+    def _keep(self, key: str, answer: BaseModel, raw: str, tokens_in: int, tokens_out: int) -> None:
+        """Store an answer in the cache. A cache that cannot be written (a full disk, a file made
+        read-only mid-run) does not cost the answer: the stage journals its record before anything
+        else, so the run goes on without the cache and a rerun asks for nothing already received."""
+        if self.cache is None:
+            return
+        try:
+            self.cache.put(key, self.config.model, answer.model_dump(mode="json"), raw, tokens_in, tokens_out)
+        except sqlite3.Error as e:
+            self._cache_failed(e)
+
+    def _cache_failed(self, e: Exception) -> None:
+        import sys
+        print(f"warning: the answer cache {self.cache.path} cannot be used any more ({e}); this run goes on without "
+              "it (every answer is still kept in the output's journal)", file=sys.stderr)
+        try:
+            self.cache.close()
+        except sqlite3.Error:
+            pass
+        self.cache = None
 
     def params(self, max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
                sample: int = 0) -> dict[str, Any]:
@@ -166,9 +194,7 @@ class LLM:
         if answer is None:  # no re-ask in a batch: the record says why, a live rerun can ask again
             su.failed += 1
             raise LLMError(kind, f"the batch answer is unusable: {problem}")
-        if self.cache is not None:
-            self.cache.put(key, self.config.model, answer.model_dump(mode="json"),
-                           getattr(completion.choices[0].message, "content", None) or "", tokens_in, tokens_out)
+        self._keep(key, answer, getattr(completion.choices[0].message, "content", None) or "", tokens_in, tokens_out)
         su.ok += 1
         return answer
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import InputError, UsageError
 
 DEFAULT_DB = Path(".ragassay") / "history.sqlite"
 
@@ -75,13 +75,16 @@ def git_commit(cwd: str | Path = ".") -> str | None:
 
 class History:
     def __init__(self, path: str | Path = DEFAULT_DB):
+        from ..data.sqlite_files import open_own_database
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("""CREATE TABLE IF NOT EXISTS results (
-            id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, label TEXT, commit_id TEXT,
-            kind TEXT NOT NULL, source TEXT, metrics TEXT NOT NULL, settings TEXT)""")
+        # a broken, foreign or read-only --db is one clear line, never a table made in someone's database
+        self.db = open_own_database(self.path, {"results"}, "history", "--db")
+        try:
+            self.db.execute("""CREATE TABLE IF NOT EXISTS results (
+                id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, label TEXT, commit_id TEXT,
+                kind TEXT NOT NULL, source TEXT, metrics TEXT NOT NULL, settings TEXT)""")
+        except sqlite3.Error as e:
+            raise InputError(f"--db: the history cannot be used ({e}); give another path", self.path) from None
 
     def add(self, kind: str, metrics: Mapping[str, float], label: str | None, source: str,
             settings: Mapping | None = None, commit: str | None = None) -> int:
