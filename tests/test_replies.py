@@ -153,3 +153,72 @@ def test_a_cache_that_fills_the_disk_mid_run_costs_no_answer(tmp_path, capsys, m
         assert server.calls == first == 8  # nothing asked twice
     assert err.count("warning: the answer cache") == 1 and "database or disk is full" in err
     assert [json.loads(x)["status"] for x in out.read_text().splitlines()] == ["ok"] * 8
+
+
+# ----------------------------------------------------------------------------- spending ceilings
+
+
+def test_max_calls_sends_exactly_that_many_requests_keeps_what_is_done_and_exits_3(tmp_path, capsys):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+    out = tmp_path / "c.jsonl"
+    argv = ["check", str(answers_file(tmp_path, 10)), "-o", str(out), "--model", "m", "--no-cache", "--quiet",
+            "--concurrency", "1"]
+    with FakeLLM() as server:
+        code = main(argv + ["--base-url", server.url, "--max-calls", "3"])
+        printed = capsys.readouterr()
+        assert server.calls == 3 and code == 3
+        assert "stopped at the --max-calls 3 ceiling (3 requests sent); 7 check items not done" in printed.out
+        assert len(out.read_text().splitlines()) == 3  # the three answered are kept, no made-up record for the rest
+        assert main(argv + ["--base-url", server.url]) == 0  # a rerun without the ceiling goes on
+        assert server.calls == 10  # and asks only for the seven left
+    assert len(out.read_text().splitlines()) == 10
+
+
+def test_max_cost_stops_before_the_cost_is_passed(tmp_path, capsys):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+    argv = ["check", str(answers_file(tmp_path, 10)), "-o", str(tmp_path / "c.jsonl"), "--model", "m", "--no-cache",
+            "--quiet", "--concurrency", "1", "--price-in", "1000", "--price-out", "1000", "--max-cost", "0.5"]
+    with FakeLLM() as server:
+        code = main(argv + ["--base-url", server.url])
+        calls = server.calls
+    printed = capsys.readouterr()
+    assert code == 3 and 0 < calls < 10 and "stopped at the --max-cost $0.5 ceiling" in printed.out
+    assert main(argv[:-2] + ["--max-cost", "1", "--base-url", "http://127.0.0.1:9/v1", "--price-in", "-1"]) == 2
+
+
+def test_max_cost_without_a_price_is_refused_before_anything_is_sent(tmp_path, capsys):
+    code = main(["check", str(answers_file(tmp_path)), "-o", str(tmp_path / "c.jsonl"), "--model", "my-local-model",
+                 "--base-url", "http://127.0.0.1:9/v1", "--max-cost", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1 and "--max-cost needs a price for model 'my-local-model'" in err
+
+
+def test_generate_with_a_huge_limit_on_few_chunks_stops_when_its_chunks_are_spent(tmp_path, capsys):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("".join(line + "\n" for line in (EX / "chunks.jsonl").read_text().splitlines()[:6]))
+    with FakeLLM() as server:
+        code = main(["generate", str(chunks), "-o", str(tmp_path / "q.jsonl"), "--limit", "100000", "--base-url",
+                     server.url, "--model", "m", "--no-cache", "--quiet"])
+        calls = server.calls
+    out = capsys.readouterr().out
+    assert code == 3 and "fell short of the target" in out
+    assert "stopped" in out and calls < 6 * 2 * 8  # each chunk seeds at most two candidates of at most ~8 calls
+
+
+def test_generate_stops_at_max_calls(tmp_path, capsys):
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+    with FakeLLM() as server:
+        code = main(["generate", str(EX / "chunks.jsonl"), "-o", str(tmp_path / "q.jsonl"), "--limit", "20",
+                     "--base-url", server.url, "--model", "m", "--no-cache", "--quiet", "--max-calls", "10"])
+        calls = server.calls
+    out = capsys.readouterr().out
+    assert code in (1, 3) and calls <= 10 and "ceiling" in out

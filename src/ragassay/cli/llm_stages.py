@@ -234,8 +234,8 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
                 llm = LLM(config)
             llm.batch = box
         except LLMError as e:
-            if e.kind != "config":
-                raise
+            if e.kind != "config" or config.api_key or config.base_url:
+                raise  # only "no endpoint at all" means rules only; a bad setting is an error
             llm = None
 
         async def body():
@@ -262,7 +262,7 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     if args.format == "json":
         return to_json(nan_to_none({**result, "batch": batch_note or None})), done.exit_code
     text = _check_text(result, args) + (f"\n{batch_note}" if batch_note else "")
-    if done.errors:
+    if done.errors or done.stopped:
         text += "\n" + done.failure_text()
     return text, done.exit_code
 
@@ -379,7 +379,7 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     if total < 1:
         raise InputError("nothing to generate: no usable chunks, or --limit below 1", args.chunks)
     options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc,
-                              styles=styles)
+                              styles=styles, max_calls=args.max_calls)
     if args.dry_run:  # offline: no endpoint, no key
         est = Generator(None, chunks, options, config, existing).estimate()
         return to_json(est.to_dict()) if args.format == "json" else est.text()

@@ -54,6 +54,11 @@ def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the answer cache")
     g.add_argument("--price-in", type=nonneg_float, metavar="USD", help="price per million input tokens (overrides the table)")
     g.add_argument("--price-out", type=nonneg_float, metavar="USD", help="price per million output tokens")
+    g.add_argument("--max-calls", type=positive_int, metavar="N",
+                   help="send at most N requests (retries and re-asks count); then stop, keep what is done and "
+                        "exit 3 (a rerun with a higher ceiling goes on)")
+    g.add_argument("--max-cost", type=positive_float, metavar="USD",
+                   help="stop before the cost reaches USD (needs a known price: the table or --price-in/--price-out)")
     g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -65,7 +70,8 @@ def llm_config(args: argparse.Namespace):
         concurrency=getattr(args, "concurrency", None), rpm=getattr(args, "rpm", None),
         tpm=getattr(args, "tpm", None), cache_path=getattr(args, "cache", None),
         use_cache=not getattr(args, "no_cache", False), price_in=getattr(args, "price_in", None),
-        price_out=getattr(args, "price_out", None))
+        price_out=getattr(args, "price_out", None), max_calls=getattr(args, "max_calls", None),
+        max_cost=getattr(args, "max_cost", None))
 
 
 def add_batch_options(p: argparse.ArgumentParser, shard: bool = True) -> None:

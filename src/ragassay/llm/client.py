@@ -301,10 +301,22 @@ class LLM:
             raise LLMError("transport", f"could not connect to {self.config.public_base_url()} after {attempt_no} "
                            f"attempt(s): {self._redact(str(e))}", attempt_no) from None
 
+    def _check_ceilings(self) -> None:
+        """No request is sent past a spending ceiling (calls in flight may finish past the cost one)."""
+        c = self.config
+        sent = self.usage.total().calls
+        if c.max_calls is not None and sent >= c.max_calls:
+            raise LLMError("budget", f"stopped at the --max-calls {c.max_calls} ceiling ({sent} requests sent)")
+        if c.max_cost is not None:
+            spent = self.usage.cost() or 0.0
+            if spent >= c.max_cost:
+                raise LLMError("budget", f"stopped at the --max-cost ${c.max_cost:g} ceiling (${spent:.4f} spent)")
+
     async def _send(self, convo, response_model, params, su):
         while True:
             mode = self.mode
             body = self.request_body(convo, response_model, params, mode)
+            self._check_ceilings()
             su.calls += 1
             try:
                 completion = await self.client.chat.completions.create(**body)

@@ -41,6 +41,8 @@ class LLMConfig:
     price_in: float | None = None  # USD per million input tokens (overrides the price table)
     price_out: float | None = None
     temperature: float = 0.0
+    max_calls: int | None = None   # spending ceilings: no request is sent past them (LLMError "budget")
+    max_cost: float | None = None  # USD
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMConfig:
@@ -72,6 +74,11 @@ class LLMConfig:
             raise LLMError("config", "no model given: pass --model or set RAGASSAY_MODEL")
         if self.concurrency < 1:
             raise LLMError("config", "concurrency must be at least 1")
+        if self.max_cost is not None:
+            from .usage import price_for
+            if price_for(self.model, self.price_in, self.price_out) is None:
+                raise LLMError("config", f"--max-cost needs a price for model {self.model!r}: pass --price-in and "
+                               "--price-out (USD per million tokens)")
 
     def secrets(self) -> list[str]:
         """Strings that must never be written anywhere: the key, and credentials in the base URL."""

@@ -109,8 +109,8 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
             from ..llm import LLM
             llm = LLM(config)
         except LLMError as e:
-            if e.kind != "config":
-                raise
+            if e.kind != "config" or config.api_key or config.base_url:
+                raise  # only "no endpoint at all" skips the LLM stages; a bad setting is an error
     report_files = [out / "compare.json"]
     if llm is not None:
         from ..stages.generate import GenerateOptions, Generator, write_outputs

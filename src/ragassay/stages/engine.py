@@ -468,6 +468,10 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
         if t_in or t_out:
             cost = None if price is None or cost is None else cost + (t_in * price[0] + t_out * price[1]) / 1e6
     est.cost_usd = cost  # 0 when nothing is sent; None when a model that will be called has no price
+    ceilings = [f"--max-calls {c.max_calls}" for c in configs[:1] if c.max_calls] + \
+               [f"--max-cost ${c.max_cost:g}" for c in configs[:1] if c.max_cost]
+    if ceilings:
+        est.note = "; ".join(x for x in (est.note, "the run stops at " + " or ".join(ceilings)) if x)
     return est
 
 
@@ -542,6 +546,7 @@ class StageRun:
     errors: int
     error_reasons: Counter
     pending: int = 0  # items waiting for batch answers (their requests were exported)
+    stopped: str | None = None  # a spending ceiling stopped the run: why, and what is left
 
     def to_dataframe(self) -> Any:
         """The records of this run as a pandas DataFrame (pandas is optional)."""
@@ -550,17 +555,21 @@ class StageRun:
 
     @property
     def exit_code(self) -> int:
-        """0 every record ok; 3 some error records (a rerun retries them); 1 nothing succeeded."""
-        if self.errors == 0:
+        """0 every record ok; 3 some error records or items left by a ceiling (a rerun goes on); 1
+        nothing succeeded."""
+        if self.errors == 0 and self.stopped is None:
             return 0
-        return 1 if self.ok == 0 else 3
+        return 1 if self.ok == 0 and self.errors else 3
 
     def failure_text(self) -> str:
+        if self.stopped and not self.errors:
+            return self.stopped
         if not self.errors:
             return ""
         reasons = "; ".join(f"{n} x {r}" for r, n in self.error_reasons.most_common(3))
-        return (f"{self.errors} of {self.ok + self.errors} {self.stage} records are errors (commonest: {reasons}); "
+        text = (f"{self.errors} of {self.ok + self.errors} {self.stage} records are errors (commonest: {reasons}); "
                 "rerun the same command to retry them")
+        return f"{text}\n{self.stopped}" if self.stopped else text
 
 
 def reason_of(record: dict) -> str:
@@ -597,6 +606,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
     early: list[LLMError] = []
     answered = [False]
     aborted: list[str] = []
+    budget: list[str] = []  # why a spending ceiling stopped the run
     abort = asyncio.Event()
 
     pending = [0]
@@ -625,6 +635,11 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                 raise LLMError("invalid", f"the answers made a record outside the data contract: "
                                f"{e.errors()[0].get('msg', e)}") from None
         except LLMError as e:
+            if e.kind == "budget":  # a spending ceiling: stop sending, keep what is done, no record for this item
+                if not budget:
+                    budget.append(str(e))
+                abort.set()
+                return []
             if not answered[0] and e.kind in ("transport", "auth", "request"):
                 early.append(e)
                 if len(todo) > ABORT_AFTER and len(early) >= ABORT_AFTER and len({x.kind for x in early}) == 1:
@@ -633,7 +648,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
             return contract(stage, stage.error_records(it, e))
 
     async def worker() -> None:
-        while not aborted:
+        while not aborted and not budget:
             try:
                 it = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -672,8 +687,11 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
     plan_keys = [k for it in items for k in it.record_keys]
     records = store.finalize(plan_keys)
     errors = [r for r in records if r.get("status") != "ok"]
+    not_done = sum(1 for it in todo if not all(store.done(k) for k in it.record_keys)) if budget else 0
     return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(errors),
-                    len(errors), Counter(reason_of(r) for r in errors), pending[0])
+                    len(errors), Counter(reason_of(r) for r in errors), pending[0],
+                    stopped=f"{budget[0]}; {not_done} {stage.name} items not done: rerun with a higher ceiling to "
+                            "go on" if budget else None)
 
 
 def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Awaitable[Any]]) -> Any:

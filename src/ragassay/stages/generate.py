@@ -38,6 +38,7 @@ from ..data.records import Chunk, Question
 
 Difficulty = Literal["easy", "medium", "hard"]
 LEVEL_ORDER = ("hard", "medium", "easy")  # hardest to fill first; relabels land in easy
+SEED_USES = 2  # each usable chunk seeds at most this many candidates in a run: then the chunks are spent
 
 
 class Evidence(BaseModel):
@@ -96,6 +97,7 @@ class GenerateOptions:
     mix: dict[str, float] = field(default_factory=lambda: {"easy": 0.4, "medium": 0.4, "hard": 0.2})
     seed: int = 0
     attempts_per_question: float = 2.0   # candidate chunks tried per wanted question, at most
+    max_calls: int | None = None         # a ceiling on generate's requests (default: 3x the target's estimate)
     max_per_doc: int | None = None       # candidates per document before others run out (default: total / 4)
     styles: dict[str, float] = field(default_factory=lambda: {"question": 0.4, "keywords": 0.25, "lowercase": 0.15,
                                                              "task": 0.2})
@@ -109,6 +111,7 @@ class GenerateResult:
     unfit_chunks: dict[str, str]
     target: dict[str, int]
     pending: int = 0  # candidates waiting for batch answers: the set is not finished, nothing is written
+    stopped: str | None = None  # why generation stopped before the target: a ceiling, or chunks spent
 
     def summary(self) -> str:
         per_level = Counter(q.difficulty for q in self.accepted)
@@ -128,6 +131,8 @@ class GenerateResult:
         if short:
             lines.append("fell short of the target: " + ", ".join(f"{k} {v} fewer" for k, v in short.items())
                          + "; the rejects above say why (a rerun with --limit or another --seed tries other chunks)")
+        if self.stopped:
+            lines.append(self.stopped)
         return "\n".join(lines)
 
     @property
@@ -151,7 +156,7 @@ class GenerateResult:
                 "kinds": dict(Counter(q.kind for q in self.accepted)),
                 "styles": dict(Counter(q.style for q in self.accepted)),
                 "reject_reasons": dict(Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)),
-                "unfit_chunks": len(self.unfit_chunks)}
+                "unfit_chunks": len(self.unfit_chunks), "stopped": self.stopped}
 
 
 def cited(generated: GeneratedQuestion, offered: Sequence[str]) -> list[str]:
@@ -184,6 +189,7 @@ class Generator:
         self.config = llm.config if llm is not None else (config or LLMConfig())
         self.options = options
         self.failures: list[LLMError] = []
+        self.budget_stop: str | None = None  # a spending ceiling (--max-calls/--max-cost) stopped a call
         self.answered = False
         self._style_counts: dict[str, int] = {}
         self.chunks = {c.id: c for c in chunks}
@@ -271,6 +277,8 @@ class Generator:
         how many tries that used."""
         wave, tries = [], 0
         for _ in range(n if pool else 0):
+            if cursor[0] >= len(pool) * SEED_USES:
+                break  # every chunk has seeded its share of candidates: the chunks are spent
             cid = pool[cursor[0] % len(pool)]
             cursor[0] += 1
             tries += 1
@@ -345,8 +353,10 @@ class Generator:
             cache.close()
         est = estimate(items, lambda it: False, [self.config], share=False)  # placeholders look alike
         worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
+        ceiling = self.options.max_calls or 3 * max(1, est.calls) + 20
         est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; each rejected candidate costs "
-                    f"another try, at most about {worst} candidates in all")
+                    f"another try, at most about {worst} candidates in all; generate stops at {ceiling} calls "
+                    f"({'--max-calls' if self.options.max_calls else 'its default ceiling: 3x these, --max-calls N to change'})")
         return est
 
     # -- one candidate
@@ -440,18 +450,30 @@ class Generator:
         bar = progress_bar(opts.total, 0, "generate", opts.quiet)  # counts accepted questions
         accepted: list[Question] = []
         rejects: list[dict] = []
+        ceiling = opts.max_calls or self.default_ceiling()
+        stopped: str | None = None
         for level in LEVEL_ORDER:
             want = target.get(level, 0)
             tries = 0
             max_tries = int(want * opts.attempts_per_question) + 1
             while sum(1 for q in accepted if q.difficulty == level) < want and tries < max_tries and pool:
                 need = want - sum(1 for q in accepted if q.difficulty == level)
+                if self.calls_made() >= ceiling:
+                    stopped = (f"stopped at the ceiling of {ceiling} generate calls ({self.calls_made()} made); "
+                               "--max-calls N raises it")
+                    break
                 wave, used = self._wave(level, min(need, max_tries - tries), pool, cursor, rng)
                 tries += used
                 if not wave:
+                    if cursor[0] >= len(pool) * SEED_USES:
+                        stopped = (f"stopped: every usable chunk has seeded {SEED_USES} candidates; add chunks or "
+                                   "lower --limit")
                     break
                 results = await asyncio.gather(*(self._safe(g, level, self.next_style()) for g in wave))
                 self._stop_if_dead()
+                if self.budget_stop:
+                    stopped = self.budget_stop
+                    results = [r for r in results if r != (None, None)]
                 waiting = sum(1 for q, rej in results if q is None and rej is None)
                 if waiting:  # the wave's next step is exported: the next round goes on from here
                     if bar is not None:
@@ -472,9 +494,25 @@ class Generator:
                         if bar is not None:
                             bar.update(1)
                             bar.set_postfix(rejected=len(rejects), refresh=False)
+                if stopped:
+                    break
+            if stopped:
+                break
         if bar is not None:
             bar.close()
-        return GenerateResult(accepted, rejects, dict(self.unfit), target)
+        return GenerateResult(accepted, rejects, dict(self.unfit), target, stopped=stopped)
+
+    def calls_made(self) -> int:
+        """Requests generate has sent so far (its questions and their checks)."""
+        if self.llm is None:
+            return 0
+        usage = self.llm.usage
+        return sum(usage.stage(s).calls for s in ("generate", "verify"))
+
+    def default_ceiling(self) -> int:
+        """Three times the calls the target needs when every first candidate is accepted: room for
+        rejections, never a runaway (a --limit far above what the chunks can give)."""
+        return 3 * max(1, self.estimate().calls) + 20
 
     def _stop_if_dead(self) -> None:
         """The first calls all failed the same way: say so now instead of trying every candidate."""
@@ -490,6 +528,9 @@ class Generator:
         except Deferred:
             return None, None  # waits for a batch answer
         except LLMError as e:
+            if e.kind == "budget":  # a spending ceiling: this candidate was not tried, it is no reject
+                self.budget_stop = str(e)
+                return None, None
             self.failures.append(e)
             return None, {"chunk_ids": group, "difficulty": level, "question": None, "answer": None,
                           "reason": f"model call failed: {e.reason}", "scores": {}}

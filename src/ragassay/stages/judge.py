@@ -561,7 +561,8 @@ class JudgeResult:
         if all(c == 0 for c in codes):
             return 0
         ok = self.relevance.ok + (self.coverage.ok if self.coverage else 0)
-        return 1 if ok == 0 else 3
+        stopped = self.relevance.stopped or (self.coverage.stopped if self.coverage else None)
+        return 1 if ok == 0 and not stopped else 3
 
     def to_dict(self) -> dict[str, Any]:
         cov = Counter(r["coverage"] for r in self.coverage.records if r["status"] == "ok") if self.coverage else None
@@ -606,7 +607,7 @@ class JudgeResult:
         if self.coverage is not None and self.coverage.pending:
             lines.append(f"{self.coverage.pending} coverage items wait for batch answers (one step per round)")
         for stage in (self.relevance, self.coverage):
-            if stage is not None and stage.errors:
+            if stage is not None and (stage.errors or stage.stopped):
                 lines.append(stage.failure_text())
         if self.usage:
             lines.append(self.usage)
