@@ -385,3 +385,34 @@ def test_a_broken_or_foreign_database_is_one_line_and_left_untouched(work, capsy
     line = error_line(err, argv[0])
     assert code == 1 and "store.sqlite" in line and says in line, err
     assert (path.read_bytes() if path.is_file() else None) == before
+
+
+# -------------------------------------------------------------------------------- endpoints
+
+ENDPOINT_COMMANDS = {
+    "judge": JUDGE[:7] + ["--depth", "1", "-o", "j.jsonl", "--model", "m", "--no-cache", "--quiet"],
+    "check": ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "-o", "c.jsonl", "--model", "m", "--no-cache",
+              "--quiet"],
+    "generate": ["generate", "chunks.jsonl", "-o", "q.jsonl", "--limit", "2", "--model", "m", "--no-cache", "--quiet"],
+    "ping": ["ping", "--model", "m"],
+}
+REPLY_SHAPES = {
+    "html": ("text/html", b"<html><body>It works!</body></html>", "an HTML page"),
+    "plain-text": ("text/plain", b"Service Unavailable", "plain text ('Service Unavailable')"),
+    "empty-body": ("text/plain", b"", "an empty body"),
+    "json-type-empty-body": ("application/json", b"", "a body that is not JSON"),
+    "json-type-not-json": ("application/json", b"<html>oops</html>", "a body that is not JSON"),
+    "json-array": ("application/json", b"[]", "JSON without a 'choices' list"),
+    "json-error-shape": ("application/json", b'{"detail": "Not Found"}', "JSON without a 'choices' list"),
+}
+
+
+@pytest.mark.parametrize("shape", list(REPLY_SHAPES))
+@pytest.mark.parametrize("command", list(ENDPOINT_COMMANDS))
+def test_an_endpoint_that_is_not_the_api_is_one_line_naming_it(work, capsys, command, shape):
+    from test_replies import Replying
+    content_type, body, what = REPLY_SHAPES[shape]
+    with Replying(content_type, body) as server:
+        code, out, err = run_case(ENDPOINT_COMMANDS[command] + ["--base-url", server.url], work, capsys)
+    line = error_line(err, command)
+    assert code == 1 and f"the endpoint at {server.url} answered" in line and what in line, err

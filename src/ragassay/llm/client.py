@@ -319,7 +319,12 @@ class LLM:
             self._check_ceilings()
             su.calls += 1
             try:
-                completion = await self.client.chat.completions.create(**body)
+                try:
+                    completion = await self.client.chat.completions.create(**body)
+                except (json.JSONDecodeError, UnicodeDecodeError) as e:  # a JSON content type over a body that is not
+                    raise LLMError("transport", f"the endpoint at {self.config.public_base_url()} answered with a body "
+                                   f"that is not JSON ({type(e).__name__}: {str(e)[:80]}), not a chat completion; "
+                                   "is the base URL the API's root (it usually ends in /v1)?") from None
                 not_completion = self._not_a_completion(completion)
                 if not_completion:
                     raise LLMError("transport", not_completion)
