@@ -85,6 +85,9 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace, com
     """Refuse (exit 2) a command whose output is one of its inputs or another of its outputs;
     return its outputs."""
     inputs, outputs = file_args(parser, args, command)
+    for out in outputs:
+        if out.path.is_dir() or out.text.endswith(("/", os.sep)):
+            raise UsageError(f"{out.flag} {out.text} is a directory: give the path of a file to write")
     for i, out in enumerate(outputs):
         for inp in inputs:
             if out.same_file(inp):
