@@ -161,6 +161,17 @@ def test_a_second_process_on_one_output_fails_and_names_the_holder(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+    out.write_text("{}\n")
+    holder = _hold_lock(out)
+    try:
+        import os
+        os.link(out, tmp_path / "twin.jsonl")  # a hard link to an existing locked output, too
+        with pytest.raises(RagassayError, match="twin.jsonl is being written by"):
+            OutputLock(tmp_path / "twin.jsonl").acquire()
+        assert not OutputLock._held  # the refused lock left nothing held
+    finally:
+        holder.kill()
+        holder.wait()
     with OutputLock(out):  # released: the next run may write
         pass
 

@@ -222,3 +222,14 @@ def test_generate_stops_at_max_calls(tmp_path, capsys):
         calls = server.calls
     out = capsys.readouterr().out
     assert code in (1, 3) and calls <= 10 and "ceiling" in out
+
+
+def test_generate_says_why_the_models_answers_were_unusable(tmp_path, capsys):
+    body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Sure! Here is a question."}}]})
+    with Replying("application/json", body.encode()) as server:
+        code = main(["generate", str(EX / "chunks.jsonl"), "-o", str(tmp_path / "q.jsonl"), "--limit", "2",
+                     "--base-url", server.url, "--model", "m", "--no-cache", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "model calls failed" in out and "the answer is not valid JSON" in out

@@ -173,8 +173,31 @@ class OutputLock:
             held[1] += 1
             self._mine = True
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(self.path, "a+", encoding="utf-8")
+        f = self._take(self.path)
+        inode = self._inode_lock()
+        try:
+            g = self._take(inode) if inode is not None else None  # a hard link to it: the same file
+        except RagassayError:
+            _unlock_file(f)
+            f.close()
+            raise
+        OutputLock._held[self.path] = [f, 1, g]
+        self._mine = True
+        return self
+
+    def _inode_lock(self) -> Path | None:
+        """For an output that exists: a lock named by its device and inode, in the temporary folder,
+        so two paths that are hard links to one file meet the same lock."""
+        try:
+            st = self.output.stat()
+        except OSError:
+            return None
+        import tempfile
+        return Path(tempfile.gettempdir()) / "ragassay-locks" / f"{st.st_dev}-{st.st_ino}.lock"
+
+    def _take(self, path: Path) -> Any:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path, "a+", encoding="utf-8")
         try:
             _lock_file(f)
         except OSError:
@@ -188,9 +211,7 @@ class OutputLock:
         f.write(f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
                 f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})")
         f.flush()
-        OutputLock._held[self.path] = [f, 1]
-        self._mine = True
-        return self
+        return f
 
     def release(self) -> None:
         if not self._mine:
@@ -202,8 +223,10 @@ class OutputLock:
         held[1] -= 1
         if held[1] <= 0:
             del OutputLock._held[self.path]
-            _unlock_file(held[0])
-            held[0].close()
+            for f in held[0], held[2]:
+                if f is not None:
+                    _unlock_file(f)
+                    f.close()
 
     def __enter__(self) -> OutputLock:
         return self.acquire()

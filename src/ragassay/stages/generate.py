@@ -123,6 +123,11 @@ class GenerateResult:
             "styles: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(q.style for q in self.accepted).items())),
             f"rejected {len(self.rejects)}" + (": " + "; ".join(f"{k} {v}" for k, v in reasons.most_common()) if reasons else ""),
             f"chunks unfit to ask about: {len(self.unfit_chunks)}"]
+        failed = Counter(r["reason"].split(": ", 1)[1] for r in self.rejects
+                         if r["reason"].startswith("model call failed: "))
+        if failed:  # say why the model's answers were unusable, not only that they were
+            why, n = failed.most_common(1)[0]
+            lines.append(f"model calls failed {sum(failed.values())} times; commonest ({n}): {why[:300]}")
         relabelled = sum(1 for q in self.accepted if q.checks.get("relabelled"))
         if relabelled:
             lines.append(f"relabelled: {relabelled} asked as medium are easy (a gold chunk is BM25 rank 1 with most "
