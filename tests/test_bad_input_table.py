@@ -146,6 +146,7 @@ BAD_QRELS = {  # name -> (file bytes, what the error line must say)
     "trec-grade-exponent": (b"q01 0 c1 1\nq01 0 c2 1e2\n", ":2: grade must be an integer, got '1e2'"),
     "trec-grade-fraction": (b"q01 0 c1 2.5\n", ":1: grade must be an integer, got '2.5'"),
     "trec-grade-word": (b"q01 0 c1 high\n", ":1: grade must be an integer, got 'high'"),
+    "trec-grade-underscore": (b"q01 0 c1 1\nq01 0 c2 1_0\n", ":2: grade must be an integer, got '1_0'"),
     "trec-cr-only": (b"q01 0 c1 1\rq01 0 c2 0\r", ":1: has lines ended by a lone carriage return"),
     "trec-cr-mixed": (b"q01 0 c1 1\nq01 0 c2 0\rq01 0 c3 1\n", ":2: has lines ended by a lone carriage return"),
     "gzip-corrupt": (b"\x1f\x8b\x08\x00broken", "looks gzipped but cannot be decompressed"),
@@ -178,6 +179,9 @@ BAD_RUNS = {
     "jsonl-id-true": (jl({"query_id": "q01", "chunk_id": True, "score": 1.0}), ":1: chunk id must be a string, got true"),
     "jsonl-id-list": (jl({"query_id": ["q01"], "chunk_id": "c1", "score": 1.0}), ':1: query id must be a string, got ["q01"]'),
     "trec-cr-only": (b"q01 Q0 c1 1 2.0 r\rq01 Q0 c2 2 1.0 r\r", ":1: has lines ended by a lone carriage return"),
+    "trec-score-underscore": (b"q01 Q0 c1 1 1_000 r\n", ":1: score is not a number: '1_000'"),
+    "trec-score-nan": (b"q01 Q0 c1 1 nan r\n", ":1: score must be finite, got 'nan'"),
+    "jsonl-score-string": (jl({"query_id": "q01", "chunk_id": "c1", "score": "0.9"}), ":1: score must be a finite number"),
 }
 RUN_COMMANDS = {
     "evaluate": ["evaluate", "qrels.txt", "BAD"],

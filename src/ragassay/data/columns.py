@@ -361,6 +361,9 @@ def parse_floats(col: np.ndarray, lines: np.ndarray, path: str | Path, what: str
 
 
 def _parse_floats_slowly(col: np.ndarray, lines: np.ndarray, path: str | Path, what: str) -> np.ndarray:
+    for i, raw in enumerate(col.tolist()):  # Python reads "1_000" as 1000, trec_eval as 1: neither is guessed
+        if b"_" in raw:
+            raise InputError(f"{what} is not a number: {raw.decode('utf-8', 'replace')!r}", path, int(lines[i]))
     try:
         values = col.astype(np.float64)
     except ValueError:

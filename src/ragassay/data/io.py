@@ -322,16 +322,19 @@ def _parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nd
     values, plain = parse_plain_integers(col)
     if plain.all() and (not len(values) or int(np.abs(values).max()) <= GRADE_LIMIT):
         return values  # the usual case; anything else is judged below, with its line
-    if col.dtype.itemsize > 8:  # a field of 9+ bytes: may be too big for a grade (numpy would wrap it)
-        long = np.flatnonzero(np.char.str_len(col) > 10)
-        if len(long):
-            i = int(long[0])
-            raise InputError(f"grade {col[i].decode('utf-8', 'replace')!r} is out of range (at most {GRADE_LIMIT} "
-                             "either side of 0)", path, int(lines[i]))
-    try:
-        values = col.astype(np.int64)
-    except (ValueError, OverflowError):
-        values = None
+    values = None
+    underscores = any(b"_" in raw for raw in col[~plain].tolist())  # numpy reads "1_0" as 10: judged below
+    if not underscores:
+        if col.dtype.itemsize > 8:  # a field of 9+ bytes: may be too big for a grade (numpy would wrap it)
+            long = np.flatnonzero(np.char.str_len(col) > 10)
+            if len(long):
+                i = int(long[0])
+                raise InputError(f"grade {col[i].decode('utf-8', 'replace')!r} is out of range (at most "
+                                 f"{GRADE_LIMIT} either side of 0)", path, int(lines[i]))
+        try:
+            values = col.astype(np.int64)
+        except (ValueError, OverflowError):
+            values = None
     if values is not None:
         big = np.flatnonzero(np.abs(values) > GRADE_LIMIT)
         if len(big):
