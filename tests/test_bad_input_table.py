@@ -308,6 +308,8 @@ FLAG_CASES = [  # (command, flag, bad values)
     (["gate", "result.json"], "--min", ["ndcg@10=nan", "ndcg@10=inf", "ndcg@10=x", "ndcg@10"]),
     (["gate", "result.json", "--min", "ndcg@10=0.1"], "--allow-errors", ["-1"]),
     (["agree", "qrels.txt", "qrels.txt"], "--runs", ["bm25.txt"]),
+    (CHECK, "--by", ["no_such_field"]),
+    (DRY_JUDGE, "--shard", ["0/2", "3/2", "1/0", "x"]),
 ]
 
 

@@ -207,6 +207,12 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
         raise UsageError("--samples must be at least 1")
     chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
     items = read_answers(args.answers, chunks)
+    fields = ({str(answer_fields(obj, no)["id"]): obj for no, obj in iter_jsonl(args.answers)}
+              if args.by else None)
+    for name in args.by or ():  # checked before anything is spent: a breakdown by nothing means nothing
+        if not any(name in obj for obj in (fields or {}).values()):
+            known = sorted({k for obj in (fields or {}).values() for k in obj})
+            raise UsageError(f"--by {name}: no answer has this field (fields: {', '.join(known)})")
     qrels = read_qrels(args.qrels) if args.qrels else None
     run = read_run(args.run) if args.run else None
     human = read_human_labels(args.human) if args.human else None
@@ -252,8 +258,6 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
         box = batch_box(args)
         done = run_once(box)
         batch_note = finish_batch(args, box, done.pending)
-    fields = ({str(answer_fields(obj, no)["id"]): obj for no, obj in iter_jsonl(args.answers)}
-              if args.by else None)
     result = check_result(done, recall=recall,
                           threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)
     if usage:
