@@ -233,3 +233,31 @@ def test_generate_says_why_the_models_answers_were_unusable(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "model calls failed" in out and "the answer is not valid JSON" in out
+
+
+def test_sigterm_ends_a_run_with_one_line_and_a_rerun_resumes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+    out = tmp_path / "c.jsonl"
+    with FakeLLM(delay=0.3) as server:
+        argv = [sys.executable, "-m", "ragassay", "check", str(answers_file(tmp_path, 20)), "-o", str(out),
+                "--base-url", server.url, "--model", "m", "--no-cache", "--quiet", "--concurrency", "1"]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while server.calls < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 143 and "Traceback" not in err
+        assert err.strip().splitlines()[-1] == ("terminated (SIGTERM); a rerun of the same command resumes where "
+                                                "this one stopped")
+        journal = Path(f"{out}.journal")
+        kept = len(journal.read_text().splitlines()) if journal.exists() else 0
+        assert kept >= 2
+        before = server.calls
+        assert subprocess.run(argv, capture_output=True, text=True, timeout=60).returncode == 0
+        assert server.calls - before <= 20 - kept  # the journalled answers are not asked again
+    assert len(out.read_text().splitlines()) == 20

@@ -65,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help (0) or a usage error (2, already printed): a code, not an exception
         return e.code if isinstance(e.code, int) else 2
+    previous = _on_sigterm()
     try:
         with ExitStack() as locks:
             command_parser = _subparser(parser, args.command)
@@ -78,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RagassayError as e:
         print(f"ragassay {args.command}: error: {e}", file=sys.stderr)
         return 1
+    except _Terminated:
+        print("terminated (SIGTERM); a rerun of the same command resumes where this one stopped", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("interrupted; a rerun of the same command resumes where this one stopped", file=sys.stderr)
         return 130
@@ -87,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{e.filename}: " if e.filename else ""
         print(f"ragassay {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            import signal
+            signal.signal(signal.SIGTERM, previous)
     text, code = out if isinstance(out, tuple) else (out, 0)
     if text:
         try:
@@ -94,6 +102,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             return code
     return code
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it ends like Ctrl-C: journal kept, one line said."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
+def _on_sigterm():
+    """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only); the previous
+    handler is given back."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
