@@ -187,3 +187,25 @@ def test_every_command_that_prints_a_result_speaks_json(tmp_path, capsys, monkey
     assert main(["remap", str(questions), str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "n.qrels"),
                  "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["placed"] == 1
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["demo", "--dry-run"], "ragassay demo: error: unrecognized arguments: --dry-run; --dry-run is a flag of check, "
+                            "generate, judge, not of demo"),
+    (["evaluate", QRELS, BM25, "--model", "x"], "ragassay evaluate: error: unrecognized arguments: --model x; --model "
+                                                "is a flag of check, demo, generate, judge, ping, not of evaluate"),
+    (["evaluate", QRELS, BM25, "--metrc", "ndcg@10"], "ragassay evaluate: error: unrecognized arguments: --metrc "
+                                                      "ndcg@10; did you mean --metric?"),
+    (["compare", QRELS, BM25, BM25, "--per-query"], "--per-query is a flag of evaluate, not of compare"),
+])
+def test_an_unknown_flag_is_answered_by_the_command_with_a_flag_it_takes(capsys, argv, says):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and f"(see 'ragassay {argv[0]} --help')" in err
+    assert "ragassay: error:" not in err  # one dialect: the command speaks
+
+
+def test_a_base_url_without_a_scheme_gets_a_hint(capsys):
+    assert main(["ping", "--base-url", "localhost:8000/v1", "--model", "m"]) == 1
+    assert capsys.readouterr().err.strip() == ("ragassay ping: error: the base URL 'localhost:8000/v1' has no scheme: "
+                                               "did you mean http://localhost:8000/v1?")

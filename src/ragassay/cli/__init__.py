@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
             close = difflib.get_close_matches(m.group(1), choices, n=1)
             return f"; did you mean {close[0]!r}?" if close else ""
         m = re.search(r"unrecognized arguments: (\S+)", message)
-        if m and m.group(1).startswith("-"):
+        if m and m.group(1).startswith("-") and "did you mean" not in message and "is a flag of" not in message:
             parsers = [self] + [p for a in self._actions if isinstance(a, argparse._SubParsersAction)
                                 for p in a.choices.values()]
             flags = sorted({o for p in parsers for a in p._actions for o in a.option_strings})
@@ -62,7 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     2 usage error. Handlers return the text to print, or (text, exit code)."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:  # said by the command itself, in its own words: "ragassay demo: error: ..."
+            _subparser(parser, args.command).error(_unrecognized(parser, args.command, extras))
     except SystemExit as e:  # --help (0) or a usage error (2, already printed): a code, not an exception
         return e.code if isinstance(e.code, int) else 2
     previous = _on_sigterm()
@@ -102,6 +104,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:
             return code
     return code
+
+
+def _unrecognized(parser: argparse.ArgumentParser, command: str, extras: list[str]) -> str:
+    """What the command does not take, and the nearest flag it does take, or which commands take it."""
+    import difflib
+    flag = extras[0].split("=")[0]
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    if not flag.startswith("-"):
+        return message
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    others = sorted(name for name, p in sub.choices.items()
+                    if name != command and any(flag in a.option_strings for a in p._actions))
+    if others:  # a real flag, of other commands: say so rather than guess a look-alike
+        return f"{message}; {flag} is a flag of {', '.join(others)}, not of {command}"
+    mine = sorted({o for a in sub.choices[command]._actions for o in a.option_strings})
+    close = difflib.get_close_matches(flag, mine, n=1, cutoff=0.75)
+    return f"{message}; did you mean {close[0]}?" if close else message
 
 
 class _Terminated(KeyboardInterrupt):

@@ -70,6 +70,9 @@ class LLMConfig:
             raise LLMError("config", "no LLM endpoint configured: set OPENAI_API_KEY (for api.openai.com) "
                            "or OPENAI_BASE_URL / --base-url (for a local or compatible server such as "
                            "vLLM, Ollama or llama.cpp, which need no key)")
+        if self.base_url and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", self.base_url):
+            raise LLMError("config", f"the base URL {redact(self.base_url, self.secrets())!r} has no scheme: did you "
+                           f"mean http://{redact(self.base_url, self.secrets())}?")
         if not self.model:
             raise LLMError("config", "no model given: pass --model or set RAGASSAY_MODEL")
         if self.concurrency < 1:
