@@ -277,8 +277,8 @@ CHECK = ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "-o", "c.jsonl", 
 CMP = ["compare", "qrels.txt", "bm25.txt", "tfidf.txt"]
 DRY_JUDGE = JUDGE + ["-o", "j.jsonl", "--dry-run"]
 FLAG_CASES = [  # (command, flag, bad values)
-    (CMP, "--permutations", ["0", "-1", "1.5", "x"]),
-    (CMP, "--bootstrap", ["0", "-5", "nan"]),
+    (CMP, "--permutations", ["0", "-1", "1.5", "x", "100000000"]),
+    (CMP, "--bootstrap", ["0", "-5", "nan", "999999999999999999999"]),
     (CMP, "--confidence", ["0", "1", "1.5", "-0.1", "nan", "inf"]),
     (CMP, "--seed", ["-1", "0.5"]),
     (["evaluate", "qrels.txt", "bm25.txt"], "--relevance-level", ["1.5", "x"]),

@@ -10,7 +10,7 @@ from .options import EPILOG_METRICS, add_format_option, add_metric_options
 from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.formatting import render_table, to_json
-from .values import nonneg_int, positive_int, probability_open
+from .values import nonneg_int, positive_int, probability_open, resamples
 
 
 def _load_pair(args: argparse.Namespace, run_paths: list[str]):
@@ -94,9 +94,9 @@ def compare(sub: Any) -> None:
                    help="qrels queries a run did not answer: score 0 (default) or use only the "
                         "queries every run answered")
     from ..metrics.compare import N_BOOTSTRAP, N_PERMUTATIONS, SEED
-    p.add_argument("--permutations", type=positive_int, default=N_PERMUTATIONS, metavar="N",
+    p.add_argument("--permutations", type=resamples, default=N_PERMUTATIONS, metavar="N",
                    help=f"randomization test permutations (default {N_PERMUTATIONS}, as in report)")
-    p.add_argument("--bootstrap", type=positive_int, default=N_BOOTSTRAP, metavar="N",
+    p.add_argument("--bootstrap", type=resamples, default=N_BOOTSTRAP, metavar="N",
                    help=f"bootstrap resamples for the confidence interval (default {N_BOOTSTRAP}, as in report)")
     p.add_argument("--confidence", type=probability_open, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=nonneg_int, default=SEED, help=f"random seed (default {SEED})")

@@ -35,10 +35,11 @@ def _ranged(kind: type, ok: Callable[[float], bool], what: str) -> Callable[[str
 integer = _ranged(int, lambda v: True, "an integer")
 positive_int = _ranged(int, lambda v: v >= 1, "an integer of at least 1")
 nonneg_int = _ranged(int, lambda v: v >= 0, "an integer of at least 0")
+resamples = _ranged(int, lambda v: 1 <= v <= 10_000_000, "an integer from 1 to 10,000,000")
 positive_float = _ranged(float, lambda v: v > 0, "a number above 0")
 nonneg_float = _ranged(float, lambda v: v >= 0, "a number of at least 0")
 share = _ranged(float, lambda v: 0 <= v <= 1, "a number from 0 to 1")
 probability_open = _ranged(float, lambda v: 0 < v < 1, "a number strictly between 0 and 1")
 percent = _ranged(float, lambda v: 0 < v <= 100, "a number above 0 and at most 100")
 
-TYPES = (integer, positive_int, nonneg_int, positive_float, nonneg_float, share, probability_open, percent)
+TYPES = (integer, positive_int, nonneg_int, resamples, positive_float, nonneg_float, share, probability_open, percent)
