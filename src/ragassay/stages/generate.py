@@ -41,6 +41,12 @@ LEVEL_ORDER = ("hard", "medium", "easy")  # hardest to fill first; relabels land
 SEED_USES = 2  # each usable chunk seeds at most this many candidates in a run: then the chunks are spent
 
 
+def ceiling_for(estimated_calls: int) -> int:
+    """generate's default ceiling: three times the calls of the target when every first candidate is
+    accepted (room for rejections), and a little more for a tiny target."""
+    return 3 * max(1, estimated_calls) + 20
+
+
 class Evidence(BaseModel):
     chunk_id: str
     quote: str
@@ -358,7 +364,7 @@ class Generator:
             cache.close()
         est = estimate(items, lambda it: False, [self.config], share=False)  # placeholders look alike
         worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
-        ceiling = self.options.max_calls or 3 * max(1, est.calls) + 20
+        ceiling = self.options.max_calls or ceiling_for(est.calls)
         est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; each rejected candidate costs "
                     f"another try, at most about {worst} candidates in all; generate stops at {ceiling} calls "
                     f"({'--max-calls' if self.options.max_calls else 'its default ceiling: 3x these, --max-calls N to change'})")
@@ -517,7 +523,7 @@ class Generator:
     def default_ceiling(self) -> int:
         """Three times the calls the target needs when every first candidate is accepted: room for
         rejections, never a runaway (a --limit far above what the chunks can give)."""
-        return 3 * max(1, self.estimate().calls) + 20
+        return ceiling_for(self.estimate().calls)
 
     def _stop_if_dead(self) -> None:
         """The first calls all failed the same way: say so now instead of trying every candidate."""
