@@ -32,3 +32,18 @@ def parser(request, monkeypatch):
     from ragassay.data.io import reader_path
     assert reader_path() == request.param
     return request.param
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory):
+    """The wheel of this checkout, built once per session with no network (--no-deps,
+    --no-build-isolation: setuptools comes from the test extras)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    wheels = tmp_path_factory.mktemp("wheels")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(wheels), str(root)], check=True, capture_output=True, text=True)
+    (wheel,) = wheels.glob("ragassay-*.whl")
+    return wheel

@@ -172,7 +172,7 @@ class FakeLLM:
     """Start with ``with FakeLLM() as s``; ``s.url`` is the base URL; ``delay`` slows each answer;
     ``refuse`` makes every answer a refusal."""
 
-    def __init__(self, delay: float = 0.0, refuse: str | None = None):
+    def __init__(self, delay: float = 0.0, refuse: str | None = None, port: int = 0):
         self.delay = delay
         self.refuse = refuse  # when set: every answer is this refusal (a model that rejects everything)
         self.calls = 0
@@ -208,7 +208,7 @@ class FakeLLM:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client went away (a killed run, a cancelled call): nothing to tell
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 

@@ -71,7 +71,9 @@ def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "+0.0542" in out  # tfidf against bm25, the previous and the best so far
     assert main(["history", "--metric", "ndcg@10", "--format", "json"]) == 0
-    trend = json.loads(capsys.readouterr().out)
+    history = json.loads(capsys.readouterr().out)
+    assert (history["kind"], history["version"], history["metric"]) == ("history", 1, "ndcg@10")
+    trend = history["results"]
     assert [r["label"] for r in trend] == ["bm25", "tfidf"] and trend[1]["delta_best"] == pytest.approx(0.0542, abs=1e-4)
 
     assert main(["gate", str(results[1]), "--min", "ndcg@10=0.8", "--min", "P_5=0.4"]) == 0
@@ -188,17 +190,13 @@ def test_a_result_without_a_kind_is_refused_not_guessed(tmp_path, capsys):
         assert "old.json" in capsys.readouterr().err
 
 
-def test_the_demo_runs_from_the_built_wheel_in_an_empty_directory(tmp_path):
+def test_the_demo_runs_from_the_built_wheel_in_an_empty_directory(tmp_path, built_wheel):
     """`pip install ragassay` then `ragassay demo` outside a clone: the example ships in the wheel.
-    The wheel is built and unpacked with pip (no network: --no-deps, --no-build-isolation); its
-    dependencies come from this environment."""
+    The wheel is unpacked (its dependencies come from this environment)."""
     import subprocess
     import sys
     import zipfile
-    wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(wheels), str(ROOT)], check=True, capture_output=True, text=True)
-    (wheel,) = wheels.glob("ragassay-*.whl")
+    wheel = built_wheel
     names = zipfile.ZipFile(wheel).namelist()
     for f in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "qrels_second_assessor.txt", "answers.jsonl",
               "answers_human_labels.jsonl", "retrievers.py", "runs/bm25.txt", "runs/tfidf.txt"):

@@ -53,7 +53,23 @@ def build_parser() -> argparse.ArgumentParser:
                      llm_stages.generate, llm_stages.remap, llm_stages.judge, llm_stages.check,
                      product.merge, product.report, product.track, product.history, product.gate, llm_stages.ping):
         register(sub)
+    for command in sub.choices.values():
+        _shared_flags(command)
     return parser
+
+
+_EXAMPLE_FILES = ("(the example's files: 'ragassay demo --copy datasets/example' writes them into any directory; "
+                  "a clone has them already)")
+
+
+def _shared_flags(p: argparse.ArgumentParser) -> None:
+    """What every command takes, whatever its area: --quiet, and a note on where the help's example
+    files come from (they exist in a clone; outside one, `demo --copy` writes them)."""
+    if not any("--quiet" in a.option_strings for a in p._actions):
+        p.add_argument("--quiet", action="store_true", help="no progress on stderr (this command shows none: "
+                       "taken so that every command accepts the same flags)")
+    if p.epilog and "datasets/example/" in p.epilog:
+        p.epilog += " " + _EXAMPLE_FILES
 
 
 def main(argv: Sequence[str] | None = None) -> int:

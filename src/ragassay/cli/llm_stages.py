@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from .options import (add_batch_options, add_format_option, add_llm_options, batch_box, finish_batch, llm_config,
                       run_batch_rounds)
-from ..errors import UsageError
+from ..errors import RagassayError, UsageError
 from ..product.formatting import render_table, to_json
 from ..data.results import nan_to_none
 from .values import nonneg_int, percent, positive_float, positive_int, share
@@ -41,7 +42,15 @@ def run_ping(args: argparse.Namespace) -> str:
     import asyncio
 
     from ..llm.ping import ping
-    info = asyncio.run(ping(llm_config(args)))
+    config = llm_config(args)
+    try:
+        info = asyncio.run(ping(config))
+    except RagassayError as e:
+        if args.format != "json":
+            raise
+        print(f"ragassay ping: error: {e}", file=sys.stderr)  # a script reads stdout, a person stderr
+        return to_json({"kind": "ping", "version": 1, "endpoint": config.public_base_url(), "model": config.model,
+                        "status": "error", "error": str(e)}), 1
     if args.format == "json":
         return to_json({"kind": "ping", "version": 1, **info, "status": "ok"})
     modes = {"json_schema": "supported (json_schema)",
@@ -161,7 +170,7 @@ def check(sub: Any) -> None:
                     "with people and prediction-powered rates. Without an endpoint, only the rules run "
                     "and the rest are error records that a rerun with an endpoint fills in.",
         epilog="Example: ragassay check datasets/example/answers.jsonl --chunks datasets/example/chunks.jsonl "
-               "--run datasets/example/runs/bm25.txt --qrels datasets/example/qrels.txt -o checks.jsonl")
+               "--run datasets/example/runs/bm25.txt --qrels datasets/example/qrels.txt -o checks.jsonl --model gpt-4o-mini")
     p.add_argument("answers", metavar="ANSWERS", help="JSONL: id, question, reference (string or list), "
                    "response, and contexts or context_ids")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="checks JSONL: one record per answer, written at the end; a rerun asks only what is missing")

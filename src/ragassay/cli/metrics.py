@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .options import EPILOG_METRICS, add_format_option, add_metric_options
+from .options import EPILOG_METRICS, FILE_FORMATS, add_format_option, add_metric_options
 from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.formatting import render_table, to_json
@@ -151,7 +151,7 @@ def agree(sub: Any) -> None:
     p.add_argument("--runs", "--run", dest="runs", nargs="+", action="extend", metavar="RUN",
                    help="runs to rank under both qrels (--run A --run B, as in report, works too)")
     p.add_argument("-m", "--metric", default="ndcg@10", help="metric that ranks the runs (default ndcg@10)")
-    p.add_argument("--qrels-format", choices=("auto", "trec", "jsonl", "beir"), default="auto",
+    p.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto",
                    help="format of both qrels files (default: detected)")
     add_format_option(p, ("table", "markdown", "json"))
     p.set_defaults(handler=run_agree)
@@ -214,6 +214,7 @@ def retrieve(sub: Any) -> None:
     p.add_argument("-k", type=positive_int, default=100, help="results kept per query (default 100)")
     p.add_argument("-o", "--output", required=True, metavar="RUN", help="where to write the TREC run")
     p.add_argument("--name", help="run tag (default: the function's name)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (default: one on a terminal)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_retrieve)
 
@@ -226,7 +227,7 @@ def run_retrieve(args: argparse.Namespace) -> str:
     from ..stages.retrieve import load_callable, run_retriever
     fn = load_callable(args.retriever)
     queries = read_queries(args.queries)
-    run = run_retriever(fn, queries, args.k, name=args.name)
+    run = run_retriever(fn, queries, args.k, name=args.name, progress=False if args.quiet else None)
     out = Path(args.output)
     write_run(out, run)
     lat_path = out.with_name(out.name + ".latency.json")

@@ -6,14 +6,17 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..metrics.measures import measure_names
 from ..product.formatting import TABLE_FORMATS
 from .values import integer, nonneg_float, positive_float, positive_int
 
 EPILOG_METRICS = (
-    "metrics: p@k, recall@k, f1@k, hit_rate@k, mrr, mrr@k, ndcg, ndcg@k, map, map@k, r_precision, "
-    "set_p, set_recall, set_f1; trec_eval names (P_5, ndcg_cut_10, recip_rank, Rprec, success_10) "
-    "and ir_measures names (P@5, nDCG@10, RR, AP, R@100) are accepted too.")
+    "metrics: " + ", ".join(measure_names()) + "; trec_eval names (P_5, ndcg_cut_10, recip_rank, Rprec, "
+    "success_10), ir_measures names (P@5, nDCG@10, RR, AP, R@100, Judged@10) and ranx names (r-precision, "
+    "hits@5) are accepted too, and P(rel=2)@5 sets a measure's own relevance level.")
 
+
+FILE_FORMATS = ("auto", "trec", "trec3", "jsonl", "beir")  # --qrels-format / --run-format, everywhere
 
 
 def add_metric_options(p: argparse.ArgumentParser, default_note: str) -> None:
@@ -24,9 +27,9 @@ def add_metric_options(p: argparse.ArgumentParser, default_note: str) -> None:
                         "trec_eval it does not change NDCG gains)")
     p.add_argument("--gain", choices=("linear", "exponential"), default="linear",
                    help="NDCG gain: the grade (linear, trec_eval's) or 2^grade-1 (default linear)")
-    p.add_argument("--qrels-format", choices=("auto", "trec", "trec3", "jsonl", "beir"), default="auto",
+    p.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto",
                    help="qrels file format (default: detected from the content)")
-    p.add_argument("--run-format", choices=("auto", "trec", "trec3", "jsonl", "beir"), default="auto",
+    p.add_argument("--run-format", choices=FILE_FORMATS, default="auto",
                    help="run file format (default: detected from the content)")
     p.add_argument("--dedupe", action="store_true",
                    help="a document listed twice for one query keeps its highest score (default: error)")

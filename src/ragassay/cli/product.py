@@ -144,7 +144,8 @@ def track(sub: Any) -> None:
         "track", help="append a result to the history database",
         description="Record a result (the JSON of evaluate, compare or check) with its metrics, "
                     "settings, time and git commit in a SQLite history, to follow quality over time.",
-        epilog="Example: ragassay evaluate qrels.txt run.txt --format json > result.json && ragassay track result.json --label nightly")
+        epilog="Example: ragassay evaluate datasets/example/qrels.txt datasets/example/runs/bm25.txt --format json "
+               "> result.json && ragassay track result.json --label nightly")
     p.add_argument("result", metavar="RESULT.json", help="JSON written by evaluate, compare or check with --format json")
     p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)")
     p.add_argument("--label", help="a name for this result (e.g. the branch or the config)")
@@ -174,7 +175,7 @@ def history(sub: Any) -> None:
                     "the previous result and against the best so far.",
         epilog="Example: ragassay history --metric ndcg@10")
     p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)")
-    p.add_argument("--metric", help="metric to follow (default: list the results)")
+    p.add_argument("-m", "--metric", help="metric to follow (default: list the results)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_history)
 
@@ -192,7 +193,7 @@ def run_history(args: argparse.Namespace) -> str:
     if args.metric:
         rows = h.trend(args.metric)
         if args.format == "json":
-            return to_json(rows)
+            return to_json({"kind": "history", "version": 1, "metric": args.metric, "results": rows})
         if not rows:
             return f"no tracked result has {args.metric}"
         return render_table(["#", "time", "label", "commit", args.metric, "vs previous", "vs best"],
@@ -201,7 +202,7 @@ def run_history(args: argparse.Namespace) -> str:
                               "" if r["delta_best"] is None else f"{r['delta_best']:+.4f}"] for r in rows])
     rows = h.rows()
     if args.format == "json":
-        return to_json(rows)
+        return to_json({"kind": "history", "version": 1, "metric": None, "results": rows})
     return render_table(["#", "time", "kind", "label", "commit", "metrics"],
                         [[r["id"], when(r["created"]), r["kind"], r["label"] or "", r["commit"] or "",
                           ", ".join(sorted(r["metrics"])[:6]) + (" ..." if len(r["metrics"]) > 6 else "")] for r in rows])
@@ -215,7 +216,8 @@ def gate(sub: Any) -> None:
         description="Check a result (the JSON of evaluate, compare or check) against thresholds. Exits 1 "
                     "and names every failed threshold; exits 0 when all hold. A metric missing from the "
                     "result fails.",
-        epilog="Example: ragassay gate result.json --min ndcg@10=0.6 --min recall@100=0.8 --max hallucination_rate=0.1")
+        epilog="Example: ragassay gate result.json --min ndcg@10=0.6 --min recall@100=0.8 (on a check result: "
+               "--max hallucination_rate=0.1)")
     p.add_argument("result", metavar="RESULT.json", help="JSON written by evaluate, compare or check with --format json")
     p.add_argument("--min", action="append", metavar="METRIC=VALUE", help="the metric must be at least VALUE")
     p.add_argument("--max", action="append", metavar="METRIC=VALUE", help="the metric must be at most VALUE")
@@ -245,7 +247,7 @@ def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
             raise UsageError(f"{name!r} is not in this {data['kind']} result; did you mean {close[0]!r}?")
     failures = gate(values, mins, maxs, result_errors(data), args.allow_errors)
     if args.format == "json":
-        return to_json({"kind": "gate", "passed": not failures, "failures": failures,
+        return to_json({"kind": "gate", "version": 1, "passed": not failures, "failures": failures,
                         "result_kind": data["kind"]}), 1 if failures else 0
     if failures:
         print("gate failed:\n" + "\n".join(f"  {f}" for f in failures), file=sys.stderr)

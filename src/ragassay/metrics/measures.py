@@ -127,6 +127,18 @@ def parse_measures(texts: list[str] | tuple[str, ...] | str) -> list[Measure]:
     return out
 
 
+def measure_names() -> list[str]:
+    """Every measure as a user writes it, in the registry's order: ``p@k``, ``mrr``, ``mrr@k``, ...
+    (help texts and the README list exactly these; a test keeps them in step)."""
+    names: list[str] = []
+    for name, (need, _) in MEASURES.items():
+        if need != "required":
+            names.append(name)
+        if need != "none":
+            names.append(f"{name}@k")
+    return names
+
+
 def _unknown(raw: str) -> str:
     import difflib
     m = _SPLIT.match(raw.lower())

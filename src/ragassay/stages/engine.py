@@ -389,7 +389,7 @@ class Estimate:
                 "cost_usd": None if self.cost_usd is None else round(self.cost_usd * self.BATCH_DISCOUNT, 6)}
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+        out = {"kind": "estimate", "version": 1, "calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
                "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6), "items": self.items,
                "done": self.done, "cached": self.cached, "shared": self.shared,
                "decided_without_call": self.decided_without_call,

@@ -1,0 +1,131 @@
+"""Every command the README shows, run as a new user runs it: the wheel built from this checkout is
+installed into a fresh virtual environment (no network: its dependencies are this environment's),
+and from an empty directory holding only what `ragassay demo --copy datasets/example` writes, each
+`$ ...` line of the README runs in bash and must print what the README prints under it (`...`
+stands for lines left out; timings are compared as `N ms`). The `bash` blocks that need a model run
+against the test suite's fake endpoint."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from fake_llm import FakeLLM
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+TIMING = re.compile(r"\d+(?:\.\d+)? ms\b")
+
+
+def shown_commands() -> list[tuple[str, list[str], int | None]]:
+    """(command, the lines the README shows it printing, its exit code when the README gives one),
+    from fenced blocks of `$ ` lines; "It exits N" right after a block is the code of its last command."""
+    out: list[tuple[str, list[str], int | None]] = []
+    for m in re.finditer(r"^```\n(.*?)^```\n\n?(It exits (\d+))?", README, re.S | re.M):
+        lines = m.group(1).rstrip("\n").split("\n")
+        if not lines[0].startswith("$ "):
+            continue
+        start = len(out)
+        for line in lines:
+            if line.startswith("$ "):
+                out.append((line[2:], [], None))
+            else:
+                out[-1][1].append(line)
+        if m.group(3):
+            command, printed, _ = out[-1]
+            out[-1] = (command, printed, int(m.group(3)))
+        assert len(out) > start
+    return out
+
+
+def bash_blocks() -> list[str]:
+    return [b for b in re.findall(r"^```bash\n(.*?)^```$", README, re.S | re.M)]
+
+
+def matches(expected: list[str], printed: list[str]) -> bool:
+    """Line by line; a `...` line skips any number of printed lines."""
+    def norm(line: str) -> str:
+        return TIMING.sub("N ms", line.rstrip())
+    expected = [norm(x) for x in expected]
+    printed = [norm(x) for x in printed]
+
+    def at(i: int, j: int) -> bool:
+        if i == len(expected):
+            return j == len(printed)
+        if expected[i] == "...":
+            return any(at(i + 1, k) for k in range(j, len(printed) + 1))
+        return j < len(printed) and expected[i] == printed[j] and at(i + 1, j + 1)
+    return at(0, 0)
+
+
+@pytest.fixture(scope="module")
+def user_env(built_wheel, tmp_path_factory):
+    """A fresh venv with the wheel installed by pip (so the `ragassay` script is the wheel's), its
+    dependencies visible through a .pth file, and an empty working directory."""
+    base = tmp_path_factory.mktemp("user")
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                    "--no-deps", "--no-index", str(built_wheel)], check=True, capture_output=True, text=True)
+    work = base / "empty"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGASSAY_", "PYTHON"))}
+    env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '')}", XDG_CACHE_HOME=str(base / "cache"), HOME=str(base))
+    where = subprocess.run(["ragassay", "--version"], cwd=work, env=env, capture_output=True, text=True)
+    assert where.returncode == 0 and where.stdout.startswith("ragassay "), where.stderr
+    module = subprocess.run(["python", "-c", "import ragassay; print(ragassay.__file__)"], cwd=work, env=env,
+                            capture_output=True, text=True).stdout
+    assert module.startswith(str(venv)), module  # the wheel's copy, not this checkout
+    copied = subprocess.run(["ragassay", "demo", "--copy", "datasets/example"], cwd=work, env=env,
+                            capture_output=True, text=True)
+    assert copied.returncode == 0, copied.stderr
+    return work, env
+
+
+def bash(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", command + " 2>&1"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_every_shown_command_prints_what_the_readme_says(user_env):
+    work, env = user_env
+    commands = shown_commands()
+    assert len(commands) >= 15
+    ran = skipped = 0
+    with FakeLLM() as fake:
+        for command, expected, code in commands:
+            if "sk-..." in command:  # a real key and api.openai.com: not from a test
+                skipped += 1
+                continue
+            local = "http://127.0.0.1:8765/v1"  # the README's local server: here the fake one
+            run = bash(command.replace(local, fake.url), work, env)
+            printed = run.stdout.replace(fake.url, local).rstrip("\n").split("\n") if run.stdout.strip() else []
+            if code is not None:
+                assert run.returncode == code, (command, run.returncode, run.stdout)
+            else:  # a command shown failing prints an error; any other succeeds
+                failing = any(w in " ".join(expected) for w in ("error:", "failed"))
+                assert (run.returncode != 0) == failing, (command, run.returncode, run.stdout)
+            if expected:
+                assert matches(expected, printed), (command, "\n".join(printed))
+            ran += 1
+    assert ran >= 15 and skipped == 1
+
+
+def test_every_bash_block_runs_against_an_endpoint(user_env):
+    work, env = user_env
+    blocks = bash_blocks()
+    assert len(blocks) >= 2
+    with FakeLLM() as fake:
+        for block in blocks:
+            run = bash(block.replace("\\\n", " "), work, {**env, "OPENAI_BASE_URL": fake.url})
+            assert run.returncode in (0, 3), (block, run.stdout)  # 3: the fake cannot fill every slot of a mix
+            for out in re.findall(r"(?:-o|--qrels-out|--coverage-out|--rejects) (\S+)", block):
+                assert (work / out).exists(), (out, run.stdout)
