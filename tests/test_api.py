@@ -56,3 +56,22 @@ def test_check_with_context_ids_and_no_chunks_says_so():
     with pytest.raises(ragassay.InputError, match="needs chunks="):
         ragassay.check([{"id": "a", "question": "q", "reference": "r", "response": "s", "context_ids": ["c1"]}],
                        model="fake", base_url="http://127.0.0.1:9/v1")
+
+
+def test_stage_options_are_keywords_named_like_the_flags():
+    with FakeLLM() as server:
+        judged = ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt",
+                                model="fake", base_url=server.url, depth=3, samples=2, seed=7, concurrency=2)
+        assert server.calls == 22 * 3 * 2  # every query's top 3, asked twice
+        seeds = sorted({r["seed"] for r in server.requests})
+        assert seeds == [7, 8]  # sample i sends seed + i
+        checked = ragassay.check(EX / "answers.jsonl", chunks=EX / "chunks.jsonl", model="fake",
+                                 base_url=server.url, samples=3)
+    assert len(judged.to_dataframe()) == 66
+    assert {len(r.get("samples") or []) for r in checked.records if r.get("decided_by") == "llm"} == {3}
+    with pytest.raises(TypeError, match="depth"):
+        ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt", model="fake",
+                       base_url="http://127.0.0.1:9/v1", depth=3, options=ragassay.JudgeOptions())
+    with pytest.raises(TypeError, match="unknown settings: dpeth"):
+        ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt", model="fake",
+                       base_url="http://127.0.0.1:9/v1", dpeth=3)

@@ -199,14 +199,18 @@ def test_exports_read_back(tmp_path):
     assert ragassay.read_qrels(tmp_path / "beir" / "qrels" / "test.tsv").to_dict() == {"q-1": {"good": 1}, "q-2": {"good": 1, "dup": 1}}
     assert [c.id for c in ragassay.read_chunks(tmp_path / "beir" / "corpus.jsonl")] == ["good", "dup"]
     assert ragassay.read_queries(tmp_path / "beir" / "queries.jsonl") == {"q-1": "How long is delivery?", "q-2": "Compare?"}
-    export(qs, chunks, "llamaindex", tmp_path / "li")
-    data = json.loads((tmp_path / "li" / "llamaindex_dataset.json").read_text())
+    export(qs, chunks, "llamaindex-embedding-qa", tmp_path / "li")
+    data = json.loads((tmp_path / "li" / "llamaindex_embedding_qa.json").read_text())
     assert data["relevant_docs"] == {"q-1": ["good"], "q-2": ["good", "dup"]} and set(data["corpus"]) == {"good", "dup"}
-    # RAGAS test set (one SingleTurnSample a line) and DeepEval goldens, with their documented field names
-    export(qs, chunks, "ragas", tmp_path / "ragas")
-    samples = [json.loads(line) for line in (tmp_path / "ragas" / "ragas_testset.jsonl").read_text().splitlines()]
+    # RAGAS's EvaluationDataset (one SingleTurnSample a line), its Testset, DeepEval goldens
+    export(qs, chunks, "ragas-evaluation-dataset", tmp_path / "ragas")
+    samples = [json.loads(line) for line in (tmp_path / "ragas" / "ragas_evaluation_dataset.jsonl").read_text().splitlines()]
     assert samples[1] == {"user_input": "Compare?", "reference": "x", "reference_contexts": [TEXTS["good"], TEXTS["dup"]]}
-    export(qs, chunks, "deepeval", tmp_path / "de")
+    export(qs, chunks, "ragas-testset", tmp_path / "ragas")
+    testset = [json.loads(line) for line in (tmp_path / "ragas" / "ragas_testset.jsonl").read_text().splitlines()]
+    assert testset[1] == {**samples[1], "synthesizer_name": "ragassay:hard:factoid"}
+    assert testset[0]["synthesizer_name"] == "ragassay:easy:factoid"
+    export(qs, chunks, "deepeval", tmp_path / "de")  # an earlier release's name for deepeval-goldens
     goldens = json.loads((tmp_path / "de" / "deepeval_goldens.json").read_text())
     assert [set(g) for g in goldens] == [{"input", "expected_output", "context", "additional_metadata"}] * 2
     assert goldens[0]["input"] == "How long is delivery?" and goldens[0]["context"] == [TEXTS["good"]]

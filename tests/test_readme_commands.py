@@ -129,3 +129,17 @@ def test_every_bash_block_runs_against_an_endpoint(user_env):
             assert run.returncode in (0, 3), (block, run.stdout)  # 3: the fake cannot fill every slot of a mix
             for out in re.findall(r"(?:-o|--qrels-out|--coverage-out|--rejects) (\S+)", block):
                 assert (work / out).exists(), (out, run.stdout)
+
+
+def test_every_python_script_in_the_readme_runs_against_an_endpoint(user_env):
+    """The README's Python blocks that are not `>>>` sessions (those run in test_readme.py) run whole,
+    with the installed wheel, against the fake endpoint."""
+    work, env = user_env
+    scripts = [b for b in re.findall(r"^```python\n(.*?)^```$", README, re.S | re.M) if not b.startswith(">>>")]
+    assert scripts
+    with FakeLLM() as fake:
+        for script in scripts:
+            run = subprocess.run(["python", "-c", script], cwd=work, env={**env, "OPENAI_BASE_URL": fake.url},
+                                 capture_output=True, text=True, timeout=300)
+            assert run.returncode == 0, (script, run.stderr[-3000:])
+            assert run.stdout.strip(), script

@@ -60,6 +60,19 @@ def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | 
     return {c.id: c for c in items}
 
 
+def _split_settings(options_type: type, options: Any, settings: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The stage's options (``depth=5``, ``samples=3``: the CLI flags' names and defaults) apart from
+    the LLM settings (``concurrency=``, ``timeout=``, ...); both at once with ``options=`` is an error."""
+    from dataclasses import fields
+    names = {f.name for f in fields(options_type)}
+    mine = {k: settings.pop(k) for k in list(settings) if k in names}
+    if options is not None and mine:
+        raise TypeError(f"give {', '.join(sorted(mine))} in options= or as keywords, not both")
+    if options is None:
+        options = options_type(**{"quiet": True, **mine})
+    return options, settings
+
+
 def _output(output: str | Path | None, name: str) -> tuple[Path, Any]:
     if output is not None:
         return Path(output), None
@@ -73,13 +86,17 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
           options: JudgeOptions | None = None, **llm_settings: Any) -> JudgeResult:
     """Grade the top of ``run`` 0-3 (and, with ``coverage_output``, its coverage). ``queries``,
     ``chunks``, ``run`` and ``keep`` may be files, dicts, lists or DataFrames. Without ``output`` the
-    records live only in the result (and the answer cache still makes a rerun free)."""
+    records live only in the result (and the answer cache still makes a rerun free). The judge's
+    options go as keywords named like the CLI's flags (``depth=5``, ``samples=3``, ``batch=4``,
+    ``seed=``, ``tie=``, ``max_chunk_chars=``, ``long_chunks=``); LLM settings too (``concurrency=``,
+    ``timeout=``, ``max_calls=``, ...)."""
+    options, llm_settings = _split_settings(JudgeOptions, options, llm_settings)
     chunk_map = _chunks(chunks)
     items = _queries(queries)
     client, own = _llm(llm, model, base_url, llm_settings)
     out, tmp = _output(output, "judgments.jsonl")
     try:
-        return run_sync(lambda: judge_run(items, chunk_map, run, [client], out, options=options or JudgeOptions(quiet=True),
+        return run_sync(lambda: judge_run(items, chunk_map, run, [client], out, options=options,
                                           keep=keep, coverage_out=coverage_output))
     finally:
         if own:
@@ -93,8 +110,10 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, chunks: Any = No
           qrels: Any = None, run: Any = None, k: int = 10, options: Any = None, **llm_settings: Any) -> StageRun:
     """Label answers correct / partial / hallucinated / abstained. ``answers`` may be a file (ragassay,
     RAGAS or DeepEval fields) or a list of dicts or AnswerItems; with ``qrels`` and ``run``, ``fault``
-    uses whether the gold chunks were retrieved."""
+    uses whether the gold chunks were retrieved. Options as keywords named like the CLI's flags
+    (``samples=3``, ``seed=``, ``max_context_chars=``, ``max_response_chars=``) or ``options=``."""
     from .stages.check import CheckOptions, answer_fields, check_answers, read_answers, retrieval_recall
+    options, llm_settings = _split_settings(CheckOptions, options, llm_settings)
     chunk_map = _chunks(chunks)
     if isinstance(answers, (str, Path)):
         items = read_answers(answers, chunk_map)
@@ -108,7 +127,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, chunks: Any = No
     client, own = _llm(llm, model, base_url, llm_settings)
     out, tmp = _output(output, "checks.jsonl")
     try:
-        return run_sync(lambda: check_answers(items, client, out, options=options or CheckOptions(quiet=True),
+        return run_sync(lambda: check_answers(items, client, out, options=options,
                                               chunks=chunk_map, announce=False, gold_recall=recall))
     finally:
         if own:

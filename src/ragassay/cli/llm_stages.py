@@ -350,8 +350,10 @@ def generate(sub: Any) -> None:
     p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
     p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
     p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FORMAT", "DIR"),
-                   help="also write the set as beir, llamaindex, ragas (a test set) or deepeval (goldens) into DIR "
-                        "(repeat for several)")
+                   help="also write the set into DIR for another tool, named after what loads it: beir, "
+                        "llamaindex-embedding-qa (llama_index.finetuning.EmbeddingQAFinetuneDataset), "
+                        "ragas-evaluation-dataset (ragas.EvaluationDataset), ragas-testset (ragas's Testset), "
+                        "deepeval-goldens (deepeval's EvaluationDataset goldens); repeat for several")
     p.add_argument("--max-per-doc", type=positive_int, metavar="N", help="draw at most N candidates from one document "
                    "before the others run out (default: a quarter of the set); documents are drawn in proportion "
                    "to their size")
@@ -374,10 +376,11 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
         styles = parse_mix(args.styles, tuple(STYLES), "--styles")
     except ValueError as e:
         raise UsageError(str(e)) from None
-    from ..stages.generate import EXPORT_FORMATS
-    for fmt, _ in args.export:
-        if fmt not in EXPORT_FORMATS:
-            raise UsageError(f"--export format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
+    from ..stages.generate import export_format
+    try:
+        args.export = [(export_format(fmt), d) for fmt, d in args.export]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     if args.max_per_doc is not None and args.max_per_doc < 1:
         raise UsageError("--max-per-doc must be at least 1")
     chunks = read_chunks(args.chunks)

@@ -678,10 +678,10 @@ def coerce_run(r: Run | Mapping | str | Path | Any, name: str | None = None) -> 
 
 
 def to_dataframe(records: list[dict] | list[Any], columns: list[str] | None = None) -> Any:
-    """A pandas DataFrame of records (pandas is optional: ``pip install pandas``)."""
+    """A pandas DataFrame of records (pandas is optional: ``pip install 'ragassay[notebook]'``)."""
     try:
         import pandas as pd
     except ImportError:
-        raise ImportError("to_dataframe() needs pandas: pip install pandas") from None
+        raise ImportError("to_dataframe() needs pandas: pip install 'ragassay[notebook]' (or pip install pandas)") from None
     rows = [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in records]
     return pd.DataFrame(rows, columns=columns)
