@@ -3,7 +3,14 @@ in a subprocess. The libraries are not test dependencies (deepeval brings openai
 plugins that would change this suite; ragas 0.4 needs an older langchain-openai than pip picks;
 llama-index-finetuning and beir bring torch), so each test looks for a Python that has the library:
 this one, then those listed in RAGASSAY_EXPORT_PYTHONS (separated by ':'), and skips naming the
-package when none has it."""
+package when none has it.
+
+Environments in which all six loaded (2026-11-24), each a fresh venv:
+  ragas 0.4.3:        pip install ragas 'langchain-openai<0.4'   (with the newest one, ragas fails to import)
+  deepeval 4.3.1:     pip install deepeval
+  llama-index-finetuning 0.4.2 and beir 2.2.0: pip install torch==2.13.0 llama-index-finetuning beir 'mistralai<2'
+then RAGASSAY_EXPORT_PYTHONS=/path/ragas/bin/python:/path/deepeval/bin/python:/path/li/bin/python pytest tests/test_exports_load.py
+"""
 
 from __future__ import annotations
 
