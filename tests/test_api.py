@@ -75,3 +75,21 @@ def test_stage_options_are_keywords_named_like_the_flags():
     with pytest.raises(TypeError, match="unknown settings: dpeth"):
         ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt", model="fake",
                        base_url="http://127.0.0.1:9/v1", dpeth=3)
+
+
+def test_check_without_an_endpoint_runs_the_rules_as_the_cli_does():
+    checked = ragassay.check(EX / "answers.jsonl", chunks=EX / "chunks.jsonl")
+    by = {r["id"]: r for r in checked.records}
+    assert len(by) == 16
+    ruled = [r for r in by.values() if r["status"] == "ok"]
+    assert len(ruled) == 2 and {r["decided_by"] for r in ruled} == {"rule"}
+    assert all("no endpoint is configured" in r["error"] for r in by.values() if r["status"] != "ok")
+
+
+def test_an_aborted_run_without_an_output_does_not_name_a_deleted_journal():
+    from fake_llm import dead_url
+    with pytest.raises(ragassay.RagassayError) as e:
+        ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt", model="m",
+                       base_url=dead_url(), depth=1)
+    text = str(e.value)
+    assert "stopped early" in text and "journal" not in text and "pass output=" in text

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from .data.records import AnswerItem, Chunk
 from .errors import InputError
 from .llm import LLM, LLMConfig
-from .stages.engine import StageRun
+from .stages.engine import StageAborted, StageRun
 from .stages.judge import JudgeOptions, JudgeResult, judge_run
 from .stages.queries import QueryItem
 
@@ -37,6 +37,23 @@ def _llm(llm: LLM | None, model: str | None, base_url: str | None, settings: dic
     if llm is not None:
         return llm, False
     return LLM(LLMConfig.from_env(model=model, base_url=base_url, **settings)), True
+
+
+def _rules_only_without_endpoint(llm: LLM | None, model: str | None, base_url: str | None,
+                                 settings: dict[str, Any]) -> tuple[LLM | None, bool]:
+    """check's LLM, or None when no endpoint is configured at all: then only the rules run and the
+    other answers are error records saying so, as on the command line. A bad setting still raises."""
+    if llm is not None:
+        return llm, False
+    from .llm.errors import LLMError
+    config = LLMConfig.from_env(model=model, base_url=base_url, **settings)
+    try:
+        config.check()
+    except LLMError as e:
+        if e.kind != "config" or config.api_key or config.base_url:
+            raise
+        return None, False
+    return LLM(config), True
 
 
 def _queries(queries: str | Path | Sequence[QueryItem] | Mapping[str, str]) -> list[QueryItem]:
@@ -73,6 +90,15 @@ def _split_settings(options_type: type, options: Any, settings: dict[str, Any]) 
     return options, settings
 
 
+def _without_temporary_journal(error: StageAborted, tmp: Any) -> StageAborted:
+    """With no ``output=``, the journal lived in a temporary folder that is gone when the error
+    is seen: say what keeps work across runs instead of naming that folder."""
+    if tmp is None:
+        return error
+    return StageAborted(f"{error.reason} (the answer cache keeps every answer received; pass output=... to keep "
+                        "the finished records too)", error.reason)
+
+
 def _output(output: str | Path | None, name: str) -> tuple[Path, Any]:
     if output is not None:
         return Path(output), None
@@ -98,6 +124,8 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     try:
         return run_sync(lambda: judge_run(items, chunk_map, run, [client], out, options=options,
                                           keep=keep, coverage_out=coverage_output))
+    except StageAborted as e:
+        raise _without_temporary_journal(e, tmp) from None
     finally:
         if own:
             client.close()
@@ -124,13 +152,15 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, chunks: Any = No
     if missing:
         raise InputError(f"context id {missing[0]!r} needs chunks=... to look its text up")
     recall = retrieval_recall(qrels, run, k) if qrels is not None and run is not None else None
-    client, own = _llm(llm, model, base_url, llm_settings)
+    client, own = _rules_only_without_endpoint(llm, model, base_url, llm_settings)
     out, tmp = _output(output, "checks.jsonl")
     try:
         return run_sync(lambda: check_answers(items, client, out, options=options,
                                               chunks=chunk_map, announce=False, gold_recall=recall))
+    except StageAborted as e:
+        raise _without_temporary_journal(e, tmp) from None
     finally:
-        if own:
+        if own and client is not None:
             client.close()
         if tmp is not None:
             tmp.cleanup()

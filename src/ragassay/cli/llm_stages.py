@@ -258,7 +258,7 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
                 return await check_answers(items, llm, args.output, options=options, chunks=chunks, gold_recall=recall)
             finally:
                 if llm is not None:
-                    usage.append(llm.usage.summary())
+                    usage.append(llm.usage)
                     llm.close()
         return asyncio.run(body())
     if args.backend == "batch":
@@ -270,7 +270,8 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     result = check_result(done, recall=recall,
                           threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)
     if usage:
-        result["usage"] = usage[-1]
+        result["usage"] = {config.model: usage[-1].to_dict()}
+        result["usage_text"] = usage[-1].summary()
     result["pending"] = done.pending
     if args.format == "json":
         return to_json(nan_to_none({**result, "batch": batch_note or None})), done.exit_code
@@ -316,8 +317,8 @@ def _check_text(result: dict, args: argparse.Namespace) -> str:
     if result.get("truncated"):
         out.append(f"{result['truncated']} answers were graded with some passages cut or dropped to the context "
                    "budget (the prompt marks each cut and the record's 'truncated' says what)")
-    if "usage" in result:
-        out.append(result["usage"])
+    if "usage_text" in result:
+        out.append(result["usage_text"])
     out.append(f"checks: {args.output}")
     return "\n\n".join(out)
 
@@ -406,7 +407,7 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
             llm.batch = box
             try:
                 result = await Generator(llm, chunks, options, existing=existing).run()
-                return result, llm.usage.summary()
+                return result, llm.usage
             finally:
                 llm.close()
         return run_locked([args.output, args.rejects, args.qrels_out], body)
@@ -420,14 +421,16 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
             note = finish_batch(args, box, result.pending)
     if result.pending:  # the set is not finished: nothing is written until the batch answers are in
         if args.format == "json":
-            return to_json({**result.to_dict(), "usage": usage, "pending": result.pending, "batch": note}), 0
+            return to_json({**result.to_dict(), "usage": {config.model: usage.to_dict()}, "usage_text": usage.summary(),
+                            "pending": result.pending, "batch": note}), 0
         return "\n".join([f"generate: {result.pending} candidates wait for batch answers "
                           f"({len(result.accepted)} accepted so far; nothing written yet)", note]), 0
     write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
     exported = [(fmt, export(result.accepted, chunks, fmt, directory)) for fmt, directory in args.export]
     if args.format == "json":
-        return to_json({**result.to_dict(), "usage": usage}), result.exit_code
-    out = [result.summary(), usage, f"questions: {args.output}"
+        return to_json({**result.to_dict(), "usage": {config.model: usage.to_dict()}, "usage_text": usage.summary()}), \
+            result.exit_code
+    out = [result.summary(), usage.summary(), f"questions: {args.output}"
            + (f" ({len(existing)} kept, {len(result.accepted)} added)" if args.append else "")] + ([note] if note else [])
     for fmt, paths in exported:
         out.append(f"exported ({fmt}): " + ", ".join(str(p) for p in paths))

@@ -28,6 +28,11 @@ MIGRATIONS = [
         completion_tokens INTEGER NOT NULL DEFAULT 0,
         created REAL NOT NULL
     )""",
+    # what a dry run calibrates its estimates from: the request's size in characters, the answer's
+    # schema, and the endpoint (the same model name on two servers may count tokens apart)
+    "ALTER TABLE answers ADD COLUMN endpoint TEXT",
+    "ALTER TABLE answers ADD COLUMN schema TEXT",
+    "ALTER TABLE answers ADD COLUMN prompt_chars INTEGER",
 ]
 
 
@@ -97,11 +102,35 @@ class Cache:
         return {"answer": json.loads(row[0]), "raw": row[1], "prompt_tokens": row[2], "completion_tokens": row[3]}
 
     def put(self, key: str, model: str, answer: dict, raw: str | None, prompt_tokens: int,
-            completion_tokens: int) -> None:
+            completion_tokens: int, *, endpoint: str | None = None, schema: str | None = None,
+            prompt_chars: int | None = None) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO answers (key, model, answer, raw, prompt_tokens, completion_tokens, created)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (key, model, json.dumps(answer, ensure_ascii=False), raw, prompt_tokens, completion_tokens, time.time()))
+            "INSERT OR REPLACE INTO answers (key, model, answer, raw, prompt_tokens, completion_tokens, created,"
+            " endpoint, schema, prompt_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, model, json.dumps(answer, ensure_ascii=False), raw, prompt_tokens, completion_tokens, time.time(),
+             endpoint, schema, prompt_chars))
+
+    def calibration(self, model: str, endpoint: str) -> tuple[int, int, int, dict[str, tuple[float, int]]]:
+        """What this endpoint's model really counted, for estimates: (answers, prompt tokens, prompt
+        characters, {schema: (mean completion tokens, answers)}). Answers of the same model from any
+        endpoint stand in when this one has none. A cache written before these were kept, opened
+        read-only (so not migrated), has nothing to tell."""
+        try:
+            return self._calibration(model, endpoint)
+        except sqlite3.OperationalError:  # no such column
+            return 0, 0, 0, {}
+
+    def _calibration(self, model: str, endpoint: str) -> tuple[int, int, int, dict[str, tuple[float, int]]]:
+        for where, args in (("model = ? AND endpoint = ?", (model, endpoint)), ("model = ?", (model,))):
+            n, tokens, chars = self.db.execute(
+                f"SELECT COUNT(*), SUM(prompt_tokens), SUM(prompt_chars) FROM answers WHERE {where} "
+                "AND prompt_chars > 0 AND prompt_tokens > 0", args).fetchone()
+            if n:
+                out = {row[0]: (float(row[1]), int(row[2])) for row in self.db.execute(
+                    f"SELECT schema, AVG(completion_tokens), COUNT(*) FROM answers WHERE {where} "
+                    "AND schema IS NOT NULL AND completion_tokens > 0 GROUP BY schema", args)}
+                return int(n), int(tokens), int(chars), out
+        return 0, 0, 0, {}
 
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]

@@ -94,12 +94,12 @@ class LLM:
                 self.batch.requests[key] = request_line(key, self.request_body(list(messages), response_model, params))
                 raise Deferred(key)
         try:
-            answer, raw, usage_in, usage_out = await self._ask_until_valid(
+            answer, raw, usage_in, usage_out, first_try = await self._ask_until_valid(
                 messages, response_model, params, su)
         except LLMError:
             su.failed += 1
             raise
-        self._keep(key, answer, raw, usage_in, usage_out)
+        self._keep(key, answer, raw, usage_in, usage_out, messages if first_try else None, response_model)
         su.ok += 1
         return answer
 
@@ -110,14 +110,21 @@ class LLM:
             self._cache_failed(e)
             return None
 
-    def _keep(self, key: str, answer: BaseModel, raw: str, tokens_in: int, tokens_out: int) -> None:
+    def _keep(self, key: str, answer: BaseModel, raw: str, tokens_in: int, tokens_out: int,
+              messages: list[dict[str, str]] | None, response_model: type[BaseModel]) -> None:
         """Store an answer in the cache. A cache that cannot be written (a full disk, a file made
         read-only mid-run) does not cost the answer: the stage journals its record before anything
-        else, so the run goes on without the cache and a rerun asks for nothing already received."""
+        else, so the run goes on without the cache and a rerun asks for nothing already received.
+        With ``messages`` (an answer on the first try, whose tokens are one request's) the request's
+        size is kept too, so that dry runs can learn how this endpoint counts tokens."""
         if self.cache is None:
             return
+        from .usage import request_chars
+        chars = None if messages is None else request_chars(messages, self._schema(response_model)[3])
         try:
-            self.cache.put(key, self.config.model, answer.model_dump(mode="json"), raw, tokens_in, tokens_out)
+            self.cache.put(key, self.config.model, answer.model_dump(mode="json"), raw, tokens_in, tokens_out,
+                           endpoint=endpoint_id(self.config.base_url), schema=response_model.__name__,
+                           prompt_chars=chars)
         except sqlite3.Error as e:
             self._cache_failed(e)
 
@@ -194,7 +201,8 @@ class LLM:
         if answer is None:  # no re-ask in a batch: the record says why, a live rerun can ask again
             su.failed += 1
             raise LLMError(kind, f"the batch answer is unusable: {problem}")
-        self._keep(key, answer, getattr(completion.choices[0].message, "content", None) or "", tokens_in, tokens_out)
+        self._keep(key, answer, getattr(completion.choices[0].message, "content", None) or "", tokens_in, tokens_out,
+                   None, response_model)
         su.ok += 1
         return answer
 
@@ -221,7 +229,7 @@ class LLM:
                 content = getattr(getattr(choice, "message", None), "content", None) or ""
                 problem_kind, problem, answer = self._parse(choice, response_model)
                 if answer is not None:
-                    return answer, content, total_in, total_out
+                    return answer, content, total_in, total_out, round_no == 0
             convo = convo + [{"role": "assistant", "content": content},
                              {"role": "user", "content": _reask_text(problem_kind, problem)}]
         raise LLMError(problem_kind, f"no usable answer after {self.config.max_reasks + 1} tries: {problem}",

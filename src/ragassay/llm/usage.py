@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 # USD per million tokens (input, output), list prices as published on 2026-11-01. Override with
 # --price-in / --price-out; unknown models are priced only when you give prices.
@@ -70,6 +72,12 @@ class Usage:
                 setattr(t, f, getattr(t, f) + getattr(s, f))
         return t
 
+    def to_dict(self) -> dict[str, Any]:
+        """The numbers behind :meth:`summary`: totals, the cost (None without a price) and each stage."""
+        from dataclasses import asdict
+        return {**asdict(self.total()), "cost_usd": self.cost(),
+                "stages": {name: asdict(s) for name, s in self.stages.items()}}
+
     def summary(self) -> str:
         t = self.total()
         cost = self.cost()
@@ -85,15 +93,57 @@ def estimate_tokens(text: str) -> int:
 
 
 APPROXIMATE = "approximate: 4 characters a token"
+MIN_CALIBRATION = 10  # answers of a model in the cache before its own characters-per-token ratio is used
+MIN_EXPECTED = 3      # answers of one prompt's schema before their mean length is the expected output
 
 
-def token_counter(model: str | None):
-    """(count(text) -> int, name of the method) for estimates.
+def request_chars(messages: list[dict[str, Any]], schema_text: str) -> int:
+    """A request's size in characters, as estimates measure it (the messages' text and the schema)."""
+    return sum(len(m.get("content") or "") for m in messages) + len(schema_text)
 
-    tiktoken's encoding for OpenAI models when tiktoken is installed and its encoding files can be
-    loaded (they are downloaded once, so offline they may be missing); otherwise 4 characters a
-    token, and the estimate says so.
-    """
+
+@dataclass
+class TokenModel:
+    """How a dry run turns a request into tokens for one model: the endpoint's own counts learnt from
+    the cache (a characters-per-token ratio, and each prompt's mean answer length), else tiktoken's
+    encoding for OpenAI models, else 4 characters a token; ``method`` says which."""
+
+    method: str = APPROXIMATE
+    exact: Callable[[str], int] | None = None
+    chars_per_token: float = 4.0
+    expected_out: dict[str, float] = field(default_factory=dict)  # schema name -> mean completion tokens
+    answers: int = 0  # the cached answers the expected lengths come from
+
+    def input_tokens(self, messages: list[dict[str, Any]], schema_text: str) -> int:
+        if self.exact is not None:
+            return sum(self.exact(m.get("content") or "") + 4 for m in messages) + self.exact(schema_text)
+        return max(1, round(request_chars(messages, schema_text) / self.chars_per_token))
+
+    def output_tokens(self, schema: str, ceiling: int) -> int | None:
+        """The expected answer length of a prompt (None until answers of it are in the cache)."""
+        mean = self.expected_out.get(schema)
+        return None if mean is None else min(ceiling, round(mean))
+
+
+def token_model(model: str | None, cache: Any = None, endpoint: str = "") -> TokenModel:
+    """The :class:`TokenModel` of ``model`` at ``endpoint``, from what ``cache`` (a read-only
+    :class:`~ragassay.llm.cache.Cache`, or None) holds of its answers."""
+    n, tokens, chars, out = cache.calibration(model or "", endpoint) if cache is not None else (0, 0, 0, {})
+    expected = {s: mean for s, (mean, k) in out.items() if k >= MIN_EXPECTED}
+    answers = sum(k for s, (_, k) in out.items() if s in expected)
+    if n >= MIN_CALIBRATION:
+        ratio = chars / tokens
+        return TokenModel(f"calibrated: {ratio:.2f} characters a token, from {n} answers of {model} in the cache",
+                          chars_per_token=ratio, expected_out=expected, answers=answers)
+    exact, name = exact_counter(model)
+    if exact is not None:
+        return TokenModel(f"tiktoken {name}", exact, expected_out=expected, answers=answers)
+    return TokenModel(APPROXIMATE, expected_out=expected, answers=answers)
+
+
+def exact_counter(model: str | None) -> tuple[Callable[[str], int] | None, str]:
+    """tiktoken's encoding for ``model`` when tiktoken is installed and its encoding files can be
+    loaded (they are downloaded once, so offline they may be missing); else (None, "")."""
     try:
         import tiktoken
         try:
@@ -102,5 +152,5 @@ def token_counter(model: str | None):
             enc = tiktoken.get_encoding("o200k_base")
         enc.encode("probe")
     except Exception:  # not installed, unknown, or its files cannot be fetched offline
-        return estimate_tokens, APPROXIMATE
-    return (lambda text: len(enc.encode(text, disallowed_special=()))), f"tiktoken {enc.name}"
+        return None, ""
+    return (lambda text: len(enc.encode(text, disallowed_special=()))), enc.name

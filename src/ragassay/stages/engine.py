@@ -33,11 +33,11 @@ from pydantic import BaseModel, ValidationError
 from ..data.io import read_bytes_checked, write_lines_atomic
 from ..errors import InputError, OutputError, RagassayError
 from ..llm.batch import Deferred
-from ..llm.cache import Cache
+from ..llm.cache import Cache, endpoint_id
 from ..llm.client import LLM, request_key, schema_of
 from ..llm.config import LLMConfig
 from ..llm.errors import LLMError
-from ..llm.usage import price_for, token_counter
+from ..llm.usage import price_for, token_model
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
 
@@ -361,7 +361,10 @@ def _read_records(path: Path, cut_partial: bool = False) -> list[dict]:
 
 @dataclass
 class Estimate:
-    """What a run of the plan will do, computed offline. Output tokens are an upper bound."""
+    """What a run of the plan will do, computed offline. ``output_tokens`` and ``cost_usd`` are
+    ceilings (every answer at its ``max_tokens``); ``output_tokens_expected`` and ``cost_usd_low``
+    count what answers of the same prompts took before (from the cache) and nothing for calls whose
+    prompt has no such answers yet (``expected_unknown`` of them)."""
 
     items: int = 0
     done: int = 0
@@ -372,6 +375,9 @@ class Estimate:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    output_tokens_expected: int = 0
+    expected_unknown: int = 0
+    cost_usd_low: float | None = None
     tokenizer: str = ""
     models: list[str] = field(default_factory=list)
     note: str = ""
@@ -386,11 +392,15 @@ class Estimate:
         rounds = [n for n in self.calls_per_step if n]
         return {"rounds": len(rounds), "requests_per_round": rounds,
                 "batches_per_round": [-(-n // LIMITS["lines"]) for n in rounds],
-                "cost_usd": None if self.cost_usd is None else round(self.cost_usd * self.BATCH_DISCOUNT, 6)}
+                "cost_usd": None if self.cost_usd is None else round(self.cost_usd * self.BATCH_DISCOUNT, 6),
+                "cost_usd_low": None if self.cost_usd_low is None
+                else round(self.cost_usd_low * self.BATCH_DISCOUNT, 6)}
 
     def to_dict(self) -> dict[str, Any]:
         out = {"kind": "estimate", "version": 1, "calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-               "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6), "items": self.items,
+               "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
+               "output_tokens_expected": self.output_tokens_expected, "expected_unknown": self.expected_unknown,
+               "cost_usd_low": None if self.cost_usd_low is None else round(self.cost_usd_low, 6), "items": self.items,
                "done": self.done, "cached": self.cached, "shared": self.shared,
                "decided_without_call": self.decided_without_call,
                "tokenizer": self.tokenizer, "models": self.models, "note": self.note}
@@ -401,28 +411,49 @@ class Estimate:
     def add(self, other: Estimate) -> Estimate:
         """Two plans run one after the other (judge's relevance, then coverage)."""
         counts = ("items", "done", "decided_without_call", "calls", "cached", "shared", "input_tokens",
-                  "output_tokens")
+                  "output_tokens", "output_tokens_expected", "expected_unknown")
         return Estimate(**{k: getattr(self, k) + getattr(other, k) for k in counts},
                         cost_usd=None if self.cost_usd is None or other.cost_usd is None
                         else self.cost_usd + other.cost_usd,
+                        cost_usd_low=None if self.cost_usd_low is None or other.cost_usd_low is None
+                        else self.cost_usd_low + other.cost_usd_low,
                         tokenizer=self.tokenizer or other.tokenizer, models=self.models or other.models,
                         note="; ".join(n for n in (self.note, other.note) if n),
                         calls_per_step=self.calls_per_step + other.calls_per_step, batch=self.batch or other.batch)
 
+    def _output_text(self) -> str:
+        if not self.calls:
+            return "output tokens: 0"
+        ceiling = f"at most {self.output_tokens} (every answer at its max_tokens)"
+        if self.expected_unknown == self.calls:
+            return (f"output tokens: {ceiling}; what answers take is not known yet (it is learnt from the "
+                    "answer cache once this model has answered these prompts)")
+        part = "" if not self.expected_unknown else \
+            f" for the {self.calls - self.expected_unknown} calls whose prompts this model answered before"
+        return f"output tokens: expected {self.output_tokens_expected}{part} (from the answer cache), {ceiling}"
+
+    def _cost_text(self, high: float | None, low: float | None) -> str:
+        if high is None:
+            return "unknown (pass --price-in/--price-out)"
+        if not self.calls or high == low:
+            return f"${high:.4f}"
+        if self.expected_unknown == self.calls:
+            return f"at least ${low:.4f} (the input alone), at most ${high:.4f} (every answer at its max_tokens)"
+        lower = "expected" if not self.expected_unknown else "expected, with nothing for the answers not known yet"
+        return f"${low:.4f} {lower}; at most ${high:.4f} (every answer at its max_tokens)"
+
     def text(self) -> str:
-        cost = "unknown (pass --price-in/--price-out)" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         lines = [f"dry run: nothing was called. {self.items} items ({self.done} already done, "
                  f"{self.decided_without_call} decided without a call)",
                  f"calls: {self.calls} ({self.cached} more answered from the cache, free"
                  + (f"; {self.shared} more shared by items with identical inputs" if self.shared else "") + ")",
-                 f"input tokens: {self.input_tokens} ({self.tokenizer}); output tokens: at most {self.output_tokens}",
-                 f"cost: {cost}"]
+                 f"input tokens: {self.input_tokens} ({self.tokenizer}); {self._output_text()}",
+                 f"cost: {self._cost_text(self.cost_usd, self.cost_usd_low)}"]
         if self.batch:
             b = self.batch_plan()
-            price = "unknown" if b["cost_usd"] is None else f"${b['cost_usd']:.4f}"
             lines.append(f"batch backend: {b['rounds']} round(s), one per step; requests per round "
                          f"{b['requests_per_round']} in {sum(b['batches_per_round'])} batch file(s); cost at the "
-                         f"Batch API price (half the live price): {price}")
+                         f"Batch API price (half the live price): {self._cost_text(b['cost_usd'], b['cost_usd_low'])}")
         if self.note:
             lines.append(self.note)
         return "\n".join(lines)
@@ -438,9 +469,9 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
     counted once; later steps are sized from placeholders and always counted."""
     models = [c.model or "" for c in configs]
     caches = [Cache.read_only(c.cache_path) if c.use_cache else None for c in configs]
-    counters = [token_counter(m) for m in models]
-    est = Estimate(tokenizer=counters[0][1] if counters else "", models=models)
-    tokens_per_model = [[0, 0] for _ in configs]
+    counters = [token_model(m, cache, endpoint_id(c.base_url)) for m, cache, c in zip(models, caches, configs)]
+    est = Estimate(tokenizer=counters[0].method if counters else "", models=models)
+    tokens_per_model = [[0, 0, 0] for _ in configs]  # input, output ceiling, output expected
     planned: set[Call] = set()  # identical calls are asked once (see SharedCalls): counted once
     try:
         for it in items:
@@ -469,16 +500,19 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
                     if hit is not None:
                         est.cached += 1
                         continue
-                    count = counters[call.model][0]
-                    schema_text = schema_of(call.response_model)[3]
-                    t_in = sum(count(m.get("content") or "") + 4 for m in call.message_list) + count(schema_text)
+                    tokens = counters[call.model]
+                    t_in = tokens.input_tokens(call.message_list, schema_of(call.response_model)[3])
                     t_out = call.max_tokens or 1000
+                    expected = tokens.output_tokens(call.response_model.__name__, t_out)
                     est.calls += 1
                     est.calls_per_step[step] += 1
                     est.input_tokens += t_in
                     est.output_tokens += t_out
+                    est.output_tokens_expected += expected or 0
+                    est.expected_unknown += expected is None
                     tokens_per_model[call.model][0] += t_in
                     tokens_per_model[call.model][1] += t_out
+                    tokens_per_model[call.model][2] += expected or 0
                 calls = stage.next_calls(it, answers) if stage is not None else []
                 step += 1
     finally:
@@ -486,11 +520,14 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
             if c is not None:
                 c.close()
     cost: float | None = 0.0
-    for cfg, (t_in, t_out) in zip(configs, tokens_per_model):
+    low: float | None = 0.0
+    for cfg, (t_in, t_out, t_expected) in zip(configs, tokens_per_model):
         price = price_for(cfg.model, cfg.price_in, cfg.price_out)
         if t_in or t_out:
             cost = None if price is None or cost is None else cost + (t_in * price[0] + t_out * price[1]) / 1e6
+            low = None if price is None or low is None else low + (t_in * price[0] + t_expected * price[1]) / 1e6
     est.cost_usd = cost  # 0 when nothing is sent; None when a model that will be called has no price
+    est.cost_usd_low = low
     ceilings = [f"--max-calls {c.max_calls}" for c in configs[:1] if c.max_calls] + \
                [f"--max-cost ${c.max_cost:g}" for c in configs[:1] if c.max_cost]
     if ceilings:
@@ -554,7 +591,12 @@ class SharedCalls:
 
 
 class StageAborted(RagassayError):
-    """The first calls all failed the same way (dead endpoint, refused key, unknown model)."""
+    """The first calls all failed the same way (dead endpoint, refused key, unknown model).
+    ``reason`` is the message without where the finished records are kept."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 @dataclass
@@ -704,9 +746,9 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
             bar.close()
         store.close_journal()
     if aborted:
-        raise StageAborted(f"stopped early: the first {len(early)} {stage.name} calls all failed the same way: "
-                           f"{aborted[0]}. Nothing more was sent; fix this and rerun "
-                           f"(finished records are kept in {store.journal})")
+        reason = (f"stopped early: the first {len(early)} {stage.name} calls all failed the same way: "
+                  f"{aborted[0]}. Nothing more was sent; fix this and rerun")
+        raise StageAborted(f"{reason} (finished records are kept in {store.journal})", reason)
     plan_keys = [k for it in items for k in it.record_keys]
     records = store.finalize(plan_keys)
     errors = [r for r in records if r.get("status") != "ok"]

@@ -17,7 +17,7 @@ import random
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -501,6 +501,7 @@ class JudgeResult:
     batch_fallbacks: int
     usage: str = ""
     coverage_waits: bool = False  # coverage was not run: judgments still wait for batch answers
+    usage_numbers: dict[str, Any] = field(default_factory=dict)  # model -> Usage.to_dict()
 
     @property
     def pending(self) -> int:
@@ -578,7 +579,7 @@ class JudgeResult:
                 "batch_fallbacks": self.batch_fallbacks, "pending": self.pending,
                 "error_reasons": dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
                                                                         else Counter())).most_common(5)),
-                "usage": self.usage}
+                "usage": self.usage_numbers, "usage_text": self.usage}
 
     def text(self) -> str:
         d = self.to_dict()
@@ -626,7 +627,8 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
     if rel.pending:  # judgments wait for a batch: no qrels yet, and coverage (whose sources use them) waits too
         usage = "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms)
         return JudgeResult(rel, None, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks,
-                           usage, coverage_waits=plan.coverage is not None)
+                           usage, coverage_waits=plan.coverage is not None,
+                           usage_numbers={llm.config.model: llm.usage.to_dict() for llm in llms})
     if qrels_out is not None:
         from ..data.io import write_qrels
         union: dict[str, dict[str, int]] = {}
@@ -642,7 +644,8 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
         cov = await run_stage(plan.coverage, plan.coverage_items, llms[:1], plan.coverage_store,
                               concurrency=concurrency, quiet=options.quiet)
     usage = "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms)
-    return JudgeResult(rel, cov, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks, usage)
+    return JudgeResult(rel, cov, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks, usage,
+                       usage_numbers={llm.config.model: llm.usage.to_dict() for llm in llms})
 
 
 async def judge_run(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,

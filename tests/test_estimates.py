@@ -1,0 +1,93 @@
+"""Dry-run estimates that say what they are: input tokens in the endpoint's own count once the cache
+holds answers of the model (a characters-per-token ratio learnt from them), output tokens as
+expected (each prompt's mean answer length) and as a ceiling, cost as a range."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fake_llm import FakeLLM
+
+from ragassay.cli import main
+
+EX = Path(__file__).resolve().parents[1] / "datasets" / "example"
+PRICES = ["--price-in", "1", "--price-out", "2"]
+
+
+def judge_args(server: FakeLLM, run: str, depth: int, out: Path, cache: Path) -> list[str]:
+    return ["judge", "--queries", str(EX / "queries.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--run",
+            str(EX / "runs" / run), "--depth", str(depth), "-o", str(out), "--base-url", server.url, "--model",
+            "fake", "--cache", str(cache), *PRICES]
+
+
+def dry(capsys, argv: list[str]) -> dict:
+    assert main(argv + ["--dry-run", "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def ran(capsys, argv: list[str]) -> dict:
+    assert main(argv + ["--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)["usage"]["fake"]
+
+
+def test_a_calibrated_estimate_is_within_ten_percent_of_what_the_endpoint_counts(tmp_path, capsys):
+    cache = tmp_path / "cache.sqlite"
+    with FakeLLM() as server:
+        first = judge_args(server, "bm25.txt", 3, tmp_path / "bm25.jsonl", cache)
+        guess = dry(capsys, first)
+        assert guess["tokenizer"].startswith(("approximate", "tiktoken"))  # nothing learnt yet
+        assert guess["expected_unknown"] == guess["calls"] == 66 and guess["output_tokens_expected"] == 0
+        assert guess["cost_usd_low"] < guess["cost_usd"]
+        ran(capsys, first)
+        second = judge_args(server, "tfidf.txt", 5, tmp_path / "tfidf.jsonl", cache)
+        est = dry(capsys, second)
+        calls_before = server.calls
+        real = ran(capsys, second)
+    assert server.calls - calls_before == est["calls"] > 0
+    assert est["tokenizer"].startswith("calibrated: ") and "from 66 answers of fake" in est["tokenizer"]
+    assert est["input_tokens"] == pytest.approx(real["prompt_tokens"], rel=0.10)
+    assert est["expected_unknown"] == 0
+    assert est["output_tokens_expected"] == pytest.approx(real["completion_tokens"], rel=0.25)
+    assert est["output_tokens"] == est["calls"] * 600  # the ceiling: every answer at max_tokens
+    assert est["cost_usd_low"] == pytest.approx((est["input_tokens"] * 1 + est["output_tokens_expected"] * 2) / 1e6)
+    assert est["cost_usd"] == pytest.approx((est["input_tokens"] * 1 + est["output_tokens"] * 2) / 1e6)
+    # the guess it replaced was further off: the fake counts words, not 4 characters
+    per_call_guess = guess["input_tokens"] / guess["calls"]
+    per_call_real = real["prompt_tokens"] / est["calls"]
+    assert abs(per_call_guess / per_call_real - 1) > 0.10
+
+
+def test_the_text_gives_expected_and_ceiling_and_a_cost_range(tmp_path, capsys):
+    cache = tmp_path / "cache.sqlite"
+    with FakeLLM() as server:
+        argv = judge_args(server, "bm25.txt", 2, tmp_path / "j.jsonl", cache)
+        assert main(argv + ["--dry-run"]) == 0
+        text = capsys.readouterr().out
+        assert "what answers take is not known yet" in text
+        assert "cost: at least $" in text and "(the input alone), at most $" in text
+        assert main(argv) == 0
+        capsys.readouterr()
+        argv = judge_args(server, "tfidf.txt", 4, tmp_path / "j2.jsonl", cache)
+        assert main(argv + ["--dry-run"]) == 0
+        text = capsys.readouterr().out
+    assert "calibrated: " in text and "output tokens: expected " in text and "at most " in text
+    assert " expected; at most $" in text
+
+
+def test_an_older_cache_without_sizes_gives_the_uncalibrated_estimate(tmp_path, capsys):
+    """A cache written before request sizes were kept (opened read-only by a dry run, so not migrated)."""
+    import sqlite3
+    cache = tmp_path / "old.sqlite"
+    db = sqlite3.connect(cache)
+    db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, model TEXT NOT NULL, answer TEXT NOT NULL, raw TEXT, "
+               "prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0, "
+               "created REAL NOT NULL)")
+    db.execute("PRAGMA user_version = 1")
+    db.commit()
+    db.close()
+    with FakeLLM() as server:
+        est = dry(capsys, judge_args(server, "bm25.txt", 2, tmp_path / "j.jsonl", cache))
+        assert server.calls == 0
+    assert est["calls"] == 44 and est["expected_unknown"] == 44 and not est["tokenizer"].startswith("calibrated")
