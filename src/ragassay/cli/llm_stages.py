@@ -348,7 +348,8 @@ def generate(sub: Any) -> None:
                    help="share of each style users type: question (a full sentence), keywords, lowercase (quick, "
                         "with a typo), task ('how do i ...'); default question=0.4,keywords=0.25,lowercase=0.15,task=0.2")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed for chunk selection and grouping (default 0)")
-    p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels: each question's gold chunks, grade 3")
+    p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels of the gold chunks, graded by role: 3 for a chunk that states the answer, 2 for one "
+                   "that supports a hop (as in the records' grades)")
     p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")
     p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FORMAT", "DIR"),
                    help="also write the set into DIR for another tool, named after what loads it: beir, "

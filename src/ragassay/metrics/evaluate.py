@@ -98,6 +98,14 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     in trec_eval it does not change NDCG gains. ``gain``: ``linear`` (gain = grade) or
     ``exponential`` (2^grade - 1). ``missing``: ``skip`` leaves qrels queries absent from the run
     out (trec_eval's default); ``zero`` scores them 0 on every metric (trec_eval -c).
+
+    The relevance level moves the binary measures and leaves NDCG's gains alone:
+
+    >>> qrels, run = {"q1": {"a": 2, "b": 1}}, {"q1": {"b": 2.0, "a": 1.0}}
+    >>> {m: round(v, 4) for m, v in evaluate(qrels, run, "ndcg@10,mrr,P_5").aggregate.items()}
+    {'ndcg@10': 0.8597, 'mrr': 1.0, 'p@5': 0.4}
+    >>> {m: round(v, 4) for m, v in evaluate(qrels, run, "ndcg@10,mrr,P_5", relevance_level=2).aggregate.items()}
+    {'ndcg@10': 0.8597, 'mrr': 0.5, 'p@5': 0.2}
     """
     qrels = coerce_qrels(qrels)
     run = coerce_run(run)

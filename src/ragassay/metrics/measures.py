@@ -72,7 +72,11 @@ class Measure:
 
 
 def parse_measure(text: str | Measure) -> Measure:
-    """Parse a metric name in any accepted spelling; raise :class:`MeasureError` otherwise."""
+    """Parse a metric name in any accepted spelling; raise :class:`MeasureError` otherwise.
+
+    >>> [str(parse_measure(name)) for name in ("ndcg_cut_10", "nDCG@10", "P(rel=2)@5", "RR", "success_10")]
+    ['ndcg@10', 'ndcg@10', 'p(rel=2)@5', 'mrr', 'hit_rate@10']
+    """
     if isinstance(text, Measure):
         return text
     raw = str(text).strip()
