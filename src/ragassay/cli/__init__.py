@@ -48,9 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ragassay {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    from . import llm_stages, metrics, product  # each area's commands, one module per area
+    from . import label, llm_stages, metrics, product  # each area's commands, one module per area
     for register in (product.demo, metrics.evaluate, metrics.compare, metrics.agree, metrics.retrieve,
-                     llm_stages.generate, llm_stages.remap, llm_stages.judge, llm_stages.check,
+                     llm_stages.generate, llm_stages.remap, llm_stages.judge, llm_stages.check, label.label,
                      product.merge, product.report, product.track, product.history, product.gate, llm_stages.ping):
         register(sub)
     for command in sub.choices.values():

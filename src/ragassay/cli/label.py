@@ -1,0 +1,123 @@
+"""label: a local web page where people grade pairs or label answers, to measure the judge."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from typing import Any
+
+from ..errors import UsageError
+from ..product.formatting import to_json
+from .values import nonneg_int, positive_float, positive_int
+
+
+def label(sub: Any) -> None:
+    p = sub.add_parser(
+        "label", help="grade pairs or label answers by hand in a local web page (to measure the judge)",
+        description="Open a local page to label by hand, with the keyboard: (query, chunk) pairs 0-3 on the judge's "
+                    "scale ('pairs'), or RAG answers correct / partial / hallucinated / abstained ('answers'). Blind by "
+                    "default: the model's label shows only once you have given yours. Every label is written to disk "
+                    "the moment it is given; stop with Ctrl-C (or close the tab) and rerun the same command to go "
+                    "on. The page shows Cohen's kappa between you and the model with its 95% interval, and about "
+                    "how many more labels would narrow it to --target-width. The output is what agree, judge --keep "
+                    "and check --human read; OUTPUT.calibration.json records the sample and the agreement.",
+        epilog="Example: ragassay label pairs --queries datasets/example/queries.jsonl --chunks "
+               "datasets/example/chunks.jsonl --run datasets/example/runs/bm25.txt --sample 30 -o human.qrels")
+    p.add_argument("task", choices=("pairs", "answers"), help="what to label")
+    p.add_argument("answers", nargs="?", metavar="ANSWERS", help="answers: the answers JSONL (as check reads it)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="pairs: TREC qrels; answers: JSONL id/label lines (labels append to FILE.events.jsonl)")
+    p.add_argument("--queries", metavar="FILE", help="pairs: the queries (JSONL or TSV)")
+    p.add_argument("--chunks", metavar="FILE", help="pairs: the chunks (JSONL); answers: chunk texts for context_ids")
+    p.add_argument("--run", metavar="RUN", help="pairs: label the top --depth of this run (no model grades)")
+    p.add_argument("--judgments", metavar="FILE", help="pairs: label pairs judge graded (its judgments JSONL): "
+                   "sampled by the model's grade, and compared with it")
+    p.add_argument("--checks", metavar="FILE", help="answers: check's records, for the model's labels")
+    p.add_argument("--depth", type=positive_int, default=10, help="pairs with --run: the top K of each query (default 10)")
+    p.add_argument("--sample", type=positive_int, metavar="N", help="label N items, drawn evenly over the model's "
+                   "grades (or ranks) and spread over queries (default: all)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="the sample's seed (default 0): the same seed, the same items")
+    p.add_argument("--assessor", metavar="NAME", help="who labels (default: your login name); one person per output")
+    p.add_argument("--from", dest="prior", metavar="FILE", help="labels made before (qrels or id/label JSONL): "
+                   "kept in the output and not asked again")
+    p.add_argument("--with", dest="others", action="append", default=[], metavar="FILE",
+                   help="another person's labels of the same items: the page shows how you agree (repeat)")
+    p.add_argument("--target-width", type=positive_float, default=0.1, metavar="W",
+                   help="the width of kappa's 95%% interval to aim for (default 0.1)")
+    p.add_argument("--show-model", action="store_true", help="show the model's labels before you label (to review)")
+    p.add_argument("--port", type=nonneg_int, default=0, help="the port (default: any free one)")
+    p.add_argument("--no-browser", action="store_true", help="only print the URL")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="how the summary at the end is printed (default table)")
+    p.set_defaults(handler=run_label)
+
+
+def run_label(args: argparse.Namespace) -> Any:
+    from ..product.label_server import LabelServer
+    book = make_book(args)
+    server = LabelServer(book, port=args.port, show_model=args.show_model)
+    print(f"labelling {len(book.items)} {'pairs' if book.task == 'pairs' else 'answers'} as {book.assessor}; "
+          f"labels go to {book.output} the moment they are given. Open:", flush=True)
+    print(server.url, flush=True)
+    print("(Ctrl-C stops; rerun the same command to go on)", file=sys.stderr, flush=True)
+    if not args.no_browser:
+        import webbrowser
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:  # the way to stop: every label is on disk already
+        pass
+    finally:
+        server.shutdown()
+        book.close()
+    result = book.calibration()
+    if args.format == "json":
+        return to_json(result)
+    p, a = result["progress"], result["model_agreement"]
+    lines = [f"labelled {p['labelled']} of {p['total']} ({p['skipped']} skipped) into {book.output}"]
+    if a["n"]:
+        interval = a["interval"]
+        lines.append(f"you and the model: kappa {a['kappa']:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+                                                                      if interval else "") + f" on {a['n']} labels")
+    if p["left"]:
+        lines.append("rerun the same command to go on")
+    return "\n".join(lines)
+
+
+def make_book(args: argparse.Namespace):
+    from ..data.io import iter_jsonl, read_chunks, read_run
+    from ..product.labeling import LabelBook, answer_items, draw_sample, pair_items, read_other_labels
+    assessor = args.assessor or _login()
+    if args.task == "pairs":
+        if args.answers:
+            raise UsageError("'label pairs' takes no ANSWERS file (did you mean 'label answers'?)")
+        if not args.queries or not args.chunks or bool(args.run) == bool(args.judgments):
+            raise UsageError("label pairs needs --queries, --chunks and one of --run or --judgments")
+        from ..stages.queries import read_query_items
+        chunks = {c.id: c for c in read_chunks(args.chunks)}
+        judgments = [r for _, r in iter_jsonl(args.judgments)] if args.judgments else None
+        items = pair_items(read_query_items(args.queries), chunks, run=read_run(args.run) if args.run else None,
+                           judgments=judgments, depth=args.depth)
+    else:
+        if not args.answers or args.queries or args.run or args.judgments:
+            raise UsageError("label answers needs ANSWERS (and takes --checks, --chunks), not --queries/--run/--judgments")
+        from ..stages.check import read_answers
+        chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
+        checks = [r for _, r in iter_jsonl(args.checks)] if args.checks else None
+        items = answer_items(read_answers(args.answers, chunks), checks)
+    prior = read_other_labels(args.prior, args.task) if args.prior else {}
+    items = [it for it in items if it.key not in prior]
+    sample, info = draw_sample(items, args.sample, args.seed)
+    others = {}
+    for path in args.others:
+        theirs = read_other_labels(path, args.task)
+        others[path] = theirs
+    return LabelBook(args.task, sample, args.output, assessor, info, prior, others, args.target_width)
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (a container): still one name per output
+        return "assessor"

@@ -1,0 +1,401 @@
+"""People's labels, to measure how far to trust the judge: what to label, the labels themselves, and
+how well a person agrees with the model (and with other people) as the labels come in.
+
+The server (label_server.py) only shows a :class:`LabelBook` and passes keys to it. Every label is
+an event appended to ``OUTPUT.events.jsonl`` and flushed to disk before the answer returns, so a
+closed tab or a killed server loses nothing; the output itself (TREC qrels for pairs, ``id``/
+``label`` lines for answers: the formats ``agree``, ``judge --keep`` and ``check --human`` read)
+is rewritten from the events after each one, atomically.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import random
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data.io import write_lines_atomic, write_qrels
+from ..errors import InputError, UsageError
+
+PAIR_SCALE = [  # the judge's own scale, as its prompt and the README state it
+    (3, "3", "about the query and contains the answer, stated clearly"),
+    (2, "2", "answers part of it, or the answer is there but unclear or buried"),
+    (1, "1", "on the topic, but does not answer it"),
+    (0, "0", "nothing to do with the query"),
+]
+ANSWER_SCALE = [
+    ("correct", "c", "the reference's key facts, nothing contradicted"),
+    ("partial", "p", "some of the key facts, nothing contradicted"),
+    ("hallucinated", "h", "something false or unsupported, hedged or not"),
+    ("abstained", "a", "declines, and asserts nothing wrong"),
+]
+EVENTS_VERSION = 1
+
+
+@dataclass
+class LabelItem:
+    """One thing to label: a (query, chunk) pair or an answer, with what the page shows of it."""
+
+    key: str
+    show: dict[str, Any]        # the texts on screen (question, need, title, text / reference, response, contexts)
+    model: Any = None           # the model's grade or label, when known
+    stratum: str = "all"        # what the sample was stratified by
+    group: str = ""             # the query (pairs) or question (answers): samples spread over these
+
+
+def pair_key(query_id: str, chunk_id: str) -> str:
+    return f"{query_id}\t{chunk_id}"
+
+
+def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = None,
+               judgments: Sequence[Mapping[str, Any]] | None = None, depth: int = 10) -> list[LabelItem]:
+    """The pairs a person may grade: every judged pair with its grade (``judgments``: judge's
+    records), or the top ``depth`` of each query in ``run`` (no model grade; stratified by rank)."""
+    by_id = {q.id: q for q in queries}
+    out: list[LabelItem] = []
+    missing: list[str] = []
+
+    def item(qid: str, cid: str, model: Any, stratum: str) -> None:
+        q, c = by_id.get(qid), chunks.get(cid)
+        if q is None or c is None:
+            missing.append(qid if q is None else cid)
+            return
+        need = "\n".join(t for t in (q.description, q.narrative) if t)
+        out.append(LabelItem(pair_key(qid, cid), {"query_id": qid, "chunk_id": cid, "question": q.text,
+                                                  "need": need, "answer": q.answer or "", "title": c.title or "",
+                                                  "text": c.text}, model, stratum, qid))
+
+    if judgments is not None:
+        seen = set()
+        for r in judgments:
+            if r.get("status") != "ok" or r.get("grade") is None:
+                continue
+            k = (str(r["query_id"]), str(r["chunk_id"]))
+            if k not in seen:
+                seen.add(k)
+                item(k[0], k[1], int(r["grade"]), f"grade {int(r['grade'])}")
+    elif run is not None:
+        for qid, ranking in run.ranked().items():
+            for rank, (cid, _) in enumerate(ranking[:depth], start=1):
+                item(qid, cid, None, "rank 1-3" if rank <= 3 else f"rank 4-{depth}")
+    if not out:
+        raise InputError("nothing to label: no pair has both its query and its chunk in the given files")
+    return out
+
+
+def answer_items(answers: Sequence[Any], checks: Sequence[Mapping[str, Any]] | None = None) -> list[LabelItem]:
+    """The answers a person may label, with the model's label from ``check``'s records when given."""
+    model = {str(r["id"]): r.get("label") for r in (checks or []) if r.get("status") == "ok"}
+    out = []
+    for a in answers:
+        refs = [a.reference] if isinstance(a.reference, str) else list(a.reference)
+        label = model.get(a.id)
+        out.append(LabelItem(a.id, {"id": a.id, "question": a.question, "reference": refs, "response": a.response,
+                                    "contexts": list(a.contexts or [])}, label,
+                             f"label {label}" if label else "all", a.question))
+    return out
+
+
+def draw_sample(items: Sequence[LabelItem], n: int | None, seed: int = 0) -> tuple[list[LabelItem], dict]:
+    """``n`` items (all of them when None), the same ones for the same seed: spread evenly over the
+    strata (the model's grades, so that rare grades are labelled often enough for agreement and for
+    corrections by prediction-powered inference), and within a stratum over queries in turn. The
+    strata's sizes and draws are returned, so that estimates can be reweighted."""
+    rng = random.Random(seed)
+    strata: dict[str, list[LabelItem]] = defaultdict(list)
+    for it in items:
+        strata[it.stratum].append(it)
+    if n is None or n >= len(items):
+        chosen = list(items)
+    else:
+        quota = _equal_quota({s: len(v) for s, v in strata.items()}, n)
+        chosen = []
+        for s in sorted(strata):
+            chosen += _spread(strata[s], quota[s], rng)
+    order = list(chosen)
+    rng.shuffle(order)  # grade order would tell the person the model's grade
+    taken = Counter(it.stratum for it in order)
+    info = {"seed": seed, "n": len(order), "population": len(items),
+            "strata": {s: {"population": len(v), "sampled": taken[s]} for s, v in sorted(strata.items())}}
+    return order, info
+
+
+def _equal_quota(sizes: Mapping[str, int], n: int) -> dict[str, int]:
+    """n spread as evenly as the strata allow: a small stratum gives all it has, the rest share."""
+    quota = {s: 0 for s in sizes}
+    left, open_ = n, sorted(sizes)
+    while left > 0 and open_:
+        share = max(1, left // len(open_))
+        for s in list(open_):
+            take = min(share, sizes[s] - quota[s], left)
+            quota[s] += take
+            left -= take
+            if quota[s] == sizes[s]:
+                open_.remove(s)
+            if left == 0:
+                break
+    return quota
+
+
+def _spread(items: Sequence[LabelItem], k: int, rng: random.Random) -> list[LabelItem]:
+    """k items taken from the groups in turn (each group's items shuffled), so one query cannot fill it."""
+    groups: dict[str, list[LabelItem]] = defaultdict(list)
+    for it in items:
+        groups[it.group].append(it)
+    for g in groups.values():
+        rng.shuffle(g)
+    names = sorted(groups)
+    rng.shuffle(names)
+    out: list[LabelItem] = []
+    while len(out) < k:
+        for g in names:
+            if groups[g] and len(out) < k:
+                out.append(groups[g].pop())
+    return out
+
+
+# -------------------------------------------------------------------------------- agreement
+
+
+def agreement(person: Sequence[Any], other: Sequence[Any], binary: Any, target_width: float = 0.1,
+              seed: int = 0) -> dict[str, Any]:
+    """Cohen's kappa between two label lists (4 classes, and binarised by ``binary``), with 95%
+    bootstrap intervals, and about how many more labels would narrow the 4-class interval to
+    ``target_width`` (the width shrinks as one over the square root of the count)."""
+    from ..metrics.agreement import cohen_kappa, kappa_interval
+    n = len(person)
+    out: dict[str, Any] = {"n": n, "exact": None, "kappa": None, "interval": None, "binary_kappa": None,
+                           "binary_interval": None, "more_labels": None}
+    if n == 0:
+        return out
+    codes = {v: i for i, v in enumerate(sorted({str(v) for v in list(person) + list(other)}))}
+    x = np.array([codes[str(v)] for v in person])
+    y = np.array([codes[str(v)] for v in other])
+    bx = np.array([int(binary(v)) for v in person])
+    by = np.array([int(binary(v)) for v in other])
+    out["exact"] = float((x == y).mean())
+    for name, a, b in (("", x, y), ("binary_", bx, by)):
+        k = cohen_kappa(a, b)
+        out[f"{name}kappa"] = None if math.isnan(k) else k
+        out[f"{name}interval"] = kappa_interval(a, b, seed=seed)
+    interval = out["interval"]
+    if interval is not None:
+        width = interval[1] - interval[0]
+        out["more_labels"] = 0 if width <= target_width else max(1, math.ceil(n * (width / target_width) ** 2) - n)
+    return out
+
+
+def pair_relevant(grade: Any) -> bool:
+    return int(grade) >= 2  # the usual "relevant" cut of a 0-3 scale, as the README reads kappa
+
+
+def answer_correct(label: Any) -> bool:
+    return label == "correct"
+
+
+# ------------------------------------------------------------------------------------- book
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class LabelBook:
+    """The labels of one person on one sample, kept as events on disk.
+
+    ``task`` is "pairs" or "answers"; ``output`` the qrels or JSONL file the other commands read;
+    ``prior`` labels people made before (``--from``), kept in the output and not asked again;
+    ``others`` other people's labels of the same items ({name: {key: value}}), for their agreement."""
+
+    task: str
+    items: list[LabelItem]
+    output: Path
+    assessor: str
+    sample_info: dict[str, Any] = field(default_factory=dict)
+    prior: dict[str, Any] = field(default_factory=dict)
+    others: dict[str, dict[str, Any]] = field(default_factory=dict)
+    target_width: float = 0.1
+    labels: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    history: list[str] = field(default_factory=list)  # keys in the order labelled or skipped (for undo)
+
+    def __post_init__(self) -> None:
+        self.output = Path(self.output)
+        self.events_path = self.output.with_name(self.output.name + ".events.jsonl")
+        self.calibration_path = self.output.with_name(self.output.name + ".calibration.json")
+        self.by_key = {it.key: it for it in self.items}
+        self._replay()
+        self._events = open(self.events_path, "a", encoding="utf-8")
+        if self.events_path.stat().st_size == 0:
+            self._append({"kind": "label_events", "version": EVENTS_VERSION, "task": self.task,
+                          "sample": self.sample_info, "keys": [it.key for it in self.items]})
+        self.write_outputs()
+
+    # -- state
+
+    @property
+    def scale(self) -> list[tuple[Any, str, str]]:
+        return PAIR_SCALE if self.task == "pairs" else ANSWER_SCALE
+
+    def valid(self, value: Any) -> Any:
+        for v, key, _ in self.scale:  # the value itself, or the key that gives it ("2", "h")
+            if (value == v and type(value) is type(v)) or (isinstance(value, str) and value.strip() == key):
+                return v
+        raise UsageError(f"{value!r} is not a label of this task: use one of {', '.join(str(v) for v, _, _ in self.scale)}")
+
+    def _replay(self) -> None:
+        """Read the events of an earlier session: the person resumes where they stopped."""
+        if not self.events_path.exists():
+            return
+        lines = self.events_path.read_bytes().split(b"\n")
+        for no, raw in enumerate(lines, start=1):
+            if not raw.strip():
+                continue
+            try:
+                e = json.loads(raw)
+            except ValueError:
+                if no == len(lines) or (no == len(lines) - 1 and not lines[-1].strip()):
+                    continue  # a last line cut by a kill: that label was never acknowledged
+                raise InputError("not a label event: this file was edited or is not ragassay's",
+                                 self.events_path, no) from None
+            if e.get("kind") == "label_events":
+                if e.get("task") != self.task:
+                    raise UsageError(f"{self.events_path} holds labels of {e.get('task')}, not {self.task}: "
+                                     "give another -o")
+                keys = [k for k in e.get("keys", []) if k in self.by_key]
+                if keys and set(keys) != set(self.by_key):  # the sample of the first session is kept
+                    self.items = [self.by_key[k] for k in keys]
+                    self.by_key = {it.key: it for it in self.items}
+                    self.sample_info = e.get("sample") or self.sample_info
+                continue
+            who = e.get("assessor")
+            if who != self.assessor:
+                raise UsageError(f"{self.output} holds the labels of {who!r}; each person labels into their own file: "
+                                 f"give {self.assessor!r} another -o (and --with {self.output} to see how you agree)")
+            self._apply(e)
+
+    def _apply(self, e: Mapping[str, Any]) -> None:
+        key = e.get("key")
+        if e.get("event") == "label" and key in self.by_key:
+            self.labels[key] = e["value"]
+            self.skipped.pop(key, None)
+            self.seconds[key] = float(e.get("seconds") or 0.0)
+            self.history.append(key)
+        elif e.get("event") == "skip" and key in self.by_key:
+            self.skipped[key] = str(e.get("reason") or "")
+            self.labels.pop(key, None)
+            self.history.append(key)
+        elif e.get("event") == "undo" and self.history:
+            last = self.history.pop()
+            self.labels.pop(last, None)
+            self.skipped.pop(last, None)
+            self.seconds.pop(last, None)
+
+    def _append(self, event: Mapping[str, Any]) -> None:
+        self._events.write(json.dumps(event, ensure_ascii=False) + "\n")
+        self._events.flush()
+        os.fsync(self._events.fileno())
+
+    def close(self) -> None:
+        self._events.close()
+
+    # -- acts
+
+    def label(self, key: str, value: Any, seconds: float = 0.0) -> dict[str, Any]:
+        if key not in self.by_key:
+            raise UsageError(f"no item {key!r} in this sample")
+        value = self.valid(value)
+        event = {"event": "label", "key": key, "value": value, "assessor": self.assessor, "time": _now(),
+                 "seconds": round(max(0.0, float(seconds)), 3), **self._ids(key)}
+        self._append(event)
+        self._apply(event)
+        self.write_outputs()
+        return {"key": key, "value": value, "model": self.by_key[key].model}
+
+    def skip(self, key: str, reason: str) -> None:
+        if key not in self.by_key:
+            raise UsageError(f"no item {key!r} in this sample")
+        event = {"event": "skip", "key": key, "reason": reason.strip()[:500], "assessor": self.assessor,
+                 "time": _now(), **self._ids(key)}
+        self._append(event)
+        self._apply(event)
+        self.write_outputs()
+
+    def undo(self) -> str | None:
+        """Take back the last label or skip; the key it was on (None when there is nothing to undo)."""
+        if not self.history:
+            return None
+        last = self.history[-1]
+        event = {"event": "undo", "key": last, "assessor": self.assessor, "time": _now()}
+        self._append(event)
+        self._apply(event)
+        self.write_outputs()
+        return last
+
+    def _ids(self, key: str) -> dict[str, str]:
+        show = self.by_key[key].show
+        return {"query_id": show["query_id"], "chunk_id": show["chunk_id"]} if self.task == "pairs" else {"id": key}
+
+    # -- outputs
+
+    def write_outputs(self) -> None:
+        if self.task == "pairs":
+            qrels: dict[str, dict[str, int]] = {}
+            for key, value in list(self.prior.items()) + list(self.labels.items()):
+                q, c = key.split("\t", 1)
+                qrels.setdefault(q, {})[c] = int(value)
+            write_qrels(self.output, qrels)
+        else:
+            rows = list(self.prior.items()) + list(self.labels.items())
+            write_lines_atomic(self.output, [json.dumps({"id": k, "label": v, "assessor": self.assessor},
+                                                        ensure_ascii=False) for k, v in rows])
+        write_lines_atomic(self.calibration_path, [json.dumps(self.calibration(), indent=1, ensure_ascii=False)])
+
+    def agreement_with_model(self) -> dict[str, Any]:
+        keys = [k for k in self.labels if self.by_key[k].model is not None]
+        binary = pair_relevant if self.task == "pairs" else answer_correct
+        return agreement([self.labels[k] for k in keys], [self.by_key[k].model for k in keys], binary,
+                         self.target_width)
+
+    def agreement_with_others(self) -> dict[str, dict[str, Any]]:
+        binary = pair_relevant if self.task == "pairs" else answer_correct
+        out = {}
+        for name, theirs in self.others.items():
+            keys = [k for k in self.labels if k in theirs]
+            out[name] = agreement([self.labels[k] for k in keys], [theirs[k] for k in keys], binary,
+                                  self.target_width)
+        return out
+
+    def progress(self) -> dict[str, Any]:
+        times = [s for s in self.seconds.values() if s > 0]
+        return {"total": len(self.items), "labelled": len(self.labels), "skipped": len(self.skipped),
+                "left": len(self.items) - len(self.labels) - len(self.skipped),
+                "seconds_per_label": round(sum(times) / len(times), 1) if times else None}
+
+    def calibration(self) -> dict[str, Any]:
+        """The ``calibration`` result: the sample, its strata, and the agreement so far."""
+        return {"kind": "calibration", "version": 1, "task": self.task, "assessor": self.assessor,
+                "output": str(self.output), "sample": self.sample_info, "progress": self.progress(),
+                "model_agreement": self.agreement_with_model(), "people_agreement": self.agreement_with_others(),
+                "target_width": self.target_width,
+                "binary": "grade >= 2" if self.task == "pairs" else "correct or not"}
+
+
+def read_other_labels(path: str | Path, task: str) -> dict[str, Any]:
+    """Another person's labels: TREC qrels for pairs, ``id``/``label`` lines for answers."""
+    if task == "pairs":
+        from ..data.io import read_qrels
+        return {pair_key(q, c): g for q, docs in read_qrels(path).to_dict().items() for c, g in docs.items()}
+    from ..stages.check import read_human_labels
+    return read_human_labels(path)
