@@ -325,12 +325,12 @@ def test_a_person_labels_thirty_pairs_by_keyboard_through_a_kill_and_agree_match
     run = Labeller(label_args(judged, "human.qrels", "--assessor", "alice"), tmp_path)
     page.goto(run.url)
     wait_progress(page, "15 of 30 labelled, 1 skipped")
+    page.screenshot(path=str(tmp_path / "label-wide.png"))
     for i in range(14):
         page.keyboard.press(grades[(i * 3) % 4])
     wait_progress(page, "29 of 30 labelled, 1 skipped")
     expect(page.locator("h2")).to_contain_text("All 30 items are done")
     shown = page.locator("#agreement").inner_text()
-    page.screenshot(path=str(tmp_path / "label-wide.png"))
     summary = run.stop()
     assert "labelled 29 of 30 (1 skipped)" in summary
     assert not errors, errors

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -23,29 +24,43 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 TIMING = re.compile(r"\d+(?:\.\d+)? ms\b")
 
 
+def fenced_blocks() -> list[tuple[str, str, str]]:
+    """(language, body, the text after the block up to the next one) of every top-level fenced block."""
+    blocks, lines, i = [], README.split("\n"), 0
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            lang, j = lines[i][3:].strip(), i + 1
+            while not lines[j].startswith("```"):
+                j += 1
+            blocks.append((lang, "\n".join(lines[i + 1:j]) + "\n", j + 1))
+            i = j + 1
+        else:
+            i += 1
+    return [(lang, body, "\n".join(lines[end:end + 3])) for lang, body, end in blocks]
+
+
 def shown_commands() -> list[tuple[str, list[str], int | None]]:
     """(command, the lines the README shows it printing, its exit code when the README gives one),
     from fenced blocks of `$ ` lines; "It exits N" right after a block is the code of its last command."""
     out: list[tuple[str, list[str], int | None]] = []
-    for m in re.finditer(r"^```\n(.*?)^```\n\n?(It exits (\d+))?", README, re.S | re.M):
-        lines = m.group(1).rstrip("\n").split("\n")
-        if not lines[0].startswith("$ "):
+    for lang, body, after in fenced_blocks():
+        lines = body.rstrip("\n").split("\n")
+        if lang or not lines[0].startswith("$ "):
             continue
-        start = len(out)
         for line in lines:
             if line.startswith("$ "):
                 out.append((line[2:], [], None))
             else:
                 out[-1][1].append(line)
-        if m.group(3):
+        m = re.match(r"\s*It exits (\d+)", after)
+        if m:
             command, printed, _ = out[-1]
-            out[-1] = (command, printed, int(m.group(3)))
-        assert len(out) > start
+            out[-1] = (command, printed, int(m.group(1)))
     return out
 
 
 def bash_blocks() -> list[str]:
-    return [b for b in re.findall(r"^```bash\n(.*?)^```$", README, re.S | re.M)]
+    return [body for lang, body, _ in fenced_blocks() if lang == "bash"]
 
 
 def matches(expected: list[str], printed: list[str]) -> bool:
@@ -125,6 +140,15 @@ def test_every_bash_block_runs_against_an_endpoint(user_env):
     assert len(blocks) >= 2
     with FakeLLM() as fake:
         for block in blocks:
+            if block.startswith("ragassay label"):  # a server: it prints its address, then Ctrl-C stops it
+                label = subprocess.Popen(["bash", "-c", "exec " + block.replace("\\\n", " ")], cwd=work, env=env,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                assert label.stdout.readline().startswith("labelling 30 pairs")
+                assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", label.stdout.readline())
+                label.send_signal(signal.SIGINT)
+                out, err = label.communicate(timeout=30)
+                assert label.returncode == 0 and "labelled 0 of 30" in out, err
+                continue
             run = bash(block.replace("\\\n", " "), work, {**env, "OPENAI_BASE_URL": fake.url})
             assert run.returncode in (0, 3), (block, run.stdout)  # 3: the fake cannot fill every slot of a mix
             for out in re.findall(r"(?:-o|--qrels-out|--coverage-out|--rejects) (\S+)", block):
@@ -135,7 +159,7 @@ def test_every_python_script_in_the_readme_runs_against_an_endpoint(user_env):
     """The README's Python blocks that are not `>>>` sessions (those run in test_readme.py) run whole,
     with the installed wheel, against the fake endpoint."""
     work, env = user_env
-    scripts = [b for b in re.findall(r"^```python\n(.*?)^```$", README, re.S | re.M) if not b.startswith(">>>")]
+    scripts = [body for lang, body, _ in fenced_blocks() if lang == "python" and not body.startswith(">>>")]
     assert scripts
     with FakeLLM() as fake:
         for script in scripts:

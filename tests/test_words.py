@@ -126,6 +126,9 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
             est = json_of(capsys, argvs[stage][:-4] + ["--model", "gpt-4o-mini", "--dry-run", "-o", "dry.jsonl"]
                           if stage != "generate" else argvs[stage][:-4] + ["--model", "gpt-4o-mini", "--dry-run"])
             assert (est["kind"], est["version"]) == ("estimate", 1), stage
+    seen["label"] = label_until_stopped(["pairs", "--queries", e + "queries.jsonl", "--chunks", e + "chunks.jsonl",
+                                         "--run", runs[0], "--sample", "3", "-o", "human.qrels", "--format", "json"],
+                                        json_out=True)
     Path("ev.json").write_text(json.dumps(seen["evaluate"]))
     seen["track"] = json_of(capsys, ["track", "ev.json", "--db", "h.sqlite"])
     seen["history"] = json_of(capsys, ["history", "--db", "h.sqlite"])
@@ -136,7 +139,23 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
     assert set(seen) == set(commands())
     for name, result in seen.items():
         assert isinstance(result, dict) and result.get("version") == 1, name
-        assert result["kind"] == {"report": "report"}.get(name, name), name
+        assert result["kind"] == {"label": "calibration"}.get(name, name), name
+
+
+def label_until_stopped(argv: list[str], json_out: bool = False) -> dict | str:
+    """`ragassay label ...` runs until stopped: start it, see its URL, stop it with Ctrl-C (SIGINT)."""
+    import signal
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = proc.stderr if json_out else proc.stdout
+    assert said.readline().startswith("labelling ")
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", said.readline())
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    return json.loads(out) if json_out else out
 
 
 def help_example(parser: argparse.ArgumentParser) -> str:
@@ -151,8 +170,8 @@ def test_every_help_example_runs_where_its_files_are(example_dir, capsys):
     reads from another one's output made first."""
     shutil.copy("datasets/example/chunks.jsonl", "new_chunks.jsonl")  # remap: a re-chunking (here: the same)
     examples = {name: help_example(p) for name, p in commands().items()}
-    order = ["demo", "evaluate", "compare", "agree", "retrieve", "generate", "remap", "judge", "check", "merge",
-             "report", "track", "history", "gate", "ping"]
+    order = ["demo", "evaluate", "compare", "agree", "retrieve", "generate", "remap", "judge", "check", "label",
+             "merge", "report", "track", "history", "gate", "ping"]
     assert sorted(order) == sorted(examples)
     with FakeLLM() as fake:
         for name in order:
@@ -168,6 +187,9 @@ def test_every_help_example_runs_where_its_files_are(example_dir, capsys):
                         out = judge[:judge.index("-o")] + ["-o", f"judged.{i}.jsonl", "--shard", f"{i}/2",
                                                            "--base-url", fake.url, "--model", "fake"]
                         assert main(out) == 0, capsys.readouterr().err
+                if name == "label":  # a server: started, seen to print its URL, stopped
+                    assert "labelled 0 of 30" in label_until_stopped(argv[1:])
+                    continue
                 code = main(argv)
                 out = capsys.readouterr()
                 assert code == 0, (name, argv, out.err)

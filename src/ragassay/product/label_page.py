@@ -16,7 +16,7 @@ body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-seri
 header { display: flex; flex-wrap: wrap; gap: 8px 20px; align-items: baseline; padding: 10px 18px; background: #fff; border-bottom: 1px solid var(--line); }
 header h1 { font-size: 16px; margin: 0; }
 header .muted { color: var(--muted); font-size: 13px; }
-main { display: grid; grid-template-columns: minmax(0, 1fr) 300px; gap: 16px; padding: 16px 18px; max-width: 1280px; margin: 0 auto; }
+main { display: grid; grid-template-columns: minmax(0, 1fr) 340px; gap: 16px; padding: 16px 18px; max-width: 1280px; margin: 0 auto; }
 @media (max-width: 820px) { main { grid-template-columns: minmax(0, 1fr); } }
 section, aside > div { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 14px 16px; }
 aside { display: flex; flex-direction: column; gap: 12px; }
@@ -34,6 +34,7 @@ mark { background: var(--mark); padding: 0 1px; border-radius: 2px; }
 .keys { color: var(--muted); font-size: 13px; }
 .keys kbd { font: 12px ui-monospace, monospace; border: 1px solid var(--line); border-radius: 3px; padding: 0 4px; }
 .stat { display: flex; justify-content: space-between; gap: 8px; font-variant-numeric: tabular-nums; }
+.stat span:first-child { white-space: nowrap; }
 .bar { height: 6px; background: var(--line); border-radius: 3px; overflow: hidden; margin: 6px 0; }
 .bar > div { height: 100%; background: var(--accent); }
 #skipbox { display: none; margin-top: 10px; gap: 8px; }
@@ -56,8 +57,7 @@ mark { background: var(--mark); padding: 0 1px; border-radius: 2px; }
   <div><h3>Progress</h3><div class="bar"><div id="bar"></div></div><div id="progress"></div></div>
   <div><h3>You and the model</h3><div id="agreement"></div></div>
   <div id="peoplebox"><h3>You and other people</h3><div id="people"></div></div>
-  <div class="keys"><kbd>0</kbd>&ndash;<kbd>3</kbd> or <kbd>c</kbd> <kbd>p</kbd> <kbd>h</kbd> <kbd>a</kbd> label &middot;
-    <kbd>&larr;</kbd> <kbd>&rarr;</kbd> move &middot; <kbd>u</kbd> undo &middot; <kbd>s</kbd> skip</div>
+  <div class="keys" id="keyhint"></div>
 </aside>
 </main>
 <script nonce="__NONCE__">
@@ -95,8 +95,17 @@ function highlighted(text, words) {
   if (last < text.length) box.appendChild(document.createTextNode(text.slice(last)));
   return box;
 }
+function keyHint() {
+  const box = $("keyhint"); box.replaceChildren();
+  const add = (keys, what) => { keys.forEach((k) => { box.appendChild(el("kbd", k)); box.appendChild(document.createTextNode(" ")); }); box.appendChild(document.createTextNode(what + "  ")); };
+  add(S.scale.map((s) => s.key), "label \u00b7");
+  add(["\u2190", "\u2192"], "move \u00b7");
+  add(["u"], "undo \u00b7");
+  add(["s"], "skip");
+}
 function render() {
   const item = $("item"); item.replaceChildren();
+  keyHint();
   $("who").textContent = "assessor: " + S.assessor + (S.show_model ? " (model's labels shown)" : " (blind: the model's label shows once you have labelled)");
   $("where").textContent = "labels go to " + S.output;
   const p = S.progress;
