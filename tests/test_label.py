@@ -402,3 +402,53 @@ def _keep_screenshot(path: Path, name: str) -> None:
     where = os.environ.get("RAGASSAY_SCREENSHOTS")
     if where:
         shutil.copy(path, Path(where) / name)
+
+
+def test_report_track_and_gate_read_the_calibration(tmp_path, judged, capsys):
+    book = book_of(tmp_path, judged, n=12)
+    for i, it in enumerate(book.items):
+        book.label(it.key, it.model if i % 3 else (it.model + 2) % 4)
+    book.close()
+    cal = tmp_path / "h.qrels.calibration.json"
+    assert main(["report", str(cal), "-o", str(tmp_path / "r.md")]) == 0
+    text = (tmp_path / "r.md").read_text()
+    shown = book.agreement_with_model()
+    assert "Calibration: alice against the model" in text and f"{shown['kappa']:.3f}" in text
+    assert "| grade 3 |" in text  # the strata
+    assert main(["gate", str(cal), "--min", f"kappa={shown['kappa'] - 0.01:.4f}", "--min", "labelled=12"]) == 0
+    assert main(["gate", str(cal), "--min", "kappa_ci_low=0.99"]) == 1
+    assert main(["track", str(cal), "--db", str(tmp_path / "h.sqlite")]) == 0
+    capsys.readouterr()
+
+
+def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_path, capsys):
+    checks = tmp_path / "checks.jsonl"
+    answers = [json.loads(line) for line in (EX / "answers.jsonl").read_text().splitlines()]
+    checks.write_text("".join(json.dumps({"id": a["id"], "status": "ok", "label": "correct"}) + "\n" for a in answers))
+    run = Labeller(["answers", str(EX / "answers.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--checks",
+                    str(checks), "--sample", "4", "-o", "people.jsonl", "--assessor", "carol"], tmp_path)
+    page = browser.new_page()
+    page.goto(run.url)
+    from playwright.sync_api import expect
+    expect(page.locator("h3").first).to_contain_text("Reference")
+    expect(page.locator("#scale")).to_contain_text("hallucinated: something false")
+    for k in "chpa":
+        page.keyboard.press(k)
+    wait_progress(page, "4 of 4 labelled")
+    expect(page.locator("#agreement")).to_contain_text("labels in common4")
+    run.stop()
+    from ragassay.stages.check import read_human_labels
+    labels = read_human_labels(tmp_path / "people.jsonl")
+    assert sorted(labels.values()) == ["abstained", "correct", "hallucinated", "partial"]
+    # in another process: playwright keeps an event loop running in this one; the fake model labels every
+    # answer, so each of the four people's labels meets a verdict
+    from fake_llm import FakeLLM
+    with FakeLLM() as fake:
+        check = subprocess.run([sys.executable, "-m", "ragassay", "check", str(EX / "answers.jsonl"), "--chunks",
+                                str(EX / "chunks.jsonl"), "-o", str(tmp_path / "c.jsonl"), "--human",
+                                str(tmp_path / "people.jsonl"), "--format", "json", "--base-url", fake.url,
+                                "--model", "fake", "--no-cache"], capture_output=True, text=True,
+                               env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}, timeout=120)
+    assert check.returncode == 0, check.stderr
+    human = json.loads(check.stdout)["human"]
+    assert human["pairs"] == 4 and sum(map(sum, human["confusion"])) == 4

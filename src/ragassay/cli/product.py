@@ -64,7 +64,8 @@ def report(sub: Any) -> None:
     p = sub.add_parser(
         "report", help="one self-contained HTML (or Markdown) report to explore, from ragassay's outputs",
         description="Build a report from ragassay's outputs, recognised by content: result JSON of evaluate / "
-                    "compare / check / agree / generate (written with --format json) and JSON Lines records of "
+                    "compare / check / agree / generate (written with --format json), label's OUTPUT.calibration.json "
+                    "(people against the model) and JSON Lines records of "
                     "judge (judgments, coverage), check (verdicts) and generate (questions, rejects). With "
                     "--qrels and --run it adds precision/recall curves, every query's metrics, per-query "
                     "difference and forest plots. In the HTML, every query in a table or plot opens a page with "

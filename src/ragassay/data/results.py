@@ -25,7 +25,7 @@ def nan_to_none(obj: Any) -> Any:
 
 RESULT_VERSION = 1
 # what each kind of result is, and the rates of it that gates and history follow
-KINDS = ("evaluate", "compare", "agree", "judge", "check", "generate")
+KINDS = ("evaluate", "compare", "agree", "judge", "check", "generate", "calibration")
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
@@ -96,6 +96,14 @@ def result_metrics(result: Mapping[str, Any], run: str | None = None,
         elif kind == "generate":
             out = {"accepted": _number(result["accepted"], "accepted", path),
                    "rejected": _number(result["rejected"], "rejected", path)}
+        elif kind == "calibration":  # people against the model (ragassay label)
+            a = result["model_agreement"]
+            out = {"kappa": _number(a["kappa"], "kappa", path), "kappa_binary": _number(a["binary_kappa"],
+                                                                                      "kappa_binary", path),
+                   "labelled": _number(result["progress"]["labelled"], "labelled", path)}
+            if a.get("interval"):
+                out["kappa_ci_low"] = _number(a["interval"][0], "kappa_ci_low", path)
+                out["kappa_ci_high"] = _number(a["interval"][1], "kappa_ci_high", path)
     except (KeyError, TypeError, AttributeError) as e:
         raise InputError(f"a {kind} result without the expected field {e}; was it edited?", path) from None
     return {k: v for k, v in out.items() if v is not None}

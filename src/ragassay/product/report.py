@@ -179,6 +179,33 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
     return out
 
 
+def calibration_sections(inp: ReportInputs) -> list[Section]:
+    """What `ragassay label` measured: each person against the model, and against each other."""
+    out = []
+    for c in inp.calibration:
+        a, p, sample = c["model_agreement"], c["progress"], c.get("sample") or {}
+        what = "pairs (0-3)" if c["task"] == "pairs" else "answers"
+
+        def ci(interval: list[float] | None) -> str:
+            return f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
+        rows = [["the model", a["n"], _num(a["exact"]), _num(a["kappa"]) + ci(a["interval"]),
+                 _num(a["binary_kappa"]) + ci(a["binary_interval"]),
+                 "" if a["more_labels"] is None else a["more_labels"]]]
+        for name, o in (c.get("people_agreement") or {}).items():
+            rows.append([name, o["n"], _num(o["exact"]), _num(o["kappa"]) + ci(o["interval"]),
+                         _num(o["binary_kappa"]) + ci(o["binary_interval"]), "" if o["more_labels"] is None else o["more_labels"]])
+        strata = [[s, v["population"], v["sampled"]] for s, v in (sample.get("strata") or {}).items()]
+        note = (f"{c['assessor']} labelled {p['labelled']} of {p['total']} {what} ({p['skipped']} skipped), drawn with "
+                f"seed {sample.get('seed')} evenly over the strata below. Kappa with its 95% bootstrap interval; binary: "
+                f"{c['binary']}. 'more labels': about how many more would narrow the interval to {c['target_width']}.")
+        tables = [Table([f"{c['assessor']} against", "labels", "exact", "kappa [95%]", "binary kappa [95%]",
+                         "more labels"], rows)]
+        if strata:
+            tables.append(Table(["stratum", "in the pool", "sampled"], strata))
+        out.append(Section(f"Calibration: {c['assessor']} against the model", note, tables=tables))
+    return out
+
+
 def check_sections(inp: ReportInputs) -> list[Section]:
     if inp.check is None:
         return []
@@ -291,7 +318,7 @@ def build_report(inp: ReportInputs, title: str = "ragassay report") -> Report:
     evals, per = _per_query(inp)
     pages = query_pages(inp, per)
     sections = (runs_section(inp, evals) + queries_section(inp, evals, per, pages) + compare_sections(inp, evals)
-                + judge_sections(inp) + check_sections(inp) + generate_sections(inp))
+                + judge_sections(inp) + calibration_sections(inp) + check_sections(inp) + generate_sections(inp))
     if not sections:
         raise InputError("nothing to report: give --qrels and --run, or result files from evaluate, compare, judge, "
                          "check or generate")

@@ -30,6 +30,7 @@ class ReportInputs:
     check: dict | None = None
     agree: dict | None = None
     generate: dict | None = None
+    calibration: list[dict] = field(default_factory=list)  # ragassay label: one per person
     judgments: list[dict] = field(default_factory=list)
     coverage: list[dict] = field(default_factory=list)
     checks: list[dict] = field(default_factory=list)
@@ -86,6 +87,8 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
                 inp.evaluate.append(result)
             elif kind in ("compare", "check", "agree", "generate"):
                 setattr(inp, kind, result)
+            elif kind == "calibration":
+                inp.calibration.append(result)
             else:
                 raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
                                  "themselves, not the summary", p)
