@@ -19,8 +19,11 @@ import pytest  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _private_cache_dir(tmp_path_factory, monkeypatch):
-    """No test writes to the user's real cache (~/.cache/ragassay)."""
+    """No test writes to the user's real cache (~/.cache/ragassay). Clients use httpx, the transport
+    respx intercepts; a test served by the fake model (tests/fake_llm.py) runs on the default
+    transport, aiohttp, which FakeLLM switches on while it serves."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    monkeypatch.setenv("RAGASSAY_HTTP", "httpx")
 
 
 @pytest.fixture(params=["numpy", "arrow"])

@@ -219,10 +219,19 @@ class FakeLLM:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> FakeLLM:
+        import os
         self._thread.start()
+        # the product's default transport: a real server needs no interception (conftest sets httpx for respx)
+        self._transport = os.environ.get("RAGASSAY_HTTP")
+        os.environ["RAGASSAY_HTTP"] = "aiohttp"
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        import os
+        if self._transport is None:
+            os.environ.pop("RAGASSAY_HTTP", None)
+        else:
+            os.environ["RAGASSAY_HTTP"] = self._transport
         self._httpd.shutdown()
         self._httpd.server_close()
 

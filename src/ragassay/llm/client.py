@@ -47,7 +47,8 @@ class LLM:
                  clock: Callable[[], float] = time.monotonic):
         config.check(endpoint=client is None)
         self.config = config
-        self.client = client if client is not None else make_client(config)
+        self._given_client = client
+        self._own: tuple[Any, Any, Any] | None = None  # (client, its event loop, its closer)
         self.cache = Cache(config.cache_path) if config.use_cache and config.cache_path else None
         self.usage = Usage(config.model, config.price_in, config.price_out)
         self.mode = MODES[0]
@@ -151,6 +152,49 @@ class LLM:
                     params: dict[str, Any]) -> str:
         """The cache key of a call: pure, so a dry run finds the same key the run will use."""
         return request_key(self.config.model or "", messages, response_model, params, self.config.base_url)
+
+    @property
+    def client(self) -> Any:
+        """The ``AsyncOpenAI`` client: the one given, or one made for the running event loop.
+
+        A connection pool belongs to the loop that opened it (aiohttp's refuses any other), and one
+        LLM serves several ``asyncio.run`` calls (stages in turn, the demo, notebooks). So a client is
+        made per loop and closed inside that loop before it ends: an async generator that closes it
+        is registered with the loop, and ``asyncio.run`` finalizes async generators while the loop
+        still runs (``shutdown_asyncgens``). :meth:`aclose` closes it earlier."""
+        if self._given_client is not None:
+            return self._given_client
+        try:
+            loop: Any = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._own is None or self._own[1] is not loop:
+            self._own = (make_client(self.config), loop, None)
+        return self._own[0]
+
+    async def _closing_with_loop(self) -> None:
+        """Register the current client's closer with the running loop (see :attr:`client`)."""
+        own = self._own
+        if own is None or own[2] is not None:
+            return
+        client = own[0]
+
+        async def closer():
+            try:
+                yield
+            finally:
+                await client.close()
+        gen = closer()
+        await gen.__anext__()  # started: the loop now finalizes it when it shuts down
+        self._own = (client, own[1], gen)
+
+    async def aclose(self) -> None:
+        """Close the connections of the running loop's client now (the cache stays open)."""
+        own, self._own = self._own, None
+        if own is not None and own[2] is not None:
+            await own[2].aclose()
+        elif own is not None and own[1] is not None:
+            await own[0].close()
 
     def close(self) -> None:
         if self.cache is not None:
@@ -290,7 +334,7 @@ class LLM:
             exc = retry_state.outcome.exception() if retry_state.outcome else None
             if self.answered:
                 return False
-            if isinstance(exc, openai.APITimeoutError):
+            if _timed_out(exc):
                 return True
             return retry_state.attempt_number >= 2 and isinstance(exc, openai.APIConnectionError)
 
@@ -302,12 +346,12 @@ class LLM:
         except openai.APIStatusError as e:
             raise self._status_error(e, attempt_no) from None
         except openai.APIConnectionError as e:
-            if isinstance(e, openai.APITimeoutError):
+            if _timed_out(e):
                 raise LLMError("transport", f"no answer from {self.config.public_base_url()} within "
                                f"{self.config.timeout:g} s ({attempt_no} attempt(s)): is the server up and serving "
                                "this API? A slow model may need a longer --timeout", attempt_no) from None
             raise LLMError("transport", f"could not connect to {self.config.public_base_url()} after {attempt_no} "
-                           f"attempt(s): {self._redact(str(e))}", attempt_no) from None
+                           f"attempt(s): {self._redact(_root_cause(e))}", attempt_no) from None
 
     def _check_ceilings(self) -> None:
         """No request is sent past a spending ceiling (calls in flight may finish past the cost one)."""
@@ -326,9 +370,12 @@ class LLM:
             body = self.request_body(convo, response_model, params, mode)
             self._check_ceilings()
             su.calls += 1
+            client = self.client
+            if self._given_client is None and self._own is not None and self._own[2] is None:
+                await self._closing_with_loop()
             try:
                 try:
-                    completion = await self.client.chat.completions.create(**body)
+                    completion = await _create(client, body)
                 except (json.JSONDecodeError, UnicodeDecodeError) as e:  # a JSON content type over a body that is not
                     raise LLMError("transport", f"the endpoint at {self.config.public_base_url()} answered with a body "
                                    f"that is not JSON ({type(e).__name__}: {str(e)[:80]}), not a chat completion; "
@@ -444,6 +491,43 @@ def strict_schema(schema: dict) -> tuple[dict, bool]:
         return node
 
     return visit(schema), strict
+
+
+async def _create(client: Any, body: dict[str, Any]) -> Any:
+    """``client.chat.completions.create(**body)``, minus the openai client's walk over the request
+    to transform its parameters (about half the client's CPU per call, measured in
+    benchmarks/llm_throughput.py): a body built here is plain JSON already, so it is posted as is,
+    through the client's own public ``post``, and parsed into the same ``ChatCompletion``. A client
+    that is not an ``AsyncOpenAI`` (a test double) is called the ordinary way."""
+    if isinstance(client, openai.AsyncOpenAI):
+        from openai.types.chat import ChatCompletion
+        return await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+    return await client.chat.completions.create(**body)
+
+
+def _timed_out(e: BaseException | None) -> bool:
+    """Whether a call failed for want of an answer in time, not for want of a connection. The
+    aiohttp transport reports every aiohttp connection error (a refused port, a dropped connection)
+    to openai as a connect *timeout*; the aiohttp error underneath tells which it was."""
+    if not isinstance(e, openai.APITimeoutError):
+        return False
+    cause: BaseException | None = e
+    seen = 0
+    while cause is not None and seen < 10:
+        if type(cause).__module__.split(".")[0] == "aiohttp":
+            return isinstance(cause, (TimeoutError, asyncio.TimeoutError))
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return True
+
+
+def _root_cause(e: BaseException) -> str:
+    """The innermost error's words ("Cannot connect to host ... [Connection refused]"), not the
+    openai wrapper's ("Connection error.")."""
+    text, cause, seen = str(e), e.__cause__ or e.__context__, 0
+    while cause is not None and seen < 10:
+        text = str(cause).strip() or text
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return text[:300]
 
 
 def _transient(e: BaseException) -> bool:

@@ -43,6 +43,7 @@ class LLMConfig:
     temperature: float = 0.0
     max_calls: int | None = None   # spending ceilings: no request is sent past them (LLMError "budget")
     max_cost: float | None = None  # USD
+    transport: str | None = None   # "aiohttp" or "httpx"; None: see transport_for
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMConfig:
@@ -103,8 +104,34 @@ def redact(text: str, secrets: list[str]) -> str:
     return re.sub(r"(sk-[A-Za-z0-9_\-]{3})[A-Za-z0-9_\-]{8,}", r"\1***", text)
 
 
+TRANSPORTS = ("aiohttp", "httpx")
+
+
+def transport_for(config: LLMConfig) -> str:
+    """Which HTTP transport the client uses: ``config.transport``, else ``$RAGASSAY_HTTP``, else
+    aiohttp when it is installed (``openai[aiohttp]``, a default dependency), else httpx.
+
+    httpx's connection pool costs CPU that grows with the number of open connections; past about
+    32 concurrent calls it, not the endpoint, sets the pace (benchmarks/llm_throughput.py). aiohttp
+    does not. httpx stays for respx (which intercepts httpx only) and where aiohttp is missing."""
+    choice = (config.transport or os.environ.get("RAGASSAY_HTTP") or "").strip().lower()
+    if choice and choice not in TRANSPORTS:
+        raise LLMError("config", f"unknown HTTP transport {choice!r} (RAGASSAY_HTTP): use one of {', '.join(TRANSPORTS)}")
+    if choice == "httpx":
+        return "httpx"
+    try:
+        import aiohttp  # noqa: F401
+        import httpx_aiohttp  # noqa: F401
+    except ImportError:
+        if choice == "aiohttp":
+            raise LLMError("config", "the aiohttp transport needs aiohttp: pip install 'openai[aiohttp]'") from None
+        return "httpx"
+    return "aiohttp"
+
+
 def make_client(config: LLMConfig, http_client: Any = None):
-    """The one place an ``AsyncOpenAI`` client is built. Its own retries are off: ours decide."""
+    """The one place an ``AsyncOpenAI`` client is built. Its own retries are off: ours decide. Its
+    connection pool holds as many connections as calls may be in flight (``concurrency``)."""
     from openai import AsyncOpenAI
 
     config.check()
@@ -112,5 +139,10 @@ def make_client(config: LLMConfig, http_client: Any = None):
     # connecting gets at most 10 s (a host that does not answer at all is reported quickly); reading
     # the answer gets the whole --timeout (a model may think for a while)
     timeout = httpx.Timeout(config.timeout, connect=min(10.0, config.timeout))
+    if http_client is None:
+        import openai
+        limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
+        factory = openai.DefaultAioHttpClient if transport_for(config) == "aiohttp" else openai.DefaultAsyncHttpxClient
+        http_client = factory(timeout=timeout, limits=limits)
     return AsyncOpenAI(api_key=config.api_key or LOCAL_PLACEHOLDER_KEY, base_url=config.base_url,
                        timeout=timeout, max_retries=0, http_client=http_client)
