@@ -466,3 +466,17 @@ def test_pairs_a_batched_answer_missed_are_asked_alone_in_the_next_round(tmp_pat
     alone = [r for r in records if r["prompt"].startswith("judge_relevance@")]
     assert len(alone) == batches and all(r["status"] == "ok" for r in records)
     assert len(records) == len({(r["query_id"], r["chunk_id"]) for r in records})
+
+
+def test_answers_through_the_batch_api_are_priced_at_the_batch_rate(tmp_path, monkeypatch, capsys):
+    """A batch run's cost is the Batch API's (half the live price), not the live price, in the summary
+    and in the numbers, and the dry run had said the same."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    argv = [a if a != "m" else "gpt-4o-mini" for a in _batch_argv(tmp_path)] + ["--format", "json"]
+    with respx.mock(assert_all_called=False) as mock:
+        BatchAPIStub(mock, polls=0)
+        assert main(argv) == 0
+    usage = json.loads(capsys.readouterr().out)["usage"]["gpt-4o-mini"]
+    assert usage["prompt_tokens"] > 0 and usage["batch_prompt_tokens"] == usage["prompt_tokens"]
+    live = (usage["prompt_tokens"] * 0.15 + usage["completion_tokens"] * 0.60) / 1e6
+    assert usage["cost_usd"] == pytest.approx(live / 2)

@@ -50,8 +50,8 @@ def error(status: int, message: str = "boom", headers: dict | None = None) -> ht
 
 def make_llm(tmp_path, fake: FakeTime, **settings) -> LLM:
     settings.setdefault("use_cache", False)
-    cfg = LLMConfig(model="test-model", base_url=BASE, api_key=KEY, cache_path=tmp_path / "cache.sqlite",
-                    **settings)
+    settings.setdefault("model", "test-model")
+    cfg = LLMConfig(base_url=BASE, api_key=KEY, cache_path=tmp_path / "cache.sqlite", **settings)
     return LLM(cfg, sleep=fake.sleep, clock=fake.clock)
 
 
@@ -303,3 +303,106 @@ def test_price_table_and_overrides():
     s = u.stage("judge")
     s.prompt_tokens, s.completion_tokens = 1_000_000, 1_000_000
     assert u.cost() == pytest.approx(0.75)
+
+
+@respx.mock
+async def test_tokens_from_the_providers_prompt_cache_are_priced_at_the_cached_rate(tmp_path):
+    """OpenAI's usage says how many input tokens its prompt cache served; they cost the cached price
+    (gpt-4o-mini: $0.075 instead of $0.15 a million), the rest the full one. An endpoint that says
+    nothing, or says nonsense, gets no discount."""
+    def reply(cached):
+        r = chat_reply({"grade": 1, "reasoning": "ok"}, prompt_tokens=2000, completion_tokens=100)
+        data = json.loads(r.content)
+        if cached is not None:
+            data["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+        return httpx.Response(200, json=data)
+    route = respx.post(URL).mock(side_effect=[reply(1536), reply(None), reply(-5), reply(99999)])
+    llm = make_llm(tmp_path, FakeTime(), model="gpt-4o-mini")
+    for i in range(4):
+        await llm.ask([{"role": "user", "content": f"q{i}"}], Grade, stage="judge")
+    assert route.call_count == 4
+    s = llm.usage.stage("judge")
+    assert s.prompt_tokens == 8000 and s.cached_tokens == 1536 + 0 + 0 + 2000  # capped at the prompt's size
+    full = 8000 - 3536
+    assert llm.usage.cost() == pytest.approx((full * 0.15 + 3536 * 0.075 + 400 * 0.60) / 1e6)
+    assert "(3536 from the provider's prompt cache)" in llm.usage.summary()
+    assert llm.usage.to_dict()["cached_tokens"] == 3536
+
+
+def test_cached_and_batch_prices():
+    from ragassay.llm.usage import Usage, cached_price_for
+    assert cached_price_for("gpt-4.1-mini-2025-04-14") == 0.10
+    assert cached_price_for("gpt-4.1-mini", 0.4, 1.6) == 0.4  # own prices: no discount assumed
+    assert cached_price_for("local-model") is None and cached_price_for("local-model", 1.0, 2.0) == 1.0
+    u = Usage("gpt-4o")
+    s = u.stage("judge")
+    s.prompt_tokens, s.completion_tokens = 3_000_000, 1_000_000
+    s.batch_prompt_tokens, s.batch_completion_tokens = 1_000_000, 1_000_000  # of those, through the Batch API
+    s.cached_tokens = 1_000_000
+    # live: 1M full input + 1M cached input; batch: 1M input and 1M output at half price
+    assert u.cost() == pytest.approx(2.50 + 1.25 + (2.50 + 10.00) / 2)
+
+
+async def test_the_aiohttp_transport_against_a_real_server_across_event_loops(tmp_path, monkeypatch):
+    """The default transport (respx cannot see it): answers from the fake server, one LLM serving
+    several event loops in turn (stages one after another), each loop's connections closed with it."""
+    import gc
+    import warnings
+    from fake_llm import FakeLLM, dead_url
+    from ragassay.llm.config import transport_for
+    monkeypatch.delenv("RAGASSAY_HTTP")
+    with FakeLLM() as fake:
+        cfg = LLMConfig(model="fake", base_url=fake.url, use_cache=False, concurrency=3)
+        assert transport_for(cfg) == "aiohttp"
+        llm = LLM(cfg)
+        from ragassay.llm.ping import PingAnswer
+        ask = [{"role": "user", "content": "Reply with ok true and echo the word lanternfish."}]
+        answers = await asyncio.gather(*(llm.ask(ask, PingAnswer, sample=i) for i in range(6)))
+        assert {a.echo for a in answers} == {"lanternfish"} and llm.max_in_flight <= 3
+        assert type(llm.client._client).__name__ == "_DefaultAioHttpClient"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+
+            def another_loop() -> str:
+                return asyncio.run(llm.ask(ask, PingAnswer, sample=99)).echo
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(1) as pool:  # a loop of its own, as a second stage or a notebook gets
+                assert pool.submit(another_loop).result() == "lanternfish"
+                assert pool.submit(another_loop).result() == "lanternfish"
+            gc.collect()
+        assert not [w for w in caught if "nclosed" in str(w.message)], [str(w.message) for w in caught]
+        assert fake.calls == 8
+        await llm.aclose()
+    refused = LLM(LLMConfig(model="fake", base_url=dead_url(), use_cache=False, transport="aiohttp"))
+    with pytest.raises(LLMError) as e:
+        await refused.ask(ask, PingAnswer)
+    assert "could not connect" in str(e.value) and "within" not in str(e.value)  # refused, not timed out
+
+
+def test_the_transport_is_chosen_once_and_named_when_wrong(monkeypatch):
+    from ragassay.llm.config import transport_for
+    cfg = LLMConfig(model="m", base_url=BASE)
+    monkeypatch.setenv("RAGASSAY_HTTP", "httpx")
+    assert transport_for(cfg) == "httpx"
+    assert transport_for(LLMConfig(model="m", base_url=BASE, transport="aiohttp")) == "aiohttp"  # the setting wins
+    monkeypatch.setenv("RAGASSAY_HTTP", "curl")
+    with pytest.raises(LLMError, match="unknown HTTP transport 'curl'"):
+        transport_for(cfg)
+    monkeypatch.delenv("RAGASSAY_HTTP")
+    assert transport_for(cfg) == "aiohttp"
+    import sys
+    monkeypatch.setitem(sys.modules, "httpx_aiohttp", None)  # not installed: httpx, unless aiohttp was asked for
+    assert transport_for(cfg) == "httpx"
+    with pytest.raises(LLMError, match="pip install 'openai\\[aiohttp\\]'"):
+        transport_for(LLMConfig(model="m", base_url=BASE, transport="aiohttp"))
+
+
+@respx.mock
+async def test_the_body_posted_is_the_one_built_and_the_connection_pool_fits_the_concurrency(tmp_path):
+    """Bodies go out as built (no openai transform): exactly the request_body, byte for byte as JSON."""
+    route = respx.post(URL).mock(return_value=completion())
+    llm = make_llm(tmp_path, FakeTime(), concurrency=5)
+    await llm.ask(MESSAGES, Grade, stage="judge", max_tokens=77, seed=3)
+    assert body(route.calls[0]) == llm.request_body(MESSAGES, Grade, llm.params(77, None, 3))
+    pool = llm.client._client._transport._pool
+    assert pool._max_connections == 5 and pool._max_keepalive_connections == 5

@@ -238,6 +238,9 @@ class LLM:
         su.calls += 1
         su.prompt_tokens += tokens_in
         su.completion_tokens += tokens_out
+        su.cached_tokens += cached_tokens(usage, tokens_in)
+        su.batch_prompt_tokens += tokens_in  # priced at the Batch API's rate
+        su.batch_completion_tokens += tokens_out
         if not completion.choices:
             su.failed += 1
             raise LLMError("invalid", "the batch answer has no choices")
@@ -265,6 +268,7 @@ class LLM:
             tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
             su.prompt_tokens += tokens_in
             su.completion_tokens += tokens_out
+            su.cached_tokens += cached_tokens(usage, tokens_in)
             total_in, total_out = total_in + tokens_in, total_out + tokens_out
             if not completion.choices:
                 problem_kind, problem, content = "invalid", "the endpoint returned no choices", ""
@@ -503,6 +507,16 @@ async def _create(client: Any, body: dict[str, Any]) -> Any:
         from openai.types.chat import ChatCompletion
         return await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
     return await client.chat.completions.create(**body)
+
+
+def cached_tokens(usage: Any, prompt_tokens: int) -> int:
+    """Input tokens the provider served from its prompt cache (``prompt_tokens_details.cached_tokens``;
+    0 when the endpoint does not say), never more than the prompt."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    n = getattr(details, "cached_tokens", None) if details is not None else None
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        return 0
+    return min(n, prompt_tokens)
 
 
 def _timed_out(e: BaseException | None) -> bool:

@@ -19,21 +19,47 @@ PRICES: dict[str, tuple[float, float]] = {
     "gpt-5-mini": (0.25, 2.00),
     "gpt-5-nano": (0.05, 0.40),
 }
+# USD per million input tokens the provider served from its prompt cache (the usage's
+# ``prompt_tokens_details.cached_tokens``), same date. A model not listed here, or priced by
+# --price-in, pays the full input price for them: no discount is assumed that was not published.
+CACHED_PRICES: dict[str, float] = {
+    "gpt-4o": 1.25, "gpt-4o-mini": 0.075,
+    "gpt-4.1": 0.50, "gpt-4.1-mini": 0.10, "gpt-4.1-nano": 0.025,
+    "gpt-5": 0.125, "gpt-5-mini": 0.025, "gpt-5-nano": 0.005,
+}
+BATCH_DISCOUNT = 0.5  # the OpenAI Batch API charges half the live price, input and output
+
+
+def _known(model: str | None, table: dict[str, Any]) -> str | None:
+    if not model:
+        return None
+    name = model.split("/")[-1].lower()
+    if name in table:
+        return name
+    for known in sorted(table, key=len, reverse=True):  # dated snapshots: gpt-4o-mini-2024-07-18
+        if name.startswith(known + "-"):
+            return known
+    return None
 
 
 def price_for(model: str | None, price_in: float | None = None,
               price_out: float | None = None) -> tuple[float, float] | None:
     if price_in is not None or price_out is not None:
         return (price_in or 0.0, price_out or 0.0)
-    if not model:
+    name = _known(model, PRICES)
+    return PRICES[name] if name else None
+
+
+def cached_price_for(model: str | None, price_in: float | None = None, price_out: float | None = None) -> float | None:
+    """The price of a cached input token: the table's for a listed model, else the input price."""
+    price = price_for(model, price_in, price_out)
+    if price is None:
         return None
-    name = model.split("/")[-1].lower()
-    if name in PRICES:
-        return PRICES[name]
-    for known in sorted(PRICES, key=len, reverse=True):  # dated snapshots: gpt-4o-mini-2024-07-18
-        if name.startswith(known + "-"):
-            return PRICES[known]
-    return None
+    if price_in is None and price_out is None:
+        name = _known(model, CACHED_PRICES)
+        if name:
+            return CACHED_PRICES[name]
+    return price[0]
 
 
 @dataclass
@@ -46,6 +72,9 @@ class StageUsage:
     ok: int = 0              # asks that returned an answer (cached or not)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0        # of prompt_tokens, served from the provider's prompt cache
+    batch_prompt_tokens: int = 0  # of prompt_tokens and completion_tokens, answered through the Batch API
+    batch_completion_tokens: int = 0
 
 
 @dataclass
@@ -59,11 +88,20 @@ class Usage:
         return self.stages.setdefault(name, StageUsage())
 
     def cost(self, stage: str | None = None) -> float | None:
+        """USD: input at the input price but for tokens the provider's prompt cache served (at the
+        cached price), output at the output price, and what came through the Batch API at half."""
         price = price_for(self.model, self.price_in, self.price_out)
         if price is None:
             return None
+        cached = cached_price_for(self.model, self.price_in, self.price_out)
         items = [self.stages[stage]] if stage else list(self.stages.values())
-        return sum(s.prompt_tokens * price[0] + s.completion_tokens * price[1] for s in items) / 1e6
+        total = 0.0
+        for s in items:
+            full = (s.prompt_tokens - s.cached_tokens) * price[0] + s.cached_tokens * cached + \
+                s.completion_tokens * price[1]
+            batch_share = s.batch_prompt_tokens * price[0] + s.batch_completion_tokens * price[1]
+            total += full - batch_share * (1 - BATCH_DISCOUNT)
+        return total / 1e6
 
     def total(self) -> StageUsage:
         t = StageUsage()
@@ -82,9 +120,11 @@ class Usage:
         t = self.total()
         cost = self.cost()
         money = f"${cost:.4f}" if cost is not None else "cost unknown (pass --price-in/--price-out)"
+        cached = f" ({t.cached_tokens} from the provider's prompt cache)" if t.cached_tokens else ""
+        batch = " (Batch API answers at half price)" if t.batch_prompt_tokens and cost is not None else ""
         return (f"{t.ok} answers ({t.cached} from cache), {t.failed} failed; {t.calls} calls, "
-                f"{t.retried} retries, {t.reasked} re-asks; tokens in {t.prompt_tokens}, out "
-                f"{t.completion_tokens}; {money}")
+                f"{t.retried} retries, {t.reasked} re-asks; tokens in {t.prompt_tokens}{cached}, out "
+                f"{t.completion_tokens}; {money}{batch}")
 
 
 def estimate_tokens(text: str) -> int:

@@ -37,7 +37,7 @@ from ..llm.cache import Cache, endpoint_id
 from ..llm.client import LLM, request_key, schema_of
 from ..llm.config import LLMConfig
 from ..llm.errors import LLMError
-from ..llm.usage import price_for, token_model
+from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
 
@@ -384,7 +384,7 @@ class Estimate:
     calls_per_step: list[int] = field(default_factory=list)  # a multi-step stage's calls, step by step
     batch: bool = False  # priced and shaped for --backend batch
 
-    BATCH_DISCOUNT = 0.5  # the OpenAI Batch API's price is half the live price
+    BATCH_DISCOUNT = BATCH_DISCOUNT  # the OpenAI Batch API's price is half the live price
 
     def batch_plan(self) -> dict[str, Any]:
         """Rounds (one per step with calls), requests and batch files per round, and the batch price."""

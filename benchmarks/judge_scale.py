@@ -1,0 +1,127 @@
+"""Time and peak memory of `ragassay judge` as the work grows: a first run, a rerun of the finished
+judgment, and a dry run, each a separate process (peak RSS from the kernel's own count).
+
+    python benchmarks/judge_scale.py                    # 100,000 pairs (10,000 queries x depth 10)
+    python benchmarks/judge_scale.py --pairs 1000000    # the 1M-pair run of the memory goal
+
+A stub OpenAI-compatible endpoint (a separate process on 127.0.0.1) answers every relevance call at
+once with a fixed grade, so what is measured is ragassay, not a model. Goals (issue 28): a rerun of
+a finished 100k-pair judgment <= 1 s and <= 150 MB; --dry-run on 100k pairs <= 2 s; the peak RSS of
+a 1M-pair run <= 400 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from llm_throughput import free_port  # noqa: E402
+
+ANSWER = json.dumps({
+    "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": "stub",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(
+        {"intent": "the need", "match": "meets it", "trust": "reliable", "grade": 2})}}],
+    "usage": {"prompt_tokens": 700, "completion_tokens": 40, "total_tokens": 740}}).encode()
+
+
+def serve(port: int, ready) -> None:
+    import asyncio
+
+    async def handle(reader, writer) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                if length:
+                    await reader.readexactly(length)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(ANSWER)).encode() + b"\r\n\r\n" + ANSWER)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=4096)
+        ready.set()
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+def make_inputs(folder: Path, pairs: int, depth: int = 10) -> None:
+    queries = pairs // depth
+    n_chunks = max(depth, queries)
+    with open(folder / "chunks.jsonl", "w") as f:
+        for c in range(n_chunks):
+            f.write(json.dumps({"id": f"c{c}", "title": f"Article {c}",
+                                "text": f"Chunk {c} of the benchmark corpus. " + "Some plain words about a topic. " * 25})
+                    + "\n")
+    with open(folder / "queries.jsonl", "w") as f:
+        for q in range(queries):
+            f.write(json.dumps({"id": f"q{q}", "text": f"what does chunk {q} say about topic {q % 97}?"}) + "\n")
+    with open(folder / "run.txt", "w") as f:
+        for q in range(queries):
+            for r in range(depth):
+                f.write(f"q{q} Q0 c{(q * 7 + r * 13) % n_chunks} {r + 1} {100 - r} bench\n")
+
+
+def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
+    """Seconds and peak RSS (MB) of one command in its own process."""
+    code = ("import resource, sys, time; from ragassay.cli import main; t = time.perf_counter(); c = main(sys.argv[1:]); "
+            "sys.stderr.write(f'\\n@@ {time.perf_counter() - t:.3f} "
+            "{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\\n'); sys.exit(c)")
+    wall = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - wall
+    if p.returncode not in (0, 3):
+        raise SystemExit(f"{argv[0]} failed ({p.returncode}): {p.stderr[-2000:]}")
+    inner, rss = p.stderr.rsplit("@@ ", 1)[1].split()
+    return wall, float(rss), p.stdout
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=100_000)
+    ap.add_argument("--concurrency", type=int, default=64)
+    args = ap.parse_args()
+    port = free_port()
+    ready = multiprocessing.Event()
+    server = multiprocessing.Process(target=serve, args=(port, ready), daemon=True)
+    server.start()
+    ready.wait(10)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp)
+            make_inputs(d, args.pairs)
+            base = ["judge", "--queries", str(d / "queries.jsonl"), "--chunks", str(d / "chunks.jsonl"), "--run",
+                    str(d / "run.txt"), "-o", str(d / "judgments.jsonl"), "--model", "stub", "--base-url",
+                    f"http://127.0.0.1:{port}/v1", "--concurrency", str(args.concurrency), "--no-cache", "--quiet"]
+            dry = timed(base + ["--dry-run"], env)
+            first = timed(base, env)
+            assert sum(1 for _ in open(d / "judgments.jsonl")) == args.pairs
+            rerun = timed(base, env)
+            size = (d / "judgments.jsonl").stat().st_size / 1e6
+    finally:
+        server.terminate()
+    print(f"judge, {args.pairs} pairs (judgments file {size:.0f} MB), stub endpoint, concurrency {args.concurrency}")
+    print(f"  dry run            {dry[0]:7.2f} s  peak RSS {dry[1]:7.1f} MB")
+    print(f"  first run          {first[0]:7.2f} s  peak RSS {first[1]:7.1f} MB  ({args.pairs / first[0]:.0f} pairs/s)")
+    print(f"  rerun (all done)   {rerun[0]:7.2f} s  peak RSS {rerun[1]:7.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
