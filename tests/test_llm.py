@@ -406,3 +406,20 @@ async def test_the_body_posted_is_the_one_built_and_the_connection_pool_fits_the
     assert body(route.calls[0]) == llm.request_body(MESSAGES, Grade, llm.params(77, None, 3))
     pool = llm.client._client._transport._pool
     assert pool._max_connections == 5 and pool._max_keepalive_connections == 5
+
+
+def test_the_cache_key_written_part_by_part_is_the_canonical_json_of_the_whole():
+    """Keys must not move between versions (a user's cache would be lost): the fast spelling equals
+    hashing the whole request object as canonical JSON, with text that needs escaping."""
+    import hashlib
+    from ragassay.llm.cache import cache_key
+    from ragassay.llm.client import request_key, schema_of
+    messages = [{"role": "system", "content": 'Grade "this" — ünïcode\n\t<<<PASSAGE>>> \\ {"a": 1}'},
+                {"role": "user", "content": "x" * 5000}]
+    params = {"temperature": 0.7, "max_tokens": None, "seed": 3, "sample": 2}
+    whole = json.dumps({"endpoint": "http://h:8000/v1", "model": "m/ö", "messages": messages,
+                        "schema": schema_of(Grade)[1], "params": params},
+                       sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    expected = hashlib.sha256(whole.encode("utf-8")).hexdigest()
+    assert cache_key("m/ö", messages, schema_of(Grade)[1], params, "http://h:8000/v1") == expected
+    assert request_key("m/ö", messages, Grade, params, "HTTP://H:8000/v1/") == expected

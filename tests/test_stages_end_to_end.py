@@ -158,7 +158,9 @@ def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path, capsys):
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
         first = subprocess.Popen([sys.executable, "-m", "ragassay", *judge_args(tmp_path, server.url, BM25, 5)],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lock = tmp_path / ".j.jsonl.lock"
+        from ragassay.stages.engine import OutputLock
+        lock = OutputLock(tmp_path / "j.jsonl").path
+        assert lock.parent != tmp_path  # no hidden lock files among the user's outputs
         deadline = time.monotonic() + 30
         while not (lock.exists() and lock.read_text().strip()) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -171,6 +173,7 @@ def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path, capsys):
     assert first.returncode == 0, stderr
     records = lines(out)
     assert len(records) == len({(r["query_id"], r["chunk_id"]) for r in records}) == 107
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
 def test_a_full_disk_is_one_line_and_a_rerun_completes(tmp_path, capsys, monkeypatch):

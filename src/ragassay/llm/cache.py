@@ -13,6 +13,7 @@ import hashlib
 import json
 import sqlite3
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ MIGRATIONS = [
 ]
 
 
+@lru_cache(maxsize=64)
 def endpoint_id(base_url: str | None) -> str:
     """A base URL as the cache knows it: scheme and host in lower case, no credentials, no default
     port, no trailing slash; the OpenAI API when none is set (the openai client's default)."""
@@ -47,9 +49,18 @@ def endpoint_id(base_url: str | None) -> str:
     return f"{scheme}://{host}{f':{port}' if port else ''}{url.path.rstrip('/')}"
 
 
-def cache_key(model: str, messages: list[dict], schema: dict | None, params: dict, endpoint: str = "") -> str:
-    payload = json.dumps({"endpoint": endpoint, "model": model, "messages": messages, "schema": schema,
-                          "params": params}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def cache_key(model: str, messages: list[dict], schema: dict | None, params: dict, endpoint: str = "",
+              schema_json: str | None = None) -> str:
+    """sha256 of ``{"endpoint", "messages", "model", "params", "schema"}`` as canonical JSON (keys
+    sorted, no spaces). Written out part by part in that order, which is what serialising the whole
+    object gives, so that the schema (the same for every call of a stage) can come pre-serialised as
+    ``schema_json``; tests hold the two spellings equal."""
+    payload = (f'{{"endpoint":{_canonical(endpoint)},"messages":{_canonical(messages)},"model":{_canonical(model)},'
+               f'"params":{_canonical(params)},"schema":{schema_json if schema_json is not None else _canonical(schema)}}}')
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -100,6 +111,11 @@ class Cache:
         if row is None:
             return None
         return {"answer": json.loads(row[0]), "raw": row[1], "prompt_tokens": row[2], "completion_tokens": row[3]}
+
+    def holds_model(self, model: str) -> bool:
+        """Whether any answer of ``model`` is stored: when none is, no request of it can be answered
+        from here, and a dry run need not compute its requests' keys to know it."""
+        return self.db.execute("SELECT 1 FROM answers WHERE model = ? LIMIT 1", (model,)).fetchone() is not None
 
     def put(self, key: str, model: str, answer: dict, raw: str | None, prompt_tokens: int,
             completion_tokens: int, *, endpoint: str | None = None, schema: str | None = None,

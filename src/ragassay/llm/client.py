@@ -24,7 +24,6 @@ from email.utils import parsedate_to_datetime
 from functools import lru_cache
 from typing import Any, TypeVar
 
-import openai
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
@@ -35,6 +34,19 @@ from .errors import LLMError
 from .usage import Usage, estimate_tokens
 
 T = TypeVar("T", bound=BaseModel)
+
+
+class _Deferred:
+    """``openai``, imported on first use: the package takes most of a second to import, and a
+    process that sends nothing (a dry run, a rerun of finished work, a rules-only check) never
+    needs it."""
+
+    def __getattr__(self, name: str) -> Any:
+        import openai as module
+        return getattr(module, name)
+
+
+openai: Any = _Deferred()
 
 MODES = ("json_schema", "json_object", "prompt")  # structured-output modes, best first
 
@@ -471,7 +483,13 @@ def request_key(model: str, messages: list[dict[str, str]], response_model: type
                 params: dict[str, Any], base_url: str | None = None) -> str:
     """The cache key of one call, for the endpoint at ``base_url``; needs no client, so plans and
     dry runs compute it offline."""
-    return cache_key(model, messages, schema_of(response_model)[1], params, endpoint_id(base_url))
+    return cache_key(model, messages, None, params, endpoint_id(base_url), schema_json=_schema_json(response_model))
+
+
+@lru_cache(maxsize=256)
+def _schema_json(response_model: type[BaseModel]) -> str:
+    """The schema as the cache key spells it (canonical JSON), once per class."""
+    return json.dumps(schema_of(response_model)[1], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def strict_schema(schema: dict) -> tuple[dict, bool]:

@@ -11,7 +11,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -22,23 +22,33 @@ class Prompt:
     name: str
     text: str
 
-    @property
+    # what follows is derived from the text once (a judge run renders a prompt per pair)
+    @cached_property
     def version(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:8]
 
-    @property
+    @cached_property
     def id(self) -> str:
         return f"{self.name}@{self.version}"
 
-    @property
-    def placeholders(self) -> set[str]:
-        return set(_PLACEHOLDER.findall(self.text))
+    @cached_property
+    def placeholders(self) -> frozenset[str]:
+        return frozenset(_PLACEHOLDER.findall(self.text))
+
+    @cached_property
+    def _sections(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each message's role and its text split at the placeholders: literal, name, literal, ...
+        (the roles are read from the file before any value exists)."""
+        parts = _ROLE.split(self.text)
+        sections = list(zip(parts[1::2], parts[2::2])) or [("user", self.text)]
+        return tuple((role, tuple(_PLACEHOLDER.split(body))) for role, body in sections)
 
     def _check_values(self, values: dict) -> None:
+        if values.keys() == self.placeholders:
+            return
         missing = self.placeholders - set(values)
         extra = set(values) - self.placeholders
-        if missing or extra:
-            raise ValueError(f"prompt {self.name}: missing {sorted(missing)}, unexpected {sorted(extra)}")
+        raise ValueError(f"prompt {self.name}: missing {sorted(missing)}, unexpected {sorted(extra)}")
 
     def render(self, **values: str) -> str:
         """The whole prompt as one text (for prompts without roles)."""
@@ -52,9 +62,8 @@ class Prompt:
         one pass: text in a value (a line reading ``[system]``, role-like JSON, ``{{placeholder}}``)
         can never add, end or change a message."""
         self._check_values(values)
-        parts = _ROLE.split(self.text)
-        sections = list(zip(parts[1::2], parts[2::2])) or [("user", self.text)]
-        return [{"role": role, "content": _fill(body, values).strip()} for role, body in sections]
+        return [{"role": role, "content": "".join(p if i % 2 == 0 else str(values[p]) for i, p in enumerate(parts)).strip()}
+                for role, parts in self._sections]
 
 
 _ROLE = re.compile(r"^\[(system|user)\]\n", re.M)

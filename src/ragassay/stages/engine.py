@@ -148,12 +148,20 @@ class Stage:
 # ------------------------------------------------------------------------------------ outputs
 
 
+def lock_folder() -> Path:
+    """Where output locks live: one folder in the temporary directory, not beside the outputs (a
+    user's output folders stay free of hidden files)."""
+    import tempfile
+    return Path(tempfile.gettempdir()) / "ragassay-locks"
+
+
 class OutputLock:
     """An exclusive lock on one output, held for the whole run: a second process fails at once and
-    is told which process holds it. The lock is taken on the output's real path, so a symlink to a
-    locked output meets the same lock. Within one process it is re-entrant (the command locks all
-    its outputs, then the stage locks its own again). The lock file (``.NAME.lock``) is left in
-    place on purpose: removing it would let two processes lock two different files."""
+    is told which process holds it. The lock is named by the output's real path, so a symlink to a
+    locked output meets the same lock (and a hard link the inode lock). Within one process it is
+    re-entrant (the command locks all its outputs, then the stage locks its own again). Lock files
+    stay in :func:`lock_folder` on purpose: removing one would let two processes lock two different
+    files."""
 
     _held: dict[Path, list] = {}  # lock path -> [open file, holders] in this process
 
@@ -163,7 +171,8 @@ class OutputLock:
             real = out.resolve()
         except (OSError, RuntimeError):
             real = Path(os.path.abspath(out))
-        self.path = real.with_name(f".{real.name}.lock")
+        digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:20]
+        self.path = lock_folder() / f"{digest}-{real.name[:80]}.lock"
         self.output = out
         self._mine = False
 
@@ -192,12 +201,19 @@ class OutputLock:
             st = self.output.stat()
         except OSError:
             return None
-        import tempfile
-        return Path(tempfile.gettempdir()) / "ragassay-locks" / f"{st.st_dev}-{st.st_ino}.lock"
+        return lock_folder() / f"{st.st_dev}-{st.st_ino}.lock"
 
     def _take(self, path: Path) -> Any:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(path, "a+", encoding="utf-8")
+        if not path.parent.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.parent.chmod(0o1777)  # shared like /tmp: another user's run meets the same locks
+            except OSError:
+                pass
+        try:
+            f = open(path, "a+", encoding="utf-8")
+        except PermissionError:  # another user's lock file: lockable read-only, and says who holds it
+            f = open(path, encoding="utf-8")
         try:
             _lock_file(f)
         except OSError:
@@ -206,11 +222,12 @@ class OutputLock:
             f.close()
             raise RagassayError(f"{self.output} is being written by {holder}; wait for it to finish or "
                                 "write to another file") from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-                f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})")
-        f.flush()
+        if f.writable():
+            f.seek(0)
+            f.truncate()
+            f.write(f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+                    f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})")
+            f.flush()
         return f
 
     def release(self) -> None:
@@ -470,6 +487,8 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
     models = [c.model or "" for c in configs]
     caches = [Cache.read_only(c.cache_path) if c.use_cache else None for c in configs]
     counters = [token_model(m, cache, endpoint_id(c.base_url)) for m, cache, c in zip(models, caches, configs)]
+    # a cache with no answer of a model cannot answer its calls: their keys are not computed
+    lookups = [c if c is not None and c.holds_model(m) else None for c, m in zip(caches, models)]
     est = Estimate(tokenizer=counters[0].method if counters else "", models=models)
     tokens_per_model = [[0, 0, 0] for _ in configs]  # input, output ceiling, output expected
     planned: set[Call] = set()  # identical calls are asked once (see SharedCalls): counted once
@@ -487,7 +506,7 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
                 if len(est.calls_per_step) <= step:
                     est.calls_per_step.append(0)
                 for call in calls:
-                    cfg, cache = configs[call.model], caches[call.model]
+                    cfg, cache = configs[call.model], lookups[call.model]
                     if share and step == 0 and call in planned:
                         est.shared += 1
                         answers.append(None)
