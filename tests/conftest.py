@@ -17,13 +17,19 @@ def pytest_pyfunc_call(pyfuncitem):
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    """Clients use httpx, the transport respx intercepts, for the whole session (set here, not with
+    monkeypatch, so that a test's ``monkeypatch.undo()`` keeps it); a test served by the fake model
+    (tests/fake_llm.py) runs on the default transport, aiohttp, which FakeLLM switches on while it
+    serves."""
+    import os
+    os.environ["RAGASSAY_HTTP"] = "httpx"
+
+
 @pytest.fixture(autouse=True)
 def _private_cache_dir(tmp_path_factory, monkeypatch):
-    """No test writes to the user's real cache (~/.cache/ragassay). Clients use httpx, the transport
-    respx intercepts; a test served by the fake model (tests/fake_llm.py) runs on the default
-    transport, aiohttp, which FakeLLM switches on while it serves."""
+    """No test writes to the user's real cache (~/.cache/ragassay)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
-    monkeypatch.setenv("RAGASSAY_HTTP", "httpx")
 
 
 @pytest.fixture(params=["numpy", "arrow"])

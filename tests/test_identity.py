@@ -346,7 +346,7 @@ def test_shared_calls_ask_once_and_keep_nothing_once_every_item_has_its_answer()
     assert sorted(asked) == ["a", "b", "fails"]  # three distinct requests for six items
     assert results[0] == results[1] == results[3] and results[2] != results[0]
     assert all(isinstance(r, LLMError) for r in results[4:])  # waiting items get the same failure
-    assert shared._futures == {} and not +shared._left  # nothing held once every item has asked
+    assert shared._futures == {} and not shared._left  # nothing held once every item has asked
 
 
 def test_a_rerun_of_a_finished_judgment_builds_no_prompt_and_leaves_the_file_alone(tmp_path, monkeypatch):

@@ -68,6 +68,20 @@ class Call:
         frozen = tuple(tuple(sorted(m.items())) for m in messages)
         return cls(model, frozen, response_model, stage, max_tokens, temperature, seed, sample)
 
+    def digest(self) -> bytes:
+        """16 bytes naming exactly this request (sha256): what a plan keeps in place of the call,
+        to know which items ask the same thing without holding their prompts."""
+        rm = self.response_model
+        h = hashlib.sha256(repr((self.model, f"{rm.__module__}.{rm.__qualname__}", self.stage, self.max_tokens,
+                                 self.temperature, self.seed, self.sample, len(self.messages))).encode())
+        for message in self.messages:  # each part as length + text: no two requests write the same bytes
+            for name, value in message:
+                for part in (name, value):
+                    data = (part if isinstance(part, str) else repr(part)).encode("utf-8", "surrogatepass")
+                    h.update(b"%d:" % len(data))
+                    h.update(data)
+        return h.digest()[:16]
+
     @property
     def message_list(self) -> list[dict[str, str]]:
         return [dict(m) for m in self.messages]
@@ -106,19 +120,47 @@ def in_shard(name: str, shard: Shard | None) -> bool:
     return int(hashlib.sha256(name.encode("utf-8")).hexdigest()[:12], 16) % n == i - 1
 
 
-@dataclass
 class WorkItem:
     """A unit of work. ``record_keys`` are the keys of the records it writes (one, or several for a
-    batch); it is done when all of them are. ``calls`` is empty when no model is needed."""
+    batch); it is done when all of them are. ``calls`` is empty when no model is needed.
 
-    key: str
-    calls: list[Call]
-    payload: Any
-    record_keys: list[str] = field(default_factory=list)
+    A stage with many items passes ``build`` instead of ``calls``: the prompts are then made when
+    the item is estimated or sent and dropped after it (:meth:`open` / :meth:`close`), so a plan
+    holds no prompt text and its memory does not grow with the prompts of all the work."""
 
-    def __post_init__(self) -> None:
-        if not self.record_keys:
-            self.record_keys = [self.key]
+    __slots__ = ("key", "payload", "record_keys", "_calls", "_build")
+
+    def __init__(self, key: str, calls: list[Call] | None = None, payload: Any = None,
+                 record_keys: list[str] | None = None, *, build: Callable[[], list[Call]] | None = None):
+        self.key = key
+        self.payload = payload
+        self.record_keys = record_keys or [key]
+        self._calls = calls if build is None else None
+        self._build = build
+
+    @property
+    def calls(self) -> list[Call]:
+        if self._calls is not None:
+            return self._calls
+        return self._build() if self._build is not None else []  # not kept: see open
+
+    @calls.setter
+    def calls(self, calls: list[Call]) -> None:
+        self._calls = calls
+
+    def open(self) -> list[Call]:
+        """Build the calls once and keep them until :meth:`close`."""
+        if self._calls is None and self._build is not None:
+            self._calls = self._build()
+        return self.calls
+
+    def close(self) -> None:
+        """Drop built calls (an item made with ``calls`` keeps them)."""
+        if self._build is not None:
+            self._calls = None
+
+    def __repr__(self) -> str:
+        return f"WorkItem({self.key!r}, {len(self.record_keys)} record(s))"
 
 
 class Stage:
@@ -491,53 +533,71 @@ def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], config
     lookups = [c if c is not None and c.holds_model(m) else None for c, m in zip(caches, models)]
     est = Estimate(tokenizer=counters[0].method if counters else "", models=models)
     tokens_per_model = [[0, 0, 0] for _ in configs]  # input, output ceiling, output expected
-    planned: set[Call] = set()  # identical calls are asked once (see SharedCalls): counted once
+    planned: set[bytes] = set()  # digests: identical calls are asked once (see SharedCalls), counted once
     try:
         for it in items:
             est.items += 1
             if done(it):
                 est.done += 1
                 continue
-            if not it.calls:
-                est.decided_without_call += 1
-                continue
-            calls, answers, step = list(it.calls), [], 0
-            while calls:
-                if len(est.calls_per_step) <= step:
-                    est.calls_per_step.append(0)
-                for call in calls:
-                    cfg, cache = configs[call.model], lookups[call.model]
-                    if share and step == 0 and call in planned:
-                        est.shared += 1
-                        answers.append(None)
-                        continue
-                    planned.add(call)
-                    params = call.params(cfg.temperature)
-                    hit = None if cache is None else cache.get(request_key(models[call.model], call.message_list,
-                                                                           call.response_model, params, cfg.base_url))
-                    answers.append(_parsed(hit, call.response_model))
-                    if hit is not None:
-                        est.cached += 1
-                        continue
-                    tokens = counters[call.model]
-                    t_in = tokens.input_tokens(call.message_list, schema_of(call.response_model)[3])
-                    t_out = call.max_tokens or 1000
-                    expected = tokens.output_tokens(call.response_model.__name__, t_out)
-                    est.calls += 1
-                    est.calls_per_step[step] += 1
-                    est.input_tokens += t_in
-                    est.output_tokens += t_out
-                    est.output_tokens_expected += expected or 0
-                    est.expected_unknown += expected is None
-                    tokens_per_model[call.model][0] += t_in
-                    tokens_per_model[call.model][1] += t_out
-                    tokens_per_model[call.model][2] += expected or 0
-                calls = stage.next_calls(it, answers) if stage is not None else []
-                step += 1
+            try:
+                first = it.open()
+                if not first:
+                    est.decided_without_call += 1
+                    continue
+                _estimate_item(it, first, est, configs, models, lookups, counters, tokens_per_model, planned, stage,
+                               share)
+            finally:
+                it.close()
     finally:
         for c in caches:
             if c is not None:
                 c.close()
+    return _priced(est, configs, tokens_per_model)
+
+
+def _estimate_item(it: WorkItem, first: list[Call], est: Estimate, configs: Sequence[LLMConfig], models: list[str],
+                   lookups: list, counters: list, tokens_per_model: list[list[int]], planned: set,
+                   stage: Stage | None, share: bool) -> None:
+    """One item's calls, step by step, into ``est``."""
+    calls, answers, step = list(first), [], 0
+    while calls:
+        if len(est.calls_per_step) <= step:
+            est.calls_per_step.append(0)
+        for call in calls:
+            cfg, cache = configs[call.model], lookups[call.model]
+            if share and step == 0:
+                digest = call.digest()
+                if digest in planned:
+                    est.shared += 1
+                    answers.append(None)
+                    continue
+                planned.add(digest)
+            params = call.params(cfg.temperature)
+            hit = None if cache is None else cache.get(request_key(models[call.model], call.message_list,
+                                                                   call.response_model, params, cfg.base_url))
+            answers.append(_parsed(hit, call.response_model))
+            if hit is not None:
+                est.cached += 1
+                continue
+            tokens = counters[call.model]
+            t_in = tokens.input_tokens(call.message_list, schema_of(call.response_model)[3])
+            t_out = call.max_tokens or 1000
+            expected = tokens.output_tokens(call.response_model.__name__, t_out)
+            est.calls += 1
+            est.calls_per_step[step] += 1
+            est.input_tokens += t_in
+            est.output_tokens += t_out
+            est.output_tokens_expected += expected or 0
+            est.expected_unknown += expected is None
+            tokens_per_model[call.model][0] += t_in
+            tokens_per_model[call.model][1] += t_out
+            tokens_per_model[call.model][2] += expected or 0
+        calls = stage.next_calls(it, answers) if stage is not None else []
+        step += 1
+
+
+def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[list[int]]) -> Estimate:
     cost: float | None = 0.0
     low: float | None = 0.0
     for cfg, (t_in, t_out, t_expected) in zip(configs, tokens_per_model):
@@ -576,37 +636,44 @@ class SharedCalls:
     the rest of the run. A failed call is not kept: a later item asks again."""
 
     def __init__(self, items: Sequence[WorkItem]):
-        self._left = Counter(c for it in items for c in it.calls)  # first-step calls: items still to ask each
-        self._futures: dict[Call, asyncio.Future] = {}
+        # first-step calls, by digest (a plan holds no prompts): how many items are still to ask each;
+        # only digests asked more than once are kept
+        counts = Counter(c.digest() for it in items for c in it.calls)
+        self._left = {d: n for d, n in counts.items() if n > 1}
+        del counts
+        self._futures: dict[bytes, asyncio.Future] = {}
 
-    async def ask(self, call: Call, llms: Sequence[LLM]) -> BaseModel:
-        fut = self._futures.get(call)
+    async def ask(self, call: Call, llms: Sequence[LLM], first_step: bool = True) -> BaseModel:
+        digest = call.digest()
+        fut = self._futures.get(digest)
         if fut is None:
             fut = asyncio.get_running_loop().create_future()
-            self._futures[call] = fut
+            self._futures[digest] = fut
             try:
                 fut.set_result(await call.ask(llms))
             except asyncio.CancelledError:
                 fut.cancel()
-                self._futures.pop(call, None)
+                self._futures.pop(digest, None)
                 raise
             except BaseException as e:  # LLMError, Deferred: every item waiting on it gets it too
                 fut.set_exception(e)
-                self._futures.pop(call, None)
+                self._futures.pop(digest, None)
         try:
             return await asyncio.shield(fut) if not fut.done() else fut.result()
         finally:
-            self._release(call)
+            self._release(digest, first_step)
 
-    def _release(self, call: Call) -> None:
-        left = self._left.get(call)
-        if left is None:
+    def _release(self, digest: bytes, first_step: bool) -> None:
+        left = self._left.get(digest)
+        if left is None:  # a first-step call of one item only: nobody else waits for it
+            if first_step and digest in self._futures and self._futures[digest].done():
+                del self._futures[digest]
             return
         if left <= 1:
-            del self._left[call]
-            self._futures.pop(call, None)
+            del self._left[digest]
+            self._futures.pop(digest, None)
         else:
-            self._left[call] = left - 1
+            self._left[digest] = left - 1
 
 
 class StageAborted(RagassayError):
@@ -697,19 +764,25 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
 
     async def do(it: WorkItem) -> list[dict]:
         try:
+            return await do_open(it)
+        finally:
+            it.close()  # its prompts are not kept past its records
+
+    async def do_open(it: WorkItem) -> list[dict]:
+        try:
             answers: list[BaseModel] = []
-            calls = list(it.calls)
+            calls, first = list(it.open()), True
             while calls:
                 waiting = False
                 for call in calls:  # every call of a step is asked (or exported) before the item waits
                     try:
-                        answers.append(await shared.ask(call, llms))
+                        answers.append(await shared.ask(call, llms, first))
                     except Deferred:
                         waiting = True
                 if waiting:
                     pending[0] += 1
                     return []
-                calls = stage.next_calls(it, answers)
+                calls, first = stage.next_calls(it, answers), False
             records = await stage.finish(it, answers, llms)
             if it.calls:
                 answered[0] = True

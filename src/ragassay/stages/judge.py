@@ -18,6 +18,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -221,7 +222,7 @@ class Judge:
                 "key": key}
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pair:
     query: QueryItem
     chunk: Chunk
@@ -251,13 +252,17 @@ class RelevanceStage(Stage):
         if done(key):
             return WorkItem(key, [], [_Pair(q, c, key, windows)])
         if not c.text.strip():
-            calls = []
-        elif windows is None:
-            calls = j.relevance_calls(j.relevance_messages(q, c), RelevanceAnswer, j.options.max_tokens)
-        else:
-            calls = [call for w in windows
-                     for call in j.relevance_calls(j.relevance_messages(q, c, w), RelevanceAnswer, j.options.max_tokens)]
-        return WorkItem(key, calls, [_Pair(q, c, key, windows)])
+            return WorkItem(key, [], [_Pair(q, c, key, windows)])
+
+        return WorkItem(key, payload=[_Pair(q, c, key, windows)], build=partial(self._pointwise_calls, q, c, windows))
+
+    def _pointwise_calls(self, q: QueryItem, c: Chunk, windows: list[tuple[int, int]] | None) -> list[Call]:
+        """One pair's prompts: made when its item is estimated or sent, not when it is planned."""
+        j = self.judge
+        if windows is None:
+            return j.relevance_calls(j.relevance_messages(q, c), RelevanceAnswer, j.options.max_tokens)
+        return [call for w in windows
+                for call in j.relevance_calls(j.relevance_messages(q, c, w), RelevanceAnswer, j.options.max_tokens)]
 
     def plan(self, pairs: Sequence[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> list[WorkItem]:
         j, o = self.judge, self.judge.options

@@ -1,0 +1,176 @@
+"""What the LLM layer and the engine cost per call and hold per item, in counts (function calls,
+objects, bytes), never in seconds: the speed itself is measured by benchmarks/llm_throughput.py and
+benchmarks/judge_scale.py, beside a bare client."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+from openai.types.chat import ChatCompletion
+from pydantic import BaseModel, Field
+
+from ragassay.data.records import Chunk
+from ragassay.llm import LLM, LLMConfig
+from ragassay.stages.engine import Call, OutputStore, run_stage
+from ragassay.stages.judge import RelevanceAnswer, plan_judge
+from ragassay.stages.queries import QueryItem
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Grade(BaseModel):
+    grade: int = Field(ge=0, le=3)
+    reasoning: str
+
+
+def _completion(content: dict) -> ChatCompletion:
+    return ChatCompletion.model_validate({
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                                                                     "content": json.dumps(content)}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+
+class InstantClient:
+    """Answers every call at once, with no HTTP: what is left is ragassay's own work."""
+
+    def __init__(self, content: dict):
+        self.completion = _completion(content)
+        self.bodies: list[dict] = []
+        outer = self
+
+        class Completions:
+            async def create(self, **body):
+                outer.bodies.append(body)
+                return outer.completion
+
+        class Chat:
+            completions = Completions()
+        self.chat = Chat()
+
+
+def _llm(client, **settings) -> LLM:
+    return LLM(LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", use_cache=False, **settings),
+               client=client)
+
+
+def _calls_per_ask(llm: LLM, n: int) -> float:
+    """Python function calls made per ``ask`` (a profile hook counts them)."""
+    counted = [0]
+
+    def hook(frame, event, arg):
+        if event == "call":
+            counted[0] += 1
+
+    async def asks():
+        await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade) for i in range(n)))
+
+    asyncio.run(asks())  # warm: the schema and request shapes are built once per class
+    sys.setprofile(hook)
+    try:
+        asyncio.run(asks())
+    finally:
+        sys.setprofile(None)
+    return counted[0] / n
+
+
+def test_the_layer_costs_a_bounded_number_of_function_calls_per_ask():
+    """The retry and answer loops, the semaphore, usage and parsing: a few hundred Python calls per
+    answered ask (pydantic's validation is in Rust), the same at 50 asks as at 400."""
+    llm = _llm(InstantClient({"grade": 2, "reasoning": "ok"}), concurrency=64)
+    small, large = _calls_per_ask(llm, 50), _calls_per_ask(llm, 400)
+    assert small < 400 and large < 400, (small, large)
+    assert abs(large - small) / small < 0.25  # per call, not per call in flight
+
+
+def test_asks_leave_nothing_behind():
+    """Thousands of answered asks hold no objects afterwards: the layer keeps no per-call state."""
+    client = InstantClient({"grade": 1, "reasoning": "ok"})
+    llm = _llm(client, concurrency=32)
+
+    async def asks(n, offset):
+        await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{offset + i}"}], Grade) for i in range(n)))
+
+    asyncio.run(asks(200, 0))
+    client.bodies.clear()
+    gc.collect()
+    before = len(gc.get_objects())
+    asyncio.run(asks(3000, 1000))
+    client.bodies.clear()
+    gc.collect()
+    grown = len(gc.get_objects()) - before
+    assert grown < 300, grown  # not ~3000 x anything
+    assert llm.in_flight == 0 and llm.usage.stage("default").ok == 3200
+
+
+def _inputs(n_queries: int, depth: int):
+    chunks = {f"c{i}": Chunk(id=f"c{i}", title=f"Title {i}", text=f"Passage {i}. " + "Words about a topic. " * 60)
+              for i in range(200)}
+    queries = [QueryItem(f"q{i}", f"what does passage {i} say?") for i in range(n_queries)]
+    run = {q.id: {f"c{(i * 7 + r) % 200}": float(depth - r) for r in range(depth)} for i, q in enumerate(queries)}
+    return queries, chunks, run
+
+
+def _plan(n_queries: int, depth: int, tmp_path: Path, inputs=None):
+    queries, chunks, run = inputs or _inputs(n_queries, depth)
+    config = LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", use_cache=False)
+    return plan_judge(queries, chunks, run, [config], tmp_path / "j.jsonl")
+
+
+def test_a_plan_holds_no_prompts(tmp_path):
+    """Planned judge items keep no prompt text (each prompt is ~1.6 KB here): the memory a plan takes
+    per pair is a few hundred bytes, and the calls are built only when an item is estimated or sent."""
+    _plan(5, 10, tmp_path)  # warm: prompt files, schema
+    inputs = _inputs(300, 10)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        plan = _plan(300, 10, tmp_path, inputs)
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    pairs = len(plan.relevance_items)
+    assert pairs == 3000
+    per_pair = sum(s.size_diff for s in after.compare_to(before, "filename")) / pairs
+    assert per_pair < 1000, per_pair  # with its prompts built at planning it was about 4,500
+    item = plan.relevance_items[0]
+    assert len(item.calls) == 1 and len(item.calls[0].message_list[-1]["content"]) > 1000  # built on demand
+    assert item.calls is not item.calls  # and not kept
+
+
+def test_a_run_keeps_no_calls_once_items_are_done(tmp_path):
+    """While a judge run goes, built calls live only for the items in flight: afterwards none is
+    alive, and a request identical for two items is asked once and then forgotten."""
+    plan = _plan(40, 10, tmp_path)
+    client = InstantClient({"intent": "i", "match": "m", "trust": "t", "grade": 2})
+    llm = _llm(client, concurrency=8)
+
+    async def go():
+        return await run_stage(plan.relevance, plan.relevance_items, [llm], plan.relevance_store, quiet=True)
+    result = asyncio.run(go())
+    assert result.ok == 400 and len(client.bodies) == 400
+    gc.collect()
+    assert sum(isinstance(o, Call) for o in gc.get_objects()) == 0
+    assert all(it._calls is None for it in plan.relevance_items)
+    assert json.loads(Path(plan.relevance_store.output).read_text().splitlines()[0])["grade"] == 2
+    assert RelevanceAnswer  # the schema the instant client answered
+
+
+def test_a_process_that_sends_nothing_never_imports_openai(tmp_path):
+    """A dry run (and a rerun of finished work) has no use for the openai package, which takes most
+    of a second to import."""
+    ex = ROOT / "src" / "ragassay" / "example"
+    code = ("import sys; from ragassay.cli import main; "
+            f"code = main(['judge', '--queries', {str(ex / 'queries.jsonl')!r}, '--chunks', {str(ex / 'chunks.jsonl')!r}, "
+            f"'--run', {str(ex / 'runs' / 'bm25.txt')!r}, '-o', {str(tmp_path / 'j.jsonl')!r}, '--model', 'm', "
+            "'--base-url', 'http://127.0.0.1:9/v1', '--dry-run']); "
+            "print('openai' in sys.modules, code)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "False 0", out.stdout + out.stderr
+    assert OutputStore  # the store of that output was opened and read without a client
