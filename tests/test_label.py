@@ -452,3 +452,32 @@ def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_pat
     assert check.returncode == 0, check.stderr
     human = json.loads(check.stdout)["human"]
     assert human["pairs"] == 4 and sum(map(sum, human["confusion"])) == 4
+
+
+@pytest.mark.parametrize("when", ["printing the URL", "before serving"])
+def test_ctrl_c_the_moment_the_url_is_printed_stops_cleanly(tmp_path, judged, monkeypatch, capsys, when):
+    """A Ctrl-C that lands before the server loop runs (right after the URL is printed) is the same
+    clean stop as one during it: exit 0 and the summary, never a hang or "interrupted"."""
+    import builtins
+    import threading
+    from ragassay.product.label_server import LabelServer
+    if when == "before serving":
+        def interrupted(self):
+            raise KeyboardInterrupt
+        monkeypatch.setattr(LabelServer, "serve_forever", interrupted)
+    else:
+        real_print = builtins.print
+
+        def print_then_interrupt(*args, **kwargs):
+            real_print(*args, **kwargs)
+            if args and str(args[0]).startswith("http://127.0.0.1"):
+                raise KeyboardInterrupt
+        monkeypatch.setattr(builtins, "print", print_then_interrupt)
+    result: list[int] = []
+    t = threading.Thread(target=lambda: result.append(main(["label", *label_args(judged, str(tmp_path / "h.qrels")),
+                                                            "--no-browser"])), daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "label hung after a Ctrl-C before serving"
+    assert result == [0]
+    assert "labelled 0 of 30" in capsys.readouterr().out

@@ -58,14 +58,14 @@ def run_label(args: argparse.Namespace) -> Any:
     book = make_book(args)
     server = LabelServer(book, port=args.port, show_model=args.show_model)
     say = sys.stderr if args.format == "json" else sys.stdout  # with json, stdout is the summary alone
-    print(f"labelling {len(book.items)} {'pairs' if book.task == 'pairs' else 'answers'} as {book.assessor}; "
-          f"labels go to {book.output} the moment they are given. Open:", file=say, flush=True)
-    print(server.url, file=say, flush=True)
-    print("(Ctrl-C stops; rerun the same command to go on)", file=sys.stderr, flush=True)
-    if not args.no_browser:
-        import webbrowser
-        webbrowser.open(server.url)
-    try:
+    try:  # from the first line printed: a Ctrl-C at any moment after it is the ordinary way to stop
+        print(f"labelling {len(book.items)} {'pairs' if book.task == 'pairs' else 'answers'} as {book.assessor}; "
+              f"labels go to {book.output} the moment they are given. Open:", file=say, flush=True)
+        print(server.url, file=say, flush=True)
+        print("(Ctrl-C stops; rerun the same command to go on)", file=sys.stderr, flush=True)
+        if not args.no_browser:
+            import webbrowser
+            webbrowser.open(server.url)
         server.serve_forever()
     except KeyboardInterrupt:  # the way to stop: every label is on disk already
         pass

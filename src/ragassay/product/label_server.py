@@ -48,10 +48,18 @@ class LabelServer:
         self.url = f"http://{self.host}:{self.port}/?token={self.token}"
 
     def serve_forever(self) -> None:
-        self.httpd.serve_forever(poll_interval=0.2)
+        self._serving = True
+        try:
+            self.httpd.serve_forever(poll_interval=0.2)
+        finally:
+            self._serving = False
 
     def shutdown(self) -> None:
-        self.httpd.shutdown()
+        """Stop serving and close the socket. ``httpd.shutdown`` waits for a serving loop to end, so
+        it is only called while one runs (in another thread): a Ctrl-C that came before the loop
+        started must not hang here."""
+        if getattr(self, "_serving", False):
+            self.httpd.shutdown()
         self.httpd.server_close()
 
     # ------------------------------------------------------------------------------ requests
