@@ -421,3 +421,22 @@ def test_topics_with_description_and_narrative_are_read(tmp_path):
     p = tmp_path / "topics.jsonl"
     p.write_text('{"id": "t1", "title": "refund speed", "description": "How fast?", "narrative": "Not shipping."}\n')
     assert read_query_items(p) == [QueryItem("t1", "refund speed", None, "How fast?", "Not shipping.")]
+
+
+def test_a_pairs_key_is_the_hash_of_its_texts_and_settings_as_before():
+    """The record key must not move between versions (a rerun would judge everything again): it is
+    sha256 of the prompt, the query's and the chunk's texts and the settings, however it is computed."""
+    import hashlib
+    from ragassay.data.records import Chunk
+    from ragassay.llm import LLMConfig
+    from ragassay.stages.judge import Judge, _dumps
+    from ragassay.stages.queries import QueryItem
+    judge = Judge([LLMConfig(model="m")])
+    q = QueryItem("q\t1", "how do I return a tent?", answer="within 30 days", description="ünïcode need")
+    chunks = [Chunk(id="c1", title="Returns", text="Tents go back within 30 days."), Chunk(id="c2", text="\"x\"\n")]
+    for c in chunks + chunks:  # twice: the cached parts give the same keys
+        whole = (f"judge\njudge_relevance@v1\n{_dumps([q.id, q.text, q.description, q.narrative, q.answer])}\n"
+                 f"{_dumps([c.id, c.title, c.text])}\n{_dumps(judge.settings())}")
+        assert judge.pair_fingerprint(q, c, "judge_relevance@v1") == \
+            hashlib.sha256(whole.encode("utf-8")).hexdigest()[:24]
+    assert judge.pair_fingerprint(q, chunks[0], "judge_relevance@v1") != judge.pair_fingerprint(q, chunks[0], "other@v")

@@ -317,3 +317,23 @@ def test_generate_append_grows_the_set_without_duplicates(tmp_path, capsys):
 def ragassay_qrels(path):
     import ragassay
     return ragassay.read_qrels(path).to_dict()
+
+
+def test_qrels_out_holds_every_pair_of_the_judgments_file_when_a_second_run_is_judged_into_it(tmp_path, capsys):
+    """Judging tfidf after bm25 into the same files: the qrels are the judgments file's pairs (both
+    runs'), not the last run's alone, which would favour whichever run was judged last in compare."""
+    from ragassay.data.io import read_qrels
+    with FakeLLM() as server:
+        for run in (BM25, TFIDF):
+            assert main(judge_args(tmp_path, server.url, run, 5, "--qrels-out", str(tmp_path / "judged.qrels"))) == 0
+    judged = {(r["query_id"], r["chunk_id"]): r["grade"] for r in lines(tmp_path / "j.jsonl") if r["status"] == "ok"}
+    qrels = read_qrels(tmp_path / "judged.qrels").to_dict()
+    assert {(q, d): g for q, docs in qrels.items() for d, g in docs.items()} == judged
+    bm25_top5 = {(q, d) for q, docs in read_run_top(BM25, 5).items() for d in docs}
+    assert bm25_top5 <= set(judged) and len(judged) > len(bm25_top5)  # the first run's pairs are still there
+    capsys.readouterr()
+
+
+def read_run_top(path: str, k: int) -> dict[str, list[str]]:
+    from ragassay.data.io import read_run
+    return {q: [d for d, _ in docs[:k]] for q, docs in read_run(path).ranked().items()}

@@ -82,7 +82,8 @@ def judge(sub: Any) -> None:
     p.add_argument("--depth", type=positive_int, default=10, help="judge the top K chunks of each query (default 10)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="judgments JSONL: one record per pair, written at the end; a killed or failed run resumes "
                    "from FILE.journal and asks only what is missing")
-    p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels (with --keep labels included)")
+    p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels of every pair the judgments file holds (runs judged into "
+                   "it earlier too), with --keep labels included")
     p.add_argument("--coverage-out", metavar="FILE", help="write per-query coverage JSONL")
     p.add_argument("--keep", metavar="QRELS", help="labels made by people: kept as they are, never judged again")
     p.add_argument("--samples", type=positive_int, default=1, help="ask N times per pair (sample i sends seed "

@@ -29,7 +29,7 @@ from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from .coverage import CoverageStage
-from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
+from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint, in_shard,
                      run_stage)
 from .queries import Passages, QueryItem
 
@@ -119,7 +119,7 @@ class Judge:
         self.batch_prompt = load_prompt("judge_relevance_batch")
         self.passages = Passages(self.options.max_chunk_chars)
         self.batch_fallbacks = 0
-        self._texts: dict[tuple[str, str], str] = {}  # a query's or chunk's key part, made once
+        self._texts: dict[tuple[str, ...], Any] = {}  # a query's or chunk's key part, made once
         self._settings_json: str | None = None
 
     @property
@@ -167,17 +167,21 @@ class Judge:
         """The key of one pair's record: its identity (query id, chunk id) and everything that
         changes its grade. Two chunks with the same text under two ids are two records; their
         identical requests are asked once (the engine shares them)."""
-        q = self._texts.get(("q", query.id))
-        if q is None:
-            q = self._texts[("q", query.id)] = _dumps([query.id, query.text, query.description, query.narrative,
-                                                       query.answer])
-        c = self._texts.get(("c", chunk.id))
-        if c is None:
-            c = self._texts[("c", chunk.id)] = _dumps([chunk.id, chunk.title, chunk.text])
-        if self._settings_json is None:
-            self._settings_json = _dumps(self.settings())
-        # the texts of a query and of a chunk are serialised once, not once per pair
-        return hashlib.sha256(f"judge\n{prompt_id}\n{q}\n{c}\n{self._settings_json}".encode("utf-8")).hexdigest()[:24]
+        # sha256 of "judge\n{prompt}\n{query json}\n{chunk json}\n{settings json}": the query's part is
+        # hashed once per query and copied, the chunk's part (with the settings) encoded once per chunk
+        head = self._texts.get(("q", prompt_id, query.id))
+        if head is None:
+            q = _dumps([query.id, query.text, query.description, query.narrative, query.answer])
+            head = self._texts[("q", prompt_id, query.id)] = hashlib.sha256(f"judge\n{prompt_id}\n{q}\n".encode("utf-8"))
+        tail = self._texts.get(("c", chunk.id))
+        if tail is None:
+            if self._settings_json is None:
+                self._settings_json = _dumps(self.settings())
+            c = _dumps([chunk.id, chunk.title, chunk.text])
+            tail = self._texts[("c", chunk.id)] = f"{c}\n{self._settings_json}".encode("utf-8")
+        h = head.copy()
+        h.update(tail)
+        return h.hexdigest()[:24]
 
     def seed(self, sample: int) -> int | None:
         """Each sample of several sends its own seed (a single answer sends none, as before)."""
@@ -469,6 +473,13 @@ def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[s
                configs: Sequence[LLMConfig], output: str | Path, *, options: JudgeOptions | None = None,
                keep=None, coverage_out: str | Path | None = None) -> JudgePlan:
     """Pure: inputs and what ``output`` already holds -> the items and calls of a judge run."""
+    with bulk():
+        return _plan_judge(queries, chunks, run, configs, output, options=options, keep=keep, coverage_out=coverage_out)
+
+
+def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
+                configs: Sequence[LLMConfig], output: str | Path, *, options: JudgeOptions | None = None,
+                keep=None, coverage_out: str | Path | None = None) -> JudgePlan:
     from ..data.io import coerce_qrels, coerce_run
     options = options or JudgeOptions()
     run = coerce_run(run)
@@ -520,6 +531,9 @@ class JudgeResult:
     def to_dataframe(self) -> Any:
         """The judgments of this run as a pandas DataFrame (coverage: ``result.coverage.to_dataframe()``)."""
         return self.relevance.to_dataframe()
+
+    def __repr__(self) -> str:
+        return f"JudgeResult({self.pairs} pairs, relevance={self.relevance!r}, coverage={self.coverage!r})"
 
     @property
     def grades(self) -> Counter:
@@ -635,9 +649,11 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
                            usage, coverage_waits=plan.coverage is not None,
                            usage_numbers={llm.config.model: llm.usage.to_dict() for llm in llms})
     if qrels_out is not None:
+        # the qrels say what the judgments file says: every pair judged into it, by this run or an
+        # earlier one (another retriever's run judged into the same files), and people's labels
         from ..data.io import write_qrels
         union: dict[str, dict[str, int]] = {}
-        for r in rel.records:
+        for r in plan.relevance_store.written:
             if r["status"] == "ok":
                 union.setdefault(r["query_id"], {})[r["chunk_id"]] = int(r["grade"])
         for q, docs in plan.keep.items():
