@@ -227,3 +227,47 @@ async def test_an_interrupted_run_of_other_items_is_not_dropped_by_the_next_run(
     (tmp_path / "out.jsonl.journal").write_text('{"id": "9", "grade": 1, "status": "ok", "key": "k9"}\n')
     await run(tmp_path, {"1": "a"}, out)
     assert {r["id"]: r["grade"] for r in records(out)} == {"9": 1, "1": 2}
+
+
+def test_lock_files_are_removed_on_release_and_a_waiting_process_never_holds_a_stale_one(tmp_path, monkeypatch):
+    """Locks leave nothing behind; and the classic race of removing a lock file (B opened the old
+    file and locked it after A removed it) ends with B holding the file at the path, not the removed one."""
+    import os
+    from ragassay.stages.engine import _lock_file
+    out = tmp_path / "o.jsonl"
+    lock = OutputLock(out)
+    with lock:
+        assert lock.path.exists() and "pid" in lock.path.read_text()
+    assert not lock.path.exists()
+    stale = open(lock.path, "a+")  # B opened the lock file ...
+    os.unlink(lock.path)  # ... A released (removed it) ...
+    lock.path.write_text("")  # ... and C made a new one, which nobody holds yet
+    _lock_file(stale)  # B's lock on the removed file succeeds
+    real_open_locked = OutputLock._open_locked
+    opened = []
+
+    def first_the_stale_one(self, path):
+        f = stale if not opened else real_open_locked(self, path)
+        opened.append(f)
+        return f
+    monkeypatch.setattr(OutputLock, "_open_locked", first_the_stale_one)
+    b = OutputLock(out).acquire()
+    held = OutputLock._held[b.path][0]
+    assert len(opened) == 2 and held is opened[1] and stale.closed  # B noticed and locked the file at the path
+    assert os.fstat(held.fileno()).st_ino == os.stat(lock.path).st_ino
+    monkeypatch.undo()
+    with pytest.raises(RagassayError, match="is being written by"):
+        subprocess_lock_attempt(out)
+    b.release()
+    assert not lock.path.exists()
+
+
+def subprocess_lock_attempt(out) -> None:
+    """Another process trying the lock (flock locks are per open file, so a second process is the test)."""
+    import subprocess
+    import sys
+    code = f"from ragassay.stages.engine import OutputLock; OutputLock({str(out)!r}).acquire()"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if "is being written by" in p.stderr:
+        raise RagassayError(p.stderr.strip().splitlines()[-1])
+    assert p.returncode == 0, p.stderr

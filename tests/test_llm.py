@@ -423,3 +423,23 @@ def test_the_cache_key_written_part_by_part_is_the_canonical_json_of_the_whole()
     expected = hashlib.sha256(whole.encode("utf-8")).hexdigest()
     assert cache_key("m/ö", messages, schema_of(Grade)[1], params, "http://h:8000/v1") == expected
     assert request_key("m/ö", messages, Grade, params, "HTTP://H:8000/v1/") == expected
+
+
+@respx.mock
+async def test_a_web_server_that_is_not_the_api_is_one_line_at_once(tmp_path):
+    """`python -m http.server` answers a POST with 501 and an HTML page: not retried (the server cannot
+    do it, asking again changes nothing) and named in one line with the page's title, not the page."""
+    page = ("<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<title>Error response</title>\n</head>\n<body>\n"
+            "<h1>Error response</h1>\n<p>Error code: 501</p>\n" + "<p>filler</p>\n" * 30 + "</body>\n</html>\n")
+    route = respx.post(URL).mock(return_value=httpx.Response(501, text=page, headers={"content-type": "text/html"}))
+    fake = FakeTime()
+    llm = make_llm(tmp_path, fake)
+    with pytest.raises(LLMError) as e:
+        await llm.ask(MESSAGES, Grade)
+    assert route.call_count == 1 and fake.sleeps == []
+    message = str(e.value)
+    assert "\n" not in message and "HTTP 501" in message and "'Error response'" in message
+    assert "an HTML page" in message and "<p>" not in message and len(message) < 400
+    # a 503 still is what it says: try again later
+    route.mock(side_effect=[httpx.Response(503, text="busy"), completion()])
+    assert await llm.ask(MESSAGES, Grade) == Grade(grade=2, reasoning="ok")

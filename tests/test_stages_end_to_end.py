@@ -337,3 +337,20 @@ def test_qrels_out_holds_every_pair_of_the_judgments_file_when_a_second_run_is_j
 def read_run_top(path: str, k: int) -> dict[str, list[str]]:
     from ragassay.data.io import read_run
     return {q: [d for d, _ in docs[:k]] for q, docs in read_run(path).ranked().items()}
+
+
+def test_outputs_in_folders_that_do_not_exist_yet_are_written_and_an_impossible_one_costs_nothing(tmp_path, capsys):
+    """generate and retrieve made their folders only at the end (after the paid calls) or not at all;
+    every command now makes them first, and a folder that cannot exist is a usage error before any call."""
+    with FakeLLM() as server:
+        gen = ["generate", CHUNKS, "--limit", "3", "--base-url", server.url, "--model", "fake", "--quiet", "--no-cache"]
+        assert main(gen + ["-o", str(tmp_path / "new" / "deeper" / "q.jsonl")]) in (0, 3)
+        assert (tmp_path / "new" / "deeper" / "q.jsonl").stat().st_size > 0
+        (tmp_path / "a_file").write_text("x")
+        calls = server.calls
+        assert main(gen + ["-o", str(tmp_path / "a_file" / "q.jsonl")]) == 2
+        assert server.calls == calls  # nothing was asked
+    assert "cannot create its folder" in capsys.readouterr().err
+    retr = ["retrieve", "--retriever", str(EXAMPLE / "retrievers.py") + ":tfidf", "--queries", QUERIES, "-k", "5"]
+    assert main(retr + ["-o", str(tmp_path / "runs" / "tfidf.txt")]) == 0
+    assert (tmp_path / "runs" / "tfidf.txt").read_text().count("\n") > 20

@@ -13,7 +13,7 @@ from contextlib import ExitStack
 
 from .. import __version__
 from ..errors import MeasureError, RagassayError, UsageError
-from .paths import check_outputs, lock_outputs
+from .paths import check_outputs, lock_outputs, make_output_folders
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # exit 2 with usage, as argparse does, and a did-you-mean
@@ -89,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             command_parser = _subparser(parser, args.command)
             outputs = check_outputs(command_parser, args, args.command)
             if not getattr(args, "dry_run", False):
+                make_output_folders(outputs)
                 lock_outputs(outputs, locks)
             out = args.handler(args)
     except (UsageError, MeasureError) as e:

@@ -100,6 +100,19 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace, com
     return outputs
 
 
+def make_output_folders(outputs: list[FileArg]) -> None:
+    """Create each output's missing folders before any work: a run must not spend its calls and
+    then fail to write its file (judge and report did this already; generate and retrieve did not)."""
+    for out in outputs:
+        folder = out.path.parent
+        if folder.is_dir():
+            continue
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"{out.flag} {out.text}: cannot create its folder {folder} ({e.strerror or e})") from None
+
+
 def lock_outputs(outputs: list[FileArg], stack: ExitStack) -> None:
     """Hold the lock of every output file for the rest of the command (``stack`` releases them)."""
     from ..stages.engine import OutputLock

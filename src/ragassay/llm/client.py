@@ -563,9 +563,12 @@ def _root_cause(e: BaseException) -> str:
 
 
 def _transient(e: BaseException) -> bool:
-    if isinstance(e, (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)):
+    if isinstance(e, (openai.APIConnectionError, openai.RateLimitError)):
         return True
-    return isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409) or e.status_code >= 500)
+    # 501 Not Implemented and 505 HTTP Version Not Supported say what the server cannot do: asking
+    # again changes nothing
+    return isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409)
+                                                      or (e.status_code >= 500 and e.status_code not in (501, 505)))
 
 
 def _retry_after(e: openai.APIStatusError) -> float | None:
@@ -589,13 +592,20 @@ def _retry_after(e: openai.APIStatusError) -> float | None:
 
 
 def _error_detail(e: openai.APIStatusError) -> str:
+    """The endpoint's own message, on one line: an API's error message, else the body's text, and
+    for an HTML page (a web server, a proxy's error page) its title rather than the page."""
     body = getattr(e, "body", None)
     if isinstance(body, dict):
         err = body.get("error")
         msg = err.get("message") if isinstance(err, dict) else body.get("message")
         if msg:
-            return str(msg)[:500]
-    return str(e)[:500]
+            return " ".join(str(msg).split())[:300]
+    text = str(e)
+    if re.search(r"<!doctype html|<html|<body", text, re.I):
+        title = re.search(r"<title>(.*?)</title>", text, re.I | re.S)
+        return "an HTML page" + (f" ({' '.join(title.group(1).split())[:120]!r})" if title else "") + \
+            ", not the API's JSON: is the base URL the API's root (it usually ends in /v1)?"
+    return " ".join(text.split())[:300]
 
 
 def _strip_fences(text: str) -> str:

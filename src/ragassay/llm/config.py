@@ -74,6 +74,10 @@ class LLMConfig:
         if self.base_url and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", self.base_url):
             raise LLMError("config", f"the base URL {redact(self.base_url, self.secrets())!r} has no scheme: did you "
                            f"mean http://{redact(self.base_url, self.secrets())}?")
+        if self.base_url and not re.match(r"^https?://", self.base_url, re.I):
+            scheme = self.base_url.split("://", 1)[0]
+            raise LLMError("config", f"the base URL {redact(self.base_url, self.secrets())!r} is not http:// or "
+                           f"https:// ({scheme}:// cannot carry the API)")
         if not self.model:
             raise LLMError("config", "no model given: pass --model or set RAGASSAY_MODEL")
         if self.concurrency < 1:

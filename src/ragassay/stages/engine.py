@@ -218,9 +218,10 @@ class OutputLock:
     """An exclusive lock on one output, held for the whole run: a second process fails at once and
     is told which process holds it. The lock is named by the output's real path, so a symlink to a
     locked output meets the same lock (and a hard link the inode lock). Within one process it is
-    re-entrant (the command locks all its outputs, then the stage locks its own again). Lock files
-    stay in :func:`lock_folder` on purpose: removing one would let two processes lock two different
-    files."""
+    re-entrant (the command locks all its outputs, then the stage locks its own again). The holder
+    removes its lock file on release, while it still holds the lock; a process that locked a file
+    meanwhile finds the path gone or another file there, and tries again, so two processes never
+    hold two different files for one output."""
 
     _held: dict[Path, list] = {}  # lock path -> [open file, holders] in this process
 
@@ -269,6 +270,27 @@ class OutputLock:
                 path.parent.chmod(0o1777)  # shared like /tmp: another user's run meets the same locks
             except OSError:
                 pass
+        for _ in range(100):
+            f = self._open_locked(path)
+            try:  # the file locked must still be the one at the path: its last holder removes it on release
+                same = os.stat(path).st_ino == os.fstat(f.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            _unlock_file(f)
+            f.close()
+        else:  # pragma: no cover - a path replaced a hundred times in a row
+            raise RagassayError(f"could not lock {self.output}: its lock file {path} keeps changing")
+        if f.writable():
+            f.seek(0)
+            f.truncate()
+            f.write(f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+                    f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})")
+            f.flush()
+        return f
+
+    def _open_locked(self, path: Path) -> Any:
         try:
             f = open(path, "a+", encoding="utf-8")
         except PermissionError:  # another user's lock file: lockable read-only, and says who holds it
@@ -281,12 +303,6 @@ class OutputLock:
             f.close()
             raise RagassayError(f"{self.output} is being written by {holder}; wait for it to finish or "
                                 "write to another file") from None
-        if f.writable():
-            f.seek(0)
-            f.truncate()
-            f.write(f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-                    f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})")
-            f.flush()
         return f
 
     def release(self) -> None:
@@ -301,6 +317,10 @@ class OutputLock:
             del OutputLock._held[self.path]
             for f in held[0], held[2]:
                 if f is not None:
+                    try:  # removed while still locked, so no lock files pile up (see _take)
+                        os.unlink(f.name)
+                    except OSError:
+                        pass  # another user's file, or Windows: it stays, harmless
                     _unlock_file(f)
                     f.close()
 
