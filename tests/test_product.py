@@ -214,3 +214,18 @@ def test_the_demo_runs_from_the_built_wheel_in_an_empty_directory(tmp_path, buil
     copied = subprocess.run([sys.executable, "-c", "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
                              "demo", "--copy", "ex"], cwd=empty, env=env, capture_output=True, text=True)
     assert copied.returncode == 0 and (empty / "ex" / "runs" / "bm25.txt").exists()
+
+
+def test_demo_copy_refuses_run_flags_and_json_quiet_prints_only_the_json(tmp_path, capsys, monkeypatch):
+    """--copy with --out would silently ignore --out; --format json --quiet leaves stderr empty."""
+    from ragassay.cli import main
+    monkeypatch.chdir(tmp_path)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["demo", "--copy", "ex", "--out", "d"]) == 2
+    assert "give one or the other" in capsys.readouterr().err and not (tmp_path / "ex").exists()
+    assert main(["demo", "--format", "json", "--quiet", "--out", "d"]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and json.loads(out.out)["kind"] == "demo"
+    assert main(["demo", "--format", "json", "--out", "d2"]) == 0
+    assert "evaluate: bm25" in capsys.readouterr().err  # without --quiet the steps go to stderr

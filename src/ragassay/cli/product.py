@@ -23,7 +23,7 @@ def demo(sub: Any) -> None:
                     "endpoint configured it also generates questions, judges the retrieved chunks and "
                     "compares the judge with the hand labels; without one it says which stages it skipped.",
         epilog="Example: ragassay demo --out ragassay-demo")
-    p.add_argument("-o", "--output", "--out", dest="out", default="ragassay-demo", metavar="DIR",
+    p.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR",
                    help="output directory (default ragassay-demo)")
     p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)")
     p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit")
@@ -34,15 +34,20 @@ def demo(sub: Any) -> None:
 
 def run_demo_cmd(args: argparse.Namespace) -> str:
     from ..product.demo import copy_example, run_demo
+    if args.copy and (args.out is not None or args.data is not None):
+        raise UsageError("--copy only writes the bundled example's files; --out and --data are for a demo run: "
+                         "give one or the other")
     if args.copy:
         files = copy_example(args.copy)
         if args.format == "json":
             return to_json({"kind": "demo", "version": 1, "copied": [str(f) for f in files]})
         return f"wrote {len(files)} files of the bundled example to {args.copy}: " + ", ".join(
             str(f.relative_to(args.copy)) for f in files)
-    quiet = args.format == "json"  # stdout is the JSON alone; progress goes to stderr
-    done = run_demo(args.out, args.data, llm_config(args),
-                    log=lambda m: print(m, flush=True, file=sys.stderr if quiet else sys.stdout))
+    quiet = args.format == "json"  # stdout is the JSON alone; the step lines go to stderr, or nowhere with --quiet
+    silent = quiet and getattr(args, "quiet", False)
+    done = run_demo(args.out or "ragassay-demo", args.data, llm_config(args),
+                    log=(lambda m: None) if silent else
+                    (lambda m: print(m, flush=True, file=sys.stderr if quiet else sys.stdout)))
     code = 3 if done["failed"] else 0
     if quiet:
         return to_json({"kind": "demo", "version": 1, **done}), code
