@@ -174,3 +174,35 @@ def test_a_process_that_sends_nothing_never_imports_openai(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "False 0", out.stdout + out.stderr
     assert OutputStore  # the store of that output was opened and read without a client
+
+
+def test_a_rerun_of_finished_work_holds_lines_not_records(tmp_path):
+    """Rerunning a finished judgment reads the output's records for their keys and keeps each as its
+    line (bytes), parsed again only when read: no dict per record, and the summary is one pass."""
+    plan = _plan(40, 10, tmp_path)
+    client = InstantClient({"intent": "i", "match": "m", "trust": "t", "grade": 3})
+    llm = _llm(client, concurrency=8)
+
+    async def go(p):
+        return await run_stage(p.relevance, p.relevance_items, [llm], p.relevance_store, quiet=True)
+    first = asyncio.run(go(plan))
+    assert first.ok == 400
+    inputs = _inputs(40, 10)
+    asyncio.run(go(_plan(40, 10, tmp_path, inputs)))  # a first rerun: whatever it imports is imported
+    from ragassay.stages.engine import OutputStore as Store
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        store = Store(plan.relevance_store.output, plan.relevance.identity)
+        held = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename")) / 400
+    finally:
+        tracemalloc.stop()
+    line = len(Path(plan.relevance_store.output).read_bytes()) / 400
+    assert held < line + 250, (held, line)  # its line and its key; a parsed record takes ~6x its line
+    assert all(isinstance(v, bytes) for v in store.by_key.values()) and len(store.by_key) == 400
+    rerun = asyncio.run(go(_plan(40, 10, tmp_path, inputs)))
+    assert len(client.bodies) == 400 and rerun.skipped_done == 400  # nothing asked again
+    records = rerun.records
+    assert len(records) == 400 and records[0]["grade"] == 3 and records[-1] == list(records)[-1]
+    assert records[0] is not records[0]  # parsed as read: a caller's change never alters the run
+    assert records == list(records) and records[1:3] == list(records)[1:3]

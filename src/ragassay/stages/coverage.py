@@ -15,7 +15,7 @@ cover.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -112,7 +112,7 @@ class CoverageStage(Stage):
         return fingerprint("nuggets-for", q.text, q.answer)
 
     @staticmethod
-    def known_nuggets(records: Sequence[dict]) -> dict[str, dict]:
+    def known_nuggets(records: Iterable[dict]) -> dict[str, dict]:
         """Nuggets already made, per question, from coverage records of any run (the newest wins)."""
         out = {}
         for r in records:

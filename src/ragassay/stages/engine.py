@@ -359,38 +359,69 @@ class OutputStore:
     """The records of an output: the final file plus the journal of an unfinished run.
 
     Later records supersede earlier ones for the same key. A partial last journal line (a kill
-    mid-write) is dropped: that item is simply redone.
+    mid-write) is dropped: that item is simply redone. Records are kept as their JSON lines and
+    parsed when read (a store of 100,000 judgments holds ~30 MB of lines, not ~130 MB of dicts).
     """
 
     def __init__(self, output: str | Path, identity: Callable[[dict], str]):
         self.output = Path(output)
         self.journal = journal_path(output)
         self.identity = identity
-        self.final: list[dict] = _read_records(self.output) if self.output.exists() else []
-        self.journaled: list[dict] = _read_records(self.journal, cut_partial=True) if self.journal.exists() else []
-        self.by_key: dict[str, dict] = {}
-        for r in self.final + self.journaled:
-            if isinstance(r.get("key"), str):
-                self.by_key[r["key"]] = r
+        self.by_key: dict[str, bytes] = {}  # key -> its newest record's line
+        self._failed: set[str] = set()      # keys whose newest record is not ok
+        with bulk():
+            idents: set[str] = set()
+            self.final: list[bytes] = self._load(_read_lines(self.output), idents) if self.output.exists() else []
+            # one record per key and per identity: what finalize writes, so an unchanged plan need not rewrite it
+            self._final_clean = len(self.by_key) == len(self.final) == len(idents)
+            del idents
+            self.journaled: list[bytes] = (self._load(_read_lines(self.journal, cut_partial=True))
+                                           if self.journal.exists() else [])
         self._f: Any = None
         self.appended = False  # records were added by this run
-        self.written: list[dict] = []  # after finalize: every record the output holds (other runs' too)
+        self.written: list[bytes] = []  # after finalize: every record the output holds (other runs' too)
+
+    def _load(self, lines: Iterator[tuple[bytes, dict]], idents: set[str] | None = None) -> list[bytes]:
+        """Index the records (each parsed once, then only its line is kept); note their identities."""
+        out = []
+        for line, r in lines:
+            out.append(line)
+            if isinstance(r.get("key"), str):
+                self._index(r["key"], r.get("status", "ok") == "ok", line)
+            if idents is not None:
+                idents.add(self.identity(r))
+        return out
+
+    def _index(self, key: str, ok: bool, line: bytes) -> None:
+        self.by_key[key] = line
+        if ok:
+            self._failed.discard(key)
+        else:
+            self._failed.add(key)
 
     def done(self, key: str) -> bool:
-        r = self.by_key.get(key)
-        return r is not None and r.get("status", "ok") == "ok"
+        return key in self.by_key and key not in self._failed
+
+    def records(self) -> Iterator[dict]:
+        """The newest record of every key, parsed."""
+        return (_loads(line) for line in self.by_key.values())
+
+    def file_records(self) -> Iterator[dict]:
+        """Every record of the output, then of the journal, parsed, in file order."""
+        return (_loads(line) for line in (*self.final, *self.journaled))
 
     def append(self, records: Sequence[dict]) -> None:
+        lines = [json.dumps(r, ensure_ascii=False) for r in records]
         try:
             if self._f is None:
                 self.journal.parent.mkdir(parents=True, exist_ok=True)
                 self._f = open(self.journal, "a", encoding="utf-8")
-            self._f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+            self._f.write("".join(line + "\n" for line in lines))
             self._f.flush()
         except OSError as e:
             raise OutputError(self.journal, e) from None
-        for r in records:
-            self.by_key[r["key"]] = r
+        for r, line in zip(records, lines):
+            self._index(r["key"], r.get("status", "ok") == "ok", line.encode("utf-8", "surrogatepass"))
         self.appended = True
 
     def close_journal(self) -> None:
@@ -401,35 +432,63 @@ class OutputStore:
                 pass
             self._f = None
 
-    def finalize(self, plan_keys: Sequence[str]) -> list[dict]:
+    def finalize(self, plan_keys: Sequence[str]) -> Records:
         """Write the output: records of identities this plan does not touch stay as they were; for
         each planned key, its newest record. Returns the planned records, in plan order."""
         self.close_journal()
         planned = [self.by_key[k] for k in plan_keys if k in self.by_key]
         if self._unchanged(plan_keys):
             self.written = self.final
-            return planned  # the output already says exactly this: not rewritten
-        touched = {self.identity(r) for r in planned}
-        kept: dict[str, dict] = {}
-        for r in self.final + self.journaled:  # an interrupted run's records of other items stay too
-            ident = self.identity(r)
-            if ident not in touched:
-                kept[ident] = r  # one record per identity, the newest
-        self.written = [*kept.values(), *planned]
-        write_lines_atomic(self.output, [json.dumps(r, ensure_ascii=False) for r in self.written])
+            return Records(planned)  # the output already says exactly this: not rewritten
+        with bulk():
+            touched = {self.identity(_loads(line)) for line in planned}
+            kept: dict[str, bytes] = {}
+            for line in (*self.final, *self.journaled):  # an interrupted run's records of other items stay too
+                ident = self.identity(_loads(line))
+                if ident not in touched:
+                    kept[ident] = line  # one record per identity, the newest
+            self.written = [*kept.values(), *planned]
+        write_lines_atomic(self.output, (line.decode("utf-8", "surrogatepass") for line in self.written))
         self.journal.unlink(missing_ok=True)
-        return planned
-
+        return Records(planned)
 
     def _unchanged(self, plan_keys: Sequence[str]) -> bool:
         """Nothing was journalled, every planned record is in the output, and the output holds one
         record per identity and per key: writing it again would change nothing."""
-        if self.journaled or self.appended or not self.output.exists():
+        if self.journaled or self.appended or not self.output.exists() or not self._final_clean:
             return False
-        final_keys = {r.get("key") for r in self.final}
-        if len(final_keys) != len(self.final) or not all(k in final_keys for k in plan_keys):
-            return False
-        return len({self.identity(r) for r in self.final}) == len(self.final)
+        return all(k in self.by_key for k in plan_keys)  # with no journal, every key here is the output's
+
+
+class Records(Sequence):
+    """Records kept as their JSON lines, parsed when read: ``len``, indexing and iteration as a list
+    of dicts (each read gives a fresh dict), without holding a dict per record."""
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, lines: Sequence[bytes]):
+        self._lines = lines
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [_loads(line) for line in self._lines[i]]
+        return _loads(self._lines[i])
+
+    def __iter__(self) -> Iterator[dict]:
+        return (_loads(line) for line in self._lines)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Records, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Records({len(self)} records)"
 
 
 def _loads(line: bytes) -> Any:
@@ -450,16 +509,20 @@ except ImportError:  # optional
     _orjson = None
 
 
-def _read_records(path: Path, cut_partial: bool = False) -> list[dict]:
+def _read_lines(path: Path, cut_partial: bool = False) -> Iterator[tuple[bytes, dict]]:
+    """Each record line of an output or journal with its parsed record (checked to be an object),
+    one at a time."""
     data = read_bytes_checked(path, allow_empty=True)
     end = data.rfind(b"\n") + 1
     if cut_partial and end < len(data):
         print(f"{path}: dropped an incomplete last line ({len(data) - end} bytes) left by an interrupted "
               "run; that item will be redone", file=sys.stderr)
         data = data[:end]
-    out = []
-    for no, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
+    lines = data.split(b"\n")
+    del data
+    for no, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line:
             continue
         try:
             obj = _loads(line)
@@ -468,8 +531,7 @@ def _read_records(path: Path, cut_partial: bool = False) -> list[dict]:
                              "move it away or fix the line", path, no) from None
         if not isinstance(obj, dict):
             raise InputError("expected a JSON object: this output was not written by ragassay", path, no)
-        out.append(obj)
-    return out
+        yield line, obj
 
 
 # ----------------------------------------------------------------------------------- estimate
@@ -753,7 +815,7 @@ class StageRun:
     """What one run of a stage did: the records of this plan (one per key, plan order) and counts."""
 
     stage: str
-    records: list[dict]
+    records: Sequence[dict]  # Records (parsed when read) from a run; any list of dicts will do
     items: int
     skipped_done: int
     ok: int
@@ -912,10 +974,11 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
         raise StageAborted(f"{reason} (finished records are kept in {store.journal})", reason)
     plan_keys = [k for it in items for k in it.record_keys]
     records = store.finalize(plan_keys)
-    errors = [r for r in records if r.get("status") != "ok"]
+    failed = [k for k in plan_keys if k in store.by_key and not store.done(k)]  # read from the lines only
+    reasons = Counter(reason_of(_loads(store.by_key[k])) for k in failed)
     not_done = sum(1 for it in todo if not all(store.done(k) for k in it.record_keys)) if budget else 0
-    return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(errors),
-                    len(errors), Counter(reason_of(r) for r in errors), pending[0],
+    return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(failed),
+                    len(failed), reasons, pending[0],
                     stopped=f"{budget[0]}; {not_done} {stage.name} items not done: rerun with a higher ceiling to "
                             "go on" if budget else None)
 

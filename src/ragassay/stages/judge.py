@@ -16,7 +16,7 @@ import json
 import random
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -29,8 +29,8 @@ from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from .coverage import CoverageStage
-from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint, in_shard,
-                     run_stage)
+from .engine import (Call, Estimate, OutputStore, Records, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
+                     in_shard, run_stage)
 from .queries import Passages, QueryItem
 
 # ----------------------------------------------------------------------------- answer shapes
@@ -252,9 +252,9 @@ class RelevanceStage(Stage):
         is built for it: a rerun of a finished judgment costs its keys only."""
         j = self.judge
         key = j.pair_fingerprint(q, c, j.rel_prompt.id)
+        if done(key):  # never finished nor asked again: no payload either
+            return WorkItem(key, [])
         windows = j.windows(c)
-        if done(key):
-            return WorkItem(key, [], [_Pair(q, c, key, windows)])
         if not c.text.strip():
             return WorkItem(key, [], [_Pair(q, c, key, windows)])
 
@@ -304,6 +304,8 @@ class RelevanceStage(Stage):
     async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
         j = self.judge
         pairs: list[_Pair] = item.payload
+        if not pairs:  # planned as done (see _pointwise): the engine never runs such an item
+            raise LLMError("internal", "this pair was planned as already judged but its record is missing; rerun")
         if not item.calls:
             p = pairs[0]
             if p.chunk.text.strip():  # planned as done (no prompt built), yet asked: never a made-up grade
@@ -388,7 +390,7 @@ class RelevanceStage(Stage):
                 "window_grades": [r["grade"] for r in records], "best_window": [start, end]}
 
     def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
-        return [self.judge.error_record(p.query.id, p.chunk.id, error, p.key) for p in item.payload]
+        return [self.judge.error_record(p.query.id, p.chunk.id, error, p.key) for p in item.payload or []]
 
 
 # ---------------------------------------------------------------------------------- driver
@@ -454,16 +456,17 @@ class JudgePlan:
                                    self.coverage))
         return est
 
-    def plan_coverage(self, judged: Sequence[dict]) -> None:
+    def plan_coverage(self, judged: Iterable[dict]) -> None:
         """Coverage items for this run, with nugget sources from ``judged`` (ok judgment records):
         for a query without a reference answer, the passages judged 2 or 3 for it, any run."""
         if self.coverage is None:
             return
         relevant: dict[str, list[str]] = {}
-        for r in sorted(judged, key=lambda r: (r["query_id"], r["chunk_id"])):
-            if r.get("status") == "ok" and (r.get("grade") or 0) >= 2 and r["chunk_id"] in self.chunks:
-                relevant.setdefault(r["query_id"], []).append(r["chunk_id"])
-        known = self.coverage.known_nuggets(self.coverage_store.final + self.coverage_store.journaled)
+        pairs = [(r["query_id"], r["chunk_id"]) for r in judged
+                 if r.get("status") == "ok" and (r.get("grade") or 0) >= 2 and r["chunk_id"] in self.chunks]
+        for qid, cid in sorted(pairs):
+            relevant.setdefault(qid, []).append(cid)
+        known = self.coverage.known_nuggets(self.coverage_store.file_records())
         self.coverage_items = self.coverage.plan([
             (self.queries[q], [self.chunks[c] for c in top], [self.chunks[c] for c in relevant.get(q, [])[:10]])
             for q, top in self.per_query.items()], known)
@@ -501,7 +504,7 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
         cov_store = OutputStore(coverage_out, cov.identity)
     plan = JudgePlan(judge, rel, items, store, cov, [], cov_store, len(pairs) + len(kept), len(kept), keep_dict,
                      unknown_queries, qmap, chunk_map, per_query)
-    plan.plan_coverage(list(store.by_key.values()))
+    plan.plan_coverage(store.records())
     return plan
 
 
@@ -525,7 +528,8 @@ class JudgeResult:
         return self.relevance.pending + (self.coverage.pending if self.coverage else 0)
 
     @property
-    def records(self) -> list[dict]:
+    def records(self) -> Sequence[dict]:
+        """This run's judgments, one per pair in plan order (parsed as they are read)."""
         return self.relevance.records
 
     def to_dataframe(self) -> Any:
@@ -535,34 +539,53 @@ class JudgeResult:
     def __repr__(self) -> str:
         return f"JudgeResult({self.pairs} pairs, relevance={self.relevance!r}, coverage={self.coverage!r})"
 
+    def _tally(self) -> dict[str, Any]:
+        """What the summary counts, read from the records in one pass (a large run's records are
+        parsed one at a time, never all held) and kept."""
+        tally = self.__dict__.get("_tally_cache")
+        if tally is None:
+            grades: Counter = Counter()
+            votes, jurors = [], []
+            rule = windowed = 0
+            for r in self.relevance.records:
+                rule += r.get("decided_by") == "rule"
+                windowed += bool(r.get("windows"))
+                if r["status"] != "ok":
+                    continue
+                grades[r["grade"]] += 1
+                if len(r.get("samples") or []) > 1:
+                    votes.append(r["samples"])
+                if r.get("juror_grades"):
+                    jurors.append(r["juror_grades"])
+            tally = self.__dict__["_tally_cache"] = {"grades": grades, "votes": votes, "jurors": jurors,
+                                                     "rule": rule, "windowed": windowed}
+        return tally
+
     @property
     def grades(self) -> Counter:
-        return Counter(r["grade"] for r in self.records if r["status"] == "ok")
+        return self._tally()["grades"]
 
     @property
     def errors(self) -> int:
         return self.relevance.errors + (self.coverage.errors if self.coverage else 0)
 
-    def _voted(self) -> list[dict]:
-        return [r for r in self.records if r["status"] == "ok" and len(r.get("samples") or []) > 1]
-
     @property
     def sample_disagreement(self) -> float | None:
         """The flip rate: the share of pairs whose votes were not all the same grade."""
-        multi = self._voted()
-        return sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi) if multi else None
+        multi = self._tally()["votes"]
+        return sum(1 for v in multi if len(set(v)) > 1) / len(multi) if multi else None
 
     @property
     def mean_vote_spread(self) -> float | None:
         """Per-pair disagreement: the mean of (highest vote - lowest vote), 0 to 3."""
-        multi = self._voted()
-        return sum(max(r["samples"]) - min(r["samples"]) for r in multi) / len(multi) if multi else None
+        multi = self._tally()["votes"]
+        return sum(max(v) - min(v) for v in multi) / len(multi) if multi else None
 
     @property
     def juror_agreement(self) -> dict[str, dict[str, float]] | None:
         """For each pair of jurors: exact agreement and linear-weighted Cohen's kappa of their grades."""
         from ..metrics.agreement import cohen_kappa
-        rows = [r["juror_grades"] for r in self.records if r["status"] == "ok" and r.get("juror_grades")]
+        rows = self._tally()["jurors"]
         if not rows:
             return None
         names = list(rows[0])
@@ -589,12 +612,12 @@ class JudgeResult:
         return {"kind": "judge", "version": 1, "pairs": self.pairs, "kept": self.kept,
                 "judged": self.relevance.ok, "errors": self.errors,
                 "already_done": self.relevance.skipped_done,
-                "decided_by_rule": sum(1 for r in self.records if r.get("decided_by") == "rule"),
+                "decided_by_rule": self._tally()["rule"],
                 "grades": {str(g): self.grades.get(g, 0) for g in range(4)},
                 "coverage": None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
                 "sample_disagreement": self.sample_disagreement, "mean_vote_spread": self.mean_vote_spread,
                 "juror_agreement": self.juror_agreement, "truncated": self.truncated,
-                "windowed": sum(1 for r in self.records if r.get("windows")),
+                "windowed": self._tally()["windowed"],
                 "batch_fallbacks": self.batch_fallbacks, "pending": self.pending,
                 "error_reasons": dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
                                                                         else Counter())).most_common(5)),
@@ -653,7 +676,7 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
         # earlier one (another retriever's run judged into the same files), and people's labels
         from ..data.io import write_qrels
         union: dict[str, dict[str, int]] = {}
-        for r in plan.relevance_store.written:
+        for r in Records(plan.relevance_store.written):
             if r["status"] == "ok":
                 union.setdefault(r["query_id"], {})[r["chunk_id"]] = int(r["grade"])
         for q, docs in plan.keep.items():
@@ -661,7 +684,7 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
         write_qrels(qrels_out, union)
     cov = None
     if plan.coverage is not None:
-        plan.plan_coverage(list(plan.relevance_store.by_key.values()))  # with this run's grades too
+        plan.plan_coverage(plan.relevance_store.records())  # with this run's grades too
         cov = await run_stage(plan.coverage, plan.coverage_items, llms[:1], plan.coverage_store,
                               concurrency=concurrency, quiet=options.quiet)
     usage = "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms)
