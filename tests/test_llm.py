@@ -443,3 +443,136 @@ async def test_a_web_server_that_is_not_the_api_is_one_line_at_once(tmp_path):
     # a 503 still is what it says: try again later
     route.mock(side_effect=[httpx.Response(503, text="busy"), completion()])
     assert await llm.ask(MESSAGES, Grade) == Grade(grade=2, reasoning="ok")
+
+
+class YieldingTime(FakeTime):
+    async def sleep(self, seconds: float) -> None:  # the others run while one waits, as in real time
+        self.sleeps.append(seconds)
+        await asyncio.sleep(0)
+        self.now += seconds
+
+
+@respx.mock
+async def test_calls_queued_behind_the_slots_wait_out_a_429_cooldown_too(tmp_path):
+    """With 2 slots and 12 asks, a 429 (Retry-After 5) pauses every call, the queued ones included:
+    nothing is sent into the cooldown (before, each queued call sent one more request into it)."""
+    fake = YieldingTime()
+    sent_at: list[float] = []
+
+    def reply(request):
+        sent_at.append(fake.now)
+        if len(sent_at) <= 2:
+            return error(429, headers={"retry-after": "5"})
+        return completion()
+    respx.post(URL).mock(side_effect=reply)
+    llm = make_llm(tmp_path, fake, concurrency=2)
+    answers = await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade) for i in range(12)))
+    assert len(answers) == 12 and len(sent_at) == 14  # 12 answers + the two 429s, nothing more
+    first_429 = sent_at[0]
+    assert sent_at[1] == first_429 and all(t >= first_429 + 5 for t in sent_at[2:])  # none inside the window
+
+
+def test_a_rate_limited_llm_serves_one_event_loop_after_another(tmp_path):
+    """--rpm's limiter locked on the first loop; a second asyncio.run (the next stage) raised
+    'bound to a different event loop'."""
+    import respx as rx
+    with rx.mock() as mock:
+        mock.post(URL).mock(return_value=completion())
+        fake = YieldingTime()
+        llm = make_llm(tmp_path, fake, rpm=60, concurrency=3)  # ten requests at once, then one a second: calls wait
+        for _ in range(3):
+            async def burst():
+                return await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade)
+                                              for i in range(30)))
+            assert len(asyncio.run(burst())) == 30
+
+
+@respx.mock
+async def test_content_sent_as_text_parts_is_read_and_other_shapes_are_invalid_not_a_traceback(tmp_path):
+    parts = [{"type": "text", "text": '{"grade": 1, '}, {"type": "text", "text": '"reasoning": "parts"}'}]
+    route = respx.post(URL).mock(side_effect=[httpx.Response(200, json={
+        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": c}}]})
+        for c in (parts, {"grade": 1}, {"grade": 1}, {"grade": 1})])
+    llm = make_llm(tmp_path, FakeTime())
+    assert await llm.ask(MESSAGES, Grade) == Grade(grade=1, reasoning="parts")
+    with pytest.raises(LLMError, match=r"content is not text \(dict\)") as e:
+        await llm.ask([{"role": "user", "content": "again"}], Grade)
+    assert e.value.kind == "invalid" and route.call_count == 4
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_a_call_ends_at_its_deadline_whatever_the_server_does(tmp_path, monkeypatch, transport):
+    """--timeout bounds each wait for bytes; a server that takes longer in all (a trickle, or one that
+    never reads a large request: aiohttp has no write timeout) is stopped at the call's deadline."""
+    import time
+    from fake_llm import FakeLLM
+    from ragassay.llm.ping import PingAnswer
+    with FakeLLM(delay=4.0) as fake:
+        monkeypatch.setenv("RAGASSAY_HTTP", transport)
+        llm = LLM(LLMConfig(model="fake", base_url=fake.url, use_cache=False, timeout=10, deadline=1.0))
+        start = time.monotonic()
+        with pytest.raises(LLMError) as e:
+            asyncio.run(llm.ask([{"role": "user", "content": "echo lanternfish"}], PingAnswer))
+        assert time.monotonic() - start < 3.5 and fake.calls == 1
+    assert e.value.kind == "transport" and "within the 1 s a call may take" in str(e.value)
+
+
+def test_a_connection_that_breaks_is_not_called_a_failure_to_connect(tmp_path, monkeypatch):
+    """A server that accepts, reads the request and hangs up: 'the connection broke off', in one line,
+    on both transports (aiohttp reports it to openai as a connect timeout)."""
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    port = srv.getsockname()[1]
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        for transport in ("aiohttp", "httpx"):
+            monkeypatch.setenv("RAGASSAY_HTTP", transport)
+            llm = LLM(LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", use_cache=False, max_attempts=2),
+                      sleep=FakeTime().sleep)
+            with pytest.raises(LLMError) as e:
+                asyncio.run(llm.ask(MESSAGES, Grade))
+            message = str(e.value)
+            assert "the connection broke off with" in message and "could not connect" not in message, transport
+            assert "\n" not in message and ("disconnected" in message or "reset by peer" in message), message
+    finally:
+        srv.close()
+
+
+def test_a_very_short_key_is_not_redacted_everywhere():
+    cfg = LLMConfig(model="m", base_url="http://127.0.0.1:8001/v1", api_key="1")
+    assert cfg.public_base_url() == "http://127.0.0.1:8001/v1"
+    assert LLMConfig(model="m", api_key="sk-secret-123456").secrets() == ["sk-secret-123456"]
+
+
+def test_one_llm_used_by_two_threads_at_once(tmp_path, monkeypatch):
+    """Each thread's event loop gets its own client and its own slots; before, the threads replaced
+    each other's client mid-call (CancelledError on aiohttp, 'pop from an empty deque' on httpx)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from fake_llm import FakeLLM
+    from ragassay.llm.ping import PingAnswer
+    monkeypatch.delenv("RAGASSAY_HTTP")
+    with FakeLLM(delay=0.02) as fake:
+        llm = LLM(LLMConfig(model="fake", base_url=fake.url, use_cache=False, concurrency=3))
+
+        def burst(t: int) -> list[str]:
+            async def asks():
+                return await asyncio.gather(*(llm.ask([{"role": "user", "content": "echo lanternfish"}], PingAnswer,
+                                                      sample=t * 100 + i + 1) for i in range(20)))
+            return [a.echo for a in asyncio.run(asks())]
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(burst, (1, 2)))
+        assert results == [["lanternfish"] * 20] * 2 and fake.calls == 40
+        assert llm.max_in_flight <= 6

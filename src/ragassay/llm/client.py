@@ -60,13 +60,14 @@ class LLM:
         config.check(endpoint=client is None)
         self.config = config
         self._given_client = client
-        self._own: tuple[Any, Any, Any] | None = None  # (client, its event loop, its closer)
+        # per event loop (several asyncio.run in turn, or threads each with its own loop): its client and
+        # that client's closer, and its semaphore; entries of closed loops are dropped as new ones come
+        self._own: dict[Any, list[Any]] = {}
         self.cache = Cache(config.cache_path) if config.use_cache and config.cache_path else None
         self.usage = Usage(config.model, config.price_in, config.price_out)
         self.mode = MODES[0]
         self._sleep, self._clock = sleep, clock
-        self._sem: asyncio.Semaphore | None = None  # made in the running event loop (see _semaphore)
-        self._sem_loop: Any = None
+        self._sems: dict[Any, asyncio.Semaphore] = {}
         self.answered = False  # any answer from the endpoint yet? Until then a dead endpoint fails fast
         self._schemas: dict[type, tuple[str, dict, bool, str]] = {}
         self._cooldown_until = 0.0
@@ -180,14 +181,17 @@ class LLM:
             loop: Any = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        if self._own is None or self._own[1] is not loop:
-            self._own = (make_client(self.config), loop, None)
-        return self._own[0]
+        own = self._own.get(loop)
+        if own is None:
+            for gone in [k for k in list(self._own) if k is not None and k.is_closed()]:
+                self._own.pop(gone, None)
+            own = self._own[loop] = [make_client(self.config), None]
+        return own[0]
 
     async def _closing_with_loop(self) -> None:
-        """Register the current client's closer with the running loop (see :attr:`client`)."""
-        own = self._own
-        if own is None or own[2] is not None:
+        """Register the running loop's client's closer with that loop (see :attr:`client`)."""
+        own = self._own.get(asyncio.get_running_loop())
+        if own is None or own[1] is not None:
             return
         client = own[0]
 
@@ -197,15 +201,15 @@ class LLM:
             finally:
                 await client.close()
         gen = closer()
+        own[1] = gen
         await gen.__anext__()  # started: the loop now finalizes it when it shuts down
-        self._own = (client, own[1], gen)
 
     async def aclose(self) -> None:
         """Close the connections of the running loop's client now (the cache stays open)."""
-        own, self._own = self._own, None
-        if own is not None and own[2] is not None:
-            await own[2].aclose()
-        elif own is not None and own[1] is not None:
+        own = self._own.pop(asyncio.get_running_loop(), None)
+        if own is not None and own[1] is not None:
+            await own[1].aclose()
+        elif own is not None:
             await own[0].close()
 
     def close(self) -> None:
@@ -260,7 +264,7 @@ class LLM:
         if answer is None:  # no re-ask in a batch: the record says why, a live rerun can ask again
             su.failed += 1
             raise LLMError(kind, f"the batch answer is unusable: {problem}")
-        self._keep(key, answer, getattr(completion.choices[0].message, "content", None) or "", tokens_in, tokens_out,
+        self._keep(key, answer, _text_of(getattr(completion.choices[0].message, "content", None)) or "", tokens_in, tokens_out,
                    None, response_model)
         su.ok += 1
         return answer
@@ -286,7 +290,7 @@ class LLM:
                 problem_kind, problem, content = "invalid", "the endpoint returned no choices", ""
             else:
                 choice = completion.choices[0]
-                content = getattr(getattr(choice, "message", None), "content", None) or ""
+                content = _text_of(getattr(getattr(choice, "message", None), "content", None)) or ""
                 problem_kind, problem, answer = self._parse(choice, response_model)
                 if answer is not None:
                     return answer, content, total_in, total_out, round_no == 0
@@ -301,10 +305,13 @@ class LLM:
             return "invalid", "the answer had no message", None
         refusal = getattr(message, "refusal", None)
         if refusal:
-            return "refusal", f"the model refused: {refusal[:300]}", None
+            return "refusal", f"the model refused: {str(refusal)[:300]}", None
         if choice.finish_reason == "length":
             return "truncated", "the answer was cut off at the token limit (finish_reason=length)", None
-        content = (message.content or "").strip()
+        content = _text_of(message.content)
+        if content is None:
+            return "invalid", f"the answer's content is not text ({type(message.content).__name__})", None
+        content = content.strip()
         if not content:
             return "invalid", "the answer was empty", None
         text = _strip_fences(content)
@@ -324,21 +331,33 @@ class LLM:
     async def _call(self, convo, response_model, params, su):
         est = sum(estimate_tokens(m.get("content") or "") for m in convo) + (params["max_tokens"] or 300)
         attempt_no = 0
+        started: list[float] = []  # when the first attempt got its slot: the deadline counts from there
 
         async def once():
             nonlocal attempt_no
             attempt_no += 1
             if attempt_no > 1:
                 su.retried += 1
-            wait = self._cooldown_until - self._clock()
-            if wait > 0:
-                await self._sleep(wait)
             async with self._semaphore():
+                # checked once a slot is free, not before: calls queued behind the slots when 429s came
+                # must wait out the cooldown too, not each send one more request into it
+                wait = self._cooldown_until - self._clock()
+                if wait > 0:
+                    await self._sleep(wait)
                 await self._limiter.acquire(est)
+                if not started:
+                    started.append(time.monotonic())
+                # --timeout bounds each wait for bytes; this bounds the whole call (a server that trickles
+                # its answer, or never reads a large request, which aiohttp has no write timeout for)
+                left = max(1.0, self.config.deadline - (time.monotonic() - started[0]))
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
                 try:
-                    return await self._send(convo, response_model, params, su)
+                    return await asyncio.wait_for(self._send(convo, response_model, params, su), left)
+                except asyncio.TimeoutError:
+                    raise LLMError("transport", f"no complete answer from {self.config.public_base_url()} within the "
+                                   f"{self.config.deadline:g} s a call may take ({attempt_no} attempt(s)); the server "
+                                   "may be overloaded or not reading the request", attempt_no) from None
                 finally:
                     self.in_flight -= 1
 
@@ -366,7 +385,8 @@ class LLM:
                 raise LLMError("transport", f"no answer from {self.config.public_base_url()} within "
                                f"{self.config.timeout:g} s ({attempt_no} attempt(s)): is the server up and serving "
                                "this API? A slow model may need a longer --timeout", attempt_no) from None
-            raise LLMError("transport", f"could not connect to {self.config.public_base_url()} after {attempt_no} "
+            what = "could not connect to" if _never_connected(e) else "the connection broke off with"
+            raise LLMError("transport", f"{what} {self.config.public_base_url()} after {attempt_no} "
                            f"attempt(s): {self._redact(_root_cause(e))}", attempt_no) from None
 
     def _check_ceilings(self) -> None:
@@ -387,7 +407,7 @@ class LLM:
             self._check_ceilings()
             su.calls += 1
             client = self.client
-            if self._given_client is None and self._own is not None and self._own[2] is None:
+            if self._given_client is None:
                 await self._closing_with_loop()
             try:
                 try:
@@ -433,11 +453,15 @@ class LLM:
 
     def _semaphore(self) -> asyncio.Semaphore:
         """One semaphore per event loop: the same LLM serves several ``asyncio.run`` calls (stages
-        run one after another, notebooks) without 'bound to a different event loop'."""
+        run one after another, notebooks) without 'bound to a different event loop'; two threads
+        using one LLM at once each get ``concurrency`` calls in flight."""
         loop = asyncio.get_running_loop()
-        if self._sem is None or self._sem_loop is not loop:
-            self._sem, self._sem_loop = asyncio.Semaphore(self.config.concurrency), loop
-        return self._sem
+        sem = self._sems.get(loop)
+        if sem is None:
+            for gone in [k for k in list(self._sems) if k.is_closed()]:
+                self._sems.pop(gone, None)
+            sem = self._sems[loop] = asyncio.Semaphore(self.config.concurrency)
+        return sem
 
     def _wait(self, retry_state) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
@@ -527,6 +551,16 @@ async def _create(client: Any, body: dict[str, Any]) -> Any:
     return await client.chat.completions.create(**body)
 
 
+def _text_of(content: Any) -> str | None:
+    """A message's content as text: a string as is, a list of parts (some servers send
+    ``[{"type": "text", "text": ...}]``) joined; None for anything else."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in content):
+        return "".join(p["text"] for p in content)
+    return None
+
+
 def cached_tokens(usage: Any, prompt_tokens: int) -> int:
     """Input tokens the provider served from its prompt cache (``prompt_tokens_details.cached_tokens``;
     0 when the endpoint does not say), never more than the prompt."""
@@ -552,14 +586,36 @@ def _timed_out(e: BaseException | None) -> bool:
     return True
 
 
+def _causes(e: BaseException) -> list[BaseException]:
+    out, cause = [e], e.__cause__ or e.__context__
+    while cause is not None and len(out) < 10:
+        out.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return out
+
+
 def _root_cause(e: BaseException) -> str:
-    """The innermost error's words ("Cannot connect to host ... [Connection refused]"), not the
+    """The innermost error's words on one line ("Connect call failed ('127.0.0.1', 9)"), not the
     openai wrapper's ("Connection error.")."""
-    text, cause, seen = str(e), e.__cause__ or e.__context__, 0
-    while cause is not None and seen < 10:
-        text = str(cause).strip() or text
-        cause, seen = cause.__cause__ or cause.__context__, seen + 1
-    return text[:300]
+    text = str(e)
+    for cause in _causes(e)[1:]:
+        said = str(cause).strip()
+        if said.startswith("<"):  # an object's repr (aiohttp's raw message), not words
+            said = type(cause).__name__
+        text = re.sub(r"^\d{3}, message:\s*", "", said) or text  # aiohttp's parser errors are not HTTP statuses
+    return " ".join(text.split())[:300]
+
+
+def _never_connected(e: BaseException) -> bool:
+    """Whether a connection error came before any connection (refused, no such host), rather than
+    on one that then broke (closed mid-answer, a malformed reply). The aiohttp transport reports
+    all of its connection errors to openai as connect timeouts: its own error underneath tells."""
+    causes = _causes(e)
+    aio = [c for c in causes if type(c).__module__.split(".")[0] == "aiohttp"]
+    if aio:
+        return any(type(c).__name__.startswith("ClientConnector") for c in aio)
+    transport = [c for c in causes if type(c).__module__.split(".")[0] in ("httpx", "httpcore")]
+    return not transport or any(type(c).__name__ in ("ConnectError", "ConnectTimeout") for c in transport)
 
 
 def _transient(e: BaseException) -> bool:
@@ -628,12 +684,21 @@ class RateLimiter:
         self._req = max(1.0, (rpm or 0) / 6)  # start with ten seconds' worth
         self._tok = max(1.0, (tpm or 0) / 6)
         self._last = clock()
-        self._lock = asyncio.Lock()
+        self._locks: dict[Any, asyncio.Lock] = {}  # one per event loop: a lock is bound to the loop it first waits in
+
+    def _lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(loop)
+        if lock is None:
+            for gone in [k for k in list(self._locks) if k.is_closed()]:
+                self._locks.pop(gone, None)
+            lock = self._locks[loop] = asyncio.Lock()
+        return lock
 
     async def acquire(self, tokens: int) -> None:
         if not self.rpm and not self.tpm:
             return
-        async with self._lock:
+        async with self._lock():
             while True:
                 now = self._clock()
                 elapsed, self._last = now - self._last, now

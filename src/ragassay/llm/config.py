@@ -96,7 +96,7 @@ class LLMConfig:
             if m:
                 out.append(m.group(1))
                 out.extend(p for p in m.group(1).split(":") if len(p) >= 4)
-        return [s for s in out if s]
+        return [s for s in out if s and len(s) >= 4]  # a shorter "key" (a local server's "x") would blank out every digit
 
     def public_base_url(self) -> str:
         return redact(self.base_url or "https://api.openai.com/v1", self.secrets())
