@@ -28,7 +28,10 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _private_cache_dir(tmp_path_factory, monkeypatch):
-    """No test writes to the user's real cache (~/.cache/ragassay)."""
+    """No test writes to the user's real cache (~/.cache/ragassay); and each test starts on httpx,
+    whatever an earlier one left (see pytest_configure)."""
+    import os
+    os.environ["RAGASSAY_HTTP"] = "httpx"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
 

@@ -469,7 +469,8 @@ async def test_calls_queued_behind_the_slots_wait_out_a_429_cooldown_too(tmp_pat
     answers = await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade) for i in range(12)))
     assert len(answers) == 12 and len(sent_at) == 14  # 12 answers + the two 429s, nothing more
     first_429 = sent_at[0]
-    assert sent_at[1] == first_429 and all(t >= first_429 + 5 for t in sent_at[2:])  # none inside the window
+    # inside the window: at most the two calls that were already sending when the first 429 came
+    assert sum(t < first_429 + 5 for t in sent_at) <= 2, sent_at
 
 
 def test_a_rate_limited_llm_serves_one_event_loop_after_another(tmp_path):
@@ -509,8 +510,8 @@ def test_a_call_ends_at_its_deadline_whatever_the_server_does(tmp_path, monkeypa
     from fake_llm import FakeLLM
     from ragassay.llm.ping import PingAnswer
     with FakeLLM(delay=4.0) as fake:
-        monkeypatch.setenv("RAGASSAY_HTTP", transport)
-        llm = LLM(LLMConfig(model="fake", base_url=fake.url, use_cache=False, timeout=10, deadline=1.0))
+        llm = LLM(LLMConfig(model="fake", base_url=fake.url, use_cache=False, timeout=10, deadline=1.0,
+                            transport=transport))
         start = time.monotonic()
         with pytest.raises(LLMError) as e:
             asyncio.run(llm.ask([{"role": "user", "content": "echo lanternfish"}], PingAnswer))
@@ -539,9 +540,8 @@ def test_a_connection_that_breaks_is_not_called_a_failure_to_connect(tmp_path, m
     threading.Thread(target=serve, daemon=True).start()
     try:
         for transport in ("aiohttp", "httpx"):
-            monkeypatch.setenv("RAGASSAY_HTTP", transport)
-            llm = LLM(LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", use_cache=False, max_attempts=2),
-                      sleep=FakeTime().sleep)
+            llm = LLM(LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", use_cache=False, max_attempts=2,
+                                transport=transport), sleep=FakeTime().sleep)
             with pytest.raises(LLMError) as e:
                 asyncio.run(llm.ask(MESSAGES, Grade))
             message = str(e.value)
