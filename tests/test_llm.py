@@ -576,3 +576,27 @@ def test_one_llm_used_by_two_threads_at_once(tmp_path, monkeypatch):
             results = list(pool.map(burst, (1, 2)))
         assert results == [["lanternfish"] * 20] * 2 and fake.calls == 40
         assert llm.max_in_flight <= 6
+
+
+@respx.mock
+async def test_an_answer_with_an_escaped_lone_surrogate_is_kept_as_valid_text(tmp_path):
+    """JSON can escape half a character ("\\ud800"); UTF-8 files and SQLite cannot hold it. The
+    answer is read with U+FFFD in its place, cached, and a later ask is answered from the cache."""
+    content = '{"grade": 2, "reasoning": "half \\ud800 a pair, whole \\ud83d\\ude00"}'
+    route = respx.post(URL).mock(return_value=completion(content))
+    llm = make_llm(tmp_path, FakeTime(), use_cache=True)
+    answer = await llm.ask(MESSAGES, Grade)
+    assert answer.reasoning == "half \ufffd a pair, whole \U0001F600"
+    again = make_llm(tmp_path, FakeTime(), use_cache=True)
+    assert await again.ask(MESSAGES, Grade) == answer and route.call_count == 1
+
+
+def test_a_record_with_a_lone_surrogate_is_journalled_and_read_back_the_same(tmp_path):
+    from ragassay.stages.engine import OutputStore
+    out = tmp_path / "o.jsonl"
+    store = OutputStore(out, lambda r: r["id"])
+    record = {"id": "a", "key": "k1", "status": "ok", "text": "from elsewhere \ud800"}
+    store.append([record])
+    assert list(store.finalize(["k1"])) == [record]
+    assert out.read_bytes().decode("utf-8")  # valid UTF-8 on disk
+    assert list(OutputStore(out, lambda r: r["id"]).records()) == [record]

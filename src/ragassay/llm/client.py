@@ -316,7 +316,7 @@ class LLM:
             return "invalid", "the answer was empty", None
         text = _strip_fences(content)
         try:
-            data = json.loads(text)
+            data = _no_lone_surrogates(json.loads(text))
         except json.JSONDecodeError as e:
             return "invalid", f"the answer is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})", None
         try:
@@ -551,14 +551,33 @@ async def _create(client: Any, body: dict[str, Any]) -> Any:
     return await client.chat.completions.create(**body)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text_of(content: Any) -> str | None:
     """A message's content as text: a string as is, a list of parts (some servers send
-    ``[{"type": "text", "text": ...}]``) joined; None for anything else."""
+    ``[{"type": "text", "text": ...}]``) joined; None for anything else. A lone surrogate (JSON can
+    escape one, ``"\\ud800"``; it is no character and no UTF-8 file or SQLite row can hold it)
+    becomes U+FFFD."""
     if content is None or isinstance(content, str):
-        return content or ""
-    if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in content):
-        return "".join(p["text"] for p in content)
-    return None
+        text = content or ""
+    elif isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in content):
+        text = "".join(p["text"] for p in content)
+    else:
+        return None
+    return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
+
+
+def _no_lone_surrogates(value: Any) -> Any:
+    """Parsed JSON with every lone surrogate (an escaped ``"\\ud800"``) in its strings made U+FFFD:
+    the answer's text goes into records and the cache, which must be valid UTF-8."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [_no_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_lone_surrogates(k): _no_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def cached_tokens(usage: Any, prompt_tokens: int) -> int:

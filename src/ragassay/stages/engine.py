@@ -89,15 +89,13 @@ class Call:
         """16 bytes naming exactly this request (sha256): what a plan keeps in place of the call,
         to know which items ask the same thing without holding their prompts."""
         rm = self.response_model
-        h = hashlib.sha256(repr((self.model, f"{rm.__module__}.{rm.__qualname__}", self.stage, self.max_tokens,
-                                 self.temperature, self.seed, self.sample, len(self.messages))).encode())
-        for message in self.messages:  # each part as length + text: no two requests write the same bytes
+        parts = [repr((self.model, f"{rm.__module__}.{rm.__qualname__}", self.stage, self.max_tokens,
+                       self.temperature, self.seed, self.sample, len(self.messages)))]
+        for message in self.messages:  # each part as its length and text: no two requests spell the same
             for name, value in message:
-                for part in (name, value):
-                    data = (part if isinstance(part, str) else repr(part)).encode("utf-8", "surrogatepass")
-                    h.update(b"%d:" % len(data))
-                    h.update(data)
-        return h.digest()[:16]
+                text = value if isinstance(value, str) else repr(value)
+                parts.append(f"{len(name)}:{name}{len(text)}:{text}")
+        return hashlib.sha256("".join(parts).encode("utf-8", "surrogatepass")).digest()[:16]
 
     @property
     def message_list(self) -> list[dict[str, str]]:
@@ -411,7 +409,7 @@ class OutputStore:
         return (_loads(line) for line in (*self.final, *self.journaled))
 
     def append(self, records: Sequence[dict]) -> None:
-        lines = [json.dumps(r, ensure_ascii=False) for r in records]
+        lines = [_line(r) for r in records]
         try:
             if self._f is None:
                 self.journal.parent.mkdir(parents=True, exist_ok=True)
@@ -489,6 +487,17 @@ class Records(Sequence):
 
     def __repr__(self) -> str:
         return f"Records({len(self)} records)"
+
+
+def _line(record: dict) -> str:
+    """A record as one JSON line of valid UTF-8: as written, or ASCII-escaped when a string in it
+    holds a lone surrogate (which UTF-8 cannot carry; the escape reads back as the same text)."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record)
+    return line
 
 
 def _loads(line: bytes) -> Any:
