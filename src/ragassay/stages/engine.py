@@ -47,9 +47,9 @@ ABORT_AFTER = 3  # this many items failing the same way before any success stops
 @contextmanager
 def bulk() -> Iterator[None]:
     """Pause the cyclic garbage collector while many small objects are made at once (a plan's
-    items, an output's records): they hold no cycles, and with the collector running, each young
-    generation it scans costs more the more objects are alive (half the planning time of a
-    100,000-pair rerun, measured). Resumed as it was after."""
+    items, an output's records): they hold no cycles, and as they pile up the collector's full
+    passes over every live object recur (half the planning time of a 100,000-pair rerun,
+    measured). Resumed as it was after; the pause is process-wide, for the few seconds of a plan."""
     was = gc.isenabled()
     gc.disable()
     try:
