@@ -5,7 +5,9 @@ judgment, and a dry run, each a separate process (peak RSS from the kernel's own
     python benchmarks/judge_scale.py --pairs 1000000    # the 1M-pair run of the memory goal
 
 A stub OpenAI-compatible endpoint (a separate process on 127.0.0.1) answers every relevance call at
-once with a fixed grade, so what is measured is ragassay, not a model. Goals (issue 28): a rerun of
+once with a fixed grade, so what is measured is ragassay, not a model. The peer, in the same run: a
+bare AsyncOpenAI loop on aiohttp sending the same requests (built up front by ragassay's planner),
+with no journal, no resume and no records: the least a script that did the job could do. Goals (issue 28): a rerun of
 a finished 100k-pair judgment <= 1 s and <= 150 MB; --dry-run on 100k pairs <= 2 s; the peak RSS of
 a 1M-pair run <= 400 MB.
 """
@@ -92,6 +94,53 @@ def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
     return wall, float(rss), p.stdout
 
 
+PEER = """
+import asyncio, json, resource, sys, time
+import httpx, openai
+from ragassay.data.io import read_chunks, read_run
+from ragassay.llm import LLMConfig
+from ragassay.stages.judge import RelevanceAnswer, plan_judge
+from ragassay.stages.queries import read_query_items
+from ragassay.llm.client import schema_of
+folder, url, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3])
+# the same requests, built by ragassay's planner up front, sent by a bare AsyncOpenAI loop on aiohttp
+plan = plan_judge(read_query_items(folder + "/queries.jsonl"), read_chunks(folder + "/chunks.jsonl"),
+                  read_run(folder + "/run.txt"), [LLMConfig(model="stub", base_url=url)], folder + "/peer.jsonl")
+bodies = [c.message_list for it in plan.relevance_items for c in it.calls]
+name, schema, strict, _ = schema_of(RelevanceAnswer)
+fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
+async def go():
+    client = openai.AsyncOpenAI(base_url=url, api_key="stub-key", max_retries=0, http_client=openai.DefaultAioHttpClient(
+        limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency), timeout=60))
+    sem = asyncio.Semaphore(concurrency)
+    async def one(messages):
+        async with sem:
+            r = await client.chat.completions.create(model="stub", messages=messages, response_format=fmt,
+                                                     temperature=0.0)
+        return RelevanceAnswer.model_validate_json(r.choices[0].message.content).grade
+    out = await asyncio.gather(*(one(m) for m in bodies))
+    await client.close()
+    return out
+t = time.perf_counter()
+grades = asyncio.run(go())
+with open(folder + "/peer.jsonl", "w") as f:
+    for g in grades:
+        f.write(json.dumps({"grade": g}) + "\\n")
+sys.stderr.write(f"\\n@@ {time.perf_counter() - t:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\\n")
+"""
+
+
+def peer(folder: Path, url: str, concurrency: int, env: dict) -> tuple[float, float]:
+    """The bare client's wall time and peak RSS on the same requests (no journal, no resume)."""
+    wall = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", PEER, str(folder), url, str(concurrency)], capture_output=True,
+                       text=True, env=env)
+    wall = time.perf_counter() - wall
+    if p.returncode:
+        raise SystemExit(f"the bare client failed: {p.stderr[-2000:]}")
+    return wall, float(p.stderr.rsplit("@@ ", 1)[1].split()[1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=100_000)
@@ -115,12 +164,16 @@ def main() -> None:
             assert sum(1 for _ in open(d / "judgments.jsonl")) == args.pairs
             rerun = timed(base, env)
             size = (d / "judgments.jsonl").stat().st_size / 1e6
+            bare = peer(d, f"http://127.0.0.1:{port}/v1", args.concurrency, env)
     finally:
         server.terminate()
     print(f"judge, {args.pairs} pairs (judgments file {size:.0f} MB), stub endpoint, concurrency {args.concurrency}")
     print(f"  dry run            {dry[0]:7.2f} s  peak RSS {dry[1]:7.1f} MB")
     print(f"  first run          {first[0]:7.2f} s  peak RSS {first[1]:7.1f} MB  ({args.pairs / first[0]:.0f} pairs/s)")
     print(f"  rerun (all done)   {rerun[0]:7.2f} s  peak RSS {rerun[1]:7.1f} MB")
+    print(f"  peer: a bare AsyncOpenAI loop (aiohttp) sending the same requests, no journal or resume: "
+          f"{bare[0]:.2f} s, peak RSS {bare[1]:.1f} MB")
+    print(f"  first run / peer: {first[0] / bare[0]:.2f}x the time, {first[1] / bare[1]:.2f}x the memory")
 
 
 if __name__ == "__main__":
