@@ -18,7 +18,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -26,41 +25,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from llm_throughput import free_port  # noqa: E402
+from llm_throughput import free_port, serve  # noqa: E402
 
 ANSWER = json.dumps({
     "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": "stub",
     "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(
         {"intent": "the need", "match": "meets it", "trust": "reliable", "grade": 2})}}],
     "usage": {"prompt_tokens": 700, "completion_tokens": 40, "total_tokens": 740}}).encode()
-
-
-def serve(port: int, ready) -> None:
-    import asyncio
-
-    async def handle(reader, writer) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":", 1)[1])
-                if length:
-                    await reader.readexactly(length)
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                             + str(len(ANSWER)).encode() + b"\r\n\r\n" + ANSWER)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-
-    async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=4096)
-        ready.set()
-        async with server:
-            await server.serve_forever()
-
-    asyncio.run(main())
 
 
 def make_inputs(folder: Path, pairs: int, depth: int = 10) -> None:
@@ -148,7 +119,7 @@ def main() -> None:
     args = ap.parse_args()
     port = free_port()
     ready = multiprocessing.Event()
-    server = multiprocessing.Process(target=serve, args=(port, ready), daemon=True)
+    server = multiprocessing.Process(target=serve, args=(port, 0.0, ready, ANSWER), daemon=True)
     server.start()
     ready.wait(10)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}

@@ -46,7 +46,9 @@ class Grade(BaseModel):
     reasoning: str
 
 
-def serve(port: int, delay: float, ready) -> None:
+def serve(port: int, delay: float, ready, answer: bytes = ANSWER) -> None:
+    """A stub chat-completions server: every request is answered with ``answer`` after ``delay``
+    seconds (0: at once); ``ready`` is set once it listens."""
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
@@ -57,9 +59,10 @@ def serve(port: int, delay: float, ready) -> None:
                         length = int(line.split(b":", 1)[1])
                 if length:
                     await reader.readexactly(length)
-                await asyncio.sleep(delay)
+                if delay:
+                    await asyncio.sleep(delay)
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                             + str(len(ANSWER)).encode() + b"\r\nConnection: keep-alive\r\n\r\n" + ANSWER)
+                             + str(len(answer)).encode() + b"\r\nConnection: keep-alive\r\n\r\n" + answer)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()

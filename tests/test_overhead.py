@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field
 
 from ragassay.data.records import Chunk
 from ragassay.llm import LLM, LLMConfig
-from ragassay.stages.engine import Call, OutputStore, run_stage
-from ragassay.stages.judge import RelevanceAnswer, plan_judge
+from ragassay.stages.engine import Call, run_stage
+from ragassay.stages.judge import plan_judge
 from ragassay.stages.queries import QueryItem
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,7 +159,6 @@ def test_a_run_keeps_no_calls_once_items_are_done(tmp_path):
     assert sum(isinstance(o, Call) for o in gc.get_objects()) == 0
     assert all(it._calls is None for it in plan.relevance_items)
     assert json.loads(Path(plan.relevance_store.output).read_text().splitlines()[0])["grade"] == 2
-    assert RelevanceAnswer  # the schema the instant client answered
 
 
 def test_a_process_that_sends_nothing_never_imports_openai(tmp_path):
@@ -173,7 +172,6 @@ def test_a_process_that_sends_nothing_never_imports_openai(tmp_path):
             "print('openai' in sys.modules, code)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "False 0", out.stdout + out.stderr
-    assert OutputStore  # the store of that output was opened and read without a client
 
 
 def test_a_rerun_of_finished_work_holds_lines_not_records(tmp_path):

@@ -596,12 +596,9 @@ def _timed_out(e: BaseException | None) -> bool:
     to openai as a connect *timeout*; the aiohttp error underneath tells which it was."""
     if not isinstance(e, openai.APITimeoutError):
         return False
-    cause: BaseException | None = e
-    seen = 0
-    while cause is not None and seen < 10:
+    for cause in _causes(e):
         if type(cause).__module__.split(".")[0] == "aiohttp":
             return isinstance(cause, (TimeoutError, asyncio.TimeoutError))
-        cause, seen = cause.__cause__ or cause.__context__, seen + 1
     return True
 
 
