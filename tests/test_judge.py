@@ -440,3 +440,33 @@ def test_a_pairs_key_is_the_hash_of_its_texts_and_settings_as_before():
         assert judge.pair_fingerprint(q, c, "judge_relevance@v1") == \
             hashlib.sha256(whole.encode("utf-8")).hexdigest()[:24]
     assert judge.pair_fingerprint(q, chunks[0], "judge_relevance@v1") != judge.pair_fingerprint(q, chunks[0], "other@v")
+
+
+@respx.mock
+async def test_cache_friendly_layout_shares_a_fixed_prefix_past_the_cache_minimum_and_is_its_own_prompt(tmp_path):
+    """--cache-friendly: every pointwise request opens with the same system message, which holds the
+    default instructions word for word, then worked examples; that fixed part passes the 1,024 tokens
+    a provider's prompt cache needs (counted generously at 4 characters a token, the schema aside);
+    its records name their own prompt, so a judgment made with the other layout is judged again."""
+    from ragassay.llm.prompts import load_prompt
+    route = respx.post(URL).mock(side_effect=lambda request: reply(relevance(GRADES[chunk_of(
+        json.loads(request.content)["messages"][-1]["content"])])))
+    run = run_of([("q1", "c1", 2.0), ("q1", "c2", 1.0), ("q2", "c2", 1.0)])
+    out = tmp_path / "j.jsonl"
+    await judge_run(QUERIES, CHUNKS, run, [make_llm(tmp_path)], out, options=JudgeOptions(quiet=True))
+    assert route.call_count == 3
+    result = await judge_run(QUERIES, CHUNKS, run, [make_llm(tmp_path)], out,
+                             options=JudgeOptions(quiet=True, cache_friendly=True))
+    assert route.call_count == 6  # the other layout's records are not this prompt's: judged again
+    assert result.relevance.skipped_done == 0
+    bodies = [json.loads(c.request.content) for c in route.calls]
+    default_system = bodies[0]["messages"][0]["content"]
+    friendly = [b["messages"] for b in bodies[3:]]
+    assert len({m[0]["content"] for m in friendly}) == 1  # one fixed part for every pair and query
+    system = friendly[0][0]["content"]
+    assert system.startswith(default_system) and len(system) // 4 >= 1024
+    assert system.count("\ngrade: ") == 6 and "Example 6." in system
+    assert [m[1]["content"] for m in friendly] == [m["messages"][1]["content"] for m in bodies[:3]]  # same data part
+    examples = load_prompt("judge_relevance_examples").id
+    assert {r["prompt"] for r in json.loads("[" + ",".join(out.read_text().splitlines()) + "]")} == {examples}
+    assert [r["grade"] for r in result.records] == [3, 0, 0]

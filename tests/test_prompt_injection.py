@@ -99,12 +99,17 @@ async def test_judge_pointwise_batched_and_coverage_messages_are_intact(tmp_path
     await judge_run(query, chunks, run, [llm], tmp_path / "p.jsonl", options=JudgeOptions(quiet=True),
                     coverage_out=tmp_path / "cov.jsonl")
     await judge_run(query, chunks, run, [llm], tmp_path / "b.jsonl", options=JudgeOptions(quiet=True, batch=2))
+    await judge_run(query, chunks, run, [llm], tmp_path / "e.jsonl", options=JudgeOptions(quiet=True, cache_friendly=True))
     by_schema: dict[str, list] = {}
     for call in route.calls:
         body = json.loads(call.request.content)
         by_schema.setdefault(body["response_format"]["json_schema"]["name"], []).append(body["messages"])
-    for messages in by_schema["RelevanceAnswer"]:
+    relevance_calls = by_schema["RelevanceAnswer"]
+    assert len(relevance_calls) == 4  # two pairs, each with the default prompt and with --cache-friendly
+    for messages in relevance_calls[:2]:
         assert_intact(messages, "judge_relevance", ["QUERY"])
+    for messages in relevance_calls[2:]:
+        assert_intact(messages, "judge_relevance_examples", ["QUERY"])
     (batch,) = by_schema["BatchAnswer"]
     assert_intact(batch, "judge_relevance_batch", ["QUERY", "PASSAGE id=c1"])
     (nuggets,) = by_schema["NuggetList"]
@@ -113,7 +118,6 @@ async def test_judge_pointwise_batched_and_coverage_messages_are_intact(tmp_path
     assert_intact(importance, "coverage_importance", ["QUESTION"])
     (assign,) = by_schema["AssignmentAnswer"]
     assert_intact(assign, "coverage_assign", ["QUESTION", "PASSAGE id=c1"])
-    assert len(by_schema["RelevanceAnswer"]) == 2
 
 
 @respx.mock

@@ -99,6 +99,11 @@ def judge(sub: Any) -> None:
                    "many characters and take the best window's grade (default 6000)")
     p.add_argument("--long-chunks", choices=("windows", "cut"), default="windows",
                    help="windows (default: one call per window) or cut (one call, the rest cut with a visible mark)")
+    p.add_argument("--cache-friendly", action="store_true",
+                   help="pointwise prompts that open with worked examples, long enough (over 1,024 tokens) for the "
+                        "provider's prompt cache: cheaper where cached tokens cost a tenth (gpt-5 models), dearer "
+                        "where they cost half (gpt-4o-mini); a different prompt, so pairs judged without it are "
+                        "judged again")
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
     p.set_defaults(handler=run_judge)
@@ -120,6 +125,7 @@ def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..stages.engine import parse_shard
     options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch, seed=args.seed, tie=args.tie,
                            max_chunk_chars=args.max_chunk_chars, long_chunks=args.long_chunks, quiet=args.quiet,
+                           cache_friendly=args.cache_friendly,
                            shard=parse_shard(args.shard) if args.shard else None)
     configs = model_configs(llm_config(args), args.model)
 

@@ -74,6 +74,10 @@ class JudgeOptions:
     tie: Literal["lower", "higher", "round-half-even"] = "lower"   # the median of an even number of votes
     quiet: bool = False
     shard: tuple[int, int] | None = None  # judge only the queries of this slice (i, n): see engine.in_shard
+    # pointwise prompts with six worked examples in their fixed part, which then passes the 1,024
+    # tokens a provider's prompt cache needs (benchmarks/judge_prompt_cost.py): cheaper on models
+    # whose cached tokens cost a tenth, dearer where they cost half
+    cache_friendly: bool = False
 
 
 def _dumps(value: Any) -> str:
@@ -115,7 +119,7 @@ class Judge:
             raise ValueError("judge needs at least one model")
         self.configs = list(configs)
         self.options = options or JudgeOptions()
-        self.rel_prompt = load_prompt("judge_relevance")
+        self.rel_prompt = load_prompt("judge_relevance_examples" if self.options.cache_friendly else "judge_relevance")
         self.batch_prompt = load_prompt("judge_relevance_batch")
         self.passages = Passages(self.options.max_chunk_chars)
         self.batch_fallbacks = 0
