@@ -16,6 +16,7 @@ from fake_llm import FakeLLM, run_batch  # noqa: E402
 
 from ragassay.cli import main  # noqa: E402
 from ragassay.llm.batch import write_requests  # noqa: E402
+from helpers import nonempty
 
 EX = Path(__file__).resolve().parents[1] / "src" / "ragassay" / "example"
 
@@ -161,7 +162,7 @@ def test_shards_partition_the_plan_and_merge_back(tmp_path, monkeypatch, n, caps
         base = JUDGE + ["--no-cache", "--base-url", server.url]
         assert main(base + ["-o", str(tmp_path / "all.jsonl")]) == 0
         parts = []
-        for i in range(1, n + 1):
+        for i in nonempty(range(1, n + 1)):
             part = tmp_path / f"part{i}.jsonl"
             assert main(base + ["-o", str(part), "--shard", f"{i}/{n}"]) == 0
             parts.append(part)
@@ -389,7 +390,7 @@ def test_request_lines_have_the_shape_vllm_run_batch_reads(tmp_path):
                  "--no-cache", "-o", str(tmp_path / "c.jsonl"), "--samples", "2", "--export-requests", str(req)]) == 0
     lines = [json.loads(x) for x in req.read_text().splitlines()]
     assert lines
-    for line in lines:
+    for line in nonempty(lines):
         assert set(line) == {"custom_id", "method", "url", "body"}
         assert line["method"] == "POST" and line["url"] == "/v1/chat/completions"
         assert set(line["body"]) <= CHAT_REQUEST_FIELDS and {"model", "messages"} <= set(line["body"])

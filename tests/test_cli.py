@@ -11,6 +11,7 @@ import pytest
 
 import ragassay
 from ragassay.cli import build_parser, main
+from helpers import nonempty
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "example"
 QRELS = str(EXAMPLE / "qrels.txt")
@@ -25,9 +26,9 @@ def subcommands():
 
 
 def test_every_command_and_option_has_help_text():
-    for name, sub in subcommands().items():
+    for name, sub in nonempty(subcommands().items()):
         assert sub.description, f"{name} has no description"
-        for action in sub._actions:
+        for action in nonempty(sub._actions):
             if action.dest != "help":
                 assert action.help, f"{name} {action.option_strings or action.dest} has no help"
 
@@ -43,7 +44,7 @@ def test_all_matches_the_lazy_exports_and_the_type_checking_imports():
                if isinstance(stmt, ast.ImportFrom) for alias in stmt.names}
     exports = ragassay._EXPORTS
     assert set(ragassay.__all__) == set(exports) | {"__version__"} == checked | {"__version__"}
-    for name, module in exports.items():
+    for name, module in nonempty(exports.items()):
         assert getattr(ragassay, name) is getattr(importlib.import_module(f"ragassay.{module}"), name)
     with pytest.raises(AttributeError):
         ragassay.no_such_name  # noqa: B018
@@ -151,7 +152,7 @@ def test_one_dialect_the_same_flag_spelling_works_everywhere(capsys):
     assert sub["check"].parse_args(["a.jsonl", "-o", "c", "--depth", "5"]).k == 5
     assert sub["agree"].parse_args(["a", "b", "--run", "x", "--run", "y"]).runs == ["x", "y"]
     assert sub["agree"].parse_args(["a", "b", "--runs", "x", "y"]).runs == ["x", "y"]
-    for name, p in sub.items():  # no formatting artefacts in help
+    for name, p in nonempty(sub.items()):  # no formatting artefacts in help
         assert "%%" not in p.format_help(), name
 
 
@@ -177,7 +178,7 @@ def test_every_command_that_prints_a_result_speaks_json(tmp_path, capsys, monkey
     }
     with FakeLLM() as server:
         commands["ping"] = ["ping", "--base-url", server.url, "--model", "m"]
-        for kind, argv in commands.items():
+        for kind, argv in nonempty(commands.items()):
             assert main(argv + ["--format", "json"]) == 0, kind
             out = json.loads(capsys.readouterr().out)
             assert out["kind"] == kind and out["version"] == 1, kind

@@ -17,6 +17,7 @@ from ragassay.stages.judge import JudgeOptions, judge_run, median_grade
 from ragassay.stages.queries import QueryItem, read_query_items
 from ragassay.llm import LLM
 from ragassay.data.records import Chunk, Coverage, Judgment
+from helpers import nonempty
 
 BASE = "http://judge.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -151,7 +152,7 @@ async def test_batch_with_a_missing_id_falls_back_to_pointwise(tmp_path):
     assert {k: v["grade"] for k, v in records.items()} == {"c1": 3, "c2": 0, "c3": 0}
     first = passage_ids(json.loads(route.calls[0].request.content)["messages"][-1]["content"])
     left_out = first[-1]  # the handler left out the batch's last id: that one was asked alone
-    for cid, r in records.items():
+    for cid, r in nonempty(records.items()):
         expected = "judge_relevance@" if cid == left_out else "judge_relevance_batch@"
         assert r["prompt"].startswith(expected), cid
     assert route.call_count == 2 and summary.batch_fallbacks == 1
@@ -434,7 +435,7 @@ def test_a_pairs_key_is_the_hash_of_its_texts_and_settings_as_before():
     judge = Judge([LLMConfig(model="m")])
     q = QueryItem("q\t1", "how do I return a tent?", answer="within 30 days", description="ünïcode need")
     chunks = [Chunk(id="c1", title="Returns", text="Tents go back within 30 days."), Chunk(id="c2", text="\"x\"\n")]
-    for c in chunks + chunks:  # twice: the cached parts give the same keys
+    for c in nonempty(chunks + chunks):  # twice: the cached parts give the same keys
         whole = (f"judge\njudge_relevance@v1\n{_dumps([q.id, q.text, q.description, q.narrative, q.answer])}\n"
                  f"{_dumps([c.id, c.title, c.text])}\n{_dumps(judge.settings())}")
         assert judge.pair_fingerprint(q, c, "judge_relevance@v1") == \

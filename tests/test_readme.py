@@ -22,10 +22,18 @@ def test_ci_runs_the_readme_test_command():
     assert readme_commands()[1] in ci_lines
 
 
-def test_readme_main_command_uses_bundled_files():
+def test_readme_main_command_installs_a_declared_extra_and_runs_the_bundled_example():
+    """The first command needs no file of the clone: it installs an extra pyproject declares and runs
+    `ragassay demo` with no path, which reads the example shipped inside the package."""
     main = readme_commands()[0]
-    for path in re.findall(r"datasets/\S+", main):
-        assert (ROOT / path).exists(), path
+    extras = re.findall(r"pip install -e '\.\[([\w,]+)\]'", main)
+    section = (ROOT / "pyproject.toml").read_text().split("[project.optional-dependencies]")[1].split("\n[")[0]
+    declared = re.findall(r"^(\w+) = \[", section, re.M)
+    assert extras and set(extras[0].split(",")) <= set(declared)
+    assert main.endswith("&& ragassay demo")
+    bundled = ROOT / "src" / "ragassay" / "example"
+    for name in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "answers.jsonl", "runs/bm25.txt"):
+        assert (bundled / name).is_file(), name
 
 
 def test_the_python_examples_in_the_readme_print_what_they_say(monkeypatch):

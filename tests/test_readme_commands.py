@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import FakeLLM
+from helpers import nonempty
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -116,7 +117,7 @@ def test_every_shown_command_prints_what_the_readme_says(user_env):
     assert len(commands) >= 15
     ran = skipped = 0
     with FakeLLM() as fake:
-        for command, expected, code in commands:
+        for command, expected, code in nonempty(commands):
             if "sk-..." in command:  # a real key and api.openai.com: not from a test
                 skipped += 1
                 continue
@@ -139,7 +140,7 @@ def test_every_bash_block_runs_against_an_endpoint(user_env):
     blocks = bash_blocks()
     assert len(blocks) >= 2
     with FakeLLM() as fake:
-        for block in blocks:
+        for block in nonempty(blocks):
             if block.startswith("ragassay label"):  # a server: it prints its address, then Ctrl-C stops it
                 label = subprocess.Popen(["bash", "-c", "exec " + block.replace("\\\n", " ")], cwd=work, env=env,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -151,7 +152,7 @@ def test_every_bash_block_runs_against_an_endpoint(user_env):
                 continue
             run = bash(block.replace("\\\n", " "), work, {**env, "OPENAI_BASE_URL": fake.url})
             assert run.returncode in (0, 3), (block, run.stdout)  # 3: the fake cannot fill every slot of a mix
-            for out in re.findall(r"(?:-o|--qrels-out|--coverage-out|--rejects) (\S+)", block):
+            for out in nonempty(re.findall(r"(?:-o|--qrels-out|--coverage-out|--rejects) (\S+)", block)):
                 assert (work / out).exists(), (out, run.stdout)
 
 
@@ -162,7 +163,7 @@ def test_every_python_script_in_the_readme_runs_against_an_endpoint(user_env):
     scripts = [body for lang, body, _ in fenced_blocks() if lang == "python" and not body.startswith(">>>")]
     assert scripts
     with FakeLLM() as fake:
-        for script in scripts:
+        for script in nonempty(scripts):
             run = subprocess.run(["python", "-c", script], cwd=work, env={**env, "OPENAI_BASE_URL": fake.url},
                                  capture_output=True, text=True, timeout=300)
             assert run.returncode == 0, (script, run.stderr[-3000:])

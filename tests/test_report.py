@@ -15,6 +15,7 @@ import pytest
 from ragassay.cli import main
 from ragassay.product.report import load_inputs, write_report
 from ragassay.product.report_page import read_data_block
+from helpers import nonempty
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragassay" / "example"
 NASTY = ("</script><script>alert(1)</script> <!-- <b>bold</b> | pipe\nsecond line\r\nthird "
@@ -122,7 +123,7 @@ def test_report_and_compare_print_the_same_p_values(tmp_path, capsys):
     md = tmp_path / "r.md"
     assert main(["report", "--qrels", str(qrels), "--run", str(a), "--run", str(b), "-o", str(md), "--format", "markdown"]) == 0
     text = md.read_text()
-    for t in tests:
+    for t in nonempty(tests):
         row = f"| {t['run']} | {t['metric']} | {t['baseline_mean']:.4f} | {t['mean']:.4f} | {t['diff']:.4f} | " \
               f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}] | {t['p_randomization']:.4f} | {t['p_t_test']:.4f} | " \
               f"{t['p_randomization_holm']:.4f} |"

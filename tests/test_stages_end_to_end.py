@@ -18,6 +18,7 @@ import pytest
 from fake_llm import FakeLLM, dead_url
 
 from ragassay.cli import main
+from helpers import nonempty
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "example"
 QUERIES, CHUNKS = str(EXAMPLE / "queries.jsonl"), str(EXAMPLE / "chunks.jsonl")
@@ -104,7 +105,7 @@ def test_a_second_run_into_the_same_files_gets_its_own_coverage(tmp_path, capsys
     records = lines(cov)
     assert sorted({r["run"] for r in records}) == ["bm25", "tfidf"] and len(records) == 44
     by = {(r["query_id"], r["run"]): r for r in records}
-    for q in {r["query_id"] for r in records}:  # both runs measured against the same nuggets
+    for q in nonempty({r["query_id"] for r in records}):  # both runs measured against the same nuggets
         assert ([(n["text"], n["vital"]) for n in by[(q, "bm25")]["nuggets"]]
                 == [(n["text"], n["vital"]) for n in by[(q, "tfidf")]["nuggets"]])
         assert by[(q, "tfidf")]["nuggets_reused"] and not by[(q, "bm25")]["nuggets_reused"]

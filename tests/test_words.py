@@ -17,6 +17,7 @@ from ragassay.cli import build_parser, main
 from ragassay.metrics.measures import measure_names
 
 from fake_llm import FakeLLM, dead_url
+from helpers import nonempty
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -54,18 +55,18 @@ def flag_table() -> list[tuple[list[str], str]]:
 def test_the_flag_table_is_what_every_parser_takes():
     every, who = set(commands()), takers()
     checked = set()
-    for flags, cell in flag_table():
+    for flags, cell in nonempty(flag_table()):
         if not flags:  # `-` and a BEIR folder: inputs, not flags
             continue
         parts = cell.split(" / ") if len(flags) == 2 and " / " in cell else [cell] * len(flags)
-        for flag, part in zip(flags, parts):
+        for flag, part in nonempty(zip(flags, parts)):
             said = every if part.startswith("every command") else \
                 {w for w in re.findall(r"[a-z]+", part.split(";")[0]) if w in every}
             assert who.get(flag, set()) == said, f"{flag}: the README says {sorted(said)}, the parsers {sorted(who.get(flag, set()))}"
             checked.add(flag)
     shared = {f for f, names in who.items() if len(names) >= 3}
     assert shared <= checked, f"flags of three or more commands missing from the table: {sorted(shared - checked)}"
-    for name, p in commands().items():  # `--format json` on every command
+    for name, p in nonempty(commands().items()):  # `--format json` on every command
         fmt = next(a for a in p._actions if "--format" in a.option_strings)
         assert "json" in fmt.choices, name
 
@@ -137,7 +138,7 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
     dead = json_of(capsys, ["ping", "--base-url", dead_url(), "--model", "m"])  # a failure is JSON too
     assert (dead["kind"], dead["status"]) == ("ping", "error") and "connect" in dead["error"].lower()
     assert set(seen) == set(commands())
-    for name, result in seen.items():
+    for name, result in nonempty(seen.items()):
         assert isinstance(result, dict) and result.get("version") == 1, name
         assert result["kind"] == {"label": "calibration"}.get(name, name), name
 
@@ -174,8 +175,8 @@ def test_every_help_example_runs_where_its_files_are(example_dir, capsys):
              "merge", "report", "track", "history", "gate", "ping"]
     assert sorted(order) == sorted(examples)
     with FakeLLM() as fake:
-        for name in order:
-            for part in examples[name].split(" && "):
+        for name in nonempty(order):
+            for part in nonempty(examples[name].split(" && ")):
                 text, _, redirect = part.partition(" > ")
                 argv = shlex.split(re.sub(r" \(.*\)$", "", text))[1:]  # a note in brackets is not run
                 if name in ("generate", "judge", "check", "ping"):
