@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 from fake_llm import FakeLLM
 
 import ragassay
+from helpers import EXAMPLE
 
-EX = Path(__file__).resolve().parents[1] / "datasets" / "example"
 pd = pytest.importorskip("pandas")  # an optional dependency; the [test] extra installs it
 
 
@@ -22,10 +21,10 @@ def _no_ambient_endpoint(monkeypatch):
 
 def test_judge_and_check_without_files_or_event_loops():
     with FakeLLM() as server:
-        judged = ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt",
+        judged = ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt",
                                 model="fake", base_url=server.url, options=ragassay.JudgeOptions(depth=2, quiet=True))
-        checked = ragassay.check(EX / "answers.jsonl", chunks=EX / "chunks.jsonl", model="fake", base_url=server.url,
-                                 qrels=EX / "qrels.txt", run=EX / "runs" / "bm25.txt")
+        checked = ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", model="fake", base_url=server.url,
+                                 qrels=EXAMPLE / "qrels.txt", run=EXAMPLE / "runs" / "bm25.txt")
     frame = judged.to_dataframe()
     assert len(frame) == 44 and set(frame["grade"]) <= {0, 1, 2, 3} and judged.exit_code == 0
     labels = checked.to_dataframe()
@@ -60,25 +59,25 @@ def test_check_with_context_ids_and_no_chunks_says_so():
 
 def test_stage_options_are_keywords_named_like_the_flags():
     with FakeLLM() as server:
-        judged = ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt",
+        judged = ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt",
                                 model="fake", base_url=server.url, depth=3, samples=2, seed=7, concurrency=2)
         assert server.calls == 22 * 3 * 2  # every query's top 3, asked twice
         seeds = sorted({r["seed"] for r in server.requests})
         assert seeds == [7, 8]  # sample i sends seed + i
-        checked = ragassay.check(EX / "answers.jsonl", chunks=EX / "chunks.jsonl", model="fake",
+        checked = ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", model="fake",
                                  base_url=server.url, samples=3)
     assert len(judged.to_dataframe()) == 66
     assert {len(r.get("samples") or []) for r in checked.records if r.get("decided_by") == "llm"} == {3}
     with pytest.raises(TypeError, match="depth"):
-        ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt", model="fake",
+        ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt", model="fake",
                        base_url="http://127.0.0.1:9/v1", depth=3, options=ragassay.JudgeOptions())
     with pytest.raises(TypeError, match="unknown settings: dpeth"):
-        ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt", model="fake",
+        ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt", model="fake",
                        base_url="http://127.0.0.1:9/v1", dpeth=3)
 
 
 def test_check_without_an_endpoint_runs_the_rules_as_the_cli_does():
-    checked = ragassay.check(EX / "answers.jsonl", chunks=EX / "chunks.jsonl")
+    checked = ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl")
     by = {r["id"]: r for r in checked.records}
     assert len(by) == 16
     ruled = [r for r in by.values() if r["status"] == "ok"]
@@ -89,7 +88,7 @@ def test_check_without_an_endpoint_runs_the_rules_as_the_cli_does():
 def test_an_aborted_run_without_an_output_does_not_name_a_deleted_journal():
     from fake_llm import dead_url
     with pytest.raises(ragassay.RagassayError) as e:
-        ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt", model="m",
+        ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt", model="m",
                        base_url=dead_url(), depth=1)
     text = str(e.value)
     assert "stopped early" in text and "journal" not in text and "pass output=" in text

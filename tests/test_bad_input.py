@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from ragassay.cli import main
+from helpers import EXAMPLE
 
-EX = Path(__file__).resolve().parents[1] / "datasets" / "example"
-GOOD = {"qrels": EX / "qrels.txt", "run": EX / "runs" / "bm25.txt", "run2": EX / "runs" / "tfidf.txt",
-        "queries": EX / "queries.jsonl", "chunks": EX / "chunks.jsonl", "answers": EX / "answers.jsonl",
-        "human": EX / "answers_human_labels.jsonl"}
+GOOD = {"qrels": EXAMPLE / "qrels.txt", "run": EXAMPLE / "runs" / "bm25.txt", "run2": EXAMPLE / "runs" / "tfidf.txt",
+        "queries": EXAMPLE / "queries.jsonl", "chunks": EXAMPLE / "chunks.jsonl", "answers": EXAMPLE / "answers.jsonl",
+        "human": EXAMPLE / "answers_human_labels.jsonl"}
 
 BAD = {
     "missing": None,
@@ -46,7 +46,7 @@ def commands(tmp_path: Path) -> dict[str, tuple[list[str], list[str]]]:
         "evaluate": (["evaluate", "{qrels}", "{run}"], ["qrels", "run"]),
         "compare": (["compare", "{qrels}", "{run}", "{run2}"], ["qrels", "run", "run2"]),
         "agree": (["agree", "{qrels}", "{qrels2}"], ["qrels", "qrels2"]),
-        "retrieve": (["retrieve", "--retriever", f"{EX / 'retrievers.py'}:tfidf", "--queries", "{queries}", "-o",
+        "retrieve": (["retrieve", "--retriever", f"{EXAMPLE / 'retrievers.py'}:tfidf", "--queries", "{queries}", "-o",
                       out + ".run"], ["queries"]),
         "judge": (["judge", "--queries", "{queries}", "--chunks", "{chunks}", "--run", "{run}", "--keep", "{qrels}",
                    "-o", out + ".jsonl", "--dry-run"], ["queries", "chunks", "run", "qrels"]),
@@ -72,7 +72,7 @@ def goods(tmp_path_factory) -> dict[str, Path]:
     questions = d / "questions.jsonl"
     questions.write_text('{"id": "g1", "question": "How long do refunds take?", "answer": "5 days", '
                          '"difficulty": "easy", "chunk_ids": ["refund-01"], "evidence": ["refund"]}\n')
-    return {**GOOD, "qrels2": EX / "qrels_second_assessor.txt", "result": result, "questions": questions}
+    return {**GOOD, "qrels2": EXAMPLE / "qrels_second_assessor.txt", "result": result, "questions": questions}
 
 
 @pytest.mark.parametrize("cmd,slot,kind", CASES, ids=[f"{c}-{s}-{k}" for c, s, k in CASES])

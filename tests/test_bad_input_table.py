@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ragassay.cli import main
+from helpers import EXAMPLE
 
-EX = Path(__file__).resolve().parents[1] / "datasets" / "example"
 FILES = {"qrels": "qrels.txt", "run": "runs/bm25.txt", "run2": "runs/tfidf.txt", "queries": "queries.jsonl",
          "chunks": "chunks.jsonl", "answers": "answers.jsonl", "human": "answers_human_labels.jsonl",
          "retrievers": "retrievers.py"}
@@ -29,7 +29,7 @@ def work(tmp_path, monkeypatch, capsys) -> Path:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     for key, rel in FILES.items():
-        (tmp_path / Path(rel).name).write_bytes((EX / rel).read_bytes())
+        (tmp_path / Path(rel).name).write_bytes((EXAMPLE / rel).read_bytes())
     assert main(["evaluate", "qrels.txt", "bm25.txt", "--format", "json"]) == 0
     (tmp_path / "result.json").write_text(capsys.readouterr().out)
     (tmp_path / "questions.jsonl").write_text(json.dumps({

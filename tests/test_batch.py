@@ -16,9 +16,8 @@ from fake_llm import FakeLLM, run_batch  # noqa: E402
 
 from ragassay.cli import main  # noqa: E402
 from ragassay.llm.batch import write_requests  # noqa: E402
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
-EX = Path(__file__).resolve().parents[1] / "src" / "ragassay" / "example"
 
 
 def _records(path: Path) -> list[dict]:
@@ -40,8 +39,8 @@ def _rounds(argv: list[str], tmp: Path, fail=lambda line: None, limit: int = 40)
     raise AssertionError("the rounds did not end")
 
 
-JUDGE = ["judge", "--queries", str(EX / "queries.jsonl"), "--chunks", str(EX / "chunks.jsonl"),
-         "--run", str(EX / "runs" / "bm25.txt"), "--depth", "3", "--model", "m", "--quiet"]
+JUDGE = ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"),
+         "--run", str(EXAMPLE / "runs" / "bm25.txt"), "--depth", "3", "--model", "m", "--quiet"]
 
 
 def test_judge_through_a_batch_engine_writes_the_live_records(tmp_path, monkeypatch):
@@ -111,7 +110,7 @@ def test_an_unusable_answer_in_a_batch_is_an_error_record_not_a_grade(tmp_path, 
 
 
 def test_check_through_a_batch_engine(tmp_path, monkeypatch):
-    argv = ["check", str(EX / "answers.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--model", "m", "--quiet"]
+    argv = ["check", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--model", "m", "--quiet"]
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     with FakeLLM() as server:
         assert main(argv + ["-o", str(tmp_path / "live.jsonl"), "--no-cache", "--base-url", server.url]) == 0
@@ -123,7 +122,7 @@ def test_check_through_a_batch_engine(tmp_path, monkeypatch):
 
 
 def test_generate_through_a_batch_engine_makes_the_live_set(tmp_path, monkeypatch):
-    argv = ["generate", str(EX / "chunks.jsonl"), "--limit", "4", "--model", "m", "--quiet", "--seed", "3"]
+    argv = ["generate", str(EXAMPLE / "chunks.jsonl"), "--limit", "4", "--model", "m", "--quiet", "--seed", "3"]
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     with FakeLLM() as server:
         assert main(argv + ["-o", str(tmp_path / "live.jsonl"), "--rejects", str(tmp_path / "lr.jsonl"), "--no-cache",
@@ -277,7 +276,7 @@ class BatchAPIStub:
         return httpx.Response(200, content=self.files[request.url.path.split("/")[-2]])
 
 
-CHECK = ["check", str(EX / "answers.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--model", "m", "--quiet"]
+CHECK = ["check", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--model", "m", "--quiet"]
 
 
 def _batch_argv(tmp_path: Path, argv=None) -> list[str]:
@@ -386,7 +385,7 @@ CHAT_REQUEST_FIELDS = {"model", "messages", "temperature", "max_tokens", "seed",
 
 def test_request_lines_have_the_shape_vllm_run_batch_reads(tmp_path):
     req = tmp_path / "req.jsonl"
-    assert main(["check", str(EX / "answers.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--model", "m",
+    assert main(["check", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--model", "m",
                  "--no-cache", "-o", str(tmp_path / "c.jsonl"), "--samples", "2", "--export-requests", str(req)]) == 0
     lines = [json.loads(x) for x in req.read_text().splitlines()]
     assert lines
@@ -410,7 +409,7 @@ def test_request_lines_have_the_shape_vllm_run_batch_reads(tmp_path):
 
 
 def test_generate_with_the_batch_api_backend(tmp_path, monkeypatch):
-    argv = ["generate", str(EX / "chunks.jsonl"), "--limit", "3", "--model", "m", "--quiet", "--seed", "5"]
+    argv = ["generate", str(EXAMPLE / "chunks.jsonl"), "--limit", "3", "--model", "m", "--quiet", "--seed", "5"]
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     with FakeLLM() as server:
         assert main(argv + ["-o", str(tmp_path / "live.jsonl"), "--no-cache", "--base-url", server.url]) == 0

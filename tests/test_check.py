@@ -15,6 +15,7 @@ from ragassay.stages.check import CheckOptions, check_answers, majority_label, r
 from ragassay.llm import LLM
 from ragassay.metrics.labels import diagnosis, human_calibration, label_summary, ppi_mean
 from ragassay.data.records import AnswerItem, Check, Chunk
+from helpers import EXAMPLE
 
 BASE = "http://check.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -191,12 +192,10 @@ def test_read_answers_resolves_context_ids(tmp_path):
 
 
 def test_check_command_on_the_example_without_an_endpoint(tmp_path, monkeypatch, capsys):
-    from pathlib import Path
-
     from ragassay.cli import main
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    ex = Path(__file__).resolve().parents[1] / "datasets" / "example"
+    ex = EXAMPLE
     out = tmp_path / "checks.jsonl"
     assert main(["check", str(ex / "answers.jsonl"), "--chunks", str(ex / "chunks.jsonl"), "--run",
                  str(ex / "runs" / "bm25.txt"), "--qrels", str(ex / "qrels.txt"), "-o", str(out),

@@ -11,9 +11,8 @@ import pytest
 
 import ragassay
 from ragassay.cli import build_parser, main
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "example"
 QRELS = str(EXAMPLE / "qrels.txt")
 BM25 = str(EXAMPLE / "runs" / "bm25.txt")
 TFIDF = str(EXAMPLE / "runs" / "tfidf.txt")

@@ -11,14 +11,14 @@ import pytest
 from fake_llm import FakeLLM
 
 from ragassay.cli import main
+from helpers import EXAMPLE
 
-EX = Path(__file__).resolve().parents[1] / "datasets" / "example"
 PRICES = ["--price-in", "1", "--price-out", "2"]
 
 
 def judge_args(server: FakeLLM, run: str, depth: int, out: Path, cache: Path) -> list[str]:
-    return ["judge", "--queries", str(EX / "queries.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--run",
-            str(EX / "runs" / run), "--depth", str(depth), "-o", str(out), "--base-url", server.url, "--model",
+    return ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--run",
+            str(EXAMPLE / "runs" / run), "--depth", str(depth), "-o", str(out), "--base-url", server.url, "--model",
             "fake", "--cache", str(cache), *PRICES]
 
 

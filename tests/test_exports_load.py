@@ -18,15 +18,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import ragassay
 from ragassay.stages.generate import EXPORTS, Question, export
+from helpers import EXAMPLE
 
-ROOT = Path(__file__).resolve().parents[1]
-CHUNKS = ragassay.read_chunks(ROOT / "datasets" / "example" / "chunks.jsonl")
+CHUNKS = ragassay.read_chunks(EXAMPLE / "chunks.jsonl")
 TEXT = {c.id: c.text for c in CHUNKS}
 QUESTIONS = [
     Question(id="g-1", question="How many days do I have to return shoes?", answer="30 days", difficulty="easy",

@@ -18,7 +18,7 @@ from ragassay.stages.generate import GenerateOptions, Generator, export, write_o
 from ragassay.stages.generate_checks import mix_counts, parse_mix, unfit_chunk
 from ragassay.llm import LLM
 from ragassay.data.records import Chunk, Question
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
 BASE = "http://gen.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -250,7 +250,6 @@ def test_remap_exact_split_fuzzy_and_unplaced(tmp_path):
     assert list(r.unplaced) == ["d"]
 
 
-EXAMPLE = __import__("pathlib").Path(__file__).resolve().parents[1] / "datasets" / "example"
 
 
 @respx.mock

@@ -4,6 +4,7 @@ by checking nothing, and the fakes and the example's path live in one place each
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from helpers import nonempty
@@ -72,3 +73,11 @@ def test_the_loop_rule_catches_a_loop_over_what_may_be_empty_and_passes_a_guarde
 def test_no_loop_of_assertions_can_pass_by_checking_nothing():
     found = [line for f in nonempty(sorted(TESTS.glob("test_*.py"))) for line in vacuous_loops(f.read_text(), f.name)]
     assert found == [], "wrap the iterable in helpers.nonempty(...):\n" + "\n".join(found)
+
+
+def test_the_example_path_is_spelled_in_one_place():
+    """Every test reaches the bundled example through helpers.EXAMPLE: a move of the example is one edit."""
+    spelled = [f"{f.name}:{no}" for f in nonempty(sorted(TESTS.glob("*.py"))) if f.name != "helpers.py"
+               for no, line in enumerate(f.read_text().splitlines(), 1)
+               if re.search(r"/ [\"']example[\"']", line) and f.name != "test_house.py"]
+    assert spelled == []

@@ -17,7 +17,7 @@ from ragassay.stages.judge import JudgeOptions, judge_run, median_grade
 from ragassay.stages.queries import QueryItem, read_query_items
 from ragassay.llm import LLM
 from ragassay.data.records import Chunk, Coverage, Judgment
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
 BASE = "http://judge.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -294,7 +294,6 @@ def test_query_items_from_questions_file(tmp_path):
     assert read_query_items(p) == [QueryItem("q1", "Why?", "Because.")]
 
 
-EXAMPLE = __import__("pathlib").Path(__file__).resolve().parents[1] / "datasets" / "example"
 
 
 @respx.mock

@@ -25,9 +25,8 @@ from ragassay.errors import InputError, UsageError
 from ragassay.product.labeling import (LabelBook, LabelItem, agreement, draw_sample, pair_items, pair_relevant,
                                        read_other_labels)
 from ragassay.stages.queries import read_query_items
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
-EX = Path(__file__).resolve().parents[1] / "datasets" / "example"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -36,17 +35,17 @@ def judged(tmp_path_factory) -> tuple[Path, Path]:
     """judge's records and qrels for the example's bm25 top 5, by the fake model."""
     d = tmp_path_factory.mktemp("judged")
     with FakeLLM() as server:
-        assert main(["judge", "--queries", str(EX / "queries.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--run",
-                     str(EX / "runs" / "bm25.txt"), "--depth", "5", "-o", str(d / "j.jsonl"), "--qrels-out",
+        assert main(["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--run",
+                     str(EXAMPLE / "runs" / "bm25.txt"), "--depth", "5", "-o", str(d / "j.jsonl"), "--qrels-out",
                      str(d / "judged.qrels"), "--base-url", server.url, "--model", "fake", "--cache",
                      str(d / "cache.sqlite"), "--quiet"]) == 0
     return d / "j.jsonl", d / "judged.qrels"
 
 
 def example_pairs(judgments: Path) -> list[LabelItem]:
-    chunks = {c.id: c for c in ragassay.read_chunks(EX / "chunks.jsonl")}
+    chunks = {c.id: c for c in ragassay.read_chunks(EXAMPLE / "chunks.jsonl")}
     records = [json.loads(line) for line in judgments.read_text().splitlines()]
-    return pair_items(read_query_items(EX / "queries.jsonl"), chunks, judgments=records)
+    return pair_items(read_query_items(EXAMPLE / "queries.jsonl"), chunks, judgments=records)
 
 
 # ------------------------------------------------------------------------------------- sample
@@ -170,7 +169,7 @@ def test_agreement_is_undefined_not_invented_when_everyone_says_one_thing():
 def test_other_peoples_labels_and_answers(tmp_path):
     from ragassay.product.labeling import answer_items
     from ragassay.stages.check import read_answers
-    answers = read_answers(EX / "answers.jsonl", {c.id: c for c in ragassay.read_chunks(EX / "chunks.jsonl")})
+    answers = read_answers(EXAMPLE / "answers.jsonl", {c.id: c for c in ragassay.read_chunks(EXAMPLE / "chunks.jsonl")})
     items = answer_items(answers, [{"id": a.id, "status": "ok", "label": "correct"} for a in answers])
     sample, info = draw_sample(items, 6, seed=1)
     other = tmp_path / "bob.jsonl"
@@ -292,7 +291,7 @@ def wait_progress(page, text: str) -> None:
 
 
 def label_args(judged: tuple[Path, Path], out: str, *extra: str) -> list[str]:
-    return ["pairs", "--queries", str(EX / "queries.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--judgments",
+    return ["pairs", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--judgments",
             str(judged[0]), "--sample", "30", "-o", out, *extra]
 
 
@@ -424,9 +423,9 @@ def test_report_track_and_gate_read_the_calibration(tmp_path, judged, capsys):
 
 def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_path, capsys):
     checks = tmp_path / "checks.jsonl"
-    answers = [json.loads(line) for line in (EX / "answers.jsonl").read_text().splitlines()]
+    answers = [json.loads(line) for line in (EXAMPLE / "answers.jsonl").read_text().splitlines()]
     checks.write_text("".join(json.dumps({"id": a["id"], "status": "ok", "label": "correct"}) + "\n" for a in answers))
-    run = Labeller(["answers", str(EX / "answers.jsonl"), "--chunks", str(EX / "chunks.jsonl"), "--checks",
+    run = Labeller(["answers", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--checks",
                     str(checks), "--sample", "4", "-o", "people.jsonl", "--assessor", "carol"], tmp_path)
     page = browser.new_page()
     page.goto(run.url)
@@ -445,8 +444,8 @@ def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_pat
     # answer, so each of the four people's labels meets a verdict
     from fake_llm import FakeLLM
     with FakeLLM() as fake:
-        check = subprocess.run([sys.executable, "-m", "ragassay", "check", str(EX / "answers.jsonl"), "--chunks",
-                                str(EX / "chunks.jsonl"), "-o", str(tmp_path / "c.jsonl"), "--human",
+        check = subprocess.run([sys.executable, "-m", "ragassay", "check", str(EXAMPLE / "answers.jsonl"), "--chunks",
+                                str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "c.jsonl"), "--human",
                                 str(tmp_path / "people.jsonl"), "--format", "json", "--base-url", fake.url,
                                 "--model", "fake", "--no-cache"], capture_output=True, text=True,
                                env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}, timeout=120)

@@ -15,10 +15,9 @@ import pytest
 import ragassay
 from ragassay.errors import MeasureError
 from ragassay.metrics.measures import parse_measure
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
 ir_measures = pytest.importorskip("ir_measures")
-EXAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragassay" / "example"
 
 
 def _random(seed: int, n_queries: int = 30, numeric_ids: bool = False):

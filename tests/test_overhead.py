@@ -20,8 +20,8 @@ from ragassay.llm import LLM, LLMConfig
 from ragassay.stages.engine import Call, run_stage
 from ragassay.stages.judge import plan_judge
 from ragassay.stages.queries import QueryItem
+from helpers import EXAMPLE
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 class Grade(BaseModel):
@@ -164,7 +164,7 @@ def test_a_run_keeps_no_calls_once_items_are_done(tmp_path):
 def test_a_process_that_sends_nothing_never_imports_openai(tmp_path):
     """A dry run (and a rerun of finished work) has no use for the openai package, which takes most
     of a second to import."""
-    ex = ROOT / "src" / "ragassay" / "example"
+    ex = EXAMPLE
     code = ("import sys; from ragassay.cli import main; "
             f"code = main(['judge', '--queries', {str(ex / 'queries.jsonl')!r}, '--chunks', {str(ex / 'chunks.jsonl')!r}, "
             f"'--run', {str(ex / 'runs' / 'bm25.txt')!r}, '-o', {str(tmp_path / 'j.jsonl')!r}, '--model', 'm', "

@@ -7,9 +7,8 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from pathlib import Path
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "ragassay"
 
 

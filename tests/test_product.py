@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from ragassay.cli import build_parser, main
-from helpers import nonempty
+from helpers import EXAMPLE, ROOT, nonempty
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "datasets" / "example"
 
 
 def test_every_command_is_in_the_readme():

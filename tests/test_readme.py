@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from helpers import EXAMPLE, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_commands() -> list[str]:
@@ -31,7 +30,7 @@ def test_readme_main_command_installs_a_declared_extra_and_runs_the_bundled_exam
     declared = re.findall(r"^(\w+) = \[", section, re.M)
     assert extras and set(extras[0].split(",")) <= set(declared)
     assert main.endswith("&& ragassay demo")
-    bundled = ROOT / "src" / "ragassay" / "example"
+    bundled = EXAMPLE
     for name in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "answers.jsonl", "runs/bm25.txt"):
         assert (bundled / name).is_file(), name
 

@@ -18,9 +18,8 @@ from pathlib import Path
 import pytest
 
 from fake_llm import FakeLLM
-from helpers import nonempty
+from helpers import ROOT, nonempty
 
-ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 TIMING = re.compile(r"\d+(?:\.\d+)? ms\b")
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from ragassay.cli import main
+from helpers import EXAMPLE
 
-EX = Path(__file__).resolve().parents[1] / "datasets" / "example"
 
 BODIES = {
     "html": ("text/html", b"<!DOCTYPE html><html><head><title>nginx</title></head><body>Welcome</body></html>",
@@ -110,8 +110,8 @@ def test_a_port_that_accepts_and_never_answers_fails_within_the_timeout(tmp_path
     url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
     try:
         start = time.monotonic()
-        code = main(["judge", "--queries", str(EX / "queries.jsonl"), "--chunks", str(EX / "chunks.jsonl"),
-                     "--run", str(EX / "runs" / "bm25.txt"), "--depth", "2", "-o", str(tmp_path / "j.jsonl"),
+        code = main(["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"),
+                     "--run", str(EXAMPLE / "runs" / "bm25.txt"), "--depth", "2", "-o", str(tmp_path / "j.jsonl"),
                      "--base-url", url, "--model", "m", "--no-cache", "--quiet", "--timeout", "2"])
         elapsed = time.monotonic() - start
     finally:
@@ -202,7 +202,7 @@ def test_generate_with_a_huge_limit_on_few_chunks_stops_when_its_chunks_are_spen
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
     chunks = tmp_path / "chunks.jsonl"
-    chunks.write_text("".join(line + "\n" for line in (EX / "chunks.jsonl").read_text().splitlines()[:6]))
+    chunks.write_text("".join(line + "\n" for line in (EXAMPLE / "chunks.jsonl").read_text().splitlines()[:6]))
     with FakeLLM() as server:
         code = main(["generate", str(chunks), "-o", str(tmp_path / "q.jsonl"), "--limit", "100000", "--base-url",
                      server.url, "--model", "m", "--no-cache", "--quiet"])
@@ -217,7 +217,7 @@ def test_generate_stops_at_max_calls(tmp_path, capsys):
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
     with FakeLLM() as server:
-        code = main(["generate", str(EX / "chunks.jsonl"), "-o", str(tmp_path / "q.jsonl"), "--limit", "20",
+        code = main(["generate", str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "q.jsonl"), "--limit", "20",
                      "--base-url", server.url, "--model", "m", "--no-cache", "--quiet", "--max-calls", "10"])
         calls = server.calls
     out = capsys.readouterr().out
@@ -228,7 +228,7 @@ def test_generate_says_why_the_models_answers_were_unusable(tmp_path, capsys):
     body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Sure! Here is a question."}}]})
     with Replying("application/json", body.encode()) as server:
-        code = main(["generate", str(EX / "chunks.jsonl"), "-o", str(tmp_path / "q.jsonl"), "--limit", "2",
+        code = main(["generate", str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "q.jsonl"), "--limit", "2",
                      "--base-url", server.url, "--model", "m", "--no-cache", "--quiet"])
     out = capsys.readouterr().out
     assert code == 1

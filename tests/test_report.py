@@ -15,9 +15,8 @@ import pytest
 from ragassay.cli import main
 from ragassay.product.report import load_inputs, write_report
 from ragassay.product.report_page import read_data_block
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "src" / "ragassay" / "example"
 NASTY = ("</script><script>alert(1)</script> <!-- <b>bold</b> | pipe\nsecond line\r\nthird "
          "\u2028 'single' \"double\" & amp ```fence``` # heading")
 ODD_ID = "q&<1>#é/%"
@@ -185,7 +184,7 @@ def test_report_reads_checks_records_and_a_one_record_questions_file(tmp_path, c
     """check's JSONL alone gives the label rates, the diagnosis (with qrels and a run) and people's
     agreement; a questions file with one record (its "kind" is a question kind) is records, not a result."""
     from ragassay.cli import main
-    ex = Path(__file__).resolve().parents[1] / "datasets" / "example"
+    ex = EXAMPLE
     checks = tmp_path / "checks.jsonl"
     checks.write_text("".join(json.dumps({"id": i, "label": lab, "status": "ok", "response_words": 3}) + "\n"
                               for i, lab in (("q05", "hallucinated"), ("q06", "correct"), ("q17", "partial"),

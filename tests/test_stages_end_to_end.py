@@ -18,9 +18,8 @@ import pytest
 from fake_llm import FakeLLM, dead_url
 
 from ragassay.cli import main
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "example"
 QUERIES, CHUNKS = str(EXAMPLE / "queries.jsonl"), str(EXAMPLE / "chunks.jsonl")
 BM25, TFIDF = str(EXAMPLE / "runs" / "bm25.txt"), str(EXAMPLE / "runs" / "tfidf.txt")
 

@@ -17,9 +17,8 @@ from ragassay.cli import build_parser, main
 from ragassay.metrics.measures import measure_names
 
 from fake_llm import FakeLLM, dead_url
-from helpers import nonempty
+from helpers import ROOT, nonempty
 
-ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
