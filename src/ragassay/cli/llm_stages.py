@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from .options import (add_batch_options, add_format_option, add_llm_options, batch_box, finish_batch, llm_config,
@@ -21,6 +22,25 @@ def offline_llms(configs):
     from ..llm import LLM
     from ..llm.batch import OfflineClient
     return [LLM(c, client=OfflineClient()) for c in configs]
+
+
+def api_arguments(args: argparse.Namespace, function: Callable[..., Any]) -> dict[str, Any]:
+    """The command's flags that ``function`` (its Python API twin) takes: the same names, so every
+    flag reaches the library by name (tests/test_api.py checks that each flag has its keyword)."""
+    import inspect
+    names = inspect.signature(function).parameters
+    return {name: value for name, value in vars(args).items() if name in names}
+
+
+def render_stage(result: Any, args: argparse.Namespace,
+                 text: Callable[[Any, argparse.Namespace], str]) -> str | tuple[str, int]:
+    """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON or as ``text``."""
+    from ..stages.engine import Estimate
+    if isinstance(result, Estimate):
+        return to_json(result.to_dict()) if args.format == "json" else result.text()
+    if args.format == "json":
+        return to_json(nan_to_none({**result.to_dict(), "batch": result.batch_note or None})), result.exit_code
+    return text(result, args), result.exit_code
 
 
 # ---------------------------------------------------------------------------------------- ping
@@ -105,57 +125,17 @@ def judge(sub: Any) -> None:
 
 
 def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
-    import asyncio
-    from ..data.io import read_chunks, read_qrels, read_run
-    from ..stages.judge import JudgeOptions, build_llms, execute_judge, model_configs, plan_judge
-    from ..stages.queries import read_query_items
-    if args.samples < 1 or args.batch < 1 or args.depth < 1:
-        raise UsageError("--samples, --batch and --depth must be at least 1")
-    queries = read_query_items(args.queries)
-    chunks = {c.id: c for c in read_chunks(args.chunks)}
-    run = read_run(args.run)
-    keep = read_qrels(args.keep) if args.keep else None
-    if args.max_chunk_chars < 500:
-        raise UsageError("--max-chunk-chars must be at least 500")
-    from ..stages.engine import parse_shard
-    options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch, seed=args.seed, tie=args.tie,
-                           max_chunk_chars=args.max_chunk_chars, long_chunks=args.long_chunks, quiet=args.quiet,
-                           shard=parse_shard(args.shard) if args.shard else None)
-    configs = model_configs(llm_config(args), args.model)
+    from ..api import judge
+    return render_stage(judge(**api_arguments(args, judge)), args, _judge_text)
 
-    def plan():
-        return plan_judge(queries, chunks, run, configs, args.output, options=options, keep=keep,
-                          coverage_out=args.coverage_out)
-    if args.dry_run:  # offline: no endpoint, no key
-        est = plan().estimate()
-        est.batch = args.backend == "batch"
-        return to_json(est.to_dict()) if args.format == "json" else est.text()
 
-    def run_once(box):
-        async def body():
-            llms = offline_llms(configs) if box is not None and box.collect else build_llms(configs[0], args.model)
-            for llm in llms:
-                llm.batch = box
-            try:
-                return await execute_judge(plan(), llms, qrels_out=args.qrels_out)
-            finally:
-                for llm in llms:
-                    llm.close()
-        return asyncio.run(body())
-    if args.backend == "batch":
-        result, batch_note = run_batch_rounds(args, configs[0], args.output, run_once)
-    else:
-        box = batch_box(args)
-        result = run_once(box)
-        batch_note = finish_batch(args, box, result.pending)
-    if args.format == "json":
-        return to_json(nan_to_none({**result.to_dict(), "batch": batch_note or None})), result.exit_code
-    out = [result.text(), f"judgments: {args.output}"] + ([batch_note] if batch_note else [])
+def _judge_text(result: Any, args: argparse.Namespace) -> str:
+    out = [result.text(), f"judgments: {args.output}"] + ([result.batch_note] if result.batch_note else [])
     if args.qrels_out:
         out.append(f"qrels: {args.qrels_out}")
     if args.coverage_out:
         out.append(f"coverage: {args.coverage_out}")
-    return "\n".join(out), result.exit_code
+    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------------------- check
@@ -178,7 +158,7 @@ def check(sub: Any) -> None:
     p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")
     p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")
     p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")
-    p.add_argument("-k", "--depth", dest="k", type=positive_int, default=10,
+    p.add_argument("-k", "--depth", type=positive_int, default=10,
                    help="retrieval depth for the diagnosis's recall@k (default 10; --depth as in judge)")
     p.add_argument("--retrieval-threshold", type=share, default=0.5,
                    help="recall@k at or above this is good retrieval (default 0.5)")
@@ -205,84 +185,16 @@ def _fmt_rate(r: dict) -> str:
 
 
 def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
-    import asyncio
-    from ..data.io import iter_jsonl, read_chunks, read_qrels, read_run
-    from ..llm import LLM
-    from ..llm.errors import LLMError
-    from ..stages.check import (CheckOptions, answer_fields, check_answers, check_result, plan_check, read_answers,
-                                read_human_labels, retrieval_recall)
-    if bool(args.run) != bool(args.qrels):
-        raise UsageError("the diagnosis needs both --run and --qrels")
-    if args.samples < 1:
-        raise UsageError("--samples must be at least 1")
-    chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
-    items = read_answers(args.answers, chunks)
-    fields = ({str(answer_fields(obj, no)["id"]): obj for no, obj in iter_jsonl(args.answers)}
-              if args.by else None)
-    for name in args.by or ():  # checked before anything is spent: a breakdown by nothing means nothing
-        if not any(name in obj for obj in (fields or {}).values()):
-            known = sorted({k for obj in (fields or {}).values() for k in obj})
-            raise UsageError(f"--by {name}: no answer has this field (fields: {', '.join(known)})")
-    qrels = read_qrels(args.qrels) if args.qrels else None
-    run = read_run(args.run) if args.run else None
-    human = read_human_labels(args.human) if args.human else None
-    config = llm_config(args)
-    if args.max_response_chars < 1 or args.max_context_chars < 1:
-        raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
-    from ..stages.engine import parse_shard
-    options = CheckOptions(samples=args.samples, seed=args.seed, quiet=args.quiet,
-                           max_response_chars=args.max_response_chars,
-                           max_context_chars=args.max_context_chars,
-                           shard=parse_shard(args.shard) if args.shard else None)
-    recall = retrieval_recall(qrels, run, args.k) if run is not None else None
-    if args.dry_run:  # offline: no endpoint, no key
-        est = plan_check(items, config, args.output, options=options, chunks=chunks, gold_recall=recall)
-        est.batch = args.backend == "batch"
-        return to_json(est.to_dict()) if args.format == "json" else est.text()
-    usage = []
-
-    def run_once(box):
-        try:
-            if box is not None and box.collect:
-                llm = offline_llms([config])[0]
-            else:
-                config.check()
-                llm = LLM(config)
-            llm.batch = box
-        except LLMError as e:
-            if e.kind != "config" or config.api_key or config.base_url:
-                raise  # only "no endpoint at all" means rules only; a bad setting is an error
-            llm = None
-
-        async def body():
-            try:
-                return await check_answers(items, llm, args.output, options=options, chunks=chunks, gold_recall=recall)
-            finally:
-                if llm is not None:
-                    usage.append(llm.usage)
-                    llm.close()
-        return asyncio.run(body())
-    if args.backend == "batch":
-        done, batch_note = run_batch_rounds(args, config, args.output, run_once)
-    else:
-        box = batch_box(args)
-        done = run_once(box)
-        batch_note = finish_batch(args, box, done.pending)
-    result = check_result(done, recall=recall,
-                          threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)
-    if usage:
-        result["usage"] = {config.model: usage[-1].to_dict()}
-        result["usage_text"] = usage[-1].summary()
-    result["pending"] = done.pending
-    if args.format == "json":
-        return to_json(nan_to_none({**result, "batch": batch_note or None})), done.exit_code
-    text = _check_text(result, args) + (f"\n{batch_note}" if batch_note else "")
-    if done.errors or done.stopped:
-        text += "\n" + done.failure_text()
-    return text, done.exit_code
+    from ..api import check
+    return render_stage(check(**api_arguments(args, check), announce=True), args, _check_text)
 
 
-def _check_text(result: dict, args: argparse.Namespace) -> str:
+def _check_text(done: Any, args: argparse.Namespace) -> str:
+    text = _summary_text(done.to_dict(), args) + (f"\n{done.batch_note}" if done.batch_note else "")
+    return text + ("\n" + done.failure_text() if done.run.errors or done.run.stopped else "")
+
+
+def _summary_text(result: dict, args: argparse.Namespace) -> str:
     s = result["summary"]
     rows = [[lab, s["counts"][lab], _fmt_rate(s["rates"][lab])] for lab in ("correct", "partial", "hallucinated", "abstained")]
     out = [render_table(["label", "count", "rate [95% CI]"], rows)]
@@ -300,7 +212,7 @@ def _check_text(result: dict, args: argparse.Namespace) -> str:
         c = d["cells"]
         def cell(k):
             return f"{c[k]['count']} ({', '.join(c[k]['examples'])})" if c[k]["count"] else "0"
-        out.append(f"diagnosis: recall@{args.k} >= {d['threshold']} is good retrieval; a good answer is a correct one\n" +
+        out.append(f"diagnosis: recall@{args.depth} >= {d['threshold']} is good retrieval; a good answer is a correct one\n" +
                    render_table(["", "good answer", "bad answer"],
                                 [["good retrieval", cell("good_retrieval_good_answer"), cell("good_retrieval_bad_answer")],
                                  ["bad retrieval", cell("bad_retrieval_good_answer"), cell("bad_retrieval_bad_answer")]])
