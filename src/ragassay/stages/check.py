@@ -371,6 +371,14 @@ class CheckResult:
     def pending(self) -> int:
         return self.run.pending
 
+    @property
+    def ok(self) -> int:
+        return self.run.ok
+
+    @property
+    def errors(self) -> int:
+        return self.run.errors
+
     def failure_text(self) -> str:
         return self.run.failure_text()
 
