@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +13,7 @@ from .options import (add_batch_options, add_format_option, add_llm_options, bat
 from ..errors import RagassayError, UsageError
 from ..product.formatting import render_table, to_json
 from ..data.results import nan_to_none
+from .render import render
 from .values import nonneg_int, percent, positive_float, positive_int, share
 
 
@@ -37,10 +37,9 @@ def render_stage(result: Any, args: argparse.Namespace,
     """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON or as ``text``."""
     from ..stages.engine import Estimate
     if isinstance(result, Estimate):
-        return to_json(result.to_dict()) if args.format == "json" else result.text()
-    if args.format == "json":
-        return to_json(nan_to_none({**result.to_dict(), "batch": result.batch_note or None})), result.exit_code
-    return text(result, args), result.exit_code
+        return render(args, result.to_dict, result.text)
+    return render(args, lambda: nan_to_none({**result.to_dict(), "batch": result.batch_note or None}),
+                  lambda: text(result, args), result.exit_code)
 
 
 # ---------------------------------------------------------------------------------------- ping
@@ -58,27 +57,32 @@ def ping(sub: Any) -> None:
     p.set_defaults(handler=run_ping)
 
 
-def run_ping(args: argparse.Namespace) -> str:
+def run_ping(args: argparse.Namespace) -> str | tuple[str, int]:
     import asyncio
 
-    from ..llm.ping import ping
-    config = llm_config(args)
-    try:
-        info = asyncio.run(ping(config))
-    except RagassayError as e:
-        if args.format != "json":
-            raise
-        print(f"ragassay ping: error: {e}", file=sys.stderr)  # a script reads stdout, a person stderr
-        return to_json({"kind": "ping", "version": 1, "endpoint": config.public_base_url(), "model": config.model,
-                        "status": "error", "error": str(e)}), 1
-    if args.format == "json":
-        return to_json({"kind": "ping", "version": 1, **info, "status": "ok"})
+    from ..llm.ping import ping_report
+    report = asyncio.run(ping_report(llm_config(args)))
+    return render(args, lambda: _ping_json(report), lambda: _ping_text(report), PING_EXIT[report["status"]])
+
+
+PING_EXIT = {"ok": 0, "error": 1}
+
+
+def _ping_json(report: dict) -> dict:
+    if report["status"] == "error":  # a script reads the JSON on stdout, a person this line on stderr
+        print(f"ragassay ping: error: {report['error']}", file=sys.stderr)
+    return report
+
+
+def _ping_text(report: dict) -> str:
+    if report["status"] == "error":
+        raise RagassayError(report["error"])
     modes = {"json_schema": "supported (json_schema)",
              "json_object": "json_schema rejected; using JSON mode + validation",
              "prompt": "json_schema and JSON mode rejected; using instructions + validation"}
-    return "\n".join([f"endpoint:            {info['endpoint']}", f"model:               {info['model']}",
-                      f"latency:             {info['latency_ms']} ms",
-                      f"structured outputs:  {modes[info['structured_outputs']]}", "status:              ok"])
+    return "\n".join([f"endpoint:            {report['endpoint']}", f"model:               {report['model']}",
+                      f"latency:             {report['latency_ms']} ms",
+                      f"structured outputs:  {modes[report['structured_outputs']]}", "status:              ok"])
 
 
 # --------------------------------------------------------------------------------------- judge
@@ -368,25 +372,19 @@ def remap(sub: Any) -> None:
     p.set_defaults(handler=run_remap)
 
 
-def run_remap(args: argparse.Namespace) -> str:
-    from ..data.io import read_chunks, read_records, write_qrels
-    from ..data.records import Question
-    from ..stages.remap import remap
-    questions = [q for _, q in read_records(args.questions, Question, "question")]
-    result = remap(questions, read_chunks(args.new_chunks), args.threshold)
-    write_qrels(args.output, result.qrels)
-    how = Counter(result.how.values())
-    if args.format == "json":
-        return to_json({"kind": "remap", "version": 1, "questions": len(questions), "placed": len(result.placed),
-                        "how": dict(how), "unplaced": result.unplaced, "no_evidence": result.no_evidence,
-                        "output": str(args.output)})
-    lines = [f"placed {len(result.placed)} of {len(questions)} questions (" +
-             ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + f"); qrels: {args.output}"]
-    if result.unplaced:
-        lines.append(f"{len(result.unplaced)} questions have evidence that could not be placed:")
-        lines += [f"  {qid}: {quotes[0][:90]!r}" for qid, quotes in list(result.unplaced.items())[:20]]
-    if result.no_evidence:
-        lines.append(f"{len(result.no_evidence)} questions carry no evidence quotes: {', '.join(result.no_evidence[:10])}")
+def run_remap(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..stages.remap import remap_files
+    result = remap_files(args.questions, args.new_chunks, args.output, args.threshold)
+    return render(args, lambda: result, lambda: _remap_text(result))
+
+
+def _remap_text(result: dict) -> str:
+    lines = [f"placed {result['placed']} of {result['questions']} questions (" +
+             ", ".join(f"{k} {v}" for k, v in sorted(result["how"].items())) + f"); qrels: {result['output']}"]
+    if result["unplaced"]:
+        lines.append(f"{len(result['unplaced'])} questions have evidence that could not be placed:")
+        lines += [f"  {qid}: {quotes[0][:90]!r}" for qid, quotes in list(result["unplaced"].items())[:20]]
+    if result["no_evidence"]:
+        lines.append(f"{len(result['no_evidence'])} questions carry no evidence quotes: "
+                     f"{', '.join(result['no_evidence'][:10])}")
     return "\n".join(lines)
-
-
