@@ -102,8 +102,9 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
     run_table, keep_table = coerce_run(run), (coerce_qrels(keep) if keep is not None else None)
     llms = _given(llm)
-    config = _config(model, base_url, timeout, concurrency, rpm, tpm, cache, no_cache, price_in, price_out,
-                     max_calls, max_cost, llm_settings)
+    config = _config(model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm,
+                     tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
+                     max_calls=max_calls, max_cost=max_cost)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
     with _output(output, "judgments.jsonl") as out:
         job = JudgeJob(items, chunk_map, run_table, configs, out, options=options, keep=keep_table,
@@ -167,8 +168,10 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     people = (read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)) if human is not None \
         else None
     given = _given(llm)
-    config = given[0].config if given else _config(model, base_url, timeout, concurrency, rpm, tpm, cache, no_cache,
-                                                   price_in, price_out, max_calls, max_cost, llm_settings)
+    config = given[0].config if given else _config(
+        model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
+        max_cost=max_cost)
     with _output(output, "checks.jsonl") as out:
         job = CheckJob(items, config, out, options=options, chunks=chunk_map, gold_recall=recall, announce=announce)
         done = _run(job, on, dry_run, given, temporary=output is None)
@@ -222,19 +225,14 @@ def _run(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | 
                            "the finished records too)", e.reason) from None
 
 
-def _config(model: str | Sequence[str] | None, base_url: str | None, timeout: float | None,
-            concurrency: int | None, rpm: float | None, tpm: float | None, cache: str | Path | None,
-            no_cache: bool, price_in: float | None, price_out: float | None, max_calls: int | None,
-            max_cost: float | None, settings: dict[str, Any]) -> LLMConfig:
-    """The endpoint's config from the flags' values (the first model of a jury); unset values come
-    from the environment (``OPENAI_BASE_URL``, ``RAGASSAY_MODEL``, ...)."""
+def _config(model: str | Sequence[str] | None, settings: dict[str, Any], *, cache: str | Path | None,
+            no_cache: bool, **flags: Any) -> LLMConfig:
+    """The endpoint's config from the LLM flags' values (the first model of a jury) and any further
+    ``LLMConfig`` settings; unset values come from the environment (``OPENAI_BASE_URL``, ...)."""
     models = _models(model)
-    return LLMConfig.from_env(**{**settings, "model": models[0] if models else None, "base_url": base_url,
-                                 "timeout": timeout, "concurrency": concurrency, "rpm": rpm, "tpm": tpm,
+    return LLMConfig.from_env(**{**settings, **flags, "model": models[0] if models else None,
                                  "cache_path": Path(cache) if cache is not None else settings.get("cache_path"),
-                                 "use_cache": not no_cache and settings.get("use_cache", True),
-                                 "price_in": price_in, "price_out": price_out, "max_calls": max_calls,
-                                 "max_cost": max_cost})
+                                 "use_cache": not no_cache and settings.get("use_cache", True)})
 
 
 def _models(model: str | Sequence[str] | None) -> list[str] | None:

@@ -162,7 +162,7 @@ def check(sub: Any) -> None:
     p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")
     p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")
     p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")
-    p.add_argument("-k", "--depth", type=positive_int, default=10,
+    p.add_argument("-k", "--depth", type=positive_int, default=10, metavar="K",
                    help="retrieval depth for the diagnosis's recall@k (default 10; --depth as in judge)")
     p.add_argument("--retrieval-threshold", type=share, default=0.5,
                    help="recall@k at or above this is good retrieval (default 0.5)")
