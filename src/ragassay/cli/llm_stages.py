@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
-from .options import (add_batch_options, add_format_option, add_llm_options, batch_box, finish_batch, llm_config,
-                      run_batch_rounds)
+from .options import (add_batch_options, add_format_option, add_llm_options, api_arguments, batch_box, finish_batch,
+                      llm_config, run_batch_rounds)
 from ..errors import RagassayError, UsageError
 from ..product.formatting import render_table, to_json
-from ..data.results import nan_to_none
-from .render import render
+from .render import render, render_stage
 from .values import nonneg_int, percent, positive_float, positive_int, share
 
 
@@ -22,24 +20,6 @@ def offline_llms(configs):
     from ..llm import LLM
     from ..llm.batch import OfflineClient
     return [LLM(c, client=OfflineClient()) for c in configs]
-
-
-def api_arguments(args: argparse.Namespace, function: Callable[..., Any]) -> dict[str, Any]:
-    """The command's flags that ``function`` (its Python API twin) takes: the same names, so every
-    flag reaches the library by name (tests/test_api.py checks that each flag has its keyword)."""
-    import inspect
-    names = inspect.signature(function).parameters
-    return {name: value for name, value in vars(args).items() if name in names}
-
-
-def render_stage(result: Any, args: argparse.Namespace,
-                 text: Callable[[Any, argparse.Namespace], str]) -> str | tuple[str, int]:
-    """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON or as ``text``."""
-    from ..stages.engine import Estimate
-    if isinstance(result, Estimate):
-        return render(args, result.to_dict, result.text)
-    return render(args, lambda: nan_to_none({**result.to_dict(), "batch": result.batch_note or None}),
-                  lambda: text(result, args), result.exit_code)
 
 
 # ---------------------------------------------------------------------------------------- ping

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..metrics.measures import measure_names
 from ..product.formatting import TABLE_FORMATS
@@ -117,3 +118,11 @@ def batch_box(args: argparse.Namespace):
 def finish_batch(args: argparse.Namespace, box, pending: int) -> str:
     """Write the collected requests; the lines that tell the user what to do next."""
     return backend(args).finish(box, pending)
+
+
+def api_arguments(args: argparse.Namespace, function: Callable[..., Any]) -> dict[str, Any]:
+    """The command's flags that ``function`` (its Python API twin) takes: the same names, so every
+    flag reaches the library by name (tests/test_api.py checks that each flag has its keyword)."""
+    import inspect
+    names = inspect.signature(function).parameters
+    return {name: value for name, value in vars(args).items() if name in names}
