@@ -164,3 +164,13 @@ def test_check_takes_the_commands_argument_checks():
         ragassay.check(EX / "answers.jsonl", chunks=EX / "chunks.jsonl", by=["team"])
     with pytest.raises(UsageError, match="--max-chunk-chars must be at least 500"):
         ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt", max_chunk_chars=100)
+
+
+def test_a_list_of_models_is_a_jury_as_repeated_model_flags_are():
+    with FakeLLM() as server:
+        judged = ragassay.judge(EX / "queries.jsonl", EX / "chunks.jsonl", EX / "runs" / "bm25.txt",
+                                model=["fake-a", "fake-b"], base_url=server.url, depth=1, no_cache=True)
+        models = sorted({r["model"] for r in server.requests})
+    assert server.calls == 44 and models == ["fake-a", "fake-b"]  # every pair asked of each juror
+    assert set(judged.usage) == {"fake-a", "fake-b"} and judged.usage["fake-b"]["calls"] == 22
+    assert all(set(r["juror_grades"]) == {"fake-a", "fake-b"} for r in judged.records)
