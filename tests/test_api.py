@@ -8,7 +8,7 @@ import pytest
 from fake_llm import FakeLLM
 
 import ragassay
-from helpers import EXAMPLE
+from helpers import EXAMPLE, nonempty
 
 pd = pytest.importorskip("pandas")  # an optional dependency; the [test] extra installs it
 
@@ -92,3 +92,84 @@ def test_an_aborted_run_without_an_output_does_not_name_a_deleted_journal():
                        base_url=dead_url(), depth=1)
     text = str(e.value)
     assert "stopped early" in text and "journal" not in text and "pass output=" in text
+
+
+# the command's flags that are not keywords of its Python twin, and why
+CLI_ONLY = {"format": "how the command prints; the function returns the result itself",
+            "help": "argparse's own"}
+# flags whose keyword has another default, and why
+OTHER_DEFAULTS = {"quiet": True}  # a notebook or script shows no progress bar unless asked
+
+
+def _flags(command: str):
+    import argparse
+
+    from ragassay.cli import build_parser
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [a for a in sub.choices[command]._actions if a.dest not in CLI_ONLY]
+
+
+@pytest.mark.parametrize("command", ["judge", "check"])
+def test_the_function_takes_every_flag_of_its_command_by_name_with_its_default(command):
+    import inspect
+    params = inspect.signature(getattr(ragassay, command)).parameters
+    flags = _flags(command)
+    assert len(flags) >= 30  # the walk covers the stage's, the LLM and the batch flags, not an empty list
+    for action in nonempty(flags):
+        assert action.dest in params, f"--{action.dest.replace('_', '-')} has no keyword in ragassay.{command}"
+        param = params[action.dest]
+        if action.required or not action.option_strings:
+            continue  # required on the command line: the function takes it (a temporary output if left out)
+        expected = OTHER_DEFAULTS.get(action.dest, action.default)
+        default = list(param.default) if isinstance(param.default, tuple) else param.default
+        assert default == expected, f"ragassay.{command}({action.dest}=) defaults to {default!r}, the flag {expected!r}"
+
+
+def test_usage_is_numbers_and_check_returns_its_rates():
+    with FakeLLM() as server:
+        judged = ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt", model="fake",
+                                base_url=server.url, depth=1, no_cache=True)
+        judge_calls = server.calls
+        checked = ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", model="fake", base_url=server.url,
+                                 qrels=EXAMPLE / "qrels.txt", run=EXAMPLE / "runs" / "bm25.txt", depth=5, no_cache=True)
+    assert judge_calls == 22 and judged.usage["fake"]["calls"] == 22 and judged.usage["fake"]["ok"] == 22
+    assert judged.usage["fake"]["prompt_tokens"] > 0 and "22 calls" in judged.usage_text
+    assert checked.usage["fake"]["calls"] == server.calls - judge_calls == 14  # 2 of 16 decided by rule
+    summary = checked.summary
+    assert summary["kind"] == "check" and summary["items"] == 16 and summary["summary"]["answers"] == 16
+    assert sum(summary["diagnosis"]["cells"][c]["count"] for c in summary["diagnosis"]["cells"]) == 16
+    assert checked.exit_code == 0 and checked.to_dict()["pending"] == 0
+
+
+def test_dry_runs_and_batch_files_as_on_the_command_line(tmp_path):
+    est = ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt", model="gpt-4o-mini",
+                         depth=2, backend="batch", dry_run=True, no_cache=True)
+    assert est.calls == 44 and est.to_dict()["batch"]["requests_per_round"] == [44]
+    requests = tmp_path / "requests.jsonl"
+    out = ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", model="gpt-4o-mini",
+                         output=tmp_path / "checks.jsonl", export_requests=requests, no_cache=True)
+    lines = requests.read_text().splitlines()
+    assert len(lines) == 14 and out.pending == 14 and "14 items wait for 14 batch answers" in out.batch_note
+    assert [r["decided_by"] for r in out.records] == ["rule", "rule"]  # only what needed no call is written
+    with pytest.raises(ragassay.RagassayError, match="--backend batch sends the batches itself"):
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", backend="batch", import_results=[requests])
+
+
+def test_check_takes_the_commands_argument_checks():
+    from ragassay.errors import UsageError
+    with pytest.raises(UsageError, match="needs both --run and --qrels"):
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", qrels=EXAMPLE / "qrels.txt")
+    with pytest.raises(UsageError, match="--by team: no answer has this field"):
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", by=["team"])
+    with pytest.raises(UsageError, match="--max-chunk-chars must be at least 500"):
+        ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt", max_chunk_chars=100)
+
+
+def test_a_list_of_models_is_a_jury_as_repeated_model_flags_are():
+    with FakeLLM() as server:
+        judged = ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt",
+                                model=["fake-a", "fake-b"], base_url=server.url, depth=1, no_cache=True)
+        models = sorted({r["model"] for r in server.requests})
+    assert server.calls == 44 and models == ["fake-a", "fake-b"]  # every pair asked of each juror
+    assert set(judged.usage) == {"fake-a", "fake-b"} and judged.usage["fake-b"]["calls"] == 22
+    assert all(set(r["juror_grades"]) == {"fake-a", "fake-b"} for r in judged.records)

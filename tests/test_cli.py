@@ -148,7 +148,7 @@ def test_one_dialect_the_same_flag_spelling_works_everywhere(capsys):
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, __import__("argparse")._SubParsersAction)).choices
     assert sub["demo"].parse_args(["-o", "d"]).out == sub["demo"].parse_args(["--out", "d"]).out == "d"
-    assert sub["check"].parse_args(["a.jsonl", "-o", "c", "--depth", "5"]).k == 5
+    assert sub["check"].parse_args(["a.jsonl", "-o", "c", "--depth", "5"]).depth == 5
     assert sub["agree"].parse_args(["a", "b", "--run", "x", "--run", "y"]).runs == ["x", "y"]
     assert sub["agree"].parse_args(["a", "b", "--runs", "x", "y"]).runs == ["x", "y"]
     for name, p in nonempty(sub.items()):  # no formatting artefacts in help

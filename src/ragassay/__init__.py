@@ -19,7 +19,9 @@ _EXPORTS = {
     "agree": "metrics.agreement", "Agreement": "metrics.agreement",
     "run_retriever": "stages.retrieve",
     "check_answers": "stages.check", "read_answers": "stages.check", "label_summary": "metrics.labels",
-    "judge_run": "stages.judge", "JudgeOptions": "stages.judge", "read_query_items": "stages.queries",
+    "CheckOptions": "stages.check", "CheckResult": "stages.check",
+    "judge_run": "stages.judge", "JudgeOptions": "stages.judge", "JudgeResult": "stages.judge",
+    "read_query_items": "stages.queries", "Estimate": "stages.engine",
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "judge": "api", "check": "api",
@@ -50,9 +52,10 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics.agreement import Agreement, agree
     from .metrics.compare import Comparison, compare
     from .metrics.evaluate import Evaluation, evaluate
-    from .stages.check import check_answers, read_answers
+    from .stages.check import CheckOptions, CheckResult, check_answers, read_answers
+    from .stages.engine import Estimate
     from .metrics.labels import label_summary
-    from .stages.judge import JudgeOptions, judge_run
+    from .stages.judge import JudgeOptions, JudgeResult, judge_run
     from .stages.queries import read_query_items
     from .llm import LLM, LLMConfig, LLMError
     from .stages.retrieve import run_retriever

@@ -1,59 +1,278 @@
-"""The notebook-shaped API: ``ragassay.judge(...)`` and ``ragassay.check(...)`` run a stage and
-return its typed result (``.records``, ``.to_dataframe()``), with no event loop or output file to
-manage. They work in a script and inside a notebook, whose own event loop is already running.
+"""The LLM stages as Python functions: ``ragassay.judge(...)`` and ``ragassay.check(...)`` are what
+the ``judge`` and ``check`` commands call, with the same keyword names and defaults as their flags
+(``--max-chunk-chars 6000`` is ``max_chunk_chars=6000``). They read files or take objects, run the
+stage on the one scaffold (``dry_run=True`` gives its estimate; ``backend="batch"`` goes through the
+Batch API) and return a typed result (``.records``, ``.to_dataframe()``, ``.usage`` as numbers). They
+work in a script and inside a notebook, whose own event loop is already running.
+
+A dry run of the bundled example, offline (no endpoint, no key):
+
+>>> import ragassay
+>>> from ragassay.product.demo import example_dir
+>>> ex = example_dir()
+>>> est = ragassay.judge(ex / "queries.jsonl", ex / "chunks.jsonl", ex / "runs" / "bm25.txt", depth=5,
+...                      model="gpt-4o-mini", no_cache=True, dry_run=True)
+>>> est.items, est.calls  # the top 5 of 22 queries (two have only 3 and 4): one call each
+(107, 107)
+>>> est = ragassay.check(ex / "answers.jsonl", chunks=ex / "chunks.jsonl", model="gpt-4o-mini", no_cache=True,
+...                      dry_run=True)
+>>> est.items, est.decided_without_call, est.calls
+(16, 2, 14)
 """
 
 from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Iterator, TypeVar
 
 from .data.records import AnswerItem, Chunk
-from .errors import InputError
+from .errors import InputError, UsageError
 from .llm import LLM, LLMConfig
-from .stages.engine import StageAborted, StageRun
-from .stages.judge import JudgeOptions, JudgeResult, judge_run
+from .stages.check import CheckOptions, CheckResult
+from .stages.engine import Estimate, StageAborted
+from .stages.judge import JudgeOptions, JudgeResult
 from .stages.queries import QueryItem
+from .stages.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
 
 T = TypeVar("T")
 
 
-def run_sync(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine to completion from synchronous code, even where an event loop is already
-    running (Jupyter): then in a worker thread with a loop of its own."""
+def in_own_thread(work: Callable[[], T]) -> T:
+    """``work()`` (which runs its own event loops) where no loop is running: inside a notebook's
+    loop it runs in a worker thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
+        return work()
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
+        return pool.submit(work).result()
 
 
-def _llm(llm: LLM | None, model: str | None, base_url: str | None, settings: dict[str, Any]) -> tuple[LLM, bool]:
-    if llm is not None:
-        return llm, False
-    return LLM(LLMConfig.from_env(model=model, base_url=base_url, **settings)), True
+# ------------------------------------------------------------------------------------ judge
+
+def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
+          output: str | Path | None = None, depth: int = 10, qrels_out: str | Path | None = None,
+          coverage_out: str | Path | None = None, keep: Any = None, samples: int = 1, seed: int = 0,
+          tie: str = "lower", batch: int = 1, max_chunk_chars: int = 6000, long_chunks: str = "windows",
+          cache_friendly: bool = False, model: str | Sequence[str] | None = None, base_url: str | None = None,
+          timeout: float | None = None,
+          concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
+          cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
+          price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
+          dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+          import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
+          shard: str | tuple[int, int] | None = None, quiet: bool = True, llm: LLM | Sequence[LLM] | None = None,
+          options: JudgeOptions | None = None, **llm_settings: Any) -> JudgeResult | Estimate:
+    """Grade the top ``depth`` chunks of every query in ``run`` 0-3: ``ragassay judge`` as a call.
+
+    ``queries``, ``chunks``, ``run`` and ``keep`` may be files, dicts, lists or DataFrames; every
+    other keyword is the command's flag of the same name, with its default (``depth=5``,
+    ``samples=3``, ``coverage_out=``, ``backend="batch"``, ``max_calls=``, ...). A list of models
+    makes a jury. Without ``output`` the records live only in the result (the answer cache still
+    makes a rerun free). ``quiet`` (no progress bar) is the one default that differs: True here.
+    ``llm=`` gives clients you made (kept open); further LLM settings (``max_attempts=``, ...) go
+    to :class:`~ragassay.LLMConfig`. Returns a :class:`~ragassay.stages.judge.JudgeResult`, or the
+    :class:`~ragassay.stages.engine.Estimate` of a ``dry_run``.
+
+    >>> from ragassay.product.demo import example_dir
+    >>> ex = example_dir()
+    >>> est = judge(ex / "queries.jsonl", ex / "chunks.jsonl", ex / "runs" / "bm25.txt", depth=2, samples=3,
+    ...             model="gpt-4o-mini", no_cache=True, dry_run=True)
+    >>> est.items, est.calls  # 22 queries x their top 2 chunks, each asked 3 times
+    (44, 132)
+    """
+    if samples < 1 or batch < 1 or depth < 1:
+        raise UsageError("--samples, --batch and --depth must be at least 1")
+    if max_chunk_chars < 500:
+        raise UsageError("--max-chunk-chars must be at least 500")
+    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
+    on.check()
+    options = _stage_options(JudgeOptions, options, depth=depth, samples=samples, batch=batch, seed=seed, tie=tie,
+                             max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
+                             cache_friendly=cache_friendly, shard=_shard(shard))
+    from .data.io import coerce_qrels, coerce_run
+    from .stages.judge import JudgeJob, model_configs
+    items, chunk_map = _queries(queries), _chunks(chunks)
+    if chunk_map is None:
+        raise InputError("judge needs the chunks the run retrieved (chunks=...)")
+    run_table, keep_table = coerce_run(run), (coerce_qrels(keep) if keep is not None else None)
+    llms = _given(llm)
+    config = _config(model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm,
+                     tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
+                     max_calls=max_calls, max_cost=max_cost)
+    configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
+    with _output(output, "judgments.jsonl") as out:
+        job = JudgeJob(items, chunk_map, run_table, configs, out, options=options, keep=keep_table,
+                       qrels_out=qrels_out, coverage_out=coverage_out)
+        done = _run(job, on, dry_run, llms, temporary=output is None)
+    if isinstance(done, Estimate):
+        return done
+    done.result.batch_note = done.batch_note
+    return done.result
 
 
-def _rules_only_without_endpoint(llm: LLM | None, model: str | None, base_url: str | None,
-                                 settings: dict[str, Any]) -> tuple[LLM | None, bool]:
-    """check's LLM, or None when no endpoint is configured at all: then only the rules run and the
-    other answers are error records saying so, as on the command line. A bad setting still raises."""
-    if llm is not None:
-        return llm, False
-    from .llm.errors import LLMError
-    config = LLMConfig.from_env(model=model, base_url=base_url, **settings)
+# ------------------------------------------------------------------------------------ check
+
+def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Path | None = None,
+          chunks: Any = None, run: Any = None, qrels: Any = None, depth: int = 10, retrieval_threshold: float = 0.5,
+          human: str | Path | Mapping[str, str] | None = None, by: Sequence[str] | None = None, samples: int = 1,
+          seed: int = 0, max_response_chars: int = 32000, max_context_chars: int = 12000,
+          model: str | Sequence[str] | None = None, base_url: str | None = None, timeout: float | None = None,
+          concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
+          cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
+          price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
+          dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+          import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
+          shard: str | tuple[int, int] | None = None, quiet: bool = True, announce: bool = False,
+          llm: LLM | None = None, options: CheckOptions | None = None,
+          **llm_settings: Any) -> CheckResult | Estimate:
+    """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
+
+    ``answers`` may be a file (ragassay, RAGAS or DeepEval fields) or a list of dicts or
+    AnswerItems; ``chunks``, ``run`` and ``qrels`` files or objects, ``human`` a file or an
+    ``{id: label}`` dict. Every other keyword is the command's flag of the same name, with its
+    default: with ``run`` and ``qrels``, the diagnosis uses recall@``depth`` of the gold chunks;
+    ``by=["field"]`` breaks rates down. With no endpoint configured at all, the rules run and the
+    other answers are error records that a rerun with an endpoint fills in (``announce=True`` says
+    so on stderr, as the command does). ``quiet`` defaults to True here. Returns a
+    :class:`~ragassay.stages.check.CheckResult` (``.summary`` holds the rates), or the
+    :class:`~ragassay.stages.engine.Estimate` of a ``dry_run``.
+
+    >>> from ragassay.product.demo import example_dir
+    >>> ex = example_dir()
+    >>> est = check(ex / "answers.jsonl", chunks=ex / "chunks.jsonl", samples=3, model="gpt-4o-mini",
+    ...             no_cache=True, dry_run=True)
+    >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
+    (2, 42)
+    """
+    from .stages.check import CheckJob, check_result, read_human_labels, retrieval_recall
+    if (run is None) != (qrels is None):
+        raise UsageError("the diagnosis needs both --run and --qrels")
+    if samples < 1:
+        raise UsageError("--samples must be at least 1")
+    if max_response_chars < 1 or max_context_chars < 1:
+        raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
+    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
+    on.check()
+    options = _stage_options(CheckOptions, options, samples=samples, seed=seed, quiet=quiet,
+                             max_response_chars=max_response_chars, max_context_chars=max_context_chars,
+                             shard=_shard(shard))
+    chunk_map = _chunks(chunks)
+    items, fields_by_id = _answers(answers, chunk_map, by)
+    recall = retrieval_recall(qrels, run, depth) if run is not None else None
+    people = (read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)) if human is not None \
+        else None
+    given = _given(llm)
+    config = given[0].config if given else _config(
+        model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
+        max_cost=max_cost)
+    with _output(output, "checks.jsonl") as out:
+        job = CheckJob(items, config, out, options=options, chunks=chunk_map, gold_recall=recall, announce=announce)
+        done = _run(job, on, dry_run, given, temporary=output is None)
+    if isinstance(done, Estimate):
+        return done
+    summary = check_result(done.result, recall=recall, threshold=retrieval_threshold, human=people, by=by or (),
+                           fields=fields_by_id)
+    return CheckResult(done.result, summary, done.usage_numbers(), done.usage_text() if done.usage else "",
+                       done.batch_note)
+
+
+def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: dict[str, Chunk] | None,
+             by: Sequence[str] | None) -> tuple[list[AnswerItem], dict[str, dict] | None]:
+    """The answers to check and, for a breakdown (``by``), each answer's fields by id. A field no
+    answer has is a usage error, found before anything is spent: a breakdown by nothing means nothing."""
+    from .data.io import iter_jsonl
+    from .stages.check import answer_fields, read_answers
+    if isinstance(answers, (str, Path)):
+        items = read_answers(answers, chunks)
+        raw = [(no, obj) for no, obj in iter_jsonl(answers)] if by else []
+    else:
+        given = list(answers)
+        raw = [(no, a if isinstance(a, dict) else a.model_dump()) for no, a in enumerate(given, start=1)]
+        items = [a if isinstance(a, AnswerItem) else AnswerItem.model_validate(answer_fields(a, no))
+                 for no, a in enumerate(given, start=1)]
+        missing = [c for a in items for c in (a.context_ids or []) if a.contexts is None and c not in (chunks or {})]
+        if missing:
+            raise InputError(f"context id {missing[0]!r} needs chunks=... to look its text up")
+    if not by:
+        return items, None
+    fields_by_id = {str(answer_fields(obj, no)["id"]): obj for no, obj in raw}
+    for name in by:
+        if not any(name in obj for obj in fields_by_id.values()):
+            known = sorted({k for obj in fields_by_id.values() for k in obj})
+            raise UsageError(f"--by {name}: no answer has this field (fields: {', '.join(known)})")
+    return items, fields_by_id
+
+
+# ---------------------------------------------------------------------------------- shared
+
+def _run(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | None,
+         temporary: bool) -> Estimate | StageOutcome[Any]:
+    """The scaffold, where no event loop runs; a stop names no journal that a temporary output lost."""
     try:
-        config.check()
-    except LLMError as e:
-        if e.kind != "config" or config.api_key or config.base_url:
+        return in_own_thread(lambda: run_llm_stage(job, backend, dry_run=dry_run, llms=llms))
+    except StageAborted as e:
+        if not temporary:
             raise
-        return None, False
-    return LLM(config), True
+        # the journal lived in a temporary folder that is gone when the error is seen
+        raise StageAborted(f"{e.reason} (the answer cache keeps every answer received; pass output=... to keep "
+                           "the finished records too)", e.reason) from None
+
+
+def _config(model: str | Sequence[str] | None, settings: dict[str, Any], *, cache: str | Path | None,
+            no_cache: bool, **flags: Any) -> LLMConfig:
+    """The endpoint's config from the LLM flags' values (the first model of a jury) and any further
+    ``LLMConfig`` settings; unset values come from the environment (``OPENAI_BASE_URL``, ...)."""
+    models = _models(model)
+    return LLMConfig.from_env(**{**settings, **flags, "model": models[0] if models else None,
+                                 "cache_path": Path(cache) if cache is not None else settings.get("cache_path"),
+                                 "use_cache": not no_cache and settings.get("use_cache", True)})
+
+
+def _models(model: str | Sequence[str] | None) -> list[str] | None:
+    if model is None:
+        return None
+    return [model] if isinstance(model, str) else list(model) or None
+
+
+def _given(llm: LLM | Sequence[LLM] | None) -> list[LLM] | None:
+    if llm is None:
+        return None
+    return [llm] if isinstance(llm, LLM) else list(llm)
+
+
+def _shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
+    from .stages.engine import parse_shard
+    return parse_shard(shard) if isinstance(shard, str) else shard
+
+
+def _stage_options(options_type: type[T], options: T | None, **values: Any) -> T:
+    """The stage's options from the keywords; or ``options=`` as given, when no keyword differs
+    from its default (both at once would leave one of them silently unused)."""
+    if options is None:
+        return options_type(**values)
+    defaults = {f.name: f.default for f in fields(options_type)}  # type: ignore[arg-type]
+    clash = sorted(k for k, v in values.items() if k != "quiet" and v != defaults.get(k))
+    if clash:
+        raise TypeError(f"give {', '.join(clash)} in options= or as keywords, not both")
+    return options
+
+
+@contextmanager
+def _output(output: str | Path | None, name: str) -> Iterator[Path]:
+    """``output``, or a file in a temporary folder removed after the run."""
+    if output is not None:
+        yield Path(output)
+        return
+    with tempfile.TemporaryDirectory(prefix="ragassay-") as tmp:
+        yield Path(tmp) / name
 
 
 def _queries(queries: str | Path | Sequence[QueryItem] | Mapping[str, str]) -> list[QueryItem]:
@@ -75,92 +294,3 @@ def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | 
         return dict(chunks)
     items = [c if isinstance(c, Chunk) else Chunk.model_validate(c) for c in chunks]
     return {c.id: c for c in items}
-
-
-def _split_settings(options_type: type, options: Any, settings: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The stage's options (``depth=5``, ``samples=3``: the CLI flags' names and defaults) apart from
-    the LLM settings (``concurrency=``, ``timeout=``, ...); both at once with ``options=`` is an error."""
-    from dataclasses import fields
-    names = {f.name for f in fields(options_type)}
-    mine = {k: settings.pop(k) for k in list(settings) if k in names}
-    if options is not None and mine:
-        raise TypeError(f"give {', '.join(sorted(mine))} in options= or as keywords, not both")
-    if options is None:
-        options = options_type(**{"quiet": True, **mine})
-    return options, settings
-
-
-def _without_temporary_journal(error: StageAborted, tmp: Any) -> StageAborted:
-    """With no ``output=``, the journal lived in a temporary folder that is gone when the error
-    is seen: say what keeps work across runs instead of naming that folder."""
-    if tmp is None:
-        return error
-    return StageAborted(f"{error.reason} (the answer cache keeps every answer received; pass output=... to keep "
-                        "the finished records too)", error.reason)
-
-
-def _output(output: str | Path | None, name: str) -> tuple[Path, Any]:
-    if output is not None:
-        return Path(output), None
-    tmp = tempfile.TemporaryDirectory(prefix="ragassay-")
-    return Path(tmp.name) / name, tmp
-
-
-def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
-          model: str | None = None, base_url: str | None = None, output: str | Path | None = None,
-          coverage_output: str | Path | None = None, keep: Any = None, llm: LLM | None = None,
-          options: JudgeOptions | None = None, **llm_settings: Any) -> JudgeResult:
-    """Grade the top of ``run`` 0-3 (and, with ``coverage_output``, its coverage). ``queries``,
-    ``chunks``, ``run`` and ``keep`` may be files, dicts, lists or DataFrames. Without ``output`` the
-    records live only in the result (and the answer cache still makes a rerun free). The judge's
-    options go as keywords named like the CLI's flags (``depth=5``, ``samples=3``, ``batch=4``,
-    ``seed=``, ``tie=``, ``max_chunk_chars=``, ``long_chunks=``); LLM settings too (``concurrency=``,
-    ``timeout=``, ``max_calls=``, ...)."""
-    options, llm_settings = _split_settings(JudgeOptions, options, llm_settings)
-    chunk_map = _chunks(chunks)
-    items = _queries(queries)
-    client, own = _llm(llm, model, base_url, llm_settings)
-    out, tmp = _output(output, "judgments.jsonl")
-    try:
-        return run_sync(lambda: judge_run(items, chunk_map, run, [client], out, options=options,
-                                          keep=keep, coverage_out=coverage_output))
-    except StageAborted as e:
-        raise _without_temporary_journal(e, tmp) from None
-    finally:
-        if own:
-            client.close()
-        if tmp is not None:
-            tmp.cleanup()
-
-
-def check(answers: str | Path | Sequence[AnswerItem | dict], *, chunks: Any = None, model: str | None = None,
-          base_url: str | None = None, output: str | Path | None = None, llm: LLM | None = None,
-          qrels: Any = None, run: Any = None, k: int = 10, options: Any = None, **llm_settings: Any) -> StageRun:
-    """Label answers correct / partial / hallucinated / abstained. ``answers`` may be a file (ragassay,
-    RAGAS or DeepEval fields) or a list of dicts or AnswerItems; with ``qrels`` and ``run``, ``fault``
-    uses whether the gold chunks were retrieved. Options as keywords named like the CLI's flags
-    (``samples=3``, ``seed=``, ``max_context_chars=``, ``max_response_chars=``) or ``options=``."""
-    from .stages.check import CheckOptions, answer_fields, check_answers, read_answers, retrieval_recall
-    options, llm_settings = _split_settings(CheckOptions, options, llm_settings)
-    chunk_map = _chunks(chunks)
-    if isinstance(answers, (str, Path)):
-        items = read_answers(answers, chunk_map)
-    else:
-        items = [a if isinstance(a, AnswerItem) else AnswerItem.model_validate(answer_fields(a, i + 1))
-                 for i, a in enumerate(answers)]
-    missing = [c for a in items for c in (a.context_ids or []) if a.contexts is None and c not in (chunk_map or {})]
-    if missing:
-        raise InputError(f"context id {missing[0]!r} needs chunks=... to look its text up")
-    recall = retrieval_recall(qrels, run, k) if qrels is not None and run is not None else None
-    client, own = _rules_only_without_endpoint(llm, model, base_url, llm_settings)
-    out, tmp = _output(output, "checks.jsonl")
-    try:
-        return run_sync(lambda: check_answers(items, client, out, options=options,
-                                              chunks=chunk_map, announce=False, gold_recall=recall))
-    except StageAborted as e:
-        raise _without_temporary_journal(e, tmp) from None
-    finally:
-        if own and client is not None:
-            client.close()
-        if tmp is not None:
-            tmp.cleanup()

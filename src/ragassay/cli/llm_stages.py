@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .options import (add_batch_options, add_format_option, add_llm_options, batch_box, finish_batch, llm_config,
-                      run_batch_rounds)
+from .options import (add_batch_options, add_format_option, add_llm_options, api_arguments, batch_box, finish_batch,
+                      llm_config, run_batch_rounds)
 from ..errors import RagassayError, UsageError
 from ..product.formatting import render_table, to_json
-from ..data.results import nan_to_none
+from .render import render, render_stage
 from .values import nonneg_int, percent, positive_float, positive_int, share
 
 
@@ -38,27 +37,32 @@ def ping(sub: Any) -> None:
     p.set_defaults(handler=run_ping)
 
 
-def run_ping(args: argparse.Namespace) -> str:
+def run_ping(args: argparse.Namespace) -> str | tuple[str, int]:
     import asyncio
 
-    from ..llm.ping import ping
-    config = llm_config(args)
-    try:
-        info = asyncio.run(ping(config))
-    except RagassayError as e:
-        if args.format != "json":
-            raise
-        print(f"ragassay ping: error: {e}", file=sys.stderr)  # a script reads stdout, a person stderr
-        return to_json({"kind": "ping", "version": 1, "endpoint": config.public_base_url(), "model": config.model,
-                        "status": "error", "error": str(e)}), 1
-    if args.format == "json":
-        return to_json({"kind": "ping", "version": 1, **info, "status": "ok"})
+    from ..llm.ping import ping_report
+    report = asyncio.run(ping_report(llm_config(args)))
+    return render(args, lambda: _ping_json(report), lambda: _ping_text(report), PING_EXIT[report["status"]])
+
+
+PING_EXIT = {"ok": 0, "error": 1}
+
+
+def _ping_json(report: dict) -> dict:
+    if report["status"] == "error":  # a script reads the JSON on stdout, a person this line on stderr
+        print(f"ragassay ping: error: {report['error']}", file=sys.stderr)
+    return report
+
+
+def _ping_text(report: dict) -> str:
+    if report["status"] == "error":
+        raise RagassayError(report["error"])
     modes = {"json_schema": "supported (json_schema)",
              "json_object": "json_schema rejected; using JSON mode + validation",
              "prompt": "json_schema and JSON mode rejected; using instructions + validation"}
-    return "\n".join([f"endpoint:            {info['endpoint']}", f"model:               {info['model']}",
-                      f"latency:             {info['latency_ms']} ms",
-                      f"structured outputs:  {modes[info['structured_outputs']]}", "status:              ok"])
+    return "\n".join([f"endpoint:            {report['endpoint']}", f"model:               {report['model']}",
+                      f"latency:             {report['latency_ms']} ms",
+                      f"structured outputs:  {modes[report['structured_outputs']]}", "status:              ok"])
 
 
 # --------------------------------------------------------------------------------------- judge
@@ -110,58 +114,17 @@ def judge(sub: Any) -> None:
 
 
 def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
-    import asyncio
-    from ..data.io import read_chunks, read_qrels, read_run
-    from ..stages.judge import JudgeOptions, build_llms, execute_judge, model_configs, plan_judge
-    from ..stages.queries import read_query_items
-    if args.samples < 1 or args.batch < 1 or args.depth < 1:
-        raise UsageError("--samples, --batch and --depth must be at least 1")
-    queries = read_query_items(args.queries)
-    chunks = {c.id: c for c in read_chunks(args.chunks)}
-    run = read_run(args.run)
-    keep = read_qrels(args.keep) if args.keep else None
-    if args.max_chunk_chars < 500:
-        raise UsageError("--max-chunk-chars must be at least 500")
-    from ..stages.engine import parse_shard
-    options = JudgeOptions(depth=args.depth, samples=args.samples, batch=args.batch, seed=args.seed, tie=args.tie,
-                           max_chunk_chars=args.max_chunk_chars, long_chunks=args.long_chunks, quiet=args.quiet,
-                           cache_friendly=args.cache_friendly,
-                           shard=parse_shard(args.shard) if args.shard else None)
-    configs = model_configs(llm_config(args), args.model)
+    from ..api import judge
+    return render_stage(judge(**api_arguments(args, judge)), args, _judge_text)
 
-    def plan():
-        return plan_judge(queries, chunks, run, configs, args.output, options=options, keep=keep,
-                          coverage_out=args.coverage_out)
-    if args.dry_run:  # offline: no endpoint, no key
-        est = plan().estimate()
-        est.batch = args.backend == "batch"
-        return to_json(est.to_dict()) if args.format == "json" else est.text()
 
-    def run_once(box):
-        async def body():
-            llms = offline_llms(configs) if box is not None and box.collect else build_llms(configs[0], args.model)
-            for llm in llms:
-                llm.batch = box
-            try:
-                return await execute_judge(plan(), llms, qrels_out=args.qrels_out)
-            finally:
-                for llm in llms:
-                    llm.close()
-        return asyncio.run(body())
-    if args.backend == "batch":
-        result, batch_note = run_batch_rounds(args, configs[0], args.output, run_once)
-    else:
-        box = batch_box(args)
-        result = run_once(box)
-        batch_note = finish_batch(args, box, result.pending)
-    if args.format == "json":
-        return to_json(nan_to_none({**result.to_dict(), "batch": batch_note or None})), result.exit_code
-    out = [result.text(), f"judgments: {args.output}"] + ([batch_note] if batch_note else [])
+def _judge_text(result: Any, args: argparse.Namespace) -> str:
+    out = [result.text(), f"judgments: {args.output}"] + ([result.batch_note] if result.batch_note else [])
     if args.qrels_out:
         out.append(f"qrels: {args.qrels_out}")
     if args.coverage_out:
         out.append(f"coverage: {args.coverage_out}")
-    return "\n".join(out), result.exit_code
+    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------------------- check
@@ -184,7 +147,7 @@ def check(sub: Any) -> None:
     p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")
     p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")
     p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")
-    p.add_argument("-k", "--depth", dest="k", type=positive_int, default=10,
+    p.add_argument("-k", "--depth", type=positive_int, default=10, metavar="K",
                    help="retrieval depth for the diagnosis's recall@k (default 10; --depth as in judge)")
     p.add_argument("--retrieval-threshold", type=share, default=0.5,
                    help="recall@k at or above this is good retrieval (default 0.5)")
@@ -211,84 +174,16 @@ def _fmt_rate(r: dict) -> str:
 
 
 def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
-    import asyncio
-    from ..data.io import iter_jsonl, read_chunks, read_qrels, read_run
-    from ..llm import LLM
-    from ..llm.errors import LLMError
-    from ..stages.check import (CheckOptions, answer_fields, check_answers, check_result, plan_check, read_answers,
-                                read_human_labels, retrieval_recall)
-    if bool(args.run) != bool(args.qrels):
-        raise UsageError("the diagnosis needs both --run and --qrels")
-    if args.samples < 1:
-        raise UsageError("--samples must be at least 1")
-    chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
-    items = read_answers(args.answers, chunks)
-    fields = ({str(answer_fields(obj, no)["id"]): obj for no, obj in iter_jsonl(args.answers)}
-              if args.by else None)
-    for name in args.by or ():  # checked before anything is spent: a breakdown by nothing means nothing
-        if not any(name in obj for obj in (fields or {}).values()):
-            known = sorted({k for obj in (fields or {}).values() for k in obj})
-            raise UsageError(f"--by {name}: no answer has this field (fields: {', '.join(known)})")
-    qrels = read_qrels(args.qrels) if args.qrels else None
-    run = read_run(args.run) if args.run else None
-    human = read_human_labels(args.human) if args.human else None
-    config = llm_config(args)
-    if args.max_response_chars < 1 or args.max_context_chars < 1:
-        raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
-    from ..stages.engine import parse_shard
-    options = CheckOptions(samples=args.samples, seed=args.seed, quiet=args.quiet,
-                           max_response_chars=args.max_response_chars,
-                           max_context_chars=args.max_context_chars,
-                           shard=parse_shard(args.shard) if args.shard else None)
-    recall = retrieval_recall(qrels, run, args.k) if run is not None else None
-    if args.dry_run:  # offline: no endpoint, no key
-        est = plan_check(items, config, args.output, options=options, chunks=chunks, gold_recall=recall)
-        est.batch = args.backend == "batch"
-        return to_json(est.to_dict()) if args.format == "json" else est.text()
-    usage = []
-
-    def run_once(box):
-        try:
-            if box is not None and box.collect:
-                llm = offline_llms([config])[0]
-            else:
-                config.check()
-                llm = LLM(config)
-            llm.batch = box
-        except LLMError as e:
-            if e.kind != "config" or config.api_key or config.base_url:
-                raise  # only "no endpoint at all" means rules only; a bad setting is an error
-            llm = None
-
-        async def body():
-            try:
-                return await check_answers(items, llm, args.output, options=options, chunks=chunks, gold_recall=recall)
-            finally:
-                if llm is not None:
-                    usage.append(llm.usage)
-                    llm.close()
-        return asyncio.run(body())
-    if args.backend == "batch":
-        done, batch_note = run_batch_rounds(args, config, args.output, run_once)
-    else:
-        box = batch_box(args)
-        done = run_once(box)
-        batch_note = finish_batch(args, box, done.pending)
-    result = check_result(done, recall=recall,
-                          threshold=args.retrieval_threshold, human=human, by=args.by or (), fields=fields)
-    if usage:
-        result["usage"] = {config.model: usage[-1].to_dict()}
-        result["usage_text"] = usage[-1].summary()
-    result["pending"] = done.pending
-    if args.format == "json":
-        return to_json(nan_to_none({**result, "batch": batch_note or None})), done.exit_code
-    text = _check_text(result, args) + (f"\n{batch_note}" if batch_note else "")
-    if done.errors or done.stopped:
-        text += "\n" + done.failure_text()
-    return text, done.exit_code
+    from ..api import check
+    return render_stage(check(**api_arguments(args, check), announce=True), args, _check_text)
 
 
-def _check_text(result: dict, args: argparse.Namespace) -> str:
+def _check_text(done: Any, args: argparse.Namespace) -> str:
+    text = _summary_text(done.to_dict(), args) + (f"\n{done.batch_note}" if done.batch_note else "")
+    return text + ("\n" + done.failure_text() if done.run.errors or done.run.stopped else "")
+
+
+def _summary_text(result: dict, args: argparse.Namespace) -> str:
     s = result["summary"]
     rows = [[lab, s["counts"][lab], _fmt_rate(s["rates"][lab])] for lab in ("correct", "partial", "hallucinated", "abstained")]
     out = [render_table(["label", "count", "rate [95% CI]"], rows)]
@@ -306,7 +201,7 @@ def _check_text(result: dict, args: argparse.Namespace) -> str:
         c = d["cells"]
         def cell(k):
             return f"{c[k]['count']} ({', '.join(c[k]['examples'])})" if c[k]["count"] else "0"
-        out.append(f"diagnosis: recall@{args.k} >= {d['threshold']} is good retrieval; a good answer is a correct one\n" +
+        out.append(f"diagnosis: recall@{args.depth} >= {d['threshold']} is good retrieval; a good answer is a correct one\n" +
                    render_table(["", "good answer", "bad answer"],
                                 [["good retrieval", cell("good_retrieval_good_answer"), cell("good_retrieval_bad_answer")],
                                  ["bad retrieval", cell("bad_retrieval_good_answer"), cell("bad_retrieval_bad_answer")]])
@@ -462,25 +357,19 @@ def remap(sub: Any) -> None:
     p.set_defaults(handler=run_remap)
 
 
-def run_remap(args: argparse.Namespace) -> str:
-    from ..data.io import read_chunks, read_records, write_qrels
-    from ..data.records import Question
-    from ..stages.remap import remap
-    questions = [q for _, q in read_records(args.questions, Question, "question")]
-    result = remap(questions, read_chunks(args.new_chunks), args.threshold)
-    write_qrels(args.output, result.qrels)
-    how = Counter(result.how.values())
-    if args.format == "json":
-        return to_json({"kind": "remap", "version": 1, "questions": len(questions), "placed": len(result.placed),
-                        "how": dict(how), "unplaced": result.unplaced, "no_evidence": result.no_evidence,
-                        "output": str(args.output)})
-    lines = [f"placed {len(result.placed)} of {len(questions)} questions (" +
-             ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + f"); qrels: {args.output}"]
-    if result.unplaced:
-        lines.append(f"{len(result.unplaced)} questions have evidence that could not be placed:")
-        lines += [f"  {qid}: {quotes[0][:90]!r}" for qid, quotes in list(result.unplaced.items())[:20]]
-    if result.no_evidence:
-        lines.append(f"{len(result.no_evidence)} questions carry no evidence quotes: {', '.join(result.no_evidence[:10])}")
+def run_remap(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..stages.remap import remap_files
+    result = remap_files(args.questions, args.new_chunks, args.output, args.threshold)
+    return render(args, lambda: result, lambda: _remap_text(result))
+
+
+def _remap_text(result: dict) -> str:
+    lines = [f"placed {result['placed']} of {result['questions']} questions (" +
+             ", ".join(f"{k} {v}" for k, v in sorted(result["how"].items())) + f"); qrels: {result['output']}"]
+    if result["unplaced"]:
+        lines.append(f"{len(result['unplaced'])} questions have evidence that could not be placed:")
+        lines += [f"  {qid}: {quotes[0][:90]!r}" for qid, quotes in list(result["unplaced"].items())[:20]]
+    if result["no_evidence"]:
+        lines.append(f"{len(result['no_evidence'])} questions carry no evidence quotes: "
+                     f"{', '.join(result['no_evidence'][:10])}")
     return "\n".join(lines)
-
-

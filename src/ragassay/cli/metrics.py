@@ -9,7 +9,8 @@ from typing import Any
 from .options import EPILOG_METRICS, FILE_FORMATS, add_format_option, add_metric_options
 from ..data.results import nan_to_none
 from ..errors import UsageError
-from ..product.formatting import render_table, to_json
+from ..product.formatting import render_table
+from .render import render
 from .values import nonneg_int, positive_int, probability_open, resamples
 
 
@@ -54,13 +55,15 @@ def evaluate(sub: Any) -> None:
     p.set_defaults(handler=run_evaluate)
 
 
-def run_evaluate(args: argparse.Namespace) -> str:
+def run_evaluate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..metrics.evaluate import evaluate
     qrels, (run,) = _load_pair(args, [args.run])
     ev = evaluate(qrels, run, args.metrics, relevance_level=args.relevance_level, gain=args.gain,
                   missing=args.missing)
-    if args.format == "json":
-        return to_json(ev.to_dict(per_query=args.per_query))
+    return render(args, lambda: ev.to_dict(per_query=args.per_query), lambda: _evaluate_text(ev, run.name, args))
+
+
+def _evaluate_text(ev: Any, run_name: str, args: argparse.Namespace) -> str:
     names = ev.metric_names
     agg = ev.aggregate
     if args.per_query:
@@ -68,8 +71,8 @@ def run_evaluate(args: argparse.Namespace) -> str:
         rows.append(["all"] + [agg[m] for m in names])
         table = render_table(["query"] + names, rows, args.format)
     else:
-        table = render_table(["metric", run.name], [[m, agg[m]] for m in names], args.format)
-    if args.format == "csv":
+        table = render_table(["metric", run_name], [[m, agg[m]] for m in names], args.format)
+    if args.format == "csv":  # stdout stays one CSV table
         print(_counts_line(ev), file=sys.stderr)
         return table
     return f"{table}\n\n{_counts_line(ev)}"
@@ -104,22 +107,18 @@ def compare(sub: Any) -> None:
     p.set_defaults(handler=run_compare)
 
 
-def run_compare(args: argparse.Namespace) -> str:
-    from ..metrics.compare import compare
+def run_compare(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..metrics.compare import compare, runs_by_name
     if len(args.runs) < 2:
         raise UsageError("compare needs at least two runs")
     qrels, runs = _load_pair(args, args.runs)
-    named = {}
-    for path, run in zip(args.runs, runs):
-        key = run.name if run.name not in named else path
-        named[key] = run
-    if len(named) < len(runs):
-        raise UsageError("two runs have the same name and path")
-    cmp = compare(qrels, named, args.metrics, missing=args.missing, relevance_level=args.relevance_level,
-                  gain=args.gain, n_permutations=args.permutations, n_bootstrap=args.bootstrap,
-                  confidence=args.confidence, seed=args.seed)
-    if args.format == "json":
-        return to_json(nan_to_none(cmp.to_dict()))
+    cmp = compare(qrels, runs_by_name(runs, args.runs), args.metrics, missing=args.missing,
+                  relevance_level=args.relevance_level, gain=args.gain, n_permutations=args.permutations,
+                  n_bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed)
+    return render(args, lambda: nan_to_none(cmp.to_dict()), lambda: _compare_text(cmp, args))
+
+
+def _compare_text(cmp: Any, args: argparse.Namespace) -> str:
     means = cmp.means
     first = render_table(["metric"] + cmp.runs, [[m] + [means[r][m] for r in cmp.runs] for m in cmp.metrics],
                          args.format)
@@ -157,18 +156,18 @@ def agree(sub: Any) -> None:
     p.set_defaults(handler=run_agree)
 
 
-def run_agree(args: argparse.Namespace) -> str:
+def run_agree(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import read_qrels, read_run
     from ..metrics.agreement import agree
-    ref = read_qrels(args.reference, format=args.qrels_format)
-    cand = read_qrels(args.candidate, format=args.qrels_format)
     if args.runs is not None and len(args.runs) < 2:
         raise UsageError(f"--runs needs at least two runs to compare their rankings (got {len(args.runs)})")
-    runs = [read_run(r) for r in args.runs] if args.runs else None
-    ag = agree(ref, cand, runs, metric=args.metric)
-    if args.format == "json":
-        return to_json(ag.to_dict())
-    fmt = args.format
+    ref = read_qrels(args.reference, format=args.qrels_format)
+    cand = read_qrels(args.candidate, format=args.qrels_format)
+    ag = agree(ref, cand, [read_run(r) for r in args.runs or ()] or None, metric=args.metric)
+    return render(args, ag.to_dict, lambda: _agree_text(ag, args.format))
+
+
+def _agree_text(ag: Any, fmt: str) -> str:
     stats = [["pairs judged by both", ag.pairs], ["judged only in reference", ag.only_reference],
              ["judged only in candidate", ag.only_candidate], ["exact agreement", ag.exact_agreement],
              ["Cohen's kappa", ag.kappa], ["kappa, linear weights", ag.kappa_linear],
@@ -219,26 +218,19 @@ def retrieve(sub: Any) -> None:
     p.set_defaults(handler=run_retrieve)
 
 
-def run_retrieve(args: argparse.Namespace) -> str:
-    import json
-    from pathlib import Path
-
-    from ..data.io import read_queries, write_run
-    from ..stages.retrieve import load_callable, run_retriever
-    fn = load_callable(args.retriever)
+def run_retrieve(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..data.io import read_queries
+    from ..stages.retrieve import load_callable, run_retriever, write_retrieval
     queries = read_queries(args.queries)
-    run = run_retriever(fn, queries, args.k, name=args.name, progress=False if args.quiet else None)
-    out = Path(args.output)
-    write_run(out, run)
-    lat_path = out.with_name(out.name + ".latency.json")
-    lat_path.write_text(json.dumps(run.latency_ms, indent=1) + "\n", encoding="utf-8")
-    lat = sorted(run.latency_ms.values())
-    p50 = lat[len(lat) // 2] if lat else 0.0
-    p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else 0.0
-    if args.format == "json":
-        return to_json({"kind": "retrieve", "version": 1, "run": run.name, "queries": len(queries), "results": len(run),
-                        "output": str(out), "latency_ms": {"p50": p50, "p95": p95}, "latency_file": str(lat_path)})
-    return (f"wrote {len(run)} results for {len(queries)} queries to {out} "
-            f"(latency p50 {p50:.1f} ms, p95 {p95:.1f} ms; per query in {lat_path})")
+    run = run_retriever(load_callable(args.retriever), queries, args.k, name=args.name,
+                        progress=False if args.quiet else None)
+    result = write_retrieval(run, args.output, len(queries))
+    return render(args, lambda: result, lambda: _retrieve_text(result))
+
+
+def _retrieve_text(result: dict) -> str:
+    lat = result["latency_ms"]
+    return (f"wrote {result['results']} results for {result['queries']} queries to {result['output']} "
+            f"(latency p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms; per query in {result['latency_file']})")
 
 

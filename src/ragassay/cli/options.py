@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..metrics.measures import measure_names
 from ..product.formatting import TABLE_FORMATS
@@ -96,35 +97,32 @@ def add_batch_options(p: argparse.ArgumentParser, shard: bool = True) -> None:
                        "answer id), e.g. 1/4 on the first of four machines; combine outputs with 'ragassay merge'")
 
 
+def backend(args: argparse.Namespace):
+    """The backend the batch flags ask for (see :class:`ragassay.stages.scaffold.Backend`)."""
+    from ..stages.scaffold import Backend
+    return Backend(args.backend, args.export_requests, tuple(args.import_results), args.poll_seconds)
+
+
 def run_batch_rounds(args: argparse.Namespace, config, output: str, run_once):
     """``--backend batch``: the library's rounds (see :func:`ragassay.llm.batch_api.run_rounds`)."""
-    from ..errors import UsageError
     from ..llm.batch_api import run_rounds
-    if args.export_requests or args.import_results:
-        raise UsageError("--backend batch sends the batches itself: leave out --export-requests / --import-results")
+    backend(args).check()
     return run_rounds(config, output, run_once, poll_seconds=args.poll_seconds)
 
 
 def batch_box(args: argparse.Namespace):
     """The BatchBox of a run (answers imported, requests collected), or None without batch flags."""
-    if not args.export_requests and not args.import_results:
-        return None
-    from ..llm.batch import BatchBox
-    box = BatchBox(collect=bool(args.export_requests))
-    for path in args.import_results:
-        box.import_file(path)
-    return box
+    return backend(args).box()
 
 
 def finish_batch(args: argparse.Namespace, box, pending: int) -> str:
     """Write the collected requests; the lines that tell the user what to do next."""
-    if box is None or not box.collect:
-        return ""
-    from ..llm.batch import write_requests
-    if not box.requests:
-        return f"no calls left to export: every item is answered ({args.export_requests} not written)"
-    files = write_requests(args.export_requests, list(box.requests.values()))
-    return (f"{pending} items wait for {len(box.requests)} batch answers; requests: "
-            + ", ".join(str(f) for f in files)
-            + ". Run them (the OpenAI Batch API, or vLLM: vllm run-batch -i FILE -o OUT --model M), then rerun "
-              "this command with --import-results OUT")
+    return backend(args).finish(box, pending)
+
+
+def api_arguments(args: argparse.Namespace, function: Callable[..., Any]) -> dict[str, Any]:
+    """The command's flags that ``function`` (its Python API twin) takes: the same names, so every
+    flag reaches the library by name (tests/test_api.py checks that each flag has its keyword)."""
+    import inspect
+    names = inspect.signature(function).parameters
+    return {name: value for name, value in vars(args).items() if name in names}

@@ -83,7 +83,7 @@ class Cache:
         from ..data.sqlite_files import open_own_database
         self.path = Path(path)
         # one thread at a time uses it, but not always the one that opened it (a notebook runs stages
-        # in a worker thread: see api.run_sync); a broken, foreign or read-only file is one clear line
+        # in a worker thread: see api.in_own_thread); a broken, foreign or read-only file is one clear line
         self.db = open_own_database(self.path, {"answers"}, "answer cache", "--cache")
         try:
             self.db.execute("PRAGMA synchronous=NORMAL")

@@ -35,3 +35,15 @@ async def ping(config: LLMConfig, client=None) -> dict:
     stage = llm.usage.stage("ping")
     return {"endpoint": config.public_base_url(), "model": config.model, "latency_ms": round(latency, 1),
             "structured_outputs": llm.mode, "calls": stage.calls, "prompt": prompt.id}
+
+
+async def ping_report(config: LLMConfig, client=None) -> dict:
+    """The ``ping`` result: what :func:`ping` found with ``status: ok``, or ``status: error`` and
+    the reason when the endpoint cannot be used."""
+    from ..errors import RagassayError
+    try:
+        info = await ping(config, client)
+    except RagassayError as e:
+        return {"kind": "ping", "version": 1, "endpoint": config.public_base_url(), "model": config.model,
+                "status": "error", "error": str(e)}
+    return {"kind": "ping", "version": 1, **info, "status": "ok"}

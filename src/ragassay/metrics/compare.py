@@ -138,3 +138,15 @@ def _restrict(ev: Evaluation, queries: list[str]) -> Evaluation:
     return Evaluation(ev.run_name, ev.measures, queries, {k: v[idx] for k, v in ev.values.items()},
                       ev.run_only, ev.missing, [q for q in ev.no_relevant if q in set(queries)],
                       ev.missing_policy, ev.relevance_level, ev.gain)
+
+
+def runs_by_name(runs: Sequence[Run], paths: Sequence[str]) -> dict[str, Run]:
+    """Runs keyed by their name, in order; a run whose name an earlier one took (two files of one
+    retriever) goes by its path. The same file given twice is a usage error."""
+    from ..errors import UsageError
+    named: dict[str, Run] = {}
+    for path, run in zip(paths, runs):
+        named[run.name if run.name not in named else path] = run
+    if len(named) < len(runs):
+        raise UsageError("two runs have the same name and path")
+    return named

@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -23,6 +23,7 @@ from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, est
                      run_stage)
 from ..llm.prompts import clip, delimit, load_prompt, shown_id
 from ..data.records import AnswerItem, Check, Chunk
+from .scaffold import StageJob
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
 
@@ -340,3 +341,76 @@ def read_human_labels(path: str | Path) -> dict[str, str]:
             raise InputError(f"each line needs an id and a label, one of {', '.join(LABELS)}", path, no)
         out[str(obj["id"])] = obj["label"]
     return out
+
+
+@dataclass
+class CheckResult:
+    """What a check run did: its records (``run``: one per answer, in input order), the ``check``
+    summary (label rates, and the diagnosis, breakdowns and agreement with people when asked),
+    and what the model used: ``usage`` as numbers per model ({} when only the rules ran)."""
+
+    run: StageRun
+    summary: dict
+    usage: dict[str, dict] = field(default_factory=dict)
+    usage_text: str = ""
+    batch_note: str = ""  # what a run on batch files or the Batch API left to do
+
+    @property
+    def records(self) -> Sequence[dict]:
+        return self.run.records
+
+    def to_dataframe(self) -> Any:
+        """The check records of this run as a pandas DataFrame (pandas is optional)."""
+        return self.run.to_dataframe()
+
+    @property
+    def exit_code(self) -> int:
+        return self.run.exit_code
+
+    @property
+    def pending(self) -> int:
+        return self.run.pending
+
+    @property
+    def ok(self) -> int:
+        return self.run.ok
+
+    @property
+    def errors(self) -> int:
+        return self.run.errors
+
+    def failure_text(self) -> str:
+        return self.run.failure_text()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``check`` result as ``--format json`` prints it (without the batch line)."""
+        usage = {"usage": self.usage, "usage_text": self.usage_text} if self.usage else {}
+        return {**self.summary, **usage, "pending": self.run.pending}
+
+    def __repr__(self) -> str:
+        return f"CheckResult({self.run!r})"
+
+
+class CheckJob(StageJob[StageRun]):
+    """A check run for the scaffold (:func:`ragassay.stages.scaffold.run_llm_stage`). With no
+    endpoint at all it runs on no LLM: the rules decide what they can and the other answers are
+    error records that a rerun with an endpoint fills in."""
+
+    rules_without_endpoint = True
+
+    def __init__(self, items: Sequence[AnswerItem], config: LLMConfig, output: str | Path, *, options: CheckOptions,
+                 chunks: Mapping[str, Chunk] | None = None, gold_recall: Mapping[str, float] | None = None,
+                 announce: bool = True):
+        self.items, self.configs, self.output = items, [config], Path(output)
+        self.options, self.chunks, self.gold_recall, self.announce = options, chunks, gold_recall, announce
+
+    def estimate(self) -> Estimate:
+        return plan_check(self.items, self.configs[0], self.output, options=self.options, chunks=self.chunks,
+                          gold_recall=self.gold_recall)
+
+    async def execute(self, llms: Sequence[LLM]) -> StageRun:
+        return await check_answers(self.items, llms[0] if llms else None, self.output, options=self.options,
+                                   chunks=self.chunks, announce=self.announce, gold_recall=self.gold_recall)
+
+    def pending(self, result: StageRun) -> int:
+        return result.pending

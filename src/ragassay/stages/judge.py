@@ -32,6 +32,7 @@ from .coverage import CoverageStage
 from .engine import (Call, Estimate, OutputStore, Records, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
                      in_shard, run_stage)
 from .queries import Passages, QueryItem
+from .scaffold import StageJob
 
 # ----------------------------------------------------------------------------- answer shapes
 
@@ -522,9 +523,10 @@ class JudgeResult:
     kept: int
     truncated: int
     batch_fallbacks: int
-    usage: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)  # model -> calls, tokens and cost (Usage.to_dict())
+    usage_text: str = ""  # the same, as the line the command prints
     coverage_waits: bool = False  # coverage was not run: judgments still wait for batch answers
-    usage_numbers: dict[str, Any] = field(default_factory=dict)  # model -> Usage.to_dict()
+    batch_note: str = ""  # what a run on batch files or the Batch API left to do (set by the scaffold)
 
     @property
     def pending(self) -> int:
@@ -625,7 +627,7 @@ class JudgeResult:
                 "batch_fallbacks": self.batch_fallbacks, "pending": self.pending,
                 "error_reasons": dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
                                                                         else Counter())).most_common(5)),
-                "usage": self.usage_numbers, "usage_text": self.usage}
+                "usage": self.usage, "usage_text": self.usage_text}
 
     def text(self) -> str:
         d = self.to_dict()
@@ -656,8 +658,8 @@ class JudgeResult:
         for stage in (self.relevance, self.coverage):
             if stage is not None and (stage.errors or stage.stopped):
                 lines.append(stage.failure_text())
-        if self.usage:
-            lines.append(self.usage)
+        if self.usage_text:
+            lines.append(self.usage_text)
         return "\n".join(lines)
 
 
@@ -671,10 +673,8 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
     rel = await run_stage(plan.relevance, plan.relevance_items, llms, plan.relevance_store,
                           concurrency=concurrency, quiet=options.quiet)
     if rel.pending:  # judgments wait for a batch: no qrels yet, and coverage (whose sources use them) waits too
-        usage = "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms)
         return JudgeResult(rel, None, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks,
-                           usage, coverage_waits=plan.coverage is not None,
-                           usage_numbers={llm.config.model: llm.usage.to_dict() for llm in llms})
+                           *_usage(llms), coverage_waits=plan.coverage is not None)
     if qrels_out is not None:
         # the qrels say what the judgments file says: every pair judged into it, by this run or an
         # earlier one (another retriever's run judged into the same files), and people's labels
@@ -691,9 +691,14 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
         plan.plan_coverage(plan.relevance_store.records())  # with this run's grades too
         cov = await run_stage(plan.coverage, plan.coverage_items, llms[:1], plan.coverage_store,
                               concurrency=concurrency, quiet=options.quiet)
-    usage = "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms)
-    return JudgeResult(rel, cov, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks, usage,
-                       usage_numbers={llm.config.model: llm.usage.to_dict() for llm in llms})
+    return JudgeResult(rel, cov, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks,
+                       *_usage(llms))
+
+
+def _usage(llms: Sequence[LLM]) -> tuple[dict[str, Any], str]:
+    """What each juror used: as numbers, and as the line the command prints."""
+    return ({llm.config.model: llm.usage.to_dict() for llm in llms},
+            "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms))
 
 
 async def judge_run(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
@@ -714,3 +719,28 @@ def model_configs(config: LLMConfig, models: Sequence[str] | None) -> list[LLMCo
     """One config per model of a jury (``--model`` repeated), the rest shared."""
     names = list(models) if models else [config.model]
     return [dataclasses.replace(config, model=m) for m in names]
+
+
+class JudgeJob(StageJob[JudgeResult]):
+    """A judge run for the scaffold (:func:`ragassay.stages.scaffold.run_llm_stage`): planned again
+    on every round, since a batch round changes what the outputs hold."""
+
+    def __init__(self, queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, configs: Sequence[LLMConfig],
+                 output: str | Path, *, options: JudgeOptions, keep=None, qrels_out: str | Path | None = None,
+                 coverage_out: str | Path | None = None):
+        self.queries, self.chunks, self.run, self.keep = queries, chunks, run, keep
+        self.configs, self.output, self.options = list(configs), Path(output), options
+        self.qrels_out, self.coverage_out = qrels_out, coverage_out
+
+    def plan(self) -> JudgePlan:
+        return plan_judge(self.queries, self.chunks, self.run, self.configs, self.output, options=self.options,
+                          keep=self.keep, coverage_out=self.coverage_out)
+
+    def estimate(self) -> Estimate:
+        return self.plan().estimate()
+
+    async def execute(self, llms: Sequence[LLM]) -> JudgeResult:
+        return await execute_judge(self.plan(), llms, qrels_out=self.qrels_out)
+
+    def pending(self, result: JudgeResult) -> int:
+        return result.pending

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .text_match import loose_text as normalize
 from ..data.records import Chunk, Question
@@ -74,3 +75,19 @@ def remap(questions: Sequence[Question], new_chunks: Sequence[Chunk], threshold:
             out.how[q.id] = "exact" if kinds == {"exact"} else "+".join(sorted(kinds))
             out.qrels[q.id] = {i: 3 for i in ids}
     return out
+
+
+def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Path,
+                threshold: float = 90.0) -> dict:
+    """``ragassay remap``: read a question set and a re-chunked corpus, write the qrels of the new
+    chunk ids to ``output`` and return the ``remap`` result (how each question was placed, and
+    which were not)."""
+    from collections import Counter
+
+    from ..data.io import read_chunks, read_records, write_qrels
+    read = [q for _, q in read_records(questions, Question, "question")]
+    result = remap(read, read_chunks(new_chunks), threshold)
+    write_qrels(output, result.qrels)
+    return {"kind": "remap", "version": 1, "questions": len(read), "placed": len(result.placed),
+            "how": dict(Counter(result.how.values())), "unplaced": result.unplaced, "no_evidence": result.no_evidence,
+            "output": str(output)}

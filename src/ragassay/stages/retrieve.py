@@ -117,3 +117,19 @@ def load_callable(spec: str) -> Retriever:
     if fn is None or not callable(fn):
         raise InputError(f"{module_part!r} has no callable named {attr!r}")
     return fn
+
+
+def write_retrieval(run: Run, output: str | Path, queries: int) -> dict:
+    """Write ``run`` to ``output`` and each query's latency beside it (``OUTPUT.latency.json``);
+    return the ``retrieve`` result: how many results, and the median and 95th percentile latency."""
+    import json
+
+    from ..data.io import write_run
+    out = Path(output)
+    write_run(out, run)
+    latency_file = out.with_name(out.name + ".latency.json")
+    latency_file.write_text(json.dumps(run.latency_ms, indent=1) + "\n", encoding="utf-8")
+    ms = sorted(run.latency_ms.values()) or [0.0]
+    return {"kind": "retrieve", "version": 1, "run": run.name, "queries": queries, "results": len(run),
+            "output": str(out), "latency_ms": {"p50": ms[len(ms) // 2], "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))]},
+            "latency_file": str(latency_file)}

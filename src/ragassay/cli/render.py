@@ -1,0 +1,27 @@
+"""How a command shows what the library returned: one JSON document for scripts (``--format json``),
+text for people (``table``, and ``csv``/``markdown`` where a command takes them)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from ..data.results import nan_to_none
+from ..product.formatting import to_json
+
+
+def render(args: argparse.Namespace, as_json: Callable[[], Any], as_text: Callable[[], str],
+           code: int = 0) -> str | tuple[str, int]:
+    """``as_json()`` as JSON with ``--format json``, else ``as_text()``; with the exit code."""
+    return to_json(as_json()) if args.format == "json" else as_text(), code
+
+
+def render_stage(result: Any, args: argparse.Namespace,
+                 text: Callable[[Any, argparse.Namespace], str]) -> str | tuple[str, int]:
+    """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON or as ``text``."""
+    from ..stages.engine import Estimate
+    if isinstance(result, Estimate):
+        return render(args, result.to_dict, result.text)
+    return render(args, lambda: nan_to_none({**result.to_dict(), "batch": result.batch_note or None}),
+                  lambda: text(result, args), result.exit_code)
