@@ -400,7 +400,8 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc,
                               styles=styles, max_calls=args.max_calls)
     if args.dry_run:  # offline: no endpoint, no key
-        est = Generator(None, chunks, options, config, existing).estimate()
+        est = Generator(None, chunks, options, config, existing).estimate(journal=args.output)
+        est.batch = args.backend == "batch"
         return to_json(est.to_dict()) if args.format == "json" else est.text()
 
     def run_once(box):
@@ -408,7 +409,7 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
             llm = offline_llms([config])[0] if box is not None and box.collect else LLM(config)
             llm.batch = box
             try:
-                result = await Generator(llm, chunks, options, existing=existing).run()
+                result = await Generator(llm, chunks, options, existing=existing).run(journal=args.output)
                 return result, llm.usage
             finally:
                 llm.close()

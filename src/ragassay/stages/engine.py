@@ -877,15 +877,18 @@ def contract(stage: Stage, records: list[dict]) -> list[dict]:
 
 
 async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore, *,
-                    concurrency: int | None = None, quiet: bool = False) -> StageRun:
+                    concurrency: int | None = None, quiet: bool = False, keep_journal: bool = False) -> StageRun:
     """Run every item not already done in ``store``; write its output once, at the end. The output
-    is locked for the whole run: a second process on it fails at once, before sending anything."""
+    is locked for the whole run: a second process on it fails at once, before sending anything.
+
+    ``keep_journal``: the records stay in the journal and the output is not written, for a stage
+    that plans in rounds from the records of the last (generate) and writes its files itself."""
     with OutputLock(store.output):
-        return await _run_stage(stage, items, llms, store, concurrency, quiet)
+        return await _run_stage(stage, items, llms, store, concurrency, quiet, keep_journal)
 
 
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
-                     concurrency: int | None, quiet: bool) -> StageRun:
+                     concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
     todo = [it for it in items if not all(store.done(k) for k in it.record_keys)]
     bar = progress_bar(sum(len(it.record_keys) for it in items),
                        sum(len(it.record_keys) for it in items) - sum(len(it.record_keys) for it in todo),
@@ -982,7 +985,8 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                   f"{aborted[0]}. Nothing more was sent; fix this and rerun")
         raise StageAborted(f"{reason} (finished records are kept in {store.journal})", reason)
     plan_keys = [k for it in items for k in it.record_keys]
-    records = store.finalize(plan_keys)
+    records = Records([store.by_key[k] for k in plan_keys if k in store.by_key]) if keep_journal \
+        else store.finalize(plan_keys)
     failed = [k for k in plan_keys if k in store.by_key and not store.done(k)]  # read from the lines only
     reasons = Counter(reason_of(_loads(store.by_key[k])) for k in failed)
     not_done = sum(1 for it in todo if not all(store.done(k) for k in it.record_keys)) if budget else 0
