@@ -410,6 +410,8 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
             llm.batch = box
             try:
                 result = await Generator(llm, chunks, options, existing=existing).run(journal=args.output)
+                if not result.pending:  # written under the lock; until the batch answers are in, nothing is
+                    write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
                 return result, llm.usage
             finally:
                 llm.close()
@@ -428,7 +430,6 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
                             "pending": result.pending, "batch": note}), 0
         return "\n".join([f"generate: {result.pending} candidates wait for batch answers "
                           f"({len(result.accepted)} accepted so far; nothing written yet)", note]), 0
-    write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
     exported = [(fmt, export(result.accepted, chunks, fmt, directory)) for fmt, directory in args.export]
     if args.format == "json":
         return to_json({**result.to_dict(), "usage": {config.model: usage.to_dict()}, "usage_text": usage.summary()}), \
