@@ -8,8 +8,12 @@ gold chunks alone, and for hard questions, not answerable from any single gold c
 and word overlap of each gold chunk are kept in ``checks``; a label they contradict is relabelled
 (medium -> easy) or dropped (hard).
 
-Chunk ids in, the same ids out. The question file is written at the end in one atomic step;
-every model call is cached, so rerunning an interrupted run costs nothing and gives the same set.
+Chunk ids in, the same ids out. Each candidate is a work item of the stage engine
+(:class:`GenerateStage`): its calls are steps of the engine's ``next_calls``, its outcome (a
+question or a reject) a record in the engine's journal beside the question file. Candidates are
+drawn in waves, each from what the last decided; a rerun of an interrupted run replays the decided
+candidates from the journal (with or without the answer cache) and sends only what is left. The
+question file is written at the end in one atomic step.
 """
 
 from __future__ import annotations
@@ -380,10 +384,12 @@ class Generator:
                        share=False)  # placeholders look alike
         worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
         ceiling = self.options.max_calls or ceiling_for(est.calls)
-        est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; these calls are for every first "
-                    f"candidate accepted (and no hard question's passage answering alone); each rejected candidate "
-                    f"costs another try, at most about {worst} candidates in all, so the calls and cost above are a "
-                    f"lower bound and generate's ceiling of {ceiling} calls the upper one "
+        hard_chunks = sum(len(it.payload.group) for it in items if it.payload.level == "hard")
+        est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; the calls and cost above are those "
+                    f"of every first candidate accepted, a lower bound: each rejected candidate costs another try "
+                    f"(at most about {worst} candidates in all), and a hard question's passage that answers alone "
+                    f"one more comparison (at most {hard_chunks}); the upper bound is generate's ceiling of "
+                    f"{ceiling} calls "
                     f"({'--max-calls' if self.options.max_calls else 'its default: 3x these, --max-calls N to change'})")
         return est
 
