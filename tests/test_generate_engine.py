@@ -140,3 +140,21 @@ def test_every_reject_has_one_shape(tmp_path, capsys):
     causes = {r["reason"].split(":")[0].split(" (")[0] for r in records}
     assert {"chunk unfit", "near-duplicate of an earlier question"} <= causes, causes
     assert {tuple(r) for r in records} == {tuple(Reject.model_fields)}  # the same fields, in the same order
+
+
+def test_generate_stops_by_the_engines_abort_rule(tmp_path, capsys, monkeypatch):
+    """Three candidates failing the same way before any answer stop the run (the rule every stage
+    follows), not the first failure; what was tried stays in the journal."""
+    import httpx
+    import respx
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    out = tmp_path / "q.jsonl"
+    with respx.mock() as mock:
+        route = mock.post("http://llm.test/v1/chat/completions").mock(
+            return_value=httpx.Response(401, json={"error": {"message": "Incorrect API key provided"}}))
+        code = main(["generate", CHUNKS, "-o", str(out), "--limit", "5", "--base-url", "http://llm.test/v1",
+                     "--model", "m", "--quiet", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 1 and route.call_count == 3
+    assert "stopped early: the first 3 generate calls all failed the same way" in err
+    assert not out.exists() and len(complete_lines(Path(f"{out}.journal"))) == 3

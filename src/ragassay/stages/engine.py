@@ -42,6 +42,13 @@ from ..llm.errors import LLMError
 from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
+EARLY_FAILURES = ("transport", "auth", "request")  # the failures that say the endpoint cannot be used at all
+
+
+def failing_alike(early: Sequence[LLMError]) -> bool:
+    """The abort rule: the first failures (before any answer) are ABORT_AFTER or more, all of one
+    kind that says the endpoint cannot be used (a dead endpoint, a refused key, an unknown model)."""
+    return len(early) >= ABORT_AFTER and len({e.kind for e in early}) == 1 and early[0].kind in EARLY_FAILURES
 
 
 @contextmanager
@@ -940,9 +947,9 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                     budget.append(str(e))
                 abort.set()
                 return []
-            if not answered[0] and e.kind in ("transport", "auth", "request"):
+            if not answered[0] and e.kind in EARLY_FAILURES:
                 early.append(e)
-                if len(todo) > ABORT_AFTER and len(early) >= ABORT_AFTER and len({x.kind for x in early}) == 1:
+                if len(todo) > ABORT_AFTER and failing_alike(early):
                     aborted.append(str(early[0]).rstrip("."))
                     abort.set()
             return contract(stage, stage.error_records(it, e))

@@ -35,8 +35,8 @@ from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, 
                               unfit_chunk)
 from ..data.io import write_jsonl, write_lines_atomic, write_qrels
 from ..llm import LLM, LLMConfig, LLMError
-from .engine import (ABORT_AFTER, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate, fingerprint,
-                     journal_path, progress_bar, run_stage)
+from .engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
+                     failing_alike, fingerprint, journal_path, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..data.records import Chunk, Question, Reject
 
@@ -563,7 +563,8 @@ class GenerateStage(Stage):
         return [{"key": item.key, "status": "ok", "reject": walk.reject}]
 
     def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
-        self.failures.append(error)
+        if not self.answered and error.kind in EARLY_FAILURES:
+            self.failures.append(error)
         c: Candidate = item.payload
         return [{"key": item.key, "status": "error", "error": error.reason,
                  "reject": reject_record(c.group, c.level, None, None, f"model call failed: {error.reason}")}]
@@ -579,9 +580,7 @@ class GenerateStage(Stage):
     def stop_if_dead(self) -> None:
         """The engine's abort rule across waves (a wave may be smaller than the rule's count): the
         first calls all failed the same way, and nothing has answered yet."""
-        kinds = {e.kind for e in self.failures}
-        if (not self.answered and len(self.failures) >= ABORT_AFTER and len(kinds) == 1
-                and kinds <= {"transport", "auth", "request"}):
+        if not self.answered and failing_alike(self.failures):
             raise StageAborted(f"stopped early: the first {len(self.failures)} generate calls all failed the same "
                                f"way: {str(self.failures[0]).rstrip('.')}. Nothing more was sent; fix this and rerun")
 
