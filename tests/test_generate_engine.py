@@ -48,7 +48,7 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
         full_calls, full_questions = server.calls, schemas(server.requests)["GeneratedQuestion"]
     capsys.readouterr()
     out = tmp_path / "q.jsonl"
-    journal = Path(f"{out}.journal")
+    journal = Path(f"{out}.candidates.journal")
     with FakeLLM(delay=0.05) as server:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
                                                              os.environ.get("PYTHONPATH", "")])}
@@ -73,7 +73,8 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
     assert rerun_calls < full_calls <= killed_calls + rerun_calls  # calls in flight at the kill are asked again
     assert out.read_text() == (tmp_path / "full.jsonl").read_text()
     assert out.with_suffix(".rejects.jsonl").read_text() == (tmp_path / "full.rejects.jsonl").read_text()
-    assert not journal.exists()  # spent once the set is written
+    assert not journal.exists() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "full.jsonl", "full.rejects.jsonl", "q.jsonl", "q.rejects.jsonl"]  # spent once the set is written
 
 
 @pytest.mark.parametrize("limit", ["5", "10"])
@@ -157,4 +158,4 @@ def test_generate_stops_by_the_engines_abort_rule(tmp_path, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert code == 1 and route.call_count == 3
     assert "stopped early: the first 3 generate calls all failed the same way" in err
-    assert not out.exists() and len(complete_lines(Path(f"{out}.journal"))) == 3
+    assert not out.exists() and len(complete_lines(Path(f"{out}.candidates.journal"))) == 3

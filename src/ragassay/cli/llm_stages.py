@@ -400,7 +400,7 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc,
                               styles=styles, max_calls=args.max_calls)
     if args.dry_run:  # offline: no endpoint, no key
-        est = Generator(None, chunks, options, config, existing).estimate(journal=args.output)
+        est = Generator(None, chunks, options, config, existing).estimate(output=args.output)
         est.batch = args.backend == "batch"
         return to_json(est.to_dict()) if args.format == "json" else est.text()
 
@@ -409,7 +409,7 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
             llm = offline_llms([config])[0] if box is not None and box.collect else LLM(config)
             llm.batch = box
             try:
-                result = await Generator(llm, chunks, options, existing=existing).run(journal=args.output)
+                result = await Generator(llm, chunks, options, existing=existing).run(output=args.output)
                 if not result.pending:  # written under the lock; until the batch answers are in, nothing is
                     write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
                 return result, llm.usage

@@ -120,7 +120,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
             generator = Generator(llm, list(chunks.values()), GenerateOptions(total=10, quiet=True))
 
             async def generate_set():  # locked as the command locks them, until written
-                result = await generator.run(journal=generated[0])
+                result = await generator.run(output=generated[0])
                 write_outputs(result, *generated)
                 return result
             gen = run_locked(generated, generate_set)

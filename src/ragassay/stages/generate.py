@@ -10,10 +10,11 @@ and word overlap of each gold chunk are kept in ``checks``; a label they contrad
 
 Chunk ids in, the same ids out. Each candidate is a work item of the stage engine
 (:class:`GenerateStage`): its calls are steps of the engine's ``next_calls``, its outcome (a
-question or a reject) a record in the engine's journal beside the question file. Candidates are
-drawn in waves, each from what the last decided; a rerun of an interrupted run replays the decided
-candidates from the journal (with or without the answer cache) and sends only what is left. The
-question file is written at the end in one atomic step.
+question or a reject) a record in the engine's journal beside the question file
+(``OUTPUT.candidates.journal``). Candidates are drawn in waves, each from what the last decided;
+a rerun of an interrupted run replays the decided candidates from the journal (with or without
+the answer cache) and sends only what is left. The question file is written at the end in one
+atomic step.
 """
 
 from __future__ import annotations
@@ -372,14 +373,14 @@ class Generator:
             return None, checks, "easy"
         return None, checks, difficulty
 
-    def estimate(self, journal: str | Path | None = None) -> Estimate:
+    def estimate(self, output: str | Path | None = None) -> Estimate:
         """Calls, tokens and cost if every first candidate is accepted (each rejection costs one
         more candidate, up to ``attempts_per_question`` per wanted question): the engine's estimate
         of the first candidates' plan, their later steps shaped by the answers the cache holds.
-        Candidates an interrupted run left in ``journal`` (the questions file's) are done."""
+        Candidates an interrupted run into the questions file ``output`` journalled are done."""
         stage = GenerateStage(self)
         items = [stage.item(level, group, style, draw) for level, group, style, draw in self.first_candidates()]
-        store = _journal_store(journal) if journal is not None else None
+        store = _journal_store(output) if output is not None else None
         est = estimate(items, lambda it: store is not None and store.done(it.key), [self.config], stage=stage,
                        share=False)  # placeholders look alike
         worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
@@ -394,15 +395,15 @@ class Generator:
         return est
 
     # -- the whole set
-    async def run(self, journal: str | Path | None = None) -> GenerateResult:
-        """Draw candidates wave by wave until the target is met; each wave is run by the engine, its
-        records journalled beside ``journal`` (the questions file), so a killed run resumes where it
-        stopped. Without ``journal`` the records are journalled in a temporary folder."""
-        if journal is None:
+    async def run(self, output: str | Path | None = None) -> GenerateResult:
+        """Draw candidates wave by wave until the target is met. Each wave is run by the engine, its
+        records journalled beside the questions file ``output`` (see :func:`candidates_path`), so a
+        killed run resumes where it stopped; without ``output``, in a temporary folder."""
+        if output is None:
             import tempfile
             with tempfile.TemporaryDirectory(prefix="ragassay-generate-") as tmp:
                 return await self._run(_journal_store(Path(tmp) / "questions.jsonl"))
-        return await self._run(_journal_store(journal))
+        return await self._run(_journal_store(output))
 
     async def _run(self, store: OutputStore) -> GenerateResult:
         opts = self.options
@@ -482,10 +483,16 @@ class Generator:
 _BUDGET_TAIL = re.compile(r"; \d+ generate items not done: rerun with a higher ceiling to go on$")
 
 
+def candidates_path(output: str | Path) -> Path:
+    """Where the engine keeps the candidates of a run writing the questions file ``output``: only
+    their journal (``OUTPUT.candidates.journal``) is ever written, and removed with the set written.
+    Not the questions file itself: that holds questions, whatever was there before is replaced."""
+    return Path(f"{output}.candidates")
+
+
 def _journal_store(output: str | Path) -> OutputStore:
-    """The engine's store of candidate records, journalled beside ``output`` (the questions file,
-    whose question records carry no key: they are never taken for candidates)."""
-    return OutputStore(output, lambda r: r.get("key") or r.get("id") or "")
+    """The engine's store of candidate records for the questions file ``output``."""
+    return OutputStore(candidates_path(output), lambda r: r["key"])
 
 
 def reject_record(chunk_ids: Sequence[str], difficulty: str | None, question: str | None, answer: str | None,
@@ -541,7 +548,7 @@ class GenerateStage(Stage):
         self.answered = False
 
     def identity(self, record: dict) -> str:
-        return record.get("key") or record.get("id") or ""
+        return record["key"]  # a candidate is its draw: the key says which
 
     def item(self, level: str, group: Sequence[str], style: str, draw: Any = 0) -> WorkItem:
         """A candidate's work item. Its key holds the draw (the candidate's place in the run), so a
@@ -680,7 +687,7 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
                                                for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted})
-    journal_path(output).unlink(missing_ok=True)  # the set is written: its candidates' journal is spent
+    journal_path(candidates_path(output)).unlink(missing_ok=True)  # the set is written: its journal is spent
 
 
 # Each export is named after what loads it: (the files it writes, how to load them, the package).
