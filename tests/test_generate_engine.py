@@ -64,6 +64,10 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
         assert 6 <= len(journalled) < full_questions and all(r["status"] == "ok" for r in journalled)
         killed_calls = server.calls
         assert killed_calls < full_calls
+        capsys.readouterr()
+        assert main(generate_args(out, server.url) + ["--dry-run", "--format", "json"]) == 0
+        predicted = json.loads(capsys.readouterr().out)  # the dry run reads the journal too
+        assert (predicted["items"], predicted["done"]) == (full_questions, len(journalled))
         server.requests.clear()
         assert main(generate_args(out, server.url)) == 0
         rerun = schemas(server.requests)
