@@ -49,7 +49,7 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
     capsys.readouterr()
     out = tmp_path / "q.jsonl"
     journal = Path(f"{out}.candidates.journal")
-    with FakeLLM(delay=0.05) as server:
+    with FakeLLM(delay=0.2) as server:  # slow enough to kill mid-run on a busy machine
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
                                                              os.environ.get("PYTHONPATH", "")])}
         proc = subprocess.Popen([sys.executable, "-m", "ragassay", *generate_args(out, server.url)], env=env,
