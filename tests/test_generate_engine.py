@@ -163,3 +163,17 @@ def test_generate_stops_by_the_engines_abort_rule(tmp_path, capsys, monkeypatch)
     assert code == 1 and route.call_count == 3
     assert "stopped early: the first 3 generate calls all failed the same way" in err
     assert not out.exists() and len(complete_lines(Path(f"{out}.candidates.journal"))) == 3
+
+
+def test_each_candidates_text_checks_are_made_once(tmp_path, capsys, monkeypatch):
+    """The engine walks a candidate's answers at every step; ranking its gold chunks (BM25 over the
+    whole corpus) is done once per candidate, not once per step."""
+    from ragassay.stages import generate_checks
+    ranked = []
+    real = generate_checks.BM25.rank_of
+    monkeypatch.setattr(generate_checks.BM25, "rank_of", lambda self, q, c: ranked.append(c) or real(self, q, c))
+    out = tmp_path / "q.jsonl"
+    with FakeLLM() as server:
+        assert main(generate_args(out, server.url)) == 0
+    questions = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(ranked) == sum(len(q["chunk_ids"]) for q in questions) == 4 * 3 - 1 + 16  # 4 hard, one of two chunks

@@ -19,6 +19,7 @@ atomic step.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import hashlib
 import json
@@ -546,6 +547,9 @@ class GenerateStage(Stage):
         self.gen = generator
         self.failures: list[LLMError] = []
         self.answered = False
+        # the text checks of a candidate's question, made once: each step walks its answers again, and
+        # ranking the gold chunks by BM25 scores the whole corpus
+        self._checked: dict[tuple[Candidate, str], tuple[str | None, dict, str]] = {}
 
     def identity(self, record: dict) -> str:
         return record["key"]  # a candidate is its draw: the key says which
@@ -565,6 +569,8 @@ class GenerateStage(Stage):
 
     async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
         walk = self.walk(item.payload, answers)
+        for k in [k for k in self._checked if k[0] == item.payload]:
+            del self._checked[k]
         if walk.question is not None:
             return [{"key": item.key, "status": "ok", "question": walk.question.model_dump(mode="json")}]
         return [{"key": item.key, "status": "ok", "reject": walk.reject}]
@@ -611,7 +617,7 @@ class GenerateStage(Stage):
         checks: dict = {}
         label = level
         if generated is not None:
-            why, checks, label = g.text_checks(generated, group, level)
+            why, checks, label = self._text_checks(cand, generated)
             if why is not None:
                 return reject(why, **checks)
             gold, q, a = cited(generated, group), generated.question, generated.answer
@@ -665,6 +671,14 @@ class GenerateStage(Stage):
                             evidence=[e.quote for e in generated.evidence], checks=checks, model=g.config.model,
                             prompt=g.q_prompt.id)
         return _Walk(question=question)
+
+
+    def _text_checks(self, cand: Candidate, generated: GeneratedQuestion) -> tuple[str | None, dict, str]:
+        memo = (cand, generated.model_dump_json())
+        if memo not in self._checked:
+            self._checked[memo] = self.gen.text_checks(generated, list(cand.group), cand.level)
+        why, checks, label = self._checked[memo]
+        return why, copy.deepcopy(checks), label  # a copy: the walk adds to it
 
 
 def _echoed(generated: GeneratedQuestion, chunk_ids: Sequence[str]) -> GeneratedQuestion:
