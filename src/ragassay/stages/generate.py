@@ -368,7 +368,8 @@ class Generator:
             checks["offered_not_cited"] = [c for c in chunk_ids if c not in gold]
         easy_looking = any(ranks[c] == 1 and overlaps[c] >= 0.7 for c in gold)
         if difficulty == "hard" and easy_looking:
-            return "label contradicted by evidence: a gold chunk is BM25 rank 1 with most of the words", checks, difficulty
+            why = "label contradicted by evidence: a gold chunk is BM25 rank 1 with most of the words"
+            return why, checks, difficulty
         if difficulty == "medium" and easy_looking:
             checks["relabelled"] = "medium -> easy: gold chunk is BM25 rank 1 with most of the question's words"
             return None, checks, "easy"
@@ -385,14 +386,16 @@ class Generator:
         est = estimate(items, lambda it: store is not None and store.done(it.key), [self.config], stage=stage,
                        share=False)  # placeholders look alike
         worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
-        ceiling = self.options.max_calls or ceiling_for(est.calls)
+        # the run's ceiling counts the whole plan, what a killed run journalled too
+        ceiling = self.options.max_calls or (self.default_ceiling() if est.done else ceiling_for(est.calls))
         hard_chunks = sum(len(it.payload.group) for it in items if it.payload.level == "hard")
         est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; the calls and cost above are those "
                     f"of every first candidate accepted, a lower bound: each rejected candidate costs another try "
                     f"(at most about {worst} candidates in all), and a hard question's passage that answers alone "
                     f"one more comparison (at most {hard_chunks}); the upper bound is generate's ceiling of "
                     f"{ceiling} calls "
-                    f"({'--max-calls' if self.options.max_calls else 'its default: 3x these, --max-calls N to change'})")
+                    + ("(--max-calls)" if self.options.max_calls else
+                       "(its default: 3x these, --max-calls N to change)"))
         return est
 
     # -- the whole set
