@@ -301,7 +301,8 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc,
                               styles=styles, max_calls=args.max_calls)
     if args.dry_run:  # offline: no endpoint, no key
-        est = Generator(None, chunks, options, config, existing).estimate()
+        est = Generator(None, chunks, options, config, existing).estimate(output=args.output)
+        est.batch = args.backend == "batch"
         return to_json(est.to_dict()) if args.format == "json" else est.text()
 
     def run_once(box):
@@ -309,7 +310,9 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
             llm = offline_llms([config])[0] if box is not None and box.collect else LLM(config)
             llm.batch = box
             try:
-                result = await Generator(llm, chunks, options, existing=existing).run()
+                result = await Generator(llm, chunks, options, existing=existing).run(output=args.output)
+                if not result.pending:  # written under the lock; until the batch answers are in, nothing is
+                    write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
                 return result, llm.usage
             finally:
                 llm.close()
@@ -328,7 +331,6 @@ def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
                             "pending": result.pending, "batch": note}), 0
         return "\n".join([f"generate: {result.pending} candidates wait for batch answers "
                           f"({len(result.accepted)} accepted so far; nothing written yet)", note]), 0
-    write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
     exported = [(fmt, export(result.accepted, chunks, fmt, directory)) for fmt, directory in args.export]
     if args.format == "json":
         return to_json({**result.to_dict(), "usage": {config.model: usage.to_dict()}, "usage_text": usage.summary()}), \

@@ -177,5 +177,22 @@ def _check_status(status: str, value: Any, error: str | None, what: str) -> None
             raise ValueError("status 'error' needs the reason in 'error'")
 
 
+class Reject(BaseModel):
+    """A candidate question generate dropped, or a chunk it would not ask about, with the reason.
+    One shape for every cause: what is not known for a cause (the question of a failed call, the
+    difficulty of an unfit chunk) is null. ``kind`` is the question's kind (factoid, bridge, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_ids: list[str]
+    difficulty: Difficulty | None = None
+    question: str | None = None
+    answer: str | None = None
+    style: str | None = None
+    kind: str | None = None
+    reason: str
+    scores: dict[str, Any] = Field(default_factory=dict)
+
+
 __all__ = ["AnswerItem", "Check", "Chunk", "Coverage", "Judgment", "Nugget", "QrelRow",
-           "Question", "RunRow"]
+           "Question", "Reject", "RunRow"]

@@ -113,10 +113,17 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
                 raise  # only "no endpoint at all" skips the LLM stages; a bad setting is an error
     report_files = [out / "compare.json"]
     if llm is not None:
+        from ..stages.engine import run_locked
         from ..stages.generate import GenerateOptions, Generator, write_outputs
         try:
-            gen = asyncio.run(Generator(llm, list(chunks.values()), GenerateOptions(total=10, quiet=True)).run())
-            write_outputs(gen, out / "questions.jsonl", out / "rejects.jsonl", out / "questions.qrels")
+            generated = (out / "questions.jsonl", out / "rejects.jsonl", out / "questions.qrels")
+            generator = Generator(llm, list(chunks.values()), GenerateOptions(total=10, quiet=True))
+
+            async def generate_set():  # locked as the command locks them, until written
+                result = await generator.run(output=generated[0])
+                write_outputs(result, *generated)
+                return result
+            gen = run_locked(generated, generate_set)
             log(f"generate: {len(gen.accepted)} questions accepted, {len(gen.rejects)} rejected")
             if gen.shortfall:
                 failed.append("generate: fell short of the target (" + ", ".join(

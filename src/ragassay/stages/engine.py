@@ -42,6 +42,13 @@ from ..llm.errors import LLMError
 from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
+EARLY_FAILURES = ("transport", "auth", "request")  # the failures that say the endpoint cannot be used at all
+
+
+def failing_alike(early: Sequence[LLMError]) -> bool:
+    """The abort rule: the first failures (before any answer) are ABORT_AFTER or more, all of one
+    kind that says the endpoint cannot be used (a dead endpoint, a refused key, an unknown model)."""
+    return len(early) >= ABORT_AFTER and len({e.kind for e in early}) == 1 and early[0].kind in EARLY_FAILURES
 
 
 @contextmanager
@@ -877,15 +884,18 @@ def contract(stage: Stage, records: list[dict]) -> list[dict]:
 
 
 async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore, *,
-                    concurrency: int | None = None, quiet: bool = False) -> StageRun:
+                    concurrency: int | None = None, quiet: bool = False, keep_journal: bool = False) -> StageRun:
     """Run every item not already done in ``store``; write its output once, at the end. The output
-    is locked for the whole run: a second process on it fails at once, before sending anything."""
+    is locked for the whole run: a second process on it fails at once, before sending anything.
+
+    ``keep_journal``: the records stay in the journal and the output is not written, for a stage
+    that plans in rounds from the records of the last (generate) and writes its files itself."""
     with OutputLock(store.output):
-        return await _run_stage(stage, items, llms, store, concurrency, quiet)
+        return await _run_stage(stage, items, llms, store, concurrency, quiet, keep_journal)
 
 
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
-                     concurrency: int | None, quiet: bool) -> StageRun:
+                     concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
     todo = [it for it in items if not all(store.done(k) for k in it.record_keys)]
     bar = progress_bar(sum(len(it.record_keys) for it in items),
                        sum(len(it.record_keys) for it in items) - sum(len(it.record_keys) for it in todo),
@@ -937,9 +947,9 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                     budget.append(str(e))
                 abort.set()
                 return []
-            if not answered[0] and e.kind in ("transport", "auth", "request"):
+            if not answered[0] and e.kind in EARLY_FAILURES:
                 early.append(e)
-                if len(todo) > ABORT_AFTER and len(early) >= ABORT_AFTER and len({x.kind for x in early}) == 1:
+                if len(todo) > ABORT_AFTER and failing_alike(early):
                     aborted.append(str(early[0]).rstrip("."))
                     abort.set()
             return contract(stage, stage.error_records(it, e))
@@ -982,7 +992,8 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                   f"{aborted[0]}. Nothing more was sent; fix this and rerun")
         raise StageAborted(f"{reason} (finished records are kept in {store.journal})", reason)
     plan_keys = [k for it in items for k in it.record_keys]
-    records = store.finalize(plan_keys)
+    records = Records([store.by_key[k] for k in plan_keys if k in store.by_key]) if keep_journal \
+        else store.finalize(plan_keys)
     failed = [k for k in plan_keys if k in store.by_key and not store.done(k)]  # read from the lines only
     reasons = Counter(reason_of(_loads(store.by_key[k])) for k in failed)
     not_done = sum(1 for it in todo if not all(store.done(k) for k in it.record_keys)) if budget else 0

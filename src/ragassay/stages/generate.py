@@ -8,33 +8,39 @@ gold chunks alone, and for hard questions, not answerable from any single gold c
 and word overlap of each gold chunk are kept in ``checks``; a label they contradict is relabelled
 (medium -> easy) or dropped (hard).
 
-Chunk ids in, the same ids out. The question file is written at the end in one atomic step;
-every model call is cached, so rerunning an interrupted run costs nothing and gives the same set.
+Chunk ids in, the same ids out. Each candidate is a work item of the stage engine
+(:class:`GenerateStage`): its calls are steps of the engine's ``next_calls``, its outcome (a
+question or a reject) a record in the engine's journal beside the question file
+(``OUTPUT.candidates.journal``). Candidates are drawn in waves, each from what the last decided;
+a rerun of an interrupted run replays the decided candidates from the journal (with or without
+the answer cache) and sends only what is left. The question file is written at the end in one
+atomic step.
 """
 
 from __future__ import annotations
 
-import asyncio
+import copy
 import dataclasses
 import hashlib
 import json
 import random
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems,
                               unfit_chunk)
 from ..data.io import write_jsonl, write_lines_atomic, write_qrels
 from ..llm import LLM, LLMConfig, LLMError
-from ..llm.batch import Deferred
-from .engine import Call, Estimate, StageAborted, WorkItem, estimate, fingerprint, progress_bar
+from .engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
+                     failing_alike, fingerprint, journal_path, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
-from ..data.records import Chunk, Question
+from ..data.records import Chunk, Question, Reject
 
 Difficulty = Literal["easy", "medium", "hard"]
 LEVEL_ORDER = ("hard", "medium", "easy")  # hardest to fill first; relabels land in easy
@@ -199,9 +205,6 @@ class Generator:
         self.existing = list(existing)  # a set being grown (--append): no duplicate of these, their chunks last
         self.config = llm.config if llm is not None else (config or LLMConfig())
         self.options = options
-        self.failures: list[LLMError] = []
-        self.budget_stop: str | None = None  # a spending ceiling (--max-calls/--max-cost) stopped a call
-        self.answered = False
         self._style_counts: dict[str, int] = {}
         self.chunks = {c.id: c for c in chunks}
         self.order = [c.id for c in chunks]
@@ -262,12 +265,19 @@ class Generator:
     def first_waves(self) -> list[tuple[str, list[str], str]]:
         """(difficulty, chunk ids, style) of every candidate a run tries when each one is accepted:
         the same code path as :meth:`run`, so the dry run's plan is the run's."""
+        return [(level, group, style) for level, group, style, _ in self.first_candidates()]
+
+    def first_candidates(self) -> list[tuple[str, list[str], str, tuple[int, int]]]:
+        """:meth:`first_waves` with each candidate's draw (where its wave began, its place in it),
+        as :meth:`run` numbers them."""
         rng = random.Random(self.options.seed)
         pool, cursor = self.stratified(rng), [0]
         out = []
         for level in LEVEL_ORDER:
             want = mix_counts(self.options.total, self.options.mix).get(level, 0)
-            out += [(level, g, self.next_style()) for g in self._wave(level, want, pool, cursor, rng)[0]]
+            first_draw = cursor[0]
+            out += [(level, g, self.next_style(), (first_draw, i))
+                    for i, g in enumerate(self._wave(level, want, pool, cursor, rng)[0])]
         self._style_counts.clear()
         return out
 
@@ -318,146 +328,93 @@ class Generator:
     def critic_messages(self, question: str, style: str) -> list[dict[str, str]]:
         return self.critic_prompt.messages(style=STYLES[style], question=delimit("QUESTION", question))
 
-    def candidate_calls(self, chunk_ids: list[str], difficulty: str, style: str = "question",
-                        generated: GeneratedQuestion | None = None, blind: BlindAnswer | None = None) -> list[Call]:
-        """The calls one accepted candidate makes: generate; answer it blind from its gold chunks;
-        compare the two answers; a critic scores it; for hard, answer blind from each cited chunk
-        alone (which must fail). Later calls hold earlier answers; before those exist they are sized with empty ones."""
-        q, a = (generated.question, generated.answer) if generated is not None else ("", "")
-        gold = cited(generated, chunk_ids) if generated is not None else chunk_ids
-        calls = [Call.of(0, self.question_messages(chunk_ids, difficulty, style), GeneratedQuestion, "generate", 600,
-                         max(self.config.temperature, 0.7)),
-                 Call.of(0, self.blind_messages(q, gold), BlindAnswer, "verify", 400),
-                 Call.of(0, self.compare_messages(q, a, blind.own_answer if blind else ""), SameAnswer, "verify", 200),
-                 Call.of(0, self.critic_messages(q, style), Critique, "verify", 200)]
-        if difficulty == "hard":
-            calls += [Call.of(0, self.blind_messages(q, [c]), BlindAnswer, "verify", 400) for c in gold]
-        return calls
+    def question_call(self, chunk_ids: list[str], difficulty: str, style: str) -> Call:
+        return Call.of(0, self.question_messages(chunk_ids, difficulty, style), GeneratedQuestion, "generate", 600,
+                       max(self.config.temperature, 0.7))
 
-    def estimate(self) -> Estimate:
-        """Calls, tokens and cost if every first candidate is accepted (each rejection costs one
-        more candidate, up to ``attempts_per_question`` per wanted question)."""
-        from ..llm.cache import Cache
-        from ..llm.client import request_key
-        cache = Cache.read_only(self.config.cache_path) if self.config.use_cache else None
-        items = []
-        def cached(call: Call, model: type[BaseModel]) -> BaseModel | None:
-            if cache is None:
-                return None
-            hit = cache.get(request_key(self.config.model or "", call.message_list, call.response_model,
-                                        call.params(self.config.temperature), self.config.base_url))
-            try:
-                return None if hit is None else model.model_validate(hit["answer"])
-            except ValueError:
-                return None
+    def blind_call(self, question: str, chunk_ids: list[str]) -> Call:
+        return Call.of(0, self.blind_messages(question, chunk_ids), BlindAnswer, "verify", 400)
 
-        for level, group, style in self.first_waves():
-            calls = self.candidate_calls(group, level, style)
-            generated = cached(calls[0], GeneratedQuestion)
-            if generated is not None:  # the question is known: the later messages are exact
-                calls = self.candidate_calls(group, level, style, generated)
-                blind = cached(calls[1], BlindAnswer)
-                if blind is not None:
-                    calls = self.candidate_calls(group, level, style, generated, blind)
-            items.append(WorkItem(fingerprint(level, group), calls, None))
-        if cache is not None:
-            cache.close()
-        est = estimate(items, lambda it: False, [self.config], share=False)  # placeholders look alike
-        worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
-        ceiling = self.options.max_calls or ceiling_for(est.calls)
-        est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; each rejected candidate costs "
-                    f"another try, at most about {worst} candidates in all; generate stops at {ceiling} calls "
-                    f"({'--max-calls' if self.options.max_calls else 'its default ceiling: 3x these, --max-calls N to change'})")
-        return est
+    def compare_call(self, question: str, proposed: str, blind: str) -> Call:
+        return Call.of(0, self.compare_messages(question, proposed, blind), SameAnswer, "verify", 200)
 
-    # -- one candidate
-    async def candidate(self, chunk_ids: list[str], difficulty: str,
-                        style: str = "question") -> tuple[Question | None, dict | None]:
-        texts = [self.chunks[c].text for c in chunk_ids]
-        llms = [self.llm]
-        g = await self.candidate_calls(chunk_ids, difficulty, style)[0].ask(llms)
-        self.answered = True
-        for ev in g.evidence:  # an id shown defused (marker text, line breaks) is read back as the real id
-            ev.chunk_id = echoed_id(ev.chunk_id, chunk_ids) or ev.chunk_id
-        base = {"chunk_ids": chunk_ids, "difficulty": difficulty, "question": g.question, "answer": g.answer,
-                "style": style, "kind": g.kind}
+    def critic_call(self, question: str, style: str) -> Call:
+        return Call.of(0, self.critic_messages(question, style), Critique, "verify", 200)
 
-        def reject(reason: str, **scores) -> tuple[None, dict]:
-            return None, {**base, "reason": reason, "scores": scores}
-
-        problems = question_problems(g.question, g.answer, texts)
+    def text_checks(self, g: GeneratedQuestion, chunk_ids: list[str], difficulty: str) -> tuple[str | None, dict, str]:
+        """The checks that need no model, on a generated question: (why it is dropped or None, the
+        scores kept in ``checks``, its label: medium relabelled easy when a gold chunk gives it away)."""
+        problems = question_problems(g.question, g.answer, [self.chunks[c].text for c in chunk_ids])
         if problems:
-            return reject("; ".join(problems))
+            return "; ".join(problems), {}, difficulty
         for ev in g.evidence:
             if ev.chunk_id not in chunk_ids:
-                return reject(f"evidence cites a chunk it was not given ({ev.chunk_id!r})")
+                return f"evidence cites a chunk it was not given ({ev.chunk_id!r})", {}, difficulty
             if not evidence_found(ev.quote, self.chunks[ev.chunk_id].text):
-                return reject(f"evidence quote not found in chunk {ev.chunk_id!r}: {ev.quote[:80]!r}")
+                return f"evidence quote not found in chunk {ev.chunk_id!r}: {ev.quote[:80]!r}", {}, difficulty
         gold = cited(g, chunk_ids)
         if difficulty == "hard":
             if g.kind not in MULTI_HOP:
-                return reject(f"hard question of no multi-hop type (kind {g.kind!r}; expected bridge, comparison or "
-                              "aggregation)")
+                return (f"hard question of no multi-hop type (kind {g.kind!r}; expected bridge, comparison or "
+                        "aggregation)"), {}, difficulty
             if len(gold) < 2:
-                return reject("hard question that cites one passage")
+                return "hard question that cites one passage", {}, difficulty
         elif g.kind in MULTI_HOP:
-            return reject(f"a {difficulty} question of a multi-hop kind ({g.kind!r})")
+            return f"a {difficulty} question of a multi-hop kind ({g.kind!r})", {}, difficulty
         ranks = {c: self.index.rank_of(g.question, c) for c in gold}
         overlaps = {c: round(overlap(g.question, self.chunks[c].text), 3) for c in gold}
         checks: dict = {"bm25_rank": ranks, "word_overlap": overlaps}
         if len(gold) < len(chunk_ids):
             checks["offered_not_cited"] = [c for c in chunk_ids if c not in gold]
-        label = difficulty
         easy_looking = any(ranks[c] == 1 and overlaps[c] >= 0.7 for c in gold)
         if difficulty == "hard" and easy_looking:
-            return reject("label contradicted by evidence: a gold chunk is BM25 rank 1 with most of the words",
-                          **checks)
+            why = "label contradicted by evidence: a gold chunk is BM25 rank 1 with most of the words"
+            return why, checks, difficulty
         if difficulty == "medium" and easy_looking:
-            label = "easy"
             checks["relabelled"] = "medium -> easy: gold chunk is BM25 rank 1 with most of the question's words"
-        # blind verification: answer from the gold passages without seeing the proposed answer
-        blind = await self.candidate_calls(chunk_ids, difficulty, style, g)[1].ask(llms)
-        checks["answerable"] = blind.answerable
-        checks["blind_answer"] = blind.own_answer
-        if not blind.answerable:
-            return reject(f"not answerable from its gold chunks: {blind.reason}", **checks)
-        later = self.candidate_calls(chunk_ids, difficulty, style, g, blind)
-        same = await later[2].ask(llms)
-        checks["answer_supported"] = same.same
-        if not same.same:
-            return reject(f"the blind answer differs from the proposed one: {same.reason}", **checks)
-        critique = await later[3].ask(llms)
-        scores = {"self_contained": critique.self_contained, "clear": critique.clear, "realistic": critique.realistic}
-        checks["critic"] = {**scores, "reason": critique.reason}
-        low = [k for k, v in scores.items() if v < CRITIC_MIN]
-        if low:
-            return reject(f"the critic scored it low on {', '.join(low)}: {critique.reason}", **checks)
-        if difficulty == "hard":
-            singles = {}
-            for c, call in zip(gold, later[4:]):
-                alone = await call.ask(llms)
-                agrees = False
-                if alone.answerable:  # it says it can: does it give the same answer?
-                    agrees = (await Call.of(0, self.compare_messages(g.question, g.answer, alone.own_answer), SameAnswer,
-                                            "verify", 200).ask(llms)).same
-                singles[c] = agrees
-            checks["single_chunk_answerable"] = singles
-            if any(singles.values()):
-                one = next(c for c, ok in singles.items() if ok)
-                return reject(f"fake multi-hop: answerable from chunk {one!r} alone", **checks)
-        grades = gold_grades(g, gold)
-        q = Question(id=_qid(gold, label, g.question), question=g.question.strip(), answer=g.answer.strip(),
-                     difficulty=label, kind=g.kind, chunk_ids=gold, grades=grades, style=style,
-                     evidence=[e.quote for e in g.evidence], checks=checks, model=self.config.model,
-                     prompt=self.q_prompt.id)
-        return q, None
+            return None, checks, "easy"
+        return None, checks, difficulty
+
+    def estimate(self, output: str | Path | None = None) -> Estimate:
+        """Calls, tokens and cost if every first candidate is accepted (each rejection costs one
+        more candidate, up to ``attempts_per_question`` per wanted question): the engine's estimate
+        of the first candidates' plan, their later steps shaped by the answers the cache holds.
+        Candidates an interrupted run into the questions file ``output`` journalled are done."""
+        stage = GenerateStage(self)
+        items = [stage.item(level, group, style, draw) for level, group, style, draw in self.first_candidates()]
+        store = _journal_store(output) if output is not None else None
+        est = estimate(items, lambda it: store is not None and store.done(it.key), [self.config], stage=stage,
+                       share=False)  # placeholders look alike
+        worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
+        # the run's ceiling counts the whole plan, what a killed run journalled too
+        ceiling = self.options.max_calls or (self.default_ceiling() if est.done else ceiling_for(est.calls))
+        hard_chunks = sum(len(it.payload.group) for it in items if it.payload.level == "hard")
+        est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; the calls and cost above are those "
+                    f"of every first candidate accepted, a lower bound: each rejected candidate costs another try "
+                    f"(at most about {worst} candidates in all), and a hard question's passage that answers alone "
+                    f"one more comparison (at most {hard_chunks}); the upper bound is generate's ceiling of "
+                    f"{ceiling} calls "
+                    + ("(--max-calls)" if self.options.max_calls else
+                       "(its default: 3x these, --max-calls N to change)"))
+        return est
 
     # -- the whole set
-    async def run(self) -> GenerateResult:
+    async def run(self, output: str | Path | None = None) -> GenerateResult:
+        """Draw candidates wave by wave until the target is met. Each wave is run by the engine, its
+        records journalled beside the questions file ``output`` (see :func:`candidates_path`), so a
+        killed run resumes where it stopped; without ``output``, in a temporary folder."""
+        if output is None:
+            import tempfile
+            with tempfile.TemporaryDirectory(prefix="ragassay-generate-") as tmp:
+                return await self._run(_journal_store(Path(tmp) / "questions.jsonl"))
+        return await self._run(_journal_store(output))
+
+    async def _run(self, store: OutputStore) -> GenerateResult:
         opts = self.options
         rng = random.Random(opts.seed)
         target = mix_counts(opts.total, opts.mix)
         pool, cursor = self.stratified(rng), [0]
+        stage = GenerateStage(self)
         bar = progress_bar(opts.total, 0, "generate", opts.quiet)  # counts accepted questions
         accepted: list[Question] = []
         rejects: list[dict] = []
@@ -473,6 +430,7 @@ class Generator:
                     stopped = (f"stopped at the ceiling of {ceiling} generate calls ({self.calls_made()} made); "
                                "--max-calls N raises it")
                     break
+                first_draw = cursor[0]
                 wave, used = self._wave(level, min(need, max_tries - tries), pool, cursor, rng)
                 tries += used
                 if not wave:
@@ -480,17 +438,17 @@ class Generator:
                         stopped = (f"stopped: every usable chunk has seeded {SEED_USES} candidates; add chunks or "
                                    "lower --limit")
                     break
-                results = await asyncio.gather(*(self._safe(g, level, self.next_style()) for g in wave))
-                self._stop_if_dead()
-                if self.budget_stop:
-                    stopped = self.budget_stop
-                    results = [r for r in results if r != (None, None)]
-                waiting = sum(1 for q, rej in results if q is None and rej is None)
-                if waiting:  # the wave's next step is exported: the next round goes on from here
+                items = [stage.item(level, group, self.next_style(), (first_draw, i)) for i, group in enumerate(wave)]
+                done = await run_stage(stage, items, [self.llm], store, quiet=True, keep_journal=True)
+                stage.stop_if_dead()
+                if done.stopped:  # a spending ceiling: the candidates it left were not tried, they are no rejects
+                    stopped = _BUDGET_TAIL.sub("", done.stopped)
+                if done.pending:  # the wave's next step is exported: the next round goes on from here
                     if bar is not None:
                         bar.close()
-                    return GenerateResult(accepted, rejects, dict(self.unfit), target, pending=waiting)
-                for q, rej in results:  # in plan order, so the set does not depend on timing
+                    return GenerateResult(accepted, rejects, dict(self.unfit), target, pending=done.pending)
+                for record in done.records:  # in plan order, so the set does not depend on timing
+                    q, rej = stage.outcome(record)
                     if q is None:
                         rejects.append(rej)
                         continue
@@ -498,8 +456,8 @@ class Generator:
                     full = sum(1 for a in accepted if a.difficulty == q.difficulty) >= target.get(q.difficulty, 0)
                     if dup or full:
                         reason = dup or f"the {q.difficulty} quota is already full (asked as {level})"
-                        rejects.append({"chunk_ids": q.chunk_ids, "difficulty": q.difficulty, "question": q.question,
-                                        "answer": q.answer, "reason": reason, "scores": q.checks})
+                        rejects.append(reject_record(q.chunk_ids, q.difficulty, q.question, q.answer, reason, q.checks,
+                                                     style=q.style, kind=q.kind))
                     else:
                         accepted.append(q)
                         if bar is not None:
@@ -525,26 +483,214 @@ class Generator:
         rejections, never a runaway (a --limit far above what the chunks can give)."""
         return ceiling_for(self.estimate().calls)
 
-    def _stop_if_dead(self) -> None:
-        """The first calls all failed the same way: say so now instead of trying every candidate."""
-        kinds = {e.kind for e in self.failures}
-        if (not self.answered and len(self.failures) >= 1 and len(kinds) == 1
-                and kinds <= {"transport", "auth", "request"}):
-            raise StageAborted(f"stopped early: the first {len(self.failures)} generate calls all failed the same "
-                               f"way: {self.failures[0]}. Nothing more was sent; fix this and rerun")
 
-    async def _safe(self, group: list[str], level: str, style: str = "question"):
-        try:
-            return await self.candidate(group, level, style)
-        except Deferred:
-            return None, None  # waits for a batch answer
-        except LLMError as e:
-            if e.kind == "budget":  # a spending ceiling: this candidate was not tried, it is no reject
-                self.budget_stop = str(e)
-                return None, None
-            self.failures.append(e)
-            return None, {"chunk_ids": group, "difficulty": level, "question": None, "answer": None,
-                          "reason": f"model call failed: {e.reason}", "scores": {}}
+_BUDGET_TAIL = re.compile(r"; \d+ generate items not done: rerun with a higher ceiling to go on$")
+
+
+def candidates_path(output: str | Path) -> Path:
+    """Where the engine keeps the candidates of a run writing the questions file ``output``: only
+    their journal (``OUTPUT.candidates.journal``) is ever written, and removed with the set written.
+    Not the questions file itself: that holds questions, whatever was there before is replaced."""
+    return Path(f"{output}.candidates")
+
+
+def _journal_store(output: str | Path) -> OutputStore:
+    """The engine's store of candidate records for the questions file ``output``."""
+    return OutputStore(candidates_path(output), lambda r: r["key"])
+
+
+def reject_record(chunk_ids: Sequence[str], difficulty: str | None, question: str | None, answer: str | None,
+                  reason: str, scores: dict | None = None, style: str | None = None, kind: str | None = None) -> dict:
+    """A reject, in the one shape every cause of a reject shares (:class:`Reject`)."""
+    return Reject(chunk_ids=list(chunk_ids), difficulty=difficulty, question=question, answer=answer, style=style,
+                  kind=kind, reason=reason, scores=scores or {}).model_dump(mode="json")
+
+
+class CandidateRecord(BaseModel):
+    """What the journal keeps of one candidate: its question, or why it was dropped. A failed call
+    is an error record (with its reject), tried again by a rerun."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    status: Literal["ok", "error"] = "ok"
+    error: str | None = None
+    question: Question | None = None
+    reject: Reject | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One planned candidate: its difficulty, the chunks offered, the style asked for."""
+
+    level: str
+    group: tuple[str, ...]
+    style: str
+
+
+@dataclass
+class _Walk:
+    """Where a candidate stands after the answers so far: the next calls, or its outcome."""
+
+    calls: list[Call] = field(default_factory=list)
+    question: Question | None = None
+    reject: dict | None = None
+
+
+class GenerateStage(Stage):
+    """generate on the engine: one work item per candidate, its steps through :meth:`next_calls`
+    (question -> blind answer -> compare -> critic -> for hard, each cited chunk alone -> compare
+    the answers a single chunk gave). Every decision is made from the answers alone, so a dry run
+    (answers unknown: the accepted path) and a resumed run plan exactly what a run sends."""
+
+    name = "generate"
+    record_model = CandidateRecord
+
+    def __init__(self, generator: Generator):
+        self.gen = generator
+        self.failures: list[LLMError] = []
+        self.answered = False
+        # the text checks of a candidate's question, made once: each step walks its answers again, and
+        # ranking the gold chunks by BM25 scores the whole corpus
+        self._checked: dict[tuple[Candidate, str], tuple[str | None, dict, str]] = {}
+
+    def identity(self, record: dict) -> str:
+        return record["key"]  # a candidate is its draw: the key says which
+
+    def item(self, level: str, group: Sequence[str], style: str, draw: Any = 0) -> WorkItem:
+        """A candidate's work item. Its key holds the draw (the candidate's place in the run), so a
+        chunk that seeds two candidates alike gets two tries, as two draws."""
+        g = self.gen
+        cand = Candidate(level, tuple(group), style)
+        key = fingerprint("generate", level, list(group), style, draw, [g.chunks[c].text for c in group],
+                          [g.chunks[c].title for c in group], g.config.model, g.config.temperature,
+                          [p.id for p in (g.q_prompt, g.v_prompt, g.c_prompt, g.critic_prompt)])
+        return WorkItem(key, payload=cand, build=lambda: [g.question_call(list(group), level, style)])
+
+    def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
+        return self.walk(item.payload, answers).calls
+
+    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
+        walk = self.walk(item.payload, answers)
+        for k in [k for k in self._checked if k[0] == item.payload]:
+            del self._checked[k]
+        if walk.question is not None:
+            return [{"key": item.key, "status": "ok", "question": walk.question.model_dump(mode="json")}]
+        return [{"key": item.key, "status": "ok", "reject": walk.reject}]
+
+    def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
+        if not self.answered and error.kind in EARLY_FAILURES:
+            self.failures.append(error)
+        c: Candidate = item.payload
+        return [{"key": item.key, "status": "error", "error": error.reason,
+                 "reject": reject_record(c.group, c.level, None, None, f"model call failed: {error.reason}")}]
+
+    @staticmethod
+    def outcome(record: dict) -> tuple[Question | None, dict | None]:
+        """A journalled candidate as (its question, None) or (None, its reject)."""
+        rec = CandidateRecord.model_validate(record)
+        if rec.question is not None:
+            return rec.question, None
+        return None, rec.reject.model_dump(mode="json") if rec.reject is not None else None
+
+    def stop_if_dead(self) -> None:
+        """The engine's abort rule across waves (a wave may be smaller than the rule's count): the
+        first calls all failed the same way, and nothing has answered yet."""
+        if not self.answered and failing_alike(self.failures):
+            raise StageAborted(f"stopped early: the first {len(self.failures)} generate calls all failed the same "
+                               f"way: {str(self.failures[0]).rstrip('.')}. Nothing more was sent; fix this and rerun")
+
+    def walk(self, cand: Candidate, answers: Sequence[BaseModel | None]) -> _Walk:
+        """The candidate after ``answers`` (in call order): the calls of its next step, or its
+        question or reject. An answer not known (None, in a dry run) is taken to pass its check."""
+        g = self.gen
+        group, level, style = list(cand.group), cand.level, cand.style
+        generated = answers[0]
+        if generated is not None:
+            self.answered = True
+            generated = _echoed(generated, group)
+        base = {"chunk_ids": group, "difficulty": level, "style": style,
+                "question": generated.question if generated else None,
+                "answer": generated.answer if generated else None, "kind": generated.kind if generated else None}
+
+        def reject(reason: str, **scores: Any) -> _Walk:
+            return _Walk(reject=reject_record(base["chunk_ids"], level, base["question"], base["answer"], reason,
+                                              scores, style=style, kind=base["kind"]))
+
+        checks: dict = {}
+        label = level
+        if generated is not None:
+            why, checks, label = self._text_checks(cand, generated)
+            if why is not None:
+                return reject(why, **checks)
+            gold, q, a = cited(generated, group), generated.question, generated.answer
+        else:
+            gold, q, a = group, "", ""
+        n = len(answers)
+        if n == 1:
+            return _Walk([g.blind_call(q, gold)])
+        blind = answers[1]
+        if blind is not None:
+            checks["answerable"] = blind.answerable
+            checks["blind_answer"] = blind.own_answer
+            if not blind.answerable:
+                return reject(f"not answerable from its gold chunks: {blind.reason}", **checks)
+        if n == 2:
+            return _Walk([g.compare_call(q, a, blind.own_answer if blind is not None else "")])
+        same = answers[2]
+        if same is not None:
+            checks["answer_supported"] = same.same
+            if not same.same:
+                return reject(f"the blind answer differs from the proposed one: {same.reason}", **checks)
+        if n == 3:
+            return _Walk([g.critic_call(q, style)])
+        critique = answers[3]
+        if critique is not None:
+            scores = {"self_contained": critique.self_contained, "clear": critique.clear,
+                      "realistic": critique.realistic}
+            checks["critic"] = {**scores, "reason": critique.reason}
+            low = [k for k, v in scores.items() if v < CRITIC_MIN]
+            if low:
+                return reject(f"the critic scored it low on {', '.join(low)}: {critique.reason}", **checks)
+        if level == "hard":
+            if n == 4:  # each cited chunk alone must not answer it
+                return _Walk([g.blind_call(q, [c]) for c in gold])
+            alone = answers[4:4 + len(gold)]
+            answering = [(c, s) for c, s in zip(gold, alone) if s is not None and s.answerable]
+            if n == 4 + len(gold) and answering:  # it says it can: does it give the same answer?
+                return _Walk([g.compare_call(q, a, s.own_answer) for _, s in answering])
+            verdicts = iter(answers[4 + len(gold):])
+            singles = {c: bool(s is not None and s.answerable and getattr(next(verdicts), "same", False))
+                       for c, s in zip(gold, alone)}
+            checks["single_chunk_answerable"] = singles
+            if any(singles.values()):
+                one = next(c for c, ok in singles.items() if ok)
+                return reject(f"fake multi-hop: answerable from chunk {one!r} alone", **checks)
+        if generated is None:
+            return _Walk()  # a dry run's accepted path: nothing more is asked
+        question = Question(id=_qid(gold, label, generated.question), question=generated.question.strip(),
+                            answer=generated.answer.strip(), difficulty=label, kind=generated.kind, chunk_ids=gold,
+                            grades=gold_grades(generated, gold), style=style,
+                            evidence=[e.quote for e in generated.evidence], checks=checks, model=g.config.model,
+                            prompt=g.q_prompt.id)
+        return _Walk(question=question)
+
+
+    def _text_checks(self, cand: Candidate, generated: GeneratedQuestion) -> tuple[str | None, dict, str]:
+        memo = (cand, generated.model_dump_json())
+        if memo not in self._checked:
+            self._checked[memo] = self.gen.text_checks(generated, list(cand.group), cand.level)
+        why, checks, label = self._checked[memo]
+        return why, copy.deepcopy(checks), label  # a copy: the walk adds to it
+
+
+def _echoed(generated: GeneratedQuestion, chunk_ids: Sequence[str]) -> GeneratedQuestion:
+    """The answer with each evidence id shown defused (marker text, line breaks) read back as the
+    real id; a copy, so the answer shared with other items stays as it came."""
+    out = generated.model_copy(deep=True)
+    for ev in out.evidence:
+        ev.chunk_id = echoed_id(ev.chunk_id, chunk_ids) or ev.chunk_id
+    return out
 
 
 def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Path | None = None,
@@ -554,10 +700,11 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
     result = dataclasses.replace(result, accepted=[*existing, *(q for q in result.accepted if q.id not in known)])
     write_jsonl(output, result.accepted)
     if rejects is not None:
-        write_jsonl(rejects, result.rejects + [{"chunk_ids": [c], "reason": f"chunk unfit: {why}"}
+        write_jsonl(rejects, result.rejects + [reject_record([c], None, None, None, f"chunk unfit: {why}")
                                                for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted})
+    journal_path(candidates_path(output)).unlink(missing_ok=True)  # the set is written: its journal is spent
 
 
 # Each export is named after what loads it: (the files it writes, how to load them, the package).
