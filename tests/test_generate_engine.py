@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 from fake_llm import FakeLLM
+from helpers import EXAMPLE
 
 from ragassay.cli import main
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "example"
 CHUNKS = str(EXAMPLE / "chunks.jsonl")
 
 
