@@ -73,9 +73,9 @@ def _shared_flags(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command. Exit codes (a contract, see DESIGN.md): 0 every item ok; 3 some items are
-    error records (a rerun retries them); 1 nothing succeeded, bad input, or a run stopped early;
-    2 usage error. Handlers return the text to print, or (text, exit code)."""
+    """Run one command. Exit codes (a contract users script against; README.md lists them): 0 every
+    item ok; 3 some items are error records (a rerun retries them); 1 nothing succeeded, bad input,
+    or a run stopped early; 2 usage error. Handlers return the text to print, or (text, exit code)."""
     parser = build_parser()
     try:
         args, extras = parser.parse_known_args(argv)
