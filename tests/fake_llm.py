@@ -56,15 +56,22 @@ def chat_reply(obj: dict | str | None, finish_reason: str = "stop", prompt_token
                   "total_tokens": prompt_tokens + completion_tokens}})
 
 
-def make_llm(tmp_path, base_url: str, model: str = "m", sleep=None, **settings):
-    """An LLM for respx-mocked tests: retry sleeps skipped, cache under ``tmp_path``, a test key."""
+def make_llm(tmp_path, base_url: str, model: str = "m", *, sleep=None, fake_time=None, client=None, **settings):
+    """The LLM every test builds: retry sleeps skipped (or a ``fake_time`` with ``sleep`` and
+    ``clock``), the answer cache under ``tmp_path`` (no cache when it is None), a test key; ``client``
+    replaces the HTTP client (then no endpoint is needed)."""
     from ragassay.llm import LLM, LLMConfig
 
     async def no_sleep(_):
         return None
     settings.setdefault("api_key", "sk-test")
-    settings.setdefault("cache_path", tmp_path / "cache.sqlite")
-    return LLM(LLMConfig(model=model, base_url=base_url, **settings), sleep=sleep or no_sleep)
+    if tmp_path is None:
+        settings.setdefault("use_cache", False)
+    else:
+        settings.setdefault("cache_path", tmp_path / "cache.sqlite")
+    timing = {"sleep": fake_time.sleep, "clock": fake_time.clock} if fake_time is not None else \
+        {"sleep": sleep or no_sleep}
+    return LLM(LLMConfig(model=model, base_url=base_url, **settings), client=client, **timing)
 
 
 def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:

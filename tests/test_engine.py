@@ -8,7 +8,7 @@ import httpx
 import pytest
 import respx
 from fake_llm import chat_reply
-from fake_llm import make_llm as shared_make_llm
+from fake_llm import make_llm
 from pydantic import BaseModel
 
 from ragassay.errors import RagassayError
@@ -44,13 +44,9 @@ class EchoStage(Stage):
         return [{"id": item.payload, "grade": None, "status": "error", "error": error.reason, "key": item.key}]
 
 
-def make_llm(tmp_path, **kw) -> LLM:
-    return shared_make_llm(tmp_path, BASE, "m", api_key=KEY, **kw)
-
-
 async def run(tmp_path, texts, out, **kw) -> StageRun:
     stage = EchoStage()
-    llm = make_llm(tmp_path, **kw)
+    llm = make_llm(tmp_path, BASE, "m", api_key=KEY, **kw)
     try:
         return await run_stage(stage, stage.plan(texts), [llm], OutputStore(out, stage.identity), quiet=True)
     finally:
@@ -206,7 +202,7 @@ async def test_one_llm_serves_two_event_loops(tmp_path):
     import asyncio
     with respx.mock:
         respx.post(URL).mock(return_value=chat_reply({"grade": 3}))
-        llm = make_llm(tmp_path, use_cache=False)
+        llm = make_llm(tmp_path, BASE, "m", api_key=KEY, use_cache=False)
 
         def ask():
             return asyncio.run(llm.ask([{"role": "user", "content": "x"}], Grade))

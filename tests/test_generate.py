@@ -9,7 +9,7 @@ import httpx
 import pytest
 import respx
 from fake_llm import chat_reply
-from fake_llm import make_llm as shared_make_llm
+from fake_llm import make_llm
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -85,10 +85,6 @@ def handler_for(outputs, single_answerable=()):
     return handler
 
 
-def make_llm(tmp_path, use_cache=False) -> LLM:
-    return shared_make_llm(tmp_path, BASE, "gen-model", use_cache=use_cache)
-
-
 def chunks_of(names, doc=None):
     return [Chunk(id=n, text=TEXTS[n], doc_id=doc or n) for n in names]
 
@@ -97,7 +93,7 @@ def chunks_of(names, doc=None):
 async def test_every_filter_drops_with_its_reason(tmp_path):
     respx.post(URL).mock(side_effect=handler_for(OUTPUTS))
     names = list(TEXTS)
-    gen = Generator(make_llm(tmp_path), chunks_of(names), GenerateOptions(total=len(names), mix={"easy": 1},
+    gen = Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=False), chunks_of(names), GenerateOptions(total=len(names), mix={"easy": 1},
                                                                           attempts_per_question=1.0))
     result = await gen.run()
     assert [q.chunk_ids for q in result.accepted] in ([["good"]], [["dup"]])
@@ -121,7 +117,7 @@ async def test_hard_questions_must_need_every_chunk(tmp_path):
     outputs = {"__hard__": {"q": "How many working days does a free standard shipment take to arrive?",
                             "a": "Free above fifty euros; three to five working days."}}
     respx.post(URL).mock(side_effect=handler_for(outputs))
-    gen = Generator(make_llm(tmp_path), chunks_of(texts, doc="shipping"), GenerateOptions(total=1, mix={"hard": 1}))
+    gen = Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=False), chunks_of(texts, doc="shipping"), GenerateOptions(total=1, mix={"hard": 1}))
     result = await gen.run()
     assert len(result.accepted) == 1
     q = result.accepted[0]
@@ -129,7 +125,7 @@ async def test_hard_questions_must_need_every_chunk(tmp_path):
     assert q.checks["single_chunk_answerable"] == {c: False for c in q.chunk_ids}
 
     respx.post(URL).mock(side_effect=handler_for(outputs, single_answerable={"good"}))
-    fake = Generator(make_llm(tmp_path), chunks_of(texts, doc="shipping"),
+    fake = Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=False), chunks_of(texts, doc="shipping"),
                      GenerateOptions(total=1, mix={"hard": 1}, attempts_per_question=1.0))
     res2 = await fake.run()
     assert not res2.accepted and "fake multi-hop" in res2.rejects[0]["reason"]
@@ -140,7 +136,7 @@ async def test_medium_that_copies_the_words_is_relabelled_easy(tmp_path):
     outputs = {"good": ("Standard delivery takes how many business days, and costs nothing above what?",
                         "Three to five; free above fifty euros.", "Standard delivery takes three to five business days")}
     respx.post(URL).mock(side_effect=handler_for(outputs))
-    gen = Generator(make_llm(tmp_path), chunks_of(["good"]), GenerateOptions(total=2, mix={"medium": 1, "easy": 1}))
+    gen = Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=False), chunks_of(["good"]), GenerateOptions(total=2, mix={"medium": 1, "easy": 1}))
     gen.fit = ["good"]
     result = await gen.run()
     relabelled = [q for q in result.accepted if "relabelled" in q.checks]
@@ -182,10 +178,10 @@ async def test_rerun_with_the_cache_costs_nothing_and_gives_the_same_set(tmp_pat
     route = respx.post(URL).mock(side_effect=handler_for(OUTPUTS))
     names = ["good", "meta", "unans"]
     out1, out2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    r1 = await Generator(make_llm(tmp_path, use_cache=True), chunks_of(names), GenerateOptions(total=3, mix={"easy": 1})).run()
+    r1 = await Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=True), chunks_of(names), GenerateOptions(total=3, mix={"easy": 1})).run()
     write_outputs(r1, out1)
     calls = route.call_count
-    r2 = await Generator(make_llm(tmp_path, use_cache=True), chunks_of(names), GenerateOptions(total=3, mix={"easy": 1})).run()
+    r2 = await Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=True), chunks_of(names), GenerateOptions(total=3, mix={"easy": 1})).run()
     write_outputs(r2, out2)
     assert route.call_count == calls
     assert out1.read_text() == out2.read_text() and not (tmp_path / "a.jsonl.tmp").exists()
@@ -250,8 +246,6 @@ def test_remap_exact_split_fuzzy_and_unplaced(tmp_path):
     assert list(r.unplaced) == ["d"]
 
 
-
-
 @respx.mock
 def test_generate_command_on_the_bundled_example(tmp_path, monkeypatch, capsys):
     from ragassay.cli import main
@@ -305,7 +299,7 @@ async def test_a_hard_question_that_is_two_questions_joined_is_rejected(tmp_path
     outputs = {"__hard__": {"q": "Is standard delivery free, and how many working days does it take?",
                             "a": "Free above fifty euros; three to five working days."}}
     respx.post(URL).mock(side_effect=handler_for(outputs))
-    gen = Generator(make_llm(tmp_path), chunks_of(["good", "dup"], doc="shipping"),
+    gen = Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=False), chunks_of(["good", "dup"], doc="shipping"),
                     GenerateOptions(total=1, mix={"hard": 1}, attempts_per_question=1.0))
     result = await gen.run()
     assert not result.accepted and "two questions joined into one" in result.rejects[0]["reason"]
@@ -372,7 +366,7 @@ async def test_hard_questions_need_a_multi_hop_type_and_two_cited_passages(tmp_p
             return reply(content)
         return response
     respx.post(URL).mock(side_effect=handler)
-    gen = Generator(make_llm(tmp_path), chunks_of(["good", "dup"], doc="shipping"),
+    gen = Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=False), chunks_of(["good", "dup"], doc="shipping"),
                     GenerateOptions(total=1, mix={"hard": 1}, attempts_per_question=1.0))
     result = await gen.run()
     assert not result.accepted and reason in result.rejects[0]["reason"]
@@ -401,7 +395,7 @@ async def test_the_critic_drops_a_question_about_an_unnamed_text_the_regex_lets_
     for question, accepted in ((vague, False), (fine, True)):
         outputs = {"good": (question, "Orders above fifty euros.", "costs nothing on orders above fifty euros")}
         respx.post(URL).mock(side_effect=handler_for(outputs))
-        gen = Generator(make_llm(tmp_path), chunks_of(["good"]), GenerateOptions(total=1, mix={"easy": 1.0},
+        gen = Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=False), chunks_of(["good"]), GenerateOptions(total=1, mix={"easy": 1.0},
                                                                               attempts_per_question=1.0))
         result = await gen.run()
         assert bool(result.accepted) == accepted, result.rejects
@@ -417,6 +411,6 @@ async def test_each_multi_hop_kind_is_accepted_and_recorded(tmp_path, kind):
     outputs = {"__hard__": {"q": "How many working days does a free standard shipment take to arrive?",
                             "a": "Free above fifty euros; three to five working days.", "kind": kind}}
     respx.post(URL).mock(side_effect=handler_for(outputs))
-    gen = Generator(make_llm(tmp_path), chunks_of(["good", "dup"], doc="shipping"), GenerateOptions(total=1, mix={"hard": 1}))
+    gen = Generator(make_llm(tmp_path, BASE, "gen-model", use_cache=False), chunks_of(["good", "dup"], doc="shipping"), GenerateOptions(total=1, mix={"hard": 1}))
     (q,) = (await gen.run()).accepted
     assert q.kind == kind and q.difficulty == "hard"

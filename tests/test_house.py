@@ -81,3 +81,16 @@ def test_the_example_path_is_spelled_in_one_place():
                for no, line in enumerate(f.read_text().splitlines(), 1)
                if re.search(r"/ [\"']example[\"']", line) and f.name != "test_house.py"]
     assert spelled == []
+
+
+def test_every_test_builds_its_llm_with_the_one_shared_builder():
+    """No test file has a builder of its own that returns an LLM: fake_llm.make_llm is the one (its
+    settings are spelled at each call)."""
+    builders = []
+    for f in nonempty(sorted(TESTS.glob("test_*.py"))):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(r, ast.Return) and isinstance(r.value, ast.Call)
+                    and "llm" in getattr(r.value.func, "id", "").lower() for r in ast.walk(node)):
+                builders.append(f"{f.name}:{node.lineno}: {node.name}")
+    assert builders == []

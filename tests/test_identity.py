@@ -14,7 +14,7 @@ from pathlib import Path
 
 import respx
 from fake_llm import FakeLLM, chat_reply
-from fake_llm import make_llm as shared_make_llm
+from fake_llm import make_llm
 
 import ragassay
 from ragassay.cli import main
@@ -58,7 +58,7 @@ def test_two_chunks_with_one_text_are_two_records_and_one_call(tmp_path):
     with respx.mock:
         route = respx.post(URL).mock(side_effect=judge_handler)
         out, qrels = tmp_path / "j.jsonl", tmp_path / "j.qrels"
-        done = asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+        done = asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [make_llm(tmp_path, BASE, use_cache=False)], out,
                                      options=JudgeOptions(quiet=True), qrels_out=qrels))
     records = lines(out)
     pairs = sorted((r["query_id"], r["chunk_id"]) for r in records)
@@ -86,7 +86,7 @@ def test_a_rerun_asks_nothing_and_keeps_six_records(tmp_path):
     with respx.mock:
         route = respx.post(URL).mock(side_effect=judge_handler)
         for _ in range(2):
-            asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+            asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [make_llm(tmp_path, BASE, use_cache=False)], out,
                                   options=JudgeOptions(quiet=True)))
     assert route.call_count == 2 and len(lines(out)) == 6
 
@@ -95,7 +95,7 @@ def test_batched_pairs_with_one_text_keep_their_ids(tmp_path):
     with respx.mock:
         route = respx.post(URL).mock(side_effect=judge_handler)
         out = tmp_path / "j.jsonl"
-        asyncio.run(judge_run(QUERIES[:1], CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+        asyncio.run(judge_run(QUERIES[:1], CHUNKS, RUN, [make_llm(tmp_path, BASE, use_cache=False)], out,
                               options=JudgeOptions(quiet=True, batch=3)))
     records = lines(out)
     assert sorted(r["chunk_id"] for r in records) == ["faq-1", "faq-2", "faq-3"]
@@ -109,7 +109,7 @@ def test_two_answers_alike_are_two_checks_and_one_call(tmp_path):
                         response="About a week.") for i in ("a1", "a2", "a3")]
     with respx.mock:
         route = respx.post(URL).mock(return_value=chat_reply(verdict))
-        done = asyncio.run(check_answers(items, shared_make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
+        done = asyncio.run(check_answers(items, make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
                                          options=CheckOptions(quiet=True)))
     assert [r["id"] for r in lines(tmp_path / "c.jsonl")] == ["a1", "a2", "a3"]
     assert [r["id"] for r in done.records] == ["a1", "a2", "a3"] and done.ok == 3
@@ -125,7 +125,7 @@ def test_check_samples_are_distinct_requests_with_their_own_seeds(tmp_path):
     item = AnswerItem(id="a", question="q?", reference="5 days", response="five days")
     with respx.mock:
         route = respx.post(URL).mock(return_value=chat_reply(verdict))
-        done = asyncio.run(check_answers([item], shared_make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
+        done = asyncio.run(check_answers([item], make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
                                          options=CheckOptions(quiet=True, samples=3, seed=7)))
     bodies = [json.loads(c.request.content) for c in route.calls]
     assert sorted(b["seed"] for b in bodies) == [7, 8, 9] and len({json.dumps(b) for b in bodies}) == 3
@@ -145,7 +145,7 @@ def test_windows_of_a_long_chunk_are_not_votes(tmp_path):
         respx.post(URL).mock(side_effect=handler)
         done = asyncio.run(judge_run([QueryItem("q", "refunds?")], {"long": long},
                                      ragassay.Run.from_rows([("q", "long", 1.0)]),
-                                     [shared_make_llm(tmp_path, BASE, use_cache=False)], tmp_path / "j.jsonl",
+                                     [make_llm(tmp_path, BASE, use_cache=False)], tmp_path / "j.jsonl",
                                      options=JudgeOptions(quiet=True, max_chunk_chars=1000, window_overlap=100)))
     (record,) = done.records
     assert record["grade"] == 3 and record["windows"] >= 3 and 0 in record["window_grades"]
@@ -160,7 +160,7 @@ def test_judge_samples_and_jurors_still_count_as_votes(tmp_path):
         respx.post(URL).mock(side_effect=lambda request: chat_reply(relevance(next(grades))))
         done = asyncio.run(judge_run([QueryItem("q", "refunds?")], {"c": Chunk(id="c", text="Refunds take 5 days.")},
                                      ragassay.Run.from_rows([("q", "c", 1.0)]),
-                                     [shared_make_llm(tmp_path, BASE, use_cache=False)], tmp_path / "j.jsonl",
+                                     [make_llm(tmp_path, BASE, use_cache=False)], tmp_path / "j.jsonl",
                                      options=JudgeOptions(quiet=True, samples=3)))
     assert sorted(done.records[0]["samples"]) == [0, 3, 3] and done.sample_disagreement == 1.0
 
@@ -200,7 +200,7 @@ def test_batch_judge_finds_an_id_with_marker_text_in_the_answer(tmp_path):
     with respx.mock:
         route = respx.post(URL).mock(side_effect=handler)
         done = asyncio.run(judge_run([QueryItem("q", "refunds?")], chunks, run,
-                                     [shared_make_llm(tmp_path, BASE, use_cache=False)], tmp_path / "j.jsonl",
+                                     [make_llm(tmp_path, BASE, use_cache=False)], tmp_path / "j.jsonl",
                                      options=JudgeOptions(quiet=True, batch=2)))
     assert route.call_count == 1
     assert {r["chunk_id"]: r["grade"] for r in done.records} == {"doc<<<1>>>": 3, "doc2": 0}
@@ -354,7 +354,7 @@ def test_a_rerun_of_a_finished_judgment_builds_no_prompt_and_leaves_the_file_alo
     out = tmp_path / "j.jsonl"
     with respx.mock:
         respx.post(URL).mock(side_effect=judge_handler)
-        asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+        asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [make_llm(tmp_path, BASE, use_cache=False)], out,
                               options=JudgeOptions(quiet=True)))
     before = (out.stat().st_ino, out.stat().st_mtime_ns, out.read_bytes())
     built = []
@@ -362,7 +362,7 @@ def test_a_rerun_of_a_finished_judgment_builds_no_prompt_and_leaves_the_file_alo
     monkeypatch.setattr(judge_module.Judge, "relevance_messages", lambda self, *a, **k: built.append(1) or real(self, *a, **k))
     with respx.mock:
         route = respx.post(URL).mock(side_effect=judge_handler)
-        done = asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+        done = asyncio.run(judge_run(QUERIES, CHUNKS, RUN, [make_llm(tmp_path, BASE, use_cache=False)], out,
                                      options=JudgeOptions(quiet=True)))
     assert route.call_count == 0 and built == [] and done.relevance.skipped_done == 6 and len(done.records) == 6
     assert (out.stat().st_ino, out.stat().st_mtime_ns, out.read_bytes()) == before  # not rewritten
@@ -376,7 +376,7 @@ def test_an_output_with_an_identity_twice_is_rewritten_with_one_record_each(tmp_
     out.write_text(json.dumps(old) + "\n" + json.dumps(old) + "\n")
     with respx.mock:
         respx.post(URL).mock(side_effect=judge_handler)
-        asyncio.run(judge_run(QUERIES[:1], CHUNKS, RUN, [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+        asyncio.run(judge_run(QUERIES[:1], CHUNKS, RUN, [make_llm(tmp_path, BASE, use_cache=False)], out,
                               options=JudgeOptions(quiet=True)))
     assert sorted((r["query_id"], r["chunk_id"]) for r in lines(out)) == [("q1", c) for c in sorted(CHUNKS)]
 
@@ -388,7 +388,7 @@ def test_an_empty_reference_is_an_error_record_never_a_label(tmp_path):
              AnswerItem.model_construct(id="b", question="q?", reference=["", " "], response="")]
     with respx.mock:
         route = respx.post(URL).mock(return_value=chat_reply({}))
-        done = asyncio.run(check_answers(items, shared_make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
+        done = asyncio.run(check_answers(items, make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
                                          options=CheckOptions(quiet=True)))
     assert route.call_count == 0
     assert [(r["status"], r["label"]) for r in done.records] == [("error", None), ("error", None)]

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import respx
 from fake_llm import chat_reply
-from fake_llm import make_llm as shared_make_llm
+from fake_llm import make_llm
 
 import ragassay
 from ragassay.stages.coverage import coverage_label, nugget_scores
@@ -51,10 +51,6 @@ def relevance(grade: int) -> dict:
     return {"intent": "wants refund timing", "match": "direct", "trust": "official policy", "grade": grade}
 
 
-def make_llm(tmp_path, model="judge-model", **kw) -> LLM:
-    return shared_make_llm(tmp_path, BASE, model, use_cache=False, **kw)
-
-
 def run_of(rows) -> ragassay.Run:
     return ragassay.Run.from_rows(rows)
 
@@ -89,7 +85,7 @@ def pointwise_handler(request):
 async def test_pointwise_judgments_qrels_and_coverage(tmp_path):
     route = respx.post(URL).mock(side_effect=pointwise_handler)
     out, qrels, cov = tmp_path / "j.jsonl", tmp_path / "j.qrels", tmp_path / "cov.jsonl"
-    summary = await judge_run(QUERIES, CHUNKS, run_of(RUN), [make_llm(tmp_path)], out, qrels_out=qrels,
+    summary = await judge_run(QUERIES, CHUNKS, run_of(RUN), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out, qrels_out=qrels,
                               coverage_out=cov, options=JudgeOptions(quiet=True))
     records = [json.loads(line) for line in out.read_text().splitlines()]
     for r in records:
@@ -123,7 +119,7 @@ async def test_pointwise_judgments_qrels_and_coverage(tmp_path):
 @respx.mock
 async def test_injection_chunk_arrives_delimited(tmp_path):
     route = respx.post(URL).mock(side_effect=pointwise_handler)
-    await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c3", 1.0)]), [make_llm(tmp_path)], tmp_path / "j.jsonl",
+    await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c3", 1.0)]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], tmp_path / "j.jsonl",
                     options=JudgeOptions(quiet=True))
     messages = json.loads(route.calls[0].request.content)["messages"]
     system, user = messages[0]["content"], messages[-1]["content"]
@@ -146,7 +142,7 @@ async def test_batch_with_a_missing_id_falls_back_to_pointwise(tmp_path):
 
     route = respx.post(URL).mock(side_effect=handler)
     out = tmp_path / "j.jsonl"
-    summary = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path)], out,
+    summary = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out,
                               options=JudgeOptions(batch=3, quiet=True))
     records = {r["chunk_id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert {k: v["grade"] for k, v in records.items()} == {"c1": 3, "c2": 0, "c3": 0}
@@ -173,7 +169,7 @@ async def test_samples_vote_and_disagreement_is_reported(tmp_path):
     answers = iter([3, 2, 3])
     route = respx.post(URL).mock(side_effect=lambda r: reply(relevance(next(answers))))
     out = tmp_path / "j.jsonl"
-    summary = await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path)], out,
+    summary = await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out,
                               options=JudgeOptions(samples=3, quiet=True))
     r = json.loads(out.read_text())
     assert r["grade"] == 3 and r["samples"] == [3, 2, 3]
@@ -188,7 +184,7 @@ async def test_jury_of_two_models(tmp_path):
         return reply(relevance(1 if json.loads(request.content)["model"] == "a" else 2))
     respx.post(URL).mock(side_effect=handler)
     out = tmp_path / "j.jsonl"
-    await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path, "a"), make_llm(tmp_path, "b")],
+    await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path, BASE, "a", use_cache=False), make_llm(tmp_path, BASE, "b", use_cache=False)],
                     out, options=JudgeOptions(quiet=True))
     r = json.loads(out.read_text())
     assert r["samples"] == [1, 2] and r["grade"] == 1 and r["model"] == "a,b"
@@ -199,7 +195,7 @@ async def test_keep_is_never_overwritten_or_rejudged(tmp_path):
     route = respx.post(URL).mock(side_effect=pointwise_handler)
     keep = ragassay.Qrels.from_dict({"q1": {"c2": 2, "c9": 1}})
     qrels = tmp_path / "union.qrels"
-    summary = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:2]), [make_llm(tmp_path)], tmp_path / "j.jsonl",
+    summary = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:2]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], tmp_path / "j.jsonl",
                               keep=keep, qrels_out=qrels, options=JudgeOptions(quiet=True))
     assert route.call_count == 1 and summary.kept == 1
     assert ragassay.read_qrels(qrels).to_dict() == {"q1": {"c1": 3, "c2": 2, "c9": 1}}
@@ -209,7 +205,7 @@ async def test_keep_is_never_overwritten_or_rejudged(tmp_path):
 async def test_failure_is_an_error_record_not_grade_zero(tmp_path):
     respx.post(URL).mock(return_value=httpx.Response(500, json={"error": {"message": "down"}}))
     out, qrels = tmp_path / "j.jsonl", tmp_path / "j.qrels"
-    summary = await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path, max_attempts=2)],
+    summary = await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False, max_attempts=2)],
                               out, qrels_out=qrels, options=JudgeOptions(quiet=True))
     r = json.loads(out.read_text())
     assert r["status"] == "error" and r["grade"] is None and "HTTP 500" in r["error"]
@@ -221,7 +217,7 @@ async def test_long_chunks_cut_on_request_are_announced_and_recorded(tmp_path, c
     long = {"c1": Chunk(id="c1", text="refund " * 100)}
     route = respx.post(URL).mock(return_value=reply(relevance(2)))
     out = tmp_path / "j.jsonl"
-    summary = await judge_run(QUERIES[:1], long, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path)], out,
+    summary = await judge_run(QUERIES[:1], long, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out,
                               options=JudgeOptions(max_chunk_chars=50, long_chunks="cut", quiet=True))
     sent = json.loads(route.calls[0].request.content)["messages"][-1]["content"]
     assert ("refund " * 8)[:50] + "\n[… 650 characters cut]" in sent and "refund " * 9 not in sent
@@ -244,7 +240,7 @@ async def test_a_long_chunk_is_judged_in_windows_and_takes_its_best_windows_grad
     route = respx.post(URL).mock(side_effect=handler)
     options = JudgeOptions(max_chunk_chars=3000, quiet=True)
     out = tmp_path / "j.jsonl"
-    llm = make_llm(tmp_path)
+    llm = make_llm(tmp_path, BASE, "judge-model", use_cache=False)
     predicted = plan_judge(QUERIES[:1], chunks, run_of([("q1", "c1", 1.0)]), [llm.config], out,
                            options=options).estimate().calls
     await judge_run(QUERIES[:1], chunks, run_of([("q1", "c1", 1.0)]), [llm], out, options=options)
@@ -257,13 +253,13 @@ async def test_a_long_chunk_is_judged_in_windows_and_takes_its_best_windows_grad
 async def test_resume_after_kill_redoes_only_the_cut_line(tmp_path):
     route = respx.post(URL).mock(side_effect=pointwise_handler)
     out = tmp_path / "j.jsonl"
-    await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path)], out, options=JudgeOptions(quiet=True))
+    await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out, options=JudgeOptions(quiet=True))
     lines = out.read_text().splitlines()
     # as a kill leaves it: no final output yet, a journal whose third record was cut mid-write
     out.unlink()
     (tmp_path / "j.jsonl.journal").write_text("\n".join(lines[:2]) + "\n" + lines[2][:15])
     before = route.call_count
-    await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path)], out, options=JudgeOptions(quiet=True))
+    await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out, options=JudgeOptions(quiet=True))
     assert route.call_count == before + 1
     assert [json.loads(line) for line in out.read_text().splitlines()] == [json.loads(line) for line in lines]
     assert not (tmp_path / "j.jsonl.journal").exists()
@@ -292,8 +288,6 @@ def test_query_items_from_questions_file(tmp_path):
     p = tmp_path / "questions.jsonl"
     p.write_text('{"id": "q1", "question": "Why?", "answer": "Because.", "difficulty": "easy", "chunk_ids": []}\n')
     assert read_query_items(p) == [QueryItem("q1", "Why?", "Because.")]
-
-
 
 
 @respx.mock
@@ -339,7 +333,7 @@ async def test_batches_are_shown_in_a_fixed_shuffled_order_and_records_keep_thei
     orders = []
     for n in range(2):
         out = tmp_path / f"b{n}.jsonl"
-        await judge_run(QUERIES[:1], chunks, run, [make_llm(tmp_path)], out, options=JudgeOptions(batch=6, quiet=True))
+        await judge_run(QUERIES[:1], chunks, run, [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out, options=JudgeOptions(batch=6, quiet=True))
         shown = passage_ids(json.loads(route.calls[-1].request.content)["messages"][-1]["content"])
         orders.append(shown)
         records = {r["chunk_id"]: r for r in map(json.loads, out.read_text().splitlines())}
@@ -361,7 +355,7 @@ async def test_an_id_graded_twice_in_a_batch_answer_is_asked_alone(tmp_path):
         return reply(relevance(GRADES[chunk_of(user)]))
     route = respx.post(URL).mock(side_effect=handler)
     out = tmp_path / "j.jsonl"
-    result = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path)], out,
+    result = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out,
                              options=JudgeOptions(batch=3, quiet=True))
     records = {r["chunk_id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert {k: v["grade"] for k, v in records.items()} == {"c1": 3, "c2": 0, "c3": 0}
@@ -375,7 +369,7 @@ async def test_samples_send_their_own_seed_and_records_say_seed_and_temperature(
     answers = iter([1, 2, 3, 2, 2, 2])
     route = respx.post(URL).mock(side_effect=lambda r: reply(relevance(next(answers))))
     out = tmp_path / "j.jsonl"
-    await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0), ("q1", "c2", 0.5)]), [make_llm(tmp_path)], out,
+    await judge_run(QUERIES[:1], CHUNKS, run_of([("q1", "c1", 1.0), ("q1", "c2", 0.5)]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out,
                     options=JudgeOptions(samples=3, seed=10, quiet=True))
     sent = [json.loads(c.request.content) for c in route.calls]
     assert sorted(b["seed"] for b in sent) == [10, 10, 11, 11, 12, 12] and {b["temperature"] for b in sent} == {0.7}
@@ -392,7 +386,7 @@ async def test_a_jury_reports_each_jurors_grade_and_their_agreement(tmp_path):
         cid = chunk_of(body["messages"][-1]["content"])
         return reply(relevance(GRADES[cid] if body["model"] == "a" or cid != "c2" else 2))
     respx.post(URL).mock(side_effect=handler)
-    result = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path, "a"), make_llm(tmp_path, "b")],
+    result = await judge_run(QUERIES[:1], CHUNKS, run_of(RUN[:3]), [make_llm(tmp_path, BASE, "a", use_cache=False), make_llm(tmp_path, BASE, "b", use_cache=False)],
                              tmp_path / "j.jsonl", options=JudgeOptions(quiet=True, tie="higher"))
     records = {r["chunk_id"]: r for r in result.records}
     assert records["c2"]["juror_grades"] == {"a": 0, "b": 2} and records["c2"]["grade"] == 2  # tie rule: higher
@@ -406,9 +400,9 @@ async def test_the_need_and_the_expected_answer_reach_the_relevance_prompt_only_
     route = respx.post(URL).mock(side_effect=pointwise_handler)
     topic = QueryItem("q1", "refund speed", answer="Within 5 business days.", description="How fast refunds arrive.",
                       narrative="Shipping times are not relevant.")
-    await judge_run([topic], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path)], tmp_path / "a.jsonl",
+    await judge_run([topic], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], tmp_path / "a.jsonl",
                     options=JudgeOptions(quiet=True))
-    await judge_run([QueryItem("q1", "refund speed")], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path)],
+    await judge_run([QueryItem("q1", "refund speed")], CHUNKS, run_of([("q1", "c1", 1.0)]), [make_llm(tmp_path, BASE, "judge-model", use_cache=False)],
                     tmp_path / "b.jsonl", options=JudgeOptions(quiet=True))
     with_need, without = (json.loads(c.request.content)["messages"][-1]["content"] for c in route.calls)
     assert "<<<NEED\nHow fast refunds arrive.\nShipping times are not relevant.\nNEED>>>" in with_need
@@ -453,9 +447,9 @@ async def test_cache_friendly_layout_shares_a_fixed_prefix_past_the_cache_minimu
         json.loads(request.content)["messages"][-1]["content"])])))
     run = run_of([("q1", "c1", 2.0), ("q1", "c2", 1.0), ("q2", "c2", 1.0)])
     out = tmp_path / "j.jsonl"
-    await judge_run(QUERIES, CHUNKS, run, [make_llm(tmp_path)], out, options=JudgeOptions(quiet=True))
+    await judge_run(QUERIES, CHUNKS, run, [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out, options=JudgeOptions(quiet=True))
     assert route.call_count == 3
-    result = await judge_run(QUERIES, CHUNKS, run, [make_llm(tmp_path)], out,
+    result = await judge_run(QUERIES, CHUNKS, run, [make_llm(tmp_path, BASE, "judge-model", use_cache=False)], out,
                              options=JudgeOptions(quiet=True, cache_friendly=True))
     assert route.call_count == 6  # the other layout's records are not this prompt's: judged again
     assert result.relevance.skipped_done == 0

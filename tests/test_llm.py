@@ -11,7 +11,7 @@ import json
 import httpx
 import pytest
 import respx
-from fake_llm import chat_reply
+from fake_llm import chat_reply, make_llm
 from pydantic import BaseModel, Field
 
 from ragassay.llm import LLM, LLMConfig, LLMError
@@ -48,13 +48,6 @@ def error(status: int, message: str = "boom", headers: dict | None = None) -> ht
     return httpx.Response(status, headers=headers or {}, json={"error": {"message": message, "type": "x"}})
 
 
-def make_llm(tmp_path, fake: FakeTime, **settings) -> LLM:
-    settings.setdefault("use_cache", False)
-    settings.setdefault("model", "test-model")
-    cfg = LLMConfig(base_url=BASE, api_key=KEY, cache_path=tmp_path / "cache.sqlite", **settings)
-    return LLM(cfg, sleep=fake.sleep, clock=fake.clock)
-
-
 MESSAGES = [{"role": "user", "content": "Grade this chunk."}]
 
 
@@ -65,7 +58,7 @@ def body(call) -> dict:
 @respx.mock
 async def test_structured_answer_and_request_shape(tmp_path):
     route = respx.post(URL).mock(return_value=completion())
-    llm = make_llm(tmp_path, FakeTime())
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     answer = await llm.ask(MESSAGES, Grade, stage="judge", max_tokens=100)
     assert answer == Grade(grade=2, reasoning="ok")
     sent = body(route.calls[0])
@@ -82,7 +75,7 @@ async def test_structured_answer_and_request_shape(tmp_path):
 async def test_429_honours_retry_after_then_succeeds(tmp_path):
     route = respx.post(URL).mock(side_effect=[error(429, headers={"retry-after": "7"}), completion()])
     fake = FakeTime()
-    llm = make_llm(tmp_path, fake)
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False)
     assert (await llm.ask(MESSAGES, Grade)).grade == 2
     assert route.call_count == 2
     assert fake.sleeps == [7.0]  # the server's wait, not our own back-off
@@ -93,7 +86,7 @@ async def test_429_honours_retry_after_then_succeeds(tmp_path):
 async def test_retry_after_ms_is_capped(tmp_path):
     respx.post(URL).mock(side_effect=[error(429, headers={"retry-after-ms": "900000"}), completion()])
     fake = FakeTime()
-    await make_llm(tmp_path, fake, max_wait=30).ask(MESSAGES, Grade)
+    await make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False, max_wait=30).ask(MESSAGES, Grade)
     assert fake.sleeps == [30]
 
 
@@ -101,7 +94,7 @@ async def test_retry_after_ms_is_capped(tmp_path):
 async def test_500_500_then_success_with_growing_backoff(tmp_path):
     route = respx.post(URL).mock(side_effect=[error(500), error(503), completion()])
     fake = FakeTime()
-    assert (await make_llm(tmp_path, fake).ask(MESSAGES, Grade)).grade == 2
+    assert (await make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False).ask(MESSAGES, Grade)).grade == 2
     assert route.call_count == 3
     assert len(fake.sleeps) == 2 and 0.25 <= fake.sleeps[0] <= 0.5 and 0.5 <= fake.sleeps[1] <= 1.0
 
@@ -111,7 +104,7 @@ async def test_timeout_then_success(tmp_path):
     """Once the endpoint has answered, a timeout is retried; before that, one timeout is the answer
     (a port that accepts and never replies must not hold the run for the whole deadline)."""
     route = respx.post(URL).mock(side_effect=[completion(), httpx.ReadTimeout("slow"), completion()])
-    llm = make_llm(tmp_path, FakeTime())
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     assert (await llm.ask(MESSAGES, Grade)).grade == 2
     assert (await llm.ask(MESSAGES + [{"role": "user", "content": "again"}], Grade)).grade == 2
     assert route.call_count == 3
@@ -121,7 +114,7 @@ async def test_timeout_then_success(tmp_path):
 async def test_a_timeout_before_any_answer_is_not_retried(tmp_path):
     route = respx.post(URL).mock(side_effect=[httpx.ReadTimeout("slow"), completion()])
     with pytest.raises(LLMError) as e:
-        await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
     assert route.call_count == 1 and e.value.kind == "transport"
     assert str(e.value).startswith("no answer from http://llm.test/v1 within 60 s (1 attempt(s))")
 
@@ -129,7 +122,7 @@ async def test_a_timeout_before_any_answer_is_not_retried(tmp_path):
 @respx.mock
 async def test_every_attempt_failing_raises_one_typed_error(tmp_path):
     route = respx.post(URL).mock(return_value=error(502, "bad gateway"))
-    llm = make_llm(tmp_path, FakeTime(), max_attempts=4)
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False, max_attempts=4)
     with pytest.raises(LLMError) as e:
         await llm.ask(MESSAGES, Grade)
     assert e.value.kind == "transport" and e.value.attempts == 4
@@ -142,7 +135,7 @@ async def test_every_attempt_failing_raises_one_typed_error(tmp_path):
 async def test_auth_error_is_not_retried_and_hides_the_key(tmp_path):
     route = respx.post(URL).mock(return_value=error(401, f"Incorrect API key provided: {KEY}"))
     with pytest.raises(LLMError) as e:
-        await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
     assert e.value.kind == "auth" and route.call_count == 1
     assert KEY not in str(e.value) and "OPENAI_API_KEY" in str(e.value)
 
@@ -150,7 +143,7 @@ async def test_auth_error_is_not_retried_and_hides_the_key(tmp_path):
 @respx.mock
 async def test_invalid_json_then_valid_reask_shows_the_error(tmp_path):
     route = respx.post(URL).mock(side_effect=[completion('{"grade": 2, "reasoning": '), completion()])
-    llm = make_llm(tmp_path, FakeTime())
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     assert (await llm.ask(MESSAGES, Grade)).grade == 2
     second = body(route.calls[1])["messages"]
     assert second[-2] == {"role": "assistant", "content": '{"grade": 2, "reasoning": '}
@@ -161,7 +154,7 @@ async def test_invalid_json_then_valid_reask_shows_the_error(tmp_path):
 @respx.mock
 async def test_schema_violation_then_valid(tmp_path):
     route = respx.post(URL).mock(side_effect=[completion('{"grade": 7, "reasoning": "x"}'), completion()])
-    assert (await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)).grade == 2
+    assert (await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)).grade == 2
     reask = body(route.calls[1])["messages"][-1]["content"]
     assert "does not match the schema" in reask and "grade" in reask
 
@@ -170,7 +163,7 @@ async def test_schema_violation_then_valid(tmp_path):
 async def test_refusal_every_time_gives_refusal_error_after_two_reasks(tmp_path):
     route = respx.post(URL).mock(return_value=completion(None, refusal="I can't help with that."))
     with pytest.raises(LLMError) as e:
-        await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
     assert e.value.kind == "refusal" and route.call_count == 3
     assert "I can't help with that." in str(e.value)
 
@@ -178,7 +171,7 @@ async def test_refusal_every_time_gives_refusal_error_after_two_reasks(tmp_path)
 @respx.mock
 async def test_truncated_answer_is_reasked_to_be_shorter(tmp_path):
     route = respx.post(URL).mock(side_effect=[completion('{"grade": 2, "reas', finish="length"), completion()])
-    assert (await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)).grade == 2
+    assert (await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)).grade == 2
     assert "shorter" in body(route.calls[1])["messages"][-1]["content"]
 
 
@@ -191,7 +184,7 @@ async def test_json_schema_rejected_falls_back_to_json_mode_and_remembers(tmp_pa
         return completion('```json\n{"grade": 1, "reasoning": "fenced"}\n```')
 
     route = respx.post(URL).mock(side_effect=handler)
-    llm = make_llm(tmp_path, FakeTime())
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     assert (await llm.ask(MESSAGES, Grade)).grade == 1
     assert llm.mode == "json_object"
     fallback = body(route.calls[1])
@@ -205,17 +198,17 @@ async def test_json_schema_rejected_falls_back_to_json_mode_and_remembers(tmp_pa
 async def test_other_400_is_a_request_error(tmp_path):
     respx.post(URL).mock(return_value=error(400, "model 'nope' does not exist"))
     with pytest.raises(LLMError) as e:
-        await make_llm(tmp_path, FakeTime()).ask(MESSAGES, Grade)
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
     assert e.value.kind == "request" and "does not exist" in str(e.value)
 
 
 @respx.mock
 async def test_cache_hit_makes_no_http_call(tmp_path):
     route = respx.post(URL).mock(return_value=completion())
-    first = make_llm(tmp_path, FakeTime(), use_cache=True)
+    first = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True)
     await first.ask(MESSAGES, Grade, max_tokens=50)
     first.close()
-    again = make_llm(tmp_path, FakeTime(), use_cache=True)
+    again = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True)
     assert (await again.ask(MESSAGES, Grade, max_tokens=50)).grade == 2
     assert route.call_count == 1
     assert again.usage.stage("default").cached == 1
@@ -235,7 +228,7 @@ async def test_concurrency_never_exceeds_the_limit(tmp_path):
         return completion()
 
     respx.post(URL).mock(side_effect=slow)
-    llm = make_llm(tmp_path, FakeTime(), concurrency=3)
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False, concurrency=3)
     await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade) for i in range(20)))
     assert state["max"] == 3 and llm.max_in_flight == 3
 
@@ -280,7 +273,7 @@ def test_prompts_are_versioned_and_shipped():
 @respx.mock
 async def test_dry_run_counts_calls_and_cost_without_calling(tmp_path):
     route = respx.post(URL).mock(return_value=completion())
-    llm = make_llm(tmp_path, FakeTime(), use_cache=True, price_in=2.0, price_out=8.0)
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True, price_in=2.0, price_out=8.0)
     await llm.ask(MESSAGES, Grade, max_tokens=100)
     llm.close()
     from ragassay.stages.engine import Call, WorkItem, estimate
@@ -317,7 +310,7 @@ async def test_tokens_from_the_providers_prompt_cache_are_priced_at_the_cached_r
             data["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
         return httpx.Response(200, json=data)
     route = respx.post(URL).mock(side_effect=[reply(1536), reply(None), reply(-5), reply(99999)])
-    llm = make_llm(tmp_path, FakeTime(), model="gpt-4o-mini")
+    llm = make_llm(tmp_path, BASE, "gpt-4o-mini", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     for i in range(4):
         await llm.ask([{"role": "user", "content": f"q{i}"}], Grade, stage="judge")
     assert route.call_count == 4
@@ -401,7 +394,7 @@ def test_the_transport_is_chosen_once_and_named_when_wrong(monkeypatch):
 async def test_the_body_posted_is_the_one_built_and_the_connection_pool_fits_the_concurrency(tmp_path):
     """Bodies go out as built (no openai transform): exactly the request_body, byte for byte as JSON."""
     route = respx.post(URL).mock(return_value=completion())
-    llm = make_llm(tmp_path, FakeTime(), concurrency=5)
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False, concurrency=5)
     await llm.ask(MESSAGES, Grade, stage="judge", max_tokens=77, seed=3)
     assert body(route.calls[0]) == llm.request_body(MESSAGES, Grade, llm.params(77, None, 3))
     pool = llm.client._client._transport._pool
@@ -433,7 +426,7 @@ async def test_a_web_server_that_is_not_the_api_is_one_line_at_once(tmp_path):
             "<h1>Error response</h1>\n<p>Error code: 501</p>\n" + "<p>filler</p>\n" * 30 + "</body>\n</html>\n")
     route = respx.post(URL).mock(return_value=httpx.Response(501, text=page, headers={"content-type": "text/html"}))
     fake = FakeTime()
-    llm = make_llm(tmp_path, fake)
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False)
     with pytest.raises(LLMError) as e:
         await llm.ask(MESSAGES, Grade)
     assert route.call_count == 1 and fake.sleeps == []
@@ -465,7 +458,7 @@ async def test_calls_queued_behind_the_slots_wait_out_a_429_cooldown_too(tmp_pat
             return error(429, headers={"retry-after": "5"})
         return completion()
     respx.post(URL).mock(side_effect=reply)
-    llm = make_llm(tmp_path, fake, concurrency=2)
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False, concurrency=2)
     answers = await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade) for i in range(12)))
     assert len(answers) == 12 and len(sent_at) == 14  # 12 answers + the two 429s, nothing more
     first_429 = sent_at[0]
@@ -480,7 +473,7 @@ def test_a_rate_limited_llm_serves_one_event_loop_after_another(tmp_path):
     with rx.mock() as mock:
         mock.post(URL).mock(return_value=completion())
         fake = YieldingTime()
-        llm = make_llm(tmp_path, fake, rpm=60, concurrency=3)  # ten requests at once, then one a second: calls wait
+        llm = make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False, rpm=60, concurrency=3)  # ten requests at once, then one a second: calls wait
         for _ in range(3):
             async def burst():
                 return await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade)
@@ -495,7 +488,7 @@ async def test_content_sent_as_text_parts_is_read_and_other_shapes_are_invalid_n
         "id": "x", "object": "chat.completion", "created": 0, "model": "m",
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": c}}]})
         for c in (parts, {"grade": 1}, {"grade": 1}, {"grade": 1})])
-    llm = make_llm(tmp_path, FakeTime())
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     assert await llm.ask(MESSAGES, Grade) == Grade(grade=1, reasoning="parts")
     with pytest.raises(LLMError, match=r"content is not text \(dict\)") as e:
         await llm.ask([{"role": "user", "content": "again"}], Grade)
@@ -584,10 +577,10 @@ async def test_an_answer_with_an_escaped_lone_surrogate_is_kept_as_valid_text(tm
     answer is read with U+FFFD in its place, cached, and a later ask is answered from the cache."""
     content = '{"grade": 2, "reasoning": "half \\ud800 a pair, whole \\ud83d\\ude00"}'
     route = respx.post(URL).mock(return_value=completion(content))
-    llm = make_llm(tmp_path, FakeTime(), use_cache=True)
+    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True)
     answer = await llm.ask(MESSAGES, Grade)
     assert answer.reasoning == "half \ufffd a pair, whole \U0001F600"
-    again = make_llm(tmp_path, FakeTime(), use_cache=True)
+    again = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True)
     assert await again.ask(MESSAGES, Grade) == answer and route.call_count == 1
 
 

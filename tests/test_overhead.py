@@ -21,7 +21,7 @@ from ragassay.stages.engine import Call, run_stage
 from ragassay.stages.judge import plan_judge
 from ragassay.stages.queries import QueryItem
 from helpers import EXAMPLE
-
+from fake_llm import make_llm
 
 
 class Grade(BaseModel):
@@ -55,11 +55,6 @@ class InstantClient:
         self.chat = Chat()
 
 
-def _llm(client, **settings) -> LLM:
-    return LLM(LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", use_cache=False, **settings),
-               client=client)
-
-
 def _calls_per_ask(llm: LLM, n: int) -> float:
     """Python function calls made per ``ask`` (a profile hook counts them)."""
     counted = [0]
@@ -83,7 +78,7 @@ def _calls_per_ask(llm: LLM, n: int) -> float:
 def test_the_layer_costs_a_bounded_number_of_function_calls_per_ask():
     """The retry and answer loops, the semaphore, usage and parsing: a few hundred Python calls per
     answered ask (pydantic's validation is in Rust), the same at 50 asks as at 400."""
-    llm = _llm(InstantClient({"grade": 2, "reasoning": "ok"}), concurrency=64)
+    llm = make_llm(None, "http://127.0.0.1:9/v1", api_key="k", client=InstantClient({"grade": 2, "reasoning": "ok"}), concurrency=64)
     small, large = _calls_per_ask(llm, 50), _calls_per_ask(llm, 400)
     assert small < 400 and large < 400, (small, large)
     assert abs(large - small) / small < 0.25  # per call, not per call in flight
@@ -92,7 +87,7 @@ def test_the_layer_costs_a_bounded_number_of_function_calls_per_ask():
 def test_asks_leave_nothing_behind():
     """Thousands of answered asks hold no objects afterwards: the layer keeps no per-call state."""
     client = InstantClient({"grade": 1, "reasoning": "ok"})
-    llm = _llm(client, concurrency=32)
+    llm = make_llm(None, "http://127.0.0.1:9/v1", api_key="k", client=client, concurrency=32)
 
     async def asks(n, offset):
         await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{offset + i}"}], Grade) for i in range(n)))
@@ -149,7 +144,7 @@ def test_a_run_keeps_no_calls_once_items_are_done(tmp_path):
     alive, and a request identical for two items is asked once and then forgotten."""
     plan = _plan(40, 10, tmp_path)
     client = InstantClient({"intent": "i", "match": "m", "trust": "t", "grade": 2})
-    llm = _llm(client, concurrency=8)
+    llm = make_llm(None, "http://127.0.0.1:9/v1", api_key="k", client=client, concurrency=8)
 
     async def go():
         return await run_stage(plan.relevance, plan.relevance_items, [llm], plan.relevance_store, quiet=True)
@@ -179,7 +174,7 @@ def test_a_rerun_of_finished_work_holds_lines_not_records(tmp_path):
     line (bytes), parsed again only when read: no dict per record, and the summary is one pass."""
     plan = _plan(40, 10, tmp_path)
     client = InstantClient({"intent": "i", "match": "m", "trust": "t", "grade": 3})
-    llm = _llm(client, concurrency=8)
+    llm = make_llm(None, "http://127.0.0.1:9/v1", api_key="k", client=client, concurrency=8)
 
     async def go(p):
         return await run_stage(p.relevance, p.relevance_items, [llm], p.relevance_store, quiet=True)

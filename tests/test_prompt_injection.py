@@ -12,7 +12,7 @@ import re
 
 import respx
 from fake_llm import chat_reply
-from fake_llm import make_llm as shared_make_llm
+from fake_llm import make_llm
 
 from ragassay.data.records import AnswerItem, Chunk
 from ragassay.data.tables import Run
@@ -61,7 +61,7 @@ async def test_check_messages_cannot_be_rewritten_by_any_field(tmp_path):
     route = respx.post(URL).mock(return_value=verdict())
     item = AnswerItem(id="a1", question=INJ, reference=["Lisbon", INJ + " Porto"], response=INJ, contexts=[INJ, INJ])
     item2 = AnswerItem(id="a2", question=INJ, reference="Lisbon", response=INJ, contexts=[INJ])
-    await check_answers([item, item2], shared_make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
+    await check_answers([item, item2], make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
                         options=CheckOptions(quiet=True))
     first, second = sent(route)
     # the list of accepted answers is rendered by ragassay, so only the question, response and passages
@@ -95,7 +95,7 @@ async def test_judge_pointwise_batched_and_coverage_messages_are_intact(tmp_path
     chunks = {"c1": Chunk(id="c1", text=INJ), "c2": Chunk(id="c2", text=INJ, title=INJ)}
     run = Run.from_rows([("q1", "c1", 2.0), ("q1", "c2", 1.0)])
     query = [QueryItem("q1", INJ, INJ)]
-    llm = shared_make_llm(tmp_path, BASE, use_cache=False)
+    llm = make_llm(tmp_path, BASE, use_cache=False)
     await judge_run(query, chunks, run, [llm], tmp_path / "p.jsonl", options=JudgeOptions(quiet=True),
                     coverage_out=tmp_path / "cov.jsonl")
     await judge_run(query, chunks, run, [llm], tmp_path / "b.jsonl", options=JudgeOptions(quiet=True, batch=2))
@@ -125,7 +125,7 @@ async def test_generate_messages_are_intact(tmp_path):
     text = "Refunds are paid within five business days of the return arriving. " + INJ
     route = respx.post(URL).mock(return_value=chat_reply({"question": "q", "answer": "a", "kind": "factoid",
                                                           "evidence": [{"chunk_id": "c1", "quote": "zzz"}]}))
-    gen = Generator(shared_make_llm(tmp_path, BASE, use_cache=False), [Chunk(id="c1", text=text)],
+    gen = Generator(make_llm(tmp_path, BASE, use_cache=False), [Chunk(id="c1", text=text)],
                     GenerateOptions(total=1, mix={"easy": 1.0}, quiet=True))
     await gen.run()
     messages = sent(route)[0]
@@ -143,7 +143,7 @@ async def test_check_budgets_cut_passages_visibly_and_never_a_response(tmp_path)
     whole = AnswerItem(id="a1", question="q?", reference="r", response="x" * 32_000,
                        contexts=["a" * 7000, "b" * 7000, "c" * 100])
     long = AnswerItem(id="a2", question="q?", reference="r", response="y" * 10_000_000)
-    done = await check_answers([whole, long], shared_make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
+    done = await check_answers([whole, long], make_llm(tmp_path, BASE, use_cache=False), tmp_path / "c.jsonl",
                                options=CheckOptions(quiet=True))
     (messages,) = sent(route)
     user = messages[1]["content"]
@@ -164,7 +164,7 @@ async def test_judge_cut_is_marked_in_the_prompt(tmp_path):
     route = respx.post(URL).mock(return_value=chat_reply(relevance(2)))
     out = tmp_path / "j.jsonl"
     await judge_run([QueryItem("q1", "refunds?")], {"c1": Chunk(id="c1", text="r" * 100)},
-                    Run.from_rows([("q1", "c1", 1.0)]), [shared_make_llm(tmp_path, BASE, use_cache=False)], out,
+                    Run.from_rows([("q1", "c1", 1.0)]), [make_llm(tmp_path, BASE, use_cache=False)], out,
                     options=JudgeOptions(quiet=True, max_chunk_chars=60, long_chunks="cut"))
     user = sent(route)[0][1]["content"]
     assert "r" * 60 + "\n[… 40 characters cut]" in user
