@@ -34,7 +34,7 @@ from ..llm import LLM, LLMConfig, LLMError
 from ..llm.batch import Deferred
 from .engine import Call, Estimate, StageAborted, WorkItem, estimate, fingerprint, progress_bar
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
-from ..data.records import Chunk, Question
+from ..data.records import Chunk, Question, Reject
 
 Difficulty = Literal["easy", "medium", "hard"]
 LEVEL_ORDER = ("hard", "medium", "easy")  # hardest to fill first; relabels land in easy
@@ -554,8 +554,8 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
     result = dataclasses.replace(result, accepted=[*existing, *(q for q in result.accepted if q.id not in known)])
     write_jsonl(output, result.accepted)
     if rejects is not None:
-        write_jsonl(rejects, result.rejects + [{"chunk_ids": [c], "reason": f"chunk unfit: {why}"}
-                                               for c, why in result.unfit_chunks.items()])
+        write_jsonl(rejects, [Reject.model_validate(r) for r in result.rejects]
+                    + [Reject(chunk_ids=[c], reason=f"chunk unfit: {why}") for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted})
 
