@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
+from .result_models import RESULT_VERSION, RESULTS, Result
 
 
 def nan_to_none(obj: Any) -> Any:
@@ -23,13 +24,16 @@ def nan_to_none(obj: Any) -> Any:
     return obj
 
 
-RESULT_VERSION = 1
-# what each kind of result is, and the rates of it that gates and history follow
+# the kinds of result that track, gate and report read: the ones with metrics or rates to follow
 KINDS = ("evaluate", "compare", "agree", "judge", "check", "generate", "calibration")
 
 
-def load_result(path: str | Path) -> dict[str, Any]:
-    """A result file written with ``--format json``; any other JSON is refused with the reason."""
+def read_result(path: str | Path) -> Result:
+    """A result file written with ``--format json``, parsed into the model its ``kind`` names; any
+    other JSON (another kind, an unknown version, a field no command writes) is refused with the
+    reason."""
+    from pydantic import ValidationError
+
     from .io import read_bytes_checked
     data = read_bytes_checked(path)
     try:
@@ -45,7 +49,18 @@ def load_result(path: str | Path) -> dict[str, Any]:
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= RESULT_VERSION:
         raise InputError(f"result version {version!r} is not one this ragassay reads (1..{RESULT_VERSION}); "
                          "upgrade ragassay or rewrite the result", path)
-    return obj
+    try:
+        return RESULTS[obj["kind"]].model_validate(obj)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or obj["kind"]
+        raise InputError(f"this {obj['kind']} result breaks its shape ({where}: {err.get('msg')}); was it "
+                         "edited?", path) from None
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """:func:`read_result` as the JSON-ready mapping its command wrote (what the report draws from)."""
+    return read_result(path).to_dict()
 
 
 def _number(value: Any, name: str, path: str | Path | None) -> float | None:
@@ -59,10 +74,12 @@ def _number(value: Any, name: str, path: str | Path | None) -> float | None:
     return float(value)
 
 
-def result_metrics(result: Mapping[str, Any], run: str | None = None,
+def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
                    path: str | Path | None = None) -> dict[str, float]:
     """{metric name: value} of a result, by its kind. compare: the metrics of ``run`` (default: the
     last run) plus ``RUN/metric`` for every run; check: label rates; judge: grade shares and errors."""
+    if isinstance(result, Result):
+        result = result.to_dict()
     kind = result["kind"]
     out: dict[str, float | None] = {}
     try:
@@ -109,8 +126,10 @@ def result_metrics(result: Mapping[str, Any], run: str | None = None,
     return {k: v for k, v in out.items() if v is not None}
 
 
-def result_errors(result: Mapping[str, Any]) -> int:
+def result_errors(result: Result | Mapping[str, Any]) -> int:
     """Items of a stage result that ended without a label (error records); 0 for metric results."""
+    if isinstance(result, Result):
+        result = result.to_dict()
     if result["kind"] in ("check", "judge", "generate"):
         value = result.get("errors", 0)
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
