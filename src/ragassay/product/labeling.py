@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..data.io import write_lines_atomic, write_qrels
+from ..data.result_models import CalibrationResult
 from ..errors import InputError, UsageError
 
 PAIR_SCALE = [  # the judge's own scale, as its prompt and the README state it
@@ -385,11 +386,11 @@ class LabelBook:
 
     def calibration(self) -> dict[str, Any]:
         """The ``calibration`` result: the sample, its strata, and the agreement so far."""
-        return {"kind": "calibration", "version": 1, "task": self.task, "assessor": self.assessor,
-                "output": str(self.output), "sample": self.sample_info, "progress": self.progress(),
-                "model_agreement": self.agreement_with_model(), "people_agreement": self.agreement_with_others(),
-                "target_width": self.target_width,
-                "binary": "grade >= 2" if self.task == "pairs" else "correct or not"}
+        return CalibrationResult(
+            task=self.task, assessor=self.assessor, output=str(self.output), sample=self.sample_info,
+            progress=self.progress(), model_agreement=self.agreement_with_model(),
+            people_agreement=self.agreement_with_others(), target_width=self.target_width,
+            binary="grade >= 2" if self.task == "pairs" else "correct or not").to_dict()
 
 
 def read_other_labels(path: str | Path, task: str) -> dict[str, Any]:

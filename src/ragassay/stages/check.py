@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -23,6 +23,7 @@ from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, est
                      run_stage)
 from ..llm.prompts import clip, delimit, load_prompt, shown_id
 from ..data.records import AnswerItem, Check, Chunk
+from ..data.result_models import CheckResult
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
 
@@ -306,21 +307,21 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
     from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
     ok = sum(1 for r in records if r.get("status") == "ok")
     reasons = Counter(str(r.get("error") or "unknown") for r in records if r.get("status") != "ok")
-    result: dict = {"kind": "check", "version": 1, "items": len(records), "ok": ok, "errors": len(records) - ok,
-                    "error_reasons": dict(reasons.most_common(5)),
-                    "truncated": sum(1 for r in records if r.get("truncated")), "summary": label_summary(records)}
+    parts: dict[str, Any] = {}  # what applies to this run only: left off the result otherwise
     if by:
         enriched = [{**(fields or {}).get(r["id"], {}), **r} for r in records]
-        result["breakdown"] = {f: breakdown(enriched, f) for f in by}
+        parts["breakdown"] = {f: breakdown(enriched, f) for f in by}
     if recall is not None:
         labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
-        result["diagnosis"] = diagnosis(labels, recall, threshold)
+        parts["diagnosis"] = diagnosis(labels, recall, threshold)
     if human is not None:
-        result["human"] = human_calibration(records, human)
+        parts["human"] = human_calibration(records, human)
     multi = [r for r in records if len(r.get("samples") or []) > 1]
     if multi:
-        result["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
-    return result
+        parts["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
+    return CheckResult(items=len(records), ok=ok, errors=len(records) - ok, error_reasons=dict(reasons.most_common(5)),
+                       truncated=sum(1 for r in records if r.get("truncated")), summary=label_summary(records),
+                       **parts).to_dict()
 
 
 def retrieval_recall(qrels, run, k: int) -> dict[str, float]:

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..data.io import read_bytes_checked, write_lines_atomic
+from ..data.result_models import EstimateResult
 from ..errors import InputError, OutputError, RagassayError
 from ..llm.batch import Deferred
 from ..llm.cache import Cache, endpoint_id
@@ -584,16 +585,14 @@ class Estimate:
                 else round(self.cost_usd_low * self.BATCH_DISCOUNT, 6)}
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"kind": "estimate", "version": 1, "calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-               "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
-               "output_tokens_expected": self.output_tokens_expected, "expected_unknown": self.expected_unknown,
-               "cost_usd_low": None if self.cost_usd_low is None else round(self.cost_usd_low, 6), "items": self.items,
-               "done": self.done, "cached": self.cached, "shared": self.shared,
-               "decided_without_call": self.decided_without_call,
-               "tokenizer": self.tokenizer, "models": self.models, "note": self.note}
-        if self.batch:
-            out["batch"] = self.batch_plan()
-        return out
+        return EstimateResult(
+            calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+            cost_usd=None if self.cost_usd is None else round(self.cost_usd, 6),
+            output_tokens_expected=self.output_tokens_expected, expected_unknown=self.expected_unknown,
+            cost_usd_low=None if self.cost_usd_low is None else round(self.cost_usd_low, 6), items=self.items,
+            done=self.done, cached=self.cached, shared=self.shared, decided_without_call=self.decided_without_call,
+            tokenizer=self.tokenizer, models=self.models, note=self.note,
+            **({"batch": self.batch_plan()} if self.batch else {})).to_dict()
 
     def add(self, other: Estimate) -> Estimate:
         """Two plans run one after the other (judge's relevance, then coverage)."""

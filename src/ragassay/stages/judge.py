@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..data.records import Chunk, Judgment
+from ..data.result_models import JudgeSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
@@ -608,28 +609,30 @@ class JudgeResult:
         return 1 if ok == 0 and not stopped else 3
 
     def to_dict(self) -> dict[str, Any]:
+        return self.summary().to_dict()
+
+    def summary(self) -> JudgeSummary:
+        """The typed result (kind ``judge``): counts, grades, coverage labels, usage as numbers."""
         cov = Counter(r["coverage"] for r in self.coverage.records if r["status"] == "ok") if self.coverage else None
-        return {"kind": "judge", "version": 1, "pairs": self.pairs, "kept": self.kept,
-                "judged": self.relevance.ok, "errors": self.errors,
-                "already_done": self.relevance.skipped_done,
-                "decided_by_rule": self._tally()["rule"],
-                "grades": {str(g): self.grades.get(g, 0) for g in range(4)},
-                "coverage": None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
-                "sample_disagreement": self.sample_disagreement, "mean_vote_spread": self.mean_vote_spread,
-                "juror_agreement": self.juror_agreement, "truncated": self.truncated,
-                "windowed": self._tally()["windowed"],
-                "batch_fallbacks": self.batch_fallbacks, "pending": self.pending,
-                "error_reasons": dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
-                                                                        else Counter())).most_common(5)),
-                "usage": self.usage_numbers, "usage_text": self.usage}
+        return JudgeSummary(
+            pairs=self.pairs, kept=self.kept, judged=self.relevance.ok, errors=self.errors,
+            already_done=self.relevance.skipped_done, decided_by_rule=self._tally()["rule"],
+            grades={str(g): self.grades.get(g, 0) for g in range(4)},
+            coverage=None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
+            sample_disagreement=self.sample_disagreement, mean_vote_spread=self.mean_vote_spread,
+            juror_agreement=self.juror_agreement, truncated=self.truncated, windowed=self._tally()["windowed"],
+            batch_fallbacks=self.batch_fallbacks, pending=self.pending,
+            error_reasons=dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
+                                                                else Counter())).most_common(5)),
+            usage=self.usage_numbers, usage_text=self.usage)
 
     def text(self) -> str:
-        d = self.to_dict()
-        lines = [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d['already_done']} already done, "
-                 f"{d['decided_by_rule']} decided by rule, {self.relevance.errors} errors)",
-                 "grades: " + ", ".join(f"{g}: {n}" for g, n in d["grades"].items())]
+        d = self.summary()
+        lines = [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d.already_done} already done, "
+                 f"{d.decided_by_rule} decided by rule, {self.relevance.errors} errors)",
+                 "grades: " + ", ".join(f"{g}: {n}" for g, n in d.grades.items())]
         if self.coverage is not None:
-            lines.append("coverage: " + ", ".join(f"{k}: {v}" for k, v in d["coverage"].items())
+            lines.append("coverage: " + ", ".join(f"{k}: {v}" for k, v in d.coverage.items())
                          + (f", errors: {self.coverage.errors}" if self.coverage.errors else ""))
         if self.sample_disagreement is not None:
             lines.append(f"votes disagreed on {self.sample_disagreement:.1%} of judged pairs (flip rate); "
@@ -638,8 +641,8 @@ class JudgeResult:
             kappa = "n/a" if a["kappa_linear"] is None else f"{a['kappa_linear']:.3f}"
             lines.append(f"jurors {jurors}: same grade on {a['agreement']:.1%} of {a['pairs']} pairs, "
                          f"linear kappa {kappa}")
-        if d["windowed"]:
-            lines.append(f"{d['windowed']} long chunks were judged in windows (the best window's grade)")
+        if d.windowed:
+            lines.append(f"{d.windowed} long chunks were judged in windows (the best window's grade)")
         if self.truncated:
             lines.append(f"{self.truncated} chunks were cut to the length budget")
         if self.batch_fallbacks:
