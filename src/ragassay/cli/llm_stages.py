@@ -12,6 +12,7 @@ from .options import (add_batch_options, add_format_option, add_llm_options, bat
                       run_batch_rounds)
 from ..errors import RagassayError, UsageError
 from ..product.formatting import render_table, to_json
+from ..data.result_models import PingResult, RemapSummary
 from ..data.results import nan_to_none
 from .values import nonneg_int, percent, positive_float, positive_int, share
 
@@ -49,10 +50,10 @@ def run_ping(args: argparse.Namespace) -> str:
         if args.format != "json":
             raise
         print(f"ragassay ping: error: {e}", file=sys.stderr)  # a script reads stdout, a person stderr
-        return to_json({"kind": "ping", "version": 1, "endpoint": config.public_base_url(), "model": config.model,
-                        "status": "error", "error": str(e)}), 1
+        return to_json(PingResult(endpoint=config.public_base_url(), model=config.model, status="error",
+                                  error=str(e)).to_dict()), 1
     if args.format == "json":
-        return to_json({"kind": "ping", "version": 1, **info, "status": "ok"})
+        return to_json(PingResult(**info, status="ok").to_dict())
     modes = {"json_schema": "supported (json_schema)",
              "json_object": "json_schema rejected; using JSON mode + validation",
              "prompt": "json_schema and JSON mode rejected; using instructions + validation"}
@@ -465,9 +466,9 @@ def run_remap(args: argparse.Namespace) -> str:
     write_qrels(args.output, result.qrels)
     how = Counter(result.how.values())
     if args.format == "json":
-        return to_json({"kind": "remap", "version": 1, "questions": len(questions), "placed": len(result.placed),
-                        "how": dict(how), "unplaced": result.unplaced, "no_evidence": result.no_evidence,
-                        "output": str(args.output)})
+        return to_json(RemapSummary(questions=len(questions), placed=len(result.placed), how=dict(how),
+                                    unplaced=result.unplaced, no_evidence=result.no_evidence,
+                                    output=str(args.output)).to_dict())
     lines = [f"placed {len(result.placed)} of {len(questions)} questions (" +
              ", ".join(f"{k} {v}" for k, v in sorted(how.items())) + f"); qrels: {args.output}"]
     if result.unplaced:

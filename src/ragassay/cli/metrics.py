@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from .options import EPILOG_METRICS, FILE_FORMATS, add_format_option, add_metric_options
+from ..data.result_models import RetrieveResult
 from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.formatting import render_table, to_json
@@ -236,8 +237,8 @@ def run_retrieve(args: argparse.Namespace) -> str:
     p50 = lat[len(lat) // 2] if lat else 0.0
     p95 = lat[min(len(lat) - 1, int(len(lat) * 0.95))] if lat else 0.0
     if args.format == "json":
-        return to_json({"kind": "retrieve", "version": 1, "run": run.name, "queries": len(queries), "results": len(run),
-                        "output": str(out), "latency_ms": {"p50": p50, "p95": p95}, "latency_file": str(lat_path)})
+        return to_json(RetrieveResult(run=run.name, queries=len(queries), results=len(run), output=str(out),
+                                      latency_ms={"p50": p50, "p95": p95}, latency_file=str(lat_path)).to_dict())
     return (f"wrote {len(run)} results for {len(queries)} queries to {out} "
             f"(latency p50 {p50:.1f} ms, p95 {p95:.1f} ms; per query in {lat_path})")
 
