@@ -60,6 +60,15 @@ class WrittenRecord(Strict):
         given = self.model_fields_set
         return {k: v for k, v in data.items() if k in given or k not in self.OPTIONAL}
 
+    @property
+    def ok(self) -> bool:
+        """Whether the record holds a label (a stage's error record does not)."""
+        return getattr(self, "status", "ok") == "ok"
+
+    def merge_key(self) -> str | None:
+        """What matches this record across shards: its ``key`` (the fingerprint of what it depends on)."""
+        return getattr(self, "key", None)
+
     @classmethod
     def tag(cls) -> str:
         """``judgment@1``: the kind and version every line of this model carries."""
@@ -117,6 +126,10 @@ class Question(WrittenRecord):
     ``kind`` is the question's kind (factoid, comparison ...); the record's own is in ``record``."""
 
     KIND = "question"
+
+    def merge_key(self) -> str | None:
+        """A question is matched by its id (it has no fingerprint key)."""
+        return self.id
 
     id: str
     question: str
@@ -295,7 +308,7 @@ class Reject(WrittenRecord):
     KIND = "reject"
     OPTIONAL = frozenset({"difficulty", "question", "answer", "style", "kind"})
 
-    chunk_ids: list[str]
+    chunk_ids: list[str] = Field(default_factory=list)
     difficulty: Difficulty | None = None
     question: str | None = None
     answer: str | None = None
