@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..data.io import write_lines_atomic, write_qrels
+from ..data.records import Check, Judgment
 from ..data.result_models import CalibrationResult
 from ..errors import InputError, UsageError
 
@@ -58,9 +59,10 @@ def pair_key(query_id: str, chunk_id: str) -> str:
 
 
 def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = None,
-               judgments: Sequence[Mapping[str, Any]] | None = None, depth: int = 10) -> list[LabelItem]:
+               judgments: Sequence[Judgment | Mapping[str, Any]] | None = None, depth: int = 10) -> list[LabelItem]:
     """The pairs a person may grade: every judged pair with its grade (``judgments``: judge's
-    records), or the top ``depth`` of each query in ``run`` (no model grade; stratified by rank)."""
+    records, as models or as their JSON), or the top ``depth`` of each query in ``run`` (no model
+    grade; stratified by rank)."""
     by_id = {q.id: q for q in queries}
     out: list[LabelItem] = []
     missing: list[str] = []
@@ -77,13 +79,13 @@ def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = 
 
     if judgments is not None:
         seen = set()
-        for r in judgments:
-            if r.get("status") != "ok" or r.get("grade") is None:
+        for r in (Judgment.model_validate(j) for j in judgments):
+            if r.status != "ok" or r.grade is None:
                 continue
-            k = (str(r["query_id"]), str(r["chunk_id"]))
+            k = (r.query_id, r.chunk_id)
             if k not in seen:
                 seen.add(k)
-                item(k[0], k[1], int(r["grade"]), f"grade {int(r['grade'])}")
+                item(k[0], k[1], r.grade, f"grade {r.grade}")
     elif run is not None:
         for qid, ranking in run.ranked().items():
             for rank, (cid, _) in enumerate(ranking[:depth], start=1):
@@ -93,9 +95,10 @@ def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = 
     return out
 
 
-def answer_items(answers: Sequence[Any], checks: Sequence[Mapping[str, Any]] | None = None) -> list[LabelItem]:
-    """The answers a person may label, with the model's label from ``check``'s records when given."""
-    model = {str(r["id"]): r.get("label") for r in (checks or []) if r.get("status") == "ok"}
+def answer_items(answers: Sequence[Any], checks: Sequence[Check | Mapping[str, Any]] | None = None) -> list[LabelItem]:
+    """The answers a person may label, with the model's label from ``check``'s records (as models or
+    as their JSON) when given."""
+    model = {r.id: r.label for r in (Check.model_validate(c) for c in checks or []) if r.status == "ok"}
     out = []
     for a in answers:
         refs = [a.reference] if isinstance(a.reference, str) else list(a.reference)
