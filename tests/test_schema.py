@@ -204,3 +204,33 @@ def test_stage_outputs_carry_their_kind_on_every_line(tmp_path, monkeypatch):
     assert all(j.status == "ok" for j in judgments)
     assert any(j.batch_size == 3 for j in judgments) and all(len(j.seeds or []) in (0, 3) for j in judgments)
     assert all(c.status == "ok" for c in read_record_file(cov)[1])
+
+
+async def test_a_record_its_model_refuses_becomes_an_error_record_that_says_why(tmp_path):
+    from ragassay.stages.engine import OutputStore, Stage, WorkItem, run_stage
+
+    class Stray(Stage):
+        name = "stray"
+        record_model = Judgment
+
+        def identity(self, record: dict) -> str:
+            return record["chunk_id"]
+
+        async def finish(self, item, answers, llms):
+            if item.key == "k-model":  # built as a model: refused where it is built
+                return [Judgment(query_id="q", chunk_id="c1", key=item.key, grade=None, status="ok")]
+            return [{"query_id": "q", "chunk_id": "c2", "key": item.key, "grade": 2, "status": "ok", "mood": "sure"}]
+
+        def error_records(self, item, error):
+            return [Judgment(query_id="q", chunk_id="c1" if item.key == "k-model" else "c2", key=item.key,
+                             status="error", error=error.reason)]
+
+    out = tmp_path / "j.jsonl"
+    run = await run_stage(Stray(), [WorkItem("k-model", []), WorkItem("k-dict", [])], [], OutputStore(out, Stray().identity),
+                          quiet=True)
+    assert (run.ok, run.errors) == (0, 2)
+    errors = {r["key"]: r["error"] for r in run.records}
+    assert errors == {"k-model": "invalid: the answers made a record outside the data contract: Value error, status 'ok' "
+                                 "needs a grade",
+                      "k-dict": "invalid: the answers made a record outside the data contract: Extra inputs are not permitted"}
+    assert [json.loads(x)["record"] for x in out.read_text().splitlines()] == ["judgment@1", "judgment@1"]

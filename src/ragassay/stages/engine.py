@@ -195,11 +195,12 @@ class Stage:
         for answers it does not know yet; the calls must then have their final count and shape."""
         return []
 
-    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
-        """Records for an item from the answers to its calls, in call order. May raise LLMError."""
+    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[BaseModel | dict]:
+        """Records for an item from the answers to its calls, in call order: models of
+        ``record_model`` (or their fields). May raise LLMError."""
         raise NotImplementedError
 
-    def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
+    def error_records(self, item: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         raise NotImplementedError
 
 
@@ -867,11 +868,12 @@ def reason_of(record: dict) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def contract(stage: Stage, records: list[dict]) -> list[dict]:
-    """Each record as the data contract defines it (records.py): a stage cannot write a record that
-    breaks it (an ok status without a label, an error without its reason)."""
+def contract(stage: Stage, records: Sequence[BaseModel | dict]) -> list[dict]:
+    """Each record as the data contract defines it (records.py), serialised for the journal: a
+    stage cannot write a record that breaks it (an ok status without a label, an error without its
+    reason, a field its model does not declare)."""
     if stage.record_model is None:
-        return records
+        return [r.model_dump(mode="json") if isinstance(r, BaseModel) else r for r in records]
     return [stage.record_model.model_validate(r).model_dump(mode="json") for r in records]
 
 
@@ -922,12 +924,14 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                     pending[0] += 1
                     return []
                 calls, first = stage.next_calls(it, answers), False
-            records = await stage.finish(it, answers, llms)
-            if it.calls:
-                answered[0] = True
-            try:
+            try:  # a stage builds its record models in finish: a refused one is caught there too
+                records = await stage.finish(it, answers, llms)
+                if it.calls:
+                    answered[0] = True
                 return contract(stage, records)
             except ValidationError as e:  # never written as is: an error record that says why
+                if it.calls:
+                    answered[0] = True
                 raise LLMError("invalid", f"the answers made a record outside the data contract: "
                                f"{e.errors()[0].get('msg', e)}") from None
         except LLMError as e:

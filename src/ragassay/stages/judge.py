@@ -203,28 +203,27 @@ class Judge:
         names = [c.model or str(i) for i, c in enumerate(self.configs)]
         return grade, (dict(zip(names, jurors)) if len(jurors) > 1 else None)
 
-    def from_votes(self, qid: str, cid: str, votes: list[int], answers: list[Any], prompt: str, key: str) -> dict:
+    def from_votes(self, qid: str, cid: str, votes: list[int], answers: list[Any], prompt: str,
+                   key: str) -> Judgment:
         grade, jurors = self.combine(votes)
         chosen = min(zip(answers, votes), key=lambda av: abs(av[1] - grade))[0]  # a reasoning that fits the grade
         reasoning = f"intent: {chosen.intent}\nmatch: {chosen.match}\ntrust: {chosen.trust}"
-        record = self.record(qid, cid, grade, votes, reasoning, "llm", prompt, key)
+        sampled: dict[str, Any] = {}  # only sampled votes and juries have these
         if self.options.samples > 1:
-            record["seeds"] = [self.seed(s) for s in range(self.options.samples)]
-            record["temperature"] = self.temperature(0)
+            sampled.update(seeds=[self.seed(s) for s in range(self.options.samples)], temperature=self.temperature(0))
         if jurors is not None:
-            record["juror_grades"] = jurors
-        return record
+            sampled["juror_grades"] = jurors
+        return self.record(qid, cid, grade, votes, reasoning, "llm", prompt, key, **sampled)
 
     def record(self, qid: str, cid: str, grade: int, votes: list[int], reasoning: str, decided_by: str,
-               prompt: str, key: str) -> dict:
-        return {"query_id": qid, "chunk_id": cid, "grade": grade, "reasoning": reasoning, "status": "ok",
-                "error": None, "model": self.model_names, "prompt": prompt, "samples": votes,
-                "decided_by": decided_by, "truncated": cid in self.truncated, "key": key}
+               prompt: str, key: str, **sampled: Any) -> Judgment:
+        return Judgment(query_id=qid, chunk_id=cid, key=key, grade=grade, reasoning=reasoning, status="ok", error=None,
+                        model=self.model_names, prompt=prompt, samples=votes, decided_by=decided_by,
+                        truncated=cid in self.truncated, **sampled)
 
-    def error_record(self, qid: str, cid: str, e: LLMError, key: str) -> dict:
-        return {"query_id": qid, "chunk_id": cid, "grade": None, "reasoning": None, "status": "error",
-                "error": e.reason, "model": self.model_names, "prompt": None, "samples": [], "decided_by": None,
-                "key": key}
+    def error_record(self, qid: str, cid: str, e: LLMError, key: str) -> Judgment:
+        return Judgment(query_id=qid, chunk_id=cid, key=key, grade=None, reasoning=None, status="error",
+                        error=e.reason, model=self.model_names, prompt=None, samples=[], decided_by=None)
 
 
 @dataclass(slots=True)
@@ -302,7 +301,7 @@ class RelevanceStage(Stage):
                                       record_keys=[p.key for p in group]))
         return items
 
-    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
+    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Judgment]:
         j = self.judge
         pairs: list[_Pair] = item.payload
         if not pairs:  # planned as done (see _pointwise): the engine never runs such an item
@@ -329,7 +328,7 @@ class RelevanceStage(Stage):
             cid = p.chunk.id
             if cid not in missing:
                 record = j.from_votes(p.query.id, cid, votes[cid], reasons[cid], j.batch_prompt.id, p.key)
-                out.append({**record, "batch_position": position, "batch_size": len(pairs)})
+                out.append(record.model_copy(update={"batch_position": position, "batch_size": len(pairs)}))
                 continue
             mine = next(alone)  # this pair's own calls, asked in the step after the batch (next_calls)
             out.append(j.from_votes(p.query.id, cid, [a.grade for a in mine], mine, j.rel_prompt.id, p.key))
@@ -377,20 +376,20 @@ class RelevanceStage(Stage):
                 j.relevance_calls(j.relevance_messages(by_id[cid].query, by_id[cid].chunk), RelevanceAnswer,
                                   j.options.max_tokens)]
 
-    def _best_window(self, p: _Pair, answers: list[BaseModel]) -> dict:
+    def _best_window(self, p: _Pair, answers: list[BaseModel]) -> Judgment:
         """A long chunk is as useful as its most useful part: the grade of its best window."""
         j = self.judge
         per = len(answers) // len(p.windows)
         records = [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers[i:i + per]], answers[i:i + per],
                                 j.rel_prompt.id, p.key) for i in range(0, len(answers), per)]
-        best = max(range(len(records)), key=lambda i: records[i]["grade"])
+        best = max(range(len(records)), key=lambda i: records[i].grade or 0)
         start, end = p.windows[best]
         # "samples" keeps the best window's votes (samples and jurors): windows are parts of one
         # passage, not votes, and must not count as disagreement
-        return {**records[best], "windows": len(p.windows),
-                "window_grades": [r["grade"] for r in records], "best_window": [start, end]}
+        return records[best].model_copy(update={"windows": len(p.windows), "window_grades": [r.grade for r in records],
+                                                "best_window": [start, end]})
 
-    def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
+    def error_records(self, item: WorkItem, error: LLMError) -> list[Judgment]:
         return [self.judge.error_record(p.query.id, p.chunk.id, error, p.key) for p in item.payload or []]
 
 
