@@ -113,12 +113,12 @@ class CoverageStage(Stage):
 
     @staticmethod
     def known_nuggets(records: Iterable[dict]) -> dict[str, dict]:
-        """Nuggets already made, per question, from coverage records of any run (the newest wins)."""
+        """Nuggets already made, per question, from coverage records of any run (the newest wins).
+        Each record is parsed as a :class:`Coverage` (a coverage file has one per query and run)."""
         out = {}
-        for r in records:
-            if r.get("status") == "ok" and r.get("nuggets") and r.get("question_key"):
-                out[r["query_id"]] = {"question_key": r["question_key"],
-                                      "nuggets": [(n["text"], n["vital"]) for n in r["nuggets"]]}
+        for r in (Coverage.model_validate(x) for x in records):
+            if r.status == "ok" and r.nuggets and r.question_key:
+                out[r.query_id] = {"question_key": r.question_key, "nuggets": [(n.text, n.vital) for n in r.nuggets]}
         return out
 
     def plan(self, retrieved: Sequence[tuple[QueryItem, list[Chunk], list[Chunk]]],
