@@ -234,3 +234,25 @@ async def test_a_record_its_model_refuses_becomes_an_error_record_that_says_why(
                                  "needs a grade",
                       "k-dict": "invalid: the answers made a record outside the data contract: Extra inputs are not permitted"}
     assert [json.loads(x)["record"] for x in out.read_text().splitlines()] == ["judgment@1", "judgment@1"]
+
+
+def test_label_events_are_written_with_the_fields_each_act_has():
+    from ragassay.data.records import LabelEvent, LabelEventsHeader
+    header = LabelEventsHeader(task="pairs", sample={"n": 2}, keys=["q\tc"]).model_dump()
+    assert header == {"kind": "label_events", "version": 1, "task": "pairs", "sample": {"n": 2}, "keys": ["q\tc"]}
+    skip = LabelEvent(event="skip", key="a1", reason="German", assessor="ann", time="t", id="a1")
+    assert skip.model_dump(exclude_unset=True) == {"event": "skip", "key": "a1", "reason": "German", "assessor": "ann",
+                                                   "time": "t", "id": "a1"}
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        LabelEvent.model_validate({"event": "label", "key": "a1", "value": 2, "assessor": "ann", "time": "t", "mood": 1})
+
+
+def test_an_edited_label_event_is_refused_with_file_and_line(tmp_path):
+    from ragassay.product.labeling import LabelBook, LabelItem
+    items = [LabelItem("a1", {"id": "a1"}, None, "all", "q")]
+    events = tmp_path / "l.jsonl.events.jsonl"
+    events.write_text(json.dumps({"kind": "label_events", "version": 1, "task": "answers", "sample": {}, "keys": ["a1"]})
+                      + "\n" + json.dumps({"event": "label", "key": "a1", "value": "correct", "time": "t"}) + "\n"
+                      + json.dumps({"event": "undo", "key": "a1", "assessor": "ann", "time": "t"}) + "\n")
+    with pytest.raises(InputError, match=r"events.jsonl:2: not a label event \(assessor: Field required\)"):
+        LabelBook("answers", items, tmp_path / "l.jsonl", "ann", {})

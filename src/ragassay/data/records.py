@@ -328,6 +328,34 @@ def _check_status(status: str, value: Any, error: str | None, what: str) -> None
             raise ValueError("status 'error' needs the reason in 'error'")
 
 
+class LabelEventsHeader(Strict):
+    """The first line of a person's label events file (``ragassay label``): the file's kind and
+    version, the task, and the sample drawn, so a later session labels the same items."""
+
+    kind: Literal["label_events"] = "label_events"
+    version: int = 1
+    task: Literal["pairs", "answers"]
+    sample: dict[str, Any] | None = None
+    keys: list[str] = Field(default_factory=list)
+
+
+class LabelEvent(Strict):
+    """One act of a person labelling: a label (``value``: a grade 0-3 or an answer label), a skip
+    (with its ``reason``) or an undo of the last act, with who, when and how long it took. Pairs
+    carry ``query_id`` and ``chunk_id``, answers ``id``. Written with only the fields the act has."""
+
+    event: Literal["label", "skip", "undo"]
+    key: str
+    value: int | str | None = None
+    reason: str | None = None
+    assessor: str
+    time: str
+    seconds: float | None = None
+    query_id: str | None = None
+    chunk_id: str | None = None
+    id: str | None = None
+
+
 # every record ragassay writes, by the kind its lines carry
 RECORDS: dict[str, type[WrittenRecord]] = {m.KIND: m for m in (Question, Reject, Judgment, Coverage, Check)}
 
@@ -340,6 +368,6 @@ def record_model(tag: Any) -> type[WrittenRecord]:
     return RECORDS[kind]
 
 
-__all__ = ["AnswerItem", "Check", "Chunk", "ContextCuts", "Coverage", "Judgment", "Nugget", "QrelRow",
-           "Question", "RECORDS", "RECORD_FIELD", "Reject", "RunRow", "Strict", "WrittenRecord", "parse_tag",
-           "record_model"]
+__all__ = ["AnswerItem", "Check", "Chunk", "ContextCuts", "Coverage", "Judgment", "LabelEvent", "LabelEventsHeader",
+           "Nugget", "QrelRow", "Question", "RECORDS", "RECORD_FIELD", "Reject", "RunRow", "Strict", "WrittenRecord",
+           "parse_tag", "record_model"]

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from ..data.io import write_lines_atomic, write_qrels
-from ..data.records import Check, Judgment
+from ..data.records import Check, Judgment, LabelEvent, LabelEventsHeader
 from ..data.result_models import CalibrationResult
 from ..errors import InputError, UsageError
 
@@ -242,8 +243,8 @@ class LabelBook:
         self._replay()
         self._events = open(self.events_path, "a", encoding="utf-8")
         if self.events_path.stat().st_size == 0:
-            self._append({"kind": "label_events", "version": EVENTS_VERSION, "task": self.task,
-                          "sample": self.sample_info, "keys": [it.key for it in self.items]})
+            self._append(LabelEventsHeader(version=EVENTS_VERSION, task=self.task, sample=self.sample_info,
+                                           keys=[it.key for it in self.items]))
         self.write_outputs()
 
     # -- state
@@ -267,47 +268,56 @@ class LabelBook:
             if not raw.strip():
                 continue
             try:
-                e = json.loads(raw)
+                obj = json.loads(raw)
             except ValueError:
                 if no == len(lines) or (no == len(lines) - 1 and not lines[-1].strip()):
                     continue  # a last line cut by a kill: that label was never acknowledged
                 raise InputError("not a label event: this file was edited or is not ragassay's",
                                  self.events_path, no) from None
-            if e.get("kind") == "label_events":
-                if e.get("task") != self.task:
-                    raise UsageError(f"{self.events_path} holds labels of {e.get('task')}, not {self.task}: "
+            try:
+                e = (LabelEventsHeader if isinstance(obj, dict) and "kind" in obj else LabelEvent).model_validate(obj)
+            except ValidationError as err:
+                first = err.errors()[0]
+                where = ".".join(str(x) for x in first.get("loc", ())) or "event"
+                raise InputError(f"not a label event ({where}: {first.get('msg')}): this file was edited or is not "
+                                 "ragassay's", self.events_path, no) from None
+            if isinstance(e, LabelEventsHeader):
+                if e.task != self.task:
+                    raise UsageError(f"{self.events_path} holds labels of {e.task}, not {self.task}: "
                                      "give another -o")
-                keys = [k for k in e.get("keys", []) if k in self.by_key]
+                keys = [k for k in e.keys if k in self.by_key]
                 if keys and set(keys) != set(self.by_key):  # the sample of the first session is kept
                     self.items = [self.by_key[k] for k in keys]
                     self.by_key = {it.key: it for it in self.items}
-                    self.sample_info = e.get("sample") or self.sample_info
+                    self.sample_info = e.sample or self.sample_info
                 continue
-            who = e.get("assessor")
+            who = e.assessor
             if who != self.assessor:
                 raise UsageError(f"{self.output} holds the labels of {who!r}; each person labels into their own file: "
                                  f"give {self.assessor!r} another -o (and --with {self.output} to see how you agree)")
             self._apply(e)
 
-    def _apply(self, e: Mapping[str, Any]) -> None:
-        key = e.get("key")
-        if e.get("event") == "label" and key in self.by_key:
-            self.labels[key] = e["value"]
+    def _apply(self, e: LabelEvent) -> None:
+        key = e.key
+        if e.event == "label" and key in self.by_key:
+            self.labels[key] = e.value
             self.skipped.pop(key, None)
-            self.seconds[key] = float(e.get("seconds") or 0.0)
+            self.seconds[key] = float(e.seconds or 0.0)
             self.history.append(key)
-        elif e.get("event") == "skip" and key in self.by_key:
-            self.skipped[key] = str(e.get("reason") or "")
+        elif e.event == "skip" and key in self.by_key:
+            self.skipped[key] = e.reason or ""
             self.labels.pop(key, None)
             self.history.append(key)
-        elif e.get("event") == "undo" and self.history:
+        elif e.event == "undo" and self.history:
             last = self.history.pop()
             self.labels.pop(last, None)
             self.skipped.pop(last, None)
             self.seconds.pop(last, None)
 
-    def _append(self, event: Mapping[str, Any]) -> None:
-        self._events.write(json.dumps(event, ensure_ascii=False) + "\n")
+    def _append(self, event: LabelEvent | LabelEventsHeader) -> None:
+        """One line: the header whole, an act with the fields it has (a skip has no value, an undo no ids)."""
+        line = event.model_dump(exclude_unset=isinstance(event, LabelEvent))
+        self._events.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._events.flush()
         os.fsync(self._events.fileno())
 
@@ -320,8 +330,8 @@ class LabelBook:
         if key not in self.by_key:
             raise UsageError(f"no item {key!r} in this sample")
         value = self.valid(value)
-        event = {"event": "label", "key": key, "value": value, "assessor": self.assessor, "time": _now(),
-                 "seconds": round(max(0.0, float(seconds)), 3), **self._ids(key)}
+        event = LabelEvent(event="label", key=key, value=value, assessor=self.assessor, time=_now(),
+                           seconds=round(max(0.0, float(seconds)), 3), **self._ids(key))
         self._append(event)
         self._apply(event)
         self.write_outputs()
@@ -330,8 +340,8 @@ class LabelBook:
     def skip(self, key: str, reason: str) -> None:
         if key not in self.by_key:
             raise UsageError(f"no item {key!r} in this sample")
-        event = {"event": "skip", "key": key, "reason": reason.strip()[:500], "assessor": self.assessor,
-                 "time": _now(), **self._ids(key)}
+        event = LabelEvent(event="skip", key=key, reason=reason.strip()[:500], assessor=self.assessor, time=_now(),
+                           **self._ids(key))
         self._append(event)
         self._apply(event)
         self.write_outputs()
@@ -341,7 +351,7 @@ class LabelBook:
         if not self.history:
             return None
         last = self.history[-1]
-        event = {"event": "undo", "key": last, "assessor": self.assessor, "time": _now()}
+        event = LabelEvent(event="undo", key=last, assessor=self.assessor, time=_now())
         self._append(event)
         self._apply(event)
         self.write_outputs()
