@@ -78,7 +78,7 @@ class WrittenRecord(Strict):
     @classmethod
     def _tag_given(cls, data: Any) -> Any:
         if isinstance(data, dict) and data.get(RECORD_FIELD) is None:
-            return {RECORD_FIELD: cls.tag(), **data}
+            return {**data, RECORD_FIELD: cls.tag()}
         return data
 
     @field_validator("record")
