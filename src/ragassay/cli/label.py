@@ -87,7 +87,8 @@ def run_label(args: argparse.Namespace) -> Any:
 
 
 def make_book(args: argparse.Namespace):
-    from ..data.io import iter_jsonl, read_chunks, read_run
+    from ..data.io import read_chunks, read_run
+    from ..data.record_files import read_record_file
     from ..product.labeling import LabelBook, answer_items, draw_sample, pair_items, read_other_labels
     assessor = args.assessor or _login()
     if args.task == "pairs":
@@ -97,7 +98,7 @@ def make_book(args: argparse.Namespace):
             raise UsageError("label pairs needs --queries, --chunks and one of --run or --judgments")
         from ..stages.queries import read_query_items
         chunks = {c.id: c for c in read_chunks(args.chunks)}
-        judgments = [r for _, r in iter_jsonl(args.judgments)] if args.judgments else None
+        judgments = read_record_file(args.judgments, kinds=("judgment",))[1] if args.judgments else None
         items = pair_items(read_query_items(args.queries), chunks, run=read_run(args.run) if args.run else None,
                            judgments=judgments, depth=args.depth)
     else:
@@ -105,7 +106,7 @@ def make_book(args: argparse.Namespace):
             raise UsageError("label answers needs ANSWERS (and takes --checks, --chunks), not --queries/--run/--judgments")
         from ..stages.check import read_answers
         chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
-        checks = [r for _, r in iter_jsonl(args.checks)] if args.checks else None
+        checks = read_record_file(args.checks, kinds=("check",))[1] if args.checks else None
         items = answer_items(read_answers(args.answers, chunks), checks)
     prior = read_other_labels(args.prior, args.task) if args.prior else {}
     items = [it for it in items if it.key not in prior]

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..data.result_models import (DemoResult, GateResult, HistoryResult, MergeResult, ReportResult,
+                                  TrackResult)
 from ..errors import UsageError
 from ..product.formatting import render_table, to_json
 from .options import add_format_option, add_llm_options, llm_config
@@ -40,7 +42,7 @@ def run_demo_cmd(args: argparse.Namespace) -> str:
     if args.copy:
         files = copy_example(args.copy)
         if args.format == "json":
-            return to_json({"kind": "demo", "version": 1, "copied": [str(f) for f in files]})
+            return to_json(DemoResult(copied=[str(f) for f in files]).to_dict())
         return f"wrote {len(files)} files of the bundled example to {args.copy}: " + ", ".join(
             str(f.relative_to(args.copy)) for f in files)
     quiet = args.format == "json"  # stdout is the JSON alone; the step lines go to stderr, or nowhere with --quiet
@@ -48,18 +50,18 @@ def run_demo_cmd(args: argparse.Namespace) -> str:
     done = run_demo(args.out or "ragassay-demo", args.data, llm_config(args),
                     log=(lambda m: None) if silent else
                     (lambda m: print(m, flush=True, file=sys.stderr if quiet else sys.stdout)))
-    code = 3 if done["failed"] else 0
+    code = 3 if done.failed else 0
     if quiet:
-        return to_json({"kind": "demo", "version": 1, **done}), code
+        return to_json(done.to_dict()), code
     lines = []
-    if done["skipped"]:
-        lines.append("skipped (no LLM endpoint configured): " + ", ".join(done["skipped"]))
+    if done.skipped:
+        lines.append("skipped (no LLM endpoint configured): " + ", ".join(done.skipped))
         lines.append("to run them too: OPENAI_API_KEY=sk-... ragassay demo --model gpt-4o-mini   "
                      "(or --base-url http://localhost:8000/v1 --model NAME for a local server)")
-    lines.append(f"report: {done['report']}  (open it in a browser)")
-    if done["failed"]:  # last, where a user (and a CI log) looks
-        lines.append(f"demo finished with failures in {len(done['failed'])} stage(s); the report shows what succeeded:")
-        lines += [f"  {f}" for f in done["failed"]]
+    lines.append(f"report: {done.report}  (open it in a browser)")
+    if done.failed:  # last, where a user (and a CI log) looks
+        lines.append(f"demo finished with failures in {len(done.failed)} stage(s); the report shows what succeeded:")
+        lines += [f"  {f}" for f in done.failed]
     return "\n".join(lines), code
 
 
@@ -105,8 +107,7 @@ def run_report(args: argparse.Namespace) -> str:
         ("markdown" if Path(args.output).suffix.lower() in (".md", ".markdown") else "html")
     path = write_report(inputs, args.output, file_format, args.title)
     if args.format == "json":
-        return to_json({"kind": "report", "version": 1, "output": str(path), "format": file_format,
-                        "bytes": path.stat().st_size})
+        return to_json(ReportResult(output=str(path), format=file_format, bytes=path.stat().st_size).to_dict())
     return f"report: {path}"
 
 
@@ -131,9 +132,9 @@ def run_merge(args: argparse.Namespace) -> tuple[str, int]:
     m = write_merged(args.files, args.output)
     code = 3 if m.conflicts else 0
     if args.format == "json":
-        return to_json({"kind": "merge", "version": 1, "files": m.files, "records": len(m.records),
-                        "duplicates": m.duplicates, "replaced_errors": m.replaced_errors,
-                        "conflicts": m.conflicts, "output": str(args.output)}), code
+        return to_json(MergeResult(files=m.files, records=len(m.records), duplicates=m.duplicates,
+                                   replaced_errors=m.replaced_errors, conflicts=m.conflicts,
+                                   output=str(args.output)).to_dict()), code
     lines = [f"merged {m.files} files: {len(m.records)} records in {args.output} ({m.duplicates} duplicates dropped, "
              f"{m.replaced_errors} error records replaced by ok ones)"]
     if m.conflicts:
@@ -161,16 +162,16 @@ def track(sub: Any) -> None:
 
 
 def run_track(args: argparse.Namespace) -> str:
-    from ..data.results import load_result, result_metrics
+    from ..data.results import read_result, result_metrics
     from ..product.tracking import History, git_commit
-    data = load_result(args.result)
-    kind, metrics = data["kind"], result_metrics(data, args.run, args.result)
+    result = read_result(args.result)
+    kind, metrics = result.kind, result_metrics(result, args.run, args.result)
     h = History(args.db)
-    rid = h.add(kind, metrics, args.label, str(args.result), data.get("settings"), git_commit())
+    rid = h.add(kind, metrics, args.label, str(args.result), getattr(result, "settings", None), git_commit())
     h.close()
     if args.format == "json":
-        return to_json({"kind": "track", "version": 1, "id": rid, "result_kind": kind, "metrics": metrics,
-                        "label": args.label, "db": str(args.db)})
+        return to_json(TrackResult(id=rid, result_kind=kind, metrics=metrics, label=args.label,
+                                   db=str(args.db)).to_dict())
     return f"tracked result #{rid} ({kind}, {len(metrics)} metrics) in {args.db}"
 
 
@@ -199,19 +200,19 @@ def run_history(args: argparse.Namespace) -> str:
     if args.metric:
         rows = h.trend(args.metric)
         if args.format == "json":
-            return to_json({"kind": "history", "version": 1, "metric": args.metric, "results": rows})
+            return to_json(HistoryResult(metric=args.metric, results=rows).to_dict())
         if not rows:
             return f"no tracked result has {args.metric}"
         return render_table(["#", "time", "label", "commit", args.metric, "vs previous", "vs best"],
-                            [[r["id"], when(r["created"]), r["label"] or "", r["commit"] or "", r["value"],
-                              "" if r["delta_previous"] is None else f"{r['delta_previous']:+.4f}",
-                              "" if r["delta_best"] is None else f"{r['delta_best']:+.4f}"] for r in rows])
+                            [[r.id, when(r.created), r.label or "", r.commit or "", r.value,
+                              "" if r.delta_previous is None else f"{r.delta_previous:+.4f}",
+                              "" if r.delta_best is None else f"{r.delta_best:+.4f}"] for r in rows])
     rows = h.rows()
     if args.format == "json":
-        return to_json({"kind": "history", "version": 1, "metric": None, "results": rows})
+        return to_json(HistoryResult(metric=None, results=rows).to_dict())
     return render_table(["#", "time", "kind", "label", "commit", "metrics"],
-                        [[r["id"], when(r["created"]), r["kind"], r["label"] or "", r["commit"] or "",
-                          ", ".join(sorted(r["metrics"])[:6]) + (" ..." if len(r["metrics"]) > 6 else "")] for r in rows])
+                        [[r.id, when(r.created), r.kind, r.label or "", r.commit or "",
+                          ", ".join(sorted(r.metrics)[:6]) + (" ..." if len(r.metrics) > 6 else "")] for r in rows])
 
 
 # ---------------------------------------------------------------------------------------- gate
@@ -235,7 +236,7 @@ def gate(sub: Any) -> None:
 
 
 def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
-    from ..data.results import load_result, result_errors, result_metrics
+    from ..data.results import read_result, result_errors, result_metrics
     import difflib
 
     from ..product.tracking import canonical, gate, parse_thresholds
@@ -244,18 +245,18 @@ def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
         raise UsageError("give at least one threshold: --min METRIC=VALUE or --max METRIC=VALUE")
     if args.allow_errors < 0:
         raise UsageError("--allow-errors must be 0 or more")
-    data = load_result(args.result)
-    values = result_metrics(data, args.run, args.result)
+    result = read_result(args.result)
+    values = result_metrics(result, args.run, args.result)
     for name in [*mins, *maxs]:  # a misspelt name is a usage error, not a failed gate
         key = canonical(name)
         close = difflib.get_close_matches(key, list(values), n=1, cutoff=0.8) if key not in values else []
         if close:
-            raise UsageError(f"{name!r} is not in this {data['kind']} result; did you mean {close[0]!r}?")
-    failures = gate(values, mins, maxs, result_errors(data), args.allow_errors)
+            raise UsageError(f"{name!r} is not in this {result.kind} result; did you mean {close[0]!r}?")
+    failures = gate(values, mins, maxs, result_errors(result), args.allow_errors)
     if args.format == "json":
-        return to_json({"kind": "gate", "version": 1, "passed": not failures, "failures": failures,
-                        "result_kind": data["kind"]}), 1 if failures else 0
+        return to_json(GateResult(passed=not failures, failures=failures, result_kind=result.kind).to_dict()), \
+            1 if failures else 0
     if failures:
         print("gate failed:\n" + "\n".join(f"  {f}" for f in failures), file=sys.stderr)
         return "", 1
-    return f"gate passed: {len(mins) + len(maxs)} threshold(s) hold ({data['kind']} result)"
+    return f"gate passed: {len(mins) + len(maxs)} threshold(s) hold ({result.kind} result)"

@@ -3,13 +3,21 @@
 Every stage reads and writes these; a field's meaning never depends on which stage wrote it.
 Records that come out of an LLM stage carry ``status`` (ok | error) and, on error, ``error`` with
 the reason and a null label: a failure is never disguised as a default grade.
+
+Two families of models live here. The inputs users write themselves (chunks, run and qrels rows,
+answers to check) keep any extra field they carry: a corpus with a ``url`` per chunk is still a
+corpus. The records ragassay writes (questions, rejects, judgments, coverage, checks) declare every
+field (``extra="forbid"``) and name their own kind on every line in ``record`` (``judgment@1``), so
+a reader knows a file's kind from any one of its lines: a one-record file is read right, and a
+question's own ``kind`` (factoid, comparison ...) is never taken for the file's. :data:`RECORDS` is
+their registry; lines written before ``record`` existed are read as the kind their reader expects.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
 Difficulty = Literal["easy", "medium", "hard"]
 Status = Literal["ok", "error"]
@@ -20,7 +28,77 @@ Grounded = Literal["supported", "unsupported", "contradicted"]
 
 
 class _Record(BaseModel):
+    """An input record a user writes: fields beyond the contract are kept, never refused."""
+
     model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
+
+
+class Strict(BaseModel):
+    """A part of a written record: every field declared, an unknown one refused."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+RECORD_FIELD = "record"  # the field of every written record that names its kind and version
+
+
+class WrittenRecord(Strict):
+    """A record ragassay writes. ``record`` (``KIND@VERSION``) comes first on the line and is filled
+    in when a stage builds the model, so no stage spells it by hand."""
+
+    KIND: ClassVar[str] = ""
+    VERSION: ClassVar[int] = 1
+    # fields that apply to some records only (a jury's grades, a batch's position): left off the
+    # line when the record was built without them, as the stages always wrote them
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset()
+
+    record: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _leave_off_what_does_not_apply(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        given = self.model_fields_set
+        return {k: v for k, v in data.items() if k in given or k not in self.OPTIONAL}
+
+    @property
+    def ok(self) -> bool:
+        """Whether the record holds a label (a stage's error record does not)."""
+        return getattr(self, "status", "ok") == "ok"
+
+    def merge_key(self) -> str | None:
+        """What matches this record across shards: its ``key`` (the fingerprint of what it depends on)."""
+        return getattr(self, "key", None)
+
+    @classmethod
+    def tag(cls) -> str:
+        """``judgment@1``: the kind and version every line of this model carries."""
+        return f"{cls.KIND}@{cls.VERSION}"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tag_given(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get(RECORD_FIELD) is None:
+            return {**data, RECORD_FIELD: cls.tag()}
+        return data
+
+    @field_validator("record")
+    @classmethod
+    def _tag_matches(cls, v: str | None) -> str:
+        kind, version = parse_tag(v)
+        if kind != cls.KIND:
+            raise ValueError(f"a {kind} record where a {cls.KIND} record belongs")
+        if version > cls.VERSION:
+            raise ValueError(f"a {kind} record of version {version}, written by a newer ragassay (this one reads "
+                             f"up to {cls.VERSION}); upgrade ragassay")
+        return cls.tag()
+
+
+def parse_tag(tag: Any) -> tuple[str, int]:
+    """``("judgment", 1)`` from ``"judgment@1"``; anything else is a ValueError that says why."""
+    kind, sep, version = str(tag).partition("@") if isinstance(tag, str) else ("", "", "")
+    if not sep or not kind or not version.isdigit():
+        raise ValueError(f"{RECORD_FIELD!r} must be KIND@VERSION, e.g. 'judgment@1' (got {tag!r})")
+    return kind, int(version)
 
 
 class Chunk(_Record):
@@ -43,8 +121,15 @@ class Chunk(_Record):
         raise ValueError("id must be a non-empty string without whitespace (TREC files cannot hold it)")
 
 
-class Question(_Record):
-    """A generated question with its reference answer and the chunks holding the evidence."""
+class Question(WrittenRecord):
+    """A generated question with its reference answer and the chunks holding the evidence. Its
+    ``kind`` is the question's kind (factoid, comparison ...); the record's own is in ``record``."""
+
+    KIND = "question"
+
+    def merge_key(self) -> str | None:
+        """A question is matched by its id (it has no fingerprint key)."""
+        return self.id
 
     id: str
     question: str
@@ -76,9 +161,20 @@ class QrelRow(_Record):
     grade: int
 
 
-class Judgment(_Record):
+class Judgment(WrittenRecord):
     """An LLM relevance grade 0-3 for one query x chunk, or an error record with a null grade.
-    ``key`` fingerprints what the grade depends on (texts, model, prompt, settings)."""
+    ``key`` fingerprints what the grade depends on (texts, model, prompt, settings).
+
+    How the grade was reached: ``samples`` holds every vote (samples of every juror, in order),
+    ``decided_by`` says whether a rule (an empty chunk) or the model gave it, ``truncated`` whether
+    the chunk was cut to the length budget. Optional, when they apply: ``seeds`` and
+    ``temperature`` of sampled votes, ``juror_grades`` (model -> its grade) for a jury,
+    ``batch_position`` / ``batch_size`` for a pair graded in a batch, and for a long chunk judged
+    window by window ``windows``, ``window_grades`` and the ``best_window`` [start, end]."""
+
+    KIND = "judgment"
+    OPTIONAL = frozenset({"truncated", "seeds", "temperature", "juror_grades", "batch_position", "batch_size",
+                          "windows", "window_grades", "best_window"})
 
     query_id: str
     chunk_id: str
@@ -89,6 +185,17 @@ class Judgment(_Record):
     error: str | None = None
     model: str | None = None
     prompt: str | None = None
+    samples: list[int] = Field(default_factory=list)
+    decided_by: Literal["rule", "llm"] | None = None
+    truncated: bool | None = None
+    seeds: list[int] | None = None
+    temperature: float | None = None
+    juror_grades: dict[str, int] | None = None
+    batch_position: int | None = None
+    batch_size: int | None = None
+    windows: int | None = None
+    window_grades: list[int] | None = None
+    best_window: list[int] | None = None
 
     @model_validator(mode="after")
     def _status_matches(self) -> Judgment:
@@ -96,7 +203,7 @@ class Judgment(_Record):
         return self
 
 
-class Nugget(_Record):
+class Nugget(Strict):
     """A piece of information the answer needs, and whether the retrieved chunks support it."""
 
     text: str
@@ -105,9 +212,14 @@ class Nugget(_Record):
     chunk_ids: list[str] = Field(default_factory=list)
 
 
-class Coverage(_Record):
+class Coverage(WrittenRecord):
     """Whether the retrieved set covers what the answer needs: FULL, PARTIAL or NONE, for one query
-    of one run (``run``) and the retrieved ids it measured (``chunk_ids``)."""
+    of one run (``run``) and the retrieved ids it measured (``chunk_ids``). ``question_key``
+    fingerprints the question the nuggets were drawn from (a rerun on another run reuses them:
+    ``nuggets_reused``); ``scores`` are the nugget scores (vital/all, strict/partial)."""
+
+    KIND = "coverage"
+    OPTIONAL = frozenset({"question_key", "nuggets_reused", "scores"})
 
     query_id: str
     run: str | None = None
@@ -119,6 +231,9 @@ class Coverage(_Record):
     error: str | None = None
     model: str | None = None
     prompt: str | None = None
+    question_key: str | None = None
+    nuggets_reused: bool | None = None
+    scores: dict[str, float | None] | None = None
 
     @model_validator(mode="after")
     def _status_matches(self) -> Coverage:
@@ -146,8 +261,22 @@ class AnswerItem(_Record):
         return v
 
 
-class Check(_Record):
-    """The verdict on one answer: correct / partial / hallucinated / abstained, or an error."""
+class ContextCuts(Strict):
+    """What was cut from an answer's context to fit the prompt (marked in the prompt too)."""
+
+    context_chars_cut: int = 0
+    contexts_dropped: list[str] = Field(default_factory=list)  # the ids of the passages left out
+
+
+class Check(WrittenRecord):
+    """The verdict on one answer: correct / partial / hallucinated / abstained, or an error.
+
+    ``samples`` holds each sampled label, ``fault`` whether a wrong answer is retrieval's or
+    generation's fault (given gold recall), ``context_has_answer`` whether the context held the
+    reference, ``response_words`` the answer's length, ``truncated`` what was cut from its context."""
+
+    KIND = "check"
+    OPTIONAL = frozenset({"context_has_answer"})
 
     id: str
     key: str | None = None
@@ -160,11 +289,34 @@ class Check(_Record):
     error: str | None = None
     model: str | None = None
     prompt: str | None = None
+    response_words: int | None = None
+    truncated: ContextCuts | None = None
+    samples: list[str] = Field(default_factory=list)
+    fault: str | None = None
+    context_has_answer: bool | None = None
 
     @model_validator(mode="after")
     def _status_matches(self) -> Check:
         _check_status(self.status, self.label, self.error, "label")
         return self
+
+
+class Reject(WrittenRecord):
+    """A candidate question generate dropped, or a chunk unfit to seed one, with the reason. One
+    shape for every cause: what a cause does not know (the question of a failed call, the
+    difficulty of an unfit chunk) is null. ``kind`` is the question's kind (factoid, bridge, ...);
+    ``scores`` are the filter scores the candidate had when it was dropped."""
+
+    KIND = "reject"
+
+    chunk_ids: list[str] = Field(default_factory=list)
+    difficulty: Difficulty | None = None
+    question: str | None = None
+    answer: str | None = None
+    style: str | None = None
+    kind: str | None = None
+    reason: str
+    scores: dict[str, Any] = Field(default_factory=dict)
 
 
 def _check_status(status: str, value: Any, error: str | None, what: str) -> None:
@@ -177,22 +329,46 @@ def _check_status(status: str, value: Any, error: str | None, what: str) -> None
             raise ValueError("status 'error' needs the reason in 'error'")
 
 
-class Reject(BaseModel):
-    """A candidate question generate dropped, or a chunk it would not ask about, with the reason.
-    One shape for every cause: what is not known for a cause (the question of a failed call, the
-    difficulty of an unfit chunk) is null. ``kind`` is the question's kind (factoid, bridge, ...)."""
+class LabelEventsHeader(Strict):
+    """The first line of a person's label events file (``ragassay label``): the file's kind and
+    version, the task, and the sample drawn, so a later session labels the same items."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    chunk_ids: list[str]
-    difficulty: Difficulty | None = None
-    question: str | None = None
-    answer: str | None = None
-    style: str | None = None
-    kind: str | None = None
-    reason: str
-    scores: dict[str, Any] = Field(default_factory=dict)
+    kind: Literal["label_events"] = "label_events"
+    version: int = 1
+    task: Literal["pairs", "answers"]
+    sample: dict[str, Any] | None = None
+    keys: list[str] = Field(default_factory=list)
 
 
-__all__ = ["AnswerItem", "Check", "Chunk", "Coverage", "Judgment", "Nugget", "QrelRow",
-           "Question", "Reject", "RunRow"]
+class LabelEvent(Strict):
+    """One act of a person labelling: a label (``value``: a grade 0-3 or an answer label), a skip
+    (with its ``reason``) or an undo of the last act, with who, when and how long it took. Pairs
+    carry ``query_id`` and ``chunk_id``, answers ``id``. Written with only the fields the act has."""
+
+    event: Literal["label", "skip", "undo"]
+    key: str
+    value: int | str | None = None
+    reason: str | None = None
+    assessor: str
+    time: str
+    seconds: float | None = None
+    query_id: str | None = None
+    chunk_id: str | None = None
+    id: str | None = None
+
+
+# every record ragassay writes, by the kind its lines carry
+RECORDS: dict[str, type[WrittenRecord]] = {m.KIND: m for m in (Question, Reject, Judgment, Coverage, Check)}
+
+
+def record_model(tag: Any) -> type[WrittenRecord]:
+    """The model of a written line's ``record`` tag; a ValueError names a kind this ragassay does not know."""
+    kind, _ = parse_tag(tag)
+    if kind not in RECORDS:
+        raise ValueError(f"{RECORD_FIELD!r} names kind {kind!r}, not one ragassay writes ({', '.join(RECORDS)})")
+    return RECORDS[kind]
+
+
+__all__ = ["AnswerItem", "Check", "Chunk", "ContextCuts", "Coverage", "Judgment", "LabelEvent", "LabelEventsHeader",
+           "Nugget", "QrelRow", "Question", "RECORDS", "RECORD_FIELD", "Reject", "RunRow", "Strict", "WrittenRecord",
+           "parse_tag", "record_model"]

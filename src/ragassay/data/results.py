@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
+from .result_models import (RESULT_VERSION, RESULTS, AgreeResult, CalibrationResult, CheckSummary, CompareResult,
+                            EvaluateResult, GenerateSummary, JudgeSummary, Result)
 
 
 def nan_to_none(obj: Any) -> Any:
@@ -23,13 +25,16 @@ def nan_to_none(obj: Any) -> Any:
     return obj
 
 
-RESULT_VERSION = 1
-# what each kind of result is, and the rates of it that gates and history follow
+# the kinds of result that track, gate and report read: the ones with metrics or rates to follow
 KINDS = ("evaluate", "compare", "agree", "judge", "check", "generate", "calibration")
 
 
-def load_result(path: str | Path) -> dict[str, Any]:
-    """A result file written with ``--format json``; any other JSON is refused with the reason."""
+def read_result(path: str | Path) -> Result:
+    """A result file written with ``--format json``, parsed into the model its ``kind`` names; any
+    other JSON (another kind, an unknown version, a field no command writes) is refused with the
+    reason."""
+    from pydantic import ValidationError
+
     from .io import read_bytes_checked
     data = read_bytes_checked(path)
     try:
@@ -45,7 +50,18 @@ def load_result(path: str | Path) -> dict[str, Any]:
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= RESULT_VERSION:
         raise InputError(f"result version {version!r} is not one this ragassay reads (1..{RESULT_VERSION}); "
                          "upgrade ragassay or rewrite the result", path)
-    return obj
+    try:
+        return RESULTS[obj["kind"]].model_validate(obj)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or obj["kind"]
+        raise InputError(f"this {obj['kind']} result breaks its shape ({where}: {err.get('msg')}); was it "
+                         "edited?", path) from None
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """:func:`read_result` as the JSON-ready mapping its command wrote (what the report draws from)."""
+    return read_result(path).to_dict()
 
 
 def _number(value: Any, name: str, path: str | Path | None) -> float | None:
@@ -59,48 +75,75 @@ def _number(value: Any, name: str, path: str | Path | None) -> float | None:
     return float(value)
 
 
-def result_metrics(result: Mapping[str, Any], run: str | None = None,
+def as_result(result: Result | Mapping[str, Any], path: str | Path | None = None) -> Result:
+    """A result as its kind's model (a mapping, e.g. a result built in a notebook, is parsed)."""
+    from pydantic import ValidationError
+    if isinstance(result, Result):
+        return result
+    kind = result.get("kind")
+    if kind not in RESULTS:
+        raise InputError(f"not a ragassay result (kind {kind!r}; known: {', '.join(RESULTS)})", path)
+    try:
+        return RESULTS[kind].model_validate(dict(result))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err.get("loc", ())) or kind
+        raise InputError(f"this {kind} result breaks its shape ({where}: {err.get('msg')}); was it edited?",
+                         path) from None
+
+
+def _needed(value: Any, kind: str, name: str, path: str | Path | None) -> Any:
+    if value is None:
+        raise InputError(f"a {kind} result without the expected field {name!r}; was it edited?", path)
+    return value
+
+
+def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
                    path: str | Path | None = None) -> dict[str, float]:
     """{metric name: value} of a result, by its kind. compare: the metrics of ``run`` (default: the
     last run) plus ``RUN/metric`` for every run; check: label rates; judge: grade shares and errors."""
-    kind = result["kind"]
+    result = as_result(result, path)
+    kind = result.kind
     out: dict[str, float | None] = {}
     try:
-        if kind == "evaluate":
-            out = {k: _number(v, k, path) for k, v in result["aggregate"].items()}
-        elif kind == "compare":
-            means = result["means"]
+        if isinstance(result, EvaluateResult):
+            aggregate = _needed(result.aggregate, kind, "aggregate", path)
+            out = {k: _number(v, k, path) for k, v in aggregate.items()}
+        elif isinstance(result, CompareResult):
+            means = _needed(result.means, kind, "means", path)
             chosen = run or list(means)[-1]
             if chosen not in means:
                 raise UsageError(f"run {chosen!r} is not in this comparison (runs: {', '.join(means)})")
             out = {k: _number(v, k, path) for k, v in means[chosen].items()}
             for r, metrics in means.items():
                 out.update({f"{r}/{k}": _number(v, f"{r}/{k}", path) for k, v in metrics.items()})
-        elif kind == "check":
-            s = result["summary"]
+        elif isinstance(result, CheckSummary):
+            s = _needed(result.summary, kind, "summary", path)  # label_summary's table of rates
             for lab in ("correct", "partial"):
                 out[f"{lab}_rate"] = _number(s["rates"][lab]["value"], f"{lab}_rate", path)
             for name in ("hallucination_rate", "abstention_rate", "truthfulness", "correct_given_attempted"):
                 out[name] = _number(s[name]["value"], name, path)
-            out["errors"] = _number(result.get("errors", s.get("errors")), "errors", path)
-        elif kind == "agree":
-            for name in ("kappa", "kappa_linear", "kappa_quadratic", "krippendorff_alpha_ordinal"):
-                if name in result:
-                    out[name] = _number(result[name], name, path)
-        elif kind == "judge":
-            grades = result["grades"]
+            out["errors"] = _number(result.errors if result.errors is not None else s.get("errors"), "errors", path)
+        elif isinstance(result, AgreeResult):
+            for name, value in (("kappa", result.kappa), ("kappa_linear", result.kappa_linear),
+                                ("kappa_quadratic", result.kappa_quadratic),
+                                ("krippendorff_alpha_ordinal", result.krippendorff_alpha_ordinal)):
+                out[name] = _number(value, name, path)
+        elif isinstance(result, JudgeSummary):
+            grades = _needed(result.grades, kind, "grades", path)
             total = sum(grades.values()) or None
             for g, n in grades.items():
                 out[f"grade_{g}_share"] = None if total is None else _number(n, f"grade_{g}", path) / total
-            out["errors"] = _number(result["errors"], "errors", path)
-        elif kind == "generate":
-            out = {"accepted": _number(result["accepted"], "accepted", path),
-                   "rejected": _number(result["rejected"], "rejected", path)}
-        elif kind == "calibration":  # people against the model (ragassay label)
-            a = result["model_agreement"]
+            out["errors"] = _number(_needed(result.errors, kind, "errors", path), "errors", path)
+        elif isinstance(result, GenerateSummary):
+            out = {"accepted": _number(_needed(result.accepted, kind, "accepted", path), "accepted", path),
+                   "rejected": _number(_needed(result.rejected, kind, "rejected", path), "rejected", path)}
+        elif isinstance(result, CalibrationResult):  # people against the model (ragassay label)
+            a = _needed(result.model_agreement, kind, "model_agreement", path)  # labeling's agreement table
+            progress = _needed(result.progress, kind, "progress", path)
             out = {"kappa": _number(a["kappa"], "kappa", path), "kappa_binary": _number(a["binary_kappa"],
                                                                                       "kappa_binary", path),
-                   "labelled": _number(result["progress"]["labelled"], "labelled", path)}
+                   "labelled": _number(progress["labelled"], "labelled", path)}
             if a.get("interval"):
                 out["kappa_ci_low"] = _number(a["interval"][0], "kappa_ci_low", path)
                 out["kappa_ci_high"] = _number(a["interval"][1], "kappa_ci_high", path)
@@ -109,9 +152,10 @@ def result_metrics(result: Mapping[str, Any], run: str | None = None,
     return {k: v for k, v in out.items() if v is not None}
 
 
-def result_errors(result: Mapping[str, Any]) -> int:
+def result_errors(result: Result | Mapping[str, Any]) -> int:
     """Items of a stage result that ended without a label (error records); 0 for metric results."""
-    if result["kind"] in ("check", "judge", "generate"):
-        value = result.get("errors", 0)
+    result = as_result(result)
+    if isinstance(result, (CheckSummary, JudgeSummary, GenerateSummary)):
+        value = getattr(result, "errors", 0)
         return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
     return 0

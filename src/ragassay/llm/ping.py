@@ -40,10 +40,10 @@ async def ping(config: LLMConfig, client=None) -> dict:
 async def ping_report(config: LLMConfig, client=None) -> dict:
     """The ``ping`` result: what :func:`ping` found with ``status: ok``, or ``status: error`` and
     the reason when the endpoint cannot be used."""
+    from ..data.result_models import PingResult
     from ..errors import RagassayError
     try:
         info = await ping(config, client)
     except RagassayError as e:
-        return {"kind": "ping", "version": 1, "endpoint": config.public_base_url(), "model": config.model,
-                "status": "error", "error": str(e)}
-    return {"kind": "ping", "version": 1, **info, "status": "ok"}
+        return PingResult(endpoint=config.public_base_url(), model=config.model, status="error", error=str(e)).to_dict()
+    return PingResult(**info, status="ok").to_dict()

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.io import coerce_qrels, coerce_run
+from ..data.result_models import AgreeResult
 from ..data.results import nan_to_none
 from ..data.tables import Qrels, Run
 
@@ -38,9 +39,8 @@ class Agreement:
     disagreements: list[dict] = field(default_factory=list)  # the widest gaps first, at most 50
 
     def to_dict(self) -> dict:
-        d = {"kind": "agree", "version": 1, **self.__dict__}
-        d["kappa_binary"] = {f">={k}": v for k, v in self.kappa_binary.items()}
-        return nan_to_none(d)
+        d = {**self.__dict__, "kappa_binary": {f">={k}": v for k, v in self.kappa_binary.items()}}
+        return nan_to_none(AgreeResult(**d).to_dict())
 
 
 def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | str | Path,

@@ -10,6 +10,7 @@ from typing import Literal
 import numpy as np
 
 from ..data.io import coerce_qrels, coerce_run
+from ..data.result_models import CompareResult
 from ..data.tables import Qrels, Run
 from .evaluate import Evaluation, Gain, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
@@ -54,8 +55,8 @@ class Comparison:
                 for name, ev in self.evaluations.items()}
 
     def to_dict(self) -> dict:
-        return {"kind": "compare", "version": 1, "baseline": self.runs[0], "queries": len(self.queries), "means": self.means,
-                "tests": [t.__dict__ for t in self.tests], "settings": self.settings}
+        return CompareResult(baseline=self.runs[0], queries=len(self.queries), means=self.means,
+                             tests=[t.__dict__ for t in self.tests], settings=self.settings).to_dict()
 
 
 # One significance setting for every caller (compare, report, demo): the same comparison gives

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..data.io import coerce_qrels, coerce_run
+from ..data.result_models import EvaluateResult
 from ..data.tables import Qrels, Run
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .ranking import RankedRows, rank_rows
@@ -74,15 +75,12 @@ class Evaluation:
 
     def to_dict(self, per_query: bool = True) -> dict:
         """The result as JSON-ready data; ``per_query=False`` leaves out the per-query values."""
-        return {
-            "kind": "evaluate", "version": 1,
-            "run": self.run_name,
-            "aggregate": self.aggregate,
+        return EvaluateResult(
+            run=self.run_name, aggregate=self.aggregate,
             **({"per_query": self.per_query} if per_query else {}),
-            "counts": self.counts,
-            "settings": {"relevance_level": self.relevance_level, "gain": self.gain,
-                         "missing": self.missing_policy},
-        }
+            counts=self.counts,
+            settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
+        ).to_dict()
 
 
 def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Path,

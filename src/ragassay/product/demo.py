@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ..data.result_models import CheckSummary, DemoResult
 from ..errors import InputError
 
 
@@ -50,7 +51,7 @@ def _write_json(path: Path, data: Any) -> None:
     path.write_text(to_json(nan_to_none(data)) + "\n", encoding="utf-8")
 
 
-def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=print) -> dict:
+def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=print) -> DemoResult:
     from ..data import io as rio
     from ..stages.check import (CheckOptions, check_answers, check_result, read_answers, read_human_labels,
                                 retrieval_recall)
@@ -66,7 +67,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     qrels = rio.read_qrels(ex / "qrels.txt")
     queries = rio.read_queries(ex / "queries.jsonl")
     chunks = {c.id: c for c in rio.read_chunks(ex / "chunks.jsonl")}
-    done: dict[str, Any] = {"skipped": []}
+    skipped: list[str] = []
 
     # 1. retrieve with the bundled retrievers
     run_paths = []
@@ -101,7 +102,6 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     from ..errors import RagassayError
     from ..llm.errors import LLMError
     failed: list[str] = []
-    done["failed"] = failed
     llm = None
     if config is not None:
         try:
@@ -137,7 +137,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
             summary = asyncio.run(judge_run(read_query_items(ex / "queries.jsonl"), chunks, runs[0], [llm],
                                             out / "judgments.jsonl", options=JudgeOptions(depth=5, quiet=True),
                                             qrels_out=out / "judged.qrels", coverage_out=out / "coverage.jsonl"))
-            grades = summary.to_dict()["grades"]
+            grades = summary.summary().grades
             log("judge: " + ", ".join(f"grade {g}: {n}" for g, n in grades.items())
                 + f"; {summary.relevance.errors} errors")
             if summary.relevance.errors:
@@ -158,7 +158,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
         report_files += [out / f for f in ("questions.jsonl", "rejects.jsonl")
                          if (out / f).exists() and (out / f).stat().st_size]  # a generated set, when any
     else:
-        done["skipped"] = ["generate", "judge", "check (LLM verdicts)"]
+        skipped = ["generate", "judge", "check (LLM verdicts)"]
         ag = agree(qrels, rio.read_qrels(ex / "qrels_second_assessor.txt"), runs)
         _write_json(out / "agree.json", {**ag.to_dict(), "names": ["first assessor", "second assessor"]})
         log(f"agree (two people): kappa {ag.kappa:.3f}, Kendall tau of the runs "
@@ -172,15 +172,16 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     try:
         done_checks = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
                                                 options=CheckOptions(quiet=True), announce=False, gold_recall=recall))
-        result = check_result(done_checks, recall=recall, human=read_human_labels(ex / "answers_human_labels.jsonl"))
-        _write_json(out / "check.json", result)
-        s = result["summary"]
+        result = CheckSummary.model_validate(check_result(done_checks, recall=recall,
+                                                         human=read_human_labels(ex / "answers_human_labels.jsonl")))
+        _write_json(out / "check.json", result.to_dict())
+        s = result.summary
         counts = ", ".join(f"{s['counts'][lab]} {lab}" for lab in ("correct", "partial", "hallucinated", "abstained"))
         if llm is None:
             log(f"check: {s['graded']} of {s['answers']} answers decided by rule ({counts}); the other "
                 f"{s['errors']} need an LLM verdict")
         else:
-            log(f"check: {s['graded']} of {s['answers']} answers graded ({counts}); {result['diagnosis']['advice']}")
+            log(f"check: {s['graded']} of {s['answers']} answers graded ({counts}); {result.diagnosis['advice']}")
             if done_checks.errors:
                 failed.append(f"check: {done_checks.failure_text()}")
         report_files += [out / "check.json", out / "checks.jsonl"]
@@ -195,8 +196,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
                          human=ex / "answers_human_labels.jsonl")
     path = write_report(inputs, out / "report.html", title="ragassay demo: the bundled help-centre example")
     write_report(inputs, out / "report.md", fmt="markdown", title="ragassay demo")
-    done["report"] = str(path)
     if llm is not None:
         log(llm.usage.summary())
         llm.close()
-    return done
+    return DemoResult(skipped=skipped, failed=failed, report=str(path))

@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from ..data.io import write_lines_atomic, write_qrels
+from ..data.records import Check, Judgment, LabelEvent, LabelEventsHeader
+from ..data.result_models import CalibrationResult
 from ..errors import InputError, UsageError
 
 PAIR_SCALE = [  # the judge's own scale, as its prompt and the README state it
@@ -57,9 +60,10 @@ def pair_key(query_id: str, chunk_id: str) -> str:
 
 
 def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = None,
-               judgments: Sequence[Mapping[str, Any]] | None = None, depth: int = 10) -> list[LabelItem]:
+               judgments: Sequence[Judgment | Mapping[str, Any]] | None = None, depth: int = 10) -> list[LabelItem]:
     """The pairs a person may grade: every judged pair with its grade (``judgments``: judge's
-    records), or the top ``depth`` of each query in ``run`` (no model grade; stratified by rank)."""
+    records, as models or as their JSON), or the top ``depth`` of each query in ``run`` (no model
+    grade; stratified by rank)."""
     by_id = {q.id: q for q in queries}
     out: list[LabelItem] = []
     missing: list[str] = []
@@ -76,13 +80,13 @@ def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = 
 
     if judgments is not None:
         seen = set()
-        for r in judgments:
-            if r.get("status") != "ok" or r.get("grade") is None:
+        for r in (Judgment.model_validate(j) for j in judgments):
+            if r.status != "ok" or r.grade is None:
                 continue
-            k = (str(r["query_id"]), str(r["chunk_id"]))
+            k = (r.query_id, r.chunk_id)
             if k not in seen:
                 seen.add(k)
-                item(k[0], k[1], int(r["grade"]), f"grade {int(r['grade'])}")
+                item(k[0], k[1], r.grade, f"grade {r.grade}")
     elif run is not None:
         for qid, ranking in run.ranked().items():
             for rank, (cid, _) in enumerate(ranking[:depth], start=1):
@@ -92,9 +96,10 @@ def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = 
     return out
 
 
-def answer_items(answers: Sequence[Any], checks: Sequence[Mapping[str, Any]] | None = None) -> list[LabelItem]:
-    """The answers a person may label, with the model's label from ``check``'s records when given."""
-    model = {str(r["id"]): r.get("label") for r in (checks or []) if r.get("status") == "ok"}
+def answer_items(answers: Sequence[Any], checks: Sequence[Check | Mapping[str, Any]] | None = None) -> list[LabelItem]:
+    """The answers a person may label, with the model's label from ``check``'s records (as models or
+    as their JSON) when given."""
+    model = {r.id: r.label for r in (Check.model_validate(c) for c in checks or []) if r.status == "ok"}
     out = []
     for a in answers:
         refs = [a.reference] if isinstance(a.reference, str) else list(a.reference)
@@ -238,8 +243,8 @@ class LabelBook:
         self._replay()
         self._events = open(self.events_path, "a", encoding="utf-8")
         if self.events_path.stat().st_size == 0:
-            self._append({"kind": "label_events", "version": EVENTS_VERSION, "task": self.task,
-                          "sample": self.sample_info, "keys": [it.key for it in self.items]})
+            self._append(LabelEventsHeader(version=EVENTS_VERSION, task=self.task, sample=self.sample_info,
+                                           keys=[it.key for it in self.items]))
         self.write_outputs()
 
     # -- state
@@ -263,47 +268,56 @@ class LabelBook:
             if not raw.strip():
                 continue
             try:
-                e = json.loads(raw)
+                obj = json.loads(raw)
             except ValueError:
                 if no == len(lines) or (no == len(lines) - 1 and not lines[-1].strip()):
                     continue  # a last line cut by a kill: that label was never acknowledged
                 raise InputError("not a label event: this file was edited or is not ragassay's",
                                  self.events_path, no) from None
-            if e.get("kind") == "label_events":
-                if e.get("task") != self.task:
-                    raise UsageError(f"{self.events_path} holds labels of {e.get('task')}, not {self.task}: "
+            try:
+                e = (LabelEventsHeader if isinstance(obj, dict) and "kind" in obj else LabelEvent).model_validate(obj)
+            except ValidationError as err:
+                first = err.errors()[0]
+                where = ".".join(str(x) for x in first.get("loc", ())) or "event"
+                raise InputError(f"not a label event ({where}: {first.get('msg')}): this file was edited or is not "
+                                 "ragassay's", self.events_path, no) from None
+            if isinstance(e, LabelEventsHeader):
+                if e.task != self.task:
+                    raise UsageError(f"{self.events_path} holds labels of {e.task}, not {self.task}: "
                                      "give another -o")
-                keys = [k for k in e.get("keys", []) if k in self.by_key]
+                keys = [k for k in e.keys if k in self.by_key]
                 if keys and set(keys) != set(self.by_key):  # the sample of the first session is kept
                     self.items = [self.by_key[k] for k in keys]
                     self.by_key = {it.key: it for it in self.items}
-                    self.sample_info = e.get("sample") or self.sample_info
+                    self.sample_info = e.sample or self.sample_info
                 continue
-            who = e.get("assessor")
+            who = e.assessor
             if who != self.assessor:
                 raise UsageError(f"{self.output} holds the labels of {who!r}; each person labels into their own file: "
                                  f"give {self.assessor!r} another -o (and --with {self.output} to see how you agree)")
             self._apply(e)
 
-    def _apply(self, e: Mapping[str, Any]) -> None:
-        key = e.get("key")
-        if e.get("event") == "label" and key in self.by_key:
-            self.labels[key] = e["value"]
+    def _apply(self, e: LabelEvent) -> None:
+        key = e.key
+        if e.event == "label" and key in self.by_key:
+            self.labels[key] = e.value
             self.skipped.pop(key, None)
-            self.seconds[key] = float(e.get("seconds") or 0.0)
+            self.seconds[key] = float(e.seconds or 0.0)
             self.history.append(key)
-        elif e.get("event") == "skip" and key in self.by_key:
-            self.skipped[key] = str(e.get("reason") or "")
+        elif e.event == "skip" and key in self.by_key:
+            self.skipped[key] = e.reason or ""
             self.labels.pop(key, None)
             self.history.append(key)
-        elif e.get("event") == "undo" and self.history:
+        elif e.event == "undo" and self.history:
             last = self.history.pop()
             self.labels.pop(last, None)
             self.skipped.pop(last, None)
             self.seconds.pop(last, None)
 
-    def _append(self, event: Mapping[str, Any]) -> None:
-        self._events.write(json.dumps(event, ensure_ascii=False) + "\n")
+    def _append(self, event: LabelEvent | LabelEventsHeader) -> None:
+        """One line: the header whole, an act with the fields it has (a skip has no value, an undo no ids)."""
+        line = event.model_dump(exclude_unset=isinstance(event, LabelEvent))
+        self._events.write(json.dumps(line, ensure_ascii=False) + "\n")
         self._events.flush()
         os.fsync(self._events.fileno())
 
@@ -316,8 +330,8 @@ class LabelBook:
         if key not in self.by_key:
             raise UsageError(f"no item {key!r} in this sample")
         value = self.valid(value)
-        event = {"event": "label", "key": key, "value": value, "assessor": self.assessor, "time": _now(),
-                 "seconds": round(max(0.0, float(seconds)), 3), **self._ids(key)}
+        event = LabelEvent(event="label", key=key, value=value, assessor=self.assessor, time=_now(),
+                           seconds=round(max(0.0, float(seconds)), 3), **self._ids(key))
         self._append(event)
         self._apply(event)
         self.write_outputs()
@@ -326,8 +340,8 @@ class LabelBook:
     def skip(self, key: str, reason: str) -> None:
         if key not in self.by_key:
             raise UsageError(f"no item {key!r} in this sample")
-        event = {"event": "skip", "key": key, "reason": reason.strip()[:500], "assessor": self.assessor,
-                 "time": _now(), **self._ids(key)}
+        event = LabelEvent(event="skip", key=key, reason=reason.strip()[:500], assessor=self.assessor, time=_now(),
+                           **self._ids(key))
         self._append(event)
         self._apply(event)
         self.write_outputs()
@@ -337,7 +351,7 @@ class LabelBook:
         if not self.history:
             return None
         last = self.history[-1]
-        event = {"event": "undo", "key": last, "assessor": self.assessor, "time": _now()}
+        event = LabelEvent(event="undo", key=last, assessor=self.assessor, time=_now())
         self._append(event)
         self._apply(event)
         self.write_outputs()
@@ -385,11 +399,11 @@ class LabelBook:
 
     def calibration(self) -> dict[str, Any]:
         """The ``calibration`` result: the sample, its strata, and the agreement so far."""
-        return {"kind": "calibration", "version": 1, "task": self.task, "assessor": self.assessor,
-                "output": str(self.output), "sample": self.sample_info, "progress": self.progress(),
-                "model_agreement": self.agreement_with_model(), "people_agreement": self.agreement_with_others(),
-                "target_width": self.target_width,
-                "binary": "grade >= 2" if self.task == "pairs" else "correct or not"}
+        return CalibrationResult(
+            task=self.task, assessor=self.assessor, output=str(self.output), sample=self.sample_info,
+            progress=self.progress(), model_agreement=self.agreement_with_model(),
+            people_agreement=self.agreement_with_others(), target_width=self.target_width,
+            binary="grade >= 2" if self.task == "pairs" else "correct or not").to_dict()
 
 
 def read_other_labels(path: str | Path, task: str) -> dict[str, Any]:

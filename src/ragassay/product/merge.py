@@ -1,6 +1,7 @@
 """Combine the outputs of shards (``--shard i/n`` on several machines) into one file.
 
-Records are matched by ``key`` (every stage record carries one; generated questions by ``id``).
+Records are parsed into their models and matched by their merge key (every stage record carries
+a ``key``; generated questions their ``id``).
 The same record twice is kept once; an ok record beats an error record for the same key (one
 shard succeeded where another failed); two different ok records for one key are a conflict: the
 first file's is kept, and the conflict is reported.
@@ -12,75 +13,59 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.record_files import legacy_kind, parse_record
+from ..data.records import RECORD_FIELD, WrittenRecord
 from ..errors import InputError
 
 
 @dataclass
 class Merged:
-    records: list[dict]
+    records: list[WrittenRecord]
     files: int
     duplicates: int = 0
     replaced_errors: int = 0
     conflicts: list[str] = field(default_factory=list)  # keys with different ok records
 
 
-def record_kind(rec: dict) -> str | None:
-    """Which stage wrote a record, from the fields its contract requires (None: no stage's)."""
-    if {"query_id", "chunk_id"} <= rec.keys() and "grade" in rec:
-        return "judgment"
-    if "query_id" in rec and "coverage" in rec:
-        return "coverage"
-    if {"id", "question", "answer", "difficulty"} <= rec.keys():
-        return "question"
-    if "id" in rec and "label" in rec:
-        return "check"
-    return None
-
-
-def _models() -> dict:
-    from ..data.records import Check, Coverage, Judgment, Question
-    return {"judgment": Judgment, "coverage": Coverage, "check": Check, "question": Question}
+MERGED_KINDS = ("judgment", "coverage", "check", "question")  # what shards write
 
 
 def merge_records(paths: Sequence[str | Path]) -> Merged:
     """One file of the records of several shards. Every record must be a record of one stage's
-    contract (a grade of 7 is not), and all of one kind: judgments are never mixed with checks."""
-    from pydantic import ValidationError
-
+    contract (a grade of 7 is not), and all of one kind: judgments are never mixed with checks.
+    A record's kind is the one its line names, or for a line written before records named it, the
+    kind its fields make it."""
     from ..data.io import iter_jsonl
-    models = _models()
-    by_key: dict[str, dict] = {}
+    by_key: dict[str, WrittenRecord] = {}
     out = Merged([], len(paths))
     first: tuple[str, str | Path, int] | None = None  # the kind of the first record, and where it is
     for path in paths:
-        for no, rec in iter_jsonl(path):
-            kind = record_kind(rec)
-            if kind is None:
+        for no, obj in iter_jsonl(path):
+            kind = legacy_kind(obj) if RECORD_FIELD not in obj else None
+            if RECORD_FIELD not in obj and kind not in MERGED_KINDS:
                 raise InputError("not a record of a ragassay stage (judgments, coverage, checks or questions)",
                                  path, no)
+            rec = parse_record(obj, path, no, kind)
+            if rec.KIND not in MERGED_KINDS:
+                raise InputError(f"a {rec.KIND} record: merge combines the judgments, coverage, checks or questions "
+                                 "of shards", path, no)
             if first is None:
-                first = (kind, path, no)
-            elif kind != first[0]:
-                raise InputError(f"a {kind} record, but {first[1]}:{first[2]} holds {first[0]} records: merge "
+                first = (rec.KIND, path, no)
+            elif rec.KIND != first[0]:
+                raise InputError(f"a {rec.KIND} record, but {first[1]}:{first[2]} holds {first[0]} records: merge "
                                  "the outputs of one stage at a time", path, no)
-            try:
-                models[kind].model_validate(rec)
-            except ValidationError as e:
-                err = e.errors()[0]
-                where = ".".join(str(x) for x in err.get("loc", ())) or kind
-                raise InputError(f"breaks the {kind} record contract: {where}: {err.get('msg')}", path, no) from None
-            key = rec.get("key") or rec.get("id")
-            if not isinstance(key, str) or not key:
+            key = rec.merge_key()
+            if not key:
                 raise InputError("a record without a 'key' (or 'id'): not a ragassay stage output", path, no)
             old = by_key.get(key)
             if old is None:
                 by_key[key] = rec
             elif old == rec:
                 out.duplicates += 1
-            elif old.get("status", "ok") != "ok" and rec.get("status", "ok") == "ok":
+            elif not old.ok and rec.ok:
                 by_key[key] = rec
                 out.replaced_errors += 1
-            elif rec.get("status", "ok") != "ok":
+            elif not rec.ok:
                 out.duplicates += 1  # an error where another file has the record: the record stays
             else:
                 out.conflicts.append(key)

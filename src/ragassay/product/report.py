@@ -31,7 +31,7 @@ PER_QUERY = ("ndcg@10", "p@5", "recall@10", "map", "mrr")  # map and mrr per que
 # ------------------------------------------------------------------------------------ helpers
 
 def _judge_grades(inp: ReportInputs) -> dict[tuple[str, str], int]:
-    return {(j["query_id"], j["chunk_id"]): j["grade"] for j in inp.judgments if j.get("status", "ok") == "ok"}
+    return {(j.query_id, j.chunk_id): j.grade for j in inp.judgments if j.status == "ok"}
 
 
 def _per_query(inp: ReportInputs) -> tuple[list, dict[str, dict[str, dict[str, float]]]]:
@@ -72,11 +72,11 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     if not pages:
         return []
     runs = [r.name for r in inp.runs]
-    labels = {c["id"]: c.get("label") or "error" for c in inp.checks}
+    labels = {c.id: c.label or "error" for c in inp.checks}
     cov: dict[str, str] = {}
     for c in inp.coverage:
-        if not runs or c.get("run") in (None, runs[0]):
-            cov[c["query_id"]] = c.get("coverage") or "error"
+        if not runs or c.run in (None, runs[0]):
+            cov[c.query_id] = c.coverage or "error"
     headers = ["query", "question"] + [f"ndcg@10 {r}" for r in runs]
     if len(runs) == 2:
         headers.append(f"{runs[1]} - {runs[0]}")
@@ -138,13 +138,13 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
 def judge_sections(inp: ReportInputs) -> list[Section]:
     out = []
     if inp.judgments:
-        ok = [j for j in inp.judgments if j.get("status", "ok") == "ok"]
-        counts = Counter(j["grade"] for j in ok)
+        ok = [j for j in inp.judgments if j.status == "ok"]
+        counts = Counter(j.grade for j in ok)
         items = [(str(g), counts.get(g, 0)) for g in range(4)] + [("error", len(inp.judgments) - len(ok))]
         out.append(Section("Judge: grade distribution", "0 unrelated, 1 on topic, 2 partial or buried answer, 3 answers it.",
                            [svg.counts_bars(items, "judged pairs per grade")], [Table(["grade", "pairs"], [list(i) for i in items])]))
     if inp.coverage:
-        counts = Counter((r["coverage"] if r.get("status", "ok") == "ok" else "error") for r in inp.coverage)
+        counts = Counter((r.coverage if r.status == "ok" else "error") for r in inp.coverage)
         out.append(Section("Judge: answer coverage per query", "Whether a run's retrieved chunks hold what the answer needs.",
                            tables=[Table(["coverage", "queries"], [[k, counts.get(k, 0)] for k in ("FULL", "PARTIAL", "NONE", "error")])]))
     a = inp.agree
@@ -247,10 +247,10 @@ def generate_sections(inp: ReportInputs) -> list[Section]:
         return []
     if g is None:
         g = {"accepted": len(inp.questions), "rejected": len(inp.rejects),
-             "delivered": dict(Counter(q.get("difficulty") for q in inp.questions)),
-             "kinds": dict(Counter(q.get("kind") for q in inp.questions)),
-             "styles": dict(Counter(q.get("style") for q in inp.questions)),
-             "reject_reasons": dict(Counter(str(r.get("reason", "")).split(":")[0] for r in inp.rejects))}
+             "delivered": dict(Counter(q.difficulty for q in inp.questions)),
+             "kinds": dict(Counter(q.kind for q in inp.questions)),
+             "styles": dict(Counter(q.style for q in inp.questions)),
+             "reject_reasons": dict(Counter(r.reason.split(":")[0] for r in inp.rejects))}
     tables = [Table([what, "questions"], [[str(k), v] for k, v in sorted((g.get(key) or {}).items(), key=lambda x: -x[1])])
               for what, key in (("difficulty", "delivered"), ("kind", "kinds"), ("style", "styles"))]
     if g.get("reject_reasons"):
@@ -268,17 +268,17 @@ def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
     ranked = {r.name: r.ranked() for r in inp.runs}
     # the queries file (or a generated set) gives texts, not pages: a page is for a query with results,
     # judgments, an answer or coverage
-    ids = set(gold) | {q for rk in ranked.values() for q in rk} | set(inp.answers) | {c["id"] for c in inp.checks} \
-        | {c["query_id"] for c in inp.coverage}
+    ids = set(gold) | {q for rk in ranked.values() for q in rk} | set(inp.answers) | {c.id for c in inp.checks} \
+        | {c.query_id for c in inp.coverage}
     if not inp.runs and not gold and not inp.answers and not inp.checks:
         return {}
-    checks = {c["id"]: c for c in inp.checks}
-    questions = {str(q["id"]): q for q in inp.questions}
+    checks = {c.id: c for c in inp.checks}
+    questions = {q.id: q for q in inp.questions}
     coverage: dict[str, dict] = {}
     for c in inp.coverage:
-        coverage.setdefault(c["query_id"], {})[c.get("run") or "run"] = {
-            "label": c.get("coverage") or "error", "error": c.get("error"),
-            "nuggets": [[n["text"], n.get("vital", True), n.get("support")] for n in c.get("nuggets") or []]}
+        coverage.setdefault(c.query_id, {})[c.run or "run"] = {
+            "label": c.coverage or "error", "error": c.error,
+            "nuggets": [[n.text, n.vital, n.support] for n in c.nuggets]}
     pages: dict[str, Any] = {}
     for q in sorted(ids):
         a = inp.answers.get(q)
@@ -295,11 +295,12 @@ def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
             page["reference"] = a.reference if isinstance(a.reference, str) else " | ".join(a.reference or [])
             page["response"] = a.response
         elif q in questions:
-            page["reference"] = questions[q].get("answer")
+            page["reference"] = questions[q].answer
         if q in checks:
             c = checks[q]
-            page["check"] = {k: c.get(k) for k in ("label", "grounded", "rationale", "decided_by", "unsupported_claims",
-                                                   "fault", "error") if c.get(k) not in (None, [], "")}
+            shown = {"label": c.label, "grounded": c.grounded, "rationale": c.rationale, "decided_by": c.decided_by,
+                     "unsupported_claims": c.unsupported_claims, "fault": c.fault, "error": c.error}
+            page["check"] = {k: v for k, v in shown.items() if v not in (None, [], "")}
         if q in inp.human_labels:
             page["human_label"] = inp.human_labels[q]
         pages[q] = page

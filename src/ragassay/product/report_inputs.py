@@ -1,9 +1,9 @@
 """What a report is made from, read and recognised by content.
 
 Result JSON (evaluate, compare, check, agree, generate: their ``kind`` says which) and JSON Lines
-records (judge's judgments and coverage, check's verdicts, generate's questions and rejects) are
-told apart by their fields; qrels, runs, chunks, queries, answers and people's labels come from
-their own options.
+records (judge's judgments and coverage, check's verdicts, generate's questions and rejects: each
+line's ``record`` says which) are parsed into their models; qrels, runs, chunks, queries, answers
+and people's labels come from their own options.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.records import RECORD_FIELD, Check, Coverage, Judgment, Question, Reject
 from ..errors import InputError
 
 
@@ -31,20 +32,20 @@ class ReportInputs:
     agree: dict | None = None
     generate: dict | None = None
     calibration: list[dict] = field(default_factory=list)  # ragassay label: one per person
-    judgments: list[dict] = field(default_factory=list)
-    coverage: list[dict] = field(default_factory=list)
-    checks: list[dict] = field(default_factory=list)
-    questions: list[dict] = field(default_factory=list)
-    rejects: list[dict] = field(default_factory=list)
+    judgments: list[Judgment] = field(default_factory=list)
+    coverage: list[Coverage] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
 
 
-_RECORD_KINDS = (  # fields that identify a JSON Lines file, most specific first
-    ("judgments", {"query_id", "chunk_id", "grade", "status"}),
-    ("coverage", {"query_id", "coverage", "status"}),
-    ("checks", {"id", "label", "status"}),
-    ("questions", {"id", "question", "answer", "difficulty", "chunk_ids"}),
-    ("rejects", {"reason"}),
-)
+    def records_of(self, kind: str) -> list:
+        """The list the records of ``kind`` go to."""
+        return {"judgment": self.judgments, "coverage": self.coverage, "check": self.checks,
+                "question": self.questions, "reject": self.rejects}[kind]
+
+
+REPORTED_RECORDS = ("judgment", "coverage", "check", "question", "reject")
 
 
 def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = None, runs: Sequence[str | Path] = (),
@@ -52,6 +53,7 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
                 answers: str | Path | None = None, human: str | Path | None = None) -> ReportInputs:
     """Read everything a report can show; each file is checked and named in any error."""
     from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries, read_run
+    from ..data.record_files import legacy_kind, read_record_file
     from ..data.results import load_result
     inp = ReportInputs()
     if qrels:
@@ -78,9 +80,9 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
             whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
         except (json.JSONDecodeError, UnicodeDecodeError):
             whole = None
-        # a result has a kind and a version; a one-line JSONL file is a record (a generated
-        # question's "kind" is its question kind: factoid, comparison ...)
-        if isinstance(whole, dict) and "kind" in whole and "version" in whole:
+        # a result has a kind and a version; a record names its kind in RECORD_FIELD (a generated
+        # question's own "kind" is its question kind: factoid, comparison ...)
+        if isinstance(whole, dict) and RECORD_FIELD not in whole and "kind" in whole and "version" in whole:
             result = load_result(p)  # checks kind and version
             kind = result["kind"]
             if kind == "evaluate":
@@ -93,15 +95,14 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
                 raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
                                  "themselves, not the summary", p)
             continue
-        records = [obj for _, obj in iter_jsonl(data, p)]
-        fields = set(records[0]) if records else set()
-        kind = next((k for k, need in _RECORD_KINDS if need <= fields), None)
-        if kind is None:
+        lines = list(iter_jsonl(data, p))
+        if not lines or (RECORD_FIELD not in lines[0][1] and legacy_kind(lines[0][1]) is None):
             raise InputError("neither a ragassay result (JSON with a 'kind') nor records the report reads "
                              "(judgments, coverage, checks, questions or rejects, as JSON Lines)", p)
-        getattr(inp, kind).extend(records)
+        kind, records = read_record_file(p, lines, REPORTED_RECORDS)
+        inp.records_of(kind).extend(records)
     for q in inp.questions:  # a generated set brings its own question texts and reference answers
-        inp.queries.setdefault(str(q["id"]), str(q["question"]))
+        inp.queries.setdefault(q.id, q.question)
     if inp.checks and inp.check is None:  # check's records alone: the label rates, diagnosis and people too
         inp.check = _check_summary(inp)
     return inp
@@ -112,4 +113,4 @@ def _check_summary(inp: ReportInputs) -> dict:
     first run, at depth 10, as ``check`` does by default); agreement with people's labels."""
     from ..stages.check import retrieval_recall, summarise_checks
     recall = retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else None
-    return summarise_checks(inp.checks, recall=recall, human=inp.human_labels or None)
+    return summarise_checks([c.model_dump() for c in inp.checks], recall=recall, human=inp.human_labels or None)

@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..data.result_models import TrackedResult
 from ..errors import InputError, UsageError
 
 DEFAULT_DB = Path(".ragassay") / "history.sqlite"
@@ -93,25 +94,25 @@ class History:
             (time.time(), label, commit, kind, source, json.dumps(dict(metrics)), json.dumps(settings or {})))
         return int(cur.lastrowid)
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[TrackedResult]:
         out = []
         for rid, created, label, commit, kind, source, metrics in self.db.execute(
                 "SELECT id, created, label, commit_id, kind, source, metrics FROM results ORDER BY id"):
-            out.append({"id": rid, "created": created, "label": label, "commit": commit, "kind": kind,
-                        "source": source, "metrics": json.loads(metrics)})
+            out.append(TrackedResult(id=rid, created=created, label=label, commit=commit, kind=kind, source=source,
+                                     metrics=json.loads(metrics)))
         return out
 
-    def trend(self, metric: str) -> list[dict]:
+    def trend(self, metric: str) -> list[TrackedResult]:
         """Each result that has ``metric``, with deltas against the previous one and the best so far."""
         key = canonical(metric)
         lower_is_better = key.endswith(("hallucination_rate", "errors"))
         out, prev, best = [], None, None
         for r in self.rows():
-            if key not in r["metrics"]:
+            if key not in r.metrics:
                 continue
-            v = r["metrics"][key]
-            out.append({**r, "value": v, "delta_previous": None if prev is None else v - prev,
-                        "delta_best": None if best is None else v - best})
+            v = r.metrics[key]
+            out.append(r.model_copy(update={"value": v, "delta_previous": None if prev is None else v - prev,
+                                            "delta_best": None if best is None else v - best}))
             prev = v
             best = v if best is None else (min(best, v) if lower_is_better else max(best, v))
         return out

@@ -23,6 +23,7 @@ from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, est
                      run_stage)
 from ..llm.prompts import clip, delimit, load_prompt, shown_id
 from ..data.records import AnswerItem, Check, Chunk
+from ..data.result_models import CheckSummary
 from .scaffold import StageJob
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
@@ -223,16 +224,16 @@ class Checker(Stage):
             out.append(WorkItem(key, calls, (it, ruled, cuts, long_why)))
         return out
 
-    async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
+    async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Check]:
         item, ruled, cuts, long_why = work.payload
         base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key, "truncated": cuts}
         if long_why is not None:
             raise LLMError("input", long_why)
         if ruled is not None:
             label, why = ruled
-            return [{**base, "label": label, "grounded": None, "unsupported_claims": [], "rationale": why,
-                     "decided_by": "rule", "status": "ok", "error": None, "model": None, "prompt": None,
-                     "samples": [], "fault": fault_of(label, False, None, self._recall(item))}]
+            return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=why, decided_by="rule",
+                          status="ok", error=None, model=None, prompt=None, samples=[],
+                          fault=fault_of(label, False, None, self._recall(item)))]
         if not answers:
             raise LLMError("config", "needs an LLM verdict but no endpoint is configured "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
@@ -243,19 +244,17 @@ class Checker(Stage):
         grounded = chosen.grounded if has_context else None
         has_answer = chosen.context_has_answer if has_context else None
         fault = fault_of(label, has_context, has_answer, self._recall(item))
-        return [{**base, "label": label, "grounded": grounded, "unsupported_claims": chosen.unsupported_claims,
-                 "rationale": f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
-                              f"comparison: {chosen.comparison}",
-                 "decided_by": "llm", "status": "ok", "error": None, "model": self.model,
-                 "prompt": self.prompt.id, "samples": [v.label for v in verdicts], "fault": fault,
-                 "context_has_answer": has_answer}]
+        return [Check(**base, label=label, grounded=grounded, unsupported_claims=chosen.unsupported_claims,
+                      rationale=f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
+                                f"comparison: {chosen.comparison}",
+                      decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
+                      samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer)]
 
-    def error_records(self, work: WorkItem, error: LLMError) -> list[dict]:
+    def error_records(self, work: WorkItem, error: LLMError) -> list[Check]:
         item, _, cuts, _ = work.payload
-        return [{"id": item.id, "truncated": cuts, "label": None, "grounded": None, "unsupported_claims": [], "rationale": None,
-                 "decided_by": None, "status": "error", "error": error.reason, "model": self.model,
-                 "prompt": None, "samples": [], "fault": None, "response_words": len(item.response.split()),
-                 "key": work.key}]
+        return [Check(id=item.id, truncated=cuts, label=None, grounded=None, unsupported_claims=[], rationale=None,
+                      decided_by=None, status="error", error=error.reason, model=self.model, prompt=None, samples=[],
+                      fault=None, response_words=len(item.response.split()), key=work.key)]
 
 
 async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: str | Path, *,
@@ -307,21 +306,21 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
     from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
     ok = sum(1 for r in records if r.get("status") == "ok")
     reasons = Counter(str(r.get("error") or "unknown") for r in records if r.get("status") != "ok")
-    result: dict = {"kind": "check", "version": 1, "items": len(records), "ok": ok, "errors": len(records) - ok,
-                    "error_reasons": dict(reasons.most_common(5)),
-                    "truncated": sum(1 for r in records if r.get("truncated")), "summary": label_summary(records)}
+    parts: dict[str, Any] = {}  # what applies to this run only: left off the result otherwise
     if by:
         enriched = [{**(fields or {}).get(r["id"], {}), **r} for r in records]
-        result["breakdown"] = {f: breakdown(enriched, f) for f in by}
+        parts["breakdown"] = {f: breakdown(enriched, f) for f in by}
     if recall is not None:
         labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
-        result["diagnosis"] = diagnosis(labels, recall, threshold)
+        parts["diagnosis"] = diagnosis(labels, recall, threshold)
     if human is not None:
-        result["human"] = human_calibration(records, human)
+        parts["human"] = human_calibration(records, human)
     multi = [r for r in records if len(r.get("samples") or []) > 1]
     if multi:
-        result["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
-    return result
+        parts["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
+    return CheckSummary(items=len(records), ok=ok, errors=len(records) - ok, error_reasons=dict(reasons.most_common(5)),
+                        truncated=sum(1 for r in records if r.get("truncated")), summary=label_summary(records),
+                        **parts).to_dict()
 
 
 def retrieval_recall(qrels, run, k: int) -> dict[str, float]:

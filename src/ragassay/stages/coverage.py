@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from ..data.records import Chunk, Coverage
 from ..llm import LLM, LLMConfig, LLMError
-from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
+from ..llm.prompts import delimit, echoed_id, load_prompt
 from .engine import Call, Stage, WorkItem, fingerprint
 from .queries import Passages, QueryItem
 
@@ -113,12 +113,12 @@ class CoverageStage(Stage):
 
     @staticmethod
     def known_nuggets(records: Iterable[dict]) -> dict[str, dict]:
-        """Nuggets already made, per question, from coverage records of any run (the newest wins)."""
+        """Nuggets already made, per question, from coverage records of any run (the newest wins).
+        Each record is parsed as a :class:`Coverage` (a coverage file has one per query and run)."""
         out = {}
-        for r in records:
-            if r.get("status") == "ok" and r.get("nuggets") and r.get("question_key"):
-                out[r["query_id"]] = {"question_key": r["question_key"],
-                                      "nuggets": [(n["text"], n["vital"]) for n in r["nuggets"]]}
+        for r in (Coverage.model_validate(x) for x in records):
+            if r.status == "ok" and r.nuggets and r.question_key:
+                out[r.query_id] = {"question_key": r.question_key, "nuggets": [(n.text, n.vital) for n in r.nuggets]}
         return out
 
     def plan(self, retrieved: Sequence[tuple[QueryItem, list[Chunk], list[Chunk]]],
@@ -173,13 +173,14 @@ class CoverageStage(Stage):
             return ["a fact of typical length that a complete answer to the question needs"] * SIZING_NUGGETS
         return [n.strip() for n in answer.nuggets if n.strip()][:NUGGET_CAP]
 
-    def _base(self, item: WorkItem) -> dict:
+    def _base(self, item: WorkItem) -> dict[str, Any]:
+        """The fields every coverage record of this item has, ok or error."""
         q, chunks, fixed = item.payload
         return {"query_id": q.id, "run": self.run_name, "chunk_ids": [c.id for c in chunks], "key": item.key,
                 "model": self.config.model, "prompt": self.prompt_id, "question_key": self.question_key(q),
                 "nuggets_reused": fixed is not None}
 
-    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
+    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Coverage]:
         _, chunks, fixed = item.payload
         if fixed is not None:
             nuggets = [n for n, _ in fixed]
@@ -199,8 +200,8 @@ class CoverageStage(Stage):
             ids = [i for i in (echoed_id(e, known) for e in a.chunk_ids) if i is not None]  # made-up ids dropped
             support = a.support if (ids or a.support == "not_support") else "not_support"
             out.append({"text": text, "vital": importance[n] == "vital", "support": support, "chunk_ids": ids})
-        return [{**self._base(item), "coverage": coverage_label(out), "nuggets": out, "scores": nugget_scores(out),
-                 "status": "ok", "error": None}]
+        return [Coverage(**self._base(item), coverage=coverage_label(out), nuggets=out, scores=nugget_scores(out),
+                         status="ok", error=None)]
 
-    def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
-        return [{**self._base(item), "coverage": None, "nuggets": [], "status": "error", "error": error.reason}]
+    def error_records(self, item: WorkItem, error: LLMError) -> list[Coverage]:
+        return [Coverage(**self._base(item), coverage=None, nuggets=[], status="error", error=error.reason)]

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..data.io import read_bytes_checked, write_lines_atomic
+from ..data.result_models import EstimateResult
 from ..errors import InputError, OutputError, RagassayError
 from ..llm.batch import Deferred
 from ..llm.cache import Cache, endpoint_id
@@ -201,11 +202,12 @@ class Stage:
         for answers it does not know yet; the calls must then have their final count and shape."""
         return []
 
-    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
-        """Records for an item from the answers to its calls, in call order. May raise LLMError."""
+    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[BaseModel | dict]:
+        """Records for an item from the answers to its calls, in call order: models of
+        ``record_model`` (or their fields). May raise LLMError."""
         raise NotImplementedError
 
-    def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
+    def error_records(self, item: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         raise NotImplementedError
 
 
@@ -591,16 +593,14 @@ class Estimate:
                 else round(self.cost_usd_low * self.BATCH_DISCOUNT, 6)}
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"kind": "estimate", "version": 1, "calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-               "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
-               "output_tokens_expected": self.output_tokens_expected, "expected_unknown": self.expected_unknown,
-               "cost_usd_low": None if self.cost_usd_low is None else round(self.cost_usd_low, 6), "items": self.items,
-               "done": self.done, "cached": self.cached, "shared": self.shared,
-               "decided_without_call": self.decided_without_call,
-               "tokenizer": self.tokenizer, "models": self.models, "note": self.note}
-        if self.batch:
-            out["batch"] = self.batch_plan()
-        return out
+        return EstimateResult(
+            calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+            cost_usd=None if self.cost_usd is None else round(self.cost_usd, 6),
+            output_tokens_expected=self.output_tokens_expected, expected_unknown=self.expected_unknown,
+            cost_usd_low=None if self.cost_usd_low is None else round(self.cost_usd_low, 6), items=self.items,
+            done=self.done, cached=self.cached, shared=self.shared, decided_without_call=self.decided_without_call,
+            tokenizer=self.tokenizer, models=self.models, note=self.note,
+            **({"batch": self.batch_plan()} if self.batch else {})).to_dict()
 
     def add(self, other: Estimate) -> Estimate:
         """Two plans run one after the other (judge's relevance, then coverage)."""
@@ -875,11 +875,12 @@ def reason_of(record: dict) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def contract(stage: Stage, records: list[dict]) -> list[dict]:
-    """Each record as the data contract defines it (records.py): a stage cannot write a record that
-    breaks it (an ok status without a label, an error without its reason)."""
+def contract(stage: Stage, records: Sequence[BaseModel | dict]) -> list[dict]:
+    """Each record as the data contract defines it (records.py), serialised for the journal: a
+    stage cannot write a record that breaks it (an ok status without a label, an error without its
+    reason, a field its model does not declare)."""
     if stage.record_model is None:
-        return records
+        return [r.model_dump(mode="json") if isinstance(r, BaseModel) else r for r in records]
     return [stage.record_model.model_validate(r).model_dump(mode="json") for r in records]
 
 
@@ -933,12 +934,14 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                     pending[0] += 1
                     return []
                 calls, first = stage.next_calls(it, answers), False
-            records = await stage.finish(it, answers, llms)
-            if it.calls:
-                answered[0] = True
-            try:
+            try:  # a stage builds its record models in finish: a refused one is caught there too
+                records = await stage.finish(it, answers, llms)
+                if it.calls:
+                    answered[0] = True
                 return contract(stage, records)
             except ValidationError as e:  # never written as is: an error record that says why
+                if it.calls:
+                    answered[0] = True
                 raise LLMError("invalid", f"the answers made a record outside the data contract: "
                                f"{e.errors()[0].get('msg', e)}") from None
         except LLMError as e:

@@ -41,6 +41,7 @@ from .engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAb
                      failing_alike, fingerprint, journal_path, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..data.records import Chunk, Question, Reject
+from ..data.result_models import GenerateSummary
 
 Difficulty = Literal["easy", "medium", "hard"]
 LEVEL_ORDER = ("hard", "medium", "easy")  # hardest to fill first; relabels land in easy
@@ -166,14 +167,13 @@ class GenerateResult:
 
     def to_dict(self) -> dict:
         per_level = Counter(q.difficulty for q in self.accepted)
-        return {"kind": "generate", "version": 1, "accepted": len(self.accepted),
-                "target": dict(self.target), "delivered": {k: per_level.get(k, 0) for k in ("easy", "medium", "hard")},
-                "shortfall": self.shortfall, "rejected": len(self.rejects),
-                "relabelled": sum(1 for q in self.accepted if q.checks.get("relabelled")),
-                "kinds": dict(Counter(q.kind for q in self.accepted)),
-                "styles": dict(Counter(q.style for q in self.accepted)),
-                "reject_reasons": dict(Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)),
-                "unfit_chunks": len(self.unfit_chunks), "stopped": self.stopped}
+        return GenerateSummary(
+            accepted=len(self.accepted), target=dict(self.target),
+            delivered={k: per_level.get(k, 0) for k in ("easy", "medium", "hard")}, shortfall=self.shortfall,
+            rejected=len(self.rejects), relabelled=sum(1 for q in self.accepted if q.checks.get("relabelled")),
+            kinds=dict(Counter(q.kind for q in self.accepted)), styles=dict(Counter(q.style for q in self.accepted)),
+            reject_reasons=dict(Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)),
+            unfit_chunks=len(self.unfit_chunks), stopped=self.stopped).to_dict()
 
 
 def cited(generated: GeneratedQuestion, offered: Sequence[str]) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..data.records import Chunk, Judgment
+from ..data.result_models import JudgeSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
@@ -207,28 +208,27 @@ class Judge:
         names = [c.model or str(i) for i, c in enumerate(self.configs)]
         return grade, (dict(zip(names, jurors)) if len(jurors) > 1 else None)
 
-    def from_votes(self, qid: str, cid: str, votes: list[int], answers: list[Any], prompt: str, key: str) -> dict:
+    def from_votes(self, qid: str, cid: str, votes: list[int], answers: list[Any], prompt: str,
+                   key: str) -> Judgment:
         grade, jurors = self.combine(votes)
         chosen = min(zip(answers, votes), key=lambda av: abs(av[1] - grade))[0]  # a reasoning that fits the grade
         reasoning = f"intent: {chosen.intent}\nmatch: {chosen.match}\ntrust: {chosen.trust}"
-        record = self.record(qid, cid, grade, votes, reasoning, "llm", prompt, key)
+        sampled: dict[str, Any] = {}  # only sampled votes and juries have these
         if self.options.samples > 1:
-            record["seeds"] = [self.seed(s) for s in range(self.options.samples)]
-            record["temperature"] = self.temperature(0)
+            sampled.update(seeds=[self.seed(s) for s in range(self.options.samples)], temperature=self.temperature(0))
         if jurors is not None:
-            record["juror_grades"] = jurors
-        return record
+            sampled["juror_grades"] = jurors
+        return self.record(qid, cid, grade, votes, reasoning, "llm", prompt, key, **sampled)
 
     def record(self, qid: str, cid: str, grade: int, votes: list[int], reasoning: str, decided_by: str,
-               prompt: str, key: str) -> dict:
-        return {"query_id": qid, "chunk_id": cid, "grade": grade, "reasoning": reasoning, "status": "ok",
-                "error": None, "model": self.model_names, "prompt": prompt, "samples": votes,
-                "decided_by": decided_by, "truncated": cid in self.truncated, "key": key}
+               prompt: str, key: str, **sampled: Any) -> Judgment:
+        return Judgment(query_id=qid, chunk_id=cid, key=key, grade=grade, reasoning=reasoning, status="ok", error=None,
+                        model=self.model_names, prompt=prompt, samples=votes, decided_by=decided_by,
+                        truncated=cid in self.truncated, **sampled)
 
-    def error_record(self, qid: str, cid: str, e: LLMError, key: str) -> dict:
-        return {"query_id": qid, "chunk_id": cid, "grade": None, "reasoning": None, "status": "error",
-                "error": e.reason, "model": self.model_names, "prompt": None, "samples": [], "decided_by": None,
-                "key": key}
+    def error_record(self, qid: str, cid: str, e: LLMError, key: str) -> Judgment:
+        return Judgment(query_id=qid, chunk_id=cid, key=key, grade=None, reasoning=None, status="error",
+                        error=e.reason, model=self.model_names, prompt=None, samples=[], decided_by=None)
 
 
 @dataclass(slots=True)
@@ -306,7 +306,7 @@ class RelevanceStage(Stage):
                                       record_keys=[p.key for p in group]))
         return items
 
-    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
+    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Judgment]:
         j = self.judge
         pairs: list[_Pair] = item.payload
         if not pairs:  # planned as done (see _pointwise): the engine never runs such an item
@@ -333,7 +333,7 @@ class RelevanceStage(Stage):
             cid = p.chunk.id
             if cid not in missing:
                 record = j.from_votes(p.query.id, cid, votes[cid], reasons[cid], j.batch_prompt.id, p.key)
-                out.append({**record, "batch_position": position, "batch_size": len(pairs)})
+                out.append(record.model_copy(update={"batch_position": position, "batch_size": len(pairs)}))
                 continue
             mine = next(alone)  # this pair's own calls, asked in the step after the batch (next_calls)
             out.append(j.from_votes(p.query.id, cid, [a.grade for a in mine], mine, j.rel_prompt.id, p.key))
@@ -381,20 +381,20 @@ class RelevanceStage(Stage):
                 j.relevance_calls(j.relevance_messages(by_id[cid].query, by_id[cid].chunk), RelevanceAnswer,
                                   j.options.max_tokens)]
 
-    def _best_window(self, p: _Pair, answers: list[BaseModel]) -> dict:
+    def _best_window(self, p: _Pair, answers: list[BaseModel]) -> Judgment:
         """A long chunk is as useful as its most useful part: the grade of its best window."""
         j = self.judge
         per = len(answers) // len(p.windows)
         records = [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers[i:i + per]], answers[i:i + per],
                                 j.rel_prompt.id, p.key) for i in range(0, len(answers), per)]
-        best = max(range(len(records)), key=lambda i: records[i]["grade"])
+        best = max(range(len(records)), key=lambda i: records[i].grade or 0)
         start, end = p.windows[best]
         # "samples" keeps the best window's votes (samples and jurors): windows are parts of one
         # passage, not votes, and must not count as disagreement
-        return {**records[best], "windows": len(p.windows),
-                "window_grades": [r["grade"] for r in records], "best_window": [start, end]}
+        return records[best].model_copy(update={"windows": len(p.windows), "window_grades": [r.grade for r in records],
+                                                "best_window": [start, end]})
 
-    def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
+    def error_records(self, item: WorkItem, error: LLMError) -> list[Judgment]:
         return [self.judge.error_record(p.query.id, p.chunk.id, error, p.key) for p in item.payload or []]
 
 
@@ -614,28 +614,30 @@ class JudgeResult:
         return 1 if ok == 0 and not stopped else 3
 
     def to_dict(self) -> dict[str, Any]:
+        return self.summary().to_dict()
+
+    def summary(self) -> JudgeSummary:
+        """The typed result (kind ``judge``): counts, grades, coverage labels, usage as numbers."""
         cov = Counter(r["coverage"] for r in self.coverage.records if r["status"] == "ok") if self.coverage else None
-        return {"kind": "judge", "version": 1, "pairs": self.pairs, "kept": self.kept,
-                "judged": self.relevance.ok, "errors": self.errors,
-                "already_done": self.relevance.skipped_done,
-                "decided_by_rule": self._tally()["rule"],
-                "grades": {str(g): self.grades.get(g, 0) for g in range(4)},
-                "coverage": None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
-                "sample_disagreement": self.sample_disagreement, "mean_vote_spread": self.mean_vote_spread,
-                "juror_agreement": self.juror_agreement, "truncated": self.truncated,
-                "windowed": self._tally()["windowed"],
-                "batch_fallbacks": self.batch_fallbacks, "pending": self.pending,
-                "error_reasons": dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
-                                                                        else Counter())).most_common(5)),
-                "usage": self.usage, "usage_text": self.usage_text}
+        return JudgeSummary(
+            pairs=self.pairs, kept=self.kept, judged=self.relevance.ok, errors=self.errors,
+            already_done=self.relevance.skipped_done, decided_by_rule=self._tally()["rule"],
+            grades={str(g): self.grades.get(g, 0) for g in range(4)},
+            coverage=None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
+            sample_disagreement=self.sample_disagreement, mean_vote_spread=self.mean_vote_spread,
+            juror_agreement=self.juror_agreement, truncated=self.truncated, windowed=self._tally()["windowed"],
+            batch_fallbacks=self.batch_fallbacks, pending=self.pending,
+            error_reasons=dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
+                                                                else Counter())).most_common(5)),
+            usage=self.usage, usage_text=self.usage_text)
 
     def text(self) -> str:
-        d = self.to_dict()
-        lines = [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d['already_done']} already done, "
-                 f"{d['decided_by_rule']} decided by rule, {self.relevance.errors} errors)",
-                 "grades: " + ", ".join(f"{g}: {n}" for g, n in d["grades"].items())]
+        d = self.summary()
+        lines = [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d.already_done} already done, "
+                 f"{d.decided_by_rule} decided by rule, {self.relevance.errors} errors)",
+                 "grades: " + ", ".join(f"{g}: {n}" for g, n in d.grades.items())]
         if self.coverage is not None:
-            lines.append("coverage: " + ", ".join(f"{k}: {v}" for k, v in d["coverage"].items())
+            lines.append("coverage: " + ", ".join(f"{k}: {v}" for k, v in d.coverage.items())
                          + (f", errors: {self.coverage.errors}" if self.coverage.errors else ""))
         if self.sample_disagreement is not None:
             lines.append(f"votes disagreed on {self.sample_disagreement:.1%} of judged pairs (flip rate); "
@@ -644,8 +646,8 @@ class JudgeResult:
             kappa = "n/a" if a["kappa_linear"] is None else f"{a['kappa_linear']:.3f}"
             lines.append(f"jurors {jurors}: same grade on {a['agreement']:.1%} of {a['pairs']} pairs, "
                          f"linear kappa {kappa}")
-        if d["windowed"]:
-            lines.append(f"{d['windowed']} long chunks were judged in windows (the best window's grade)")
+        if d.windowed:
+            lines.append(f"{d.windowed} long chunks were judged in windows (the best window's grade)")
         if self.truncated:
             lines.append(f"{self.truncated} chunks were cut to the length budget")
         if self.batch_fallbacks:

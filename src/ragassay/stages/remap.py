@@ -88,6 +88,6 @@ def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Pat
     read = [q for _, q in read_records(questions, Question, "question")]
     result = remap(read, read_chunks(new_chunks), threshold)
     write_qrels(output, result.qrels)
-    return {"kind": "remap", "version": 1, "questions": len(read), "placed": len(result.placed),
-            "how": dict(Counter(result.how.values())), "unplaced": result.unplaced, "no_evidence": result.no_evidence,
-            "output": str(output)}
+    from ..data.result_models import RemapSummary
+    return RemapSummary(questions=len(read), placed=len(result.placed), how=dict(Counter(result.how.values())),
+                        unplaced=result.unplaced, no_evidence=result.no_evidence, output=str(output)).to_dict()

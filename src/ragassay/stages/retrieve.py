@@ -130,6 +130,7 @@ def write_retrieval(run: Run, output: str | Path, queries: int) -> dict:
     latency_file = out.with_name(out.name + ".latency.json")
     latency_file.write_text(json.dumps(run.latency_ms, indent=1) + "\n", encoding="utf-8")
     ms = sorted(run.latency_ms.values()) or [0.0]
-    return {"kind": "retrieve", "version": 1, "run": run.name, "queries": queries, "results": len(run),
-            "output": str(out), "latency_ms": {"p50": ms[len(ms) // 2], "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))]},
-            "latency_file": str(latency_file)}
+    from ..data.result_models import RetrieveResult
+    return RetrieveResult(run=run.name, queries=queries, results=len(run), output=str(out),
+                          latency_ms={"p50": ms[len(ms) // 2], "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))]},
+                          latency_file=str(latency_file)).to_dict()
