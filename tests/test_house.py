@@ -94,3 +94,27 @@ def test_every_test_builds_its_llm_with_the_one_shared_builder():
                     and "llm" in getattr(r.value.func, "id", "").lower() for r in ast.walk(node)):
                 builders.append(f"{f.name}:{node.lineno}: {node.name}")
     assert builders == []
+
+
+def test_every_llm_stage_is_a_stage_whose_record_model_is_registered():
+    """judge, coverage, check and generate each run as a Stage on the one engine, and what each
+    journals is a registered record kind: a new stage without its model in the registry fails here.
+    A module of stages/ that sends prompts (loads a prompt file) must define its Stage."""
+    import importlib
+    import pkgutil
+
+    import ragassay.stages
+    from ragassay.data.records import RECORDS
+    from ragassay.stages.engine import Stage
+    stages, prompting = {}, []
+    for info in nonempty(pkgutil.iter_modules(ragassay.stages.__path__)):
+        module = importlib.import_module(f"ragassay.stages.{info.name}")
+        mine = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Stage) and c is not Stage
+                and c.__module__ == module.__name__]
+        stages.update({c.name: c for c in mine})
+        if "load_prompt(" in Path(module.__file__).read_text() and not mine:
+            prompting.append(info.name)
+    assert sorted(stages) == ["check", "coverage", "generate", "judge"]
+    assert prompting == []
+    for name, cls in nonempty(stages.items()):
+        assert cls.record_model in RECORDS.values(), name

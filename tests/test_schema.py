@@ -40,6 +40,9 @@ RECORD_EXAMPLES = {
               "error": None, "model": "m", "prompt": "check_answer@1", "response_words": 4,
               "truncated": {"context_chars_cut": 120, "contexts_dropped": ["c9"]}, "samples": ["hallucinated"],
               "fault": "generation", "context_has_answer": True},
+    "candidate": {"key": "k4", "status": "error", "error": "transport: connection refused", "question": None,
+                  "reject": {"record": "reject@1", "chunk_ids": ["c1"], "difficulty": "easy", "question": None, "answer": None,
+                             "style": "question", "kind": None, "reason": "the question call failed", "scores": {}}},
 }
 
 RESULT_EXAMPLES = {
@@ -76,7 +79,7 @@ RESULT_EXAMPLES = {
 
 
 def test_the_registry_lists_every_kind():
-    assert sorted(RECORDS) == ["check", "coverage", "judgment", "question", "reject"]
+    assert sorted(RECORDS) == ["candidate", "check", "coverage", "judgment", "question", "reject"]
     assert sorted(RESULTS) == ["agree", "calibration", "check", "compare", "demo", "estimate", "evaluate", "gate",
                                "generate", "history", "judge", "merge", "ping", "remap", "report", "retrieve",
                                "track"]

@@ -329,6 +329,20 @@ def _check_status(status: str, value: Any, error: str | None, what: str) -> None
             raise ValueError("status 'error' needs the reason in 'error'")
 
 
+class CandidateRecord(WrittenRecord):
+    """What generate's journal (``OUTPUT.candidates.journal``) keeps of one candidate question: the
+    question accepted, or the reject that says why not. A failed call is an error record (with its
+    reject), tried again by a rerun; ``key`` is the candidate's draw."""
+
+    KIND = "candidate"
+
+    key: str
+    status: Status = "ok"
+    error: str | None = None
+    question: Question | None = None
+    reject: Reject | None = None
+
+
 class LabelEventsHeader(Strict):
     """The first line of a person's label events file (``ragassay label``): the file's kind and
     version, the task, and the sample drawn, so a later session labels the same items."""
@@ -358,7 +372,8 @@ class LabelEvent(Strict):
 
 
 # every record ragassay writes, by the kind its lines carry
-RECORDS: dict[str, type[WrittenRecord]] = {m.KIND: m for m in (Question, Reject, Judgment, Coverage, Check)}
+RECORDS: dict[str, type[WrittenRecord]] = {m.KIND: m for m in (Question, Reject, Judgment, Coverage, Check,
+                                                                CandidateRecord)}
 
 
 def record_model(tag: Any) -> type[WrittenRecord]:
@@ -369,6 +384,6 @@ def record_model(tag: Any) -> type[WrittenRecord]:
     return RECORDS[kind]
 
 
-__all__ = ["AnswerItem", "Check", "Chunk", "ContextCuts", "Coverage", "Judgment", "LabelEvent", "LabelEventsHeader",
+__all__ = ["AnswerItem", "CandidateRecord", "Check", "Chunk", "ContextCuts", "Coverage", "Judgment", "LabelEvent", "LabelEventsHeader",
            "Nugget", "QrelRow", "Question", "RECORDS", "RECORD_FIELD", "Reject", "RunRow", "Strict", "WrittenRecord",
            "parse_tag", "record_model"]

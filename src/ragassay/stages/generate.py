@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems,
                               unfit_chunk)
@@ -40,7 +40,7 @@ from ..llm import LLM, LLMConfig, LLMError
 from .engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
                      failing_alike, fingerprint, journal_path, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
-from ..data.records import Chunk, Question, Reject
+from ..data.records import CandidateRecord, Chunk, Question, Reject
 from ..data.result_models import GenerateSummary
 
 Difficulty = Literal["easy", "medium", "hard"]
@@ -504,19 +504,6 @@ def reject_record(chunk_ids: Sequence[str], difficulty: str | None, question: st
     """A reject, in the one shape every cause of a reject shares (:class:`Reject`)."""
     return Reject(chunk_ids=list(chunk_ids), difficulty=difficulty, question=question, answer=answer, style=style,
                   kind=kind, reason=reason, scores=scores or {}).model_dump(mode="json")
-
-
-class CandidateRecord(BaseModel):
-    """What the journal keeps of one candidate: its question, or why it was dropped. A failed call
-    is an error record (with its reject), tried again by a rerun."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    key: str
-    status: Literal["ok", "error"] = "ok"
-    error: str | None = None
-    question: Question | None = None
-    reject: Reject | None = None
 
 
 @dataclass(frozen=True)
