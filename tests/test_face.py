@@ -18,7 +18,6 @@ NOT_YET = {
     "run_report": "report/track/history/gate/merge read typed results next (issue 26, records and results)",
     "run_track": "as run_report", "run_history": "as run_report", "run_gate": "as run_report",
     "run_merge": "as run_report",
-    "run_label": "an interactive server: it starts, serves until Ctrl-C and always shuts down",
 }
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from typing import Any
 
 from ..errors import UsageError
-from ..product.formatting import to_json
+from .render import render
 from .values import nonneg_int, positive_float, positive_int
 
 
@@ -54,29 +53,26 @@ def label(sub: Any) -> None:
 
 
 def run_label(args: argparse.Namespace) -> Any:
-    from ..product.label_server import LabelServer
-    book = make_book(args)
-    server = LabelServer(book, port=args.port, show_model=args.show_model)
-    say = sys.stderr if args.format == "json" else sys.stdout  # with json, stdout is the summary alone
-    try:  # from the first line printed: a Ctrl-C at any moment after it is the ordinary way to stop
-        print(f"labelling {len(book.items)} {'pairs' if book.task == 'pairs' else 'answers'} as {book.assessor}; "
-              f"labels go to {book.output} the moment they are given. Open:", file=say, flush=True)
-        print(server.url, file=say, flush=True)
-        print("(Ctrl-C stops; rerun the same command to go on)", file=sys.stderr, flush=True)
-        if not args.no_browser:
-            import webbrowser
-            webbrowser.open(server.url)
-        server.serve_forever()
-    except KeyboardInterrupt:  # the way to stop: every label is on disk already
-        pass
-    finally:
-        server.shutdown()
-        book.close()
-    result = book.calibration()
-    if args.format == "json":
-        return to_json(result)
+    from ..product.label_server import label_session
+    from ..product.labeling import open_label_book
+    if args.task == "pairs" and args.answers:
+        raise UsageError("'label pairs' takes no ANSWERS file (did you mean 'label answers'?)")
+    if args.task == "pairs" and (not args.queries or not args.chunks or bool(args.run) == bool(args.judgments)):
+        raise UsageError("label pairs needs --queries, --chunks and one of --run or --judgments")
+    if args.task == "answers" and (not args.answers or args.queries or args.run or args.judgments):
+        raise UsageError("label answers needs ANSWERS (and takes --checks, --chunks), not --queries/--run/--judgments")
+    book = open_label_book(args.task, args.output, answers=args.answers, queries=args.queries, chunks=args.chunks,
+                           run=args.run, judgments=args.judgments, checks=args.checks, depth=args.depth,
+                           sample=args.sample, seed=args.seed, assessor=args.assessor, prior=args.prior,
+                           others=args.others, target_width=args.target_width)
+    result = label_session(book, port=args.port, show_model=args.show_model, open_browser=not args.no_browser,
+                           say=sys.stderr if args.format == "json" else sys.stdout)  # json: stdout is the summary
+    return render(args, lambda: result, lambda: _label_text(result, book.output))
+
+
+def _label_text(result: dict, output: Any) -> str:
     p, a = result["progress"], result["model_agreement"]
-    lines = [f"labelled {p['labelled']} of {p['total']} ({p['skipped']} skipped) into {book.output}"]
+    lines = [f"labelled {p['labelled']} of {p['total']} ({p['skipped']} skipped) into {output}"]
     if a["n"]:
         interval = a["interval"]
         lines.append(f"you and the model: kappa {a['kappa']:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]"
@@ -84,42 +80,3 @@ def run_label(args: argparse.Namespace) -> Any:
     if p["left"]:
         lines.append("rerun the same command to go on")
     return "\n".join(lines)
-
-
-def make_book(args: argparse.Namespace):
-    from ..data.io import read_chunks, read_run
-    from ..data.record_files import read_record_file
-    from ..product.labeling import LabelBook, answer_items, draw_sample, pair_items, read_other_labels
-    assessor = args.assessor or _login()
-    if args.task == "pairs":
-        if args.answers:
-            raise UsageError("'label pairs' takes no ANSWERS file (did you mean 'label answers'?)")
-        if not args.queries or not args.chunks or bool(args.run) == bool(args.judgments):
-            raise UsageError("label pairs needs --queries, --chunks and one of --run or --judgments")
-        from ..stages.queries import read_query_items
-        chunks = {c.id: c for c in read_chunks(args.chunks)}
-        judgments = read_record_file(args.judgments, kinds=("judgment",))[1] if args.judgments else None
-        items = pair_items(read_query_items(args.queries), chunks, run=read_run(args.run) if args.run else None,
-                           judgments=judgments, depth=args.depth)
-    else:
-        if not args.answers or args.queries or args.run or args.judgments:
-            raise UsageError("label answers needs ANSWERS (and takes --checks, --chunks), not --queries/--run/--judgments")
-        from ..stages.check import read_answers
-        chunks = {c.id: c for c in read_chunks(args.chunks)} if args.chunks else None
-        checks = read_record_file(args.checks, kinds=("check",))[1] if args.checks else None
-        items = answer_items(read_answers(args.answers, chunks), checks)
-    prior = read_other_labels(args.prior, args.task) if args.prior else {}
-    items = [it for it in items if it.key not in prior]
-    sample, info = draw_sample(items, args.sample, args.seed)
-    others = {}
-    for path in args.others:
-        theirs = read_other_labels(path, args.task)
-        others[path] = theirs
-    return LabelBook(args.task, sample, args.output, assessor, info, prior, others, args.target_width)
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name (a container): still one name per output
-        return "assessor"

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import RagassayError
@@ -144,3 +145,27 @@ class LabelServer:
         req.send_header("X-Content-Type-Options", "nosniff")
         req.send_header("Referrer-Policy", "no-referrer")
         req.end_headers()
+
+
+def label_session(book: LabelBook, *, port: int = 0, show_model: bool = False, open_browser: bool = True,
+                  say: TextIO | None = None) -> dict[str, Any]:
+    """Serve ``book`` until Ctrl-C and return its ``calibration`` result. From the first line
+    printed (to ``say``, the URL among them) a Ctrl-C at any moment is the ordinary way to stop:
+    every label is on disk already, and the server and the book are always closed."""
+    say = say or sys.stdout
+    server = LabelServer(book, port=port, show_model=show_model)
+    try:
+        print(f"labelling {len(book.items)} {'pairs' if book.task == 'pairs' else 'answers'} as {book.assessor}; "
+              f"labels go to {book.output} the moment they are given. Open:", file=say, flush=True)
+        print(server.url, file=say, flush=True)
+        print("(Ctrl-C stops; rerun the same command to go on)", file=sys.stderr, flush=True)
+        if open_browser:
+            import webbrowser
+            webbrowser.open(server.url)
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        book.close()
+    return book.calibration()

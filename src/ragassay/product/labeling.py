@@ -413,3 +413,42 @@ def read_other_labels(path: str | Path, task: str) -> dict[str, Any]:
         return {pair_key(q, c): g for q, docs in read_qrels(path).to_dict().items() for c, g in docs.items()}
     from ..stages.check import read_human_labels
     return read_human_labels(path)
+
+
+def open_label_book(task: str, output: str | Path, *, answers: str | Path | None = None,
+                    queries: str | Path | None = None, chunks: str | Path | None = None,
+                    run: str | Path | None = None, judgments: str | Path | None = None,
+                    checks: str | Path | None = None, depth: int = 10, sample: int | None = None, seed: int = 0,
+                    assessor: str | None = None, prior: str | Path | None = None,
+                    others: Sequence[str | Path] = (), target_width: float = 0.1) -> LabelBook:
+    """``ragassay label``'s book from its files: the items to label (pairs from a run or from
+    judge's judgments; answers, with check's labels when given), minus those ``prior`` labels,
+    sampled; other people's labels to compare with. Resumes what ``output`` already holds."""
+    from ..data.io import read_chunks, read_run
+    from ..data.record_files import read_record_file
+    assessor = assessor or login_name()
+    if task == "pairs":
+        from ..stages.queries import read_query_items
+        chunk_map = {c.id: c for c in read_chunks(chunks)}
+        graded = read_record_file(judgments, kinds=("judgment",))[1] if judgments else None
+        items = pair_items(read_query_items(queries), chunk_map, run=read_run(run) if run else None,
+                           judgments=graded, depth=depth)
+    else:
+        from ..stages.check import read_answers
+        chunk_map = {c.id: c for c in read_chunks(chunks)} if chunks else None
+        labelled = read_record_file(checks, kinds=("check",))[1] if checks else None
+        items = answer_items(read_answers(answers, chunk_map), labelled)
+    before = read_other_labels(prior, task) if prior else {}
+    drawn, info = draw_sample([it for it in items if it.key not in before], sample, seed)
+    theirs = {path: read_other_labels(path, task) for path in others}
+    return LabelBook(task, drawn, output, assessor, info, before, theirs, target_width)
+
+
+def login_name() -> str:
+    """Who labels when no ``--assessor`` is given: the login name, or "assessor" where there is none
+    (a container), so an output still holds one person's labels."""
+    import getpass
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "assessor"
