@@ -13,10 +13,6 @@ from ragassay.cli import build_parser
 
 # handlers that still hold logic, and why: each leaves this list when it is thinned
 NOT_YET = {
-    "run_demo_cmd": "the demo runs the stages itself (issue 26: it reads typed results next)",
-    "run_report": "report/track/history/gate/merge read typed results next (issue 26, records and results)",
-    "run_track": "as run_report", "run_history": "as run_report", "run_gate": "as run_report",
-    "run_merge": "as run_report",
     "run_label": "an interactive server: it starts, serves until Ctrl-C and always shuts down",
 }
 

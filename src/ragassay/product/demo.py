@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,31 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
         log(llm.usage.summary())
         llm.close()
     return done
+
+
+@dataclass
+class DemoResult:
+    """What ``ragassay demo`` did: the example's files it copied (``--copy``), or a demo run's
+    summary (``report``, ``skipped``, ``failed``, ...; see :func:`run_demo`)."""
+
+    copied: list[Path] = field(default_factory=list)
+    run: dict[str, Any] | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """3 when some stage of the run failed (the report shows what succeeded), else 0."""
+        return 3 if self.run is not None and self.run["failed"] else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.run is None:
+            return {"kind": "demo", "version": 1, "copied": [str(f) for f in self.copied]}
+        return {"kind": "demo", "version": 1, **self.run}
+
+
+def demo(out: str | Path | None = None, data: str | Path | None = None, copy: str | Path | None = None,
+         config=None, log=print) -> DemoResult:
+    """``ragassay demo``: write the bundled example's files to ``copy``, or run the whole pipeline on
+    the example (or the example-shaped ``data``) into ``out`` (default ``ragassay-demo``)."""
+    if copy:
+        return DemoResult(copied=copy_example(copy))
+    return DemoResult(run=run_demo(out or "ragassay-demo", data, config, log=log))

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, UsageError
@@ -118,3 +119,96 @@ class History:
 
     def close(self) -> None:
         self.db.close()
+
+
+# ------------------------------------------------------- what the track, history and gate commands call
+
+@dataclass
+class Tracked:
+    """A result added to the history: its row id, its kind and the metrics recorded."""
+
+    id: int
+    result_kind: str
+    metrics: dict[str, float]
+    label: str | None
+    db: str
+
+    def to_dict(self) -> dict:
+        return {"kind": "track", "version": 1, "id": self.id, "result_kind": self.result_kind,
+                "metrics": self.metrics, "label": self.label, "db": self.db}
+
+
+def track(result: str | Path, db: str | Path = DEFAULT_DB, label: str | None = None,
+          run: str | None = None) -> Tracked:
+    """Add the result JSON ``result`` (of evaluate, compare, check, ...) to the history ``db``: its
+    metrics (of the run ``run`` in a compare result), settings, the time and the git commit."""
+    from ..data.results import load_result, result_metrics
+    data = load_result(result)
+    kind, metrics = data["kind"], result_metrics(data, run, result)
+    h = History(db)
+    rid = h.add(kind, metrics, label, str(result), data.get("settings"), git_commit())
+    h.close()
+    return Tracked(rid, kind, metrics, label, str(db))
+
+
+@dataclass
+class HistoryView:
+    """Tracked results: every one (``metric`` None), or the trend of one metric (see :meth:`History.trend`)."""
+
+    metric: str | None
+    results: list[dict]
+
+    def to_dict(self) -> dict:
+        return {"kind": "history", "version": 1, "metric": self.metric, "results": self.results}
+
+
+def read_history(db: str | Path = DEFAULT_DB, metric: str | None = None) -> HistoryView:
+    """The results tracked in ``db``, or the values of ``metric`` over them; InputError when there is
+    no history yet (a missing database is not made by a read)."""
+    if not Path(db).exists():
+        raise InputError("no history yet: record results with 'ragassay track RESULT.json'", db)
+    h = History(db)
+    try:
+        return HistoryView(metric or None, h.trend(metric) if metric else h.rows())
+    finally:
+        h.close()
+
+
+@dataclass
+class GateVerdict:
+    """A gate's outcome: the failed thresholds as sentences (none: it passed)."""
+
+    failures: list[str]
+    result_kind: str
+    thresholds: int
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        """0 every threshold holds; 1 some failed (a build stops)."""
+        return 0 if self.passed else 1
+
+    def to_dict(self) -> dict:
+        return {"kind": "gate", "version": 1, "passed": self.passed, "failures": self.failures,
+                "result_kind": self.result_kind}
+
+
+def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str, float], run: str | None = None,
+                allow_errors: int = 0) -> GateVerdict:
+    """Check the result JSON ``result`` against the thresholds (see :func:`gate`). A threshold name
+    close to one of the result's metrics but not in it is a UsageError (a typo, not a failed gate)."""
+    import difflib
+
+    from ..data.results import load_result, result_errors, result_metrics
+    data = load_result(result)
+    values = result_metrics(data, run, result)
+    for name in [*mins, *maxs]:
+        key = canonical(name)
+        close = difflib.get_close_matches(key, list(values), n=1, cutoff=0.8) if key not in values else []
+        if close:
+            raise UsageError(f"{name!r} is not in this {data['kind']} result; did you mean {close[0]!r}?")
+    failures = gate(values, mins, maxs, result_errors(data), allow_errors)
+    return GateVerdict(failures, data["kind"], len(mins) + len(maxs))
