@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 import pytest
 from fake_llm import FakeLLM
@@ -109,7 +111,7 @@ def _flags(command: str):
     return [a for a in sub.choices[command]._actions if a.dest not in CLI_ONLY]
 
 
-@pytest.mark.parametrize("command", ["judge", "check"])
+@pytest.mark.parametrize("command", ["generate", "judge", "check"])
 def test_the_function_takes_every_flag_of_its_command_by_name_with_its_default(command):
     import inspect
     params = inspect.signature(getattr(ragassay, command)).parameters
@@ -173,3 +175,67 @@ def test_a_list_of_models_is_a_jury_as_repeated_model_flags_are():
     assert server.calls == 44 and models == ["fake-a", "fake-b"]  # every pair asked of each juror
     assert set(judged.usage) == {"fake-a", "fake-b"} and judged.usage["fake-b"]["calls"] == 22
     assert all(set(r["juror_grades"]) == {"fake-a", "fake-b"} for r in judged.records)
+
+
+# ------------------------------------------------------------------------------------ generate
+
+def test_generate_returns_the_set_and_its_usage_as_numbers_and_the_dry_run_foresaw_the_calls():
+    est = ragassay.generate(EXAMPLE / "chunks.jsonl", limit=5, model="fake", no_cache=True, dry_run=True)
+    with FakeLLM() as server:
+        result = ragassay.generate(EXAMPLE / "chunks.jsonl", limit=5, model="fake", base_url=server.url, no_cache=True)
+    assert isinstance(result, ragassay.GenerateResult) and result.exit_code == 0
+    # 4 single-chunk questions x (question, blind answer, compare, critic) + a hard one offered 3 chunks: 4 + 3
+    assert server.calls == est.calls == 23 and result.usage["fake"]["calls"] == 23
+    assert result.usage["fake"]["stages"]["generate"]["calls"] == 5 and "23 calls" in result.usage_text
+    assert result.to_dict()["usage"] == result.usage and result.to_dict()["delivered"] == {"easy": 2, "medium": 2,
+                                                                                          "hard": 1}
+    frame = result.to_dataframe()
+    assert len(frame) == 5 and sorted(frame["difficulty"]) == ["easy", "easy", "hard", "medium", "medium"]
+
+
+def test_generate_writes_its_files_and_grows_a_set_as_the_command_does(tmp_path):
+    out, rejects, qrels = tmp_path / "q.jsonl", tmp_path / "r.jsonl", tmp_path / "q.qrels"
+    with FakeLLM() as server:
+        first = ragassay.generate(EXAMPLE / "chunks.jsonl", output=out, rejects=rejects, qrels_out=qrels, limit=3,
+                                  export=[("ragas", tmp_path / "ragas")], model="fake", base_url=server.url,
+                                  no_cache=True)
+        grown = ragassay.generate(EXAMPLE / "chunks.jsonl", output=out, limit=2, append=True, seed=1,
+                                  mix={"easy": 0.5, "medium": 0.5}, model="fake", base_url=server.url, no_cache=True)
+    assert first.kept == 0 and len(first.accepted) == 3
+    assert [fmt for fmt, _ in first.exported] == ["ragas-evaluation-dataset"]  # the earlier release's name is taken
+    assert len((tmp_path / "ragas" / "ragas_evaluation_dataset.jsonl").read_text().splitlines()) == 3
+    assert len(qrels.read_text().splitlines()) == 5 and rejects.read_text() == ""  # the hard question has 3 chunks
+    assert grown.kept == 3 and len(grown.accepted) == 2
+    ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert ids == [q.id for q in first.accepted] + [q.id for q in grown.accepted]
+    assert not Path(f"{out}.candidates.journal").exists()  # the set is written: its journal is spent
+
+
+def test_generate_dry_runs_and_batch_files_as_on_the_command_line(tmp_path):
+    est = ragassay.generate(EXAMPLE / "chunks.jsonl", limit=10, model="gpt-4o-mini", backend="batch", dry_run=True,
+                            no_cache=True)
+    assert est.calls == 46 and est.to_dict()["batch"]["requests_per_round"] == [10, 10, 10, 10, 6]
+    requests = tmp_path / "requests.jsonl"
+    out = ragassay.generate(EXAMPLE / "chunks.jsonl", limit=3, model="m", output=tmp_path / "q.jsonl",
+                            export_requests=requests, no_cache=True)
+    # levels are drawn hardest first, one wave at a time: the first round asks the hard question alone
+    assert out.pending == 1 and out.exit_code == 0 and len(requests.read_text().splitlines()) == 1
+    assert "1 items wait for 1 batch answers" in out.batch_note
+    assert not (tmp_path / "q.jsonl").exists()  # nothing is written until the batch answers are in
+    with pytest.raises(ragassay.RagassayError, match="--backend batch sends the batches itself"):
+        ragassay.generate(EXAMPLE / "chunks.jsonl", limit=3, backend="batch", export_requests=requests)
+
+
+def test_generate_takes_the_commands_argument_checks():
+    from ragassay.errors import UsageError
+    with pytest.raises(UsageError, match="--mix shares must add up to 1"):
+        ragassay.generate(EXAMPLE / "chunks.jsonl", mix={"easy": 0.5}, dry_run=True)
+    with pytest.raises(UsageError, match="--export format must be one of beir"):
+        ragassay.generate(EXAMPLE / "chunks.jsonl", export=[("nope", "d")], dry_run=True)
+    with pytest.raises(UsageError, match="unknown name 'poem' in --styles"):
+        ragassay.generate(EXAMPLE / "chunks.jsonl", styles="poem=1", dry_run=True)
+    with pytest.raises(ragassay.InputError, match="chunks.jsonl: nothing to generate"):
+        ragassay.generate(EXAMPLE / "chunks.jsonl", per_chunk=0.0001, dry_run=True)
+    est = ragassay.generate([{"id": "c1", "text": "Refunds reach the card within five working days of the return "
+                              "being received at the warehouse."}], limit=2, mix={"easy": 1}, model="m", dry_run=True)
+    assert (est.items, est.calls) == (2, 8)  # chunks given as dicts: one chunk seeds two candidates

@@ -12,7 +12,7 @@ from fake_llm import make_llm
 from pydantic import BaseModel
 
 from ragassay.errors import RagassayError
-from ragassay.llm import LLM, LLMError
+from ragassay.llm import LLMError
 from ragassay.stages.engine import (Call, OutputLock, OutputStore, Stage, StageAborted, StageRun, WorkItem,
                                     fingerprint, run_stage)
 

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 import ragassay
 from ragassay.stages.generate import GenerateOptions, Generator, export, write_outputs
 from ragassay.stages.generate_checks import mix_counts, parse_mix, unfit_chunk
-from ragassay.llm import LLM
 from ragassay.data.records import Chunk, Question
 from helpers import EXAMPLE, nonempty
 

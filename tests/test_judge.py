@@ -15,7 +15,6 @@ import ragassay
 from ragassay.stages.coverage import coverage_label, nugget_scores
 from ragassay.stages.judge import JudgeOptions, judge_run, median_grade
 from ragassay.stages.queries import QueryItem, read_query_items
-from ragassay.llm import LLM
 from ragassay.data.records import Chunk, Coverage, Judgment
 from helpers import EXAMPLE, nonempty
 

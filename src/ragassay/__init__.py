@@ -24,7 +24,7 @@ _EXPORTS = {
     "read_query_items": "stages.queries", "Estimate": "stages.engine",
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
-    "judge": "api", "check": "api",
+    "judge": "api", "check": "api", "generate": "api", "GenerateResult": "stages.generate",
     "InputError": "errors", "MeasureError": "errors", "RagassayError": "errors",
 }
 
@@ -46,7 +46,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs
-    from .api import check, judge
+    from .api import check, generate, judge
+    from .stages.generate import GenerateResult
     from .errors import InputError, MeasureError, RagassayError
     from .data.io import read_chunks, read_qrels, read_queries, read_run, write_jsonl, write_qrels, write_run
     from .metrics.agreement import Agreement, agree

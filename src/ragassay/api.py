@@ -1,5 +1,6 @@
-"""The LLM stages as Python functions: ``ragassay.judge(...)`` and ``ragassay.check(...)`` are what
-the ``judge`` and ``check`` commands call, with the same keyword names and defaults as their flags
+"""The LLM stages as Python functions: ``ragassay.generate(...)``, ``ragassay.judge(...)`` and
+``ragassay.check(...)`` are what the ``generate``, ``judge`` and ``check`` commands call, with the same
+keyword names and defaults as their flags
 (``--max-chunk-chars 6000`` is ``max_chunk_chars=6000``). They read files or take objects, run the
 stage on the one scaffold (``dry_run=True`` gives its estimate; ``backend="batch"`` goes through the
 Batch API) and return a typed result (``.records``, ``.to_dataframe()``, ``.usage`` as numbers). They
@@ -36,6 +37,7 @@ from .errors import InputError, UsageError
 from .llm import LLM, LLMConfig
 from .stages.check import CheckOptions, CheckResult
 from .stages.engine import Estimate, StageAborted
+from .stages.generate import GenerateOptions, GenerateResult
 from .stages.judge import JudgeOptions, JudgeResult
 from .stages.queries import QueryItem
 from .stages.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
@@ -211,6 +213,72 @@ def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: dict[str
     return items, fields_by_id
 
 
+# --------------------------------------------------------------------------------- generate
+
+def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, output: str | Path | None = None,
+             per_chunk: float = 1.0, mix: str | Mapping[str, float] = "easy=0.4,medium=0.4,hard=0.2",
+             limit: int | None = None, append: bool = False,
+             styles: str | Mapping[str, float] = "question=0.4,keywords=0.25,lowercase=0.15,task=0.2",
+             seed: int = 0, qrels_out: str | Path | None = None, rejects: str | Path | None = None,
+             export: Sequence[tuple[str, str | Path]] = (), max_per_doc: int | None = None,
+             model: str | Sequence[str] | None = None, base_url: str | None = None, timeout: float | None = None,
+             concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
+             cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
+             price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
+             dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+             import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0, quiet: bool = True,
+             llm: LLM | None = None, **llm_settings: Any) -> GenerateResult | Estimate:
+    """Write easy / medium / hard questions with answers and evidence: ``ragassay generate`` as a call.
+
+    ``chunks`` may be a file, a list of dicts or Chunks, or a ``{id: Chunk}`` dict. Every other
+    keyword is the command's flag of the same name, with its default: ``limit=20`` questions (else
+    ``per_chunk`` for each chunk fit to ask about), ``mix`` and ``styles`` as the flags' text or a
+    dict of shares, ``export=[("beir", "dir")]``, ``append=True`` to grow the set in ``output``,
+    ``backend="batch"``, ``max_calls=``, ... The questions file, ``rejects`` and ``qrels_out`` are
+    written at the end, while their locks are held; a killed run resumes from the journal beside
+    ``output``. Without ``output`` the set lives only in the result. ``quiet`` defaults to True here.
+    Returns a :class:`~ragassay.stages.generate.GenerateResult` (``.accepted`` the new questions,
+    ``.usage`` as numbers), or the :class:`~ragassay.stages.engine.Estimate` of a ``dry_run``.
+
+    >>> from ragassay.product.demo import example_dir
+    >>> est = generate(example_dir() / "chunks.jsonl", limit=10, model="gpt-4o-mini", no_cache=True, dry_run=True)
+    >>> est.items, est.calls  # 8 single-chunk candidates x 4 calls; 2 hard ones x (4 + one per chunk offered)
+    (10, 46)
+    >>> est.calls_per_step
+    [10, 10, 10, 10, 6]
+    """
+    from .stages.generate import STYLES
+    from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
+    mix_shares = shares(mix, ("easy", "medium", "hard"), "--mix")
+    style_shares = shares(styles, tuple(STYLES), "--styles")
+    targets = export_targets(export)
+    if max_per_doc is not None and max_per_doc < 1:
+        raise UsageError("--max-per-doc must be at least 1")
+    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
+    on.check()
+    chunk_list = _chunk_list(chunks)
+    existing = existing_questions(output) if append and output is not None else []
+    given = _given(llm)
+    config = given[0].config if given else _config(
+        model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
+        max_cost=max_cost)
+    total = wanted(chunk_list, limit, per_chunk, chunks if isinstance(chunks, (str, Path)) else None)
+    options = GenerateOptions(total=total, mix=mix_shares, seed=seed, quiet=quiet, max_per_doc=max_per_doc,
+                              styles=style_shares, max_calls=max_calls)
+    with _output(output, "questions.jsonl") as out:
+        job = GenerateJob(chunk_list, config, out, options=options, existing=existing, rejects=rejects,
+                          qrels_out=qrels_out, exports=targets)
+        done = _run(job, on, dry_run, given, temporary=output is None)
+    if isinstance(done, Estimate):
+        return done
+    result = done.result
+    result.usage, result.usage_text, result.kept = done.usage_numbers(), done.usage_text(), len(existing)
+    # a live run names its batch files only while the set waits for their answers
+    result.batch_note = done.batch_note if on.name == "batch" or result.pending else ""
+    return result
+
+
 # ---------------------------------------------------------------------------------- shared
 
 def _run(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | None,
@@ -294,3 +362,13 @@ def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | 
         return dict(chunks)
     items = [c if isinstance(c, Chunk) else Chunk.model_validate(c) for c in chunks]
     return {c.id: c for c in items}
+
+
+def _chunk_list(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk]) -> list[Chunk]:
+    """The chunks in their given order (generate draws by it), read or validated."""
+    from .data.io import read_chunks
+    if isinstance(chunks, (str, Path)):
+        return read_chunks(chunks)
+    if isinstance(chunks, Mapping):
+        return list(chunks.values())
+    return [c if isinstance(c, Chunk) else Chunk.model_validate(c) for c in chunks]

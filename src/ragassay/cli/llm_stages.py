@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from .options import (add_batch_options, add_format_option, add_llm_options, api_arguments, batch_box, finish_batch,
-                      llm_config, run_batch_rounds)
-from ..errors import RagassayError, UsageError
-from ..product.formatting import render_table, to_json
+from .options import add_batch_options, add_format_option, add_llm_options, api_arguments, llm_config
+from ..errors import RagassayError
+from ..product.formatting import render_table
 from .render import render, render_stage
 from .values import nonneg_int, percent, positive_float, positive_int, share
-
-
-def offline_llms(configs):
-    """LLMs that only export requests and read imported answers: no endpoint or key needed."""
-    from ..llm import LLM
-    from ..llm.batch import OfflineClient
-    return [LLM(c, client=OfflineClient()) for c in configs]
 
 
 # ---------------------------------------------------------------------------------------- ping
@@ -268,78 +259,25 @@ def generate(sub: Any) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
-    from ..data.io import read_chunks
-    from ..errors import InputError
-    from ..llm import LLM
-    from ..stages.engine import run_locked
-    from ..stages.generate import GenerateOptions, Generator, export, write_outputs
-    from ..stages.generate_checks import parse_mix
-    from ..stages.generate import STYLES
-    try:
-        mix = parse_mix(args.mix)
-        styles = parse_mix(args.styles, tuple(STYLES), "--styles")
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    from ..stages.generate import export_format
-    try:
-        args.export = [(export_format(fmt), d) for fmt, d in args.export]
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    if args.max_per_doc is not None and args.max_per_doc < 1:
-        raise UsageError("--max-per-doc must be at least 1")
-    chunks = read_chunks(args.chunks)
-    existing = []
-    if args.append and Path(args.output).exists() and Path(args.output).stat().st_size:
-        from ..data.io import read_records
-        from ..data.records import Question
-        existing = [q for _, q in read_records(args.output, Question, "question")]
-    config = llm_config(args)
-    probe = Generator(None, chunks, GenerateOptions(), config)
-    total = args.limit if args.limit is not None else int(round(args.per_chunk * len(probe.fit)))
-    if total < 1:
-        raise InputError("nothing to generate: no usable chunks, or --limit below 1", args.chunks)
-    options = GenerateOptions(total=total, mix=mix, seed=args.seed, quiet=args.quiet, max_per_doc=args.max_per_doc,
-                              styles=styles, max_calls=args.max_calls)
-    if args.dry_run:  # offline: no endpoint, no key
-        est = Generator(None, chunks, options, config, existing).estimate(output=args.output)
-        est.batch = args.backend == "batch"
-        return to_json(est.to_dict()) if args.format == "json" else est.text()
+    from ..api import generate
+    return render_stage(generate(**api_arguments(args, generate)), args, _generate_text, _generate_json)
 
-    def run_once(box):
-        async def body():
-            llm = offline_llms([config])[0] if box is not None and box.collect else LLM(config)
-            llm.batch = box
-            try:
-                result = await Generator(llm, chunks, options, existing=existing).run(output=args.output)
-                if not result.pending:  # written under the lock; until the batch answers are in, nothing is
-                    write_outputs(result, args.output, args.rejects, args.qrels_out, existing)
-                return result, llm.usage
-            finally:
-                llm.close()
-        return run_locked([args.output, args.rejects, args.qrels_out], body)
-    note = ""
-    if args.backend == "batch":
-        (result, usage), note = run_batch_rounds(args, config, args.output, run_once)
-    else:
-        box = batch_box(args)
-        result, usage = run_once(box)
-        if result.pending:
-            note = finish_batch(args, box, result.pending)
+
+def _generate_json(result: Any) -> dict:
+    # a set still waiting for batch answers says how many and what to do next; a finished one has no such keys
+    waiting = {"pending": result.pending, "batch": result.batch_note} if result.pending else {}
+    return {**result.to_dict(), **waiting}
+
+
+def _generate_text(result: Any, args: argparse.Namespace) -> str:
     if result.pending:  # the set is not finished: nothing is written until the batch answers are in
-        if args.format == "json":
-            return to_json({**result.to_dict(), "usage": {config.model: usage.to_dict()}, "usage_text": usage.summary(),
-                            "pending": result.pending, "batch": note}), 0
         return "\n".join([f"generate: {result.pending} candidates wait for batch answers "
-                          f"({len(result.accepted)} accepted so far; nothing written yet)", note]), 0
-    exported = [(fmt, export(result.accepted, chunks, fmt, directory)) for fmt, directory in args.export]
-    if args.format == "json":
-        return to_json({**result.to_dict(), "usage": {config.model: usage.to_dict()}, "usage_text": usage.summary()}), \
-            result.exit_code
-    out = [result.summary(), usage.summary(), f"questions: {args.output}"
-           + (f" ({len(existing)} kept, {len(result.accepted)} added)" if args.append else "")] + ([note] if note else [])
-    for fmt, paths in exported:
-        out.append(f"exported ({fmt}): " + ", ".join(str(p) for p in paths))
-    return "\n".join(out), result.exit_code
+                          f"({len(result.accepted)} accepted so far; nothing written yet)", result.batch_note])
+    grown = f" ({result.kept} kept, {len(result.accepted)} added)" if args.append else ""
+    out = [result.summary(), result.usage_text, f"questions: {args.output}{grown}"]
+    out += [result.batch_note] if result.batch_note else []
+    out += [f"exported ({fmt}): " + ", ".join(str(p) for p in paths) for fmt, paths in result.exported]
+    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------------------- remap

@@ -97,29 +97,6 @@ def add_batch_options(p: argparse.ArgumentParser, shard: bool = True) -> None:
                        "answer id), e.g. 1/4 on the first of four machines; combine outputs with 'ragassay merge'")
 
 
-def backend(args: argparse.Namespace):
-    """The backend the batch flags ask for (see :class:`ragassay.stages.scaffold.Backend`)."""
-    from ..stages.scaffold import Backend
-    return Backend(args.backend, args.export_requests, tuple(args.import_results), args.poll_seconds)
-
-
-def run_batch_rounds(args: argparse.Namespace, config, output: str, run_once):
-    """``--backend batch``: the library's rounds (see :func:`ragassay.llm.batch_api.run_rounds`)."""
-    from ..llm.batch_api import run_rounds
-    backend(args).check()
-    return run_rounds(config, output, run_once, poll_seconds=args.poll_seconds)
-
-
-def batch_box(args: argparse.Namespace):
-    """The BatchBox of a run (answers imported, requests collected), or None without batch flags."""
-    return backend(args).box()
-
-
-def finish_batch(args: argparse.Namespace, box, pending: int) -> str:
-    """Write the collected requests; the lines that tell the user what to do next."""
-    return backend(args).finish(box, pending)
-
-
 def api_arguments(args: argparse.Namespace, function: Callable[..., Any]) -> dict[str, Any]:
     """The command's flags that ``function`` (its Python API twin) takes: the same names, so every
     flag reaches the library by name (tests/test_api.py checks that each flag has its keyword)."""

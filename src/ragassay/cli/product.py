@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..data.result_models import (DemoResult, GateResult, HistoryResult, MergeResult, ReportResult,
-                                  TrackResult)
 from ..errors import UsageError
-from ..product.formatting import render_table, to_json
+from ..product.formatting import render_table
 from .options import add_format_option, add_llm_options, llm_config
+from .render import render
 from .values import nonneg_int
 
 
@@ -34,25 +33,27 @@ def demo(sub: Any) -> None:
     p.set_defaults(handler=run_demo_cmd)
 
 
-def run_demo_cmd(args: argparse.Namespace) -> str:
-    from ..product.demo import copy_example, run_demo
+def run_demo_cmd(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..product.demo import demo
     if args.copy and (args.out is not None or args.data is not None):
         raise UsageError("--copy only writes the bundled example's files; --out and --data are for a demo run: "
                          "give one or the other")
-    if args.copy:
-        files = copy_example(args.copy)
-        if args.format == "json":
-            return to_json(DemoResult(copied=[str(f) for f in files]).to_dict())
-        return f"wrote {len(files)} files of the bundled example to {args.copy}: " + ", ".join(
-            str(f.relative_to(args.copy)) for f in files)
-    quiet = args.format == "json"  # stdout is the JSON alone; the step lines go to stderr, or nowhere with --quiet
-    silent = quiet and getattr(args, "quiet", False)
-    done = run_demo(args.out or "ragassay-demo", args.data, llm_config(args),
-                    log=(lambda m: None) if silent else
-                    (lambda m: print(m, flush=True, file=sys.stderr if quiet else sys.stdout)))
-    code = 3 if done.failed else 0
-    if quiet:
-        return to_json(done.to_dict()), code
+    done = demo(args.out, args.data, args.copy, llm_config(args), log=_demo_log(args))
+    return render(args, done.to_dict, lambda: _demo_text(done, args), done.exit_code)
+
+
+def _demo_log(args: argparse.Namespace):
+    """Where the step lines go: stdout; stderr when stdout is the JSON alone; nowhere with --quiet too."""
+    as_json = args.format == "json"
+    if as_json and getattr(args, "quiet", False):
+        return lambda m: None
+    return lambda m: print(m, flush=True, file=sys.stderr if as_json else sys.stdout)
+
+
+def _demo_text(done: Any, args: argparse.Namespace) -> str:
+    if done.copied is not None:
+        return f"wrote {len(done.copied)} files of the bundled example to {args.copy}: " + ", ".join(
+            str(Path(f).relative_to(args.copy)) for f in done.copied)
     lines = []
     if done.skipped:
         lines.append("skipped (no LLM endpoint configured): " + ", ".join(done.skipped))
@@ -62,7 +63,7 @@ def run_demo_cmd(args: argparse.Namespace) -> str:
     if done.failed:  # last, where a user (and a CI log) looks
         lines.append(f"demo finished with failures in {len(done.failed)} stage(s); the report shows what succeeded:")
         lines += [f"  {f}" for f in done.failed]
-    return "\n".join(lines), code
+    return "\n".join(lines)
 
 
 # -------------------------------------------------------------------------------------- report
@@ -97,18 +98,14 @@ def report(sub: Any) -> None:
     p.set_defaults(handler=run_report)
 
 
-def run_report(args: argparse.Namespace) -> str:
-    from ..product.report import load_inputs, write_report
+def run_report(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..product.report import make_report
     if bool(args.qrels) != bool(args.run) and not args.files:
         raise UsageError("--qrels and --run go together (or give result files)")
-    inputs = load_inputs(args.files, qrels=args.qrels, runs=args.run, chunks=args.chunks, queries=args.queries,
-                         answers=args.answers, human=args.human)
-    file_format = args.format if args.format in ("html", "markdown") else \
-        ("markdown" if Path(args.output).suffix.lower() in (".md", ".markdown") else "html")
-    path = write_report(inputs, args.output, file_format, args.title)
-    if args.format == "json":
-        return to_json(ReportResult(output=str(path), format=file_format, bytes=path.stat().st_size).to_dict())
-    return f"report: {path}"
+    written = make_report(args.files, args.output, qrels=args.qrels, runs=args.run, chunks=args.chunks,
+                          queries=args.queries, answers=args.answers, human=args.human, fmt=args.format,
+                          title=args.title)
+    return render(args, written.to_dict, lambda: f"report: {written.path}")
 
 
 # --------------------------------------------------------------------------------------- merge
@@ -127,21 +124,26 @@ def merge(sub: Any) -> None:
     p.set_defaults(handler=run_merge)
 
 
-def run_merge(args: argparse.Namespace) -> tuple[str, int]:
+def run_merge(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..product.merge import write_merged
-    m = write_merged(args.files, args.output)
-    code = 3 if m.conflicts else 0
-    if args.format == "json":
-        return to_json(MergeResult(files=m.files, records=len(m.records), duplicates=m.duplicates,
-                                   replaced_errors=m.replaced_errors, conflicts=m.conflicts,
-                                   output=str(args.output)).to_dict()), code
+    merged = write_merged(args.files, args.output)
+    return render(args, lambda: _merge_json(merged, args), lambda: _merge_text(merged, args), merged.exit_code)
+
+
+def _merge_json(m: Any, args: argparse.Namespace) -> dict:
+    from ..data.result_models import MergeResult
+    return MergeResult(files=m.files, records=len(m.records), duplicates=m.duplicates, replaced_errors=m.replaced_errors,
+                       conflicts=m.conflicts, output=str(args.output)).to_dict()
+
+
+def _merge_text(m: Any, args: argparse.Namespace) -> str:
     lines = [f"merged {m.files} files: {len(m.records)} records in {args.output} ({m.duplicates} duplicates dropped, "
              f"{m.replaced_errors} error records replaced by ok ones)"]
     if m.conflicts:
         n = len(m.conflicts)
         lines.append(f"{n} key{' has' if n == 1 else 's have'} different records in different files (the first "
                      f"file's is kept): {', '.join(m.conflicts[:5])}" + (" ..." if n > 5 else ""))
-    return "\n".join(lines), code
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------ track, history
@@ -161,18 +163,11 @@ def track(sub: Any) -> None:
     p.set_defaults(handler=run_track)
 
 
-def run_track(args: argparse.Namespace) -> str:
-    from ..data.results import read_result, result_metrics
-    from ..product.tracking import History, git_commit
-    result = read_result(args.result)
-    kind, metrics = result.kind, result_metrics(result, args.run, args.result)
-    h = History(args.db)
-    rid = h.add(kind, metrics, args.label, str(args.result), getattr(result, "settings", None), git_commit())
-    h.close()
-    if args.format == "json":
-        return to_json(TrackResult(id=rid, result_kind=kind, metrics=metrics, label=args.label,
-                                   db=str(args.db)).to_dict())
-    return f"tracked result #{rid} ({kind}, {len(metrics)} metrics) in {args.db}"
+def run_track(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..product.tracking import track
+    tracked = track(args.result, args.db, args.label, args.run)
+    return render(args, tracked.to_dict, lambda: f"tracked result #{tracked.id} ({tracked.result_kind}, "
+                                                 f"{len(tracked.metrics)} metrics) in {args.db}")
 
 
 def history(sub: Any) -> None:
@@ -187,29 +182,25 @@ def history(sub: Any) -> None:
     p.set_defaults(handler=run_history)
 
 
-def run_history(args: argparse.Namespace) -> str:
+def run_history(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..product.tracking import read_history
+    view = read_history(args.db, args.metric)
+    return render(args, view.to_dict, lambda: _history_text(view))
+
+
+def _history_text(view: Any) -> str:
     import datetime
 
-    from ..errors import InputError
-    from ..product.tracking import History
-    if not Path(args.db).exists():
-        raise InputError("no history yet: record results with 'ragassay track RESULT.json'", args.db)
-    h = History(args.db)
     def when(ts):
         return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
-    if args.metric:
-        rows = h.trend(args.metric)
-        if args.format == "json":
-            return to_json(HistoryResult(metric=args.metric, results=rows).to_dict())
+    rows, metric = view.results, view.metric
+    if metric is not None:
         if not rows:
-            return f"no tracked result has {args.metric}"
-        return render_table(["#", "time", "label", "commit", args.metric, "vs previous", "vs best"],
+            return f"no tracked result has {metric}"
+        return render_table(["#", "time", "label", "commit", metric, "vs previous", "vs best"],
                             [[r.id, when(r.created), r.label or "", r.commit or "", r.value,
                               "" if r.delta_previous is None else f"{r.delta_previous:+.4f}",
                               "" if r.delta_best is None else f"{r.delta_best:+.4f}"] for r in rows])
-    rows = h.rows()
-    if args.format == "json":
-        return to_json(HistoryResult(metric=None, results=rows).to_dict())
     return render_table(["#", "time", "kind", "label", "commit", "metrics"],
                         [[r.id, when(r.created), r.kind, r.label or "", r.commit or "",
                           ", ".join(sorted(r.metrics)[:6]) + (" ..." if len(r.metrics) > 6 else "")] for r in rows])
@@ -236,27 +227,18 @@ def gate(sub: Any) -> None:
 
 
 def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
-    from ..data.results import read_result, result_errors, result_metrics
-    import difflib
-
-    from ..product.tracking import canonical, gate, parse_thresholds
+    from ..product.tracking import gate_result, parse_thresholds
     mins, maxs = parse_thresholds(args.min, "--min"), parse_thresholds(args.max, "--max")
     if not mins and not maxs:
         raise UsageError("give at least one threshold: --min METRIC=VALUE or --max METRIC=VALUE")
     if args.allow_errors < 0:
         raise UsageError("--allow-errors must be 0 or more")
-    result = read_result(args.result)
-    values = result_metrics(result, args.run, args.result)
-    for name in [*mins, *maxs]:  # a misspelt name is a usage error, not a failed gate
-        key = canonical(name)
-        close = difflib.get_close_matches(key, list(values), n=1, cutoff=0.8) if key not in values else []
-        if close:
-            raise UsageError(f"{name!r} is not in this {result.kind} result; did you mean {close[0]!r}?")
-    failures = gate(values, mins, maxs, result_errors(result), args.allow_errors)
-    if args.format == "json":
-        return to_json(GateResult(passed=not failures, failures=failures, result_kind=result.kind).to_dict()), \
-            1 if failures else 0
-    if failures:
-        print("gate failed:\n" + "\n".join(f"  {f}" for f in failures), file=sys.stderr)
-        return "", 1
-    return f"gate passed: {len(mins) + len(maxs)} threshold(s) hold ({result.kind} result)"
+    verdict = gate_result(args.result, mins, maxs, args.run, args.allow_errors)
+    return render(args, verdict.to_dict, lambda: _gate_text(verdict, len(mins) + len(maxs)), verdict.exit_code)
+
+
+def _gate_text(verdict: Any, thresholds: int) -> str:
+    if verdict.failures:  # a CI log shows stderr; stdout stays empty
+        print("gate failed:\n" + "\n".join(f"  {f}" for f in verdict.failures), file=sys.stderr)
+        return ""
+    return f"gate passed: {thresholds} threshold(s) hold ({verdict.result_kind} result)"

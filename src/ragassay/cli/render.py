@@ -17,11 +17,12 @@ def render(args: argparse.Namespace, as_json: Callable[[], Any], as_text: Callab
     return to_json(as_json()) if args.format == "json" else as_text(), code
 
 
-def render_stage(result: Any, args: argparse.Namespace,
-                 text: Callable[[Any, argparse.Namespace], str]) -> str | tuple[str, int]:
-    """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON or as ``text``."""
+def render_stage(result: Any, args: argparse.Namespace, text: Callable[[Any, argparse.Namespace], str],
+                 as_json: Callable[[Any], Any] | None = None) -> str | tuple[str, int]:
+    """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON (``as_json(result)``;
+    by default its dict with the batch note) or as ``text``."""
     from ..stages.engine import Estimate
     if isinstance(result, Estimate):
         return render(args, result.to_dict, result.text)
-    return render(args, lambda: nan_to_none({**result.to_dict(), "batch": result.batch_note or None}),
-                  lambda: text(result, args), result.exit_code)
+    as_json = as_json or (lambda r: {**r.to_dict(), "batch": r.batch_note or None})
+    return render(args, lambda: nan_to_none(as_json(result)), lambda: text(result, args), result.exit_code)

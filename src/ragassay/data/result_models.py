@@ -245,6 +245,11 @@ class DemoResult(Result):
     failed: list[str] | None = None     # the stages that failed, each with its reason
     report: str | None = None           # the report written
 
+    @property
+    def exit_code(self) -> int:
+        """3 when some stage of the demo failed (the report shows what succeeded), else 0."""
+        return 3 if self.failed else 0
+
 
 class ReportResult(Result):
     KIND = "report"
@@ -305,6 +310,11 @@ class GateResult(Result):
     passed: bool | None = None
     failures: list[str] | None = None
     result_kind: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """0 every threshold holds; 1 some failed (a build stops)."""
+        return 0 if self.passed else 1
 
 
 RESULTS: dict[str, type[Result]] = {m.KIND: m for m in (

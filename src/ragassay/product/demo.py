@@ -200,3 +200,12 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
         log(llm.usage.summary())
         llm.close()
     return DemoResult(skipped=skipped, failed=failed, report=str(path))
+
+
+def demo(out: str | Path | None = None, data: str | Path | None = None, copy: str | Path | None = None,
+         config=None, log=print) -> DemoResult:
+    """``ragassay demo``: write the bundled example's files to ``copy``, or run the whole pipeline on
+    the example (or the example-shaped ``data``) into ``out`` (default ``ragassay-demo``)."""
+    if copy:
+        return DemoResult(copied=[str(f) for f in copy_example(copy)])
+    return run_demo(out or "ragassay-demo", data, config, log=log)

@@ -26,6 +26,11 @@ class Merged:
     replaced_errors: int = 0
     conflicts: list[str] = field(default_factory=list)  # keys with different ok records
 
+    @property
+    def exit_code(self) -> int:
+        """3 when some key has different ok records in different files (the first file's is kept), else 0."""
+        return 3 if self.conflicts else 0
+
 
 MERGED_KINDS = ("judgment", "coverage", "check", "question")  # what shards write
 

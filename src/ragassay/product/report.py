@@ -11,6 +11,8 @@ the judge's grades, coverage nuggets, the reference and the system's answer with
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -335,6 +337,32 @@ def write_report(inp: ReportInputs, output: str | Path, fmt: str = "html", title
     out.parent.mkdir(parents=True, exist_ok=True)
     write_lines_atomic(out, [text])
     return out
+
+
+@dataclass
+class ReportFile:
+    """A report written: where, in which format, how large."""
+
+    path: Path
+    format: str
+    bytes: int
+
+    def to_dict(self) -> dict:
+        from ..data.result_models import ReportResult
+        return ReportResult(output=str(self.path), format=self.format, bytes=self.bytes).to_dict()
+
+
+def make_report(files: Sequence[str | Path], output: str | Path, *, qrels: str | Path | None = None,
+                runs: Sequence[str | Path] = (), chunks: str | Path | None = None, queries: str | Path | None = None,
+                answers: str | Path | None = None, human: str | Path | None = None, fmt: str | None = None,
+                title: str = "ragassay report") -> ReportFile:
+    """Read ragassay's outputs (``files``, with the qrels, runs and texts they refer to) and write
+    one report to ``output``: ``fmt`` html or markdown, else by the output's suffix (.md is markdown)."""
+    inputs = load_inputs(files, qrels=qrels, runs=runs, chunks=chunks, queries=queries, answers=answers, human=human)
+    file_format = fmt if fmt in ("html", "markdown") else \
+        ("markdown" if Path(output).suffix.lower() in (".md", ".markdown") else "html")
+    path = write_report(inputs, output, file_format, title)
+    return ReportFile(path, file_format, path.stat().st_size)
 
 
 def _clip(text: str, n: int) -> str:

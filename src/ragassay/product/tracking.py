@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..data.result_models import TrackedResult
+from ..data.result_models import GateResult, HistoryResult, TrackedResult, TrackResult
 from ..errors import InputError, UsageError
 
 DEFAULT_DB = Path(".ragassay") / "history.sqlite"
@@ -119,3 +119,50 @@ class History:
 
     def close(self) -> None:
         self.db.close()
+
+
+# ------------------------------------------------------- what the track, history and gate commands call
+
+def track(result: str | Path, db: str | Path = DEFAULT_DB, label: str | None = None,
+          run: str | None = None) -> TrackResult:
+    """Add the result JSON ``result`` (of evaluate, compare, check, ...) to the history ``db``: its
+    metrics (of the run ``run`` in a compare result), settings, the time and the git commit."""
+    from ..data.results import read_result, result_metrics
+    parsed = read_result(result)
+    metrics = result_metrics(parsed, run, result)
+    h = History(db)
+    try:
+        rid = h.add(parsed.kind, metrics, label, str(result), getattr(parsed, "settings", None), git_commit())
+    finally:
+        h.close()
+    return TrackResult(id=rid, result_kind=parsed.kind, metrics=metrics, label=label, db=str(db))
+
+
+def read_history(db: str | Path = DEFAULT_DB, metric: str | None = None) -> HistoryResult:
+    """The results tracked in ``db``, or the values of ``metric`` over them; InputError when there is
+    no history yet (a missing database is not made by a read)."""
+    if not Path(db).exists():
+        raise InputError("no history yet: record results with 'ragassay track RESULT.json'", db)
+    h = History(db)
+    try:
+        return HistoryResult(metric=metric or None, results=h.trend(metric) if metric else h.rows())
+    finally:
+        h.close()
+
+
+def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str, float], run: str | None = None,
+                allow_errors: int = 0) -> GateResult:
+    """Check the result JSON ``result`` against the thresholds (see :func:`gate`). A threshold name
+    close to one of the result's metrics but not in it is a UsageError (a typo, not a failed gate)."""
+    import difflib
+
+    from ..data.results import read_result, result_errors, result_metrics
+    parsed = read_result(result)
+    values = result_metrics(parsed, run, result)
+    for name in [*mins, *maxs]:
+        key = canonical(name)
+        close = difflib.get_close_matches(key, list(values), n=1, cutoff=0.8) if key not in values else []
+        if close:
+            raise UsageError(f"{name!r} is not in this {parsed.kind} result; did you mean {close[0]!r}?")
+    failures = gate(values, mins, maxs, result_errors(parsed), allow_errors)
+    return GateResult(passed=not failures, failures=failures, result_kind=parsed.kind)

@@ -125,6 +125,12 @@ class GenerateResult:
     target: dict[str, int]
     pending: int = 0  # candidates waiting for batch answers: the set is not finished, nothing is written
     stopped: str | None = None  # why generation stopped before the target: a ceiling, or chunks spent
+    # set by a run through the scaffold (ragassay.generate, the command):
+    usage: dict[str | None, dict[str, Any]] = field(default_factory=dict)  # model -> calls, tokens, cost
+    usage_text: str = ""  # the same, as the line the command prints
+    batch_note: str = ""  # what a run on batch files or the Batch API left to do
+    kept: int = 0  # questions of the set being grown (--append) written before the new ones
+    exported: list[tuple[str, list[Path]]] = field(default_factory=list)  # (format, files) of each --export
 
     def summary(self) -> str:
         per_level = Counter(q.difficulty for q in self.accepted)
@@ -160,7 +166,10 @@ class GenerateResult:
 
     @property
     def exit_code(self) -> int:
-        """0 the target was met; 3 some questions are missing; 1 none was accepted."""
+        """0 the target was met, or the set waits for batch answers; 3 some questions are missing; 1
+        none was accepted."""
+        if self.pending:
+            return 0
         if not self.accepted:
             return 1
         return 3 if self.shortfall else 0
@@ -173,7 +182,14 @@ class GenerateResult:
             rejected=len(self.rejects), relabelled=sum(1 for q in self.accepted if q.checks.get("relabelled")),
             kinds=dict(Counter(q.kind for q in self.accepted)), styles=dict(Counter(q.style for q in self.accepted)),
             reject_reasons=dict(Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)),
-            unfit_chunks=len(self.unfit_chunks), stopped=self.stopped).to_dict()
+            unfit_chunks=len(self.unfit_chunks), stopped=self.stopped, usage=self.usage,
+            usage_text=self.usage_text).to_dict()
+
+
+    def to_dataframe(self) -> Any:
+        """The accepted questions as a pandas DataFrame (pandas is optional)."""
+        from ..data.io import to_dataframe
+        return to_dataframe(list(self.accepted))
 
 
 def cited(generated: GeneratedQuestion, offered: Sequence[str]) -> list[str]:
