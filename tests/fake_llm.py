@@ -190,6 +190,7 @@ class FakeLLM:
         self.refuse = refuse  # when set: every answer is this refusal (a model that rejects everything)
         self.calls = 0
         self.requests: list[dict] = []
+        self.in_flight = 0  # requests being answered now
         self._lock = threading.Lock()
         server = self
 
@@ -198,6 +199,15 @@ class FakeLLM:
                 pass
 
             def do_POST(self) -> None:
+                with server._lock:
+                    server.in_flight += 1
+                try:
+                    self.answer()
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def answer(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
                 with server._lock:
                     server.calls += 1
@@ -224,6 +234,19 @@ class FakeLLM:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def settled_calls(self, quiet: float = 0.3, timeout: float = 10.0) -> int:
+        """The calls received once the server has been idle for ``quiet`` seconds: a run that stopped
+        early may leave requests on the wire that arrive after it returned."""
+        deadline = time.monotonic() + timeout
+        seen, since = self.calls, time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            if self.in_flight or self.calls != seen:
+                seen, since = self.calls, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                break
+        return self.calls
 
     def __enter__(self) -> FakeLLM:
         import os

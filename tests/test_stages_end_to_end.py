@@ -209,7 +209,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_completes(tmp_path, capsys, monkeyp
         assert err.count("\n") == 0 and "No space left on device" in err and "j.jsonl.journal" in err
         assert len(lines(Path(f"{out}.journal"))) == 5  # what was written before the disk filled stays readable
         monkeypatch.setattr(engine, "open", real_open, raising=False)
-        before = server.calls
+        before = server.settled_calls()  # the first run's last requests may still be arriving
         assert main(judge_args(tmp_path, server.url, BM25, 3)) == 0
         assert server.calls - before <= 66 - 5
     assert len(lines(out)) == 66
