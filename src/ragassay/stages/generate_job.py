@@ -21,6 +21,7 @@ from .generate import GenerateOptions, GenerateResult, Generator, export, export
 from .generate_checks import parse_mix, unfit_chunk
 from .scaffold import StageJob
 
+
 def shares(value: str | Mapping[str, float], names: Sequence[str], flag: str) -> dict[str, float]:
     """``--mix`` / ``--styles`` as shares by name: from the flag's text (``easy=0.5,hard=0.5``) or a
     dict, checked alike (known names, each share 0-1, adding up to 1); a UsageError names the flag."""
