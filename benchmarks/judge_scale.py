@@ -7,7 +7,7 @@ judgment, and a dry run, each a separate process (peak RSS from the kernel's own
 A stub OpenAI-compatible endpoint (a separate process on 127.0.0.1) answers every relevance call at
 once with a fixed grade, so what is measured is ragassay, not a model. The peer, in the same run: a
 bare AsyncOpenAI loop on aiohttp sending the same requests (built up front by ragassay's planner),
-with no journal, no resume and no records: the least a script that did the job could do. Goals (issue 28): a rerun of
+with no journal, no resume and no records: the least a script that did the job could do. Goals: a rerun of
 a finished 100k-pair judgment <= 1 s and <= 150 MB; --dry-run on 100k pairs <= 2 s; the peak RSS of
 a 1M-pair run <= 400 MB.
 """

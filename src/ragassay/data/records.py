@@ -1,4 +1,4 @@
-"""The data contract: one pydantic model per kind of JSON Lines record (see DESIGN.md).
+"""The data contract: one pydantic model per kind of JSON Lines record (README.md gives each command's fields).
 
 Every stage reads and writes these; a field's meaning never depends on which stage wrote it.
 Records that come out of an LLM stage carry ``status`` (ok | error) and, on error, ``error`` with
