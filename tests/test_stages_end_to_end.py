@@ -128,6 +128,11 @@ def test_a_dead_endpoint_stops_within_seconds_with_the_reason_and_nothing_is_los
     err = capsys.readouterr().err
     assert elapsed < 10, elapsed
     assert "stopped early" in err and "could not connect" in err and len(err.strip().splitlines()) == 1
+    # the reason is the connection's own (refused), never an unrelated error it happened to chain to
+    journalled = lines(Path(f"{out}.journal"))
+    assert journalled and all("refused" in r["error"].lower() or "connect call failed" in r["error"].lower()
+                              for r in journalled)
+    assert "event loop" not in err and not any("event loop" in r["error"] for r in journalled)
     assert not out.exists()  # the old output (none here) is untouched; what was tried is in the journal
     with FakeLLM() as server:
         assert main(judge_args(tmp_path, server.url, BM25, 5)) == 0

@@ -51,6 +51,10 @@ def in_own_thread(work: Callable[[], T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:  # called outside the except clause: the work's own errors must not chain to this one
         return work()
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(work).result()
