@@ -359,3 +359,23 @@ def test_outputs_in_folders_that_do_not_exist_yet_are_written_and_an_impossible_
     retr = ["retrieve", "--retriever", str(EXAMPLE / "retrievers.py") + ":tfidf", "--queries", QUERIES, "-k", "5"]
     assert main(retr + ["-o", str(tmp_path / "runs" / "tfidf.txt")]) == 0
     assert (tmp_path / "runs" / "tfidf.txt").read_text().count("\n") > 20
+
+
+def test_a_rerun_of_judge_with_coverage_sends_nothing_without_the_cache(tmp_path, capsys):
+    """The first run makes each query's nuggets; its coverage records then hold them. A rerun must
+    see those records as done, not as new work that reuses their nuggets (a call per query, paid
+    again, before the keys settled on the third run). A dry run after it prices nothing too."""
+    cov = tmp_path / "cov.jsonl"
+    args = judge_args(tmp_path, "", BM25, 3, "--coverage-out", str(cov), "--no-cache")
+    with FakeLLM() as server:
+        args[args.index("--base-url") + 1] = server.url
+        assert main(args) == 0
+        first = server.settled_calls()
+        covered = [json.loads(line) for line in cov.read_text().splitlines()]
+        assert len(covered) == 22 and all(r["status"] == "ok" for r in covered)
+        assert main(args) == 0
+        assert server.settled_calls() == first  # nothing sent again
+        assert [json.loads(line) for line in cov.read_text().splitlines()] == covered
+    capsys.readouterr()
+    estimate = dry(args, capsys)
+    assert estimate["calls"] == 0 and estimate["done"] == estimate["items"] == 66 + 22

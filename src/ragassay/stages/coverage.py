@@ -15,7 +15,7 @@ cover.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -122,11 +122,20 @@ class CoverageStage(Stage):
         return out
 
     def plan(self, retrieved: Sequence[tuple[QueryItem, list[Chunk], list[Chunk]]],
-             known: Mapping[str, dict] | None = None) -> list[WorkItem]:
+             known: Mapping[str, dict] | None = None, done: Callable[[str], bool] | None = None) -> list[WorkItem]:
         """``retrieved``: (query, the run's top chunks, chunks judged relevant to the query);
-        ``known``: nuggets already made for a question (see :meth:`known_nuggets`)."""
+        ``known``: nuggets already made for a question (see :meth:`known_nuggets`); ``done``: whether
+        the output holds a key. A query whose record was made with new nuggets keeps that key: the
+        nuggets its own record holds do not make it new work on the next run."""
         items = []
         for q, chunks, relevant in retrieved:
+            source = self.source_block(q, relevant)
+            fresh = fingerprint("coverage", q.id, self.prompt_id, self.run_name, q.text, source,
+                                [(c.id, c.title, c.text) for c in chunks], self.config.model, self.passages.max_chars,
+                                self.max_tokens)
+            if done is not None and done(fresh):
+                items.append(WorkItem(fresh, [], (q, chunks, None)))
+                continue
             reuse = (known or {}).get(q.id)
             if reuse is not None and reuse["question_key"] != self.question_key(q):
                 reuse = None  # the question or its reference changed: new nuggets
@@ -139,10 +148,7 @@ class CoverageStage(Stage):
                 item.calls = [self._assign_call(item, [n for n, _ in fixed])]
                 items.append(item)
                 continue
-            source = self.source_block(q, relevant)
-            key = fingerprint("coverage", q.id, self.prompt_id, self.run_name, q.text, source,
-                              [(c.id, c.title, c.text) for c in chunks], self.config.model, self.passages.max_chars,
-                              self.max_tokens)
+            key = fresh
             first = Call.of(0, self.prompts[0].messages(question=delimit("QUESTION", q.text), source=source,
                                                         cap=str(NUGGET_CAP)), NuggetList, "coverage", self.max_tokens)
             items.append(WorkItem(key, [first], (q, chunks, None)))

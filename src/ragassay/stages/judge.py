@@ -474,7 +474,7 @@ class JudgePlan:
         known = self.coverage.known_nuggets(self.coverage_store.file_records())
         self.coverage_items = self.coverage.plan([
             (self.queries[q], [self.chunks[c] for c in top], [self.chunks[c] for c in relevant.get(q, [])[:10]])
-            for q, top in self.per_query.items()], known)
+            for q, top in self.per_query.items()], known, self.coverage_store.done)
 
 
 def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
