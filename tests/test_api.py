@@ -85,6 +85,9 @@ def test_check_without_an_endpoint_runs_the_rules_as_the_cli_does():
     ruled = [r for r in by.values() if r["status"] == "ok"]
     assert len(ruled) == 2 and {r["decided_by"] for r in ruled} == {"rule"}
     assert all("no endpoint is configured" in r["error"] for r in by.values() if r["status"] != "ok")
+    # what scripts read of the run before the result held the summary still reads the same
+    assert (checked.items, checked.skipped_done, checked.stage, checked.stopped) == (16, 0, "check", None)
+    assert sum(checked.error_reasons.values()) == checked.errors == 14
 
 
 def test_an_aborted_run_without_an_output_does_not_name_a_deleted_journal():
@@ -239,3 +242,11 @@ def test_generate_takes_the_commands_argument_checks():
     est = ragassay.generate([{"id": "c1", "text": "Refunds reach the card within five working days of the return "
                               "being received at the warehouse."}], limit=2, mix={"easy": 1}, model="m", dry_run=True)
     assert (est.items, est.calls) == (2, 8)  # chunks given as dicts: one chunk seeds two candidates
+
+
+def test_a_keyword_of_an_earlier_release_names_the_one_that_replaced_it():
+    with pytest.raises(TypeError, match=r"coverage_output= is now coverage_out="):
+        ragassay.judge(EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt",
+                       coverage_output="c.jsonl", model="m", dry_run=True)
+    with pytest.raises(TypeError, match=r"k= is now depth="):
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", k=3, model="m", dry_run=True)

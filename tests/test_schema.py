@@ -260,3 +260,17 @@ def test_an_edited_label_event_is_refused_with_file_and_line(tmp_path):
                       + json.dumps({"event": "undo", "key": "a1", "assessor": "ann", "time": "t"}) + "\n")
     with pytest.raises(InputError, match=r"events.jsonl:2: not a label event \(assessor: Field required\)"):
         LabelBook("answers", items, tmp_path / "l.jsonl", "ann", {})
+
+
+def test_a_field_of_the_users_own_in_a_written_record_is_refused_with_file_line_and_what_to_do(tmp_path, capsys):
+    """Records are read back exactly as written: an added field (a reviewer's note) is one clear
+    error naming the file, the line and the field, on every reader (report, remap)."""
+    question = Question.model_validate(RECORD_EXAMPLES["question"]).model_dump(mode="json")
+    path = tmp_path / "questions.jsonl"
+    path.write_text(json.dumps(question) + "\n" + json.dumps({**question, "id": "q-2", "reviewed_by": "ana"}) + "\n")
+    assert main(["report", str(path), "-o", str(tmp_path / "r.md")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert f"{path}:2:" in err and "reviewed_by: not a field ragassay writes" in err and "another file" in err
+    assert main(["remap", str(path), str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "n.qrels")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert f"{path}:2:" in err and "reviewed_by: not a field ragassay writes" in err and err.count("\n") == 0

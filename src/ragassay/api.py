@@ -298,10 +298,17 @@ def _run(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | 
                            "the finished records too)", e.reason) from None
 
 
+# keywords the functions took before they took the flags' names
+RENAMED = {"coverage_output": "coverage_out", "k": "depth"}
+
+
 def _config(model: str | Sequence[str] | None, settings: dict[str, Any], *, cache: str | Path | None,
             no_cache: bool, **flags: Any) -> LLMConfig:
     """The endpoint's config from the LLM flags' values (the first model of a jury) and any further
     ``LLMConfig`` settings; unset values come from the environment (``OPENAI_BASE_URL``, ...)."""
+    renamed = {k: RENAMED[k] for k in settings if k in RENAMED}
+    if renamed:  # keywords of earlier releases: say the name that replaced each
+        raise TypeError("; ".join(f"{old}= is now {new}= (the flag's name)" for old, new in renamed.items()))
     models = _models(model)
     return LLMConfig.from_env(**{**settings, **flags, "model": models[0] if models else None,
                                  "cache_path": Path(cache) if cache is not None else settings.get("cache_path"),

@@ -579,11 +579,17 @@ def read_queries(path: str | Path) -> dict[str, str]:
 
 
 def _pydantic_message(e: Any) -> str:
-    parts = []
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err.get("loc", ())) or "record"
-        parts.append(f"{loc}: {err.get('msg')}")
-    return "; ".join(parts)
+    return "; ".join(validation_message(err) for err in e.errors())
+
+
+def validation_message(err: Mapping[str, Any]) -> str:
+    """One pydantic error as a user reads it: where, and what is wrong. A field a record of
+    ragassay's does not have says so, and what to do (its records are read back exactly as written)."""
+    loc = ".".join(str(x) for x in err.get("loc", ())) or "record"
+    if err.get("type") == "extra_forbidden":
+        return (f"{loc}: not a field ragassay writes in this record (its records are read back exactly as "
+                "written: keep your own fields in another file, joined by id)")
+    return f"{loc}: {err.get('msg')}"
 
 
 def write_lines_atomic(path: str | Path, lines: Iterable[str]) -> None:

@@ -49,9 +49,9 @@ def parse_record(obj: dict[str, Any], path: str | Path | None = None, line: int 
     try:
         return model.model_validate(obj)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err.get("loc", ())) or model.KIND
-        raise InputError(f"breaks the {model.KIND} record contract: {where}: {err.get('msg')}", path, line) from None
+        from .io import validation_message
+        raise InputError(f"breaks the {model.KIND} record contract: {validation_message(e.errors()[0])}", path,
+                         line) from None
 
 
 def read_record_file(path: str | Path, lines: Iterable[tuple[int, dict[str, Any]]] | None = None,

@@ -378,6 +378,27 @@ class CheckResult:
     def errors(self) -> int:
         return self.run.errors
 
+    # what the result was before it held the summary (a StageRun), so scripts that read these go on
+    @property
+    def items(self) -> int:
+        return self.run.items
+
+    @property
+    def skipped_done(self) -> int:
+        return self.run.skipped_done
+
+    @property
+    def error_reasons(self) -> Counter:
+        return self.run.error_reasons
+
+    @property
+    def stopped(self) -> str | None:
+        return self.run.stopped
+
+    @property
+    def stage(self) -> str:
+        return self.run.stage
+
     def failure_text(self) -> str:
         return self.run.failure_text()
 
