@@ -261,3 +261,35 @@ def test_sigterm_ends_a_run_with_one_line_and_a_rerun_resumes(tmp_path):
         assert subprocess.run(argv, capture_output=True, text=True, timeout=60).returncode == 0
         assert server.calls - before <= 20 - kept  # the journalled answers are not asked again
     assert len(out.read_text().splitlines()) == 20
+
+
+def test_sigterm_at_any_moment_of_a_run_ends_with_the_one_line_and_no_traceback(tmp_path):
+    """SIGTERM at moments spread over a check run's start (imports, planning, the loop starting, calls
+    in flight): the event loop's tasks are cancelled in order rather than torn apart mid-step, so
+    asyncio prints nothing of its own ("Event loop is closed", "Task was destroyed but it is
+    pending"). A signal before the command installs its handler (during imports) kills it with
+    nothing started: -15, no output."""
+    import signal
+    import subprocess
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+    ended = []
+    with FakeLLM(delay=0.5) as server:
+        for n, at in enumerate((0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2)):
+            out = tmp_path / f"c{n}.jsonl"
+            argv = [sys.executable, "-m", "ragassay", "check", str(EXAMPLE / "answers.jsonl"), "--chunks",
+                    str(EXAMPLE / "chunks.jsonl"), "-o", str(out), "--base-url", server.url, "--model", "m",
+                    "--no-cache"]
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(at)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+            if proc.returncode == -signal.SIGTERM:  # before the handler: nothing had started
+                assert err == "" and not out.exists(), err
+                continue
+            ended.append(at)
+            assert proc.returncode == 143, (at, err)
+            assert err.strip().splitlines() == ["terminated (SIGTERM); a rerun of the same command resumes where "
+                                                "this one stopped"], (at, err)
+    assert len(ended) >= 5, ended  # most moments fell inside the run

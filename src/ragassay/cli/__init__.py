@@ -110,7 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{e.filename}: " if e.filename else ""
         print(f"ragassay {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
+    except BaseException as e:
+        if not (_TERMINATING and _cancelled(e)):
+            raise
+        print("terminated (SIGTERM); a rerun of the same command resumes where this one stopped", file=sys.stderr)
+        return 143
     finally:
+        _TERMINATING.clear()
         if previous is not None:
             import signal
             signal.signal(signal.SIGTERM, previous)
@@ -144,8 +150,34 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is, so that it ends like Ctrl-C: journal kept, one line said."""
 
 
+_TERMINATING: list[bool] = []  # SIGTERM came while an event loop ran: its tasks were cancelled
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
-    raise _Terminated()
+    """Inside a running event loop, raising here would tear a task apart mid-step (asyncio then
+    prints "Exception ignored" tracebacks): its tasks are cancelled instead, so journals close in
+    order, and :func:`main` ends the command as for Ctrl-C. Elsewhere it raises at once."""
+    import asyncio
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None or _TERMINATING:  # no loop, or a second SIGTERM: end now
+        raise _Terminated()
+    _TERMINATING.append(True)
+    loop.call_soon_threadsafe(_cancel_every_task, loop)
+
+
+def _cancelled(e: BaseException) -> bool:
+    """Whether ``e`` is asyncio's cancellation (asyncio is imported only by commands that run a loop)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(e, asyncio.CancelledError)
+
+
+def _cancel_every_task(loop: object) -> None:
+    import asyncio
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
 
 
 def _on_sigterm():
