@@ -250,3 +250,18 @@ def test_a_keyword_of_an_earlier_release_names_the_one_that_replaced_it():
                        coverage_output="c.jsonl", model="m", dry_run=True)
     with pytest.raises(TypeError, match=r"k= is now depth="):
         ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", k=3, model="m", dry_run=True)
+
+
+def test_a_spending_ceiling_keeps_the_answers_of_the_calls_it_let_through(tmp_path):
+    """With 8 calls in flight and a ceiling of 5, the 5 requests sent are answered and recorded (they
+    are paid for); no item starts after the ceiling, and a rerun with a higher one asks only the rest."""
+    inputs = (EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt")
+    with FakeLLM() as server:
+        args = dict(depth=2, model="m", base_url=server.url, no_cache=True, concurrency=8, output=tmp_path / "j.jsonl")
+        first = ragassay.judge(*inputs, max_calls=5, **args)
+        assert server.settled_calls() == 5
+        assert len(first.records) == first.relevance.ok == 5 and first.exit_code == 3
+        assert "39 judge items not done" in first.relevance.stopped
+        rest = ragassay.judge(*inputs, **args)
+        assert server.settled_calls() == 44 and rest.exit_code == 0
+        assert rest.relevance.skipped_done == 5 and len(rest.records) == 44

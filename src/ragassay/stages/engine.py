@@ -945,10 +945,9 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                 raise LLMError("invalid", f"the answers made a record outside the data contract: "
                                f"{e.errors()[0].get('msg', e)}") from None
         except LLMError as e:
-            if e.kind == "budget":  # a spending ceiling: stop sending, keep what is done, no record for this item
-                if not budget:
+            if e.kind == "budget":  # a spending ceiling: no new item starts; calls already sent (within the
+                if not budget:      # ceiling, so paid for) are awaited and their records kept
                     budget.append(str(e))
-                abort.set()
                 return []
             if not answered[0] and e.kind in EARLY_FAILURES:
                 early.append(e)
