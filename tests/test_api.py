@@ -265,3 +265,12 @@ def test_a_spending_ceiling_keeps_the_answers_of_the_calls_it_let_through(tmp_pa
         rest = ragassay.judge(*inputs, **args)
         assert server.settled_calls() == 44 and rest.exit_code == 0
         assert rest.relevance.skipped_done == 5 and len(rest.records) == 44
+
+
+def test_settings_beside_a_client_of_ones_own_are_refused_not_ignored(tmp_path):
+    from fake_llm import make_llm
+    mine = make_llm(tmp_path, "http://127.0.0.1:9/v1")
+    with pytest.raises(TypeError, match="max_attempts: set these on the LLM given as llm="):
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", llm=mine, max_attempts=2)
+    with pytest.raises(TypeError, match=r"k= is now depth="):  # caught with a client of one's own too
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl", llm=mine, k=3)

@@ -108,7 +108,7 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
     run_table, keep_table = coerce_run(run), (coerce_qrels(keep) if keep is not None else None)
-    llms = _given(llm)
+    llms = _given(llm, llm_settings)
     config = _config(model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm,
                      tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
                      max_calls=max_calls, max_cost=max_cost)
@@ -174,7 +174,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     recall = retrieval_recall(qrels, run, depth) if run is not None else None
     people = (read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)) if human is not None \
         else None
-    given = _given(llm)
+    given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
         model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
@@ -262,7 +262,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     on.check()
     chunk_list = _chunk_list(chunks)
     existing = existing_questions(output) if append and output is not None else []
-    given = _given(llm)
+    given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
         model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
@@ -306,9 +306,6 @@ def _config(model: str | Sequence[str] | None, settings: dict[str, Any], *, cach
             no_cache: bool, **flags: Any) -> LLMConfig:
     """The endpoint's config from the LLM flags' values (the first model of a jury) and any further
     ``LLMConfig`` settings; unset values come from the environment (``OPENAI_BASE_URL``, ...)."""
-    renamed = {k: RENAMED[k] for k in settings if k in RENAMED}
-    if renamed:  # keywords of earlier releases: say the name that replaced each
-        raise TypeError("; ".join(f"{old}= is now {new}= (the flag's name)" for old, new in renamed.items()))
     models = _models(model)
     return LLMConfig.from_env(**{**settings, **flags, "model": models[0] if models else None,
                                  "cache_path": Path(cache) if cache is not None else settings.get("cache_path"),
@@ -321,9 +318,17 @@ def _models(model: str | Sequence[str] | None) -> list[str] | None:
     return [model] if isinstance(model, str) else list(model) or None
 
 
-def _given(llm: LLM | Sequence[LLM] | None) -> list[LLM] | None:
+def _given(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any]) -> list[LLM] | None:
+    """The clients the caller made (``llm=``), or None. ``settings`` are the keywords the function
+    did not name: a keyword of an earlier release says what replaced it, and settings beside
+    ``llm=`` are refused, since that client's own config is what runs."""
+    renamed = {k: RENAMED[k] for k in settings if k in RENAMED}
+    if renamed:  # keywords of earlier releases: say the name that replaced each
+        raise TypeError("; ".join(f"{old}= is now {new}= (the flag's name)" for old, new in renamed.items()))
     if llm is None:
         return None
+    if settings:
+        raise TypeError(f"{', '.join(sorted(settings))}: set these on the LLM given as llm= (its config is used)")
     return [llm] if isinstance(llm, LLM) else list(llm)
 
 

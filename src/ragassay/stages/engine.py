@@ -898,9 +898,8 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
                      concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
     todo = [it for it in items if not all(store.done(k) for k in it.record_keys)]
-    bar = progress_bar(sum(len(it.record_keys) for it in items),
-                       sum(len(it.record_keys) for it in items) - sum(len(it.record_keys) for it in todo),
-                       stage.name, quiet)
+    total = sum(len(it.record_keys) for it in items)
+    bar = progress_bar(total, total - sum(len(it.record_keys) for it in todo), stage.name, quiet)
     shared = SharedCalls(todo)
     queue: asyncio.Queue = asyncio.Queue()
     for it in todo:
