@@ -185,7 +185,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_completes(tmp_path, capsys, monkeyp
     import builtins
     import errno
 
-    import ragassay.stages.engine as engine
+    import ragassay.stages.store as engine  # where the journal is opened
 
     real_open = builtins.open
 

@@ -592,15 +592,16 @@ def validation_message(err: Mapping[str, Any]) -> str:
     return f"{loc}: {err.get('msg')}"
 
 
-def write_lines_atomic(path: str | Path, lines: Iterable[str]) -> None:
-    """Write text lines so that readers see the old file or the new one, never half of one; a full
-    disk or a missing directory is one error naming the file, and the old file stays."""
+def write_lines_atomic(path: str | Path, lines: Iterable[str | bytes]) -> None:
+    """Write lines (text, or bytes already UTF-8) so that readers see the old file or the new one,
+    never half of one; a full disk or a missing directory is one error naming the file, and the old
+    file stays. Lines end in ``\\n`` on every system."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
+        with open(tmp, "wb") as f:
             for line in lines:
-                f.write(line + "\n")
+                f.write((line if isinstance(line, bytes) else line.encode("utf-8")) + b"\n")
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

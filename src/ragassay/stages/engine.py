@@ -32,7 +32,6 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..data.io import read_bytes_checked, write_lines_atomic
 from ..data.result_models import EstimateResult
 from ..errors import InputError, OutputError, RagassayError
 from ..llm.batch import Deferred
@@ -41,6 +40,7 @@ from ..llm.client import LLM, request_key, schema_of
 from ..llm.config import LLMConfig
 from ..llm.errors import LLMError
 from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
+from .store import OutputStore, Records, journal_path
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
 EARLY_FAILURES = ("transport", "auth", "request")  # the failures that say the endpoint cannot be used at all
@@ -157,7 +157,7 @@ class WorkItem:
                  record_keys: list[str] | None = None, *, build: Callable[[], list[Call]] | None = None):
         self.key = key
         self.payload = payload
-        self.record_keys = record_keys or [key]
+        self.record_keys: Sequence[str] = record_keys or (key,)  # (a tuple: the common case, light)
         self._calls = calls if build is None else None
         self._build = build
 
@@ -356,200 +356,6 @@ else:
 
     def _unlock_file(f: Any) -> None:
         fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-
-
-def journal_path(output: str | Path) -> Path:
-    return Path(f"{output}.journal")
-
-
-class OutputStore:
-    """The records of an output: the final file plus the journal of an unfinished run.
-
-    Later records supersede earlier ones for the same key. A partial last journal line (a kill
-    mid-write) is dropped: that item is simply redone. Records are kept as their JSON lines and
-    parsed when read (a store of 100,000 judgments holds ~30 MB of lines, not ~130 MB of dicts).
-    """
-
-    def __init__(self, output: str | Path, identity: Callable[[dict], str]):
-        self.output = Path(output)
-        self.journal = journal_path(output)
-        self.identity = identity
-        self.by_key: dict[str, bytes] = {}  # key -> its newest record's line
-        self._failed: set[str] = set()      # keys whose newest record is not ok
-        with bulk():
-            idents: set[str] = set()
-            self.final: list[bytes] = self._load(_read_lines(self.output), idents) if self.output.exists() else []
-            # one record per key and per identity: what finalize writes, so an unchanged plan need not rewrite it
-            self._final_clean = len(self.by_key) == len(self.final) == len(idents)
-            del idents
-            self.journaled: list[bytes] = (self._load(_read_lines(self.journal, cut_partial=True))
-                                           if self.journal.exists() else [])
-        self._f: Any = None
-        self.appended = False  # records were added by this run
-        self.written: list[bytes] = []  # after finalize: every record the output holds (other runs' too)
-
-    def _load(self, lines: Iterator[tuple[bytes, dict]], idents: set[str] | None = None) -> list[bytes]:
-        """Index the records (each parsed once, then only its line is kept); note their identities."""
-        out = []
-        for line, r in lines:
-            out.append(line)
-            if isinstance(r.get("key"), str):
-                self._index(r["key"], r.get("status", "ok") == "ok", line)
-            if idents is not None:
-                idents.add(self.identity(r))
-        return out
-
-    def _index(self, key: str, ok: bool, line: bytes) -> None:
-        self.by_key[key] = line
-        if ok:
-            self._failed.discard(key)
-        else:
-            self._failed.add(key)
-
-    def done(self, key: str) -> bool:
-        return key in self.by_key and key not in self._failed
-
-    def records(self) -> Iterator[dict]:
-        """The newest record of every key, parsed."""
-        return (_loads(line) for line in self.by_key.values())
-
-    def file_records(self) -> Iterator[dict]:
-        """Every record of the output, then of the journal, parsed, in file order."""
-        return (_loads(line) for line in (*self.final, *self.journaled))
-
-    def append(self, records: Sequence[dict]) -> None:
-        lines = [_line(r) for r in records]
-        try:
-            if self._f is None:
-                self.journal.parent.mkdir(parents=True, exist_ok=True)
-                self._f = open(self.journal, "a", encoding="utf-8")
-            self._f.write("".join(line + "\n" for line in lines))
-            self._f.flush()
-        except OSError as e:
-            raise OutputError(self.journal, e) from None
-        for r, line in zip(records, lines):
-            self._index(r["key"], r.get("status", "ok") == "ok", line.encode("utf-8", "surrogatepass"))
-        self.appended = True
-
-    def close_journal(self) -> None:
-        if self._f is not None:
-            try:
-                self._f.close()
-            except OSError:
-                pass
-            self._f = None
-
-    def finalize(self, plan_keys: Sequence[str]) -> Records:
-        """Write the output: records of identities this plan does not touch stay as they were; for
-        each planned key, its newest record. Returns the planned records, in plan order."""
-        self.close_journal()
-        planned = [self.by_key[k] for k in plan_keys if k in self.by_key]
-        if self._unchanged(plan_keys):
-            self.written = self.final
-            return Records(planned)  # the output already says exactly this: not rewritten
-        with bulk():
-            touched = {self.identity(_loads(line)) for line in planned}
-            kept: dict[str, bytes] = {}
-            for line in (*self.final, *self.journaled):  # an interrupted run's records of other items stay too
-                ident = self.identity(_loads(line))
-                if ident not in touched:
-                    kept[ident] = line  # one record per identity, the newest
-            self.written = [*kept.values(), *planned]
-        write_lines_atomic(self.output, (line.decode("utf-8", "surrogatepass") for line in self.written))
-        self.journal.unlink(missing_ok=True)
-        return Records(planned)
-
-    def _unchanged(self, plan_keys: Sequence[str]) -> bool:
-        """Nothing was journalled, every planned record is in the output, and the output holds one
-        record per identity and per key: writing it again would change nothing."""
-        if self.journaled or self.appended or not self.output.exists() or not self._final_clean:
-            return False
-        return all(k in self.by_key for k in plan_keys)  # with no journal, every key here is the output's
-
-
-class Records(Sequence):
-    """Records kept as their JSON lines, parsed when read: ``len``, indexing and iteration as a list
-    of dicts (each read gives a fresh dict), without holding a dict per record."""
-
-    __slots__ = ("_lines",)
-
-    def __init__(self, lines: Sequence[bytes]):
-        self._lines = lines
-
-    def __len__(self) -> int:
-        return len(self._lines)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [_loads(line) for line in self._lines[i]]
-        return _loads(self._lines[i])
-
-    def __iter__(self) -> Iterator[dict]:
-        return (_loads(line) for line in self._lines)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (Records, list, tuple)):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Records({len(self)} records)"
-
-
-def _line(record: dict) -> str:
-    """A record as one JSON line of valid UTF-8: as written, or ASCII-escaped when a string in it
-    holds a lone surrogate (which UTF-8 cannot carry; the escape reads back as the same text)."""
-    line = json.dumps(record, ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(record)
-    return line
-
-
-def _loads(line: bytes) -> Any:
-    """One JSON line: orjson when it is installed (the ``fast`` extra; about twice as fast on a
-    rerun's output), the standard library otherwise and for any line orjson refuses (NaN, lone
-    surrogates), so both read exactly what ``json.dumps`` wrote."""
-    if _orjson is not None:
-        try:
-            return _orjson.loads(line)
-        except _orjson.JSONDecodeError:
-            pass
-    return json.loads(line)
-
-
-try:
-    import orjson as _orjson
-except ImportError:  # optional
-    _orjson = None
-
-
-def _read_lines(path: Path, cut_partial: bool = False) -> Iterator[tuple[bytes, dict]]:
-    """Each record line of an output or journal with its parsed record (checked to be an object),
-    one at a time."""
-    data = read_bytes_checked(path, allow_empty=True)
-    end = data.rfind(b"\n") + 1
-    if cut_partial and end < len(data):
-        print(f"{path}: dropped an incomplete last line ({len(data) - end} bytes) left by an interrupted "
-              "run; that item will be redone", file=sys.stderr)
-        data = data[:end]
-    lines = data.split(b"\n")
-    del data
-    for no, line in enumerate(lines, start=1):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            obj = _loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise InputError("not valid JSON: this output was not written by ragassay or was edited; "
-                             "move it away or fix the line", path, no) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object: this output was not written by ragassay", path, no)
-        yield line, obj
 
 
 # ----------------------------------------------------------------------------------- estimate
@@ -892,12 +698,14 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
     ``keep_journal``: the records stay in the journal and the output is not written, for a stage
     that plans in rounds from the records of the last (generate) and writes its files itself."""
     with OutputLock(store.output):
+        store.refresh()
         return await _run_stage(stage, items, llms, store, concurrency, quiet, keep_journal)
 
 
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
                      concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
-    todo = [it for it in items if not all(store.done(k) for k in it.record_keys)]
+    done = store.done
+    todo = [it for it in items if not all(map(done, it.record_keys))]
     total = sum(len(it.record_keys) for it in items)
     bar = progress_bar(total, total - sum(len(it.record_keys) for it in todo), stage.name, quiet)
     shared = SharedCalls(todo)
@@ -993,10 +801,10 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                   f"{aborted[0]}. Nothing more was sent; fix this and rerun")
         raise StageAborted(f"{reason} (finished records are kept in {store.journal})", reason)
     plan_keys = [k for it in items for k in it.record_keys]
-    records = Records([store.by_key[k] for k in plan_keys if k in store.by_key]) if keep_journal \
+    records = store.pinned([store.location(k) for k in plan_keys if store.has(k)]) if keep_journal \
         else store.finalize(plan_keys)
-    failed = [k for k in plan_keys if k in store.by_key and not store.done(k)]  # read from the lines only
-    reasons = Counter(reason_of(_loads(store.by_key[k])) for k in failed)
+    failed = store.failed_among(plan_keys)
+    reasons = Counter(reason_of(store.record(k)) for k in failed)
     not_done = sum(1 for it in todo if not all(store.done(k) for k in it.record_keys)) if budget else 0
     return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(failed),
                     len(failed), reasons, pending[0],

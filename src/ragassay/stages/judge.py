@@ -125,7 +125,8 @@ class Judge:
         self.batch_prompt = load_prompt("judge_relevance_batch")
         self.passages = Passages(self.options.max_chunk_chars)
         self.batch_fallbacks = 0
-        self._texts: dict[tuple[str, ...], Any] = {}  # a query's or chunk's key part, made once
+        self._heads: dict[str, dict[str, Any]] = {}  # prompt id -> query id -> its key's hash so far
+        self._tails: dict[str, bytes] = {}  # chunk id -> its key's last part
         self._settings_json: str | None = None
 
     @property
@@ -173,21 +174,30 @@ class Judge:
         """The key of one pair's record: its identity (query id, chunk id) and everything that
         changes its grade. Two chunks with the same text under two ids are two records; their
         identical requests are asked once (the engine shares them)."""
+        return self.pair_keys([(query, chunk)], prompt_id)[0]
+
+    def pair_keys(self, pairs: Iterable[tuple[QueryItem, Chunk]], prompt_id: str) -> list[str]:
+        """:meth:`pair_fingerprint` of each pair, in one pass (a rerun computes 100,000 of them)."""
         # sha256 of "judge\n{prompt}\n{query json}\n{chunk json}\n{settings json}": the query's part is
         # hashed once per query and copied, the chunk's part (with the settings) encoded once per chunk
-        head = self._texts.get(("q", prompt_id, query.id))
-        if head is None:
-            q = _dumps([query.id, query.text, query.description, query.narrative, query.answer])
-            head = self._texts[("q", prompt_id, query.id)] = hashlib.sha256(f"judge\n{prompt_id}\n{q}\n".encode("utf-8"))
-        tail = self._texts.get(("c", chunk.id))
-        if tail is None:
-            if self._settings_json is None:
-                self._settings_json = _dumps(self.settings())
-            c = _dumps([chunk.id, chunk.title, chunk.text])
-            tail = self._texts[("c", chunk.id)] = f"{c}\n{self._settings_json}".encode("utf-8")
-        h = head.copy()
-        h.update(tail)
-        return h.hexdigest()[:24]
+        heads = self._heads.setdefault(prompt_id, {})
+        tails = self._tails
+        out = []
+        for query, chunk in pairs:
+            head = heads.get(query.id)
+            if head is None:
+                q = _dumps([query.id, query.text, query.description, query.narrative, query.answer])
+                head = heads[query.id] = hashlib.sha256(f"judge\n{prompt_id}\n{q}\n".encode("utf-8"))
+            tail = tails.get(chunk.id)
+            if tail is None:
+                if self._settings_json is None:
+                    self._settings_json = _dumps(self.settings())
+                c = _dumps([chunk.id, chunk.title, chunk.text])
+                tail = tails[chunk.id] = f"{c}\n{self._settings_json}".encode("utf-8")
+            h = head.copy()
+            h.update(tail)
+            out.append(h.hexdigest()[:24])
+        return out
 
     def seed(self, sample: int) -> int | None:
         """Each sample of several sends its own seed (a single answer sends none, as before)."""
@@ -251,12 +261,13 @@ class RelevanceStage(Stage):
     def identity(self, record: dict) -> str:
         return pair_key(record["query_id"], record["chunk_id"])
 
-    def _pointwise(self, q: QueryItem, c: Chunk, done: Callable[[str], bool] = lambda key: False) -> WorkItem:
+    def _pointwise(self, q: QueryItem, c: Chunk, done: Callable[[str], bool] = lambda key: False,
+                   key: str | None = None) -> WorkItem:
         """One pair alone: no call for an empty chunk; one set of calls per window of a long one. A
         pair already done keeps its place in the plan (its record is this run's too) but no prompt
         is built for it: a rerun of a finished judgment costs its keys only."""
         j = self.judge
-        key = j.pair_fingerprint(q, c, j.rel_prompt.id)
+        key = key or j.pair_fingerprint(q, c, j.rel_prompt.id)
         if done(key):  # never finished nor asked again: no payload either
             return WorkItem(key, [])
         windows = j.windows(c)
@@ -276,7 +287,9 @@ class RelevanceStage(Stage):
     def plan(self, pairs: Sequence[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> list[WorkItem]:
         j, o = self.judge, self.judge.options
         if o.batch <= 1:
-            return [self._pointwise(q, c, done) for q, c in pairs]
+            keys = j.pair_keys(pairs, j.rel_prompt.id)
+            return [WorkItem(key, ()) if done(key) else self._pointwise(q, c, done, key)
+                    for (q, c), key in zip(pairs, keys)]
         # batches are formed from the pairs not yet done, so a resumed run asks only what is missing
         by_query: dict[str, list[_Pair]] = {}
         queries: dict[str, QueryItem] = {}
@@ -682,7 +695,7 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
         # earlier one (another retriever's run judged into the same files), and people's labels
         from ..data.io import write_qrels
         union: dict[str, dict[str, int]] = {}
-        for r in Records(plan.relevance_store.written):
+        for r in plan.relevance_store.output_records():
             if r["status"] == "ok":
                 union.setdefault(r["query_id"], {})[r["chunk_id"]] = int(r["grade"])
         for q, docs in plan.keep.items():

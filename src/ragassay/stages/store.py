@@ -1,0 +1,563 @@
+"""What an output already holds: its records, indexed by key, read from the files when asked.
+
+A stage's output is the final file plus the journal of an unfinished run. The store keeps, for each
+key, only where its newest record's line lies (one integer) and whether that record is ok; the
+lines stay in the files and are read back one by one (``os.pread``) when a record is asked for. So
+a rerun of finished work holds its key set, not its records, and a run's memory does not grow with
+the records it writes: finalize streams the new output from the two files.
+
+Reading a line as ragassay writes it (``json.dumps``'s separators) takes its key and status without
+parsing the rest; any line not in that shape is parsed whole. A line is checked to be a JSON
+object when its record is read, and an edited line is then one error naming file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from itertools import accumulate, repeat
+from operator import lshift, or_
+from pathlib import Path
+from typing import Any
+
+from ..data.io import read_bytes_checked, write_lines_atomic
+from ..errors import InputError, OutputError
+
+try:
+    import orjson as _orjson
+except ImportError:  # optional (the ``fast`` extra)
+    _orjson = None
+
+BLOCK = 1 << 20  # bytes read at a time while scanning a file
+_LENGTH_BITS = 24  # a location packs offset, line length (up to 16 MB; longer lines are read to their end) and file
+_LENGTH_MAX = (1 << _LENGTH_BITS) - 1
+_KEY = re.compile(rb'"key": "([^"\\]*)"')
+_STATUS = re.compile(rb'"status": "([^"\\]*)"')
+_BOM = b"\xef\xbb\xbf"
+
+
+def journal_path(output: str | Path) -> Path:
+    return Path(f"{output}.journal")
+
+
+def record_line(record: dict) -> str:
+    """A record as one JSON line of valid UTF-8: as written, or ASCII-escaped when a string in it
+    holds a lone surrogate (which UTF-8 cannot carry; the escape reads back as the same text)."""
+    line = json.dumps(record, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(record)
+    return line
+
+
+def load_line(line: bytes) -> Any:
+    """One JSON line: orjson when it is installed (about twice as fast), the standard library
+    otherwise and for any line orjson refuses (NaN, lone surrogates), so both read exactly what
+    ``json.dumps`` wrote."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(line)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(line)
+
+
+def _key_status(line: bytes) -> tuple[str | None, bool]:
+    """The record's key (None when it has none) and whether its status is ok (a record without a
+    status is ok). Read off the line when it has exactly one key field and at most one status field
+    in ``json.dumps``'s spelling (an unescaped ``"key": "`` is never inside a string); parsed whole
+    otherwise."""
+    if line[:1] == b"{" and line[-1:] == b"}" and line.count(b'"key": ') == 1 and line.count(b'"status": ') <= 1:
+        m = _KEY.search(line)
+        if m is not None:
+            try:
+                key = m.group(1).decode("utf-8")
+            except UnicodeDecodeError:
+                key = None
+            if key is not None:
+                if b'"status": ' not in line:
+                    return key, True
+                s = _STATUS.search(line)
+                return key, s is not None and s.group(1) == b"ok"
+    r = load_line(line)
+    if not isinstance(r, dict):
+        raise ValueError("not an object")
+    key = r.get("key")
+    return (key if isinstance(key, str) else None), r.get("status", "ok") == "ok"
+
+
+class OutputStore:
+    """The records of an output: the final file plus the journal of an unfinished run.
+
+    Later records supersede earlier ones for the same key. A partial last journal line (a kill
+    mid-write) is dropped, and cut off before this run appends: that item is simply redone. Only
+    keys and line locations are held (see the module's docstring)."""
+
+    def __init__(self, output: str | Path, identity: Callable[[dict], str]):
+        self.output = Path(output)
+        self.journal = journal_path(output)
+        self.identity = identity
+        self._paths = [self.output, self.journal]
+        self._fds: list[int | None] = [None, None]
+        self._f: Any = None
+        self.appended = False  # records were added by this run
+        self._load()
+
+    def _load(self) -> None:
+        self.close_files()
+        self._where: dict[str, int] = {}  # key -> its newest record's location (see _pack)
+        self._failed: set[str] = set()   # keys whose newest record is not ok
+        self._memory: list[bytes | None] = [None, None]  # a gzipped output, read whole
+        self.final_lines = self._scan(0) if self.output.exists() else 0
+        self._journal_end = self._journal_size = 0  # after the last whole line; the file's size as scanned
+        self.journal_lines = self._scan(1, cut_partial=True) if self.journal.exists() else 0
+        self._stamps = self._stamp()
+
+    def _stamp(self) -> tuple:
+        out = []
+        for path in self._paths:
+            try:
+                st = path.stat()
+                out.append((st.st_size, st.st_mtime_ns, st.st_ino))
+            except OSError:
+                out.append(None)
+        return tuple(out)
+
+    def refresh(self) -> None:
+        """Read the files again if another process changed them since they were read (a run calls
+        this once it holds the output's lock, so what it skips as done is what the files say now)."""
+        if self._f is None and self._stamp() != self._stamps:
+            self._load()
+
+    # -- scanning
+    def _scan(self, which: int, cut_partial: bool = False) -> int:
+        """Index every record line of one file; returns how many there are. A block of lines all in
+        ragassay's own shape is indexed by two C-speed passes (no line parsed, no Python call per
+        line); any other block line by line."""
+        lines = 0
+        for start, block in self._blocks(which, cut_partial, warn=True):
+            n = self._index_block(start, block, which)
+            if n is None:
+                n = self._index_lines(start, block, which)
+            lines += n
+        return lines
+
+    def _index_block(self, start: int, block: bytes, which: int) -> int | None:
+        """The fast path: every line of ``block`` has exactly one key field and one status field,
+        spelled as ``json.dumps`` spells them (an unescaped ``"key": "`` is never inside a string), and
+        is braced (a line cut short by an edit is parsed, and refused, on the slow path).
+        Done in C-speed passes over the block: no line parsed, no Python call per line. None when
+        any line is not so (a blank line, another shape, a field repeated inside one)."""
+        if not block.isascii():
+            return None
+        lines = block.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        rows = len(lines)
+        if not rows or list(map(bytes.startswith, lines, repeat(b"{"))).count(True) != rows \
+                or list(map(bytes.endswith, lines, repeat(b"}"))).count(True) != rows \
+                or list(map(bytes.count, lines, repeat(b'"key": '))).count(1) != rows \
+                or list(map(bytes.count, lines, repeat(b'"status": '))).count(1) != rows:
+            return None
+        keys = _KEY.findall(block)
+        statuses = _STATUS.findall(block)
+        lengths = list(map(len, lines))
+        if len(keys) != rows or len(statuses) != rows or max(lengths) >= _LENGTH_MAX:
+            return None
+        keys = b"\n".join(keys).decode("ascii").split("\n")
+        starts = accumulate(map((1).__add__, lengths), initial=start)
+        where = map(or_, map(lshift, starts, repeat(_LENGTH_BITS + 1)), map(lshift, lengths, repeat(1)))
+        self._where.update(zip(keys, map(or_, where, repeat(which)) if which else where))
+        if statuses.count(b"ok") == rows:
+            if self._failed:
+                self._failed.difference_update(keys)
+        else:
+            for key, status in zip(keys, statuses):
+                self._index(key, status == b"ok", self._where[key])
+        return rows
+
+    def _index_lines(self, start: int, block: bytes, which: int) -> int:
+        lines = 0
+        for offset, line in _split(start, block):
+            try:
+                key, ok = _key_status(line.strip())
+            except (ValueError, UnicodeDecodeError):
+                raise InputError("not valid JSON: this output was not written by ragassay or was edited; "
+                                 "move it away or fix the line", self._paths[which],
+                                 self._line_number(which, offset)) from None
+            lines += 1
+            if key is not None:
+                self._index(key, ok, _pack(offset, len(line), which))
+        return lines
+
+    def _lines(self, which: int, cut_partial: bool) -> Iterator[tuple[int, bytes]]:
+        """(offset, line) of each non-blank line."""
+        for start, block in self._blocks(which, cut_partial):
+            yield from _split(start, block)
+
+    def _blocks(self, which: int, cut_partial: bool, warn: bool = False) -> Iterator[tuple[int, bytes]]:
+        """(offset, bytes) of runs of whole lines, read a block at a time; a journal's partial last
+        line is left out (``cut_partial``)."""
+        path = self._paths[which]
+        try:
+            f = open(path, "rb")
+        except OSError as e:
+            raise InputError(f"cannot read: {e.strerror or e}", path) from None
+        with f:
+            head = f.read(BLOCK)
+            if head[:2] == b"\x1f\x8b":  # gzipped by hand: read whole, served from memory
+                self._memory[which] = head = read_bytes_checked(path, allow_empty=True)
+            elif b"\x00" in head[:8192]:
+                raise InputError("a binary file, expected the JSON Lines ragassay writes", path)
+            start = 3 if head.startswith(_BOM) else 0
+            buf = head[start:]
+            while True:
+                more = b"" if self._memory[which] is not None else f.read(BLOCK)
+                end = len(buf) if not more and not cut_partial else buf.rfind(b"\n") + 1
+                if end:
+                    yield start, buf[:end] if end < len(buf) else buf
+                if not more:
+                    rest = len(buf) - end
+                    if warn and rest and buf[end:].strip():
+                        print(f"{path}: dropped an incomplete last line ({rest} bytes) left by an interrupted "
+                              "run; that item will be redone", file=sys.stderr)
+                    if which == 1:
+                        self._journal_end, self._journal_size = start + end, start + len(buf)
+                    return
+                buf, start = buf[end:] + more, start + end
+
+    def _index(self, key: str, ok: bool, where: int) -> None:
+        self._where[key] = where
+        if ok:
+            self._failed.discard(key)
+        else:
+            self._failed.add(key)
+
+    # -- reading
+    def done(self, key: str) -> bool:
+        return key in self._where and key not in self._failed
+
+    def has(self, key: str) -> bool:
+        """A record of ``key`` is held, ok or not."""
+        return key in self._where
+
+    def failed(self, key: str) -> bool:
+        return key in self._failed
+
+    def failed_among(self, keys: Sequence[str]) -> list[str]:
+        """Those of ``keys`` whose newest record is not ok, in their order."""
+        failed = self._failed
+        return [k for k in keys if k in failed] if failed else []
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def keys(self) -> list[str]:
+        """Every key held, oldest first."""
+        return list(self._where)
+
+    def location(self, key: str) -> int:
+        return self._where[key]
+
+    def line(self, where: int) -> bytes:
+        """The line at a location, as written."""
+        offset, length, which = _unpack(where)
+        memory = self._memory[which]
+        if memory is not None:
+            end = memory.find(b"\n", offset) if length == _LENGTH_MAX else offset + length
+            return memory[offset:end if end >= 0 else len(memory)]
+        fd = self._fd(which)
+        if length < _LENGTH_MAX:
+            return _pread(fd, length, offset)
+        parts, at = [], offset  # a line longer than a location can say: read to its newline
+        while True:
+            block = _pread(fd, BLOCK, at)
+            nl = block.find(b"\n")
+            if nl >= 0 or not block:
+                parts.append(block[:nl] if nl >= 0 else block)
+                return b"".join(parts)
+            parts.append(block)
+            at += len(block)
+
+    def record_at(self, where: int) -> dict:
+        """The record at a location, parsed: a line that is not a JSON object is one error naming
+        its file and line (an output edited since it was scanned)."""
+        try:
+            r = load_line(self.line(where))
+        except (ValueError, UnicodeDecodeError):
+            r = None
+        if not isinstance(r, dict):
+            offset, _, which = _unpack(where)
+            raise InputError("not a JSON object: this output was not written by ragassay or was edited; "
+                             "move it away or fix the line", self._paths[which], self._line_number(which, offset))
+        return r
+
+    def records_at(self, locations: Sequence[int]) -> Iterator[dict]:
+        """The records at ``locations``, in their order. Lines that lie near each other in one file
+        (a finalized output read in plan order) are read a block at a time, not one call each."""
+        i, n = 0, len(locations)
+        shift, mask = _LENGTH_BITS + 1, _LENGTH_MAX
+        while i < n:
+            first = locations[i]
+            start, which = first >> shift, first & 1
+            if self._memory[which] is not None or ((first >> 1) & mask) == mask:
+                yield self.record_at(first)
+                i += 1
+                continue
+            j, end = i, start  # the run of ascending lines of this file within one block
+            while j < n:
+                w = locations[j]
+                off, length = w >> shift, (w >> 1) & mask
+                if w & 1 != which or off < end or off + length - start > BLOCK or length == mask:
+                    break
+                end = off + length
+                j += 1
+            if j == i:  # one line alone
+                yield self.record_at(first)
+                i += 1
+                continue
+            data = _pread(self._fd(which), end - start, start)
+            for w in locations[i:j]:
+                off = (w >> shift) - start
+                try:
+                    r = load_line(data[off:off + ((w >> 1) & mask)])
+                except (ValueError, UnicodeDecodeError):
+                    r = None
+                yield r if isinstance(r, dict) else self.record_at(w)  # (which raises, naming the line)
+            i = j
+
+    def record(self, key: str) -> dict:
+        return self.record_at(self._where[key])
+
+    def records(self) -> Iterator[dict]:
+        """The newest record of every key, parsed."""
+        return (self.record_at(w) for w in list(self._where.values()))
+
+    def file_records(self) -> Iterator[dict]:
+        """Every record of the output, then of the journal, parsed, in file order."""
+        for which, present in ((0, self.final_lines), (1, self.journal_lines)):
+            if present:
+                for offset, line in self._lines(which, cut_partial=which == 1):
+                    yield self.record_at(_pack(offset, len(line), which))
+
+    def output_records(self) -> Iterator[dict]:
+        """Every record the output file holds (after :meth:`finalize`: what it wrote)."""
+        if self.final_lines:
+            for offset, line in self._lines(0, cut_partial=False):
+                yield self.record_at(_pack(offset, len(line), 0))
+
+    def _fd(self, which: int) -> int:
+        fd = self._fds[which]
+        if fd is None:
+            try:
+                fd = self._fds[which] = os.open(self._paths[which], os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            except OSError as e:
+                raise InputError(f"cannot read: {e.strerror or e}", self._paths[which]) from None
+        return fd
+
+    def _line_number(self, which: int, offset: int) -> int:
+        memory = self._memory[which]
+        if memory is not None:
+            return memory.count(b"\n", 0, offset) + 1
+        n, at = 1, 0
+        with open(self._paths[which], "rb") as f:
+            while at < offset:
+                block = f.read(min(BLOCK, offset - at))
+                if not block:
+                    break
+                n += block.count(b"\n")
+                at += len(block)
+        return n
+
+    def pinned(self, locations: Sequence[int]) -> Records:
+        """Records at ``locations``, with the files they are in held open: they stay readable after
+        the files are replaced by a later run or removed with a temporary folder."""
+        for which in {w & 1 for w in locations}:  # (a location's lowest bit names its file)
+            self._fd(which)
+        return Records(locations, self)
+
+    def close_files(self) -> None:
+        for which, fd in enumerate(self._fds):
+            if fd is not None:
+                os.close(fd)
+                self._fds[which] = None
+
+    # -- writing
+    def append(self, records: Sequence[dict]) -> None:
+        """Journal records (flushed at once: a kill loses none) and index them."""
+        if not records:
+            return
+        lines = [record_line(r).encode("utf-8", "surrogatepass") for r in records]
+        try:
+            if self._f is None:
+                self._open_journal()
+            at = self._journal_end
+            self._f.write(b"".join(line + b"\n" for line in lines))
+            self._f.flush()
+        except OSError as e:
+            raise OutputError(self.journal, e) from None
+        for r, line in zip(records, lines):
+            self._index(r["key"], r.get("status", "ok") == "ok", _pack(at, len(line), 1))
+            at += len(line) + 1
+        self._journal_end = self._journal_size = at
+        self.journal_lines += len(lines)
+        self.appended = True
+
+    def _open_journal(self) -> None:
+        """Open the journal for appending; a partial last line left by a kill (dropped when it was
+        read) is cut off first, so what this run appends starts on a line of its own."""
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.journal, "ab")
+        size = self._f.tell()
+        if size == self._journal_size and self._journal_end < size:
+            self._f.truncate(self._journal_end)
+            self._f.seek(self._journal_end)
+        else:
+            self._journal_end = size  # (another writer's journal, not the one read: nothing of it is cut)
+        self._journal_size = self._journal_end
+
+    def close_journal(self) -> None:
+        if self._f is not None:
+            try:
+                self._f.close()
+            except OSError:
+                pass
+            self._f = None
+            self._stamps = self._stamp()
+
+    def finalize(self, plan_keys: Sequence[str]) -> Records:
+        """Write the output: records of identities this plan does not touch stay as they were; for
+        each planned key, its newest record. Returns the planned records, in plan order."""
+        self.close_journal()
+        if self._unchanged(plan_keys):
+            return self.pinned([self._where[k] for k in plan_keys if k in self._where])
+        planned = [k for k in plan_keys if k in self._where]
+        touched = {self.identity(self.record(k)) for k in planned}
+        kept: dict[str, tuple[int, str | None]] = {}  # identity -> its newest line elsewhere (one per identity)
+        for which, present in ((0, self.final_lines), (1, self.journal_lines)):
+            if present:  # an interrupted run's records of other items stay too
+                for offset, line in self._lines(which, cut_partial=which == 1):
+                    where = _pack(offset, len(line), which)
+                    r = self.record_at(where)
+                    ident = self.identity(r)
+                    if ident not in touched:
+                        key = r.get("key")
+                        kept[ident] = (where, key if isinstance(key, str) else None)
+        order = [*kept.values(), *((self._where[k], k) for k in planned)]
+        new_where: dict[str, int] = {}
+        lines_written = [0]
+
+        def lines() -> Iterator[bytes]:
+            at = 0
+            try:
+                for where, key in order:
+                    line = self.line(where)
+                    if key is not None:
+                        new_where[key] = _pack(at, len(line), 0)
+                    at += len(line) + 1
+                    lines_written[0] += 1
+                    yield line
+            finally:
+                self.close_files()  # before the new file replaces the old (Windows cannot replace an open file)
+
+        write_lines_atomic(self.output, lines())
+        self.journal.unlink(missing_ok=True)
+        self._memory = [None, None]
+        self._failed = {k for k in self._failed if k in new_where}
+        self._where = new_where
+        self.final_lines, self.journal_lines = lines_written[0], 0
+        self._journal_end = self._journal_size = 0
+        self._stamps = self._stamp()
+        return self.pinned([new_where[k] for k in planned])
+
+    def _unchanged(self, plan_keys: Sequence[str]) -> bool:
+        """Nothing was journalled, every planned record is in the output, and the output holds one
+        record per identity and per key: writing it again would change nothing."""
+        if self.journal_lines or self.appended or not self.output.exists():
+            return False
+        if not all(k in self._where for k in plan_keys) or self.final_lines != len(self._where):
+            return False  # a key missing, or a key written twice
+        if len(set(plan_keys)) == len(self._where):  # every line is a planned key's: one per identity
+            return True
+        seen: set[str] = set()  # other runs' records too: their identities must not repeat
+        for r in self.output_records():
+            ident = self.identity(r)
+            if ident in seen:
+                return False
+            seen.add(ident)
+        return True
+
+    def __del__(self) -> None:
+        try:
+            self.close_journal()
+            self.close_files()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def _split(start: int, block: bytes) -> Iterator[tuple[int, bytes]]:
+    """(offset, line) of each non-blank line of a run of lines starting at ``start``."""
+    pos = 0
+    for line in block.split(b"\n"):
+        if line.strip():
+            yield start + pos, line
+        pos += len(line) + 1
+
+
+def _pack(offset: int, length: int, which: int) -> int:
+    return (((offset << _LENGTH_BITS) | min(length, _LENGTH_MAX)) << 1) | which
+
+
+def _unpack(where: int) -> tuple[int, int, int]:
+    return where >> (_LENGTH_BITS + 1), (where >> 1) & _LENGTH_MAX, where & 1
+
+
+if hasattr(os, "pread"):
+    def _pread(fd: int, length: int, offset: int) -> bytes:
+        return os.pread(fd, length, offset)
+else:  # pragma: no cover - Windows
+    def _pread(fd: int, length: int, offset: int) -> bytes:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, length)
+
+
+class Records(Sequence):
+    """Records kept as where their lines are (or as the lines), parsed when read: ``len``, indexing
+    and iteration as a list of dicts (each read gives a fresh dict), without holding a dict, or a
+    line, per record."""
+
+    __slots__ = ("_items", "_store")
+
+    def __init__(self, items: Sequence[Any], store: OutputStore | None = None):
+        self._items = items  # locations in store, or the lines themselves
+        self._store = store
+
+    def _parse(self, item: Any) -> dict:
+        return load_line(item) if self._store is None else self._store.record_at(item)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._parse(x) for x in self._items[i]]
+        return self._parse(self._items[i])
+
+    def __iter__(self) -> Iterator[dict]:
+        if self._store is None:
+            return (load_line(x) for x in self._items)
+        return self._store.records_at(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Records, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Records({len(self)} records)"
