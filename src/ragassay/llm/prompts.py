@@ -61,12 +61,31 @@ class Prompt:
         The roles come from the prompt file before any value is filled in, and each value is put in
         one pass: text in a value (a line reading ``[system]``, role-like JSON, ``{{placeholder}}``)
         can never add, end or change a message."""
+        return [{"role": role, "content": "".join(texts)} for role, texts in self.pieces(**values)]
+
+    def pieces(self, **values: str) -> list[tuple[str, tuple[str, ...]]]:
+        """Each message's role and the texts its content is made of, in order: the content is the
+        texts joined (:meth:`messages` joins them). An estimate counts a prompt from its pieces,
+        each distinct text once, without building it."""
         self._check_values(values)
-        return [{"role": role, "content": "".join(p if i % 2 == 0 else str(values[p]) for i, p in enumerate(parts)).strip()}
+        return [(role, _stripped([p if i % 2 == 0 else str(values[p]) for i, p in enumerate(parts)]))
                 for role, parts in self._sections]
 
 
 _ROLE = re.compile(r"^\[(system|user)\]\n", re.M)
+
+
+def _stripped(texts: list[str]) -> tuple[str, ...]:
+    """The texts whose join is ``"".join(texts).strip()``: blank ones at either end dropped, the
+    first and last stripped on their outer side."""
+    while texts and not texts[0].strip():
+        texts.pop(0)
+    while texts and not texts[-1].strip():
+        texts.pop()
+    if texts:
+        texts[0] = texts[0].lstrip()
+        texts[-1] = texts[-1].rstrip()
+    return tuple(t for t in texts if t)
 
 
 def _fill(template: str, values: dict[str, str]) -> str:

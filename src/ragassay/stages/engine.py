@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -122,6 +122,42 @@ class Call:
                                           seed=self.seed, sample=self.sample)
 
 
+class CallText(NamedTuple):
+    """A planned call as the texts its messages are made of (each message's content is its texts
+    joined): what an estimate needs to count and price a call, without the prompt being built.
+    A stage that can say its calls so (:meth:`Stage.call_texts`) makes a large dry run cheap: texts
+    shared by many calls (the prompt's fixed parts, a query's part, a passage) are the same
+    objects, so each is measured once. (A tuple: a dry run makes one per call.)"""
+
+    model: int
+    pieces: tuple[tuple[str, tuple[str, ...]], ...]  # (role, texts) per message
+    response_model: type[BaseModel]
+    stage: str
+    max_tokens: int | None
+    temperature: float | None = None
+    seed: int | None = None
+    sample: int = 0
+
+    def digest(self, memo: dict[Any, bytes]) -> bytes:
+        """16 bytes naming the request: calls whose messages are the same texts have the same
+        digest (``memo`` keeps each text's own digest, so a text met again is not hashed again)."""
+        head = self[:1] + self[2:]
+        d = memo.get(head)
+        if d is None:
+            rm = self.response_model
+            d = memo[head] = hashlib.sha256(repr((self.model, f"{rm.__module__}.{rm.__qualname__}", *self[3:]))
+                                            .encode("utf-8")).digest()[:16]
+        parts = [d]
+        for role, texts in self.pieces:
+            for text in (role, *texts):  # (a role is a text too: the pieces' count and order are in the join)
+                d = memo.get(text)
+                if d is None:
+                    d = memo[text] = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+                parts.append(d)
+            parts.append(b"/")
+        return hashlib.sha256(b"".join(parts)).digest()[:16]
+
+
 Shard = tuple[int, int]  # (i, n): the i-th of n slices, 1-based
 
 
@@ -195,6 +231,11 @@ class Stage:
     def identity(self, record: dict) -> str:
         """What a record is about (one record per identity in the output), e.g. query and chunk."""
         raise NotImplementedError
+
+    def call_texts(self, item: WorkItem) -> list[CallText] | None:
+        """For an estimate: the item's calls as :class:`CallText`, when the item has one step and
+        the stage can say them without building its prompts; None to have them built."""
+        return None
 
     def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
         """Calls that need earlier answers (a multi-step stage: coverage's nuggets, then their
@@ -481,11 +522,20 @@ def _estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], confi
     est = Estimate(tokenizer=counters[0].method if counters else "", models=models)
     tokens_per_model = [[0, 0, 0] for _ in configs]  # input, output ceiling, output expected
     planned: set[bytes] = set()  # digests: identical calls are asked once (see SharedCalls), counted once
+    # without a cache to look calls up in, a stage that can say its calls as texts is not built at all
+    texts = _TextCounter(counters, configs) if stage is not None and not any(lookups) else None
     try:
         for it in items:
             est.items += 1
             if done(it):
                 est.done += 1
+                continue
+            said = texts.said(it, stage) if texts is not None else None
+            if said is not None:
+                if not said:
+                    est.decided_without_call += 1
+                for call in said:
+                    texts.count(call, est, tokens_per_model, planned, share)
                 continue
             try:
                 first = it.open()
@@ -542,6 +592,69 @@ def _estimate_item(it: WorkItem, first: list[Call], est: Estimate, configs: Sequ
             tokens_per_model[call.model][2] += expected or 0
         calls = stage.next_calls(it, answers) if stage is not None else []
         step += 1
+
+
+class _TextCounter:
+    """Counts calls said as texts (:class:`CallText`) exactly as :func:`_estimate_item` counts built
+    ones: each distinct text measured once."""
+
+    def __init__(self, counters: list, configs: Sequence[LLMConfig]):
+        self.counters, self.configs = counters, configs
+        self.digests: dict[Any, bytes] = {}
+        self.exact: list[dict[str, int]] = [{} for _ in counters]
+        self.schemas: dict[type, str] = {}
+
+    @staticmethod
+    def said(item: WorkItem, stage: Stage) -> list[CallText] | None:
+        return stage.call_texts(item)
+
+    def count(self, call: CallText, est: Estimate, tokens_per_model: list[list[int]], planned: set,
+              share: bool) -> None:
+        if not est.calls_per_step:
+            est.calls_per_step.append(0)
+        if share:
+            if len(self.digests) > 50_000:  # bounded (texts met again are mostly the recent ones)
+                self.digests.clear()
+            digest = call.digest(self.digests)
+            if digest in planned:
+                est.shared += 1
+                return
+            planned.add(digest)
+        tokens = self.counters[call.model]
+        schema = self.schemas.get(call.response_model)
+        if schema is None:
+            schema = self.schemas[call.response_model] = schema_of(call.response_model)[3]
+        if tokens.exact is None:
+            chars = len(schema)
+            for _, texts in call.pieces:
+                chars += sum(map(len, texts))
+            t_in = max(1, round(chars / tokens.chars_per_token))
+        else:
+            memo = self.exact[call.model]
+            if len(memo) > 50_000:
+                memo.clear()
+            t_in = memo.get(schema)
+            if t_in is None:
+                t_in = memo[schema] = tokens.exact(schema)
+            for _, texts in call.pieces:
+                t_in += 4
+                for t in texts:
+                    n = memo.get(t)
+                    if n is None:
+                        n = memo[t] = tokens.exact(t)
+                    t_in += n
+        t_out = call.max_tokens or 1000
+        expected = tokens.output_tokens(call.response_model.__name__, t_out)
+        est.calls += 1
+        est.calls_per_step[0] += 1
+        est.input_tokens += t_in
+        est.output_tokens += t_out
+        est.output_tokens_expected += expected or 0
+        est.expected_unknown += expected is None
+        row = tokens_per_model[call.model]
+        row[0] += t_in
+        row[1] += t_out
+        row[2] += expected or 0
 
 
 def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[list[int]]) -> Estimate:

@@ -30,7 +30,7 @@ from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from .coverage import CoverageStage
-from .engine import (Call, Estimate, OutputStore, Records, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
+from .engine import (Call, CallText, Estimate, OutputStore, Records, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
                      in_shard, run_stage)
 from .queries import Passages, QueryItem
 from .scaffold import StageJob
@@ -139,9 +139,14 @@ class Judge:
 
     def relevance_messages(self, query: QueryItem, chunk: Chunk,
                            window: tuple[int, int] | None = None) -> list[dict[str, str]]:
-        return self.rel_prompt.messages(query=delimit("QUERY", query.text), need=query.need_block(),
-                                        expected=query.expected_block(),
-                                        passage=delimit("PASSAGE", self.passages.text(chunk, window)))
+        return self.rel_prompt.messages(**self.query_values(query), passage=self.passage_block(chunk, window))
+
+    @staticmethod
+    def query_values(query: QueryItem) -> dict[str, str]:
+        return {"query": delimit("QUERY", query.text), "need": query.need_block(), "expected": query.expected_block()}
+
+    def passage_block(self, chunk: Chunk, window: tuple[int, int] | None = None) -> str:
+        return delimit("PASSAGE", self.passages.text(chunk, window))
 
     def batch_messages(self, query: QueryItem, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
         return self.batch_prompt.messages(query=delimit("QUERY", query.text), need=query.need_block(),
@@ -241,6 +246,9 @@ class Judge:
                         error=e.reason, model=self.model_names, prompt=None, samples=[], decided_by=None)
 
 
+_SLOT = "<<<the passage goes here>>>"  # no block holds three '<' (delimit defuses them), nor does the prompt
+
+
 @dataclass(slots=True)
 class _Pair:
     query: QueryItem
@@ -257,6 +265,7 @@ class RelevanceStage(Stage):
 
     def __init__(self, judge: Judge):
         self.judge = judge
+        self._said: dict[str, Any] = {}  # call_texts' blocks of the current query and recent passages
 
     def identity(self, record: dict) -> str:
         return pair_key(record["query_id"], record["chunk_id"])
@@ -275,6 +284,40 @@ class RelevanceStage(Stage):
             return WorkItem(key, [], [_Pair(q, c, key, windows)])
 
         return WorkItem(key, payload=[_Pair(q, c, key, windows)], build=partial(self._pointwise_calls, q, c, windows))
+
+    def call_texts(self, item: WorkItem) -> list[CallText] | None:
+        """A pair judged alone, as texts (the engine's estimate counts them without building the
+        prompts): the same pieces :meth:`Judge.relevance_messages` joins, a query's and a passage's
+        blocks made once and reused while the plan goes query by query."""
+        j = self.judge
+        if j.options.batch > 1 or not isinstance(item.payload, list) or len(item.payload) != 1:
+            return None  # batches: built (their groups are not one pair's)
+        p: _Pair = item.payload[0]
+        if not p.chunk.text.strip():  # decided by a rule, as _pointwise plans it
+            return []
+        memo = self._said
+        if memo.get("query_id") != p.query.id:  # this query's messages around its passage, made once
+            memo["query_id"] = p.query.id
+            memo["around"] = tuple((role, "".join(texts).split(_SLOT)) for role, texts in
+                                   j.rel_prompt.pieces(**j.query_values(p.query), passage=_SLOT))
+        passages = memo.setdefault("passages", {})
+        if len(passages) > 20_000:  # bounded: a plan goes query by query, passages recur at random
+            passages.clear()
+        shapes = memo.get("shapes")
+        if shapes is None:  # (model, temperature, seed, sample) of each call of one prompt
+            shapes = memo["shapes"] = [(m, j.temperature(m), j.seed(smp), smp) for m in range(len(j.configs))
+                                       for smp in range(j.options.samples)]
+        out = []
+        max_tokens = j.options.max_tokens
+        for window in (p.windows or (None,)):
+            block = passages.get((p.chunk.id, window))
+            if block is None:
+                block = passages[(p.chunk.id, window)] = j.passage_block(p.chunk, window)
+            pieces = tuple([(role, (parts[0],) if len(parts) == 1 else (parts[0], block, parts[1]))
+                            for role, parts in memo["around"]])
+            for m, temperature, seed, smp in shapes:
+                out.append(CallText(m, pieces, RelevanceAnswer, "judge", max_tokens, temperature, seed, smp))
+        return out
 
     def _pointwise_calls(self, q: QueryItem, c: Chunk, windows: list[tuple[int, int]] | None) -> list[Call]:
         """One pair's prompts: made when its item is estimated or sent, not when it is planned."""
@@ -467,7 +510,8 @@ class JudgePlan:
         plans them again after judging, so a nugget source that gains relevant passages is priced
         approximately)."""
         def done(store):
-            return lambda it: all(store.done(k) for k in it.record_keys)
+            done = store.done
+            return lambda it: all(map(done, it.record_keys))
         est = estimate(self.relevance_items, done(self.relevance_store), self.judge.configs, self.relevance)
         if self.coverage is not None:
             est = est.add(estimate(self.coverage_items, done(self.coverage_store), self.judge.configs[:1],
