@@ -7,6 +7,8 @@ import re
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import respx
 from fake_llm import chat_reply
 from fake_llm import make_llm
@@ -463,3 +465,23 @@ async def test_cache_friendly_layout_shares_a_fixed_prefix_past_the_cache_minimu
     examples = load_prompt("judge_relevance_examples").id
     assert {r["prompt"] for r in json.loads("[" + ",".join(out.read_text().splitlines()) + "]")} == {examples}
     assert [r["grade"] for r in result.records] == [3, 0, 0]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 25), st.sampled_from(["1", "2", "2.0", "-1", "1e1", "0.5"])),
+                min_size=1, max_size=60), st.integers(0, 12), st.randoms(use_true_random=False))
+def test_a_runs_top_ids_are_the_head_of_its_ranking(tmp_path, rows, depth, rnd):
+    """judge takes each query's top ``depth`` chunks with Run.top_ids; it must be exactly the head
+    of the trec_eval ranking (score descending, ties by id descending), on rows in any order."""
+    from ragassay.data.io import read_run
+    seen, lines = set(), []
+    for q, d, score in rows:
+        if (q, d) not in seen:
+            seen.add((q, d))
+            lines.append(f"q{q} Q0 d{d} 1 {score} t")
+    rnd.shuffle(lines)
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(lines) + "\n")
+    run = read_run(path)
+    ranked = run.ranked()
+    assert run.top_ids(depth) == {q: [d for d, _ in docs[:depth]] for q, docs in nonempty(list(ranked.items()))}

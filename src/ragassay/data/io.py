@@ -487,7 +487,7 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw, parse_float=parse_float)
+            obj = _loads_fast(raw) if parse_float is None else json.loads(raw, parse_float=parse_float)
         except UnicodeDecodeError:
             raise InputError("not valid UTF-8 text", path, no) from None
         except json.JSONDecodeError as e:
@@ -496,6 +496,24 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", path, no)
         yield no, obj
+
+
+def _loads_fast(raw: bytes) -> Any:
+    """A JSON line: orjson when installed (about three times as fast on a large chunks file), the
+    standard library for anything orjson refuses (NaN, integers beyond 64 bits, lone surrogates),
+    which then reads it or raises the error the message quotes."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(raw)
+
+
+try:
+    import orjson as _orjson
+except ImportError:  # optional (the ``fast`` extra)
+    _orjson = None
 
 
 def _field(obj: Mapping[str, Any], names: tuple[str, ...], path: str | Path | None, no: int) -> Any:

@@ -243,6 +243,24 @@ class Run:
             out[self.queries[self.qidx[i]]].append((self.doc_ids[i].decode("utf-8"), float(self.scores[i])))
         return out
 
+    def top_ids(self, depth: int) -> dict[str, list[str]]:
+        """Each query's first ``depth`` document ids in trec_eval order (what :meth:`ranked` lists
+        first), without a tuple and a score object per row."""
+        order = trec_order(self.qidx, self.scores, self.doc_ids)
+        if order is None:
+            order = np.arange(len(self))
+        out: dict[str, list[str]] = {q: [] for q in self.queries}
+        if not len(order):
+            return out
+        q = self.qidx[order]
+        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])  # each query's rows are together in this order
+        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+        chosen = order[rank < depth]
+        names = self.queries
+        for qi, doc in zip(self.qidx[chosen].tolist(), self.doc_ids[chosen].tolist()):
+            out[names[qi]].append(doc.decode("utf-8"))
+        return out
+
     def __repr__(self) -> str:
         return f"Run({self.name!r}, {len(self.queries)} queries, {len(self)} rows)"
 

@@ -222,6 +222,70 @@ class WorkItem:
         return f"WorkItem({self.key!r}, {len(self.record_keys)} record(s))"
 
 
+class Items(Sequence):
+    """A stage's items in plan order, holding only the key of an item already done: a rerun of
+    finished work makes no object per item (a list of :class:`WorkItem` does as well, slower)."""
+
+    __slots__ = ("_keys", "_live")
+
+    def __init__(self) -> None:
+        self._keys: list[str | None] = []  # a done item's key; None where a live item stands
+        self._live: dict[int, WorkItem] = {}
+
+    def add(self, item: WorkItem) -> None:
+        self._live[len(self._keys)] = item
+        self._keys.append(None)
+
+    def add_done(self, key: str) -> None:
+        """An item already done whose one record has ``key``: no calls, nothing to finish."""
+        self._keys.append(key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        key = self._keys[i]
+        return self._live[i] if key is None else WorkItem(key, ())
+
+    def __iter__(self) -> Iterator[WorkItem]:
+        live = self._live
+        for i, key in enumerate(self._keys):
+            yield live[i] if key is None else WorkItem(key, ())
+
+    def record_keys(self) -> list[str]:
+        """Every record key of the plan, in order."""
+        if not self._live:
+            return list(self._keys)  # type: ignore[arg-type]
+        live = self._live
+        return [k for i, key in enumerate(self._keys)
+                for k in (live[i].record_keys if key is None else (key,))]
+
+    def pending(self, done: Callable[[str], bool]) -> list[WorkItem]:
+        """The items with a record not done (by ``done``), in order; a done item's key is checked
+        too (another process may have changed the output since the plan)."""
+        live = self._live
+        out = []
+        for i, key in enumerate(self._keys):
+            if key is None:
+                it = live[i]
+                if not all(map(done, it.record_keys)):
+                    out.append(it)
+            elif not done(key):
+                out.append(WorkItem(key, ()))
+        return out
+
+
+def record_keys(items: Sequence[WorkItem]) -> list[str]:
+    """Every record key of a plan's items, in order."""
+    if isinstance(items, Items):
+        return items.record_keys()
+    return [k for it in items for k in it.record_keys]
+
+
 class Stage:
     """What a stage gives the engine. Subclasses build the plan and turn answers into records."""
 
@@ -818,8 +882,10 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
                      concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
     done = store.done
-    todo = [it for it in items if not all(map(done, it.record_keys))]
-    total = sum(len(it.record_keys) for it in items)
+    todo = items.pending(done) if isinstance(items, Items) else \
+        [it for it in items if not all(map(done, it.record_keys))]
+    plan_keys = record_keys(items)
+    total = len(plan_keys)
     bar = progress_bar(total, total - sum(len(it.record_keys) for it in todo), stage.name, quiet)
     shared = SharedCalls(todo)
     queue: asyncio.Queue = asyncio.Queue()
@@ -913,7 +979,6 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
         reason = (f"stopped early: the first {len(early)} {stage.name} calls all failed the same way: "
                   f"{aborted[0]}. Nothing more was sent; fix this and rerun")
         raise StageAborted(f"{reason} (finished records are kept in {store.journal})", reason)
-    plan_keys = [k for it in items for k in it.record_keys]
     records = store.pinned([store.location(k) for k in plan_keys if store.has(k)]) if keep_journal \
         else store.finalize(plan_keys)
     failed = store.failed_among(plan_keys)

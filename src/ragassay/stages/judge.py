@@ -30,7 +30,7 @@ from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from .coverage import CoverageStage
-from .engine import (Call, CallText, Estimate, OutputStore, Records, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
+from .engine import (Call, CallText, Estimate, Items, OutputStore, Records, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
                      in_shard, run_stage)
 from .queries import Passages, QueryItem
 from .scaffold import StageJob
@@ -204,6 +204,11 @@ class Judge:
             out.append(h.hexdigest()[:24])
         return out
 
+    def forget_key_parts(self) -> None:
+        """Drop the parts of keys kept while a plan is made (each chunk's is as long as its text)."""
+        self._heads.clear()
+        self._tails.clear()
+
     def seed(self, sample: int) -> int | None:
         """Each sample of several sends its own seed (a single answer sends none, as before)."""
         return self.options.seed + sample if self.options.samples > 1 else None
@@ -327,29 +332,35 @@ class RelevanceStage(Stage):
         return [call for w in windows
                 for call in j.relevance_calls(j.relevance_messages(q, c, w), RelevanceAnswer, j.options.max_tokens)]
 
-    def plan(self, pairs: Sequence[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> list[WorkItem]:
+    def plan(self, pairs: Sequence[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> Items:
+        """The items of ``pairs``, in order; a pair already done keeps its place (its record is this
+        run's too) as its key alone."""
         j, o = self.judge, self.judge.options
+        items = Items()
         if o.batch <= 1:
-            keys = j.pair_keys(pairs, j.rel_prompt.id)
-            return [WorkItem(key, ()) if done(key) else self._pointwise(q, c, done, key)
-                    for (q, c), key in zip(pairs, keys)]
+            for (q, c), key in zip(pairs, j.pair_keys(pairs, j.rel_prompt.id)):
+                if done(key):
+                    items.add_done(key)
+                else:
+                    items.add(self._pointwise(q, c, done, key))
+            j.forget_key_parts()
+            return items
         # batches are formed from the pairs not yet done, so a resumed run asks only what is missing
         by_query: dict[str, list[_Pair]] = {}
         queries: dict[str, QueryItem] = {}
-        items = []
         for q, c in pairs:
             if j.windows(c) is not None:  # too long to share a call: judged alone, window by window
-                items.append(self._pointwise(q, c, done))
+                items.add(self._pointwise(q, c, done))
                 continue
             p = _Pair(q, c, j.pair_fingerprint(q, c, j.batch_prompt.id))
-            if done(p.key):  # kept in the plan (its record is this run's too), but never regrouped
-                items.append(WorkItem(p.key, [], [p]))
+            if done(p.key):  # never regrouped
+                items.add_done(p.key)
                 continue
             by_query.setdefault(q.id, []).append(p)
             queries[q.id] = q
         for qid, ps in by_query.items():
             for p in [p for p in ps if not p.chunk.text.strip()]:  # empty chunks: a rule, no call
-                items.append(WorkItem(p.key, [], [p]))
+                items.add(WorkItem(p.key, [], [p]))
             live = [p for p in ps if p.chunk.text.strip()]
             for i in range(0, len(live), o.batch):
                 group = live[i:i + o.batch]
@@ -358,8 +369,8 @@ class RelevanceStage(Stage):
                 random.Random(fingerprint(*[p.key for p in group])).shuffle(group)
                 messages = j.batch_messages(queries[qid], [p.chunk for p in group])
                 calls = j.relevance_calls(messages, BatchAnswer, o.max_tokens * len(group))
-                items.append(WorkItem(fingerprint(*[p.key for p in group]), calls, group,
-                                      record_keys=[p.key for p in group]))
+                items.add(WorkItem(fingerprint(*[p.key for p in group]), calls, group,
+                                   record_keys=[p.key for p in group]))
         return items
 
     async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Judgment]:
@@ -461,16 +472,15 @@ def plan_pairs(queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, d
                keep: Mapping[str, Mapping[str, int]] | None = None):
     """The (query, chunk) pairs to judge: the top ``depth`` of each query in the run, minus pairs
     already labelled in ``keep``. Run chunk ids missing from the chunks file are an error."""
-    ranked = run.ranked()
+    ranked = run.top_ids(depth)
     keep = keep or {}
     qmap = {q.id: q for q in queries}
     missing_queries = [q for q in ranked if q not in qmap]
     pairs, kept, per_query = [], [], {}
     unknown = []
-    for qid, docs in ranked.items():
+    for qid, top in ranked.items():
         if qid not in qmap:
             continue
-        top = [d for d, _ in docs[:depth]]
         per_query[qid] = top
         for cid in top:
             if cid not in chunks:
@@ -492,7 +502,7 @@ class JudgePlan:
 
     judge: Judge
     relevance: RelevanceStage
-    relevance_items: list[WorkItem]
+    relevance_items: Sequence[WorkItem]  # an Items: a pair already done is its key alone
     relevance_store: OutputStore
     coverage: CoverageStage | None
     coverage_items: list[WorkItem]

@@ -46,11 +46,11 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
     ``narrative``."""
     from ..data.io import check_id, dataset_member, iter_jsonl, read_bytes_checked, read_queries
     path = dataset_member(path, "queries")
-    data = read_bytes_checked(path).lstrip()
-    if not data.startswith(b"{"):
+    data = read_bytes_checked(path)
+    if not data.lstrip().startswith(b"{"):
         return [QueryItem(q, t) for q, t in read_queries(path).items()]
     items, seen = [], set()
-    for no, obj in iter_jsonl(path):
+    for no, obj in iter_jsonl(data, path):  # (the bytes already read: the file is not read twice)
         qid = obj.get("id", obj.get("query_id", obj.get("_id", obj.get("qid"))))
         text = _text(obj, "question", "query", "text", "title")
         if text is None or not any(k in obj for k in ("id", "query_id", "_id", "qid")):

@@ -308,12 +308,13 @@ class OutputStore:
                 yield self.record_at(first)
                 i += 1
                 continue
-            j, end = i, start  # the run of ascending lines of this file within one block
+            j, end, adjacent = i, start, True  # the run of ascending lines of this file within one block
             while j < n:
                 w = locations[j]
                 off, length = w >> shift, (w >> 1) & mask
                 if w & 1 != which or off < end or off + length - start > BLOCK or length == mask:
                     break
+                adjacent = adjacent and (j == i or off == end + 1)
                 end = off + length
                 j += 1
             if j == i:  # one line alone
@@ -321,6 +322,18 @@ class OutputStore:
                 i += 1
                 continue
             data = _pread(self._fd(which), end - start, start)
+            if adjacent and _orjson is not None:  # line after line: split once, each parsed as it is read
+                lines = data.split(b"\n")
+                if len(lines) == j - i:
+                    loads = _orjson.loads
+                    for w, line in zip(locations[i:j], lines):
+                        try:
+                            r = loads(line)
+                        except _orjson.JSONDecodeError:
+                            r = None
+                        yield r if type(r) is dict else self.record_at(w)
+                    i = j
+                    continue
             for w in locations[i:j]:
                 off = (w >> shift) - start
                 try:
