@@ -201,3 +201,38 @@ def test_a_rerun_of_finished_work_holds_keys_not_records(tmp_path):
     assert len(records) == 400 and records[0]["grade"] == 3 and records[-1] == list(records)[-1]
     assert records[0] is not records[0]  # parsed as read: a caller's change never alters the run
     assert records == list(records) and records[1:3] == list(records)[1:3]
+
+
+def test_a_run_holds_only_the_items_in_flight(tmp_path):
+    """A judge run makes each item when it sends it and lets it go with its records: at any moment
+    the live work items (and their built calls) are no more than the calls in flight, whatever
+    the size of the plan; a pair already done is never made at all."""
+    from ragassay.stages.engine import WorkItem
+    queries, chunks, run = _inputs(60, 10)
+    plan = _plan(60, 10, tmp_path, (queries, chunks, run))
+    seen: list[tuple[int, int]] = []
+
+    class CountingClient(InstantClient):
+        def __init__(self, content):
+            super().__init__(content)
+            create = self.chat.completions.create
+
+            async def counting(**body):
+                if len(self.bodies) % 50 == 0:
+                    objs = gc.get_objects()
+                    seen.append((sum(isinstance(o, WorkItem) for o in objs), sum(isinstance(o, Call) for o in objs)))
+                return await create(**body)
+            self.chat.completions.create = counting
+
+    client = CountingClient({"intent": "i", "match": "m", "trust": "t", "grade": 1})
+    llm = make_llm(None, "http://127.0.0.1:9/v1", api_key="k", client=client, concurrency=4)
+
+    async def go(p):
+        return await run_stage(p.relevance, p.relevance_items, [llm], p.relevance_store, concurrency=4, quiet=True)
+    assert asyncio.run(go(plan)).ok == 600 and len(client.bodies) == 600
+    assert len(seen) == 12 and max(w for w, _ in nonempty(seen)) <= 4 and max(c for _, c in seen) <= 4
+    again = _plan(60, 10, tmp_path, (queries, chunks, run))
+    gc.collect()
+    before = sum(isinstance(o, WorkItem) for o in gc.get_objects())
+    assert asyncio.run(go(again)).skipped_done == 600 and len(client.bodies) == 600
+    assert sum(isinstance(o, WorkItem) for o in gc.get_objects()) == before  # none made, none kept

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+from array import array
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -223,22 +224,37 @@ class WorkItem:
 
 
 class Items(Sequence):
-    """A stage's items in plan order, holding only the key of an item already done: a rerun of
-    finished work makes no object per item (a list of :class:`WorkItem` does as well, slower)."""
+    """A stage's items in plan order, made when they are read: an item already done is held as its
+    key alone, an item to do as its key and two references (what ``make`` builds it from), so a plan
+    of a million pairs holds no object per pair. A :class:`WorkItem` added as such is kept as is.
+    Each read of a lazy item builds a new one: the engine reads it once, when it sends it."""
 
-    __slots__ = ("_keys", "_live")
+    __slots__ = ("_keys", "_a", "_b", "_make")
 
-    def __init__(self) -> None:
-        self._keys: list[str | None] = []  # a done item's key; None where a live item stands
-        self._live: dict[int, WorkItem] = {}
+    _DONE = object()  # _a of an item already done
+
+    def __init__(self, make: Callable[[Any, Any, str], WorkItem] | None = None) -> None:
+        self._keys: list[str | None] = []  # the item's one record key; None where a WorkItem stands (in _a)
+        self._a: list[Any] = []
+        self._b: list[Any] = []
+        self._make = make
 
     def add(self, item: WorkItem) -> None:
-        self._live[len(self._keys)] = item
         self._keys.append(None)
+        self._a.append(item)
+        self._b.append(None)
 
     def add_done(self, key: str) -> None:
         """An item already done whose one record has ``key``: no calls, nothing to finish."""
         self._keys.append(key)
+        self._a.append(Items._DONE)
+        self._b.append(None)
+
+    def add_lazy(self, key: str, a: Any, b: Any) -> None:
+        """An item to do whose one record has ``key``, built as ``make(a, b, key)`` when read."""
+        self._keys.append(key)
+        self._a.append(a)
+        self._b.append(b)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -246,37 +262,38 @@ class Items(Sequence):
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        key = self._keys[i]
-        return self._live[i] if key is None else WorkItem(key, ())
+        key, a = self._keys[i], self._a[i]
+        if key is None:
+            return a
+        if a is Items._DONE:
+            return WorkItem(key, ())
+        assert self._make is not None
+        return self._make(a, self._b[i], key)
 
     def __iter__(self) -> Iterator[WorkItem]:
-        live = self._live
-        for i, key in enumerate(self._keys):
-            yield live[i] if key is None else WorkItem(key, ())
+        for i in range(len(self._keys)):
+            yield self[i]
+
+    def pending_positions(self, done: Callable[[str], bool]) -> array:
+        """See :func:`pending_positions`."""
+        keys, a = self._keys, self._a
+        flags = list(map(done, keys))  # (a None key, where a WorkItem stands, is not done: checked below)
+        out = array("q")
+        for i in [i for i, f in enumerate(flags) if not f]:
+            if keys[i] is not None or not all(map(done, a[i].record_keys)):
+                out.append(i)
+        return out
+
+    def record_keys_at(self, i: int) -> Sequence[str]:
+        key = self._keys[i]
+        return self._a[i].record_keys if key is None else (key,)
 
     def record_keys(self) -> list[str]:
         """Every record key of the plan, in order."""
-        if not self._live:
-            return list(self._keys)  # type: ignore[arg-type]
-        live = self._live
-        return [k for i, key in enumerate(self._keys)
-                for k in (live[i].record_keys if key is None else (key,))]
-
-    def pending(self, done: Callable[[str], bool]) -> list[WorkItem]:
-        """The items with a record not done (by ``done``), in order; a done item's key is checked
-        too (another process may have changed the output since the plan)."""
-        live = self._live
-        out = []
-        for i, key in enumerate(self._keys):
-            if key is None:
-                it = live[i]
-                if not all(map(done, it.record_keys)):
-                    out.append(it)
-            elif not done(key):
-                out.append(WorkItem(key, ()))
-        return out
+        keys, a = self._keys, self._a
+        if None not in keys:
+            return list(keys)  # type: ignore[arg-type]
+        return [k for i, key in enumerate(keys) for k in (a[i].record_keys if key is None else (key,))]
 
 
 def record_keys(items: Sequence[WorkItem]) -> list[str]:
@@ -284,6 +301,18 @@ def record_keys(items: Sequence[WorkItem]) -> list[str]:
     if isinstance(items, Items):
         return items.record_keys()
     return [k for it in items for k in it.record_keys]
+
+
+def record_keys_at(items: Sequence[WorkItem], i: int) -> Sequence[str]:
+    return items.record_keys_at(i) if isinstance(items, Items) else items[i].record_keys
+
+
+def pending_positions(items: Sequence[WorkItem], done: Callable[[str], bool]) -> array:
+    """Where the items with a record not done (by ``done``) are, in order, as 8-byte integers; an
+    item done when planned is checked again (another process may have changed the output since)."""
+    if isinstance(items, Items):
+        return items.pending_positions(done)
+    return array("q", [i for i, it in enumerate(items) if not all(map(done, it.record_keys))])
 
 
 class Stage:
@@ -759,12 +788,21 @@ class SharedCalls:
     count made from the plan), and for later steps (whose calls are known only as items run) for
     the rest of the run. A failed call is not kept: a later item asks again."""
 
-    def __init__(self, items: Sequence[WorkItem]):
+    def __init__(self, items: Iterable[WorkItem]):
         # first-step calls, by digest (a plan holds no prompts): how many items are still to ask each;
-        # only digests asked more than once are kept
-        counts = Counter(c.digest() for it in items for c in it.calls)
-        self._left = {d: n for d, n in counts.items() if n > 1}
-        del counts
+        # only digests asked more than once are kept. Counted in one array (16 bytes a call, not a
+        # dict entry of ~100): a million calls take 16 MB while they are counted
+        digests = bytearray()
+        for it in items:
+            for c in it.calls:
+                digests += c.digest()
+        self._left: dict[bytes, int] = {}
+        if digests:
+            import numpy as np
+            rows = np.frombuffer(bytes(digests), dtype=np.uint64).reshape(-1, 2)
+            del digests
+            unique, counts = np.unique(rows, axis=0, return_counts=True)
+            self._left = {row.tobytes(): int(n) for row, n in zip(unique[counts > 1], counts[counts > 1])}
         self._futures: dict[bytes, asyncio.Future] = {}
 
     async def ask(self, call: Call, llms: Sequence[LLM], first_step: bool = True) -> BaseModel:
@@ -882,15 +920,12 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
                      concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
     done = store.done
-    todo = items.pending(done) if isinstance(items, Items) else \
-        [it for it in items if not all(map(done, it.record_keys))]
+    todo = pending_positions(items, done)  # positions: an item is made when it is sent, and let go after
     plan_keys = record_keys(items)
     total = len(plan_keys)
-    bar = progress_bar(total, total - sum(len(it.record_keys) for it in todo), stage.name, quiet)
-    shared = SharedCalls(todo)
-    queue: asyncio.Queue = asyncio.Queue()
-    for it in todo:
-        queue.put_nowait(it)
+    bar = progress_bar(total, total - sum(len(record_keys_at(items, i)) for i in todo), stage.name, quiet)
+    shared = SharedCalls(items[i] for i in todo)
+    queue = iter(todo)
     early: list[LLMError] = []
     answered = [False]
     aborted: list[str] = []
@@ -944,11 +979,10 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
 
     async def worker() -> None:
         while not aborted and not budget:
-            try:
-                it = queue.get_nowait()
-            except asyncio.QueueEmpty:
+            i = next(queue, None)
+            if i is None:
                 return
-            records = await do(it)
+            records = await do(items[i])
             store.append(records)
             if bar is not None:
                 bar.update(len(records))
@@ -983,7 +1017,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
         else store.finalize(plan_keys)
     failed = store.failed_among(plan_keys)
     reasons = Counter(reason_of(store.record(k)) for k in failed)
-    not_done = sum(1 for it in todo if not all(store.done(k) for k in it.record_keys)) if budget else 0
+    not_done = sum(1 for i in todo if not all(map(done, record_keys_at(items, i)))) if budget else 0
     return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(failed),
                     len(failed), reasons, pending[0],
                     stopped=f"{budget[0]}; {not_done} {stage.name} items not done: rerun with a higher ceiling to "

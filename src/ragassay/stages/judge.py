@@ -324,6 +324,9 @@ class RelevanceStage(Stage):
                 out.append(CallText(m, pieces, RelevanceAnswer, "judge", max_tokens, temperature, seed, smp))
         return out
 
+    def _pointwise_item(self, q: QueryItem, c: Chunk, key: str) -> WorkItem:
+        return self._pointwise(q, c, key=key)
+
     def _pointwise_calls(self, q: QueryItem, c: Chunk, windows: list[tuple[int, int]] | None) -> list[Call]:
         """One pair's prompts: made when its item is estimated or sent, not when it is planned."""
         j = self.judge
@@ -336,13 +339,13 @@ class RelevanceStage(Stage):
         """The items of ``pairs``, in order; a pair already done keeps its place (its record is this
         run's too) as its key alone."""
         j, o = self.judge, self.judge.options
-        items = Items()
+        items = Items(make=self._pointwise_item)
         if o.batch <= 1:
             for (q, c), key in zip(pairs, j.pair_keys(pairs, j.rel_prompt.id)):
                 if done(key):
                     items.add_done(key)
                 else:
-                    items.add(self._pointwise(q, c, done, key))
+                    items.add_lazy(key, q, c)  # made when it is estimated or sent
             j.forget_key_parts()
             return items
         # batches are formed from the pairs not yet done, so a resumed run asks only what is missing
