@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from array import array
 import hashlib
 import json
 import os
 import re
 import sys
 import time
+from array import array
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -34,14 +34,14 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from ..data.result_models import EstimateResult
-from ..errors import InputError, OutputError, RagassayError
+from ..errors import RagassayError
 from ..llm.batch import Deferred
 from ..llm.cache import Cache, endpoint_id
 from ..llm.client import LLM, request_key, schema_of
 from ..llm.config import LLMConfig
 from ..llm.errors import LLMError
 from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
-from .store import OutputStore, Records, journal_path
+from .store import OutputStore
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
 EARLY_FAILURES = ("transport", "auth", "request")  # the failures that say the endpoint cannot be used at all

@@ -37,8 +37,9 @@ from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, 
                               unfit_chunk)
 from ..data.io import write_jsonl, write_lines_atomic, write_qrels
 from ..llm import LLM, LLMConfig, LLMError
+from .store import journal_path
 from .engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
-                     failing_alike, fingerprint, journal_path, progress_bar, run_stage)
+                     failing_alike, fingerprint, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..data.records import CandidateRecord, Chunk, Question, Reject
 from ..data.result_models import GenerateSummary

@@ -30,7 +30,7 @@ from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from .coverage import CoverageStage
-from .engine import (Call, CallText, Estimate, Items, OutputStore, Records, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
+from .engine import (Call, CallText, Estimate, Items, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
                      in_shard, run_stage)
 from .queries import Passages, QueryItem
 from .scaffold import StageJob
