@@ -190,3 +190,40 @@ def test_a_beir_folder_with_several_splits_asks_which_and_a_plain_folder_is_refu
     (tmp_path / "plain").mkdir()
     with pytest.raises(InputError, match="is a directory: expected a chunks file, or a BEIR folder"):
         read_chunks(tmp_path / "plain")
+
+
+STREAM_CASES = {
+    "good": b'{"id": "a", "text": "x"}\n\n{"id": "b", "text": "caf\xc3\xa9"}\n',
+    "bom": b'\xef\xbb\xbf{"id": "a", "text": "x"}\n',
+    "crlf": b'{"id": "a", "text": "x"}\r\n{"id": "b", "text": "y"}\r\n',
+    "no final newline": b'{"id": "a", "text": "x"}\n{"id": "b", "text": "y"}',
+    "lone cr": b'{"id": "a", "text": "x"}\n{"id": "b",\r "text": "y"}\n',
+    "cr at the end": b'{"id": "a", "text": "x"}\r',
+    "not utf-8": b'{"id": "a", "text": "x"}\n{"id": "b", "text": "\xff"}\n',
+    "bad json": b'{"id": "a", "text": "x"}\n{"id": "b", "text": }\n',
+    "not an object": b'{"id": "a", "text": "x"}\n[1, 2]\n',
+    "blank only": b'\n  \n\t\n',
+    "empty": b"",
+    "binary": b'{"id": "a"}\n\x00\x01',
+}
+
+
+@pytest.mark.parametrize("name", list(STREAM_CASES))
+def test_a_large_input_read_line_by_line_says_what_a_whole_read_says(tmp_path, monkeypatch, name):
+    """Inputs from 16 MB up are read a line at a time (never held whole); every answer, and every
+    error's message and line, is what reading the whole file gives."""
+    import ragassay.data.io as io_module
+    path = tmp_path / "chunks.jsonl"
+    path.write_bytes(STREAM_CASES[name])
+
+    def read() -> object:
+        try:
+            return list(io_module.iter_jsonl(path))
+        except InputError as e:
+            return str(e)
+    whole = read()
+    monkeypatch.setattr(io_module, "STREAM_FROM", 0)
+    assert io_module._streamable(path)  # (every case above is read line by line now)
+    assert read() == whole
+    assert (isinstance(whole, str)) == (name in ("lone cr", "cr at the end", "not utf-8", "bad json", "not an object",
+                                                 "blank only", "empty", "binary"))

@@ -484,4 +484,4 @@ def test_a_runs_top_ids_are_the_head_of_its_ranking(tmp_path, rows, depth, rnd):
     path.write_text("\n".join(lines) + "\n")
     run = read_run(path)
     ranked = run.ranked()
-    assert run.top_ids(depth) == {q: [d for d, _ in docs[:depth]] for q, docs in nonempty(list(ranked.items()))}
+    assert list(run.iter_top_ids(depth)) == [(q, [d for d, _ in docs[:depth]]) for q, docs in nonempty(list(ranked.items()))]

@@ -76,6 +76,56 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     return data
 
 
+STREAM_FROM = 16 << 20  # a plain text input this large is read a line at a time, never held whole
+
+
+def _streamable(path: str | Path) -> bool:
+    """A plain (not gzipped) file large enough to be read a line at a time."""
+    if str(path) == "-":
+        return False
+    try:
+        if os.path.getsize(path) < STREAM_FROM:
+            return False
+        with open(path, "rb") as f:
+            return f.read(2) != b"\x1f\x8b"
+    except OSError:
+        return False  # read_bytes_checked says what is wrong
+
+
+def streamed_lines(path: str | Path) -> Iterator[bytes]:
+    """The lines of a large text input, one at a time, checked as :func:`read_bytes_checked`
+    checks a whole file (BOM dropped; a binary file, a lone carriage return, bytes that are not
+    UTF-8 and an empty file are one error naming the line), without holding the file."""
+    p = Path(path)
+    try:
+        f = open(p, "rb")
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", p) from None
+    with f:
+        if b"\x00" in f.read(8192):
+            raise InputError("a binary file, expected text (JSON Lines, TREC or TSV)", p)
+        f.seek(0)
+        blank = True
+        for no, line in enumerate(f, start=1):
+            if no == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            crs = line.count(b"\r")
+            if crs and crs != line.endswith(b"\r\n"):
+                raise InputError("has lines ended by a lone carriage return (\\r, old Mac style), which would be "
+                                 "read as one long line; convert the line ends to \\n", p, no)
+            if not line.isascii():
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise InputError(f"not valid UTF-8 text (byte 0x{line[e.start]:02x}); save the file as UTF-8",
+                                     p, no) from None
+            if blank and not line.isspace():
+                blank = False
+            yield line
+        if blank:
+            raise InputError("file is empty", p)
+
+
 def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
     i = data.find(needle)
     while i != -1:
@@ -477,13 +527,11 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
     ``keep_float_text``, numbers with a fraction or exponent are :class:`WrittenFloat`."""
     if isinstance(data, (str, Path)):
         path = data
-        data = read_bytes_checked(data)
+        lines: Iterable[bytes] = streamed_lines(data) if _streamable(data) else io.BytesIO(read_bytes_checked(data))
+    else:  # one line at a time from a view of the bytes: not a list of every line beside them
+        lines = io.BytesIO(data)
     parse_float = WrittenFloat if keep_float_text else None
-    if isinstance(data, str):
-        data = data.encode("utf-8", "surrogatepass")
-    # one line at a time from a view of the bytes: not a list of every line beside them (a large
-    # chunks file would be held twice)
-    for no, raw in enumerate(io.BytesIO(data), start=1):
+    for no, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
@@ -500,14 +548,17 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
 
 def _loads_fast(raw: bytes) -> Any:
     """A JSON line: orjson when installed (about three times as fast on a large chunks file), the
-    standard library for anything orjson refuses (NaN, integers beyond 64 bits, lone surrogates),
-    which then reads it or raises the error the message quotes."""
-    if _orjson is not None:
+    standard library for anything orjson refuses (NaN, lone surrogates) or reads differently (an
+    integer beyond 64 bits), which then reads it or raises the error the message quotes."""
+    if _orjson is not None and not _BIG_NUMBER.search(raw):
         try:
             return _orjson.loads(raw)
         except _orjson.JSONDecodeError:
             pass
     return json.loads(raw)
+
+
+_BIG_NUMBER = re.compile(rb"\d{19}")  # orjson reads integers past 64 bits as floats: the standard library reads these
 
 
 try:

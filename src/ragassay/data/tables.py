@@ -7,7 +7,7 @@ metric can be computed over all queries at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -246,20 +246,40 @@ class Run:
     def top_ids(self, depth: int) -> dict[str, list[str]]:
         """Each query's first ``depth`` document ids in trec_eval order (what :meth:`ranked` lists
         first), without a tuple and a score object per row."""
+        return dict(self.iter_top_ids(depth))
+
+    def iter_top_ids(self, depth: int) -> Iterator[tuple[str, list[str]]]:
+        """:meth:`top_ids` one query at a time, in the run's query order: only one query's ids are
+        made at once (a million-row run's ids are not all decoded together)."""
+        names = self.queries
         order = trec_order(self.qidx, self.scores, self.doc_ids)
         if order is None:
             order = np.arange(len(self))
-        out: dict[str, list[str]] = {q: [] for q in self.queries}
         if not len(order):
-            return out
-        q = self.qidx[order]
-        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])  # each query's rows are together in this order
+            yield from ((name, []) for name in names)
+            return
+        q = self.qidx[order]  # grouped by query code, codes ascending (trec_order's contract)
+        starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
         rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
         chosen = order[rank < depth]
-        names = self.queries
-        for qi, doc in zip(self.qidx[chosen].tolist(), self.doc_ids[chosen].tolist()):
-            out[names[qi]].append(doc.decode("utf-8"))
-        return out
+        del q, starts, rank, order
+        upcoming, current, docs = 0, -1, []  # the next query code to give, the one being filled
+        for lo in range(0, len(chosen), 1 << 16):
+            part = chosen[lo:lo + (1 << 16)]
+            for qi, doc in zip(self.qidx[part].tolist(), self.doc_ids[part].tolist()):
+                if qi != current:
+                    if current >= 0:
+                        yield names[current], docs
+                    while upcoming < qi:  # queries with nothing in the top (depth 0)
+                        yield names[upcoming], []
+                        upcoming += 1
+                    current, docs, upcoming = qi, [], qi + 1
+                docs.append(doc.decode("utf-8"))
+        if current >= 0:
+            yield names[current], docs
+        while upcoming < len(names):
+            yield names[upcoming], []
+            upcoming += 1
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, {len(self.queries)} queries, {len(self)} rows)"

@@ -16,7 +16,7 @@ import json
 import random
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -183,11 +183,15 @@ class Judge:
 
     def pair_keys(self, pairs: Iterable[tuple[QueryItem, Chunk]], prompt_id: str) -> list[str]:
         """:meth:`pair_fingerprint` of each pair, in one pass (a rerun computes 100,000 of them)."""
+        return [key for _, _, key in self.iter_pair_keys(pairs, prompt_id)]
+
+    def iter_pair_keys(self, pairs: Iterable[tuple[QueryItem, Chunk]],
+                       prompt_id: str) -> Iterator[tuple[QueryItem, Chunk, str]]:
+        """Each pair with its key, as the pairs come (they need not all be held)."""
         # sha256 of "judge\n{prompt}\n{query json}\n{chunk json}\n{settings json}": the query's part is
         # hashed once per query and copied, the chunk's part (with the settings) encoded once per chunk
         heads = self._heads.setdefault(prompt_id, {})
         tails = self._tails
-        out = []
         for query, chunk in pairs:
             head = heads.get(query.id)
             if head is None:
@@ -195,14 +199,15 @@ class Judge:
                 head = heads[query.id] = hashlib.sha256(f"judge\n{prompt_id}\n{q}\n".encode("utf-8"))
             tail = tails.get(chunk.id)
             if tail is None:
+                if len(tails) >= TAILS_KEPT:  # bounded: each is as long as its chunk's text
+                    tails.clear()
                 if self._settings_json is None:
                     self._settings_json = _dumps(self.settings())
                 c = _dumps([chunk.id, chunk.title, chunk.text])
                 tail = tails[chunk.id] = f"{c}\n{self._settings_json}".encode("utf-8")
             h = head.copy()
             h.update(tail)
-            out.append(h.hexdigest()[:24])
-        return out
+            yield query, chunk, h.hexdigest()[:24]
 
     def forget_key_parts(self) -> None:
         """Drop the parts of keys kept while a plan is made (each chunk's is as long as its text)."""
@@ -251,6 +256,7 @@ class Judge:
                         error=e.reason, model=self.model_names, prompt=None, samples=[], decided_by=None)
 
 
+TAILS_KEPT = 20_000  # chunks whose key part a plan keeps (a corpus larger than this is encoded again as met)
 _SLOT = "<<<the passage goes here>>>"  # no block holds three '<' (delimit defuses them), nor does the prompt
 
 
@@ -335,13 +341,13 @@ class RelevanceStage(Stage):
         return [call for w in windows
                 for call in j.relevance_calls(j.relevance_messages(q, c, w), RelevanceAnswer, j.options.max_tokens)]
 
-    def plan(self, pairs: Sequence[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> Items:
-        """The items of ``pairs``, in order; a pair already done keeps its place (its record is this
-        run's too) as its key alone."""
+    def plan(self, pairs: Iterable[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> Items:
+        """The items of ``pairs`` (read once, as they come), in order; a pair already done keeps its
+        place (its record is this run's too) as its key alone."""
         j, o = self.judge, self.judge.options
         items = Items(make=self._pointwise_item)
         if o.batch <= 1:
-            for (q, c), key in zip(pairs, j.pair_keys(pairs, j.rel_prompt.id)):
+            for q, c, key in j.iter_pair_keys(pairs, j.rel_prompt.id):
                 if done(key):
                     items.add_done(key)
                 else:
@@ -471,32 +477,59 @@ class RelevanceStage(Stage):
 # ---------------------------------------------------------------------------------- driver
 
 
+class PairIds(Sequence):
+    """The (query id, chunk id) pairs to judge, in plan order, read from each query's top list as
+    they are iterated (a million pairs are not a million tuples)."""
+
+    def __init__(self, per_query: Mapping[str, list[str]], kept: set[tuple[str, str]]):
+        self._per_query, self._kept = per_query, kept
+        self._n = sum(len(top) for top in per_query.values()) - sum(1 for q, _ in kept if q in per_query)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        kept = self._kept
+        for qid, top in self._per_query.items():
+            for cid in top:
+                if not kept or (qid, cid) not in kept:
+                    yield qid, cid
+
+    def __getitem__(self, i: Any) -> Any:
+        return list(self)[i]
+
+
 def plan_pairs(queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, depth: int,
                keep: Mapping[str, Mapping[str, int]] | None = None):
     """The (query, chunk) pairs to judge: the top ``depth`` of each query in the run, minus pairs
-    already labelled in ``keep``. Run chunk ids missing from the chunks file are an error."""
-    ranked = run.top_ids(depth)
+    already labelled in ``keep``. Run chunk ids missing from the chunks file are an error. Returns
+    the pairs (a :class:`PairIds`), the kept pairs, each query's top ids and the run's queries that
+    are not in ``queries``."""
     keep = keep or {}
     qmap = {q.id: q for q in queries}
-    missing_queries = [q for q in ranked if q not in qmap]
-    pairs, kept, per_query = [], [], {}
+    missing_queries: list[str] = []
+    kept: list[tuple[str, str]] = []
+    per_query: dict[str, list[str]] = {}
     unknown = []
-    for qid, top in ranked.items():
+    for qid, top in run.iter_top_ids(depth):  # one query's ids at a time
         if qid not in qmap:
+            missing_queries.append(qid)
             continue
-        per_query[qid] = top
+        known = []
         for cid in top:
-            if cid not in chunks:
+            chunk = chunks.get(cid)
+            if chunk is None:
                 unknown.append((qid, cid))
-            elif cid in keep.get(qid, {}):
+                continue
+            known.append(chunk.id)  # the chunk's own id string: one per chunk, not one per pair
+            if cid in keep.get(qid, {}):
                 kept.append((qid, cid))
-            else:
-                pairs.append((qid, cid))
+        per_query[qid] = known
     if unknown:
         qid, cid = unknown[0]
         raise InputError(f"the run lists chunk {cid!r} (query {qid!r}) that is not in the chunks file; "
                          f"{len(unknown)} such pair(s). Judge against the chunks the run was made from")
-    return pairs, kept, per_query, missing_queries
+    return PairIds(per_query, set(kept)), kept, per_query, missing_queries
 
 
 @dataclass
@@ -565,14 +598,14 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
     keep_dict = coerce_qrels(keep).to_dict() if keep is not None else {}
     pairs, kept, per_query, unknown_queries = plan_pairs(queries, chunk_map, run, options.depth, keep_dict)
     if options.shard is not None:  # a query's pairs and its coverage stay on one shard
-        pairs = [p for p in pairs if in_shard(p[0], options.shard)]
         kept = [p for p in kept if in_shard(p[0], options.shard)]
         per_query = {q: top for q, top in per_query.items() if in_shard(q, options.shard)}
+        pairs = PairIds(per_query, set(kept))
     qmap = {q.id: q for q in queries}
     judge = Judge(configs, options)
     rel = RelevanceStage(judge)
     store = OutputStore(output, rel.identity)
-    items = rel.plan([(qmap[q], chunk_map[c]) for q, c in pairs], store.done)
+    items = rel.plan(((qmap[q], chunk_map[c]) for q, c in pairs), store.done)
     cov = cov_store = None
     if coverage_out is not None:
         cov = CoverageStage(configs[0], judge.passages, run.name, options.max_tokens * 2)

@@ -13,17 +13,21 @@ object when its record is read, and an edited line is then one error naming file
 
 from __future__ import annotations
 
+import copy
+import gzip
 import json
 import os
 import re
 import sys
+import zlib
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate, repeat
 from operator import lshift, or_
 from pathlib import Path
 from typing import Any
 
-from ..data.io import read_bytes_checked, write_lines_atomic
+from ..data.io import write_lines_atomic
 from ..errors import InputError, OutputError
 
 try:
@@ -34,8 +38,9 @@ except ImportError:  # optional (the ``fast`` extra)
 BLOCK = 1 << 20  # bytes read at a time while scanning a file
 _LENGTH_BITS = 24  # a location packs offset, line length (up to 16 MB; longer lines are read to their end) and file
 _LENGTH_MAX = (1 << _LENGTH_BITS) - 1
-_KEY = re.compile(rb'"key": "([^"\\]*)"')
-_STATUS = re.compile(rb'"status": "([^"\\]*)"')
+_KEY = re.compile(rb'(?:\{|, )"key": "([^"\\]*)"')
+_STATUS = re.compile(rb'(?:\{|, )"status": "([^"\\]*)"')
+_BIG_NUMBER = re.compile(rb"\d{19}")  # orjson reads integers past 64 bits as floats: the standard library reads these
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -58,7 +63,7 @@ def load_line(line: bytes) -> Any:
     """One JSON line: orjson when it is installed (about twice as fast), the standard library
     otherwise and for any line orjson refuses (NaN, lone surrogates), so both read exactly what
     ``json.dumps`` wrote."""
-    if _orjson is not None:
+    if _orjson is not None and not _BIG_NUMBER.search(line):
         try:
             return _orjson.loads(line)
         except _orjson.JSONDecodeError:
@@ -68,21 +73,10 @@ def load_line(line: bytes) -> Any:
 
 def _key_status(line: bytes) -> tuple[str | None, bool]:
     """The record's key (None when it has none) and whether its status is ok (a record without a
-    status is ok). Read off the line when it has exactly one key field and at most one status field
-    in ``json.dumps``'s spelling (an unescaped ``"key": "`` is never inside a string); parsed whole
-    otherwise."""
-    if line[:1] == b"{" and line[-1:] == b"}" and line.count(b'"key": ') == 1 and line.count(b'"status": ') <= 1:
-        m = _KEY.search(line)
-        if m is not None:
-            try:
-                key = m.group(1).decode("utf-8")
-            except UnicodeDecodeError:
-                key = None
-            if key is not None:
-                if b'"status": ' not in line:
-                    return key, True
-                s = _STATUS.search(line)
-                return key, s is not None and s.group(1) == b"ok"
+    status is ok): read off the line when :func:`_block_fields` can, parsed whole otherwise."""
+    fields = _block_fields(line)
+    if fields is not None:
+        return fields[0][0], fields[1][0] == b"ok"
     r = load_line(line)
     if not isinstance(r, dict):
         raise ValueError("not an object")
@@ -147,28 +141,12 @@ class OutputStore:
         return lines
 
     def _index_block(self, start: int, block: bytes, which: int) -> int | None:
-        """The fast path: every line of ``block`` has exactly one key field and one status field,
-        spelled as ``json.dumps`` spells them (an unescaped ``"key": "`` is never inside a string), and
-        is braced (a line cut short by an edit is parsed, and refused, on the slow path).
-        Done in C-speed passes over the block: no line parsed, no Python call per line. None when
-        any line is not so (a blank line, another shape, a field repeated inside one)."""
-        if not block.isascii():
+        """Index a block by :func:`_block_fields`; None when it cannot be read so."""
+        fields = _block_fields(block)
+        if fields is None:
             return None
-        lines = block.split(b"\n")
-        if lines[-1] == b"":
-            lines.pop()
-        rows = len(lines)
-        if not rows or list(map(bytes.startswith, lines, repeat(b"{"))).count(True) != rows \
-                or list(map(bytes.endswith, lines, repeat(b"}"))).count(True) != rows \
-                or list(map(bytes.count, lines, repeat(b'"key": '))).count(1) != rows \
-                or list(map(bytes.count, lines, repeat(b'"status": '))).count(1) != rows:
-            return None
-        keys = _KEY.findall(block)
-        statuses = _STATUS.findall(block)
-        lengths = list(map(len, lines))
-        if len(keys) != rows or len(statuses) != rows or max(lengths) >= _LENGTH_MAX:
-            return None
-        keys = b"\n".join(keys).decode("ascii").split("\n")
+        keys, statuses, lengths = fields
+        rows = len(keys)
         starts = accumulate(map((1).__add__, lengths), initial=start)
         where = map(or_, map(lshift, starts, repeat(_LENGTH_BITS + 1)), map(lshift, lengths, repeat(1)))
         self._where.update(zip(keys, map(or_, where, repeat(which)) if which else where))
@@ -179,6 +157,17 @@ class OutputStore:
             for key, status in zip(keys, statuses):
                 self._index(key, status == b"ok", self._where[key])
         return rows
+
+    def _only_keys_in(self, keys: set[str]) -> bool:
+        """Every record line of the output and the journal has a key in ``keys`` (read by
+        :func:`_block_fields`; a block it cannot read says no)."""
+        for which, present in ((0, self.final_lines), (1, self.journal_lines)):
+            if present:
+                for _, block in self._blocks(which, cut_partial=which == 1):
+                    fields = _block_fields(block)
+                    if fields is None or not all(map(keys.__contains__, fields[0])):
+                        return False
+        return True
 
     def _index_lines(self, start: int, block: bytes, which: int) -> int:
         lines = 0
@@ -210,8 +199,11 @@ class OutputStore:
         with f:
             head = f.read(BLOCK)
             if head[:2] == b"\x1f\x8b":  # gzipped by hand: read whole, served from memory
-                self._memory[which] = head = read_bytes_checked(path, allow_empty=True)
-            elif b"\x00" in head[:8192]:
+                try:
+                    self._memory[which] = head = gzip.decompress(head + f.read())
+                except (OSError, EOFError, zlib.error) as e:
+                    raise InputError(f"looks gzipped but cannot be decompressed ({e})", path) from None
+            if b"\x00" in head[:8192]:
                 raise InputError("a binary file, expected the JSON Lines ragassay writes", path)
             start = 3 if head.startswith(_BOM) else 0
             buf = head[start:]
@@ -322,7 +314,7 @@ class OutputStore:
                 i += 1
                 continue
             data = _pread(self._fd(which), end - start, start)
-            if adjacent and _orjson is not None:  # line after line: split once, each parsed as it is read
+            if adjacent and _orjson is not None and not _BIG_NUMBER.search(data):  # line after line: split once
                 lines = data.split(b"\n")
                 if len(lines) == j - i:
                     loads = _orjson.loads
@@ -389,9 +381,13 @@ class OutputStore:
     def pinned(self, locations: Sequence[int]) -> Records:
         """Records at ``locations``, with the files they are in held open: they stay readable after
         the files are replaced by a later run or removed with a temporary folder."""
+        view = copy.copy(self)  # reads through its own handles: the store may replace its files, or finalize again
+        view._fds = [None, None]
+        view._memory = list(self._memory)
+        view._f = None
         for which in {w & 1 for w in locations}:  # (a location's lowest bit names its file)
-            self._fd(which)
-        return Records(locations, self)
+            view._fds[which] = os.dup(self._fd(which)) if self._memory[which] is None else None
+        return Records(locations, view)
 
     def close_files(self) -> None:
         for which, fd in enumerate(self._fds):
@@ -447,45 +443,74 @@ class OutputStore:
         each planned key, its newest record. Returns the planned records, in plan order."""
         self.close_journal()
         if self._unchanged(plan_keys):
-            return self.pinned([self._where[k] for k in plan_keys if k in self._where])
+            if self.journal.exists():  # it holds no record (empty, or a partial line): spent too
+                self.journal.unlink(missing_ok=True)
+                self._stamps = self._stamp()
+            return self.pinned(array("q", [self._where[k] for k in plan_keys if k in self._where]))
         planned = [k for k in plan_keys if k in self._where]
-        touched = {self.identity(self.record(k)) for k in planned}
-        kept: dict[str, tuple[int, str | None]] = {}  # identity -> its newest line elsewhere (one per identity)
-        for which, present in ((0, self.final_lines), (1, self.journal_lines)):
-            if present:  # an interrupted run's records of other items stay too
-                for offset, line in self._lines(which, cut_partial=which == 1):
-                    where = _pack(offset, len(line), which)
-                    r = self.record_at(where)
-                    ident = self.identity(r)
-                    if ident not in touched:
-                        key = r.get("key")
-                        kept[ident] = (where, key if isinstance(key, str) else None)
-        order = [*kept.values(), *((self._where[k], k) for k in planned)]
-        new_where: dict[str, int] = {}
+        kept = self._kept_elsewhere(planned)
+        kept_at: dict[str, int] = {}  # where the kept records' keys are in the new file
+        planned_at = array("q")  # and the planned ones', in plan order
         lines_written = [0]
 
         def lines() -> Iterator[bytes]:
             at = 0
             try:
-                for where, key in order:
+                for where, key in kept.values():
                     line = self.line(where)
                     if key is not None:
-                        new_where[key] = _pack(at, len(line), 0)
+                        kept_at[key] = _pack(at, len(line), 0)
                     at += len(line) + 1
-                    lines_written[0] += 1
                     yield line
+                for k in planned:
+                    line = self.line(self._where[k])
+                    planned_at.append(_pack(at, len(line), 0))
+                    at += len(line) + 1
+                    yield line
+                lines_written[0] = len(kept) + len(planned)
             finally:
                 self.close_files()  # before the new file replaces the old (Windows cannot replace an open file)
 
         write_lines_atomic(self.output, lines())
         self.journal.unlink(missing_ok=True)
         self._memory = [None, None]
-        self._failed = {k for k in self._failed if k in new_where}
-        self._where = new_where
+        # the index follows the new file, changed in place (not a second index of every key beside it)
+        if len(self._where) != len(planned) + len(kept_at):  # keys the new file no longer holds
+            alive = set(planned) | kept_at.keys()
+            for k in [k for k in self._where if k not in alive]:
+                del self._where[k]
+            self._failed &= alive
+        self._where.update(zip(planned, planned_at))
+        self._where.update(kept_at)
         self.final_lines, self.journal_lines = lines_written[0], 0
         self._journal_end = self._journal_size = 0
+        self.appended = False  # what it appended is in the output now
         self._stamps = self._stamp()
-        return self.pinned([new_where[k] for k in planned])
+        return self.pinned(planned_at)
+
+    def _kept_elsewhere(self, planned: list[str]) -> dict[str, tuple[int, str | None]]:
+        """The records a finalize keeps beside the planned ones: for each identity no planned record
+        has (an interrupted run's records of other items, other runs' records), its newest line and
+        key. Found without reading a record when every line's key is planned (a first run, a rerun
+        of the same plan): then there are none."""
+        if self._only_keys_in(set(planned)):
+            return {}
+        touched = {self.identity(self.record(k)) for k in planned}
+        kept: dict[str, tuple[int, str | None]] = {}  # identity -> its newest line elsewhere (one per identity)
+        for which, present in ((0, self.final_lines), (1, self.journal_lines)):
+            if present:
+                for offset, line in self._lines(which, cut_partial=which == 1):
+                    where = _pack(offset, len(line), which)
+                    r = self.record_at(where)
+                    key = r.get("key")
+                    if not isinstance(key, str):
+                        key = None
+                    elif self._where.get(key) != where:
+                        continue  # superseded by a newer record of its key: no longer a record of anything
+                    ident = self.identity(r)
+                    if ident not in touched:
+                        kept[ident] = (where, key)
+        return kept
 
     def _unchanged(self, plan_keys: Sequence[str]) -> bool:
         """Nothing was journalled, every planned record is in the output, and the output holds one
@@ -510,6 +535,35 @@ class OutputStore:
             self.close_files()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+def _block_fields(block: bytes) -> tuple[list[str], list[bytes], list[int]] | None:
+    """Each line's key, status and length, read without parsing, when every line of ``block`` is
+    plainly in ragassay's shape: braced, with no object nested in it (one ``{``), no ``\\u`` escape,
+    and exactly one ``"key": "..."`` and one ``"status": "..."`` field, each right after ``{`` or
+    ``, `` (so a field, never text: inside a string every quote is escaped). Read in C-speed passes
+    over the block, no Python call per line; None when any line is not so, and the caller parses."""
+    if b"\\u" in block:
+        return None
+    lines = block.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    rows = len(lines)
+    if not rows or list(map(bytes.startswith, lines, repeat(b"{"))).count(True) != rows \
+            or list(map(bytes.endswith, lines, repeat(b"}"))).count(True) != rows \
+            or list(map(bytes.count, lines, repeat(b"{"))).count(1) != rows \
+            or list(map(bytes.count, lines, repeat(b'"key": '))).count(1) != rows \
+            or list(map(bytes.count, lines, repeat(b'"status": '))).count(1) != rows:
+        return None
+    keys = _KEY.findall(block)
+    statuses = _STATUS.findall(block)
+    lengths = list(map(len, lines))
+    if len(keys) != rows or len(statuses) != rows or max(lengths) >= _LENGTH_MAX:
+        return None
+    try:
+        return b"\n".join(keys).decode("utf-8").split("\n"), statuses, lengths
+    except UnicodeDecodeError:
+        return None
 
 
 def _split(start: int, block: bytes) -> Iterator[tuple[int, bytes]]:
