@@ -227,3 +227,16 @@ def test_a_large_input_read_line_by_line_says_what_a_whole_read_says(tmp_path, m
     assert read() == whole
     assert (isinstance(whole, str)) == (name in ("lone cr", "cr at the end", "not utf-8", "bad json", "not an object",
                                                  "blank only", "empty", "binary"))
+
+
+def test_integers_past_64_bits_are_read_exactly_with_or_without_orjson(tmp_path):
+    """orjson (the fast reader, when installed) gives a float for an integer past 64 bits; such lines
+    are read by the standard library, which keeps the integer (and a hex id is not taken for one)."""
+    from ragassay.data.io import read_chunks
+    path = tmp_path / "chunks.jsonl"
+    big, small = 18446744073709551616, -9223372036854775809
+    path.write_text(json.dumps({"id": "c1", "text": "t", "metadata": {"n": big, "m": [small]}}) + "\n"
+                    + json.dumps({"id": "1234567890123456789012", "text": "digits in an id", "metadata": {"k": 1.5}}) + "\n")
+    chunks = read_chunks(path)
+    assert chunks[0].metadata == {"n": big, "m": [small]} and type(chunks[0].metadata["n"]) is int
+    assert chunks[1].id == "1234567890123456789012" and chunks[1].metadata == {"k": 1.5}

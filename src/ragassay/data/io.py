@@ -550,7 +550,7 @@ def _loads_fast(raw: bytes) -> Any:
     """A JSON line: orjson when installed (about three times as fast on a large chunks file), the
     standard library for anything orjson refuses (NaN, lone surrogates) or reads differently (an
     integer beyond 64 bits), which then reads it or raises the error the message quotes."""
-    if _orjson is not None and not _BIG_NUMBER.search(raw):
+    if _orjson is not None and not long_digit_run(raw):
         try:
             return _orjson.loads(raw)
         except _orjson.JSONDecodeError:
@@ -558,7 +558,14 @@ def _loads_fast(raw: bytes) -> Any:
     return json.loads(raw)
 
 
-_BIG_NUMBER = re.compile(rb"\d{19}")  # orjson reads integers past 64 bits as floats: the standard library reads these
+_DIGITS = bytes.maketrans(b"0123456789", b"0" * 10)
+
+
+def long_digit_run(data: bytes) -> bool:
+    """Whether ``data`` has 19 digits in a row: a number orjson may read differently from the
+    standard library (an integer past 64 bits comes back a float), so such text is read by the
+    latter. (One C-speed pass: every digit made a 0, then one search.)"""
+    return b"0000000000000000000" in data.translate(_DIGITS)
 
 
 try:

@@ -27,7 +27,7 @@ from operator import lshift, or_
 from pathlib import Path
 from typing import Any
 
-from ..data.io import write_lines_atomic
+from ..data.io import long_digit_run, write_lines_atomic
 from ..errors import InputError, OutputError
 
 try:
@@ -38,9 +38,8 @@ except ImportError:  # optional (the ``fast`` extra)
 BLOCK = 1 << 20  # bytes read at a time while scanning a file
 _LENGTH_BITS = 24  # a location packs offset, line length (up to 16 MB; longer lines are read to their end) and file
 _LENGTH_MAX = (1 << _LENGTH_BITS) - 1
-_KEY = re.compile(rb'(?:\{|, )"key": "([^"\\]*)"')
-_STATUS = re.compile(rb'(?:\{|, )"status": "([^"\\]*)"')
-_BIG_NUMBER = re.compile(rb"\d{19}")  # orjson reads integers past 64 bits as floats: the standard library reads these
+_KEY = re.compile(rb'"key": "([^"\\]*)"')
+_STATUS = re.compile(rb'"status": "([^"\\]*)"')
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -63,7 +62,7 @@ def load_line(line: bytes) -> Any:
     """One JSON line: orjson when it is installed (about twice as fast), the standard library
     otherwise and for any line orjson refuses (NaN, lone surrogates), so both read exactly what
     ``json.dumps`` wrote."""
-    if _orjson is not None and not _BIG_NUMBER.search(line):
+    if _orjson is not None and not long_digit_run(line):
         try:
             return _orjson.loads(line)
         except _orjson.JSONDecodeError:
@@ -314,11 +313,14 @@ class OutputStore:
                 i += 1
                 continue
             data = _pread(self._fd(which), end - start, start)
-            if adjacent and _orjson is not None and not _BIG_NUMBER.search(data):  # line after line: split once
+            if adjacent and _orjson is not None:  # line after line: split once, each parsed as it is read
                 lines = data.split(b"\n")
                 if len(lines) == j - i:
-                    loads = _orjson.loads
+                    loads, careful = _orjson.loads, long_digit_run(data)
                     for w, line in zip(locations[i:j], lines):
+                        if careful and long_digit_run(line):
+                            yield self.record_at(w)
+                            continue
                         try:
                             r = loads(line)
                         except _orjson.JSONDecodeError:
@@ -553,8 +555,10 @@ def _block_fields(block: bytes) -> tuple[list[str], list[bytes], list[int]] | No
             or list(map(bytes.endswith, lines, repeat(b"}"))).count(True) != rows \
             or list(map(bytes.count, lines, repeat(b"{"))).count(1) != rows \
             or list(map(bytes.count, lines, repeat(b'"key": '))).count(1) != rows \
-            or list(map(bytes.count, lines, repeat(b'"status": '))).count(1) != rows:
-        return None
+            or list(map(bytes.count, lines, repeat(b'"status": '))).count(1) != rows \
+            or _right_after_a_brace_or_comma(block, b'"key": "') != rows \
+            or _right_after_a_brace_or_comma(block, b'"status": "') != rows:
+        return None  # (one of each a line, each right after { or ', ': every line's one field is a field)
     keys = _KEY.findall(block)
     statuses = _STATUS.findall(block)
     lengths = list(map(len, lines))
@@ -564,6 +568,13 @@ def _block_fields(block: bytes) -> tuple[list[str], list[bytes], list[int]] | No
         return b"\n".join(keys).decode("utf-8").split("\n"), statuses, lengths
     except UnicodeDecodeError:
         return None
+
+
+def _right_after_a_brace_or_comma(block: bytes, field: bytes) -> int:
+    """How many times ``field`` comes right after ", " or "{" in ``block`` (ragassay's lines never
+    begin with it, so the second count is made only when the first falls short)."""
+    n = block.count(b", " + field)
+    return n if n == block.count(b"\n") else n + block.count(b"{" + field)
 
 
 def _split(start: int, block: bytes) -> Iterator[tuple[int, bytes]]:
