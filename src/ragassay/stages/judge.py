@@ -256,6 +256,10 @@ class Judge:
                         error=e.reason, model=self.model_names, prompt=None, samples=[], decided_by=None)
 
 
+def _never(key: str) -> bool:
+    return False
+
+
 TAILS_KEPT = 20_000  # chunks whose key part a plan keeps (a corpus larger than this is encoded again as met)
 _SLOT = "<<<the passage goes here>>>"  # no block holds three '<' (delimit defuses them), nor does the prompt
 
@@ -291,7 +295,7 @@ class RelevanceStage(Stage):
         if done(key):  # never finished nor asked again: no payload either
             return WorkItem(key, [])
         windows = j.windows(c)
-        if not c.text.strip():
+        if not c.text or c.text.isspace():  # (not strip(): no copy of every chunk's text)
             return WorkItem(key, [], [_Pair(q, c, key, windows)])
 
         return WorkItem(key, payload=[_Pair(q, c, key, windows)], build=partial(self._pointwise_calls, q, c, windows))
@@ -304,7 +308,7 @@ class RelevanceStage(Stage):
         if j.options.batch > 1 or not isinstance(item.payload, list) or len(item.payload) != 1:
             return None  # batches: built (their groups are not one pair's)
         p: _Pair = item.payload[0]
-        if not p.chunk.text.strip():  # decided by a rule, as _pointwise plans it
+        if not p.chunk.text or p.chunk.text.isspace():  # decided by a rule, as _pointwise plans it
             return []
         memo = self._said
         if memo.get("query_id") != p.query.id:  # this query's messages around its passage, made once
@@ -331,7 +335,7 @@ class RelevanceStage(Stage):
         return out
 
     def _pointwise_item(self, q: QueryItem, c: Chunk, key: str) -> WorkItem:
-        return self._pointwise(q, c, key=key)
+        return self._pointwise(q, c, _never, key)
 
     def _pointwise_calls(self, q: QueryItem, c: Chunk, windows: list[tuple[int, int]] | None) -> list[Call]:
         """One pair's prompts: made when its item is estimated or sent, not when it is planned."""
