@@ -6,9 +6,11 @@ lines stay in the files and are read back one by one (``os.pread``) when a recor
 a rerun of finished work holds its key set, not its records, and a run's memory does not grow with
 the records it writes: finalize streams the new output from the two files.
 
-Reading a line as ragassay writes it (``json.dumps``'s separators) takes its key and status without
-parsing the rest; any line not in that shape is parsed whole. A line is checked to be a JSON
-object when its record is read, and an edited line is then one error naming file and line.
+A line plainly in the shape ragassay writes (``json.dumps``'s separators, no nested object, no
+``\\u`` escape) gives its key and status without being parsed; any other line is parsed whole
+when the store is built. So a line in that shape but edited by hand into invalid JSON is refused
+(one error naming file and line) when its record is read or the output is rewritten, not when the
+store is built: a rerun pays no parse per record.
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ def record_line(record: dict) -> str:
 
 def load_line(line: bytes) -> Any:
     """One JSON line: orjson when it is installed (about twice as fast), the standard library
-    otherwise and for any line orjson refuses (NaN, lone surrogates), so both read exactly what
-    ``json.dumps`` wrote."""
+    otherwise, for any line orjson refuses (NaN, lone surrogates) and for a line with 19 digits in a
+    row (orjson reads an integer past 64 bits as a float), so both read exactly what ``json.dumps``
+    wrote."""
     if _orjson is not None and not long_digit_run(line):
         try:
             return _orjson.loads(line)
@@ -129,8 +132,8 @@ class OutputStore:
     # -- scanning
     def _scan(self, which: int, cut_partial: bool = False) -> int:
         """Index every record line of one file; returns how many there are. A block of lines all in
-        ragassay's own shape is indexed by two C-speed passes (no line parsed, no Python call per
-        line); any other block line by line."""
+        ragassay's own shape is indexed in C-speed passes (no line parsed, no Python call per line);
+        any other block line by line."""
         lines = 0
         for start, block in self._blocks(which, cut_partial, warn=True):
             n = self._index_block(start, block, which)
