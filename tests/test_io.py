@@ -229,10 +229,14 @@ def test_a_large_input_read_line_by_line_says_what_a_whole_read_says(tmp_path, m
                                                  "blank only", "empty", "binary"))
 
 
-def test_integers_past_64_bits_are_read_exactly_with_or_without_orjson(tmp_path):
+@pytest.mark.parametrize("fast", [True, False], ids=["orjson", "standard library"])
+def test_integers_past_64_bits_are_read_exactly_with_or_without_orjson(tmp_path, monkeypatch, fast):
     """orjson (the fast reader, when installed) gives a float for an integer past 64 bits; such lines
     are read by the standard library, which keeps the integer (and a hex id is not taken for one)."""
+    import ragassay.data.io as io_module
     from ragassay.data.io import read_chunks
+    if not fast:
+        monkeypatch.setattr(io_module, "_orjson", None)
     path = tmp_path / "chunks.jsonl"
     big, small = 18446744073709551616, -9223372036854775809
     path.write_text(json.dumps({"id": "c1", "text": "t", "metadata": {"n": big, "m": [small]}}) + "\n"

@@ -210,3 +210,22 @@ def test_gzip_bom_and_crlf_outputs_are_read(tmp_path):
         store = OutputStore(tmp_path / name, ident)
         assert store.record("ka") == rows[0] and store.done("ka") and store.failed("kb")
         assert [r["key"] for r in store.finalize(["ka", "kb"])] == ["ka", "kb"]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["orjson", "standard library"])
+def test_the_store_reads_the_same_with_or_without_orjson(tmp_path, monkeypatch, fast):
+    """orjson is optional (the ``fast`` extra): without it every answer is the same."""
+    import ragassay.data.io as io_module
+    if not fast:
+        monkeypatch.setattr(store_module, "_orjson", None)
+        monkeypatch.setattr(io_module, "_orjson", None)
+    elif store_module._orjson is None:
+        pytest.skip("orjson is not installed")
+    out = tmp_path / "o.jsonl"
+    rows = [{"id": i, "key": f"k{i}", "status": "ok" if i % 3 else "error", "n": 18446744073709551616 + i,
+             "t": "caf\u00e9 \"key\": \"x\" \\u0041"} for i in range(50)]
+    write_lines(out, rows, ascii_only=False, blank=True, crlf=False)
+    store = OutputStore(out, ident)
+    check_same(store, plain([out, journal_path(out)]))
+    records = store.finalize([f"k{i}" for i in range(0, 50, 7)])
+    assert [r["n"] for r in records] == [18446744073709551616 + i for i in range(0, 50, 7)]
