@@ -535,7 +535,7 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
         if not raw.strip():
             continue
         try:
-            obj = _loads_fast(raw) if parse_float is None else json.loads(raw, parse_float=parse_float)
+            obj = load_json_line(raw) if parse_float is None else json.loads(raw, parse_float=parse_float)
         except UnicodeDecodeError:
             raise InputError("not valid UTF-8 text", path, no) from None
         except json.JSONDecodeError as e:
@@ -546,7 +546,7 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
         yield no, obj
 
 
-def _loads_fast(raw: bytes) -> Any:
+def load_json_line(raw: bytes) -> Any:
     """A JSON line: orjson when installed (about three times as fast on a large chunks file), the
     standard library for anything orjson refuses (NaN, lone surrogates) or reads differently (an
     integer beyond 64 bits), which then reads it or raises the error the message quotes."""

@@ -97,9 +97,7 @@ class Call:
     def digest(self) -> bytes:
         """16 bytes naming exactly this request (sha256): what a plan keeps in place of the call,
         to know which items ask the same thing without holding their prompts."""
-        rm = self.response_model
-        parts = [repr((self.model, f"{rm.__module__}.{rm.__qualname__}", self.stage, self.max_tokens,
-                       self.temperature, self.seed, self.sample, len(self.messages)))]
+        parts = [_request_head(self, len(self.messages))]
         for message in self.messages:  # each part as its length and text: no two requests spell the same
             for name, value in message:
                 text = value if isinstance(value, str) else repr(value)
@@ -121,6 +119,13 @@ class Call:
         return await llms[self.model].ask(self.message_list, self.response_model, stage=self.stage,
                                           max_tokens=self.max_tokens, temperature=self.temperature,
                                           seed=self.seed, sample=self.sample)
+
+
+def _request_head(call: Call | CallText, *more: int) -> str:
+    """What names a request besides its messages: model, answer schema, stage, sampling."""
+    rm = call.response_model
+    return repr((call.model, f"{rm.__module__}.{rm.__qualname__}", call.stage, call.max_tokens, call.temperature,
+                 call.seed, call.sample, *more))
 
 
 class CallText(NamedTuple):
@@ -145,9 +150,7 @@ class CallText(NamedTuple):
         head = self[:1] + self[2:]
         d = memo.get(head)
         if d is None:
-            rm = self.response_model
-            d = memo[head] = hashlib.sha256(repr((self.model, f"{rm.__module__}.{rm.__qualname__}", *self[3:]))
-                                            .encode("utf-8")).digest()[:16]
+            d = memo[head] = hashlib.sha256(_request_head(self).encode("utf-8")).digest()[:16]
         parts = [d]
         for role, texts in self.pieces:
             for text in (role, *texts):  # (a role is a text too: the pieces' count and order are in the join)

@@ -29,7 +29,7 @@ from operator import lshift, or_
 from pathlib import Path
 from typing import Any
 
-from ..data.io import long_digit_run, write_lines_atomic
+from ..data.io import load_json_line, long_digit_run, write_lines_atomic
 from ..errors import InputError, OutputError
 
 try:
@@ -60,17 +60,7 @@ def record_line(record: dict) -> str:
     return line
 
 
-def load_line(line: bytes) -> Any:
-    """One JSON line: orjson when it is installed (about twice as fast), the standard library
-    otherwise, for any line orjson refuses (NaN, lone surrogates) and for a line with 19 digits in a
-    row (orjson reads an integer past 64 bits as a float), so both read exactly what ``json.dumps``
-    wrote."""
-    if _orjson is not None and not long_digit_run(line):
-        try:
-            return _orjson.loads(line)
-        except _orjson.JSONDecodeError:
-            pass
-    return json.loads(line)
+load_line = load_json_line  # one JSON line, read exactly as ``json.dumps`` wrote it (orjson when installed)
 
 
 def _key_status(line: bytes) -> tuple[str | None, bool]:
