@@ -244,3 +244,26 @@ def test_integers_past_64_bits_are_read_exactly_with_or_without_orjson(tmp_path,
     chunks = read_chunks(path)
     assert chunks[0].metadata == {"n": big, "m": [small]} and type(chunks[0].metadata["n"]) is int
     assert chunks[1].id == "1234567890123456789012" and chunks[1].metadata == {"k": 1.5}
+
+
+def test_the_lines_with_long_digit_runs_are_found_in_one_pass_as_line_by_line():
+    """A block's lines holding 19 digits in a row (read by the standard library: orjson floats big
+    integers) are the same lines a check of each line finds: runs at a line's start and end, two in
+    one line, 18 digits (not flagged), a number split by a newline, a last line with no newline."""
+    from hypothesis import given, settings, strategies as st
+
+    from ragassay.data.io import lines_with_long_digit_runs, long_digit_run
+
+    piece = st.sampled_from(["a", "x9", "é", '"', "-", "1" * 18, "1" * 19, "9" * 25, "12345678901234567890"])
+    line = st.lists(piece, max_size=5).map("".join)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(line, max_size=30), st.booleans())
+    def check(lines: list[str], newline_at_end: bool) -> None:
+        block = "\n".join(lines).encode() + (b"\n" if newline_at_end else b"")
+        want = {i for i, text in enumerate(block.split(b"\n")) if long_digit_run(text)}
+        assert lines_with_long_digit_runs(block) == want
+
+    check()
+    assert lines_with_long_digit_runs(b"1" * 18 + b"\n" + b"1" * 18) == set()
+    assert lines_with_long_digit_runs(b"a\n" + b"7" * 19 + b"\nb\n" + b"x" + b"5" * 40) == {1, 3}

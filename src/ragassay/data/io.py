@@ -568,6 +568,24 @@ def long_digit_run(data: bytes) -> bool:
     return b"0000000000000000000" in data.translate(_DIGITS)
 
 
+def lines_with_long_digit_runs(block: bytes) -> set[int]:
+    """The (0-based) numbers of the lines of ``block`` that :func:`long_digit_run` would flag, found
+    in one pass over the block: a few such lines (a hex key that happens to hold 19 digits) do not
+    make every line of the block be checked on its own."""
+    zeros = block.translate(_DIGITS)
+    out: set[int] = set()
+    line = counted = 0
+    at = zeros.find(b"0000000000000000000")
+    while at >= 0:
+        line += block.count(b"\n", counted, at)  # (counted from the last run on: one pass in all)
+        out.add(line)
+        counted = block.find(b"\n", at)  # the next line's first run, if any
+        if counted < 0:
+            break
+        at = zeros.find(b"0000000000000000000", counted)
+    return out
+
+
 try:
     import orjson as _orjson
 except ImportError:  # optional (the ``fast`` extra)

@@ -29,7 +29,7 @@ from operator import lshift, or_
 from pathlib import Path
 from typing import Any
 
-from ..data.io import load_json_line, long_digit_run, write_lines_atomic
+from ..data.io import lines_with_long_digit_runs, load_json_line, write_lines_atomic
 from ..errors import InputError, OutputError
 
 try:
@@ -309,9 +309,9 @@ class OutputStore:
             if adjacent and _orjson is not None:  # line after line: split once, each parsed as it is read
                 lines = data.split(b"\n")
                 if len(lines) == j - i:
-                    loads, careful = _orjson.loads, long_digit_run(data)
-                    for w, line in zip(locations[i:j], lines):
-                        if careful and long_digit_run(line):
+                    loads, careful = _orjson.loads, lines_with_long_digit_runs(data)
+                    for row, (w, line) in enumerate(zip(locations[i:j], lines)):
+                        if careful and row in careful:  # (read by the standard library: see load_line)
                             yield self.record_at(w)
                             continue
                         try:
