@@ -267,3 +267,26 @@ def test_the_lines_with_long_digit_runs_are_found_in_one_pass_as_line_by_line():
     check()
     assert lines_with_long_digit_runs(b"1" * 18 + b"\n" + b"1" * 18) == set()
     assert lines_with_long_digit_runs(b"a\n" + b"7" * 19 + b"\nb\n" + b"x" + b"5" * 40) == {1, 3}
+
+
+@pytest.mark.parametrize("escape", ["\\ud800", "\\uDFFF", "\\udc00x", "\\ud83d", "\\ude00\\ud83d"])
+def test_a_lone_surrogate_escape_is_refused_naming_file_and_line(tmp_path, escape):
+    """Half of a UTF-16 pair decodes to no character: the line is refused with its number (it used
+    to pass the reader and end in a traceback when the judge hashed the text)."""
+    path = tmp_path / "chunks.jsonl"
+    path.write_text('{"id": "a", "text": "fine"}\n\n{"id": "b", "title": "t", "text": "x ' + escape + ' y"}\n')
+    with pytest.raises(InputError) as e:
+        read_chunks(path)
+    assert e.value.line == 3 and "lone surrogate" in str(e.value)
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"id": "q' + escape + '", "text": "why"}\n')
+    with pytest.raises(InputError) as e:
+        read_queries(queries)
+    assert e.value.line == 1
+
+
+def test_escaped_pairs_and_text_that_looks_like_an_escape_are_read(tmp_path):
+    path = tmp_path / "chunks.jsonl"
+    path.write_text('{"id": "a", "text": "smile \\ud83d\\ude00, \\u00e9, a written \\\\ud800 and \\\\\\\\udc00"}\n')
+    (chunk,) = read_chunks(path)
+    assert chunk.text == "smile \U0001F600, \u00e9, a written \\ud800 and \\\\udc00"

@@ -435,6 +435,12 @@ def test_a_pairs_key_is_the_hash_of_its_texts_and_settings_as_before():
         assert judge.pair_fingerprint(q, c, "judge_relevance@v1") == \
             hashlib.sha256(whole.encode("utf-8")).hexdigest()[:24]
     assert judge.pair_fingerprint(q, chunks[0], "judge_relevance@v1") != judge.pair_fingerprint(q, chunks[0], "other@v")
+    # a chunk edited under the same id is a new key (the encoded chunk is not reused by id alone)
+    edited = Chunk(id="c1", title="Returns", text="Tents go back within 60 days.")
+    assert judge.pair_fingerprint(q, edited, "judge_relevance@v1") != judge.pair_fingerprint(q, chunks[0], "judge_relevance@v1")
+    # one query's keys at once are each pair's key alone, a chunk listed twice included
+    assert judge.query_keys(q, [chunks[0], edited, chunks[0]], "p@1") == \
+        [judge.pair_fingerprint(q, c, "p@1") for c in (chunks[0], edited, chunks[0])]
 
 
 @respx.mock
@@ -485,3 +491,24 @@ def test_a_runs_top_ids_are_the_head_of_its_ranking(tmp_path, rows, depth, rnd):
     run = read_run(path)
     ranked = run.ranked()
     assert list(run.iter_top_ids(depth)) == [(q, [d for d, _ in docs[:depth]]) for q, docs in nonempty(list(ranked.items()))]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_pairs_key_is_the_same_with_and_without_orjson_on_any_text(monkeypatch, fast):
+    """Keys are encoded by orjson when it is installed: the bytes hashed must be json.dumps' for any
+    text (control characters, line separators, quotes, backslashes, astral characters), or every
+    earlier output would be judged again."""
+    import hashlib
+    from ragassay.data.records import Chunk
+    from ragassay.llm import LLMConfig
+    from ragassay.stages import judge as judge_module
+    from ragassay.stages.queries import QueryItem
+    if not fast:
+        monkeypatch.setattr(judge_module, "_orjson", None)
+    judge = judge_module.Judge([LLMConfig(model="m")])
+    weird = "".join(chr(c) for c in range(0, 0x30)) + "\x7f\u2028\u2029\"\\/ \U0001F600 é 中 \ufeff"
+    q = QueryItem("q" + weird[:5], weird, answer=None, description=weird[::-1])
+    for c in (Chunk(id="c" + weird[3:9], title=weird, text=weird * 2), Chunk(id="plain", text="x")):
+        whole = (f"judge\np@2\n{judge_module._dumps([q.id, q.text, q.description, q.narrative, q.answer])}\n"
+                 f"{judge_module._dumps([c.id, c.title, c.text])}\n{judge_module._dumps(judge.settings())}")
+        assert judge.pair_fingerprint(q, c, "p@2") == hashlib.sha256(whole.encode("utf-8")).hexdigest()[:24]

@@ -543,7 +543,22 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
             raise InputError(f"not valid JSON ({msg}): {raw[:80].decode('utf-8', 'replace')!r}", path, no) from None
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", path, no)
+        if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) and not _encodable(obj):
+            raise InputError("a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair): half "
+                             "of a UTF-16 pair is not a character; fix or drop that escape", path, no)
         yield no, obj
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _encodable(obj: Any) -> bool:
+    """Whether every string of ``obj`` is text UTF-8 can hold (a lone surrogate is not)."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def load_json_line(raw: bytes) -> Any:

@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import time
+from itertools import repeat
 from array import array
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
@@ -253,6 +254,12 @@ class Items(Sequence):
         self._a.append(Items._DONE)
         self._b.append(None)
 
+    def add_done_keys(self, keys: Sequence[str]) -> None:
+        """:meth:`add_done` of each key, in order."""
+        self._keys.extend(keys)
+        self._a.extend(repeat(Items._DONE, len(keys)))
+        self._b.extend(repeat(None, len(keys)))
+
     def add_lazy(self, key: str, a: Any, b: Any) -> None:
         """An item to do whose one record has ``key``, built as ``make(a, b, key)`` when read."""
         self._keys.append(key)
@@ -277,10 +284,12 @@ class Items(Sequence):
         for i in range(len(self._keys)):
             yield self[i]
 
-    def pending_positions(self, done: Callable[[str], bool]) -> array:
+    def pending_positions(self, done: Callable[[str], bool],
+                          done_flags: Callable[[Sequence[str]], list[bool]] | None = None) -> array:
         """See :func:`pending_positions`."""
         keys, a = self._keys, self._a
-        flags = list(map(done, keys))  # (a None key, where a WorkItem stands, is not done: checked below)
+        # (a None key, where a WorkItem stands, is not done: checked below)
+        flags = done_flags(keys) if done_flags is not None else list(map(done, keys))
         out = array("q")
         for i in [i for i, f in enumerate(flags) if not f]:
             if keys[i] is not None or not all(map(done, a[i].record_keys)):
@@ -310,11 +319,13 @@ def record_keys_at(items: Sequence[WorkItem], i: int) -> Sequence[str]:
     return items.record_keys_at(i) if isinstance(items, Items) else items[i].record_keys
 
 
-def pending_positions(items: Sequence[WorkItem], done: Callable[[str], bool]) -> array:
+def pending_positions(items: Sequence[WorkItem], done: Callable[[str], bool],
+                      done_flags: Callable[[Sequence[str]], list[bool]] | None = None) -> array:
     """Where the items with a record not done (by ``done``) are, in order, as 8-byte integers; an
-    item done when planned is checked again (another process may have changed the output since)."""
+    item done when planned is checked again (another process may have changed the output since).
+    ``done_flags``: ``done`` of many keys at once, when there is such a thing."""
     if isinstance(items, Items):
-        return items.pending_positions(done)
+        return items.pending_positions(done, done_flags)
     return array("q", [i for i, it in enumerate(items) if not all(map(done, it.record_keys))])
 
 
@@ -923,7 +934,7 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
                      concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
     done = store.done
-    todo = pending_positions(items, done)  # positions: an item is made when it is sent, and let go after
+    todo = pending_positions(items, done, store.done_flags)  # positions: an item is made when it is sent, and let go after
     plan_keys = record_keys(items)
     total = len(plan_keys)
     bar = progress_bar(total, total - sum(len(record_keys_at(items, i)) for i in todo), stage.name, quiet)

@@ -225,6 +225,12 @@ class OutputStore:
     def done(self, key: str) -> bool:
         return key in self._where and key not in self._failed
 
+    def done_flags(self, keys: Sequence[str]) -> list[bool]:
+        """:meth:`done` of each key, in one pass."""
+        flags = list(map(self._where.__contains__, keys))
+        failed = self._failed
+        return [f and k not in failed for f, k in zip(flags, keys)] if failed else flags
+
     def has(self, key: str) -> bool:
         """A record of ``key`` is held, ok or not."""
         return key in self._where
