@@ -178,7 +178,7 @@ def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path, capsys):
     assert first.returncode == 0, stderr
     records = lines(out)
     assert len(records) == len({(r["query_id"], r["chunk_id"]) for r in records}) == 107
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [".j.jsonl.index"]  # no temp file left
 
 
 def test_a_full_disk_is_one_line_and_a_rerun_completes(tmp_path, capsys, monkeypatch):

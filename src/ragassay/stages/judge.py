@@ -33,6 +33,7 @@ from .coverage import CoverageStage
 from .engine import (Call, CallText, Estimate, Items, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
                      in_shard, run_stage)
 from .queries import Passages, QueryItem
+from .store import Records
 from .scaffold import StageJob
 
 # ----------------------------------------------------------------------------- answer shapes
@@ -210,16 +211,17 @@ class Judge:
         head = hashlib.sha256(f"judge\n{prompt_id}\n".encode("utf-8"))
         head.update(_texts_json([query.id, query.text, query.description, query.narrative, query.answer]) + b"\n")
         keys = []
+        get, copy, add = tails.get, head.copy, keys.append
         for chunk in chunks:
-            held = tails.get(chunk.id)
+            held = get(chunk.id)
             if held is not None and held[0] is chunk:
                 tail = held[1]
             else:  # (held with its chunk: another chunk under this id, e.g. an edited one, is encoded anew)
                 tail = _texts_json([chunk.id, chunk.title, chunk.text]) + settings
                 tails[chunk.id] = (chunk, tail)
-            h = head.copy()
+            h = copy()
             h.update(tail)
-            keys.append(h.hexdigest()[:24])
+            add(h.hexdigest()[:24])
         return keys
 
     def forget_key_parts(self) -> None:
@@ -573,15 +575,14 @@ def plan_pairs(queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, d
         if qid not in qmap:
             missing_queries.append(qid)
             continue
-        known = []
-        for cid in top:
-            chunk = chunks.get(cid)
-            if chunk is None:
-                unknown.append((qid, cid))
-                continue
-            known.append(chunk.id)  # the chunk's own id string: one per chunk, not one per pair
-            if cid in keep.get(qid, {}):
-                kept.append((qid, cid))
+        try:
+            known = [chunks[cid].id for cid in top]  # the chunk's own id string: one per chunk, not one per pair
+        except KeyError:
+            known = [cid for cid in top if cid in chunks]
+            unknown.extend((qid, cid) for cid in top if cid not in chunks)
+        mine = keep.get(qid)
+        if mine:
+            kept.extend((qid, cid) for cid in known if cid in mine)
         per_query[qid] = known
     if unknown:
         qid, cid = unknown[0]
@@ -706,32 +707,28 @@ class JudgeResult:
     def __repr__(self) -> str:
         return f"JudgeResult({self.pairs} pairs, relevance={self.relevance!r}, coverage={self.coverage!r})"
 
+    _TALLY = "judge summary 1"  # the name of the tally kept in the output's index (see _tally)
+
     def _tally(self) -> dict[str, Any]:
-        """What the summary counts, read from the records in one pass (a large run's records are
-        parsed one at a time, never all held) and kept."""
+        """What the summary says of this run's records, read in one pass (a large run's records are
+        parsed one at a time, never all held), and kept: in this result, and in the output's index
+        for the next run with the same records in an unchanged output (a rerun of finished work
+        then reads none of them)."""
         tally = self.__dict__.get("_tally_cache")
         if tally is None:
-            grades: Counter = Counter()
-            votes, jurors = [], []
-            rule = windowed = 0
-            with bulk():
-                for r in self.relevance.records:
-                    rule += r.get("decided_by") == "rule"
-                    windowed += bool(r.get("windows"))
-                    if r["status"] != "ok":
-                        continue
-                    grades[r["grade"]] += 1
-                    if len(r.get("samples") or []) > 1:
-                        votes.append(r["samples"])
-                    if r.get("juror_grades"):
-                        jurors.append(r["juror_grades"])
-            tally = self.__dict__["_tally_cache"] = {"grades": grades, "votes": votes, "jurors": jurors,
-                                                     "rule": rule, "windowed": windowed}
+            records = self.relevance.records
+            remembered = records.memo(self._TALLY) if isinstance(records, Records) else None
+            tally = _tally_from_json(remembered) if remembered is not None else None
+            if tally is None:
+                tally = _tally_of(records)
+                if isinstance(records, Records):
+                    records.remember(self._TALLY, _tally_to_json(tally))
+            self.__dict__["_tally_cache"] = tally
         return tally
 
     @property
     def grades(self) -> Counter:
-        return self._tally()["grades"]
+        return Counter(self._tally()["grades"])
 
     @property
     def errors(self) -> int:
@@ -740,31 +737,17 @@ class JudgeResult:
     @property
     def sample_disagreement(self) -> float | None:
         """The flip rate: the share of pairs whose votes were not all the same grade."""
-        multi = self._tally()["votes"]
-        return sum(1 for v in multi if len(set(v)) > 1) / len(multi) if multi else None
+        return self._tally()["sample_disagreement"]
 
     @property
     def mean_vote_spread(self) -> float | None:
         """Per-pair disagreement: the mean of (highest vote - lowest vote), 0 to 3."""
-        multi = self._tally()["votes"]
-        return sum(max(v) - min(v) for v in multi) / len(multi) if multi else None
+        return self._tally()["mean_vote_spread"]
 
     @property
     def juror_agreement(self) -> dict[str, dict[str, float]] | None:
         """For each pair of jurors: exact agreement and linear-weighted Cohen's kappa of their grades."""
-        from ..metrics.agreement import cohen_kappa
-        rows = self._tally()["jurors"]
-        if not rows:
-            return None
-        names = list(rows[0])
-        out = {}
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                x, y = [r[a] for r in rows], [r[b] for r in rows]
-                kappa = cohen_kappa(x, y, "linear")
-                out[f"{a} vs {b}"] = {"pairs": len(rows), "agreement": sum(u == v for u, v in zip(x, y)) / len(rows),
-                                      "kappa_linear": None if kappa != kappa else kappa}
-        return out
+        return self._tally()["juror_agreement"]
 
     @property
     def exit_code(self) -> int:
@@ -783,7 +766,7 @@ class JudgeResult:
         cov = Counter(r["coverage"] for r in self.coverage.records if r["status"] == "ok") if self.coverage else None
         return JudgeSummary(
             pairs=self.pairs, kept=self.kept, judged=self.relevance.ok, errors=self.errors,
-            already_done=self.relevance.skipped_done, decided_by_rule=self._tally()["rule"],
+            already_done=self.relevance.skipped_done, decided_by_rule=self._tally()["decided_by_rule"],
             grades={str(g): self.grades.get(g, 0) for g in range(4)},
             coverage=None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
             sample_disagreement=self.sample_disagreement, mean_vote_spread=self.mean_vote_spread,
@@ -825,6 +808,62 @@ class JudgeResult:
         if self.usage_text:
             lines.append(self.usage_text)
         return "\n".join(lines)
+
+
+def _tally_of(records: Iterable[dict]) -> dict[str, Any]:
+    """The summary's figures from judgment records: grades of the ok ones, how many a rule decided
+    and how many were judged in windows, and, where there were several votes or jurors, how much
+    they disagreed."""
+    grades: Counter = Counter()
+    votes: list[list[int]] = []
+    jurors: list[dict[str, int]] = []
+    rule = windowed = 0
+    for r in records:
+        rule += r.get("decided_by") == "rule"
+        windowed += bool(r.get("windows"))
+        if r["status"] != "ok":
+            continue
+        grades[r["grade"]] += 1
+        if len(r.get("samples") or []) > 1:
+            votes.append(r["samples"])
+        if r.get("juror_grades"):
+            jurors.append(r["juror_grades"])
+    return {"grades": dict(grades), "decided_by_rule": rule, "windowed": windowed,
+            "sample_disagreement": sum(1 for v in votes if len(set(v)) > 1) / len(votes) if votes else None,
+            "mean_vote_spread": sum(max(v) - min(v) for v in votes) / len(votes) if votes else None,
+            "juror_agreement": _juror_agreement(jurors)}
+
+
+def _juror_agreement(rows: list[dict[str, int]]) -> dict[str, dict[str, Any]] | None:
+    from ..metrics.agreement import cohen_kappa
+    if not rows:
+        return None
+    names = list(rows[0])
+    out = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            x, y = [r[a] for r in rows], [r[b] for r in rows]
+            kappa = cohen_kappa(x, y, "linear")
+            out[f"{a} vs {b}"] = {"pairs": len(rows), "agreement": sum(u == v for u, v in zip(x, y)) / len(rows),
+                                  "kappa_linear": None if kappa != kappa else kappa}
+    return out
+
+
+def _tally_to_json(tally: dict[str, Any]) -> dict[str, Any]:
+    """A tally as JSON keeps it: grades as [grade, count] pairs (a grade may be None)."""
+    return {**tally, "grades": [[g, n] for g, n in tally["grades"].items()]}
+
+
+def _tally_from_json(value: Any) -> dict[str, Any] | None:
+    """:func:`_tally_to_json` read back; None when it is not one (the tally is then counted again)."""
+    try:
+        grades = {g: int(n) for g, n in value["grades"]}
+        out = {"grades": grades, "decided_by_rule": int(value["decided_by_rule"]), "windowed": int(value["windowed"]),
+               "sample_disagreement": value["sample_disagreement"], "mean_vote_spread": value["mean_vote_spread"],
+               "juror_agreement": value["juror_agreement"]}
+    except (KeyError, TypeError, ValueError):
+        return None
+    return out
 
 
 async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str | Path | None = None) -> JudgeResult:

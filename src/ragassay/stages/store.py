@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.io import lines_with_long_digit_runs, load_json_line, write_lines_atomic
+from .store_index import digest_of, output_stamp, read_index, remember, remove_index, write_index
 from ..errors import InputError, OutputError
 
 try:
@@ -98,10 +99,69 @@ class OutputStore:
         self._where: dict[str, int] = {}  # key -> its newest record's location (see _pack)
         self._failed: set[str] = set()   # keys whose newest record is not ok
         self._memory: list[bytes | None] = [None, None]  # a gzipped output, read whole
-        self.final_lines = self._scan(0) if self.output.exists() else 0
+        self._indexed: dict[str, Any] | None = None  # the output's stamp, when its index file was read or written
+        self._memos: dict[str, Any] = {}
+        self.final_lines = (self._from_index() or self._scan(0)) if self.output.exists() else 0
         self._journal_end = self._journal_size = 0  # after the last whole line; the file's size as scanned
         self.journal_lines = self._scan(1, cut_partial=True) if self.journal.exists() else 0
         self._stamps = self._stamp()
+
+    def _from_index(self) -> int:
+        """Index the output from its index file when that describes it as it is (see
+        :mod:`.store_index`); the output's record lines, or 0 when it could not."""
+        index = read_index(self.output)
+        if index is None or not index.lines:
+            return 0
+        self._where.update(zip(index.keys, index.locations))
+        self._failed.update(k for k, ok in zip(index.keys, index.ok) if not ok)
+        self._indexed, self._memos = index.stamp, index.memos
+        return index.lines
+
+    def _write_index(self) -> None:
+        """Write the index file of the output as the store now holds it: after finalize, when every
+        key's newest line is in the output."""
+        where = self._where
+        if self._memory[0] is not None or any(w & 1 for w in where.values()):
+            return
+        import numpy as np
+        keys = list(where)
+        locations = np.fromiter(where.values(), dtype=np.int64, count=len(keys))
+        if len(keys) > 1 and not bool(np.all(locations[1:] > locations[:-1])):  # in file order, as a reading finds them
+            order = np.argsort(locations, kind="stable")
+            locations = locations[order]
+            keys = [keys[i] for i in order.tolist()]
+        failed = self._failed
+        ok = bytes([k not in failed for k in keys]) if failed else b"\x01" * len(keys)
+        stamp = output_stamp(self.output)
+        if stamp is not None and write_index(self.output, keys, locations, ok, self.final_lines, stamp=stamp):
+            self._indexed, self._memos = stamp, {}
+
+    def memo(self, name: str, locations: Sequence[int]) -> Any:
+        """The value remembered as ``name`` for the records at ``locations`` (see :meth:`remember`),
+        while the output is still the one it was computed from; None otherwise."""
+        held = self._memos.get(name)
+        if not held or self._indexed is None or held.get("of") != digest_of(locations):
+            return None
+        return held.get("value") if self._output_is(self._indexed) else None
+
+    def remember(self, name: str, locations: Sequence[int], value: Any) -> None:
+        """Keep ``value`` (JSON) in the output's index as what was computed from the records at
+        ``locations`` (all in the output), so a rerun of the same plan need not read them again."""
+        if self._indexed is None or any(w & 1 for w in locations) or not self._output_is(self._indexed):
+            return
+        of = digest_of(locations)
+        if remember(self.output, name, of, value, self._indexed):
+            self._memos = {**self._memos, name: {"of": of, "value": value}}
+
+    def _output_is(self, stamp: dict[str, Any]) -> bool:
+        """The output file, and the one this store reads through its handle if it holds one, are
+        still the file ``stamp`` describes."""
+        fd = self._fds[0]
+        if fd is not None:
+            st = os.fstat(fd)
+            if (st.st_size, st.st_mtime_ns, st.st_ino) != (stamp["size"], stamp["mtime_ns"], stamp["inode"]):
+                return False
+        return output_stamp(self.output) == stamp
 
     def _stamp(self) -> tuple:
         out = []
@@ -286,16 +346,17 @@ class OutputStore:
                              "move it away or fix the line", self._paths[which], self._line_number(which, offset))
         return r
 
-    def records_at(self, locations: Sequence[int]) -> Iterator[dict]:
-        """The records at ``locations``, in their order. Lines that lie near each other in one file
-        (a finalized output read in plan order) are read a block at a time, not one call each."""
+    def _runs(self, locations: Sequence[int]) -> Iterator[tuple[int, int, bytes | None, bool]]:
+        """``locations`` cut into runs read at once: (first, past the last, the bytes from the first
+        line's start to the last line's end, whether the lines follow one another with nothing
+        between), or (i, i + 1, None, False) for a line read alone."""
         i, n = 0, len(locations)
         shift, mask = _LENGTH_BITS + 1, _LENGTH_MAX
         while i < n:
             first = locations[i]
             start, which = first >> shift, first & 1
             if self._memory[which] is not None or ((first >> 1) & mask) == mask:
-                yield self.record_at(first)
+                yield i, i + 1, None, False
                 i += 1
                 continue
             j, end, adjacent = i, start, True  # the run of ascending lines of this file within one block
@@ -308,10 +369,20 @@ class OutputStore:
                 end = off + length
                 j += 1
             if j == i:  # one line alone
-                yield self.record_at(first)
+                yield i, i + 1, None, False
                 i += 1
                 continue
-            data = _pread(self._fd(which), end - start, start)
+            yield i, j, _pread(self._fd(which), end - start, start), adjacent
+            i = j
+
+    def records_at(self, locations: Sequence[int]) -> Iterator[dict]:
+        """The records at ``locations``, in their order. Lines that lie near each other in one file
+        (a finalized output read in plan order) are read a block at a time, not one call each."""
+        shift, mask = _LENGTH_BITS + 1, _LENGTH_MAX
+        for i, j, data, adjacent in self._runs(locations):
+            if data is None:
+                yield self.record_at(locations[i])
+                continue
             if adjacent and _orjson is not None:  # line after line: split once, each parsed as it is read
                 lines = data.split(b"\n")
                 if len(lines) == j - i:
@@ -325,8 +396,8 @@ class OutputStore:
                         except _orjson.JSONDecodeError:
                             r = None
                         yield r if type(r) is dict else self.record_at(w)
-                    i = j
                     continue
+            start = locations[i] >> shift
             for w in locations[i:j]:
                 off = (w >> shift) - start
                 try:
@@ -334,7 +405,6 @@ class OutputStore:
                 except (ValueError, UnicodeDecodeError):
                     r = None
                 yield r if isinstance(r, dict) else self.record_at(w)  # (which raises, naming the line)
-            i = j
 
     def record(self, key: str) -> dict:
         return self.record_at(self._where[key])
@@ -447,6 +517,8 @@ class OutputStore:
             if self.journal.exists():  # it holds no record (empty, or a partial line): spent too
                 self.journal.unlink(missing_ok=True)
                 self._stamps = self._stamp()
+            if self._indexed is None:  # read line by line this time: the next run need not
+                self._write_index()
             return self.pinned(array("q", [self._where[k] for k in plan_keys if k in self._where]))
         planned = [k for k in plan_keys if k in self._where]
         kept = self._kept_elsewhere(planned)
@@ -472,6 +544,8 @@ class OutputStore:
             finally:
                 self.close_files()  # before the new file replaces the old (Windows cannot replace an open file)
 
+        self._indexed, self._memos = None, {}
+        remove_index(self.output)  # (it would describe the old file: ignored, but not left beside the new one)
         write_lines_atomic(self.output, lines())
         self.journal.unlink(missing_ok=True)
         self._memory = [None, None]
@@ -486,6 +560,7 @@ class OutputStore:
         self.final_lines, self.journal_lines = lines_written[0], 0
         self._journal_end = self._journal_size = 0
         self.appended = False  # what it appended is in the output now
+        self._write_index()
         self._stamps = self._stamp()
         return self.pinned(planned_at)
 
@@ -628,6 +703,16 @@ class Records(Sequence):
         if self._store is None:
             return (load_line(x) for x in self._items)
         return self._store.records_at(self._items)
+
+    def memo(self, name: str) -> Any:
+        """What was remembered as ``name`` for exactly these records, while the output they are
+        read from is unchanged (None otherwise, or when they are not read from a store)."""
+        return self._store.memo(name, self._items) if self._store is not None else None
+
+    def remember(self, name: str, value: Any) -> None:
+        """Keep ``value`` (JSON), computed from these records, for a later run with the same ones."""
+        if self._store is not None:
+            self._store.remember(name, self._items, value)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (Records, list, tuple)):
