@@ -223,7 +223,7 @@ def test_a_large_input_read_line_by_line_says_what_a_whole_read_says(tmp_path, m
             return str(e)
     whole = read()
     monkeypatch.setattr(io_module, "STREAM_FROM", 0)
-    assert io_module._streamable(path)  # (every case above is read line by line now)
+    assert io_module.streamable(path)  # (every case above is read line by line now)
     assert read() == whole
     assert (isinstance(whole, str)) == (name in ("lone cr", "cr at the end", "not utf-8", "bad json", "not an object",
                                                  "blank only", "empty", "binary"))

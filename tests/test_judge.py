@@ -439,8 +439,9 @@ def test_a_pairs_key_is_the_hash_of_its_texts_and_settings_as_before():
     edited = Chunk(id="c1", title="Returns", text="Tents go back within 60 days.")
     assert judge.pair_fingerprint(q, edited, "judge_relevance@v1") != judge.pair_fingerprint(q, chunks[0], "judge_relevance@v1")
     # one query's keys at once are each pair's key alone, a chunk listed twice included
-    assert judge.query_keys(q, [chunks[0], edited, chunks[0]], "p@1") == \
-        [judge.pair_fingerprint(q, c, "p@1") for c in (chunks[0], edited, chunks[0])]
+    assert judge.query_keys(q, ["c1", "c2", "c1"], "p@1", {"c1": chunks[0], "c2": chunks[1]}) == \
+        [judge.pair_fingerprint(q, c, "p@1") for c in (chunks[0], chunks[1], chunks[0])]
+    assert judge.query_keys(q, ["c1"], "p@1", {"c1": edited}) == [judge.pair_fingerprint(q, edited, "p@1")]
 
 
 @respx.mock

@@ -251,3 +251,15 @@ def test_a_rerun_says_the_summary_of_the_records_without_reading_them_and_an_edi
         mine = {(r["query_id"], r["chunk_id"]) for r in records}
         assert shallow["pairs"] < third["pairs"] and sum(shallow["grades"].values()) == shallow["pairs"]
         assert server.calls == calls and len(mine) == third["pairs"]
+
+
+@pytest.mark.parametrize("keys", [[f"k{i}" for i in range(10)], [f"ké{i}" if i % 4 else f"k{i}" for i in range(10)],
+                                  ["\udc80", "a"], ["only"], []], ids=["ascii", "accents", "surrogate", "one", "none"])
+def test_keys_written_a_slice_at_a_time_read_back_the_same(tmp_path, monkeypatch, keys):
+    monkeypatch.setattr(store_index, "KEYS_AT_ONCE", 3)
+    out = tmp_path / "o.jsonl"
+    out.write_text("x\n" * 12)
+    assert store_index.write_index(out, keys, list(range(len(keys))), b"\x01" * len(keys), 12)
+    index = read_index(out)
+    assert index is not None and index.keys == keys and list(index.locations) == list(range(len(keys)))
+    assert not store_index.write_index(out, ["a\nb"], [0], b"\x01", 12)  # a key a line: not indexed

@@ -102,19 +102,19 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     options = _stage_options(JudgeOptions, options, depth=depth, samples=samples, batch=batch, seed=seed, tie=tie,
                              max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
                              cache_friendly=cache_friendly, shard=_shard(shard))
-    from .data.io import coerce_qrels, coerce_run
+    from .data.io import coerce_qrels
     from .stages.judge import JudgeJob, model_configs
-    items, chunk_map = _queries(queries), _chunks(chunks)
+    items, chunk_map = _queries(queries), _chunks(chunks, by_id_only=True)
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
-    run_table, keep_table = coerce_run(run), (coerce_qrels(keep) if keep is not None else None)
+    keep_table = coerce_qrels(keep) if keep is not None else None
     llms = _given(llm, llm_settings)
     config = _config(model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm,
                      tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
                      max_calls=max_calls, max_cost=max_cost)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
     with _output(output, "judgments.jsonl") as out:
-        job = JudgeJob(items, chunk_map, run_table, configs, out, options=options, keep=keep_table,
+        job = JudgeJob(items, chunk_map, run, configs, out, options=options, keep=keep_table,
                        qrels_out=qrels_out, coverage_out=coverage_out)
         done = _run(job, on, dry_run, llms, temporary=output is None)
     if isinstance(done, Estimate):
@@ -368,12 +368,18 @@ def _queries(queries: str | Path | Sequence[QueryItem] | Mapping[str, str]) -> l
     return list(queries)
 
 
-def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | None) -> dict[str, Chunk] | None:
+def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | None,
+            by_id_only: bool = False) -> Mapping[str, Chunk] | None:
+    """The chunks by id. ``by_id_only``: the stage only looks chunks up by id, so a large file is
+    read as a :class:`~ragassay.data.chunk_table.ChunkTable` (where each lies, not the chunks)."""
+    from .data.chunk_table import ChunkTable, chunk_source
     from .data.io import read_chunks
     if chunks is None:
         return None
     if isinstance(chunks, (str, Path)):
-        return {c.id: c for c in read_chunks(chunks)}
+        return chunk_source(chunks) if by_id_only else {c.id: c for c in read_chunks(chunks)}
+    if isinstance(chunks, ChunkTable):
+        return chunks if by_id_only else dict(chunks)
     if isinstance(chunks, Mapping):
         return dict(chunks)
     items = [c if isinstance(c, Chunk) else Chunk.model_validate(c) for c in chunks]

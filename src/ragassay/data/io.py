@@ -79,7 +79,7 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
 STREAM_FROM = 16 << 20  # a plain text input this large is read a line at a time, never held whole
 
 
-def _streamable(path: str | Path) -> bool:
+def streamable(path: str | Path) -> bool:
     """A plain (not gzipped) file large enough to be read a line at a time."""
     if str(path) == "-":
         return False
@@ -96,6 +96,11 @@ def streamed_lines(path: str | Path) -> Iterator[bytes]:
     """The lines of a large text input, one at a time, checked as :func:`read_bytes_checked`
     checks a whole file (BOM dropped; a binary file, a lone carriage return, bytes that are not
     UTF-8 and an empty file are one error naming the line), without holding the file."""
+    return (line for _, line in streamed_lines_at(path))
+
+
+def streamed_lines_at(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """:func:`streamed_lines` with where each line starts in the file (after a BOM)."""
     p = Path(path)
     try:
         f = open(p, "rb")
@@ -106,9 +111,12 @@ def streamed_lines(path: str | Path) -> Iterator[bytes]:
             raise InputError("a binary file, expected text (JSON Lines, TREC or TSV)", p)
         f.seek(0)
         blank = True
+        at = 0
         for no, line in enumerate(f, start=1):
+            start = at
+            at += len(line)
             if no == 1 and line.startswith(b"\xef\xbb\xbf"):
-                line = line[3:]
+                line, start = line[3:], 3
             crs = line.count(b"\r")
             if crs and crs != line.endswith(b"\r\n"):
                 raise InputError("has lines ended by a lone carriage return (\\r, old Mac style), which would be "
@@ -121,7 +129,7 @@ def streamed_lines(path: str | Path) -> Iterator[bytes]:
                                      p, no) from None
             if blank and not line.isspace():
                 blank = False
-            yield line
+            yield start, line
         if blank:
             raise InputError("file is empty", p)
 
@@ -527,26 +535,30 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
     ``keep_float_text``, numbers with a fraction or exponent are :class:`WrittenFloat`."""
     if isinstance(data, (str, Path)):
         path = data
-        lines: Iterable[bytes] = streamed_lines(data) if _streamable(data) else io.BytesIO(read_bytes_checked(data))
+        lines: Iterable[bytes] = streamed_lines(data) if streamable(data) else io.BytesIO(read_bytes_checked(data))
     else:  # one line at a time from a view of the bytes: not a list of every line beside them
         lines = io.BytesIO(data)
     parse_float = WrittenFloat if keep_float_text else None
     for no, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = load_json_line(raw) if parse_float is None else json.loads(raw, parse_float=parse_float)
-        except UnicodeDecodeError:
-            raise InputError("not valid UTF-8 text", path, no) from None
-        except json.JSONDecodeError as e:
-            msg = e.msg
-            raise InputError(f"not valid JSON ({msg}): {raw[:80].decode('utf-8', 'replace')!r}", path, no) from None
-        if not isinstance(obj, dict):
-            raise InputError(f"expected a JSON object, got {type(obj).__name__}", path, no)
-        if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) and not _encodable(obj):
-            raise InputError("a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair): half "
-                             "of a UTF-16 pair is not a character; fix or drop that escape", path, no)
-        yield no, obj
+        if raw.strip():
+            yield no, parse_json_object(raw, path, no, parse_float)
+
+
+def parse_json_object(raw: bytes, path: str | Path | None, no: int, parse_float: Any = None) -> dict[str, Any]:
+    """One line of a JSONL input as an object; anything else is one error naming file and line."""
+    try:
+        obj = load_json_line(raw) if parse_float is None else json.loads(raw, parse_float=parse_float)
+    except UnicodeDecodeError:
+        raise InputError("not valid UTF-8 text", path, no) from None
+    except json.JSONDecodeError as e:
+        msg = e.msg
+        raise InputError(f"not valid JSON ({msg}): {raw[:80].decode('utf-8', 'replace')!r}", path, no) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", path, no)
+    if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) and not _encodable(obj):
+        raise InputError("a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair): half "
+                         "of a UTF-16 pair is not a character; fix or drop that escape", path, no)
+    return obj
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -621,17 +633,12 @@ def read_records(path: str | Path, model: Any, what: str,
     Returns ``(line number, record)`` pairs; ``prepare(object, line number)`` may rewrite each raw
     object first.
     """
-    from pydantic import ValidationError
-
     out: list[tuple[int, Any]] = []
     seen: dict[str, int] = {}
     for no, obj in iter_jsonl(path):
         if prepare is not None:
             obj = prepare(obj, no)
-        try:
-            record = model.model_validate(obj)
-        except ValidationError as e:
-            raise InputError(_pydantic_message(e), path, no) from None
+        record = validate_record(obj, model, path, no)
         if record.id in seen:
             raise InputError(f"{what} id {record.id!r} appears twice (first on line {seen[record.id]})", path, no)
         seen[record.id] = no
@@ -641,7 +648,17 @@ def read_records(path: str | Path, model: Any, what: str,
     return out
 
 
-def _beir_id(obj: dict[str, Any], no: int = 0) -> dict[str, Any]:
+def validate_record(obj: dict[str, Any], model: Any, path: str | Path | None, no: int) -> Any:
+    """``obj`` as ``model`` (a pydantic class); what does not fit is one error naming file and line."""
+    from pydantic import ValidationError
+    try:
+        return model.model_validate(obj)
+    except ValidationError as e:
+        raise InputError(_pydantic_message(e), path, no) from None
+
+
+def beir_id(obj: dict[str, Any], no: int = 0) -> dict[str, Any]:
+    """A BEIR corpus line's ``_id`` as ``id``."""
     if "id" not in obj and "_id" in obj:
         obj = {k: v for k, v in obj.items() if k != "_id"} | {"id": obj["_id"]}
     return obj
@@ -651,7 +668,7 @@ def read_chunks(path: str | Path) -> list[Any]:
     """Read chunks (``id``, ``text``, ...) from JSONL; BEIR corpus lines (``_id``) and folders are accepted."""
     from .records import Chunk
     path = dataset_member(path, "chunks")
-    return [c for _, c in read_records(path, Chunk, "chunk", _beir_id)]
+    return [c for _, c in read_records(path, Chunk, "chunk", beir_id)]
 
 
 def read_queries(path: str | Path) -> dict[str, str]:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..data.chunk_table import ChunkTable
 from ..data.records import Chunk, Judgment
 from ..data.result_models import JudgeSummary
 from ..errors import InputError
@@ -144,7 +145,7 @@ class Judge:
         self.batch_prompt = load_prompt("judge_relevance_batch")
         self.passages = Passages(self.options.max_chunk_chars)
         self.batch_fallbacks = 0
-        self._tails: dict[str, tuple[Chunk, bytes]] = {}  # chunk id -> the chunk and its key's last part
+        self._tails: dict[str, tuple[Chunk | None, bytes]] = {}  # chunk id -> the chunk and its key's last part
         self._settings_json: str | None = None
 
     @property
@@ -197,28 +198,33 @@ class Judge:
         """The key of one pair's record: its identity (query id, chunk id) and everything that
         changes its grade. Two chunks with the same text under two ids are two records; their
         identical requests are asked once (the engine shares them)."""
-        return self.query_keys(query, [chunk], prompt_id)[0]
+        return self.query_keys(query, [chunk.id], prompt_id, {chunk.id: chunk})[0]
 
-    def query_keys(self, query: QueryItem, chunks: Sequence[Chunk], prompt_id: str) -> list[str]:
-        """The keys of one query's pairs with ``chunks`` (each :meth:`pair_fingerprint`), the query's
-        part hashed once: a plan goes query by query."""
+    def query_keys(self, query: QueryItem, ids: Sequence[str], prompt_id: str,
+                   chunks: Mapping[str, Chunk]) -> list[str]:
+        """The keys of one query's pairs with the chunks ``ids`` names in ``chunks`` (each
+        :meth:`pair_fingerprint`), the query's part hashed once: a plan goes query by query."""
         tails = self._tails
-        if len(tails) + len(chunks) > TAILS_KEPT:  # bounded: each is as long as its chunk's text
+        if len(tails) + len(ids) > TAILS_KEPT:  # bounded: each is as long as its chunk's text
             tails.clear()
         if self._settings_json is None:
             self._settings_json = _dumps(self.settings())
         settings = b"\n" + self._settings_json.encode("utf-8")
         head = hashlib.sha256(f"judge\n{prompt_id}\n".encode("utf-8"))
         head.update(_texts_json([query.id, query.text, query.description, query.narrative, query.answer]) + b"\n")
+        # a table read from a file gives each id one content for the whole run: its part is kept by id;
+        # chunks given as objects are checked to be the ones encoded (an edited chunk under its id is new)
+        fixed = isinstance(chunks, ChunkTable)
         keys = []
         get, copy, add = tails.get, head.copy, keys.append
-        for chunk in chunks:
-            held = get(chunk.id)
-            if held is not None and held[0] is chunk:
+        for cid in ids:
+            held = get(cid)
+            if held is not None and (fixed or held[0] is chunks[cid]):
                 tail = held[1]
-            else:  # (held with its chunk: another chunk under this id, e.g. an edited one, is encoded anew)
+            else:
+                chunk = chunks[cid]
                 tail = _texts_json([chunk.id, chunk.title, chunk.text]) + settings
-                tails[chunk.id] = (chunk, tail)
+                tails[cid] = (None if fixed else chunk, tail)
             h = copy()
             h.update(tail)
             add(h.hexdigest()[:24])
@@ -362,8 +368,8 @@ class RelevanceStage(Stage):
                 out.append(CallText(m, pieces, RelevanceAnswer, "judge", max_tokens, temperature, seed, smp))
         return out
 
-    def _pointwise_item(self, q: QueryItem, c: Chunk, key: str) -> WorkItem:
-        return self._pointwise(q, c, _never, key)
+    def _pointwise_item(self, q: QueryItem, chunk_id: str, key: str) -> WorkItem:
+        return self._pointwise(q, self.chunks[chunk_id], _never, key)
 
     def _pointwise_calls(self, q: QueryItem, c: Chunk, windows: list[tuple[int, int]] | None) -> list[Call]:
         """One pair's prompts: made when its item is estimated or sent, not when it is planned."""
@@ -373,28 +379,31 @@ class RelevanceStage(Stage):
         return [call for w in windows
                 for call in j.relevance_calls(j.relevance_messages(q, c, w), RelevanceAnswer, j.options.max_tokens)]
 
-    def plan_queries(self, groups: Iterable[tuple[QueryItem, Sequence[Chunk]]],
+    def plan_queries(self, groups: Iterable[tuple[QueryItem, Sequence[str]]], chunks: Mapping[str, Chunk],
                      done_flags: Callable[[Sequence[str]], list[bool]]) -> Items:
-        """What :meth:`plan` makes of the pairs of each query with its chunks, in order, when pairs
-        are judged alone (no ``--batch``): a query's keys made and looked up together (a rerun of a
-        finished judgment costs little more than its keys). ``done_flags``: whether each key is done."""
+        """What :meth:`plan` makes of the pairs of each query with its chunks (named by id, looked
+        up in ``chunks``), in order, when pairs are judged alone (no ``--batch``): a query's keys
+        made and looked up together (a rerun of a finished judgment costs little more than its
+        keys), a pair to do held as its key, its query and its chunk's id (the chunk is looked up
+        when the item is made: a large chunks file is not held). ``done_flags``: whether each key
+        is done."""
         j = self.judge
         if j.options.batch > 1:
-            return self.plan(((q, c) for q, chunks in groups for c in chunks),
-                             lambda key: done_flags([key])[0])
+            return self.plan(((q, chunks[c]) for q, ids in groups for c in ids), lambda key: done_flags([key])[0])
+        self.chunks = chunks
         items = Items(make=self._pointwise_item)
         prompt_id = j.rel_prompt.id
-        for q, chunks in groups:
-            keys = j.query_keys(q, chunks, prompt_id)
+        for q, ids in groups:
+            keys = j.query_keys(q, ids, prompt_id, chunks)
             flags = done_flags(keys)
             if all(flags):
                 items.add_done_keys(keys)
                 continue
-            for c, key, done in zip(chunks, keys, flags):
+            for cid, key, done in zip(ids, keys, flags):
                 if done:
                     items.add_done(key)
                 else:
-                    items.add_lazy(key, q, c)  # made when it is estimated or sent
+                    items.add_lazy(key, q, cid)  # made when it is estimated or sent
         j.forget_key_parts()
         return items
 
@@ -404,7 +413,9 @@ class RelevanceStage(Stage):
         j, o = self.judge, self.judge.options
         items = Items(make=self._pointwise_item)
         if o.batch <= 1:
-            return self.plan_queries(_by_query(pairs), lambda keys: list(map(done, keys)))
+            given: dict[str, Chunk] = {}  # (by id: the first chunk given under an id is its chunk)
+            groups = ((q, [given.setdefault(c.id, c).id for c in chunks]) for q, chunks in _by_query(pairs))
+            return self.plan_queries(groups, given, lambda keys: list(map(done, keys)))
         # batches are formed from the pairs not yet done, so a resumed run asks only what is missing
         by_query: dict[str, list[_Pair]] = {}
         queries: dict[str, QueryItem] = {}
@@ -528,6 +539,31 @@ class RelevanceStage(Stage):
 # ---------------------------------------------------------------------------------- driver
 
 
+class RunTop:
+    """Each query's top chunk ids in a run (trec_eval's order) down to a depth, and the run's name:
+    all a judgment reads of a run, so the run's table (a million rows) is not kept through it. An
+    id is the chunks' own string for it where the chunks hold it (one string per chunk)."""
+
+    def __init__(self, name: str, top: dict[str, list[str]], depth: int):
+        self.name, self.top, self.depth = name, top, depth
+
+    @classmethod
+    def of(cls, run, depth: int, chunks: Mapping[str, Chunk] | Sequence[Chunk]) -> RunTop:
+        if isinstance(chunks, ChunkTable):
+            table = chunks
+            own = lambda cid: table.id_of(cid) if cid in table else cid  # noqa: E731
+        else:
+            by_id = chunks if isinstance(chunks, Mapping) else {c.id: c for c in chunks}
+            own = lambda cid: by_id[cid].id if cid in by_id else cid  # noqa: E731
+        return cls(run.name, {qid: [own(cid) for cid in top] for qid, top in run.iter_top_ids(depth)}, depth)
+
+    def iter_top_ids(self, depth: int) -> Iterator[tuple[str, list[str]]]:
+        if depth > self.depth:
+            raise ValueError(f"the top {self.depth} was kept, not the top {depth}")
+        for qid, top in self.top.items():
+            yield qid, top if depth == self.depth else top[:depth]
+
+
 class PairIds(Sequence):
     """The (query id, chunk id) pairs to judge, in plan order, read from each query's top list as
     they are iterated (a million pairs are not a million tuples)."""
@@ -575,9 +611,9 @@ def plan_pairs(queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, d
         if qid not in qmap:
             missing_queries.append(qid)
             continue
-        try:
-            known = [chunks[cid].id for cid in top]  # the chunk's own id string: one per chunk, not one per pair
-        except KeyError:
+        if all(map(chunks.__contains__, top)):
+            known = top
+        else:
             known = [cid for cid in top if cid in chunks]
             unknown.extend((qid, cid) for cid in top if cid not in chunks)
         mine = keep.get(qid)
@@ -652,8 +688,9 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
                 keep=None, coverage_out: str | Path | None = None) -> JudgePlan:
     from ..data.io import coerce_qrels, coerce_run
     options = options or JudgeOptions()
-    run = coerce_run(run)
-    chunk_map = dict(chunks) if isinstance(chunks, Mapping) else {c.id: c for c in chunks}
+    if not isinstance(run, RunTop):
+        run = RunTop.of(coerce_run(run), options.depth, chunks)
+    chunk_map = chunks if isinstance(chunks, Mapping) else {c.id: c for c in chunks}
     keep_dict = coerce_qrels(keep).to_dict() if keep is not None else {}
     pairs, kept, per_query, unknown_queries = plan_pairs(queries, chunk_map, run, options.depth, keep_dict)
     if options.shard is not None:  # a query's pairs and its coverage stay on one shard
@@ -664,7 +701,7 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
     judge = Judge(configs, options)
     rel = RelevanceStage(judge)
     store = OutputStore(output, rel.identity)
-    items = rel.plan_queries(((qmap[q], [chunk_map[c] for c in top]) for q, top in pairs.groups()), store.done_flags)
+    items = rel.plan_queries(((qmap[q], top) for q, top in pairs.groups()), chunk_map, store.done_flags)
     cov = cov_store = None
     if coverage_out is not None:
         cov = CoverageStage(configs[0], judge.passages, run.name, options.max_tokens * 2)
@@ -931,7 +968,11 @@ class JudgeJob(StageJob[JudgeResult]):
     def __init__(self, queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, configs: Sequence[LLMConfig],
                  output: str | Path, *, options: JudgeOptions, keep=None, qrels_out: str | Path | None = None,
                  coverage_out: str | Path | None = None):
-        self.queries, self.chunks, self.run, self.keep = queries, chunks, run, keep
+        from ..data.io import coerce_run
+        from ..data.memory import give_back_freed
+        self.queries, self.chunks, self.keep = queries, chunks, keep
+        self.run = RunTop.of(coerce_run(run), options.depth, chunks)  # (the table itself is let go)
+        give_back_freed()
         self.configs, self.output, self.options = list(configs), Path(output), options
         self.qrels_out, self.coverage_out = qrels_out, coverage_out
 

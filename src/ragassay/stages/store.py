@@ -117,19 +117,14 @@ class OutputStore:
         self._indexed, self._memos = index.stamp, index.memos
         return index.lines
 
-    def _write_index(self) -> None:
-        """Write the index file of the output as the store now holds it: after finalize, when every
-        key's newest line is in the output."""
-        where = self._where
-        if self._memory[0] is not None or any(w & 1 for w in where.values()):
+    def _write_index(self, keys: Sequence[str] | None = None, locations: Sequence[int] | None = None) -> None:
+        """Write the index file of the output as the store now holds it, when every key's newest
+        line is in the output: ``keys`` with their ``locations`` in file order (by default the
+        store's, read in file order)."""
+        if keys is None or locations is None:
+            keys, locations = list(self._where), array("q", self._where.values())
+        if self._memory[0] is not None or any(w & 1 for w in locations):
             return
-        import numpy as np
-        keys = list(where)
-        locations = np.fromiter(where.values(), dtype=np.int64, count=len(keys))
-        if len(keys) > 1 and not bool(np.all(locations[1:] > locations[:-1])):  # in file order, as a reading finds them
-            order = np.argsort(locations, kind="stable")
-            locations = locations[order]
-            keys = [keys[i] for i in order.tolist()]
         failed = self._failed
         ok = bytes([k not in failed for k in keys]) if failed else b"\x01" * len(keys)
         stamp = output_stamp(self.output)
@@ -560,7 +555,10 @@ class OutputStore:
         self.final_lines, self.journal_lines = lines_written[0], 0
         self._journal_end = self._journal_size = 0
         self.appended = False  # what it appended is in the output now
-        self._write_index()
+        if kept_at:
+            self._write_index(list(kept_at) + planned, array("q", kept_at.values()) + planned_at)
+        else:
+            self._write_index(planned, planned_at)
         self._stamps = self._stamp()
         return self.pinned(planned_at)
 

@@ -10,7 +10,8 @@ when both were written) and otherwise ignored and written again; deleting it cha
 the time a rerun takes.
 
 The file: one JSON line (the header), then each record's location (8 bytes, little-endian), one
-byte per record (1: ok), and the keys in UTF-8, one per line.
+byte per record (1: ok), the keys in UTF-8, one per line, and last the memos as JSON (rewritten in
+place when a stage adds one: a memo cut short is no memo, the index stays good).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 FORMAT = "ragassay output index"
 VERSION = 1
 EDGE = 1 << 16  # bytes at each end of the output whose digest the index records
+KEYS_AT_ONCE = 1 << 16  # keys encoded and written together
 
 
 def index_path(output: str | Path) -> Path:
@@ -64,6 +66,20 @@ def output_stamp(output: str | Path) -> dict[str, Any] | None:
             "ends": hashlib.sha256(head + b"\0" + tail).hexdigest()}
 
 
+def _body(data: bytes) -> tuple[dict[str, Any], int, int] | None:
+    """(header, where the locations begin, where the memos begin) of an index file's bytes."""
+    end = data.find(b"\n")
+    if end < 0:
+        return None
+    header = json.loads(data[:end])
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != VERSION:
+        return None
+    n, key_bytes = header["rows"], header["key_bytes"]
+    if not isinstance(n, int) or not isinstance(key_bytes, int) or n < 0 or key_bytes < 0:
+        return None
+    return header, end + 1, end + 1 + 9 * n + key_bytes
+
+
 def read_index(output: str | Path) -> Index | None:
     """The index of ``output`` when there is one that describes the output as it is now; None
     otherwise (none, another version, written for an earlier output, damaged)."""
@@ -72,49 +88,59 @@ def read_index(output: str | Path) -> Index | None:
     except OSError:
         return None
     try:
-        end = data.index(b"\n")
-        header = json.loads(data[:end])
-        if header.get("format") != FORMAT or header.get("version") != VERSION:
+        body = _body(data)
+        if body is None or len(data) < body[2]:
             return None
-        n, key_bytes = header["rows"], header["key_bytes"]
-        start = end + 1
+        header, start, memos_at = body
+        n = header["rows"]
         locations = array("q")
         locations.frombytes(data[start:start + 8 * n])
         if sys.byteorder != "little":
             locations.byteswap()
         ok = data[start + 8 * n:start + 9 * n]
-        blob = data[start + 9 * n:]
-        if len(locations) != n or len(ok) != n or len(blob) != key_bytes:
-            return None
-        keys = blob.decode("utf-8", "surrogatepass").split("\n") if n else []
+        keys = data[start + 9 * n:memos_at].decode("utf-8", "surrogatepass").split("\n") if n else []
         if len(keys) != n or header["stamp"] != output_stamp(output):
             return None
-        return Index(keys, locations, ok, header["lines"], header["stamp"], header.get("memos") or {})
+        try:
+            memos = json.loads(data[memos_at:]) if len(data) > memos_at else {}
+        except ValueError:
+            memos = {}  # (a memo being written: only the memos are lost)
+        return Index(keys, locations, ok, header["lines"], header["stamp"], memos if isinstance(memos, dict) else {})
     except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError):
         return None
 
 
 def write_index(output: str | Path, keys: Sequence[str], locations: Sequence[int], ok: bytes, lines: int,
-                memos: dict[str, Any] | None = None, stamp: dict[str, Any] | None = None) -> bool:
-    """Write the index of ``output`` (replacing any); False when it cannot be written or would not
-    describe the output (a key holding a newline). Never an error: the index is a cache."""
+                stamp: dict[str, Any] | None = None) -> bool:
+    """Write the index of ``output`` (replacing any): ``keys`` in file order with their records'
+    ``locations``; False when it cannot be written or would not describe the output (a key holding
+    a newline). Never an error: the index is a cache. The keys are written a slice at a time (a
+    million keys are not joined into one string)."""
     if any("\n" in k for k in keys):
         return False
     stamp = stamp or output_stamp(output)
     if stamp is None:
         return False
-    blob = "\n".join(keys).encode("utf-8", "surrogatepass")
-    header = {"format": FORMAT, "version": VERSION, "rows": len(keys), "key_bytes": len(blob), "lines": lines,
-              "stamp": stamp, "memos": memos or {}}
-    where = locations.astype("<i8").tobytes() if hasattr(locations, "astype") else _little_endian(locations)
+    step = KEYS_AT_ONCE
+    plain = all(map(str.isascii, keys))
+    pieces = None if plain else ["\n".join(keys[i:i + step]).encode("utf-8", "surrogatepass")
+                                 for i in range(0, len(keys), step)]
+    if pieces is None:  # ASCII: a character a byte, a newline between keys
+        key_bytes = sum(map(len, keys)) + max(len(keys) - 1, 0)
+    else:  # each piece holds its keys' newlines; one more between pieces
+        key_bytes = sum(map(len, pieces)) + max(len(pieces) - 1, 0)
+    header = {"format": FORMAT, "version": VERSION, "rows": len(keys), "key_bytes": key_bytes, "lines": lines,
+              "stamp": stamp}
     path = index_path(output)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
             f.write(json.dumps(header).encode("utf-8") + b"\n")
-            f.write(where)
+            f.write(_little_endian(locations))
             f.write(ok)
-            f.write(blob)
+            for i in range(0, len(keys), step):
+                f.write((b"\n" if i else b"") + (pieces[i // step] if pieces is not None
+                                                 else "\n".join(keys[i:i + step]).encode("ascii")))
         os.replace(tmp, path)
     except OSError:
         try:
@@ -126,8 +152,9 @@ def write_index(output: str | Path, keys: Sequence[str], locations: Sequence[int
 
 
 def _little_endian(values: Sequence[int]) -> bytes:
-    out = array("q", values)
+    out = values if isinstance(values, array) and values.typecode == "q" else array("q", values)
     if sys.byteorder != "little":
+        out = array("q", out)
         out.byteswap()
     return out.tobytes()
 
@@ -146,10 +173,27 @@ def digest_of(locations: Sequence[int]) -> str:
 
 def remember(output: str | Path, name: str, of: str, value: Any, stamp: dict[str, Any]) -> bool:
     """Keep ``value`` in the index of ``output`` as the memo ``name`` of the records ``of`` (a
-    :func:`digest_of`), when the index and the output are still those of ``stamp``."""
-    idx = read_index(output)
-    if idx is None or idx.stamp != stamp:
+    :func:`digest_of`), when the index and the output are still those of ``stamp``: the memos at
+    the file's end are rewritten, nothing else is read or written."""
+    try:
+        with open(index_path(output), "r+b") as f:
+            first = f.readline()
+            body = _body(first)
+            if body is None or body[0].get("stamp") != stamp or output_stamp(output) != stamp:
+                return False
+            memos_at = body[2]
+            if f.seek(0, os.SEEK_END) < memos_at:  # (cut short: not this file's to mend)
+                return False
+            f.seek(memos_at)
+            try:
+                memos = json.loads(f.read() or b"{}")
+            except ValueError:
+                memos = {}
+            memos = memos if isinstance(memos, dict) else {}
+            memos[name] = {"of": of, "value": value}
+            f.seek(memos_at)
+            f.write(json.dumps(memos).encode("utf-8"))
+            f.truncate()
+    except (OSError, ValueError, KeyError, TypeError):
         return False
-    memos = dict(idx.memos)
-    memos[name] = {"of": of, "value": value}
-    return write_index(output, idx.keys, idx.locations, idx.ok, idx.lines, memos, stamp)
+    return True
