@@ -263,10 +263,14 @@ class Run:
         rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
         chosen = order[rank < depth]
         del q, starts, rank, order
+        # each distinct id decoded once: a chunk in many queries' tops is one string, not one per row
+        distinct, which = np.unique(self.doc_ids[chosen], return_inverse=True)
+        ids = [d.decode("utf-8") for d in distinct.tolist()]
+        del distinct
         upcoming, current, docs = 0, -1, []  # the next query code to give, the one being filled
         for lo in range(0, len(chosen), 1 << 16):
-            part = chosen[lo:lo + (1 << 16)]
-            for qi, doc in zip(self.qidx[part].tolist(), self.doc_ids[part].tolist()):
+            part = slice(lo, lo + (1 << 16))
+            for qi, d in zip(self.qidx[chosen[part]].tolist(), which[part].tolist()):
                 if qi != current:
                     if current >= 0:
                         yield names[current], docs
@@ -274,7 +278,7 @@ class Run:
                         yield names[upcoming], []
                         upcoming += 1
                     current, docs, upcoming = qi, [], qi + 1
-                docs.append(doc.decode("utf-8"))
+                docs.append(ids[d])
         if current >= 0:
             yield names[current], docs
         while upcoming < len(names):

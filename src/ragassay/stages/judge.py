@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..data.chunk_table import ChunkTable
+from ..data.memory import give_back_freed
 from ..data.records import Chunk, Judgment
 from ..data.result_models import JudgeSummary
 from ..errors import InputError
@@ -706,6 +707,7 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
     if coverage_out is not None:
         cov = CoverageStage(configs[0], judge.passages, run.name, options.max_tokens * 2)
         cov_store = OutputStore(coverage_out, cov.identity)
+    give_back_freed()  # (what planning let go: the keys' encoded parts)
     plan = JudgePlan(judge, rel, items, store, cov, [], cov_store, len(pairs) + len(kept), len(kept), keep_dict,
                      unknown_queries, qmap, chunk_map, per_query)
     plan.plan_coverage(store.records())
@@ -969,7 +971,6 @@ class JudgeJob(StageJob[JudgeResult]):
                  output: str | Path, *, options: JudgeOptions, keep=None, qrels_out: str | Path | None = None,
                  coverage_out: str | Path | None = None):
         from ..data.io import coerce_run
-        from ..data.memory import give_back_freed
         self.queries, self.chunks, self.keep = queries, chunks, keep
         self.run = RunTop.of(coerce_run(run), options.depth, chunks)  # (the table itself is let go)
         give_back_freed()

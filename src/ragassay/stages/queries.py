@@ -11,7 +11,7 @@ from ..errors import InputError
 from ..llm.prompts import clip, delimit, shown_id
 
 
-@dataclass
+@dataclass(slots=True)
 class QueryItem:
     """A query, and when known the need behind it: a TREC-style description and narrative, and a
     reference answer (from generate, or written by people)."""
