@@ -129,7 +129,8 @@ def test_judging_from_a_table_is_judging_from_the_chunks_read_whole(tmp_path, ca
         table_dry = judge(tmp_path / "none2.jsonl", server.url, "--dry-run")
         table = judge(tmp_path / "table.jsonl", server.url)
     assert made, "the judgment did not read the chunks as a table"
-    assert {k: v for k, v in table_dry.items() if k != "cached"} == {k: v for k, v in whole_dry.items() if k != "cached"}
+    assert ({k: v for k, v in table_dry.items() if k != "cached"}
+            == {k: v for k, v in whole_dry.items() if k != "cached"})
     assert table["grades"] == whole["grades"] and table["pairs"] == whole["pairs"]
     assert (tmp_path / "table.jsonl").read_text() == (tmp_path / "whole.jsonl").read_text()
 

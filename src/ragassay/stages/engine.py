@@ -23,12 +23,12 @@ import os
 import re
 import sys
 import time
-from itertools import repeat
 from array import array
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -934,7 +934,7 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
                      concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
     done = store.done
-    todo = pending_positions(items, done, store.done_flags)  # positions: an item is made when it is sent, and let go after
+    todo = pending_positions(items, done, store.done_flags)  # positions: an item is made when sent, let go after
     plan_keys = record_keys(items)
     total = len(plan_keys)
     bar = progress_bar(total, total - sum(len(record_keys_at(items, i)) for i in todo), stage.name, quiet)
