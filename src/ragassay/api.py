@@ -30,17 +30,19 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 
 from .data.records import AnswerItem, Chunk
 from .errors import InputError, UsageError
 from .llm import LLM, LLMConfig
-from .stages.check import CheckOptions, CheckResult
 from .stages.engine import Estimate, StageAborted
-from .stages.generate import GenerateOptions, GenerateResult
 from .stages.judge import JudgeOptions, JudgeResult
 from .stages.queries import QueryItem
 from .stages.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
+
+if TYPE_CHECKING:  # (imported where they are used: a judge run does not load check and generate)
+    from .stages.check import CheckOptions, CheckResult
+    from .stages.generate import GenerateOptions, GenerateResult
 
 T = TypeVar("T")
 
@@ -157,7 +159,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """
-    from .stages.check import CheckJob, check_result, read_human_labels, retrieval_recall
+    from .stages.check import CheckJob, CheckOptions, CheckResult, check_result, read_human_labels, retrieval_recall
     if (run is None) != (qrels is None):
         raise UsageError("the diagnosis needs both --run and --qrels")
     if samples < 1:
@@ -251,7 +253,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     >>> est.calls_per_step
     [10, 10, 10, 10, 6]
     """
-    from .stages.generate import STYLES
+    from .stages.generate import STYLES, GenerateOptions
     from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
     mix_shares = shares(mix, ("easy", "medium", "hard"), "--mix")
     style_shares = shares(styles, tuple(STYLES), "--styles")
