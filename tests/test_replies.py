@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -293,3 +294,15 @@ def test_sigterm_at_any_moment_of_a_run_ends_with_the_one_line_and_no_traceback(
             assert err.strip().splitlines() == ["terminated (SIGTERM); a rerun of the same command resumes where "
                                                 "this one stopped"], (at, err)
     assert len(ended) >= 5, ended  # most moments fell inside the run
+
+
+def test_sigterm_while_asyncio_is_half_imported_ends_the_command_not_with_a_traceback(monkeypatch):
+    """A SIGTERM that comes while asyncio is being imported (slow on a first run, compiling) finds
+    the module half made in sys.modules: no loop can run yet, so the command ends at once, as
+    anywhere else outside a loop (it used to end in AttributeError and a traceback)."""
+    import types
+
+    from ragassay import cli
+    monkeypatch.setitem(sys.modules, "asyncio", types.ModuleType("asyncio"))  # not yet get_running_loop
+    with pytest.raises(cli._Terminated):
+        cli._raise_terminated(15, None)

@@ -157,9 +157,11 @@ def _raise_terminated(signum: int, frame: object) -> None:
     """Inside a running event loop, raising here would tear a task apart mid-step (asyncio then
     prints "Exception ignored" tracebacks): its tasks are cancelled instead, so journals close in
     order, and :func:`main` ends the command as for Ctrl-C. Elsewhere it raises at once."""
-    import asyncio
+    # (asyncio as far as it is imported: a SIGTERM that comes while it is being imported finds it
+    # half made, and no loop can be running yet)
+    running = getattr(sys.modules.get("asyncio"), "get_running_loop", None)
     try:
-        loop = asyncio.get_running_loop()
+        loop = running() if running is not None else None
     except RuntimeError:
         loop = None
     if loop is None or _TERMINATING:  # no loop, or a second SIGTERM: end now
