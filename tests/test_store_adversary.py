@@ -180,8 +180,8 @@ def finalize_and_check(store: OutputStore, out: Path, plan: list[str], *, journa
     records = store.finalize(plan)
     assert canon_all(records) == canon_all(planned)
     assert not journal_path(out).exists()
-    assert sorted(p.name for p in out.parent.iterdir()) == sorted(set(folder) | {out.name}
-                                                                  | ({index_path(out).name} if index_path(out).exists() else set()))
+    index = {index_path(out).name} if index_path(out).exists() else set()  # (see assert_index_describes)
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(set(folder) | {out.name} | index)
     assert_index_describes(out)
     written = [r for _, r in file_rows(out)]
     rewritten = before is None or stat_of(out) != before or out.read_bytes() != before_bytes
