@@ -263,3 +263,14 @@ def test_keys_written_a_slice_at_a_time_read_back_the_same(tmp_path, monkeypatch
     index = read_index(out)
     assert index is not None and index.keys == keys and list(index.locations) == list(range(len(keys)))
     assert not store_index.write_index(out, ["a\nb"], [0], b"\x01", 12)  # a key a line: not indexed
+
+
+def test_a_write_cut_by_a_kill_leaves_a_file_the_next_write_replaces(tmp_path):
+    out = finished(tmp_path, 5)
+    leftover = index_path(out).with_name(index_path(out).name + ".tmp")
+    leftover.write_bytes(b"half an index")  # as a kill during the write leaves it
+    store = OutputStore(out, ident)
+    store.append([{"id": "i1", "key": "k1b", "status": "ok"}])
+    store.finalize(["k0", "k1b", "k2", "k3", "k4"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".o.jsonl.index", "o.jsonl"]
+    assert read_index(out).keys == ["k0", "k1b", "k2", "k3", "k4"]

@@ -132,7 +132,9 @@ def write_index(output: str | Path, keys: Sequence[str], locations: Sequence[int
     header = {"format": FORMAT, "version": VERSION, "rows": len(keys), "key_bytes": key_bytes, "lines": lines,
               "stamp": stamp}
     path = index_path(output)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # one name: what a run killed while writing leaves, the next write replaces (the index is
+    # written under the output's lock, so two writers never share it)
+    tmp = path.with_name(f"{path.name}.tmp")
     try:
         with open(tmp, "wb") as f:
             f.write(json.dumps(header).encode("utf-8") + b"\n")
