@@ -671,9 +671,25 @@ class JudgePlan:
         for qid, cid in sorted(pairs):
             relevant.setdefault(qid, []).append(cid)
         known = self.coverage.known_nuggets(self.coverage_store.file_records())
+        chunks = self.chunks
+        if isinstance(chunks, ChunkTable):  # each read makes a new chunk: one per id, shared by the items
+            chunks = _Shared(chunks)
         self.coverage_items = self.coverage.plan([
-            (self.queries[q], [self.chunks[c] for c in top], [self.chunks[c] for c in relevant.get(q, [])[:10]])
+            (self.queries[q], [chunks[c] for c in top], [chunks[c] for c in relevant.get(q, [])[:10]])
             for q, top in self.per_query.items()], known, self.coverage_store.done)
+
+
+class _Shared(dict):
+    """The chunks of a table, each read once and then shared (a coverage plan holds its items'
+    chunks: a chunk in many queries' tops is one object, as when the chunks are held)."""
+
+    def __init__(self, table: ChunkTable):
+        super().__init__()
+        self.table = table
+
+    def __missing__(self, chunk_id: str) -> Chunk:
+        chunk = self[chunk_id] = self.table[chunk_id]
+        return chunk
 
 
 def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
