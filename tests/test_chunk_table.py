@@ -158,9 +158,11 @@ def test_a_plan_over_a_table_holds_no_chunk(tmp_path, monkeypatch):
     assert item.payload[0].chunk == Chunk(id="c283", text="passage 283 " * 20)
 
 
-def test_a_coverage_plan_over_a_table_shares_one_chunk_per_id(tmp_path):
-    """Coverage items hold their chunks: read from a table, a chunk in many queries' tops is one
-    object, as when the chunks are held (not one per query that names it)."""
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_coverage_plan_over_a_table_shares_one_chunk_per_id(tmp_path, batch):
+    """Coverage items (and --batch groups) hold their chunks: read from a table, a chunk in many
+    queries' tops is one object, as when the chunks are held (not one per query that names it)."""
+    from ragassay.stages.judge import JudgeOptions
     from ragassay.llm import LLMConfig
     from ragassay.stages.judge import plan_judge
     from ragassay.stages.queries import QueryItem
@@ -172,7 +174,8 @@ def test_a_coverage_plan_over_a_table_shares_one_chunk_per_id(tmp_path):
     gc.collect()
     before = {id(o) for o in gc.get_objects() if isinstance(o, Chunk)}
     plan = plan_judge(queries, ChunkTable(path), str(run), [LLMConfig(model="m")], tmp_path / "o.jsonl",
-                      coverage_out=tmp_path / "cov.jsonl")
+                      coverage_out=tmp_path / "cov.jsonl", options=JudgeOptions(batch=batch))
     gc.collect()
     held = [o for o in gc.get_objects() if isinstance(o, Chunk) and id(o) not in before]
-    assert len(plan.coverage_items) == 40 and sorted(c.id for c in held) == [f"c{i}" for i in range(5)]
+    assert len(plan.coverage_items) == 40 and sorted({c.id for c in held}) == [f"c{i}" for i in range(5)]
+    assert len(held) == (5 if batch == 1 else 10)  # one per id a plan (coverage; and the batches), not 200

@@ -389,8 +389,9 @@ class RelevanceStage(Stage):
         when the item is made: a large chunks file is not held). ``done_flags``: whether each key
         is done."""
         j = self.judge
-        if j.options.batch > 1:
-            return self.plan(((q, chunks[c]) for q, ids in groups for c in ids), lambda key: done_flags([key])[0])
+        if j.options.batch > 1:  # (a batch holds its chunks: from a table, each read once and shared)
+            held = _Shared(chunks) if isinstance(chunks, ChunkTable) else chunks
+            return self.plan(((q, held[c]) for q, ids in groups for c in ids), lambda key: done_flags([key])[0])
         self.chunks = chunks
         items = Items(make=self._pointwise_item)
         prompt_id = j.rel_prompt.id
