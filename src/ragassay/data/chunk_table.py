@@ -79,6 +79,11 @@ class ChunkTable(Mapping):
     def close(self) -> None:
         self._file.close()
 
+    def __del__(self) -> None:  # (a table let go closes its file: no ResourceWarning)
+        file = getattr(self, "_file", None)
+        if file is not None:
+            file.close()
+
     def __repr__(self) -> str:
         return f"ChunkTable({str(self.path)!r}, {len(self)} chunks)"
 
