@@ -147,7 +147,7 @@ class Judge:
         self.passages = Passages(self.options.max_chunk_chars)
         self.batch_fallbacks = 0
         self._tails: dict[str, tuple[Chunk | None, bytes]] = {}  # chunk id -> the chunk and its key's last part
-        self._settings_json: str | None = None
+        self._settings_part: bytes | None = None  # the keys' last part: "\n" and the settings' JSON
 
     @property
     def truncated(self) -> set[str]:
@@ -208,9 +208,9 @@ class Judge:
         tails = self._tails
         if len(tails) + len(ids) > TAILS_KEPT:  # bounded: each is as long as its chunk's text
             tails.clear()
-        if self._settings_json is None:
-            self._settings_json = _dumps(self.settings())
-        settings = b"\n" + self._settings_json.encode("utf-8")
+        if self._settings_part is None:  # (encoded once, not once a query)
+            self._settings_part = b"\n" + _dumps(self.settings()).encode("utf-8")
+        settings = self._settings_part
         head = hashlib.sha256(f"judge\n{prompt_id}\n".encode("utf-8"))
         head.update(_texts_json([query.id, query.text, query.description, query.narrative, query.answer]) + b"\n")
         # a table read from a file gives each id one content for the whole run: its part is kept by id;
@@ -823,7 +823,7 @@ class JudgeResult:
         return JudgeSummary(
             pairs=self.pairs, kept=self.kept, judged=self.relevance.ok, errors=self.errors,
             already_done=self.relevance.skipped_done, decided_by_rule=self._tally()["decided_by_rule"],
-            grades={str(g): self.grades.get(g, 0) for g in range(4)},
+            grades={str(g): self._tally()["grades"].get(g, 0) for g in range(4)},
             coverage=None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
             sample_disagreement=self.sample_disagreement, mean_vote_spread=self.mean_vote_spread,
             juror_agreement=self.juror_agreement, truncated=self.truncated, windowed=self._tally()["windowed"],
