@@ -19,3 +19,9 @@ def nonempty(items: Iterable[T]) -> list[T]:
     items = list(items)
     assert items, "nothing to check: this loop of assertions would pass without checking anything"
     return items
+
+
+def store_contents(store) -> list[tuple[str, int, bool]]:
+    """What an output store holds, in its order: each key with its newest record's location and
+    whether that record failed (two stores of the same files hold the same)."""
+    return [(k, store.location(k), store.failed(k)) for k in store.keys()]

@@ -31,7 +31,7 @@ from ragassay.errors import InputError
 from ragassay.stages import store as store_module
 from ragassay.stages.store import OutputStore, Records, journal_path
 from ragassay.stages.store_index import index_path, read_index
-from helpers import nonempty
+from helpers import nonempty, store_contents
 
 
 def ident(r: dict) -> str:
@@ -117,10 +117,10 @@ def assert_matches_reference(store: OutputStore, out: Path) -> Reference:
 
 def expected_finalize(ref: Reference, plan: list[str]) -> tuple[list[dict], dict[str, dict]]:
     """(planned records in plan order, key -> record of every keyed record the output should hold):
-    the newest record of each planned key, and for every identity no planned record has, the newest
-    record among the newest records of the keys."""
+    the newest record of each planned key held (a planned key without a record is left out), and
+    for every identity no planned record has, the newest record among the newest records of the keys."""
     newest = ref.newest()
-    planned = [newest[k][1] for k in plan]
+    planned = [newest[k][1] for k in plan if k in newest]
     planned_ids = {ident(r) for r in planned}
     kept: dict[str, tuple[int, dict]] = {}
     for key, (position, r) in newest.items():
@@ -162,8 +162,7 @@ def assert_index_describes(out: Path) -> None:
     scanned = OutputStore(out, ident)
     index_path(out).write_bytes(saved)
     assert scanned._indexed is None
-    assert list(from_index._where.items()) == list(scanned._where.items())
-    assert from_index._failed == scanned._failed and from_index.final_lines == scanned.final_lines
+    assert store_contents(from_index) == store_contents(scanned) and from_index.final_lines == scanned.final_lines
     assert_matches_reference(from_index, out)
 
 
@@ -176,7 +175,7 @@ def finalize_and_check(store: OutputStore, out: Path, plan: list[str], *, journa
     unchanged = out.exists() and unchanged_by_contract(ref, plan, journalled)
     before = stat_of(out) if out.exists() else None
     before_bytes = out.read_bytes() if out.exists() else None
-    folder = sorted(p.name for p in out.parent.iterdir() if p != journal_path(out))
+    folder = sorted(p.name for p in out.parent.iterdir() if p not in (journal_path(out), index_path(out)))
     records = store.finalize(plan)
     assert canon_all(records) == canon_all(planned)
     assert not journal_path(out).exists()
@@ -1211,3 +1210,71 @@ def test_every_answer_and_finalize_on_files_without_the_reported_shapes(tmp_path
     finalize_and_check(store, out, plan, journalled=True)
     assert_matches_reference(store, out)
     assert_matches_reference(OutputStore(out, ident), out)
+
+
+# ---------------------------------------------------------------- 13. a plan said first: this run's records kept by position
+
+def append_by_position(store: OutputStore, plan, records: list[dict], draw) -> None:
+    """Append as the engine does once a plan is said: each record with its plan position, or a
+    position that is not its key's (a stage that wrote another key), or none."""
+    for r in records:
+        spot = plan.index(r["key"]) if r["key"] in plan else None
+        how = draw(st.sampled_from(["right", "right", "right", "wrong", "none"]), label="position")
+        if how == "wrong" or spot is None:
+            spot = draw(st.integers(-1, len(plan)), label="wrong position") if how != "none" else None
+        store.append([r], None if spot is None else [spot])
+
+
+@settings(SLOW, max_examples=150)
+@given(files(lookalikes=False, moving=False), st.lists(records(keyed=True, lookalikes=False, moving=False),
+                                                       min_size=1, max_size=4), st.data())
+def test_a_plan_said_first_changes_no_answer(tmp_path, monkeypatch, capsys, spec, appended, data):
+    """``expect(plan)`` then appends by plan position: every question, finalize, the index, a
+    second round of appends and finalize, and a store read afresh answer as the reference does.
+    The plan may hold keys not held, keys of the files and keys the appends add, in any order."""
+    monkeypatch.setattr(store_module, "BLOCK", spec["block"], raising=False)
+    out = Path(tempfile.mkdtemp(dir=tmp_path)) / "o.jsonl"
+    write_spec(out, spec)
+    capsys.readouterr()
+    store = OutputStore(out, ident)
+    pool = sorted(set(Reference.read(out).newest()) | {r["key"] for r in appended} | {"not-held"})
+    plan = data.draw(st.lists(st.sampled_from(pool), unique=True), label="plan")
+    if data.draw(st.booleans(), label="a KeyList"):  # as the engine gives it: packed where it can be
+        from ragassay.stages.plan_keys import KeyList
+        packed = KeyList()
+        for k in plan:
+            packed.append(k, pack=data.draw(st.booleans(), label="pack"))
+        assert list(packed) == plan
+        plan = packed
+    store.expect(plan)
+    store.refresh()
+    append_by_position(store, plan, appended, data.draw)
+    assert_matches_reference(store, out)
+    assert store.done_flags(plan) == [store.done(k) for k in plan]
+    assert canon_all(store.failed_records(plan)) == canon_all(store.record(k) for k in plan if store.failed(k))
+    assert canon_all(store.pinned(store.held_locations(plan))) == canon_all(store.record(k) for k in plan
+                                                                             if store.has(k))
+    finalize_and_check(store, out, plan, journalled=True)
+    assert_matches_reference(store, out)
+    more = data.draw(st.lists(records(keyed=True, lookalikes=False, moving=False), max_size=3), label="round two")
+    append_by_position(store, plan, more, data.draw)
+    assert_matches_reference(store, out)
+    finalize_and_check(store, out, plan, journalled=bool(more))
+    assert_matches_reference(store, out)
+    assert_matches_reference(OutputStore(out, ident), out)
+
+
+def test_a_key_appended_by_position_then_without_one_is_held_once(tmp_path):
+    """The engine never mixes the two, but the store must not count or keep such a key twice."""
+    out = tmp_path / "o.jsonl"
+    store = OutputStore(out, ident)
+    plan = ["k1", "k2"]
+    store.expect(plan)
+    store.append([{"id": "a", "key": "k2", "status": "error", "error": "x"}], [1])
+    assert store.has("k2") and store.failed("k2") and len(store) == 1
+    store.append([{"id": "a", "key": "k2", "status": "ok", "n": 2}])
+    assert len(store) == 1 and store.keys() == ["k2"] and store.done("k2") and store.record("k2")["n"] == 2
+    assert store.done_flags(plan) == [False, True]
+    records = store.finalize(plan)
+    assert [r["n"] for r in records] == [2]
+    assert [json.loads(x)["key"] for x in out.read_text().splitlines()] == ["k2"]

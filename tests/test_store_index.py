@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import FakeLLM
-from helpers import EXAMPLE
+from helpers import EXAMPLE, store_contents
 
 from ragassay.cli import main
 from ragassay.stages import store as store_module
@@ -49,8 +49,7 @@ def scanned(out: Path) -> OutputStore:
 
 
 def same_answers(a: OutputStore, b: OutputStore) -> None:
-    assert list(a._where.items()) == list(b._where.items())
-    assert a._failed == b._failed and a.final_lines == b.final_lines
+    assert store_contents(a) == store_contents(b) and a.final_lines == b.final_lines
     assert list(a.records()) == list(b.records())
 
 

@@ -28,7 +28,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import compress, repeat
+from operator import not_
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,6 +43,7 @@ from ..llm.client import LLM, request_key, schema_of
 from ..llm.config import LLMConfig
 from ..llm.errors import LLMError
 from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
+from .plan_keys import KeyList
 from .store import OutputStore
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
@@ -229,19 +231,24 @@ class WorkItem:
 
 class Items(Sequence):
     """A stage's items in plan order, made when they are read: an item already done is held as its
-    key alone, an item to do as its key and two references (what ``make`` builds it from), so a plan
-    of a million pairs holds no object per pair. A :class:`WorkItem` added as such is kept as is.
-    Each read of a lazy item builds a new one: the engine reads it once, when it sends it."""
+    key alone, an item to do as its key (packed: see :mod:`.plan_keys`) and two references (what
+    ``make`` builds it from), so a plan of a million pairs holds no object per pair. A
+    :class:`WorkItem` added as such is kept as is. Each read of a lazy item builds a new one: the
+    engine reads it once, when it sends it.
 
-    __slots__ = ("_keys", "_a", "_b", "_make")
+    ``distinct_keys``: the planner's word that no two items share a record key (the engine then
+    keeps this run's records by plan position: see :meth:`OutputStore.expect`)."""
+
+    __slots__ = ("_keys", "_a", "_b", "_make", "distinct_keys")
 
     _DONE = object()  # _a of an item already done
 
     def __init__(self, make: Callable[[Any, Any, str], WorkItem] | None = None) -> None:
-        self._keys: list[str | None] = []  # the item's one record key; None where a WorkItem stands (in _a)
+        self._keys = KeyList()  # the item's one record key; None where a WorkItem stands (in _a)
         self._a: list[Any] = []
         self._b: list[Any] = []
         self._make = make
+        self.distinct_keys = False
 
     def add(self, item: WorkItem) -> None:
         self._keys.append(None)
@@ -262,7 +269,7 @@ class Items(Sequence):
 
     def add_lazy(self, key: str, a: Any, b: Any) -> None:
         """An item to do whose one record has ``key``, built as ``make(a, b, key)`` when read."""
-        self._keys.append(key)
+        self._keys.append(key, pack=True)
         self._a.append(a)
         self._b.append(b)
 
@@ -284,15 +291,21 @@ class Items(Sequence):
         for i in range(len(self._keys)):
             yield self[i]
 
+    @property
+    def one_record_each(self) -> bool:
+        """Every item writes one record, its key's: :meth:`record_keys` is aligned with the items."""
+        return not self._keys.has_none
+
     def pending_positions(self, done: Callable[[str], bool],
                           done_flags: Callable[[Sequence[str]], list[bool]] | None = None) -> array:
         """See :func:`pending_positions`."""
         keys, a = self._keys, self._a
-        # (a None key, where a WorkItem stands, is not done: checked below)
-        flags = done_flags(keys) if done_flags is not None else list(map(done, keys))
+        if not keys.has_none:
+            flags = done_flags(keys) if done_flags is not None else list(map(done, keys))
+            return array("q", compress(range(len(flags)), map(not_, flags)))
         out = array("q")
-        for i in [i for i, f in enumerate(flags) if not f]:
-            if keys[i] is not None or not all(map(done, a[i].record_keys)):
+        for i, key in enumerate(keys):
+            if not (done(key) if key is not None else all(map(done, a[i].record_keys))):
                 out.append(i)
         return out
 
@@ -300,15 +313,15 @@ class Items(Sequence):
         key = self._keys[i]
         return self._a[i].record_keys if key is None else (key,)
 
-    def record_keys(self) -> list[str]:
+    def record_keys(self) -> Sequence[str]:
         """Every record key of the plan, in order (not to be changed: it may be the plan's own list)."""
         keys, a = self._keys, self._a
-        if None not in keys:
-            return keys  # type: ignore[return-value]  # (a million keys are not copied)
+        if not keys.has_none:
+            return keys  # (a million keys are not copied)
         return [k for i, key in enumerate(keys) for k in (a[i].record_keys if key is None else (key,))]
 
 
-def record_keys(items: Sequence[WorkItem]) -> list[str]:
+def record_keys(items: Sequence[WorkItem]) -> Sequence[str]:
     """Every record key of a plan's items, in order."""
     if isinstance(items, Items):
         return items.record_keys()
@@ -934,8 +947,12 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
 async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
                      concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
     done = store.done
-    todo = pending_positions(items, done, store.done_flags)  # positions: an item is made when sent, let go after
     plan_keys = record_keys(items)
+    # one record an item, keys distinct: this run's records are kept by plan position (8 bytes each)
+    by_position = isinstance(items, Items) and items.distinct_keys and items.one_record_each
+    if by_position:
+        store.expect(plan_keys)
+    todo = pending_positions(items, done, store.done_flags)  # positions: an item is made when sent, let go after
     total = len(plan_keys)
     bar = progress_bar(total, total - sum(len(record_keys_at(items, i)) for i in todo), stage.name, quiet)
     shared = SharedCalls(items[i] for i in todo)
@@ -997,7 +1014,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
             if i is None:
                 return
             records = await do(items[i])
-            store.append(records)
+            store.append(records, repeat(i) if by_position else None)
             if bar is not None:
                 bar.update(len(records))
 
@@ -1027,11 +1044,16 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
         reason = (f"stopped early: the first {len(early)} {stage.name} calls all failed the same way: "
                   f"{aborted[0]}. Nothing more was sent; fix this and rerun")
         raise StageAborted(f"{reason} (finished records are kept in {store.journal})", reason)
-    records = store.pinned([store.location(k) for k in plan_keys if store.has(k)]) if keep_journal \
-        else store.finalize(plan_keys)
-    failed = store.failed_among(plan_keys)
-    reasons = Counter(reason_of(store.record(k)) for k in failed)
-    not_done = sum(1 for i in todo if not all(map(done, record_keys_at(items, i)))) if budget else 0
+    records = store.pinned(store.held_locations(plan_keys)) if keep_journal else store.finalize(plan_keys)
+    failed = store.failed_records(plan_keys)
+    reasons = Counter(map(reason_of, failed))
+    not_done = 0
+    if budget:
+        if by_position:
+            flags = store.done_flags(plan_keys)
+            not_done = sum(1 for i in todo if not flags[i])
+        else:
+            not_done = sum(1 for i in todo if not all(map(done, record_keys_at(items, i))))
     return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(failed),
                     len(failed), reasons, pending[0],
                     stopped=f"{budget[0]}; {not_done} {stage.name} items not done: rerun with a higher ceiling to "

@@ -395,7 +395,11 @@ class RelevanceStage(Stage):
         self.chunks = chunks
         items = Items(make=self._pointwise_item)
         prompt_id = j.rel_prompt.id
+        seen: set[str] = set()  # query ids: a key is a hash of its query's and its chunk's ids among the rest
+        distinct = True
         for q, ids in groups:
+            distinct = distinct and q.id not in seen and len(set(ids)) == len(ids)
+            seen.add(q.id)
             keys = j.query_keys(q, ids, prompt_id, chunks)
             flags = done_flags(keys)
             if all(flags):
@@ -407,6 +411,7 @@ class RelevanceStage(Stage):
                 else:
                     items.add_lazy(key, q, cid)  # made when it is estimated or sent
         j.forget_key_parts()
+        items.distinct_keys = distinct
         return items
 
     def plan(self, pairs: Iterable[tuple[QueryItem, Chunk]], done: Callable[[str], bool]) -> Items:

@@ -23,13 +23,14 @@ import re
 import sys
 import zlib
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate, repeat
 from operator import lshift, or_
 from pathlib import Path
 from typing import Any
 
 from ..data.io import lines_with_long_digit_runs, load_json_line, write_lines_atomic
+from .key_locations import KeyLocations
 from .store_index import digest_of, output_stamp, read_index, remember, remove_index, write_index
 from ..errors import InputError, OutputError
 
@@ -92,12 +93,16 @@ class OutputStore:
         self._fds: list[int | None] = [None, None]
         self._f: Any = None
         self.appended = False  # records were added by this run
+        self._loc = KeyLocations()
         self._load()
 
     def _load(self) -> None:
         self.close_files()
-        self._where: dict[str, int] = {}  # key -> its newest record's location (see _pack)
-        self._failed: set[str] = set()   # keys whose newest record is not ok
+        plan = self._loc.plan  # (a plan said before the files are read again still holds)
+        self._loc = KeyLocations()  # key -> its newest record's location (see _pack), and the failed keys
+        if plan is not None:
+            self._loc.bind(plan)
+        self._keyless = 0  # record lines without a key
         self._memory: list[bytes | None] = [None, None]  # a gzipped output, read whole
         self._indexed: dict[str, Any] | None = None  # the output's stamp, when its index file was read or written
         self._memos: dict[str, Any] = {}
@@ -112,8 +117,9 @@ class OutputStore:
         index = read_index(self.output)
         if index is None or not index.lines:
             return 0
-        self._where.update(zip(index.keys, index.locations))
-        self._failed.update(k for k, ok in zip(index.keys, index.ok) if not ok)
+        self._loc.where.update(zip(index.keys, index.locations))
+        self._loc.failed.update(k for k, ok in zip(index.keys, index.ok) if not ok)
+        self._keyless = index.lines - len(index.keys)  # (an index is written only when every key's newest line is in the output)
         self._indexed, self._memos = index.stamp, index.memos
         return index.lines
 
@@ -122,10 +128,10 @@ class OutputStore:
         line is in the output: ``keys`` with their ``locations`` in file order (by default the
         store's, read in file order)."""
         if keys is None or locations is None:
-            keys, locations = list(self._where), array("q", self._where.values())
+            keys, locations = self._loc.keys(), array("q", self._loc.values())
         if self._memory[0] is not None or any(w & 1 for w in locations):
             return
-        failed = self._failed
+        failed = self._loc.failed
         ok = bytes([k not in failed for k in keys]) if failed else b"\x01" * len(keys)
         stamp = output_stamp(self.output)
         if stamp is not None and write_index(self.output, keys, locations, ok, self.final_lines, stamp=stamp):
@@ -196,25 +202,15 @@ class OutputStore:
         rows = len(keys)
         starts = accumulate(map((1).__add__, lengths), initial=start)
         where = map(or_, map(lshift, starts, repeat(_LENGTH_BITS + 1)), map(lshift, lengths, repeat(1)))
-        self._where.update(zip(keys, map(or_, where, repeat(which)) if which else where))
+        loc = self._loc
+        loc.load(zip(keys, map(or_, where, repeat(which)) if which else where))
         if statuses.count(b"ok") == rows:
-            if self._failed:
-                self._failed.difference_update(keys)
+            if loc.failed:
+                loc.failed.difference_update(keys)
         else:
             for key, status in zip(keys, statuses):
-                self._index(key, status == b"ok", self._where[key])
+                loc.put(key, loc.where[key], status == b"ok")
         return rows
-
-    def _only_keys_in(self, keys: set[str]) -> bool:
-        """Every record line of the output and the journal has a key in ``keys`` (read by
-        :func:`_block_fields`; a block it cannot read says no)."""
-        for which, present in ((0, self.final_lines), (1, self.journal_lines)):
-            if present:
-                for _, block in self._blocks(which, cut_partial=which == 1):
-                    fields = _block_fields(block)
-                    if fields is None or not all(map(keys.__contains__, fields[0])):
-                        return False
-        return True
 
     def _index_lines(self, start: int, block: bytes, which: int) -> int:
         lines = 0
@@ -227,7 +223,9 @@ class OutputStore:
                                  self._line_number(which, offset)) from None
             lines += 1
             if key is not None:
-                self._index(key, ok, _pack(offset, len(line), which))
+                self._loc.put(key, _pack(offset, len(line), which), ok)
+            else:
+                self._keyless += 1
         return lines
 
     def _lines(self, which: int, cut_partial: bool) -> Iterator[tuple[int, bytes]]:
@@ -269,44 +267,64 @@ class OutputStore:
                     return
                 buf, start = buf[end:] + more, start + end
 
-    def _index(self, key: str, ok: bool, where: int) -> None:
-        self._where[key] = where
-        if ok:
-            self._failed.discard(key)
-        else:
-            self._failed.add(key)
+    # -- the plan
+    def expect(self, plan_keys: Sequence[str]) -> None:
+        """Say this run's plan (its keys all distinct, in order): a record appended with its plan
+        position (``append(records, at=...)``) is then held as 8 bytes in an array aligned with
+        the plan, not as a dict entry (see :mod:`.key_locations`); every question is answered as
+        before."""
+        self._loc.bind(plan_keys)
 
     # -- reading
     def done(self, key: str) -> bool:
-        return key in self._where and key not in self._failed
+        return key in self._loc and key not in self._loc.failed
 
     def done_flags(self, keys: Sequence[str]) -> list[bool]:
-        """:meth:`done` of each key, in one pass."""
-        flags = list(map(self._where.__contains__, keys))
-        failed = self._failed
+        """:meth:`done` of each key, in one pass (for the plan said by :meth:`expect`, by position)."""
+        loc = self._loc
+        flags = list(map(bool, loc.locations_of(keys))) if keys is loc.plan else loc.contains_each(keys)
+        failed = loc.failed
         return [f and k not in failed for f, k in zip(flags, keys)] if failed else flags
 
     def has(self, key: str) -> bool:
         """A record of ``key`` is held, ok or not."""
-        return key in self._where
+        return key in self._loc
 
     def failed(self, key: str) -> bool:
-        return key in self._failed
+        return key in self._loc.failed
 
     def failed_among(self, keys: Sequence[str]) -> list[str]:
         """Those of ``keys`` whose newest record is not ok, in their order."""
-        failed = self._failed
+        failed = self._loc.failed
         return [k for k in keys if k in failed] if failed else []
 
+    def held_locations(self, keys: Sequence[str]) -> array:
+        """Where the newest record of each of ``keys`` that is held lies, in their order."""
+        return self._planned(keys)[0]
+
+    def failed_records(self, keys: Sequence[str]) -> list[dict]:
+        """The newest records of those of ``keys`` that are not ok, in their order (for the plan
+        said by :meth:`expect`, found by position)."""
+        loc = self._loc
+        failed = loc.failed
+        if not failed:
+            return []
+        if keys is loc.plan:
+            return [self.record_at(loc.at(p, k)) for p, k in enumerate(keys) if k in failed]
+        return [self.record(k) for k in keys if k in failed]
+
     def __len__(self) -> int:
-        return len(self._where)
+        return len(self._loc)
 
     def keys(self) -> list[str]:
-        """Every key held, oldest first."""
-        return list(self._where)
+        """Every key held."""
+        return self._loc.keys()
 
     def location(self, key: str) -> int:
-        return self._where[key]
+        w = self._loc.get(key)
+        if w is None:
+            raise KeyError(key)
+        return w
 
     def line(self, where: int) -> bytes:
         """The line at a location, as written."""
@@ -402,11 +420,11 @@ class OutputStore:
                 yield r if isinstance(r, dict) else self.record_at(w)  # (which raises, naming the line)
 
     def record(self, key: str) -> dict:
-        return self.record_at(self._where[key])
+        return self.record_at(self.location(key))
 
     def records(self) -> Iterator[dict]:
         """The newest record of every key, parsed."""
-        return (self.record_at(w) for w in list(self._where.values()))
+        return (self.record_at(w) for w in self._loc.values())
 
     def file_records(self) -> Iterator[dict]:
         """Every record of the output, then of the journal, parsed, in file order."""
@@ -462,8 +480,9 @@ class OutputStore:
                 self._fds[which] = None
 
     # -- writing
-    def append(self, records: Sequence[dict]) -> None:
-        """Journal records (flushed at once: a kill loses none) and index them."""
+    def append(self, records: Sequence[dict], at_positions: Iterable[int] | None = None) -> None:
+        """Journal records (flushed at once: a kill loses none) and index them; ``at_positions``:
+        each record's position in the plan said by :meth:`expect`."""
         if not records:
             return
         lines = [record_line(r).encode("utf-8", "surrogatepass") for r in records]
@@ -475,8 +494,9 @@ class OutputStore:
             self._f.flush()
         except OSError as e:
             raise OutputError(self.journal, e) from None
-        for r, line in zip(records, lines):
-            self._index(r["key"], r.get("status", "ok") == "ok", _pack(at, len(line), 1))
+        put = self._loc.put
+        for r, line, p in zip(records, lines, repeat(None) if at_positions is None else at_positions):
+            put(r["key"], _pack(at, len(line), 1), r.get("status", "ok") == "ok", p)
             at += len(line) + 1
         self._journal_end = self._journal_size = at
         self.journal_lines += len(lines)
@@ -514,9 +534,10 @@ class OutputStore:
                 self._stamps = self._stamp()
             if self._indexed is None:  # read line by line this time: the next run need not
                 self._write_index()
-            return self.pinned(array("q", [self._where[k] for k in plan_keys if k in self._where]))
-        planned = [k for k in plan_keys if k in self._where]
-        kept = self._kept_elsewhere(planned)
+            return self.pinned(self._planned(plan_keys)[0])
+        sources, positions = self._planned(plan_keys)
+        planned = plan_keys if positions is None else [plan_keys[p] for p in positions]
+        kept = self._kept_elsewhere(planned, sources)
         kept_at: dict[str, int] = {}  # where the kept records' keys are in the new file
         planned_at = array("q")  # and the planned ones', in plan order
         lines_written = [0]
@@ -530,46 +551,62 @@ class OutputStore:
                         kept_at[key] = _pack(at, len(line), 0)
                     at += len(line) + 1
                     yield line
-                for k in planned:
-                    line = self.line(self._where[k])
+                for where in sources:
+                    line = self.line(where)
                     planned_at.append(_pack(at, len(line), 0))
                     at += len(line) + 1
                     yield line
-                lines_written[0] = len(kept) + len(planned)
+                lines_written[0] = len(kept) + len(sources)
             finally:
                 self.close_files()  # before the new file replaces the old (Windows cannot replace an open file)
 
         self._indexed, self._memos = None, {}
         remove_index(self.output)  # (it would describe the old file: ignored, but not left beside the new one)
         write_lines_atomic(self.output, lines())
+        del sources
         self.journal.unlink(missing_ok=True)
         self._memory = [None, None]
-        # the index follows the new file, changed in place (not a second index of every key beside it)
-        if len(self._where) != len(planned) + len(kept_at):  # keys the new file no longer holds
-            alive = set(planned) | kept_at.keys()
-            for k in [k for k in self._where if k not in alive]:
-                del self._where[k]
-            self._failed &= alive
-        self._where.update(zip(planned, planned_at))
-        self._where.update(kept_at)
+        # the store now describes the new file: the kept keys in a dict, the planned ones by plan position
+        # when the plan was said (expect), in the dict otherwise
+        if plan_keys is self._loc.plan:
+            aligned = array("q", planned_at) if positions is None else array("q", bytes(8 * len(plan_keys)))
+            if positions is not None:
+                for p, w in zip(positions, planned_at):
+                    aligned[p] = w
+            self._loc.replace(kept_at, aligned)
+        else:
+            self._loc.replace({**dict(zip(planned, planned_at)), **kept_at}, None)
+        self._keyless = sum(1 for _, key in kept.values() if key is None)
         self.final_lines, self.journal_lines = lines_written[0], 0
         self._journal_end = self._journal_size = 0
         self.appended = False  # what it appended is in the output now
         if kept_at:
-            self._write_index(list(kept_at) + planned, array("q", kept_at.values()) + planned_at)
+            self._write_index(_Joined(list(kept_at), planned), array("q", kept_at.values()) + planned_at)
         else:
             self._write_index(planned, planned_at)
         self._stamps = self._stamp()
         return self.pinned(planned_at)
 
-    def _kept_elsewhere(self, planned: list[str]) -> dict[str, tuple[int, str | None]]:
-        """The records a finalize keeps beside the planned ones: for each identity no planned record
-        has (an interrupted run's records of other items, other runs' records), its newest line and
-        key. Found without reading a record when every line's key is planned (a first run, a rerun
-        of the same plan): then there are none."""
-        if self._only_keys_in(set(planned)):
+    def _planned(self, plan_keys: Sequence[str]) -> tuple[array, array | None]:
+        """(where the newest record of each planned key held lies, in plan order; the plan
+        positions of those, or None when every planned key is held)."""
+        sources = self._loc.locations_of(plan_keys)
+        if not sources.count(0):
+            return sources, None
+        positions = array("q", [p for p, w in enumerate(sources) if w])
+        return array("q", [w for w in sources if w]), positions
+
+    def _kept_elsewhere(self, planned: Sequence[str], sources: Sequence[int]) -> dict[str, tuple[int, str | None]]:
+        """The records a finalize keeps beside the planned ones (``planned`` keys, their newest
+        records at ``sources``): for each identity no planned record has (an interrupted run's
+        records of other items, other runs' records), its newest line and key. Found without reading
+        a record when every line's key is planned (a first run, a rerun of the same plan): then
+        there are none."""
+        distinct = len(planned) if planned is self._loc.plan else len(set(planned))
+        if not self._keyless and len(self._loc) == distinct:  # (every key held is a line's, and planned)
             return {}
-        touched = {self.identity(self.record(k)) for k in planned}
+        touched = {self.identity(r) for r in self.records_at(sources)}
+        where_of = self._loc.where
         kept: dict[str, tuple[int, str | None]] = {}  # identity -> its newest line elsewhere (one per identity)
         for which, present in ((0, self.final_lines), (1, self.journal_lines)):
             if present:
@@ -579,8 +616,10 @@ class OutputStore:
                     key = r.get("key")
                     if not isinstance(key, str):
                         key = None
-                    elif self._where.get(key) != where:
-                        continue  # superseded by a newer record of its key: no longer a record of anything
+                    elif where_of.get(key) != where:
+                        # superseded by a newer record of its key (no longer a record of anything), or
+                        # held at a plan position: a planned key's, whose identity is touched
+                        continue
                     ident = self.identity(r)
                     if ident not in touched:
                         kept[ident] = (where, key)
@@ -591,9 +630,11 @@ class OutputStore:
         record per identity and per key: writing it again would change nothing."""
         if self.journal_lines or self.appended or not self.output.exists():
             return False
-        if not all(k in self._where for k in plan_keys) or self.final_lines != len(self._where):
+        loc = self._loc
+        if not all(loc.contains_each(plan_keys)) or self.final_lines != len(loc):
             return False  # a key missing, or a key written twice
-        if len(set(plan_keys)) == len(self._where):  # every line is a planned key's: one per identity
+        distinct = len(plan_keys) if plan_keys is loc.plan else len(set(plan_keys))
+        if distinct == len(loc):  # every line is a planned key's: one per identity
             return True
         seen: set[str] = set()  # other runs' records too: their identities must not repeat
         for r in self.output_records():
@@ -673,6 +714,28 @@ else:  # pragma: no cover - Windows
     def _pread(fd: int, length: int, offset: int) -> bytes:
         os.lseek(fd, offset, os.SEEK_SET)
         return os.read(fd, length)
+
+
+class _Joined(Sequence):
+    """Two sequences read as one (the keys of a new file's index, not copied into one list)."""
+
+    def __init__(self, first: Sequence[str], second: Sequence[str]):
+        self._first, self._second = first, second
+
+    def __len__(self) -> int:
+        return len(self._first) + len(self._second)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self._first)
+        if i < 0:
+            i += len(self)
+        return self._first[i] if i < n else self._second[i - n]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._first
+        yield from self._second
 
 
 class Records(Sequence):

@@ -1,0 +1,178 @@
+"""Where each key's newest record lies in an output store, and which keys' newest record failed.
+
+Keys read from files live in a dict (key -> location). A run that says its plan first
+(:meth:`KeyLocations.bind`: keys all distinct, in plan order) keeps the location of a record it
+appends, for a planned key not already held, in an array aligned with the plan: 8 bytes a record
+instead of a dict entry and an int object (~100 bytes). A million-pair run's store then does not
+grow with what it writes. Every question by key is still answered (the plan's positions are
+looked up by key only when a question needs it: a map built once, on first need); the engine asks
+by plan position (:meth:`KeyLocations.at`), which needs no map.
+
+A location is never 0 (it packs a line's length, and a record's line is never empty): 0 in the
+array means "nothing appended at this position".
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import repeat
+
+
+class KeyLocations:
+    """key -> location of its newest record (see the module's docstring), and the failed keys."""
+
+    __slots__ = ("where", "failed", "_plan", "_at", "_count", "_positions")
+
+    def __init__(self) -> None:
+        self.where: dict[str, int] = {}  # keys read from the files, or appended outside the plan
+        self.failed: set[str] = set()    # keys whose newest record is not ok
+        self._plan: Sequence[str] | None = None
+        self._at = array("q")            # a location per plan position (0: none)
+        self._count = 0                  # plan positions holding a location
+        self._positions: dict[str, int] | None = None  # key -> plan position of those, made on first need
+
+    # -- the plan
+    def bind(self, plan: Sequence[str]) -> None:
+        """Keep records appended at a position of ``plan`` (its keys all distinct: the caller's
+        promise) in an array aligned with it. What is already held stays where it is."""
+        self._move_all_to_dict()
+        self._plan = plan
+        self._at = array("q", bytes(8 * len(plan)))
+
+    @property
+    def plan(self) -> Sequence[str] | None:
+        return self._plan
+
+    def _move_all_to_dict(self) -> None:
+        if self._count and self._plan is not None:
+            plan, at = self._plan, self._at
+            self.where.update((plan[p], at[p]) for p in range(len(at)) if at[p])
+        self._at, self._count, self._positions = array("q"), 0, None
+
+    def _position_map(self) -> dict[str, int]:
+        if self._positions is None:
+            plan, at = self._plan, self._at
+            assert plan is not None
+            self._positions = {plan[p]: p for p in range(len(at)) if at[p]}
+        return self._positions
+
+    def at(self, position: int, key: str | None = None) -> int:
+        """The location of the newest record of the plan's key at ``position`` (its key, when the
+        caller has it at hand); 0 when none is held."""
+        where = self.where
+        if where:
+            w = where.get(self._plan[position] if key is None else key)  # type: ignore[index]
+            if w is not None:
+                return w
+        return self._at[position] if self._count else 0
+
+    # -- writing
+    def put(self, key: str, where: int, ok: bool, position: int | None = None) -> None:
+        """``where`` is now the newest record of ``key``; at ``position`` of the plan when given
+        (and the plan's key there is ``key``, and the key is not already held in the dict)."""
+        at, plan = self._at, self._plan
+        if position is not None and plan is not None and 0 <= position < len(at) \
+                and key not in self.where and plan[position] == key:
+            if not at[position]:
+                self._count += 1
+                if self._positions is not None:
+                    self._positions[key] = position
+            at[position] = where
+        else:
+            if self._count and key not in self.where:  # held at a plan position: moves to the dict
+                p = self._position_map().pop(key, None)
+                if p is not None:
+                    at[p] = 0
+                    self._count -= 1
+            self.where[key] = where
+        if ok:
+            if self.failed:
+                self.failed.discard(key)
+        else:
+            self.failed.add(key)
+
+    def load(self, pairs: Iterable[tuple[str, int]]) -> None:
+        """(key, location) of records read from a file, in file order: later ones supersede."""
+        if self._count:  # (a key held at a plan position moves to the dict)
+            for key, where in pairs:
+                self.put(key, where, key not in self.failed)
+        else:
+            self.where.update(pairs)
+
+    def replace(self, where: dict[str, int], plan_locations: array | None) -> None:
+        """Hold exactly ``where`` and, when given, a location per plan position (0: none), the
+        failed keys kept only where still held (a finalize's new file)."""
+        failed = self.failed
+        self.where = where
+        if plan_locations is None or self._plan is None:
+            self._at, self._count, self._positions = array("q"), 0, None
+        else:
+            self._at, self._positions = plan_locations, None
+            self._count = len(plan_locations) - plan_locations.count(0)
+        if failed:  # (by position, not through a map of every planned key)
+            alive = {k for k in failed if k in where}
+            if self._count:
+                alive.update(k for k, w in zip(self._plan, self._at) if w and k in failed)  # type: ignore[arg-type]
+            self.failed = alive
+
+    # -- reading
+    def get(self, key: str) -> int | None:
+        w = self.where.get(key)
+        if w is None and self._count:
+            p = self._position_map().get(key)
+            if p is not None:
+                return self._at[p]
+        return w
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.where or (bool(self._count) and key in self._position_map())
+
+    def __len__(self) -> int:
+        return len(self.where) + self._count
+
+    def contains_each(self, keys: Sequence[str]) -> list[bool]:
+        """``key in self`` of each key, in one pass."""
+        flags = list(map(self.where.__contains__, keys))
+        if self._count:
+            held = self._position_map()
+            flags = [f or k in held for f, k in zip(flags, keys)]
+        return flags
+
+    def locations_of(self, keys: Sequence[str]) -> array:
+        """The location of each key's newest record (0 when none is held), in their order; for the
+        plan said by :meth:`bind`, found by position."""
+        where = self.where
+        if not self._count:
+            return array("q", map(where.get, keys, repeat(0)))
+        if keys is self._plan:
+            out = array("q", self._at)
+            if where:  # (keys held before the plan was said, or outside it)
+                for p, w in enumerate(map(where.get, keys, repeat(0))):
+                    if w:
+                        out[p] = w
+            return out
+        return array("q", [self.get(k) or 0 for k in keys])
+
+    def keys(self) -> list[str]:
+        return list(self.where) + self._plan_keys_held()
+
+    def items(self) -> Iterator[tuple[str, int]]:
+        yield from self.where.items()
+        if self._count:
+            plan, at = self._plan, self._at
+            for p in range(len(at)):
+                if at[p]:
+                    yield plan[p], at[p]  # type: ignore[index]
+
+    def values(self) -> list[int]:
+        out = list(self.where.values())
+        if self._count:
+            out.extend(w for w in self._at if w)
+        return out
+
+    def _plan_keys_held(self) -> list[str]:
+        if not self._count:
+            return []
+        plan, at = self._plan, self._at
+        return [plan[p] for p in range(len(at)) if at[p]]  # type: ignore[index]

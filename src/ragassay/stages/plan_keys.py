@@ -1,0 +1,101 @@
+"""A plan's record keys, held in little memory.
+
+A key is a short fingerprint (24 hex characters); as a Python string it takes ~80 bytes, a million
+of them 80 MB, the largest part of a million-pair plan. :class:`KeyList` keeps the keys of work to
+do packed, one fixed width of ASCII bytes each in one buffer (24 bytes a key), and makes the string
+when a key is read. Keys given as already made strings (work already done, whose strings exist
+anyway), keys of another width or not ASCII, and None (a place without a key of its own) are kept
+as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+_PACKED = object()  # in place of a key held in the buffer
+_AT_ONCE = 1 << 14  # keys decoded together while iterating
+
+
+class KeyList(Sequence):
+    """A list of keys (str, or None where a place has no key of its own) that packs keys of work
+    to do: ``append(key, pack=True)``."""
+
+    __slots__ = ("_items", "_packed", "_width", "_none")
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []  # the key, None, or _PACKED (read from the buffer)
+        self._packed = bytearray()   # aligned with _items once a key is packed: _width bytes a place
+        self._width = 0
+        self._none = 0               # places holding None
+
+    def append(self, key: str | None, pack: bool = False) -> None:
+        if pack and key is not None and self._can_pack(key):
+            self._items.append(_PACKED)
+            self._packed += key.encode("ascii")
+            return
+        self._items.append(key)
+        self._none += key is None
+        if self._width:
+            self._packed += bytes(self._width)
+
+    def extend(self, keys: Sequence[str]) -> None:
+        """Keys as they are (not packed)."""
+        self._items.extend(keys)
+        if self._width:
+            self._packed += bytes(self._width * len(keys))
+
+    def _can_pack(self, key: str) -> bool:
+        if not self._width:
+            if not key or not key.isascii():
+                return False
+            self._width = len(key)
+            self._packed = bytearray(self._width * len(self._items))  # (places before: not packed)
+            return True
+        return len(key) == self._width and key.isascii()
+
+    @property
+    def has_none(self) -> bool:
+        return self._none > 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        k = self._items[i]
+        if k is not _PACKED:
+            return k
+        if i < 0:
+            i += len(self._items)
+        w = self._width
+        return self._packed[i * w:(i + 1) * w].decode("ascii")
+
+    def __iter__(self) -> Iterator[Any]:
+        items, w = self._items, self._width
+        if not w:
+            yield from items
+            return
+        for start in range(0, len(items), _AT_ONCE):
+            part = items[start:start + _AT_ONCE]
+            if _PACKED not in part:
+                yield from part
+                continue
+            text = self._packed[start * w:(start + len(part)) * w].decode("ascii")
+            for j, k in enumerate(part):
+                yield text[j * w:(j + 1) * w] if k is _PACKED else k
+
+    def __contains__(self, key: object) -> bool:
+        return any(k == key for k in self)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (KeyList, list, tuple)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"KeyList({len(self)} keys)"
+
