@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 import respx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from fake_llm import FakeLLM, chat_reply
 from fake_llm import make_llm
 
@@ -439,3 +441,19 @@ def test_a_wrong_url_is_an_error_not_answers_from_the_cache(tmp_path, capsys):
                  "local", "--cache", str(cache), "--quiet"])
     captured = capsys.readouterr()
     assert code in (1, 3) and "could not connect" in captured.out + captured.err
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=16, max_size=16), max_size=40), st.data())
+def test_repeated_digests_are_counted_exactly_even_when_only_their_first_half_agrees(digests, data):
+    """Which requests several items ask: found by the first 8 bytes, counted by all 16. Digests
+    that share their first 8 bytes and differ after are not counted together."""
+    from collections import Counter
+
+    from ragassay.stages.engine import repeated_digests
+    pool = list(digests)
+    for d in digests[:5]:  # the same request again, and a look-alike that differs in the second half only
+        pool.insert(data.draw(st.integers(0, len(pool))), d)
+        pool.insert(data.draw(st.integers(0, len(pool))), d[:8] + bytes(b ^ 0xFF for b in d[8:]))
+    expected = {d: n for d, n in Counter(pool).items() if n > 1}
+    assert repeated_digests(bytearray(b"".join(pool))) == expected

@@ -823,13 +823,7 @@ class SharedCalls:
         for it in items:
             for c in it.calls:
                 digests += c.digest()
-        self._left: dict[bytes, int] = {}
-        if digests:
-            import numpy as np
-            rows = np.frombuffer(bytes(digests), dtype=np.uint64).reshape(-1, 2)
-            del digests
-            unique, counts = np.unique(rows, axis=0, return_counts=True)
-            self._left = {row.tobytes(): int(n) for row, n in zip(unique[counts > 1], counts[counts > 1])}
+        self._left: dict[bytes, int] = repeated_digests(digests)
         self._futures: dict[bytes, asyncio.Future] = {}
 
     async def ask(self, call: Call, llms: Sequence[LLM], first_step: bool = True) -> BaseModel:
@@ -863,6 +857,28 @@ class SharedCalls:
             self._futures.pop(digest, None)
         else:
             self._left[digest] = left - 1
+
+
+def repeated_digests(digests: bytearray) -> dict[bytes, int]:
+    """How many times each 16-byte digest of ``digests`` that comes more than once comes. Its
+    first 8 bytes are sorted to find the candidates (8 bytes a digest while it is done: not a
+    sorted copy of all, 62 MB more at a million digests, measured, against 18), whose whole
+    digests are then counted."""
+    if not digests:
+        return {}
+    import numpy as np
+    heads = np.frombuffer(digests, dtype="<u8")[::2].copy()
+    heads.sort()
+    twice = np.unique(heads[1:][heads[1:] == heads[:-1]])
+    del heads
+    if not twice.size:
+        return {}
+    view = np.frombuffer(digests, dtype="<u8")[::2]
+    at = np.searchsorted(twice, view)
+    np.minimum(at, twice.size - 1, out=at)
+    candidates = np.frombuffer(digests, dtype="V16")[twice[at] == view]
+    counted = Counter(row.tobytes() for row in candidates)
+    return {d: n for d, n in counted.items() if n > 1}
 
 
 class StageAborted(RagassayError):
