@@ -46,15 +46,13 @@ class KeyLocations:
 
     def _move_all_to_dict(self) -> None:
         if self._count and self._plan is not None:
-            plan, at = self._plan, self._at
-            self.where.update((plan[p], at[p]) for p in range(len(at)) if at[p])
+            self.where.update((k, w) for k, w in zip(self._plan, self._at) if w)
         self._at, self._count, self._positions = array("q"), 0, None
 
     def _position_map(self) -> dict[str, int]:
         if self._positions is None:
-            plan, at = self._plan, self._at
-            assert plan is not None
-            self._positions = {plan[p]: p for p in range(len(at)) if at[p]}
+            assert self._plan is not None
+            self._positions = {k: p for p, (k, w) in enumerate(zip(self._plan, self._at)) if w}
         return self._positions
 
     def at(self, position: int, key: str | None = None) -> int:
@@ -160,10 +158,7 @@ class KeyLocations:
     def items(self) -> Iterator[tuple[str, int]]:
         yield from self.where.items()
         if self._count:
-            plan, at = self._plan, self._at
-            for p in range(len(at)):
-                if at[p]:
-                    yield plan[p], at[p]  # type: ignore[index]
+            yield from ((k, w) for k, w in zip(self._plan, self._at) if w)  # type: ignore[arg-type]
 
     def values(self) -> list[int]:
         out = list(self.where.values())
@@ -174,5 +169,4 @@ class KeyLocations:
     def _plan_keys_held(self) -> list[str]:
         if not self._count:
             return []
-        plan, at = self._plan, self._at
-        return [plan[p] for p in range(len(at)) if at[p]]  # type: ignore[index]
+        return [k for k, w in zip(self._plan, self._at) if w]  # type: ignore[arg-type]
