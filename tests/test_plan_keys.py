@@ -36,7 +36,8 @@ def test_a_key_list_reads_as_the_list_it_was_given(ops):
     assert list(keys) == model and keys == model
     assert [keys[i] for i in range(len(model))] == model
     assert [keys[-i] for i in range(1, len(model) + 1)] == [model[-i] for i in range(1, len(model) + 1)]
-    assert keys[1:5] == model[1:5] and keys[::-2] == model[::-2]
+    assert keys[1:5] == model[1:5] and keys[::-2] == model[::-2] and keys[5:1] == model[5:1] == []
+    assert keys[-3:] == model[-3:] and keys[2:-2] == model[2:-2] and keys[:] == model
     assert keys.has_none == (None in model)
     assert [k in keys for k in model[:3] + ["absent"]] == [k in model for k in model[:3] + ["absent"]]
     if model:

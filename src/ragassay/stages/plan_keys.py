@@ -63,7 +63,10 @@ class KeyList(Sequence):
 
     def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            start, stop, step = i.indices(len(self))
+            if step == 1:
+                return list(self._range(start, max(start, stop)))
+            return [self[j] for j in range(start, stop, step)]
         k = self._items[i]
         if k is not _PACKED:
             return k
@@ -73,16 +76,20 @@ class KeyList(Sequence):
         return self._packed[i * w:(i + 1) * w].decode("ascii")
 
     def __iter__(self) -> Iterator[Any]:
+        return self._range(0, len(self._items))
+
+    def _range(self, start: int, stop: int) -> Iterator[Any]:
+        """The keys from ``start`` to ``stop``, the packed ones decoded a slice of the buffer at a time."""
         items, w = self._items, self._width
         if not w:
-            yield from items
+            yield from items[start:stop]
             return
-        for start in range(0, len(items), _AT_ONCE):
-            part = items[start:start + _AT_ONCE]
+        for lo in range(start, stop, _AT_ONCE):
+            part = items[lo:min(lo + _AT_ONCE, stop)]
             if _PACKED not in part:
                 yield from part
                 continue
-            text = self._packed[start * w:(start + len(part)) * w].decode("ascii")
+            text = self._packed[lo * w:(lo + len(part)) * w].decode("ascii")
             for j, k in enumerate(part):
                 yield text[j * w:(j + 1) * w] if k is _PACKED else k
 
