@@ -18,12 +18,13 @@ KEYS = st.one_of(st.sampled_from(["a" * 24, "b" * 24, "0123456789abcdef01234567"
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["append", "pack", "none", "extend"]), st.lists(KEYS, max_size=4))))
+@given(st.lists(st.tuples(st.sampled_from(["append", "pack", "none", "extend", "extend packed"]),
+                          st.lists(KEYS, max_size=4))))
 def test_a_key_list_reads_as_the_list_it_was_given(ops):
     keys, model = KeyList(), []
     for op, given_keys in ops:
-        if op == "extend":
-            keys.extend(given_keys)
+        if op.startswith("extend"):
+            keys.extend(given_keys, pack=op == "extend packed")
             model.extend(given_keys)
         elif op == "none":
             keys.append(None)

@@ -262,8 +262,8 @@ class Items(Sequence):
         self._b.append(None)
 
     def add_done_keys(self, keys: Sequence[str]) -> None:
-        """:meth:`add_done` of each key, in order."""
-        self._keys.extend(keys)
+        """:meth:`add_done` of each key, in order (packed: a rerun of a million pairs holds no string a key)."""
+        self._keys.extend(keys, pack=True)
         self._a.extend(repeat(Items._DONE, len(keys)))
         self._b.extend(repeat(None, len(keys)))
 

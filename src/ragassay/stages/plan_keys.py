@@ -11,6 +11,7 @@ as they are.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import Any
 
 _PACKED = object()  # in place of a key held in the buffer
@@ -39,8 +40,14 @@ class KeyList(Sequence):
         if self._width:
             self._packed += bytes(self._width)
 
-    def extend(self, keys: Sequence[str]) -> None:
-        """Keys as they are (not packed)."""
+    def extend(self, keys: Sequence[str], pack: bool = False) -> None:
+        """Keys (str), packed when ``pack`` and every one of them can be, else as they are."""
+        if pack and keys and self._can_pack(keys[0]):
+            text = "".join(keys)
+            if len(text) == self._width * len(keys) and text.isascii() and min(map(len, keys)) == self._width:
+                self._items.extend(repeat(_PACKED, len(keys)))
+                self._packed += text.encode("ascii")
+                return
         self._items.extend(keys)
         if self._width:
             self._packed += bytes(self._width * len(keys))
