@@ -123,3 +123,42 @@ def test_a_run_by_position_holds_no_dict_entry_for_what_it_appends():
         loc.put(k, 100 + p, p % 100 != 0, p)
     assert len(loc.where) == 2 and len(loc) == 1001
     assert loc.get("k5") == 105 and loc.get("k999") == 1099 and loc.failed == {f"k{i}" for i in range(0, 1000, 100)}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["k1", "k2", "k3", "k4", "k5", "k6"]), unique=True, min_size=1), st.data())
+def test_packed_index_keys_answer_as_a_dict_whatever_is_asked(held, data):
+    """Keys held packed (as a finished output's index gives them) answer every question as a dict
+    of them does: a plan asking query by query in the order they were written, or not; a whole
+    plan packed the same way, or in another order, or not packed; then anything else."""
+    locations = array("q", range(10, 10 + len(held)))
+    model = dict(zip(held, locations))
+    loc = KeyLocations()
+    loc.hold_packed("".join(held).encode(), 2, locations)
+    assert len(loc) == len(held) and sorted(loc.values()) == sorted(locations)
+    asked = 0
+    while asked < len(held) and data.draw(st.booleans(), label="ask the next few"):
+        n = data.draw(st.integers(1, len(held) - asked), label="how many")
+        few = held[asked:asked + n] if data.draw(st.booleans(), label="in order") else \
+            data.draw(st.lists(st.sampled_from(held + ["k9", "kk1"]), min_size=1, max_size=3), label="others")
+        assert loc.contains_each(few) == [k in model for k in few]
+        asked += n
+    whole = data.draw(st.sampled_from(["same", "shuffled", "list", "longer"]), label="the plan")
+    keys = {"same": held, "shuffled": data.draw(st.permutations(held), label="order"), "list": held,
+            "longer": held + ["k9"]}[whole]
+    plan = list(keys) if whole == "list" else KeyList()
+    if whole != "list":
+        plan.extend(list(keys), pack=True)
+    assert loc.contains_each(plan) == [k in model for k in keys]
+    assert list(loc.locations_of(plan)) == [model.get(k, 0) for k in keys]
+    assert {k: loc.get(k) for k in held + ["k9"]} == {k: model.get(k) for k in held + ["k9"]}
+    assert len(loc) == len(model) and dict(loc.items()) == model and loc.failed == set()
+
+
+def test_packed_keys_of_another_width_or_not_in_step_are_refused():
+    loc = KeyLocations()
+    loc.hold_packed(b"k1k2", 2, array("q", [5, 6]))
+    assert loc.contains_each(["k1k2"[:3], "2"]) == [False, False]  # same bytes, other keys
+    assert loc.contains_each(["k1", "k2"]) == [True, True] and loc.get("k2") == 6
+    with pytest.raises(ValueError):
+        KeyLocations().hold_packed(b"k1k2x", 2, array("q", [5, 6]))

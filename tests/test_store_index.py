@@ -124,6 +124,9 @@ MISMATCHES = {
     "index of a later version": _index_edit(_header(lambda h: h.update(version=2))),
     "index of another output": _index_edit(_header(lambda h: h["stamp"].update(inode=h["stamp"]["inode"] + 1))),
     "index says more rows": _index_edit(_header(lambda h: h.update(rows=h["rows"] + 1))),
+    "index says 10**15 rows": _index_edit(_header(lambda h: h.update(rows=10 ** 15))),
+    "index keys one byte short": _index_edit(_header(lambda h: h.update(key_bytes=h["key_bytes"] - 1))),
+    "index keys one byte long": _index_edit(_header(lambda h: h.update(key_bytes=h["key_bytes"] + 1))),
     "index header a list": _index_edit(lambda d: b"[1, 2]" + d[d.index(b"\n"):]),
     "index keys not UTF-8": _index_edit(lambda d: d[:-3] + b"\xff\xfe\xfd"),
 }

@@ -8,6 +8,12 @@ grow with what it writes. Every question by key is still answered (the plan's po
 looked up by key only when a question needs it: a map built once, on first need); the engine asks
 by plan position (:meth:`KeyLocations.at`), which needs no map.
 
+Keys read from a finished output's index (all of one width, ASCII, every record ok) are first held
+as the index holds them, packed, with their locations in an array (:meth:`KeyLocations.hold_packed`):
+a rerun of the same plan asks for them in the order it planned them last time, query by query and
+then as a whole, and those questions are answered by comparing bytes. The first other question puts
+them in the dict. A rerun of a million finished pairs so holds 32 MB of keys, not 150.
+
 A location is never 0 (it packs a line's length, and a record's line is never empty): 0 in the
 array means "nothing appended at this position".
 """
@@ -18,19 +24,63 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import repeat
 
+from .plan_keys import KeyList
+
 
 class KeyLocations:
     """key -> location of its newest record (see the module's docstring), and the failed keys."""
 
-    __slots__ = ("where", "failed", "_plan", "_at", "_count", "_positions")
+    __slots__ = ("_where", "failed", "_plan", "_at", "_count", "_positions", "_packed", "_cursor")
 
     def __init__(self) -> None:
-        self.where: dict[str, int] = {}  # keys read from the files, or appended outside the plan
+        self._where: dict[str, int] = {}  # keys read from the files, or appended outside the plan
         self.failed: set[str] = set()    # keys whose newest record is not ok
+        self._packed: tuple[bytes, int, array] | None = None  # keys of an index not yet in the dict (see hold_packed)
+        self._cursor = 0                 # how many of those were asked for, in order
         self._plan: Sequence[str] | None = None
         self._at = array("q")            # a location per plan position (0: none)
         self._count = 0                  # plan positions holding a location
         self._positions: dict[str, int] | None = None  # key -> plan position of those, made on first need
+
+    @property
+    def where(self) -> dict[str, int]:
+        """key -> location of the keys not held by plan position (the packed keys put in it first)."""
+        if self._packed is not None:
+            keys, width, locations = self._packed
+            self._packed = None
+            text = keys.decode("ascii")
+            self._where.update(zip(map(text.__getitem__, map(slice, range(0, len(text), width),
+                                                             range(width, len(text) + 1, width))), locations))
+        return self._where
+
+    def hold_packed(self, keys: bytes, width: int, locations: array) -> None:
+        """Hold an index's keys as it holds them: ``keys`` packed (``width`` ASCII bytes each, in
+        file order), with their ``locations``; every one of their records ok. Nothing else may be
+        held yet."""
+        if self._where or self._count or len(keys) != width * len(locations):
+            raise ValueError("packed keys are held first, one width each")
+        self._packed, self._cursor = (keys, width, locations), 0
+
+    def _is_packed(self, keys: Sequence[str]) -> bool:
+        """``keys`` are exactly the packed keys, in order (a plan whose keys are packed the same way)."""
+        if self._packed is None or self._count or not isinstance(keys, KeyList):
+            return False
+        mine = keys.packed()
+        return mine is not None and mine[0] == self._packed[1] and mine[1] == self._packed[0]
+
+    def _next_packed(self, keys: Sequence[str]) -> bool:
+        """``keys`` (a few) are the packed keys that come after those asked for so far: a plan
+        asking query by query in the order it planned them last time."""
+        if self._packed is None or self._count or not keys:
+            return False
+        packed, width, _ = self._packed
+        at, n = self._cursor, len(keys)
+        text = "".join(keys)
+        if len(text) != n * width or not text.isascii() or min(map(len, keys)) != width \
+                or packed[at * width:(at + n) * width] != text.encode("ascii"):
+            return False
+        self._cursor = at + n
+        return True
 
     # -- the plan
     def bind(self, plan: Sequence[str]) -> None:
@@ -102,7 +152,7 @@ class KeyLocations:
         """Hold exactly ``where`` and, when given, a location per plan position (0: none), the
         failed keys kept only where still held (a finalize's new file)."""
         failed = self.failed
-        self.where = where
+        self._where, self._packed = where, None
         if plan_locations is None or self._plan is None:
             self._at, self._count, self._positions = array("q"), 0, None
         else:
@@ -127,10 +177,12 @@ class KeyLocations:
         return key in self.where or (bool(self._count) and key in self._position_map())
 
     def __len__(self) -> int:
-        return len(self.where) + self._count
+        return len(self._where) + self._count + (len(self._packed[2]) if self._packed is not None else 0)
 
     def contains_each(self, keys: Sequence[str]) -> list[bool]:
         """``key in self`` of each key, in one pass."""
+        if self._is_packed(keys) or self._next_packed(keys):
+            return [True] * len(keys)
         flags = list(map(self.where.__contains__, keys))
         if self._count:
             held = self._position_map()
@@ -140,6 +192,8 @@ class KeyLocations:
     def locations_of(self, keys: Sequence[str]) -> array:
         """The location of each key's newest record (0 when none is held), in their order; for the
         plan said by :meth:`bind`, found by position."""
+        if self._is_packed(keys):
+            return array("q", self._packed[2])  # type: ignore[index]
         where = self.where
         if not self._count:
             return array("q", map(where.get, keys, repeat(0)))
@@ -161,7 +215,9 @@ class KeyLocations:
             yield from ((k, w) for k, w in zip(self._plan, self._at) if w)  # type: ignore[arg-type]
 
     def values(self) -> list[int]:
-        out = list(self.where.values())
+        out = list(self._where.values())
+        if self._packed is not None:
+            out.extend(self._packed[2])
         if self._count:
             out.extend(w for w in self._at if w)
         return out

@@ -22,13 +22,14 @@ class KeyList(Sequence):
     """A list of keys (str, or None where a place has no key of its own) that packs keys of work
     to do: ``append(key, pack=True)``."""
 
-    __slots__ = ("_items", "_packed", "_width", "_none")
+    __slots__ = ("_items", "_packed", "_width", "_none", "_loose")
 
     def __init__(self) -> None:
         self._items: list[Any] = []  # the key, None, or _PACKED (read from the buffer)
         self._packed = bytearray()   # aligned with _items once a key is packed: _width bytes a place
         self._width = 0
         self._none = 0               # places holding None
+        self._loose = 0              # places holding a key or None (not packed)
 
     def append(self, key: str | None, pack: bool = False) -> None:
         if pack and key is not None and self._can_pack(key):
@@ -37,6 +38,7 @@ class KeyList(Sequence):
             return
         self._items.append(key)
         self._none += key is None
+        self._loose += 1
         if self._width:
             self._packed += bytes(self._width)
 
@@ -49,6 +51,7 @@ class KeyList(Sequence):
                 self._packed += text.encode("ascii")
                 return
         self._items.extend(keys)
+        self._loose += len(keys)
         if self._width:
             self._packed += bytes(self._width * len(keys))
 
@@ -60,6 +63,12 @@ class KeyList(Sequence):
             self._packed = bytearray(self._width * len(self._items))  # (places before: not packed)
             return True
         return len(key) == self._width and key.isascii()
+
+    def packed(self) -> tuple[int, bytearray] | None:
+        """(the width, the buffer) when every key is packed; None otherwise."""
+        if not self._width or len(self._packed) != self._width * len(self._items) or self._loose:
+            return None
+        return self._width, self._packed
 
     @property
     def has_none(self) -> bool:

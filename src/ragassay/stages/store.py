@@ -117,9 +117,14 @@ class OutputStore:
         index = read_index(self.output)
         if index is None or not index.lines:
             return 0
-        self._loc.where.update(zip(index.keys, index.locations))
-        self._loc.failed.update(k for k, ok in zip(index.keys, index.ok) if not ok)
-        self._keyless = index.lines - len(index.keys)  # (an index is written only when every key's newest line is in the output)
+        width = index.key_width() if b"\x00" not in index.ok else 0
+        if width:  # held packed until a question needs them in the dict (see key_locations)
+            self._loc.hold_packed(index.key_text.replace(b"\n", b""), width, index.locations)
+        else:
+            keys = index.keys
+            self._loc.where.update(zip(keys, index.locations))
+            self._loc.failed.update(k for k, ok in zip(keys, index.ok) if not ok)
+        self._keyless = index.lines - len(index.locations)  # (an index is written only when every key's newest line is in the output)
         self._indexed, self._memos = index.stamp, index.memos
         return index.lines
 
@@ -423,8 +428,9 @@ class OutputStore:
         return self.record_at(self.location(key))
 
     def records(self) -> Iterator[dict]:
-        """The newest record of every key, parsed."""
-        return (self.record_at(w) for w in self._loc.values())
+        """The newest record of every key, parsed (nothing is looked up until the first is asked)."""
+        for w in self._loc.values():
+            yield self.record_at(w)
 
     def file_records(self) -> Iterator[dict]:
         """Every record of the output, then of the journal, parsed, in file order."""

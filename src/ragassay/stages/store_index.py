@@ -41,12 +41,28 @@ def index_path(output: str | Path) -> Path:
 class Index:
     """What an index file says about its output."""
 
-    keys: list[str]
+    key_text: bytes  # the keys in UTF-8, one per line (no newline after the last)
     locations: array  # array("q"), one per key
     ok: bytes  # one byte per key: 1 when its record is ok
     lines: int  # record lines in the output (lines without a key included)
     stamp: dict[str, Any]
     memos: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys, in file order (made as asked: a store may hold them packed instead)."""
+        return self.key_text.decode("utf-8", "surrogatepass").split("\n") if len(self.locations) else []
+
+    def key_width(self) -> int:
+        """The one length of every key when they are all ASCII of one length (then ``key_text``
+        with its newlines taken out holds them packed); 0 otherwise."""
+        text, n = self.key_text, len(self.locations)
+        if not n or not text.isascii():
+            return 0
+        width = text.find(b"\n") if n > 1 else len(text)
+        if width <= 0 or len(text) != n * (width + 1) - 1 or text[width::width + 1] != b"\n" * (n - 1):
+            return 0
+        return width
 
 
 def output_stamp(output: str | Path) -> dict[str, Any] | None:
@@ -82,30 +98,41 @@ def _body(data: bytes) -> tuple[dict[str, Any], int, int] | None:
 
 def read_index(output: str | Path) -> Index | None:
     """The index of ``output`` when there is one that describes the output as it is now; None
-    otherwise (none, another version, written for an earlier output, damaged)."""
+    otherwise (none, another version, written for an earlier output, damaged). Read a part at a
+    time: the file is not held whole beside what is made of it."""
     try:
-        data = index_path(output).read_bytes()
-    except OSError:
+        with open(index_path(output), "rb") as f:
+            first = f.readline()
+            body = _body(first)
+            if body is None:
+                return None
+            header, start, memos_at = body
+            n = header["rows"]
+            if os.fstat(f.fileno()).st_size < memos_at:
+                return None  # (cut short, or a header that says more rows than there are)
+            locations = array("q")
+            locations.frombytes(f.read(8 * n))
+            ok = f.read(n)
+            key_text = f.read(memos_at - start - 9 * n)
+            rest = f.read()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     try:
-        body = _body(data)
-        if body is None or len(data) < body[2]:
-            return None
-        header, start, memos_at = body
-        n = header["rows"]
-        locations = array("q")
-        locations.frombytes(data[start:start + 8 * n])
+        if len(locations) != n or len(ok) != n or len(key_text) != memos_at - start - 9 * n:
+            return None  # (cut short)
+        if rest and not rest.startswith(b"{"):
+            return None  # the memos begin elsewhere: the parts' sizes are not the file's
         if sys.byteorder != "little":
             locations.byteswap()
-        ok = data[start + 8 * n:start + 9 * n]
-        keys = data[start + 9 * n:memos_at].decode("utf-8", "surrogatepass").split("\n") if n else []
-        if len(keys) != n or header["stamp"] != output_stamp(output):
+        if (key_text.count(b"\n") != n - 1 if n else key_text) or header["stamp"] != output_stamp(output):
             return None
+        if not key_text.isascii():
+            key_text.decode("utf-8", "surrogatepass")  # (keys not UTF-8: no index)
         try:
-            memos = json.loads(data[memos_at:]) if len(data) > memos_at else {}
+            memos = json.loads(rest) if rest else {}
         except ValueError:
             memos = {}  # (a memo being written: only the memos are lost)
-        return Index(keys, locations, ok, header["lines"], header["stamp"], memos if isinstance(memos, dict) else {})
+        return Index(key_text, locations, ok, header["lines"], header["stamp"], memos if isinstance(memos, dict) else {})
     except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError):
         return None
 
