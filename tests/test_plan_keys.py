@@ -162,3 +162,19 @@ def test_packed_keys_of_another_width_or_not_in_step_are_refused():
     assert loc.contains_each(["k1", "k2"]) == [True, True] and loc.get("k2") == 6
     with pytest.raises(ValueError):
         KeyLocations().hold_packed(b"k1k2x", 2, array("q", [5, 6]))
+
+
+def test_keys_given_to_pack_in_many_small_lists_are_packed_in_bulk_and_read_back_in_order():
+    keys, model = KeyList(), []
+    for q in range(7_000):  # 70,000 keys ten at a time, past one bulk; one list holds a key of another width
+        ten = [f"{q:020x}{i:04x}" for i in range(10)]
+        if q == 6_800:
+            ten[3] = "short"
+        keys.extend(ten, pack=True)
+        model.extend(ten)
+        if q == 100:
+            assert len(keys) == len(model) and keys[5] == model[5]  # a read in between packs what waits
+    keys.append("tail", pack=True)
+    model.append("tail")
+    assert len(keys) == 70_001 and list(keys) == model and keys[68_003] == "short"
+    assert keys.packed() is None  # (two keys are not packed)

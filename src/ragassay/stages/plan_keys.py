@@ -16,13 +16,14 @@ from typing import Any
 
 _PACKED = object()  # in place of a key held in the buffer
 _AT_ONCE = 1 << 14  # keys decoded together while iterating
+_BULK = 1 << 16  # keys given to be packed are packed this many at a time (a plan gives ten or so at once)
 
 
 class KeyList(Sequence):
     """A list of keys (str, or None where a place has no key of its own) that packs keys of work
     to do: ``append(key, pack=True)``."""
 
-    __slots__ = ("_items", "_packed", "_width", "_none", "_loose")
+    __slots__ = ("_items", "_packed", "_width", "_none", "_loose", "_pending")
 
     def __init__(self) -> None:
         self._items: list[Any] = []  # the key, None, or _PACKED (read from the buffer)
@@ -30,8 +31,11 @@ class KeyList(Sequence):
         self._width = 0
         self._none = 0               # places holding None
         self._loose = 0              # places holding a key or None (not packed)
+        self._pending: list[str] = []  # keys given to pack, after every place: packed in bulk (_flush)
 
     def append(self, key: str | None, pack: bool = False) -> None:
+        if self._pending:
+            self._flush()
         if pack and key is not None and self._can_pack(key):
             self._items.append(_PACKED)
             self._packed += key.encode("ascii")
@@ -43,17 +47,33 @@ class KeyList(Sequence):
             self._packed += bytes(self._width)
 
     def extend(self, keys: Sequence[str], pack: bool = False) -> None:
-        """Keys (str), packed when ``pack`` and every one of them can be, else as they are."""
-        if pack and keys and self._can_pack(keys[0]):
+        """Keys (str), packed when ``pack`` (many at a time, each packed when they all can be),
+        else as they are."""
+        if pack:
+            self._pending.extend(keys)
+            if len(self._pending) >= _BULK:
+                self._flush()
+            return
+        if self._pending:
+            self._flush()
+        self._add_loose(keys)
+
+    def _add_loose(self, keys: Sequence[str]) -> None:
+        self._items.extend(keys)
+        self._loose += len(keys)
+        if self._width:
+            self._packed += bytes(self._width * len(keys))
+
+    def _flush(self) -> None:
+        """Pack the keys given to pack, when they are all ASCII of the one width; else keep them loose."""
+        keys, self._pending = self._pending, []
+        if keys and self._can_pack(keys[0]):
             text = "".join(keys)
             if len(text) == self._width * len(keys) and text.isascii() and min(map(len, keys)) == self._width:
                 self._items.extend(repeat(_PACKED, len(keys)))
                 self._packed += text.encode("ascii")
                 return
-        self._items.extend(keys)
-        self._loose += len(keys)
-        if self._width:
-            self._packed += bytes(self._width * len(keys))
+        self._add_loose(keys)
 
     def _can_pack(self, key: str) -> bool:
         if not self._width:
@@ -66,6 +86,8 @@ class KeyList(Sequence):
 
     def packed(self) -> tuple[int, bytearray] | None:
         """(the width, the buffer) when every key is packed; None otherwise."""
+        if self._pending:
+            self._flush()
         if not self._width or len(self._packed) != self._width * len(self._items) or self._loose:
             return None
         return self._width, self._packed
@@ -75,9 +97,11 @@ class KeyList(Sequence):
         return self._none > 0
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) + len(self._pending)
 
     def __getitem__(self, i: Any) -> Any:
+        if self._pending:
+            self._flush()
         if isinstance(i, slice):
             start, stop, step = i.indices(len(self))
             if step == 1:
@@ -92,6 +116,8 @@ class KeyList(Sequence):
         return self._packed[i * w:(i + 1) * w].decode("ascii")
 
     def __iter__(self) -> Iterator[Any]:
+        if self._pending:
+            self._flush()
         return self._range(0, len(self._items))
 
     def _range(self, start: int, stop: int) -> Iterator[Any]:

@@ -275,7 +275,7 @@ class OutputStore:
     # -- the plan
     def expect(self, plan_keys: Sequence[str]) -> None:
         """Say this run's plan (its keys all distinct, in order): a record appended with its plan
-        position (``append(records, at=...)``) is then held as 8 bytes in an array aligned with
+        position (``append(records, at_positions)``) is then held as 8 bytes in an array aligned with
         the plan, not as a dict entry (see :mod:`.key_locations`); every question is answered as
         before."""
         self._loc.bind(plan_keys)
@@ -543,7 +543,7 @@ class OutputStore:
             return self.pinned(self._planned(plan_keys)[0])
         sources, positions = self._planned(plan_keys)
         planned = plan_keys if positions is None else [plan_keys[p] for p in positions]
-        kept = self._kept_elsewhere(planned, sources)
+        kept = self._kept_elsewhere(planned, sources, distinct=plan_keys is self._loc.plan)
         kept_at: dict[str, int] = {}  # where the kept records' keys are in the new file
         planned_at = array("q")  # and the planned ones', in plan order
         lines_written = [0]
@@ -602,14 +602,15 @@ class OutputStore:
         positions = array("q", [p for p, w in enumerate(sources) if w])
         return array("q", [w for w in sources if w]), positions
 
-    def _kept_elsewhere(self, planned: Sequence[str], sources: Sequence[int]) -> dict[str, tuple[int, str | None]]:
+    def _kept_elsewhere(self, planned: Sequence[str], sources: Sequence[int],
+                        distinct: bool = False) -> dict[str, tuple[int, str | None]]:
         """The records a finalize keeps beside the planned ones (``planned`` keys, their newest
         records at ``sources``): for each identity no planned record has (an interrupted run's
         records of other items, other runs' records), its newest line and key. Found without reading
         a record when every line's key is planned (a first run, a rerun of the same plan): then
-        there are none."""
-        distinct = len(planned) if planned is self._loc.plan else len(set(planned))
-        if not self._keyless and len(self._loc) == distinct:  # (every key held is a line's, and planned)
+        there are none. ``distinct``: the planned keys are known to be all different."""
+        n_planned = len(planned) if distinct else len(set(planned))
+        if not self._keyless and len(self._loc) == n_planned:  # (every key held is a line's, and planned)
             return {}
         touched = {self.identity(r) for r in self.records_at(sources)}
         where_of = self._loc.where
