@@ -1,11 +1,11 @@
 """A plan's record keys, held in little memory.
 
 A key is a short fingerprint (24 hex characters); as a Python string it takes ~80 bytes, a million
-of them 80 MB, the largest part of a million-pair plan. :class:`KeyList` keeps the keys of work to
-do packed, one fixed width of ASCII bytes each in one buffer (24 bytes a key), and makes the string
-when a key is read. Keys given as already made strings (work already done, whose strings exist
-anyway), keys of another width or not ASCII, and None (a place without a key of its own) are kept
-as they are.
+of them 80 MB, the largest part of a million-pair plan. :class:`KeyList` keeps a plan's keys
+packed, one fixed width of ASCII bytes each in one buffer (24 bytes a key), and makes the string
+when a key is read: a key of work to do as it is given, keys of work already done many at a time
+(a plan gives a query's ten at once). Keys of another width or not ASCII, keys given not to be
+packed, and None (a place without a key of its own) are kept as they are.
 """
 
 from __future__ import annotations
