@@ -970,7 +970,9 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
         store.expect(plan_keys)
     todo = pending_positions(items, done, store.done_flags)  # positions: an item is made when sent, let go after
     total = len(plan_keys)
-    bar = progress_bar(total, total - sum(len(record_keys_at(items, i)) for i in todo), stage.name, quiet)
+    left = len(todo) if isinstance(items, Items) and items.one_record_each \
+        else sum(len(record_keys_at(items, i)) for i in todo)  # (one key an item: no item read for it)
+    bar = progress_bar(total, total - left, stage.name, quiet)
     shared = SharedCalls(items[i] for i in todo)
     queue = iter(todo)
     early: list[LLMError] = []

@@ -207,7 +207,10 @@ class KeyLocations:
         return array("q", [self.get(k) or 0 for k in keys])
 
     def keys(self) -> list[str]:
-        return list(self.where) + self._plan_keys_held()
+        held = list(self.where)
+        if self._count:
+            held.extend(k for k, w in zip(self._plan, self._at) if w)  # type: ignore[arg-type]
+        return held
 
     def items(self) -> Iterator[tuple[str, int]]:
         yield from self.where.items()
@@ -221,8 +224,3 @@ class KeyLocations:
         if self._count:
             out.extend(w for w in self._at if w)
         return out
-
-    def _plan_keys_held(self) -> list[str]:
-        if not self._count:
-            return []
-        return [k for k, w in zip(self._plan, self._at) if w]  # type: ignore[arg-type]

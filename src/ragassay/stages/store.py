@@ -298,11 +298,6 @@ class OutputStore:
     def failed(self, key: str) -> bool:
         return key in self._loc.failed
 
-    def failed_among(self, keys: Sequence[str]) -> list[str]:
-        """Those of ``keys`` whose newest record is not ok, in their order."""
-        failed = self._loc.failed
-        return [k for k in keys if k in failed] if failed else []
-
     def held_locations(self, keys: Sequence[str]) -> array:
         """Where the newest record of each of ``keys`` that is held lies, in their order."""
         return self._planned(keys)[0]
