@@ -1,27 +1,69 @@
 """Outputs never destroy inputs: every command's file arguments are checked before it runs.
 
-Which arguments a command writes is declared once here (by their ``dest``), so a new command
-cannot forget: every other argument naming an existing file is an input. An output that is an
-input, or another output, is a usage error naming both, whether the two paths are spelt alike,
-reach one file through a symlink, or are hard links to it. Every output file is then locked for
-the whole command (see :class:`ragassay.stages.engine.OutputLock`).
+Which arguments name files is **declared** where each argument is defined, never guessed from its
+value: :func:`reads` (a file the command reads; the answer cache too), :func:`writes` (a file it
+writes), :func:`folder` (a directory, checked by the command itself), :func:`module` (a
+``path/to/file.py:function``) and :func:`text` (a value that is not a path: a metric list, a
+label, a name of any length). The guard below looks at declared files only: no other value is
+ever opened or stat'ed (a 300-character metric list is text, not a file name that is "too long").
+``tests/test_declared_args.py`` fails on any argument taking a value that declares nothing.
+
+An output that is an input, or another output, is a usage error naming both, whether the two
+paths are spelt alike, reach one file through a symlink, or are hard links to it. Every output file
+is then locked for the whole command (see :class:`ragassay.stages.engine.OutputLock`).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import UsageError
 
-# the dests of arguments a command writes (files); the demo's --out and generate's --export are
-# directories, checked by the command itself
-OUTPUT_DESTS = ("output", "qrels_out", "coverage_out", "rejects", "export_requests", "db")
-READ_ONLY_DB = ("history", "gate")  # commands whose --db is only read
+ROLES = ("input", "output", "folder", "module", "text")
+ROLE_ATTRIBUTE = "ragassay_role"
+_A = TypeVar("_A", bound=argparse.Action)
+
+
+def _declare(action: _A, role: str) -> _A:
+    setattr(action, ROLE_ATTRIBUTE, role)
+    return action
+
+
+def reads(action: _A) -> _A:
+    """Declare ``action`` a file the command reads ('-' is standard input)."""
+    return _declare(action, "input")
+
+
+def writes(action: _A) -> _A:
+    """Declare ``action`` a file the command writes: checked against every input, its folder made, locked."""
+    return _declare(action, "output")
+
+
+def folder(action: _A) -> _A:
+    """Declare ``action`` a directory (read or written); the command checks it itself."""
+    return _declare(action, "folder")
+
+
+def module(action: _A) -> _A:
+    """Declare ``action`` a ``module:function`` whose part before the colon may be a ``.py`` file read."""
+    return _declare(action, "module")
+
+
+def text(action: _A) -> _A:
+    """Declare ``action`` a value that is not a path, whatever it looks like."""
+    return _declare(action, "text")
+
+
+def role_of(action: argparse.Action) -> str | None:
+    """The declared role of an argument, or None when it declares none."""
+    return getattr(action, ROLE_ATTRIBUTE, None)
 
 
 @dataclass(frozen=True)
@@ -61,24 +103,34 @@ def _values(value: object) -> Iterator[str]:
 
 
 def file_args(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str) -> tuple[list[FileArg], list[FileArg]]:
-    """(inputs, outputs) of one parsed command: outputs by declaration, inputs every other
-    argument that names an existing file."""
+    """(inputs, outputs) of one parsed command, from the declarations alone: an input is a
+    declared input (or a module's ``.py`` file) that exists; an output is a declared output."""
     inputs, outputs = [], []
     for action in parser._actions:
+        role = role_of(action)
         value = getattr(args, action.dest, None)
-        if value is None or action.dest in ("help", "handler", "command"):
+        if role not in ("input", "output", "module") or value is None:
             continue
-        is_output = action.dest in OUTPUT_DESTS and not (action.dest == "db" and command in READ_ONLY_DB)
-        for text in _values(value):
-            if not text or text == "-":
+        for text_ in _values(value):
+            if not text_ or text_ == "-":
                 continue
-            text = text.split(":", 1)[0] if action.dest == "retriever" else text  # MODULE.py:FUNCTION
-            path = Path(text)
-            if is_output:
-                outputs.append(FileArg(_flag(action), path, text))
-            elif path.is_file():
-                inputs.append(FileArg(_flag(action), path, text))
+            if role == "module":
+                text_ = text_.split(":", 1)[0]
+                if not text_.endswith(".py"):
+                    continue  # package.module:function names no file
+            path = Path(text_)
+            if role == "output":
+                outputs.append(FileArg(_flag(action), path, text_))
+            elif _is_file(path):
+                inputs.append(FileArg(_flag(action), path, text_))
     return inputs, outputs
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a declared input whose name the system refuses: its reader says so
+        return False
 
 
 def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str) -> list[FileArg]:
@@ -86,6 +138,12 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace, com
     return its outputs."""
     inputs, outputs = file_args(parser, args, command)
     for out in outputs:
+        try:
+            os.stat(out.path)
+        except OSError as e:
+            if e.errno not in (errno.ENOENT, errno.ENOTDIR):  # too long a name, a loop, no permission
+                raise UsageError(f"{out.flag} {out.text[:80]}{'...' if len(out.text) > 80 else ''}: cannot be "
+                                 f"written ({e.strerror})") from None
         if out.path.is_dir() or out.text.endswith(("/", os.sep)):
             raise UsageError(f"{out.flag} {out.text} is a directory: give the path of a file to write")
     for i, out in enumerate(outputs):
