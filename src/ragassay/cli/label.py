@@ -25,24 +25,24 @@ def label(sub: Any) -> None:
         epilog="Example: ragassay label pairs --queries datasets/example/queries.jsonl --chunks "
                "datasets/example/chunks.jsonl --run datasets/example/runs/bm25.txt --sample 30 -o human.qrels")
     p.add_argument("task", choices=("pairs", "answers"), help="what to label")
-    reads(reads(p.add_argument("answers", nargs="?", metavar="ANSWERS", help="answers: the answers JSONL (as check reads it)")))
-    writes(writes(p.add_argument("-o", "--output", required=True, metavar="FILE",
-                   help="pairs: TREC qrels; answers: JSONL id/label lines (labels append to FILE.events.jsonl)")))
-    reads(reads(p.add_argument("--queries", metavar="FILE", help="pairs: the queries (JSONL or TSV)")))
-    reads(reads(p.add_argument("--chunks", metavar="FILE", help="pairs: the chunks (JSONL); answers: chunk texts for context_ids")))
-    reads(reads(p.add_argument("--run", metavar="RUN", help="pairs: label the top --depth of this run (no model grades)")))
-    reads(reads(p.add_argument("--judgments", metavar="FILE", help="pairs: label pairs judge graded (its judgments JSONL): "
-                   "sampled by the model's grade, and compared with it")))
-    reads(reads(p.add_argument("--checks", metavar="FILE", help="answers: check's records, for the model's labels")))
+    reads(p.add_argument("answers", nargs="?", metavar="ANSWERS", help="answers: the answers JSONL (as check reads it)"))
+    writes(p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="pairs: TREC qrels; answers: JSONL id/label lines (labels append to FILE.events.jsonl)"))
+    reads(p.add_argument("--queries", metavar="FILE", help="pairs: the queries (JSONL or TSV)"))
+    reads(p.add_argument("--chunks", metavar="FILE", help="pairs: the chunks (JSONL); answers: chunk texts for context_ids"))
+    reads(p.add_argument("--run", metavar="RUN", help="pairs: label the top --depth of this run (no model grades)"))
+    reads(p.add_argument("--judgments", metavar="FILE", help="pairs: label pairs judge graded (its judgments JSONL): "
+                   "sampled by the model's grade, and compared with it"))
+    reads(p.add_argument("--checks", metavar="FILE", help="answers: check's records, for the model's labels"))
     p.add_argument("--depth", type=positive_int, default=10, help="pairs with --run: the top K of each query (default 10)")
     p.add_argument("--sample", type=positive_int, metavar="N", help="label N items, drawn evenly over the model's "
                    "grades (or ranks) and spread over queries (default: all)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="the sample's seed (default 0): the same seed, the same items")
-    text(text(p.add_argument("--assessor", metavar="NAME", help="who labels (default: your login name); one person per output")))
-    reads(reads(p.add_argument("--from", dest="prior", metavar="FILE", help="labels made before (qrels or id/label JSONL): "
-                   "kept in the output and not asked again")))
-    reads(reads(p.add_argument("--with", dest="others", action="append", default=[], metavar="FILE",
-                   help="another person's labels of the same items: the page shows how you agree (repeat)")))
+    text(p.add_argument("--assessor", metavar="NAME", help="who labels (default: your login name); one person per output"))
+    reads(p.add_argument("--from", dest="prior", metavar="FILE", help="labels made before (qrels or id/label JSONL): "
+                   "kept in the output and not asked again"))
+    reads(p.add_argument("--with", dest="others", action="append", default=[], metavar="FILE",
+                   help="another person's labels of the same items: the page shows how you agree (repeat)"))
     p.add_argument("--target-width", type=positive_float, default=0.1, metavar="W",
                    help="the width of kappa's 95%% interval to aim for (default 0.1)")
     p.add_argument("--show-model", action="store_true", help="show the model's labels before you label (to review)")

@@ -71,17 +71,17 @@ def judge(sub: Any) -> None:
         epilog="Example: ragassay judge --queries datasets/example/queries.jsonl --chunks "
                "datasets/example/chunks.jsonl --run datasets/example/runs/bm25.txt --depth 5 "
                "-o judgments.jsonl --qrels-out judged.qrels --model gpt-4o-mini")
-    reads(reads(p.add_argument("--queries", required=True, metavar="FILE",
-                   help="queries ({id, text} lines, or questions.jsonl from generate: its answers inform coverage)")))
-    reads(reads(p.add_argument("--chunks", required=True, metavar="FILE", help="the chunks the run retrieved (JSONL)")))
-    reads(reads(p.add_argument("--run", required=True, metavar="RUN", help="the run to judge (TREC or JSONL)")))
+    reads(p.add_argument("--queries", required=True, metavar="FILE",
+                   help="queries ({id, text} lines, or questions.jsonl from generate: its answers inform coverage)"))
+    reads(p.add_argument("--chunks", required=True, metavar="FILE", help="the chunks the run retrieved (JSONL)"))
+    reads(p.add_argument("--run", required=True, metavar="RUN", help="the run to judge (TREC or JSONL)"))
     p.add_argument("--depth", type=positive_int, default=10, help="judge the top K chunks of each query (default 10)")
-    writes(writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="judgments JSONL: one record per pair, written at the end; a killed or failed run resumes "
-                   "from FILE.journal and asks only what is missing")))
-    writes(writes(p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels of every pair the judgments file holds (runs judged into "
-                   "it earlier too), with --keep labels included")))
-    writes(writes(p.add_argument("--coverage-out", metavar="FILE", help="write per-query coverage JSONL")))
-    reads(reads(p.add_argument("--keep", metavar="QRELS", help="labels made by people: kept as they are, never judged again")))
+    writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="judgments JSONL: one record per pair, written at the end; a killed or failed run resumes "
+                   "from FILE.journal and asks only what is missing"))
+    writes(p.add_argument("--qrels-out", metavar="FILE", help="write graded TREC qrels of every pair the judgments file holds (runs judged into "
+                   "it earlier too), with --keep labels included"))
+    writes(p.add_argument("--coverage-out", metavar="FILE", help="write per-query coverage JSONL"))
+    reads(p.add_argument("--keep", metavar="QRELS", help="labels made by people: kept as they are, never judged again"))
     p.add_argument("--samples", type=positive_int, default=1, help="ask N times per pair (sample i sends seed "
                    "--seed + i) and take the median grade (default 1)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="first seed of the samples (default 0)")
@@ -133,18 +133,18 @@ def check(sub: Any) -> None:
                     "and the rest are error records that a rerun with an endpoint fills in.",
         epilog="Example: ragassay check datasets/example/answers.jsonl --chunks datasets/example/chunks.jsonl "
                "--run datasets/example/runs/bm25.txt --qrels datasets/example/qrels.txt -o checks.jsonl --model gpt-4o-mini")
-    reads(reads(p.add_argument("answers", metavar="ANSWERS", help="JSONL: id, question, reference (string or list), "
-                   "response, and contexts or context_ids")))
-    writes(writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="checks JSONL: one record per answer, written at the end; a rerun asks only what is missing")))
-    reads(reads(p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids")))
-    reads(reads(p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)")))
-    reads(reads(p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)")))
+    reads(p.add_argument("answers", metavar="ANSWERS", help="JSONL: id, question, reference (string or list), "
+                   "response, and contexts or context_ids"))
+    writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="checks JSONL: one record per answer, written at the end; a rerun asks only what is missing"))
+    reads(p.add_argument("--chunks", metavar="FILE", help="chunks JSONL, to resolve context_ids"))
+    reads(p.add_argument("--run", metavar="RUN", help="the run behind the answers (with --qrels: diagnosis)"))
+    reads(p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)"))
     p.add_argument("-k", "--depth", type=positive_int, default=10, metavar="K",
                    help="retrieval depth for the diagnosis's recall@k (default 10; --depth as in judge)")
     p.add_argument("--retrieval-threshold", type=share, default=0.5,
                    help="recall@k at or above this is good retrieval (default 0.5)")
-    reads(reads(p.add_argument("--human", metavar="FILE", help="people's labels for some answers (JSONL id, label)")))
-    text(text(p.add_argument("--by", action="append", metavar="FIELD", help="break rates down by an answer field (repeatable)")))
+    reads(p.add_argument("--human", metavar="FILE", help="people's labels for some answers (JSONL id, label)"))
+    text(p.add_argument("--by", action="append", metavar="FIELD", help="break rates down by an answer field (repeatable)"))
     p.add_argument("--samples", type=positive_int, default=1, help="ask N times, each a distinct request with its own seed, "
                    "and take the majority (ties go to the more severe label; default 1)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="with --samples N, sample i sends seed + i (default 0)")
@@ -229,27 +229,27 @@ def generate(sub: Any) -> None:
                     "chunk suffices). Failed questions go to --rejects with the reason, never into the set.",
         epilog="Example: ragassay generate datasets/example/chunks.jsonl -o questions.jsonl --limit 20 "
                "--qrels-out questions.qrels --rejects rejects.jsonl --model gpt-4o-mini")
-    reads(reads(p.add_argument("chunks", metavar="CHUNKS", help="chunks JSONL (id, text; BEIR corpus lines work too)")))
-    writes(writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="questions JSONL")))
+    reads(p.add_argument("chunks", metavar="CHUNKS", help="chunks JSONL (id, text; BEIR corpus lines work too)"))
+    writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="questions JSONL"))
     p.add_argument("--per-chunk", type=positive_float, default=1.0, metavar="N",
                    help="questions wanted per usable chunk when --limit is not given (default 1)")
-    text(text(p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
-                   "easy=0.4,medium=0.4,hard=0.2)")))
+    text(p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
+                   "easy=0.4,medium=0.4,hard=0.2)"))
     p.add_argument("--limit", type=positive_int, metavar="N", help="number of questions wanted in all (new ones, with --append)")
     p.add_argument("--append", action="store_true", help="grow the set in -o: keep its questions, add new ones "
                    "that duplicate none of them, drawn from chunks it does not use yet")
-    text(text(p.add_argument("--styles", default="question=0.4,keywords=0.25,lowercase=0.15,task=0.2",
+    text(p.add_argument("--styles", default="question=0.4,keywords=0.25,lowercase=0.15,task=0.2",
                    help="share of each style users type: question (a full sentence), keywords, lowercase (quick, "
-                        "with a typo), task ('how do i ...'); default question=0.4,keywords=0.25,lowercase=0.15,task=0.2")))
+                        "with a typo), task ('how do i ...'); default question=0.4,keywords=0.25,lowercase=0.15,task=0.2"))
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed for chunk selection and grouping (default 0)")
-    writes(writes(p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels of the gold chunks, graded by role: 3 for a chunk that states the answer, 2 for one "
-                   "that supports a hop (as in the records' grades)")))
-    writes(writes(p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons")))
-    folder(folder(p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FORMAT", "DIR"),
+    writes(p.add_argument("--qrels-out", metavar="FILE", help="TREC qrels of the gold chunks, graded by role: 3 for a chunk that states the answer, 2 for one "
+                   "that supports a hop (as in the records' grades)"))
+    writes(p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons"))
+    folder(p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FORMAT", "DIR"),
                    help="also write the set into DIR for another tool, named after what loads it: beir, "
                         "llamaindex-embedding-qa (llama_index.finetuning.EmbeddingQAFinetuneDataset), "
                         "ragas-evaluation-dataset (ragas.EvaluationDataset), ragas-testset (ragas's Testset), "
-                        "deepeval-goldens (deepeval's EvaluationDataset goldens); repeat for several")))
+                        "deepeval-goldens (deepeval's EvaluationDataset goldens); repeat for several"))
     p.add_argument("--max-per-doc", type=positive_int, metavar="N", help="draw at most N candidates from one document "
                    "before the others run out (default: a quarter of the set); documents are drawn in proportion "
                    "to their size")
@@ -290,9 +290,9 @@ def remap(sub: Any) -> None:
                     "write qrels for the new chunk ids. Questions whose evidence cannot be placed are "
                     "listed, not dropped silently.",
         epilog="Example: ragassay remap questions.jsonl new_chunks.jsonl -o new.qrels")
-    reads(reads(p.add_argument("questions", metavar="QUESTIONS", help="questions.jsonl from generate")))
-    reads(reads(p.add_argument("new_chunks", metavar="NEW_CHUNKS", help="the re-chunked corpus (JSONL)")))
-    writes(writes(p.add_argument("-o", "--output", required=True, metavar="QRELS", help="TREC qrels for the new chunk ids")))
+    reads(p.add_argument("questions", metavar="QUESTIONS", help="questions.jsonl from generate"))
+    reads(p.add_argument("new_chunks", metavar="NEW_CHUNKS", help="the re-chunked corpus (JSONL)"))
+    writes(p.add_argument("-o", "--output", required=True, metavar="QRELS", help="TREC qrels for the new chunk ids"))
     p.add_argument("--threshold", type=percent, default=90.0, help="fuzzy match score needed, 0-100 (default 90)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_remap)

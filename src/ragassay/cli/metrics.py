@@ -45,8 +45,8 @@ def evaluate(sub: Any) -> None:
                     "a run query without qrels is ignored.",
         epilog=EPILOG_METRICS + " Example: ragassay evaluate datasets/example/qrels.txt "
                "datasets/example/runs/bm25.txt -m ndcg@10 -m p@5 --per-query")
-    reads(reads(p.add_argument("qrels", metavar="QRELS", help="relevance judgments (TREC, JSONL or BEIR TSV)")))
-    reads(reads(p.add_argument("run", metavar="RUN", help="the run to score (TREC, JSONL or TSV)")))
+    reads(p.add_argument("qrels", metavar="QRELS", help="relevance judgments (TREC, JSONL or BEIR TSV)"))
+    reads(p.add_argument("run", metavar="RUN", help="the run to score (TREC, JSONL or TSV)"))
     add_metric_options(p, "default: p@5 p@10 recall@10 recall@100 f1@10 hit_rate@10 mrr mrr@10 ndcg@10 map")
     p.add_argument("--missing", choices=("skip", "zero"), default="skip",
                    help="qrels queries absent from the run: skip them (default, as trec_eval) or "
@@ -91,8 +91,8 @@ def compare(sub: Any) -> None:
                     "so all runs are compared on the same queries.",
         epilog=EPILOG_METRICS + " Example: ragassay compare datasets/example/qrels.txt "
                "datasets/example/runs/bm25.txt datasets/example/runs/tfidf.txt -m ndcg@10")
-    reads(reads(p.add_argument("qrels", metavar="QRELS", help="relevance judgments")))
-    reads(reads(p.add_argument("runs", metavar="RUN", nargs="+", help="two or more runs; the first is the baseline")))
+    reads(p.add_argument("qrels", metavar="QRELS", help="relevance judgments"))
+    reads(p.add_argument("runs", metavar="RUN", nargs="+", help="two or more runs; the first is the baseline"))
     add_metric_options(p, "default: the same set as evaluate")
     p.add_argument("--missing", choices=("skip", "zero"), default="zero",
                    help="qrels queries a run did not answer: score 0 (default) or use only the "
@@ -146,11 +146,11 @@ def agree(sub: Any) -> None:
                     "runs by --metric under each qrels.",
         epilog="Example: ragassay agree datasets/example/qrels.txt datasets/example/qrels_second_assessor.txt "
                "--runs datasets/example/runs/bm25.txt datasets/example/runs/tfidf.txt")
-    reads(reads(p.add_argument("reference", metavar="REFERENCE_QRELS", help="the labels you trust (e.g. human)")))
-    reads(reads(p.add_argument("candidate", metavar="CANDIDATE_QRELS", help="the labels to check (e.g. an LLM judge)")))
-    reads(reads(p.add_argument("--runs", "--run", dest="runs", nargs="+", action="extend", metavar="RUN",
-                   help="runs to rank under both qrels (--run A --run B, as in report, works too)")))
-    text(text(p.add_argument("-m", "--metric", default="ndcg@10", help="metric that ranks the runs (default ndcg@10)")))
+    reads(p.add_argument("reference", metavar="REFERENCE_QRELS", help="the labels you trust (e.g. human)"))
+    reads(p.add_argument("candidate", metavar="CANDIDATE_QRELS", help="the labels to check (e.g. an LLM judge)"))
+    reads(p.add_argument("--runs", "--run", dest="runs", nargs="+", action="extend", metavar="RUN",
+                   help="runs to rank under both qrels (--run A --run B, as in report, works too)"))
+    text(p.add_argument("-m", "--metric", default="ndcg@10", help="metric that ranks the runs (default ndcg@10)"))
     p.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto",
                    help="format of both qrels files (default: detected)")
     add_format_option(p, ("table", "markdown", "json"))
@@ -165,10 +165,22 @@ def run_agree(args: argparse.Namespace) -> str | tuple[str, int]:
     ref = read_qrels(args.reference, format=args.qrels_format)
     cand = read_qrels(args.candidate, format=args.qrels_format)
     ag = agree(ref, cand, [read_run(r) for r in args.runs or ()] or None, metric=args.metric)
+    from ..data.joins import Join
+    Join.of("query ids", "the reference", ref.queries, "the candidate", cand.queries, args.reference,
+            args.candidate).warn(quiet=args.format == "json" and args.quiet)
     return render(args, ag.to_dict, lambda: _agree_text(ag, args.format))
 
 
 def _agree_text(ag: Any, fmt: str) -> str:
+    ref, cand = ag.names
+    ref_n = ag.pairs + ag.only_reference
+    cand_n = ag.pairs + ag.only_candidate
+    who = (f"reference: {ref} ({ag.origins['reference']['kind']}), {ref_n} labels; candidate: {cand} "
+           f"({ag.origins['candidate']['kind']}), {cand_n} labels; {ag.pairs} pairs labelled by both")
+    if ag.same_origin:
+        return (f"{who}.\nBoth files were labelled by {ref}: comparing them measures no agreement between two "
+                "labellers (it would show kappa 1 or near it). Compare labels made by people with the model's, or "
+                "two different models or prompts.")
     stats = [["pairs judged by both", ag.pairs], ["judged only in reference", ag.only_reference],
              ["judged only in candidate", ag.only_candidate], ["exact agreement", ag.exact_agreement],
              ["Cohen's kappa", ag.kappa], ["kappa, linear weights", ag.kappa_linear],
@@ -189,7 +201,7 @@ def _agree_text(ag: Any, fmt: str) -> str:
     out.append("nan: undefined (e.g. both sides used a single label for every pair)" if any(
         v != v for v in [ag.kappa, ag.kappa_linear, ag.kappa_quadratic, ag.krippendorff_alpha_ordinal,
                          *ag.kappa_binary.values()]) else "")
-    return "\n\n".join(o for o in out if o)
+    return who + "\n\n" + "\n\n".join(o for o in out if o)
 
 
 def _num(v: float) -> str:
@@ -207,13 +219,13 @@ def retrieve(sub: Any) -> None:
                     "(RUN.latency.json).",
         epilog="Example: ragassay retrieve --retriever datasets/example/retrievers.py:bm25 "
                "--queries datasets/example/queries.jsonl -k 10 -o my_run.txt")
-    module(module(p.add_argument("--retriever", required=True, metavar="MODULE:FUNCTION",
-                   help="package.module:function or path/to/file.py:function")))
-    reads(reads(p.add_argument("--queries", required=True, metavar="FILE",
-                   help="queries: JSONL (id + question/query/text) or TSV (id<TAB>text)")))
+    module(p.add_argument("--retriever", required=True, metavar="MODULE:FUNCTION",
+                   help="package.module:function or path/to/file.py:function"))
+    reads(p.add_argument("--queries", required=True, metavar="FILE",
+                   help="queries: JSONL (id + question/query/text) or TSV (id<TAB>text)"))
     p.add_argument("-k", type=positive_int, default=100, help="results kept per query (default 100)")
-    writes(writes(p.add_argument("-o", "--output", required=True, metavar="RUN", help="where to write the TREC run")))
-    text(text(p.add_argument("--name", help="run tag (default: the function's name)")))
+    writes(p.add_argument("-o", "--output", required=True, metavar="RUN", help="where to write the TREC run"))
+    text(p.add_argument("--name", help="run tag (default: the function's name)"))
     p.add_argument("--quiet", action="store_true", help="no progress bar (default: one on a terminal)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_retrieve)

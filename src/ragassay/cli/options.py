@@ -22,8 +22,8 @@ FILE_FORMATS = ("auto", "trec", "trec3", "jsonl", "beir")  # --qrels-format / --
 
 
 def add_metric_options(p: argparse.ArgumentParser, default_note: str) -> None:
-    text(text(p.add_argument("-m", "--metric", dest="metrics", action="append", metavar="METRIC",
-                   help=f"metric to compute; repeat or comma-separate for several ({default_note})")))
+    text(p.add_argument("-m", "--metric", dest="metrics", action="append", metavar="METRIC",
+                   help=f"metric to compute; repeat or comma-separate for several ({default_note})"))
     p.add_argument("--relevance-level", type=integer, default=1, metavar="N",
                    help="minimum grade that counts as relevant for binary metrics (default 1; as in "
                         "trec_eval it does not change NDCG gains)")
@@ -45,17 +45,17 @@ def add_format_option(p: argparse.ArgumentParser, choices: Sequence[str] = TABLE
 def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
     """The same LLM flags for every command that calls a model."""
     g = p.add_argument_group("LLM endpoint")
-    text(text(g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)")))
-    text(text(g.add_argument("--model", action="append", help="model name (default: $RAGASSAY_MODEL); "
-                   "judge takes several for a jury")))
+    text(g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)"))
+    text(g.add_argument("--model", action="append", help="model name (default: $RAGASSAY_MODEL); "
+                   "judge takes several for a jury"))
     g.add_argument("--timeout", type=positive_float, help="seconds per HTTP request (default 60)")
     if not stage:
         return
     g.add_argument("--concurrency", type=positive_int, help="calls in flight at once (default 8)")
     g.add_argument("--rpm", type=positive_float, help="requests per minute budget (default: none)")
     g.add_argument("--tpm", type=positive_float, help="tokens per minute budget (default: none)")
-    reads(reads(g.add_argument("--cache", type=Path, metavar="PATH",
-                   help="answer cache (default: $XDG_CACHE_HOME/ragassay/llm-cache.sqlite)")))
+    reads(g.add_argument("--cache", type=Path, metavar="PATH",
+                   help="answer cache (default: $XDG_CACHE_HOME/ragassay/llm-cache.sqlite)"))
     g.add_argument("--no-cache", action="store_true", help="neither read nor write the answer cache")
     g.add_argument("--price-in", type=nonneg_float, metavar="USD", help="price per million input tokens (overrides the table)")
     g.add_argument("--price-out", type=nonneg_float, metavar="USD", help="price per million output tokens")
@@ -82,20 +82,20 @@ def llm_config(args: argparse.Namespace):
 def add_batch_options(p: argparse.ArgumentParser, shard: bool = True) -> None:
     """Batch engines and several machines: the same flags on every LLM stage."""
     g = p.add_argument_group("batch engines and shards")
-    writes(writes(g.add_argument("--export-requests", metavar="FILE",
+    writes(g.add_argument("--export-requests", metavar="FILE",
                    help="call nothing: write the calls still to be answered as Batch API request lines (the "
                         "OpenAI Batch API, vLLM's run_batch); split into FILE, NAME.2.jsonl, ... past 50,000 lines "
-                        "or 190 MB. Items waiting for answers write no record")))
-    reads(reads(g.add_argument("--import-results", metavar="FILE", action="append", default=[],
-                   help="answers from a batch output (or error) file, used before calling; repeat for several")))
+                        "or 190 MB. Items waiting for answers write no record"))
+    reads(g.add_argument("--import-results", metavar="FILE", action="append", default=[],
+                   help="answers from a batch output (or error) file, used before calling; repeat for several"))
     g.add_argument("--backend", choices=("live", "batch"), default="live",
                    help="live (default): chat requests as the run goes; batch: the OpenAI Batch API (half the "
                         "price, up to 24 h), round by round, resumable: batch ids are kept in OUTPUT.batches.json")
-    g.add_argument("--poll-seconds", type=nonneg_float, default=30.0, metavar="S",
+    g.add_argument("--poll-seconds", type=positive_float, default=30.0, metavar="S",
                    help="with --backend batch: seconds between status checks (default 30)")
     if shard:
-        text(text(g.add_argument("--shard", metavar="I/N", help="only this slice of the work (by a hash of the query or "
-                       "answer id), e.g. 1/4 on the first of four machines; combine outputs with 'ragassay merge'")))
+        text(g.add_argument("--shard", metavar="I/N", help="only this slice of the work (by a hash of the query or "
+                       "answer id), e.g. 1/4 on the first of four machines; combine outputs with 'ragassay merge'"))
 
 
 def api_arguments(args: argparse.Namespace, function: Callable[..., Any]) -> dict[str, Any]:

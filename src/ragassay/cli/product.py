@@ -25,10 +25,10 @@ def demo(sub: Any) -> None:
                     "endpoint configured it also generates questions, judges the retrieved chunks and "
                     "compares the judge with the hand labels; without one it says which stages it skipped.",
         epilog="Example: ragassay demo --out ragassay-demo")
-    folder(folder(p.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR",
-                   help="output directory (default ragassay-demo)")))
-    folder(folder(p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)")))
-    folder(folder(p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit")))
+    folder(p.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR",
+                   help="output directory (default ragassay-demo)"))
+    folder(p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)"))
+    folder(p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit"))
     add_llm_options(p, stage=False)
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_demo_cmd)
@@ -83,19 +83,19 @@ def report(sub: Any) -> None:
         epilog="Example: ragassay report --qrels datasets/example/qrels.txt --run datasets/example/runs/bm25.txt "
                "--run datasets/example/runs/tfidf.txt --queries datasets/example/queries.jsonl "
                "--chunks datasets/example/chunks.jsonl -o report.html")
-    reads(reads(p.add_argument("files", nargs="*", metavar="RESULT", help="result files (JSON or JSONL), detected from content")))
-    reads(reads(p.add_argument("--qrels", metavar="QRELS", help="qrels (people's grades): curves, per-query metrics, gold chunks")))
-    reads(reads(p.add_argument("--run", action="append", default=[], metavar="RUN", help="a run to show (repeat for several)")))
-    reads(reads(p.add_argument("--chunks", metavar="FILE", help="chunks JSONL: chunk texts on each query's page")))
-    reads(reads(p.add_argument("--queries", metavar="FILE", help="queries (JSONL or TSV): the question on each query's page")))
-    reads(reads(p.add_argument("--answers", metavar="FILE", help="the answers that were checked: reference and system answer")))
-    reads(reads(p.add_argument("--human", metavar="FILE", help="people's answer labels (JSONL: id, label)")))
-    writes(writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report")))
+    reads(p.add_argument("files", nargs="*", metavar="RESULT", help="result files (JSON or JSONL), detected from content"))
+    reads(p.add_argument("--qrels", metavar="QRELS", help="qrels (people's grades): curves, per-query metrics, gold chunks"))
+    reads(p.add_argument("--run", action="append", default=[], metavar="RUN", help="a run to show (repeat for several)"))
+    reads(p.add_argument("--chunks", metavar="FILE", help="chunks JSONL: chunk texts on each query's page"))
+    reads(p.add_argument("--queries", metavar="FILE", help="queries (JSONL or TSV): the question on each query's page"))
+    reads(p.add_argument("--answers", metavar="FILE", help="the answers that were checked: reference and system answer"))
+    reads(p.add_argument("--human", metavar="FILE", help="people's answer labels (JSONL: id, label)"))
+    writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report"))
     p.add_argument("--format", choices=("html", "markdown", "json"), default=None,
                    help="the report's format: html, or markdown for a pull-request comment (default: from the "
                         "output's suffix, .md is markdown, else html); json writes the report by its suffix and "
                         "prints a JSON summary")
-    text(text(p.add_argument("--title", default="ragassay report", help="report title")))
+    text(p.add_argument("--title", default="ragassay report", help="report title"))
     p.set_defaults(handler=run_report)
 
 
@@ -119,8 +119,8 @@ def merge(sub: Any) -> None:
                     "same key; two different ok records for one key are reported as conflicts (exit 3) and "
                     "the first file's is kept.",
         epilog="Example: ragassay merge judged.1.jsonl judged.2.jsonl -o judgments.jsonl")
-    reads(reads(p.add_argument("files", nargs="+", metavar="FILE", help="outputs of the shards")))
-    writes(writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="the merged output")))
+    reads(p.add_argument("files", nargs="+", metavar="FILE", help="outputs of the shards"))
+    writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="the merged output"))
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_merge)
 
@@ -158,8 +158,8 @@ def track(sub: Any) -> None:
                "> result.json && ragassay track result.json --label nightly")
     reads(p.add_argument("result", metavar="RESULT.json", help="JSON written by evaluate, compare or check with --format json"))
     writes(p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)"))
-    text(text(p.add_argument("--label", help="a name for this result (e.g. the branch or the config)")))
-    text(text(p.add_argument("--run", help="for compare results: which run's metrics to track (default: the last)")))
+    text(p.add_argument("--label", help="a name for this result (e.g. the branch or the config)"))
+    text(p.add_argument("--run", help="for compare results: which run's metrics to track (default: the last)"))
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_track)
 
@@ -178,7 +178,7 @@ def history(sub: Any) -> None:
                     "the previous result and against the best so far.",
         epilog="Example: ragassay history --metric ndcg@10")
     reads(p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)"))
-    text(text(p.add_argument("-m", "--metric", help="metric to follow (default: list the results)")))
+    text(p.add_argument("-m", "--metric", help="metric to follow (default: list the results)"))
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_history)
 
@@ -218,9 +218,9 @@ def gate(sub: Any) -> None:
         epilog="Example: ragassay gate result.json --min ndcg@10=0.6 --min recall@100=0.8 (on a check result: "
                "--max hallucination_rate=0.1)")
     reads(p.add_argument("result", metavar="RESULT.json", help="JSON written by evaluate, compare or check with --format json"))
-    text(text(p.add_argument("--min", action="append", metavar="METRIC=VALUE", help="the metric must be at least VALUE")))
-    text(text(p.add_argument("--max", action="append", metavar="METRIC=VALUE", help="the metric must be at most VALUE")))
-    text(text(p.add_argument("--run", help="for compare results: which run to gate (default: the last)")))
+    text(p.add_argument("--min", action="append", metavar="METRIC=VALUE", help="the metric must be at least VALUE"))
+    text(p.add_argument("--max", action="append", metavar="METRIC=VALUE", help="the metric must be at most VALUE"))
+    text(p.add_argument("--run", help="for compare results: which run to gate (default: the last)"))
     p.add_argument("--allow-errors", type=nonneg_int, default=0, metavar="N",
                    help="pass a stage result (judge, check, generate) with up to N error items (default 0)")
     add_format_option(p, ("table", "json"))

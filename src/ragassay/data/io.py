@@ -36,8 +36,10 @@ BEIR_HEADER = ("query-id", "corpus-id", "score")
 
 
 def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
-    """The bytes of a text input (gzip undone, BOM dropped), or one clear error naming the file:
-    missing, a directory, unreadable, binary, or (unless ``allow_empty``) empty."""
+    """The bytes of a text input (gzip undone, a UTF-8 byte-order mark dropped: it is the encoding's
+    signature, not text), or one clear error naming the file: missing, a directory, unreadable,
+    binary, or (unless ``allow_empty``) empty. Every reader of text files starts here (or at
+    :func:`streamed_lines_at`, which drops the mark too), so none sees it."""
     p = Path(path)
     if str(path) == "-":  # standard input: read once, so two readers of one command see the same bytes
         data = _stdin_bytes()
@@ -56,8 +58,8 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as e:
             raise InputError(f"looks gzipped but cannot be decompressed ({e})", p) from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = b"   " + data[3:]  # keep byte offsets, drop the BOM
+    if data.startswith(UTF8_BOM):  # dropped, not blanked: a blank would be the start of a TSV id
+        data = data[3:]
     if b"\x00" in data[:8192]:
         raise InputError("a binary file, expected text (JSON Lines, TREC or TSV)", p)
     if not allow_empty and (not data or data.isspace()):  # (isspace scans without copying a large file)
@@ -76,6 +78,7 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     return data
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
 STREAM_FROM = 16 << 20  # a plain text input this large is read a line at a time, never held whole
 
 
@@ -115,7 +118,7 @@ def streamed_lines_at(path: str | Path) -> Iterator[tuple[int, bytes]]:
         for no, line in enumerate(f, start=1):
             start = at
             at += len(line)
-            if no == 1 and line.startswith(b"\xef\xbb\xbf"):
+            if no == 1 and line.startswith(UTF8_BOM):
                 line, start = line[3:], 3
             crs = line.count(b"\r")
             if crs and crs != line.endswith(b"\r\n"):
@@ -181,10 +184,21 @@ def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -
             else repr(value)
         raise InputError(f"{what} must be a string, got {shown[:60]}", path, line)
     text = str(value)
-    if not text or any(c.isspace() for c in text):
-        raise InputError(f"{what} {text!r} is empty or contains whitespace, which TREC files cannot hold; "
+    space = next((c for c in text if c.isspace()), None)
+    if not text or space is not None:
+        said = f" ({char_name(space)})" if space is not None else ""
+        raise InputError(f"{what} {text!r} is empty or contains whitespace{said}, which TREC files cannot hold; "
                          "rename it", path, line)
     return text
+
+
+def char_name(c: str) -> str:
+    """A character as a person can find it in an editor: ``U+2028 LINE SEPARATOR``."""
+    import unicodedata
+    names = {"\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x0b": "LINE TABULATION",
+             "\x0c": "FORM FEED", "\x1c": "FILE SEPARATOR", "\x1d": "GROUP SEPARATOR", "\x1e": "RECORD SEPARATOR",
+             "\x1f": "UNIT SEPARATOR", "\x85": "NEXT LINE"}  # control characters have no unicodedata name
+    return f"U+{ord(c):04X} {names.get(c) or unicodedata.name(c, 'a control character')}"
 
 
 def _first_line(data: bytes, after: int = 0) -> tuple[str, int]:
@@ -265,34 +279,46 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     (``relevance`` is accepted too). Grades are integers; negative grades mean non-relevant. A BEIR
     folder gives its qrels/test.tsv.
     """
+    from .origin import label_origin
     path = dataset_member(path, "qrels")
     data = blank_comments(read_bytes_checked(path))
     fmt = _resolve_format(data, path, "qrels", format)
     if fmt == "trec":
-        return _read_columns_qrels(data, path, ncols=4, q_col=0, d_col=2, g_col=3, skip=header_line(data))
-    if fmt in ("beir", "trec3"):
-        return _read_columns_qrels(data, path, ncols=3, q_col=0, d_col=1, g_col=2, skip=header_line(data))
-    if fmt == "jsonl":
-        rows = []
-        for no, obj in iter_jsonl(data, path, keep_float_text=True):
-            q = _field(obj, ("query_id", "qid"), path, no)
-            d = _field(obj, ("chunk_id", "doc_id", "docid"), path, no)
-            g = _field(obj, ("grade", "relevance"), path, no)
-            if g is None:
-                if obj.get("status") == "error":
-                    continue  # a failed judgment carries no grade: it is not a judgment
-                raise InputError("grade is null: a judgment needs an integer grade (a failed judgment says "
-                                 "\"status\": \"error\")", path, no)
-            if isinstance(g, WrittenFloat) and _INTEGRAL.fullmatch(g.text.encode()):
-                g = int(g)  # 3.0: an integer written as a float (pandas writes them so)
-            if isinstance(g, bool) or not isinstance(g, int):  # 1e2, 2.5, "2", true: not integers as written
-                shown = g.text if isinstance(g, WrittenFloat) else json.dumps(g)
-                raise InputError(f"grade must be an integer, got {shown}", path, no)
-            if abs(g) > GRADE_LIMIT:
-                raise InputError(f"grade {g} is out of range (at most {GRADE_LIMIT} either side of 0)", path, no)
-            rows.append((check_id(q, "query id", path, no), check_id(d, "chunk id", path, no), int(g), no))
-        return _qrels_from_rows(rows, path)
-    raise InputError(f"unknown qrels format {format!r}: use trec, trec3, jsonl or beir", path)
+        out = _read_columns_qrels(data, path, ncols=4, q_col=0, d_col=2, g_col=3, skip=header_line(data))
+    elif fmt in ("beir", "trec3"):
+        out = _read_columns_qrels(data, path, ncols=3, q_col=0, d_col=1, g_col=2, skip=header_line(data))
+    elif fmt == "jsonl":
+        out, said = _read_jsonl_qrels(data, path)
+        out.origin = label_origin(path, said)
+        return out
+    else:
+        raise InputError(f"unknown qrels format {format!r}: use trec, trec3, jsonl or beir", path)
+    out.origin = label_origin(path)  # who made the labels: the sidecar beside the file, else unknown
+    return out
+
+
+def _read_jsonl_qrels(data: bytes, path: str | Path) -> tuple[Qrels, list[dict]]:
+    """JSON Lines qrels, and what each line says of who made it (assessor, model, prompt)."""
+    rows, said = [], []
+    for no, obj in iter_jsonl(data, path, keep_float_text=True):
+        said.append({k: obj.get(k) for k in ("assessor", "model", "prompt")})
+        q = _field(obj, ("query_id", "qid"), path, no)
+        d = _field(obj, ("chunk_id", "doc_id", "docid"), path, no)
+        g = _field(obj, ("grade", "relevance"), path, no)
+        if g is None:
+            if obj.get("status") == "error":
+                continue  # a failed judgment carries no grade: it is not a judgment
+            raise InputError("grade is null: a judgment needs an integer grade (a failed judgment says "
+                             "\"status\": \"error\")", path, no)
+        if isinstance(g, WrittenFloat) and _INTEGRAL.fullmatch(g.text.encode()):
+            g = int(g)  # 3.0: an integer written as a float (pandas writes them so)
+        if isinstance(g, bool) or not isinstance(g, int):  # 1e2, 2.5, "2", true: not integers as written
+            shown = g.text if isinstance(g, WrittenFloat) else json.dumps(g)
+            raise InputError(f"grade must be an integer, got {shown}", path, no)
+        if abs(g) > GRADE_LIMIT:
+            raise InputError(f"grade {g} is out of range (at most {GRADE_LIMIT} either side of 0)", path, no)
+        rows.append((check_id(q, "query id", path, no), check_id(d, "chunk id", path, no), int(g), no))
+    return _qrels_from_rows(rows, path), said
 
 
 def _qrels_from_rows(rows: list[tuple[str, str, int, int]], path: str | Path) -> Qrels:
@@ -696,7 +722,10 @@ def read_queries(path: str | Path) -> dict[str, str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError("not valid UTF-8 text", path, data.count(b"\n", 0, e.start) + 1) from None
-    for no, raw in enumerate(text.splitlines(), start=1):
+    # lines end at \n (or \r\n) only, as in every other reader: not str.splitlines(), which also
+    # ends a line at \x0b, \x0c, \x1c-\x1e, \x85, U+2028 and U+2029, characters a query's text may hold
+    for no, raw in enumerate(text.split("\n"), start=1):
+        raw = raw.removesuffix("\r")  # (read_bytes_checked refuses a \r that does not end a line)
         if not raw.strip():
             continue
         parts = raw.split("\t", 1)
@@ -760,13 +789,20 @@ def write_run(path: str | Path, run: Run, tag: str | None = None) -> None:
     write_lines_atomic(path, lines)
 
 
-def write_qrels(path: str | Path, qrels: Qrels | Mapping[str, Mapping[str, int]]) -> int:
-    """Write qrels in TREC format (``qid 0 docid grade``), sorted; the one qrels writer. Returns rows."""
+def write_qrels(path: str | Path, qrels: Qrels | Mapping[str, Mapping[str, int]], origin: Any = None) -> int:
+    """Write qrels in TREC format (``qid 0 docid grade``), sorted; the one qrels writer. Returns rows.
+    ``origin`` (:class:`ragassay.data.origin.Origin`: who made the labels) is written beside it, in
+    ``PATH.origin.json``, which TREC readers never see; without one, a stale sidecar is removed."""
     rows = qrels.rows() if isinstance(qrels, Qrels) else (
         (q, d, g) for q, docs in qrels.items() for d, g in docs.items())
     lines = [f"{check_id(q, 'query id', None, None)} 0 {check_id(d, 'chunk id', None, None)} {int(g)}"
              for q, d, g in sorted(rows)]
     write_lines_atomic(path, lines)
+    from .origin import sidecar_path, write_origin
+    if origin is not None:
+        write_origin(path, origin)
+    else:
+        sidecar_path(path).unlink(missing_ok=True)  # an earlier writer's word would be wrong now
     return len(lines)
 
 

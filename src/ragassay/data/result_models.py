@@ -88,7 +88,10 @@ class AgreeResult(Result):
     run_ranking: dict[str, Any] | None = None
     kappa_ci: list[Any] | None = None
     disagreements: list[dict[str, Any]] = []
-    names: list[str] | None = None  # who the two label sets are (the demo: people and the LLM judge)
+    names: list[str] | None = None  # who the two label sets are, by origin ("alice", "gpt-4o-mini, judge_relevance@..")
+    origins: dict[str, Any] | None = None  # reference, candidate: who made each (data/origin.py)
+    same_origin: bool | None = None  # one labeller on both sides: no statistic is given
+    join: dict[str, Any] | None = None  # how the two files' query ids met (data/joins.py)
 
 
 # What every LLM stage's result ends with: ``usage`` (model -> calls, tokens, cost, as numbers),

@@ -115,6 +115,7 @@ class Qrels:
         self.doc_ids = doc_ids
         self.grades = np.asarray(grades, dtype=np.int64)
         self.source = source
+        self.origin = None  # who made the labels (data/origin.py): set by the readers, None is unknown
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, str, int]], source: str | None = None) -> Qrels:

@@ -14,9 +14,12 @@ from pathlib import Path
 import numpy as np
 
 from ..data.io import coerce_qrels, coerce_run
+from ..data.joins import Join
+from ..data.origin import UNKNOWN, Origin
 from ..data.result_models import AgreeResult
 from ..data.results import nan_to_none
 from ..data.tables import Qrels, Run
+from ..errors import InputError
 
 
 @dataclass
@@ -37,18 +40,47 @@ class Agreement:
     run_ranking: dict | None = field(default=None)
     kappa_ci: list[float] | None = None      # 95% percentile bootstrap over pairs (seed 0)
     disagreements: list[dict] = field(default_factory=list)  # the widest gaps first, at most 50
+    origins: dict = field(default_factory=dict)  # "reference", "candidate": who made each (Origin.summary())
+    same_origin: bool = False                    # both made by the same labellers: nothing was measured
+    join: dict = field(default_factory=dict)     # how the two files' query ids met (data/joins.py)
+
+    @property
+    def names(self) -> list[str]:
+        """Who the two sides are, by origin: ["alice", "gpt-4o-mini, judge_relevance@3f2a"]."""
+        out = []
+        for side in ("reference", "candidate"):
+            o = self.origins.get(side, {})
+            name = o.get("describe", "unknown")
+            out.append(f"{name} ({Path(o['file']).name})" if name == "unknown" and o.get("file") else name)
+        return out
 
     def to_dict(self) -> dict:
-        d = {**self.__dict__, "kappa_binary": {f">={k}": v for k, v in self.kappa_binary.items()}}
+        d = {**self.__dict__, "kappa_binary": {f">={k}": v for k, v in self.kappa_binary.items()},
+             "names": self.names}
+        if self.same_origin:  # one labeller against itself: no statistic of agreement is shown
+            d.update({k: None for k in SAME_ORIGIN_HIDDEN}, kappa_binary=None, disagreements=[])
         return nan_to_none(AgreeResult(**d).to_dict())
+
+
+SAME_ORIGIN_HIDDEN = ("exact_agreement", "kappa", "kappa_linear", "kappa_quadratic", "krippendorff_alpha_ordinal",
+                      "kappa_ci")
 
 
 def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | str | Path,
           runs: Sequence[Run | str | Path] | Mapping[str, Run] | None = None,
-          metric: str = "ndcg@10") -> Agreement:
+          metric: str = "ndcg@10", reference_origin: Origin | None = None,
+          candidate_origin: Origin | None = None) -> Agreement:
     """Agreement of two qrels on the pairs both judged; with ``runs``, whether they rank the runs
-    the same way (Kendall's tau-b and Spearman's rho of the runs' mean ``metric``)."""
+    the same way (Kendall's tau-b and Spearman's rho of the runs' mean ``metric``).
+
+    Each side's origin (who made its labels) is the one given, else the one its file says, else
+    unknown; two sides that share a known labeller (or are one file) are reported as such
+    (``same_origin``), with no statistic. Two sides with no query id in common, or no judged pair, are an error naming both."""
     ref, cand = coerce_qrels(reference), coerce_qrels(candidate)
+    origins = [o if o is not None else (getattr(q, "origin", None) or UNKNOWN)
+               for o, q in ((reference_origin, ref), (candidate_origin, cand))]
+    join = Join.of("query ids", "the reference", ref.queries, "the candidate", cand.queries,
+                   ref.source, cand.source).require_overlap()
     ref_d, cand_d = ref.to_dict(), cand.to_dict()
     a, b, where = [], [], []
     only_ref = 0
@@ -62,6 +94,9 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
             else:
                 only_ref += 1
     only_cand = len(cand) - len(a)
+    if not a:
+        raise InputError(f"{join.matched} query ids are in both, but no (query, document) pair was judged on both "
+                         f"sides: nothing to compare", cand.source or ref.source)
     x, y = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
     labels = sorted(set(a) | set(b))
     conf = confusion_matrix(x, y, labels)
@@ -78,7 +113,20 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
         kappa_quadratic=cohen_kappa(x, y, "quadratic"),
         kappa_binary={t: cohen_kappa((x >= t).astype(int), (y >= t).astype(int)) for t in (1, 2, 3)},
         krippendorff_alpha_ordinal=krippendorff_alpha_ordinal(x, y), run_ranking=ranking,
-        kappa_ci=kappa_interval(x, y), disagreements=widest_disagreements(x, y, where))
+        kappa_ci=kappa_interval(x, y), disagreements=widest_disagreements(x, y, where),
+        origins={"reference": {**origins[0].summary(), "file": ref.source},
+                 "candidate": {**origins[1].summary(), "file": cand.source}},
+        same_origin=bool(origins[0].shared_with(origins[1])) or _one_file(ref.source, cand.source), join=join.to_dict())
+
+
+def _one_file(a: str | None, b: str | None) -> bool:
+    """Both sides read from one file (a path spelt twice, a symlink, a hard link): one labeller."""
+    if not a or not b or a == "-" or b == "-":
+        return False
+    try:
+        return Path(a).samefile(b)
+    except OSError:
+        return False
 
 
 def widest_disagreements(x: np.ndarray, y: np.ndarray, where: Sequence[tuple[str, str]],

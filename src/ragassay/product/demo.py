@@ -147,11 +147,11 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
             if not summary.relevance.ok:
                 raise _NothingJudged()
             ag = agree(qrels, rio.read_qrels(out / "judged.qrels"), runs)
-            _write_json(out / "agree.json", {**ag.to_dict(), "names": ["people", "LLM judge"]})
-            log(f"agree (people vs judge): kappa {ag.kappa:.3f}, binarised >= 2: {ag.kappa_binary[2]:.3f}")
+            _write_json(out / "agree.json", ag.to_dict())
+            log(f"agree ({' vs '.join(ag.names)}): kappa {ag.kappa:.3f}, binarised >= 2: {ag.kappa_binary[2]:.3f}")
             report_files += [out / "judgments.jsonl", out / "coverage.jsonl", out / "agree.json"]
         except _NothingJudged:
-            log("agree (people vs judge): skipped, no pair was judged")
+            log("agree (the example's people vs the judge): skipped, no pair was judged")
         except (RagassayError, LLMError) as e:
             log(f"judge: failed: {e}")
             failed.append(f"judge: {e}")
@@ -160,8 +160,8 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     else:
         skipped = ["generate", "judge", "check (LLM verdicts)"]
         ag = agree(qrels, rio.read_qrels(ex / "qrels_second_assessor.txt"), runs)
-        _write_json(out / "agree.json", {**ag.to_dict(), "names": ["first assessor", "second assessor"]})
-        log(f"agree (two people): kappa {ag.kappa:.3f}, Kendall tau of the runs "
+        _write_json(out / "agree.json", ag.to_dict())
+        log(f"agree ({' vs '.join(ag.names)}): kappa {ag.kappa:.3f}, Kendall tau of the runs "
             f"{ag.run_ranking['kendall_tau_b']:.2f}")
         report_files.append(out / "agree.json")
 

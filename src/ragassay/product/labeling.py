@@ -369,7 +369,8 @@ class LabelBook:
             for key, value in list(self.prior.items()) + list(self.labels.items()):
                 q, c = key.split("\t", 1)
                 qrels.setdefault(q, {})[c] = int(value)
-            write_qrels(self.output, qrels)
+            from ..data.origin import people
+            write_qrels(self.output, qrels, origin=people(self.assessor, command="label"))
         else:
             rows = list(self.prior.items()) + list(self.labels.items())
             write_lines_atomic(self.output, [json.dumps({"id": k, "label": v, "assessor": self.assessor},

@@ -151,14 +151,23 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
                            tables=[Table(["coverage", "queries"], [[k, counts.get(k, 0)] for k in ("FULL", "PARTIAL", "NONE", "error")])]))
     a = inp.agree
     if a is None and inp.qrels is not None and inp.judgments:
+        from ..data.origin import origin_of_records
         from ..metrics.agreement import agree
         judged = {}
         for (q, d), g in _judge_grades(inp).items():
             judged.setdefault(q, {})[d] = g
-        if judged:
-            a = {**agree(inp.qrels, judged).to_dict(), "names": ["people", "LLM judge"]}
-    if a:
-        ref, cand = a.get("names") or ("people", "judge")
+        if judged:  # the judge's side is named by what its records say (model, prompt)
+            a = agree(inp.qrels, judged, candidate_origin=origin_of_records(
+                {"model": j.model, "prompt": j.prompt} for j in inp.judgments if j.status == "ok")).to_dict()
+    if a and a.get("same_origin"):
+        ref = (a.get("names") or ["unknown"])[0]
+        out.append(Section("Agreement: not measured",
+                           f"The qrels and the judgments were labelled by the same labeller ({ref}): set side by side "
+                           f"they agree on every pair they share ({a['pairs']}) by construction, which says nothing "
+                           "about how far to trust the judge. Give qrels labelled by people (ragassay label pairs "
+                           "writes them) to measure the judge against."))
+    elif a:
+        ref, cand = a.get("names") or ("unknown", "unknown")
         labels = [str(x) for x in a["labels"]]
         k, ci = a.get("kappa"), a.get("kappa_ci")
         kb = (a.get("kappa_binary") or {}).get(">=2")
@@ -176,8 +185,11 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
             tables.append(Table(["query", "chunk", ref, cand, "gap"],
                                 [[d["query_id"], d["doc_id"], d["reference"], d["candidate"], abs(d["reference"] - d["candidate"])]
                                  for d in dis], queries=[d["query_id"] for d in dis], filter=True))
-        out.append(Section(f"Agreement: {ref} against {cand}", note + (" The widest disagreements follow; click one to open "
-                                                                        "its query." if dis else ""), plots, tables))
+        kinds = [(a.get("origins") or {}).get(side, {}).get("kind", "unknown") for side in ("reference", "candidate")]
+        who = f" Reference: {ref} ({kinds[0]}); candidate: {cand} ({kinds[1]})."
+        out.append(Section(f"Agreement: {ref} against {cand}", note + who + (" The widest disagreements follow; click "
+                                                                              "one to open its query." if dis else ""),
+                           plots, tables))
     return out
 
 

@@ -707,7 +707,11 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
         write_jsonl(rejects, result.rejects + [reject_record([c], None, None, None, f"chunk unfit: {why}")
                                                for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
-        write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted})
+        from ..data.origin import origin_of_records, today
+        # the gold chunks were chosen by the model that wrote each question (with its prompt)
+        origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted), command="generate")
+        write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted},
+                    origin=origin.model_copy(update={"date": today()}))
     journal_path(candidates_path(output)).unlink(missing_ok=True)  # the set is written: its journal is spent
 
 

@@ -652,6 +652,7 @@ class JudgePlan:
     queries: dict[str, QueryItem]
     chunks: dict[str, Chunk]
     per_query: dict[str, list[str]]
+    keep_origin: Any = None  # who made the --keep labels (data/origin.py), carried into the qrels written
 
     def estimate(self) -> Estimate:
         """Calls are exact; coverage's are planned from the judgments already in the output (the run
@@ -714,7 +715,8 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
     if not isinstance(run, RunTop):
         run = RunTop.of(coerce_run(run), options.depth, chunks)
     chunk_map = chunks if isinstance(chunks, Mapping) else {c.id: c for c in chunks}
-    keep_dict = coerce_qrels(keep).to_dict() if keep is not None else {}
+    keep_qrels = coerce_qrels(keep) if keep is not None else None
+    keep_dict = keep_qrels.to_dict() if keep_qrels is not None else {}
     pairs, kept, per_query, unknown_queries = plan_pairs(queries, chunk_map, run, options.depth, keep_dict)
     if options.shard is not None:  # a query's pairs and its coverage stay on one shard
         kept = [p for p in kept if in_shard(p[0], options.shard)]
@@ -731,7 +733,7 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
         cov_store = OutputStore(coverage_out, cov.identity)
     give_back_freed()  # (what planning let go: the keys' encoded parts)
     plan = JudgePlan(judge, rel, items, store, cov, [], cov_store, len(pairs) + len(kept), len(kept), keep_dict,
-                     unknown_queries, qmap, chunk_map, per_query)
+                     unknown_queries, qmap, chunk_map, per_query, getattr(keep_qrels, "origin", None))
     plan.plan_coverage(store.records())
     return plan
 
@@ -944,12 +946,14 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
         # earlier one (another retriever's run judged into the same files), and people's labels
         from ..data.io import write_qrels
         union: dict[str, dict[str, int]] = {}
+        graders: set[tuple[str, str]] = set()
         for r in plan.relevance_store.output_records():
             if r["status"] == "ok":
                 union.setdefault(r["query_id"], {})[r["chunk_id"]] = int(r["grade"])
+                graders.add((r["model"], r["prompt"]))
         for q, docs in plan.keep.items():
             union.setdefault(q, {}).update(docs)  # a person's label always wins
-        write_qrels(qrels_out, union)
+        write_qrels(qrels_out, union, origin=_qrels_origin(graders, llms, plan))
     cov = None
     if plan.coverage is not None:
         plan.plan_coverage(plan.relevance_store.records())  # with this run's grades too
@@ -957,6 +961,20 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
                               concurrency=concurrency, quiet=options.quiet)
     return JudgeResult(rel, cov, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks,
                        *_usage(llms))
+
+
+def _qrels_origin(graders: set[tuple[str, str]], llms: Sequence[LLM], plan: JudgePlan):
+    """Who made the qrels judge writes: each (model, prompt) that graded a pair in the judgments
+    file (the endpoint's host for this run's models), and whoever made the --keep labels."""
+    from ..data.origin import Labeller, Origin, endpoint_host, merged
+    hosts = {llm.config.model: endpoint_host(llm.config.base_url) for llm in llms}
+    mine = Origin(labellers=tuple(Labeller(by="model", name=m, prompt=p, endpoint=hosts.get(m))
+                                  for m, p in sorted(graders, key=lambda g: (str(g[0]), str(g[1])))))
+    if not plan.keep:
+        return merged(mine, command="judge")
+    kept = plan.keep_origin if plan.keep_origin is not None and plan.keep_origin.known else \
+        Origin(labellers=(Labeller(by="unknown", name="--keep labels of unknown origin"),))
+    return merged(mine, kept, command="judge")
 
 
 def _usage(llms: Sequence[LLM]) -> tuple[dict[str, Any], str]:
