@@ -8,14 +8,15 @@ only place where a kind is told from keys.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import InputError
-from .records import RECORD_FIELD, RECORDS, WrittenRecord, record_model
+from ..errors import InputError, UsageError
+from .records import RECORD_FIELD, RECORDS, WrittenRecord, parse_tag, record_model
 
 # the fields that identify each kind in a file written before records carried their kind, most
 # specific first (a judgment has a query id and a grade, a question an answer and a difficulty)
@@ -79,4 +80,114 @@ def read_record_file(path: str | Path, lines: Iterable[tuple[int, dict[str, Any]
     return kind, out
 
 
-__all__ = ["LEGACY_FIELDS", "legacy_kind", "parse_record", "read_record_file"]
+def check_output_kind(path: str | Path, kind: str, journal: bool = False) -> None:
+    """Refuse (a usage error) to write ``kind`` records into ``path`` when it exists and holds
+    something else: records of another kind, JSON lines that are no ragassay records, or text that
+    is not JSON Lines at all (qrels, a run). Its first record line tells (every line of a file is of
+    its first line's kind), so only the head of the file is read. ``journal``: ``path`` is the
+    journal of an unfinished run (said so in the message)."""
+    held = file_holds(path, kind)
+    if held is not None:
+        where = f"{path} (the journal of an unfinished run)" if journal else str(path)
+        raise UsageError(f"{where} holds {held}, not the {kind} records this command writes there: give "
+                         "another output file (or move that one away)")
+
+
+def file_holds(path: str | Path, kind: str) -> str | None:
+    """What ``path`` holds, in words, when it is not ``kind`` records; None when it is missing, empty,
+    of that kind, or when its first line is broken JSON (a line edited, or cut by a kill mid-write:
+    the store names that line itself, or drops it from a journal)."""
+    found = _first_text_line(Path(path))
+    if found is None:
+        return None
+    no, line = found
+    if not line.startswith(b"{"):
+        return f"{_what_text(line)} (line {no} reads {_shown(line)})"
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None  # a line in the shape of a record, edited or cut: the store says which line
+    if RECORD_FIELD in obj:
+        try:
+            theirs, _ = parse_tag(obj[RECORD_FIELD])
+        except ValueError:
+            theirs = None
+        if theirs == kind:
+            return None
+        if theirs in RECORDS:
+            return f"{theirs} records (line {no}: {RECORD_FIELD!r} is {obj[RECORD_FIELD]!r})"
+        return f"records no ragassay writes (line {no}: {RECORD_FIELD!r} is {obj[RECORD_FIELD]!r})"
+    theirs = legacy_kind(obj)
+    if theirs == kind:
+        return None  # written before records carried their kind
+    if theirs is not None:
+        return f"{theirs} records (line {no}, written before records named their kind)"
+    fields = ", ".join(sorted(obj)[:8]) or "none"
+    return f"JSON lines that are no ragassay records (line {no} has no {RECORD_FIELD!r} field; its fields: {fields})"
+
+
+_HEAD_LIMIT = 64 << 20  # a first line longer than this is not looked for further: the store reads the file
+
+
+def _first_text_line(path: Path) -> tuple[int, bytes] | None:
+    """The number and bytes (stripped) of the first non-blank line of a file (gzip undone, a UTF-8
+    byte-order mark dropped); None when there is none, or no file."""
+    import gzip
+    import zlib
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return None  # missing (or unreadable: the store says so, naming the file)
+    with f:
+        try:
+            stream = gzip.GzipFile(fileobj=f) if f.read(2) == b"\x1f\x8b" else f
+            f.seek(0)
+            no = 0
+            for raw in _lines(stream):
+                no += 1
+                if no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                if raw.strip():
+                    return no, raw.strip()
+        except (OSError, EOFError, zlib.error):
+            return None  # a broken gzip: the store says so, naming the file
+    return None
+
+
+def _lines(stream: Any) -> Any:
+    read = 0
+    while read < _HEAD_LIMIT:
+        raw = stream.readline(_HEAD_LIMIT - read)
+        if not raw:
+            return
+        read += len(raw)
+        yield raw
+
+
+def _what_text(line: bytes) -> str:
+    """What a line that is not JSON seems to be, for the message: TREC qrels, a TREC run, or text."""
+    fields = line.split()
+    numeric = _number(fields[-1]) if fields else False
+    if len(fields) == 4 and numeric and fields[-1].lstrip(b"-").isdigit():
+        return "what looks like TREC qrels"
+    if len(fields) >= 5 and fields[1].upper() == b"Q0" and _number(fields[4]):
+        return "what looks like a TREC run"
+    if len(fields) == 3 and numeric:
+        return "what looks like qrels or a run in three columns"
+    return "text that is not JSON Lines"
+
+
+def _number(field: bytes) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _shown(line: bytes) -> str:
+    text = line.decode("utf-8", "replace")
+    return repr(text if len(text) <= 60 else text[:60] + "...")
+
+
+__all__ = ["LEGACY_FIELDS", "check_output_kind", "file_holds", "legacy_kind", "parse_record", "read_record_file"]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.io import lines_with_long_digit_runs, load_json_line, write_lines_atomic
+from ..data.record_files import check_output_kind
 from .key_locations import KeyLocations
 from .store_index import digest_of, output_stamp, read_index, remember, remove_index, write_index
 from ..errors import InputError, OutputError
@@ -65,6 +66,12 @@ def record_line(record: dict) -> str:
 load_line = load_json_line  # one JSON line, read exactly as ``json.dumps`` wrote it (orjson when installed)
 
 
+def _kind_of(identity: Callable[[dict], str]) -> str | None:
+    """The kind of record a stage writes, when ``identity`` is a stage's method (``Stage.identity``)."""
+    model = getattr(getattr(identity, "__self__", None), "record_model", None)
+    return getattr(model, "KIND", None) or None
+
+
 def _key_status(line: bytes) -> tuple[str | None, bool]:
     """The record's key (None when it has none) and whether its status is ok (a record without a
     status is ok): read off the line when :func:`_block_fields` can, parsed whole otherwise."""
@@ -83,12 +90,21 @@ class OutputStore:
 
     Later records supersede earlier ones for the same key. A partial last journal line (a kill
     mid-write) is dropped, and cut off before this run appends: that item is simply redone. Only
-    keys and line locations are held (see the module's docstring)."""
+    keys and line locations are held (see the module's docstring).
 
-    def __init__(self, output: str | Path, identity: Callable[[dict], str]):
+    ``kind`` is the kind of record the store holds (by default that of the stage whose
+    ``identity`` it is given, its ``record_model``): files that hold anything else (another
+    stage's records, foreign JSON lines, qrels) are refused at once, a usage error naming both,
+    before a plan is made or a call is sent."""
+
+    def __init__(self, output: str | Path, identity: Callable[[dict], str], kind: str | None = None):
         self.output = Path(output)
         self.journal = journal_path(output)
         self.identity = identity
+        self.kind = kind or _kind_of(identity)
+        if self.kind:
+            check_output_kind(self.output, self.kind)
+            check_output_kind(self.journal, self.kind, journal=True)
         self._paths = [self.output, self.journal]
         self._fds: list[int | None] = [None, None]
         self._f: Any = None
