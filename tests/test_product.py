@@ -48,7 +48,7 @@ def test_report_from_result_files_and_markdown(tmp_path, capsys):
     assert main(["report", str(ev), str(ag), str(judgments), "-o", str(md), "--format", "markdown"]) == 0
     text = md.read_text()
     assert "## Metrics: bm25" in text and "## Judge: grade distribution" in text and "| error | 1 |" in text
-    assert "## Agreement: people against judge" in text
+    assert "## Agreement: example assessor 1 against example assessor 2" in text  # named by origin
     bad = tmp_path / "bad.json"
     bad.write_text('{"something": 1}')
     assert main(["report", str(bad), "-o", str(md)]) == 1
@@ -67,12 +67,14 @@ def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
         assert "tracked result" in capsys.readouterr().out
     assert main(["history", "--metric", "nDCG@10"]) == 0
     out = capsys.readouterr().out
-    assert "+0.0542" in out  # tfidf against bm25, the previous and the best so far
+    assert "+0.0542" not in out  # tfidf is not bm25's next result: two runs, two series, no trend between them
+    assert "bm25" in out and "tfidf" in out and "example assessor 1" in out  # each row names its run and qrels
     assert main(["history", "--metric", "ndcg@10", "--format", "json"]) == 0
     history = json.loads(capsys.readouterr().out)
     assert (history["kind"], history["version"], history["metric"]) == ("history", 1, "ndcg@10")
     trend = history["results"]
-    assert [r["label"] for r in trend] == ["bm25", "tfidf"] and trend[1]["delta_best"] == pytest.approx(0.0542, abs=1e-4)
+    assert [r["label"] for r in trend] == ["bm25", "tfidf"] and [r["run"] for r in trend] == ["bm25", "tfidf"]
+    assert [r["delta_previous"] for r in trend] == [None, None] and [r["delta_best"] for r in trend] == [None, None]
 
     assert main(["gate", str(results[1]), "--min", "ndcg@10=0.8", "--min", "P_5=0.4"]) == 0
     assert main(["gate", str(results[0]), "--min", "ndcg@10=0.8", "--max", "map=0.5", "--min", "bleu=1"]) == 1
@@ -146,10 +148,10 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
     assert last[0] == "demo finished with failures in 2 stage(s); the report shows what succeeded:"
     assert last[1].startswith("  generate: fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)")
     assert last[2].startswith("  coverage: 22 of 22 coverage records are errors")
-    assert re.search(r"generate: \d+ questions accepted", out) and "agree (people vs judge)" in out
+    assert re.search(r"generate: \d+ questions accepted", out) and "agree (example assessor 1 vs m, judge_relevance@" in out
     assert "check: 16 of 16 answers graded" in out
     html = (tmp_path / "d" / "report.html").read_text()
-    assert "Judge: grade distribution" in html and "Agreement: people against LLM judge" in html
+    assert "Judge: grade distribution" in html and "Agreement: example assessor 1 against m, judge_relevance@" in html
     assert "Judge: answer coverage per query" in html
 
 

@@ -36,7 +36,10 @@ def test_track_and_read_history_as_functions(tmp_path, evaluated):
     assert (first.id, second.id) == (1, 2) and first.result_kind == "evaluate" and first.label == "nightly"
     assert first.metrics["ndcg@10"] == pytest.approx(0.7935, abs=5e-5) and len(first.metrics) == 10
     assert first.to_dict() == {"kind": "track", "version": 1, "id": 1, "result_kind": "evaluate",
-                               "metrics": first.metrics, "label": "nightly", "db": str(db)}
+                               "metrics": first.metrics, "label": "nightly", "db": str(db), "run": "bm25",
+                               "qrels": {"file": str(EXAMPLE / "qrels.txt"), "digest": first.qrels["digest"],
+                                         "origin": first.qrels["origin"]}}
+    assert first.qrels["origin"]["describe"] == "example assessor 1" and first.qrels["origin"]["kind"] == "people"
     trend = read_history(db, "nDCG@10")  # any accepted spelling
     assert trend.metric == "nDCG@10" and [r.value for r in trend.results] == [first.metrics["ndcg@10"]] * 2
     assert [r.delta_previous for r in trend.results] == [None, 0.0]
@@ -52,7 +55,9 @@ def test_gate_result_says_what_failed_and_refuses_a_misspelt_metric(evaluated):
     assert failed.failures == ["ndcg@10 = 0.7935 is below the minimum 0.99"]
     passed = gate_result(evaluated, {"ndcg@10": 0.5}, {})
     assert passed.exit_code == 0 and passed.to_dict() == {"kind": "gate", "version": 1, "passed": True,
-                                                          "failures": [], "result_kind": "evaluate"}
+                                                          "failures": [], "result_kind": "evaluate", "run": "bm25",
+                                                          "qrels": passed.qrels}
+    assert passed.qrels["origin"]["describe"] == "example assessor 1"
     with pytest.raises(UsageError, match="'ndcg@100' is not in this evaluate result; did you mean 'ndcg@10'"):
         gate_result(evaluated, {"ndcg@100": 0.1}, {})
 
@@ -82,7 +87,7 @@ def test_demo_copies_the_example_or_runs_it(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     copied = demo(copy=tmp_path / "copy")
     names = sorted(str(Path(p).relative_to(tmp_path / "copy")) for p in copied.copied)
-    assert "chunks.jsonl" in names and "runs/bm25.txt" in names and len(names) == 10
+    assert "chunks.jsonl" in names and "runs/bm25.txt" in names and len(names) == 13  # with the three hand-label files' origins
     assert copied.exit_code == 0 and copied.to_dict() == {"kind": "demo", "version": 1, "copied": copied.copied}
     steps: list[str] = []
     ran = demo(tmp_path / "run", log=steps.append)  # no endpoint: the stages that need none

@@ -195,7 +195,7 @@ def test_report_reads_checks_records_and_a_one_record_questions_file(tmp_path, c
     md = (tmp_path / "r.md").read_text()
     for label in ("correct", "partial", "hallucinated", "abstained"):
         assert f"| {label} | 1 | 0.250" in md
-    assert "## Diagnosis: retrieval x answer" in md and "## Answers: agreement with people" in md
+    assert "## Diagnosis: retrieval x answer" in md and "## Answers: agreement, example assessor 1 against unknown" in md
     assert "click" not in md.lower() and "type to filter" not in md.lower()
     one = tmp_path / "q.jsonl"
     one.write_text(json.dumps({"id": "q-1", "question": "How long do refunds take?", "answer": "5 days",

@@ -117,7 +117,7 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
     with _output(output, "judgments.jsonl") as out:
         job = JudgeJob(items, chunk_map, run, configs, out, options=options, keep=keep_table,
-                       qrels_out=qrels_out, coverage_out=coverage_out)
+                       qrels_out=qrels_out, coverage_out=coverage_out, sources=(_source(queries), _source(run)))
         done = _run(job, on, dry_run, llms, temporary=output is None)
     if isinstance(done, Estimate):
         return done
@@ -159,7 +159,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """
-    from .stages.check import CheckJob, CheckOptions, CheckResult, check_result, read_human_labels, retrieval_recall
+    from .stages.check import (CheckJob, CheckOptions, CheckResult, check_result, read_human_labels, read_labels_origin,
+                               retrieval_recall)
     if (run is None) != (qrels is None):
         raise UsageError("the diagnosis needs both --run and --qrels")
     if samples < 1:
@@ -173,9 +174,24 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                              shard=_shard(shard))
     chunk_map = _chunks(chunks)
     items, fields_by_id = _answers(answers, chunk_map, by)
-    recall = retrieval_recall(qrels, run, depth) if run is not None else None
+    joins = []
+    recall = None
+    if run is not None:  # the diagnosis meets answers with the run and the qrels by query id: counted
+        from .data.io import coerce_qrels, coerce_run
+        from .data.joins import Join
+        run_t, qrels_t = coerce_run(run), coerce_qrels(qrels)
+        ids = [a.id for a in items]
+        joins = [Join.of("query ids", "the answers", ids, "the run", run_t.queries, _source(answers), _source(run))
+                 .require_overlap().warn(quiet, sides=("left",)),
+                 Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers), _source(qrels))
+                 .require_overlap().warn(quiet, sides=("left",))]
+        recall = retrieval_recall(qrels_t, run_t, depth)
     people = (read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)) if human is not None \
         else None
+    if people is not None:
+        from .data.joins import Join
+        Join.of("answer ids", "the answers", [a.id for a in items], "the people's labels", people,
+                _source(answers), _source(human)).require_overlap()
     given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
         model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
@@ -187,9 +203,19 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     if isinstance(done, Estimate):
         return done
     summary = check_result(done.result, recall=recall, threshold=retrieval_threshold, human=people, by=by or (),
-                           fields=fields_by_id)
+                           fields=fields_by_id,
+                           human_origin=read_labels_origin(human) if isinstance(human, (str, Path)) else None)
+    if joins and summary.get("diagnosis") is not None:
+        summary["diagnosis"]["joins"] = [j.to_dict() for j in joins]
     return CheckResult(done.result, summary, done.usage_numbers(), done.usage_text() if done.usage else "",
                        done.batch_note)
+
+
+def _source(x: Any) -> str | None:
+    """The file an input came from, for messages; None for objects."""
+    if isinstance(x, (str, Path)):
+        return str(x)
+    return getattr(x, "source", None)
 
 
 def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: dict[str, Chunk] | None,

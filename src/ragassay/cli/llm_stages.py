@@ -22,7 +22,7 @@ def ping(sub: Any) -> None:
         description="Send one small structured request to the configured endpoint and report whether "
                     "it is reachable, how long it took, whether the model answered as asked, and "
                     "whether JSON-schema structured outputs work or a fallback (JSON mode, plain "
-                    "instructions) is in use. Exits 2 with the reason when it cannot be used.",
+                    "instructions) is in use. Exits 1 with the reason when it cannot be used.",
         epilog="Example: ragassay ping --base-url http://localhost:8000/v1 --model qwen2.5-7b-instruct")
     add_llm_options(p, stage=False)
     add_format_option(p, ("table", "json"))
@@ -193,18 +193,30 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
         c = d["cells"]
         def cell(k):
             return f"{c[k]['count']} ({', '.join(c[k]['examples'])})" if c[k]["count"] else "0"
-        out.append(f"diagnosis: recall@{args.depth} >= {d['threshold']} is good retrieval; a good answer is a correct one\n" +
+        met = "".join(f"\n{j['what']}: {j['left']['matched']} of {j['left']['ids']} in {j['left']['role']} are in "
+                      f"{j['right']['role']} ({j['right']['ids']})" for j in d.get("joins", []))
+        not_done = (f"\n{d['not_diagnosed']} graded answers not diagnosed (their question is not in the qrels)"
+                    if d.get("not_diagnosed") else "")
+        out.append(f"diagnosis of {d.get('diagnosed', 0)} answers: recall@{args.depth} >= {d['threshold']} is good "
+                   f"retrieval; a good answer is a correct one{met}{not_done}\n" +
                    render_table(["", "good answer", "bad answer"],
                                 [["good retrieval", cell("good_retrieval_good_answer"), cell("good_retrieval_bad_answer")],
                                  ["bad retrieval", cell("bad_retrieval_good_answer"), cell("bad_retrieval_bad_answer")]])
                    + f"\n=> {d['advice']}")
     if "human" in result:
         h = result["human"]
-        kappa = "nan" if h["kappa"] != h["kappa"] else f"{h['kappa']:.3f}"
-        lines = [f"agreement with people on {h['pairs']} answers: Cohen's kappa {kappa}"]
+        kappa = "nan" if h["kappa"] is None or h["kappa"] != h["kappa"] else f"{h['kappa']:.3f}"
+        who, grader = (h.get("origin") or {}).get("describe", "unknown"), (h.get("grader") or {}).get("describe", "unknown")
+        if h.get("same_origin"):
+            lines = [f"agreement not measured: the labels given with --human were made by {who}, who also graded "
+                     "these answers; compare labels made by people with the model's"]
+            h = {**h, "rates": {}}
+        else:
+            lines = [f"agreement on {h['pairs']} answers, {who} ({(h.get('origin') or {}).get('kind', 'unknown')}) vs "
+                     f"{grader}: Cohen's kappa {kappa}"]
         for lab, r in h["rates"].items():
             lines.append(f"{lab} rate: prediction-powered {_fmt_rate(r['prediction_powered'])}; "
-                         f"LLM only {_fmt_rate(r['llm_only'])}; people only {_fmt_rate(r['human_only'])}")
+                         f"LLM only {_fmt_rate(r['llm_only'])}; {who} only {_fmt_rate(r['human_only'])}")
         out.append("\n".join(lines))
     if "flip_rate" in result:
         out.append(f"samples disagreed on {result['flip_rate']:.1%} of LLM-graded answers")

@@ -165,9 +165,6 @@ def run_agree(args: argparse.Namespace) -> str | tuple[str, int]:
     ref = read_qrels(args.reference, format=args.qrels_format)
     cand = read_qrels(args.candidate, format=args.qrels_format)
     ag = agree(ref, cand, [read_run(r) for r in args.runs or ()] or None, metric=args.metric)
-    from ..data.joins import Join
-    Join.of("query ids", "the reference", ref.queries, "the candidate", cand.queries, args.reference,
-            args.candidate).warn(quiet=args.format == "json" and args.quiet)
     return render(args, ag.to_dict, lambda: _agree_text(ag, args.format))
 
 

@@ -167,8 +167,15 @@ def track(sub: Any) -> None:
 def run_track(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..product.tracking import track
     tracked = track(args.result, args.db, args.label, args.run)
-    return render(args, tracked.to_dict, lambda: f"tracked result #{tracked.id} ({tracked.result_kind}, "
-                                                 f"{len(tracked.metrics)} metrics) in {args.db}")
+    return render(args, tracked.to_dict, lambda: _track_text(tracked, args.db))
+
+
+def _track_text(tracked: Any, db: str) -> str:
+    of = f" of {tracked.run}" if tracked.run else ""
+    q = tracked.qrels or {}
+    on = (f" on qrels {q.get('file')} (labels by {(q.get('origin') or {}).get('describe', 'unknown')}, digest "
+          f"{str(q.get('digest'))[:8]})") if q else ""
+    return f"tracked result #{tracked.id} ({tracked.result_kind}{of}{on}, {len(tracked.metrics)} metrics) in {db}"
 
 
 def history(sub: Any) -> None:
@@ -179,13 +186,15 @@ def history(sub: Any) -> None:
         epilog="Example: ragassay history --metric ndcg@10")
     reads(p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)"))
     text(p.add_argument("-m", "--metric", help="metric to follow (default: list the results)"))
+    text(p.add_argument("--run", help="only the results of the run of this name (a trend is always drawn within one "
+                                      "run, on one qrels, with one set of settings)"))
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_history)
 
 
 def run_history(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..product.tracking import read_history
-    view = read_history(args.db, args.metric)
+    view = read_history(args.db, args.metric, args.run)
     return render(args, view.to_dict, lambda: _history_text(view))
 
 
@@ -194,16 +203,29 @@ def _history_text(view: Any) -> str:
 
     def when(ts):
         return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+    def clip(label):
+        return label if label is None or len(label) <= 40 else label[:39] + "…"
+
+    def qrels(r):
+        q = r.qrels or {}
+        return f"{(q.get('origin') or {}).get('describe', 'unknown')} {str(q.get('digest'))[:8]}" if q else ""
     rows, metric = view.results, view.metric
+    if not rows and view.run:
+        return f"no tracked result of the run {view.run!r}" + (f" has {metric}" if metric else "")
     if metric is not None:
         if not rows:
             return f"no tracked result has {metric}"
-        return render_table(["#", "time", "label", "commit", metric, "vs previous", "vs best"],
-                            [[r.id, when(r.created), r.label or "", r.commit or "", r.value,
-                              "" if r.delta_previous is None else f"{r.delta_previous:+.4f}",
-                              "" if r.delta_best is None else f"{r.delta_best:+.4f}"] for r in rows])
-    return render_table(["#", "time", "kind", "label", "commit", "metrics"],
-                        [[r.id, when(r.created), r.kind, r.label or "", r.commit or "",
+        table = render_table(["#", "time", "run", "qrels (labels by, digest)", "label", "commit", metric, "vs previous",
+                              "vs best"],
+                             [[r.id, when(r.created), r.run or "", qrels(r), clip(r.label) or "", r.commit or "", r.value,
+                               "" if r.delta_previous is None else f"{r.delta_previous:+.4f}",
+                               "" if r.delta_best is None else f"{r.delta_best:+.4f}"] for r in rows])
+        series = {r.series for r in rows if r.series}
+        note = ("changes are against the previous result of the same run on the same qrels with the same settings; "
+                "a blank change starts a series")
+        return f"{table}\n\n{note}" + (f" ({len(series)} series)" if len(series) > 1 else "")
+    return render_table(["#", "time", "kind", "run", "qrels (labels by, digest)", "label", "commit", "metrics"],
+                        [[r.id, when(r.created), r.kind, r.run or "", qrels(r), clip(r.label) or "", r.commit or "",
                           ", ".join(sorted(r.metrics)[:6]) + (" ..." if len(r.metrics) > 6 else "")] for r in rows])
 
 
@@ -240,6 +262,13 @@ def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
 
 def _gate_text(verdict: Any, thresholds: int) -> str:
     if verdict.failures:  # a CI log shows stderr; stdout stays empty
-        print("gate failed:\n" + "\n".join(f"  {f}" for f in verdict.failures), file=sys.stderr)
+        print(f"gate failed ({verdict.result_kind} result{_of_run_on_qrels(verdict)}):\n"
+              + "\n".join(f"  {f}" for f in verdict.failures), file=sys.stderr)
         return ""
-    return f"gate passed: {thresholds} threshold(s) hold ({verdict.result_kind} result)"
+    return f"gate passed: {thresholds} threshold(s) hold ({verdict.result_kind} result{_of_run_on_qrels(verdict)})"
+
+
+def _of_run_on_qrels(verdict: Any) -> str:
+    q = verdict.qrels or {}
+    return ((f" of {verdict.run}" if verdict.run else "")
+            + (f" on qrels labelled by {(q.get('origin') or {}).get('describe', 'unknown')}" if q else ""))

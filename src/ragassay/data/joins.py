@@ -76,12 +76,14 @@ class Join:
                 "are they from the same set?")
         return self
 
-    def warning(self) -> str | None:
-        """A sentence when some ids of either side found no partner; None when every id met."""
-        if self.complete or not self.matched:
+    def warning(self, sides: tuple[str, ...] = ("left", "right")) -> str | None:
+        """A sentence when some ids of the named sides found no partner; None when all met. A side
+        that may hold more than the other by design (a run over every query, answers to some) is
+        left out of ``sides``; its counts are in :meth:`to_dict` all the same."""
+        if not self.matched:
             return None
-        lost_left = self.left.ids - self.right.ids
-        lost_right = self.right.ids - self.left.ids
+        lost_left = self.left.ids - self.right.ids if "left" in sides else frozenset()
+        lost_right = self.right.ids - self.left.ids if "right" in sides else frozenset()
         parts = []
         if lost_left:
             parts.append(f"{len(lost_left)} of {len(self.left.ids)} in {self.left.role} are not in "
@@ -89,11 +91,11 @@ class Join:
         if lost_right:
             parts.append(f"{len(lost_right)} of {len(self.right.ids)} in {self.right.role} are not in "
                          f"{self.left.role} (e.g. {self.right.some(self.left.ids)})")
-        return f"{self.what}: " + "; ".join(parts)
+        return f"{self.what}: " + "; ".join(parts) if parts else None
 
-    def warn(self, quiet: bool = False) -> Join:
+    def warn(self, quiet: bool = False, sides: tuple[str, ...] = ("left", "right")) -> Join:
         """Print :meth:`warning` on stderr (a command's partial overlap); returns the join."""
-        message = self.warning()
+        message = self.warning(sides)
         if message and not quiet:
             print(f"warning: {message}", file=sys.stderr)
         return self

@@ -57,6 +57,7 @@ class EvaluateResult(Result):
     per_query: dict[str, dict[str, Any]] | None = None
     counts: dict[str, Any] | None = None
     settings: dict[str, Any] | None = None
+    qrels: dict[str, Any] | None = None  # which qrels: file, content digest, origin (who labelled)
 
 
 class CompareResult(Result):
@@ -67,6 +68,8 @@ class CompareResult(Result):
     means: dict[str, dict[str, Any]] | None = None
     tests: list[dict[str, Any]] | None = None
     settings: dict[str, Any] | None = None
+    qrels: dict[str, Any] | None = None  # which qrels: file, content digest, origin (who labelled)
+    counts: dict[str, dict[str, Any]] | None = None  # run -> how its queries met the qrels
 
 
 class AgreeResult(Result):
@@ -123,6 +126,7 @@ class JudgeSummary(Result):
     usage: dict[str, Any] | None = None
     usage_text: str | None = None
     batch: Any = None
+    join: dict[str, Any] | None = None  # how the queries met the run by id (data/joins.py)
 
 
 class CheckSummary(Result):
@@ -281,6 +285,8 @@ class TrackResult(Result):
     metrics: dict[str, float] | None = None
     label: str | None = None
     db: str | None = None
+    run: str | None = None  # the run whose metrics were tracked
+    qrels: dict[str, Any] | None = None  # the qrels they were scored on: file, digest, origin
 
 
 class TrackedResult(BaseModel):
@@ -295,15 +301,20 @@ class TrackedResult(BaseModel):
     kind: str
     source: str | None
     metrics: dict[str, float]
+    run: str | None = None                 # the run whose metrics these are (evaluate, compare)
+    qrels: dict[str, Any] | None = None    # the qrels they were scored on: file, digest, origin
+    settings: dict[str, Any] | None = None
     value: float | None = None
-    delta_previous: float | None = None
-    delta_best: float | None = None
+    delta_previous: float | None = None    # against the previous result of the same series
+    delta_best: float | None = None        # against the best of the same series so far
+    series: str | None = None              # the series: run, qrels and settings in words
 
 
 class HistoryResult(Result):
     KIND = "history"
     kind: Literal["history"] = "history"
     metric: str | None = None
+    run: str | None = None
     results: list[TrackedResult] | None = None
 
 
@@ -313,6 +324,8 @@ class GateResult(Result):
     passed: bool | None = None
     failures: list[str] | None = None
     result_kind: str | None = None
+    run: str | None = None  # the run gated
+    qrels: dict[str, Any] | None = None  # the qrels its metrics were scored on: file, digest, origin
 
     @property
     def exit_code(self) -> int:

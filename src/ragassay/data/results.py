@@ -125,6 +125,9 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
                 out[name] = _number(s[name]["value"], name, path)
             out["errors"] = _number(result.errors if result.errors is not None else s.get("errors"), "errors", path)
         elif isinstance(result, AgreeResult):
+            if result.same_origin:
+                raise InputError(f"this agree result compares {' and '.join(result.names or ['one labeller'])}, "
+                                 "which share a labeller: it holds no agreement to track or gate", path)
             for name, value in (("kappa", result.kappa), ("kappa_linear", result.kappa_linear),
                                 ("kappa_quadratic", result.kappa_quadratic),
                                 ("krippendorff_alpha_ordinal", result.krippendorff_alpha_ordinal)):

@@ -145,6 +145,28 @@ class Qrels:
     def __len__(self) -> int:
         return len(self.grades)
 
+    def digest(self) -> str:
+        """A digest of the judgments as read (query, document, grade, in the file's order): two
+        results carry the same digest only when scored on the same labels. A file written in
+        another order gives another digest, so history never draws a trend it cannot vouch for."""
+        import hashlib
+        h = hashlib.blake2b(digest_size=12)
+        h.update("\n".join(self.queries).encode("utf-8", "surrogatepass"))
+        for a in (self.qidx, self.grades):
+            h.update(np.ascontiguousarray(a, dtype="<i8").tobytes())
+        docs = self.doc_ids
+        if isinstance(docs, np.ndarray) and docs.dtype.kind in "SU":  # fixed width: the buffer is the content
+            h.update(str(docs.dtype).encode())
+            h.update(np.ascontiguousarray(docs).tobytes())
+        else:
+            h.update(b"\0".join(d if isinstance(d, bytes) else str(d).encode() for d in list(docs)))
+        return h.hexdigest()
+
+    def describe(self) -> dict:
+        """Which qrels: the file, its content digest and who made its labels (data/origin.py)."""
+        from .origin import UNKNOWN
+        return {"file": self.source, "digest": self.digest(), "origin": (self.origin or UNKNOWN).summary()}
+
     def to_dict(self) -> dict[str, dict[str, int]]:
         return _nested(self.queries, self.qidx, self.doc_ids, self.grades)
 
@@ -211,7 +233,8 @@ class Run:
             count, doc, query, where, line = dup
             raise InputError(
                 f"document {doc!r} is listed twice for query {query!r}{where}; {count} duplicate(s) in all. "
-                "trec_eval refuses such runs; pass --dedupe (dedupe=True) to keep each document's highest score",
+                "trec_eval refuses such runs; evaluate and compare take --dedupe (dedupe=True in Python) to keep "
+                "each document's highest score",
                 self.source, line)
         return self
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -48,6 +48,8 @@ class Comparison:
     evaluations: dict[str, Evaluation]
     tests: list[Test]
     settings: dict = field(default_factory=dict)
+    qrels: Any = field(default=None, repr=False)  # the qrels scored against: named in the JSON (file, digest, origin)
+    counts: dict = field(default_factory=dict)    # run -> how its queries met the qrels (Evaluation.counts)
 
     @property
     def means(self) -> dict[str, dict[str, float]]:
@@ -56,7 +58,9 @@ class Comparison:
 
     def to_dict(self) -> dict:
         return CompareResult(baseline=self.runs[0], queries=len(self.queries), means=self.means,
-                             tests=[t.__dict__ for t in self.tests], settings=self.settings).to_dict()
+                             tests=[t.__dict__ for t in self.tests], settings=self.settings,
+                             qrels=self.qrels.describe() if self.qrels is not None else None,
+                             counts=self.counts or None).to_dict()
 
 
 # One significance setting for every caller (compare, report, demo): the same comparison gives
@@ -124,7 +128,8 @@ def compare(qrels: Qrels | Mapping | str | Path,
     settings = {"missing": missing, "relevance_level": relevance_level, "gain": gain,
                 "n_permutations": n_permutations, "n_bootstrap": n_bootstrap,
                 "confidence": confidence, "seed": seed}
-    return Comparison(run_names, names, common, aligned, tests, settings)
+    return Comparison(run_names, names, common, aligned, tests, settings, qrels,
+                      {k: e.counts for k, e in evals.items()})
 
 
 def _mean(x: np.ndarray) -> float:

@@ -43,6 +43,7 @@ class Evaluation:
     missing_policy: Missing = "skip"
     relevance_level: int = 1
     gain: Gain = "linear"
+    qrels: Any = field(default=None, repr=False)  # the qrels scored against: named in the JSON (file, digest, origin)
 
     @property
     def metric_names(self) -> list[str]:
@@ -80,6 +81,7 @@ class Evaluation:
             **({"per_query": self.per_query} if per_query else {}),
             counts=self.counts,
             settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
+            qrels=self.qrels.describe() if self.qrels is not None else None,
         ).to_dict()
 
 
@@ -154,7 +156,7 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     evaluated = set(queries)
     no_relevant = [q for q, nr in zip(qrels.queries, no_rel_mask.tolist()) if nr and q in evaluated]
     return Evaluation(run.name, list(measures), queries, values, rows.run_only, missing_ids,
-                      sorted(no_relevant), missing, int(relevance_level), gain)
+                      sorted(no_relevant), missing, int(relevance_level), gain, qrels)
 
 
 def _sample(ids: list[str]) -> str:

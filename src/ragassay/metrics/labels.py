@@ -76,13 +76,18 @@ def diagnosis(labels: Mapping[str, str], retrieval: Mapping[str, float], thresho
         cells[f"{r}_{a}"].append(qid)
     table = {k: {"count": len(v), "examples": sorted(v)[:examples]} for k, v in cells.items()}
     gen, ret = len(cells["good_retrieval_bad_answer"]), len(cells["bad_retrieval_bad_answer"])
-    if gen == 0 and ret == 0:
-        advice = "no wrong answers among the diagnosed questions"
+    diagnosed = sum(len(v) for v in cells.values())
+    if diagnosed == 0:  # nothing is said about none: no cell is a finding
+        advice = (f"no answer could be diagnosed: none of the {len(labels)} graded answers has a question in "
+                  "the qrels" if labels else "no answer could be diagnosed: no answer was graded")
+    elif gen == 0 and ret == 0:
+        advice = f"no wrong answers among the {diagnosed} diagnosed questions"
     elif ret >= gen:
         advice = (f"fix retrieval first: {ret} wrong answers had poor retrieval, {gen} had good retrieval")
     else:
         advice = (f"fix generation first: {gen} wrong answers had good retrieval, {ret} had poor retrieval")
-    return {"threshold": threshold, "cells": table, "not_diagnosed": len(missing), "advice": advice}
+    return {"threshold": threshold, "cells": table, "diagnosed": diagnosed, "not_diagnosed": len(missing),
+            "advice": advice}
 
 
 def ppi_mean(llm_all: np.ndarray, llm_labeled: np.ndarray, human_labeled: np.ndarray,

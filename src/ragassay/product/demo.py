@@ -41,6 +41,24 @@ def copy_example(directory: str | Path) -> list[Path]:
     return sorted(p for p in dest.rglob("*") if p.is_file())
 
 
+def _demo_llm(config, log):
+    """The demo's LLM. The demo takes no --cache or --no-cache, so an answer cache that cannot be
+    used (a directory, a broken or foreign file, read-only) does not stop it: it goes on without
+    one and says why, without naming flags it does not take."""
+    import dataclasses
+    import re
+
+    from ..llm import LLM
+    try:
+        return LLM(config)
+    except InputError as e:
+        if not (config.use_cache and config.cache_path and e.path == str(config.cache_path)):
+            raise
+        reason = re.sub(r"[;:] give another path.*$", "", re.sub(r"^--cache: ", "", e.message))
+        log(f"answer cache {e.path}: {reason}; the demo goes on without one (XDG_CACHE_HOME moves it)")
+        return LLM(dataclasses.replace(config, use_cache=False))
+
+
 class _NothingJudged(Exception):
     """Every judgment is an error record (already named as a failure): no agreement to compute."""
 
@@ -54,7 +72,7 @@ def _write_json(path: Path, data: Any) -> None:
 def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=print) -> DemoResult:
     from ..data import io as rio
     from ..stages.check import (CheckOptions, check_answers, check_result, read_answers, read_human_labels,
-                                retrieval_recall)
+                                read_labels_origin, retrieval_recall)
     from ..metrics.agreement import agree
     from ..metrics.compare import compare
     from ..metrics.evaluate import evaluate
@@ -106,8 +124,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     if config is not None:
         try:
             config.check()
-            from ..llm import LLM
-            llm = LLM(config)
+            llm = _demo_llm(config, log)
         except LLMError as e:
             if e.kind != "config" or config.api_key or config.base_url:
                 raise  # only "no endpoint at all" skips the LLM stages; a bad setting is an error
@@ -173,7 +190,8 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
         done_checks = asyncio.run(check_answers(answers, llm, out / "checks.jsonl", chunks=chunks,
                                                 options=CheckOptions(quiet=True), announce=False, gold_recall=recall))
         result = CheckSummary.model_validate(check_result(done_checks, recall=recall,
-                                                         human=read_human_labels(ex / "answers_human_labels.jsonl")))
+                                                         human=read_human_labels(ex / "answers_human_labels.jsonl"),
+                                                         human_origin=read_labels_origin(ex / "answers_human_labels.jsonl")))
         _write_json(out / "check.json", result.to_dict())
         s = result.summary
         counts = ", ".join(f"{s['counts'][lab]} {lab}" for lab in ("correct", "partial", "hallucinated", "abstained"))
@@ -197,7 +215,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     path = write_report(inputs, out / "report.html", title="ragassay demo: the bundled help-centre example")
     write_report(inputs, out / "report.md", fmt="markdown", title="ragassay demo")
     if llm is not None:
-        log(llm.usage.summary())
+        log(llm.usage.summary(price_flags=False))  # the demo takes no --price-in/--price-out
         llm.close()
     return DemoResult(skipped=skipped, failed=failed, report=str(path))
 

@@ -245,13 +245,20 @@ def check_sections(inp: ReportInputs) -> list[Section]:
         out.append(Section("Diagnosis: retrieval x answer", d["advice"].rstrip(".") + ". Click a row to open its first bad answer.",
                            tables=[Table(["", "good answer", "bad answer", "bad answers, e.g."], rows, queries=queries)]))
     h = inp.check.get("human")
-    if h and h.get("pairs"):
+    who = ((h or {}).get("origin") or {}).get("describe", "unknown")
+    grader = ((h or {}).get("grader") or {}).get("describe", "the grader")
+    if h and h.get("same_origin"):
+        out.append(Section("Answers: agreement not measured",
+                           f"The answer labels given as people's were made by {who}, who also graded these answers: "
+                           "they agree by construction. Give labels made by people (ragassay label answers writes them)."))
+    elif h and h.get("pairs"):
+        kind = (h.get("origin") or {}).get("kind", "unknown")
         rows = [[lab, _rate(v["prediction_powered"]), _rate(v["llm_only"]), _rate(v["human_only"])] for lab, v in h["rates"].items()]
-        out.append(Section("Answers: agreement with people",
-                           f"{h['pairs']} answers labelled by people; Cohen's kappa {_num(h.get('kappa'))}. Prediction-powered "
-                           "rates combine every grader label with the people's correction on the labelled subset.",
-                           [svg.heatmap(h["labels"], h["labels"], h["confusion"], "people", "grader")] if h.get("confusion") else [],
-                           [Table(["label", "prediction-powered", "grader only", "people only"], rows)]))
+        out.append(Section(f"Answers: agreement, {who} against {grader}",
+                           f"{h['pairs']} answers labelled by {who} ({kind}); Cohen's kappa {_num(h.get('kappa'))}. "
+                           "Prediction-powered rates combine every grader label with the labelled subset's correction.",
+                           [svg.heatmap(h["labels"], h["labels"], h["confusion"], who, "grader")] if h.get("confusion") else [],
+                           [Table(["label", "prediction-powered", "grader only", f"{who} only"], rows)]))
     return out
 
 

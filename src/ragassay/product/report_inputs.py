@@ -26,6 +26,7 @@ class ReportInputs:
     queries: dict[str, str] = field(default_factory=dict)
     answers: dict[str, Any] = field(default_factory=dict)  # id -> AnswerItem
     human_labels: dict[str, str] = field(default_factory=dict)
+    human_origin: Any = None  # who made human_labels (data/origin.py); None: unknown
     evaluate: list[dict] = field(default_factory=list)
     compare: dict | None = None
     check: dict | None = None
@@ -71,8 +72,9 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
         from ..stages.check import read_answers
         inp.answers = {a.id: a for a in read_answers(answers, inp.chunks or None)}
     if human:
-        from ..stages.check import read_human_labels
+        from ..stages.check import read_human_labels, read_labels_origin
         inp.human_labels = read_human_labels(human)
+        inp.human_origin = read_labels_origin(human)
     for p in paths:
         p = Path(p)
         data = read_bytes_checked(p)
@@ -113,4 +115,5 @@ def _check_summary(inp: ReportInputs) -> dict:
     first run, at depth 10, as ``check`` does by default); agreement with people's labels."""
     from ..stages.check import retrieval_recall, summarise_checks
     recall = retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else None
-    return summarise_checks([c.model_dump() for c in inp.checks], recall=recall, human=inp.human_labels or None)
+    return summarise_checks([c.model_dump() for c in inp.checks], recall=recall, human=inp.human_labels or None,
+                            human_origin=inp.human_origin)

@@ -84,41 +84,85 @@ class History:
             self.db.execute("""CREATE TABLE IF NOT EXISTS results (
                 id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, label TEXT, commit_id TEXT,
                 kind TEXT NOT NULL, source TEXT, metrics TEXT NOT NULL, settings TEXT)""")
+            have = {row[1] for row in self.db.execute("PRAGMA table_info(results)")}
+            for column in ("run", "qrels"):  # added later: what makes two rows comparable
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE results ADD COLUMN {column} TEXT")
         except sqlite3.Error as e:
             raise InputError(f"--db: the history cannot be used ({e}); give another path", self.path) from None
 
     def add(self, kind: str, metrics: Mapping[str, float], label: str | None, source: str,
-            settings: Mapping | None = None, commit: str | None = None) -> int:
+            settings: Mapping | None = None, commit: str | None = None, run: str | None = None,
+            qrels: Mapping | None = None) -> int:
         cur = self.db.execute(
-            "INSERT INTO results (created, label, commit_id, kind, source, metrics, settings) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (time.time(), label, commit, kind, source, json.dumps(dict(metrics)), json.dumps(settings or {})))
+            "INSERT INTO results (created, label, commit_id, kind, source, metrics, settings, run, qrels) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (time.time(), label, commit, kind, source, json.dumps(dict(metrics)), json.dumps(settings or {}), run,
+             json.dumps(dict(qrels)) if qrels else None))
         return int(cur.lastrowid)
 
-    def rows(self) -> list[TrackedResult]:
+    def rows(self, run: str | None = None) -> list[TrackedResult]:
+        """Every tracked result in order (only those of the run named ``run``, when given)."""
         out = []
-        for rid, created, label, commit, kind, source, metrics in self.db.execute(
-                "SELECT id, created, label, commit_id, kind, source, metrics FROM results ORDER BY id"):
+        for rid, created, label, commit, kind, source, metrics, settings, run_name, qrels in self.db.execute(
+                "SELECT id, created, label, commit_id, kind, source, metrics, settings, run, qrels FROM results "
+                "ORDER BY id"):
+            if run is not None and run_name != run:
+                continue
             out.append(TrackedResult(id=rid, created=created, label=label, commit=commit, kind=kind, source=source,
-                                     metrics=json.loads(metrics)))
+                                     metrics=json.loads(metrics), run=run_name,
+                                     qrels=json.loads(qrels) if qrels else None,
+                                     settings=json.loads(settings) if settings else None))
         return out
 
-    def trend(self, metric: str) -> list[TrackedResult]:
-        """Each result that has ``metric``, with deltas against the previous one and the best so far."""
+    def trend(self, metric: str, run: str | None = None) -> list[TrackedResult]:
+        """Each result that has ``metric``, with deltas against the previous result and the best so far
+        **of the same series**: the same run, on the same qrels (by content digest), with the same
+        settings that change a metric's value. A result that names no run or no qrels (a check
+        result, or one tracked before these were kept) starts no trend with any other."""
         key = canonical(metric)
         lower_is_better = key.endswith(("hallucination_rate", "errors"))
-        out, prev, best = [], None, None
-        for r in self.rows():
+        out = []
+        prev: dict[tuple, float] = {}
+        best: dict[tuple, float] = {}
+        for r in self.rows(run):
             if key not in r.metrics:
                 continue
             v = r.metrics[key]
-            out.append(r.model_copy(update={"value": v, "delta_previous": None if prev is None else v - prev,
-                                            "delta_best": None if best is None else v - best}))
-            prev = v
-            best = v if best is None else (min(best, v) if lower_is_better else max(best, v))
+            series = _series(r)
+            p, b = (prev.get(series), best.get(series)) if series is not None else (None, None)
+            out.append(r.model_copy(update={"value": v, "delta_previous": None if p is None else v - p,
+                                            "delta_best": None if b is None else v - b,
+                                            "series": None if series is None else _series_name(r)}))
+            if series is not None:
+                prev[series] = v
+                best[series] = v if b is None else (min(b, v) if lower_is_better else max(b, v))
         return out
 
     def close(self) -> None:
         self.db.close()
+
+
+METRIC_SETTINGS = ("relevance_level", "gain", "missing")  # settings that change a ranking metric's value
+
+
+def _series(r: TrackedResult) -> tuple | None:
+    """What two results must share for a trend between them to mean anything; None: no series."""
+    if r.kind in ("evaluate", "compare"):
+        digest = (r.qrels or {}).get("digest")
+        if not r.run or not digest:
+            return None
+        settings = r.settings or {}
+        return ("ranking", r.run, digest, tuple(str(settings.get(k)) for k in METRIC_SETTINGS))
+    if r.kind == "check" and r.qrels is None:  # answer labels: one series per run name (None: the answers)
+        return ("check", r.run)
+    return (r.kind, r.run, (r.qrels or {}).get("digest"))
+
+
+def _series_name(r: TrackedResult) -> str:
+    q = r.qrels or {}
+    origin = (q.get("origin") or {}).get("describe", "unknown")
+    return f"{r.run or r.kind} on qrels {q.get('digest', '?')[:8]} ({origin})" if q else (r.run or r.kind)
 
 
 # ------------------------------------------------------- what the track, history and gate commands call
@@ -130,22 +174,42 @@ def track(result: str | Path, db: str | Path = DEFAULT_DB, label: str | None = N
     from ..data.results import read_result, result_metrics
     parsed = read_result(result)
     metrics = result_metrics(parsed, run, result)
+    run_name = result_run(parsed, run)
+    qrels = getattr(parsed, "qrels", None)
     h = History(db)
     try:
-        rid = h.add(parsed.kind, metrics, label, str(result), getattr(parsed, "settings", None), git_commit())
+        rid = h.add(parsed.kind, metrics, label, str(result), getattr(parsed, "settings", None), git_commit(),
+                    run=run_name, qrels=qrels)
     finally:
         h.close()
-    return TrackResult(id=rid, result_kind=parsed.kind, metrics=metrics, label=label, db=str(db))
+    return TrackResult(id=rid, result_kind=parsed.kind, metrics=metrics, label=label, db=str(db), run=run_name,
+                       qrels=qrels)
 
 
-def read_history(db: str | Path = DEFAULT_DB, metric: str | None = None) -> HistoryResult:
-    """The results tracked in ``db``, or the values of ``metric`` over them; InputError when there is
-    no history yet (a missing database is not made by a read)."""
+def result_run(parsed: object, run: str | None = None) -> str | None:
+    """Which run a result's metrics are of: evaluate's run; compare's chosen run (default the last)."""
+    kind = getattr(parsed, "kind", None)
+    if kind == "evaluate":
+        return getattr(parsed, "run", None)
+    if kind == "compare":
+        means = getattr(parsed, "means", None) or {}
+        return run or (list(means)[-1] if means else None)
+    if kind == "agree":  # an agreement's series is its two labellers
+        names = getattr(parsed, "names", None)
+        return " vs ".join(names) if names else None
+    return None
+
+
+def read_history(db: str | Path = DEFAULT_DB, metric: str | None = None, run: str | None = None) -> HistoryResult:
+    """The results tracked in ``db`` (of the run named ``run``, when given), or the values of
+    ``metric`` over them, each trend within one series (same run, same qrels, same settings);
+    InputError when there is no history yet (a missing database is not made by a read)."""
     if not Path(db).exists():
         raise InputError("no history yet: record results with 'ragassay track RESULT.json'", db)
     h = History(db)
     try:
-        return HistoryResult(metric=metric or None, results=h.trend(metric) if metric else h.rows())
+        return HistoryResult(metric=metric or None, run=run,
+                             results=h.trend(metric, run) if metric else h.rows(run))
     finally:
         h.close()
 
@@ -165,4 +229,5 @@ def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str
         if close:
             raise UsageError(f"{name!r} is not in this {parsed.kind} result; did you mean {close[0]!r}?")
     failures = gate(values, mins, maxs, result_errors(parsed), allow_errors)
-    return GateResult(passed=not failures, failures=failures, result_kind=parsed.kind)
+    return GateResult(passed=not failures, failures=failures, result_kind=parsed.kind, run=result_run(parsed, run),
+                      qrels=getattr(parsed, "qrels", None))

@@ -188,7 +188,7 @@ class Checker(Stage):
         if n <= budget:
             return None
         return (f"the response has {n:,} characters, more than the {budget:,} the grader is shown whole; "
-                f"it is not graded from a cut (raise the budget with --max-response-chars {n})")
+                f"it is not graded from a cut (raise the budget with check --max-response-chars {n})")
 
     def _recall(self, item: AnswerItem) -> float | None:
         return None if self.gold_recall is None else self.gold_recall.get(item.id)
@@ -290,19 +290,22 @@ def plan_check(items: Sequence[AnswerItem], config: LLMConfig | None, output: st
 
 def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
                  human: Mapping[str, str] | None = None, by: Sequence[str] = (),
-                 fields: Mapping[str, dict] | None = None) -> dict:
+                 fields: Mapping[str, dict] | None = None, human_origin: Any = None) -> dict:
     """The typed result of a check run (kind ``check``): label rates with intervals, and when given,
     the retrieval/generation diagnosis (``recall``: recall@k per answer id), agreement with people
     (``human``) and breakdowns by answer fields (``by``, looked up in ``fields``)."""
-    result = summarise_checks(done.records, recall=recall, threshold=threshold, human=human, by=by, fields=fields)
+    result = summarise_checks(done.records, recall=recall, threshold=threshold, human=human, by=by, fields=fields,
+                              human_origin=human_origin)
     result["error_reasons"] = dict(done.error_reasons.most_common(5))
     return result
 
 
 def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
                      human: Mapping[str, str] | None = None, by: Sequence[str] = (),
-                     fields: Mapping[str, dict] | None = None) -> dict:
-    """The ``check`` result from check records alone (what ``report`` builds from a checks file)."""
+                     fields: Mapping[str, dict] | None = None, human_origin: Any = None) -> dict:
+    """The ``check`` result from check records alone (what ``report`` builds from a checks file).
+    ``human_origin`` says who made the ``human`` labels (unknown when not given): the agreement
+    names both sides by origin, and gives no statistic when they share a labeller."""
     from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
     ok = sum(1 for r in records if r.get("status") == "ok")
     reasons = Counter(str(r.get("error") or "unknown") for r in records if r.get("status") != "ok")
@@ -314,7 +317,13 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
         labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
         parts["diagnosis"] = diagnosis(labels, recall, threshold)
     if human is not None:
-        parts["human"] = human_calibration(records, human)
+        from ..data.origin import UNKNOWN, origin_of_records
+        theirs = human_origin or UNKNOWN
+        grader = origin_of_records(r for r in records if r.get("status") == "ok" and r.get("decided_by") != "rule")
+        parts["human"] = {**human_calibration(records, human), "origin": theirs.summary(), "grader": grader.summary(),
+                          "same_origin": bool(theirs.shared_with(grader))}
+        if parts["human"]["same_origin"]:
+            parts["human"].update(kappa=None, rates={}, confusion=[])
     multi = [r for r in records if len(r.get("samples") or []) > 1]
     if multi:
         parts["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
@@ -328,6 +337,13 @@ def retrieval_recall(qrels, run, k: int) -> dict[str, float]:
     from ..metrics.evaluate import evaluate
     ev = evaluate(qrels, run, [f"recall@{k}"], missing="zero")
     return {q: v[f"recall@{k}"] for q, v in ev.per_query.items()}
+
+
+def read_labels_origin(path: str | Path):
+    """Who made a file of answer labels: its sidecar, else each line's ``assessor`` (or ``model``), else unknown."""
+    from ..data.io import iter_jsonl
+    from ..data.origin import label_origin
+    return label_origin(path, (obj for _, obj in iter_jsonl(path)))
 
 
 def read_human_labels(path: str | Path) -> dict[str, str]:

@@ -752,6 +752,7 @@ class JudgeResult:
     usage_text: str = ""  # the same, as the line the command prints
     coverage_waits: bool = False  # coverage was not run: judgments still wait for batch answers
     batch_note: str = ""  # what a run on batch files or the Batch API left to do (set by the scaffold)
+    join: dict | None = None  # how the queries met the run by id (data/joins.py)
 
     @property
     def pending(self) -> int:
@@ -837,11 +838,14 @@ class JudgeResult:
             batch_fallbacks=self.batch_fallbacks, pending=self.pending,
             error_reasons=dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
                                                                 else Counter())).most_common(5)),
-            usage=self.usage, usage_text=self.usage_text)
+            usage=self.usage, usage_text=self.usage_text, join=self.join)
 
     def text(self) -> str:
         d = self.summary()
-        lines = [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d.already_done} already done, "
+        j = self.join
+        lines = [] if not j else [f"queries: {j['left']['matched']} of {j['left']['ids']} in the queries file are in "
+                                  f"the run ({j['right']['ids']} queries)"]
+        lines += [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d.already_done} already done, "
                  f"{d.decided_by_rule} decided by rule, {self.relevance.errors} errors)",
                  "grades: " + ", ".join(f"{g}: {n}" for g, n in d.grades.items())]
         if self.coverage is not None:
@@ -929,9 +933,11 @@ def _tally_from_json(value: Any) -> dict[str, Any] | None:
     return out
 
 
-async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str | Path | None = None) -> JudgeResult:
-    """Run a plan made by :func:`plan_judge` with one LLM per config; write qrels when asked."""
-    if plan.unknown_queries:
+async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str | Path | None = None,
+                        announce_unknown: bool = True) -> JudgeResult:
+    """Run a plan made by :func:`plan_judge` with one LLM per config; write qrels when asked.
+    ``announce_unknown``: warn of run queries missing from the queries (a job has said it with counts)."""
+    if plan.unknown_queries and announce_unknown:
         print(f"warning: {len(plan.unknown_queries)} run queries are not in the queries file and are not judged "
               f"(first: {plan.unknown_queries[0]!r})", file=sys.stderr)
     options = plan.judge.options
@@ -1009,11 +1015,16 @@ class JudgeJob(StageJob[JudgeResult]):
 
     def __init__(self, queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, configs: Sequence[LLMConfig],
                  output: str | Path, *, options: JudgeOptions, keep=None, qrels_out: str | Path | None = None,
-                 coverage_out: str | Path | None = None):
+                 coverage_out: str | Path | None = None, sources: tuple[str | None, str | None] = (None, None)):
         from ..data.io import coerce_run
+        from ..data.joins import Join
         self.queries, self.chunks, self.keep = queries, chunks, keep
         self.run = RunTop.of(coerce_run(run), options.depth, chunks)  # (the table itself is let go)
         give_back_freed()
+        # the queries meet the run by id: counted, and none in common is an error before any call
+        self.join = Join.of("query ids", "the queries", (q.id for q in queries), "the run", self.run.top,
+                            sources[0], sources[1] or getattr(run, "source", None)).require_overlap()
+        self.join.warn()
         self.configs, self.output, self.options = list(configs), Path(output), options
         self.qrels_out, self.coverage_out = qrels_out, coverage_out
 
@@ -1025,7 +1036,9 @@ class JudgeJob(StageJob[JudgeResult]):
         return self.plan().estimate()
 
     async def execute(self, llms: Sequence[LLM]) -> JudgeResult:
-        return await execute_judge(self.plan(), llms, qrels_out=self.qrels_out)
+        result = await execute_judge(self.plan(), llms, qrels_out=self.qrels_out, announce_unknown=False)
+        result.join = self.join.to_dict()
+        return result
 
     def pending(self, result: JudgeResult) -> int:
         return result.pending
