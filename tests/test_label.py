@@ -200,11 +200,12 @@ def server(tmp_path, judged):
     book.close()
 
 
-def fetch(url: str, body: dict | None = None, headers: dict | None = None) -> tuple[int, dict | str]:
+def fetch(url: str, body: dict | None = None, headers: dict | None = None,
+          timeout: float = 30) -> tuple[int, dict | str]:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
             status, text = r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         status, text = e.code, e.read().decode()
@@ -241,6 +242,43 @@ def test_the_server_needs_its_token_and_serves_nothing_else(server):
     assert server.book.labels == {key: 2}
 
 
+def test_the_answer_page_carries_each_answers_retrieved_contexts(tmp_path):
+    """label answers shows what each answer was made from, as --chunks promises: every context id with
+    its chunk's title and text, or the contexts given inline (with their ids when given as many)."""
+    import threading
+    from ragassay.product.label_server import LabelServer
+    from ragassay.product.labeling import open_label_book
+    chunks = {c.id: c for c in ragassay.read_chunks(EXAMPLE / "chunks.jsonl")}
+    rows = [json.loads(line) for line in (EXAMPLE / "answers.jsonl").read_text().splitlines()][:3]
+    rows += [{"id": "inline", "question": "How long?", "reference": "30 days", "response": "30 days",
+              "contexts": ["<b>first</b> passage", "second passage"]},
+             {"id": "inline-named", "question": "How long?", "reference": "30 days", "response": "30 days",
+              "contexts": ["a text given inline"], "context_ids": ["refund-01"]}]
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    book = open_label_book("answers", tmp_path / "people.jsonl", answers=answers, chunks=EXAMPLE / "chunks.jsonl",
+                           assessor="carol")
+    server = LabelServer(book)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        status, state = fetch(f"http://127.0.0.1:{server.port}/api/state", headers={"X-Token": server.token})
+        page_status, page = fetch(server.url)
+    finally:
+        server.shutdown()
+        book.close()
+    assert status == 200 and page_status == 200
+    shown = {it["key"]: it["show"]["contexts"] for it in state["items"]}
+    for row in nonempty(rows[:3]):
+        assert shown[row["id"]] == [{"id": c, "title": chunks[c].title or None, "text": chunks[c].text}
+                                    for c in nonempty(row["context_ids"])]
+    assert shown["inline"] == [{"id": None, "title": None, "text": "<b>first</b> passage"},
+                               {"id": None, "title": None, "text": "second passage"}]
+    assert shown["inline-named"] == [{"id": "refund-01", "title": None, "text": "a text given inline"}]
+    # the page puts each on screen as text: its id (or its place) and title, then the text itself
+    assert 'el("h3", "Retrieved context (" + sh.contexts.length + ")")' in page
+    assert "highlighted(c.text, queryWords(sh.question))" in page and "innerHTML" not in page
+
+
 # -------------------------------------------------------------------------------------- browser
 
 
@@ -266,19 +304,42 @@ def browser(judged):  # after `judged`: playwright's sync API keeps an event loo
 
 
 class Labeller:
-    """`ragassay label ...` as a user starts it, in its own process."""
+    """`ragassay label ...` as a user starts it, in its own process (the URL is read from stdout, or
+    from stderr with --format json, where stdout is the summary)."""
+
+    EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}  # as every command stopped so ends (README: exit codes)
 
     def __init__(self, argv: list[str], cwd: Path):
         self.proc = subprocess.Popen([sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"], cwd=cwd,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        first = self.proc.stdout.readline()
-        self.url = self.proc.stdout.readline().strip()
+        said = self.proc.stderr if "json" in argv else self.proc.stdout
+        first = said.readline()
+        self.url = said.readline().strip()
         assert first.startswith("labelling ") and re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", self.url), \
             (first, self.url, self.proc.stderr.read() if self.proc.poll() is not None else "")
+        self.base, self.token = self.url.split("/?token=")
+        self.err = ""
+
+    def state(self) -> dict:
+        """The page's data, as the page asks for it. The first call is the wait for the server to answer
+        on its port: the socket listens from before the URL is printed, so the request waits there
+        until the server serves it (a generous deadline, no fixed sleep)."""
+        status, state = fetch(self.base + "/api/state", headers={"X-Token": self.token}, timeout=120)
+        assert status == 200, state
+        return state
+
+    def label(self, key: str, value) -> dict:
+        status, state = fetch(self.base + "/api/label", {"key": key, "value": value}, {"X-Token": self.token})
+        assert status == 200, state
+        return state
 
     def stop(self, sig: int = signal.SIGINT) -> str:
+        """Stop the session once its server answers, as a person does (Ctrl-C, or SIGTERM from a
+        supervisor): it ends as every stopped command does, 130 or 143; its summary is returned."""
+        self.state()
         self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=30)
+        out, self.err = self.proc.communicate(timeout=60)
+        assert self.proc.returncode == self.EXIT[sig], (self.proc.returncode, self.err)
         return out
 
 
@@ -431,6 +492,11 @@ def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_pat
     page.goto(run.url)
     from playwright.sync_api import expect
     expect(page.locator("h3").first).to_contain_text("Reference")
+    shown = run.state()["items"][0]["show"]["contexts"]  # the retrieved contexts, with their chunks' texts
+    assert shown and all(c["id"] and c["text"] for c in shown)
+    expect(page.locator(".context")).to_have_count(len(shown))
+    expect(page.locator(".context").first).to_contain_text(shown[0]["id"])
+    expect(page.locator(".context").first).to_contain_text(" ".join(shown[0]["text"].split()[:8]))
     expect(page.locator("#scale")).to_contain_text("hallucinated: something false")
     for k in "chpa":
         page.keyboard.press(k)
@@ -457,7 +523,8 @@ def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_pat
 @pytest.mark.parametrize("when", ["printing the URL", "before serving"])
 def test_ctrl_c_the_moment_the_url_is_printed_stops_cleanly(tmp_path, judged, monkeypatch, capsys, when):
     """A Ctrl-C that lands before the server loop runs (right after the URL is printed) is the same
-    clean stop as one during it: exit 0 and the summary, never a hang or "interrupted"."""
+    clean stop as one during it: exit 130 (as every command stopped by Ctrl-C) and the summary,
+    never a hang or a traceback."""
     import builtins
     import threading
     from ragassay.product.label_server import LabelServer
@@ -479,5 +546,35 @@ def test_ctrl_c_the_moment_the_url_is_printed_stops_cleanly(tmp_path, judged, mo
     t.start()
     t.join(20)
     assert not t.is_alive(), "label hung after a Ctrl-C before serving"
-    assert result == [0]
-    assert "labelled 0 of 30" in capsys.readouterr().out
+    assert result == [130]
+    printed = capsys.readouterr()
+    assert "labelled 0 of 30" in printed.out and "Traceback" not in printed.err
+    assert printed.err.strip().splitlines()[-1].startswith("interrupted; every label given is saved")
+
+
+@pytest.mark.parametrize("sig,form", [(signal.SIGINT, "table"), (signal.SIGTERM, "table"), (signal.SIGINT, "json"),
+                                      (signal.SIGTERM, "json")])
+def test_label_stopped_by_ctrl_c_or_sigterm_exits_130_or_143_with_every_label_saved(tmp_path, judged, sig, form):
+    """Stopping is the ordinary end of a session: it ends as every command stopped so (130, 143),
+    with its summary printed, one line saying so, and every label given in the output."""
+    run = Labeller(label_args(judged, "h.qrels", "--assessor", "alice", "--format", form), tmp_path)
+    items = run.state()["items"]
+    grades = {items[0]["key"]: 3, items[1]["key"]: 0}
+    for key, grade in grades.items():
+        run.label(key, grade)
+    out = run.stop(sig)
+    said = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted"
+    assert run.err.strip().splitlines()[-1] == (f"{said}; every label given is saved: a rerun of the same command "
+                                                "resumes where this one stopped")
+    assert "Traceback" not in run.err
+    if form == "json":
+        summary = json.loads(out)
+        assert summary["kind"] == "calibration" and summary["progress"]["labelled"] == 2
+    else:
+        assert "labelled 2 of 30 (0 skipped) into h.qrels" in out and "rerun the same command to go on" in out
+    saved = {f"{q}\t{c}": g for q, docs in ragassay.read_qrels(tmp_path / "h.qrels").to_dict().items()
+             for c, g in docs.items()}
+    assert saved == grades
+    again = Labeller(label_args(judged, "h.qrels", "--assessor", "alice"), tmp_path)  # a rerun goes on
+    assert again.state()["progress"]["labelled"] == 2
+    again.stop(sig)

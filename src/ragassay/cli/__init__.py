@@ -75,7 +75,38 @@ def _shared_flags(p: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command. Exit codes (a contract users script against; README.md lists them): 0 every
     item ok; 3 some items are error records (a rerun retries them); 1 nothing succeeded, bad input,
-    or a run stopped early; 2 usage error. Handlers return the text to print, or (text, exit code)."""
+    or a run stopped early; 2 usage error; 130 stopped by Ctrl-C and 143 by SIGTERM, with one line
+    said and what was done kept. Handlers return the text to print, or (text, exit code).
+
+    SIGTERM is taken over first of all, before the parser imports every command's modules (most of
+    a command's start-up time): from then on, a SIGTERM at any moment ends the same way."""
+    previous = _on_sigterm()
+    try:
+        return _run(argv)
+    except _Terminated:
+        return _stopped(143)
+    except KeyboardInterrupt:
+        return _stopped(130)
+    except BaseException as e:
+        if not (_TERMINATING and _cancelled(e)):
+            raise
+        return _stopped(143)
+    finally:
+        _TERMINATING.clear()
+        if previous is not None:
+            import signal
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _stopped(code: int) -> int:
+    """The one line a stopped command says (130: Ctrl-C, 143: SIGTERM), and its exit code."""
+    said = "terminated (SIGTERM)" if code == 143 else "interrupted"
+    print(f"{said}; a rerun of the same command resumes where this one stopped", file=sys.stderr)
+    return code
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    """:func:`main` without the signals: parse, check the outputs, run the handler, print."""
     parser = build_parser()
     try:
         args, extras = parser.parse_known_args(argv)
@@ -83,7 +114,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             _subparser(parser, args.command).error(_unrecognized(parser, args.command, extras))
     except SystemExit as e:  # --help (0) or a usage error (2, already printed): a code, not an exception
         return e.code if isinstance(e.code, int) else 2
-    previous = _on_sigterm()
     try:
         with ExitStack() as locks:
             command_parser = _subparser(parser, args.command)
@@ -98,28 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RagassayError as e:
         print(f"ragassay {args.command}: error: {e}", file=sys.stderr)
         return 1
-    except _Terminated:
-        print("terminated (SIGTERM); a rerun of the same command resumes where this one stopped", file=sys.stderr)
-        return 143
-    except KeyboardInterrupt:
-        print("interrupted; a rerun of the same command resumes where this one stopped", file=sys.stderr)
-        return 130
     except BrokenPipeError:  # `ragassay evaluate ... | head`
         return 0
     except OSError as e:  # a write that no stage wrapped: still one line naming the file
         where = f"{e.filename}: " if e.filename else ""
         print(f"ragassay {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
-    except BaseException as e:
-        if not (_TERMINATING and _cancelled(e)):
-            raise
-        print("terminated (SIGTERM); a rerun of the same command resumes where this one stopped", file=sys.stderr)
-        return 143
-    finally:
-        _TERMINATING.clear()
-        if previous is not None:
-            import signal
-            signal.signal(signal.SIGTERM, previous)
     text, code = out if isinstance(out, tuple) else (out, 0)
     if text:
         try:
@@ -147,7 +161,10 @@ def _unrecognized(parser: argparse.ArgumentParser, command: str, extras: list[st
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is, so that it ends like Ctrl-C: journal kept, one line said."""
+    """SIGTERM, raised where the program is, so that it ends like Ctrl-C: journal kept, one line said.
+    Code that ends a stop its own way (``ragassay label``) reads the exit code it carries."""
+
+    exit_code = 143
 
 
 _TERMINATING: list[bool] = []  # SIGTERM came while an event loop ran: its tasks were cancelled

@@ -66,9 +66,10 @@ def run_label(args: argparse.Namespace) -> Any:
                            run=args.run, judgments=args.judgments, checks=args.checks, depth=args.depth,
                            sample=args.sample, seed=args.seed, assessor=args.assessor, prior=args.prior,
                            others=args.others, target_width=args.target_width)
-    result = label_session(book, port=args.port, show_model=args.show_model, open_browser=not args.no_browser,
-                           say=sys.stderr if args.format == "json" else sys.stdout)  # json: stdout is the summary
-    return render(args, lambda: result, lambda: _label_text(result, book.output))
+    end = label_session(book, port=args.port, show_model=args.show_model, open_browser=not args.no_browser,
+                        say=sys.stderr if args.format == "json" else sys.stdout)  # json: stdout is the summary
+    # stopped (the ordinary end): the summary, and 130 for Ctrl-C or 143 for SIGTERM, as every command
+    return render(args, lambda: end.result, lambda: _label_text(end.result, book.output), end.exit_code)
 
 
 def _label_text(result: dict, output: Any) -> str:

@@ -42,6 +42,7 @@ mark { background: var(--mark); padding: 0 1px; border-radius: 2px; }
 #skipbox input { flex: 1; font: inherit; padding: 5px 8px; border: 1px solid var(--line); border-radius: 6px; }
 .review { color: #8a5a00; }
 .context { border-left: 3px solid var(--line); padding-left: 10px; margin: 6px 0; white-space: pre-wrap; }
+.ctxid { font: 600 12px ui-monospace, monospace; color: var(--muted); }
 </style>
 </head>
 <body>
@@ -139,8 +140,16 @@ function render() {
     item.appendChild(el("h3", "Response"));
     item.appendChild(el("div", sh.response, "text"));
     if (sh.contexts.length) {
-      item.appendChild(el("h3", "Retrieved context"));
-      const ctx = el("div", null, "text"); sh.contexts.forEach((c) => ctx.appendChild(el("div", c, "context"))); item.appendChild(ctx);
+      item.appendChild(el("h3", "Retrieved context (" + sh.contexts.length + ")"));
+      const ctx = el("div", null, "text");
+      sh.contexts.forEach((c, i) => {
+        const box = el("div", null, "context");
+        box.appendChild(el("div", (c.id === null ? "#" + (i + 1) : c.id) + (c.title ? " \u2014 " + c.title : ""), "ctxid"));
+        box.appendChild(c.text === null ? el("div", "(no text: this id is not in the chunks given)", "keys")
+                                        : highlighted(c.text, queryWords(sh.question)));
+        ctx.appendChild(box);
+      });
+      item.appendChild(ctx);
     }
   }
   for (const s of S.scale) {

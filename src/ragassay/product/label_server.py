@@ -9,6 +9,7 @@ import json
 import secrets
 import sys
 import threading
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 from urllib.parse import parse_qs, urlsplit
@@ -147,13 +148,32 @@ class LabelServer:
         req.end_headers()
 
 
+# how a session that was stopped ends, as every command ends when stopped (README: exit codes)
+STOPPED = {130: "interrupted", 143: "terminated (SIGTERM)"}
+
+
+@dataclass
+class SessionEnd:
+    """How a labelling session ended: its ``calibration`` result (the labels so far, all on disk)
+    and the exit code it ends with: 130 stopped by Ctrl-C, 143 by SIGTERM (0 only when serving
+    ended some other way)."""
+
+    result: dict[str, Any]
+    exit_code: int = 0
+
+
 def label_session(book: LabelBook, *, port: int = 0, show_model: bool = False, open_browser: bool = True,
-                  say: TextIO | None = None) -> dict[str, Any]:
-    """Serve ``book`` until Ctrl-C and return its ``calibration`` result. From the first line
-    printed (to ``say``, the URL among them) a Ctrl-C at any moment is the ordinary way to stop:
-    every label is on disk already, and the server and the book are always closed."""
+                  say: TextIO | None = None) -> SessionEnd:
+    """Serve ``book`` until Ctrl-C (or SIGTERM) and return its ``calibration`` result with the exit
+    code of a stopped command. From the first line printed (to ``say``, the URL among them) a stop
+    at any moment is the ordinary way to end: every label is on disk already, a label being written
+    is finished first, and the server and the book are always closed.
+
+    SIGTERM reaches here as the KeyboardInterrupt that ``ragassay.cli`` raises for it, which carries
+    ``exit_code`` 143; a plain KeyboardInterrupt is Ctrl-C."""
     say = say or sys.stdout
     server = LabelServer(book, port=port, show_model=show_model)
+    code = 0
     try:
         print(f"labelling {len(book.items)} {'pairs' if book.task == 'pairs' else 'answers'} as {book.assessor}; "
               f"labels go to {book.output} the moment they are given. Open:", file=say, flush=True)
@@ -163,9 +183,13 @@ def label_session(book: LabelBook, *, port: int = 0, show_model: bool = False, o
             import webbrowser
             webbrowser.open(server.url)
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt as stop:
+        code = getattr(stop, "exit_code", 130)
     finally:
         server.shutdown()
-        book.close()
-    return book.calibration()
+        with server.lock:  # a label a request is writing now is written whole before the book closes
+            book.close()
+    if code:
+        print(f"{STOPPED.get(code, 'stopped')}; every label given is saved: a rerun of the same command resumes "
+              "where this one stopped", file=sys.stderr, flush=True)
+    return SessionEnd(book.calibration(), code)

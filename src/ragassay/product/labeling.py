@@ -49,7 +49,8 @@ class LabelItem:
     """One thing to label: a (query, chunk) pair or an answer, with what the page shows of it."""
 
     key: str
-    show: dict[str, Any]        # the texts on screen (question, need, title, text / reference, response, contexts)
+    show: dict[str, Any]        # the texts on screen (question, need, title, text / reference, response, contexts:
+                                # each {"id", "title", "text"}, the id and title None for a context given as text)
     model: Any = None           # the model's grade or label, when known
     stratum: str = "all"        # what the sample was stratified by
     group: str = ""             # the query (pairs) or question (answers): samples spread over these
@@ -96,17 +97,36 @@ def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = 
     return out
 
 
-def answer_items(answers: Sequence[Any], checks: Sequence[Check | Mapping[str, Any]] | None = None) -> list[LabelItem]:
+def answer_items(answers: Sequence[Any], checks: Sequence[Check | Mapping[str, Any]] | None = None,
+                 chunks: Mapping[str, Any] | None = None) -> list[LabelItem]:
     """The answers a person may label, with the model's label from ``check``'s records (as models or
-    as their JSON) when given."""
+    as their JSON) when given, and the context each answer was made from: its ``contexts``, or its
+    ``context_ids`` looked up in ``chunks`` (as check reads them)."""
     model = {r.id: r.label for r in (Check.model_validate(c) for c in checks or []) if r.status == "ok"}
     out = []
     for a in answers:
         refs = [a.reference] if isinstance(a.reference, str) else list(a.reference)
         label = model.get(a.id)
         out.append(LabelItem(a.id, {"id": a.id, "question": a.question, "reference": refs, "response": a.response,
-                                    "contexts": list(a.contexts or [])}, label,
+                                    "contexts": answer_contexts(a, chunks)}, label,
                              f"label {label}" if label else "all", a.question))
+    return out
+
+
+def answer_contexts(answer: Any, chunks: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """What the answer's generator was given, as the page shows it: ``{"id", "title", "text"}`` for
+    each context, in order. Texts given inline come first, as check grades them (their ids, when
+    ``context_ids`` names as many, beside them); otherwise each of ``context_ids`` with its chunk's
+    title and text (an id ``chunks`` lacks is shown with no text: check refuses it, the person sees it)."""
+    ids = list(answer.context_ids or [])
+    if answer.contexts is not None:
+        named = ids if len(ids) == len(answer.contexts) else [None] * len(answer.contexts)
+        return [{"id": cid, "title": None, "text": text} for cid, text in zip(named, answer.contexts)]
+    out = []
+    for cid in ids:
+        chunk = (chunks or {}).get(cid)
+        out.append({"id": cid, "title": getattr(chunk, "title", None) or None,
+                    "text": chunk.text if chunk is not None else None})
     return out
 
 
@@ -438,7 +458,7 @@ def open_label_book(task: str, output: str | Path, *, answers: str | Path | None
         from ..stages.check import read_answers
         chunk_map = {c.id: c for c in read_chunks(chunks)} if chunks else None
         labelled = read_record_file(checks, kinds=("check",))[1] if checks else None
-        items = answer_items(read_answers(answers, chunk_map), labelled)
+        items = answer_items(read_answers(answers, chunk_map), labelled, chunk_map)
     before = read_other_labels(prior, task) if prior else {}
     drawn, info = draw_sample([it for it in items if it.key not in before], sample, seed)
     theirs = {path: read_other_labels(path, task) for path in others}
