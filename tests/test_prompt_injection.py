@@ -155,7 +155,7 @@ async def test_check_budgets_cut_passages_visibly_and_never_a_response(tmp_path)
     assert second["status"] == "error" and second["label"] is None and second["truncated"] is None
     assert second["error"] == ("input: the response has 10,000,000 characters, more than the 32,000 the grader is "
                                "shown whole; it is not graded from a cut (raise the budget with "
-                               "--max-response-chars 10000000)")
+                               "check --max-response-chars 10000000)")
     assert done.exit_code == 3
 
 

@@ -116,10 +116,14 @@ class Usage:
         return {**asdict(self.total()), "cost_usd": self.cost(),
                 "stages": {name: asdict(s) for name, s in self.stages.items()}}
 
-    def summary(self) -> str:
+    def summary(self, price_flags: bool = True) -> str:
+        """One line: answers, calls, tokens and cost. An unknown cost names the flags that give a
+        price only when ``price_flags`` (the printing command takes --price-in/--price-out: the
+        stages do, the demo does not)."""
         t = self.total()
         cost = self.cost()
-        money = f"${cost:.4f}" if cost is not None else "cost unknown (pass --price-in/--price-out)"
+        money = f"${cost:.4f}" if cost is not None else "cost unknown (pass --price-in/--price-out)" \
+            if price_flags else f"cost unknown (no price is known for {self.model})"
         cached = f" ({t.cached_tokens} from the provider's prompt cache)" if t.cached_tokens else ""
         batch = " (Batch API answers at half price)" if t.batch_prompt_tokens and cost is not None else ""
         return (f"{t.ok} answers ({t.cached} from cache), {t.failed} failed; {t.calls} calls, "
