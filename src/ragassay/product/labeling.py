@@ -461,8 +461,32 @@ def open_label_book(task: str, output: str | Path, *, answers: str | Path | None
         items = answer_items(read_answers(answers, chunk_map), labelled, chunk_map)
     before = read_other_labels(prior, task) if prior else {}
     drawn, info = draw_sample([it for it in items if it.key not in before], sample, seed)
-    theirs = {path: read_other_labels(path, task) for path in others}
+    theirs = {}
+    for path in others:  # each named by who made it, never by the file alone
+        labels = read_other_labels(path, task)
+        name = _other_labeller(path, task, assessor)
+        if name in theirs:
+            name = f"{name} ({Path(path).name})"
+        theirs[name] = labels
     return LabelBook(task, drawn, output, assessor, info, before, theirs, target_width)
+
+
+def _other_labeller(path: str | Path, task: str, assessor: str) -> str:
+    """Who made the labels of a --with file, in words; a file of the person labelling now is refused
+    (a labeller compared with itself agrees by construction)."""
+    from ..errors import UsageError
+    if task == "pairs":
+        from ..data.io import read_qrels
+        origin = read_qrels(path).origin
+    else:
+        from ..stages.check import read_labels_origin
+        origin = read_labels_origin(path)
+    if origin is None or not origin.known:
+        return f"unknown ({Path(path).name})"
+    if any(lab.by == "person" and lab.name == assessor for lab in origin.labellers):
+        raise UsageError(f"--with {path} holds labels by {assessor}, who is labelling now: comparing {assessor} "
+                         "with themselves measures no agreement; give another person's labels")
+    return origin.describe()
 
 
 def login_name() -> str:

@@ -102,8 +102,12 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     if evals:
         plots.append(svg.strip_plot([(r.name, [(v, q) for q, v in zip(ev.queries, ev.values["ndcg@10"].tolist())])
                                      for r, ev in zip(inp.runs, evals)], "ndcg@10 per query (click a dot to open the query)"))
-    note = (f"{len(rows)} queries, worst first. Click a row or a dot to open the query: its chunks with both grades, "
-            "the answer and its label. Click a column to sort; type to filter.")
+    in_runs = {q for r in inp.runs for q in r.queries}
+    outside = [q for q in order if in_runs and q not in in_runs]
+    where = (f" ({len(order) - len(outside)} in the runs, {len(outside)} only in other inputs: "
+             f"{', '.join(outside[:3])}{', ...' if len(outside) > 3 else ''})" if outside else "")
+    note = (f"{len(rows)} queries{where}, worst first. Click a row or a dot to open the query: its chunks with both "
+            "grades, the answer and its label. Click a column to sort; type to filter.")
     return [Section("Queries", note, plots, [Table(headers, rows, queries=list(order), filter=True)])]
 
 
@@ -334,13 +338,54 @@ def chunk_texts(inp: ReportInputs, pages: dict[str, Any]) -> dict[str, str]:
     return {d: _clip(inp.chunks[d].text, TEXT_CLIP) for d in sorted(wanted) if d in inp.chunks}
 
 
+# ------------------------------------------------------------------------------------ joins
+
+def input_joins(inp: ReportInputs) -> list:
+    """How the report's files meet by id (each run with the qrels, the answers and checks with the
+    first run, the judgments with the qrels, people's answer labels with the checks), each counted
+    with the sides whose unmatched ids deserve a warning (a run over every query answered in part is
+    not one); a pair with no id in common is an error naming both files."""
+    from ..data.joins import Join
+    joins = []
+    if inp.qrels is not None:
+        for r in inp.runs:
+            joins.append((Join.of("query ids", f"the run {r.name}", r.queries, "the qrels", inp.qrels.queries,
+                                  r.source, inp.qrels.source), ("left", "right")))
+        if inp.judgments:
+            joins.append((Join.of("query ids", "the judgments", {j.query_id for j in inp.judgments}, "the qrels",
+                                  inp.qrels.queries, None, inp.qrels.source), ("left",)))
+    answered = {c.id for c in inp.checks} or set(inp.answers)
+    if answered and inp.runs:
+        joins.append((Join.of("query ids", "the checked answers" if inp.checks else "the answers", answered,
+                              f"the run {inp.runs[0].name}", inp.runs[0].queries, None, inp.runs[0].source), ("left",)))
+    if inp.human_labels and inp.checks:
+        joins.append((Join.of("answer ids", "the checks", {c.id for c in inp.checks}, "the answer labels",
+                              inp.human_labels, None, None), ()))  # people label a sample: counts only
+    for j, _ in joins:
+        j.require_overlap()
+    return joins
+
+
+def joins_section(joins: list) -> list[Section]:
+    """The counts of every join, so a reader sees what met before reading a number."""
+    if not joins:
+        return []
+    rows = [[j.what, j.left.role, len(j.left.ids), j.right.role, len(j.right.ids), j.matched] for j, _ in joins]
+    warnings = [w for w in (j.warning(sides) for j, sides in joins) if w]
+    note = "How the files met by id: each side's count and how many met." + (
+        " " + " ".join(w[0].upper() + w[1:] + "." for w in warnings) if warnings else "")
+    return [Section("Inputs: what met", note, tables=[Table(["ids", "side", "ids", "other side", "ids", "met"], rows)])]
+
+
 # ------------------------------------------------------------------------------------ assembly
 
 def build_report(inp: ReportInputs, title: str = "ragassay report") -> Report:
+    joins = input_joins(inp)
     evals, per = _per_query(inp)
     pages = query_pages(inp, per)
-    sections = (runs_section(inp, evals) + queries_section(inp, evals, per, pages) + compare_sections(inp, evals)
-                + judge_sections(inp) + calibration_sections(inp) + check_sections(inp) + generate_sections(inp))
+    sections = (joins_section(joins) + runs_section(inp, evals) + queries_section(inp, evals, per, pages)
+                + compare_sections(inp, evals) + judge_sections(inp) + calibration_sections(inp) + check_sections(inp)
+                + generate_sections(inp))
     if not sections:
         raise InputError("nothing to report: give --qrels and --run, or result files from evaluate, compare, judge, "
                          "check or generate")
