@@ -149,7 +149,8 @@ def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], 
     still needs; those are sent (:func:`send_round`), their answers imported, and the stage run
     again, until a run needs nothing. Returns that last run's result and a one-line summary."""
     from .batch import BatchBox
-    from .config import make_client
+    from .client import v1_base_url
+    from .config import make_client, redact
     config.check()
     state = BatchState(output)
     box = BatchBox(collect=True)
@@ -168,8 +169,12 @@ def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], 
             try:
                 return await send_round(client, lines, state, poll_seconds=poll_seconds, sleep=sleep)
             except openai.APIStatusError as e:
-                hint = ("; this endpoint has no Files/Batches API (a vLLM server has none): use --export-requests "
-                        "and `vllm run-batch` instead" if e.status_code in (404, 405) else "")
+                hint = ""
+                if e.status_code in (404, 405):  # no such path: a base URL without /v1, or no Batch API there
+                    better = v1_base_url(config.base_url)
+                    hint = (f": OpenAI-compatible servers usually serve under /v1; try --base-url "
+                            f"{redact(better, config.secrets())}" if better else "; this endpoint has no "
+                            "Files/Batches API (a vLLM server has none): use --export-requests and `vllm run-batch` instead")
                 raise LLMError("auth" if e.status_code in (401, 403) else "request",
                                f"the Batch API at {config.public_base_url()} answered {e.status_code}{hint}") from None
             except openai.APIConnectionError as e:

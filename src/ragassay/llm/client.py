@@ -482,6 +482,11 @@ class LLM:
                             "Check OPENAI_API_KEY / --base-url", attempts)
         if _transient(e):
             return LLMError("transport", f"HTTP {e.status_code} after {attempts} attempt(s): {detail}", attempts)
+        better = v1_base_url(self.config.base_url) if e.status_code in (404, 405) else None
+        if better:  # no such path: most often a base URL without the API's /v1
+            return LLMError("request", f"{self.config.public_base_url()} answered {e.status_code} for /chat/completions: "
+                            f"OpenAI-compatible servers usually serve under /v1; try --base-url {self._redact(better)} "
+                            f"(the server said: {detail})", attempts)
         return LLMError("request", f"the endpoint rejected the request (HTTP {e.status_code}): {detail}", attempts)
 
     def _redact(self, text: str) -> str:
@@ -678,6 +683,27 @@ def _error_detail(e: openai.APIStatusError) -> str:
         return "an HTML page" + (f" ({' '.join(title.group(1).split())[:120]!r})" if title else "") + \
             ", not the API's JSON: is the base URL the API's root (it usually ends in /v1)?"
     return " ".join(text.split())[:300]
+
+
+def v1_base_url(base_url: str | None) -> str | None:
+    """The base URL an OpenAI-compatible server most likely serves the API under, for a ``base_url``
+    whose requests found no such path (404/405): the URL cut after its /v1 part (a whole endpoint
+    given as the base), else with /v1 appended. None when it ends in /v1 already or names another
+    version (/v1beta, /v2): then the missing path is not the base URL's fault, as far as can be told."""
+    if not base_url:
+        return None  # the default, api.openai.com/v1
+    from urllib.parse import urlsplit, urlunsplit
+    parts = urlsplit(base_url)
+    segments = [s for s in parts.path.split("/") if s]
+    if segments and segments[-1] == "v1":
+        return None
+    if "v1" in segments:
+        segments = segments[:segments.index("v1") + 1]
+    elif any(re.fullmatch(r"v\d+\w*", s) for s in segments):
+        return None
+    else:
+        segments.append("v1")
+    return urlunsplit((parts.scheme, parts.netloc, "/" + "/".join(segments), parts.query, ""))
 
 
 def _strip_fences(text: str) -> str:
