@@ -61,7 +61,8 @@ def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
     g.add_argument("--price-out", type=nonneg_float, metavar="USD", help="price per million output tokens")
     g.add_argument("--max-calls", type=positive_int, metavar="N",
                    help="send at most N requests (retries and re-asks count); then stop, keep what is done and "
-                        "exit 3 (a rerun with a higher ceiling goes on)")
+                        "exit 3 (a rerun with a higher ceiling goes on); generate exits 1 when it stops before a "
+                        "question is accepted")
     g.add_argument("--max-cost", type=positive_float, metavar="USD",
                    help="stop before the cost reaches USD (needs a known price: the table or --price-in/--price-out)")
     g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")

@@ -97,7 +97,7 @@ def load_callable(spec: str) -> Retriever:
         if module_part.endswith(".py"):
             path = Path(module_part)
             if not path.exists():
-                raise InputError(f"no such file {module_part!r} (from --retriever {spec!r})")
+                raise InputError(f"no such file {module_part!r} (of the retriever {spec!r})")
             mod_spec = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(mod_spec)
             sys.path.insert(0, str(path.resolve().parent))
