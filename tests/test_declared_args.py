@@ -89,7 +89,7 @@ def test_the_guard_stats_declared_files_only(tmp_path, monkeypatch):
         seen.clear()
         parser = commands[command]
         check_outputs(parser, parser.parse_args(argv), command)
-        for value in texts.values():
+        for value in nonempty(texts.values()):
             assert not any(value[:50] in s for s in seen), (command, seen)
 
 
