@@ -42,13 +42,14 @@ def complete_lines(path: Path) -> list[dict]:
 
 
 def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, capsys):
-    """--no-cache: only the journal can spare the rerun the calls of the candidates already decided."""
+    """--no-cache: only what the killed run kept (the candidates it decided, the answers it received)
+    can spare the rerun their calls; a call in flight at the kill is all that is asked again."""
     with FakeLLM() as server:  # the whole run, uninterrupted, for the calls and the set it makes
         assert main(generate_args(tmp_path / "full.jsonl", server.url)) == 0
         full_calls, full_questions = server.calls, schemas(server.requests)["GeneratedQuestion"]
     capsys.readouterr()
     out = tmp_path / "q.jsonl"
-    journal = Path(f"{out}.candidates.journal")
+    journal, answers = Path(f"{out}.candidates.journal"), Path(f"{out}.answers")
     with FakeLLM(delay=0.2) as server:  # slow enough to kill mid-run on a busy machine
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
                                                              os.environ.get("PYTHONPATH", "")])}
@@ -59,26 +60,27 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert not out.exists()  # killed before the end: nothing written but the journal
-        journalled = complete_lines(journal)
+        assert not out.exists()  # killed before the end: nothing written but the journals
+        journalled, kept = complete_lines(journal), complete_lines(answers)
         assert 6 <= len(journalled) < full_questions and all(r["status"] == "ok" for r in journalled)
-        killed_calls = server.calls
-        assert killed_calls < full_calls
+        killed_calls = server.settled_calls()
+        assert len(kept) <= killed_calls < full_calls  # (a call in flight at the kill was received, not kept)
         capsys.readouterr()
         assert main(generate_args(out, server.url) + ["--dry-run", "--format", "json"]) == 0
-        predicted = json.loads(capsys.readouterr().out)  # the dry run reads the journal too
-        assert (predicted["items"], predicted["done"]) == (full_questions, len(journalled))
+        predicted = json.loads(capsys.readouterr().out)  # the dry run reads both journals too
+        assert predicted["items"] == full_questions and predicted["done"] >= len(journalled)
         server.requests.clear()
         assert main(generate_args(out, server.url)) == 0
         rerun = schemas(server.requests)
         rerun_calls = server.calls - killed_calls
-    # the candidates in the journal are not asked again: one question call fewer for each
-    assert rerun["GeneratedQuestion"] == full_questions - len(journalled)
-    assert rerun_calls < full_calls <= killed_calls + rerun_calls  # calls in flight at the kill are asked again
+    # no answer kept is asked again: the two runs together send one run's calls, and those in flight
+    assert rerun_calls == full_calls - len(kept) and predicted["calls"] <= rerun_calls
+    assert rerun["GeneratedQuestion"] == full_questions - sum("evidence" in r["answer"] for r in kept)
     assert out.read_text() == (tmp_path / "full.jsonl").read_text()
     assert out.with_suffix(".rejects.jsonl").read_text() == (tmp_path / "full.rejects.jsonl").read_text()
     assert not journal.exists() and sorted(p.name for p in tmp_path.iterdir()) == [
-        "full.jsonl", "full.rejects.jsonl", "q.jsonl", "q.rejects.jsonl"]  # spent once the set is written
+        "full.jsonl", "full.jsonl.answers", "full.rejects.jsonl", "q.jsonl", "q.jsonl.answers",
+        "q.rejects.jsonl"]  # the candidates' journal is spent once the set is written; the answers stay
 
 
 @pytest.mark.parametrize("limit", ["5", "10"])

@@ -11,10 +11,21 @@ and word overlap of each gold chunk are kept in ``checks``; a label they contrad
 Chunk ids in, the same ids out. Each candidate is a work item of the stage engine
 (:class:`GenerateStage`): its calls are steps of the engine's ``next_calls``, its outcome (a
 question or a reject) a record in the engine's journal beside the question file
-(``OUTPUT.candidates.journal``). Candidates are drawn in waves, each from what the last decided;
-a rerun of an interrupted run replays the decided candidates from the journal (with or without
-the answer cache) and sends only what is left. The question file is written at the end in one
-atomic step.
+(``OUTPUT.candidates.journal``, spent once the set is written). Candidates are drawn in waves, each
+from what the last decided. Every answer a call of the set receives is kept, as it comes, in
+``OUTPUT.answers`` (:class:`AnswerJournal`), keyed by the exact request as the answer cache is: a
+request made again, in this run or a later one, is answered from there and not sent. So a rerun of
+a finished set sends nothing, with or without the answer cache, and rebuilds the same set from the
+answers (every check that needs no model made again on the chunks as they are now); a killed or
+stopped run goes on without asking again for any answer it received; a chunk changed since asks
+only the requests that hold its text, and what follows from their answers. Deleting
+``OUTPUT.answers`` makes the next run ask the model again. The question file is written at the end
+in one atomic step.
+
+A dry run (:meth:`Generator.estimate`) draws the waves with the same code as the run, answering
+each call from what the set and the answer cache hold; an answer not known yet is taken to pass
+its check. It counts exactly the calls the run makes when every answer not known yet passes, and
+is a lower bound otherwise.
 """
 
 from __future__ import annotations
@@ -26,18 +37,20 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems,
                               unfit_chunk)
 from ..data.io import write_jsonl, write_lines_atomic, write_qrels
 from ..llm import LLM, LLMConfig, LLMError
-from .store import journal_path
+from ..llm.cache import Cache
+from ..llm.client import request_key
+from .store import journal_path, record_line
 from .engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
                      failing_alike, fingerprint, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
@@ -132,6 +145,11 @@ class GenerateResult:
     batch_note: str = ""  # what a run on batch files or the Batch API left to do
     kept: int = 0  # questions of the set being grown (--append) written before the new ones
     exported: list[tuple[str, list[Path]]] = field(default_factory=list)  # (format, files) of each --export
+    # answers of this set's calls: taken from what earlier runs kept in OUTPUT.answers, and asked now
+    # (of the endpoint or its cache)
+    reused: int = 0
+    asked: int = 0
+    answers_file: str = ""
 
     def summary(self) -> str:
         per_level = Counter(q.difficulty for q in self.accepted)
@@ -158,6 +176,12 @@ class GenerateResult:
                          + "; the rejects above say why (a rerun with --limit or another --seed tries other chunks)")
         if self.stopped:
             lines.append(self.stopped)
+        if self.reused and not self.asked:
+            lines.append(f"nothing was sent: all {self.reused} answers this set needs were kept by an earlier run in "
+                         f"{self.answers_file} (delete it to ask the model again)")
+        elif self.reused:
+            lines.append(f"{self.reused} answers kept by an earlier run in {self.answers_file} were used, not asked "
+                         f"again; {self.asked} asked now")
         return "\n".join(lines)
 
     @property
@@ -228,6 +252,7 @@ class Generator:
         self.unfit = {c.id: why for c in chunks if (why := unfit_chunk(c.text))}
         self.fit = [cid for cid in self.order if cid not in self.unfit]
         self.index = BM25(self.order, [self.chunks[c].text for c in self.order])
+        self.corpus = corpus_digest(chunks)  # a candidate's checks rank its chunks against all of them
         self.q_prompt = load_prompt("generate_question")
         self.v_prompt = load_prompt("generate_verify")
         self.c_prompt = load_prompt("generate_compare")
@@ -282,19 +307,19 @@ class Generator:
     def first_waves(self) -> list[tuple[str, list[str], str]]:
         """(difficulty, chunk ids, style) of every candidate a run tries when each one is accepted:
         the same code path as :meth:`run`, so the dry run's plan is the run's."""
-        return [(level, group, style) for level, group, style, _ in self.first_candidates()]
+        return [(level, group, style) for level, group, style, _, _ in self.first_candidates()]
 
-    def first_candidates(self) -> list[tuple[str, list[str], str, tuple[int, int]]]:
-        """:meth:`first_waves` with each candidate's draw (where its wave began, its place in it),
-        as :meth:`run` numbers them."""
+    def first_candidates(self) -> list[tuple[str, list[str], str, tuple[int, int], int]]:
+        """:meth:`first_waves` with each candidate's draw (where its wave began, its place in it)
+        and how many times its first chunk seeded a candidate before, as :meth:`run` numbers them."""
         rng = random.Random(self.options.seed)
         pool, cursor = self.stratified(rng), [0]
         out = []
         for level in LEVEL_ORDER:
             want = mix_counts(self.options.total, self.options.mix).get(level, 0)
             first_draw = cursor[0]
-            out += [(level, g, self.next_style(), (first_draw, i))
-                    for i, g in enumerate(self._wave(level, want, pool, cursor, rng)[0])]
+            out += [(level, g, self.next_style(), (first_draw, i), use)
+                    for i, (g, use) in enumerate(self._wave(level, want, pool, cursor, rng)[0])]
         self._style_counts.clear()
         return out
 
@@ -310,19 +335,22 @@ class Generator:
         self._style_counts[style] = self._style_counts.get(style, 0) + 1
         return style
 
-    def _wave(self, level: str, n: int, pool: list[str], cursor: list[int], rng: random.Random) -> tuple[list[list[str]], int]:
-        """The next ``n`` candidate groups of a level (fewer when a hard group cannot be formed), and
-        how many tries that used."""
+    def _wave(self, level: str, n: int, pool: list[str], cursor: list[int],
+              rng: random.Random) -> tuple[list[tuple[list[str], int]], int]:
+        """The next ``n`` candidates of a level (fewer when a hard group cannot be formed), each as
+        its chunk ids and how many times its first chunk seeded a candidate before; and how many
+        tries that used."""
         wave, tries = [], 0
         for _ in range(n if pool else 0):
             if cursor[0] >= len(pool) * SEED_USES:
                 break  # every chunk has seeded its share of candidates: the chunks are spent
-            cid = pool[cursor[0] % len(pool)]
+            use, at = divmod(cursor[0], len(pool))
+            cid = pool[at]
             cursor[0] += 1
             tries += 1
             group = self.group_for(cid, rng) if level == "hard" else [cid]
             if group:
-                wave.append(group)
+                wave.append((group, use))
         return wave, tries
 
     def _passages(self, chunk_ids: list[str]) -> str:
@@ -345,9 +373,11 @@ class Generator:
     def critic_messages(self, question: str, style: str) -> list[dict[str, str]]:
         return self.critic_prompt.messages(style=STYLES[style], question=delimit("QUESTION", question))
 
-    def question_call(self, chunk_ids: list[str], difficulty: str, style: str) -> Call:
+    def question_call(self, chunk_ids: list[str], difficulty: str, style: str, sample: int = 0) -> Call:
+        """``sample``: a chunk's second try as a seed is another sample of the same prompt, not the
+        same request (which the answer cache, and the set's own answers, would answer alike)."""
         return Call.of(0, self.question_messages(chunk_ids, difficulty, style), GeneratedQuestion, "generate", 600,
-                       max(self.config.temperature, 0.7))
+                       max(self.config.temperature, 0.7), sample=sample)
 
     def blind_call(self, question: str, chunk_ids: list[str]) -> Call:
         return Call.of(0, self.blind_messages(question, chunk_ids), BlindAnswer, "verify", 400)
@@ -393,89 +423,130 @@ class Generator:
         return None, checks, difficulty
 
     def estimate(self, output: str | Path | None = None) -> Estimate:
-        """Calls, tokens and cost if every first candidate is accepted (each rejection costs one
-        more candidate, up to ``attempts_per_question`` per wanted question): the engine's estimate
-        of the first candidates' plan, their later steps shaped by the answers the cache holds.
-        Candidates an interrupted run into the questions file ``output`` journalled are done."""
+        """Calls, tokens and cost of a run into the questions file ``output``, offline: the run's
+        waves drawn by the run's own code (:meth:`_draw`), each call answered from what the set
+        holds (the answers earlier runs kept in ``OUTPUT.answers``, the candidates a killed run
+        decided) or the answer cache, as the run will answer it; identical requests asked once, as
+        the run asks them. An answer not known yet is taken to pass its check: the count is the
+        run's when every such answer passes, and a lower bound otherwise (the note says by how much
+        at most)."""
         stage = GenerateStage(self)
-        items = [stage.item(level, group, style, draw) for level, group, style, draw in self.first_candidates()]
         store = _journal_store(output) if output is not None else None
-        est = estimate(items, lambda it: store is not None and store.done(it.key), [self.config], stage=stage,
-                       share=False)  # placeholders look alike
-        worst = int(len(items) * self.options.attempts_per_question) + len(LEVEL_ORDER)
-        # the run's ceiling counts the whole plan, what a killed run journalled too
-        ceiling = self.options.max_calls or (self.default_ceiling() if est.done else ceiling_for(est.calls))
-        hard_chunks = sum(len(it.payload.group) for it in items if it.payload.level == "hard")
-        est.note = (f"target {mix_counts(self.options.total, self.options.mix)}; the calls and cost above are those "
-                    f"of every first candidate accepted, a lower bound: each rejected candidate costs another try "
-                    f"(at most about {worst} candidates in all), and a hard question's passage that answers alone "
-                    f"one more comparison (at most {hard_chunks}); the upper bound is generate's ceiling of "
-                    f"{ceiling} calls "
-                    + ("(--max-calls)" if self.options.max_calls else
-                       "(its default: 3x these, --max-calls N to change)"))
+        answers = AnswerJournal(answers_path(output), read_only=True) if output is not None else None
+        cache = Cache.read_only(self.config.cache_path) if self.config.use_cache else None
+        if cache is not None and not cache.holds_model(self.config.model or ""):
+            cache.close()
+            cache = None
+        ceiling = self.options.max_calls or self.default_ceiling()
+        sim = _Simulation(self, stage, store, answers, cache)
+        try:
+            _without_waiting(self._draw(stage, sim.decide, lambda: sim.sent, ceiling))
+        finally:
+            if cache is not None:
+                cache.close()
+        est = estimate(sim.planned, lambda it: not it.payload, [self.config], stage=_PlannedCalls(),
+                       share=False)  # identical requests are counted once already (see _Simulation)
+        target = mix_counts(self.options.total, self.options.mix)
+        worst = sum(int(n * self.options.attempts_per_question) + 1 for n in target.values() if n)
+        known = (f"; {answers.held} answers are kept in {answers.path.name} from earlier runs"
+                 if answers is not None and answers.held else "")
+        est.note = (f"target {target}{known}; the calls above are the run's when every answer not known yet passes "
+                    f"its check, a lower bound otherwise: each rejected candidate costs another try (at most about "
+                    f"{worst} candidates in all), and a hard question's passage that answers alone one more "
+                    f"comparison (at most {sim.open_singles}); the upper bound is generate's ceiling of {ceiling} "
+                    "calls " + ("(--max-calls)" if self.options.max_calls else
+                                "(its default: 3x the calls of every first candidate accepted, --max-calls N to "
+                                "change)"))
         return est
 
     # -- the whole set
     async def run(self, output: str | Path | None = None) -> GenerateResult:
         """Draw candidates wave by wave until the target is met. Each wave is run by the engine, its
-        records journalled beside the questions file ``output`` (see :func:`candidates_path`), so a
-        killed run resumes where it stopped; without ``output``, in a temporary folder."""
+        records journalled beside the questions file ``output`` (see :func:`candidates_path`), and
+        every answer kept in ``OUTPUT.answers`` (see :class:`AnswerJournal`), so a killed run resumes
+        where it stopped and a rerun sends nothing; without ``output``, in a temporary folder."""
         if output is None:
             import tempfile
             with tempfile.TemporaryDirectory(prefix="ragassay-generate-") as tmp:
-                return await self._run(_journal_store(Path(tmp) / "questions.jsonl"))
-        return await self._run(_journal_store(output))
+                return await self._run(Path(tmp) / "questions.jsonl")
+        return await self._run(output)
 
-    async def _run(self, store: OutputStore) -> GenerateResult:
+    async def _run(self, output: str | Path) -> GenerateResult:
+        store = _journal_store(output)
+        journal = AnswerJournal(answers_path(output))
+        llm = AnsweredFirst(self.llm, journal) if self.llm is not None else None
+        stage = GenerateStage(self)
+        ceiling = self.options.max_calls or self.default_ceiling()
+        bar = progress_bar(self.options.total, 0, "generate", self.options.quiet)  # counts accepted questions
+
+        async def decide(items: list[WorkItem]) -> _Decided:
+            done = await run_stage(stage, items, [llm], store, quiet=True, keep_journal=True)
+            stage.stop_if_dead()
+            # a spending ceiling: the candidates it left were not tried, they are no rejects
+            stopped = _BUDGET_TAIL.sub("", done.stopped) if done.stopped else None
+            if done.pending:  # the wave's next step is exported: the next round goes on from here
+                return _Decided([], stopped, done.pending)
+            return _Decided([stage.outcome(record) for record in done.records], stopped)  # plan order
+        try:
+            result = await self._draw(stage, decide, self.calls_made, ceiling, bar)
+        finally:
+            journal.close()
+            if bar is not None:
+                bar.close()
+        result.reused, result.asked, result.answers_file = journal.reused, journal.asked, str(journal.path)
+        return result
+
+    async def _draw(self, stage: GenerateStage, decide: Callable[[list[WorkItem]], Awaitable[_Decided]],
+                    calls_made: Callable[[], int], ceiling: int, bar: Any = None) -> GenerateResult:
+        """The waves of a run, each decided by ``decide`` (the engine in a run; what is known of the
+        answers in a dry run, where a question not known yet stands as accepted at its level)."""
         opts = self.options
         rng = random.Random(opts.seed)
         target = mix_counts(opts.total, opts.mix)
         pool, cursor = self.stratified(rng), [0]
-        stage = GenerateStage(self)
-        bar = progress_bar(opts.total, 0, "generate", opts.quiet)  # counts accepted questions
-        accepted: list[Question] = []
+        self._style_counts.clear()
+        accepted: list[Question | _Assumed] = []
         rejects: list[dict] = []
-        ceiling = opts.max_calls or self.default_ceiling()
         stopped: str | None = None
+
+        def have(level: str) -> int:
+            return sum(1 for q in accepted if q.difficulty == level)
         for level in LEVEL_ORDER:
             want = target.get(level, 0)
             tries = 0
             max_tries = int(want * opts.attempts_per_question) + 1
-            while sum(1 for q in accepted if q.difficulty == level) < want and tries < max_tries and pool:
-                need = want - sum(1 for q in accepted if q.difficulty == level)
-                if self.calls_made() >= ceiling:
-                    stopped = (f"stopped at the ceiling of {ceiling} generate calls ({self.calls_made()} made); "
+            while have(level) < want and tries < max_tries and pool:
+                if calls_made() >= ceiling:
+                    stopped = (f"stopped at the ceiling of {ceiling} generate calls ({calls_made()} made); "
                                "--max-calls N raises it")
                     break
                 first_draw = cursor[0]
-                wave, used = self._wave(level, min(need, max_tries - tries), pool, cursor, rng)
+                wave, used = self._wave(level, min(want - have(level), max_tries - tries), pool, cursor, rng)
                 tries += used
                 if not wave:
                     if cursor[0] >= len(pool) * SEED_USES:
                         stopped = (f"stopped: every usable chunk has seeded {SEED_USES} candidates; add chunks or "
                                    "lower --limit")
                     break
-                items = [stage.item(level, group, self.next_style(), (first_draw, i)) for i, group in enumerate(wave)]
-                done = await run_stage(stage, items, [self.llm], store, quiet=True, keep_journal=True)
-                stage.stop_if_dead()
-                if done.stopped:  # a spending ceiling: the candidates it left were not tried, they are no rejects
-                    stopped = _BUDGET_TAIL.sub("", done.stopped)
-                if done.pending:  # the wave's next step is exported: the next round goes on from here
-                    if bar is not None:
-                        bar.close()
-                    return GenerateResult(accepted, rejects, dict(self.unfit), target, pending=done.pending)
-                for record in done.records:  # in plan order, so the set does not depend on timing
-                    q, rej = stage.outcome(record)
+                items = [stage.item(level, group, self.next_style(), (first_draw, i), use)
+                         for i, (group, use) in enumerate(wave)]
+                decided = await decide(items)
+                stopped = decided.stopped or stopped
+                if decided.pending:
+                    return GenerateResult([q for q in accepted if isinstance(q, Question)], rejects, dict(self.unfit),
+                                          target, pending=decided.pending)
+                for q, rej in decided.outcomes:
                     if q is None:
                         rejects.append(rej)
                         continue
-                    dup = near_duplicate(q.question, [a.question for a in [*self.existing, *accepted]])
-                    full = sum(1 for a in accepted if a.difficulty == q.difficulty) >= target.get(q.difficulty, 0)
-                    if dup or full:
+                    earlier = [a.question for a in [*self.existing, *accepted] if a.question is not None]
+                    dup = near_duplicate(q.question, earlier) if q.question is not None else None
+                    full = have(q.difficulty) >= target.get(q.difficulty, 0)
+                    if (dup or full) and isinstance(q, Question):
                         reason = dup or f"the {q.difficulty} quota is already full (asked as {level})"
                         rejects.append(reject_record(q.chunk_ids, q.difficulty, q.question, q.answer, reason, q.checks,
                                                      style=q.style, kind=q.kind))
-                    else:
+                    elif not full:
                         accepted.append(q)
                         if bar is not None:
                             bar.update(1)
@@ -484,9 +555,8 @@ class Generator:
                     break
             if stopped:
                 break
-        if bar is not None:
-            bar.close()
-        return GenerateResult(accepted, rejects, dict(self.unfit), target, stopped=stopped)
+        return GenerateResult([q for q in accepted if isinstance(q, Question)], rejects, dict(self.unfit), target,
+                              stopped=stopped)
 
     def calls_made(self) -> int:
         """Requests generate has sent so far (its questions and their checks)."""
@@ -498,7 +568,9 @@ class Generator:
     def default_ceiling(self) -> int:
         """Three times the calls the target needs when every first candidate is accepted: room for
         rejections, never a runaway (a --limit far above what the chunks can give)."""
-        return ceiling_for(self.estimate().calls)
+        stage = GenerateStage(self)
+        items = [stage.item(level, group, style, draw, use) for level, group, style, draw, use in self.first_candidates()]
+        return ceiling_for(estimate(items, lambda it: False, [self.config], stage=stage, share=False).calls)
 
 
 _BUDGET_TAIL = re.compile(r"; \d+ generate items not done: rerun with a higher ceiling to go on$")
@@ -514,6 +586,243 @@ def candidates_path(output: str | Path) -> Path:
 def _journal_store(output: str | Path) -> OutputStore:
     """The engine's store of candidate records for the questions file ``output``."""
     return OutputStore(candidates_path(output), lambda r: r["key"])
+
+
+def answers_path(output: str | Path) -> Path:
+    """Where the answers of the calls made for the questions file ``output`` are kept
+    (``OUTPUT.answers``, see :class:`AnswerJournal`)."""
+    return Path(f"{output}.answers")
+
+
+def corpus_digest(chunks: Sequence[Chunk]) -> str:
+    """A fingerprint of every chunk (id, title, text), in order."""
+    h = hashlib.sha256()
+    for c in chunks:
+        for part in (c.id, c.title or "", c.text):
+            data = part.encode("utf-8", "surrogatepass")
+            h.update(b"%d:" % len(data) + data)
+    return h.hexdigest()[:24]
+
+
+class AnswerJournal:
+    """The answers the calls of one question set received, one JSON line each
+    (``{"request": KEY, "answer": {...}}``, KEY the answer cache's key of the exact request: model,
+    endpoint, messages, schema, sampling), appended and flushed as each comes, so a kill loses
+    none received. A request found here is answered from here (:class:`AnsweredFirst`), in the run
+    that asked it (identical requests of several waves are asked once, as the engine asks them once
+    in a wave) and in every later run into the same questions file: the set's own record of its
+    answers, kept with ``--no-cache`` as without it. A last line cut short by a kill is dropped, and
+    cut off before this run appends; a line that does not read as an answer is ignored (asked again)."""
+
+    def __init__(self, path: str | Path, read_only: bool = False):
+        self.path = Path(path)
+        self.read_only = read_only
+        self._lines: dict[str, bytes] = {}  # request key -> its line
+        self._end = 0  # where the last whole line ends
+        self._f: Any = None
+        self.reused = 0  # answers kept by an earlier run, used by this one
+        self.asked = 0  # answers this run asked for (and kept)
+        self._earlier: set[str] = set()
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        self._size = len(data)
+        at = 0
+        while True:
+            nl = data.find(b"\n", at)
+            if nl < 0:
+                break
+            line = data[at:nl]
+            at = self._end = nl + 1
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("request"), str) and isinstance(entry.get("answer"), dict):
+                self._lines[entry["request"]] = line
+        self._earlier = set(self._lines)
+
+    @property
+    def held(self) -> int:
+        """Answers held (kept by earlier runs and this one)."""
+        return len(self._lines)
+
+    def get(self, key: str, response_model: type[BaseModel]) -> BaseModel | None:
+        line = self._lines.get(key)
+        if line is None:
+            return None
+        try:
+            answer = response_model.model_validate(json.loads(line)["answer"])
+        except (ValueError, ValidationError):
+            return None  # the answer's model changed shape since: asked again
+        if key in self._earlier:
+            self._earlier.discard(key)  # counted once: a repeat within this run is not another earlier answer
+            self.reused += 1
+        return answer
+
+    def put(self, key: str, answer: BaseModel) -> None:
+        if self.read_only:
+            raise RuntimeError("a read-only answer journal")
+        line = record_line({"request": key, "answer": answer.model_dump(mode="json")}).encode("utf-8", "surrogatepass")
+        if self._f is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(self.path, "ab")
+            if self._f.tell() == self._size and self._end < self._size:
+                self._f.truncate(self._end)  # a line a kill cut short: this run's lines start on their own
+                self._f.seek(self._end)
+        self._f.write(line + b"\n")
+        self._f.flush()
+        self._lines[key] = line
+        self.asked += 1
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+class AnsweredFirst:
+    """The run's LLM as the engine sees it: a request the set's :class:`AnswerJournal` holds is
+    answered from it; any other is asked of ``llm`` (its cache, batch files or endpoint) and its
+    answer kept there before it is used."""
+
+    def __init__(self, llm: LLM, journal: AnswerJournal):
+        self.llm, self.journal = llm, journal
+        self.config = llm.config
+
+    async def ask(self, messages: list[dict[str, str]], response_model: type[BaseModel], *, stage: str = "default",
+                  max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
+                  sample: int = 0) -> BaseModel:
+        key = self.llm.request_key(messages, response_model, self.llm.params(max_tokens, temperature, seed, sample))
+        answer = self.journal.get(key, response_model)
+        if answer is None:
+            answer = await self.llm.ask(messages, response_model, stage=stage, max_tokens=max_tokens,
+                                        temperature=temperature, seed=seed, sample=sample)
+            self.journal.put(key, answer)
+        return answer
+
+
+@dataclass(frozen=True)
+class _Assumed:
+    """A dry run's candidate whose question is not known yet: taken as accepted at its level."""
+
+    difficulty: str
+    question: None = None
+
+
+@dataclass
+class _Decided:
+    """What one wave decided: each candidate's (question, None) or (None, reject), in plan order."""
+
+    outcomes: list[tuple[Question | _Assumed | None, dict | None]]
+    stopped: str | None = None
+    pending: int = 0
+
+
+class _Simulation:
+    """A dry run's waves: each candidate walked through its steps with the answers known (the set's
+    :class:`AnswerJournal`, the answer cache) and None for the rest, as the run will walk it, and
+    the calls it will make kept step by step (``planned``: one item a candidate, its steps its
+    payload) for the engine's estimate to count and price. A candidate a killed run decided is
+    read from the candidates journal; a request met before in the run is not made again (the run
+    answers it from its journal, or shares it within a wave). Calls built from an answer not known
+    yet hold placeholders: they are counted each, never taken for one another."""
+
+    def __init__(self, gen: Generator, stage: GenerateStage, store: OutputStore | None, answers: AnswerJournal | None,
+                 cache: Cache | None):
+        self.gen, self.stage, self.store, self.answers, self.cache = gen, stage, store, answers, cache
+        self.planned: list[WorkItem] = []
+        self.sent = 0  # requests the run sends (not answered by the set's answers or the cache)
+        self.open_singles = 0  # single-chunk checks of hard questions not known yet: each may need a comparison
+        self._met: dict[bytes, BaseModel | None] = {}
+
+    async def decide(self, items: list[WorkItem]) -> _Decided:
+        outcomes: list[tuple[Question | _Assumed | None, dict | None]] = []
+        for it in items:
+            if self.store is not None and self.store.done(it.key):
+                outcomes.append(self.stage.outcome(self.store.record(it.key)))
+                self.planned.append(WorkItem(it.key, [], payload=[]))
+                continue
+            cand: Candidate = it.payload
+            steps: list[list[Call]] = []
+            answers: list[BaseModel | None] = []
+            calls, known = it.calls, True
+            while calls:
+                to_make = []
+                for call in calls:
+                    answer, make = self._answer(call, known)
+                    if make:
+                        to_make.append(call)
+                    answers.append(answer)
+                if to_make:
+                    steps.append(to_make)
+                known = known and all(a is not None for a in answers)
+                calls = self.stage.next_calls(it, answers)
+            if cand.level == "hard":
+                self.open_singles += sum(1 for a in answers[4:4 + len(cand.group)] if a is None)
+            walk = self.stage.walk(cand, answers)
+            self.stage.forget(cand)
+            if walk.reject is not None:
+                outcomes.append((None, walk.reject))
+            else:
+                outcomes.append((walk.question or _Assumed(cand.level), None))
+            self.planned.append(WorkItem(it.key, steps[0] if steps else [], payload=steps))
+        return _Decided(outcomes)
+
+    def _answer(self, call: Call, known: bool) -> tuple[BaseModel | None, bool]:
+        """The answer to ``call`` if it is known, and whether the run makes the call (to the cache or
+        the endpoint). ``known``: every earlier answer of its candidate is known (the call is the
+        real request, not one with placeholders)."""
+        if not known:
+            self.sent += 1
+            return None, True
+        digest = call.digest()
+        if digest in self._met:
+            return self._met[digest], False
+        cfg = self.gen.config
+        key = request_key(cfg.model or "", call.message_list, call.response_model, call.params(cfg.temperature),
+                          cfg.base_url)
+        answer = self.answers.get(key, call.response_model) if self.answers is not None else None
+        if answer is not None:
+            self._met[digest] = answer
+            return answer, False
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            try:
+                answer = call.response_model.model_validate(hit["answer"])
+            except ValidationError:
+                answer = None
+        if answer is None:
+            self.sent += 1
+        self._met[digest] = answer
+        return answer, True
+
+
+class _PlannedCalls(Stage):
+    """generate as its dry run hands it to the engine's estimate: each item's payload is the calls
+    the run makes for one candidate, step by step (see :class:`_Simulation`)."""
+
+    name = "generate"
+    record_model = CandidateRecord
+
+    def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
+        made = 0
+        for i, step in enumerate(item.payload):
+            made += len(step)
+            if made >= len(answers):
+                return item.payload[i + 1] if i + 1 < len(item.payload) else []
+        return []
+
+
+def _without_waiting(coroutine: Awaitable[Any]) -> Any:
+    """The value of a coroutine that never waits (a dry run's waves), run without an event loop."""
+    try:
+        coroutine.send(None)  # type: ignore[attr-defined]
+    except StopIteration as done:
+        return done.value
+    coroutine.close()  # type: ignore[attr-defined]
+    raise RuntimeError("a dry run's waves waited for something")
 
 
 def reject_record(chunk_ids: Sequence[str], difficulty: str | None, question: str | None, answer: str | None,
@@ -561,23 +870,24 @@ class GenerateStage(Stage):
     def identity(self, record: dict) -> str:
         return record["key"]  # a candidate is its draw: the key says which
 
-    def item(self, level: str, group: Sequence[str], style: str, draw: Any = 0) -> WorkItem:
+    def item(self, level: str, group: Sequence[str], style: str, draw: Any = 0, use: int = 0) -> WorkItem:
         """A candidate's work item. Its key holds the draw (the candidate's place in the run), so a
-        chunk that seeds two candidates alike gets two tries, as two draws."""
+        chunk that seeds two candidates alike gets two tries, as two draws (``use``: the first
+        chunk's tries before this one, each asked as another sample); and the corpus, which its
+        checks rank its chunks against."""
         g = self.gen
         cand = Candidate(level, tuple(group), style)
         key = fingerprint("generate", level, list(group), style, draw, [g.chunks[c].text for c in group],
                           [g.chunks[c].title for c in group], g.config.model, g.config.temperature,
-                          [p.id for p in (g.q_prompt, g.v_prompt, g.c_prompt, g.critic_prompt)])
-        return WorkItem(key, payload=cand, build=lambda: [g.question_call(list(group), level, style)])
+                          [p.id for p in (g.q_prompt, g.v_prompt, g.c_prompt, g.critic_prompt)], use, g.corpus)
+        return WorkItem(key, payload=cand, build=lambda: [g.question_call(list(group), level, style, use)])
 
     def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
         return self.walk(item.payload, answers).calls
 
     async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[dict]:
         walk = self.walk(item.payload, answers)
-        for k in [k for k in self._checked if k[0] == item.payload]:
-            del self._checked[k]
+        self.forget(item.payload)
         if walk.question is not None:
             return [{"key": item.key, "status": "ok", "question": walk.question.model_dump(mode="json")}]
         return [{"key": item.key, "status": "ok", "reject": walk.reject}]
@@ -588,6 +898,11 @@ class GenerateStage(Stage):
         c: Candidate = item.payload
         return [{"key": item.key, "status": "error", "error": error.reason,
                  "reject": reject_record(c.group, c.level, None, None, f"model call failed: {error.reason}")}]
+
+    def forget(self, cand: Candidate) -> None:
+        """Drop the text checks kept for a candidate whose outcome is known."""
+        for k in [k for k in self._checked if k[0] == cand]:
+            del self._checked[k]
 
     @staticmethod
     def outcome(record: dict) -> tuple[Question | None, dict | None]:
