@@ -173,6 +173,30 @@ def test_a_changed_chunk_redoes_only_the_work_that_holds_it(tmp_path, capsys):
     assert len(after) == len(before) and differ == [[changed]]
 
 
+def test_an_edit_the_question_does_not_show_asks_again_only_the_requests_that_show_the_chunk(tmp_path, capsys):
+    """A sentence added after the chunk's first one: the fake model asks the same question
+    (from that sentence), so only the two requests that show the chunk are sent again; the
+    comparison and the critic are the requests the set holds already. A dry run cannot know the
+    question will be the same, and counts all four."""
+    chunks = tmp_path / "chunks.jsonl"
+    rows = [json.loads(line) for line in CHUNKS.read_text().splitlines()]
+    chunks.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "q.jsonl"
+    with FakeLLM() as server:
+        assert run(capsys, args(out, server.url, "--limit", "10", "--no-cache", chunks=chunks))[0] == 0
+        before = out.read_text()
+        changed = "order-01"
+        assert sum(changed in json.loads(line)["chunk_ids"] for line in before.splitlines()) == 1
+        edit = {**next(r for r in rows if r["id"] == changed)}
+        edit["text"] += " Thanks."
+        chunks.write_text("".join(json.dumps(edit if r["id"] == changed else r) + "\n" for r in rows))
+        predicted = dry(capsys, args(out, server.url, "--limit", "10", "--no-cache", chunks=chunks))
+        server.requests.clear()
+        assert run(capsys, args(out, server.url, "--limit", "10", "--no-cache", chunks=chunks))[0] == 0
+    assert schemas(server.requests) == {"GeneratedQuestion": 1, "BlindAnswer": 1} and predicted["calls"] == 4
+    assert out.read_text() == before  # the same question, answer and checks
+
+
 def test_the_answer_journal_drops_a_line_cut_by_a_kill_and_appends_after_the_last_whole_one(tmp_path):
     from ragassay.stages.generate import AnswerJournal, SameAnswer
     path = tmp_path / "q.jsonl.answers"

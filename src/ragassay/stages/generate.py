@@ -24,8 +24,11 @@ in one atomic step.
 
 A dry run (:meth:`Generator.estimate`) draws the waves with the same code as the run, answering
 each call from what the set and the answer cache hold; an answer not known yet is taken to pass
-its check. It counts exactly the calls the run makes when every answer not known yet passes, and
-is a lower bound otherwise.
+its check. It counts exactly the calls the run makes when every answer not known yet passes.
+Otherwise a rejected candidate (another try) or a hard question's passage that answers alone (one
+more comparison) costs calls it did not count; and a call that follows an answer not known yet
+is counted even when that answer turns it into a request the set already holds (a chunk edited
+in a way the model's question does not show), which the run does not send.
 """
 
 from __future__ import annotations
@@ -428,8 +431,8 @@ class Generator:
         holds (the answers earlier runs kept in ``OUTPUT.answers``, the candidates a killed run
         decided) or the answer cache, as the run will answer it; identical requests asked once, as
         the run asks them. An answer not known yet is taken to pass its check: the count is the
-        run's when every such answer passes, and a lower bound otherwise (the note says by how much
-        at most)."""
+        run's when every such answer passes (the module's docstring says how it can be off
+        otherwise, the note by how much at most)."""
         stage = GenerateStage(self)
         store = _journal_store(output) if output is not None else None
         answers = AnswerJournal(answers_path(output), read_only=True) if output is not None else None
@@ -451,12 +454,11 @@ class Generator:
         known = (f"; {answers.held} answers are kept in {answers.path.name} from earlier runs"
                  if answers is not None and answers.held else "")
         est.note = (f"target {target}{known}; the calls above are the run's when every answer not known yet passes "
-                    f"its check, a lower bound otherwise: each rejected candidate costs another try (at most about "
-                    f"{worst} candidates in all), and a hard question's passage that answers alone one more "
-                    f"comparison (at most {sim.open_singles}); the upper bound is generate's ceiling of {ceiling} "
-                    "calls " + ("(--max-calls)" if self.options.max_calls else
-                                "(its default: 3x the calls of every first candidate accepted, --max-calls N to "
-                                "change)"))
+                    f"its check; otherwise each rejected candidate costs another try (at most about {worst} "
+                    f"candidates in all), and a hard question's passage that answers alone one more comparison "
+                    f"(at most {sim.open_singles}); the upper bound is generate's ceiling of {ceiling} calls "
+                    + ("(--max-calls)" if self.options.max_calls else
+                       "(its default: 3x the calls of every first candidate accepted, --max-calls N to change)"))
         return est
 
     # -- the whole set
