@@ -420,7 +420,7 @@ def test_a_second_assessor_sees_how_they_agree_and_narrow_screens_work(browser, 
     for k in "3210321000":
         narrow.keyboard.press(k)
     wait_progress(narrow, "10 of 30 labelled")
-    expect(narrow.locator("#people")).to_contain_text("alice.qrels")
+    expect(narrow.locator("#people")).to_contain_text("alice")  # named by who made the labels (b6fb1f0)
     expect(narrow.locator("#people")).to_contain_text("labels in common10")
     narrow.screenshot(path=str(tmp_path / "label-narrow.png"), full_page=True)
     second.stop()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ragassay.cli import main
-from helpers import EXAMPLE
+from helpers import EXAMPLE, nonempty
 
 
 BODIES = {
@@ -247,9 +247,7 @@ def test_sigterm_ends_a_run_with_one_line_and_a_rerun_resumes(tmp_path):
         argv = [sys.executable, "-m", "ragassay", "check", str(answers_file(tmp_path, 20)), "-o", str(out),
                 "--base-url", server.url, "--model", "m", "--no-cache", "--quiet", "--concurrency", "1"]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 30
-        while server.calls < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: server.calls >= 3, "the server to receive 3 requests", proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 143 and "Traceback" not in err
@@ -264,36 +262,107 @@ def test_sigterm_ends_a_run_with_one_line_and_a_rerun_resumes(tmp_path):
     assert len(out.read_text().splitlines()) == 20
 
 
+DEADLINE = 120.0  # seconds to wait for an event: generous, so that a loaded machine is slow, not wrong
+
+
+def wait_for(happened, what: str, proc=None, timeout: float = DEADLINE) -> None:
+    """Wait until ``happened()`` (an event another process causes: a request received, a line
+    written), polling; fail naming ``what`` after ``timeout``, or at once if ``proc`` ended first."""
+    deadline = time.monotonic() + timeout
+    while not happened():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the command ended ({proc.returncode}) before {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
+        time.sleep(0.01)
+
+
+STOPPED_LINE = "terminated (SIGTERM); a rerun of the same command resumes where this one stopped"
+
+
+class Starting:
+    """A command in its own process, its stderr read as it comes. Under PYTHONPROFILEIMPORTTIME
+    Python says each module it has imported, the moment it has: ``ragassay.cli``'s ``main()`` takes
+    SIGTERM over first of all (importing only ``signal``), so every import said after those two
+    began with the handler in place. These lines are the observable moments of a start."""
+
+    def __init__(self, argv: list[str]):
+        import os
+        import subprocess
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+        self.imports_after_handler = 0
+        self.said: list[str] = []  # what is not an import line
+        self._stage = "before main"
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            if not line.startswith("import time:"):
+                self.said.append(line.rstrip("\n"))
+                continue
+            module = line.rsplit("|", 1)[1].strip()
+            if self._stage == "before main":
+                if module == "ragassay.cli":  # imported whole: main() is called next
+                    self._stage = "main"
+            elif self._stage == "main" and module == "signal":
+                self._stage = "handler"  # main's own import, just before the handler is set
+            else:
+                self._stage = "handler"
+                self.imports_after_handler += 1
+
+    def finish(self, timeout: float = DEADLINE) -> list[str]:
+        """Wait for the end; what the command said on stderr, import lines left out."""
+        self.proc.stdout.read()
+        self.proc.wait(timeout)
+        self._reader.join(timeout)
+        return self.said
+
+
 def test_sigterm_at_any_moment_of_a_run_ends_with_the_one_line_and_no_traceback(tmp_path):
-    """SIGTERM at moments spread over a check run's start (imports, planning, the loop starting, calls
-    in flight): the event loop's tasks are cancelled in order rather than torn apart mid-step, so
-    asyncio prints nothing of its own ("Event loop is closed", "Task was destroyed but it is
-    pending"). A signal before the command installs its handler (during imports) kills it with
-    nothing started: -15, no output."""
+    """SIGTERM at moments spread over a check run, each found by an event, not by a clock: the
+    process just started; the 1st, 3rd, 10th, 40th, 120th and 250th module imported once main() has
+    its handler (the parser's modules, then the command's); the first request at the server; the
+    first record in the journal. From the handler on, every one ends with exit 143 and the one
+    line: the event loop's tasks are cancelled in order rather than torn apart mid-step, so asyncio
+    prints nothing of its own ("Event loop is closed", "Task was destroyed but it is pending").
+    Only a signal that comes before main() (the interpreter starting, `import ragassay.cli`) can
+    find the default action: killed by it (-15), nothing started, nothing said."""
     import signal
-    import subprocess
     import sys
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
-    ended = []
+    ended: dict[str, int] = {}
+    moments = ["at once", *(f"import {n}" for n in (1, 3, 10, 40, 120, 250)), "first request", "first record"]
     with FakeLLM(delay=0.5) as server:
-        for n, at in enumerate((0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2)):
+        for n, moment in enumerate(nonempty(moments)):
             out = tmp_path / f"c{n}.jsonl"
-            argv = [sys.executable, "-m", "ragassay", "check", str(EXAMPLE / "answers.jsonl"), "--chunks",
-                    str(EXAMPLE / "chunks.jsonl"), "-o", str(out), "--base-url", server.url, "--model", "m",
-                    "--no-cache"]
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            time.sleep(at)
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=30)
-            if proc.returncode == -signal.SIGTERM:  # before the handler: nothing had started
-                assert err == "" and not out.exists(), err
+            journal = Path(f"{out}.journal")
+            calls = server.calls
+            run = Starting([sys.executable, "-m", "ragassay", "check", str(EXAMPLE / "answers.jsonl"), "--chunks",
+                            str(EXAMPLE / "chunks.jsonl"), "-o", str(out), "--base-url", server.url, "--model", "m",
+                            "--no-cache"])
+            if moment.startswith("import "):
+                k = int(moment.split()[1])
+                wait_for(lambda: run.imports_after_handler >= k, f"the {k}th import after the handler", run.proc)
+            elif moment == "first request":
+                wait_for(lambda: server.calls > calls, "a request at the server", run.proc)
+            elif moment == "first record":
+                wait_for(lambda: journal.exists() and b"\n" in journal.read_bytes(), "a record in the journal",
+                         run.proc)
+            run.proc.send_signal(signal.SIGTERM)
+            said = run.finish()
+            ended[moment] = run.proc.returncode
+            if moment == "at once" and run.proc.returncode == -signal.SIGTERM:  # before main(): nothing started
+                assert said == [] and not out.exists() and not journal.exists(), said
                 continue
-            ended.append(at)
-            assert proc.returncode == 143, (at, err)
-            assert err.strip().splitlines() == ["terminated (SIGTERM); a rerun of the same command resumes where "
-                                                "this one stopped"], (at, err)
-    assert len(ended) >= 5, ended  # most moments fell inside the run
+            assert run.proc.returncode == 143, (moment, said)
+            assert said == [STOPPED_LINE], (moment, said)
+            assert not out.exists(), moment  # stopped, not finished: the work done is in the journal
+            if moment == "first record":
+                assert journal.read_bytes().count(b"\n") >= 1  # kept: a rerun goes on from there
+    assert all(ended[m] == 143 for m in moments[1:]), ended
 
 
 def test_sigterm_while_asyncio_is_half_imported_ends_the_command_not_with_a_traceback(monkeypatch):

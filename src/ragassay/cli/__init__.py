@@ -201,12 +201,13 @@ def _cancel_every_task(loop: object) -> None:
 
 def _on_sigterm():
     """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only); the previous
-    handler is given back."""
+    handler is given back. Nothing but ``signal`` is imported on the way: the sooner it is in place,
+    the fewer moments of a start a SIGTERM can kill outright."""
     import signal
-    import threading
-    if threading.current_thread() is not threading.main_thread():
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread (a notebook's worker, a test's thread): signals are not ours
         return None
-    return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
