@@ -110,18 +110,18 @@ def test_the_step_by_step_table_runs_end_to_end_and_says_what_met_and_who_labell
     assert "warning" not in outputs["check4"].stderr and "warning" not in outputs["judge3"].stderr
 
     # who made each file of labels
+    host = fake.url.split("//")[1].split("/")[0]
     gold = json.loads((work / "gold.qrels.origin.json").read_text())
     graded = json.loads((work / "graded.qrels.origin.json").read_text())
-    assert [(lab["by"], lab["name"]) for lab in gold["labellers"]] == [("model", "fake-model")]
+    assert [(lab["by"], lab["name"], lab["endpoint"]) for lab in gold["labellers"]] == [("model", "fake-model", host)]
     assert gold["labellers"][0]["prompt"].startswith("generate_question@") and gold["command"] == "generate"
-    host = fake.url.split("//")[1].split("/")[0]
     assert [(lab["by"], lab["name"], lab["endpoint"]) for lab in graded["labellers"]] == [("model", "fake-model", host)]
     assert graded["labellers"][0]["prompt"].startswith("judge_relevance@") and graded["command"] == "judge"
 
     # the report: its inputs' counts, and no one is called people who did not label
     html = (work / "report.html").read_text()
     assert "Inputs: what met" in html and "people against" not in html.lower()
-    assert re.search(r"Agreement: fake-model, generate_question@\w+ against fake-model, judge_relevance@\w+", html)
+    assert re.search(r"Agreement: fake-model, generate_question@\w+ at 127.0.0.1:\d+ against fake-model, judge_relevance@\w+", html)
     assert "(model)" in html  # each side's kind is said
     md = bash("ragassay report judgments.jsonl --qrels graded.qrels --run run.txt -o own.md --format markdown",
               work, env)

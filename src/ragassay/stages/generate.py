@@ -57,6 +57,7 @@ from .store import journal_path, record_line
 from .engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
                      failing_alike, fingerprint, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
+from ..llm.reading import Decision, Explanation
 from ..data.records import CandidateRecord, Chunk, Question, Reject
 from ..data.result_models import GenerateSummary
 
@@ -92,19 +93,19 @@ class BlindAnswer(BaseModel):
 
     own_answer: str
     answerable: bool
-    reason: str
+    reason: Explanation
 
 
 class SameAnswer(BaseModel):
     same: bool
-    reason: str
+    reason: Explanation
 
 
 class Critique(BaseModel):
-    self_contained: int = Field(ge=1, le=5)
-    clear: int = Field(ge=1, le=5)
-    realistic: int = Field(ge=1, le=5)
-    reason: str
+    self_contained: Decision = Field(ge=1, le=5)
+    clear: Decision = Field(ge=1, le=5)
+    realistic: Decision = Field(ge=1, le=5)
+    reason: Explanation
 
 
 CRITIC_MIN = 3  # a question scoring below this on any point is dropped
@@ -1015,8 +1016,10 @@ def _echoed(generated: GeneratedQuestion, chunk_ids: Sequence[str]) -> Generated
 
 
 def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Path | None = None,
-                  qrels_out: str | Path | None = None, existing: Sequence[Question] = ()) -> None:
-    """Write the set (after ``existing`` questions, when growing one), its rejects and its qrels."""
+                  qrels_out: str | Path | None = None, existing: Sequence[Question] = (),
+                  endpoint: tuple[str, str | None] | None = None) -> None:
+    """Write the set (after ``existing`` questions, when growing one), its rejects and its qrels;
+    ``endpoint`` (model, base URL) of this run names the host beside the gold qrels' origin."""
     known = {q.id for q in existing}
     result = dataclasses.replace(result, accepted=[*existing, *(q for q in result.accepted if q.id not in known)])
     write_jsonl(output, result.accepted)
@@ -1026,7 +1029,12 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
     if qrels_out is not None:
         from ..data.origin import origin_of_records, today
         # the gold chunks were chosen by the model that wrote each question (with its prompt)
+        from ..data.origin import endpoint_host
         origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted), command="generate")
+        if endpoint is not None:  # this run's model was asked at this host (a grown set's older questions: unknown)
+            host = endpoint_host(endpoint[1])
+            origin = origin.model_copy(update={"labellers": tuple(
+                lab.model_copy(update={"endpoint": host}) if lab.name == endpoint[0] else lab for lab in origin.labellers)})
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted},
                     origin=origin.model_copy(update={"date": today()}))
     journal_path(candidates_path(output)).unlink(missing_ok=True)  # the set is written: its journal is spent

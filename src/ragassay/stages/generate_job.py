@@ -88,7 +88,8 @@ class GenerateJob(StageJob[GenerateResult]):
         with locked([self.output, self.rejects, self.qrels_out]):
             result = await Generator(llms[0], self.chunks, self.options, existing=self.existing).run(output=self.output)
             if not result.pending:  # until the batch answers are in, the set is not finished: nothing is written
-                write_outputs(result, self.output, self.rejects, self.qrels_out, self.existing)
+                write_outputs(result, self.output, self.rejects, self.qrels_out, self.existing,
+                              endpoint=(llms[0].config.model, llms[0].config.base_url) if llms and llms[0] else None)
                 result.exported = [(fmt, export(result.accepted, self.chunks, fmt, directory))
                                    for fmt, directory in self.exports]
         return result
