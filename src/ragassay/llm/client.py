@@ -31,6 +31,7 @@ from .batch import BatchBox, Deferred, failure_of, request_line
 from .cache import Cache, cache_key, endpoint_id
 from .config import LLMConfig, make_client, redact
 from .errors import LLMError
+from .reading import read_answer
 from .usage import Usage, estimate_tokens
 
 T = TypeVar("T", bound=BaseModel)
@@ -76,6 +77,7 @@ class LLM:
         self.in_flight = 0
         self.max_in_flight = 0
         self.batch: BatchBox | None = None  # answers from batch files, and requests left for one
+        self.last_found = "whole"  # where the last answer's JSON was found (llm/reading.py)
 
     # ------------------------------------------------------------------------------- public
 
@@ -260,7 +262,9 @@ class LLM:
         if not completion.choices:
             su.failed += 1
             raise LLMError("invalid", "the batch answer has no choices")
+        self.last_found = "whole"
         kind, problem, answer = self._parse(completion.choices[0], response_model)
+        su.extracted += answer is not None and self.last_found != "whole"
         if answer is None:  # no re-ask in a batch: the record says why, a live rerun can ask again
             su.failed += 1
             raise LLMError(kind, f"the batch answer is unusable: {problem}")
@@ -291,8 +295,10 @@ class LLM:
             else:
                 choice = completion.choices[0]
                 content = _text_of(getattr(getattr(choice, "message", None), "content", None)) or ""
+                self.last_found = "whole"
                 problem_kind, problem, answer = self._parse(choice, response_model)
                 if answer is not None:
+                    su.extracted += self.last_found != "whole"
                     return answer, content, total_in, total_out, round_no == 0
             convo = convo + [{"role": "assistant", "content": content},
                              {"role": "user", "content": _reask_text(problem_kind, problem)}]
@@ -314,17 +320,11 @@ class LLM:
         content = content.strip()
         if not content:
             return "invalid", "the answer was empty", None
-        text = _strip_fences(content)
-        try:
-            data = _no_lone_surrogates(json.loads(text))
-        except json.JSONDecodeError as e:
-            return "invalid", f"the answer is not valid JSON ({e.msg} at line {e.lineno} column {e.colno})", None
-        try:
-            return "invalid", "", response_model.model_validate(data)
-        except ValidationError as e:
-            errors = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'answer'}: {err['msg']}"
-                               for err in e.errors()[:8])
-            return "invalid", f"the JSON does not match the schema: {errors}", None
+        answer, how, problem = read_answer(content, response_model, clean=_no_lone_surrogates)
+        if answer is None:
+            return "invalid", problem, None
+        self.last_found = how  # read by the caller at once (no await between): counts answers found in prose
+        return "invalid", "", answer
 
     # ---------------------------------------------------------------------- transport loop
 
@@ -704,11 +704,6 @@ def v1_base_url(base_url: str | None) -> str | None:
     else:
         segments.append("v1")
     return urlunsplit((parts.scheme, parts.netloc, "/" + "/".join(segments), parts.query, ""))
-
-
-def _strip_fences(text: str) -> str:
-    m = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.S)
-    return m.group(1) if m else text
 
 
 def _reask_text(kind: str, problem: str) -> str:

@@ -75,6 +75,7 @@ class StageUsage:
     cached_tokens: int = 0        # of prompt_tokens, served from the provider's prompt cache
     batch_prompt_tokens: int = 0  # of prompt_tokens and completion_tokens, answered through the Batch API
     batch_completion_tokens: int = 0
+    extracted: int = 0            # answers whose JSON was found inside prose or a fence (llm/reading.py)
 
 
 @dataclass
@@ -126,7 +127,8 @@ class Usage:
             if price_flags else f"cost unknown (no price is known for {self.model})"
         cached = f" ({t.cached_tokens} from the provider's prompt cache)" if t.cached_tokens else ""
         batch = " (Batch API answers at half price)" if t.batch_prompt_tokens and cost is not None else ""
-        return (f"{t.ok} answers ({t.cached} from cache), {t.failed} failed; {t.calls} calls, "
+        extracted = f" ({t.extracted} read from JSON inside prose or a fence)" if t.extracted else ""
+        return (f"{t.ok} answers ({t.cached} from cache){extracted}, {t.failed} failed; {t.calls} calls, "
                 f"{t.retried} retries, {t.reasked} re-asks; tokens in {t.prompt_tokens}{cached}, out "
                 f"{t.completion_tokens}; {money}{batch}")
 

@@ -22,6 +22,7 @@ from ..llm import LLM, LLMConfig, LLMError
 from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
                      run_stage)
 from ..llm.prompts import clip, delimit, load_prompt, shown_id
+from ..llm.reading import Explanation, Explanations
 from ..data.records import AnswerItem, Check, Chunk
 from ..data.result_models import CheckSummary
 from .scaffold import StageJob
@@ -30,13 +31,13 @@ SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
 
 
 class AnswerVerdict(BaseModel):
-    reference_facts: str
-    response_claims: str
-    comparison: str
+    reference_facts: Explanation
+    response_claims: Explanation
+    comparison: Explanation
     label: Literal["correct", "partial", "hallucinated", "abstained"]
     grounded: Literal["supported", "unsupported", "contradicted"] | None
     context_has_answer: bool | None
-    unsupported_claims: list[str]
+    unsupported_claims: Explanations
 
 
 @dataclass

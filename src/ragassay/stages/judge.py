@@ -31,6 +31,7 @@ from ..data.result_models import JudgeSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
+from ..llm.reading import Decision, Explanation
 from .coverage import CoverageStage
 from .engine import (Call, CallText, Estimate, Items, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
                      in_shard, run_stage)
@@ -44,18 +45,18 @@ from .scaffold import StageJob
 class RelevanceAnswer(BaseModel):
     """The model reasons in order (aspects of the need, match to each, trust) before it grades."""
 
-    intent: str = Field(description="the aspects of the need, one by one")
-    match: str = Field(description="for each aspect, whether and how well the passage meets it")
-    trust: str = Field(description="whether the passage can be trusted for it")
-    grade: int = Field(ge=0, le=3)
+    intent: Explanation = Field(description="the aspects of the need, one by one")
+    match: Explanation = Field(description="for each aspect, whether and how well the passage meets it")
+    trust: Explanation = Field(description="whether the passage can be trusted for it")
+    grade: Decision = Field(ge=0, le=3)
 
 
 class BatchItem(BaseModel):
     chunk_id: str
-    intent: str
-    match: str
-    trust: str
-    grade: int = Field(ge=0, le=3)
+    intent: Explanation
+    match: Explanation
+    trust: Explanation
+    grade: Decision = Field(ge=0, le=3)
 
 
 class BatchAnswer(BaseModel):
