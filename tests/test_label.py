@@ -303,6 +303,20 @@ def browser(judged):  # after `judged`: playwright's sync API keeps an event loo
         b.close()
 
 
+_STARTED: list[subprocess.Popen] = []  # every label server a test started
+
+
+@pytest.fixture(autouse=True)
+def _no_server_outlives_its_test():
+    """A test that fails before it stops its server does not leave it running."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 class Labeller:
     """`ragassay label ...` as a user starts it, in its own process (the URL is read from stdout, or
     from stderr with --format json, where stdout is the summary)."""
@@ -312,6 +326,7 @@ class Labeller:
     def __init__(self, argv: list[str], cwd: Path):
         self.proc = subprocess.Popen([sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"], cwd=cwd,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _STARTED.append(self.proc)
         said = self.proc.stderr if "json" in argv else self.proc.stdout
         first = said.readline()
         self.url = said.readline().strip()
