@@ -186,10 +186,11 @@ async def test_json_schema_rejected_falls_back_to_json_mode_and_remembers(tmp_pa
     route = respx.post(URL).mock(side_effect=handler)
     llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     assert (await llm.ask(MESSAGES, Grade)).grade == 1
-    assert llm.mode == "json_object"
+    assert llm.mode == "json_object_schema"  # the next mode: JSON mode carrying the schema (a grammar)
     fallback = body(route.calls[1])
-    assert fallback["response_format"] == {"type": "json_object"}
-    assert '"grade"' in fallback["messages"][0]["content"]  # the schema, as instructions
+    assert fallback["response_format"]["type"] == "json_object"
+    assert fallback["response_format"]["schema"]["properties"]["grade"]["type"] == "integer"
+    assert '"grade"' in fallback["messages"][0]["content"]  # the schema, as instructions too
     await llm.ask([{"role": "user", "content": "another"}], Grade)
     assert route.call_count == 3  # remembered: no second json_schema attempt
 

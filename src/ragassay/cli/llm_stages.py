@@ -50,11 +50,16 @@ def _ping_text(report: dict) -> str:
     if report["status"] == "error":
         raise RagassayError(report["error"])
     modes = {"json_schema": "supported (json_schema)",
-             "json_object": "json_schema rejected; using JSON mode + validation",
-             "prompt": "json_schema and JSON mode rejected; using instructions + validation"}
-    return "\n".join([f"endpoint:            {report['endpoint']}", f"model:               {report['model']}",
-                      f"latency:             {report['latency_ms']} ms",
-                      f"structured outputs:  {modes[report['structured_outputs']]}", "status:              ok"])
+             "json_object_schema": "json_schema refused; using JSON mode with the schema (the server's grammar) "
+                                   "+ validation",
+             "json_object": "json_schema refused, and JSON mode with a schema; using JSON mode + validation",
+             "prompt": "json_schema and JSON mode refused; using instructions + validation"}
+    lines = [f"endpoint:            {report['endpoint']}", f"model:               {report['model']}",
+             f"latency:             {report['latency_ms']} ms",
+             f"structured outputs:  {modes[report['structured_outputs']]}"]
+    if report.get("structured_outputs_reason") and report["structured_outputs"] != "json_schema":
+        lines.append(f"why:                 {report['structured_outputs_reason']}")
+    return "\n".join(lines + ["status:              ok"])
 
 
 # --------------------------------------------------------------------------------------- judge

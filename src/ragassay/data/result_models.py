@@ -225,6 +225,7 @@ class PingResult(Result):
     model: str | None = None
     latency_ms: float | None = None
     structured_outputs: str | None = None
+    structured_outputs_reason: str | None = None  # why that mode: what the endpoint refused
     calls: int | None = None
     prompt: str | None = None
     status: Literal["ok", "error"] | None = None

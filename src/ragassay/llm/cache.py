@@ -34,6 +34,15 @@ MIGRATIONS = [
     "ALTER TABLE answers ADD COLUMN endpoint TEXT",
     "ALTER TABLE answers ADD COLUMN schema TEXT",
     "ALTER TABLE answers ADD COLUMN prompt_chars INTEGER",
+    # the structured-output mode an endpoint and model were found to take, and why (llm/client.py)
+    """CREATE TABLE modes (
+        endpoint TEXT NOT NULL,
+        model TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        reason TEXT,
+        created REAL NOT NULL,
+        PRIMARY KEY (endpoint, model)
+    )""",
 ]
 
 
@@ -84,7 +93,7 @@ class Cache:
         self.path = Path(path)
         # one thread at a time uses it, but not always the one that opened it (a notebook runs stages
         # in a worker thread: see api.in_own_thread); a broken, foreign or read-only file is one clear line
-        self.db = open_own_database(self.path, {"answers"}, "answer cache", "--cache")
+        self.db = open_own_database(self.path, {"answers", "modes"}, "answer cache", "--cache")
         try:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
@@ -111,6 +120,20 @@ class Cache:
         if row is None:
             return None
         return {"answer": json.loads(row[0]), "raw": row[1], "prompt_tokens": row[2], "completion_tokens": row[3]}
+
+    def get_mode(self, endpoint: str, model: str) -> tuple[str, str] | None:
+        """(mode, why) an earlier run found ``model`` at ``endpoint`` to take; None when none did."""
+        try:
+            row = self.db.execute("SELECT mode, reason FROM modes WHERE endpoint = ? AND model = ?",
+                                  (endpoint, model)).fetchone()
+        except sqlite3.Error:  # a read-only cache of an older version: no memory, not a failure
+            return None
+        return (row[0], row[1] or "") if row else None
+
+    def put_mode(self, endpoint: str, model: str, mode: str, reason: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO modes (endpoint, model, mode, reason, created) VALUES (?, ?, ?, ?, ?)",
+                        (endpoint, model, mode, reason, time.time()))
+        self.db.commit()
 
     def holds_model(self, model: str) -> bool:
         """Whether any answer of ``model`` is stored: when none is, no request of it can be answered

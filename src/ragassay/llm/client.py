@@ -49,7 +49,18 @@ class _Deferred:
 
 openai: Any = _Deferred()
 
-MODES = ("json_schema", "json_object", "prompt")  # structured-output modes, best first
+# Structured-output modes, best first: the JSON schema as response_format (OpenAI, vLLM, recent
+# llama.cpp); JSON mode carrying the schema, which llama.cpp's and llama-cpp-python's servers turn
+# into a grammar; plain JSON mode; the schema in the instructions alone. Every mode but the first
+# also puts the schema in the instructions, and every answer is validated whatever the mode.
+MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
+# words of a refusal that is about the response format (any status: llama-cpp-python answers a
+# json_schema response_format with HTTP 500, others 400, 422 or 501)
+_FORMAT_WORDS = re.compile(r"response_format|response format|json_schema|json_object|json schema|grammar|structured"
+                           r"|\bschema\b|'text' or 'json_object'", re.I)
+_CONTEXT_WORDS = re.compile(r"context length|context window|maximum context|too many tokens|prompt is too long"
+                            r"|exceeds the (?:model's )?(?:maximum|context|available context)|context size", re.I)
+FORMAT_REFUSAL_STATUSES = (400, 422, 500, 501)
 
 
 class LLM:
@@ -67,6 +78,12 @@ class LLM:
         self.cache = Cache(config.cache_path) if config.use_cache and config.cache_path else None
         self.usage = Usage(config.model, config.price_in, config.price_out)
         self.mode = MODES[0]
+        self.mode_reason = "the default: the endpoint has refused no response format"
+        self._mode_unsaved = False  # a fallback found in this run, kept once a call in that mode succeeds
+        remembered = self._remembered_mode()
+        if remembered is not None:
+            self.mode, why = remembered
+            self.mode_reason = f"remembered from an earlier run: {why}"
         self._sleep, self._clock = sleep, clock
         self._sems: dict[Any, asyncio.Semaphore] = {}
         self.answered = False  # any answer from the endpoint yet? Until then a dead endpoint fails fast
@@ -78,6 +95,7 @@ class LLM:
         self.max_in_flight = 0
         self.batch: BatchBox | None = None  # answers from batch files, and requests left for one
         self.last_found = "whole"  # where the last answer's JSON was found (llm/reading.py)
+        self.context_limit: int | None = None  # the context the server said it has, in tokens
 
     # ------------------------------------------------------------------------------- public
 
@@ -141,6 +159,25 @@ class LLM:
             self.cache.put(key, self.config.model, answer.model_dump(mode="json"), raw, tokens_in, tokens_out,
                            endpoint=endpoint_id(self.config.base_url), schema=response_model.__name__,
                            prompt_chars=chars)
+        except sqlite3.Error as e:
+            self._cache_failed(e)
+
+    def _remembered_mode(self) -> tuple[str, str] | None:
+        """The mode an earlier run found this endpoint and model to take (kept in the answer cache)."""
+        if self.cache is None or not self.config.model:
+            return None
+        try:
+            found = self.cache.get_mode(endpoint_id(self.config.base_url), self.config.model)
+        except sqlite3.Error:
+            return None
+        return found if found is not None and found[0] in MODES else None
+
+    def _remember_mode(self) -> None:
+        self._mode_unsaved = False
+        if self.cache is None or not self.config.model:
+            return
+        try:
+            self.cache.put_mode(endpoint_id(self.config.base_url), self.config.model, self.mode, self.mode_reason)
         except sqlite3.Error as e:
             self._cache_failed(e)
 
@@ -224,7 +261,7 @@ class LLM:
         name, schema, strict, schema_text = self._schema(response_model)
         mode = mode or self.mode
         messages = list(convo)
-        if mode != "json_schema":  # the schema goes into the instructions instead
+        if mode != "json_schema":  # the schema goes into the instructions too
             messages = [{"role": "system", "content": "Reply with one JSON object, and nothing else, "
                          f"that follows this JSON schema:\n{schema_text}"}] + messages
         body: dict[str, Any] = {"model": self.config.model, "messages": messages, "temperature": params["temperature"]}
@@ -235,6 +272,8 @@ class LLM:
         if mode == "json_schema":
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": name, "schema": schema, "strict": strict}}
+        elif mode == "json_object_schema":  # llama.cpp's servers make a grammar of the schema
+            body["response_format"] = {"type": "json_object", "schema": schema}
         elif mode == "json_object":
             body["response_format"] = {"type": "json_object"}
         return body
@@ -279,6 +318,8 @@ class LLM:
         convo = list(messages)
         problem_kind, problem = "invalid", ""
         total_in = total_out = 0
+        replies: list[str] = []  # every unusable reply's text: one that comes back byte for byte is not re-asked
+        tries = 0
         for round_no in range(self.config.max_reasks + 1):
             if round_no:
                 su.reasked += 1
@@ -300,10 +341,15 @@ class LLM:
                 if answer is not None:
                     su.extracted += self.last_found != "whole"
                     return answer, content, total_in, total_out, round_no == 0
+            tries = round_no + 1
+            if content and content in replies:  # the same bytes again (temperature 0): a re-ask would too
+                break
+            replies.append(content)
             convo = convo + [{"role": "assistant", "content": content},
                              {"role": "user", "content": _reask_text(problem_kind, problem)}]
-        raise LLMError(problem_kind, f"no usable answer after {self.config.max_reasks + 1} tries: {problem}",
-                       attempts=self.config.max_reasks + 1)
+        again = " (the last reply repeated an earlier one byte for byte: not asked again)" \
+            if tries < self.config.max_reasks + 1 else ""
+        raise LLMError(problem_kind, f"no usable answer after {tries} tries{again}: {problem}", attempts=tries)
 
     def _parse(self, choice: Any, response_model: type[T]) -> tuple[str, str, T | None]:
         message = getattr(choice, "message", None)
@@ -404,6 +450,7 @@ class LLM:
         while True:
             mode = self.mode
             body = self.request_body(convo, response_model, params, mode)
+            self._fits(body)
             self._check_ceilings()
             su.calls += 1
             client = self.client
@@ -420,16 +467,21 @@ class LLM:
                 if not_completion:
                     raise LLMError("transport", not_completion)
                 self.answered = True
+                self._read_all(completion, body)
+                if self._mode_unsaved and mode == self.mode:
+                    self._remember_mode()
                 return completion
-            except openai.BadRequestError as e:
-                text = str(e).lower()
-                if mode != MODES[-1] and ("response_format" in text or "json_schema" in text
-                                          or "json_object" in text or "structured" in text):
-                    # the endpoint cannot do this mode: remember, and serve every later call the next one
-                    if self.mode == mode:
-                        self.mode = MODES[MODES.index(mode) + 1]
-                    continue
-                raise
+            except openai.APIStatusError as e:
+                if mode == MODES[-1] or not _refuses_format(e):
+                    raise
+                # the endpoint cannot do this mode, whatever status it chose to say so: every later call
+                # (and, once one succeeds, later runs) takes the next mode; each mode is tried at most once
+                if self.mode == mode:
+                    self.mode = MODES[MODES.index(mode) + 1]
+                    self.mode_reason = (f"{mode} was refused (HTTP {e.status_code}: "
+                                        f"{self._redact(_error_detail(e))[:160]})")
+                    self._mode_unsaved = True
+                continue
 
     def _not_a_completion(self, reply: Any) -> str | None:
         """Why a reply is not a chat completion (an HTML page, plain text, another JSON shape), in
@@ -487,7 +539,39 @@ class LLM:
             return LLMError("request", f"{self.config.public_base_url()} answered {e.status_code} for /chat/completions: "
                             f"OpenAI-compatible servers usually serve under /v1; try --base-url {self._redact(better)} "
                             f"(the server said: {detail})", attempts)
+        limit = _context_limit(f"{e} {detail}") if e.status_code in (400, 413, 422) else None
+        if limit is not None:  # vLLM's and llama-server's "maximum context length is N tokens"
+            self.context_limit = limit
+            return LLMError("context", f"the prompt does not fit the server's context of {limit} tokens (HTTP "
+                            f"{e.status_code}: {detail}); give the server a longer context or send less (e.g. a "
+                            "lower --max-chunk-chars)", attempts)
         return LLMError("request", f"the endpoint rejected the request (HTTP {e.status_code}): {detail}", attempts)
+
+    def _fits(self, body: dict[str, Any]) -> None:
+        """Never send a prompt the server has said it cannot hold: once a reply named its context, a
+        prompt estimated at well over it (a quarter more: the estimate is not the server's count) is
+        an error naming both sizes, and no call."""
+        if self.context_limit is None:
+            return
+        est = _prompt_estimate(body)
+        if est > 1.25 * self.context_limit:
+            raise LLMError("context", f"the prompt is about {est:,} tokens and the server's context is "
+                           f"{self.context_limit:,} (it said so in an earlier reply): not sent; give the server a "
+                           "longer context or send less (e.g. a lower --max-chunk-chars)")
+
+    def _read_all(self, completion: Any, body: dict[str, Any]) -> None:
+        """Never label from a prompt the server cut: a server that reports reading far fewer prompt
+        tokens than were sent (Ollama keeps the end of a prompt longer than its num_ctx, and drops the
+        instructions at its start) gave an answer to a prompt it did not see whole."""
+        usage = getattr(completion, "usage", None)
+        read = getattr(usage, "prompt_tokens", None)
+        if not isinstance(read, int) or isinstance(read, bool) or read <= 0:
+            return  # a server that counts nothing says nothing: no rule can decide
+        sent = _prompt_estimate(body)
+        if sent >= CUT_MIN_TOKENS and CUT_MIN_READ <= read < CUT_SHARE * sent:
+            raise LLMError("cut", f"the server read {read:,} of about {sent:,} prompt tokens: it cut the prompt "
+                           "(and with it the instructions at its start), so its answer is not used; raise the "
+                           "server's context, e.g. Ollama's num_ctx, or send less (e.g. a lower --max-chunk-chars)")
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets)
@@ -646,6 +730,40 @@ def _transient(e: BaseException) -> bool:
     # again changes nothing
     return isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409)
                                                       or (e.status_code >= 500 and e.status_code not in (501, 505)))
+
+
+CUT_SHARE = 0.5        # a server that read less than this share of the estimated prompt cut it
+CUT_MIN_TOKENS = 200   # shorter prompts are left alone: a chat template's own tokens can outweigh the estimate's error
+CUT_MIN_READ = 256     # a count below any real context (Ollama's smallest num_ctx in use is 512, its default 2,048)
+                       # says the server's usage is not a count of what it read (a proxy, a stub): no rule decides
+
+
+def _prompt_estimate(body: dict[str, Any]) -> int:
+    """Tokens of a request's messages at 4 characters a token (English text runs 3.5 to 4.5; text
+    in scripts with more tokens a character only raises the server's count above it)."""
+    return sum(estimate_tokens(m.get("content") or "") for m in body.get("messages", ()))
+
+
+_CONTEXT_LIMIT = re.compile(r"(?:maximum context length|context length|context window|n_ctx|num_ctx|context size)"
+                            r"[^0-9]{0,40}?(\d[\d,]{2,})\s*(?:tokens)?", re.I)
+
+
+def _context_limit(text: str) -> int | None:
+    """The context size a server's refusal names ("maximum context length is 2048 tokens",
+    "exceeds the available context size (n_ctx = 4096)"), when it names one."""
+    if not _CONTEXT_WORDS.search(text) and "n_ctx" not in text and "context size" not in text.lower():
+        return None
+    m = _CONTEXT_LIMIT.search(text)
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def _refuses_format(e: Any) -> bool:
+    """Whether an error status refuses the response format (a 400, 422, 500 or 501 naming it), not
+    the request for another reason such as its length."""
+    if getattr(e, "status_code", None) not in FORMAT_REFUSAL_STATUSES:
+        return False
+    text = f"{e} {_error_detail(e)}"
+    return bool(_FORMAT_WORDS.search(text)) and not _CONTEXT_WORDS.search(text)
 
 
 def _retry_after(e: openai.APIStatusError) -> float | None:

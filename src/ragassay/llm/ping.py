@@ -20,6 +20,8 @@ class PingAnswer(BaseModel):
 
 async def ping(config: LLMConfig, client=None) -> dict:
     """One structured call, no cache. Raises :class:`LLMError` when the endpoint cannot be used."""
+    given = config
+    # no cache: the probe starts from json_schema, to say what the server takes now
     config = dataclasses.replace(config, use_cache=False, max_attempts=2, deadline=min(config.deadline, 60))
     llm = LLM(config, client=client)
     prompt = load_prompt("ping")
@@ -33,8 +35,19 @@ async def ping(config: LLMConfig, client=None) -> dict:
     if not answer.ok or answer.echo.strip() != word:
         raise LLMError("invalid", f"the model answered but did not follow the instruction (echo={answer.echo!r})")
     stage = llm.usage.stage("ping")
+    if given.use_cache and given.cache_path and config.model:  # later runs start with the mode found here
+        from .cache import Cache, endpoint_id
+        try:
+            cache = Cache(given.cache_path)
+            try:
+                cache.put_mode(endpoint_id(config.base_url), config.model, llm.mode, llm.mode_reason)
+            finally:
+                cache.close()
+        except Exception:  # a cache that cannot be written: ping says what it found all the same
+            pass
     return {"endpoint": config.public_base_url(), "model": config.model, "latency_ms": round(latency, 1),
-            "structured_outputs": llm.mode, "calls": stage.calls, "prompt": prompt.id}
+            "structured_outputs": llm.mode, "structured_outputs_reason": llm.mode_reason, "calls": stage.calls,
+            "prompt": prompt.id}
 
 
 async def ping_report(config: LLMConfig, client=None) -> dict:

@@ -47,7 +47,9 @@ from .plan_keys import KeyList
 from .store import OutputStore
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
-EARLY_FAILURES = ("transport", "auth", "request")  # the failures that say the endpoint cannot be used at all
+# the failures that say the endpoint cannot be used at all, or not as it is set up: a dead endpoint, a
+# refused key or request, a server that cuts every prompt or cannot hold one
+EARLY_FAILURES = ("transport", "auth", "request", "cut", "context")
 
 
 def failing_alike(early: Sequence[LLMError]) -> bool:
