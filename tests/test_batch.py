@@ -280,7 +280,7 @@ CHECK = ["check", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chu
 
 
 def _batch_argv(tmp_path: Path, argv=None) -> list[str]:
-    return (argv or JUDGE) + ["--base-url", BASE, "--backend", "batch", "--poll-seconds", "0",
+    return (argv or JUDGE) + ["--base-url", BASE, "--backend", "batch", "--poll-seconds", "0.001",
                               "--cache", str(tmp_path / "c.sqlite"), "-o", str(tmp_path / "b.jsonl")]
 
 
@@ -425,7 +425,7 @@ def test_generate_with_the_batch_api_backend(tmp_path, monkeypatch):
 def test_the_batch_backend_against_a_dead_endpoint_or_one_without_a_batch_api(tmp_path, monkeypatch, capsys):
     from fake_llm import dead_url
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    argv = CHECK + ["--backend", "batch", "--poll-seconds", "0", "--no-cache", "-o", str(tmp_path / "b.jsonl")]
+    argv = CHECK + ["--backend", "batch", "--poll-seconds", "0.001", "--no-cache", "-o", str(tmp_path / "b.jsonl")]
     assert main(argv + ["--base-url", dead_url(), "--timeout", "2"]) == 1
     err = capsys.readouterr().err
     assert "could not reach the Batch API at http://127.0.0.1:" in err and "Traceback" not in err

@@ -16,8 +16,6 @@ from ragassay.cli import main
 from helpers import EXAMPLE, nonempty
 
 KINDS = {"judge": "judgment", "check": "check", "generate": "question"}
-GENERATE_NOT_COVERED = ("generate writes its questions file without an output store (it replaces the file): the "
-                        "check needs a call in stages/generate_job.py or api.generate, outside this change")
 
 
 def argv(command: str, out: Path, url: str) -> list[str]:
@@ -66,18 +64,13 @@ CROSS = [(command, other) for command in KINDS for other in KINDS if other != co
 
 
 @pytest.mark.parametrize("command,other", CROSS, ids=[f"{c}-into-{o}" for c, o in CROSS])
-def test_an_output_of_another_kind_is_a_usage_error_naming_both_kinds(tmp_path, capsys, outputs, command, other,
-                                                                      request):
-    if command == "generate":
-        request.applymarker(pytest.mark.xfail(reason=GENERATE_NOT_COVERED, strict=True))
+def test_an_output_of_another_kind_is_a_usage_error_naming_both_kinds(tmp_path, capsys, outputs, command, other):
     line = refused(tmp_path, capsys, command, outputs[other])
     assert f"holds {KINDS[other]} records" in line and f"not the {KINDS[command]} records this command writes" in line
 
 
 @pytest.mark.parametrize("command", list(KINDS))
-def test_foreign_json_lines_and_qrels_are_refused_saying_what_they_are(tmp_path, capsys, command, request):
-    if command == "generate":
-        request.applymarker(pytest.mark.xfail(reason=GENERATE_NOT_COVERED, strict=True))
+def test_foreign_json_lines_and_qrels_are_refused_saying_what_they_are(tmp_path, capsys, command):
     foreign = refused(tmp_path, capsys, command, b'{"id": "x1", "text": "mine, not a record"}\n', "foreign.jsonl")
     assert "JSON lines that are no ragassay records" in foreign and "no 'record' field" in foreign
     assert f"not the {KINDS[command]} records" in foreign

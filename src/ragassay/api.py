@@ -289,6 +289,9 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
     on.check()
     chunk_list = _chunk_list(chunks)
+    if output is not None:  # a questions file only: another stage's output is never replaced
+        from .data.record_files import check_output_kind
+        check_output_kind(output, "question")
     existing = existing_questions(output) if append and output is not None else []
     given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
