@@ -81,7 +81,11 @@ def test_jsonl_labels_say_who_made_them_on_each_line(tmp_path):
     silent = tmp_path / "s.jsonl"  # one line says nothing: the file as a whole is not known
     silent.write_text('{"query_id": "q1", "chunk_id": "a", "grade": 1, "model": "m"}\n'
                       '{"query_id": "q1", "chunk_id": "b", "grade": 1}\n')
-    assert read_qrels(silent).origin.kind == "unknown"
+    origin = read_qrels(silent).origin
+    assert not origin.known and origin.kind == "mixed" and origin.describe() == "m + lines that name no labeller"
+    none = tmp_path / "n.jsonl"
+    none.write_text('{"query_id": "q1", "chunk_id": "b", "grade": 1}\n')
+    assert read_qrels(none).origin.kind == "unknown" and read_qrels(none).origin.describe() == "unknown"
     assert origin_of_records([{"model": "m", "prompt": "p"}, {"model": "n", "prompt": "p"}]).describe() == "m, p + n, p"
 
 

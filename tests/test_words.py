@@ -154,7 +154,7 @@ def label_until_stopped(argv: list[str], json_out: bool = False) -> dict | str:
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", said.readline())
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+    assert proc.returncode == 130, err  # Ctrl-C: 130, as every command (every label given is saved)
     return json.loads(out) if json_out else out
 
 

@@ -102,7 +102,7 @@ def test_the_words_rules_read_flags_and_their_commands():
     line = "ragassay evaluate q r --format json > r.json && ragassay track r.json --label x"
     assert owners(line, line.index("--label")) == {"track"} and owners(line, line.index("--format")) == {"evaluate"}
     assert owners("ragassay demo --model gpt-4o-mini   (or --base-url URL)", 40) is None
-    assert untaken("unknown (pass --price-in/--price-out)", "demo") == ["--price-in", "--price-out"]
+    assert untaken("unknown (pass --price-in/--price-out)", "ping") == ["--price-in", "--price-out"]
     assert untaken("unknown (pass --price-in/--price-out)", "judge") == []
     assert untaken("check --max-response-chars 9 raises it", "demo") == []
     assert untaken("judge --max-response-chars 9 raises it", "demo") == ["--max-response-chars (said of judge)"]
@@ -268,9 +268,7 @@ def flag_sites() -> list[tuple[str, str, int, str, str, int]]:
 # Where the reach above finds a message that a command can never print: (module:definition, flags,
 # commands, why). An entry that is no longer needed fails (test_every_not_printed_entry_is_needed).
 NOT_PRINTED = [
-    ("stages.engine:Estimate", ("--price-in", "--price-out"), ("demo",), "a dry run's estimate: demo makes none"),
-    ("stages.engine:_priced", ("--max-calls", "--max-cost"), ("demo",), "a dry run's estimate: demo makes none"),
-    ("stages.generate:Generator", ("--max-calls", "--limit"), ("demo",),
+    ("stages.generate:Generator", ("--limit",), ("demo",),
      "the estimate (a dry run) and the line of why generate stopped: demo prints its own line of a shortfall"),
     ("stages.generate:GenerateResult", ("--limit", "--seed"), ("demo",),
      "summary(): demo prints its own line of a shortfall"),
@@ -278,15 +276,11 @@ NOT_PRINTED = [
     ("stages.judge:_qrels_origin", ("--keep",), ("demo",), "only for kept labels: demo keeps none"),
     ("stages.check:read_answers", ("--chunks",), ("demo",), "demo always passes the chunks"),
     ("product.report:build_report", ("--qrels", "--run"), ("demo",), "demo always gives qrels and runs"),
-    ("llm.usage:Usage", ("--price-in", "--price-out"), ("demo",),
-     "demo asks for summary(price_flags=False): test_the_demo_names_no_flag_it_does_not_take"),
     ("llm.usage:Usage", ("--price-in", "--price-out"), ("ping",), "ping prints no usage line"),
-    ("llm.client:LLM", ("--max-calls", "--max-cost"), ("demo", "ping"),
+    ("llm.client:LLM", ("--max-calls", "--max-cost"), ("ping",),
      "a spending ceiling: set only by the flags it names"),
-    ("llm.config:LLMConfig", ("--max-cost", "--price-in", "--price-out"), ("demo", "ping"),
+    ("llm.config:LLMConfig", ("--max-cost", "--price-in", "--price-out"), ("ping",),
      "a price needed by a cost ceiling: set only by --max-cost"),
-    ("llm.cache:Cache", ("--cache", "--no-cache"), ("demo",),
-     "demo goes on without a cache it cannot use, in its own words: test_the_demo_names_no_flag_it_does_not_take"),
     ("llm.cache:Cache", ("--cache", "--no-cache"), ("ping",),
      "ping turns the cache off: test_ping_names_no_cache_flag_even_when_the_cache_is_broken"),
     ("product.tracking:git_commit", ("--short",), tuple(COMMANDS), "git's flag (git rev-parse --short=12), not ours"),
@@ -392,7 +386,7 @@ def test_the_demo_names_no_flag_it_does_not_take(tmp_path, monkeypatch, capsys):
     with FakeLLM() as fake:
         code, said = run(capsys, ["demo", "-o", str(tmp_path / "d"), "--base-url", fake.url, "--model", "fake"])
     assert code == 0, said
-    assert "cost unknown (no price is known for fake)" in said
+    assert "cost unknown (pass --price-in/--price-out)" in said  # demo takes the stages' LLM flags
     assert f"answer cache {cache}: not an SQLite database" in said and "goes on without one" in said
     assert untaken(said, "demo") == []
 
@@ -484,6 +478,8 @@ EXITS = {
     ("generate", "--max-calls", 1): _max_calls("generate", 1),
     ("judge", "--max-calls", 3): _max_calls("judge"),
     ("check", "--max-calls", 3): _max_calls("check"),
+    ("demo", "--max-calls", 3): lambda capsys, url: main(["demo", "-o", "d", "--base-url", url, "--model", "fake",
+                                                           "--no-cache", "--max-calls", "5"]),
 }
 
 

@@ -182,16 +182,18 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         run_t, qrels_t = coerce_run(run), coerce_qrels(qrels)
         ids = [a.id for a in items]
         joins = [Join.of("query ids", "the answers", ids, "the run", run_t.queries, _source(answers), _source(run))
-                 .require_overlap().warn(quiet, sides=("left",)),
+                 .require_overlap().warn(sides=("left",)),
                  Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers), _source(qrels))
-                 .require_overlap().warn(quiet, sides=("left",))]
-        recall = retrieval_recall(qrels_t, run_t, depth)
+                 .require_overlap().warn(sides=("left",))]
+        in_run = set(run_t.queries)  # an answer whose question the run does not hold is not diagnosed
+        recall = {q: v for q, v in retrieval_recall(qrels_t, run_t, depth).items() if q in in_run}
     people = (read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)) if human is not None \
         else None
-    if people is not None:
+    human_join = None
+    if people is not None:  # people label a sample of the answers: labels of no answer are the warning
         from .data.joins import Join
-        Join.of("answer ids", "the answers", [a.id for a in items], "the people's labels", people,
-                _source(answers), _source(human)).require_overlap()
+        human_join = Join.of("answer ids", "the answers", [a.id for a in items], "the --human labels", people,
+                             _source(answers), _source(human)).require_overlap().warn(sides=("right",))
     given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
         model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
@@ -207,6 +209,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                            human_origin=read_labels_origin(human) if isinstance(human, (str, Path)) else None)
     if joins and summary.get("diagnosis") is not None:
         summary["diagnosis"]["joins"] = [j.to_dict() for j in joins]
+    if human_join is not None and summary.get("human") is not None:
+        summary["human"]["join"] = human_join.to_dict()
     return CheckResult(done.result, summary, done.usage_numbers(), done.usage_text() if done.usage else "",
                        done.batch_note)
 

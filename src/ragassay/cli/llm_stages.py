@@ -59,6 +59,10 @@ def _ping_text(report: dict) -> str:
              f"structured outputs:  {modes[report['structured_outputs']]}"]
     if report.get("structured_outputs_reason") and report["structured_outputs"] != "json_schema":
         lines.append(f"why:                 {report['structured_outputs_reason']}")
+    if report.get("context_tokens") or report.get("slots"):
+        said = [f"context {report['context_tokens']:,} tokens" if report.get("context_tokens") else "",
+                f"{report['slots']} calls at once" if report.get("slots") else ""]
+        lines.append(f"server:              {', '.join(x for x in said if x)} (its {report['server_said_by']})")
     return "\n".join(lines + ["status:              ok"])
 
 
@@ -184,10 +188,11 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
     s = result["summary"]
     rows = [[lab, s["counts"][lab], _fmt_rate(s["rates"][lab])] for lab in ("correct", "partial", "hallucinated", "abstained")]
     out = [render_table(["label", "count", "rate [95% CI]"], rows)]
+    words = ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None)
     out.append(f"{s['graded']} of {s['answers']} answers graded; {s['errors']} errors (excluded from rates)\n"
                f"correct given attempted: {_fmt_rate(s['correct_given_attempted'])}\n"
-               f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): {_fmt_rate(s['truthfulness'])}\n"
-               "mean response words: " + ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None))
+               f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): {_fmt_rate(s['truthfulness'])}"
+               + (f"\nmean response words: {words}" if words else ""))
     for f, groups in result.get("breakdown", {}).items():
         labels = ("correct", "partial", "hallucinated", "abstained")
         out.append(render_table([f, "graded", *labels],
@@ -200,14 +205,19 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
             return f"{c[k]['count']} ({', '.join(c[k]['examples'])})" if c[k]["count"] else "0"
         met = "".join(f"\n{j['what']}: {j['left']['matched']} of {j['left']['ids']} in {j['left']['role']} are in "
                       f"{j['right']['role']} ({j['right']['ids']})" for j in d.get("joins", []))
-        not_done = (f"\n{d['not_diagnosed']} graded answers not diagnosed (their question is not in the qrels)"
-                    if d.get("not_diagnosed") else "")
-        out.append(f"diagnosis of {d.get('diagnosed', 0)} answers: recall@{args.depth} >= {d['threshold']} is good "
-                   f"retrieval; a good answer is a correct one{met}{not_done}\n" +
-                   render_table(["", "good answer", "bad answer"],
-                                [["good retrieval", cell("good_retrieval_good_answer"), cell("good_retrieval_bad_answer")],
-                                 ["bad retrieval", cell("bad_retrieval_good_answer"), cell("bad_retrieval_bad_answer")]])
-                   + f"\n=> {d['advice']}")
+        not_done = (f"\n{d['not_diagnosed']} graded answers not diagnosed (their question is not in the run or the "
+                    "qrels)" if d.get("not_diagnosed") else "")
+        if not d.get("diagnosed"):  # nothing to say of none: only why
+            out.append(f"diagnosis: {d['advice']}{met}{not_done}")
+        else:
+            out.append(f"diagnosis of {d['diagnosed']} answers: recall@{args.depth} >= {d['threshold']} is good "
+                       f"retrieval; a good answer is a correct one{met}{not_done}\n" +
+                       render_table(["", "good answer", "bad answer"],
+                                    [["good retrieval", cell("good_retrieval_good_answer"),
+                                      cell("good_retrieval_bad_answer")],
+                                     ["bad retrieval", cell("bad_retrieval_good_answer"),
+                                      cell("bad_retrieval_bad_answer")]])
+                       + f"\n=> {d['advice']}")
     if "human" in result:
         h = result["human"]
         kappa = "nan" if h["kappa"] is None or h["kappa"] != h["kappa"] else f"{h['kappa']:.3f}"
@@ -217,7 +227,11 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
                      "these answers; compare labels made by people with the model's"]
             h = {**h, "rates": {}}
         else:
-            lines = [f"agreement on {h['pairs']} answers, {who} ({(h.get('origin') or {}).get('kind', 'unknown')}) vs "
+            kind = (h.get("origin") or {}).get("kind", "unknown")
+            j = h.get("join")
+            met = (f" ({j['right']['matched']} of {j['right']['ids']} labels met {j['left']['matched']} of "
+                   f"{j['left']['ids']} answers)" if j and j["right"]["matched"] < j["right"]["ids"] else "")
+            lines = [f"agreement on {h['pairs']} answers{met}, {who}{'' if kind == 'unknown' else f' ({kind})'} vs "
                      f"{grader}: Cohen's kappa {kappa}"]
         for lab, r in h["rates"].items():
             lines.append(f"{lab} rate: prediction-powered {_fmt_rate(r['prediction_powered'])}; "

@@ -22,6 +22,15 @@ def _load_pair(args: argparse.Namespace, run_paths: list[str]):
     return qrels, runs
 
 
+def _warn_joins(qrels, runs: list, paths: list[str], args: argparse.Namespace) -> list:
+    """Each run meets the qrels by query id: a partial overlap is a warning with counts on stderr
+    (none in common stops evaluate itself, naming both files)."""
+    from ..data.joins import Join
+    quiet = args.format in ("json", "csv") and args.quiet
+    return [Join.of("query ids", "the run" if len(runs) == 1 else f"the run {r.name}", r.queries, "the qrels",
+                    qrels.queries, path, args.qrels).warn(quiet) for r, path in zip(runs, paths)]
+
+
 def _counts_line(ev) -> str:
     c = ev.counts
     parts = [f"{c['evaluated']} queries evaluated"]
@@ -61,6 +70,7 @@ def run_evaluate(args: argparse.Namespace) -> str | tuple[str, int]:
     qrels, (run,) = _load_pair(args, [args.run])
     ev = evaluate(qrels, run, args.metrics, relevance_level=args.relevance_level, gain=args.gain,
                   missing=args.missing)
+    _warn_joins(qrels, [run], [args.run], args)
     return render(args, lambda: ev.to_dict(per_query=args.per_query), lambda: _evaluate_text(ev, run.name, args))
 
 
@@ -116,10 +126,11 @@ def run_compare(args: argparse.Namespace) -> str | tuple[str, int]:
     cmp = compare(qrels, runs_by_name(runs, args.runs), args.metrics, missing=args.missing,
                   relevance_level=args.relevance_level, gain=args.gain, n_permutations=args.permutations,
                   n_bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed)
-    return render(args, lambda: nan_to_none(cmp.to_dict()), lambda: _compare_text(cmp, args))
+    joins = _warn_joins(qrels, runs, args.runs, args)
+    return render(args, lambda: nan_to_none(cmp.to_dict()), lambda: _compare_text(cmp, args, joins))
 
 
-def _compare_text(cmp: Any, args: argparse.Namespace) -> str:
+def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
     means = cmp.means
     first = render_table(["metric"] + cmp.runs, [[m] + [means[r][m] for r in cmp.runs] for m in cmp.metrics],
                          args.format)
@@ -131,7 +142,10 @@ def _compare_text(cmp: Any, args: argparse.Namespace) -> str:
     note = (f"{len(cmp.queries)} queries; baseline {cmp.runs[0]!r}; diff = run - baseline; "
             f"randomization test with {args.permutations} permutations (seed {args.seed}); "
             "Holm correction over all tests")
-    return f"{first}\n\n{second}\n\n{note}"
+    met = [f"{j.left.role}: {j.matched} of its {len(j.left.ids)} queries are in the qrels ({len(j.left.ids) - j.matched} "
+           f"are not); {len(j.right.ids) - j.matched} of the qrels' {len(j.right.ids)} queries are not in it"
+           for j in joins if not j.complete]
+    return f"{first}\n\n{second}\n\n{note}" + "".join(f"\n{m}" for m in met)
 
 
 # --------------------------------------------------------------------------------------- agree
@@ -165,6 +179,9 @@ def run_agree(args: argparse.Namespace) -> str | tuple[str, int]:
     ref = read_qrels(args.reference, format=args.qrels_format)
     cand = read_qrels(args.candidate, format=args.qrels_format)
     ag = agree(ref, cand, [read_run(r) for r in args.runs or ()] or None, metric=args.metric)
+    from ..data.joins import Join
+    Join.of("query ids", "the reference", ref.queries, "the candidate", cand.queries, args.reference,
+            args.candidate).warn(args.format == "json" and args.quiet)
     return render(args, ag.to_dict, lambda: _agree_text(ag, args.format))
 
 
@@ -172,8 +189,15 @@ def _agree_text(ag: Any, fmt: str) -> str:
     ref, cand = ag.names
     ref_n = ag.pairs + ag.only_reference
     cand_n = ag.pairs + ag.only_candidate
-    who = (f"reference: {ref} ({ag.origins['reference']['kind']}), {ref_n} labels; candidate: {cand} "
-           f"({ag.origins['candidate']['kind']}), {cand_n} labels; {ag.pairs} pairs labelled by both")
+    def kind(side: str) -> str:
+        k = ag.origins[side]["kind"]
+        return "" if k == "unknown" else f" ({k})"
+    j = ag.join or {}
+    partial = j and not (j["left"]["ids"] == j["right"]["ids"] == j["left"]["matched"])
+    met = (f"; query ids: {j['left']['matched']} of {j['left']['ids']} in the reference meet "
+           f"{j['right']['matched']} of {j['right']['ids']} in the candidate" if partial else "")
+    who = (f"reference: {ref}{kind('reference')}, {ref_n} labels; candidate: {cand}{kind('candidate')}, "
+           f"{cand_n} labels; {ag.pairs} pairs labelled by both{met}")
     if ag.same_origin:
         return (f"{who}.\nBoth files were labelled by {ref}: comparing them measures no agreement between two "
                 "labellers (it would show kappa 1 or near it). Compare labels made by people with the model's, or "

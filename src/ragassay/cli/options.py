@@ -42,8 +42,9 @@ def add_format_option(p: argparse.ArgumentParser, choices: Sequence[str] = TABLE
                    help="output format (default table)")
 
 
-def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
-    """The same LLM flags for every command that calls a model."""
+def add_llm_options(p: argparse.ArgumentParser, stage: bool = True, dry_run: bool = True) -> None:
+    """The same LLM flags for every command that calls a model (``stage``: how it calls, its cache and
+    budgets too; ``dry_run``: it can count its calls offline)."""
     g = p.add_argument_group("LLM endpoint")
     text(g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)"))
     text(g.add_argument("--model", action="append", help="model name (default: $RAGASSAY_MODEL); "
@@ -65,7 +66,8 @@ def add_llm_options(p: argparse.ArgumentParser, stage: bool = True) -> None:
                         "question is accepted")
     g.add_argument("--max-cost", type=positive_float, metavar="USD",
                    help="stop before the cost reaches USD (needs a known price: the table or --price-in/--price-out)")
-    g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")
+    if dry_run:
+        g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -29,7 +29,7 @@ def demo(sub: Any) -> None:
                    help="output directory (default ragassay-demo)"))
     folder(p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)"))
     folder(p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit"))
-    add_llm_options(p, stage=False)
+    add_llm_options(p, dry_run=False)  # the stages' flags: a local server that answers one call at a time takes --concurrency 1
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=run_demo_cmd)
 
@@ -60,9 +60,11 @@ def _demo_text(done: Any, args: argparse.Namespace) -> str:
         lines.append("skipped (no LLM endpoint configured): " + ", ".join(done.skipped))
         lines.append("to run them too: OPENAI_API_KEY=sk-... ragassay demo --model gpt-4o-mini   "
                      "(or --base-url http://localhost:8000/v1 --model NAME for a local server)")
-    lines.append(f"report: {done.report}  (open it in a browser)")
+    if done.report:
+        lines.append(f"report: {done.report}  (open it in a browser)")
     if done.failed:  # last, where a user (and a CI log) looks
-        lines.append(f"demo finished with failures in {len(done.failed)} stage(s); the report shows what succeeded:")
+        shows = "the report shows what succeeded" if done.report else "no report was written"
+        lines.append(f"demo finished with failures in {len(done.failed)} stage(s); {shows}:")
         lines += [f"  {f}" for f in done.failed]
     return "\n".join(lines)
 
@@ -106,7 +108,14 @@ def run_report(args: argparse.Namespace) -> str | tuple[str, int]:
     written = make_report(args.files, args.output, qrels=args.qrels, runs=args.run, chunks=args.chunks,
                           queries=args.queries, answers=args.answers, human=args.human, fmt=args.format,
                           title=args.title)
-    return render(args, written.to_dict, lambda: f"report: {written.path}")
+    return render(args, _warned(written).to_dict, lambda: f"report: {written.path}")
+
+
+def _warned(written: Any) -> Any:
+    """Say a report's partial joins on stderr (the report shows them too), and give it back."""
+    for warning in written.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return written
 
 
 # --------------------------------------------------------------------------------------- merge

@@ -152,7 +152,17 @@ def read_origin(path: str | Path | None) -> Origin:
     try:
         data = side.read_bytes()
     except OSError:
-        return UNKNOWN
+        try:  # a symlink is its target: the target's sidecar says who made it
+            real = Path(path).resolve()
+        except (OSError, RuntimeError):
+            return UNKNOWN
+        if real == Path(path).absolute():
+            return UNKNOWN
+        side = sidecar_path(real)
+        try:
+            data = side.read_bytes()
+        except OSError:
+            return UNKNOWN
     try:
         return Origin.model_validate(json.loads(data))
     except (ValueError, ValidationError) as e:
@@ -160,9 +170,13 @@ def read_origin(path: str | Path | None) -> Origin:
                          f"write it again", side) from None
 
 
+SILENT = "lines that name no labeller"
+
+
 def origin_of_records(records: Iterable[Mapping], command: str | None = None) -> Origin:
     """The origin JSON Lines labels carry on each line: ``assessor`` (people), else ``model`` and
-    ``prompt`` (a model). Lines that say nothing leave the file unknown unless every line says."""
+    ``prompt`` (a model). Lines that say nothing are a part of unknown origin: a file of such lines
+    alone is unknown; beside named lines, it keeps the file from being known whole."""
     seen: dict = {}
     silent = False
     for r in records:
@@ -174,9 +188,10 @@ def origin_of_records(records: Iterable[Mapping], command: str | None = None) ->
             silent = True
             continue
         seen.setdefault(lab.identity(), lab)
-    if silent or not seen:
+    if not seen:
         return Origin(labellers=(), command=command)
-    return Origin(labellers=tuple(seen.values()), command=command)
+    unknown = (Labeller(by="unknown", name=SILENT),) if silent else ()
+    return Origin(labellers=(*seen.values(), *unknown), command=command)
 
 
 def label_origin(path: str | Path | None, records: Iterable[Mapping] | None = None) -> Origin:

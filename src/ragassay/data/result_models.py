@@ -226,6 +226,10 @@ class PingResult(Result):
     latency_ms: float | None = None
     structured_outputs: str | None = None
     structured_outputs_reason: str | None = None  # why that mode: what the endpoint refused
+    context_tokens: int | None = None  # the context a server on this machine said it has
+    slots: int | None = None  # the calls it serves at once (the default --concurrency then)
+    server_said_by: str | None = None  # which of its pages said so (/props, /v1/models)
+    tokens_per_second: float | None = None  # the answer's tokens over the call's time (latency included)
     calls: int | None = None
     prompt: str | None = None
     status: Literal["ok", "error"] | None = None

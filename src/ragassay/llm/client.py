@@ -31,7 +31,9 @@ from .batch import BatchBox, Deferred, failure_of, request_line
 from .cache import Cache, cache_key, endpoint_id
 from .config import LLMConfig, make_client, redact
 from .errors import LLMError
+from . import server_info
 from .reading import read_answer
+from .server_info import ServerInfo
 from .usage import Usage, estimate_tokens
 
 T = TypeVar("T", bound=BaseModel)
@@ -96,6 +98,9 @@ class LLM:
         self.batch: BatchBox | None = None  # answers from batch files, and requests left for one
         self.last_found = "whole"  # where the last answer's JSON was found (llm/reading.py)
         self.context_limit: int | None = None  # the context the server said it has, in tokens
+        self.server: ServerInfo | None = None  # what a server on this machine said of itself (asked once)
+        self._asking: dict[Any, asyncio.Lock] = {}
+        self.slots: int | None = None  # calls in flight the server serves, when it said and --concurrency did not
 
     # ------------------------------------------------------------------------------- public
 
@@ -374,7 +379,39 @@ class LLM:
 
     # ---------------------------------------------------------------------- transport loop
 
+    async def _ask_server(self) -> None:
+        """Once per run, before the first call: what a server on this machine says it can hold and
+        serve (llm/server_info.py). Its context keeps prompts that cannot fit from being sent; its
+        slots are the calls in flight unless --concurrency was given."""
+        if self.server is not None:
+            return
+        loop = asyncio.get_running_loop()
+        lock = self._asking.setdefault(loop, asyncio.Lock())
+        async with lock:
+            if self.server is not None:
+                return
+            info = ServerInfo()
+            if self._given_client is None and server_info.asks(self.config.base_url):
+                headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else None
+                info = await server_info.discover(self.config.base_url, self.config.model, headers)
+            if info.context is not None:
+                self.context_limit = info.context if self.context_limit is None else min(self.context_limit, info.context)
+            if info.slots is not None and "concurrency" not in self.config.given and not self._sems.get(loop):
+                self.slots = info.slots
+            self.server = info
+
+    def call_timeout(self, body: dict[str, Any]) -> float | None:
+        """Seconds to wait for a local server's answer: a slow model on this machine reads ~20
+        prompt tokens a second and writes ~4 at worst, so the wait grows with the prompt and the
+        answer's budget (never below --timeout); None (the client's own) elsewhere or when
+        --timeout was given."""
+        if "timeout" in self.config.given or not server_info.asks(self.config.base_url):
+            return None
+        budget = body.get("max_tokens") or 512
+        return max(self.config.timeout, _prompt_estimate(body) / 20 + budget / 4)
+
     async def _call(self, convo, response_model, params, su):
+        await self._ask_server()
         est = sum(estimate_tokens(m.get("content") or "") for m in convo) + (params["max_tokens"] or 300)
         attempt_no = 0
         started: list[float] = []  # when the first attempt got its slot: the deadline counts from there
@@ -458,7 +495,7 @@ class LLM:
                 await self._closing_with_loop()
             try:
                 try:
-                    completion = await _create(client, body)
+                    completion = await _create(client, body, self.call_timeout(body))
                 except (json.JSONDecodeError, UnicodeDecodeError) as e:  # a JSON content type over a body that is not
                     raise LLMError("transport", f"the endpoint at {self.config.public_base_url()} answered with a body "
                                    f"that is not JSON ({type(e).__name__}: {str(e)[:80]}), not a chat completion; "
@@ -512,7 +549,7 @@ class LLM:
         if sem is None:
             for gone in [k for k in list(self._sems) if k.is_closed()]:
                 self._sems.pop(gone, None)
-            sem = self._sems[loop] = asyncio.Semaphore(self.config.concurrency)
+            sem = self._sems[loop] = asyncio.Semaphore(self.slots or self.config.concurrency)
         return sem
 
     def _wait(self, retry_state) -> float:
@@ -543,8 +580,7 @@ class LLM:
         if limit is not None:  # vLLM's and llama-server's "maximum context length is N tokens"
             self.context_limit = limit
             return LLMError("context", f"the prompt does not fit the server's context of {limit} tokens (HTTP "
-                            f"{e.status_code}: {detail}); give the server a longer context or send less (e.g. a "
-                            "lower --max-chunk-chars)", attempts)
+                            f"{e.status_code}: {detail}); give the server a longer context or send shorter prompts", attempts)
         return LLMError("request", f"the endpoint rejected the request (HTTP {e.status_code}): {detail}", attempts)
 
     def _fits(self, body: dict[str, Any]) -> None:
@@ -557,7 +593,7 @@ class LLM:
         if est > 1.25 * self.context_limit:
             raise LLMError("context", f"the prompt is about {est:,} tokens and the server's context is "
                            f"{self.context_limit:,} (it said so in an earlier reply): not sent; give the server a "
-                           "longer context or send less (e.g. a lower --max-chunk-chars)")
+                           "longer context or send shorter prompts")
 
     def _read_all(self, completion: Any, body: dict[str, Any]) -> None:
         """Never label from a prompt the server cut: a server that reports reading far fewer prompt
@@ -571,7 +607,7 @@ class LLM:
         if sent >= CUT_MIN_TOKENS and CUT_MIN_READ <= read < CUT_SHARE * sent:
             raise LLMError("cut", f"the server read {read:,} of about {sent:,} prompt tokens: it cut the prompt "
                            "(and with it the instructions at its start), so its answer is not used; raise the "
-                           "server's context, e.g. Ollama's num_ctx, or send less (e.g. a lower --max-chunk-chars)")
+                           "server's context, e.g. Ollama's num_ctx, or send shorter prompts")
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets)
@@ -628,7 +664,7 @@ def strict_schema(schema: dict) -> tuple[dict, bool]:
     return visit(schema), strict
 
 
-async def _create(client: Any, body: dict[str, Any]) -> Any:
+async def _create(client: Any, body: dict[str, Any], timeout: float | None = None) -> Any:
     """``client.chat.completions.create(**body)``, minus the openai client's walk over the request
     to transform its parameters (about half the client's CPU per call, measured in
     benchmarks/llm_throughput.py): a body built here is plain JSON already, so it is posted as is,
@@ -636,7 +672,8 @@ async def _create(client: Any, body: dict[str, Any]) -> Any:
     that is not an ``AsyncOpenAI`` (a test double) is called the ordinary way."""
     if isinstance(client, openai.AsyncOpenAI):
         from openai.types.chat import ChatCompletion
-        return await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
+        options = {"timeout": timeout} if timeout is not None else {}
+        return await client.post("/chat/completions", cast_to=ChatCompletion, body=body, options=options)
     return await client.chat.completions.create(**body)
 
 

@@ -44,6 +44,9 @@ class LLMConfig:
     max_calls: int | None = None   # spending ceilings: no request is sent past them (LLMError "budget")
     max_cost: float | None = None  # USD
     transport: str | None = None   # "aiohttp" or "httpx"; None: see transport_for
+    # which of concurrency and timeout were set (a flag, the Python API): the others may follow what a
+    # server on this machine says it can serve (llm/server_info.py)
+    given: frozenset = frozenset()
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LLMConfig:
@@ -53,6 +56,7 @@ class LLMConfig:
         if unknown:
             raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
         values = {k: v for k, v in overrides.items() if v is not None}
+        values.setdefault("given", frozenset(k for k in ("concurrency", "timeout") if k in values))
         cfg = cls(**values)
         if cfg.model is None:
             cfg.model = os.environ.get("RAGASSAY_MODEL") or None

@@ -45,9 +45,13 @@ async def ping(config: LLMConfig, client=None) -> dict:
                 cache.close()
         except Exception:  # a cache that cannot be written: ping says what it found all the same
             pass
+    server = llm.server
     return {"endpoint": config.public_base_url(), "model": config.model, "latency_ms": round(latency, 1),
             "structured_outputs": llm.mode, "structured_outputs_reason": llm.mode_reason, "calls": stage.calls,
-            "prompt": prompt.id}
+            "prompt": prompt.id, "context_tokens": server.context if server else None,
+            "slots": server.slots if server else None, "server_said_by": (server.said_by or None) if server else None,
+            "tokens_per_second": round(stage.completion_tokens / (latency / 1000), 1)
+            if stage.completion_tokens and latency > 0 else None}
 
 
 async def ping_report(config: LLMConfig, client=None) -> dict:

@@ -122,9 +122,11 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     judged_queries = {q: i for i, q in enumerate(qrels.queries)}
     if not len(rows.query_index) and not any(q in judged_queries for q in run.queries):
         from ..errors import InputError
+        run_file = f" in {run.source}" if run.source else ""
+        qrels_file = f" in {qrels.source}" if qrels.source else ""
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
-                         f"ids ({_sample(run.queries)}) and the qrels' ({_sample(qrels.queries)}) do not overlap",
-                         run.source or qrels.source)
+                         f"ids{run_file} ({_sample(run.queries)}) and the qrels'{qrels_file} ({_sample(qrels.queries)}) "
+                         "do not overlap", run.source or qrels.source)
     levels: dict[int, _QueryStats] = {}
 
     def stats(level: int) -> _QueryStats:

@@ -141,8 +141,11 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
                 write_outputs(result, *generated)
                 return result
             gen = run_locked(generated, generate_set)
-            log(f"generate: {len(gen.accepted)} questions accepted, {len(gen.rejects)} rejected")
-            if gen.shortfall:
+            log(f"generate: {len(gen.accepted)} questions accepted, {len(gen.rejects)} rejected"
+                + (f"; {gen.stopped}" if gen.stopped else ""))
+            if gen.stopped:
+                failed.append(f"generate: {gen.stopped}")
+            elif gen.shortfall:
                 failed.append("generate: fell short of the target (" + ", ".join(
                     f"{k} {v} fewer" for k, v in gen.shortfall.items()) + "); rejects.jsonl says why")
         except (RagassayError, LLMError) as e:
@@ -157,6 +160,9 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
             grades = summary.summary().grades
             log("judge: " + ", ".join(f"grade {g}: {n}" for g, n in grades.items())
                 + f"; {summary.relevance.errors} errors")
+            if summary.relevance.stopped:
+                log(f"judge: {summary.relevance.stopped}")
+                failed.append(f"judge: {summary.relevance.stopped}")
             if summary.relevance.errors:
                 failed.append(f"judge: {summary.relevance.failure_text()}")
             if summary.coverage is not None and summary.coverage.errors:
@@ -199,7 +205,10 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
             log(f"check: {s['graded']} of {s['answers']} answers decided by rule ({counts}); the other "
                 f"{s['errors']} need an LLM verdict")
         else:
-            log(f"check: {s['graded']} of {s['answers']} answers graded ({counts}); {result.diagnosis['advice']}")
+            log(f"check: {s['graded']} of {len(answers)} answers graded ({counts}); {result.diagnosis['advice']}"
+                + (f"; {done_checks.stopped}" if done_checks.stopped else ""))
+            if done_checks.stopped:
+                failed.append(f"check: {done_checks.stopped}")
             if done_checks.errors:
                 failed.append(f"check: {done_checks.failure_text()}")
         report_files += [out / "check.json", out / "checks.jsonl"]
@@ -212,12 +221,17 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
     inputs = load_inputs(report_files, qrels=ex / "qrels.txt", runs=run_paths, chunks=ex / "chunks.jsonl",
                          queries=ex / "queries.jsonl", answers=ex / "answers.jsonl",
                          human=ex / "answers_human_labels.jsonl")
-    path = write_report(inputs, out / "report.html", title="ragassay demo: the bundled help-centre example")
-    write_report(inputs, out / "report.md", fmt="markdown", title="ragassay demo")
+    path = None
+    try:
+        path = write_report(inputs, out / "report.html", title="ragassay demo: the bundled help-centre example")
+        write_report(inputs, out / "report.md", fmt="markdown", title="ragassay demo")
+    except RagassayError as e:  # what the stages left cannot make a report (a ceiling stopped them early)
+        log(f"report: not written: {e}")
+        failed.append(f"report: {e}")
     if llm is not None:
-        log(llm.usage.summary(price_flags=False))  # the demo takes no --price-in/--price-out
+        log(llm.usage.summary())  # the demo takes --price-in/--price-out as the stages do
         llm.close()
-    return DemoResult(skipped=skipped, failed=failed, report=str(path))
+    return DemoResult(skipped=skipped, failed=failed, report=str(path) if path else None)
 
 
 def demo(out: str | Path | None = None, data: str | Path | None = None, copy: str | Path | None = None,

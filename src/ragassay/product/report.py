@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -410,6 +410,7 @@ class ReportFile:
     path: Path
     format: str
     bytes: int
+    warnings: list[str] = field(default_factory=list)  # joins that met in part (the report shows them too)
 
     def to_dict(self) -> dict:
         from ..data.result_models import ReportResult
@@ -426,7 +427,8 @@ def make_report(files: Sequence[str | Path], output: str | Path, *, qrels: str |
     file_format = fmt if fmt in ("html", "markdown") else \
         ("markdown" if Path(output).suffix.lower() in (".md", ".markdown") else "html")
     path = write_report(inputs, output, file_format, title)
-    return ReportFile(path, file_format, path.stat().st_size)
+    warnings = [w for w in (j.warning(sides) for j, sides in input_joins(inputs)) if w]
+    return ReportFile(path, file_format, path.stat().st_size, warnings)
 
 
 def _clip(text: str, n: int) -> str:

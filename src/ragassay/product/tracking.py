@@ -160,9 +160,13 @@ def _series(r: TrackedResult) -> tuple | None:
 
 
 def _series_name(r: TrackedResult) -> str:
+    """The series in words: run, qrels (digest and labeller) and the settings that change a value."""
     q = r.qrels or {}
     origin = (q.get("origin") or {}).get("describe", "unknown")
-    return f"{r.run or r.kind} on qrels {q.get('digest', '?')[:8]} ({origin})" if q else (r.run or r.kind)
+    settings = r.settings or {}
+    said = ", ".join(f"{k} {settings[k]}" for k in METRIC_SETTINGS if k in settings)
+    name = f"{r.run or r.kind} on qrels {q.get('digest', '?')[:8]} ({origin})" if q else (r.run or r.kind)
+    return f"{name}, {said}" if said and r.kind in ("evaluate", "compare") else name
 
 
 # ------------------------------------------------------- what the track, history and gate commands call

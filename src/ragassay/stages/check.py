@@ -66,6 +66,8 @@ def answer_fields(obj: dict, no: int) -> dict:
             out[ours] = out.pop(theirs)
     if "id" not in out:
         out["id"] = out.get("query_id", out.get("qid", f"line-{no}"))
+    if isinstance(out["id"], int) and not isinstance(out["id"], bool):
+        out["id"] = str(out["id"])  # a JSON integer is its digits, as every reader of ids takes it
     return out
 
 

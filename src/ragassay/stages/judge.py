@@ -975,7 +975,8 @@ def _qrels_origin(graders: set[tuple[str, str]], llms: Sequence[LLM], plan: Judg
     file (the endpoint's host for this run's models), and whoever made the --keep labels."""
     from ..data.origin import Labeller, Origin, endpoint_host, merged
     hosts = {llm.config.model: endpoint_host(llm.config.base_url) for llm in llms}
-    mine = Origin(labellers=tuple(Labeller(by="model", name=m, prompt=p, endpoint=hosts.get(m))
+    one_host = next(iter(set(hosts.values()))) if len(set(hosts.values())) == 1 else None  # a jury at one endpoint
+    mine = Origin(labellers=tuple(Labeller(by="model", name=m, prompt=p, endpoint=hosts.get(m, one_host))
                                   for m, p in sorted(graders, key=lambda g: (str(g[0]), str(g[1])))))
     if not plan.keep:
         return merged(mine, command="judge")

@@ -87,8 +87,10 @@ def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Pat
     from ..data.io import read_chunks, read_records, write_qrels
     read = [q for _, q in read_records(questions, Question, "question")]
     result = remap(read, read_chunks(new_chunks), threshold)
-    from ..data.origin import origin_of_records, today
-    origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in read), command="remap")
+    from ..data.origin import label_origin, today
+    # who chose the gold chunks: the set's sidecar (it names the endpoint), else its lines
+    origin = label_origin(questions, ({"model": q.model, "prompt": q.prompt} for q in read))
+    origin = origin.model_copy(update={"command": "remap"})
     write_qrels(output, result.qrels, origin=origin.model_copy(update={"date": today()}))  # still the generator's gold
     from ..data.result_models import RemapSummary
     return RemapSummary(questions=len(read), placed=len(result.placed), how=dict(Counter(result.how.values())),
