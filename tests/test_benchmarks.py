@@ -21,3 +21,31 @@ def test_judge_scale_runs_and_reports_every_figure():
         seconds, mb = map(float, re.findall(r"([\d.]+) (?:s|MB)", line)[:2])
         assert 0 < seconds < 120 and 20 < mb < 2000, line
     assert "peer: a bare AsyncOpenAI loop" in text and "goal:" not in text  # (goals are stated for 100k and 1M)
+
+
+def test_the_local_model_benchmark_measures_each_stage_against_the_local_test_server(tmp_path):
+    """benchmarks/local_model.py as the README runs it against a real server, here the test server:
+    every stage's line, the judge's kappa beside the two people's, the check's beside people's labels."""
+    import os
+
+    from fake_llm import FakeLLM
+    bench = BENCH.with_name("local_model.py")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env.pop("RAGASSAY_HTTP", None)
+    with FakeLLM() as fake:
+        out = subprocess.run([sys.executable, str(bench), "--base-url", fake.url, "--model", "fake", "--depth", "1",
+                              "--stages", "judge,check", "--out", str(tmp_path / "run")],
+                             capture_output=True, text=True, timeout=600, env=env)
+        first = fake.settled_calls()
+        again = subprocess.run([sys.executable, str(bench), "--base-url", fake.url, "--model", "fake", "--depth", "1",
+                                "--stages", "judge,check", "--out", str(tmp_path / "run")],
+                               capture_output=True, text=True, timeout=600, env=env)
+        assert fake.settled_calls() == first  # the second run is answered from its outputs and cache
+    assert out.returncode == 0 and again.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    judge = next(line for line in lines if line.startswith("judge "))
+    check = next(line for line in lines if line.startswith("check "))
+    assert judge.split()[1:4] == ["0", "22", "0"] and check.split()[1:4] == ["0", "16", "0"]  # exit, ok, errors
+    assert re.search(r"^judge vs example assessor 1: 22 pairs, kappa -?\d\.\d{3} \[", out.stdout, re.M)
+    assert re.search(r"^ceiling, example assessor 2 vs example assessor 1: 65 pairs, kappa 0\.529 ", out.stdout, re.M)
+    assert re.search(r"^check vs example assessor 1: 10 answers, kappa -?\d\.\d{3}, \d+ of 10 labels", out.stdout, re.M)
