@@ -9,6 +9,12 @@ test can compare the calls a dry run predicted with the calls a run made.
     with FakeLLM() as server:
         main(["judge", ..., "--base-url", server.url, "--model", "fake"])
         server.calls  # requests received
+
+``FakeLLM(habit=...)`` serves the same answers the way a real server does (see ``HABITS``): refusing a
+response format with its own status and body (llama-cpp-python, older vLLM, TGI), answering in prose,
+writing lists where a sentence of reasoning is asked, sending no usage, cutting a prompt longer than
+its context from the front (Ollama), refusing one that does not fit (vLLM, llama-server), repeating an
+unusable reply byte for byte. Without ``habit`` it is the OpenAI-like server it always was.
 """
 
 from __future__ import annotations
@@ -181,13 +187,281 @@ def run_batch(requests: str | Path, output: str | Path, fail: Callable[[dict], s
     return len(lines)
 
 
+# ------------------------------------------------------------------------------------------ habits
+# What real OpenAI-compatible servers do, each read from the server's own code:
+# - llama-cpp-python (llama_cpp/server): the request model's response_format type is Literal["text",
+#   "json_object"] with an optional "schema" (made into a grammar); a json_schema type fails pydantic's
+#   validation inside the route, whose error handler answers every exception it does not know with
+#   HTTP 500 {"error": {"message": str(exc), "type": "internal_server_error", ...}} (errors.py); a prompt
+#   past n_ctx is a 400 "This model's maximum context length is N tokens. However, you requested M tokens
+#   (P in the messages, C in the completion)...", code context_length_exceeded.
+# - older vLLM (entrypoints/openai): the same Literal, refused by FastAPI's validation handler with 400
+#   {"object": "error", "message": ..., "type": "BadRequestError", "code": 400}; extra keys of
+#   response_format (a "schema") are ignored; a prompt plus max_tokens past max_model_len is a 400
+#   "This model's maximum context length is N tokens. However, you requested M tokens (...)".
+# - TGI (router): response_format is {"type": "json" | "regex", "value": ...}; anything else is axum's
+#   422 text/plain "Failed to deserialize the JSON body into the target type: response_format: ...".
+# - llama-server (tools/server): a prompt of n_ctx tokens or more is a 400 {"error": {"code": 400,
+#   "message": "request (P tokens) exceeds the available context size (N tokens), try increasing it",
+#   "type": "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": N}}.
+# - Ollama (openai/openai.go): json_schema becomes its format, json_object is "json" (a "schema" key is
+#   not read); a prompt longer than num_ctx (2,048 by default) is cut from the front without a word, and
+#   usage.prompt_tokens is prompt_eval_count: the tokens it kept.
+# - small models without a grammar wrap their JSON in prose or a fence, write lists or objects where
+#   a sentence of reasoning is asked, and at temperature 0 give the same bytes when asked again.
+
+HABITS = {
+    "llama_cpp_python": "json_schema refused with HTTP 500 (pydantic: 'text' or 'json_object'); json_object with "
+                        "a 'schema' is a grammar; with a context, a longer request is a 400 naming it",
+    "vllm_400": "json_schema refused with 400 BadRequestError (older vLLM); json_object taken, its 'schema' ignored",
+    "tgi_422": "every response_format refused with 422 text/plain (TGI's own 'json'/'regex' grammar types): "
+               "only instructions work",
+    "prose": "the JSON inside prose: in a fence after 'Here is my assessment:', or inline in a sentence",
+    "loose_reasoning": "lists and objects where the schema asks for a string of reasoning",
+    "no_usage": "no 'usage' in any reply",
+    "ollama_cut": "a prompt longer than the context (num_ctx) cut from the front, answered from what is left, "
+                  "usage.prompt_tokens = the tokens kept",
+    "context_400": "vLLM: prompt + max_tokens past the context is a 400 naming 'maximum context length'",
+    "llama_server_400": "llama-server: a prompt of the context or more is a 400 'exceeds the available context "
+                        "size (N tokens)'",
+    "repeat_invalid": "always the same unusable bytes (no JSON), asked again or not",
+    "two_answers": "prose weighing two different answers, the same bytes when asked again",
+    "loose_decisions": "a grade 2.5 or true, a label 'Correct', a score 4.5 on the first try; right when asked again",
+}
+DEFAULT_CONTEXT = {"ollama_cut": 300, "context_400": 1024, "llama_server_400": 1024}
+REPEATED = "I am sorry, I can only answer in plain words: the passage looks relevant to me."
+
+
+def schema_seen(body: dict) -> str:
+    """The name of the answer's schema as a model behind this request sees it: the json_schema's name,
+    else the title of the schema in response_format's 'schema' (llama.cpp's grammar), else the title
+    of the schema the instructions carry ('...follows this JSON schema:\\n{...}')."""
+    fmt = body.get("response_format") or {}
+    name = (fmt.get("json_schema") or {}).get("name") if isinstance(fmt.get("json_schema"), dict) else None
+    if name:
+        return name
+    if isinstance(fmt.get("schema"), dict) and fmt["schema"].get("title"):
+        return fmt["schema"]["title"]
+    for m in body["messages"]:
+        text = m.get("content") or ""
+        at = text.find("JSON schema:\n") if m.get("role") == "system" else -1
+        if at >= 0:
+            try:
+                schema, _ = json.JSONDecoder().raw_decode(text, at + len("JSON schema:\n"))
+            except ValueError:
+                continue
+            if isinstance(schema, dict) and schema.get("title"):
+                return schema["title"]
+    return ""
+
+
+def prompt_of(messages: list[dict]) -> tuple[str, str]:
+    """(system, user) of a conversation: every system message, and the user message before the first
+    reply (a re-ask appends the reply and a user turn saying what was wrong)."""
+    system = "\n".join(m["content"] for m in messages if m.get("role") == "system")
+    first = next((i for i, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
+    users = [m["content"] for m in messages[:first] if m.get("role") == "user"]
+    return system, users[-1] if users else ""
+
+
+def prompt_tokens(messages: list[dict]) -> int:
+    return sum(tokens(m.get("content") or "") + 3 for m in messages)
+
+
+def front_cut(messages: list[dict], keep: int) -> list[dict]:
+    """The conversation as a server that keeps only its last ``keep`` tokens sees it (Ollama past num_ctx)."""
+    drop = prompt_tokens(messages) - keep
+    out = []
+    for m in messages:
+        n = tokens(m.get("content") or "") + 3
+        if drop >= n:
+            drop -= n
+            continue
+        if drop > 0:
+            starts = [x.start() for x in re.finditer(r"\w+|[^\w\s]", m["content"])]
+            cut = max(0, drop - 3)
+            m = {**m, "content": m["content"][starts[cut]:] if cut < len(starts) else ""}
+            drop = 0
+        out.append(m)
+    return out
+
+
+def _reasons_loose(schema: str, a: dict) -> dict:
+    """The same answer with its reasoning written as lists and objects (decisions untouched)."""
+    a = json.loads(json.dumps(a))
+    if schema == "RelevanceAnswer":
+        a.update(intent=[a["intent"], "and what it is for"], match={"aspect 1": a["match"], "aspect 2": "not said"},
+                 trust={"source": a["trust"], "dated": False})
+    elif schema == "BatchAnswer":
+        for j in a["judgments"]:
+            j.update(intent=[j["intent"]], match={"overlap": j["match"]}, trust=[j["trust"], "no date"])
+    elif schema == "AnswerVerdict":
+        a.update(reference_facts=[a["reference_facts"], "one fact"], response_claims={"claim 1": a["response_claims"]},
+                 comparison={"share": a["comparison"], "verdict": a["label"]},
+                 unsupported_claims={} if not a["unsupported_claims"] else a["unsupported_claims"])
+    elif schema in ("BlindAnswer", "SameAnswer", "Critique"):
+        a["reason"] = [a["reason"], {"checked": True}]
+    return a
+
+
+def _another(schema: str, a: dict) -> dict:
+    """A different answer to the same prompt, as valid as the first (a reply weighing two)."""
+    a = json.loads(json.dumps(a))
+    if schema == "RelevanceAnswer":
+        a["grade"] = (a["grade"] + 1) % 4
+    elif schema == "BatchAnswer":
+        for j in a["judgments"]:
+            j["grade"] = (j["grade"] + 1) % 4
+    elif schema == "AnswerVerdict":
+        a["label"] = "partial" if a["label"] != "partial" else "correct"
+    elif schema == "NuggetList":
+        a["nuggets"] = a["nuggets"][:1] + ["another fact"]
+    elif schema == "ImportanceAnswer":
+        for x in a["labels"]:
+            x["importance"] = "okay" if x["importance"] == "vital" else "vital"
+    elif schema == "AssignmentAnswer":
+        for x in a["assignments"]:
+            x["support"], x["chunk_ids"] = "partial_support", x["chunk_ids"]
+    elif schema == "GeneratedQuestion":
+        a["question"] = a["question"].rstrip("?") + " today?"
+    elif schema in ("BlindAnswer",):
+        a["answerable"] = not a["answerable"]
+    elif schema == "SameAnswer":
+        a["same"] = not a["same"]
+    elif schema == "Critique":
+        a["clear"] = 5 if a["clear"] != 5 else 4
+    elif schema == "PingAnswer":
+        a["echo"] = a["echo"] + "s"
+    return a
+
+
+def _decisions_loose(schema: str, a: dict) -> dict:
+    """The first try of a model that writes its decisions loosely: a grade 2.5 (or true for a 3), a
+    label capitalised, a critic's score 4.5."""
+    a = json.loads(json.dumps(a))
+    loose = (lambda g: True if g == 3 else g + 0.5)
+    if schema == "RelevanceAnswer":
+        a["grade"] = loose(a["grade"])
+    elif schema == "BatchAnswer":
+        for j in a["judgments"]:
+            j["grade"] = loose(j["grade"])
+    elif schema == "AnswerVerdict":
+        a["label"] = a["label"].capitalize()
+    elif schema == "Critique":
+        a["clear"] = a["clear"] + 0.5
+    return a
+
+
+def _error(status: int, payload: Any, content_type: str = "application/json") -> tuple[int, bytes, str]:
+    data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+    return status, data, content_type
+
+
+def _refusal(habit: str, body: dict) -> tuple[int, bytes, str] | None:
+    """The server's refusal of this request's response format or length, as that server words it;
+    None when it takes the request."""
+    fmt = body.get("response_format") or {}
+    kind = fmt.get("type")
+    pydantic = ("[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
+                f"'text' or 'json_object'\", 'input': '{kind}', 'ctx': {{'expected': \"'text' or 'json_object'\"}}}}]")
+    if habit == "llama_cpp_python" and kind == "json_schema":
+        return _error(500, {"error": {"message": pydantic, "type": "internal_server_error", "param": None,
+                                      "code": None}})
+    if habit == "vllm_400" and kind == "json_schema":
+        return _error(400, {"object": "error", "message": pydantic, "type": "BadRequestError", "param": None,
+                            "code": 400})
+    if habit == "tgi_422" and kind:
+        column = len(json.dumps(body))
+        return _error(422, "Failed to deserialize the JSON body into the target type: response_format: unknown "
+                           f"variant `{kind}`, expected `json` or `regex` at line 1 column {column}", "text/plain")
+    return None
+
+
+def _overflow(habit: str, context: int | None, body: dict) -> tuple[int, bytes, str] | None:
+    if context is None:
+        return None
+    n = prompt_tokens(body["messages"])
+    m = body.get("max_tokens")
+    asked = n + (m or 0)
+    if habit in ("context_400", "llama_cpp_python") and (asked > context or n >= context):
+        words = (f"This model's maximum context length is {context} tokens. However, you requested {asked} tokens "
+                 f"({n} in the messages, {m} in the completion). Please reduce the length of the messages or "
+                 "completion.")
+        if habit == "context_400":
+            return _error(400, {"object": "error", "message": words, "type": "BadRequestError", "param": None,
+                                "code": 400})
+        return _error(400, {"error": {"message": words, "type": "invalid_request_error", "param": "messages",
+                                      "code": "context_length_exceeded"}})
+    if habit == "llama_server_400" and n >= context:
+        words = f"request ({n} tokens) exceeds the available context size ({context} tokens), try increasing it"
+        return _error(400, {"error": {"code": 400, "message": words, "type": "exceed_context_size_error",
+                                      "n_prompt_tokens": n, "n_ctx": context}})
+    return None
+
+
+def habit_reply(body: dict, habit: str, context: int | None = None,
+                reply_id: str = "fake") -> tuple[int, bytes, str]:
+    """(status, body, content type) of a server with ``habit`` (see ``HABITS``) answering one request."""
+    refused = _refusal(habit, body) or _overflow(habit, context, body)
+    if refused is not None:
+        return refused
+    messages = body["messages"]
+    fmt = body.get("response_format") or {}
+    if habit in ("vllm_400", "ollama_cut") and "schema" in fmt:  # json_object's "schema" is not read there
+        body = {**body, "response_format": {k: v for k, v in fmt.items() if k != "schema"}}
+    schema = schema_seen(body)
+    seen = messages
+    if habit == "ollama_cut" and context is not None:
+        seen = front_cut(messages, context)
+    system, user = prompt_of(seen)
+    try:
+        answer = answer_for(schema, user, system)
+    except (ValueError, IndexError, KeyError):  # what is left of a cut prompt holds nothing to answer from
+        full_system, full_user = prompt_of(messages)
+        answer = answer_for(schema, full_user, full_system)
+    asked_again = any(m.get("role") == "assistant" for m in messages)
+    if habit == "prose":
+        if len(user) % 2:
+            content = f"Here is my assessment:\n```json\n{json.dumps(answer, indent=2)}\n```\nI hope this helps."
+        else:
+            content = f"Sure. Reading the passage closely, my answer is {json.dumps(answer)} and nothing more."
+    elif habit == "loose_reasoning":
+        content = json.dumps(_reasons_loose(schema, answer))
+    elif habit == "repeat_invalid":
+        content = REPEATED
+    elif habit == "two_answers":
+        content = (f"At first I would say {json.dumps(_another(schema, answer))}, but on reflection "
+                   f"{json.dumps(answer)} fits better.")
+    elif habit == "loose_decisions" and not asked_again:
+        content = json.dumps(_decisions_loose(schema, answer))
+    else:
+        content = json.dumps(answer)
+    reply: dict[str, Any] = {
+        "id": reply_id, "object": "chat.completion", "created": 0, "model": body["model"],
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": min(prompt_tokens(messages), context or prompt_tokens(messages))
+                  if habit == "ollama_cut" else prompt_tokens(messages),
+                  "completion_tokens": tokens(content), "total_tokens": 0}}
+    if habit == "no_usage":
+        del reply["usage"]
+    return 200, json.dumps(reply).encode(), "application/json"
+
+
 class FakeLLM:
     """Start with ``with FakeLLM() as s``; ``s.url`` is the base URL; ``delay`` slows each answer;
-    ``refuse`` makes every answer a refusal."""
+    ``refuse`` makes every answer a refusal; ``habit`` (one of ``HABITS``) serves the answers the way
+    that kind of server does, and ``context`` is its context in the fake's tokens (a default per
+    habit in ``DEFAULT_CONTEXT``; given to llama_cpp_python, a longer request is refused)."""
 
-    def __init__(self, delay: float = 0.0, refuse: str | None = None, port: int = 0):
+    def __init__(self, delay: float = 0.0, refuse: str | None = None, port: int = 0, habit: str | None = None,
+                 context: int | None = None):
+        if habit is not None and habit not in HABITS:
+            raise ValueError(f"no such habit {habit!r}: one of {', '.join(HABITS)}")
         self.delay = delay
         self.refuse = refuse  # when set: every answer is this refusal (a model that rejects everything)
+        self.habit = habit
+        self.context = context if context is not None else DEFAULT_CONTEXT.get(habit or "")
+        self.statuses: list[int] = []  # the HTTP status of each request's answer (requests[i]'s is statuses[i])
         self.calls = 0
         self.requests: list[dict] = []
         self.in_flight = 0  # requests being answered now
@@ -212,6 +486,8 @@ class FakeLLM:
                 with server._lock:
                     server.calls += 1
                     server.requests.append(body)
+                    index = len(server.statuses)
+                    server.statuses.append(0)  # answered below
                 if server.delay:
                     time.sleep(server.delay)
                 if server.refuse is not None:
@@ -219,11 +495,17 @@ class FakeLLM:
                              "choices": [{"index": 0, "finish_reason": "stop", "message": {
                                  "role": "assistant", "content": None, "refusal": server.refuse}}],
                              "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+                    status, data, content_type = 200, json.dumps(reply).encode(), "application/json"
+                elif server.habit is not None:
+                    status, data, content_type = habit_reply(body, server.habit, server.context,
+                                                             f"fake-{server.calls}")
                 else:
-                    reply = reply_to(body, f"fake-{server.calls}")
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
+                    status, data, content_type = 200, json.dumps(reply_to(body, f"fake-{server.calls}")).encode(), \
+                        "application/json"
+                with server._lock:
+                    server.statuses[index] = status
+                self.send_response(status)
+                self.send_header("content-type", content_type)
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 try:
@@ -276,9 +558,10 @@ def dead_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-if __name__ == "__main__":  # run by hand or by a subprocess test: python tests/fake_llm.py [delay]
+if __name__ == "__main__":  # run by hand or by a subprocess test: python tests/fake_llm.py [delay [habit]]
     import sys
-    with FakeLLM(float(sys.argv[1]) if len(sys.argv) > 1 else 0.0) as s:
+    delay, habit = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0, sys.argv[2] if len(sys.argv) > 2 else None
+    with FakeLLM(delay, habit=habit) as s:
         print(s.url, flush=True)
         while True:
             time.sleep(3600)
