@@ -82,10 +82,13 @@ class LLM:
         self.mode = MODES[0]
         self.mode_reason = "the default: the endpoint has refused no response format"
         self._mode_unsaved = False  # a fallback found in this run, kept once a call in that mode succeeds
+        self._mode_settled = False  # a call has been answered (or refused for another reason) in self.mode
+        self._probing: dict[Any, asyncio.Lock] = {}
         remembered = self._remembered_mode()
         if remembered is not None:
             self.mode, why = remembered
             self.mode_reason = f"remembered from an earlier run: {why}"
+            self._mode_settled = True
         self._sleep, self._clock = sleep, clock
         self._sems: dict[Any, asyncio.Semaphore] = {}
         self.answered = False  # any answer from the endpoint yet? Until then a dead endpoint fails fast
@@ -98,6 +101,8 @@ class LLM:
         self.batch: BatchBox | None = None  # answers from batch files, and requests left for one
         self.last_found = "whole"  # where the last answer's JSON was found (llm/reading.py)
         self.context_limit: int | None = None  # the context the server said it has, in tokens
+        self._read_ratios: list[float] = []    # prompt tokens a server reported over the estimate, of whole prompts
+        self._read_counts: dict[int, int] = {}  # a reported prompt count -> the estimate of the first prompt it read
         self.server: ServerInfo | None = None  # what a server on this machine said of itself (asked once)
         self._asking: dict[Any, asyncio.Lock] = {}
         self.slots: int | None = None  # calls in flight the server serves, when it said and --concurrency did not
@@ -330,6 +335,8 @@ class LLM:
                 su.reasked += 1
             completion = await self._call(convo, response_model, params, su)
             usage = getattr(completion, "usage", None)
+            if usage is None or getattr(usage, "prompt_tokens", None) is None:
+                su.unmetered += 1
             tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
             tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
             su.prompt_tokens += tokens_in
@@ -479,11 +486,37 @@ class LLM:
         if c.max_calls is not None and sent >= c.max_calls:
             raise LLMError("budget", f"stopped at the --max-calls {c.max_calls} ceiling ({sent} requests sent)")
         if c.max_cost is not None:
+            unmetered = self.usage.total().unmetered
+            if unmetered:
+                raise LLMError("budget", f"stopped: --max-cost ${c.max_cost:g} cannot be held, the endpoint reports no "
+                               f"token usage ({unmetered} replies without it); use --max-calls instead")
             spent = self.usage.cost() or 0.0
             if spent >= c.max_cost:
                 raise LLMError("budget", f"stopped at the --max-cost ${c.max_cost:g} ceiling (${spent:.4f} spent)")
 
     async def _send(self, convo, response_model, params, su):
+        """Send one call, in the mode the endpoint takes. Until the endpoint has answered once (or
+        refused for a reason other than the format), calls go one at a time: the first finds the mode
+        and the others then start with it, so a server that refuses json_schema refuses it once, not
+        once for every call in flight."""
+        if self._mode_settled:
+            return await self._send_in_mode(convo, response_model, params, su)
+        lock = self._probing.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+        async with lock:
+            if self._mode_settled:
+                return await self._send_in_mode(convo, response_model, params, su)
+            try:
+                completion = await self._send_in_mode(convo, response_model, params, su)
+            except openai.APIStatusError:
+                self._mode_settled = True  # refused for another reason (the format was settled on the way)
+                raise
+            except LLMError as e:
+                self._mode_settled = e.kind in ("cut", "context")  # an answer came: its mode works
+                raise
+            self._mode_settled = True
+            return completion
+
+    async def _send_in_mode(self, convo, response_model, params, su):
         while True:
             mode = self.mode
             body = self.request_body(convo, response_model, params, mode)
@@ -604,10 +637,24 @@ class LLM:
         if not isinstance(read, int) or isinstance(read, bool) or read <= 0:
             return  # a server that counts nothing says nothing: no rule can decide
         sent = _prompt_estimate(body)
-        if sent >= CUT_MIN_TOKENS and CUT_MIN_READ <= read < CUT_SHARE * sent:
-            raise LLMError("cut", f"the server read {read:,} of about {sent:,} prompt tokens: it cut the prompt "
-                           "(and with it the instructions at its start), so its answer is not used; raise the "
-                           "server's context, e.g. Ollama's num_ctx, or send shorter prompts")
+        if sent < CUT_MIN_TOKENS or read < CUT_MIN_READ:
+            return
+        ratios = self._read_ratios
+        # the share a server reads of an estimate, calibrated on its own earlier whole prompts: a prompt
+        # read at well under this server's usual share was cut (never below the plain rule's share)
+        usual = sorted(ratios)[len(ratios) // 2] if len(ratios) >= CUT_CALIBRATION else None
+        share = max(CUT_SHARE, CUT_CALIBRATED * usual) if usual is not None else CUT_SHARE
+        earlier = self._read_counts.get(read)
+        # the same count for prompts of other lengths, each longer than it: the server stops at that count
+        capped = earlier is not None and earlier > read and sent > read and abs(sent - earlier) > 0.15 * max(sent, earlier)
+        if read < share * sent or capped:
+            why = (f"prompts of about {earlier:,} and {sent:,} tokens were both read as {read:,}" if capped and
+                   read >= share * sent else f"the server read {read:,} of about {sent:,} prompt tokens")
+            raise LLMError("cut", f"{why}: it cut the prompt (and with it the instructions at its start), so its "
+                           "answer is not used; raise the server's context, e.g. Ollama's num_ctx, or send shorter "
+                           "prompts")
+        ratios.append(read / sent)
+        self._read_counts.setdefault(read, sent)
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets)
@@ -769,7 +816,10 @@ def _transient(e: BaseException) -> bool:
                                                       or (e.status_code >= 500 and e.status_code not in (501, 505)))
 
 
-CUT_SHARE = 0.5        # a server that read less than this share of the estimated prompt cut it
+CUT_SHARE = 0.6        # a server that read less than this share of the estimated prompt cut it (a real
+                       # tokenizer reads English at 0.9 to 1.3 of the 4-characters estimate)
+CUT_CALIBRATION = 5    # whole prompts of a server before its own usual share is the measure
+CUT_CALIBRATED = 0.6   # then, under this part of its usual share is a cut
 CUT_MIN_TOKENS = 200   # shorter prompts are left alone: a chat template's own tokens can outweigh the estimate's error
 CUT_MIN_READ = 256     # a count below any real context (Ollama's smallest num_ctx in use is 512, its default 2,048)
                        # says the server's usage is not a count of what it read (a proxy, a stub): no rule decides

@@ -76,6 +76,7 @@ class StageUsage:
     batch_prompt_tokens: int = 0  # of prompt_tokens and completion_tokens, answered through the Batch API
     batch_completion_tokens: int = 0
     extracted: int = 0            # answers whose JSON was found inside prose or a fence (llm/reading.py)
+    unmetered: int = 0            # replies that carried no token usage: their tokens, and so the cost, are unknown
 
 
 @dataclass
@@ -94,8 +95,10 @@ class Usage:
         price = price_for(self.model, self.price_in, self.price_out)
         if price is None:
             return None
-        cached = cached_price_for(self.model, self.price_in, self.price_out)
         items = [self.stages[stage]] if stage else list(self.stages.values())
+        if any(s.unmetered for s in items):
+            return None  # a reply without usage has tokens no one counted: not free, unknown
+        cached = cached_price_for(self.model, self.price_in, self.price_out)
         total = 0.0
         for s in items:
             full = (s.prompt_tokens - s.cached_tokens) * price[0] + s.cached_tokens * cached + \
@@ -123,8 +126,9 @@ class Usage:
         stages do, the demo does not)."""
         t = self.total()
         cost = self.cost()
-        money = f"${cost:.4f}" if cost is not None else "cost unknown (pass --price-in/--price-out)" \
-            if price_flags else f"cost unknown (no price is known for {self.model})"
+        money = f"${cost:.4f}" if cost is not None else \
+            f"cost unknown (the endpoint reported no token usage for {t.unmetered} calls)" if t.unmetered else \
+            "cost unknown (pass --price-in/--price-out)" if price_flags else f"cost unknown (no price is known for {self.model})"
         cached = f" ({t.cached_tokens} from the provider's prompt cache)" if t.cached_tokens else ""
         batch = " (Batch API answers at half price)" if t.batch_prompt_tokens and cost is not None else ""
         extracted = f" ({t.extracted} read from JSON inside prose or a fence)" if t.extracted else ""
