@@ -79,8 +79,9 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
     assert out.read_text() == (tmp_path / "full.jsonl").read_text()
     assert out.with_suffix(".rejects.jsonl").read_text() == (tmp_path / "full.rejects.jsonl").read_text()
     assert not journal.exists() and sorted(p.name for p in tmp_path.iterdir()) == [
-        "full.jsonl", "full.jsonl.answers", "full.rejects.jsonl", "q.jsonl", "q.jsonl.answers",
-        "q.rejects.jsonl"]  # the candidates' journal is spent once the set is written; the answers stay
+        "full.jsonl", "full.jsonl.answers", "full.jsonl.origin.json", "full.rejects.jsonl", "q.jsonl",
+        "q.jsonl.answers", "q.jsonl.origin.json", "q.rejects.jsonl"]  # the candidates' journal is spent once the
+    # set is written; the answers stay, and the set's origin (the model and its host) is beside it
 
 
 @pytest.mark.parametrize("limit", ["5", "10"])
