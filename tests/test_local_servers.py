@@ -296,3 +296,20 @@ def test_a_local_calls_timeout_grows_with_its_prompt_unless_timeout_is_given():
     assert told.call_timeout(big) is None
     hosted = LLM(LLMConfig(model="m", base_url="https://api.openai.com/v1", api_key="sk-x", use_cache=False))
     assert hosted.call_timeout(big) is None
+
+
+@respx.mock
+async def test_prompts_of_other_sizes_read_as_one_count_were_capped_but_a_shared_count_by_chance_is_not(tmp_path):
+    counts = iter([700, 700])
+    respx.post("http://srv.test/v1/chat/completions").mock(side_effect=lambda request: _completion(GOOD, next(counts)))
+    llm = make_llm(tmp_path, "http://srv.test/v1", "m", use_cache=False)
+    # ~875 and ~1,075 estimated tokens, each read as 700 (0.80 and 0.65: short of 0.85, over the plain 0.6)
+    assert (await llm.ask([{"role": "user", "content": "a" * 3500}], Verdict)).grade == 2  # 0.8 alone decides nothing
+    with pytest.raises(LLMError) as e:
+        await llm.ask([{"role": "user", "content": "b" * 4300}], Verdict)
+    assert e.value.kind == "cut" and "were both read as 700" in str(e.value)
+    counts = iter([1000, 1000])  # prompts read at their usual share that happen to share a count: no cut
+    respx.post("http://srv.test/v1/chat/completions").mock(side_effect=lambda request: _completion(GOOD, next(counts)))
+    other = make_llm(tmp_path, "http://srv.test/v1", "m", use_cache=False)
+    assert (await other.ask([{"role": "user", "content": "c" * 3600}], Verdict)).grade == 2
+    assert (await other.ask([{"role": "user", "content": "d" * 4300}], Verdict)).grade == 2

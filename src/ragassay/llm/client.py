@@ -645,8 +645,11 @@ class LLM:
         usual = sorted(ratios)[len(ratios) // 2] if len(ratios) >= CUT_CALIBRATION else None
         share = max(CUT_SHARE, CUT_CALIBRATED * usual) if usual is not None else CUT_SHARE
         earlier = self._read_counts.get(read)
-        # the same count for prompts of other lengths, each longer than it: the server stops at that count
-        capped = earlier is not None and earlier > read and sent > read and abs(sent - earlier) > 0.15 * max(sent, earlier)
+        # the same count for prompts of other lengths, each read short of what this server usually reads of
+        # such a size: the server stops at that count (two prompts may share a count by chance, not a shortfall)
+        short = CUT_CAPPED * (usual or 1.0)
+        capped = (earlier is not None and abs(sent - earlier) > 0.15 * max(sent, earlier)
+                  and read < short * sent and read < short * earlier)
         if read < share * sent or capped:
             why = (f"prompts of about {earlier:,} and {sent:,} tokens were both read as {read:,}" if capped and
                    read >= share * sent else f"the server read {read:,} of about {sent:,} prompt tokens")
@@ -820,6 +823,7 @@ CUT_SHARE = 0.6        # a server that read less than this share of the estimate
                        # tokenizer reads English at 0.9 to 1.3 of the 4-characters estimate)
 CUT_CALIBRATION = 5    # whole prompts of a server before its own usual share is the measure
 CUT_CALIBRATED = 0.6   # then, under this part of its usual share is a cut
+CUT_CAPPED = 0.85      # prompts of other sizes read as one count, each under this part of the usual share: capped
 CUT_MIN_TOKENS = 200   # shorter prompts are left alone: a chat template's own tokens can outweigh the estimate's error
 CUT_MIN_READ = 256     # a count below any real context (Ollama's smallest num_ctx in use is 512, its default 2,048)
                        # says the server's usage is not a count of what it read (a proxy, a stub): no rule decides
