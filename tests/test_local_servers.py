@@ -313,3 +313,16 @@ async def test_prompts_of_other_sizes_read_as_one_count_were_capped_but_a_shared
     other = make_llm(tmp_path, "http://srv.test/v1", "m", use_cache=False)
     assert (await other.ask([{"role": "user", "content": "c" * 3600}], Verdict)).grade == 2
     assert (await other.ask([{"role": "user", "content": "d" * 4300}], Verdict)).grade == 2
+
+
+def test_the_progress_bar_says_calls_in_flight_and_tokens_a_second():
+    import time as clock
+
+    from ragassay.llm import LLM
+    from ragassay.stages.engine import flow_note
+    llm = LLM(LLMConfig(model="m", base_url="http://127.0.0.1:8080/v1", use_cache=False))
+    llm.in_flight = 3
+    llm.usage.stage("judge").completion_tokens = 900
+    note = flow_note([llm], clock.monotonic() - 100)
+    assert note.startswith("3 in flight, ") and 8.5 < float(note.split(", ")[1].split()[0]) <= 9.0
+    assert flow_note([], clock.monotonic()) == ""

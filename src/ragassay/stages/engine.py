@@ -975,6 +975,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
     left = len(todo) if isinstance(items, Items) and items.one_record_each \
         else sum(len(record_keys_at(items, i)) for i in todo)  # (one key an item: no item read for it)
     bar = progress_bar(total, total - left, stage.name, quiet)
+    started = time.monotonic()
     shared = SharedCalls(items[i] for i in todo)
     queue = iter(todo)
     early: list[LLMError] = []
@@ -1036,6 +1037,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
             records = await do(items[i])
             store.append(records, repeat(i) if by_position else None)
             if bar is not None:
+                bar.set_postfix_str(flow_note(llms, started), refresh=False)
                 bar.update(len(records))
 
     if concurrency is None:
@@ -1092,6 +1094,17 @@ def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Awaitabl
     finally:
         for lock in held:
             lock.release()
+
+
+def flow_note(llms: Sequence[LLM], started: float) -> str:
+    """What the progress bar says beside the count: calls in flight and the answers' tokens a second
+    (a slow local model shows here what it can do)."""
+    if not llms:
+        return ""
+    flying = sum(llm.in_flight for llm in llms)
+    tokens = sum(llm.usage.total().completion_tokens for llm in llms)
+    seconds = max(time.monotonic() - started, 1e-9)
+    return f"{flying} in flight, {tokens / seconds:.1f} tok/s"
 
 
 def progress_bar(total: int, initial: int, stage: str, quiet: bool):
