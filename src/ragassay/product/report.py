@@ -253,7 +253,7 @@ def check_sections(inp: ReportInputs) -> list[Section]:
     grader = ((h or {}).get("grader") or {}).get("describe", "the grader")
     if h and h.get("same_origin"):
         out.append(Section("Answers: agreement not measured",
-                           f"The answer labels given as people's were made by {who}, who also graded these answers: "
+                           f"The answer labels set beside the checks were made by {who}, who also graded these answers: "
                            "they agree by construction. Give labels made by people (ragassay label answers writes them)."))
     elif h and h.get("pairs"):
         kind = (h.get("origin") or {}).get("kind", "unknown")
