@@ -429,11 +429,17 @@ class LabelBook:
 
 def read_other_labels(path: str | Path, task: str) -> dict[str, Any]:
     """Another person's labels: TREC qrels for pairs, ``id``/``label`` lines for answers."""
+    return _labels_and_origin(path, task)[0]
+
+
+def _labels_and_origin(path: str | Path, task: str) -> tuple[dict[str, Any], Any]:
+    """A file of labels read once: the labels, and who made them (data/origin.py)."""
     if task == "pairs":
         from ..data.io import read_qrels
-        return {pair_key(q, c): g for q, docs in read_qrels(path).to_dict().items() for c, g in docs.items()}
-    from ..stages.check import read_human_labels
-    return read_human_labels(path)
+        qrels = read_qrels(path)
+        return {pair_key(q, c): g for q, docs in qrels.to_dict().items() for c, g in docs.items()}, qrels.origin
+    from ..stages.check import read_human_labels, read_labels_origin
+    return read_human_labels(path), read_labels_origin(path)
 
 
 def open_label_book(task: str, output: str | Path, *, answers: str | Path | None = None,
@@ -463,24 +469,18 @@ def open_label_book(task: str, output: str | Path, *, answers: str | Path | None
     drawn, info = draw_sample([it for it in items if it.key not in before], sample, seed)
     theirs = {}
     for path in others:  # each named by who made it, never by the file alone
-        labels = read_other_labels(path, task)
-        name = _other_labeller(path, task, assessor)
+        labels, origin = _labels_and_origin(path, task)
+        name = _other_labeller(path, origin, assessor)
         if name in theirs:
             name = f"{name} ({Path(path).name})"
         theirs[name] = labels
     return LabelBook(task, drawn, output, assessor, info, before, theirs, target_width)
 
 
-def _other_labeller(path: str | Path, task: str, assessor: str) -> str:
+def _other_labeller(path: str | Path, origin: Any, assessor: str) -> str:
     """Who made the labels of a --with file, in words; a file of the person labelling now is refused
     (a labeller compared with itself agrees by construction)."""
     from ..errors import UsageError
-    if task == "pairs":
-        from ..data.io import read_qrels
-        origin = read_qrels(path).origin
-    else:
-        from ..stages.check import read_labels_origin
-        origin = read_labels_origin(path)
     if origin is None or not origin.known:
         return f"unknown ({Path(path).name})"
     if any(lab.by == "person" and lab.name == assessor for lab in origin.labellers):

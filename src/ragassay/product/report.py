@@ -379,8 +379,8 @@ def joins_section(joins: list) -> list[Section]:
 
 # ------------------------------------------------------------------------------------ assembly
 
-def build_report(inp: ReportInputs, title: str = "ragassay report") -> Report:
-    joins = input_joins(inp)
+def build_report(inp: ReportInputs, title: str = "ragassay report", joins: list | None = None) -> Report:
+    joins = input_joins(inp) if joins is None else joins
     evals, per = _per_query(inp)
     pages = query_pages(inp, per)
     sections = (joins_section(joins) + runs_section(inp, evals) + queries_section(inp, evals, per, pages)
@@ -393,9 +393,10 @@ def build_report(inp: ReportInputs, title: str = "ragassay report") -> Report:
                                     "chunks": chunk_texts(inp, pages) if pages else {}})
 
 
-def write_report(inp: ReportInputs, output: str | Path, fmt: str = "html", title: str = "ragassay report") -> Path:
+def write_report(inp: ReportInputs, output: str | Path, fmt: str = "html", title: str = "ragassay report",
+                 joins: list | None = None) -> Path:
     from ..data.io import write_lines_atomic
-    report = build_report(inp, title)
+    report = build_report(inp, title, joins)
     text = render_html(report) if fmt == "html" else render_markdown(report)
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -426,8 +427,9 @@ def make_report(files: Sequence[str | Path], output: str | Path, *, qrels: str |
     inputs = load_inputs(files, qrels=qrels, runs=runs, chunks=chunks, queries=queries, answers=answers, human=human)
     file_format = fmt if fmt in ("html", "markdown") else \
         ("markdown" if Path(output).suffix.lower() in (".md", ".markdown") else "html")
-    path = write_report(inputs, output, file_format, title)
-    warnings = [w for w in (j.warning(sides) for j, sides in input_joins(inputs)) if w]
+    joins = input_joins(inputs)  # counted once: for the report's section and for the warnings said
+    path = write_report(inputs, output, file_format, title, joins)
+    warnings = [w for w in (j.warning(sides) for j, sides in joins) if w]
     return ReportFile(path, file_format, path.stat().st_size, warnings)
 
 
