@@ -375,3 +375,42 @@ def test_sigterm_while_asyncio_is_half_imported_ends_the_command_not_with_a_trac
     monkeypatch.setitem(sys.modules, "asyncio", types.ModuleType("asyncio"))  # not yet get_running_loop
     with pytest.raises(cli._Terminated):
         cli._raise_terminated(15, None)
+
+
+def test_sigterm_that_lands_where_python_drops_exceptions_still_ends_the_command(monkeypatch, capsys):
+    """A SIGTERM handled inside a weakref callback (as when an import lock is freed) raises where
+    Python only reports the exception and goes on: the command used to run to its end, print
+    "Exception ignored in ..." and exit 0. It ends with 143 and the one line, nothing else said;
+    the work after the callback never runs."""
+    import os
+    import signal
+    import weakref
+
+    from ragassay import cli
+    went_on: list[str] = []
+
+    class Lock:
+        pass
+
+    def run(argv):
+        def callback(_ref):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs here, inside the callback
+                pass
+        lock = Lock()
+        ref = weakref.ref(lock, callback)
+        del lock  # the callback runs now
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the signal sent again ends this wait
+            pass
+        went_on.append("after the callback")  # not reached
+        return 0 if ref is not None else 1
+
+    monkeypatch.setattr(cli, "_run", run)
+    previous_hook = sys.unraisablehook
+    assert cli.main(["ping"]) == 143
+    said = capsys.readouterr().err.splitlines()
+    assert said == [STOPPED_LINE]
+    assert went_on == []
+    assert sys.unraisablehook is previous_hook  # given back
+    assert signal.getsignal(signal.SIGTERM) is not cli._raise_terminated

@@ -81,8 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     SIGTERM is taken over first of all, before the parser imports every command's modules (most of
     a command's start-up time): from then on, a SIGTERM at any moment ends the same way."""
     previous = _on_sigterm()
+    _UNRAISABLE.append(sys.unraisablehook)
+    sys.unraisablehook = _terminated_anyway
     try:
-        return _run(argv)
+        code = _run(argv)
+        return _stopped(143) if _DROPPED else code
     except _Terminated:
         return _stopped(143)
     except KeyboardInterrupt:
@@ -92,10 +95,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return _stopped(143)
     finally:
+        _ENDING.append(True)
+        for again in _AGAIN:  # cancelled, or fired: then its signal is handled while _ENDING holds
+            again.cancel()
+            again.join()
+        _AGAIN.clear()
+        _DROPPED.clear()
         _TERMINATING.clear()
+        sys.unraisablehook = _UNRAISABLE.pop()
         if previous is not None:
             import signal
             signal.signal(signal.SIGTERM, previous)
+        _ENDING.clear()
 
 
 def _stopped(code: int) -> int:
@@ -167,6 +178,10 @@ class _Terminated(KeyboardInterrupt):
     exit_code = 143
 
 
+_UNRAISABLE: list = []  # the hook main() found, given back when it ends
+_DROPPED: list[bool] = []  # a SIGTERM raised where Python dropped the exception
+_AGAIN: list = []  # the timers that send a dropped SIGTERM again
+_ENDING: list[bool] = []  # main() is giving the handlers back: a late SIGTERM changes nothing
 _TERMINATING: list[bool] = []  # SIGTERM came while an event loop ran: its tasks were cancelled
 
 
@@ -181,10 +196,35 @@ def _raise_terminated(signum: int, frame: object) -> None:
         loop = running() if running is not None else None
     except RuntimeError:
         loop = None
+    if _ENDING:
+        return
     if loop is None or _TERMINATING:  # no loop, or a second SIGTERM: end now
         raise _Terminated()
     _TERMINATING.append(True)
     loop.call_soon_threadsafe(_cancel_every_task, loop)
+
+
+def _terminated_anyway(unraisable: object) -> None:
+    """A signal handler runs wherever the interpreter is, and that can be a place whose exceptions
+    Python only reports and drops (a weakref callback freeing an import lock, a ``__del__``): the
+    command would then go on and exit 0. Such a dropped SIGTERM is said nowhere and sent again from
+    another thread, so that the handler runs once more in ordinary code (:func:`main` also ends
+    with 143 if the command finishes first); anything else goes to the hook main() found."""
+    if isinstance(getattr(unraisable, "exc_value", None), _Terminated):
+        _DROPPED.append(True)
+        _send_sigterm_again()
+        return
+    (_UNRAISABLE[-1] if _UNRAISABLE else sys.__unraisablehook__)(unraisable)
+
+
+def _send_sigterm_again() -> None:
+    import os
+    import signal
+    import threading
+    again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM))
+    again.daemon = True
+    _AGAIN.append(again)
+    again.start()
 
 
 def _cancelled(e: BaseException) -> bool:
