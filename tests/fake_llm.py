@@ -200,7 +200,9 @@ def run_batch(requests: str | Path, output: str | Path, fail: Callable[[dict], s
 #   response_format (a "schema") are ignored; a prompt plus max_tokens past max_model_len is a 400
 #   "This model's maximum context length is N tokens. However, you requested M tokens (...)".
 # - TGI (router): response_format is {"type": "json" | "regex", "value": ...}; anything else is axum's
-#   422 text/plain "Failed to deserialize the JSON body into the target type: response_format: ...".
+#   422 text/plain "Failed to deserialize the JSON body into the target type: response_format: ...";
+#   a prompt plus max_new_tokens past max_total_tokens is a 422 {"error": "Input validation error: `inputs`
+#   tokens + `max_new_tokens` must be <= N. Given: ...", "error_type": "validation"} (validation.rs).
 # - llama-server (tools/server): a prompt of n_ctx tokens or more is a 400 {"error": {"code": 400,
 #   "message": "request (P tokens) exceeds the available context size (N tokens), try increasing it",
 #   "type": "exceed_context_size_error", "n_prompt_tokens": P, "n_ctx": N}}.
@@ -215,7 +217,8 @@ HABITS = {
                         "a 'schema' is a grammar; with a context, a longer request is a 400 naming it",
     "vllm_400": "json_schema refused with 400 BadRequestError (older vLLM); json_object taken, its 'schema' ignored",
     "tgi_422": "every response_format refused with 422 text/plain (TGI's own 'json'/'regex' grammar types): "
-               "only instructions work",
+               "only instructions work; with a context, a longer request is a 422 '`inputs` tokens + "
+               "`max_new_tokens` must be <= N'",
     "prose": "the JSON inside prose: in a fence after 'Here is my assessment:', or inline in a sentence",
     "loose_reasoning": "lists and objects where the schema asks for a string of reasoning",
     "no_usage": "no 'usage' in any reply",
@@ -392,6 +395,10 @@ def _overflow(habit: str, context: int | None, body: dict) -> tuple[int, bytes, 
                                 "code": 400})
         return _error(400, {"error": {"message": words, "type": "invalid_request_error", "param": "messages",
                                       "code": "context_length_exceeded"}})
+    if habit == "tgi_422" and asked > context:  # router/src/validation.rs: MaxTotalTokens, a JSON 422
+        words = (f"Input validation error: `inputs` tokens + `max_new_tokens` must be <= {context}. Given: {n} "
+                 f"`inputs` tokens and {m or 0} `max_new_tokens`")
+        return _error(422, {"error": words, "error_type": "validation"})
     if habit == "llama_server_400" and n >= context:
         words = f"request ({n} tokens) exceeds the available context size ({context} tokens), try increasing it"
         return _error(400, {"error": {"code": 400, "message": words, "type": "exceed_context_size_error",

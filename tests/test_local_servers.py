@@ -155,6 +155,43 @@ async def test_a_context_refusal_is_not_a_format_refusal_and_later_prompts_too_b
     assert e.value.kind == "context" and "not sent" in str(e.value) and route.call_count == 1
 
 
+@pytest.mark.parametrize("status, body, context", [
+    (422, {"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4031 "
+                    "`inputs` tokens and 200 `max_new_tokens`", "error_type": "validation"}, 4096),  # TGI
+    (422, {"error": "Input validation error: `inputs` must have less than 1024 tokens. Given: 1500",
+           "error_type": "validation"}, 1024),  # TGI, its max_input_tokens
+    (400, {"object": "error", "message": "The input (9000 tokens) is longer than the model's context length "
+           "(8192 tokens).", "type": "BadRequestError"}, 8192),  # SGLang
+    (400, {"error": "Trying to keep the first 5200 tokens when context the overflows. However, the model is loaded "
+                    "with context length of only 4096 tokens, which is not enough."}, 4096),  # LM Studio
+    (400, {"error": {"code": 400, "message": "request (3000 tokens) exceeds the available context size (2,048 "
+                     "tokens), try increasing it", "type": "exceed_context_size_error"}}, 2048),  # llama-server
+])
+@respx.mock
+async def test_each_servers_words_for_a_prompt_too_long_name_its_context(tmp_path, status, body, context):
+    respx.post("http://srv.test/v1/chat/completions").mock(return_value=httpx.Response(status, json=body))
+    llm = make_llm(tmp_path, "http://srv.test/v1", "m", use_cache=False)
+    with pytest.raises(LLMError) as e:
+        await llm.ask(MESSAGES, Verdict)
+    assert e.value.kind == "context" and f"the server's context of {context} tokens" in str(e.value)
+    assert llm.context_limit == context and llm.mode == "json_schema"  # a length, not a refused format
+
+
+@pytest.mark.parametrize("body", [
+    {"error": "Input validation error: `max_new_tokens` must be <= 4096. Given: 5000", "error_type": "validation"},
+    {"error": {"message": "max_tokens must be at least 1, got 0", "type": "invalid_request_error"}},
+    {"error": {"message": "Invalid value for 'temperature': 3 is greater than the maximum of 2 tokens"}},
+])
+@respx.mock
+async def test_a_refusal_that_is_not_about_the_context_names_no_context(tmp_path, body):
+    respx.post("http://srv.test/v1/chat/completions").mock(return_value=httpx.Response(422, json=body))
+    llm = make_llm(tmp_path, "http://srv.test/v1", "m", use_cache=False)
+    with pytest.raises(LLMError) as e:
+        await llm.ask(MESSAGES, Verdict)
+    assert e.value.kind == "request" and llm.context_limit is None
+    assert str(body["error"] if isinstance(body["error"], str) else body["error"]["message"]) in str(e.value)
+
+
 @pytest.mark.parametrize("reported, cut", [(300, True), (2048, False), (120, False), (None, False), (599, True)])
 @respx.mock
 async def test_a_prompt_the_server_read_in_part_never_labels(tmp_path, reported, cut):

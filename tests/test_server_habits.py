@@ -437,6 +437,26 @@ def test_a_context_refusal_is_an_error_record_and_longer_prompts_are_not_sent(tm
         assert all(r["status"] == "error" and r.get("grade") is None and r.get("label") is None for r in records)
 
 
+@pytest.mark.parametrize("stage", STAGES)
+def test_tgi_refuses_the_formats_then_the_length_and_the_length_is_what_the_user_is_told(tmp_path, stage):
+    """TGI refuses every response_format OpenAI's way (422, text/plain) and then a request longer than its
+    max_total_tokens (422, JSON whose "error" is a string): the first four requests find the mode, the
+    fourth's refusal names the context, and no later prompt is sent."""
+    with FakeLLM(habit="tgi_422", context=256) as server:
+        said = cli(*stage_args(stage, tmp_path, server.url, "--concurrency", "1"))
+        requests, statuses = list(server.requests), list(server.statuses)
+    assert said.code == 1, said.text
+    assert [mode_of(b) for b in requests] == ["json_schema", "json_object_schema", "json_object", "prompt"]
+    assert statuses == [422, 422, 422, 422]
+    assert "the prompt does not fit the server's context of 256 tokens" in said.err
+    assert "`inputs` tokens + `max_new_tokens` must be <= 256" in said.err
+    records = llm_records(stage, tmp_path)
+    if stage != "generate":
+        assert len(records) == 3 and all(r["status"] == "error" for r in records)
+        assert records[0]["error"].startswith("context: the prompt does not fit the server's context of 256 tokens")
+        assert all("not sent" in r["error"] for r in nonempty(records[1:]))
+
+
 @pytest.mark.parametrize("habit, context, names", [
     ("context_400", 2500, "maximum context length is 2500 tokens"),  # vLLM counts max_tokens (700) in
     ("llama_server_400", 2000, "exceeds the available context size (2000 tokens)"),

@@ -60,8 +60,15 @@ MODES = ("json_schema", "json_object_schema", "json_object", "prompt")
 # json_schema response_format with HTTP 500, others 400, 422 or 501)
 _FORMAT_WORDS = re.compile(r"response_format|response format|json_schema|json_object|json schema|grammar|structured"
                            r"|\bschema\b|'text' or 'json_object'", re.I)
+# a refusal for length, in each server's words: OpenAI, vLLM and llama-cpp-python ("maximum context length is N
+# tokens"), llama-server ("exceeds the available context size (N tokens)"), SGLang ("longer than the model's
+# context length (N tokens)"), LM Studio ("context length of only N tokens"), TGI ("`inputs` tokens +
+# `max_new_tokens` must be <= N", "`inputs` must have less than N tokens"; TGI's "`max_new_tokens` must be <= N"
+# alone is about the answer's budget, not the context, and is not one)
 _CONTEXT_WORDS = re.compile(r"context length|context window|maximum context|too many tokens|prompt is too long"
-                            r"|exceeds the (?:model's )?(?:maximum|context|available context)|context size", re.I)
+                            r"|exceeds the (?:model's )?(?:maximum|context|available context)|context size"
+                            r"|inputs`? tokens \+ `?max_new_tokens`? must be <=|inputs`? must have less than \d+ tokens",
+                            re.I)
 FORMAT_REFUSAL_STATUSES = (400, 422, 500, 501)
 
 
@@ -835,7 +842,8 @@ def _prompt_estimate(body: dict[str, Any]) -> int:
     return sum(estimate_tokens(m.get("content") or "") for m in body.get("messages", ()))
 
 
-_CONTEXT_LIMIT = re.compile(r"(?:maximum context length|context length|context window|n_ctx|num_ctx|context size)"
+_CONTEXT_LIMIT = re.compile(r"(?:maximum context length|context length|context window|n_ctx|num_ctx|context size"
+                            r"|max_new_tokens`? must be <=|inputs`? must have less than)"
                             r"[^0-9]{0,40}?(\d[\d,]{2,})\s*(?:tokens)?", re.I)
 
 
@@ -882,8 +890,9 @@ def _error_detail(e: openai.APIStatusError) -> str:
     for an HTML page (a web server, a proxy's error page) its title rather than the page."""
     body = getattr(e, "body", None)
     if isinstance(body, dict):
-        err = body.get("error")
-        msg = err.get("message") if isinstance(err, dict) else body.get("message")
+        err = body.get("error")  # OpenAI's {"error": {"message"}}, vLLM's {"message"}, TGI's {"error": "..."}
+        msg = err.get("message") if isinstance(err, dict) else body.get("message") or \
+            (err if isinstance(err, str) else None)
         if msg:
             return " ".join(str(msg).split())[:300]
     text = str(e)
