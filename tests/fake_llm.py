@@ -231,6 +231,10 @@ HABITS = {
     "two_answers": "prose weighing two different answers, the same bytes when asked again",
     "loose_decisions": "a grade 2.5 or true, a label 'Correct', a score 4.5 on the first try; right when asked again",
 }
+# Ollama's /api/show for a model whose Modelfile sets no num_ctx (the common case): the server's default
+# context applies, which the page does not say
+OLLAMA_SHOW = {"modelfile": "FROM qwen2.5", "parameters": 'stop "<|im_end|>"', "template": "{{ .Prompt }}",
+               "model_info": {"qwen2.context_length": 32768}}
 DEFAULT_CONTEXT = {"ollama_cut": 300, "context_400": 1024, "llama_server_400": 1024}
 REPEATED = "I am sorry, I can only answer in plain words: the passage looks relevant to me."
 
@@ -480,6 +484,16 @@ class FakeLLM:
                 pass
 
             def do_POST(self) -> None:
+                if not self.path.endswith("/chat/completions"):  # another page (Ollama's /api/show): not a call
+                    self.rfile.read(int(self.headers.get("content-length", 0)))
+                    status, data = (200, json.dumps(OLLAMA_SHOW).encode()) if self.path == "/api/show" and \
+                        server.habit == "ollama_cut" else (404, b'{"error": "not found"}')
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 with server._lock:
                     server.in_flight += 1
                 try:

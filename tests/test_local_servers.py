@@ -251,8 +251,9 @@ class _Server:
     """A stdlib server answering GET pages with the bodies given (404 otherwise) and chat calls
     with one answer, recording every request line."""
 
-    def __init__(self, pages: dict[str, object]):
+    def __init__(self, pages: dict[str, object], posts: dict[str, object] | None = None):
         self.seen: list[str] = []
+        posts = posts or {}
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -274,6 +275,10 @@ class _Server:
             def do_POST(self):
                 n = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(n))
+                if not self.path.endswith("/chat/completions"):
+                    outer.seen.append(f"POST {self.path} {json.dumps(body)}")
+                    self._send(200, posts[self.path]) if self.path in posts else self._send(404, {"error": "no"})
+                    return
                 outer.seen.append(f"POST {self.path} {body.get('response_format', {}).get('type')}")
                 self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
                     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": GOOD}}]})
@@ -317,8 +322,39 @@ async def test_a_server_that_says_nothing_is_used_as_before(tmp_path, monkeypatc
         assert (await llm.ask(MESSAGES, Verdict)).grade == 2
         assert llm.server == ServerInfo() and llm.context_limit is None and llm._semaphore()._value == 8
         assert [s for s in server.seen if s.startswith("GET")] == ["GET /props", "GET /v1/models"]  # both asked, once
+        assert [s for s in server.seen if "/api/show" in s] == ['POST /api/show {"model": "m"}']  # and Ollama's page
         await llm.ask([{"role": "user", "content": "again"}], Verdict)
-        assert sum(s.startswith("GET") for s in server.seen) == 2
+        assert sum(s.startswith("GET") for s in server.seen) == 2 and sum("/api/show" in s for s in server.seen) == 1
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("parameters, context", [
+    ("num_ctx                        8192\nstop                           \"<|im_end|>\"", 8192),
+    ('stop "<|im_end|>"\ntemperature 0.7', None),  # no num_ctx of its own: the server's default, unknown
+    ("num_ctx 2048", 2048),
+])
+async def test_ollamas_show_page_says_the_context_its_model_runs_with(tmp_path, monkeypatch, parameters, context):
+    monkeypatch.setenv("RAGASSAY_HTTP", "httpx")
+    show = {"modelfile": "FROM qwen", "parameters": parameters, "template": "{{ .Prompt }}",
+            "model_info": {"qwen2.context_length": 32768}}  # what the model could take, not what it is given
+    server = _Server({"/v1/models": {"object": "list", "data": [{"id": "qwen2.5:1.5b", "object": "model"}]}},
+                     posts={"/api/show": show})
+    try:
+        info = await discover(server.url, "qwen2.5:1.5b")
+        assert info.context == context and info.slots is None
+        assert info.said_by == ("/api/show" if context else "")
+        assert 'POST /api/show {"model": "qwen2.5:1.5b"}' in server.seen
+    finally:
+        server.close()
+
+
+async def test_a_server_whose_props_say_the_context_is_not_asked_for_ollamas_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGASSAY_HTTP", "httpx")
+    server = _Server({"/props": {"total_slots": 1, "n_ctx": 4096}}, posts={"/api/show": {"parameters": "num_ctx 1"}})
+    try:
+        assert await discover(server.url, "m") == ServerInfo(4096, 1, "/props")
+        assert not any("/api/show" in s for s in server.seen)
     finally:
         server.close()
 

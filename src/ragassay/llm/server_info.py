@@ -2,10 +2,12 @@
 and how long a prompt it holds.
 
 Asked once per run, before the first call, and only of servers on this machine or its network (a
-hosted API is never asked): llama.cpp's ``GET /props`` (``total_slots``, ``n_ctx``) and vLLM's
-``GET /v1/models`` (``max_model_len``); both are reads, so a server that has neither answers 404
-and is used as before. (Ollama says its ``num_ctx`` only to a POST of ``/api/show``, which is not
-sent: a prompt it cuts is caught by its own count, see ``LLM._read_all``.) Nothing here decides a
+hosted API is never asked): llama.cpp's ``GET /props`` (``total_slots``, ``n_ctx``), vLLM's
+``GET /v1/models`` (``max_model_len``) and, when neither said the context, Ollama's ``POST /api/show``
+(the ``num_ctx`` the model's parameters set; a read, though a POST). A server that has none of them
+answers 404 and is used as before; an Ollama model without a ``num_ctx`` of its own runs at the
+server's default, which this does not know: a prompt it cuts is caught by its own count (see
+``LLM._read_all``). Nothing here decides a
 record: the context only keeps a prompt that cannot fit from being sent, and the slots only set the
 default number of calls in flight (a ``--concurrency`` given wins).
 """
@@ -76,7 +78,8 @@ def read_models(data: Any, model: str | None) -> ServerInfo:
         return ServerInfo()
     for entry in data["data"]:
         if isinstance(entry, dict) and entry.get("id") == model:
-            return ServerInfo(context=_positive(entry.get("max_model_len")), said_by="/v1/models")
+            context = _positive(entry.get("max_model_len"))
+            return ServerInfo(context=context, said_by="/v1/models" if context else "")
     return ServerInfo()
 
 
@@ -110,10 +113,26 @@ async def discover(base_url: str, model: str | None, headers: dict[str, str] | N
                     continue
                 path = reply.request.url.path
                 info = read_props(data) if path.endswith("/props") else read_models(data, model)
-                found = ServerInfo(found.context or info.context, found.slots or info.slots,
-                                   found.said_by or info.said_by)
+                found = _merged(found, info)
                 if found.context is not None and found.slots is not None:
                     break
+            if found.context is None and model:
+                found = _merged(found, await _ask_show(client, root, model))
     except Exception:  # whatever goes wrong in asking, the server is used as before
         return found
     return found
+
+
+def _merged(first: ServerInfo, then: ServerInfo) -> ServerInfo:
+    """What two pages said, the first's word first; ``said_by`` names each page that said something."""
+    pages = [p for p in (first.said_by, then.said_by) if p]
+    return ServerInfo(first.context or then.context, first.slots or then.slots, " and ".join(dict.fromkeys(pages)))
+
+
+async def _ask_show(client: Any, root: str, model: str) -> ServerInfo:
+    """Ollama's ``/api/show`` for ``model`` (the name as the OpenAI layer takes it)."""
+    try:
+        reply = await client.post(f"{root}/api/show", json={"model": model})
+        return read_show(reply.json()) if reply.status_code == 200 else ServerInfo()
+    except Exception:  # refused, or not JSON: nothing said
+        return ServerInfo()
