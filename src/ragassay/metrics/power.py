@@ -1,0 +1,434 @@
+"""How many queries a comparison needs, and the smallest difference the queries you have can detect.
+
+Topic set size design (Sakai 2016, "Topic set size design", Information Retrieval Journal 19): a
+pilot (per-query scores of two or more runs) gives the variance of the per-query differences; the
+exact power of the two-sided paired t-test with ``n`` queries is that of a noncentral t with
+``n - 1`` degrees of freedom and noncentrality ``effect / sd * sqrt(n)``. Iterating ``n`` gives the
+queries needed to detect ``effect`` with the power asked for; fixing ``n`` (the pilot's own size)
+gives the minimum detectable effect (MDE). The randomization (sign-flip) test has no closed form:
+at the sizes that matter it behaves like the t-test, so its figures are the t-test's, and
+``tests/test_power.py`` checks that by simulation. For ``m`` runs at once, Sakai's one-way ANOVA
+figure (``anova_queries_needed``) sizes the set so that the best and the worst run differing by
+``min_range`` is detected.
+
+The noncentral t and F distributions are computed here (numpy and the standard library only; scipy
+is not a dependency): both are Poisson mixtures of regularized incomplete beta functions, summed
+outwards from the Poisson mode (Benton and Krishnamoorthy 2003), accurate to ~1e-12.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from ..errors import UsageError
+from .significance import regularized_incomplete_beta
+
+MAX_QUERIES = 10**9  # beyond this "queries needed" is reported as out of reach, not searched for
+_TOL = 1e-13         # the tail a series may drop
+
+
+# --------------------------------------------------------------------------- distributions
+
+def normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def _beta_step(a: float, b: float, x: float) -> float:
+    """I_x(a, b) - I_x(a + 1, b) = x^a (1 - x)^b Gamma(a + b) / (Gamma(a + 1) Gamma(b))."""
+    return math.exp(math.lgamma(a + b) - math.lgamma(a + 1.0) - math.lgamma(b)
+                    + a * math.log(x) + b * math.log1p(-x))
+
+
+def _poisson_beta_mixture(lam: float, x: float, b: float, a0: float, coef: Callable[[int], float],
+                          ) -> float:
+    """sum over j >= 0 of coef(j) * I_x(a0 + j, b), with coef(j) carrying Poisson(lam)-like weights.
+
+    Summed from the Poisson mode outwards (forwards until the rest is below ``_TOL``, backwards to
+    0), so a large ``lam`` neither underflows nor needs thousands of terms from j = 0.
+    """
+    k = int(lam)
+    ik = regularized_incomplete_beta(a0 + k, b, x)
+    total = coef(k) * ik
+    # forwards: I(a + 1) = I(a) - step(a); the coefficients fall away past the mode
+    i, j = ik, k
+    while True:
+        i -= _beta_step(a0 + j, b, x)
+        j += 1
+        c = coef(j)
+        total += c * i
+        if (abs(c) * max(i, 0.0) < _TOL and j > lam) or j - k > 100_000:
+            break
+    # backwards: I(a - 1) = I(a) + step(a - 1)
+    i = ik
+    for j in range(k - 1, -1, -1):
+        i += _beta_step(a0 + j, b, x)
+        total += coef(j) * i
+    return total
+
+
+def nct_cdf(t: float, df: float, nc: float) -> float:
+    """P(T <= t) for T noncentral t with ``df`` degrees of freedom and noncentrality ``nc``.
+
+    For t >= 0 (Guenther 1978; Lenth 1989, AS 243):
+    F = Phi(-nc) + 1/2 sum_j [p_j I_x(j + 1/2, df/2) + nc / sqrt(2) q_j I_x(j + 1, df/2)],
+    x = t^2 / (t^2 + df), p_j = e^-l l^j / j!, q_j = e^-l l^j / Gamma(j + 3/2), l = nc^2 / 2.
+    For t < 0, F(t; df, nc) = 1 - F(-t; df, -nc).
+    """
+    if math.isnan(t) or math.isnan(nc) or not df > 0:
+        return float("nan")
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    if t < 0:
+        return min(1.0, max(0.0, 1.0 - nct_cdf(-t, df, -nc)))
+    base = normal_cdf(-nc)
+    if t == 0:
+        return base
+    x = t * t / (t * t + df)
+    lam = nc * nc / 2.0
+    b = df / 2.0
+    if x >= 1.0:  # t so large against df that x rounds to 1: every I_x is 1, the sum is 1
+        return 1.0
+    log_lam = math.log(lam) if lam > 0 else -math.inf
+
+    def p(j: int) -> float:
+        if lam == 0:
+            return 1.0 if j == 0 else 0.0
+        return math.exp(-lam + j * log_lam - math.lgamma(j + 1.0))
+
+    def q(j: int) -> float:
+        if lam == 0:
+            return 0.0
+        return nc / math.sqrt(2.0) * math.exp(-lam + j * log_lam - math.lgamma(j + 1.5))
+
+    total = _poisson_beta_mixture(lam, x, b, 0.5, p) + _poisson_beta_mixture(lam, x, b, 1.0, q)
+    return min(1.0, max(0.0, base + 0.5 * total))
+
+
+def normal_isf(tail: float) -> float:
+    """The z with P(Z > z) = ``tail``, 0 < tail < 1."""
+    return _root(lambda z: normal_cdf(-z) - tail, -40.0, 40.0, 1e-15)
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t), central t with ``df`` degrees of freedom."""
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def t_isf(tail: float, df: float) -> float:
+    """The t with P(T > t) = ``tail`` (0 < tail <= 1/2), central t with ``df`` degrees of freedom."""
+    if not 0.0 < tail <= 0.5:
+        raise ValueError(f"upper tail must be in (0, 0.5], got {tail}")
+    if tail == 0.5:
+        return 0.0
+    hi = 1.0
+    while 1.0 - t_cdf(hi, df) > tail:
+        hi *= 2.0
+    return _root(lambda t: (1.0 - t_cdf(t, df)) - tail, 0.0, hi, 1e-14)
+
+
+def _root(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> float:
+    """A root of ``f`` in [lo, hi] where f changes sign: Brent's method (bisection, secant and inverse
+    quadratic interpolation), to ``xtol`` relative to the root."""
+    a, b = lo, hi
+    fa, fb = f(a), f(b)
+    if fa == 0:
+        return a
+    if fb == 0:
+        return b
+    if fa * fb > 0:
+        raise ValueError("no sign change in the bracket")
+    c, fc = a, fa
+    d = e = b - a
+    for _ in range(300):
+        if fb * fc > 0:
+            c, fc = a, fa
+            d = e = b - a
+        if abs(fc) < abs(fb):
+            a, b, c = b, c, b
+            fa, fb, fc = fb, fc, fb
+        tol = 2e-16 * abs(b) + 0.5 * xtol * max(abs(b), 1e-300)
+        m = 0.5 * (c - b)
+        if abs(m) <= tol or fb == 0:
+            return b
+        if abs(e) >= tol and abs(fa) > abs(fb):
+            s = fb / fa
+            if a == c:
+                pp, qq = 2.0 * m * s, 1.0 - s
+            else:
+                qa, r = fa / fc, fb / fc
+                pp = s * (2.0 * m * qa * (qa - r) - (b - a) * (r - 1.0))
+                qq = (qa - 1.0) * (r - 1.0) * (s - 1.0)
+            if pp > 0:
+                qq = -qq
+            pp = abs(pp)
+            if 2.0 * pp < min(3.0 * m * qq - abs(tol * qq), abs(e * qq)):
+                e, d = d, pp / qq
+            else:
+                d = e = m
+        else:
+            d = e = m
+        a, fa = b, fb
+        b += d if abs(d) > tol else math.copysign(tol, m)
+        fb = f(b)
+    return b
+
+
+# ------------------------------------------------------------------------- paired t-test
+
+def check_design(power: float, alpha: float, effect: float | None = None) -> None:
+    """Refuse (``UsageError``) a design no number of queries answers: alpha outside (0, 1), a power
+    not above alpha or not below 1, an effect of 0 (None: no effect asked for)."""
+    if effect is not None:
+        _check_effect(effect)
+    if not 0.0 < alpha < 1.0:
+        raise UsageError(f"alpha must be strictly between 0 and 1, got {alpha}")
+    if not alpha < power < 1.0:
+        raise UsageError(f"the power to aim for must be above alpha ({alpha}) and below 1, got {power}: "
+                         f"a test rejects a true null with probability alpha, so a power of alpha or less "
+                         f"asks nothing, and a power of 1 needs infinitely many queries")
+
+
+def _check_effect(effect: float) -> float:
+    if effect is None or math.isnan(effect) or effect == 0 or math.isinf(effect):
+        raise UsageError(f"the difference to detect must be a non-zero finite number, got {effect}: "
+                         "no number of queries detects a difference of 0")
+    return abs(float(effect))
+
+
+def t_test_power(n: float, effect: float, sd: float, alpha: float = 0.05) -> float:
+    """Exact power of the two-sided paired t-test at level ``alpha`` with ``n`` queries (n may be
+    fractional), when the mean difference is ``effect`` and its per-query sd is ``sd``."""
+    if n < 2:
+        raise ValueError(f"a paired t-test needs at least 2 queries, got {n}")
+    df = n - 1.0
+    return _power_at(df, abs(effect) / sd * math.sqrt(n), t_isf(alpha / 2.0, df))
+
+
+def _power_at(df: float, nc: float, crit: float) -> float:
+    """P(|T| > crit) for T noncentral t: both tails, as the two-sided test rejects in either."""
+    return (1.0 - nct_cdf(crit, df, nc)) + nct_cdf(-crit, df, nc)
+
+
+def queries_needed_exact(effect: float, sd: float, power: float = 0.8, alpha: float = 0.05) -> float:
+    """The (fractional) number of queries at which the paired t-test's power reaches ``power``:
+    what ``statsmodels.stats.power.TTestPower().solve_power`` solves for. At least 2; inf when it
+    lies beyond ``MAX_QUERIES``."""
+    check_design(power, alpha)
+    effect = _check_effect(effect)
+    if t_test_power(2.0, effect, sd, alpha) >= power:
+        return 2.0
+    # the z-test's n is a lower bound (the t-test pays for estimating sd) and a close one: bracket from it
+    z = normal_isf(alpha / 2.0) + normal_isf(1.0 - power)
+    lo = max(2.0, min((z * sd / effect) ** 2, float(MAX_QUERIES)))
+    hi = min(lo * 1.25 + 8.0, float(MAX_QUERIES))
+    while t_test_power(hi, effect, sd, alpha) < power:
+        if hi >= MAX_QUERIES:
+            return math.inf
+        lo, hi = hi, min(hi * 4.0, float(MAX_QUERIES))
+    if t_test_power(lo, effect, sd, alpha) >= power:
+        lo = 2.0
+    return _root(lambda n: t_test_power(n, effect, sd, alpha) - power, lo, hi, 1e-12)
+
+
+def queries_needed(effect: float, sd: float, power: float = 0.8, alpha: float = 0.05) -> int | None:
+    """The smallest whole number of queries whose paired t-test detects ``effect`` (an absolute
+    difference of means) with ``power`` at two-sided level ``alpha``; None when it is beyond
+    ``MAX_QUERIES``. ``sd`` is the standard deviation of the per-query differences."""
+    if not sd > 0:
+        raise ValueError(f"the standard deviation of the differences must be above 0, got {sd}")
+    n = queries_needed_exact(effect, sd, power, alpha)
+    if math.isinf(n):
+        return None
+    whole = max(2, math.ceil(n - 1e-9))
+    while t_test_power(whole, effect, sd, alpha) < power:  # rounding at the root: one more query
+        whole += 1
+    while whole > 2 and t_test_power(whole - 1, effect, sd, alpha) >= power:
+        whole -= 1
+    return whole
+
+
+def minimum_detectable_effect(n: int, sd: float, power: float = 0.8, alpha: float = 0.05) -> float:
+    """The smallest absolute difference of means that ``n`` queries detect with ``power`` at
+    two-sided level ``alpha`` (paired t-test), given the sd of the per-query differences."""
+    check_design(power, alpha)
+    if n < 2:
+        raise ValueError(f"a paired t-test needs at least 2 queries, got {n}")
+    df = n - 1.0
+    crit = t_isf(alpha / 2.0, df)
+    hi = 1.0
+    while _power_at(df, hi, crit) < power:
+        hi *= 2.0
+    nc = _root(lambda c: _power_at(df, c, crit) - power, 0.0, hi, 1e-12)
+    return nc * sd / math.sqrt(n)
+
+
+# ---------------------------------------------------------------------------- one pilot
+
+@dataclass
+class PowerAnalysis:
+    """What a pilot's per-query differences say about the size of a comparison.
+
+    ``mde``: the smallest difference the pilot's own ``queries`` detect with ``power`` at ``alpha``.
+    ``queries_needed``: the queries needed to detect ``effect`` (None when no effect was asked for,
+    or when it cannot be computed: ``note`` says why). The randomization test's figures are the
+    t-test's (it behaves like the t-test at these sizes; ``method`` says so).
+    """
+
+    queries: int
+    sd_diff: float | None
+    mean_diff: float | None
+    power: float
+    alpha: float
+    effect: float | None = None
+    mde: float | None = None
+    queries_needed: int | None = None
+    note: str = ""
+    method: str = ("paired t-test, exact (noncentral t); the randomization test's figures are taken to be "
+                   "the t-test's, which it matches at these sizes")
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    def sentence(self) -> str:
+        """One line: what the current queries detect, and what the asked-for difference needs."""
+        if self.mde is None:
+            return self.note
+        out = (f"{self.queries} queries detect a difference of {self.mde:.4f} or more at power "
+               f"{self.power:g} (alpha {self.alpha:g})")
+        if self.effect is not None:
+            out += (f"; to detect {self.effect:g} you need {self.queries_needed} queries" if self.queries_needed
+                    else f"; {self.note}")
+        return out
+
+
+def analyse_pilot(d: Sequence[float] | np.ndarray, effect: float | None = None, power: float = 0.8,
+                  alpha: float = 0.05) -> PowerAnalysis:
+    """Size a comparison from a pilot's per-query differences ``d`` (run B minus run A, paired by query).
+
+    Refuses (``UsageError``) a power not above ``alpha`` or not below 1, an effect of 0, and NaN in
+    the pilot. A pilot of fewer than 2 queries, or whose differences are all equal (no variance to
+    size a test with), gives an analysis with no figures and a ``note`` saying why.
+    """
+    check_design(power, alpha)
+    wanted = None if effect is None else _check_effect(effect)
+    d = np.asarray(d, dtype=np.float64).ravel()
+    nans = int(np.isnan(d).sum())
+    if nans:
+        raise UsageError(f"{nans} of the pilot's {len(d)} per-query differences are NaN: "
+                         "score every query (or drop it from both runs) before sizing a comparison")
+    n = len(d)
+    base = dict(queries=n, power=power, alpha=alpha, effect=wanted)
+    if n < 2:
+        return PowerAnalysis(sd_diff=None, mean_diff=float(d.mean()) if n else None,
+                             note=f"a pilot of {n} {'query' if n == 1 else 'queries'} has no variance to "
+                                  "size a comparison with (at least 2 are needed)", **base)
+    mean = float(d.mean())
+    if bool(np.all(d == d[0])):
+        return PowerAnalysis(sd_diff=0.0, mean_diff=mean,
+                             note=f"every query has the same difference ({d[0]:+.4f}): the differences have "
+                                  "no variance, so the pilot cannot size a comparison; use a pilot whose runs differ query by query", **base)
+    sd = float(d.std(ddof=1))
+    mde = minimum_detectable_effect(n, sd, power, alpha)
+    needed, note = None, ""
+    if wanted is not None:
+        needed = queries_needed(wanted, sd, power, alpha)
+        if needed is None:
+            note = f"detecting {wanted:g} needs more than {MAX_QUERIES:,} queries"
+    return PowerAnalysis(sd_diff=sd, mean_diff=mean, mde=mde, queries_needed=needed, note=note, **base)
+
+
+def pairwise_analyses(scores: Mapping[str, Sequence[float] | np.ndarray], effect: float | None = None,
+                      power: float = 0.8, alpha: float = 0.05) -> dict[tuple[str, str], PowerAnalysis]:
+    """Every pair of runs (in the given order, B minus A) sized from one pilot: ``scores`` maps a run
+    to its per-query scores, aligned on the same queries. The set that serves every pair needs the
+    largest of their ``queries_needed``."""
+    lengths = {len(v) for v in scores.values()}
+    if len(lengths) > 1:
+        raise UsageError(f"the runs' per-query scores must cover the same queries; got lengths {sorted(lengths)}")
+    arrays = {k: np.asarray(v, dtype=np.float64) for k, v in scores.items()}
+    return {(a, b): analyse_pilot(arrays[b] - arrays[a], effect, power, alpha)
+            for a, b in combinations(list(arrays), 2)}
+
+
+# ------------------------------------------------------------------- m runs: one-way ANOVA
+
+def ncf_cdf(f: float, df1: float, df2: float, nc: float) -> float:
+    """P(F <= f), noncentral F with ``df1``, ``df2`` degrees of freedom and noncentrality ``nc``:
+    sum_j Poisson(j; nc / 2) I_y(df1 / 2 + j, df2 / 2), y = df1 f / (df1 f + df2)."""
+    if f <= 0:
+        return 0.0
+    if math.isinf(f):
+        return 1.0
+    y = df1 * f / (df1 * f + df2)
+    lam = nc / 2.0
+    log_lam = math.log(lam) if lam > 0 else -math.inf
+
+    def w(j: int) -> float:
+        if lam == 0:
+            return 1.0 if j == 0 else 0.0
+        return math.exp(-lam + j * log_lam - math.lgamma(j + 1.0))
+
+    return min(1.0, max(0.0, _poisson_beta_mixture(lam, y, df2 / 2.0, df1 / 2.0, w)))
+
+
+def f_isf(tail: float, df1: float, df2: float) -> float:
+    """The f with P(F > f) = ``tail``, central F."""
+    hi = 1.0
+    while 1.0 - ncf_cdf(hi, df1, df2, 0.0) > tail:
+        hi *= 2.0
+    return _root(lambda f: (1.0 - ncf_cdf(f, df1, df2, 0.0)) - tail, 0.0, hi, 1e-14)
+
+
+def anova_power(n: float, runs: int, min_range: float, residual_variance: float, alpha: float = 0.05) -> float:
+    """Power of one-way ANOVA over ``runs`` systems with ``n`` queries each to detect means whose
+    best and worst differ by ``min_range`` (the others in the middle, the least favourable case):
+    noncentrality n * min_range^2 / (2 * residual_variance) (Sakai 2016)."""
+    df1, df2 = runs - 1.0, runs * (n - 1.0)
+    nc = n * min_range * min_range / (2.0 * residual_variance)
+    return 1.0 - ncf_cdf(f_isf(alpha, df1, df2), df1, df2, nc)
+
+
+def residual_variance(scores: np.ndarray) -> float:
+    """One-way ANOVA's within-run variance of a runs x queries matrix (pooled over the runs)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    m, n = scores.shape
+    return float(((scores - scores.mean(axis=1, keepdims=True)) ** 2).sum() / (m * (n - 1)))
+
+
+def anova_queries_needed(scores: np.ndarray | Mapping[str, Sequence[float]], min_range: float,
+                         power: float = 0.8, alpha: float = 0.05) -> int | None:
+    """Queries needed so that one-way ANOVA over the pilot's runs detects a best-to-worst difference
+    of ``min_range`` with ``power`` (Sakai 2016's m-system design). ``scores`` is runs x queries
+    (or run -> per-query scores); the variance is the pilot's residual variance."""
+    check_design(power, alpha)
+    min_range = _check_effect(min_range)
+    matrix = np.array(list(scores.values()) if isinstance(scores, Mapping) else scores, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] < 2 or matrix.shape[1] < 2:
+        raise UsageError(f"ANOVA sizing needs at least 2 runs of at least 2 queries, got shape {matrix.shape}")
+    if np.isnan(matrix).any():
+        raise UsageError("the pilot's scores hold NaN: score every query before sizing a comparison")
+    var = residual_variance(matrix)
+    if var == 0:
+        raise UsageError("every run scores every query alike: the pilot has no variance to size a comparison")
+    m = matrix.shape[0]
+    n = 2
+    while anova_power(n, m, min_range, var, alpha) < power:
+        if n >= MAX_QUERIES:
+            return None
+        n *= 2
+    lo = max(2, n // 2)
+    while lo < n:  # smallest n with enough power (power grows with n)
+        mid = (lo + n) // 2
+        if anova_power(mid, m, min_range, var, alpha) >= power:
+            n = mid
+        else:
+            lo = mid + 1
+    return n
