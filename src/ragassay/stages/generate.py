@@ -49,7 +49,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems,
                               unfit_chunk)
-from ..data.io import write_jsonl, write_lines_atomic, write_qrels
+from ..data.io import write_jsonl, write_qrels
+from .exports import EXPORT_ALIASES, EXPORT_FORMATS, EXPORTS, export, export_format  # noqa: F401 (callers import them from here)
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.cache import Cache
 from ..llm.client import request_key
@@ -1044,72 +1045,3 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
         write_origin(output, said.model_copy(update={"date": today(), "labellers": tuple(
             lab.model_copy(update={"endpoint": host}) if lab.name == endpoint[0] else lab for lab in said.labellers)}))
     journal_path(candidates_path(output)).unlink(missing_ok=True)  # the set is written: its journal is spent
-
-
-# Each export is named after what loads it: (the files it writes, how to load them, the package).
-EXPORTS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "beir": (("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"),
-             "beir.datasets.data_loader.GenericDataLoader(DIR).load(split='test'), or ragassay's own readers", "beir"),
-    "llamaindex-embedding-qa": (("llamaindex_embedding_qa.json",),
-                                "llama_index.finetuning.EmbeddingQAFinetuneDataset.from_json(PATH)",
-                                "llama-index-finetuning (llama-index-core 0.14 no longer has the class)"),
-    "ragas-evaluation-dataset": (("ragas_evaluation_dataset.jsonl",), "ragas.EvaluationDataset.from_jsonl(PATH)",
-                                 "ragas"),
-    "ragas-testset": (("ragas_testset.jsonl",),
-                      "ragas.testset.synthesizers.testset_schema.Testset.from_jsonl(PATH)", "ragas"),
-    "deepeval-goldens": (("deepeval_goldens.json",),
-                         "deepeval.dataset.EvaluationDataset().add_goldens_from_json_file(PATH)", "deepeval"),
-}
-EXPORT_FORMATS = tuple(EXPORTS)
-# the names of earlier releases, still taken: each meant what its new name says
-EXPORT_ALIASES = {"llamaindex": "llamaindex-embedding-qa", "ragas": "ragas-evaluation-dataset",
-                  "deepeval": "deepeval-goldens"}
-
-
-def export_format(name: str) -> str:
-    """The export called ``name`` (or by an earlier release's name); ValueError naming the choices."""
-    fmt = EXPORT_ALIASES.get(name, name)
-    if fmt not in EXPORTS:
-        raise ValueError(f"--export format must be one of {', '.join(EXPORT_FORMATS)}, got {name!r}")
-    return fmt
-
-
-def export(questions: Sequence[Question], chunks: Sequence[Chunk], fmt: str, directory: str | Path) -> list[Path]:
-    """Write the set for another tool, in the shape its loader reads (see :data:`EXPORTS`): BEIR
-    (corpus, queries, qrels/test.tsv), LlamaIndex's EmbeddingQAFinetuneDataset ({queries, corpus,
-    relevant_docs, mode}), RAGAS's EvaluationDataset (one SingleTurnSample a line: user_input,
-    reference, reference_contexts), RAGAS's Testset (the same with synthesizer_name, here
-    ``ragassay:DIFFICULTY:KIND``) or DeepEval goldens (input, expected_output, context,
-    additional_metadata)."""
-    fmt = export_format(fmt)
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    files = [d / f for f in EXPORTS[fmt][0]]
-    if fmt == "beir":
-        (d / "qrels").mkdir(exist_ok=True)
-        write_lines_atomic(files[0], [json.dumps({"_id": c.id, "title": c.title or "", "text": c.text},
-                                                 ensure_ascii=False) for c in chunks])
-        write_lines_atomic(files[1], [json.dumps({"_id": q.id, "text": q.question}, ensure_ascii=False)
-                                      for q in questions])
-        write_lines_atomic(files[2], ["query-id\tcorpus-id\tscore"] +
-                           [f"{q.id}\t{c}\t{q.grades.get(c, 1)}" for q in questions for c in q.chunk_ids])
-        return files
-    if fmt == "llamaindex-embedding-qa":
-        data = {"queries": {q.id: q.question for q in questions}, "corpus": {c.id: c.text for c in chunks},
-                "relevant_docs": {q.id: list(q.chunk_ids) for q in questions}, "mode": "text"}
-        write_lines_atomic(files[0], [json.dumps(data, ensure_ascii=False, indent=1)])
-        return files
-    texts = {c.id: c.text for c in chunks}
-    if fmt in ("ragas-evaluation-dataset", "ragas-testset"):
-        samples = [{"user_input": q.question, "reference": q.answer, "reference_contexts": [texts[c] for c in q.chunk_ids]}
-                   for q in questions]
-        if fmt == "ragas-testset":
-            samples = [{**s, "synthesizer_name": f"ragassay:{q.difficulty}:{q.kind}"}
-                       for s, q in zip(samples, questions)]
-        write_lines_atomic(files[0], [json.dumps(s, ensure_ascii=False) for s in samples])
-        return files
-    goldens = [{"input": q.question, "expected_output": q.answer, "context": [texts[c] for c in q.chunk_ids],
-                "additional_metadata": {"id": q.id, "difficulty": q.difficulty, "chunk_ids": q.chunk_ids}}
-               for q in questions]
-    write_lines_atomic(files[0], [json.dumps(goldens, ensure_ascii=False, indent=1)])
-    return files
