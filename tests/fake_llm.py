@@ -143,6 +143,9 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         same = bool(first) and len(first & second) >= 0.9 * len(first)
         return {"same": same, "reason": "compared word by word"}
     if schema == "PingAnswer":
+        marked = re.search(r"<<<WORD\n(.*?)\nWORD>>>", user, re.S)
+        if marked:
+            return {"ok": True, "echo": marked.group(1)}
         m = re.search(r"\b([a-z]{6,})\b", user)
         return {"ok": True, "echo": "lanternfish" if "lanternfish" in user else (m.group(1) if m else "")}
     raise ValueError(f"the fake model does not know the schema {schema!r}")
@@ -460,15 +463,20 @@ def habit_reply(body: dict, habit: str, context: int | None = None,
 
 class FakeLLM:
     """Start with ``with FakeLLM() as s``; ``s.url`` is the base URL; ``delay`` slows each answer;
-    ``refuse`` makes every answer a refusal; ``habit`` (one of ``HABITS``) serves the answers the way
+    ``refuse`` makes every answer a refusal; ``pace`` answers at a model's speed; ``habit`` (one of
+    ``HABITS``) serves the answers the way
     that kind of server does, and ``context`` is its context in the fake's tokens (a default per
     habit in ``DEFAULT_CONTEXT``; given to llama_cpp_python, a longer request is refused)."""
 
     def __init__(self, delay: float = 0.0, refuse: str | None = None, port: int = 0, habit: str | None = None,
-                 context: int | None = None):
+                 context: int | None = None, pace: tuple[float, float, float] | None = None):
         if habit is not None and habit not in HABITS:
             raise ValueError(f"no such habit {habit!r}: one of {', '.join(HABITS)}")
         self.delay = delay
+        # (prompt tokens a second, answer tokens a second, seconds a call besides): each answer takes the
+        # time a model of that speed takes, one call at a time, by the tokens its usage reports
+        self.pace = pace
+        self._pace_lock = threading.Lock()
         self.refuse = refuse  # when set: every answer is this refusal (a model that rejects everything)
         self.habit = habit
         self.context = context if context is not None else DEFAULT_CONTEXT.get(habit or "")
@@ -523,6 +531,12 @@ class FakeLLM:
                 else:
                     status, data, content_type = 200, json.dumps(reply_to(body, f"fake-{server.calls}")).encode(), \
                         "application/json"
+                if server.pace is not None and status == 200:
+                    usage = json.loads(data).get("usage") or {}
+                    read, wrote, per_call = server.pace
+                    with server._pace_lock:  # one call at a time, as a server of one slot
+                        time.sleep(per_call + usage.get("prompt_tokens", 0) / read +
+                                   usage.get("completion_tokens", 0) / wrote)
                 with server._lock:
                     server.statuses[index] = status
                 self.send_response(status)

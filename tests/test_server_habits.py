@@ -302,7 +302,12 @@ def test_ping_says_the_mode_and_why_and_a_later_run_starts_with_it(tmp_path, hab
         else:
             (line,) = [x for x in said.out.splitlines() if x.startswith("why:")]
             assert why in line and "response_format" in line  # the server's own words
-        assert len(server.requests) == 1 + len(REFUSED.get(habit, []))
+        # the check, each refused mode once, then three calls in the settled mode that measure the speed
+        assert len(server.requests) == 1 + len(REFUSED.get(habit, [])) + 3
+        final = FINAL_MODE.get(habit or "", "json_schema")
+        assert [mode_of(b) for b in server.requests[-3:]] == [final] * 3 and server.statuses[-3:] == [200] * 3
+        # a fake that answers at once: the timings cannot tell the speeds apart, and ping says so
+        assert "speed:               not measured: " in said.out
         before = server.calls
         # no --cache: the default answer cache, where ping kept what it found
         said = cli(*stage_args("generate", tmp_path, server.url, "--concurrency", "1", cache=None))

@@ -205,6 +205,11 @@ class EstimateResult(Result):
     models: list[str] | None = None
     note: str | None = None
     batch: dict[str, Any] | None = None
+    # the run's time one call at a time, at the speeds ping measured (llm/speed.py); the most and the least
+    seconds_low: float | None = None
+    seconds_high: float | None = None
+    speeds: list[str] | None = None
+    speed_unmeasured: list[str] | None = None  # models on a local server whose speed ping never measured
 
 
 class RetrieveResult(Result):
@@ -228,8 +233,13 @@ class PingResult(Result):
     structured_outputs_reason: str | None = None  # why that mode: what the endpoint refused
     context_tokens: int | None = None  # the context a server on this machine said it has
     slots: int | None = None  # the calls it serves at once (the default --concurrency then)
-    server_said_by: str | None = None  # which of its pages said so (/props, /v1/models)
+    server_said_by: str | None = None  # which of its pages said so (/props, /v1/models, /api/show)
     tokens_per_second: float | None = None  # the answer's tokens over the call's time (latency included)
+    # measured on a server on this machine or its network (llm/speed.py), kept for dry runs' time estimates
+    prompt_tokens_per_second: float | None = None
+    answer_tokens_per_second: float | None = None
+    seconds_per_call: float | None = None
+    speed_note: str | None = None  # why a local server's speed was not measured
     calls: int | None = None
     prompt: str | None = None
     status: Literal["ok", "error"] | None = None

@@ -15,9 +15,12 @@ import sqlite3
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from .speed import Speed
 
 MIGRATIONS = [
     """CREATE TABLE answers (
@@ -40,6 +43,17 @@ MIGRATIONS = [
         model TEXT NOT NULL,
         mode TEXT NOT NULL,
         reason TEXT,
+        created REAL NOT NULL,
+        PRIMARY KEY (endpoint, model)
+    )""",
+    # how fast an endpoint's model reads a prompt and writes an answer, one call at a time, as `ping`
+    # measured it (llm/speed.py): a dry run turns tokens into time from it
+    """CREATE TABLE speeds (
+        endpoint TEXT NOT NULL,
+        model TEXT NOT NULL,
+        prompt_per_second REAL NOT NULL,
+        answer_per_second REAL NOT NULL,
+        seconds_per_call REAL NOT NULL,
         created REAL NOT NULL,
         PRIMARY KEY (endpoint, model)
     )""",
@@ -93,7 +107,7 @@ class Cache:
         self.path = Path(path)
         # one thread at a time uses it, but not always the one that opened it (a notebook runs stages
         # in a worker thread: see api.in_own_thread); a broken, foreign or read-only file is one clear line
-        self.db = open_own_database(self.path, {"answers", "modes"}, "answer cache", "--cache")
+        self.db = open_own_database(self.path, {"answers", "modes", "speeds"}, "answer cache", "--cache")
         try:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
@@ -133,6 +147,23 @@ class Cache:
     def put_mode(self, endpoint: str, model: str, mode: str, reason: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO modes (endpoint, model, mode, reason, created) VALUES (?, ?, ?, ?, ?)",
                         (endpoint, model, mode, reason, time.time()))
+        self.db.commit()
+
+    def get_speed(self, endpoint: str, model: str) -> Speed | None:
+        """What ``ping`` last measured of ``model`` at ``endpoint``; None when it never did."""
+        from .speed import Speed
+        try:
+            row = self.db.execute("SELECT prompt_per_second, answer_per_second, seconds_per_call, created FROM speeds "
+                                  "WHERE endpoint = ? AND model = ?", (endpoint, model)).fetchone()
+        except sqlite3.Error:  # a read-only cache of an older version: nothing measured
+            return None
+        return Speed(*row) if row else None
+
+    def put_speed(self, endpoint: str, model: str, speed: Speed) -> None:
+        self.db.execute("INSERT OR REPLACE INTO speeds (endpoint, model, prompt_per_second, answer_per_second, "
+                        "seconds_per_call, created) VALUES (?, ?, ?, ?, ?, ?)",
+                        (endpoint, model, speed.prompt_per_second, speed.answer_per_second, speed.seconds_per_call,
+                         speed.measured))
         self.db.commit()
 
     def holds_model(self, model: str) -> bool:

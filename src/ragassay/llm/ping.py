@@ -11,6 +11,7 @@ from .prompts import load_prompt
 from .client import LLM
 from .config import LLMConfig
 from .errors import LLMError
+from .speed import Speed
 
 
 class PingAnswer(BaseModel):
@@ -35,23 +36,69 @@ async def ping(config: LLMConfig, client=None) -> dict:
     if not answer.ok or answer.echo.strip() != word:
         raise LLMError("invalid", f"the model answered but did not follow the instruction (echo={answer.echo!r})")
     stage = llm.usage.stage("ping")
+    calls, completion_tokens = stage.calls, stage.completion_tokens
+    speed = await measure_speed(llm, prompt.render(word=word), word) if _measures(config) else None
     if given.use_cache and given.cache_path and config.model:  # later runs start with the mode found here
         from .cache import Cache, endpoint_id
         try:
             cache = Cache(given.cache_path)
             try:
                 cache.put_mode(endpoint_id(config.base_url), config.model, llm.mode, llm.mode_reason)
+                if speed is not None:  # and their dry runs say how long they take
+                    cache.put_speed(endpoint_id(config.base_url), config.model, speed)
             finally:
                 cache.close()
         except Exception:  # a cache that cannot be written: ping says what it found all the same
             pass
     server = llm.server
     return {"endpoint": config.public_base_url(), "model": config.model, "latency_ms": round(latency, 1),
-            "structured_outputs": llm.mode, "structured_outputs_reason": llm.mode_reason, "calls": stage.calls,
+            "structured_outputs": llm.mode, "structured_outputs_reason": llm.mode_reason, "calls": llm.usage.stage("ping").calls,
             "prompt": prompt.id, "context_tokens": server.context if server else None,
             "slots": server.slots if server else None, "server_said_by": (server.said_by or None) if server else None,
-            "tokens_per_second": round(stage.completion_tokens / (latency / 1000), 1)
-            if stage.completion_tokens and latency > 0 else None}
+            "tokens_per_second": round(completion_tokens / (latency / 1000), 1)
+            if completion_tokens and latency > 0 and calls else None,
+            "prompt_tokens_per_second": speed.prompt_per_second if speed else None,
+            "answer_tokens_per_second": speed.answer_per_second if speed else None,
+            "seconds_per_call": speed.seconds_per_call if speed else None,
+            "speed_note": None if speed is not None or not _measures(config) else
+            "not measured: the three timing calls could not tell reading from writing apart (a server that "
+            "answers at once, or one whose times vary more than its work): dry runs give no time"}
+
+
+def _measures(config: LLMConfig) -> bool:
+    """Speeds are measured on servers people run themselves (a run there can take hours), not on a
+    hosted API, where calls run many at once and each extra call is paid."""
+    from .server_info import asks
+    return asks(config.base_url)
+
+
+async def measure_speed(llm: LLM, check: str, word: str) -> Speed | None:
+    """Three calls, one at a time, once the mode is settled: the check again, the check after a
+    passage to read, the check with a longer word to write back (llm/speed.py solves for the
+    speeds). A call that fails leaves the speed unmeasured; ping's answer stands."""
+    import random
+    from .usage import estimate_tokens
+    from .speed import ANSWER_REPEATS, Timed, passage, solve
+    seed = random.randrange(10 ** 6)
+    longer = " ".join([word] * ANSWER_REPEATS)
+    asks = [([{"role": "user", "content": check}], 50),
+            ([{"role": "system", "content": "Background text, only to be read:\n" + passage(seed)},
+              {"role": "user", "content": check}], 50),
+            ([{"role": "user", "content": check.replace(word, longer)}], 40 + 4 * ANSWER_REPEATS)]
+    timed = []
+    for messages, max_tokens in asks:
+        before = dataclasses.replace(llm.usage.stage("ping"))
+        start = time.perf_counter()
+        try:
+            answer = await llm.ask(messages, PingAnswer, stage="ping", max_tokens=max_tokens)
+        except LLMError:
+            return None
+        seconds = time.perf_counter() - start
+        after = llm.usage.stage("ping")
+        read = after.prompt_tokens - before.prompt_tokens or sum(estimate_tokens(m["content"]) for m in messages)
+        wrote = after.completion_tokens - before.completion_tokens or estimate_tokens(answer.model_dump_json())
+        timed.append(Timed(read, wrote, seconds))
+    return solve(timed)
 
 
 async def ping_report(config: LLMConfig, client=None) -> dict:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import not_
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -44,6 +44,9 @@ from ..llm.config import LLMConfig
 from ..llm.errors import LLMError
 from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
 from .plan_keys import KeyList
+
+if TYPE_CHECKING:
+    from ..llm.speed import Speed
 from .store import OutputStore
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
@@ -548,6 +551,10 @@ class Estimate:
     note: str = ""
     calls_per_step: list[int] = field(default_factory=list)  # a multi-step stage's calls, step by step
     batch: bool = False  # priced and shaped for --backend batch
+    seconds_low: float | None = None   # one call at a time at the speeds ping measured (llm/speed.py)
+    seconds_high: float | None = None
+    speeds: list[str] = field(default_factory=list)  # the measured speeds the time comes from
+    unmeasured: list[str] = field(default_factory=list)  # models called whose speed was never measured
 
     BATCH_DISCOUNT = BATCH_DISCOUNT  # the OpenAI Batch API's price is half the live price
 
@@ -569,6 +576,9 @@ class Estimate:
             cost_usd_low=None if self.cost_usd_low is None else round(self.cost_usd_low, 6), items=self.items,
             done=self.done, cached=self.cached, shared=self.shared, decided_without_call=self.decided_without_call,
             tokenizer=self.tokenizer, models=self.models, note=self.note,
+            seconds_low=None if self.seconds_low is None else round(self.seconds_low, 1),
+            seconds_high=None if self.seconds_high is None else round(self.seconds_high, 1),
+            speeds=self.speeds or None, speed_unmeasured=self.unmeasured or None,
             **({"batch": self.batch_plan()} if self.batch else {})).to_dict()
 
     def add(self, other: Estimate) -> Estimate:
@@ -582,7 +592,13 @@ class Estimate:
                         else self.cost_usd_low + other.cost_usd_low,
                         tokenizer=self.tokenizer or other.tokenizer, models=self.models or other.models,
                         note="; ".join(n for n in (self.note, other.note) if n),
-                        calls_per_step=self.calls_per_step + other.calls_per_step, batch=self.batch or other.batch)
+                        calls_per_step=self.calls_per_step + other.calls_per_step, batch=self.batch or other.batch,
+                        seconds_low=None if self.seconds_low is None or other.seconds_low is None
+                        else self.seconds_low + other.seconds_low,
+                        seconds_high=None if self.seconds_high is None or other.seconds_high is None
+                        else self.seconds_high + other.seconds_high,
+                        speeds=list(dict.fromkeys(self.speeds + other.speeds)),
+                        unmeasured=list(dict.fromkeys(self.unmeasured + other.unmeasured)))
 
     def _output_text(self) -> str:
         if not self.calls:
@@ -605,6 +621,21 @@ class Estimate:
         lower = "expected" if not self.expected_unknown else "expected, with nothing for the answers not known yet"
         return f"${low:.4f} {lower}; at most ${high:.4f} (every answer at its max_tokens)"
 
+    def _time_text(self) -> str:
+        from ..llm.speed import duration
+        if self.seconds_high is not None and self.calls:
+            low, high = duration(self.seconds_low or 0.0), duration(self.seconds_high)
+            span = high if low == high else f"{low} to {high}"
+            lower = "" if low == high else (" (the least with the answers' expected tokens, " if not
+                                             self.expected_unknown else " (the least with no answer tokens for "
+                                             "answers not known yet, ") + "the most with every answer at its max_tokens)"
+            return (f"time: {span}, one call at a time{lower}; at {'; '.join(self.speeds)}; a server that keeps "
+                    "the prompts' shared start (llama.cpp does) or serves several calls at once takes less")
+        if self.unmeasured and self.calls:
+            return (f"time: not estimated: the speed of {', '.join(self.unmeasured)} at this endpoint was never "
+                    "measured ('ragassay ping' with the same endpoint and model measures it)")
+        return ""
+
     def text(self) -> str:
         lines = [f"dry run: nothing was called. {self.items} items ({self.done} already done, "
                  f"{self.decided_without_call} decided without a call)",
@@ -612,6 +643,9 @@ class Estimate:
                  + (f"; {self.shared} more shared by items with identical inputs" if self.shared else "") + ")",
                  f"input tokens: {self.input_tokens} ({self.tokenizer}); {self._output_text()}",
                  f"cost: {self._cost_text(self.cost_usd, self.cost_usd_low)}"]
+        time_said = self._time_text()
+        if time_said:
+            lines.append(time_said)
         if self.batch:
             b = self.batch_plan()
             lines.append(f"batch backend: {b['rounds']} round(s), one per step; requests per round "
@@ -642,7 +676,7 @@ def _estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], confi
     # a cache with no answer of a model cannot answer its calls: their keys are not computed
     lookups = [c if c is not None and c.holds_model(m) else None for c, m in zip(caches, models)]
     est = Estimate(tokenizer=counters[0].method if counters else "", models=models)
-    tokens_per_model = [[0, 0, 0] for _ in configs]  # input, output ceiling, output expected
+    tokens_per_model = [[0, 0, 0, 0] for _ in configs]  # input, output ceiling, output expected, calls
     planned: set[bytes] = set()  # digests: identical calls are asked once (see SharedCalls), counted once
     # without a cache to look calls up in, a stage that can say its calls as texts is not built at all
     texts = _TextCounter(counters, configs) if stage is not None and not any(lookups) else None
@@ -668,11 +702,13 @@ def _estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], confi
                                share)
             finally:
                 it.close()
+        speeds = [c.get_speed(endpoint_id(cfg.base_url), m) if c is not None else None
+                  for c, cfg, m in zip(caches, configs, models)]
     finally:
         for c in caches:
             if c is not None:
                 c.close()
-    return _priced(est, configs, tokens_per_model)
+    return _timed(_priced(est, configs, tokens_per_model), configs, speeds, tokens_per_model)
 
 
 def _estimate_item(it: WorkItem, first: list[Call], est: Estimate, configs: Sequence[LLMConfig], models: list[str],
@@ -712,6 +748,7 @@ def _estimate_item(it: WorkItem, first: list[Call], est: Estimate, configs: Sequ
             tokens_per_model[call.model][0] += t_in
             tokens_per_model[call.model][1] += t_out
             tokens_per_model[call.model][2] += expected or 0
+            tokens_per_model[call.model][3] += 1
         calls = stage.next_calls(it, answers) if stage is not None else []
         step += 1
 
@@ -777,12 +814,13 @@ class _TextCounter:
         row[0] += t_in
         row[1] += t_out
         row[2] += expected or 0
+        row[3] += 1
 
 
 def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[list[int]]) -> Estimate:
     cost: float | None = 0.0
     low: float | None = 0.0
-    for cfg, (t_in, t_out, t_expected) in zip(configs, tokens_per_model):
+    for cfg, (t_in, t_out, t_expected, _) in zip(configs, tokens_per_model):
         price = price_for(cfg.model, cfg.price_in, cfg.price_out)
         if t_in or t_out:
             cost = None if price is None or cost is None else cost + (t_in * price[0] + t_out * price[1]) / 1e6
@@ -793,6 +831,24 @@ def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[
                [f"--max-cost ${c.max_cost:g}" for c in configs[:1] if c.max_cost]
     if ceilings:
         est.note = "; ".join(x for x in (est.note, "the run stops at " + " or ".join(ceilings)) if x)
+    return est
+
+
+def _timed(est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | None],
+           tokens_per_model: list[list[int]]) -> Estimate:
+    """The run's time, one call at a time, at the speeds ``ping`` measured of each model called (none
+    when a model called was never measured): at least with the answers' expected tokens (nothing for
+    those not known yet), at most with every answer at its max_tokens. A model on a server of this
+    machine or its network that was never measured is named (a hosted API's time is not estimated)."""
+    from ..llm.server_info import asks
+    called = [(speed, row) for speed, row in zip(speeds, tokens_per_model) if row[3]]
+    if not called or any(speed is None for speed, _ in called):
+        est.unmeasured = [c.model or "" for c, speed, row in zip(configs, speeds, tokens_per_model)
+                          if row[3] and speed is None and asks(c.base_url)]
+        return est
+    est.seconds_low = sum(speed.seconds(row[3], row[0], row[2]) for speed, row in called)
+    est.seconds_high = sum(speed.seconds(row[3], row[0], row[1]) for speed, row in called)
+    est.speeds = [speed.summary() for speed, _ in called]
     return est
 
 
