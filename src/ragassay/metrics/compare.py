@@ -12,8 +12,10 @@ import numpy as np
 from ..data.io import coerce_qrels, coerce_run
 from ..data.result_models import CompareResult
 from ..data.tables import Qrels, Run
+from ..errors import UsageError
 from .evaluate import Evaluation, Gain, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .power import analyse_pilot, check_design
 from .significance import bootstrap_ci, holm, paired_t_test, randomization_test
 
 
@@ -36,6 +38,10 @@ class Test:
     losses: int
     p_randomization_holm: float = float("nan")
     p_t_test_holm: float = float("nan")
+    sd_diff: float | None = None         # sd of the per-query differences (the pilot's, for sizing)
+    mde: float | None = None             # smallest difference these queries detect at the power asked for
+    queries_needed: int | None = None    # queries needed to detect the effect asked for (None: none asked)
+    power_note: str = ""                 # why mde or queries_needed is missing, when it is
 
 
 @dataclass
@@ -74,7 +80,8 @@ def compare(qrels: Qrels | Mapping | str | Path,
             runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | str | Path],
             metrics: Iterable[str | Measure] | str | None = None, *, missing: Literal["skip", "zero"] = "zero",
             relevance_level: int = 1, gain: Gain = "linear", n_permutations: int = N_PERMUTATIONS,
-            n_bootstrap: int = N_BOOTSTRAP, confidence: float = 0.95, seed: int = SEED) -> Comparison:
+            n_bootstrap: int = N_BOOTSTRAP, confidence: float = 0.95, seed: int = SEED,
+            power: float = 0.8, effect: float | None = None) -> Comparison:
     """Compare two or more runs; the first is the baseline every other run is tested against.
 
     Tests are paired over queries: a randomization (sign-flip) test with ``n_permutations`` and a
@@ -82,10 +89,21 @@ def compare(qrels: Qrels | Mapping | str | Path,
     ``confidence`` interval of the mean difference, and win/tie/loss counts. With several runs or
     metrics, Holm's correction is applied across all the tests at once.
 
+    Each test also sizes the comparison from these queries (``metrics.power``, Sakai's topic set
+    size design with the paired t-test, at alpha = 1 - ``confidence``, two-sided): ``mde``, the
+    smallest difference of means the current queries detect with ``power``, and with ``effect`` (an
+    absolute difference of means, e.g. 0.02) ``queries_needed`` to detect it. The randomization
+    test's figures are taken to be the t-test's (they agree at these sizes).
+
     ``missing="zero"`` (the default here) scores qrels queries a run did not answer as 0, so every
     run is compared on the same queries (trec_eval -c). With ``"skip"``, only queries every run
     answered are used.
     """
+    alpha = round(1.0 - confidence, 12)  # the tests' level, as the interval's
+    if not alpha < power:
+        raise UsageError(f"the power to aim for ({power:g}) must be above the tests' alpha, 1 - confidence "
+                         f"({alpha:g}): a power of alpha or less asks nothing of the queries")
+    check_design(power, alpha, effect)
     qrels = coerce_qrels(qrels)
     if isinstance(runs, Mapping):
         named = {str(k): coerce_run(v, str(k)) for k, v in runs.items()}
@@ -116,18 +134,21 @@ def compare(qrels: Qrels | Mapping | str | Path,
             d = b - a
             lo, hi = bootstrap_ci(d, confidence, n_bootstrap, seed)
             t, p_t = paired_t_test(d)
+            sized = analyse_pilot(d, effect, power, alpha)
             tests.append(Test(
                 run=other, metric=m, baseline_mean=_mean(a), mean=_mean(b), diff=_mean(d),
                 ci_low=lo, ci_high=hi, p_randomization=randomization_test(d, n_permutations, seed),
                 p_t_test=p_t, t=t, wins=int((d > 0).sum()), ties=int((d == 0).sum()),
-                losses=int((d < 0).sum())))
+                losses=int((d < 0).sum()), sd_diff=sized.sd_diff, mde=sized.mde,
+                queries_needed=sized.queries_needed, power_note=sized.note))
     for t, adj in zip(tests, holm([t.p_randomization for t in tests])):
         t.p_randomization_holm = adj
     for t, adj in zip(tests, holm([t.p_t_test for t in tests])):
         t.p_t_test_holm = adj
     settings = {"missing": missing, "relevance_level": relevance_level, "gain": gain,
                 "n_permutations": n_permutations, "n_bootstrap": n_bootstrap,
-                "confidence": confidence, "seed": seed}
+                "confidence": confidence, "seed": seed, "power": power, "alpha": alpha,
+                "effect": None if effect is None else abs(effect)}
     return Comparison(run_names, names, common, aligned, tests, settings, qrels,
                       {k: e.counts for k, e in evals.items()})
 
@@ -149,10 +170,30 @@ def _restrict(ev: Evaluation, queries: list[str]) -> Evaluation:
 def runs_by_name(runs: Sequence[Run], paths: Sequence[str]) -> dict[str, Run]:
     """Runs keyed by their name, in order; a run whose name an earlier one took (two files of one
     retriever) goes by its path. The same file given twice is a usage error."""
-    from ..errors import UsageError
     named: dict[str, Run] = {}
     for path, run in zip(paths, runs):
         named[run.name if run.name not in named else path] = run
     if len(named) < len(runs):
         raise UsageError("two runs have the same name and path")
     return named
+
+
+def sizing_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[Any]], list[str]]:
+    """How many queries, from a compare result (``Comparison.to_dict()``, or its JSON read back):
+    headers and one row per test (run, metric, sd of the differences, MDE, and the queries needed
+    for the effect asked for, when one was), and the notes: the design in one line, then why a
+    figure is missing where one is. A result written before sizing existed gives no rows."""
+    settings = result.get("settings") or {}
+    if "power" not in settings:
+        return [], [], []
+    effect = settings.get("effect")
+    tests = result.get("tests") or []
+    headers = ["run", "metric", "sd (diff)", "MDE"] + ([f"queries for {effect:g}"] if effect else [])
+    rows = [[t["run"], t["metric"], t.get("sd_diff"), t.get("mde")] + ([t.get("queries_needed")] if effect else [])
+            for t in tests]
+    notes = [f"MDE: the smallest difference of means these {result.get('queries')} queries detect with power "
+             f"{settings['power']:g} at alpha {settings['alpha']:g} (two-sided paired t-test, exact; sd of the "
+             "per-query differences from these queries: Sakai's topic set size design). The randomization "
+             "test's figures are taken to be the t-test's, which it matches at these sizes."]
+    notes += [f"{t['run']} {t['metric']}: {t['power_note']}" for t in tests if t.get("power_note")]
+    return headers, rows, notes

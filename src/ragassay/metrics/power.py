@@ -128,10 +128,13 @@ def t_isf(tail: float, df: float) -> float:
         raise ValueError(f"upper tail must be in (0, 0.5], got {tail}")
     if tail == 0.5:
         return 0.0
+    def upper(t: float) -> float:  # P(T > t) for t >= 0, without the cancellation of 1 - cdf
+        return 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+
     hi = 1.0
-    while 1.0 - t_cdf(hi, df) > tail:
+    while upper(hi) > tail:
         hi *= 2.0
-    return _root(lambda t: (1.0 - t_cdf(t, df)) - tail, 0.0, hi, 1e-14)
+    return _root(lambda t: upper(t) - tail, 0.0, hi, 1e-14)
 
 
 def _root(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> float:

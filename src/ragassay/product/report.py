@@ -129,16 +129,37 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
             diffs = sorted(((q, v - base.get(q, 0.0)) for q, v in zip(ev.queries, ev.values["ndcg@10"].tolist())),
                            key=lambda x: (x[1], x[0]))
             plots.append(svg.difference_plot(diffs, f"ndcg@10 per query: {r.name} - {inp.runs[0].name} (click a bar)"))
+    from ..metrics.compare import sizing_table
+    size_headers, size_rows, size_notes = sizing_table(c)  # none for a compare JSON written before sizing
     rows = [[t["run"], t["metric"], t["baseline_mean"], t["mean"], t["diff"],
-             f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", t["p_randomization"], t["p_t_test"], t["p_randomization_holm"],
-             f"{t['wins']}/{t['ties']}/{t['losses']}"] for t in tests]
+             f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", *sized[3:], t["p_randomization"], t["p_t_test"],
+             t["p_randomization_holm"], f"{t['wins']}/{t['ties']}/{t['losses']}"]
+            for t, sized in zip(tests, size_rows or [[]] * len(tests))]
     s = c["settings"]
     note = (f"{c['queries']} queries; paired randomization test ({s['n_permutations']} permutations, seed {s['seed']}), "
             f"t-test, bootstrap interval ({s['n_bootstrap']} resamples); Holm over all tests. "
             "The same settings as `ragassay compare`, so both print the same p-values.")
+    if size_notes:
+        note += f" {_detect_line(c)} " + " ".join(size_notes)
     return [Section(f"Comparison against {c['baseline']}", note, plots,
-                    [Table(["run", "metric", "baseline", "run mean", "diff", "95% CI", "p (rand)", "p (t)", "p (Holm)",
-                            "W/T/L"], rows)])]
+                    [Table(["run", "metric", "baseline", "run mean", "diff", "95% CI", *size_headers[3:], "p (rand)",
+                            "p (t)", "p (Holm)", "W/T/L"], rows)])]
+
+
+def _detect_line(c: dict) -> str:
+    """The headline comparison's size in a sentence: what these queries detect, and what the
+    difference asked for needs (ndcg@10's test when there is one)."""
+    s = c["settings"]
+    t = next((t for t in c["tests"] if t["metric"] == "ndcg@10" and t.get("mde") is not None),
+             next((t for t in c["tests"] if t.get("mde") is not None), None))
+    if t is None:
+        return ""
+    line = (f"{c['queries']} queries detect a difference of ≥ {t['mde']:.4f} in {t['metric']} ({t['run']} against "
+            f"{c['baseline']}) at power {s['power']:g}")
+    if s.get("effect"):
+        needed = t.get("queries_needed")
+        line += f"; to detect {s['effect']:g} you need {needed} queries" if needed else f"; {t.get('power_note')}"
+    return line + "."
 
 
 def judge_sections(inp: ReportInputs) -> list[Section]:
