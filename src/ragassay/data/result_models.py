@@ -221,6 +221,10 @@ class RetrieveResult(Result):
     output: str | None = None
     latency_ms: dict[str, float] | None = None
     latency_file: str | None = None
+    retriever: str | None = None  # what it was: function, llamaindex, langchain
+    id_field: str | None = None  # where a node's or document's chunk id was read (id, ref_doc_id, metadata.KEY)
+    repeated: int | None = None  # nodes or documents dropped for repeating a chunk id of their query
+    chunks: dict | None = None  # how the run's ids met the chunks given (a Join's counts)
 
 
 class PingResult(Result):

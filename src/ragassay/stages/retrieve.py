@@ -1,7 +1,11 @@
-"""Turn a user's search function into a run: ``run_retriever(fn, queries, k)``.
+"""Turn a user's retriever into a run: ``run_retriever(retriever, queries, k)``.
 
-``fn(query_text)`` returns ranked ids, or ``(id, score)`` pairs, best first. Ids without scores
-get ``k - rank + 1`` (so trec_eval ranks them as returned); per-query latency is recorded.
+The retriever is a function of the query text returning ranked ids, or ``(id, score)`` pairs, best
+first; or a LlamaIndex or LangChain retriever object, or a factory making one
+(:mod:`~ragassay.stages.retriever_objects` says how each is called and where a result's chunk id is
+found). Results without scores (ids, LangChain documents, LlamaIndex nodes scored None) get
+``k - rank + 1`` (so trec_eval ranks them as returned); per-query latency is recorded. Given the chunk
+ids, every returned id must be one of them, and the run and the chunks meet with a count of each side.
 """
 
 from __future__ import annotations
@@ -10,69 +14,155 @@ import importlib
 import importlib.util
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Set as AbstractSet
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError, RagassayError
+from ..data.joins import Join, Side
 from ..data.tables import Run, encode_ids
+from .retriever_objects import IdField, adapt, read_result
 
 Retriever = Callable[[str], Iterable[Any]]
 
 
-def run_retriever(fn: Retriever, queries: Mapping[str, str], k: int = 100, name: str | None = None,
-                  progress: bool | None = None) -> Run:
-    """Call ``fn`` on every query and collect its top ``k`` results as a :class:`Run`.
+@dataclass
+class Retrieval:
+    """A retriever's run, what the retriever was (``kind``: function, llamaindex, langchain), where
+    its chunk ids were read (``id_field``, for objects), how many results repeated a chunk already
+    returned for the query (``repeated``: several nodes of one chunk, the best kept) and, when chunk
+    ids were given, how the run's ids met them (``chunks``)."""
+    run: Run
+    kind: str
+    id_field: str | None
+    repeated: int
+    chunks: Join | None
+    output: Path | None = None
+    latency_file: Path | None = None
 
-    A result is an id (``str``/``int``) or an ``(id, score)`` pair; a list of plain ids is taken as
-    ranked best first. An id returned twice for one query, or a result of another shape, raises a
-    :class:`RagassayError` naming the query. ``run.latency_ms`` maps query id -> milliseconds.
+    def to_dict(self) -> dict:
+        """The ``retrieve`` result: counts, latency (median, 95th percentile), the join's counts."""
+        from ..data.result_models import RetrieveResult
+        ms = sorted(self.run.latency_ms.values()) or [0.0]
+        return RetrieveResult(
+            run=self.run.name, queries=len(self.run.queries), results=len(self.run),
+            output=None if self.output is None else str(self.output),
+            latency_ms={"p50": ms[len(ms) // 2], "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))]},
+            latency_file=None if self.latency_file is None else str(self.latency_file),
+            retriever=self.kind, id_field=self.id_field, repeated=self.repeated,
+            chunks=None if self.chunks is None else self.chunks.to_dict()).to_dict()
+
+
+def run_retriever(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | None = None,
+                  progress: bool | None = None, *, id_field: str | None = None,
+                  chunk_ids: Collection[str] | None = None, chunks_source: str | Path | None = None) -> Run:
+    """Call the retriever on every query and collect its top ``k`` results as a :class:`Run`.
+
+    ``fn`` is a function of the query text, a LlamaIndex or LangChain retriever, or a factory making
+    one; ``id_field`` says where a returned node or document holds the chunk id (``id``,
+    ``ref_doc_id``, ``metadata.KEY``). A plain id returned twice for one query, or a result of another
+    shape, raises a :class:`RagassayError` naming the query; a node or document repeating a chunk id
+    is dropped (the first kept). With ``chunk_ids``, an id that is not one of them is an
+    :class:`InputError`. ``run.latency_ms`` maps query id -> milliseconds. :func:`retrieve_run` gives
+    the counts as well.
     """
+    return retrieve_run(fn, queries, k, name, progress, id_field=id_field, chunk_ids=chunk_ids,
+                        chunks_source=chunks_source).run
+
+
+def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | None = None,
+                 progress: bool | None = None, *, id_field: str | None = None,
+                 chunk_ids: Collection[str] | None = None, chunks_source: str | Path | None = None) -> Retrieval:
+    """:func:`run_retriever`, keeping what the retriever was and the counts (a :class:`Retrieval`)."""
     if k < 1:
         raise ValueError("k must be at least 1")
+    field = IdField.parse(id_field)
+    adapted = adapt(fn)
+    if chunk_ids is not None and not isinstance(chunk_ids, (AbstractSet, Mapping)):
+        chunk_ids = frozenset(map(str, chunk_ids))
     show = sys.stderr.isatty() if progress is None else progress
-    q_rows, d_rows, s_rows = [], [], []
+    q_rows: list[int] = []
+    d_rows: list[str] = []
+    s_rows: list[float] = []
     latency: dict[str, float] = {}
+    repeated = 0
     qids = list(queries)
     bar = _progress(len(qids), show)
     for qi, qid in enumerate(qids):
         t0 = time.perf_counter()
         try:
-            results = list(fn(queries[qid]))
+            results = list(adapted.search(queries[qid]))
         except Exception as e:  # the user's code failed: say on which query, keep the cause
             raise RagassayError(f"retriever failed on query {qid!r}: {type(e).__name__}: {e}") from e
         latency[qid] = (time.perf_counter() - t0) * 1000.0
-        seen: set[str] = set()
-        for rank, item in enumerate(results[:k]):
-            doc, score = _parse_result(item, rank, k, qid)
-            if doc in seen:
-                raise RagassayError(f"retriever returned {doc!r} twice for query {qid!r}")
-            seen.add(doc)
-            q_rows.append(qi)
-            d_rows.append(doc)
-            s_rows.append(score)
+        kept, dropped = _ranked(results, field, qid, k)
+        repeated += dropped
+        if chunk_ids is not None:
+            _require_chunks(kept, chunk_ids, qid, field, adapted.kind, chunks_source)
+        q_rows += [qi] * len(kept)
+        d_rows += [doc for doc, _ in kept]
+        s_rows += [score for _, score in kept]
         bar(qi + 1)
     run = Run(qids, np.array(q_rows, dtype=np.int64), encode_ids(d_rows),
-              np.array(s_rows, dtype=np.float64), name or getattr(fn, "__name__", "retriever"),
-              latency_ms=latency)
-    return run
+              np.array(s_rows, dtype=np.float64), name or adapted.name, latency_ms=latency)
+    join = None
+    if chunk_ids is not None:
+        join = Join("chunk ids", Side("the run", None, frozenset(d_rows)),
+                    Side("the chunks", None if chunks_source is None else str(chunks_source),
+                         frozenset(map(str, chunk_ids))))
+    return Retrieval(run, adapted.kind, None if adapted.kind == "function" and id_field is None else field.spec,
+                     repeated, join)
 
 
-def _parse_result(item: Any, rank: int, k: int, qid: str) -> tuple[str, float]:
-    if isinstance(item, (str, int)) and not isinstance(item, bool):
-        return str(item), float(k - rank)
-    if isinstance(item, (tuple, list)) and len(item) == 2:
-        doc, score = item
-        try:
-            value = float(score)
-        except (TypeError, ValueError):
-            raise RagassayError(f"retriever gave a non-numeric score {score!r} for query {qid!r}") from None
-        if not np.isfinite(value):
-            raise RagassayError(f"retriever gave a non-finite score {score!r} for query {qid!r}")
-        return str(doc), value
-    raise RagassayError(f"retriever results must be ids or (id, score) pairs; got {item!r} for query {qid!r}")
+def _ranked(results: list[Any], field: IdField, qid: str, k: int) -> tuple[list[tuple[str, float]], int]:
+    """The query's top ``k`` distinct chunk ids with their scores, and how many repeats were dropped.
+    A query whose results are not all scored is ranked as returned (``k - rank + 1`` each)."""
+    found = []
+    seen: set[str] = set()
+    dropped = 0
+    for rank, item in enumerate(results, start=1):
+        if len(found) == k:
+            break
+        hit = read_result(item, field, qid, rank)
+        if hit.chunk_id in seen:
+            if not hit.from_object:
+                raise RagassayError(f"retriever returned {hit.chunk_id!r} twice for query {qid!r}")
+            dropped += 1
+            continue
+        seen.add(hit.chunk_id)
+        found.append(hit)
+    if any(hit.score is None for hit in found):
+        return [(hit.chunk_id, float(k - i)) for i, hit in enumerate(found)], dropped
+    return [(hit.chunk_id, _score(hit.score, qid)) for hit in found], dropped
+
+
+def _score(score: Any, qid: str) -> float:
+    try:
+        value = float(score)
+    except (TypeError, ValueError):
+        raise RagassayError(f"retriever gave a non-numeric score {score!r} for query {qid!r}") from None
+    if not np.isfinite(value):
+        raise RagassayError(f"retriever gave a non-finite score {score!r} for query {qid!r}")
+    return value
+
+
+def _require_chunks(kept: list[tuple[str, float]], chunk_ids: Collection[str], qid: str, field: IdField,
+                    kind: str, source: str | Path | None) -> None:
+    """Every id returned must be a chunk id: the first that is not stops the run, naming where it was read."""
+    for rank, (doc, _) in enumerate(kept, start=1):
+        if doc not in chunk_ids:
+            read = "returned" if kind == "function" else f"read from its {field.spec}"
+            fix = ("return the chunk ids of that file" if kind == "function" else
+                   f"name where the chunk id is kept with retrieve --id-field, id_field= in Python (id, ref_doc_id or "
+                   f"metadata.KEY; now "
+                   f"{field.spec})")
+            shown = sorted(map(str, chunk_ids))[:3]
+            raise InputError(f"the retriever's result at rank {rank} for query {qid!r} is {doc!r} ({read}), which is "
+                             f"not a chunk id of the chunks ({', '.join(shown)}, ...): {fix}",
+                             source)
 
 
 def _progress(total: int, show: bool) -> Callable[[int], None]:
@@ -90,6 +180,17 @@ def _progress(total: int, show: bool) -> Callable[[int], None]:
 
 def load_callable(spec: str) -> Retriever:
     """Load ``package.module:function`` or ``path/to/file.py:function``."""
+    fn = load_retriever(spec)
+    if not callable(fn):
+        module_part, _, attr = spec.rpartition(":")
+        raise InputError(f"{module_part!r} has no callable named {attr!r}")
+    return fn
+
+
+def load_retriever(spec: str) -> Any:
+    """Load ``package.module:NAME`` or ``path/to/file.py:NAME``: a function of the query text, a
+    LlamaIndex or LangChain retriever object, or a factory making one (:func:`retriever_objects.adapt`
+    tells them apart when the run starts)."""
     module_part, sep, attr = spec.rpartition(":")
     if not sep or not module_part or not attr:
         raise InputError(f"retriever must look like 'package.module:function' or 'file.py:function', got {spec!r}")
@@ -113,24 +214,27 @@ def load_callable(spec: str) -> Retriever:
         raise
     except Exception as e:
         raise RagassayError(f"could not import {module_part!r}: {type(e).__name__}: {e}") from e
-    fn = getattr(module, attr, None)
-    if fn is None or not callable(fn):
-        raise InputError(f"{module_part!r} has no callable named {attr!r}")
-    return fn
+    if not hasattr(module, attr):
+        raise InputError(f"{module_part!r} has nothing named {attr!r}")
+    return getattr(module, attr)
 
 
-def write_retrieval(run: Run, output: str | Path, queries: int) -> dict:
-    """Write ``run`` to ``output`` and each query's latency beside it (``OUTPUT.latency.json``);
-    return the ``retrieve`` result: how many results, and the median and 95th percentile latency."""
+def write_run_files(retrieval: Retrieval, output: str | Path) -> Retrieval:
+    """Write the run to ``output`` and each query's latency beside it (``OUTPUT.latency.json``);
+    returns the retrieval, which now names both files."""
     import json
 
     from ..data.io import write_run
     out = Path(output)
-    write_run(out, run)
+    write_run(out, retrieval.run)
     latency_file = out.with_name(out.name + ".latency.json")
-    latency_file.write_text(json.dumps(run.latency_ms, indent=1) + "\n", encoding="utf-8")
-    ms = sorted(run.latency_ms.values()) or [0.0]
-    from ..data.result_models import RetrieveResult
-    return RetrieveResult(run=run.name, queries=queries, results=len(run), output=str(out),
-                          latency_ms={"p50": ms[len(ms) // 2], "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))]},
-                          latency_file=str(latency_file)).to_dict()
+    latency_file.write_text(json.dumps(retrieval.run.latency_ms, indent=1) + "\n", encoding="utf-8")
+    retrieval.output, retrieval.latency_file = out, latency_file
+    return retrieval
+
+
+def write_retrieval(run: Run, output: str | Path, queries: int) -> dict:
+    """Write ``run`` to ``output`` and each query's latency beside it; return the ``retrieve`` result
+    (the form before :class:`Retrieval`: the counts of a function's run)."""
+    done = write_run_files(Retrieval(run, "function", None, 0, None), output)
+    return {**done.to_dict(), "queries": queries}
