@@ -132,8 +132,8 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     from ..metrics.compare import sizing_table
     size_headers, size_rows, size_notes = sizing_table(c)  # none for a compare JSON written before sizing
     rows = [[t["run"], t["metric"], t["baseline_mean"], t["mean"], t["diff"],
-             f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", *sized[3:], t["p_randomization"], t["p_t_test"],
-             t["p_randomization_holm"], f"{t['wins']}/{t['ties']}/{t['losses']}"]
+             f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", t["p_randomization"], t["p_t_test"],
+             t["p_randomization_holm"], f"{t['wins']}/{t['ties']}/{t['losses']}", *sized[3:]]
             for t, sized in zip(tests, size_rows or [[]] * len(tests))]
     s = c["settings"]
     note = (f"{c['queries']} queries; paired randomization test ({s['n_permutations']} permutations, seed {s['seed']}), "
@@ -142,8 +142,8 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     if size_notes:
         note += f" {_detect_line(c)} " + " ".join(size_notes)
     return [Section(f"Comparison against {c['baseline']}", note, plots,
-                    [Table(["run", "metric", "baseline", "run mean", "diff", "95% CI", *size_headers[3:], "p (rand)",
-                            "p (t)", "p (Holm)", "W/T/L"], rows)])]
+                    [Table(["run", "metric", "baseline", "run mean", "diff", "95% CI", "p (rand)", "p (t)",
+                            "p (Holm)", "W/T/L", *size_headers[3:]], rows)])]
 
 
 def _detect_line(c: dict) -> str:
