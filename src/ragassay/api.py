@@ -227,11 +227,11 @@ def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: dict[str
              by: Sequence[str] | None) -> tuple[list[AnswerItem], dict[str, dict] | None]:
     """The answers to check and, for a breakdown (``by``), each answer's fields by id. A field no
     answer has is a usage error, found before anything is spent: a breakdown by nothing means nothing."""
-    from .data.io import iter_jsonl
+    from .data.peer_files import answer_rows
     from .stages.check import answer_fields, read_answers
     if isinstance(answers, (str, Path)):
         items = read_answers(answers, chunks)
-        raw = [(no, obj) for no, obj in iter_jsonl(answers)] if by else []
+        raw = answer_rows(answers) if by else []  # (JSONL, a JSON array or CSV, as read_answers reads it)
     else:
         given = list(answers)
         raw = [(no, a if isinstance(a, dict) else a.model_dump()) for no, a in enumerate(given, start=1)]

@@ -155,12 +155,14 @@ def dataset_member(path: str | Path, role: Literal["qrels", "chunks", "queries"]
         return path
     if role == "qrels":
         splits = sorted((p / "qrels").glob("*.tsv")) if (p / "qrels").is_dir() else []
-        if (p / "qrels" / "test.tsv").exists():
-            return p / "qrels" / "test.tsv"
         if len(splits) == 1:
             return splits[0]
-        if splits:
-            raise InputError(f"a BEIR folder with several qrels splits and no test.tsv; name one, e.g. {splits[0]}", p)
+        if splits:  # which split is meant is the user's choice (BEIR's own loader asks for one too)
+            names = ", ".join(s.name for s in splits)
+            test = p / "qrels" / "test.tsv"
+            said = "" if test in splits else " and no test.tsv"
+            raise InputError(f"a BEIR folder with several qrels splits{said}; name one, e.g. "
+                             f"{test if test in splits else splits[0]} (the splits: {names})", p)
     else:
         for name in (BEIR_FILES[role], BEIR_FILES[role] + ".gz"):
             if (p / name).is_file():
@@ -282,8 +284,20 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     folder gives its qrels/test.tsv.
     """
     from .origin import label_origin
+    from . import peer_files
     path = dataset_member(path, "qrels")
+    binary = peer_files.binary_table_kind(path) if format == "auto" else None
+    if binary is not None:  # ranx's Parquet (q_id, doc_id, score); LZ4 is refused, saying so
+        out = Qrels.from_rows(peer_files.integer_grades(peer_files.binary_table_rows(path, binary, "qrels"), path),
+                              source=str(path))
+        out.origin = label_origin(path)
+        return out
     data = blank_comments(read_bytes_checked(path))
+    document = peer_files.json_table_rows(data, path, "qrels") if format == "auto" else None
+    if document is not None:  # ranx's {query: {doc: grade}}, LlamaIndex's relevant_docs
+        out = Qrels.from_rows(peer_files.integer_grades(document, path), source=str(path))
+        out.origin = label_origin(path)
+        return out
     fmt = _resolve_format(data, path, "qrels", format)
     if fmt == "trec":
         out = _read_columns_qrels(data, path, ncols=4, q_col=0, d_col=2, g_col=3, skip=header_line(data))
@@ -464,6 +478,11 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     file name.
     """
     default_name = "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
+    from . import peer_files
+    binary = peer_files.binary_table_kind(path) if format == "auto" else None
+    if binary is not None:  # ranx's Parquet (q_id, doc_id, score); LZ4 is refused, saying so
+        rows = peer_files.finite_scores(peer_files.binary_table_rows(path, binary, "run"), path)
+        return Run.from_rows(rows, name or default_name, dedupe=dedupe, source=str(path))
     head = _plain_file_head(path)
     if head is not None:  # a plain file: pyarrow may stream it without the whole file in memory
         fmt = _resolve_format(head, path, "run", format)
@@ -482,6 +501,10 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
                 except InputError:
                     pass  # read again below: the numpy splitter names the lines
     data = blank_comments(read_bytes_checked(path))
+    document = peer_files.json_table_rows(data, path, "run") if format == "auto" else None
+    if document is not None:  # ranx's {query: {doc: score}}
+        return Run.from_rows(peer_files.finite_scores(document, path), name or default_name, dedupe=dedupe,
+                             source=str(path))
     fmt = _resolve_format(data, path, "run", format)
     if fmt in ("trec", "trec3", "beir"):
         trec, skip, tag = _column_layout(data, fmt)
@@ -655,18 +678,22 @@ def _field(obj: Mapping[str, Any], names: tuple[str, ...], path: str | Path | No
 
 
 def read_records(path: str | Path, model: Any, what: str,
-                 prepare: Any = None) -> list[tuple[int, Any]]:
+                 prepare: Any = None, rows: Iterable[tuple[int, dict[str, Any]]] | None = None,
+                 after: Any = None) -> list[tuple[int, Any]]:
     """Validate each JSONL line as ``model`` (a pydantic class with an ``id``); ids must be unique.
 
     Returns ``(line number, record)`` pairs; ``prepare(object, line number)`` may rewrite each raw
-    object first.
+    object first. ``rows`` gives the (line, object) pairs when they come from another kind of file;
+    ``after(record, object)`` may finish a record from its object.
     """
     out: list[tuple[int, Any]] = []
     seen: dict[str, int] = {}
-    for no, obj in iter_jsonl(path):
+    for no, obj in (iter_jsonl(path) if rows is None else rows):
         if prepare is not None:
             obj = prepare(obj, no)
         record = validate_record(obj, model, path, no)
+        if after is not None:
+            record = after(record, obj)
         if record.id in seen:
             raise InputError(f"{what} id {record.id!r} appears twice (first on line {seen[record.id]})", path, no)
         seen[record.id] = no
@@ -686,16 +713,24 @@ def validate_record(obj: dict[str, Any], model: Any, path: str | Path | None, no
 
 
 def beir_id(obj: dict[str, Any], no: int = 0) -> dict[str, Any]:
-    """A BEIR corpus line's ``_id`` as ``id``."""
+    """A BEIR corpus line's ``_id`` as ``id``; an ir_datasets docs line (``doc_id``, ``text``: one
+    document, one chunk) gives its ``doc_id``."""
     if "id" not in obj and "_id" in obj:
         obj = {k: v for k, v in obj.items() if k != "_id"} | {"id": obj["_id"]}
+    elif "id" not in obj and "doc_id" in obj:
+        obj = {**obj, "id": obj["doc_id"]}
     return obj
 
 
 def read_chunks(path: str | Path) -> list[Any]:
     """Read chunks (``id``, ``text``, ...) from JSONL; BEIR corpus lines (``_id``) and folders are accepted."""
     from .records import Chunk
+    from .peer_files import llamaindex_corpus
     path = dataset_member(path, "chunks")
+    corpus = llamaindex_corpus(path)
+    if corpus is not None:  # LlamaIndex's EmbeddingQAFinetuneDataset: {"corpus": {id: text}, ...}
+        return [validate_record({"id": check_id(k, "chunk id", path, None), "text": v}, Chunk, path, None)
+                for k, v in corpus.items()]
     return [c for _, c in read_records(path, Chunk, "chunk", beir_id)]
 
 
@@ -706,8 +741,11 @@ def read_queries(path: str | Path) -> dict[str, str]:
     questions file from ``generate`` works as is), or TSV lines ``id<TAB>text``; a BEIR folder gives
     its queries.jsonl.
     """
+    from . import peer_files
     path = dataset_member(path, "queries")
     data = read_bytes_checked(path)
+    if not peer_files.is_ragassay_queries(data):  # RAGAS, DeepEval, LlamaIndex: ids by peer_files' rule
+        return {q.id: q.text for q in peer_files.peer_queries(path, data)}
     out: dict[str, str] = {}
     line, _ = _first_line(data)
     if line.startswith("{"):
@@ -808,19 +846,11 @@ def write_qrels(path: str | Path, qrels: Qrels | Mapping[str, Mapping[str, int]]
     return len(lines)
 
 
-def _frame_rows(df: Any, kind: str, value_names: tuple[str, ...]) -> list[tuple[str, str, Any]]:
-    """(query, document, value) rows of a pandas DataFrame with ragassay's, trec_eval's or ir_measures'
-    column names (query_id/qid, chunk_id/doc_id/docid, grade/relevance or score)."""
-    cols = {str(c).lower(): c for c in df.columns}
-
-    def pick(names: tuple[str, ...]) -> Any:
-        for n in names:
-            if n in cols:
-                return cols[n]
-        raise InputError(f"a {kind} DataFrame needs a column named one of {', '.join(names)} "
-                         f"(it has {', '.join(map(str, df.columns))})")
-    q, d, v = pick(("query_id", "qid")), pick(("chunk_id", "doc_id", "docid", "corpus-id")), pick(value_names)
-    return list(zip(df[q].astype(str), df[d].astype(str), df[v].tolist()))
+def _frame_rows(df: Any, kind: str) -> list[tuple[str, str, Any]]:
+    """(query, document, value) rows of a pandas DataFrame with ragassay's, trec_eval's, ranx's or
+    ir_measures' column names (query_id/qid/q_id, chunk_id/doc_id/docid, grade/relevance or score)."""
+    from .peer_files import column_rows
+    return column_rows({c: df[c].tolist() for c in df.columns}, kind)
 
 
 def _is_frame(x: Any) -> bool:
@@ -829,27 +859,36 @@ def _is_frame(x: Any) -> bool:
 
 def coerce_qrels(q: Qrels | Mapping | str | Path | Any) -> Qrels:
     """Qrels from a Qrels, a ``{query: {doc: grade}}`` dict, a pandas DataFrame or a file path."""
+    from . import peer_files
     if isinstance(q, Qrels):
         return q
     if isinstance(q, Mapping):
         return Qrels.from_dict(q)
-    if _is_frame(q):
-        rows = _frame_rows(q, "qrels", ("grade", "relevance", "label", "score"))
-        bad = next((g for _, _, g in rows if isinstance(g, bool) or not float(g).is_integer()), None)
-        if bad is not None:
-            raise InputError(f"qrels grades must be integers, got {bad!r}")
-        return Qrels.from_rows((a, b, int(g)) for a, b, g in rows)
+    ranx = peer_files.peer_table(q)
+    if ranx is not None and ranx[0] == "qrels":  # a ranx Qrels
+        return Qrels.from_rows(peer_files.integer_grades((a, b, g) for a, docs in ranx[1].items()
+                                                         for b, g in docs.items()))
+    tuples = peer_files.tuple_rows(q, "qrels")  # ir_measures' Qrel tuples
+    if _is_frame(q) or tuples is not None:
+        return Qrels.from_rows(peer_files.integer_grades(_frame_rows(q, "qrels") if tuples is None else tuples))
     return read_qrels(q)
 
 
 def coerce_run(r: Run | Mapping | str | Path | Any, name: str | None = None) -> Run:
     """A Run from a Run, a ``{query: {doc: score}}`` dict, a pandas DataFrame or a file path."""
+    from . import peer_files
     if isinstance(r, Run):
         return r
     if isinstance(r, Mapping):
         return Run.from_dict(r, name or "run")
-    if _is_frame(r):
-        return Run.from_rows(((a, b, float(s)) for a, b, s in _frame_rows(r, "run", ("score",))), name or "run")
+    ranx = peer_files.peer_table(r)
+    if ranx is not None and ranx[0] == "run":  # a ranx Run keeps its name
+        rows = peer_files.finite_scores((a, b, s) for a, docs in ranx[1].items() for b, s in docs.items())
+        return Run.from_rows(rows, name or ranx[2] or "run")
+    tuples = peer_files.tuple_rows(r, "run")  # ir_measures' ScoredDoc tuples
+    if _is_frame(r) or tuples is not None:
+        rows = peer_files.finite_scores(_frame_rows(r, "run") if tuples is None else tuples)
+        return Run.from_rows(rows, name or "run")
     return read_run(r)
 
 

@@ -52,31 +52,32 @@ class CheckOptions:
     shard: tuple[int, int] | None = None  # check only the answers of this slice (i, n): see engine.in_shard
 
 
-# the sample fields of RAGAS (SingleTurnSample) and DeepEval (LLMTestCase), mapped to ours
-_NEIGHBOUR_FIELDS = {"user_input": "question", "retrieved_contexts": "contexts", "input": "question",
-                     "actual_output": "response", "expected_output": "reference", "retrieval_context": "contexts"}
-
-
 def answer_fields(obj: dict, no: int) -> dict:
-    """An answer line in ragassay's fields, or RAGAS's or DeepEval's: theirs are renamed to ours, and a
-    line without an id gets ``line-N`` (their samples have none)."""
-    out = dict(obj)
-    for theirs, ours in _NEIGHBOUR_FIELDS.items():
-        if theirs in out and ours not in out:
-            out[ours] = out.pop(theirs)
-    if "id" not in out:
-        out["id"] = out.get("query_id", out.get("qid", f"line-{no}"))
-    if isinstance(out["id"], int) and not isinstance(out["id"], bool):
-        out["id"] = str(out["id"])  # a JSON integer is its digits, as every reader of ids takes it
-    return out
+    """An answer in ragassay's fields, or RAGAS's, DeepEval's or LlamaIndex's: theirs are renamed to
+    ours, and a row without an id gets one by the rule every reader of peers' files shares
+    (:mod:`ragassay.data.peer_files`: its metadata's id, else ``line-N``)."""
+    from ..data.peer_files import answer_fields as renamed
+    return renamed(obj, no)
 
 
 def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) -> list[AnswerItem]:
-    """Answers to check (ragassay, RAGAS or DeepEval fields); ``context_ids`` are resolved to texts
-    with ``chunks``."""
+    """Answers to check (ragassay, RAGAS, DeepEval or LlamaIndex fields; JSON Lines, a JSON array or CSV,
+    as :func:`ragassay.data.peer_files.sample_rows` reads them); ``context_ids`` are resolved to texts
+    with ``chunks``. A sample that gives no reference (RAGAS's may have none) is read with an empty
+    list of references: its record is an error ("nothing to grade against"), never a label."""
     from ..data.io import read_records
+    from ..data.peer_files import answer_rows
+    rows, lacking = [], set()
+    for no, obj in answer_rows(path):
+        if obj.get("reference") is None:  # validated with a stand-in, then given no reference at all
+            obj = {**obj, "reference": "-"}
+            lacking.add(id(obj))
+        rows.append((no, obj))
+
+    def unreferenced(item: AnswerItem, obj: dict) -> AnswerItem:
+        return item.model_copy(update={"reference": []}) if id(obj) in lacking else item
     items = []
-    for no, item in read_records(path, AnswerItem, "answer", answer_fields):
+    for no, item in read_records(path, AnswerItem, "answer", rows=rows, after=unreferenced):
         if item.context_ids and item.contexts is None:
             if chunks is None:
                 raise InputError("context_ids need --chunks to look the texts up", path, no)
@@ -186,7 +187,8 @@ class Checker(Stage):
         """Why an answer cannot be graded: a response over the budget (never graded from a cut),
         or no reference to grade it against. None when it can."""
         if not any(r.strip() for r in references(item)):
-            return "the reference is empty: there is nothing to grade the response against"
+            return ("the reference is empty or missing (a RAGAS sample may have none): there is nothing to grade "
+                    "the response against")
         n, budget = len(item.response), self.options.max_response_chars
         if n <= budget:
             return None

@@ -45,8 +45,11 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
     the note on what a good answer contains), or TREC-style topics with ``description`` and
     ``narrative``."""
     from ..data.io import check_id, dataset_member, iter_jsonl, read_bytes_checked, read_queries
+    from ..data.peer_files import is_ragassay_queries, peer_queries
     path = dataset_member(path, "queries")
     data = read_bytes_checked(path)
+    if not is_ragassay_queries(data):  # a RAGAS test set, DeepEval goldens, a LlamaIndex dataset
+        return [QueryItem(q.id, q.text, q.answer) for q in peer_queries(path, data)]
     if not data.lstrip().startswith(b"{"):
         return [QueryItem(q, t) for q, t in read_queries(path).items()]
     items, seen = [], set()

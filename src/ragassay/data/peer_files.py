@@ -1,0 +1,579 @@
+"""Files the neighbouring tools save, read where their content belongs.
+
+* Samples, test cases and goldens (RAGAS 0.4 ``EvaluationDataset``/``Testset``: ``to_jsonl``,
+  ``to_csv``, ``to_list`` dumped as a JSON array; DeepEval 4 ``EvaluationDataset.save_as`` json /
+  jsonl / csv and ``model_dump(by_alias=True)`` lines; LlamaIndex ``LabelledRagDataset.save_json``,
+  ``QueryResponseDataset.save_json`` and ``EmbeddingQAFinetuneDataset.save_json``): answers for
+  ``check``, queries for ``--queries``.
+* Qrels and runs (ranx 0.3 ``Qrels.save``/``Run.save`` as json or parquet, ``Qrels``/``Run``
+  objects, DataFrames with ranx's or ir_measures' column names, ir_measures' ``Qrel``/``ScoredDoc``
+  tuples, LlamaIndex's ``relevant_docs``): for evaluate, compare and the Python API.
+
+**One id rule** for a row that carries no id of its own (the peers' samples have none): the row's
+``id`` (or ``query_id``, ``qid``, ``_id``) when it has one; else the ``id`` inside its metadata
+(DeepEval's ``additional_metadata``, a test case's ``metadata``: where ragassay's own DeepEval export
+keeps each question's id, so a round trip keeps it); else ``line-N``, N the row's position in the
+file counted from 1 (a JSONL file: its line number; a JSON array: its element number; a CSV file: its
+row number after the header). ``check`` and every queries reader use this rule, so answers and
+queries read from the same test set meet by id.
+
+**Lists inside one text cell** are read the way the peer reads its own file back: DeepEval joins
+``context`` and ``retrieval_context`` with ``|`` in its CSV and JSONL files and splits them on ``|``
+when it loads them (so a passage holding ``|`` comes back as two, in DeepEval and here);
+RAGAS writes a list into its CSV as Python's text of it (``['a', 'b']``), read here as that literal
+(RAGAS has no CSV loader; a ``|`` inside such a list stays in its passage).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+ID_FIELDS = ("id", "query_id", "qid", "_id")
+METADATA_FIELDS = ("additional_metadata", "metadata")
+QUESTION_FIELDS = ("question", "query", "text", "user_input", "input")
+
+# DeepEval's camelCase spellings (model_dump(by_alias=True)) of the fields read here
+CAMEL_FIELDS = {"actualOutput": "actual_output", "expectedOutput": "expected_output",
+                "retrievalContext": "retrieval_context", "additionalMetadata": "additional_metadata",
+                "retrievedContexts": "retrieved_contexts", "referenceContexts": "reference_contexts",
+                "userInput": "user_input", "retrievedContextIds": "retrieved_context_ids",
+                "referenceAnswer": "reference_answer"}
+# the fields of a RAGAS sample, a DeepEval test case or golden and a LlamaIndex example, as ragassay names them
+PEER_TO_OURS = {"user_input": "question", "input": "question", "query": "question",
+                "actual_output": "response",
+                "expected_output": "reference", "reference_answer": "reference",
+                "retrieved_contexts": "contexts", "retrieval_context": "contexts",
+                "retrieved_context_ids": "context_ids"}
+# DeepEval joins these lists with "|" in its CSV and JSONL files, and splits them so when it loads them
+PIPE_LISTS = frozenset({"context", "retrieval_context"})
+# RAGAS writes these lists into its CSV as Python's text of the list
+LITERAL_CELLS = frozenset({"retrieved_contexts", "reference_contexts", "retrieved_context_ids",
+                           "reference_context_ids", "multi_responses", "rubrics", "reference_tool_calls"})
+JSON_CELLS = frozenset({"additional_metadata", "metadata", "custom_column_key_values", "tools_called",
+                        "expected_tools", "expectations", "turns", "persona"})
+# a text DeepEval writes for a RetrievedContextData: the passage is what follows deepeval_context=
+DEEPEVAL_MARKER = "deepeval_source="
+DEEPEVAL_CONTEXT = ",deepeval_context="
+# the lists a LlamaIndex dataset file keeps its rows under (LabelledRagDataset)
+ROW_LISTS = ("examples",)
+
+
+@dataclass(frozen=True)
+class PeerRow:
+    """One sample of a peer's file: where it is, and its fields as the peer means them (lists read,
+    camelCase spelled in snake_case, nulls left out)."""
+
+    line: int      # where the row starts in the file
+    position: int  # N of line-N: the line (JSONL), element (JSON array) or row after the header (CSV)
+    where: str     # how a message names it: "line 3", "element 2", "row 4"
+    fields: dict[str, Any]
+
+
+# ----------------------------------------------------------------------------------- the id rule
+
+def row_id(obj: Mapping[str, Any], position: int) -> Any:
+    """The id of a row (see the module's id rule): its own id field, else the ``id`` in its
+    metadata, else ``line-N``. A JSON integer is its digits; anything else is returned as it is,
+    for the caller's check to refuse."""
+    for name in ID_FIELDS:
+        if name in obj:
+            return _digits(obj[name])
+    for name in METADATA_FIELDS:
+        meta = obj.get(name)
+        if isinstance(meta, Mapping) and meta.get("id") is not None:
+            return _digits(meta["id"])
+    return f"line-{position}"
+
+
+def _digits(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def answer_fields(obj: Mapping[str, Any], position: int) -> dict[str, Any]:
+    """An answer in ragassay's fields from ragassay's, RAGAS's, DeepEval's or LlamaIndex's: theirs are
+    renamed to ours (``user_input``/``input`` → question, ``actual_output`` → response,
+    ``expected_output``/``reference_answer`` → reference, ``retrieved_contexts``/``retrieval_context``
+    → contexts), and the id follows the module's rule."""
+    out = _snake(dict(obj), None, None)
+    for theirs, ours in PEER_TO_OURS.items():
+        if theirs in out and ours not in out:
+            out[ours] = out.pop(theirs)
+    if isinstance(out.get("context_ids"), list):
+        out["context_ids"] = [_digits(c) for c in out["context_ids"]]
+    out["id"] = row_id(out, position)
+    return out
+
+
+# ------------------------------------------------------------------------------ sample files
+
+def sample_rows(path: str | Path, data: bytes | None = None) -> list[PeerRow]:
+    """The samples of a file of answers, test cases, goldens or a test set: JSON Lines, a JSON array,
+    a LlamaIndex dataset (``{"examples": [...]}``) or a CSV file with a header. Each row's fields are
+    read as its tool means them (see the module); nothing is renamed to ragassay's names yet."""
+    from .io import iter_jsonl, read_bytes_checked
+    if data is None:
+        data = read_bytes_checked(path)
+    head = data.lstrip()[:1]
+    if head == b"[":
+        return [_row(r) for r in _array_rows(data, path, "element")]
+    if head == b"{":
+        document = whole_json(data)
+        if isinstance(document, dict) and not _single_line(data):
+            return _object_rows(document, data, path)
+        return [PeerRow(no, no, f"line {no}", _fields(obj, path, no, "jsonl"))
+                for no, obj in iter_jsonl(data, path)]
+    return _csv_rows(data, path)
+
+
+def answer_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """Answers to check as (line, fields renamed to ragassay's with the id rule applied), from any file
+    :func:`sample_rows` reads."""
+    rows = sample_rows(path)
+    if not rows:
+        raise InputError("no answers in file", path)
+    out = []
+    for r in rows:
+        fields = answer_fields(r.fields, r.position)
+        if "question" not in fields:
+            raise InputError(f"{r.where}: no question (a field named question, user_input, input or query; "
+                             f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
+        out.append((r.line, fields))
+    return out
+
+
+def is_ragassay_queries(data: bytes) -> bool:
+    """Whether a queries file is ragassay's own (TSV lines, or JSON Lines whose first object has an id
+    and a question/query/text): those keep their readers and their messages."""
+    from .io import parse_json_object
+    stripped = data.lstrip()
+    if stripped[:1] not in (b"{", b"["):
+        first = stripped.split(b"\n", 1)[0]
+        return b"\t" in first or b"," not in first  # (a CSV header has commas and no tab)
+    if stripped[:1] == b"[":
+        return False
+    first = stripped.split(b"\n", 1)[0]
+    try:
+        obj = parse_json_object(first, None, 1)
+    except InputError:
+        return False  # an object over several lines: a peer's document
+    return any(k in obj for k in ID_FIELDS) and any(k in obj for k in ("question", "query", "text"))
+
+
+@dataclass(frozen=True)
+class PeerQuery:
+    """A query of a peer's test set: its id (by the rule), its text and, when the row has one, its
+    reference answer."""
+
+    id: str
+    text: str
+    answer: str | None
+
+
+def peer_queries(path: str | Path, data: bytes) -> list[PeerQuery]:
+    """The queries of a peer's test set or goldens (RAGAS, DeepEval, LlamaIndex; JSONL, JSON, CSV)."""
+    from .io import check_id
+    document = whole_json(data) if data.lstrip()[:1] == b"{" and not _single_line(data) else None
+    if isinstance(document, dict) and isinstance(document.get("queries"), dict):
+        return _keyed_queries(document, path)
+    out: list[PeerQuery] = []
+    seen: dict[str, str] = {}
+    for row in sample_rows(path, data):
+        fields = answer_fields(row.fields, row.position)
+        qid = check_id(fields["id"], "query id", path, row.line)
+        text = fields.get("question", fields.get("text"))
+        if isinstance(text, list):
+            raise InputError(f"{row.where}: a multi-turn sample (user_input is a list of messages); ragassay "
+                             "reads single-turn samples", path, row.line)
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"{row.where}: the query text is empty", path, row.line)
+        if qid in seen:
+            raise InputError(f"{row.where}: query id {qid!r} appears twice (first at {seen[qid]})", path, row.line)
+        seen[qid] = row.where
+        ref = fields.get("reference")
+        out.append(PeerQuery(qid, text, ref if isinstance(ref, str) and ref.strip() else None))
+    if not out:
+        raise InputError("no queries in file", path)
+    return out
+
+
+def _keyed_queries(document: dict, path: str | Path) -> list[PeerQuery]:
+    """LlamaIndex's EmbeddingQAFinetuneDataset (queries, corpus, relevant_docs) or QueryResponseDataset
+    (queries, responses): queries by their own ids, a response as the reference answer."""
+    from .io import check_id
+    answers = document.get("responses") if isinstance(document.get("responses"), dict) else {}
+    out = []
+    for qid, text in document["queries"].items():
+        check_id(qid, "query id", path, None)
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"query {qid!r}: the query text is empty", path)
+        answer = answers.get(qid)
+        out.append(PeerQuery(qid, text, answer if isinstance(answer, str) and answer.strip() else None))
+    if not out:
+        raise InputError("no queries in file (its \"queries\" is empty)", path)
+    return out
+
+
+def _row(item: tuple[int, int, dict[str, Any], str | Path]) -> PeerRow:
+    line, n, obj, path = item
+    return PeerRow(line, n, f"element {n}", _fields(obj, path, line, "json"))
+
+
+def _object_rows(document: dict, data: bytes, path: str | Path) -> list[PeerRow]:
+    for key in ROW_LISTS:
+        if isinstance(document.get(key), list):
+            return [_row(r) for r in _array_rows(data, path, "element", key)]
+    if "queries" in document and isinstance(document["queries"], dict):
+        raise InputError("a LlamaIndex dataset of queries (queries, corpus, relevant_docs or responses): it holds no "
+                         "answers to check: give it where queries are read (judge, retrieve, generate's sets); its relevant_docs are "
+                         "qrels for evaluate", path)
+    raise InputError("a JSON object, not a list of samples: expected JSON Lines (one sample a line), a JSON array of "
+                     "samples, or a LlamaIndex dataset ({\"examples\": [...]})", path, 1)
+
+
+def whole_json(data: bytes) -> Any:
+    """The file as one JSON value, or None when it is not one (JSON Lines of several objects, or bad
+    JSON: the line readers then name the line). Only files that start with ``{`` or ``[`` are tried."""
+    if data.lstrip()[:1] not in (b"{", b"["):
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _single_line(data: bytes) -> bool:
+    """Whether the file holds one line of content (a one-line JSONL file is JSONL, not a document)."""
+    return data.strip().count(b"\n") == 0
+
+
+def _array_rows(data: bytes, path: str | Path, what: str, key: str | None = None
+                ) -> Iterator[tuple[int, int, dict[str, Any], str | Path]]:
+    """(line, element number, object, path) of each element of a JSON array (or of the array under
+    ``key`` in a JSON object), each element's line found as it is parsed."""
+    text = data.decode("utf-8")
+    decoder = json.JSONDecoder()
+    if key is not None:
+        document = json.loads(text)
+        start = _find_key_array(text, key)
+        if start is None:  # (the array is there: json.loads found it; its offset alone is unknown)
+            for n, obj in enumerate(document[key], start=1):
+                yield 1, n, _object(obj, path, 1, n, what), path
+            return
+        at = start
+    else:
+        at = len(text) - len(text.lstrip())
+    at += 1  # past "["
+    n = 0
+    line, counted = 1, 0  # the line of offset ``counted``: lines are counted once, forward
+
+    def line_of(offset: int) -> int:
+        nonlocal line, counted
+        line += text.count("\n", counted, offset)
+        counted = offset
+        return line
+    while True:
+        at = _skip_space(text, at)
+        if at < len(text) and text[at] == "]" and n == 0:
+            return
+        try:
+            obj, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError as e:
+            raise InputError(f"not valid JSON ({e.msg})", path, line_of(max(e.pos, counted))) from None
+        n += 1
+        start = line_of(at)
+        yield start, n, _object(obj, path, start, n, what), path
+        at = _skip_space(text, end)
+        if at < len(text) and text[at] == ",":
+            at += 1
+            continue
+        if at < len(text) and text[at] == "]":
+            return
+        raise InputError("not valid JSON (expected ',' or ']' after an element)", path, line_of(at))
+
+
+def _find_key_array(text: str, key: str) -> int | None:
+    i = text.find(f'"{key}"')
+    if i < 0:
+        return None
+    j = text.find("[", i)
+    return j if j >= 0 and not text[i + len(key) + 2:j].strip(" \t\r\n:") else None
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+def _object(obj: Any, path: str | Path, line: int, n: int, what: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise InputError(f"{what} {n}: expected a JSON object (one sample), got {type(obj).__name__}", path, line)
+    return obj
+
+
+def _csv_rows(data: bytes, path: str | Path) -> list[PeerRow]:
+    """The rows of a CSV file with a header (RAGAS's ``to_csv``, DeepEval's ``save_as('csv')``)."""
+    text = data.decode("utf-8")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except (StopIteration, csv.Error):
+        header = []
+    if len(header) < 2 or not any(h.strip() in QUESTION_FIELDS for h in header):
+        raise InputError("cannot tell the format: expected JSON Lines, a JSON array of samples, or a CSV file whose "
+                         f"header names a question column ({', '.join(QUESTION_FIELDS)})", path, 1)
+    names = [h.strip() for h in header]
+    out = []
+    previous = reader.line_num
+    try:
+        for n, cells in enumerate(reader, start=1):
+            line = previous + 1
+            previous = reader.line_num
+            if not any(c.strip() for c in cells):
+                continue
+            if len(cells) != len(names):
+                raise InputError(f"row {n}: {len(cells)} cells under a header of {len(names)}", path, line)
+            # an empty cell: the field was None, or (DeepEval's joined lists) an empty list, as DeepEval reads it
+            obj = {k: v for k, v in zip(names, cells) if v != "" or k in PIPE_LISTS}
+            out.append(PeerRow(line, n, f"row {n}", _fields(obj, path, line, "csv")))
+    except csv.Error as e:
+        raise InputError(f"not valid CSV ({e})", path, reader.line_num) from None
+    return out
+
+
+def _fields(obj: dict[str, Any], path: str | Path, line: int, shape: str) -> dict[str, Any]:
+    """A peer's row as its tool means it: camelCase keys spelled in snake_case, nulls of peer fields
+    left out, lists in text cells read as the tool reads them back."""
+    out = _snake(obj, path, line)
+    for key in list(out):
+        value = out[key]
+        if value is None and key not in ("id", "question", "reference", "response", "contexts", "context_ids"):
+            del out[key]
+        elif key in PIPE_LISTS and isinstance(value, str):
+            out[key] = _deepeval_passages(value.split("|") if value else [])
+        elif key in PIPE_LISTS and isinstance(value, list):
+            out[key] = _deepeval_passages(value)
+        elif shape == "csv" and key in LITERAL_CELLS:
+            out[key] = _literal(value, key, path, line)
+        elif shape == "csv" and key in JSON_CELLS:
+            out[key] = _json_cell(value)
+    return out
+
+
+def _snake(obj: dict[str, Any], path: str | Path | None, line: int | None) -> dict[str, Any]:
+    out = dict(obj)
+    for camel, snake in CAMEL_FIELDS.items():
+        if camel in out:
+            value = out.pop(camel)
+            if snake in out and out[snake] is not None and value is not None and out[snake] != value:
+                raise InputError(f"both {camel!r} and {snake!r} are given, with different values: keep one", path, line)
+            if out.get(snake) is None:
+                out[snake] = value
+    return out
+
+
+def _deepeval_passages(items: list[Any]) -> list[Any]:
+    """DeepEval's text of a retrieved context with its source (``deepeval_source=S,deepeval_context=T``)
+    is the passage T, as DeepEval reads it back."""
+    out = []
+    for item in items:
+        if isinstance(item, str) and item.startswith(DEEPEVAL_MARKER) and DEEPEVAL_CONTEXT in item:
+            item = item.split(DEEPEVAL_CONTEXT, 1)[1]
+        out.append(item)
+    return out
+
+
+def _literal(value: Any, key: str, path: str | Path, line: int) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise InputError(f"column {key}: expected a list as RAGAS writes it (['a', 'b']), got {value[:60]!r}",
+                         path, line) from None
+
+
+def _json_cell(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return value  # kept as text: nothing here decides on it
+
+
+# --------------------------------------------------------------------------- qrels and runs
+
+PARQUET_MAGIC = b"PAR1"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+
+
+def binary_table_kind(path: str | Path) -> str | None:
+    """``parquet`` or ``lz4`` when the file is one of those (ranx's kinds), else None."""
+    if str(path) == "-":
+        return None
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError:
+        return None  # the text reader says what is wrong
+    return "parquet" if magic == PARQUET_MAGIC else "lz4" if magic == LZ4_MAGIC else None
+
+
+def binary_table_rows(path: str | Path, kind: str, what: str) -> list[tuple[str, str, Any]]:
+    """The (query, document, value) rows of a Parquet file (ranx's ``kind="parquet"``: q_id, doc_id,
+    score; or ir_measures' column names). An LZ4 file (ranx's run ``kind="lz4"``) is refused, saying why."""
+    if kind == "lz4":
+        raise InputError(f"an LZ4-compressed file (ranx's kind='lz4'): ragassay does not read LZ4; save the {what} "
+                         "with kind='json', 'trec' or 'parquet', or decompress it first", path)
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(f"a Parquet {what} file: reading it needs pyarrow (pip install pyarrow)", path) from None
+    try:
+        table = pq.read_table(path)
+    except Exception as e:  # pyarrow's own errors have no common base but Exception
+        raise InputError(f"a Parquet file that cannot be read ({e})", path) from None
+    return column_rows({name: table.column(name).to_pylist() for name in table.column_names}, what, path)
+
+
+QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id")
+DOC_COLUMNS = ("chunk_id", "doc_id", "docid", "corpus-id", "corpus_id")
+GRADE_COLUMNS = ("grade", "relevance", "label", "score")
+SCORE_COLUMNS = ("score",)
+
+
+def column_rows(columns: Mapping[str, list[Any]], what: str, path: str | Path | None = None
+                ) -> list[tuple[str, str, Any]]:
+    """(query, document, value) rows from named columns: ragassay's, trec_eval's, ranx's (q_id,
+    doc_id, score) or ir_measures' (query_id, doc_id, relevance or score) names, any case."""
+    cols = {str(c).lower(): c for c in columns}
+
+    def pick(names: tuple[str, ...]) -> Any:
+        for n in names:
+            if n in cols:
+                return cols[n]
+        raise InputError(f"a {what} table needs a column named one of {', '.join(names)} "
+                         f"(it has {', '.join(map(str, columns))})", path)
+    q = pick(QUERY_COLUMNS)
+    d = pick(DOC_COLUMNS)
+    v = pick(GRADE_COLUMNS if what == "qrels" else SCORE_COLUMNS)
+    return list(zip((str(x) for x in columns[q]), (str(x) for x in columns[d]), columns[v]))
+
+
+def integer_grades(rows: Iterable[tuple[str, str, Any]], path: str | Path | None = None
+                   ) -> list[tuple[str, str, int]]:
+    """Rows whose grades are integers (3.0 is 3); anything else is one error naming the pair."""
+    out = []
+    for q, d, g in rows:
+        g = _plain(g)
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not float(g).is_integer():
+            shown = json.dumps(g) if isinstance(g, (bool, str, type(None))) else repr(g)
+            raise InputError(f"query {q!r}, document {d!r}: grade must be an integer, got {shown}", path)
+        out.append((q, d, int(g)))
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A numpy number (ranx's and pandas' values) as the Python number it holds."""
+    return value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
+
+
+def finite_scores(rows: Iterable[tuple[str, str, Any]], path: str | Path | None = None
+                  ) -> list[tuple[str, str, float]]:
+    out = []
+    for q, d, s in rows:
+        s = _plain(s)
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
+            raise InputError(f"query {q!r}, document {d!r}: score must be a finite number, got {s!r}", path)
+        out.append((q, d, float(s)))
+    return out
+
+
+def json_table_rows(data: bytes, path: str | Path, what: str) -> list[tuple[str, str, Any]] | None:
+    """Rows of a qrels or run saved as one JSON document: ranx's ``{query: {doc: value}}``
+    (``Qrels.save``/``Run.save`` with kind "json") or, for qrels, LlamaIndex's
+    EmbeddingQAFinetuneDataset (its ``relevant_docs``, each grade 1). None for anything else (JSON
+    Lines: its reader takes it)."""
+    from .io import check_id
+    if data.lstrip()[:1] != b"{":
+        return None
+    first = data.lstrip().split(b"\n", 1)[0]
+    if any(f'"{k}"'.encode() in first for k in ("query_id", "qid", "chunk_id", "doc_id", "docid")):
+        return None  # ragassay's JSON Lines
+    document = whole_json(data)
+    if not isinstance(document, dict) or not document:
+        return None
+    if isinstance(document.get("relevant_docs"), dict) and "queries" in document:
+        if what != "qrels":
+            raise InputError("a LlamaIndex dataset (queries, corpus, relevant_docs): its relevant_docs are qrels, "
+                             "not a run", path)
+        rows = []
+        for q, docs in document["relevant_docs"].items():
+            if not isinstance(docs, list):
+                raise InputError(f"relevant_docs of query {q!r} must be a list of ids", path)
+            rows += [(check_id(q, "query id", path, None), check_id(d, "document id", path, None), 1) for d in docs]
+        return rows
+    if not all(isinstance(v, dict) for v in document.values()):
+        return None
+    return [(check_id(q, "query id", path, None), check_id(d, "document id", path, None), v)
+            for q, docs in document.items() for d, v in docs.items()]
+
+
+def peer_table(x: Any) -> tuple[str, dict[str, dict[str, Any]], str | None] | None:
+    """A ranx ``Qrels`` or ``Run`` as (``qrels`` or ``run``, its dict, its name); None for anything else."""
+    kind = type(x).__name__
+    if type(x).__module__.startswith("ranx") and kind in ("Qrels", "Run") and hasattr(x, "to_dict"):
+        return kind.lower(), {str(q): dict(docs) for q, docs in x.to_dict().items()}, getattr(x, "name", None)
+    return None
+
+
+def tuple_rows(x: Any, what: str) -> list[tuple[str, str, Any]] | None:
+    """ir_measures' ``Qrel(query_id, doc_id, relevance)`` / ``ScoredDoc(query_id, doc_id, score)``
+    tuples (any iterable of objects with those attributes), as rows; None when ``x`` is not such a list."""
+    if isinstance(x, (str, bytes, Path, Mapping)) or not isinstance(x, (list, tuple)) or not x:
+        return None
+    value = "relevance" if what == "qrels" else "score"
+    if not all(hasattr(t, "query_id") and hasattr(t, "doc_id") and hasattr(t, value) for t in x):
+        return None
+    return [(str(t.query_id), str(t.doc_id), getattr(t, value)) for t in x]
+
+
+def llamaindex_corpus(path: str | Path) -> dict[str, str] | None:
+    """The corpus of a LlamaIndex EmbeddingQAFinetuneDataset (``{id: text}``), or None. Only a file
+    whose first line is not a whole JSON object (a document over several lines) is read whole here."""
+    from .io import read_bytes_checked
+    if str(path) == "-":
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return None  # the chunks reader says what is wrong
+    first = head.lstrip().split(b"\n", 1)[0]
+    if first[:1] != b"{" or _whole_object(first):  # JSON Lines: the chunks reader's
+        return None
+    document = whole_json(read_bytes_checked(path))
+    if isinstance(document, dict) and isinstance(document.get("corpus"), dict) and "queries" in document:
+        return document["corpus"]
+    return None
+
+
+def _whole_object(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except (ValueError, UnicodeDecodeError):
+        return False
