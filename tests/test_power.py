@@ -296,3 +296,30 @@ def test_sizing_table_and_the_reports_line():
     # without an effect: the MDE only
     headers, rows, _ = sizing_table(compare(QRELS, [BM25, TFIDF], ["ndcg@10"]).to_dict())
     assert headers == ["run", "metric", "sd (diff)", "MDE"] and len(rows[0]) == 4
+
+
+def test_compare_command_prints_the_sizing_in_text_and_json(capsys):
+    assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10,hit_rate@10", "--effect", "0.02"]) == 0
+    out = capsys.readouterr().out
+    assert "run    metric       sd (diff)     MDE  queries for 0.02" in out
+    assert "tfidf  ndcg@10         0.1556  0.0975               478" in out
+    assert "tfidf hit_rate@10: every query has the same difference (+0.0000)" in out
+    assert "The randomization test's figures are taken to be the t-test's" in out and "Give --effect" not in out
+    assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10", "--power", "0.9", "--confidence", "0.99",
+                 "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["settings"]["power"] == 0.9 and result["settings"]["alpha"] == 0.01 and result["settings"]["effect"] is None
+    t = result["tests"][0]
+    assert t["queries_needed"] is None and t["power_note"] == ""
+    assert _sig3(t["mde"], TTestPower().solve_power(nobs=22, alpha=0.01, power=0.9) * t["sd_diff"])
+    assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10"]) == 0
+    assert "Give --effect D for the queries needed to detect a difference D." in capsys.readouterr().out
+
+
+def test_compare_command_refuses_designs_with_exit_2(capsys):
+    for flags, said in nonempty([(["--power", "0.03"], "must be above the tests' alpha, 1 - confidence (0.05)"),
+                                 (["--power", "1"], "argument --power: must be a number strictly between 0 and 1"),
+                                 (["--effect", "0"], "argument --effect: must be a number above 0"),
+                                 (["--effect", "nan"], "argument --effect: expected a finite number")]):
+        assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10", *flags]) == 2
+        assert said in capsys.readouterr().err

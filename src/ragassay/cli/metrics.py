@@ -12,7 +12,7 @@ from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.formatting import render_table
 from .render import render
-from .values import nonneg_int, positive_int, probability_open, resamples
+from .values import nonneg_int, positive_float, positive_int, probability_open, resamples
 
 
 def _load_pair(args: argparse.Namespace, run_paths: list[str]):
@@ -114,6 +114,12 @@ def compare(sub: Any) -> None:
                    help=f"bootstrap resamples for the confidence interval (default {N_BOOTSTRAP}, as in report)")
     p.add_argument("--confidence", type=probability_open, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=nonneg_int, default=SEED, help=f"random seed (default {SEED})")
+    text(p.add_argument("--power", type=probability_open, default=0.8, metavar="P",
+                        help="size each test for this power: its MDE is the smallest difference these queries "
+                             "detect with it, at alpha = 1 - the confidence level (default 0.8)"))
+    text(p.add_argument("--effect", type=positive_float, metavar="D",
+                        help="a difference of means to detect (e.g. 0.02): also print the queries each test needs "
+                             "to detect it (default: none, the MDE only)"))
     add_format_option(p, ("table", "markdown", "json"))
     p.set_defaults(handler=run_compare)
 
@@ -125,7 +131,8 @@ def run_compare(args: argparse.Namespace) -> str | tuple[str, int]:
     qrels, runs = _load_pair(args, args.runs)
     cmp = compare(qrels, runs_by_name(runs, args.runs), args.metrics, missing=args.missing,
                   relevance_level=args.relevance_level, gain=args.gain, n_permutations=args.permutations,
-                  n_bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed)
+                  n_bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed, power=args.power,
+                  effect=args.effect)
     joins = _warn_joins(qrels, runs, args.runs, args)
     return render(args, lambda: nan_to_none(cmp.to_dict()), lambda: _compare_text(cmp, args, joins))
 
@@ -145,7 +152,11 @@ def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
     met = [f"{j.left.role}: {j.matched} of its {len(j.left.ids)} queries are in the qrels ({len(j.left.ids) - j.matched} "
            f"are not); {len(j.right.ids) - j.matched} of the qrels' {len(j.right.ids)} queries are not in it"
            for j in joins if not j.complete]
-    return f"{first}\n\n{second}\n\n{note}" + "".join(f"\n{m}" for m in met)
+    from ..metrics.compare import sizing_table
+    headers, sized, notes = sizing_table(cmp.to_dict())
+    ask = "" if cmp.settings["effect"] else " Give --effect D for the queries needed to detect a difference D."
+    third = render_table(headers, sized, args.format) + "\n" + "\n".join(notes) + ask
+    return f"{first}\n\n{second}\n\n{note}" + "".join(f"\n{m}" for m in met) + f"\n\n{third}"
 
 
 # --------------------------------------------------------------------------------------- agree
