@@ -239,10 +239,37 @@ def test_anova_sizing_of_m_runs_matches_statsmodels_anova_power():
             total = FTestAnovaPower().solve_power(effect_size=f, alpha=0.05, power=0.8, k_groups=m)
             assert n == math.ceil(total / m), (m, d, n, total)
             assert anova_power(n, m, d, var) >= 0.8 > anova_power(n - 1, m, d, var)
-    with pytest.raises(UsageError, match="no variance"):
+    with pytest.raises(UsageError, match="no one-way residual variance"):
         anova_queries_needed(np.ones((3, 4)), 0.1)
     with pytest.raises(UsageError, match="at least 2 runs"):
         anova_queries_needed(np.ones((1, 4)), 0.1)
+
+
+def test_two_way_anova_takes_the_queries_as_a_factor_and_at_two_runs_is_the_paired_t_test():
+    a, b = _pilot(seed=9)
+    sd = float(np.std(b - a, ddof=1))
+    for d in nonempty([0.02, 0.05, 0.1, 0.3]):
+        paired = queries_needed(d, sd)
+        assert anova_queries_needed({"a": a, "b": b}, d, design="two-way") == paired
+        assert anova_queries_needed({"a": a, "b": b}, d) > paired  # one-way ignores the pairing: more queries
+    rng = np.random.default_rng(8)
+    scores = np.clip(np.round((rng.beta(2, 3, (1, 25)) + rng.normal(0, 0.1, (4, 25))) * 20) / 20, 0, 1)
+    m, n = scores.shape
+    ss = lambda x: float(((x - x.mean()) ** 2).sum())  # noqa: E731
+    by_hand = (ss(scores) - n * ss(scores.mean(axis=1)) - m * ss(scores.mean(axis=0))) / ((m - 1) * (n - 1))
+    var = residual_variance(scores, "two-way")
+    assert var == pytest.approx(by_hand, rel=1e-12)
+    needed = anova_queries_needed(scores, 0.1, design="two-way")
+    for q, enough in nonempty([(needed, True), (needed - 1, False)]):  # scipy's noncentral F at error df (m-1)(q-1)
+        df2 = (m - 1) * (q - 1)
+        ref = stats.ncf.sf(stats.f.isf(0.05, m - 1, df2), m - 1, df2, q * 0.01 / (2 * var))
+        assert anova_power(q, m, 0.1, var, design="two-way") == pytest.approx(float(ref), abs=1e-9)
+        assert (ref >= 0.8) == enough
+    same = np.vstack([a, a + 0.1])
+    with pytest.raises(UsageError, match="no two-way residual variance"):
+        anova_queries_needed(same, 0.1, design="two-way")
+    with pytest.raises(UsageError, match="design must be"):
+        anova_queries_needed(scores, 0.1, design="three-way")
 
 
 # ------------------------------------------------------------------------ compare, report

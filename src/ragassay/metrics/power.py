@@ -22,12 +22,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Literal
 
 import numpy as np
 
 from ..errors import UsageError
 from .significance import regularized_incomplete_beta
 
+Design = Literal["one-way", "two-way"]
 MAX_QUERIES = 10**9  # beyond this "queries needed" is reported as out of reach, not searched for
 _TOL = 1e-13         # the tail a series may drop
 
@@ -390,47 +392,65 @@ def f_isf(tail: float, df1: float, df2: float) -> float:
     return _root(lambda f: (1.0 - ncf_cdf(f, df1, df2, 0.0)) - tail, 0.0, hi, 1e-14)
 
 
-def anova_power(n: float, runs: int, min_range: float, residual_variance: float, alpha: float = 0.05) -> float:
-    """Power of one-way ANOVA over ``runs`` systems with ``n`` queries each to detect means whose
+def anova_power(n: float, runs: int, min_range: float, residual_variance: float, alpha: float = 0.05,
+                design: Design = "one-way") -> float:
+    """Power of the ANOVA F-test over ``runs`` systems with ``n`` queries each to detect means whose
     best and worst differ by ``min_range`` (the others in the middle, the least favourable case):
-    noncentrality n * min_range^2 / (2 * residual_variance) (Sakai 2016)."""
-    df1, df2 = runs - 1.0, runs * (n - 1.0)
+    noncentrality n * min_range^2 / (2 * residual_variance) (Sakai 2016). ``design`` "one-way"
+    treats the queries of each run as independent (error df m(n - 1)); "two-way" takes the query
+    as a second factor, without replication (error df (m - 1)(n - 1)): at m = 2 it is the paired
+    t-test exactly."""
+    df1 = runs - 1.0
+    df2 = runs * (n - 1.0) if design == "one-way" else (runs - 1.0) * (n - 1.0)
     nc = n * min_range * min_range / (2.0 * residual_variance)
     return 1.0 - ncf_cdf(f_isf(alpha, df1, df2), df1, df2, nc)
 
 
-def residual_variance(scores: np.ndarray) -> float:
-    """One-way ANOVA's within-run variance of a runs x queries matrix (pooled over the runs)."""
+def residual_variance(scores: np.ndarray, design: Design = "one-way") -> float:
+    """The residual variance of a runs x queries matrix: one-way ANOVA's within-run variance (pooled
+    over the runs), or with ``design="two-way"`` what is left once each run's and each query's mean
+    are taken out (two-way ANOVA without replication)."""
     scores = np.asarray(scores, dtype=np.float64)
     m, n = scores.shape
-    return float(((scores - scores.mean(axis=1, keepdims=True)) ** 2).sum() / (m * (n - 1)))
+    if design == "one-way":
+        return float(((scores - scores.mean(axis=1, keepdims=True)) ** 2).sum() / (m * (n - 1)))
+    left = scores - scores.mean(axis=1, keepdims=True) - scores.mean(axis=0, keepdims=True) + scores.mean()
+    return float((left ** 2).sum() / ((m - 1) * (n - 1)))
 
 
 def anova_queries_needed(scores: np.ndarray | Mapping[str, Sequence[float]], min_range: float,
-                         power: float = 0.8, alpha: float = 0.05) -> int | None:
-    """Queries needed so that one-way ANOVA over the pilot's runs detects a best-to-worst difference
-    of ``min_range`` with ``power`` (Sakai 2016's m-system design). ``scores`` is runs x queries
-    (or run -> per-query scores); the variance is the pilot's residual variance."""
+                         power: float = 0.8, alpha: float = 0.05, design: Design = "one-way") -> int | None:
+    """Queries needed so that ANOVA over the pilot's runs detects a best-to-worst difference of
+    ``min_range`` with ``power`` (Sakai 2016's m-system design). ``scores`` is runs x queries (or
+    run -> per-query scores); the variance is the pilot's residual variance under ``design``.
+
+    "one-way" (Sakai's figure) ignores that every run answers the same queries, so it asks for more
+    queries than a paired analysis will need; "two-way" counts the queries as a factor, and at two
+    runs gives the paired t-test's figure. None when it is beyond ``MAX_QUERIES``.
+    """
     check_design(power, alpha)
     min_range = _check_effect(min_range)
+    if design not in ("one-way", "two-way"):
+        raise UsageError(f"design must be 'one-way' or 'two-way', got {design!r}")
     matrix = np.array(list(scores.values()) if isinstance(scores, Mapping) else scores, dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[0] < 2 or matrix.shape[1] < 2:
         raise UsageError(f"ANOVA sizing needs at least 2 runs of at least 2 queries, got shape {matrix.shape}")
     if np.isnan(matrix).any():
         raise UsageError("the pilot's scores hold NaN: score every query before sizing a comparison")
-    var = residual_variance(matrix)
-    if var == 0:
-        raise UsageError("every run scores every query alike: the pilot has no variance to size a comparison")
+    var = residual_variance(matrix, design)
+    if not var > 1e-15 * max(1.0, float(np.abs(matrix).max())) ** 2:  # rounding noise of an exact 0
+        raise UsageError(f"the pilot has no {design} residual variance to size a comparison with "
+                         "(every query tells the runs apart by the same amount)")
     m = matrix.shape[0]
     n = 2
-    while anova_power(n, m, min_range, var, alpha) < power:
+    while anova_power(n, m, min_range, var, alpha, design) < power:
         if n >= MAX_QUERIES:
             return None
         n *= 2
     lo = max(2, n // 2)
     while lo < n:  # smallest n with enough power (power grows with n)
         mid = (lo + n) // 2
-        if anova_power(mid, m, min_range, var, alpha) >= power:
+        if anova_power(mid, m, min_range, var, alpha, design) >= power:
             n = mid
         else:
             lo = mid + 1
