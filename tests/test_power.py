@@ -204,8 +204,9 @@ def test_power_just_above_alpha_and_very_small_effects_still_give_figures():
         TTestPower().solve_power(nobs=22, alpha=0.05, power=0.0501) * 0.2, rel=1e-3)
     n = queries_needed(1e-3, 0.3)
     assert n == math.ceil(TTestPower().solve_power(effect_size=1e-3 / 0.3, alpha=0.05, power=0.8)) == 706_400
-    assert queries_needed_exact(1e-4, 0.3) == pytest.approx(  # 7e7 queries: lgamma's rounding, not the method
-        TTestPower().solve_power(effect_size=1e-4 / 0.3, alpha=0.05, power=0.8), rel=1e-6)
+    assert queries_needed_exact(4e-4, 0.3) == pytest.approx(  # 4.4 million queries
+        TTestPower().solve_power(effect_size=4e-4 / 0.3, alpha=0.05, power=0.8), rel=1e-6)
+    assert MAX_QUERIES == 10**7 and queries_needed_exact(1e-4, 0.3) == math.inf  # 7e7: out of reach
     assert queries_needed(1e-9, 1.0) is None  # beyond MAX_QUERIES: out of reach, not a search without end
     sized = analyse_pilot([0.0, 1.0, 0.5, 0.2], effect=1e-9)
     assert sized.queries_needed is None and f"more than {MAX_QUERIES:,} queries" in sized.note

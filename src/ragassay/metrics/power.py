@@ -9,11 +9,13 @@ gives the minimum detectable effect (MDE). The randomization (sign-flip) test ha
 at the sizes that matter it behaves like the t-test, so its figures are the t-test's, and
 ``tests/test_power.py`` checks that by simulation. For ``m`` runs at once, Sakai's one-way ANOVA
 figure (``anova_queries_needed``) sizes the set so that the best and the worst run differing by
-``min_range`` is detected.
+``min_range`` is detected; ``design="two-way"`` takes the query as a factor (at two runs it is the
+paired t-test's figure; one-way, which ignores the pairing, asks for more queries).
 
 The noncentral t and F distributions are computed here (numpy and the standard library only; scipy
 is not a dependency): both are Poisson mixtures of regularized incomplete beta functions, summed
-outwards from the Poisson mode (Benton and Krishnamoorthy 2003), accurate to ~1e-12.
+outwards from the Poisson mode (Benton and Krishnamoorthy 2003): within 1e-9 of scipy on the
+ranges tested (degrees of freedom 1 to 1e5, noncentrality to 60), most of it lgamma's rounding.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ from ..errors import UsageError
 from .significance import regularized_incomplete_beta
 
 Design = Literal["one-way", "two-way"]
-MAX_QUERIES = 10**9  # beyond this "queries needed" is reported as out of reach, not searched for
+MAX_QUERIES = 10**7  # beyond this "queries needed" is out of reach (None, said in the note), not searched for
 _TOL = 1e-13         # the tail a series may drop
 
 
 # --------------------------------------------------------------------------- distributions
 
 def normal_cdf(z: float) -> float:
+    """P(Z <= z), standard normal."""
     return 0.5 * math.erfc(-z / math.sqrt(2.0))
 
 
@@ -116,20 +119,13 @@ def normal_isf(tail: float) -> float:
     return _root(lambda z: normal_cdf(-z) - tail, -40.0, 40.0, 1e-15)
 
 
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t), central t with ``df`` degrees of freedom."""
-    if math.isinf(t):
-        return 1.0 if t > 0 else 0.0
-    tail = 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t > 0 else tail
-
-
 def t_isf(tail: float, df: float) -> float:
     """The t with P(T > t) = ``tail`` (0 < tail <= 1/2), central t with ``df`` degrees of freedom."""
     if not 0.0 < tail <= 0.5:
         raise ValueError(f"upper tail must be in (0, 0.5], got {tail}")
     if tail == 0.5:
         return 0.0
+
     def upper(t: float) -> float:  # P(T > t) for t >= 0, without the cancellation of 1 - cdf
         return 0.5 * regularized_incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
 
@@ -197,8 +193,8 @@ def check_design(power: float, alpha: float, effect: float | None = None) -> Non
         raise UsageError(f"alpha must be strictly between 0 and 1, got {alpha}")
     if not alpha < power < 1.0:
         raise UsageError(f"the power to aim for must be above alpha ({alpha}) and below 1, got {power}: "
-                         f"a test rejects a true null with probability alpha, so a power of alpha or less "
-                         f"asks nothing, and a power of 1 needs infinitely many queries")
+                         "a test rejects a true null with probability alpha, so a power of alpha or less "
+                         "asks nothing, and a power of 1 needs infinitely many queries")
 
 
 def _check_effect(effect: float) -> float:
