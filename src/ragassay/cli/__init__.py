@@ -48,10 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ragassay {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    from . import label, llm_stages, metrics, product  # each area's commands, one module per area
-    for register in (product.demo, metrics.evaluate, metrics.compare, metrics.agree, metrics.retrieve,
-                     llm_stages.generate, llm_stages.remap, llm_stages.judge, llm_stages.check, label.label,
-                     product.merge, product.report, product.track, product.history, product.gate, llm_stages.ping):
+    # each area's commands, declared in one module per area; a command's handler module is imported
+    # only when that command runs (cli/handlers.py), so that --help imports none of the library
+    from . import declare_label, declare_llm_stages, declare_metrics, declare_product
+    for register in (declare_product.demo, declare_metrics.evaluate, declare_metrics.compare, declare_metrics.agree,
+                     declare_metrics.retrieve, declare_llm_stages.generate, declare_llm_stages.remap,
+                     declare_llm_stages.judge, declare_llm_stages.check, declare_label.label, declare_product.merge,
+                     declare_product.report, declare_product.track, declare_product.history, declare_product.gate,
+                     declare_llm_stages.ping):
         register(sub)
     for command in sub.choices.values():
         _shared_flags(command)
@@ -78,8 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     or a run stopped early; 2 usage error; 130 stopped by Ctrl-C and 143 by SIGTERM, with one line
     said and what was done kept. Handlers return the text to print, or (text, exit code).
 
-    SIGTERM is taken over first of all, before the parser imports every command's modules (most of
-    a command's start-up time): from then on, a SIGTERM at any moment ends the same way."""
+    SIGTERM is taken over first of all, before the parser imports the commands' declarations and
+    the command its handler's modules: from then on, a SIGTERM at any moment ends the same way."""
     previous = _on_sigterm()
     _UNRAISABLE.append(sys.unraisablehook)
     sys.unraisablehook = _terminated_anyway
@@ -91,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _stopped(130)
     except BaseException as e:
-        if not (_TERMINATING and _cancelled(e)):
+        if not (_TERMINATING and _cancelled(e)) and not _RAISED:
             raise
         return _stopped(143)
     finally:
@@ -101,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             again.join()
         _AGAIN.clear()
         _DROPPED.clear()
+        _RAISED.clear()
         _TERMINATING.clear()
         sys.unraisablehook = _UNRAISABLE.pop()
         if previous is not None:
@@ -183,6 +188,7 @@ _DROPPED: list[bool] = []  # a SIGTERM raised where Python dropped the exception
 _AGAIN: list = []  # the timers that send a dropped SIGTERM again
 _ENDING: list[bool] = []  # main() is giving the handlers back: a late SIGTERM changes nothing
 _TERMINATING: list[bool] = []  # SIGTERM came while an event loop ran: its tasks were cancelled
+_RAISED: list[bool] = []  # SIGTERM raised _Terminated: whatever exception ends the command now ends it as SIGTERM
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
@@ -199,6 +205,10 @@ def _raise_terminated(signum: int, frame: object) -> None:
     if _ENDING:
         return
     if loop is None or _TERMINATING:  # no loop, or a second SIGTERM: end now
+        # raised inside C code that does not expect it (the import system building an ImportError
+        # that ssl catches), _Terminated can come out as another exception ("TypeError: expected a
+        # message argument"): main() ends any exception after this one as a SIGTERM
+        _RAISED.append(True)
         raise _Terminated()
     _TERMINATING.append(True)
     loop.call_soon_threadsafe(_cancel_every_task, loop)

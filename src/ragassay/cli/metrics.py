@@ -1,4 +1,5 @@
-"""evaluate, compare, agree, retrieve: the metrics core on the command line."""
+"""evaluate, compare, agree, retrieve: the metrics core on the command line (their handlers; the
+arguments are declared in declare_metrics.py, and this module is imported when one of them runs)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,10 @@ import argparse
 import sys
 from typing import Any
 
-from .options import EPILOG_METRICS, FILE_FORMATS, add_format_option, add_metric_options
-from .paths import module, reads, text, writes
 from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.formatting import render_table
 from .render import render
-from .values import nonneg_int, positive_float, positive_int, probability_open, resamples
 
 
 def _load_pair(args: argparse.Namespace, run_paths: list[str]):
@@ -46,25 +44,6 @@ def _counts_line(ev) -> str:
 
 # ------------------------------------------------------------------------------------ evaluate
 
-def evaluate(sub: Any) -> None:
-    p = sub.add_parser(
-        "evaluate", help="score a run against qrels (trec_eval's conventions)",
-        description="Score a retrieval run against relevance judgments. Conventions are "
-                    "trec_eval's: rank by score, ties by document id descending; P@k divides by k; "
-                    "a run query without qrels is ignored.",
-        epilog=EPILOG_METRICS + " Example: ragassay evaluate datasets/example/qrels.txt "
-               "datasets/example/runs/bm25.txt -m ndcg@10 -m p@5 --per-query")
-    reads(p.add_argument("qrels", metavar="QRELS", help="relevance judgments (TREC, JSONL or BEIR TSV)"))
-    reads(p.add_argument("run", metavar="RUN", help="the run to score (TREC, JSONL or TSV)"))
-    add_metric_options(p, "default: p@5 p@10 recall@10 recall@100 f1@10 hit_rate@10 mrr mrr@10 ndcg@10 map")
-    p.add_argument("--missing", choices=("skip", "zero"), default="skip",
-                   help="qrels queries absent from the run: skip them (default, as trec_eval) or "
-                        "score them 0 (trec_eval -c)")
-    p.add_argument("--per-query", action="store_true", help="also print every query's values")
-    add_format_option(p)
-    p.set_defaults(handler=run_evaluate)
-
-
 def run_evaluate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..metrics.evaluate import evaluate
     qrels, (run,) = _load_pair(args, [args.run])
@@ -90,39 +69,6 @@ def _evaluate_text(ev: Any, run_name: str, args: argparse.Namespace) -> str:
 
 
 # ------------------------------------------------------------------------------------- compare
-
-def compare(sub: Any) -> None:
-    p = sub.add_parser(
-        "compare", help="compare runs with paired significance tests",
-        description="Each run's mean per metric; every run after the first is tested against the "
-                    "first: mean difference, bootstrap confidence interval, paired randomization "
-                    "and t-test p-values, Holm-corrected across all tests, and per-query "
-                    "wins/ties/losses. Queries a run did not answer count as 0 (--missing zero), "
-                    "so all runs are compared on the same queries.",
-        epilog=EPILOG_METRICS + " Example: ragassay compare datasets/example/qrels.txt "
-               "datasets/example/runs/bm25.txt datasets/example/runs/tfidf.txt -m ndcg@10")
-    reads(p.add_argument("qrels", metavar="QRELS", help="relevance judgments"))
-    reads(p.add_argument("runs", metavar="RUN", nargs="+", help="two or more runs; the first is the baseline"))
-    add_metric_options(p, "default: the same set as evaluate")
-    p.add_argument("--missing", choices=("skip", "zero"), default="zero",
-                   help="qrels queries a run did not answer: score 0 (default) or use only the "
-                        "queries every run answered")
-    from ..metrics.compare import N_BOOTSTRAP, N_PERMUTATIONS, SEED
-    p.add_argument("--permutations", type=resamples, default=N_PERMUTATIONS, metavar="N",
-                   help=f"randomization test permutations (default {N_PERMUTATIONS}, as in report)")
-    p.add_argument("--bootstrap", type=resamples, default=N_BOOTSTRAP, metavar="N",
-                   help=f"bootstrap resamples for the confidence interval (default {N_BOOTSTRAP}, as in report)")
-    p.add_argument("--confidence", type=probability_open, default=0.95, help="confidence level (default 0.95)")
-    p.add_argument("--seed", type=nonneg_int, default=SEED, help=f"random seed (default {SEED})")
-    text(p.add_argument("--power", type=probability_open, default=0.8, metavar="P",
-                        help="size each test for this power: its MDE is the smallest difference these queries "
-                             "detect with it, at alpha = 1 - the confidence level (default 0.8)"))
-    text(p.add_argument("--effect", type=positive_float, metavar="D",
-                        help="a difference of means to detect (e.g. 0.02): also print the queries each test needs "
-                             "to detect it (default: none, the MDE only)"))
-    add_format_option(p, ("table", "markdown", "json"))
-    p.set_defaults(handler=run_compare)
-
 
 def run_compare(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..metrics.compare import compare, runs_by_name
@@ -160,27 +106,6 @@ def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
 
 
 # --------------------------------------------------------------------------------------- agree
-
-def agree(sub: Any) -> None:
-    p = sub.add_parser(
-        "agree", help="agreement between two sets of graded labels (e.g. LLM judge vs humans)",
-        description="On the (query, document) pairs both qrels judged: Cohen's kappa (unweighted, "
-                    "linear, quadratic), kappa binarised at grade >= 1, 2, 3, Krippendorff's "
-                    "alpha (ordinal), the confusion matrix and each side's label distribution. "
-                    "With --runs, Kendall's tau and Spearman's rho between the rankings of the "
-                    "runs by --metric under each qrels.",
-        epilog="Example: ragassay agree datasets/example/qrels.txt datasets/example/qrels_second_assessor.txt "
-               "--runs datasets/example/runs/bm25.txt datasets/example/runs/tfidf.txt")
-    reads(p.add_argument("reference", metavar="REFERENCE_QRELS", help="the labels you trust (e.g. human)"))
-    reads(p.add_argument("candidate", metavar="CANDIDATE_QRELS", help="the labels to check (e.g. an LLM judge)"))
-    reads(p.add_argument("--runs", "--run", dest="runs", nargs="+", action="extend", metavar="RUN",
-                   help="runs to rank under both qrels (--run A --run B, as in report, works too)"))
-    text(p.add_argument("-m", "--metric", default="ndcg@10", help="metric that ranks the runs (default ndcg@10)"))
-    p.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto",
-                   help="format of both qrels files (default: detected)")
-    add_format_option(p, ("table", "markdown", "json"))
-    p.set_defaults(handler=run_agree)
-
 
 def run_agree(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import read_qrels, read_run
@@ -241,27 +166,6 @@ def _num(v: float) -> str:
 
 
 # ------------------------------------------------------------------------------------ retrieve
-
-def retrieve(sub: Any) -> None:
-    p = sub.add_parser(
-        "retrieve", help="run your own search function over queries and write a run",
-        description="Call your retriever on every query and write its results as a TREC run. "
-                    "The function takes the query text and returns ranked ids, or (id, score) "
-                    "pairs, best first. Per-query latency is written next to the run "
-                    "(RUN.latency.json).",
-        epilog="Example: ragassay retrieve --retriever datasets/example/retrievers.py:bm25 "
-               "--queries datasets/example/queries.jsonl -k 10 -o my_run.txt")
-    module(p.add_argument("--retriever", required=True, metavar="MODULE:FUNCTION",
-                   help="package.module:function or path/to/file.py:function"))
-    reads(p.add_argument("--queries", required=True, metavar="FILE",
-                   help="queries: JSONL (id + question/query/text) or TSV (id<TAB>text)"))
-    p.add_argument("-k", type=positive_int, default=100, help="results kept per query (default 100)")
-    writes(p.add_argument("-o", "--output", required=True, metavar="RUN", help="where to write the TREC run"))
-    text(p.add_argument("--name", help="run tag (default: the function's name)"))
-    p.add_argument("--quiet", action="store_true", help="no progress bar (default: one on a terminal)")
-    add_format_option(p, ("table", "json"))
-    p.set_defaults(handler=run_retrieve)
-
 
 def run_retrieve(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..data.io import read_queries

@@ -172,9 +172,11 @@ def make_output_folders(outputs: list[FileArg]) -> None:
 
 
 def lock_outputs(outputs: list[FileArg], stack: ExitStack) -> None:
-    """Hold the lock of every output file for the rest of the command (``stack`` releases them)."""
-    from ..stages.engine import OutputLock
-    for out in outputs:
-        if out.path.is_dir():
-            continue
-        stack.enter_context(OutputLock(out.path))
+    """Hold the lock of every output file for the rest of the command (``stack`` releases them).
+    The lock is the stages' (it imports the engine and the LLM layer): a command that writes no file
+    (evaluate, compare, agree) does not import it."""
+    files = [out.path for out in outputs if not out.path.is_dir()]
+    if files:
+        from ..stages.engine import OutputLock
+        for path in files:
+            stack.enter_context(OutputLock(path))

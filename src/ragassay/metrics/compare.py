@@ -17,6 +17,7 @@ from .evaluate import Evaluation, Gain, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .power import analyse_pilot, check_design
 from .significance import bootstrap_ci, holm, paired_t_test, randomization_test
+from .significance_settings import N_BOOTSTRAP, N_PERMUTATIONS, SEED
 
 
 @dataclass
@@ -67,13 +68,6 @@ class Comparison:
                              tests=[t.__dict__ for t in self.tests], settings=self.settings,
                              qrels=self.qrels.describe() if self.qrels is not None else None,
                              counts=self.counts or None).to_dict()
-
-
-# One significance setting for every caller (compare, report, demo): the same comparison gives
-# the same p-values and intervals wherever it is printed.
-N_PERMUTATIONS = 10_000
-N_BOOTSTRAP = 10_000
-SEED = 0
 
 
 def compare(qrels: Qrels | Mapping | str | Path,

@@ -1,0 +1,119 @@
+"""demo, report, merge, track, history, gate: their arguments. Declaring them imports nothing of the
+product; the handlers (cli/product.py) are imported when one of these commands runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .handlers import Handler
+from .options import add_format_option, add_llm_options
+from .paths import folder, reads, text, writes
+from .values import nonneg_int
+
+
+def demo(sub: Any) -> None:
+    p = sub.add_parser(
+        "demo", help="run the whole pipeline on the bundled example and write a report",
+        description="Retrieve with the bundled retrievers, evaluate and compare them against the "
+                    "hand-made labels, check the example answers and write report.html. With an LLM "
+                    "endpoint configured it also generates questions, judges the retrieved chunks and "
+                    "compares the judge with the hand labels; without one it says which stages it skipped.",
+        epilog="Example: ragassay demo --out ragassay-demo")
+    folder(p.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR",
+                   help="output directory (default ragassay-demo)"))
+    folder(p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)"))
+    folder(p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit"))
+    add_llm_options(p, dry_run=False)  # the stages' flags: a local server that answers one call at a time takes --concurrency 1
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=Handler("ragassay.cli.product", "run_demo_cmd"))
+
+
+def report(sub: Any) -> None:
+    p = sub.add_parser(
+        "report", help="one self-contained HTML (or Markdown) report to explore, from ragassay's outputs",
+        description="Build a report from ragassay's outputs, recognised by content: result JSON of evaluate / "
+                    "compare / check / agree / generate (written with --format json), label's OUTPUT.calibration.json "
+                    "(people against the model) and JSON Lines records of "
+                    "judge (judgments, coverage), check (verdicts) and generate (questions, rejects). With "
+                    "--qrels and --run it adds precision/recall curves, every query's metrics, per-query "
+                    "difference and forest plots. In the HTML, every query in a table or plot opens a page with "
+                    "its question, gold chunks, each run's top chunks with people's and the judge's grades, "
+                    "coverage nuggets, the reference and the system's answer with its label. One file, no network.",
+        epilog="Example: ragassay report --qrels datasets/example/qrels.txt --run datasets/example/runs/bm25.txt "
+               "--run datasets/example/runs/tfidf.txt --queries datasets/example/queries.jsonl "
+               "--chunks datasets/example/chunks.jsonl -o report.html")
+    reads(p.add_argument("files", nargs="*", metavar="RESULT", help="result files (JSON or JSONL), detected from content"))
+    reads(p.add_argument("--qrels", metavar="QRELS", help="qrels (people's grades): curves, per-query metrics, gold chunks"))
+    reads(p.add_argument("--run", action="append", default=[], metavar="RUN", help="a run to show (repeat for several)"))
+    reads(p.add_argument("--chunks", metavar="FILE", help="chunks JSONL: chunk texts on each query's page"))
+    reads(p.add_argument("--queries", metavar="FILE", help="queries (JSONL or TSV): the question on each query's page"))
+    reads(p.add_argument("--answers", metavar="FILE", help="the answers that were checked: reference and system answer"))
+    reads(p.add_argument("--human", metavar="FILE", help="people's answer labels (JSONL: id, label)"))
+    writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report"))
+    p.add_argument("--format", choices=("html", "markdown", "json"), default=None,
+                   help="the report's format: html, or markdown for a pull-request comment (default: from the "
+                        "output's suffix, .md is markdown, else html); json writes the report by its suffix and "
+                        "prints a JSON summary")
+    text(p.add_argument("--title", default="ragassay report", help="report title"))
+    p.set_defaults(handler=Handler("ragassay.cli.product", "run_report"))
+
+
+def merge(sub: Any) -> None:
+    p = sub.add_parser(
+        "merge", help="combine the outputs of shards (--shard i/n) into one file",
+        description="Combine JSONL outputs of one stage run in shards on several machines (judgments, "
+                    "coverage, checks): one record per key; an ok record replaces an error record for the "
+                    "same key; two different ok records for one key are reported as conflicts (exit 3) and "
+                    "the first file's is kept.",
+        epilog="Example: ragassay merge judged.1.jsonl judged.2.jsonl -o judgments.jsonl")
+    reads(p.add_argument("files", nargs="+", metavar="FILE", help="outputs of the shards"))
+    writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="the merged output"))
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=Handler("ragassay.cli.product", "run_merge"))
+
+
+def track(sub: Any) -> None:
+    p = sub.add_parser(
+        "track", help="append a result to the history database",
+        description="Record a result (the JSON of evaluate, compare or check) with its metrics, "
+                    "settings, time and git commit in a SQLite history, to follow quality over time.",
+        epilog="Example: ragassay evaluate datasets/example/qrels.txt datasets/example/runs/bm25.txt --format json "
+               "> result.json && ragassay track result.json --label nightly")
+    reads(p.add_argument("result", metavar="RESULT.json", help="JSON written by evaluate, compare or check with --format json"))
+    writes(p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)"))
+    text(p.add_argument("--label", help="a name for this result (e.g. the branch or the config)"))
+    text(p.add_argument("--run", help="for compare results: which run's metrics to track (default: the last)"))
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=Handler("ragassay.cli.product", "run_track"))
+
+
+def history(sub: Any) -> None:
+    p = sub.add_parser(
+        "history", help="the trend of a metric over tracked results",
+        description="Print tracked results; with --metric, its value over time with the change against "
+                    "the previous result and against the best so far.",
+        epilog="Example: ragassay history --metric ndcg@10")
+    reads(p.add_argument("--db", default=".ragassay/history.sqlite", metavar="FILE", help="history database (default .ragassay/history.sqlite)"))
+    text(p.add_argument("-m", "--metric", help="metric to follow (default: list the results)"))
+    text(p.add_argument("--run", help="only the results of the run of this name (a trend is always drawn within one "
+                                      "run, on one qrels, with one set of settings)"))
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=Handler("ragassay.cli.product", "run_history"))
+
+
+def gate(sub: Any) -> None:
+    p = sub.add_parser(
+        "gate", help="fail a build when a metric crosses a threshold",
+        description="Check a result (the JSON of evaluate, compare or check) against thresholds. Exits 1 "
+                    "and names every failed threshold; exits 0 when all hold. A metric missing from the "
+                    "result fails.",
+        epilog="Example: ragassay gate result.json --min ndcg@10=0.6 --min recall@100=0.8 (on a check result: "
+               "--max hallucination_rate=0.1)")
+    reads(p.add_argument("result", metavar="RESULT.json", help="JSON written by evaluate, compare or check with --format json"))
+    text(p.add_argument("--min", action="append", metavar="METRIC=VALUE", help="the metric must be at least VALUE"))
+    text(p.add_argument("--max", action="append", metavar="METRIC=VALUE", help="the metric must be at most VALUE"))
+    text(p.add_argument("--run", help="for compare results: which run to gate (default: the last)"))
+    p.add_argument("--allow-errors", type=nonneg_int, default=0, metavar="N",
+                   help="pass a stage result (judge, check, generate) with up to N error items (default 0)")
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=Handler("ragassay.cli.product", "run_gate"))
