@@ -45,7 +45,7 @@ def _timed(speed: Speed, sizes: list[tuple[int, int]]) -> list[Timed]:
 @pytest.mark.parametrize("speed", [Speed(54.0, 9.0, 0.4), Speed(2500.0, 80.0, 0.05), Speed(300.0, 300.0, 0.0)])
 def test_three_timed_calls_give_back_the_speeds_that_made_them(speed):
     got = solve(_timed(speed, [(60, 12), (700, 12), (60, 50)]))
-    assert got is not None
+    assert got is not None and type(got.prompt_per_second) is float and type(got.seconds_per_call) is float
     assert got.prompt_per_second == pytest.approx(speed.prompt_per_second, rel=1e-3)
     assert got.answer_per_second == pytest.approx(speed.answer_per_second, rel=1e-3)
     assert got.seconds_per_call == pytest.approx(speed.seconds_per_call, abs=0.01)
@@ -63,7 +63,7 @@ def test_timings_that_cannot_tell_the_speeds_give_no_figure(calls):
 
 def test_the_passage_differs_from_one_ping_to_the_next_from_its_first_words():
     a, b = passage(1), passage(2)
-    assert a[:12] != b[:12] and len(a) > 2000 and len(b) > 2000  # no server serves it from an earlier prompt's start
+    assert a[:12] != b[:12] and len(a) > 500 and len(b) > 500  # no server serves it from an earlier prompt's start
 
 
 @pytest.mark.parametrize("seconds, said", [(0.4, "0 s"), (42, "42 s"), (89, "89 s"), (95, "2 min"), (3600, "60 min"),

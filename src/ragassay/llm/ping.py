@@ -23,7 +23,9 @@ async def ping(config: LLMConfig, client=None) -> dict:
     """One structured call, no cache. Raises :class:`LLMError` when the endpoint cannot be used."""
     given = config
     # no cache: the probe starts from json_schema, to say what the server takes now
-    config = dataclasses.replace(config, use_cache=False, max_attempts=2, deadline=min(config.deadline, 60))
+    # (a minute a call; five on a server of this machine, where a small model on a busy laptop is slow)
+    config = dataclasses.replace(config, use_cache=False, max_attempts=2,
+                                 deadline=min(config.deadline, 300 if _measures(config) else 60))
     llm = LLM(config, client=client)
     prompt = load_prompt("ping")
     word = "lanternfish"

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# the passage read in the second call: about 600 tokens of plain text that changes with every ping, so
-# that no server serves it from a cache of an earlier prompt's start
-PASSAGE_SENTENCES = 60
+# the passage read in the second call: about 250 tokens of plain text (a few seconds on a small model on
+# a laptop) that changes with every ping, so that no server serves it from a cache of an earlier prompt's start
+PASSAGE_SENTENCES = 10
 ANSWER_REPEATS = 12  # the longer word written back in the third call: the word this many times
 
 
@@ -70,8 +70,8 @@ def solve(calls: list[Timed]) -> Speed | None:
     (per_call, per_prompt, per_answer), *_ = np.linalg.lstsq(a, t, rcond=None)
     if per_prompt <= 0 or per_answer <= 0:
         return None  # noise larger than what the sizes tell: no figure rather than a wrong one
-    return Speed(prompt_per_second=round(1 / per_prompt, 1), answer_per_second=round(1 / per_answer, 2),
-                 seconds_per_call=round(max(0.0, per_call), 2))
+    return Speed(prompt_per_second=round(float(1 / per_prompt), 1), answer_per_second=round(float(1 / per_answer), 2),
+                 seconds_per_call=round(max(0.0, float(per_call)), 2))
 
 
 def time_range(speed: Speed, calls: int, prompt_tokens: int, answer_low: int, answer_high: int) -> tuple[float, float]:
