@@ -122,6 +122,9 @@ def test_a_json_array_of_one_sample_and_odd_arrays(tmp_path):
     f.write_text('[\n  {"input": "a?", "actual_output": "x", "expected_output": "x"},\n  {"input": "b?",\n]')
     with pytest.raises(InputError, match=r"one.json:4: not valid JSON"):
         read_answers(f)
+    f.write_text('[{"input": "a?", "actual_output": "x", "expected_output": "x"}]\n\n[]\n')
+    with pytest.raises(InputError, match=r"one.json:3: not valid JSON \(more after the array's closing"):
+        read_answers(f)
 
 
 def test_a_json_object_that_is_not_a_list_of_samples_is_refused_saying_what_is_read(tmp_path):
@@ -157,6 +160,18 @@ def test_ragas_csv_cells_that_are_not_lists_are_named(tmp_path):
     c.write_text("question;response\nq?;x\n")
     with pytest.raises(InputError, match=r"r.csv:1: cannot tell the format"):
         read_answers(c)
+
+
+def test_ragas_context_ids_are_looked_up_in_the_chunks_and_pandas_index_is_no_field(tmp_path):
+    chunks = {c.id: c for c in read_chunks(EXAMPLE / "chunks.jsonl")}
+    some = list(chunks)[:2]
+    c = tmp_path / "r.csv"  # DataFrame.to_csv() with its index: an unnamed first column
+    c.write_text(f",user_input,retrieved_context_ids,response,reference\n0,q?,\"{some!r}\",x,y\n")
+    [item] = read_answers(c, chunks)
+    assert (item.id, item.context_ids, item.contexts, item.model_extra) == ("line-1", some, None, {})
+    c.write_text(",user_input,retrieved_context_ids,response,reference\n0,q?,\"['nope']\",x,y\n")
+    with pytest.raises(InputError, match=r"r.csv:2: context id 'nope' is not in the chunks file"):
+        read_answers(c, chunks)
 
 
 def test_ragassay_answers_keep_their_ids_fields_and_errors(tmp_path):
@@ -245,6 +260,11 @@ def test_queries_of_peers_that_cannot_be_read_say_why(tmp_path):
     f = tmp_path / "multi.jsonl"
     f.write_text(json.dumps({"user_input": [{"content": "hi", "type": "human"}], "reference": "x"}) + "\n")
     with pytest.raises(InputError, match=r"multi.jsonl:1: line 1: a multi-turn sample"):
+        read_queries(f)
+    with pytest.raises(InputError, match=r"multi.jsonl:1: line 1: a multi-turn sample"):
+        read_answers(f)
+    f.write_text(json.dumps({"scenario": "a refund", "turns": [], "expected_outcome": "refunded"}) + "\n")
+    with pytest.raises(InputError, match=r"multi.jsonl:1: line 1: a multi-turn sample \(a conversation"):
         read_queries(f)
     f.write_text(json.dumps([{"input": "a?", "additional_metadata": {"id": "q1"}},
                              {"input": "b?", "additional_metadata": {"id": "q1"}}]))
@@ -407,3 +427,10 @@ def test_ir_datasets_exports_are_read_as_chunks_queries_qrels_and_runs(tmp_path)
     qrels = tmp_path / "qrels"  # ir_datasets export DATASET qrels (TREC)
     qrels.write_text("PLAIN-2 0 MED-10 2\n")
     assert read_qrels(qrels).to_dict() == {"PLAIN-2": {"MED-10": 2}}
+
+
+def test_llamaindex_datasets_written_on_one_line_are_documents_too(tmp_path):
+    for name in nonempty(["llamaindex_labelled_rag.json", "llamaindex_query_response.json"]):
+        f = tmp_path / name
+        f.write_text(json.dumps(json.loads((PEERS / name).read_text()), ensure_ascii=False))
+        assert list(read_queries(f).values()) == QUESTIONS, name

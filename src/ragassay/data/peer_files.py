@@ -127,8 +127,8 @@ def sample_rows(path: str | Path, data: bytes | None = None) -> list[PeerRow]:
     if head == b"[":
         return [_row(r) for r in _array_rows(data, path, "element")]
     if head == b"{":
-        document = whole_json(data)
-        if isinstance(document, dict) and not _single_line(data):
+        document = json_document(data)
+        if document is not None:
             return _object_rows(document, data, path)
         return [PeerRow(no, no, f"line {no}", _fields(obj, path, no, "jsonl"))
                 for no, obj in iter_jsonl(data, path)]
@@ -144,6 +144,7 @@ def answer_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     out = []
     for r in rows:
         fields = answer_fields(r.fields, r.position)
+        single_turn(fields, r, path)
         if "question" not in fields:
             raise InputError(f"{r.where}: no question (a field named question, user_input, input or query; "
                              f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
@@ -169,6 +170,14 @@ def is_ragassay_queries(data: bytes) -> bool:
     return any(k in obj for k in ID_FIELDS) and any(k in obj for k in ("question", "query", "text"))
 
 
+def single_turn(fields: Mapping[str, Any], row: PeerRow, path: str | Path) -> None:
+    """Refuse, by name, a conversation: RAGAS's MultiTurnSample (``user_input`` a list of messages) or
+    DeepEval's ConversationalGolden (``scenario``, ``turns``). ragassay reads single-turn samples."""
+    if isinstance(fields.get("question"), list) or "scenario" in fields and "question" not in fields:
+        raise InputError(f"{row.where}: a multi-turn sample (a conversation: user_input as a list of messages, "
+                         "or DeepEval's scenario and turns); ragassay reads single-turn samples", path, row.line)
+
+
 @dataclass(frozen=True)
 class PeerQuery:
     """A query of a peer's test set: its id (by the rule), its text and, when the row has one, its
@@ -182,18 +191,16 @@ class PeerQuery:
 def peer_queries(path: str | Path, data: bytes) -> list[PeerQuery]:
     """The queries of a peer's test set or goldens (RAGAS, DeepEval, LlamaIndex; JSONL, JSON, CSV)."""
     from .io import check_id
-    document = whole_json(data) if data.lstrip()[:1] == b"{" and not _single_line(data) else None
-    if isinstance(document, dict) and isinstance(document.get("queries"), dict):
+    document = json_document(data)
+    if document is not None and isinstance(document.get("queries"), dict):
         return _keyed_queries(document, path)
     out: list[PeerQuery] = []
     seen: dict[str, str] = {}
     for row in sample_rows(path, data):
         fields = answer_fields(row.fields, row.position)
         qid = check_id(fields["id"], "query id", path, row.line)
+        single_turn(fields, row, path)
         text = fields.get("question", fields.get("text"))
-        if isinstance(text, list):
-            raise InputError(f"{row.where}: a multi-turn sample (user_input is a list of messages); ragassay "
-                             "reads single-turn samples", path, row.line)
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"{row.where}: the query text is empty", path, row.line)
         if qid in seen:
@@ -251,6 +258,25 @@ def whole_json(data: bytes) -> Any:
         return None
 
 
+def json_document(data: bytes) -> dict[str, Any] | None:
+    """The file as one JSON object when it is one document rather than JSON Lines: an object spread
+    over lines (as LlamaIndex and ranx save them), or a one-line object holding a list of rows
+    (``{"examples": [...]}``) or LlamaIndex's ``queries``. None for JSON Lines, whose first line is a whole object: such a file
+    is never parsed whole here."""
+    stripped = data.lstrip()
+    if stripped[:1] != b"{":
+        return None
+    first = stripped.split(b"\n", 1)[0]
+    if _whole_object(first):
+        if not _single_line(data):
+            return None
+        obj = json.loads(first)
+        rows = any(isinstance(obj.get(k), list) for k in ROW_LISTS) or isinstance(obj.get("queries"), dict)
+        return obj if rows else None
+    document = whole_json(data)
+    return document if isinstance(document, dict) else None
+
+
 def _single_line(data: bytes) -> bool:
     """Whether the file holds one line of content (a one-line JSONL file is JSONL, not a document)."""
     return data.strip().count(b"\n") == 0
@@ -297,6 +323,9 @@ def _array_rows(data: bytes, path: str | Path, what: str, key: str | None = None
             at += 1
             continue
         if at < len(text) and text[at] == "]":
+            rest = _skip_space(text, at + 1)
+            if key is None and rest < len(text):
+                raise InputError("not valid JSON (more after the array's closing ']')", path, line_of(rest))
             return
         raise InputError("not valid JSON (expected ',' or ']' after an element)", path, line_of(at))
 
@@ -344,7 +373,8 @@ def _csv_rows(data: bytes, path: str | Path) -> list[PeerRow]:
             if len(cells) != len(names):
                 raise InputError(f"row {n}: {len(cells)} cells under a header of {len(names)}", path, line)
             # an empty cell: the field was None, or (DeepEval's joined lists) an empty list, as DeepEval reads it
-            obj = {k: v for k, v in zip(names, cells) if v != "" or k in PIPE_LISTS}
+            # (a column without a name is pandas' index, written by DataFrame.to_csv: not a field)
+            obj = {k: v for k, v in zip(names, cells) if k and (v != "" or k in PIPE_LISTS)}
             out.append(PeerRow(line, n, f"row {n}", _fields(obj, path, line, "csv")))
     except csv.Error as e:
         raise InputError(f"not valid CSV ({e})", path, reader.line_num) from None
