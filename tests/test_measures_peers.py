@@ -87,8 +87,8 @@ def test_ir_measures_syntax(text, canonical):
 @pytest.mark.parametrize("text, message", [
     ("ndgc@10", "did you mean 'ndcg@10'"),
     ("nDCG(rel=2)@10", "uses the grades themselves and takes no rel="),
-    ("P(gain=2)@5", "the only parameter is rel=N"),
-    ("P(rel=x)@5", "the only parameter is rel=N"),
+    ("P(gain=2)@5", "'p' takes no parameter 'gain' (it takes: rel, judged_only)"),
+    ("P(rel=x)@5", "rel is a relevance level, a whole number"),
     ("bpref@10", "takes no cutoff"),
 ])
 def test_bad_measure_names_say_what_is_wrong(text, message):

@@ -17,7 +17,9 @@ import numpy as np
 from ..data.io import coerce_qrels, coerce_run
 from ..data.result_models import EvaluateResult
 from ..data.tables import Qrels, Run
+from . import peer_measures as peer
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .peer_order import PeerRows, judged_only_rows, peer_ranking
 from .ranking import RankedRows, rank_rows
 
 Missing = Literal["skip", "zero"]
@@ -51,7 +53,11 @@ class Evaluation:
 
     @property
     def aggregate(self) -> dict[str, float]:
-        return {name: (float(v.mean()) if len(v) else 0.0) for name, v in self.values.items()}
+        """The mean of each metric over the queries; the counts (num_ret, num_rel, num_rel_ret, num_q)
+        are totalled instead, as trec_eval and ir_measures total them."""
+        summed = {str(m) for m in self.measures if m.summed}
+        return {name: (float(v.sum() if name in summed else v.mean()) if len(v) else 0.0)
+                for name, v in self.values.items()}
 
     @property
     def per_query(self) -> dict[str, dict[str, float]]:
@@ -127,14 +133,9 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
                          f"ids{run_file} ({_sample(run.queries)}) and the qrels'{qrels_file} ({_sample(qrels.queries)}) "
                          "do not overlap", run.source or qrels.source)
-    levels: dict[int, _QueryStats] = {}
-
-    def stats(level: int) -> _QueryStats:
-        if level not in levels:
-            levels[level] = _QueryStats(qrels, rows, level, gain)
-        return levels[level]
+    views = _Views(qrels, run, rows, gain)
     n = len(rows.query_index)
-    values = {str(m): _compute(m, rows, stats(relevance_level if m.rel is None else m.rel), n) for m in measures}
+    values = {str(m): _compute(m, views, relevance_level if m.rel is None else m.rel, n) for m in measures}
 
     qids = [qrels.queries[i] for i in rows.query_index.tolist()]
     present = set(rows.query_index.tolist())
@@ -154,11 +155,50 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     idx = np.array(order, dtype=np.int64)
     values = {k: v[idx] for k, v in values.items()}
 
-    no_rel_mask = stats(relevance_level).num_rel_all == 0
+    no_rel_mask = views.stats("trec", relevance_level).num_rel_all == 0
     evaluated = set(queries)
     no_relevant = [q for q, nr in zip(qrels.queries, no_rel_mask.tolist()) if nr and q in evaluated]
     return Evaluation(run.name, list(measures), queries, values, rows.run_only, missing_ids,
                       sorted(no_relevant), missing, int(relevance_level), gain, qrels)
+
+
+class _Views:
+    """The run's judged rows in each order a measure asks for, and the per-query quantities of each
+    (order, relevance level), made once: trec_eval's order (``trec``), with unjudged documents removed
+    (``judged_only``), and the orders of ir_measures' and ranx's own code (:mod:`peer_order`)."""
+
+    def __init__(self, qrels: Qrels, run: Run, rows: RankedRows, gain: Gain):
+        self.qrels, self.run, self.gain = qrels, run, gain
+        self.rows: dict[str, RankedRows] = {"trec": rows}
+        self.peer: dict[str, PeerRows] = {}
+        self._stats: dict[tuple[str, int], _QueryStats] = {}
+
+    def ranked(self, order: str) -> RankedRows:
+        if order not in self.rows:
+            if order == "judged_only":
+                self.rows[order] = judged_only_rows(self.rows["trec"])
+            else:
+                self.peer[order] = peer_ranking(self.qrels, self.run, order)  # type: ignore[arg-type]
+                self.rows[order] = self.peer[order].rows
+        return self.rows[order]
+
+    def stats(self, order: str, level: int) -> _QueryStats:
+        if (order, level) not in self._stats:
+            self._stats[(order, level)] = _QueryStats(self.qrels, self.ranked(order), level, self.gain)
+        return self._stats[(order, level)]
+
+
+# the order each measure named by a peer ranks in (every other measure: trec_eval's)
+_ORDER = {"compat": "id_ascending", "rbp": "run_order", "inst": "run_order", "ranx_rbp": "run_order",
+          "dcg": "run_order", "dcg_burges": "run_order", "ndcg_burges": "run_order"}
+
+
+def _order_of(m: Measure) -> str:
+    if m.judged_only:
+        return "judged_only"
+    if m.name == "judged" and m.k is not None:  # ir_measures' Judged@k: the top k in its order
+        return "id_ascending"
+    return _ORDER.get(m.name, "trec")
 
 
 def _sample(ids: list[str]) -> str:
@@ -234,9 +274,57 @@ def _harmonic(p: np.ndarray, r: np.ndarray) -> np.ndarray:
     return _ratio(2 * p * r, p + r)
 
 
-def _compute(m: Measure, rows: RankedRows, s: _QueryStats, n: int) -> np.ndarray:
-    """One measure for every evaluated query, from the judged rows (an unjudged row adds nothing to
-    any of these measures beyond the size of its ranking)."""
+def _compute(m: Measure, views: _Views, level: int, n: int) -> np.ndarray:
+    """One measure for every evaluated query, from the judged rows in the order the measure ranks in
+    (an unjudged row adds nothing to any of these measures beyond the size of its ranking)."""
+    order = _order_of(m)
+    s = views.stats(order, level)
+    if m.name in _PEER_MEASURES:
+        return _compute_peer(m, views, order, s, level, n)
+    return _compute_trec(m, s.rows, s, n)
+
+
+_PEER_MEASURES = frozenset({"set_ap", "num_ret", "num_rel", "num_rel_ret", "num_q", "iprec", "infap", "rbp",
+                            "ranx_rbp", "dcg", "dcg_burges", "ndcg_burges", "compat", "inst"})
+
+
+def _compute_peer(m: Measure, views: _Views, order: str, s: _QueryStats, level: int, n: int) -> np.ndarray:
+    """The measures trec_eval's core set lacks, named by trec_eval's longer list, ir_measures or ranx."""
+    rows, name, k = s.rows, m.name, m.k
+    if name == "num_ret":
+        return rows.size.astype(np.float64)
+    if name == "num_rel":
+        return s.num_rel.astype(np.float64)
+    if name == "num_rel_ret":
+        return _count(rows, s.rel, n)
+    if name == "num_q":
+        return np.ones(n)
+    if name == "set_ap":
+        hits = _count(rows, s.rel, n)
+        return _ratio(hits, rows.size.astype(np.float64)) * _ratio(hits, s.num_rel)
+    if name == "iprec":
+        return peer.interpolated_precision(rows, s.rel, s.rel_before(), s.num_rel, n, float(m.param("recall")))
+    if name == "infap":
+        return peer.inferred_ap(rows, level, s.num_rel, n)
+    if name == "rbp":
+        return peer.cwl_rbp(rows, level, float(m.param("p")), n)
+    if name == "inst":
+        return peer.cwl_inst(rows, float(m.param("t")), int(m.param("min_rel")), int(m.param("max_rel")), n)
+    if name == "ranx_rbp":
+        return peer.ranx_rbp(rows, level, float(m.param("p")), n)
+    if name in ("dcg", "dcg_burges", "ndcg_burges"):
+        burges = name != "dcg"
+        dcg = peer.ranx_dcg(rows, level, k, burges, n)
+        return dcg if name != "ndcg_burges" else _ratio(dcg, peer.ranx_ideal_dcg(views.qrels, rows, level, k, burges))
+    if name == "compat":
+        found = views.peer[order]
+        return peer.compatibility(rows, found.qrels_row, views.run.scores[found.run_row], views.qrels,
+                                  float(m.param("p")), m.param("normalize", "true") == "true", n)
+    raise AssertionError(f"no implementation for {m}")  # every name of _PEER_MEASURES is handled above
+
+
+def _compute_trec(m: Measure, rows: RankedRows, s: _QueryStats, n: int) -> np.ndarray:
+    """The measures of trec_eval's core set (and hits, judged, err), from the judged rows."""
     name, k = m.name, m.k
     in_k = (rows.rank < k) if k is not None else np.ones(len(rows.rank), dtype=bool)
     if name == "p":

@@ -28,16 +28,62 @@ MEASURES: dict[str, tuple[str, str]] = {
     "set_recall": ("none", "relevant retrieved / relevant judged, over everything retrieved"),
     "set_f1": ("none", "harmonic mean of set_p and set_recall"),
     "hits": ("optional", "number of relevant documents in the top k (ranx's hits)"),
-    "judged": ("optional", "share of the retrieved top k that has a judgment, any grade (ir_measures' "
-                           "Judged@k): the holes an LLM judge leaves"),
+    "judged": ("optional", "share of the retrieved top k that has a judgment, any grade: the holes an LLM judge "
+                           "leaves. ir_measures' Judged@k, in its order: tied scores by document id ascending "
+                           "(trec_eval's order, used by every measure of trec_eval, takes them descending)"),
     "bpref": ("none", "binary preference: relevant documents ranked above judged non-relevant ones "
                       "(trec_eval's bpref; unjudged documents are ignored)"),
     "err": ("optional", "expected reciprocal rank (gdeval's: stop probability (2^grade-1)/16, grades capped at 4)"),
+    "set_ap": ("none", "set_p times set_recall (trec_eval's set_map, ir_measures' SetAP)"),
+    "num_ret": ("none", "documents retrieved: a count, summed over the queries rather than averaged, as trec_eval "
+                        "and ir_measures total it (num_ret, NumRet)"),
+    "num_rel": ("none", "relevant judged documents: a count, summed over the queries (num_rel, NumRel)"),
+    "num_rel_ret": ("none", "relevant documents retrieved: a count, summed over the queries (num_rel_ret, NumRelRet, "
+                            "NumRet(rel=N))"),
+    "num_q": ("none", "1 for each evaluated query, summed: the number of queries (num_q, NumQ)"),
+    "iprec": ("required", "interpolated precision at recall r, written iprec@0.5: the best precision at any rank "
+                          "from the one reaching r on (trec_eval's iprec_at_recall, ir_measures' IPrec@r)"),
+    "infap": ("none", "trec_eval's inferred AP (infAP): the precision above each relevant document is estimated "
+                      "from the judged documents there; grade -2 marks pooled but unjudged. On complete judgments "
+                      "it is AP"),
+    "rbp": ("none", "ir_measures' rank-biased precision RBP(p=0.8): (1-p) * sum of p^(i-1) over the relevant "
+                    "documents, the first 1000 ranks, as its cwl_eval provider computes it; tied scores keep the "
+                    "run's order"),
+    "ranx_rbp": ("none", "ranx's rank-biased precision rbp.95: (1-p) * sum of p^(i-1) * grade over the relevant "
+                         "documents (graded), the whole ranking; tied scores keep the run's order"),
+    "dcg": ("optional", "ranx's dcg@k: sum of grade / log2(i+1) over the relevant documents; tied scores keep the "
+                        "run's order"),
+    "dcg_burges": ("optional", "ranx's dcg_burges@k: sum of (2^grade - 1) / log2(i+1) over the relevant documents; "
+                               "tied scores keep the run's order"),
+    "ndcg_burges": ("optional", "ranx's ndcg_burges@k (ir_measures' nDCG(dcg=exp-log2)@k): dcg_burges over the "
+                                "ideal ranking's; tied scores keep the run's order"),
+    "compat": ("none", "ir_measures' Compat(p=0.95): rank-biased overlap of the ranking with the ideal one "
+                       "(relevant documents by grade, then by the run's score), normalised; tied scores by "
+                       "document id ascending"),
+    "inst": ("none", "ir_measures' INST(T=1,max_rel=3) (cwl_eval's): an adaptive user who wants T units of gain; "
+                     "grades scaled to 0..1 between min_rel and max_rel, the first 1000 ranks; tied scores keep "
+                     "the run's order"),
 }
 
 # measures whose relevant/non-relevant split can be set per measure, as in P(rel=2)@5
 TAKES_REL = frozenset({"p", "recall", "f1", "hit_rate", "mrr", "map", "r_precision", "set_p", "set_recall",
-                       "set_f1", "hits", "bpref"})
+                       "set_f1", "hits", "bpref", "set_ap", "num_rel", "num_rel_ret", "iprec", "infap", "rbp"})
+
+# measures that take ir_measures' judged_only=True (trec_eval -J: unjudged documents are removed from the
+# ranking before it is scored)
+TAKES_JUDGED_ONLY = frozenset({"p", "recall", "mrr", "map", "r_precision", "ndcg", "set_p", "set_f1", "set_ap",
+                               "hit_rate", "iprec"})
+
+# counts: trec_eval and ir_measures total them over the queries instead of averaging
+SUMMED = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_q"})
+
+# the other parameters each measure takes: name -> (kind, default or None when required)
+_PARAMS: dict[str, dict[str, tuple[str, object]]] = {
+    "rbp": {"p": ("persistence", 0.8)},
+    "ranx_rbp": {"p": ("persistence", None)},
+    "compat": {"p": ("persistence", 0.95), "normalize": ("bool", True)},
+    "inst": {"t": ("positive", 1.0), "min_rel": ("int", 0), "max_rel": ("int", None)},
+}
 
 _ALIASES: dict[str, str] = {
     # trec_eval / pytrec_eval
@@ -46,29 +92,73 @@ _ALIASES: dict[str, str] = {
     "mrr": "mrr", "rr": "mrr", "ndcg_cut": "ndcg", "ndcg": "ndcg", "map": "map", "map_cut": "map",
     "ap": "map", "rprec": "r_precision", "r_precision": "r_precision", "r-prec": "r_precision",
     "rprecision": "r_precision", "set_p": "set_p", "set_recall": "set_recall",
-    "set_f": "set_f1", "set_f1": "set_f1", "f1": "f1", "f": "f1",
+    "set_f": "set_f1", "set_f1": "set_f1", "f1": "f1", "f": "f1", "set_map": "set_ap", "num_ret": "num_ret",
+    "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "num_q": "num_q", "iprec_at_recall": "iprec",
+    # ir_measures
+    "setp": "set_p", "setr": "set_recall", "setf": "set_f1", "setap": "set_ap", "numret": "num_ret",
+    "numrel": "num_rel", "numrelret": "num_rel_ret", "numq": "num_q", "iprec": "iprec", "infap": "infap",
+    "rbp": "rbp", "compat": "compat", "inst": "inst",
     # ranx, ir_measures
     "r-precision": "r_precision", "hits": "hits", "judged": "judged", "bpref": "bpref", "err": "err",
+    "dcg": "dcg", "dcg_burges": "dcg_burges", "ndcg_burges": "ndcg_burges",
+    # ours
+    "set_ap": "set_ap", "ranx_rbp": "ranx_rbp",
 }
 
-_SPLIT = re.compile(r"^(?P<name>[^(@]+?)(?:\((?P<params>[^)]*)\))?(?:(?:@|_|\.)(?P<k>\d+))?$")
+_DIVERSITY = ("alpha_ndcg", "α_ndcg", "alpha_dcg", "α_dcg", "err_ia", "nerr_ia", "nrbp", "nnrbp", "ap_ia",
+              "map_ia", "p_ia", "strecall")
+_NOT_COMPUTED = ("bpm", "sdcg", "nerr8", "nerr9", "nerr10", "nerr11", "insq")
+# names of peers' measures that ragassay refuses, and why (never a number that is not the peer's)
+_REFUSED: dict[str, str] = {
+    **{name: "{raw!r} is a diversity measure: it needs qrels with subtopics (query, subtopic, document, grade), "
+             "which ragassay does not read. Compute it with ir_measures and pyndeval" for name in _DIVERSITY},
+    **{name: "{raw!r} is one of ir_measures' C/W/L measures that ragassay does not compute (of those it computes "
+             "RBP and INST). Compute it with ir_measures and cwl_eval" for name in _NOT_COMPUTED},
+    "accuracy": "{raw!r} (ir_measures' Accuracy) is not computed by ragassay; bpref and compat measure "
+                "relevant documents ranked above non-relevant ones",
+}
+
+_SPLIT = re.compile(r"^(?P<name>[^(@]+?)(?:\((?P<params>[^)]*)\))?"
+                    r"(?:(?P<sep>@|_|\.)(?P<k>\d+(?:\.\d+)?|\.\d+))?$")
 
 
 @dataclass(frozen=True, order=True)
 class Measure:
-    """A metric and its cutoff, e.g. ``Measure("ndcg", 10)``; ``str()`` is the canonical name."""
+    """A metric and its cutoff, e.g. ``Measure("ndcg", 10)``; ``str()`` is the canonical name.
+
+    ``params`` holds the measure's other parameters as ``(name, canonical text)`` pairs, sorted:
+    ``judged_only`` (ir_measures' judged_only=True), a persistence ``p``, INST's ``t``, ``min_rel`` and
+    ``max_rel``, Compat's ``normalize``, and the recall level of ``iprec``.
+    """
 
     name: str
     k: int | None = None
     rel: int | None = None  # a relevance level of this measure's own (None: the evaluation's)
+    params: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
-        text = self.name if self.rel is None else f"{self.name}(rel={self.rel})"
-        return text if self.k is None else f"{text}@{self.k}"
+        shown = [key if value == "true" else f"{key}={value}" for key, value in self.params if key != "recall"]
+        shown += [] if self.rel is None else [f"rel={self.rel}"]
+        text = f"{self.name}({','.join(shown)})" if shown else self.name
+        at = self.param("recall") if self.name == "iprec" else self.k
+        return text if at is None else f"{text}@{at}"
 
     @property
     def description(self) -> str:
         return MEASURES[self.name][1]
+
+    def param(self, key: str, default: str | None = None) -> str | None:
+        """The canonical text of a parameter, or ``default`` when the measure does not have it."""
+        return dict(self.params).get(key, default)
+
+    @property
+    def judged_only(self) -> bool:
+        return self.param("judged_only") == "true"
+
+    @property
+    def summed(self) -> bool:
+        """A count that is totalled over the queries, not averaged (trec_eval's and ir_measures' way)."""
+        return self.name in SUMMED
 
 
 def parse_measure(text: str | Measure) -> Measure:
@@ -76,6 +166,8 @@ def parse_measure(text: str | Measure) -> Measure:
 
     >>> [str(parse_measure(name)) for name in ("ndcg_cut_10", "nDCG@10", "P(rel=2)@5", "RR", "success_10")]
     ['ndcg@10', 'ndcg@10', 'p(rel=2)@5', 'mrr', 'hit_rate@10']
+    >>> [str(parse_measure(name)) for name in ("RBP(p=0.9,rel=2)", "rbp.95", "IPrec@0.5", "nDCG(dcg=exp-log2)@10")]
+    ['rbp(p=0.9,rel=2)', 'ranx_rbp(p=0.95)', 'iprec@0.5', 'ndcg_burges@10']
     """
     if isinstance(text, Measure):
         return text
@@ -83,46 +175,183 @@ def parse_measure(text: str | Measure) -> Measure:
     m = _SPLIT.match(raw.lower())
     if not m:
         raise MeasureError(_unknown(raw))
-    name, k, params = m.group("name"), m.group("k"), m.group("params")
+    name, k, params, sep = m.group("name"), m.group("k"), m.group("params"), m.group("sep")
+    if name in _REFUSED or raw.lower() in _REFUSED:
+        raise MeasureError(_REFUSED.get(name, _REFUSED.get(raw.lower(), "")).format(raw=raw))
     canonical = _ALIASES.get(name)
     if canonical is None and k is None:
         canonical = _ALIASES.get(raw.lower())
     if canonical is None:
         raise MeasureError(_unknown(raw))
+    given = _split_params(params, raw)
+    extra: dict[str, str] = {}
+    if canonical == "rbp" and sep == "." and params is None:  # ranx's spelling: rbp.95 is p = 0.95
+        canonical, given["p"], k = "ranx_rbp", f"0.{k}" if "." not in k else k, None
+    elif canonical == "rbp" and k is not None:
+        raise MeasureError(f"{raw!r}: ir_measures' RBP takes no cutoff (its cwl_eval provider scores the first 1000 "
+                           "ranks); ranx's RBP with persistence 0.95 is written rbp.95")
+    canonical = _renamed_by_params(canonical, given, raw)
+    if canonical == "num_ret" and "rel" in given:  # ir_measures: NumRet(rel=N) counts the relevant retrieved
+        canonical = "num_rel_ret"
+    rel = _rel_param(given.pop("rel", None), canonical, raw)
+    extra.update(_other_params(canonical, given, raw))
     need = MEASURES[canonical][0]
-    if need == "required" and k is None:
+    if canonical == "iprec":
+        if k is None:
+            raise MeasureError(f"metric {raw!r} needs a recall level, e.g. iprec@0.5 (ir_measures' IPrec@0.5)")
+        extra["recall"], k = _recall_level(k, raw), None
+    elif need == "required" and k is None:
         raise MeasureError(f"metric {raw!r} needs a cutoff, e.g. {canonical}@10")
-    if need == "none" and k is not None:
+    elif need == "none" and k is not None:
         raise MeasureError(f"metric {canonical!r} takes no cutoff (got {raw!r})")
+    if k is not None and not k.isdigit():
+        raise MeasureError(f"the cutoff in {raw!r} must be a whole number of documents")
     cutoff = int(k) if k is not None else None
     if cutoff is not None and cutoff < 1:
         raise MeasureError(f"cutoff must be at least 1 in {raw!r}")
-    return Measure(canonical, cutoff, _rel_param(params, canonical, raw))
+    return Measure(canonical, cutoff, rel, tuple(sorted(extra.items())))
 
 
-def _rel_param(params: str | None, canonical: str, raw: str) -> int | None:
-    if params is None:
+def split_measure_list(text: str) -> list[str]:
+    """Split a comma-separated list of names at the commas outside parentheses, brackets and quotes:
+    ``"RBP(p=0.8,rel=1),nDCG@10"`` is two names."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _split_params(params: str | None, raw: str) -> dict[str, str]:
+    """``p=0.8,rel=1`` -> {"p": "0.8", "rel": "1"}; a bare name (``judged_only``) means true."""
+    out: dict[str, str] = {}
+    for part in split_measure_list(params or ""):
+        key, eq, value = part.partition("=")
+        key, value = key.strip(), value.strip().strip("'\"").strip()
+        if not key or (eq and not value):
+            raise MeasureError(f"in {raw!r}: parameters are written name=value, got {part!r}")
+        if key in out:
+            raise MeasureError(f"in {raw!r}: {key} is given twice")
+        out[key] = value if eq else "true"
+    return out
+
+
+def _renamed_by_params(canonical: str, given: dict[str, str], raw: str) -> str:
+    """ir_measures' parameters that name another computation: nDCG's dcg= and gains=, SetF's beta=,
+    SetP's relative=."""
+    if canonical == "ndcg" and "dcg" in given:
+        dcg = given.pop("dcg")
+        if dcg == "exp-log2":
+            if given:
+                raise MeasureError(f"in {raw!r}: nDCG(dcg=exp-log2) is ranx's ndcg_burges and takes no other "
+                                   "parameter")
+            return "ndcg_burges"
+        if dcg != "log2":
+            raise MeasureError(f"in {raw!r}: dcg= is log2 (trec_eval's nDCG) or exp-log2 (ranx's ndcg_burges), "
+                               f"got {dcg!r}")
+    if canonical == "ndcg" and "gains" in given:
+        raise MeasureError(f"in {raw!r}: a gains={{grade: gain}} table is not supported; the gain is the grade, or "
+                           "2^grade - 1 where the evaluation's gain is exponential (and in ranx's ndcg_burges@k)")
+    if canonical == "set_f1" and "beta" in given:
+        if _number(given.pop("beta"), "beta", raw) != 1.0:
+            raise MeasureError(f"in {raw!r}: only beta=1 (the harmonic mean, trec_eval's set_F) is computed")
+    if canonical == "set_p" and "relative" in given:
+        if _boolean(given.pop("relative"), raw):
+            raise MeasureError(f"in {raw!r}: SetP(relative=True) (trec_eval's set_relative_P) is not computed")
+    return canonical
+
+
+def _other_params(canonical: str, given: dict[str, str], raw: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if "judged_only" in given:
+        if _boolean(given.pop("judged_only"), raw):
+            if canonical not in TAKES_JUDGED_ONLY:
+                raise MeasureError(f"{canonical!r} takes no judged_only (got {raw!r}); it is taken by: "
+                                   + ", ".join(sorted(TAKES_JUDGED_ONLY)))
+            out["judged_only"] = "true"
+    spec = _PARAMS.get(canonical, {})
+    for key in given:
+        if key not in spec:
+            allowed = ", ".join([*spec, *(["rel"] if canonical in TAKES_REL else []),
+                                 *(["judged_only"] if canonical in TAKES_JUDGED_ONLY else [])]) or "none"
+            raise MeasureError(f"in {raw!r}: {canonical!r} takes no parameter {key!r} (it takes: {allowed})")
+    for key, (kind, default) in spec.items():
+        if key not in given and default is None:
+            raise MeasureError(f"{raw!r} needs {key}=..., e.g. {canonical}({key}=3)" if kind == "int" else
+                               f"{raw!r} needs {key}=...")
+        value = given.get(key, default)
+        if kind == "bool":
+            flag = _boolean(value, raw) if isinstance(value, str) else bool(value)
+            if not flag:
+                out[key] = "false"
+        elif kind == "int":
+            if not re.fullmatch(r"-?\d+", str(value)):
+                raise MeasureError(f"in {raw!r}: {key} must be a whole number, got {value!r}")
+            out[key] = str(int(value))
+        else:
+            out[key] = repr(_number(str(value), kind, raw))
+    if canonical == "inst" and int(out["min_rel"]) >= int(out["max_rel"]):
+        raise MeasureError(f"in {raw!r}: min_rel must be below max_rel")
+    return out
+
+
+def _number(text: str, kind: str, raw: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise MeasureError(f"in {raw!r}: {kind} must be a number, got {text!r}") from None
+    if kind == "persistence" and not 0.0 < value < 1.0:
+        raise MeasureError(f"in {raw!r}: the persistence p must be between 0 and 1 (exclusive), got {text}")
+    if kind == "positive" and not value > 0.0:
+        raise MeasureError(f"in {raw!r}: T must be above 0, got {text}")
+    return value
+
+
+def _boolean(text: str, raw: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise MeasureError(f"in {raw!r}: expected True or False, got {text!r}")
+
+
+def _recall_level(k: str, raw: str) -> str:
+    """A recall level of at most two decimals between 0 and 1 (ir_measures hands trec_eval the level
+    rounded to two decimals, so a third would not be the level computed there)."""
+    if not re.fullmatch(r"(?:0|1)?(?:\.\d{1,2})?|0*1(?:\.0*)?", k) or float(k) > 1.0:
+        raise MeasureError(f"in {raw!r}: the recall level is between 0 and 1 with at most two decimals, e.g. "
+                           "iprec@0.5")
+    return repr(float(k))
+
+
+def _rel_param(value: str | None, canonical: str, raw: str) -> int | None:
+    if value is None:
         return None
-    rel = None
-    for part in (x.strip() for x in params.split(",") if x.strip()):
-        key, _, value = part.partition("=")
-        if key.strip() != "rel" or not re.fullmatch(r"-?\d+", value.strip()):
-            raise MeasureError(f"in {raw!r}: the only parameter is rel=N (a relevance level), got {part!r}")
-        rel = int(value)
-    if rel is not None and canonical not in TAKES_REL:
+    if not re.fullmatch(r"-?\d+", value):
+        raise MeasureError(f"in {raw!r}: rel is a relevance level, a whole number (rel=2), got {value!r}")
+    if canonical not in TAKES_REL:
         raise MeasureError(f"{canonical!r} uses the grades themselves and takes no rel= (got {raw!r})")
-    return rel
+    return int(value)
 
 
 def parse_measures(texts: list[str] | tuple[str, ...] | str) -> list[Measure]:
-    """Parse several names (a list, or one comma-separated string); duplicates are dropped."""
+    """Parse several names (a list, or one comma-separated string; a comma inside parentheses, as in
+    ``RBP(p=0.8,rel=1)``, does not separate names); duplicates are dropped."""
     if isinstance(texts, str):
-        texts = [t for t in texts.split(",") if t.strip()]
+        texts = [texts]
     out: list[Measure] = []
     for t in texts:
-        for part in (str(t).split(",") if isinstance(t, str) else [t]):
-            if isinstance(part, str) and not part.strip():
-                continue
+        for part in (split_measure_list(t) if isinstance(t, str) else [t]):
             m = parse_measure(part)
             if m not in out:
                 out.append(m)
@@ -136,11 +365,20 @@ def measure_names() -> list[str]:
     (help texts and the README list exactly these; a test keeps them in step)."""
     names: list[str] = []
     for name, (need, _) in MEASURES.items():
+        example = _EXAMPLES.get(name)
+        if example:
+            names.append(example)
+            continue
         if need != "required":
             names.append(name)
         if need != "none":
             names.append(f"{name}@k")
     return names
+
+
+# how a measure with a parameter it cannot go without is listed in the help and the README
+_EXAMPLES = {"iprec": "iprec@r", "rbp": "rbp(p=0.8)", "ranx_rbp": "ranx_rbp(p=0.95)", "compat": "compat(p=0.95)",
+             "inst": "inst(max_rel=3,t=1.0)"}
 
 
 def _unknown(raw: str) -> str:
@@ -152,8 +390,7 @@ def _unknown(raw: str) -> str:
         canonical = _ALIASES[close[0]]
         suggestion = canonical if MEASURES[canonical][0] == "none" else f"{canonical}@{k or 10}"
         return f"unknown metric {raw!r}; did you mean {suggestion!r}?"
-    names = ", ".join(f"{n}@k" if need == "required" else n for n, (need, _) in MEASURES.items())
-    return f"unknown metric {raw!r}; known: {names} (trec_eval and ir_measures names work too)"
+    return f"unknown metric {raw!r}; known: {', '.join(measure_names())} (trec_eval, ir_measures and ranx names work too)"
 
 
 DEFAULT_MEASURES = parse_measures(
