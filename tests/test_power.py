@@ -308,7 +308,8 @@ def test_sizing_table_and_the_reports_line():
     headers, rows, notes = sizing_table(c)
     assert headers == ["run", "metric", "sd (diff)", "MDE", "queries for 0.02"]
     assert [r[:2] for r in rows] == [["tfidf", "map"], ["tfidf", "ndcg@10"]] and rows[1][4] == 478
-    assert notes[0].startswith("MDE: the smallest difference of means these 22 queries detect with power 0.8 at alpha 0.05")
+    assert notes[0].startswith("MDE: the smallest difference these 22 queries detect with power 0.8 at alpha 0.05")
+    assert notes[1].startswith("The randomization test's figures are taken to be the t-test's")
     section = compare_sections(ReportInputs(compare=c), [])[0]
     mde = c["tests"][1]["mde"]
     assert (f"22 queries detect a difference of ≥ {mde:.4f} in ndcg@10 (tfidf against bm25) at power 0.8; "

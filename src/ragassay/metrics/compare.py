@@ -185,9 +185,9 @@ def sizing_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[Any]],
     headers = ["run", "metric", "sd (diff)", "MDE"] + ([f"queries for {effect:g}"] if effect else [])
     rows = [[t["run"], t["metric"], t.get("sd_diff"), t.get("mde")] + ([t.get("queries_needed")] if effect else [])
             for t in tests]
-    notes = [f"MDE: the smallest difference of means these {result.get('queries')} queries detect with power "
-             f"{settings['power']:g} at alpha {settings['alpha']:g} (two-sided paired t-test, exact; sd of the "
-             "per-query differences from these queries: Sakai's topic set size design). The randomization "
-             "test's figures are taken to be the t-test's, which it matches at these sizes."]
+    notes = [f"MDE: the smallest difference these {result.get('queries')} queries detect with power "
+             f"{settings['power']:g} at alpha {settings['alpha']:g} (two-sided paired t-test, exact, from the sd "
+             "of the per-query differences: Sakai's topic set size design).",
+             "The randomization test's figures are taken to be the t-test's: it matches the t-test at these sizes."]
     notes += [f"{t['run']} {t['metric']}: {t['power_note']}" for t in tests if t.get("power_note")]
     return headers, rows, notes
