@@ -102,7 +102,7 @@ def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
     headers, sized, notes = sizing_table(cmp.to_dict())
     ask = "" if cmp.settings["effect"] else "\nGive --effect D for the queries needed to detect a difference D."
     third = render_table(headers, sized, args.format) + "\n" + "\n".join(notes) + ask
-    return f"{first}\n\n{second}\n\n{note}" + "".join(f"\n{m}" for m in met) + f"\n\n{third}"
+    return f"{first}\n\n{second}\n\n{third}\n\n{note}" + "".join(f"\n{m}" for m in met)  # the footer stays last
 
 
 # --------------------------------------------------------------------------------------- agree
