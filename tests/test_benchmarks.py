@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from helpers import nonempty
+
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "judge_scale.py"
 
 
@@ -49,3 +53,39 @@ def test_the_local_model_benchmark_measures_each_stage_against_the_local_test_se
     assert re.search(r"^judge vs example assessor 1: 22 pairs, kappa -?\d\.\d{3} \[", out.stdout, re.M)
     assert re.search(r"^ceiling, example assessor 2 vs example assessor 1: 65 pairs, kappa 0\.529 ", out.stdout, re.M)
     assert re.search(r"^check vs example assessor 1: 10 answers, kappa -?\d\.\d{3}, \d+ of 10 labels", out.stdout, re.M)
+
+
+def test_the_cli_startup_benchmark_prints_every_figure_beside_numpy(tmp_path):
+    """benchmarks/cli_startup.py at one round, against this checkout's own src as the other tree: one
+    line per command with its median in seconds and its ratio to numpy's, in both columns; the speed
+    itself is not checked here (the machine is shared)."""
+    bench = BENCH.with_name("cli_startup.py")
+    src = BENCH.parent.parent / "src"
+    out = subprocess.run([sys.executable, str(bench), "--runs", "1", "--against", str(src)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("cli start-up: median wall time of 1 whole-process runs each, interleaved; ragassay is ")
+    assert lines[1].split() == ["this", "tree", "--against", str(src.resolve())]
+    assert lines[-1] == "goal: ragassay --help <= 1.5 x numpy"
+    figures = {}
+    for line in nonempty(lines[2:-1]):
+        label, cells = re.match(r"(.+?)\s{2,}(\d.*)$", line).groups()
+        figures[label] = re.findall(r"(\d+\.\d{3}) s(?: \((\d+\.\d{2}) x numpy\))?", cells)
+    assert list(figures) == ['python -c "import numpy"', "ragassay --help", "ragassay evaluate --help",
+                             "ragassay evaluate qrels.txt runs/bm25.txt", "ragassay evaluate qrels.txt runs/tfidf.txt"]
+    numpy = figures.pop('python -c "import numpy"')
+    assert len(numpy) == 2 and all(float(s) > 0 and ratio == "" for s, ratio in numpy)
+    for label, cells in nonempty(figures.items()):
+        assert len(cells) == 2, label
+        for (seconds, ratio), (numpy_seconds, _) in nonempty(zip(cells, numpy)):  # the ratio of the figures printed
+            assert float(ratio) == pytest.approx(float(seconds) / float(numpy_seconds), rel=0.03, abs=0.006), \
+                (label, ratio)
+
+
+def test_the_cli_startup_benchmark_refuses_a_tree_without_ragassay(tmp_path):
+    """--against a folder with no ragassay in it would time the installed one under another name."""
+    bench = BENCH.with_name("cli_startup.py")
+    out = subprocess.run([sys.executable, str(bench), "--runs", "1", "--against", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "no ragassay package in it" in out.stderr
