@@ -352,3 +352,26 @@ def test_compare_command_refuses_designs_with_exit_2(capsys):
                                  (["--effect", "nan"], "argument --effect: expected a finite number")]):
         assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10", *flags]) == 2
         assert said in capsys.readouterr().err
+
+
+def test_compare_of_three_runs_sizes_each_against_the_baseline_on_its_own_differences(tmp_path):
+    lines = open(BM25).read().splitlines()
+    shuffled = tmp_path / "odd run #1.txt"  # bm25 with each query's top two swapped, a few queries dropped
+    kept = [ln.split() for ln in lines if ln.split()[0] not in {"q03", "q07"}]
+    by_query: dict[str, list[list[str]]] = {}
+    for row in nonempty(kept):
+        by_query.setdefault(row[0], []).append(row)
+    out = []
+    for q, rows in nonempty(by_query.items()):
+        rows = sorted(rows, key=lambda r: -float(r[4]))
+        rows[0][4], rows[1][4] = rows[1][4], rows[0][4]
+        out += [" ".join(r[:5] + ["odd"]) for r in rows]
+    shuffled.write_text("\n".join(out) + "\n")
+    cmp = compare(QRELS, {"bm25": BM25, "tfidf": TFIDF, "odd": str(shuffled)}, ["ndcg@10"], effect=0.05)
+    assert [t.run for t in cmp.tests] == ["tfidf", "odd"]
+    base = cmp.evaluations["bm25"].values["ndcg@10"]
+    for t in nonempty(cmp.tests):
+        sd = float(np.std(cmp.evaluations[t.run].values["ndcg@10"] - base, ddof=1))
+        assert t.sd_diff == pytest.approx(sd) and t.mde == pytest.approx(minimum_detectable_effect(22, sd))
+        assert t.queries_needed == queries_needed(0.05, sd)
+    assert cmp.tests[0].sd_diff != pytest.approx(cmp.tests[1].sd_diff)
