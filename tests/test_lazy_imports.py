@@ -144,3 +144,31 @@ def test_compare_help_shows_the_defaults_compare_uses():
     params = inspect.signature(compare).parameters
     assert (params["n_permutations"].default, params["n_bootstrap"].default, params["seed"].default) == (
         N_PERMUTATIONS, N_BOOTSTRAP, SEED) == (10_000, 10_000, 0)
+
+
+def test_a_sigterm_that_python_turns_into_another_exception_still_ends_as_a_sigterm(monkeypatch, capsys):
+    """A command now imports its handler's modules after parsing, so a SIGTERM can land in the middle
+    of `import ssl`, whose ImportError the import system was building: CPython then raises "TypeError:
+    expected a message argument" in place of the handler's exception. Any exception after a SIGTERM
+    ends the command as the SIGTERM (143, the one line); without one it is raised as it is."""
+    import signal
+
+    from ragassay import cli
+    from ragassay.cli import metrics
+
+    def mangled(args):
+        try:
+            cli._raise_terminated(signal.SIGTERM, None)
+        except cli._Terminated:
+            raise TypeError("expected a message argument") from None
+
+    monkeypatch.setattr(metrics, "run_evaluate", mangled)
+    assert cli.main(["evaluate", QRELS, BM25]) == 143
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == "terminated (SIGTERM); a rerun of the same command resumes where this one stopped\n"
+
+    def broken(args):
+        raise TypeError("a defect, no signal")
+    monkeypatch.setattr(metrics, "run_evaluate", broken)
+    with pytest.raises(TypeError, match="a defect, no signal"):
+        cli.main(["evaluate", QRELS, BM25])
