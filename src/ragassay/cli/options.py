@@ -13,8 +13,14 @@ from .values import integer, nonneg_float, positive_float, positive_int
 
 EPILOG_METRICS = (
     "metrics: " + ", ".join(measure_names()) + "; trec_eval names (P_5, ndcg_cut_10, recip_rank, Rprec, "
-    "success_10), ir_measures names (P@5, nDCG@10, RR, AP, R@100, Judged@10) and ranx names (r-precision, "
-    "hits@5) are accepted too, and P(rel=2)@5 sets a measure's own relevance level.")
+    "success_10, num_rel, iprec_at_recall_0.50), ir_measures names (P@5, nDCG@10, RR, AP, R@100, Judged@10, "
+    "SetP, NumRel, IPrec@0.5, infAP, RBP(p=0.8,rel=1), nDCG(judged_only=True)@10, Compat, INST(max_rel=3)) and "
+    "ranx names (r-precision, hits@5, dcg@10, ndcg_burges@10, rbp.95) are accepted too, and P(rel=2)@5 sets a "
+    "measure's own relevance level. Where the tools differ, the name follows the tool that spells it: Judged@k "
+    "is ir_measures' (tied scores across the cutoff by document id ascending, where trec_eval's order takes "
+    "them descending); ranx's names keep tied scores in the run's order and count gains only from grades at "
+    "or above --relevance-level; counts (num_ret, num_rel, num_rel_ret, num_q) are totalled, not averaged. "
+    "Quote a list with parameters: -m 'RBP(p=0.8,rel=1),nDCG@10'.")
 
 
 FILE_FORMATS = ("auto", "trec", "trec3", "jsonl", "beir")  # --qrels-format / --run-format, everywhere
