@@ -50,11 +50,12 @@ MEASURES: dict[str, tuple[str, str]] = {
                     "documents, the first 1000 ranks, as its cwl_eval provider computes it; tied scores keep the "
                     "run's order"),
     "ranx_rbp": ("none", "ranx's rank-biased precision rbp.95: (1-p) * sum of p^(i-1) * grade over the relevant "
-                         "documents (graded), the whole ranking; tied scores keep the run's order"),
-    "dcg": ("optional", "ranx's dcg@k: sum of grade / log2(i+1) over the relevant documents; tied scores keep the "
-                        "run's order"),
-    "dcg_burges": ("optional", "ranx's dcg_burges@k: sum of (2^grade - 1) / log2(i+1) over the relevant documents; "
-                               "tied scores keep the run's order"),
+                         "documents (graded; relevant: grade at least the relevance level, ranx's rel_lvl), the "
+                         "whole ranking; tied scores keep the run's order"),
+    "dcg": ("optional", "ranx's dcg@k: sum of grade / log2(i+1) over the relevant documents (grade at least the "
+                        "relevance level, ranx's rel_lvl); tied scores keep the run's order"),
+    "dcg_burges": ("optional", "ranx's dcg_burges@k: sum of (2^grade - 1) / log2(i+1) over the relevant documents "
+                               "(grade at least the relevance level); tied scores keep the run's order"),
     "ndcg_burges": ("optional", "ranx's ndcg_burges@k (ir_measures' nDCG(dcg=exp-log2)@k): dcg_burges over the "
                                 "ideal ranking's; tied scores keep the run's order"),
     "compat": ("none", "ir_measures' Compat(p=0.95): rank-biased overlap of the ranking with the ideal one "
@@ -378,7 +379,7 @@ def measure_names() -> list[str]:
 
 # how a measure with a parameter it cannot go without is listed in the help and the README
 _EXAMPLES = {"iprec": "iprec@r", "rbp": "rbp(p=0.8)", "ranx_rbp": "ranx_rbp(p=0.95)", "compat": "compat(p=0.95)",
-             "inst": "inst(max_rel=3,t=1.0)"}
+             "inst": "inst(max_rel=3,min_rel=0,t=1.0)"}
 
 
 def _unknown(raw: str) -> str:
