@@ -433,7 +433,7 @@ def _chunk_list(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk
 
 
 def retrieve(retriever: Any, queries: str | Path | Sequence[QueryItem] | Mapping[str, str], *,
-             chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | None = None,
+             chunks: str | Path | Sequence[Chunk | dict | str] | Mapping[str, Chunk] | None = None,
              id_field: str | None = None, k: int = 100, output: str | Path | None = None, name: str | None = None,
              quiet: bool = False) -> Retrieval:
     """Run a retriever over the queries: what ``ragassay retrieve`` calls. Returns a
@@ -445,24 +445,10 @@ def retrieve(retriever: Any, queries: str | Path | Sequence[QueryItem] | Mapping
     class, or a callable taking no positional argument), or ``"module:NAME"`` / ``"file.py:NAME"``
     naming any of these. ``id_field`` says where a returned node or document holds the chunk id:
     ``id`` (the default: LlamaIndex's node_id, LangChain's Document.id), ``ref_doc_id`` or
-    ``metadata.KEY``. With ``chunks``, every returned id must be one of theirs (the first that is
-    not stops the run, naming it) and ``.chunks`` counts how they met. ``output`` writes the run
-    (TREC) and its latency beside it.
+    ``metadata.KEY``. With ``chunks`` (a file, chunks, dicts or ids), every returned id must be one of
+    theirs (the first that is not stops the run, naming it) and ``.chunks`` counts how they met.
+    ``output`` writes the run (TREC) and its latency beside it.
     """
-    from .data.io import read_queries
-    from .stages.retrieve import load_retriever, retrieve_run, write_run_files
-    if k < 1:
-        raise UsageError(f"k must be at least 1, got {k}")
-    spec = retriever if isinstance(retriever, str) else None
-    made = load_retriever(spec) if spec is not None else retriever
-    if isinstance(queries, (str, Path)):
-        texts = read_queries(queries)
-    elif isinstance(queries, Mapping):
-        texts = {str(q): str(t) for q, t in queries.items()}
-    else:
-        texts = {q.id: q.text for q in queries}
-    table = _chunks(chunks, by_id_only=True)
-    done = retrieve_run(made, texts, k, name or (spec.rpartition(":")[2] if spec else None),
-                        False if quiet else None, id_field=id_field, chunk_ids=table,
-                        chunks_source=_source(chunks))
-    return done if output is None else write_run_files(done, output)
+    from .stages.retrieve import retrieve as run_and_write
+    return run_and_write(retriever, queries, chunks=chunks, id_field=id_field, k=k, output=output, name=name,
+                         quiet=quiet)

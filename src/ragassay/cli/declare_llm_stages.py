@@ -136,6 +136,7 @@ def generate(sub: Any) -> None:
     writes(p.add_argument("--rejects", metavar="FILE", help="dropped questions and unfit chunks, with reasons"))
     folder(p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FORMAT", "DIR"),
                    help="also write the set into DIR for another tool, named after what loads it: beir, "
+                        "llamaindex-query-response (llama-index-core's QueryResponseDataset, with relevant_docs), "
                         "llamaindex-embedding-qa (llama_index.finetuning.EmbeddingQAFinetuneDataset), "
                         "ragas-evaluation-dataset (ragas.EvaluationDataset), ragas-testset (ragas's Testset), "
                         "deepeval-goldens (deepeval's EvaluationDataset goldens); repeat for several"))

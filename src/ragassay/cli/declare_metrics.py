@@ -87,20 +87,30 @@ def agree(sub: Any) -> None:
 
 def retrieve(sub: Any) -> None:
     p = sub.add_parser(
-        "retrieve", help="run your own search function over queries and write a run",
+        "retrieve", help="run your own search function, or a LlamaIndex or LangChain retriever, over queries and "
+                         "write a run",
         description="Call your retriever on every query and write its results as a TREC run. "
-                    "The function takes the query text and returns ranked ids, or (id, score) "
-                    "pairs, best first. Per-query latency is written next to the run "
-                    "(RUN.latency.json).",
+                    "A function takes the query text and returns ranked ids, or (id, score) "
+                    "pairs, best first; a LlamaIndex retriever (.retrieve) or a LangChain retriever "
+                    "(.invoke), or a factory making one (a class, or a function of no argument), is called "
+                    "the same way, the chunk id of each node or document read where --id-field says. "
+                    "Per-query latency is written next to the run (RUN.latency.json).",
         epilog="Example: ragassay retrieve --retriever datasets/example/retrievers.py:bm25 "
                "--queries datasets/example/queries.jsonl -k 10 -o my_run.txt")
-    module(p.add_argument("--retriever", required=True, metavar="MODULE:FUNCTION",
-                   help="package.module:function or path/to/file.py:function"))
+    module(p.add_argument("--retriever", required=True, metavar="MODULE:NAME",
+                   help="package.module:NAME or path/to/file.py:NAME: a search function, a LlamaIndex or LangChain "
+                        "retriever object, or a factory making one"))
     reads(p.add_argument("--queries", required=True, metavar="FILE",
                    help="queries: JSONL (id + question/query/text) or TSV (id<TAB>text)"))
+    reads(p.add_argument("--chunks", metavar="FILE", help="the chunks (JSONL): every id returned must be one of "
+                         "theirs (the first that is not stops the run); the counts of how they met are in the "
+                         "result"))
+    text(p.add_argument("--id-field", metavar="FIELD", help="where a returned node or document holds the chunk id: "
+                        "id (default: LlamaIndex's node_id, LangChain's Document.id), ref_doc_id (LlamaIndex: the "
+                        "document a node was cut from) or metadata.KEY"))
     p.add_argument("-k", type=positive_int, default=100, help="results kept per query (default 100)")
     writes(p.add_argument("-o", "--output", required=True, metavar="RUN", help="where to write the TREC run"))
-    text(p.add_argument("--name", help="run tag (default: the function's name)"))
+    text(p.add_argument("--name", help="run tag (default: the NAME of --retriever)"))
     p.add_argument("--quiet", action="store_true", help="no progress bar (default: one on a terminal)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=Handler("ragassay.cli.metrics", "run_retrieve"))

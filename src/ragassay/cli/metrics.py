@@ -168,18 +168,24 @@ def _num(v: float) -> str:
 # ------------------------------------------------------------------------------------ retrieve
 
 def run_retrieve(args: argparse.Namespace) -> str | tuple[str, int]:
-    from ..data.io import read_queries
-    from ..stages.retrieve import load_callable, run_retriever, write_retrieval
-    queries = read_queries(args.queries)
-    run = run_retriever(load_callable(args.retriever), queries, args.k, name=args.name,
-                        progress=False if args.quiet else None)
-    result = write_retrieval(run, args.output, len(queries))
+    from ..stages.retrieve import retrieve
+    result = retrieve(args.retriever, args.queries, chunks=args.chunks, id_field=args.id_field, k=args.k,
+                      output=args.output, name=args.name, quiet=args.quiet).to_dict()
     return render(args, lambda: result, lambda: _retrieve_text(result))
 
 
 def _retrieve_text(result: dict) -> str:
     lat = result["latency_ms"]
-    return (f"wrote {result['results']} results for {result['queries']} queries to {result['output']} "
-            f"(latency p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms; per query in {result['latency_file']})")
+    lines = [f"wrote {result['results']} results for {result['queries']} queries to {result['output']} "
+             f"(latency p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms; per query in {result['latency_file']})"]
+    if result.get("id_field"):
+        repeated = f"; {result['repeated']} repeating a chunk of their query dropped" if result.get("repeated") else ""
+        lines.append(f"a {result['retriever']} retriever: chunk ids read from its {result['id_field']}{repeated}")
+    joined = result.get("chunks")
+    if joined:
+        run, chunks = joined["left"], joined["right"]
+        lines.append(f"chunk ids: {run['matched']} of the run's {run['ids']} are chunks of {chunks['file'] or 'the chunks'}; "
+                     f"{chunks['matched']} of its {chunks['ids']} chunks retrieved")
+    return "\n".join(lines)
 
 

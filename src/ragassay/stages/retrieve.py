@@ -56,6 +56,48 @@ class Retrieval:
             chunks=None if self.chunks is None else self.chunks.to_dict()).to_dict()
 
 
+def retrieve(retriever: Any, queries: str | Path | Mapping[str, str] | Iterable[Any], *,
+             chunks: str | Path | Mapping[str, Any] | Iterable[Any] | None = None, id_field: str | None = None,
+             k: int = 100, output: str | Path | None = None, name: str | None = None,
+             quiet: bool = False) -> Retrieval:
+    """Run a retriever over the queries and, given ``output``, write the run: ``ragassay retrieve``
+    and ``ragassay.api.retrieve``. ``retriever`` is anything :func:`run_retriever` takes, or
+    ``"module:NAME"`` / ``"file.py:NAME"`` naming it (the run then tagged NAME); ``queries`` a file,
+    ``{id: text}`` or query items (``.id``, ``.text``); ``chunks`` a file, ``{id: chunk}``, or chunks,
+    dicts or ids, whose ids every returned id must be one of."""
+    from ..errors import UsageError
+    if k < 1:
+        raise UsageError(f"k must be at least 1, got {k}")
+    spec = retriever if isinstance(retriever, str) else None
+    made = load_retriever(spec) if spec is not None else retriever
+    done = retrieve_run(made, _query_texts(queries), k, name or (spec.rpartition(":")[2] if spec else None),
+                        False if quiet else None, id_field=id_field, chunk_ids=_chunk_ids(chunks),
+                        chunks_source=str(chunks) if isinstance(chunks, (str, Path)) else None)
+    return done if output is None else write_run_files(done, output)
+
+
+def _query_texts(queries: str | Path | Mapping[str, str] | Iterable[Any]) -> dict[str, str]:
+    if isinstance(queries, (str, Path)):
+        from ..data.io import read_queries
+        return read_queries(queries)
+    if isinstance(queries, Mapping):
+        return {str(q): str(t) for q, t in queries.items()}
+    return {str(q.id): str(q.text) for q in queries}
+
+
+def _chunk_ids(chunks: str | Path | Mapping[str, Any] | Iterable[Any] | None) -> Collection[str] | None:
+    """The chunk ids: a file's as :func:`~ragassay.data.chunk_table.chunk_source` holds them (a large
+    file as where each line lies), a mapping's keys, or each item's ``id`` (a chunk, a dict, an id)."""
+    if chunks is None:
+        return None
+    if isinstance(chunks, (str, Path)):
+        from ..data.chunk_table import chunk_source
+        return chunk_source(chunks)
+    if isinstance(chunks, Mapping):
+        return frozenset(map(str, chunks))
+    return frozenset(str(c["id"] if isinstance(c, dict) else getattr(c, "id", c)) for c in chunks)
+
+
 def run_retriever(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | None = None,
                   progress: bool | None = None, *, id_field: str | None = None,
                   chunk_ids: Collection[str] | None = None, chunks_source: str | Path | None = None) -> Run:
@@ -88,7 +130,7 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
     d_rows: list[str] = []
     s_rows: list[float] = []
     latency: dict[str, float] = {}
-    repeated = 0
+    repeated = most = 0
     qids = list(queries)
     bar = _progress(len(qids), show)
     for qi, qid in enumerate(qids):
@@ -100,6 +142,7 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
         latency[qid] = (time.perf_counter() - t0) * 1000.0
         kept, dropped = _ranked(results, field, qid, k)
         repeated += dropped
+        most = max(most, len(results))
         if chunk_ids is not None:
             _require_chunks(kept, chunk_ids, qid, field, adapted.kind, chunks_source)
         q_rows += [qi] * len(kept)
@@ -108,6 +151,10 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
         bar(qi + 1)
     run = Run(qids, np.array(q_rows, dtype=np.int64), encode_ids(d_rows),
               np.array(s_rows, dtype=np.float64), name or adapted.name, latency_ms=latency)
+    if adapted.kind != "function" and qids and most < k:  # LlamaIndex's similarity_top_k is 2 unless set
+        print(f"warning: the retriever returned at most {most} results for a query, fewer than the {k} asked: "
+              "its own top k cuts the run (LlamaIndex: as_retriever(similarity_top_k=N); LangChain: "
+              "as_retriever(search_kwargs={'k': N}))", file=sys.stderr)
     join = None
     if chunk_ids is not None:
         join = Join("chunk ids", Side("the run", None, frozenset(d_rows)),
@@ -232,9 +279,3 @@ def write_run_files(retrieval: Retrieval, output: str | Path) -> Retrieval:
     retrieval.output, retrieval.latency_file = out, latency_file
     return retrieval
 
-
-def write_retrieval(run: Run, output: str | Path, queries: int) -> dict:
-    """Write ``run`` to ``output`` and each query's latency beside it; return the ``retrieve`` result
-    (the form before :class:`Retrieval`: the counts of a function's run)."""
-    done = write_run_files(Retrieval(run, "function", None, 0, None), output)
-    return {**done.to_dict(), "queries": queries}
