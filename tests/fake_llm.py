@@ -463,19 +463,21 @@ def habit_reply(body: dict, habit: str, context: int | None = None,
 
 class FakeLLM:
     """Start with ``with FakeLLM() as s``; ``s.url`` is the base URL; ``delay`` slows each answer;
-    ``refuse`` makes every answer a refusal; ``pace`` answers at a model's speed; ``habit`` (one of
+    ``refuse`` makes every answer a refusal; ``pace`` answers at a model's speed; ``props`` serves
+    llama-server's /props (the context, one slot); ``habit`` (one of
     ``HABITS``) serves the answers the way
     that kind of server does, and ``context`` is its context in the fake's tokens (a default per
     habit in ``DEFAULT_CONTEXT``; given to llama_cpp_python, a longer request is refused)."""
 
     def __init__(self, delay: float = 0.0, refuse: str | None = None, port: int = 0, habit: str | None = None,
-                 context: int | None = None, pace: tuple[float, float, float] | None = None):
+                 context: int | None = None, pace: tuple[float, float, float] | None = None, props: bool = False):
         if habit is not None and habit not in HABITS:
             raise ValueError(f"no such habit {habit!r}: one of {', '.join(HABITS)}")
         self.delay = delay
         # (prompt tokens a second, answer tokens a second, seconds a call besides): each answer takes the
         # time a model of that speed takes, one call at a time, by the tokens its usage reports
         self.pace = pace
+        self.props = props  # answer GET /props as llama-server does: one slot, the context as n_ctx
         self._pace_lock = threading.Lock()
         self.refuse = refuse  # when set: every answer is this refusal (a model that rejects everything)
         self.habit = habit
@@ -490,6 +492,16 @@ class FakeLLM:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def do_GET(self) -> None:
+                found = self.path == "/props" and server.props
+                data = json.dumps({"total_slots": 1, "default_generation_settings": {"n_ctx": server.context}}
+                                  if found else {"error": "not found"}).encode()
+                self.send_response(200 if found else 404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self) -> None:
                 if not self.path.endswith("/chat/completions"):  # another page (Ollama's /api/show): not a call

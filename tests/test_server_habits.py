@@ -533,3 +533,64 @@ def test_an_answer_labelled_from_a_prompt_ollama_cut_at_its_default_context_is_n
     assert (got["q01"]["status"], got["q01"]["label"]) == ("error", None), got["q01"]
     assert got["q01"]["error"].startswith("cut: the server read 2,048 of about ")
     assert said.code == 3, said.text
+
+
+# ------------------------------------------------------------------- windows sized to a told context
+
+
+def _long_chunk_files(tmp_path: Path) -> tuple[Path, Path]:
+    """The example's chunks with one chunk that bm25 ranks first for a query made about 7,000
+    characters long, and a run of that query's top 2."""
+    run = [line.split() for line in (EXAMPLE / "runs" / "bm25.txt").read_text().splitlines()]
+    query, long_id = run[0][0], run[0][2]
+    top = [r for r in run if r[0] == query][:2]
+    chunks = []
+    for c in lines(EXAMPLE / "chunks.jsonl"):
+        if c["id"] == long_id:
+            c["text"] = " ".join([c["text"]] * (7000 // len(c["text"]) + 1))
+        chunks.append(c)
+    chunks_path, run_path = tmp_path / "chunks.jsonl", tmp_path / "run.txt"
+    chunks_path.write_text("".join(json.dumps(c) + "\n" for c in chunks), encoding="utf-8")
+    run_path.write_text("".join(" ".join(r) + "\n" for r in top))
+    return chunks_path, run_path
+
+
+@pytest.mark.parametrize("told", [True, False])
+def test_a_long_chunk_is_judged_in_windows_that_fit_the_context_the_server_told(tmp_path, told):
+    """llama-server says its context in /props: the judge's windows shrink to fit it, and every
+    prompt is read whole. A server that does not say it refuses the long chunk's prompt (an error
+    record naming its context), as before."""
+    chunks, run = _long_chunk_files(tmp_path)
+    out = tmp_path / "j.jsonl"
+    with FakeLLM(habit="llama_server_400", context=1500, props=told) as server:
+        said = cli("judge", "--queries", EXAMPLE / "queries.jsonl", "--chunks", chunks, "--run", run, "-o", out,
+                   "--base-url", server.url, "--model", "m", "--no-cache", "--concurrency", "1")
+        statuses = list(server.statuses)
+    records = lines(out)
+    assert len(records) == 2
+    if told:
+        assert said.code == 0, said.text
+        assert set(statuses) == {200} and len(statuses) > 3  # the long chunk in several windows, none refused
+        assert all(r["status"] == "ok" for r in records)
+        assert "judge: the server's context is 1,500 tokens: chunks longer than " in said.err
+        assert "characters are judged in windows of that size" in said.err
+    else:
+        assert said.code == 3, said.text
+        assert 400 in statuses and "windows of that size" not in said.err
+        assert sorted(r["status"] for r in records) == ["error", "ok"]
+        assert [r for r in records if r["status"] == "error"][0]["error"].startswith(
+            "context: the prompt does not fit the server's context of 1500 tokens")
+
+
+def test_windows_fit_the_room_a_context_leaves_and_are_left_alone_where_they_fit():
+    from ragassay.stages.judge import JudgeOptions, fit_to_context
+    options = JudgeOptions(max_tokens=600, max_chunk_chars=6000)
+    assert fit_to_context(options, None, 500) is options  # nothing told
+    assert fit_to_context(options, 32768, 500) is options  # the default windows fit
+    fitted = fit_to_context(options, 2048, 500)
+    assert fitted.max_chunk_chars == (2048 - 600 - 500) * 3 and fitted.window_overlap == 300
+    assert fit_to_context(JudgeOptions(max_tokens=600, batch=4), 2048, 500).max_chunk_chars == (2048 - 1100) * 3 // 4
+    assert fit_to_context(options, 1200, 500) is options  # no room even for a short window: the client refuses
+    assert fit_to_context(JudgeOptions(long_chunks="cut"), 2048, 500).long_chunks == "cut"
+    small = fit_to_context(options, 1400, 500)
+    assert small.max_chunk_chars == 900 and small.window_overlap == 180  # the overlap shrinks with the window

@@ -414,6 +414,12 @@ class LLM:
                 self.slots = info.slots
             self.server = info
 
+    async def known_context(self) -> int | None:
+        """The context in tokens the server has said it holds (asked once, on a server of this
+        machine or its network), or None: a stage sizes what it sends to fit it."""
+        await self._ask_server()
+        return self.context_limit
+
     def call_timeout(self, body: dict[str, Any]) -> float | None:
         """Seconds to wait for a local server's answer: a slow model on this machine reads ~20
         prompt tokens a second and writes ~4 at worst, so the wait grows with the prompt and the

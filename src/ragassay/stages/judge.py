@@ -1038,9 +1038,43 @@ class JudgeJob(StageJob[JudgeResult]):
         return self.plan().estimate()
 
     async def execute(self, llms: Sequence[LLM]) -> JudgeResult:
+        context = await llms[0].known_context() if llms else None
+        fitted = fit_to_context(self.options, context, self._fixed_tokens())
+        if fitted is not self.options:
+            self.options = fitted
+            if not fitted.quiet:
+                print(f"judge: the server's context is {context:,} tokens: chunks longer than "
+                      f"{fitted.max_chunk_chars:,} characters are judged in windows of that size", file=sys.stderr)
         result = await execute_judge(self.plan(), llms, qrels_out=self.qrels_out, announce_unknown=False)
         result.join = self.join.to_dict()
         return result
 
     def pending(self, result: JudgeResult) -> int:
         return result.pending
+
+    def _fixed_tokens(self) -> int:
+        """Tokens of a relevance prompt around its passage, for the longest query (an estimate)."""
+        from ..llm.usage import estimate_tokens
+        if not self.queries:
+            return 0
+        judge = Judge(self.configs, self.options)
+        longest = max(self.queries, key=lambda q: len(q.text) + len(q.need_block()) + len(q.expected_block()))
+        return sum(estimate_tokens(m["content"]) for m in judge.relevance_messages(longest, Chunk(id="x", text="")))
+
+
+CHARS_PER_TOKEN_AT_LEAST = 3.0  # English runs near 4 characters a token; 3 leaves room for other text
+MIN_WINDOW_CHARS = 400  # a context with less room than this for the passage: windows cannot help
+
+
+def fit_to_context(options: JudgeOptions, context: int | None, fixed_tokens: int) -> JudgeOptions:
+    """Options whose windows fit a server's context: the room left by the prompt's fixed part and
+    the answer's budget, in characters (at ``CHARS_PER_TOKEN_AT_LEAST``, shared by a batch's
+    passages), when that is less than ``max_chunk_chars``; the same object otherwise. A context too
+    small even for a short window is left to the client, which sends no prompt that cannot fit."""
+    if context is None or options.long_chunks != "windows":
+        return options
+    room = context - options.max_tokens - fixed_tokens
+    chars = int(room * CHARS_PER_TOKEN_AT_LEAST) // max(1, options.batch)
+    if chars >= options.max_chunk_chars or chars < MIN_WINDOW_CHARS:
+        return options
+    return dataclasses.replace(options, max_chunk_chars=chars, window_overlap=min(options.window_overlap, chars // 5))
