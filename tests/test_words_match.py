@@ -284,6 +284,30 @@ NOT_PRINTED = [
     ("llm.cache:Cache", ("--cache", "--no-cache"), ("ping",),
      "ping turns the cache off: test_ping_names_no_cache_flag_even_when_the_cache_is_broken"),
     ("product.tracking:git_commit", ("--short",), tuple(COMMANDS), "git's flag (git rev-parse --short=12), not ours"),
+    # run (product/pipeline.py) calls the stages' Python functions with values its project file checked
+    # (read_project) and the defaults of every other flag: their argument checks cannot fail for it
+    ("api:judge", ("--samples", "--batch", "--depth", "--max-chunk-chars"), ("run",),
+     "run passes depth >= 1 (checked in the project file) and the defaults of the others"),
+    ("api:check", ("--run", "--qrels", "--samples", "--max-response-chars", "--max-context-chars", "--human"), ("run",),
+     "run passes the run and the qrels together or neither, the defaults, and meets the answers with the human "
+     "labels itself first (pipeline._check_inputs)"),
+    ("api:_answers", ("--by",), ("run",), "run passes no breakdown"),
+    ("api:generate", ("--mix", "--styles", "--max-per-doc"), ("run",), "run passes their defaults"),
+    ("stages.generate_checks:parse_mix", ("--mix",), ("run",), "run passes the default mix"),
+    ("stages.generate_job:wanted", ("--limit",), ("run",), "pipeline._generate says it as [generate] limit"),
+    ("stages.generate:Generator", ("--limit",), ("run",), "pipeline._generate says it as [generate] limit"),
+    ("stages.generate:GenerateResult", ("--limit", "--seed"), ("run",), "summary(): run prints its own line"),
+    ("stages.exports:export_format", ("--export",), ("run",), "run exports nothing"),
+    ("stages.engine:parse_shard", ("--shard",), ("run",), "run passes no shard"),
+    ("stages.scaffold:Backend", ("--backend", "--export-requests", "--import-results"), ("run",),
+     "run calls live, with no batch files"),
+    ("llm.batch_api:run_rounds", ("--export-requests",), ("run",), "run calls live, never the Batch API"),
+    ("stages.judge:JudgeResult", ("--keep",), ("run",), "text(): run prints its own line of a judge run"),
+    ("stages.judge:_qrels_origin", ("--keep",), ("run",), "only for kept labels: run keeps none"),
+    ("stages.check:read_answers", ("--chunks",), ("run",), "run checks answers only with the chunks"),
+    ("product.report:build_report", ("--qrels", "--run"), ("run",), "run gives result files or qrels with runs"),
+    ("product.tracking:gate", ("--allow-errors",), ("run",), "run gates evaluate results, which hold no error items"),
+    ("product.tracking:History", ("--db",), ("run",), "pipeline._track says the history's path instead"),
 ]
 
 
@@ -469,6 +493,14 @@ def _max_calls(stage: str, ceiling: int = 1):
 
 
 # (command, where its help says it, the code) -> a run in that situation, returning its exit code
+def _run_max_calls(url: str) -> int:
+    """run on a copy of the example, its project file written by init: the judge stops at the ceiling."""
+    import shutil
+    shutil.copytree(EXAMPLE, "p", ignore=shutil.ignore_patterns("__pycache__", "ragassay.toml"))
+    assert main(["init", "p"]) == 0
+    return main(["run", "p/ragassay.toml", "--base-url", url, "--model", "fake", "--no-cache", "--max-calls", "5"])
+
+
 EXITS = {
     ("ping", "description", 1): _ping_unusable,
     ("gate", "description", 1): lambda capsys, url: _gate(capsys, url, "ndcg@10=0.99"),
@@ -480,6 +512,7 @@ EXITS = {
     ("check", "--max-calls", 3): _max_calls("check"),
     ("demo", "--max-calls", 3): lambda capsys, url: main(["demo", "-o", "d", "--base-url", url, "--model", "fake",
                                                            "--no-cache", "--max-calls", "5"]),
+    ("run", "--max-calls", 3): lambda capsys, url: _run_max_calls(url),
 }
 
 

@@ -117,3 +117,44 @@ def gate(sub: Any) -> None:
                    help="pass a stage result (judge, check, generate) with up to N error items (default 0)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=Handler("ragassay.cli.product", "run_gate"))
+
+
+def init(sub: Any) -> None:
+    p = sub.add_parser(
+        "init", help="write a project file (ragassay.toml) naming the role of each file of a folder",
+        description="Look at the files of a folder (chunks, queries, runs, retriever functions in .py files, "
+                    "answers, people's qrels with their FILE.origin.json, answer labels, BEIR folders) and write "
+                    "ragassay.toml, a short commented project file naming each file's role, for 'ragassay run'. "
+                    "Nothing is guessed silently: a file that could fill a role another fills too is written "
+                    "commented out with the choices and said; a file it cannot place is said.",
+        epilog="Example: ragassay init my-corpus && ragassay run my-corpus/ragassay.toml --dry-run")
+    folder(p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the folder (default: this one)"))
+    p.add_argument("--update", action="store_true",
+                   help="add the files that appeared since to the project file there (lines you edited are kept)")
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=Handler("ragassay.cli.project", "run_init"))
+
+
+def run(sub: Any) -> None:
+    p = sub.add_parser(
+        "run", help="run the pipeline a project file describes: retrieve, judge the pool, check, evaluate, "
+                    "compare, report, track, gate",
+        description="Run the pipeline of a project file (ragassay init writes one): generate questions when "
+                    "there are none, retrieve with each retriever, judge the pool (the union of every run's top "
+                    "depth for each query: every run is scored on the same judged set, and a new run costs only "
+                    "its new pairs), check the answers, evaluate and compare every run, write report.html and "
+                    "report.md, track the results and gate. Each step runs only when its inputs changed "
+                    "(.ragassay/state.json beside the project file). Exit codes: 0 ok, 3 some error records, "
+                    "1 a step failed, bad input or a gate failed, 2 usage.",
+        epilog="Example: ragassay run ragassay.toml --dry-run; ragassay run --base-url http://localhost:8000/v1 "
+               "--model NAME")
+    reads(p.add_argument("file", nargs="?", default="ragassay.toml", metavar="FILE",
+                         help="the project file (default ./ragassay.toml)"))
+    text(p.add_argument("--only", metavar="STEP", help="run this step only (generate, retrieve, judge, coverage, "
+                                                       "check, evaluate, compare, report, track, gate)"))
+    text(p.add_argument("--from", dest="start", metavar="STEP", help="run the steps from this one on"))
+    p.add_argument("--append", action="store_true",
+                   help="generate more questions even when run generated some already")
+    add_llm_options(p)  # --dry-run is one of them: each step's calls, tokens, cost and time
+    add_format_option(p, ("table", "json"))
+    p.set_defaults(handler=Handler("ragassay.cli.project", "run_run"))

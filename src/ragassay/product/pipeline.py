@@ -1,0 +1,662 @@
+"""``ragassay run``: the pipeline a project file describes, each step only when its inputs changed.
+
+Steps, in order (``STEPS``): generate questions when the project has none, retrieve with each
+retriever, judge the **pool** (the union of every run's top ``depth`` for each query, as TREC builds its
+pools: every run is scored on the same judged set, and a new run costs only its pairs not judged yet),
+coverage (when asked), check the answers, evaluate and compare every run, write the report, track the
+results, gate. Each step calls the library function its command calls (``api.generate``,
+``api.retrieve``, ``api.judge``, ``api.check``, ``evaluate``, ``compare``, ``make_report``, ``track``,
+``gate_result``). Before any step the joins are counted once (queries x runs, answers x runs and
+qrels: no id in common stops the run before anything is spent) and who labelled each file of labels
+is read.
+
+A step is skipped when the digest of its inputs (file contents and settings) equals the one kept in
+``.ragassay/state.json`` beside the project file and its outputs exist; its exit code is the one kept.
+A dry run prints each step's calls, tokens, cost and time (the LLM stages' own estimates) and calls
+nothing; the retrievers run (offline) to know the pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import RagassayError, UsageError
+from .project import Project, read_project
+
+STEPS = ("generate", "retrieve", "judge", "coverage", "check", "evaluate", "compare", "report", "track", "gate")
+LLM_STEPS = ("generate", "judge", "coverage", "check")
+FLAG_KEYS = ("model", "base_url", "timeout", "concurrency", "rpm", "tpm", "cache", "no_cache", "price_in",
+             "price_out", "max_calls", "max_cost")
+
+
+@dataclass
+class StepResult:
+    """One step: ``status`` is ran, up to date, skipped, not selected, estimated or failed."""
+    step: str
+    status: str
+    text: str = ""
+    exit_code: int = 0
+    estimate: dict | None = None
+    result: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "status": self.status, "text": self.text, "exit_code": self.exit_code,
+                "estimate": self.estimate, "result": self.result}
+
+
+@dataclass
+class PipelineResult:
+    """Every step's result, the joins counted at the start and who labelled each file of labels."""
+    project: str
+    dry_run: bool
+    steps: list[StepResult] = field(default_factory=list)
+    joins: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        codes = [s.exit_code for s in self.steps]
+        return 1 if 1 in codes else 3 if 3 in codes else 0
+
+    @property
+    def calls(self) -> int:
+        """The calls a dry run predicts (the sum of its steps' estimates)."""
+        return sum((s.estimate or {}).get("calls", 0) for s in self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "run", "project": self.project, "dry_run": self.dry_run, "exit_code": self.exit_code,
+                "calls": self.calls if self.dry_run else None, "joins": self.joins, "warnings": self.warnings,
+                "origins": self.origins, "steps": [s.to_dict() for s in self.steps]}
+
+    def text(self, steps: bool = True) -> str:
+        """The summary; ``steps``: each step's line too (a log said them as they ended otherwise)."""
+        lines = [step_line(s) for s in self.steps] if steps else []
+        if self.dry_run:
+            lines.append(f"dry run: nothing was called; {self.calls} calls in all")
+        failed = [s for s in self.steps if s.exit_code]
+        if failed:
+            lines.append("finished with " + ", ".join(f"{s.step} (exit {s.exit_code})" for s in failed))
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------- state
+
+def step_line(s: StepResult) -> str:
+    return f"{s.step:<9} {s.status}" + (f": {s.text}" if s.text else "")
+
+
+class State:
+    """The digest of each step's inputs when it last ran, and its exit code (``.ragassay/state.json``)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.steps: dict[str, dict] = json.loads(path.read_text(encoding="utf-8")).get("steps", {})
+        except (OSError, ValueError, AttributeError):
+            self.steps = {}
+
+    def fresh(self, key: str, digest: str, outputs: list[Path]) -> dict | None:
+        """What the step kept when it last ran on these inputs, when its outputs are all there."""
+        kept = self.steps.get(key)
+        if kept and kept.get("digest") == digest and all(p.exists() for p in outputs):
+            return kept
+        return None
+
+    def done(self, key: str, digest: str, exit_code: int, text: str) -> None:
+        self.steps[key] = {"digest": digest, "exit_code": exit_code, "text": text}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"version": 1, "steps": self.steps}, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+
+class Digests:
+    """File contents' digests, each file read once a run."""
+
+    def __init__(self) -> None:
+        self.seen: dict[Path, str] = {}
+
+    def file(self, path: Path | None) -> str | None:
+        if path is None or not path.exists():
+            return None
+        if path not in self.seen:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            self.seen[path] = h.hexdigest()
+        return self.seen[path]
+
+    def of(self, *files: Path | None, **settings: Any) -> str:
+        parts = {"files": [self.file(f) for f in files], "settings": settings}
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------ the LLM
+
+def llm_settings(project: Project, flags: Mapping[str, Any]) -> dict[str, Any]:
+    """The api functions' LLM keywords: the project's [llm] table, each overridden by a flag given."""
+    out = {k: v for k, v in project.llm.items()}
+    for key in FLAG_KEYS:
+        value = flags.get(key)
+        if value is None or value is False:
+            continue
+        out[key] = value[0] if key == "model" and isinstance(value, list) and len(value) == 1 else value
+        if key == "cache":
+            out[key] = str(value)
+    return out
+
+
+def endpoint_state(settings: Mapping[str, Any], dry_run: bool) -> str | None:
+    """None when the LLM stages can run (a dry run needs a model only); else why they are skipped."""
+    from ..llm.config import LLMConfig
+    from ..llm.errors import LLMError
+    model = settings.get("model")
+    config = LLMConfig.from_env(model=model[0] if isinstance(model, list) else model,
+                                base_url=settings.get("base_url"), price_in=settings.get("price_in"),
+                                price_out=settings.get("price_out"), max_cost=settings.get("max_cost"))
+    try:
+        config.check(endpoint=not dry_run)
+    except LLMError as e:
+        if e.kind == "config" and not config.api_key and not config.base_url or not config.model:
+            return "no LLM endpoint configured ([llm] model and base_url in the project file, or --model and " \
+                   "--base-url, or OPENAI_API_KEY)"
+        raise
+    return None
+
+
+# ---------------------------------------------------------------------------------- pipeline
+
+@dataclass
+class Context:
+    project: Project
+    dry_run: bool
+    llm: dict[str, Any]
+    no_llm: str | None
+    state: State
+    digests: Digests
+    log: Callable[[str], None]
+    append: bool = False
+    queries: Path | None = None
+    runs: dict[str, Path] = field(default_factory=dict)       # every run's file, once it exists
+    memory_runs: dict[str, Any] = field(default_factory=dict)  # a dry run's retrievals, not written
+    judged: Path | None = None                                 # the pool's qrels, once judged
+
+    @property
+    def out(self) -> Path:
+        return self.project.out
+
+    def metric_qrels(self) -> Path | None:
+        """What runs are scored on: the judged pool when there is one, else people's qrels."""
+        return self.judged if self.judged is not None and self.judged.exists() else self.project.qrels
+
+
+def run_project(path: str | Path | None = None, *, only: str | None = None, start: str | None = None,
+                dry_run: bool = False, append: bool = False, flags: Mapping[str, Any] | None = None,
+                log: Callable[[str], None] = lambda m: None) -> PipelineResult:
+    """Run the project file's pipeline (``ragassay run``). ``only`` one step, or every step from
+    ``start``; ``flags`` the LLM flags (``model``, ``base_url``, ``concurrency``, ...) over the [llm]
+    table; ``append`` generates more questions even when some exist."""
+    for name, value in (("--only", only), ("--from", start)):
+        if value is not None and value not in STEPS:
+            raise UsageError(f"{name} {value}: no such step (steps: {', '.join(STEPS)})")
+    if only and start:
+        raise UsageError("--only and --from: give one of them")
+    project = read_project(path)
+    if append and project.queries is not None:
+        raise UsageError("--append grows the questions run generated; this project names its own queries "
+                         "([data] queries)")
+    settings = llm_settings(project, flags or {})
+    ctx = Context(project, dry_run, settings, endpoint_state(settings, dry_run), State(
+        project.state_dir / "state.json"), Digests(), log, append)
+    result = PipelineResult(str(project.path), dry_run)
+    _check_inputs(ctx, result)
+    selected = [only] if only else list(STEPS[STEPS.index(start):]) if start else list(STEPS)
+    steps: dict[str, Callable[[Context, bool], StepResult]] = {
+        "generate": _generate, "retrieve": _retrieve, "judge": _judge, "coverage": _coverage, "check": _check,
+        "evaluate": _evaluate, "compare": _compare, "report": _report, "track": _track, "gate": _gate}
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    for name in STEPS:
+        try:
+            step = steps[name](ctx, name in selected)
+        except (RagassayError, OSError) as e:  # said as the step's failure; the steps after it do not run
+            step = StepResult(name, "failed", str(e), 1)
+        result.steps.append(step)
+        log(step_line(step))
+        if step.status == "failed":
+            break
+    return result
+
+
+def _check_inputs(ctx: Context, result: PipelineResult) -> None:
+    """The joins, counted once before any step: queries x every run file, answers x runs and people's
+    qrels; none in common stops the run here. And who labelled each file of labels."""
+    from ..data import io as rio
+    from ..data.joins import Join
+    from ..data.origin import label_origin, read_origin
+    p = ctx.project
+    ctx.queries = p.queries
+    query_ids = list(rio.read_queries(p.queries)) if p.queries is not None else None
+    answer_ids = _answer_ids(p.answers) if p.answers is not None else None
+    runs = {name: rio.read_run(f) for name, f in p.runs.items()}
+    qrels = rio.read_qrels(p.qrels) if p.qrels is not None else None
+    joins = []
+    for name, run in runs.items():
+        if query_ids is not None:
+            joins.append((Join.of("query ids", "the queries", query_ids, f"the run {name}", run.queries, p.queries,
+                                  p.runs[name]).require_overlap(), ("left",)))
+        if answer_ids is not None:
+            joins.append((Join.of("query ids", "the answers", answer_ids, f"the run {name}", run.queries, p.answers,
+                                  p.runs[name]).require_overlap(), ("left",)))
+    if qrels is not None:
+        if query_ids is not None:
+            joins.append((Join.of("query ids", "the queries", query_ids, "the qrels", qrels.queries, p.queries,
+                                  p.qrels).require_overlap(), ("right",)))
+        if answer_ids is not None:
+            joins.append((Join.of("query ids", "the answers", answer_ids, "the qrels", qrels.queries, p.answers,
+                                  p.qrels).require_overlap(), ("left",)))
+    if answer_ids is not None and p.human is not None:  # people label some answers: labels of none stop here
+        from ..stages.check import read_human_labels
+        joins.append((Join.of("answer ids", "the answers", answer_ids, "the human labels", read_human_labels(p.human),
+                              p.answers, p.human).require_overlap(), ("right",)))
+    if answer_ids is not None and query_ids is not None:
+        joins.append((Join.of("query ids", "the answers", answer_ids, "the queries", query_ids, p.answers,
+                              p.queries).require_overlap(), ("left",)))
+    result.joins = [j.to_dict() for j, _ in joins]
+    result.warnings = [w for w in (j.warning(sides) for j, sides in joins) if w]
+    if p.qrels is not None:
+        result.origins[p.qrels.name] = read_origin(p.qrels).describe()
+    if p.human is not None:
+        result.origins[p.human.name] = label_origin(p.human).describe()
+    for name, who in result.origins.items():
+        ctx.log(f"labels   {name} by {who}")
+    for warning in result.warnings:
+        ctx.log(f"warning: {warning}")
+
+
+def _answer_ids(path: Path) -> list[str]:
+    """The answers' ids (read as check reads them: ragassay, RAGAS or DeepEval fields)."""
+    from ..data.peer_files import answer_rows
+    return [str(obj["id"]) for _, obj in answer_rows(path)]
+
+
+def _not_selected(name: str) -> StepResult:
+    return StepResult(name, "not selected")
+
+
+def _estimate_text(e: Any) -> str:
+    cost = "cost unknown (no price)" if e.cost_usd is None else f"at most ${e.cost_usd:.4f}"
+    time = "" if e.seconds_high is None or not e.calls else \
+        f", {e.seconds_low or 0:.0f}-{e.seconds_high:.0f} s one call at a time"
+    return (f"{e.calls} calls ({e.done} items done already, {e.cached} answered from the cache), "
+            f"{e.input_tokens} input tokens, at most {e.output_tokens} output tokens, {cost}{time}")
+
+
+def _llm_skip(ctx: Context, name: str) -> StepResult | None:
+    return StepResult(name, "skipped", ctx.no_llm) if ctx.no_llm else None
+
+
+# ------------------------------------------------------------------------------------ steps
+
+def _generate(ctx: Context, selected: bool) -> StepResult:
+    from .. import api
+    p = ctx.project
+    questions = ctx.out / "questions.jsonl"
+    if p.queries is not None:
+        return StepResult("generate", "skipped", "the project has queries")
+    ctx.queries = questions if questions.exists() else None
+    if not selected:
+        return _not_selected("generate")
+    if p.chunks is None:
+        raise UsageError("no queries and no chunks to write questions from: name them in [data]")
+    skip = _llm_skip(ctx, "generate")
+    if skip:
+        return skip
+    digest = ctx.digests.of(p.chunks, limit=p.generate_limit, model=ctx.llm.get("model"))
+    kept = None if ctx.append else ctx.state.fresh("generate", digest, [questions])
+    if kept:
+        return StepResult("generate", "up to date", kept["text"], kept["exit_code"])
+    args = dict(output=questions, limit=p.generate_limit, append=ctx.append and questions.exists(),
+                rejects=ctx.out / "rejects.jsonl", qrels_out=ctx.out / "questions.qrels", **ctx.llm)
+    try:
+        if ctx.dry_run:
+            est = api.generate(p.chunks, dry_run=True, **args)
+            return StepResult("generate", "estimated", _estimate_text(est), 0, est.to_dict())
+        done = api.generate(p.chunks, **args)
+    except RagassayError as e:  # said in the project file's words: its [generate] limit is generate's --limit
+        raise RagassayError(re.sub(r"-{2}limit\b", "[generate] limit", str(e))) from None
+    text = f"{len(done.accepted)} questions accepted, {len(done.rejects)} rejected"
+    ctx.queries = questions
+    ctx.state.done("generate", digest, done.exit_code, text)
+    return StepResult("generate", "ran", text, done.exit_code, done.to_dict())
+
+
+def _retrieve(ctx: Context, selected: bool) -> StepResult:
+    from .. import api
+    p = ctx.project
+    ctx.runs = dict(p.runs)
+    said, code = [], 0
+    for name, spec in p.retrievers.items():
+        path = ctx.out / "runs" / f"{name}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if ctx.queries is None:
+            return StepResult("retrieve", "skipped", "no queries yet (generate writes them)")
+        digest = ctx.digests.of(Path(spec.rpartition(":")[0]), ctx.queries, p.chunks, spec=spec.rpartition(":")[2],
+                                k=p.k)
+        kept = ctx.state.fresh(f"retrieve:{name}", digest, [path])
+        if kept or not selected:
+            if path.exists():
+                ctx.runs[name] = path
+            said.append(f"{name} up to date" if kept else f"{name} not selected")
+            continue
+        done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
+                            output=None if ctx.dry_run else path)
+        if ctx.dry_run:
+            ctx.memory_runs[name] = done.run
+            said.append(f"{name}: would write {len(done.run)} results (offline)")
+            continue
+        ctx.runs[name] = path
+        ctx.state.done(f"retrieve:{name}", digest, 0, "")
+        said.append(f"{name}: {len(done.run)} results for {len(done.run.queries)} queries")
+    if not p.retrievers:
+        return StepResult("retrieve", "skipped", "no retrievers in the project")
+    status = "ran" if any(":" in s for s in said) else "up to date" if all("up to date" in s for s in said) else \
+        "not selected"
+    return StepResult("retrieve", "estimated" if ctx.dry_run and status == "ran" else status, "; ".join(said), code)
+
+
+def pool(runs: Mapping[str, Any], depth: int, queries: list[str] | None = None) -> dict[str, list[str]]:
+    """The union of every run's top ``depth`` for each query (of ``queries`` when given), each
+    query's chunk ids in the order they first appear, run by run."""
+    out: dict[str, list[str]] = {}
+    keep = set(queries) if queries is not None else None
+    for run in runs.values():
+        for qid, ids in run.top_ids(depth).items():
+            if keep is not None and qid not in keep:
+                continue
+            have = out.setdefault(qid, [])
+            seen = set(have)
+            have += [i for i in ids if i not in seen]
+    return out
+
+
+def _pool_run(ctx: Context) -> tuple[Path, int, int] | None:
+    """Write the pool as a run (``OUT/pool.txt``): its file, the deepest query's size and its pairs."""
+    from ..data import io as rio
+    from ..data.tables import Run
+    runs = {name: rio.read_run(f) for name, f in ctx.runs.items()}
+    runs.update(ctx.memory_runs)
+    if not runs or ctx.queries is None:
+        return None
+    ids = list(rio.read_queries(ctx.queries))
+    pooled = pool(runs, ctx.project.depth, ids)
+    path = ctx.out / "pool.txt"
+    # each query's pool ranked as it was built (the score falls with the order); the judge takes all of it
+    run = Run.from_dict({q: {c: float(len(cs) - i) for i, c in enumerate(cs)} for q, cs in pooled.items()},
+                        name="pool")
+    rio.write_run(path, run)
+    return path, max((len(cs) for cs in pooled.values()), default=1), sum(len(cs) for cs in pooled.values())
+
+
+def _judge(ctx: Context, selected: bool) -> StepResult:
+    from .. import api
+    p = ctx.project
+    out, judged = ctx.out / "judgments.jsonl", ctx.out / "judged.qrels"
+    ctx.judged = judged if judged.exists() else None
+    if not selected:
+        return _not_selected("judge")
+    skip = _llm_skip(ctx, "judge")
+    if skip:
+        return skip
+    if p.chunks is None:
+        return StepResult("judge", "skipped", "the judge reads the chunks: name them in [data] chunks")
+    made = _pool_run(ctx)
+    if made is None:
+        return StepResult("judge", "skipped", "no runs to pool" if ctx.queries is not None else
+                          "no queries yet (generate writes them)")
+    pool_path, deepest, pairs = made
+    digest = ctx.digests.of(pool_path, ctx.queries, p.chunks, model=ctx.llm.get("model"),
+                            base_url=ctx.llm.get("base_url"))
+    kept = ctx.state.fresh("judge", digest, [out, judged])
+    if kept:
+        return StepResult("judge", "up to date", kept["text"], kept["exit_code"])
+    args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm)
+    if ctx.dry_run:
+        est = api.judge(ctx.queries, p.chunks, pool_path, dry_run=True, **args)
+        return StepResult("judge", "estimated", f"the pool of {len(ctx.runs) + len(ctx.memory_runs)} runs' top "
+                          f"{p.depth}: {pairs} pairs; " + _estimate_text(est), 0, est.to_dict())
+    done = api.judge(ctx.queries, p.chunks, pool_path, **args)
+    s = done.summary()
+    text = (f"the pool of {len(ctx.runs)} runs' top {p.depth}: {s.pairs} pairs, {s.judged} judged now, "
+            f"{s.already_done} judged before, {s.errors} errors")
+    ctx.judged = judged
+    ctx.state.done("judge", digest, done.exit_code, text)
+    return StepResult("judge", "ran", text, done.exit_code, done.to_dict())
+
+
+def _coverage(ctx: Context, selected: bool) -> StepResult:
+    from .. import api
+    p = ctx.project
+    if not p.coverage:
+        return StepResult("coverage", "skipped", "off ([judge] coverage = true turns it on)")
+    if not selected:
+        return _not_selected("coverage")
+    skip = _llm_skip(ctx, "coverage")
+    if skip:
+        return skip
+    if ctx.queries is None or not ctx.runs or p.chunks is None:
+        return StepResult("coverage", "skipped", "needs queries, chunks and runs")
+    out, judgments = ctx.out / "coverage.jsonl", ctx.out / "judgments.jsonl"
+    said, code, estimates = [], 0, []
+    for name, run in ctx.runs.items():
+        digest = ctx.digests.of(run, ctx.queries, p.chunks, ctx.judged, depth=p.depth, model=ctx.llm.get("model"))
+        kept = ctx.state.fresh(f"coverage:{name}", digest, [out])
+        if kept:
+            said.append(f"{name} up to date")
+            code = max(code, kept["exit_code"])
+            continue
+        args = dict(output=judgments, depth=p.depth, coverage_out=out, **ctx.llm)
+        if ctx.dry_run:
+            est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
+            estimates.append(est)
+            said.append(f"{name}: {_estimate_text(est)}")
+            continue
+        done = api.judge(ctx.queries, p.chunks, run, **args)
+        code = max(code, done.exit_code)
+        ctx.state.done(f"coverage:{name}", digest, done.exit_code, "")
+        said.append(f"{name}: " + ", ".join(f"{k} {v}" for k, v in (done.summary().coverage or {}).items()))
+    estimate = None
+    if estimates:
+        total = estimates[0]
+        for e in estimates[1:]:
+            total = total.add(e)
+        estimate = total.to_dict()
+    return StepResult("coverage", "estimated" if ctx.dry_run else "ran", "; ".join(said), code, estimate)
+
+
+def _check(ctx: Context, selected: bool) -> StepResult:
+    from .. import api
+    p = ctx.project
+    out, summary = ctx.out / "checks.jsonl", ctx.out / "check.json"
+    if p.answers is None:
+        return StepResult("check", "skipped", "no answers in the project ([data] answers)")
+    if not selected:
+        return _not_selected("check")
+    skip = _llm_skip(ctx, "check")
+    if skip:
+        return skip
+    if p.chunks is None:
+        return StepResult("check", "skipped", "the check reads the chunks the answers cite: name them in [data] chunks")
+    run_name = p.check_run or next(iter(ctx.runs), None)
+    run = ctx.runs.get(run_name) if run_name else None
+    qrels = ctx.metric_qrels()
+    diagnosed = run is not None and qrels is not None
+    digest = ctx.digests.of(p.answers, p.chunks, p.human, run if diagnosed else None, qrels if diagnosed else None,
+                            depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"))
+    kept = ctx.state.fresh("check", digest, [out, summary])
+    if kept:
+        return StepResult("check", "up to date", kept["text"], kept["exit_code"])
+    args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth, **ctx.llm)
+    if ctx.dry_run:
+        est = api.check(p.answers, dry_run=True, **args)
+        return StepResult("check", "estimated", _estimate_text(est), 0, est.to_dict())
+    done = api.check(p.answers, run=run if diagnosed else None, qrels=qrels if diagnosed else None, **args)
+    _write_json(summary, done.to_dict())
+    rates = done.summary.get("summary") or {}
+    counts = rates.get("counts", {})
+    text = f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers graded (" + ", ".join(
+        f"{counts.get(k, 0)} {k}" for k in ("correct", "partial", "hallucinated", "abstained")) + ")"
+    ctx.state.done("check", digest, done.exit_code, text)
+    return StepResult("check", "ran", text, done.exit_code, done.to_dict())
+
+
+def _write_json(path: Path, data: Any) -> None:
+    from ..data.results import nan_to_none
+    from .formatting import to_json
+    path.write_text(to_json(nan_to_none(data)) + "\n", encoding="utf-8")
+
+
+def _scored(ctx: Context, name: str) -> StepResult | None:
+    """Why a metrics step cannot run (no qrels, no runs), or None."""
+    if ctx.metric_qrels() is None:
+        return StepResult(name, "skipped", "nothing to score on: no judged pool (an LLM judges it) and no people's "
+                                           "qrels ([data] qrels)")
+    if not ctx.runs and not ctx.memory_runs:
+        return StepResult(name, "skipped", "no runs")
+    return None
+
+
+def _evaluate(ctx: Context, selected: bool) -> StepResult:
+    from ..metrics.evaluate import evaluate
+    if not selected:
+        return _not_selected("evaluate")
+    cannot = _scored(ctx, "evaluate")
+    if cannot or ctx.dry_run:
+        return cannot or StepResult("evaluate", "estimated", f"{len(ctx.runs) + len(ctx.memory_runs)} runs, offline")
+    qrels = ctx.metric_qrels()
+    said = []
+    for name, run in ctx.runs.items():
+        path = ctx.out / "evaluate" / f"{name}.json"
+        digest = ctx.digests.of(qrels, run, metrics=ctx.project.metrics)
+        if ctx.state.fresh(f"evaluate:{name}", digest, [path]):
+            continue
+        ev = evaluate(qrels, run, ctx.project.metrics, missing="zero")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_json(path, ev.to_dict())
+        ctx.state.done(f"evaluate:{name}", digest, 0, "")
+        said.append(f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in ev.aggregate.items()))
+    return StepResult("evaluate", "ran", "; ".join(said) + f" (on {qrels.name})") if said else \
+        StepResult("evaluate", "up to date")
+
+
+def _compare(ctx: Context, selected: bool) -> StepResult:
+    from ..metrics.compare import compare
+    if not selected:
+        return _not_selected("compare")
+    cannot = _scored(ctx, "compare")
+    if cannot:
+        return cannot
+    if len(ctx.runs) + len(ctx.memory_runs) < 2:
+        return StepResult("compare", "skipped", "one run: nothing to compare it with")
+    if ctx.dry_run:
+        return StepResult("compare", "estimated", "offline")
+    qrels, path = ctx.metric_qrels(), ctx.out / "compare.json"
+    digest = ctx.digests.of(qrels, *ctx.runs.values(), names=list(ctx.runs), metrics=ctx.project.metrics)
+    kept = ctx.state.fresh("compare", digest, [path])
+    if kept:
+        return StepResult("compare", "up to date", kept["text"])
+    cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics)
+    _write_json(path, cmp.to_dict())
+    first = ctx.project.metrics[0]
+    text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p = {t.p_randomization:.3f}"
+                     + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "") + ")"
+                     for t in cmp.tests if t.metric == first) + f" (on {qrels.name})"
+    ctx.state.done("compare", digest, 0, text)
+    return StepResult("compare", "ran", text)
+
+
+def _report(ctx: Context, selected: bool) -> StepResult:
+    from .report import make_report
+    if not selected:
+        return _not_selected("report")
+    if ctx.dry_run:
+        return StepResult("report", "estimated", "offline")
+    p, out = ctx.project, ctx.out
+    evaluated = sorted((out / "evaluate").glob("*.json")) if len(ctx.runs) < 2 else []
+    files = [f for f in (out / "compare.json", out / "check.json", out / "checks.jsonl", out / "judgments.jsonl",
+                         out / "coverage.jsonl", *evaluated) if f.exists() and f.stat().st_size]
+    if len(ctx.runs) >= 2 and not (out / "compare.json").exists():
+        files = [f for f in files if f.name != "compare.json"]
+    qrels = ctx.metric_qrels()
+    runs = list(ctx.runs.values()) if qrels is not None else []
+    if not files and not runs:
+        return StepResult("report", "skipped", "nothing to report yet")
+    html, md = out / "report.html", out / "report.md"
+    digest = ctx.digests.of(*files, qrels, *runs, p.chunks, ctx.queries, p.answers, p.human)
+    kept = ctx.state.fresh("report", digest, [html, md])
+    if kept:
+        return StepResult("report", "up to date", kept["text"])
+    common = dict(qrels=qrels if runs else None, runs=runs, chunks=p.chunks, queries=ctx.queries, answers=p.answers,
+                  human=p.human, title=f"ragassay: {p.root.resolve().name}")
+    written = make_report(files, html, **common)
+    make_report(files, md, fmt="markdown", **common)
+    text = f"{written.path} and {md}"
+    ctx.state.done("report", digest, 0, text)
+    return StepResult("report", "ran", text, 0, {"html": str(html), "markdown": str(md),
+                                                 "warnings": written.warnings})
+
+
+def _track(ctx: Context, selected: bool) -> StepResult:
+    from .tracking import track
+    if not selected:
+        return _not_selected("track")
+    if ctx.dry_run:
+        return StepResult("track", "estimated", "offline")
+    results = [ctx.out / "evaluate" / f"{name}.json" for name in ctx.runs]
+    results = [r for r in results if r.exists()]
+    if not results:
+        return StepResult("track", "skipped", "no results to track")
+    db = ctx.project.state_dir / "history.sqlite"
+    said = []
+    for result in results:
+        digest = ctx.digests.of(result)
+        if ctx.state.fresh(f"track:{result.stem}", digest, [db]):
+            continue
+        try:
+            tracked = track(result, db)
+        except RagassayError as e:  # the history is run's own file, not a flag of run's
+            raise RagassayError(re.sub(r"-{2}db\b", str(db), str(e))) from None
+        ctx.state.done(f"track:{result.stem}", digest, 0, "")
+        said.append(f"#{tracked.id} {result.stem}")
+    return StepResult("track", "ran" if said else "up to date", (", ".join(said) + f" in {db}") if said else "")
+
+
+def _gate(ctx: Context, selected: bool) -> StepResult:
+    from .tracking import gate_result
+    p = ctx.project
+    if not p.gate_min and not p.gate_max:
+        return StepResult("gate", "skipped", "no thresholds ([gate] min / max)")
+    if not selected:
+        return _not_selected("gate")
+    if ctx.dry_run:
+        return StepResult("gate", "estimated", "offline")
+    names = [p.gate_run] if p.gate_run else list(ctx.runs)
+    failures = []
+    for name in names:
+        result = ctx.out / "evaluate" / f"{name}.json"
+        if not result.exists():
+            failures.append(f"{name}: no result to gate")
+            continue
+        verdict = gate_result(result, p.gate_min, p.gate_max, None, p.allow_errors)
+        failures += [f"{name}: {f}" for f in verdict.failures]
+    if failures:
+        return StepResult("gate", "failed", "; ".join(failures), 1)
+    return StepResult("gate", "ran", f"passed: {len(p.gate_min) + len(p.gate_max)} threshold(s) hold for "
+                                     f"{len(names)} run(s)")

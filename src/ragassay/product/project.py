@@ -1,0 +1,601 @@
+"""The project file (``ragassay.toml``): what ``ragassay init`` finds in a folder, and what ``ragassay run``
+reads.
+
+``init`` looks at every file of a folder and names its role: chunks, queries, answers, people's answer
+labels, qrels (with who labelled them, from ``FILE.origin.json``), runs (TREC or JSON Lines), retriever
+functions (a ``.py`` file's public functions of one required argument, the query) and BEIR folders. It
+guesses nothing silently: a file that could fill a role another file fills too is written commented out,
+with the choices, and said; a file it cannot place is said. ``init --update`` appends the files that
+appeared since, at the end of their table, and leaves every line already written as it is (a file named
+anywhere in the file, commented out or not, is known).
+
+The file is TOML, read with :mod:`tomllib` (Python 3.11+; on 3.10 the ``tomli`` package) and written by
+hand, with comments.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, UsageError
+
+PROJECT_FILE = "ragassay.toml"
+STATE_DIR = ".ragassay"  # beside the project file: state.json, history.sqlite
+DEFAULT_OUT = "ragassay-out"
+DEFAULT_METRICS = ("ndcg@10", "map", "recall@10", "mrr")
+SINGLE_ROLES = ("chunks", "queries", "answers", "human", "qrels")  # one file each, in [data]
+SKIPPED_DIRS = {STATE_DIR, "__pycache__", ".git", ".venv", "node_modules"}
+RUN_SUFFIXES = {".txt", ".trec", ".run", ".tsv", ".qrels", ""}
+
+
+# ------------------------------------------------------------------------------------- reading
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """The TOML file as a dict: tomllib (3.11+), else tomli when installed, else a clear error."""
+    try:
+        import tomllib as toml
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as toml  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            raise InputError("reading the project file needs Python 3.11 or the tomli package on 3.10 "
+                             "(pip install tomli)", path) from None
+    try:
+        with open(path, "rb") as f:
+            return toml.load(f)
+    except OSError as e:
+        raise InputError(f"cannot read the project file: {e.strerror}", path) from None
+    except toml.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise InputError(f"not valid TOML: {e}", path, int(m.group(1)) if m else None) from None
+
+
+@dataclass
+class Project:
+    """A project file, read and checked: every path absolute (relative ones are to the file's folder)."""
+    path: Path
+    out: Path
+    depth: int = 10
+    k: int = 100
+    metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    chunks: Path | None = None
+    queries: Path | None = None
+    answers: Path | None = None
+    human: Path | None = None
+    qrels: Path | None = None
+    runs: dict[str, Path] = field(default_factory=dict)
+    retrievers: dict[str, str] = field(default_factory=dict)  # name -> "file.py:function" (path absolute)
+    llm: dict[str, Any] = field(default_factory=dict)
+    generate_limit: int = 20
+    coverage: bool = False
+    check_run: str | None = None
+    gate_min: dict[str, float] = field(default_factory=dict)
+    gate_max: dict[str, float] = field(default_factory=dict)
+    gate_run: str | None = None
+    allow_errors: int = 0
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    def run_names(self) -> list[str]:
+        """Every run's name, files first, then retrievers (the first is compare's baseline)."""
+        return list(self.runs) + list(self.retrievers)
+
+
+LLM_KEYS = {"model": str, "base_url": str, "timeout": (int, float), "concurrency": int, "rpm": (int, float),
+            "tpm": (int, float), "cache": str, "no_cache": bool, "price_in": (int, float), "price_out": (int, float),
+            "max_calls": int, "max_cost": (int, float)}
+_TABLES = {"data", "runs", "retrievers", "llm", "judge", "generate", "check", "gate"}
+_TOP = {"out", "depth", "k", "metrics"}
+
+
+def find_project(path: str | Path | None = None) -> Path:
+    """The project file: ``path``, or ``path/ragassay.toml`` for a folder, or ``./ragassay.toml``."""
+    p = Path(path) if path else Path(PROJECT_FILE)
+    if p.is_dir():
+        p = p / PROJECT_FILE
+    if not p.exists():
+        raise InputError("no project file here: 'ragassay init' writes one from the files of a folder", p)
+    return p
+
+
+def read_project(path: str | Path | None = None) -> Project:
+    """Read and check a project file: unknown keys, wrong types and missing files are errors naming
+    the key (a value the pipeline would send to a stage is checked here, in the file's words)."""
+    p = find_project(path)
+    raw = load_toml(p)
+    root = p.parent
+
+    def bad(key: str, why: str) -> InputError:
+        return InputError(f"{key}: {why}", p, _line_of(p, key))
+
+    unknown = sorted(set(raw) - _TABLES - _TOP)
+    if unknown:
+        raise bad(unknown[0], f"unknown key (known: {', '.join(sorted(_TOP | _TABLES))})")
+    for table in _TABLES & set(raw):
+        if not isinstance(raw[table], dict):
+            raise bad(table, "must be a table ([" + table + "])")
+
+    def number(key: str, value: Any, least: int) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise bad(key, f"must be a whole number of at least {least}, got {value!r}")
+        return value
+
+    def path_of(key: str, value: Any) -> Path:
+        if not isinstance(value, str) or not value:
+            raise bad(key, f"must be a file name in quotes, got {value!r}")
+        f = (root / value)
+        if not f.exists():
+            raise bad(key, f"no such file {value!r} (paths are relative to the project file)")
+        return f
+
+    out = raw.get("out", DEFAULT_OUT)
+    if not isinstance(out, str) or not out:
+        raise bad("out", f"must be a folder name in quotes, got {out!r}")
+    proj = Project(path=p, out=root / out, depth=number("depth", raw.get("depth", 10), 1),
+                   k=number("k", raw.get("k", 100), 1))
+    metrics = raw.get("metrics", list(DEFAULT_METRICS))
+    if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
+        raise bad("metrics", "must be a list of metric names, e.g. [\"ndcg@10\", \"map\"]")
+    proj.metrics = metrics
+    data = raw.get("data", {})
+    for key in data:
+        if key not in SINGLE_ROLES:
+            raise bad(key, f"unknown key in [data] (known: {', '.join(SINGLE_ROLES)})")
+        setattr(proj, key, path_of(key, data[key]))
+    for name, value in raw.get("runs", {}).items():
+        proj.runs[name] = path_of(name, value)
+    for name, value in raw.get("retrievers", {}).items():
+        file, sep, function = value.rpartition(":") if isinstance(value, str) else ("", "", "")
+        if not sep or not file.endswith(".py") or not function:
+            raise bad(name, f"a retriever is \"file.py:function\", got {value!r}")
+        proj.retrievers[name] = f"{path_of(name, file)}:{function}"
+    both = sorted(set(proj.runs) & set(proj.retrievers))
+    if both:
+        raise bad(both[0], "names a run file and a retriever: two runs need two names")
+    for name in proj.run_names():
+        if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+            raise bad(name, "a run's name is letters, digits, '.', '_' and '-' (it names its files)")
+    llm = raw.get("llm", {})
+    for key, value in llm.items():
+        kind = LLM_KEYS.get(key)
+        if kind is None:
+            raise bad(key, f"unknown key in [llm] (known: {', '.join(LLM_KEYS)})")
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise bad(key, f"has the wrong type: {value!r}")
+        if kind is not bool and kind is not str and value <= 0:
+            raise bad(key, f"must be above 0, got {value!r}")
+    proj.llm = {k: (str(root / v) if k == "cache" else v) for k, v in llm.items()}
+    generate = raw.get("generate", {})
+    _known(generate, {"limit"}, "generate", bad)
+    proj.generate_limit = number("limit", generate.get("limit", 20), 1)
+    judge = raw.get("judge", {})
+    _known(judge, {"coverage"}, "judge", bad)
+    if not isinstance(judge.get("coverage", False), bool):
+        raise bad("coverage", "must be true or false")
+    proj.coverage = judge.get("coverage", False)
+    check = raw.get("check", {})
+    _known(check, {"run"}, "check", bad)
+    proj.check_run = check.get("run")
+    if proj.check_run is not None and proj.check_run not in proj.run_names():
+        raise bad("run", f"[check] run {proj.check_run!r} is not a run of this project "
+                         f"({', '.join(proj.run_names()) or 'none'})")
+    gate = raw.get("gate", {})
+    _known(gate, {"min", "max", "run", "allow_errors"}, "gate", bad)
+    proj.gate_min, proj.gate_max = (_thresholds(gate.get(k, []), k, bad) for k in ("min", "max"))
+    proj.gate_run = gate.get("run")
+    if proj.gate_run is not None and proj.gate_run not in proj.run_names():
+        raise bad("run", f"[gate] run {proj.gate_run!r} is not a run of this project")
+    proj.allow_errors = number("allow_errors", gate.get("allow_errors", 0), 0)
+    return proj
+
+
+def _known(table: Mapping[str, Any], keys: set[str], name: str, bad: Any) -> None:
+    unknown = sorted(set(table) - keys)
+    if unknown:
+        raise bad(unknown[0], f"unknown key in [{name}] (known: {', '.join(sorted(keys))})")
+
+
+def _thresholds(items: Any, key: str, bad: Any) -> dict[str, float]:
+    if not isinstance(items, list):
+        raise bad(key, "must be a list like [\"ndcg@10=0.5\"]")
+    out = {}
+    for item in items:
+        metric, sep, value = str(item).partition("=")
+        try:
+            out[metric.strip()] = float(value)
+        except ValueError:
+            raise bad(key, f"a threshold is \"METRIC=VALUE\", got {item!r}") from None
+        if not sep or not metric.strip():
+            raise bad(key, f"a threshold is \"METRIC=VALUE\", got {item!r}")
+    return out
+
+
+def _line_of(path: Path, key: str) -> int | None:
+    """The first line that sets ``key`` (for messages)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    pattern = re.compile(rf"^\s*\[?\s*{re.escape(key)}\s*[\]=]")
+    return next((no for no, line in enumerate(lines, start=1) if pattern.match(line)), None)
+
+
+# -------------------------------------------------------------------------------- finding files
+
+@dataclass
+class Found:
+    """One file and the role it can fill (``key`` in ``table``), with a note said beside it."""
+    path: str          # relative to the folder, with '/'
+    table: str         # data, runs, retrievers
+    key: str           # chunks ... or a run's / retriever's name
+    value: str         # what the TOML holds: the path, or path:function
+    note: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"file": self.path, "role": f"{self.table}.{self.key}" if self.table != "data" else self.key,
+                "value": self.value, "note": self.note}
+
+
+@dataclass
+class Findings:
+    """What a folder holds: files placed, files that could fill a role another fills too (each
+    with its choices), files not placed (with why)."""
+    placed: list[Found] = field(default_factory=list)
+    ambiguous: list[tuple[Found, str]] = field(default_factory=list)  # (the file, why it is not chosen)
+    unplaced: list[tuple[str, str]] = field(default_factory=list)     # (file, why)
+
+
+def scan(folder: str | Path, skip: Sequence[Path] = ()) -> Findings:
+    """Every file of ``folder`` (not hidden ones, not ``skip``) and its role."""
+    root = Path(folder)
+    candidates: list[Found] = []
+    unplaced: list[tuple[str, str]] = []
+    skipped = {s.resolve() for s in skip}
+    beir = _beir_folders(root)
+    for f in sorted(root.rglob("*")):
+        rel = f.relative_to(root)
+        if not f.is_file() or any(part.startswith(".") or part in SKIPPED_DIRS for part in rel.parts) \
+                or f.resolve() in skipped or any(f.resolve().is_relative_to(s) for s in skipped):
+            continue
+        name = rel.as_posix()
+        if name == PROJECT_FILE or name.endswith((".origin.json", ".latency.json", ".journal", ".lock")):
+            continue
+        found, why = _classify(f, name, beir)
+        candidates += found
+        if not found:
+            unplaced.append((name, why))
+    return _settle(candidates, unplaced)
+
+
+def _beir_folders(root: Path) -> set[Path]:
+    return {c.parent for c in root.rglob("corpus.jsonl") if (c.parent / "queries.jsonl").exists()}
+
+
+def _classify(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
+    """The roles one file can fill (none: why)."""
+    suffix = f.suffix.lower()
+    if suffix == ".py":
+        return _retrievers(f, name)
+    if suffix in (".jsonl", ".json"):
+        return _json_roles(f, name, beir)
+    if suffix in RUN_SUFFIXES:
+        return _column_roles(f, name, beir)
+    return [], "not a kind of file ragassay reads"
+
+
+def _retrievers(f: Path, name: str) -> tuple[list[Found], str]:
+    """The public functions of one required positional argument (the query): retrievers."""
+    try:
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError) as e:
+        return [], f"a Python file that does not parse ({type(e).__name__})"
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            args = node.args
+            positional = args.posonlyargs + args.args
+            required = len(positional) - len(args.defaults)
+            kw_required = [a for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+            if required == 1 and not kw_required:
+                found.append(Found(name, "retrievers", node.name, f"{name}:{node.name}",
+                                   f"a function of one argument, {positional[0].arg}"))
+    return found, "a Python file with no public function of one argument (a query)"
+
+
+def _first_record(f: Path) -> dict | None:
+    try:
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    obj = json.loads(line)
+                    return obj if isinstance(obj, dict) else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return None
+
+
+def _json_roles(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
+    obj = _first_record(f)
+    if obj is None:
+        return [], "not JSON Lines of objects (or empty)"
+    keys = set(obj)
+    record = str(obj.get("record", ""))
+    in_beir = f.parent in beir
+    if record and not record.startswith("question@"):
+        return [], f"an output of ragassay ({record.split('@')[0]} records): run writes its own"
+    if in_beir and f.name == "corpus.jsonl" or ("text" in keys and ({"id", "_id"} & keys) and "question" not in keys
+                                                 and not (in_beir and f.name == "queries.jsonl")):
+        return [Found(name, "data", "chunks", name, "BEIR corpus" if in_beir else "chunk texts by id")], ""
+    if in_beir and f.name == "queries.jsonl":
+        return [Found(name, "data", "queries", name, "BEIR queries")], ""
+    if "response" in keys or ("answer" in keys and ({"contexts", "ground_truth", "reference"} & keys)
+                              and "chunk_ids" not in keys):
+        return [Found(name, "data", "answers", name, "answers to check (question, reference, response)")], ""
+    if "label" in keys and "id" in keys and len(keys) <= 4:
+        return [Found(name, "data", "human", name, "people's labels of the answers")], ""
+    if {"query_id", "chunk_id", "score"} <= keys:
+        return [Found(name, "runs", _run_name(f), name, "a run (JSON Lines)")], ""
+    if {"query_id", "chunk_id", "grade"} <= keys:
+        return [Found(name, "data", "qrels", name, "qrels (JSON Lines)" + _who(f))], ""
+    if ("question" in keys or "query" in keys) and ({"id", "_id"} & keys):
+        return [Found(name, "data", "queries", name, "questions" + (" with reference answers"
+                                                                     if "answer" in keys else ""))], ""
+    return [], f"JSON Lines whose fields ({', '.join(sorted(keys)[:6])}) fit no role"
+
+
+def _column_roles(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
+    try:
+        with open(f, encoding="utf-8") as fh:
+            lines = [line.split() for line, _ in zip(fh, range(5)) if line.strip()]
+    except (OSError, UnicodeDecodeError):
+        return [], "not a text file"
+    if not lines:
+        return [], "empty"
+    first = lines[-1] if len(lines) > 1 else lines[0]
+    if len(first) == 6 and first[1] == "Q0" and _numbers(first[3], first[4]):
+        return [Found(name, "runs", _run_name(f), name, "a run (TREC)")], ""
+    if len(first) == 4 and first[1] in ("0", "Q0") and _numbers(first[3]):
+        return [Found(name, "data", "qrels", name, "qrels (TREC)" + _who(f))], ""
+    if len(first) == 3 and _numbers(first[2]) and f.parent.name == "qrels" and f.parent.parent in beir:
+        return [Found(name, "data", "qrels", name, f"BEIR qrels, split {f.stem}" + _who(f))], ""
+    return [], "text whose columns fit no role (a run: qid Q0 docid rank score tag; qrels: qid 0 docid grade)"
+
+
+def _numbers(*values: str) -> bool:
+    try:
+        [float(v) for v in values]
+    except ValueError:
+        return False
+    return True
+
+
+def _run_name(f: Path) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", f.stem) or "run"
+
+
+def _who(f: Path) -> str:
+    """Who labelled a qrels file, from its sidecar."""
+    from ..data.origin import read_origin, sidecar_path
+    if not sidecar_path(f).exists():
+        return "; who labelled it is unknown (add FILE.origin.json)"
+    try:
+        return f"; labelled by {read_origin(f).describe()}"
+    except InputError as e:
+        return f"; its origin sidecar is unreadable: {e.message}"
+
+
+def _settle(candidates: list[Found], unplaced: list[tuple[str, str]]) -> Findings:
+    """One file per single role; a run or retriever name used twice is renamed (said); two files for
+    one single role are both left as choices, as is a run file a retriever of its name makes."""
+    out = Findings(unplaced=unplaced)
+    by_role: dict[str, list[Found]] = {}
+    for c in candidates:
+        if c.table == "data":
+            by_role.setdefault(c.key, []).append(c)
+    for role in SINGLE_ROLES:
+        files = by_role.get(role, [])
+        if len(files) == 1:
+            out.placed.append(files[0])
+        elif len(files) > 1:
+            choices = ", ".join(f.path for f in files)
+            out.ambiguous += [(f, f"{len(files)} files could be the {role}: {choices}; uncomment one") for f in files]
+    retrievers = [c for c in candidates if c.table == "retrievers"]
+    names: set[str] = set()
+    for c in retrievers:
+        c.key = _unique(c.key, names, c)
+        out.placed.append(c)
+    for c in (c for c in candidates if c.table == "runs"):
+        if c.key in {r.key for r in retrievers}:
+            out.ambiguous.append((c, f"the retriever {c.key} makes a run of this name: run writes it; uncomment "
+                                     "(under another name) to keep this file as a run of its own"))
+            continue
+        c.key = _unique(c.key, names, c)
+        out.placed.append(c)
+    return out
+
+
+def _unique(key: str, names: set[str], c: Found) -> str:
+    new, n = key, 2
+    while new in names:
+        new, n = f"{key}-{n}", n + 1
+    if new != key:
+        c.note += f" (named {new}: {key} is taken)"
+    names.add(new)
+    return new
+
+
+# --------------------------------------------------------------------------------- writing
+
+_HEADER = """\
+# ragassay project file: `ragassay run` runs the pipeline it describes (generate questions when there
+# are none, retrieve with each retriever, judge the pool of every run's top `depth`, check the answers,
+# evaluate and compare every run, write the report, track the results, gate). Each step runs only when
+# its inputs changed. Paths are relative to this file. `ragassay init --update` appends files that
+# appear later and keeps your edits. Written by `ragassay init` on {date}.
+
+out = "{out}"    # where run writes its outputs (state and history: .ragassay/ beside this file)
+depth = 10    # the pool: the union of every run's top 10 for each query, judged once for all runs
+k = 100    # results a retriever returns for each query
+metrics = ["ndcg@10", "map", "recall@10", "mrr"]
+"""
+
+_SECTIONS: dict[str, str] = {
+    "data": "# the files the pipeline reads; no queries: run generates questions from the chunks\n"
+            "# (qrels: people's labels of query x chunk; human: people's labels of the answers)",
+    "runs": "# runs made elsewhere (TREC or JSON Lines): name = file",
+    "retrievers": "# functions of a query returning chunk ids or (id, score) pairs, best first: name = \"file.py:function\"",
+    "llm": "# the endpoint for generate, judge and check (flags and OPENAI_* / RAGASSAY_MODEL override these)\n"
+           "# model = \"gpt-4o-mini\"\n# base_url = \"http://localhost:8000/v1\"\n# concurrency = 8\n"
+           "# price_in = 0.15    # USD per million input tokens\n# price_out = 0.6\n# max_cost = 1.0    # stop before spending more",
+    "generate": "# limit = 20    # questions to write when the project has no queries",
+    "judge": "# coverage = true    # also each run's coverage of each query's nuggets (more calls)",
+    "check": "# run = \"NAME\"    # the run whose recall explains the answers (default: the first)",
+    "gate": "# fail the run (exit 1) when a metric of a run crosses a threshold\n# min = [\"ndcg@10=0.5\"]\n"
+            "# max = []\n# run = \"NAME\"    # only this run (default: every run)",
+}
+
+
+def _quote(s: str) -> str:
+    return json.dumps(s)  # a TOML basic string is a JSON string for the characters paths hold
+
+
+def _entry(f: Found, why: str = "", commented: bool = False) -> str:
+    """One line of the file: ``key = "value"    # note; why``, commented out as a choice."""
+    key = f.key if re.fullmatch(r"[A-Za-z0-9_-]+", f.key) else _quote(f.key)
+    line = f"{key} = {_quote(f.value)}"
+    note = "; ".join(n for n in (f.note, why) if n)
+    return (f"# {line}" if commented else line) + (f"    # {note}" if note else "")
+
+
+def render_project(findings: Findings, out: str = DEFAULT_OUT) -> str:
+    """The project file's text for ``findings``."""
+    text = _HEADER.format(date=datetime.date.today().isoformat(), out=out)
+    for table, comment in _SECTIONS.items():
+        lines = [_entry(f) for f in findings.placed if f.table == table]
+        lines += [_entry(f, why, commented=True) for f, why in findings.ambiguous if f.table == table]
+        text += f"\n[{table}]\n{comment}\n" + "".join(line + "\n" for line in lines)
+    if findings.unplaced:
+        text += "\n# not placed:\n" + "".join(f"#   {name}: {why}\n" for name, why in findings.unplaced)
+    return text
+
+
+def _mentioned(text: str) -> set[str]:
+    """Every quoted value the file's text holds, in a line commented out or not: a file or a
+    retriever (``file.py:function``) named there is known, whatever the user did with it."""
+    return set(re.findall(r'"([^"]+)"', text))
+
+
+def update_text(text: str, findings: Findings) -> tuple[str, Findings]:
+    """``text`` with the files it does not name yet appended at the end of their table (a table it
+    lacks is added at the end); every line it had is kept as it was. Returns the new text and what
+    was added."""
+    named = _mentioned(text)
+    added = Findings(
+        placed=[f for f in findings.placed if f.value not in named],
+        ambiguous=[(f, w) for f, w in findings.ambiguous if f.value not in named],
+        unplaced=[(n, w) for n, w in findings.unplaced if n not in named and f"#   {n}:" not in text])
+    try:
+        import tomllib
+        current = tomllib.loads(text)
+    except Exception:
+        current = {}
+    stamp = f"added by init --update on {datetime.date.today().isoformat()}"
+    lines = text.splitlines()
+    for table in _SECTIONS:
+        entries = []
+        for f in (f for f in added.placed if f.table == table):
+            taken = f.key in current.get(table, {})
+            if table == "data" and taken:  # the role is filled: the new file is a choice, not a replacement
+                entries.append(_entry(f, f"{stamp}; [data] {f.key} is set already: uncomment to use this one",
+                                      commented=True))
+            else:
+                f.key = _unique(f.key, set(current.get(table, {})) | {e.split(" ")[0] for e in entries}, f)
+                entries.append(_entry(f, stamp))
+        entries += [_entry(f, f"{why}; {stamp}", commented=True) for f, why in added.ambiguous if f.table == table]
+        if entries:
+            lines = _insert(lines, table, entries)
+    if added.unplaced:
+        lines += ["", f"# not placed ({stamp}):"] + [f"#   {n}: {w}" for n, w in added.unplaced]
+    return "\n".join(lines) + "\n", added
+
+
+def _insert(lines: list[str], table: str, entries: list[str]) -> list[str]:
+    """``entries`` after the last line of ``[table]`` (before the blank lines that end it)."""
+    header = next((i for i, line in enumerate(lines) if re.match(rf"^\s*\[{table}\]\s*(#.*)?$", line)), None)
+    if header is None:
+        return lines + ["", f"[{table}]"] + entries
+    end = next((i for i in range(header + 1, len(lines)) if re.match(r"^\s*\[", lines[i])), len(lines))
+    while end > header + 1 and not lines[end - 1].strip():
+        end -= 1
+    return lines[:end] + entries + lines[end:]
+
+
+# ------------------------------------------------------------------------------------ init
+
+@dataclass
+class InitResult:
+    """What ``ragassay init`` wrote and found."""
+    path: Path
+    updated: bool
+    findings: Findings
+
+    def to_dict(self) -> dict[str, Any]:
+        f = self.findings
+        return {"kind": "init", "project": str(self.path), "updated": self.updated,
+                "placed": [x.to_dict() for x in f.placed],
+                "ambiguous": [{**x.to_dict(), "why": why} for x, why in f.ambiguous],
+                "unplaced": [{"file": n, "why": why} for n, why in f.unplaced]}
+
+    def text(self) -> str:
+        f = self.findings
+        verb = "updated" if self.updated else "wrote"
+        lines = [f"{verb} {self.path}" + (": nothing new" if self.updated and not (f.placed or f.ambiguous) else "")]
+        if f.placed:
+            lines.append("found:")
+            lines += [f"  {x.path:<40} {x.to_dict()['role']}" + (f"  ({x.note})" if x.note else "") for x in f.placed]
+        if f.ambiguous:
+            lines.append("to choose (written commented out):")
+            lines += [f"  {x.path:<40} {x.to_dict()['role']}?  {why}" for x, why in f.ambiguous]
+        if f.unplaced:
+            lines.append("not placed:")
+            lines += [f"  {n:<40} {why}" for n, why in f.unplaced]
+        lines.append(f"next: read {self.path.name}, then 'ragassay run --dry-run' to see what it would do and cost")
+        return "\n".join(lines)
+
+
+def init_project(folder: str | Path | None = None, update: bool = False) -> InitResult:
+    """``ragassay init [DIR]``: write ``DIR/ragassay.toml`` naming each file's role, or with
+    ``update`` append the files that appeared since to the one there."""
+    root = Path(folder) if folder else Path(".")
+    if not root.is_dir():
+        raise InputError("not a folder", root)
+    path = root / PROJECT_FILE
+    if path.exists() and not update:
+        raise UsageError(f"{path} exists: 'ragassay init --update' adds the files that appeared since (keeping "
+                         "your edits); remove it to start again")
+    if update and not path.exists():
+        raise UsageError(f"{path} does not exist yet: 'ragassay init' (without --update) writes it")
+    out = DEFAULT_OUT
+    if update:
+        raw = load_toml(path)
+        out = raw.get("out", DEFAULT_OUT) if isinstance(raw.get("out"), str) else DEFAULT_OUT
+    findings = scan(root, skip=[root / out])
+    if not update:
+        path.write_text(render_project(findings, out), encoding="utf-8")
+        return InitResult(path, False, findings)
+    text, added = update_text(path.read_text(encoding="utf-8"), findings)
+    path.write_text(text, encoding="utf-8")
+    return InitResult(path, True, added)

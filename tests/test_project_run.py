@@ -1,0 +1,231 @@
+"""``ragassay init`` and ``ragassay run`` on a copy of the bundled example, against the local fake
+server: init names every file's role, a dry run predicts the calls the run makes, a second run sends
+nothing, a new run costs exactly its pairs not in the pool yet, a retriever whose code changed is re-run
+and re-judged only where its results changed, and ids that do not meet stop the run before any call."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ragassay.cli import main
+from ragassay.data.io import read_run
+from ragassay.product.pipeline import pool
+
+from fake_llm import FakeLLM, schema_seen
+from helpers import EXAMPLE, nonempty
+
+DEPTH = 10
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A copy of the example without a project file."""
+    d = tmp_path / "corpus"
+    shutil.copytree(EXAMPLE, d, ignore=shutil.ignore_patterns("__pycache__", "ragassay.toml"))
+    return d
+
+
+def init(folder: Path, capsys, *more: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["init", str(folder), *more])
+    return code, capsys.readouterr().out
+
+
+def run(folder: Path, capsys, server: FakeLLM | None, *more: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    llm = ["--base-url", server.url, "--model", "fake", "--concurrency", "2"] if server else []
+    code = main(["run", str(folder / "ragassay.toml"), "--format", "json", "--quiet", *llm, *more])
+    out = capsys.readouterr().out
+    return code, json.loads(out) if out.strip() else {}
+
+
+def judge_requests(server: FakeLLM, since: int = 0) -> int:
+    return sum(schema_seen(b) == "RelevanceAnswer" for b in server.requests[since:])
+
+
+def step(result: dict, name: str) -> dict:
+    return next(s for s in result["steps"] if s["step"] == name)
+
+
+def choose_people_qrels(folder: Path) -> None:
+    toml = folder / "ragassay.toml"
+    toml.write_text(toml.read_text().replace('# qrels = "qrels.txt"', 'qrels = "qrels.txt"'))
+
+
+def tops(paths: list[Path]) -> set[tuple[str, str]]:
+    """The pairs of the runs' top DEPTH, counted here from the files (trec order: score, then id desc)."""
+    out = set()
+    for p in paths:
+        by_query: dict[str, list[tuple[float, str]]] = {}
+        for line in p.read_text().splitlines():
+            q, _, doc, _, score, _ = line.split()
+            by_query.setdefault(q, []).append((float(score), doc))
+        for q, docs in by_query.items():
+            out |= {(q, d) for _, d in sorted(docs, reverse=True)[:DEPTH]}
+    return out
+
+
+def test_init_names_every_file_role_and_leaves_choices_commented(folder, capsys):
+    code, out = init(folder, capsys)
+    assert code == 0
+    text = (folder / "ragassay.toml").read_text()
+    project = tomllib.loads(text)
+    assert project["data"] == {"chunks": "chunks.jsonl", "queries": "queries.jsonl", "answers": "answers.jsonl",
+                               "human": "answers_human_labels.jsonl"}
+    assert project["retrievers"] == {"tfidf": "retrievers.py:tfidf", "bm25": "retrievers.py:bm25"}
+    assert project["runs"] == {} and project["depth"] == 10
+    # two people's qrels: neither is chosen; both are written commented out, with who labelled them
+    assert re.search(r'^# qrels = "qrels.txt" .*example assessor 1', text, re.M)
+    assert re.search(r'^# qrels = "qrels_second_assessor.txt" .*example assessor 2', text, re.M)
+    # a run file a retriever of its name writes is a choice too
+    assert re.search(r'^# bm25 = "runs/bm25.txt"', text, re.M)
+    assert "make_runs.py" in text  # not placed, and said
+    for name in nonempty(["chunks.jsonl", "queries.jsonl", "answers.jsonl", "answers_human_labels.jsonl",
+                          "retrievers.py", "qrels.txt", "qrels_second_assessor.txt", "runs/tfidf.txt", "make_runs.py"]):
+        assert name in out
+    assert "to choose" in out and "not placed" in out
+    # a second init does not overwrite it
+    assert init(folder, capsys)[0] == 2
+    code, out = init(folder, capsys, "--update")
+    assert code == 0 and "nothing new" in out and (folder / "ragassay.toml").read_text() == text
+
+
+def test_update_appends_new_files_and_keeps_the_users_lines(folder, capsys):
+    init(folder, capsys)
+    toml = folder / "ragassay.toml"
+    edited = toml.read_text().replace("depth = 10 ", "depth = 5 ").replace('# qrels = "qrels.txt"', 'qrels = "qrels.txt"')
+    toml.write_text(edited)
+    shutil.copy(folder / "runs" / "bm25.txt", folder / "runs" / "dense run.txt")
+    (folder / "notes.md").write_text("# notes\n")
+    code, out = init(folder, capsys, "--update")
+    assert code == 0 and "runs/dense run.txt" in out and "notes.md" in out
+    text = toml.read_text()
+    kept = text.splitlines()
+    assert all(line in kept for line in nonempty(edited.splitlines()))  # every line the user had, as it was
+    project = tomllib.loads(text)
+    assert project["depth"] == 5 and project["data"]["qrels"] == "qrels.txt"
+    assert project["runs"] == {"dense_run": "runs/dense run.txt"}
+    # the new entry sits in [runs], before [retrievers]
+    assert text.index("dense_run") < text.index("[retrievers]")
+
+
+def test_run_pools_judges_once_reports_and_reruns_only_what_changed(folder, capsys):
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    out = folder / "ragassay-out"
+    with FakeLLM() as server:
+        code, dry = run(folder, capsys, server, "--dry-run")
+        assert code == 0 and server.calls == 0 and dry["dry_run"]
+        predicted = {s["step"]: s["estimate"]["calls"] for s in dry["steps"] if s["estimate"]}
+        assert set(predicted) == {"judge", "check"} and dry["calls"] == sum(predicted.values()) > 0
+        assert not out.joinpath("runs").exists() or not any(out.joinpath("runs").iterdir())  # a dry run writes no run
+
+        code, done = run(folder, capsys, server)
+        assert code == 0, done
+        runs = [out / "runs" / "tfidf.txt", out / "runs" / "bm25.txt"]
+        first_pool = tops(runs)
+        assert judge_requests(server) == len(first_pool) == predicted["judge"]
+        assert server.calls == dry["calls"]
+        assert (out / "report.html").stat().st_size > 0 and "tfidf" in (out / "report.md").read_text()
+        assert {s["step"]: s["status"] for s in done["steps"]}["gate"] == "skipped"
+        # the pool written is the union counted here
+        assert {(q, d) for q, d in (line.split()[0:3:2] for line in (out / "pool.txt").read_text().splitlines())} \
+            == first_pool
+
+        # a second run sends nothing
+        before = server.calls
+        code, again = run(folder, capsys, server)
+        assert code == 0 and server.calls == before
+        assert {s["step"] for s in again["steps"] if s["status"] == "ran"} == set()
+
+        # a new run file: init --update adds it; it costs exactly its pairs not in the pool
+        dense = folder / "runs" / "dense.txt"
+        lines = (folder / "runs" / "bm25.txt").read_text().splitlines()
+        # bm25's ranking turned upside down: its deep results come to the top
+        dense.write_text("\n".join(f"{q} Q0 {d} {r} {-float(s)} dense"
+                                   for q, _, d, r, s, _ in (ln.split() for ln in lines)) + "\n")
+        new_pairs = tops([dense]) - first_pool
+        assert len(new_pairs) > 0
+        assert init(folder, capsys, "--update")[0] == 0
+        before = server.calls
+        code, grown = run(folder, capsys, server)
+        assert code == 0, grown
+        assert judge_requests(server, before) == len(new_pairs) == server.calls - before
+        assert "dense" in (out / "report.md").read_text()
+        assert step(grown, "retrieve")["status"] == "up to date"
+
+        # a retriever whose code changed is re-run, and judged again only where its results changed
+        old_pool = tops([dense, *runs])
+        code_file = folder / "retrievers.py"
+        code_file.write_text(code_file.read_text().replace("(ids[i], round(float(scores[i]), 6))",
+                                                           "(ids[i], round(1.0 - float(scores[i]), 6))"))
+        before = server.calls
+        code, changed = run(folder, capsys, server)
+        assert code == 0, changed
+        assert "tfidf: " in step(changed, "retrieve")["text"]
+        changed_pairs = tops([out / "runs" / "tfidf.txt"]) - old_pool
+        assert len(changed_pairs) > 0
+        assert judge_requests(server, before) == len(changed_pairs)
+
+
+def test_ids_that_do_not_meet_stop_the_run_before_any_call(folder, capsys):
+    init(folder, capsys)
+    other = folder / "runs" / "other.txt"
+    other.write_text("".join(f"x{i:02d} Q0 refund-01 1 1.0 other\n" for i in range(5)))
+    assert init(folder, capsys, "--update")[0] == 0
+    with FakeLLM() as server:
+        capsys.readouterr()
+        code = main(["run", str(folder / "ragassay.toml"), "--base-url", server.url, "--model", "fake"])
+        err = capsys.readouterr().err
+        assert code == 1 and server.calls == 0
+    assert "no query ids in common" in err and "other.txt" in err and "x00" in err and "q01" in err
+    assert not (folder / "ragassay-out" / "judgments.jsonl").exists()
+
+
+def test_a_bad_project_file_names_the_file_and_line(folder, capsys):
+    init(folder, capsys)
+    toml = folder / "ragassay.toml"
+    toml.write_text(toml.read_text().replace('chunks = "chunks.jsonl"', 'chunks = "missing.jsonl"'))
+    capsys.readouterr()
+    assert main(["run", str(toml)]) == 1
+    err = capsys.readouterr().err
+    line = next(i for i, ln in enumerate(toml.read_text().splitlines(), 1) if ln.startswith("chunks ="))
+    assert f"ragassay.toml:{line}" in err and "missing.jsonl" in err
+    assert main(["run", str(toml), "--only", "judje"]) == 2
+    assert main(["run", str(toml), "--only", "judge", "--from", "check"]) == 2
+
+
+def test_without_an_endpoint_the_offline_steps_run_and_the_llm_ones_say_why(folder, capsys, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    toml = folder / "ragassay.toml"
+    toml.write_text(toml.read_text().replace('# min = ["ndcg@10=0.5"]', 'min = ["ndcg@10=0.99"]'))
+    code, done = run(folder, capsys, None)
+    status = {s["step"]: s["status"] for s in done["steps"]}
+    assert status["judge"] == status["check"] == "skipped" and "no LLM endpoint" in step(done, "judge")["text"]
+    assert status["evaluate"] == status["compare"] == status["report"] == "ran"
+    # people's qrels score the runs; the gate at 0.99 fails both runs: exit 1, each failure named
+    assert code == 1 and status["gate"] == "failed"
+    assert "tfidf:" in step(done, "gate")["text"] and "bm25:" in step(done, "gate")["text"]
+    ev = json.loads((folder / "ragassay-out" / "evaluate" / "bm25.json").read_text())
+    from ragassay.metrics.evaluate import evaluate
+    expected = evaluate(folder / "qrels.txt", read_run(folder / "ragassay-out" / "runs" / "bm25.txt"), ["ndcg@10"],
+                        missing="zero").aggregate["ndcg@10"]
+    assert ev["aggregate"]["ndcg@10"] == pytest.approx(expected)
+
+
+def test_pool_is_the_union_of_each_runs_top_depth_with_ties_in_trec_order():
+    from ragassay.data.tables import Run
+    a = Run.from_dict({"q1": {"d1": 1.0, "d2": 1.0, "d3": 0.5}, "q2": {"d9": 2.0}}, name="a")
+    b = Run.from_dict({"q1": {"d3": 3.0, "d4": 1.0}, "q9": {"x": 1.0}}, name="b")
+    # top 2 of a for q1: the tie d1/d2 at 1.0 goes by id descending (trec_eval): d2, d1
+    assert pool({"a": a, "b": b}, 2, ["q1", "q2"]) == {"q1": ["d2", "d1", "d3", "d4"], "q2": ["d9"]}
+    assert pool({"a": a, "b": b}, 1) == {"q1": ["d2", "d3"], "q2": ["d9"], "q9": ["x"]}
