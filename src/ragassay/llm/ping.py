@@ -54,7 +54,8 @@ async def ping(config: LLMConfig, client=None) -> dict:
             pass
     server = llm.server
     return {"endpoint": config.public_base_url(), "model": config.model, "latency_ms": round(latency, 1),
-            "structured_outputs": llm.mode, "structured_outputs_reason": llm.mode_reason, "calls": llm.usage.stage("ping").calls,
+            "structured_outputs": llm.mode, "structured_outputs_reason": llm.mode_reason,
+            "calls": llm.usage.stage("ping").calls,
             "prompt": prompt.id, "context_tokens": server.context if server else None,
             "slots": server.slots if server else None, "server_said_by": (server.said_by or None) if server else None,
             "tokens_per_second": round(completion_tokens / (latency / 1000), 1)
@@ -83,12 +84,12 @@ async def measure_speed(llm: LLM, check: str, word: str) -> Speed | None:
     from .speed import ANSWER_REPEATS, Timed, passage, solve
     seed = random.randrange(10 ** 6)
     longer = " ".join([word] * ANSWER_REPEATS)
-    asks = [([{"role": "user", "content": check}], 50),
+    calls = [([{"role": "user", "content": check}], 50),
             ([{"role": "system", "content": "Background text, only to be read:\n" + passage(seed)},
               {"role": "user", "content": check}], 50),
             ([{"role": "user", "content": check.replace(word, longer)}], 40 + 4 * ANSWER_REPEATS)]
     timed = []
-    for messages, max_tokens in asks:
+    for messages, max_tokens in calls:
         before = dataclasses.replace(llm.usage.stage("ping"))
         start = time.perf_counter()
         try:

@@ -44,10 +44,10 @@ from ..llm.config import LLMConfig
 from ..llm.errors import LLMError
 from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
 from .plan_keys import KeyList
+from .store import OutputStore
 
 if TYPE_CHECKING:
     from ..llm.speed import Speed
-from .store import OutputStore
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
 # the failures that say the endpoint cannot be used at all, or not as it is set up: a dead endpoint, a
