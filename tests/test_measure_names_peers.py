@@ -166,7 +166,7 @@ def test_ranx_names_differ_from_trec_eval_ones_where_the_conventions_differ():
     assert both["rbp(p=0.95)"] == pytest.approx(norm * (1 + 0.95 + 0.95 ** 2))
 
 
-# -- cwl_eval's measures (ir_measures' RBP and INST) -----------------------------------------------------
+# -- cwl_eval's measures (ir_measures' RBP, INST, INSQ, NERR8-11, SDCG, BPM) -----------------------------------------------------
 
 def cwl_reference(qrels, run, weights) -> dict[str, float]:
     """cwl_eval's expected utility per query, written from its definition: the ranking sorted by score
@@ -196,21 +196,39 @@ def rbp_gains(p, level):
     return weights
 
 
-def inst_gains(t, lo, hi):
+def graded(lo, hi, rule):
+    """Gains scaled as cwl_eval scales grades (negatives as 0, clipped to [lo, hi], to 0..1) and the
+    chance of going on past each rank from ``rule(rank, gain, gain_so_far)``, rank counted from 1."""
     def weights(gains):
         total, go_on = 0.0, []
         for i, g in enumerate(gains):
             gains[i] = None if g is None else (min(max(max(g, 0), lo), hi) - lo) / (hi - lo)
             total += gains[i] or 0.0
-            left = (i + 1) + 2 * t - total
-            go_on.append(((left - 1) / left) ** 2)
+            go_on.append(rule(i + 1, gains[i] or 0.0, total))
         return go_on
     return weights
 
 
-CWL_CASES = [("RBP(p=0.8,rel=1)", rbp_gains(0.8, 1)), ("RBP", rbp_gains(0.8, 1)), ("RBP(p=0.95,rel=2)", rbp_gains(0.95, 2)),
-             ("RBP(p=0.5,rel=3)", rbp_gains(0.5, 3)), ("INST(T=1.0,max_rel=3)", inst_gains(1.0, 0, 3)),
-             ("INST(T=2.5,min_rel=1,max_rel=3)", inst_gains(2.5, 1, 3)), ("INST(T=1.0,max_rel=2)", inst_gains(1.0, 0, 2))]
+def inst(t):
+    return lambda i, g, total: (((i + 2 * t - total) - 1) / (i + 2 * t - total)) ** 2
+
+
+def insq(t):
+    return lambda i, g, total: ((i + 2 * t - 1) / (i + 2 * t)) ** 2
+
+
+CWL_CASES = [
+    ("RBP(p=0.8,rel=1)", rbp_gains(0.8, 1)), ("RBP", rbp_gains(0.8, 1)), ("RBP(p=0.95,rel=2)", rbp_gains(0.95, 2)),
+    ("RBP(p=0.5,rel=3)", rbp_gains(0.5, 3)), ("INST(T=1.0,max_rel=3)", graded(0, 3, inst(1.0))),
+    ("INST(T=2.5,min_rel=1,max_rel=3)", graded(1, 3, inst(2.5))), ("INST(T=1.0,max_rel=2)", graded(0, 2, inst(1.0))),
+    ("INSQ(T=1.0,max_rel=3)", graded(0, 3, insq(1.0))), ("INSQ(T=3.0,max_rel=2)", graded(0, 2, insq(3.0))),
+    ("NERR8(max_rel=3)@5", graded(0, 3, lambda i, g, total: 1 - g if i < 5 else 0.0)),
+    ("NERR9(max_rel=3)@10", graded(0, 3, lambda i, g, total: i / (i + 1) * (1 - g) if i < 10 else 0.0)),
+    ("NERR10(p=0.8,max_rel=3)", graded(0, 3, lambda i, g, total: 0.8 * (1 - g))),
+    ("NERR11(T=2.0,max_rel=3)", graded(0, 3, lambda i, g, total: insq(2.0)(i, g, total) * (1 - g))),
+    ("SDCG(max_rel=3)@10", graded(0, 3, lambda i, g, total: math.log2(i + 1) / math.log2(i + 2) if i < 10 else 0.0)),
+    ("BPM(T=1.0,max_rel=3)@10", graded(0, 3, lambda i, g, total: float(total < 1.0 and i < 10))),
+    ("BPM(T=2.0,min_rel=1,max_rel=3)@5", graded(1, 3, lambda i, g, total: float(total < 2.0 and i < 5)))]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -244,7 +262,9 @@ def test_rbp_and_inst_equal_ir_measures_with_cwl_eval(seed, name):
     ("NumRet(rel=2)", "num_rel_ret(rel=2)"), ("IPrec@0.5", "iprec@0.5"), ("iprec_at_recall_0.50", "iprec@0.5"),
     ("nDCG(judged_only=True)", "ndcg(judged_only)"), ("nDCG(dcg=exp-log2)@10", "ndcg_burges@10"),
     ("infAP", "infap"), ("Compat", "compat(p=0.95)"), ("INST(T=1,max_rel=3)", "inst(max_rel=3,min_rel=0,t=1.0)"),
-    ("dcg@10", "dcg@10"), ("dcg_burges@5", "dcg_burges@5"), ("set_map", "set_ap"), ("num_q", "num_q")])
+    ("dcg@10", "dcg@10"), ("dcg_burges@5", "dcg_burges@5"), ("set_map", "set_ap"), ("num_q", "num_q"),
+    ("SDCG(dcg=log2,max_rel=3)@10", "sdcg(max_rel=3,min_rel=0)@10"), ("NERR10(max_rel=2)", "nerr10(max_rel=2,min_rel=0,p=0.9)"),
+    ("BPM(T=2,max_rel=3)@5", "bpm(max_rel=3,min_rel=0,t=2.0)@5")])
 def test_canonical_names_round_trip(text, canonical):
     m = parse_measure(text)
     assert str(m) == canonical and parse_measure(canonical) == m
@@ -282,7 +302,9 @@ def test_cli_takes_commas_inside_parameters(capsys):
     ("α_nDCG@10", "diversity measure"), ("ERR_IA@20", "diversity measure"), ("NRBP", "diversity measure"),
     ("INST", "needs max_rel="), ("INST(T=0,max_rel=3)", "T must be above 0"),
     ("INST(max_rel=1,min_rel=1)", "min_rel must be below max_rel"),
-    ("SDCG(max_rel=3)@10", "C/W/L measures that ragassay does not compute"), ("Accuracy", "not computed"),
+    ("SDCG(max_rel=3)", "needs a cutoff"), ("BPM(T=1.0)@10", "needs max_rel="), ("NERR10(max_rel=3)@5", "no cutoff"),
+    ("NERR10(p=0,max_rel=3)", "between 0 and 1"), ("SDCG(dcg=exp-log2,max_rel=3)@5", "takes no parameter 'dcg'"),
+    ("Accuracy", "not computed"),
     ("RBP@10", "takes no cutoff"), ("RBP(p=1.5)", "between 0 and 1"), ("IPrec@0.333", "at most two decimals"),
     ("IPrec", "needs a recall level"), ("nDCG(gains={0:0,1:1})@10", "gains"), ("SetF(beta=2)", "only beta=1"),
     ("SetP(relative=True)", "set_relative_P"), ("bpref(judged_only=True)", "takes no judged_only"),

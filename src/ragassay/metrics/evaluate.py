@@ -188,9 +188,12 @@ class _Views:
         return self._stats[(order, level)]
 
 
+# ir_measures' C/W/L measures on graded gains (cwl_eval's): peer_measures.cwl_measure
+CWL_GRADED = frozenset({"inst", "insq", "nerr8", "nerr9", "nerr10", "nerr11", "sdcg", "bpm"})
+
 # the order each measure named by a peer ranks in (every other measure: trec_eval's)
-_ORDER = {"compat": "id_ascending", "rbp": "run_order", "inst": "run_order", "ranx_rbp": "run_order",
-          "dcg": "run_order", "dcg_burges": "run_order", "ndcg_burges": "run_order"}
+_ORDER = {"compat": "id_ascending", "rbp": "run_order", "ranx_rbp": "run_order", "dcg": "run_order",
+          "dcg_burges": "run_order", "ndcg_burges": "run_order", **{name: "run_order" for name in CWL_GRADED}}
 
 
 def _order_of(m: Measure) -> str:
@@ -285,7 +288,7 @@ def _compute(m: Measure, views: _Views, level: int, n: int) -> np.ndarray:
 
 
 _PEER_MEASURES = frozenset({"set_ap", "num_ret", "num_rel", "num_rel_ret", "num_q", "iprec", "infap", "rbp",
-                            "ranx_rbp", "dcg", "dcg_burges", "ndcg_burges", "compat", "inst"})
+                            "ranx_rbp", "dcg", "dcg_burges", "ndcg_burges", "compat"}) | CWL_GRADED
 
 
 def _compute_peer(m: Measure, views: _Views, order: str, s: _QueryStats, level: int, n: int) -> np.ndarray:
@@ -308,8 +311,9 @@ def _compute_peer(m: Measure, views: _Views, order: str, s: _QueryStats, level: 
         return peer.inferred_ap(rows, level, s.num_rel, n)
     if name == "rbp":
         return peer.cwl_rbp(rows, level, float(m.param("p")), n)
-    if name == "inst":
-        return peer.cwl_inst(rows, float(m.param("t")), int(m.param("min_rel")), int(m.param("max_rel")), n)
+    if name in CWL_GRADED:
+        return peer.cwl_measure(name, rows, n, min_rel=int(m.param("min_rel")), max_rel=int(m.param("max_rel")),
+                                t=float(m.param("t", "1.0")), p=float(m.param("p", "0.9")), k=k)
     if name == "ranx_rbp":
         return peer.ranx_rbp(rows, level, float(m.param("p")), n)
     if name in ("dcg", "dcg_burges", "ndcg_burges"):

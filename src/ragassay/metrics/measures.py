@@ -64,6 +64,20 @@ MEASURES: dict[str, tuple[str, str]] = {
     "inst": ("none", "ir_measures' INST(T=1,max_rel=3) (cwl_eval's): an adaptive user who wants T units of gain; "
                      "grades scaled to 0..1 between min_rel and max_rel, the first 1000 ranks; tied scores keep "
                      "the run's order"),
+    "insq": ("none", "ir_measures' INSQ(T=1,max_rel=3) (cwl_eval's): INST's user without its adaptation to the "
+                     "gain found; graded as INST"),
+    "nerr8": ("required", "ir_measures' NERR8(max_rel=3)@k (cwl_eval's 'not but nearly ERR', equation 8): a user "
+                          "who stops at a relevant document, at rank k at the latest; graded as INST"),
+    "nerr9": ("required", "ir_measures' NERR9(max_rel=3)@k (cwl_eval's, equation 9): NERR8 with the chance of going "
+                          "on also falling as i/(i+1); graded as INST"),
+    "nerr10": ("none", "ir_measures' NERR10(p=0.9,max_rel=3) (cwl_eval's, equation 10): RBP's persistence p times "
+                       "the chance the document did not satisfy; graded as INST"),
+    "nerr11": ("none", "ir_measures' NERR11(T=1,max_rel=3) (cwl_eval's, equation 11): INSQ's persistence times the "
+                       "chance the document did not satisfy; graded as INST"),
+    "sdcg": ("required", "ir_measures' SDCG(max_rel=3)@k (cwl_eval's scaled DCG): DCG@k with gains scaled to 0..1, "
+                         "divided by the sum of the discounts to k; graded as INST"),
+    "bpm": ("required", "ir_measures' BPM(T=1,max_rel=3)@k (cwl_eval's static Bejewelled Player): reads on until "
+                        "T units of gain or k documents; graded as INST"),
 }
 
 # measures whose relevant/non-relevant split can be set per measure, as in P(rel=2)@5
@@ -83,7 +97,10 @@ _PARAMS: dict[str, dict[str, tuple[str, object]]] = {
     "rbp": {"p": ("persistence", 0.8)},
     "ranx_rbp": {"p": ("persistence", None)},
     "compat": {"p": ("persistence", 0.95), "normalize": ("bool", True)},
-    "inst": {"t": ("positive", 1.0), "min_rel": ("int", 0), "max_rel": ("int", None)},
+    **{name: {"t": ("positive", 1.0), "min_rel": ("int", 0), "max_rel": ("int", None)}
+       for name in ("inst", "insq", "nerr11", "bpm")},
+    **{name: {"min_rel": ("int", 0), "max_rel": ("int", None)} for name in ("nerr8", "nerr9", "sdcg")},
+    "nerr10": {"p": ("persistence", 0.9), "min_rel": ("int", 0), "max_rel": ("int", None)},
 }
 
 _ALIASES: dict[str, str] = {
@@ -98,7 +115,8 @@ _ALIASES: dict[str, str] = {
     # ir_measures
     "setp": "set_p", "setr": "set_recall", "setf": "set_f1", "setap": "set_ap", "numret": "num_ret",
     "numrel": "num_rel", "numrelret": "num_rel_ret", "numq": "num_q", "iprec": "iprec", "infap": "infap",
-    "rbp": "rbp", "compat": "compat", "inst": "inst",
+    "rbp": "rbp", "compat": "compat", "inst": "inst", "insq": "insq", "nerr8": "nerr8", "nerr9": "nerr9",
+    "nerr10": "nerr10", "nerr11": "nerr11", "sdcg": "sdcg", "bpm": "bpm",
     # ranx, ir_measures
     "r-precision": "r_precision", "hits": "hits", "judged": "judged", "bpref": "bpref", "err": "err",
     "dcg": "dcg", "dcg_burges": "dcg_burges", "ndcg_burges": "ndcg_burges",
@@ -108,13 +126,10 @@ _ALIASES: dict[str, str] = {
 
 _DIVERSITY = ("alpha_ndcg", "α_ndcg", "alpha_dcg", "α_dcg", "err_ia", "nerr_ia", "nrbp", "nnrbp", "ap_ia",
               "map_ia", "p_ia", "strecall")
-_NOT_COMPUTED = ("bpm", "sdcg", "nerr8", "nerr9", "nerr10", "nerr11", "insq")
 # names of peers' measures that ragassay refuses, and why (never a number that is not the peer's)
 _REFUSED: dict[str, str] = {
     **{name: "{raw!r} is a diversity measure: it needs qrels with subtopics (query, subtopic, document, grade), "
              "which ragassay does not read. Compute it with ir_measures and pyndeval" for name in _DIVERSITY},
-    **{name: "{raw!r} is one of ir_measures' C/W/L measures that ragassay does not compute (of those it computes "
-             "RBP and INST). Compute it with ir_measures and cwl_eval" for name in _NOT_COMPUTED},
     "accuracy": "{raw!r} (ir_measures' Accuracy) is not computed by ragassay; bpref and compat measure "
                 "relevant documents ranked above non-relevant ones",
 }
@@ -260,6 +275,8 @@ def _renamed_by_params(canonical: str, given: dict[str, str], raw: str) -> str:
         if dcg != "log2":
             raise MeasureError(f"in {raw!r}: dcg= is log2 (trec_eval's nDCG) or exp-log2 (ranx's ndcg_burges), "
                                f"got {dcg!r}")
+    if canonical == "sdcg" and given.get("dcg", "log2") == "log2":
+        given.pop("dcg", None)  # ir_measures' only SDCG formulation
     if canonical == "ndcg" and "gains" in given:
         raise MeasureError(f"in {raw!r}: a gains={{grade: gain}} table is not supported; the gain is the grade, or "
                            "2^grade - 1 where the evaluation's gain is exponential (and in ranx's ndcg_burges@k)")
@@ -301,7 +318,7 @@ def _other_params(canonical: str, given: dict[str, str], raw: str) -> dict[str, 
             out[key] = str(int(value))
         else:
             out[key] = repr(_number(str(value), kind, raw))
-    if canonical == "inst" and int(out["min_rel"]) >= int(out["max_rel"]):
+    if "max_rel" in out and int(out["min_rel"]) >= int(out["max_rel"]):
         raise MeasureError(f"in {raw!r}: min_rel must be below max_rel")
     return out
 
@@ -379,7 +396,10 @@ def measure_names() -> list[str]:
 
 # how a measure with a parameter it cannot go without is listed in the help and the README
 _EXAMPLES = {"iprec": "iprec@r", "rbp": "rbp(p=0.8)", "ranx_rbp": "ranx_rbp(p=0.95)", "compat": "compat(p=0.95)",
-             "inst": "inst(max_rel=3,min_rel=0,t=1.0)"}
+             "inst": "inst(max_rel=3,min_rel=0,t=1.0)", "insq": "insq(max_rel=3,min_rel=0,t=1.0)",
+             "nerr8": "nerr8(max_rel=3,min_rel=0)@k", "nerr9": "nerr9(max_rel=3,min_rel=0)@k",
+             "nerr10": "nerr10(max_rel=3,min_rel=0,p=0.9)", "nerr11": "nerr11(max_rel=3,min_rel=0,t=1.0)",
+             "sdcg": "sdcg(max_rel=3,min_rel=0)@k", "bpm": "bpm(max_rel=3,min_rel=0,t=1.0)@k"}
 
 
 def _unknown(raw: str) -> str:

@@ -57,14 +57,19 @@ def cwl_rbp(rows: RankedRows, level: int, p: float, n: int) -> np.ndarray:
     return np.bincount(rows.group[gain], weights=w, minlength=n) * ((1.0 - p) / (1.0 - p ** CWL_DEPTH))
 
 
-def cwl_inst(rows: RankedRows, t: float, min_rel: int, max_rel: int, n: int) -> np.ndarray:
-    """ir_measures' INST(T, min_rel, max_rel) as cwl_eval computes it: grades (negatives as 0) clipped
-    to [min_rel, max_rel] and scaled to 0..1, unjudged as 0, over the first 1000 ranks; the chance of
-    going on past rank i is ((i + 2T - G_i - 1) / (i + 2T - G_i))^2 with G_i the gain so far."""
+def cwl_gains(grades: np.ndarray, min_rel: int, max_rel: int) -> np.ndarray:
+    """cwl_eval's graded gain: the grade (negatives as 0) clipped to [min_rel, max_rel], scaled to 0..1."""
+    g = np.clip(np.maximum(grades, 0), min_rel, max_rel)
+    return (g - min_rel) / float(max_rel - min_rel)
+
+
+def cwl_utility(rows: RankedRows, gain: np.ndarray, n: int, go_on) -> np.ndarray:
+    """cwl_eval's expected utility per item over the first 1000 ranks (gains padded with 0, an unjudged
+    document's gain 0): W_i is the chance of reaching rank i, the product of the chances of going on
+    past every rank above it; the value is sum(W_i * g_i) / sum(W_i). ``go_on(gains, gain_so_far,
+    rank)`` gives the chance of going on past each rank (1-based), for a block of queries at once."""
     keep = rows.rank < CWL_DEPTH
-    group, rank = rows.group[keep], rows.rank[keep].astype(np.int64)
-    g = np.clip(np.maximum(rows.grade[keep], 0), min_rel, max_rel)
-    gain = (g - min_rel) / float(max_rel - min_rel)
+    group, rank, gain = rows.group[keep], rows.rank[keep].astype(np.int64), gain[keep]
     out = np.zeros(n)
     position = np.arange(1, CWL_DEPTH + 1, dtype=np.float64)
     for lo in range(0, n, INST_BLOCK):
@@ -72,12 +77,42 @@ def cwl_inst(rows: RankedRows, t: float, min_rel: int, max_rel: int, n: int) -> 
         inside = (group >= lo) & (group < hi)
         gains = np.zeros((hi - lo, CWL_DEPTH))
         gains[group[inside] - lo, rank[inside]] = gain[inside]
-        left = position + 2.0 * t - np.cumsum(gains, axis=1)
-        go_on = ((left - 1.0) / left) ** 2
+        c = go_on(gains, np.cumsum(gains, axis=1), position)
         reach = np.ones_like(gains)
-        reach[:, 1:] = np.cumprod(go_on[:, :-1], axis=1)
+        reach[:, 1:] = np.cumprod(c[:, :-1], axis=1)
         out[lo:hi] = (reach * gains).sum(axis=1) / reach.sum(axis=1)
     return out
+
+
+def cwl_measure(name: str, rows: RankedRows, n: int, *, min_rel: int, max_rel: int, t: float = 1.0,
+                p: float = 0.9, k: int | None = None) -> np.ndarray:
+    """ir_measures' C/W/L measures on graded gains, as cwl_eval defines each one's chance of going
+    on past rank i (G_i the gain so far, g_i the gain at i):
+
+    - INST(T): ((i + 2T - G_i - 1) / (i + 2T - G_i))^2; INSQ(T): ((i + 2T - 1) / (i + 2T))^2
+    - NERR8@k: 1 - g_i before rank k, then 0; NERR9@k: i / (i + 1) * (1 - g_i) before rank k
+    - NERR10(p): p * (1 - g_i); NERR11(T): INSQ's chance times (1 - g_i)
+    - SDCG@k: log2(i + 1) / log2(i + 2) before rank k (a scaled DCG@k)
+    - BPM(T)@k: 1 while G_i < T and i < k (the static Bejewelled player, one unit of cost a document)
+    """
+    def before_k(position: np.ndarray) -> np.ndarray:
+        return position < (k or 0)
+
+    def insq(position: np.ndarray) -> np.ndarray:
+        return ((position + 2.0 * t - 1.0) / (position + 2.0 * t)) ** 2
+
+    rules = {
+        "inst": lambda g, cum, i: ((i + 2.0 * t - cum - 1.0) / (i + 2.0 * t - cum)) ** 2,
+        "insq": lambda g, cum, i: np.broadcast_to(insq(i), g.shape),
+        "nerr8": lambda g, cum, i: np.where(before_k(i), 1.0 - g, 0.0),
+        "nerr9": lambda g, cum, i: np.where(before_k(i), i / (i + 1.0) * (1.0 - g), 0.0),
+        "nerr10": lambda g, cum, i: p * (1.0 - g),
+        "nerr11": lambda g, cum, i: insq(i) * (1.0 - g),
+        "sdcg": lambda g, cum, i: np.broadcast_to(np.where(before_k(i), np.log2(i + 1.0) / np.log2(i + 2.0), 0.0),
+                                                  g.shape),
+        "bpm": lambda g, cum, i: ((cum < t) & before_k(i)).astype(np.float64),
+    }
+    return cwl_utility(rows, cwl_gains(rows.grade, min_rel, max_rel), n, rules[name])
 
 
 def ranx_gains(grades: np.ndarray, level: int, burges: bool) -> np.ndarray:
