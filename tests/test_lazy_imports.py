@@ -40,7 +40,6 @@ HEAVY = ("numpy", "pydantic", "pydantic_core", "pyarrow", "pandas", "scipy", "op
          "asyncio", "sqlite3")
 
 
-
 def commands() -> dict:
     """Every command's parser, by name, as the command line builds them."""
     import argparse
