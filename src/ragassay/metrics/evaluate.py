@@ -18,7 +18,7 @@ from ..data.io import coerce_qrels, coerce_run
 from ..data.result_models import EvaluateResult
 from ..data.tables import Qrels, Run
 from . import peer_measures as peer
-from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .measures import DEFAULT_MEASURES, Measure, gains_table, parse_measures
 from .peer_order import PeerRows, judged_only_rows, peer_ranking
 from .ranking import RankedRows, rank_rows
 
@@ -171,7 +171,7 @@ class _Views:
         self.qrels, self.run, self.gain = qrels, run, gain
         self.rows: dict[str, RankedRows] = {"trec": rows}
         self.peer: dict[str, PeerRows] = {}
-        self._stats: dict[tuple[str, int], _QueryStats] = {}
+        self._stats: dict[tuple, _QueryStats] = {}
 
     def ranked(self, order: str) -> RankedRows:
         if order not in self.rows:
@@ -182,10 +182,27 @@ class _Views:
                 self.rows[order] = self.peer[order].rows
         return self.rows[order]
 
-    def stats(self, order: str, level: int) -> _QueryStats:
-        if (order, level) not in self._stats:
-            self._stats[(order, level)] = _QueryStats(self.qrels, self.ranked(order), level, self.gain)
-        return self._stats[(order, level)]
+    def stats(self, order: str, level: int, gains: dict[int, int] | None = None) -> _QueryStats:
+        """``gains``: ir_measures' nDCG(gains={grade: gain}), the judgments' grades mapped through the
+        table (the qrels' too, for the ideal ranking), the gain then being the mapped grade."""
+        key = (order, level, tuple(sorted(gains.items())) if gains else ())
+        if key not in self._stats:
+            rows, qrels = self.ranked(order), self.qrels
+            if gains:  # mapped first, as ir_measures hands trec_eval the mapped qrels; -J then drops what is below 0
+                rows = self.ranked("trec" if order == "judged_only" else order)
+                rows = RankedRows(rows.group, rows.rank, _mapped(rows.grade, gains), rows.size, rows.query_index,
+                                  rows.run_only)
+                rows = judged_only_rows(rows) if order == "judged_only" else rows
+                qrels = Qrels(qrels.queries, qrels.qidx, qrels.doc_ids, _mapped(qrels.grades, gains))
+            self._stats[key] = _QueryStats(qrels, rows, level, "linear" if gains else self.gain)
+        return self._stats[key]
+
+
+def _mapped(grades: np.ndarray, table: dict[int, int]) -> np.ndarray:
+    out = grades.copy()
+    for grade, gain in table.items():
+        out[grades == grade] = gain
+    return out
 
 
 # ir_measures' C/W/L measures on graded gains (cwl_eval's): peer_measures.cwl_measure
@@ -281,7 +298,7 @@ def _compute(m: Measure, views: _Views, level: int, n: int) -> np.ndarray:
     """One measure for every evaluated query, from the judged rows in the order the measure ranks in
     (an unjudged row adds nothing to any of these measures beyond the size of its ranking)."""
     order = _order_of(m)
-    s = views.stats(order, level)
+    s = views.stats(order, level, gains_table(m))
     if m.name in _PEER_MEASURES:
         return _compute_peer(m, views, order, s, level, n)
     return _compute_trec(m, s.rows, s, n)

@@ -263,8 +263,8 @@ def _split_params(params: str | None, raw: str) -> dict[str, str]:
 
 
 def _renamed_by_params(canonical: str, given: dict[str, str], raw: str) -> str:
-    """ir_measures' parameters that name another computation: nDCG's dcg= and gains=, SetF's beta=,
-    SetP's relative=."""
+    """ir_measures' parameters that name another computation: nDCG's dcg=, SetF's beta=, SetP's
+    relative=."""
     if canonical == "ndcg" and "dcg" in given:
         dcg = given.pop("dcg")
         if dcg == "exp-log2":
@@ -277,9 +277,6 @@ def _renamed_by_params(canonical: str, given: dict[str, str], raw: str) -> str:
                                f"got {dcg!r}")
     if canonical == "sdcg" and given.get("dcg", "log2") == "log2":
         given.pop("dcg", None)  # ir_measures' only SDCG formulation
-    if canonical == "ndcg" and "gains" in given:
-        raise MeasureError(f"in {raw!r}: a gains={{grade: gain}} table is not supported; the gain is the grade, or "
-                           "2^grade - 1 where the evaluation's gain is exponential (and in ranx's ndcg_burges@k)")
     if canonical == "set_f1" and "beta" in given:
         if _number(given.pop("beta"), "beta", raw) != 1.0:
             raise MeasureError(f"in {raw!r}: only beta=1 (the harmonic mean, trec_eval's set_F) is computed")
@@ -297,6 +294,10 @@ def _other_params(canonical: str, given: dict[str, str], raw: str) -> dict[str, 
                 raise MeasureError(f"{canonical!r} takes no judged_only (got {raw!r}); it is taken by: "
                                    + ", ".join(sorted(TAKES_JUDGED_ONLY)))
             out["judged_only"] = "true"
+    if canonical == "ndcg" and "gains" in given:
+        table = _gains_table(given.pop("gains"), raw)
+        if table:
+            out["gains"] = "{" + ",".join(f"{k}:{v}" for k, v in table) + "}"
     spec = _PARAMS.get(canonical, {})
     for key in given:
         if key not in spec:
@@ -321,6 +322,27 @@ def _other_params(canonical: str, given: dict[str, str], raw: str) -> dict[str, 
     if "max_rel" in out and int(out["min_rel"]) >= int(out["max_rel"]):
         raise MeasureError(f"in {raw!r}: min_rel must be below max_rel")
     return out
+
+
+def _gains_table(text: str, raw: str) -> list[tuple[int, int]]:
+    """ir_measures' nDCG(gains={grade: gain, ...}): whole numbers (trec_eval reads the mapped qrels),
+    sorted by grade, with the grades that keep their own value left out."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise MeasureError(f"in {raw!r}: gains is a table {{grade: gain, ...}}, e.g. nDCG(gains={{1:1,2:3,3:7}})@10")
+    table: dict[int, int] = {}
+    for item in split_measure_list(body[1:-1]):
+        key, colon, value = item.partition(":")
+        if not colon or not re.fullmatch(r"-?\d+", key.strip()) or not re.fullmatch(r"-?\d+", value.strip()):
+            raise MeasureError(f"in {raw!r}: each gain is grade:gain in whole numbers, got {item!r}")
+        table[int(key)] = int(value)
+    return sorted((k, v) for k, v in table.items() if k != v)
+
+
+def gains_table(m: Measure) -> dict[int, int]:
+    """The grade -> gain table of ``nDCG(gains={...})`` (empty: the grades themselves)."""
+    text = m.param("gains")
+    return dict(_gains_table(text, str(m))) if text else {}
 
 
 def _number(text: str, kind: str, raw: str) -> float:
