@@ -73,7 +73,7 @@ IR_NAMES = ["SetP", "SetR", "SetF", "SetAP", "SetP(rel=2)", "SetR(rel=3)", "NumR
             "NumQ", "NumRet(rel=2)", "IPrec@0.0", "IPrec@0.1", "IPrec@0.25", "IPrec@0.5", "IPrec@0.75", "IPrec@1.0",
             "infAP", "infAP(rel=2)", "nDCG(judged_only=True)", "nDCG(judged_only=True)@5",
             "P(judged_only=True)@5", "AP(judged_only=True)", "RR(judged_only=True)", "Rprec(judged_only=True)",
-            "R(judged_only=True)@10", "Success(judged_only=True)@3", "SetP(judged_only=True)",
+            "R(judged_only=True)@10", "Success(judged_only=True)@3", "SetP(judged_only=True)", "SetP(relative=True)", "SetP(relative=True,rel=2)",
             "IPrec(judged_only=True)@0.5", "Judged@1", "Judged@5", "Judged@10", "Judged@40", "Judged",
             "Compat", "Compat(p=0.8)", "Compat(normalize=False)", "nDCG(gains={0:0,1:1,2:3,3:7})@10",
             "nDCG(gains={1:3,3:1})", "nDCG(gains={0:1,2:5})@5", "nDCG(gains={0:2,1:0,3:1},judged_only=True)@10"]
@@ -263,7 +263,7 @@ def test_rbp_and_inst_equal_ir_measures_with_cwl_eval(seed, name):
     ("NumRet(rel=2)", "num_rel_ret(rel=2)"), ("IPrec@0.5", "iprec@0.5"), ("iprec_at_recall_0.50", "iprec@0.5"),
     ("nDCG(judged_only=True)", "ndcg(judged_only)"), ("nDCG(dcg=exp-log2)@10", "ndcg_burges@10"),
     ("infAP", "infap"), ("Compat", "compat(p=0.95)"), ("INST(T=1,max_rel=3)", "inst(max_rel=3,min_rel=0,t=1.0)"),
-    ("dcg@10", "dcg@10"), ("dcg_burges@5", "dcg_burges@5"), ("set_map", "set_ap"), ("num_q", "num_q"),
+    ("dcg@10", "dcg@10"), ("dcg_burges@5", "dcg_burges@5"), ("set_map", "set_ap"), ("SetP(relative=True)", "set_relative_p"), ("set_relative_P", "set_relative_p"), ("num_q", "num_q"),
     ("SDCG(dcg=log2,max_rel=3)@10", "sdcg(max_rel=3,min_rel=0)@10"), ("NERR10(max_rel=2)", "nerr10(max_rel=2,min_rel=0,p=0.9)"),
     ("BPM(T=2,max_rel=3)@5", "bpm(max_rel=3,min_rel=0,t=2.0)@5"),
     ("nDCG(gains={0:0,1:1,2:3,3:7})@10", "ndcg(gains={2:3,3:7})@10"), ("nDCG(gains={1:1})", "ndcg")])
@@ -309,7 +309,7 @@ def test_cli_takes_commas_inside_parameters(capsys):
     ("Accuracy", "not computed"),
     ("RBP@10", "takes no cutoff"), ("RBP(p=1.5)", "between 0 and 1"), ("IPrec@0.333", "at most two decimals"),
     ("IPrec", "needs a recall level"), ("nDCG(gains={0:0.5})@10", "grade:gain in whole numbers"), ("nDCG(gains=2)", "gains is a table"), ("SetF(beta=2)", "only beta=1"),
-    ("SetP(relative=True)", "set_relative_P"), ("bpref(judged_only=True)", "takes no judged_only"),
+("bpref(judged_only=True)", "takes no judged_only"),
     ("nDCG(dcg=log10)", "dcg= is log2"), ("P@5.5", "whole number"), ("Compat(q=2)", "takes no parameter 'q'"),
     ("nDCG(rel=2)@10", "takes no rel=")])
 def test_refused_names_say_why(text, message):

@@ -304,7 +304,7 @@ def _compute(m: Measure, views: _Views, level: int, n: int) -> np.ndarray:
     return _compute_trec(m, s.rows, s, n)
 
 
-_PEER_MEASURES = frozenset({"set_ap", "num_ret", "num_rel", "num_rel_ret", "num_q", "iprec", "infap", "rbp",
+_PEER_MEASURES = frozenset({"set_ap", "set_relative_p", "num_ret", "num_rel", "num_rel_ret", "num_q", "iprec", "infap", "rbp",
                             "ranx_rbp", "dcg", "dcg_burges", "ndcg_burges", "compat"}) | CWL_GRADED
 
 
@@ -322,6 +322,8 @@ def _compute_peer(m: Measure, views: _Views, order: str, s: _QueryStats, level: 
     if name == "set_ap":
         hits = _count(rows, s.rel, n)
         return _ratio(hits, rows.size.astype(np.float64)) * _ratio(hits, s.num_rel)
+    if name == "set_relative_p":
+        return _ratio(_count(rows, s.rel, n), np.minimum(rows.size, s.num_rel).astype(np.float64))
     if name == "iprec":
         return peer.interpolated_precision(rows, s.rel, s.rel_before(), s.num_rel, n, float(m.param("recall")))
     if name == "infap":

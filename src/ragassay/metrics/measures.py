@@ -35,6 +35,8 @@ MEASURES: dict[str, tuple[str, str]] = {
                       "(trec_eval's bpref; unjudged documents are ignored)"),
     "err": ("optional", "expected reciprocal rank (gdeval's: stop probability (2^grade-1)/16, grades capped at 4)"),
     "set_ap": ("none", "set_p times set_recall (trec_eval's set_map, ir_measures' SetAP)"),
+    "set_relative_p": ("none", "relevant retrieved / the most a set of that size could hold, min(retrieved, "
+                               "relevant) (trec_eval's set_relative_P, ir_measures' SetP(relative=True))"),
     "num_ret": ("none", "documents retrieved: a count, summed over the queries rather than averaged, as trec_eval "
                         "and ir_measures total it (num_ret, NumRet)"),
     "num_rel": ("none", "relevant judged documents: a count, summed over the queries (num_rel, NumRel)"),
@@ -82,12 +84,12 @@ MEASURES: dict[str, tuple[str, str]] = {
 
 # measures whose relevant/non-relevant split can be set per measure, as in P(rel=2)@5
 TAKES_REL = frozenset({"p", "recall", "f1", "hit_rate", "mrr", "map", "r_precision", "set_p", "set_recall",
-                       "set_f1", "hits", "bpref", "set_ap", "num_rel", "num_rel_ret", "iprec", "infap", "rbp"})
+                       "set_f1", "hits", "bpref", "set_ap", "set_relative_p", "num_rel", "num_rel_ret", "iprec", "infap", "rbp"})
 
 # measures that take ir_measures' judged_only=True (trec_eval -J: unjudged documents are removed from the
 # ranking before it is scored)
 TAKES_JUDGED_ONLY = frozenset({"p", "recall", "mrr", "map", "r_precision", "ndcg", "set_p", "set_f1", "set_ap",
-                               "hit_rate", "iprec"})
+                               "hit_rate", "iprec", "set_relative_p"})
 
 # counts: trec_eval and ir_measures total them over the queries instead of averaging
 SUMMED = frozenset({"num_ret", "num_rel", "num_rel_ret", "num_q"})
@@ -110,7 +112,7 @@ _ALIASES: dict[str, str] = {
     "mrr": "mrr", "rr": "mrr", "ndcg_cut": "ndcg", "ndcg": "ndcg", "map": "map", "map_cut": "map",
     "ap": "map", "rprec": "r_precision", "r_precision": "r_precision", "r-prec": "r_precision",
     "rprecision": "r_precision", "set_p": "set_p", "set_recall": "set_recall",
-    "set_f": "set_f1", "set_f1": "set_f1", "f1": "f1", "f": "f1", "set_map": "set_ap", "num_ret": "num_ret",
+    "set_f": "set_f1", "set_f1": "set_f1", "f1": "f1", "f": "f1", "set_map": "set_ap", "set_relative_p": "set_relative_p", "num_ret": "num_ret",
     "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "num_q": "num_q", "iprec_at_recall": "iprec",
     # ir_measures
     "setp": "set_p", "setr": "set_recall", "setf": "set_f1", "setap": "set_ap", "numret": "num_ret",
@@ -263,8 +265,8 @@ def _split_params(params: str | None, raw: str) -> dict[str, str]:
 
 
 def _renamed_by_params(canonical: str, given: dict[str, str], raw: str) -> str:
-    """ir_measures' parameters that name another computation: nDCG's dcg=, SetF's beta=, SetP's
-    relative=."""
+    """ir_measures' parameters that name another computation: nDCG's dcg= and SetP's relative= (and
+    SetF's beta=, of which only 1 is computed)."""
     if canonical == "ndcg" and "dcg" in given:
         dcg = given.pop("dcg")
         if dcg == "exp-log2":
@@ -282,7 +284,7 @@ def _renamed_by_params(canonical: str, given: dict[str, str], raw: str) -> str:
             raise MeasureError(f"in {raw!r}: only beta=1 (the harmonic mean, trec_eval's set_F) is computed")
     if canonical == "set_p" and "relative" in given:
         if _boolean(given.pop("relative"), raw):
-            raise MeasureError(f"in {raw!r}: SetP(relative=True) (trec_eval's set_relative_P) is not computed")
+            return "set_relative_p"
     return canonical
 
 
