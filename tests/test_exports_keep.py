@@ -238,6 +238,9 @@ def test_odd_ids_and_an_empty_query():
                         chunks=[Chunk(id=c, text="t") for c in chunk_ids], quiet=True)
     assert done.run.ranked() == {"q1": [("é-1", 2.0), ("7", 2.0), ("a|b", 1.0)], "empty": []}
     assert done.to_dict()["queries"] == 2 and done.to_dict()["results"] == 3
+    # chunks given as ids; an int id is its digits; pairs without a score rank their query as returned
+    done = api.retrieve(lambda q: [(1, None), ("b", 0.5)], {"q": "t"}, chunks=["1", "b", "c"], k=3, quiet=True)
+    assert done.run.ranked() == {"q": [("1", 3.0), ("b", 2.0)]} and done.chunks.to_dict()["right"]["matched"] == 2
     with pytest.raises(RagassayError, match=r"metadata\['cid'\] holds True, not an id"):
         api.retrieve(lambda q: [TextNode("x", "t", {"cid": True})], {"q": "t"}, id_field="metadata.cid", quiet=True)
 

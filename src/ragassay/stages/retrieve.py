@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import sys
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Set as AbstractSet
@@ -167,23 +168,31 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
 def _ranked(results: list[Any], field: IdField, qid: str, k: int) -> tuple[list[tuple[str, float]], int]:
     """The query's top ``k`` distinct chunk ids with their scores, and how many repeats were dropped.
     A query whose results are not all scored is ranked as returned (``k - rank + 1`` each)."""
-    found = []
+    ids: list[str] = []
+    scores: list[Any] = []
     seen: set[str] = set()
     dropped = 0
     for rank, item in enumerate(results, start=1):
-        if len(found) == k:
+        if len(ids) == k:
             break
-        hit = read_result(item, field, qid, rank)
-        if hit.chunk_id in seen:
-            if not hit.from_object:
-                raise RagassayError(f"retriever returned {hit.chunk_id!r} twice for query {qid!r}")
+        if type(item) is str:  # the common shapes first, without a Found each
+            doc, score, from_object = item, None, False
+        elif type(item) is tuple and len(item) == 2 and type(item[0]) is str:
+            doc, score, from_object = item[0], item[1], False
+        else:
+            hit = read_result(item, field, qid, rank)
+            doc, score, from_object = hit.chunk_id, hit.score, hit.from_object
+        if doc in seen:
+            if not from_object:
+                raise RagassayError(f"retriever returned {doc!r} twice for query {qid!r}")
             dropped += 1
             continue
-        seen.add(hit.chunk_id)
-        found.append(hit)
-    if any(hit.score is None for hit in found):
-        return [(hit.chunk_id, float(k - i)) for i, hit in enumerate(found)], dropped
-    return [(hit.chunk_id, _score(hit.score, qid)) for hit in found], dropped
+        seen.add(doc)
+        ids.append(doc)
+        scores.append(score)
+    if any(score is None for score in scores):
+        return [(doc, float(k - i)) for i, doc in enumerate(ids)], dropped
+    return [(doc, _score(score, qid)) for doc, score in zip(ids, scores)], dropped
 
 
 def _score(score: Any, qid: str) -> float:
@@ -191,7 +200,7 @@ def _score(score: Any, qid: str) -> float:
         value = float(score)
     except (TypeError, ValueError):
         raise RagassayError(f"retriever gave a non-numeric score {score!r} for query {qid!r}") from None
-    if not np.isfinite(value):
+    if not math.isfinite(value):
         raise RagassayError(f"retriever gave a non-finite score {score!r} for query {qid!r}")
     return value
 
