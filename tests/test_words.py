@@ -119,6 +119,8 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
             "merge": ["merge", "j.jsonl", "-o", "m.jsonl"],
             "report": ["report", "j.jsonl", "c.jsonl", "-o", "report.html"],
             "ping": ["ping", *llm],
+            "init": ["init", "datasets/example"],
+            "run": ["run", "datasets/example/ragassay.toml", *llm],
         }
         for name, argv in argvs.items():
             seen[name] = json_of(capsys, argv)
@@ -171,7 +173,7 @@ def test_every_help_example_runs_where_its_files_are(example_dir, capsys):
     shutil.copy("datasets/example/chunks.jsonl", "new_chunks.jsonl")  # remap: a re-chunking (here: the same)
     examples = {name: help_example(p) for name, p in commands().items()}
     order = ["demo", "evaluate", "compare", "agree", "retrieve", "generate", "remap", "judge", "check", "label",
-             "merge", "report", "track", "history", "gate", "ping"]
+             "merge", "report", "track", "history", "gate", "ping", "init", "run"]
     assert sorted(order) == sorted(examples)
     with FakeLLM() as fake:
         for name in nonempty(order):

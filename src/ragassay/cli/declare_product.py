@@ -127,7 +127,7 @@ def init(sub: Any) -> None:
                     "ragassay.toml, a short commented project file naming each file's role, for 'ragassay run'. "
                     "Nothing is guessed silently: a file that could fill a role another fills too is written "
                     "commented out with the choices and said; a file it cannot place is said.",
-        epilog="Example: ragassay init my-corpus && ragassay run my-corpus/ragassay.toml --dry-run")
+        epilog="Example: ragassay init datasets/example && ragassay run datasets/example/ragassay.toml --dry-run")
     folder(p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the folder (default: this one)"))
     p.add_argument("--update", action="store_true",
                    help="add the files that appeared since to the project file there (lines you edited are kept)")
@@ -146,8 +146,8 @@ def run(sub: Any) -> None:
                     "report.md, track the results and gate. Each step runs only when its inputs changed "
                     "(.ragassay/state.json beside the project file). Exit codes: 0 ok, 3 some error records, "
                     "1 a step failed, bad input or a gate failed, 2 usage.",
-        epilog="Example: ragassay run ragassay.toml --dry-run; ragassay run --base-url http://localhost:8000/v1 "
-               "--model NAME")
+        epilog="Example: ragassay run datasets/example/ragassay.toml --dry-run (after 'ragassay init datasets/example'; "
+               "without --dry-run, with --base-url http://localhost:8000/v1 --model NAME, it runs)")
     reads(p.add_argument("file", nargs="?", default="ragassay.toml", metavar="FILE",
                          help="the project file (default ./ragassay.toml)"))
     text(p.add_argument("--only", metavar="STEP", help="run this step only (generate, retrieve, judge, coverage, "

@@ -71,7 +71,7 @@ class PipelineResult:
         return sum((s.estimate or {}).get("calls", 0) for s in self.steps)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "run", "project": self.project, "dry_run": self.dry_run, "exit_code": self.exit_code,
+        return {"kind": "run", "version": 1, "project": self.project, "dry_run": self.dry_run, "exit_code": self.exit_code,
                 "calls": self.calls if self.dry_run else None, "joins": self.joins, "warnings": self.warnings,
                 "origins": self.origins, "steps": [s.to_dict() for s in self.steps]}
 

@@ -554,7 +554,7 @@ class InitResult:
 
     def to_dict(self) -> dict[str, Any]:
         f = self.findings
-        return {"kind": "init", "project": str(self.path), "updated": self.updated,
+        return {"kind": "init", "version": 1, "project": str(self.path), "updated": self.updated,
                 "placed": [x.to_dict() for x in f.placed],
                 "ambiguous": [{**x.to_dict(), "why": why} for x, why in f.ambiguous],
                 "unplaced": [{"file": n, "why": why} for n, why in f.unplaced]}
