@@ -229,3 +229,29 @@ def test_pool_is_the_union_of_each_runs_top_depth_with_ties_in_trec_order():
     # top 2 of a for q1: the tie d1/d2 at 1.0 goes by id descending (trec_eval): d2, d1
     assert pool({"a": a, "b": b}, 2, ["q1", "q2"]) == {"q1": ["d2", "d1", "d3", "d4"], "q2": ["d9"]}
     assert pool({"a": a, "b": b}, 1) == {"q1": ["d2", "d3"], "q2": ["d9"], "q9": ["x"]}
+
+
+def test_a_corpus_without_queries_gets_questions_then_the_pool_of_their_runs(tmp_path, capsys):
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    for name in ("chunks.jsonl", "retrievers.py"):
+        shutil.copy(EXAMPLE / name, folder / name)
+    code, out = init(folder, capsys)
+    assert code == 0 and "queries" not in tomllib.loads((folder / "ragassay.toml").read_text())["data"]
+    toml = folder / "ragassay.toml"
+    toml.write_text(toml.read_text().replace("# limit = 20", "limit = 6"))
+    with FakeLLM() as server:
+        code, dry = run(folder, capsys, server, "--dry-run")
+        assert code == 0 and server.calls == 0
+        assert step(dry, "judge")["status"] == "estimated" and step(dry, "judge")["estimate"] is None  # after generate
+        predicted = step(dry, "generate")["estimate"]["calls"]
+        code, done = run(folder, capsys, server)
+        assert code == 0, done
+        out = folder / "ragassay-out"
+        questions = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+        assert len(questions) == 6
+        pooled = tops([out / "runs" / "tfidf.txt", out / "runs" / "bm25.txt"])
+        assert {q for q, _ in pooled} <= {q["id"] for q in questions}
+        assert judge_requests(server) == len(pooled) > 0
+        assert server.calls - judge_requests(server) == predicted  # generate's calls, as its dry run said
+        assert step(done, "compare")["status"] == "ran" and (out / "report.html").exists()

@@ -184,6 +184,7 @@ class Context:
     digests: Digests
     log: Callable[[str], None]
     append: bool = False
+    generating: bool = False                                   # a dry run's generate step will write questions
     queries: Path | None = None
     runs: dict[str, Path] = field(default_factory=dict)       # every run's file, once it exists
     memory_runs: dict[str, Any] = field(default_factory=dict)  # a dry run's retrievals, not written
@@ -222,7 +223,8 @@ def run_project(path: str | Path | None = None, *, only: str | None = None, star
     steps: dict[str, Callable[[Context, bool], StepResult]] = {
         "generate": _generate, "retrieve": _retrieve, "judge": _judge, "coverage": _coverage, "check": _check,
         "evaluate": _evaluate, "compare": _compare, "report": _report, "track": _track, "gate": _gate}
-    ctx.out.mkdir(parents=True, exist_ok=True)
+    if not dry_run:  # a dry run writes nothing
+        ctx.out.mkdir(parents=True, exist_ok=True)
     for name in STEPS:
         try:
             step = steps[name](ctx, name in selected)
@@ -328,6 +330,7 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
     try:
         if ctx.dry_run:
             est = api.generate(p.chunks, dry_run=True, **args)
+            ctx.generating = True
             return StepResult("generate", "estimated", _estimate_text(est), 0, est.to_dict())
         done = api.generate(p.chunks, **args)
     except RagassayError as e:  # said in the project file's words: its [generate] limit is generate's --limit
@@ -335,29 +338,38 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
     text = f"{len(done.accepted)} questions accepted, {len(done.rejects)} rejected"
     ctx.queries = questions
     ctx.state.done("generate", digest, done.exit_code, text)
-    return StepResult("generate", "ran", text, done.exit_code, done.to_dict())
+    return StepResult("generate", "ran", text, done.exit_code, result=done.to_dict())
 
 
 def _retrieve(ctx: Context, selected: bool) -> StepResult:
+    """Each retriever whose code, queries, chunks or k changed since its run file was written (a dry
+    run retrieves in memory, offline, to know the pool)."""
     from .. import api
     p = ctx.project
     ctx.runs = dict(p.runs)
-    said, code = [], 0
+    ctx.runs.update({name: path for name in p.retrievers
+                     if (path := ctx.out / "runs" / f"{name}.txt").exists()})  # written before: until rerun
+    if not p.retrievers:
+        return StepResult("retrieve", "skipped", "no retrievers in the project")
+    if ctx.queries is None:
+        return StepResult("retrieve", "skipped", "no queries yet (generate writes them)")
+    if ctx.dry_run and ctx.generating:
+        return StepResult("retrieve", "estimated", "after generate writes the questions (offline)")
+    said, ran = [], 0
     for name, spec in p.retrievers.items():
         path = ctx.out / "runs" / f"{name}.txt"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if ctx.queries is None:
-            return StepResult("retrieve", "skipped", "no queries yet (generate writes them)")
-        digest = ctx.digests.of(Path(spec.rpartition(":")[0]), ctx.queries, p.chunks, spec=spec.rpartition(":")[2],
-                                k=p.k)
+        file, _, function = spec.rpartition(":")
+        digest = ctx.digests.of(Path(file), ctx.queries, p.chunks, function=function, k=p.k)
         kept = ctx.state.fresh(f"retrieve:{name}", digest, [path])
         if kept or not selected:
             if path.exists():
                 ctx.runs[name] = path
             said.append(f"{name} up to date" if kept else f"{name} not selected")
             continue
+        path.parent.mkdir(parents=True, exist_ok=True)
         done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
                             output=None if ctx.dry_run else path)
+        ran += 1
         if ctx.dry_run:
             ctx.memory_runs[name] = done.run
             said.append(f"{name}: would write {len(done.run)} results (offline)")
@@ -365,11 +377,8 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
         ctx.runs[name] = path
         ctx.state.done(f"retrieve:{name}", digest, 0, "")
         said.append(f"{name}: {len(done.run)} results for {len(done.run.queries)} queries")
-    if not p.retrievers:
-        return StepResult("retrieve", "skipped", "no retrievers in the project")
-    status = "ran" if any(":" in s for s in said) else "up to date" if all("up to date" in s for s in said) else \
-        "not selected"
-    return StepResult("retrieve", "estimated" if ctx.dry_run and status == "ran" else status, "; ".join(said), code)
+    status = ("estimated" if ctx.dry_run else "ran") if ran else "up to date" if selected else "not selected"
+    return StepResult("retrieve", status, "; ".join(said))
 
 
 def pool(runs: Mapping[str, Any], depth: int, queries: list[str] | None = None) -> dict[str, list[str]]:
@@ -387,32 +396,32 @@ def pool(runs: Mapping[str, Any], depth: int, queries: list[str] | None = None) 
     return out
 
 
-def _pool_run(ctx: Context) -> tuple[Path, int, int] | None:
-    """Write the pool as a run (``OUT/pool.txt``): its file, the deepest query's size and its pairs."""
+def _pool_run(ctx: Context) -> tuple[Any, int, int] | None:
+    """The pool as a run (each query's pool ranked as it was built: the score falls with the order),
+    the deepest query's pool and the pairs in all; None without runs or queries."""
     from ..data import io as rio
     from ..data.tables import Run
     runs = {name: rio.read_run(f) for name, f in ctx.runs.items()}
     runs.update(ctx.memory_runs)
     if not runs or ctx.queries is None:
         return None
-    ids = list(rio.read_queries(ctx.queries))
-    pooled = pool(runs, ctx.project.depth, ids)
-    path = ctx.out / "pool.txt"
-    # each query's pool ranked as it was built (the score falls with the order); the judge takes all of it
+    pooled = pool(runs, ctx.project.depth, list(rio.read_queries(ctx.queries)))
     run = Run.from_dict({q: {c: float(len(cs) - i) for i, c in enumerate(cs)} for q, cs in pooled.items()},
                         name="pool")
-    rio.write_run(path, run)
-    return path, max((len(cs) for cs in pooled.values()), default=1), sum(len(cs) for cs in pooled.values())
+    return run, max((len(cs) for cs in pooled.values()), default=1), sum(len(cs) for cs in pooled.values())
 
 
 def _judge(ctx: Context, selected: bool) -> StepResult:
+    """Judge the pool: one judgments file for every run; pairs judged before are skipped (the
+    judge's own output store), so a new run costs only its pairs not in the pool yet."""
     from .. import api
+    from ..data import io as rio
     p = ctx.project
     out, judged = ctx.out / "judgments.jsonl", ctx.out / "judged.qrels"
     ctx.judged = judged if judged.exists() else None
     if not selected:
         return _not_selected("judge")
-    skip = _llm_skip(ctx, "judge")
+    skip = _llm_skip(ctx, "judge") or _after_generate(ctx, "judge")
     if skip:
         return skip
     if p.chunks is None:
@@ -421,24 +430,37 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     if made is None:
         return StepResult("judge", "skipped", "no runs to pool" if ctx.queries is not None else
                           "no queries yet (generate writes them)")
-    pool_path, deepest, pairs = made
-    digest = ctx.digests.of(pool_path, ctx.queries, p.chunks, model=ctx.llm.get("model"),
+    run, deepest, pairs = made
+    pooled = sorted((q, c) for q, cs in run.top_ids(deepest).items() for c in cs)
+    digest = ctx.digests.of(ctx.queries, p.chunks, pool=pooled, model=ctx.llm.get("model"),
                             base_url=ctx.llm.get("base_url"))
     kept = ctx.state.fresh("judge", digest, [out, judged])
     if kept:
         return StepResult("judge", "up to date", kept["text"], kept["exit_code"])
     args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm)
+    runs = len(ctx.runs) + len(ctx.memory_runs)
     if ctx.dry_run:
-        est = api.judge(ctx.queries, p.chunks, pool_path, dry_run=True, **args)
-        return StepResult("judge", "estimated", f"the pool of {len(ctx.runs) + len(ctx.memory_runs)} runs' top "
-                          f"{p.depth}: {pairs} pairs; " + _estimate_text(est), 0, est.to_dict())
+        est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
+        return StepResult("judge", "estimated", f"the pool of {runs} runs' top {p.depth}: {pairs} pairs; "
+                          + _estimate_text(est), 0, est.to_dict())
+    pool_path = ctx.out / "pool.txt"  # what was judged, to read (the judge reads the run it is given)
+    rio.write_run(pool_path, run)
     done = api.judge(ctx.queries, p.chunks, pool_path, **args)
     s = done.summary()
-    text = (f"the pool of {len(ctx.runs)} runs' top {p.depth}: {s.pairs} pairs, {s.judged} judged now, "
-            f"{s.already_done} judged before, {s.errors} errors")
+    text = (f"the pool of {runs} runs' top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
+            f"{max(s.judged - s.already_done, 0)} now, {s.errors} errors")
     ctx.judged = judged
     ctx.state.done("judge", digest, done.exit_code, text)
-    return StepResult("judge", "ran", text, done.exit_code, done.to_dict())
+    return StepResult("judge", "ran", text, done.exit_code, result=done.to_dict())
+
+
+def _after_generate(ctx: Context, name: str) -> StepResult | None:
+    """In a dry run whose generate step will write (more) questions: what the later LLM steps cost
+    is known only once they are written."""
+    if ctx.dry_run and ctx.generating:
+        return StepResult(name, "estimated", "after generate writes the questions: its calls depend on them "
+                                             "(a dry run once they are written says)")
+    return None
 
 
 def _coverage(ctx: Context, selected: bool) -> StepResult:
@@ -448,7 +470,7 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
         return StepResult("coverage", "skipped", "off ([judge] coverage = true turns it on)")
     if not selected:
         return _not_selected("coverage")
-    skip = _llm_skip(ctx, "coverage")
+    skip = _llm_skip(ctx, "coverage") or _after_generate(ctx, "coverage")
     if skip:
         return skip
     if ctx.queries is None or not ctx.runs or p.chunks is None:
@@ -514,7 +536,7 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     text = f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers graded (" + ", ".join(
         f"{counts.get(k, 0)} {k}" for k in ("correct", "partial", "hallucinated", "abstained")) + ")"
     ctx.state.done("check", digest, done.exit_code, text)
-    return StepResult("check", "ran", text, done.exit_code, done.to_dict())
+    return StepResult("check", "ran", text, done.exit_code, result=done.to_dict())
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -609,7 +631,7 @@ def _report(ctx: Context, selected: bool) -> StepResult:
     make_report(files, md, fmt="markdown", **common)
     text = f"{written.path} and {md}"
     ctx.state.done("report", digest, 0, text)
-    return StepResult("report", "ran", text, 0, {"html": str(html), "markdown": str(md),
+    return StepResult("report", "ran", text, 0, result={"html": str(html), "markdown": str(md),
                                                  "warnings": written.warnings})
 
 
