@@ -185,6 +185,7 @@ class Context:
     log: Callable[[str], None]
     append: bool = False
     generating: bool = False                                   # a dry run's generate step will write questions
+    judging: bool = False                                      # a dry run's judge step will judge pairs
     queries: Path | None = None
     runs: dict[str, Path] = field(default_factory=dict)       # every run's file, once it exists
     memory_runs: dict[str, Any] = field(default_factory=dict)  # a dry run's retrievals, not written
@@ -438,9 +439,10 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     if kept:
         return StepResult("judge", "up to date", kept["text"], kept["exit_code"])
     args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm)
-    runs = len(ctx.runs) + len(ctx.memory_runs)
+    runs = len(set(ctx.runs) | set(ctx.memory_runs))
     if ctx.dry_run:
         est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
+        ctx.judging = est.calls > 0
         return StepResult("judge", "estimated", f"the pool of {runs} runs' top {p.depth}: {pairs} pairs; "
                           + _estimate_text(est), 0, est.to_dict())
     pool_path = ctx.out / "pool.txt"  # what was judged, to read (the judge reads the run it is given)
@@ -473,13 +475,18 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
     skip = _llm_skip(ctx, "coverage") or _after_generate(ctx, "coverage")
     if skip:
         return skip
-    if ctx.queries is None or not ctx.runs or p.chunks is None:
+    if ctx.dry_run and ctx.judging:  # its nuggets come from the passages judged relevant
+        return StepResult("coverage", "estimated", "after judge: its calls depend on the judgments (a dry run once "
+                                                   "they are written says)")
+    runs = {**ctx.runs, **ctx.memory_runs}  # a dry run's retrievals that will change: in memory
+    if ctx.queries is None or not runs or p.chunks is None:
         return StepResult("coverage", "skipped", "needs queries, chunks and runs")
     out, judgments = ctx.out / "coverage.jsonl", ctx.out / "judgments.jsonl"
     said, code, estimates = [], 0, []
-    for name, run in ctx.runs.items():
-        digest = ctx.digests.of(run, ctx.queries, p.chunks, ctx.judged, depth=p.depth, model=ctx.llm.get("model"))
-        kept = ctx.state.fresh(f"coverage:{name}", digest, [out])
+    for name, run in runs.items():
+        digest = ctx.digests.of(run if isinstance(run, Path) else None, ctx.queries, p.chunks, ctx.judged,
+                                depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"))
+        kept = ctx.state.fresh(f"coverage:{name}", digest, [out]) if isinstance(run, Path) else None
         if kept:
             said.append(f"{name} up to date")
             code = max(code, kept["exit_code"])
@@ -495,12 +502,16 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
         ctx.state.done(f"coverage:{name}", digest, done.exit_code, "")
         said.append(f"{name}: " + ", ".join(f"{k} {v}" for k, v in (done.summary().coverage or {}).items()))
     estimate = None
+    if len(estimates) > 1:  # each run's estimate counts the nuggets the runs share: a ceiling
+        said.append("the nuggets of a query are made once for every run: fewer calls than the sum")
     if estimates:
         total = estimates[0]
         for e in estimates[1:]:
             total = total.add(e)
         estimate = total.to_dict()
-    return StepResult("coverage", "estimated" if ctx.dry_run else "ran", "; ".join(said), code, estimate)
+    ran = len(said) - sum(s.endswith(" up to date") for s in said)
+    status = "up to date" if not ran else "estimated" if ctx.dry_run else "ran"
+    return StepResult("coverage", status, "; ".join(said), code, estimate)
 
 
 def _check(ctx: Context, selected: bool) -> StepResult:
@@ -561,7 +572,7 @@ def _evaluate(ctx: Context, selected: bool) -> StepResult:
         return _not_selected("evaluate")
     cannot = _scored(ctx, "evaluate")
     if cannot or ctx.dry_run:
-        return cannot or StepResult("evaluate", "estimated", f"{len(ctx.runs) + len(ctx.memory_runs)} runs, offline")
+        return cannot or StepResult("evaluate", "estimated", f"{len(set(ctx.runs) | set(ctx.memory_runs))} runs, offline")
     qrels = ctx.metric_qrels()
     said = []
     for name, run in ctx.runs.items():
@@ -585,7 +596,7 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
     cannot = _scored(ctx, "compare")
     if cannot:
         return cannot
-    if len(ctx.runs) + len(ctx.memory_runs) < 2:
+    if len(set(ctx.runs) | set(ctx.memory_runs)) < 2:
         return StepResult("compare", "skipped", "one run: nothing to compare it with")
     if ctx.dry_run:
         return StepResult("compare", "estimated", "offline")
