@@ -130,11 +130,15 @@ def test_a_dry_run_says_the_time_at_the_measured_speed(tmp_path):
     est = _dry_run(tmp_path, url, cache)
     assert est["calls"] > 0
     high = speed.seconds(est["calls"], est["input_tokens"], est["output_tokens"])
-    low = speed.seconds(est["calls"], est["input_tokens"], est["output_tokens_expected"])
+    # the least: each prompt's start shared with the call before is not read again (llama.cpp keeps it): the
+    # judge's prompts share their instructions, and a query's pairs its question too
+    assert 0.1 * est["input_tokens"] < est["input_tokens_unshared"] < 0.6 * est["input_tokens"]
+    low = speed.seconds(est["calls"], est["input_tokens_unshared"], est["output_tokens_expected"])
     assert est["seconds_high"] == pytest.approx(high, abs=0.06) and est["seconds_low"] == pytest.approx(low, abs=0.06)
     assert est["seconds_low"] < est["seconds_high"]  # the answers' tokens are not known yet: a range
     (line,) = [x for x in est["text"].splitlines() if x.startswith("time:")]
     assert f"time: {duration(low)} to {duration(high)}, one call at a time" in line
+    assert "each prompt's start shared with the one before kept by the server" in line
     assert "54 prompt and 9.0 answer tokens a second" in line and "measured by ping on 2026-" in line
 
 
@@ -156,3 +160,34 @@ def test_a_speed_measured_for_another_model_or_endpoint_is_not_used(tmp_path):
     store.close()
     est = _dry_run(tmp_path, "http://127.0.0.1:8080/v1", cache)
     assert est["seconds_high"] is None and est["speed_unmeasured"] == ["m"]
+
+
+def test_the_unshared_part_of_a_prompt_is_counted_from_where_it_differs_from_the_call_before(tmp_path):
+    """Two queries, two passages each: the estimate's unshared tokens are the first prompt whole, then
+    what follows the shared start of each next one (the fake's prompts are built the same way)."""
+    from ragassay.stages.engine import Estimate
+    from ragassay.llm.speed import Speed
+    est = Estimate()
+    from ragassay.stages import engine
+    first = ["system", "Instructions " * 100, "user", "QUERY one PASSAGE alpha"]
+    same_start = ["system", "Instructions " * 100, "user", "QUERY one PASSAGE beta and more"]
+    other = ["system", "Other instructions", "user", "x"]
+    assert engine._fresh(est, 0, first, 400) == 400  # nothing before it
+    total = sum(map(len, same_start))
+    shared = len("system") + len("Instructions " * 100) + len("user") + len("QUERY one PASSAGE ")
+    assert engine._fresh(est, 0, same_start, 400) == round(400 * (1 - shared / total))
+    assert engine._fresh(est, 1, first, 50) == 50  # another model: its own call before
+    assert engine._fresh(est, 0, other, 30) == round(30 * (1 - len("system") / sum(map(len, other))))
+    assert Speed(10.0, 5.0, 1.0).seconds(2, 100, 10) == 2 + 10 + 2
+
+
+def test_a_dry_run_without_the_answer_cache_still_reads_the_measured_speed(tmp_path, monkeypatch):
+    from ragassay.llm.config import default_cache_path
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    url = "http://127.0.0.1:8080/v1"
+    default_cache_path().parent.mkdir(parents=True)
+    store = Cache(default_cache_path())
+    store.put_speed(endpoint_id(url), "m", Speed(54.0, 9.0, 0.4))
+    store.close()
+    est = _dry_run(tmp_path, url, None)  # --no-cache: no answer is looked up, the speed is
+    assert est["cached"] == 0 and est["seconds_high"] is not None and est["seconds_low"] is not None

@@ -210,6 +210,7 @@ class EstimateResult(Result):
     seconds_high: float | None = None
     speeds: list[str] | None = None
     speed_unmeasured: list[str] | None = None  # models on a local server whose speed ping never measured
+    input_tokens_unshared: int | None = None  # of input_tokens, those a server keeping its last prompt reads anew
 
 
 class RetrieveResult(Result):

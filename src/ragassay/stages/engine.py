@@ -555,6 +555,8 @@ class Estimate:
     seconds_high: float | None = None
     speeds: list[str] = field(default_factory=list)  # the measured speeds the time comes from
     unmeasured: list[str] = field(default_factory=list)  # models called whose speed was never measured
+    input_tokens_unshared: int | None = None  # of input_tokens, not shared with the start of the call before
+    last_prompts: dict[int, list[str]] = field(default_factory=dict, repr=False)  # (while estimating)
 
     BATCH_DISCOUNT = BATCH_DISCOUNT  # the OpenAI Batch API's price is half the live price
 
@@ -579,6 +581,7 @@ class Estimate:
             seconds_low=None if self.seconds_low is None else round(self.seconds_low, 1),
             seconds_high=None if self.seconds_high is None else round(self.seconds_high, 1),
             speeds=self.speeds or None, speed_unmeasured=self.unmeasured or None,
+            input_tokens_unshared=self.input_tokens_unshared,
             **({"batch": self.batch_plan()} if self.batch else {})).to_dict()
 
     def add(self, other: Estimate) -> Estimate:
@@ -626,11 +629,11 @@ class Estimate:
         if self.seconds_high is not None and self.calls:
             low, high = duration(self.seconds_low or 0.0), duration(self.seconds_high)
             span = high if low == high else f"{low} to {high}"
-            lower = "" if low == high else (" (the least with the answers' expected tokens, " if not
-                                             self.expected_unknown else " (the least with no answer tokens for "
-                                             "answers not known yet, ") + "the most with every answer at its max_tokens)"
-            return (f"time: {span}, one call at a time{lower}; at {'; '.join(self.speeds)}; a server that keeps "
-                    "the prompts' shared start (llama.cpp does) or serves several calls at once takes less")
+            answers = "the answers' expected tokens" if not self.expected_unknown else \
+                "no answer tokens for answers not known yet"
+            return (f"time: {span}, one call at a time (the least with {answers} and each prompt's start shared "
+                    "with the one before kept by the server, as llama.cpp keeps it; the most with every prompt read "
+                    f"whole and every answer at its max_tokens); at {'; '.join(self.speeds)}")
         if self.unmeasured and self.calls:
             return (f"time: not estimated: the speed of {', '.join(self.unmeasured)} at this endpoint was never "
                     "measured ('ragassay ping' with the same endpoint and model measures it)")
@@ -676,7 +679,8 @@ def _estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], confi
     # a cache with no answer of a model cannot answer its calls: their keys are not computed
     lookups = [c if c is not None and c.holds_model(m) else None for c, m in zip(caches, models)]
     est = Estimate(tokenizer=counters[0].method if counters else "", models=models)
-    tokens_per_model = [[0, 0, 0, 0] for _ in configs]  # input, output ceiling, output expected, calls
+    # input, output ceiling, output expected, calls, input not shared with the start of the model's call before
+    tokens_per_model = [[0, 0, 0, 0, 0] for _ in configs]
     planned: set[bytes] = set()  # digests: identical calls are asked once (see SharedCalls), counted once
     # without a cache to look calls up in, a stage that can say its calls as texts is not built at all
     texts = _TextCounter(counters, configs) if stage is not None and not any(lookups) else None
@@ -702,8 +706,7 @@ def _estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], confi
                                share)
             finally:
                 it.close()
-        speeds = [c.get_speed(endpoint_id(cfg.base_url), m) if c is not None else None
-                  for c, cfg, m in zip(caches, configs, models)]
+        speeds = [_speed(cfg, m) for cfg, m in zip(configs, models)]
     finally:
         for c in caches:
             if c is not None:
@@ -749,6 +752,7 @@ def _estimate_item(it: WorkItem, first: list[Call], est: Estimate, configs: Sequ
             tokens_per_model[call.model][1] += t_out
             tokens_per_model[call.model][2] += expected or 0
             tokens_per_model[call.model][3] += 1
+            tokens_per_model[call.model][4] += _fresh(est, call.model, _message_parts(call.message_list), t_in)
         calls = stage.next_calls(it, answers) if stage is not None else []
         step += 1
 
@@ -815,12 +819,13 @@ class _TextCounter:
         row[1] += t_out
         row[2] += expected or 0
         row[3] += 1
+        row[4] += _fresh(est, call.model, [t for role, texts in call.pieces for t in (role, *texts)], t_in)
 
 
 def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[list[int]]) -> Estimate:
     cost: float | None = 0.0
     low: float | None = 0.0
-    for cfg, (t_in, t_out, t_expected, _) in zip(configs, tokens_per_model):
+    for cfg, (t_in, t_out, t_expected, _, _) in zip(configs, tokens_per_model):
         price = price_for(cfg.model, cfg.price_in, cfg.price_out)
         if t_in or t_out:
             cost = None if price is None or cost is None else cost + (t_in * price[0] + t_out * price[1]) / 1e6
@@ -834,6 +839,54 @@ def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[
     return est
 
 
+def _speed(config: LLMConfig, model: str) -> Speed | None:
+    """What ping measured of ``model`` at the config's endpoint, kept in the answer cache's file
+    (read even with --no-cache: a speed is not an answer)."""
+    from ..llm.config import default_cache_path
+    cache = Cache.read_only(config.cache_path or default_cache_path())
+    if cache is None:
+        return None
+    try:
+        return cache.get_speed(endpoint_id(config.base_url), model)
+    finally:
+        cache.close()
+
+
+def _message_parts(messages: list[dict[str, Any]]) -> list[str]:
+    return [t for m in messages for t in (m.get("role") or "", m.get("content") or "")]
+
+
+def _shared_chars(before: list[str], now: list[str]) -> int:
+    """Characters ``now`` shares at its start with ``before`` (parts compared in order; the first
+    that differs by its common start, found by halving: slices compare at C speed)."""
+    shared = 0
+    for a, b in zip(before, now):
+        if a is b or a == b:
+            shared += len(b)
+            continue
+        lo, hi = 0, min(len(a), len(b))
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if a[:mid] == b[:mid]:
+                lo = mid
+            else:
+                hi = mid - 1
+        return shared + lo
+    return shared
+
+
+def _fresh(est: Estimate, model: int, parts: list[str], tokens: int) -> int:
+    """The tokens of a call's prompt after the start it shares with the same model's call before:
+    what a server that keeps its last prompt (llama.cpp) reads anew (the least a time estimate
+    counts; the call order is the plan's)."""
+    before = est.last_prompts.get(model)
+    est.last_prompts[model] = parts
+    total = sum(map(len, parts))
+    if before is None or not total:
+        return tokens
+    return round(tokens * (1 - _shared_chars(before, parts) / total))
+
+
 def _timed(est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | None],
            tokens_per_model: list[list[int]]) -> Estimate:
     """The run's time, one call at a time, at the speeds ``ping`` measured of each model called (none
@@ -841,12 +894,14 @@ def _timed(est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | Non
     those not known yet), at most with every answer at its max_tokens. A model on a server of this
     machine or its network that was never measured is named (a hosted API's time is not estimated)."""
     from ..llm.server_info import asks
+    est.last_prompts = {}
     called = [(speed, row) for speed, row in zip(speeds, tokens_per_model) if row[3]]
     if not called or any(speed is None for speed, _ in called):
         est.unmeasured = [c.model or "" for c, speed, row in zip(configs, speeds, tokens_per_model)
                           if row[3] and speed is None and asks(c.base_url)]
         return est
-    est.seconds_low = sum(speed.seconds(row[3], row[0], row[2]) for speed, row in called)
+    est.seconds_low = sum(speed.seconds(row[3], row[4], row[2]) for speed, row in called)
+    est.input_tokens_unshared = sum(row[4] for _, row in called)
     est.seconds_high = sum(speed.seconds(row[3], row[0], row[1]) for speed, row in called)
     est.speeds = [speed.summary() for speed, _ in called]
     return est
