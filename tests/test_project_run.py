@@ -255,3 +255,42 @@ def test_a_corpus_without_queries_gets_questions_then_the_pool_of_their_runs(tmp
         assert judge_requests(server) == len(pooled) > 0
         assert server.calls - judge_requests(server) == predicted  # generate's calls, as its dry run said
         assert step(done, "compare")["status"] == "ran" and (out / "report.html").exists()
+
+
+def test_only_and_from_run_part_of_the_pipeline_on_what_earlier_steps_left(folder, capsys, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    code, first = run(folder, capsys, None, "--only", "retrieve")
+    status = {s["step"]: s["status"] for s in first["steps"]}
+    assert code == 0 and status["retrieve"] == "ran" and status["evaluate"] == status["report"] == "not selected"
+    assert not (folder / "ragassay-out" / "report.html").exists()
+    code, rest = run(folder, capsys, None, "--from", "evaluate")
+    status = {s["step"]: s["status"] for s in rest["steps"]}
+    assert code == 0 and status["retrieve"] == "not selected" and status["evaluate"] == status["report"] == "ran"
+    assert (folder / "ragassay-out" / "report.html").exists()
+    # the runs evaluated are the ones --only retrieve wrote
+    assert step(rest, "evaluate")["text"].startswith("tfidf: ndcg@10 0.8477")
+
+
+def test_a_dead_endpoint_fails_the_judge_step_and_stops_the_pipeline(folder, capsys):
+    from fake_llm import dead_url
+    init(folder, capsys)
+    capsys.readouterr()
+    code = main(["run", str(folder / "ragassay.toml"), "--base-url", dead_url(), "--model", "fake", "--format", "json",
+                 "--quiet"])
+    done = json.loads(capsys.readouterr().out)
+    status = {s["step"]: s["status"] for s in done["steps"]}
+    assert code == 1 and status == {"generate": "skipped", "retrieve": "ran", "judge": "failed"}
+    assert done["exit_code"] == 1 and "Traceback" not in step(done, "judge")["text"]
+
+
+def test_update_offers_a_second_file_for_a_filled_role_as_a_choice(folder, capsys):
+    init(folder, capsys)
+    shutil.copy(folder / "chunks.jsonl", folder / "chunks_v2.jsonl")
+    code, out = init(folder, capsys, "--update")
+    text = (folder / "ragassay.toml").read_text()
+    assert code == 0 and tomllib.loads(text)["data"]["chunks"] == "chunks.jsonl"
+    assert re.search(r'^# chunks = "chunks_v2.jsonl" .*2 files could be the chunks.*added by init --update', text, re.M)
+    assert text.index("chunks_v2") < text.index("[runs]")
