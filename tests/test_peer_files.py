@@ -380,7 +380,7 @@ def test_ranx_objects_dataframes_and_ir_measures_tuples_give_the_trec_files_metr
 def test_ranx_shaped_files_with_bad_values_name_the_pair(tmp_path):
     q = tmp_path / "q.json"
     q.write_text(json.dumps({"q1": {"d1": 2.5}}, indent=2))
-    with pytest.raises(InputError, match=r"q.json: query 'q1', document 'd1': grade must be an integer, got 2.5"):
+    with pytest.raises(InputError, match=r"q.json: query 'q1', document 'd1': grade must be an integer within ±2147483647, got 2.5"):
         read_qrels(q)
     r = tmp_path / "r.json"
     r.write_text(json.dumps({"q1": {"d1": "high"}}))

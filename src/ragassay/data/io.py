@@ -288,14 +288,13 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     path = dataset_member(path, "qrels")
     binary = peer_files.binary_table_kind(path) if format == "auto" else None
     if binary is not None:  # ranx's Parquet (q_id, doc_id, score); LZ4 is refused, saying so
-        out = Qrels.from_rows(peer_files.integer_grades(peer_files.binary_table_rows(path, binary, "qrels"), path),
-                              source=str(path))
+        out = peer_files.qrels_from_columns(peer_files.binary_table_columns(path, binary, "qrels"), path)
         out.origin = label_origin(path)
         return out
     data = blank_comments(read_bytes_checked(path))
-    document = peer_files.json_table_rows(data, path, "qrels") if format == "auto" else None
+    document = peer_files.json_table_columns(data, path, "qrels") if format == "auto" else None
     if document is not None:  # ranx's {query: {doc: grade}}, LlamaIndex's relevant_docs
-        out = Qrels.from_rows(peer_files.integer_grades(document, path), source=str(path))
+        out = peer_files.qrels_from_columns(document, path)
         out.origin = label_origin(path)
         return out
     fmt = _resolve_format(data, path, "qrels", format)
@@ -481,8 +480,8 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     from . import peer_files
     binary = peer_files.binary_table_kind(path) if format == "auto" else None
     if binary is not None:  # ranx's Parquet (q_id, doc_id, score); LZ4 is refused, saying so
-        rows = peer_files.finite_scores(peer_files.binary_table_rows(path, binary, "run"), path)
-        return Run.from_rows(rows, name or default_name, dedupe=dedupe, source=str(path))
+        return peer_files.run_from_columns(peer_files.binary_table_columns(path, binary, "run"), name or default_name,
+                                           path, dedupe)
     head = _plain_file_head(path)
     if head is not None:  # a plain file: pyarrow may stream it without the whole file in memory
         fmt = _resolve_format(head, path, "run", format)
@@ -501,10 +500,9 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
                 except InputError:
                     pass  # read again below: the numpy splitter names the lines
     data = blank_comments(read_bytes_checked(path))
-    document = peer_files.json_table_rows(data, path, "run") if format == "auto" else None
+    document = peer_files.json_table_columns(data, path, "run") if format == "auto" else None
     if document is not None:  # ranx's {query: {doc: score}}
-        return Run.from_rows(peer_files.finite_scores(document, path), name or default_name, dedupe=dedupe,
-                             source=str(path))
+        return peer_files.run_from_columns(document, name or default_name, path, dedupe)
     fmt = _resolve_format(data, path, "run", format)
     if fmt in ("trec", "trec3", "beir"):
         trec, skip, tag = _column_layout(data, fmt)
@@ -846,11 +844,11 @@ def write_qrels(path: str | Path, qrels: Qrels | Mapping[str, Mapping[str, int]]
     return len(lines)
 
 
-def _frame_rows(df: Any, kind: str) -> list[tuple[str, str, Any]]:
-    """(query, document, value) rows of a pandas DataFrame with ragassay's, trec_eval's, ranx's or
-    ir_measures' column names (query_id/qid/q_id, chunk_id/doc_id/docid, grade/relevance or score)."""
-    from .peer_files import column_rows
-    return column_rows({c: df[c].tolist() for c in df.columns}, kind)
+def _frame_columns(df: Any, kind: str) -> Any:
+    """The query, document and value columns of a pandas DataFrame with ragassay's, trec_eval's, ranx's
+    or ir_measures' column names (query_id/qid/q_id, chunk_id/doc_id/docid, grade/relevance or score)."""
+    from .peer_files import named_columns
+    return named_columns({c: df[c].tolist() for c in df.columns}, kind)
 
 
 def _is_frame(x: Any) -> bool:
@@ -864,13 +862,12 @@ def coerce_qrels(q: Qrels | Mapping | str | Path | Any) -> Qrels:
         return q
     if isinstance(q, Mapping):
         return Qrels.from_dict(q)
-    ranx = peer_files.peer_table(q)
+    ranx = peer_files.ranx_columns(q)
     if ranx is not None and ranx[0] == "qrels":  # a ranx Qrels
-        return Qrels.from_rows(peer_files.integer_grades((a, b, g) for a, docs in ranx[1].items()
-                                                         for b, g in docs.items()))
-    tuples = peer_files.tuple_rows(q, "qrels")  # ir_measures' Qrel tuples
+        return peer_files.qrels_from_columns(ranx[1])
+    tuples = peer_files.tuple_columns(q, "qrels")  # ir_measures' Qrel tuples
     if _is_frame(q) or tuples is not None:
-        return Qrels.from_rows(peer_files.integer_grades(_frame_rows(q, "qrels") if tuples is None else tuples))
+        return peer_files.qrels_from_columns(_frame_columns(q, "qrels") if tuples is None else tuples)
     return read_qrels(q)
 
 
@@ -881,14 +878,12 @@ def coerce_run(r: Run | Mapping | str | Path | Any, name: str | None = None) -> 
         return r
     if isinstance(r, Mapping):
         return Run.from_dict(r, name or "run")
-    ranx = peer_files.peer_table(r)
+    ranx = peer_files.ranx_columns(r)
     if ranx is not None and ranx[0] == "run":  # a ranx Run keeps its name
-        rows = peer_files.finite_scores((a, b, s) for a, docs in ranx[1].items() for b, s in docs.items())
-        return Run.from_rows(rows, name or ranx[2] or "run")
-    tuples = peer_files.tuple_rows(r, "run")  # ir_measures' ScoredDoc tuples
+        return peer_files.run_from_columns(ranx[1], name or ranx[2] or "run")
+    tuples = peer_files.tuple_columns(r, "run")  # ir_measures' ScoredDoc tuples
     if _is_frame(r) or tuples is not None:
-        rows = peer_files.finite_scores(_frame_rows(r, "run") if tuples is None else tuples)
-        return Run.from_rows(rows, name or "run")
+        return peer_files.run_from_columns(_frame_columns(r, "run") if tuples is None else tuples, name or "run")
     return read_run(r)
 
 

@@ -30,11 +30,13 @@ import ast
 import csv
 import io
 import json
-import math
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import InputError
 
@@ -253,6 +255,15 @@ def whole_json(data: bytes) -> Any:
     if data.lstrip()[:1] not in (b"{", b"["):
         return None
     try:
+        import orjson  # ranx's files hold millions of pairs: about 3x faster than the standard library
+    except ImportError:
+        orjson = None
+    if orjson is not None:
+        try:  # (an integer past 64 bits may come back a float: as a grade it is out of range either way)
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # NaN, a lone surrogate: the standard library reads it or says why not
+    try:
         return json.loads(data)
     except (ValueError, UnicodeDecodeError):
         return None
@@ -451,6 +462,112 @@ PARQUET_MAGIC = b"PAR1"
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 
+@dataclass
+class TableColumns:
+    """(query, document, value) rows as three columns: how a qrels or run from another tool is held
+    before it becomes a :class:`~ragassay.data.tables.Qrels` or :class:`~ragassay.data.tables.Run`."""
+
+    queries: list[Any]
+    docs: list[Any]
+    values: list[Any]
+
+    @classmethod
+    def of_rows(cls, rows: Iterable[tuple[Any, Any, Any]]) -> TableColumns:
+        rows = list(rows)
+        return cls([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+
+    @classmethod
+    def of_nested(cls, d: Mapping[Any, Mapping[Any, Any]]) -> TableColumns:
+        """From ``{query: {doc: value}}`` (ranx's and pytrec_eval's dicts)."""
+        queries: list[Any] = []
+        docs: list[Any] = []
+        values: list[Any] = []
+        for q, inner in d.items():
+            if not isinstance(inner, Mapping):
+                raise InputError(f"query {q!r}: expected an object of document: value, got {type(inner).__name__}")
+            queries += [q] * len(inner)
+            docs += list(inner)
+            values += list(inner.values())
+        return cls(queries, docs, values)
+
+
+def qrels_from_columns(cols: TableColumns, path: str | Path | None = None) -> Any:
+    """Qrels from columns whose grades are integers (3.0 is 3); any other value, an id that is not a
+    string or that TREC files cannot hold, or a pair given twice is one error naming it."""
+    from .columns import INT_LIMIT
+    from .tables import Qrels, encode_ids
+    queries, qidx = _codes(_checked_ids(cols.queries, "query id", path))
+    grades = _numbers(cols, path, "grade")
+    if not (np.floor(grades) == grades).all() or (np.abs(grades) > INT_LIMIT).any():
+        i = int(np.flatnonzero((np.floor(grades) != grades) | (np.abs(grades) > INT_LIMIT))[0])
+        raise InputError(f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: grade must be an integer within "
+                         f"±{INT_LIMIT}, got {_shown(cols.values[i])}", path)
+    out = Qrels(queries, qidx, encode_ids(_checked_ids(cols.docs, "document id", path)), grades.astype(np.int64),
+                source=None if path is None else str(path))
+    if not len(out.grades):
+        raise InputError("no judgments", path)
+    out.check_unique()
+    return out
+
+
+def run_from_columns(cols: TableColumns, name: str, path: str | Path | None = None, dedupe: bool = False) -> Any:
+    """A run from columns whose scores are finite numbers; anything else is one error naming it."""
+    from .tables import Run, encode_ids
+    queries, qidx = _codes(_checked_ids(cols.queries, "query id", path))
+    scores = _numbers(cols, path, "score")
+    if not np.isfinite(scores).all():
+        i = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise InputError(f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: score must be a finite number, "
+                         f"got {_shown(cols.values[i])}", path)
+    run = Run(queries, qidx, encode_ids(_checked_ids(cols.docs, "document id", path)), scores, name,
+              None if path is None else str(path))
+    if not len(run.scores):
+        raise InputError("no results", path)
+    return run.deduplicated() if dedupe else run.checked()
+
+
+_SPACE = re.compile(r"\s")
+
+
+def _checked_ids(ids: list[Any], what: str, path: str | Path | None) -> list[str]:
+    """The ids as strings, checked in one pass when all are plain (a JSON integer is its digits); the
+    first bad one is named by :func:`~ragassay.data.io.check_id`."""
+    from .io import check_id
+    kinds = set(map(type, ids))
+    if kinds <= {str} and all(ids) and not _SPACE.search("\x00".join(ids)):
+        return ids
+    return [check_id(_plain(i), what, path, None) for i in ids]
+
+
+def _codes(ids: list[str]) -> tuple[list[str], np.ndarray]:
+    index = {q: n for n, q in enumerate(dict.fromkeys(ids))}
+    return list(index), np.fromiter((index[q] for q in ids), dtype=np.int64, count=len(ids))
+
+
+def _numbers(cols: TableColumns, path: str | Path | None, what: str) -> np.ndarray:
+    """The values as floats when every one is a number (not a boolean); else an error naming the first
+    that is not."""
+    kinds = set(map(type, cols.values))
+    if all(issubclass(k, (int, float, np.integer, np.floating)) and not issubclass(k, (bool, np.bool_))
+           for k in kinds):
+        return np.array(cols.values, dtype=np.float64)
+    for q, d, v in zip(cols.queries, cols.docs, cols.values):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            article = "an integer" if what == "grade" else "a finite number"
+            raise InputError(f"query {q!r}, document {d!r}: {what} must be {article}, got {_shown(v)}", path)
+    return np.array(cols.values, dtype=np.float64)
+
+
+def _shown(v: Any) -> str:
+    v = _plain(v)
+    return json.dumps(v) if isinstance(v, (bool, str, type(None))) else repr(v)
+
+
+def _plain(value: Any) -> Any:
+    """A numpy value (ranx's and pandas' values) as the Python value it holds."""
+    return value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
+
+
 def binary_table_kind(path: str | Path) -> str | None:
     """``parquet`` or ``lz4`` when the file is one of those (ranx's kinds), else None."""
     if str(path) == "-":
@@ -463,9 +580,9 @@ def binary_table_kind(path: str | Path) -> str | None:
     return "parquet" if magic == PARQUET_MAGIC else "lz4" if magic == LZ4_MAGIC else None
 
 
-def binary_table_rows(path: str | Path, kind: str, what: str) -> list[tuple[str, str, Any]]:
-    """The (query, document, value) rows of a Parquet file (ranx's ``kind="parquet"``: q_id, doc_id,
-    score; or ir_measures' column names). An LZ4 file (ranx's run ``kind="lz4"``) is refused, saying why."""
+def binary_table_columns(path: str | Path, kind: str, what: str) -> TableColumns:
+    """The columns of a Parquet file (ranx's ``kind="parquet"``: q_id, doc_id, score; or ir_measures'
+    column names). An LZ4 file (ranx's run ``kind="lz4"``) is refused, saying why."""
     if kind == "lz4":
         raise InputError(f"an LZ4-compressed file (ranx's kind='lz4'): ragassay does not read LZ4; save the {what} "
                          "with kind='json', 'trec' or 'parquet', or decompress it first", path)
@@ -477,7 +594,7 @@ def binary_table_rows(path: str | Path, kind: str, what: str) -> list[tuple[str,
         table = pq.read_table(path)
     except Exception as e:  # pyarrow's own errors have no common base but Exception
         raise InputError(f"a Parquet file that cannot be read ({e})", path) from None
-    return column_rows({name: table.column(name).to_pylist() for name in table.column_names}, what, path)
+    return named_columns({name: table.column(name).to_pylist() for name in table.column_names}, what, path)
 
 
 QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id")
@@ -486,10 +603,10 @@ GRADE_COLUMNS = ("grade", "relevance", "label", "score")
 SCORE_COLUMNS = ("score",)
 
 
-def column_rows(columns: Mapping[str, list[Any]], what: str, path: str | Path | None = None
-                ) -> list[tuple[str, str, Any]]:
-    """(query, document, value) rows from named columns: ragassay's, trec_eval's, ranx's (q_id,
-    doc_id, score) or ir_measures' (query_id, doc_id, relevance or score) names, any case."""
+def named_columns(columns: Mapping[str, list[Any]], what: str, path: str | Path | None = None) -> TableColumns:
+    """The query, document and value columns among named ones: ragassay's, trec_eval's, ranx's (q_id,
+    doc_id, score) or ir_measures' (query_id, doc_id, relevance or score) names, any case. Ids are
+    taken as their text (an integer column's 7 is "7")."""
     cols = {str(c).lower(): c for c in columns}
 
     def pick(names: tuple[str, ...]) -> Any:
@@ -498,47 +615,20 @@ def column_rows(columns: Mapping[str, list[Any]], what: str, path: str | Path | 
                 return cols[n]
         raise InputError(f"a {what} table needs a column named one of {', '.join(names)} "
                          f"(it has {', '.join(map(str, columns))})", path)
-    q = pick(QUERY_COLUMNS)
-    d = pick(DOC_COLUMNS)
+    q, d = pick(QUERY_COLUMNS), pick(DOC_COLUMNS)
     v = pick(GRADE_COLUMNS if what == "qrels" else SCORE_COLUMNS)
-    return list(zip((str(x) for x in columns[q]), (str(x) for x in columns[d]), columns[v]))
+    return TableColumns(_texts(columns[q]), _texts(columns[d]), list(columns[v]))
 
 
-def integer_grades(rows: Iterable[tuple[str, str, Any]], path: str | Path | None = None
-                   ) -> list[tuple[str, str, int]]:
-    """Rows whose grades are integers (3.0 is 3); anything else is one error naming the pair."""
-    out = []
-    for q, d, g in rows:
-        g = _plain(g)
-        if isinstance(g, bool) or not isinstance(g, (int, float)) or not float(g).is_integer():
-            shown = json.dumps(g) if isinstance(g, (bool, str, type(None))) else repr(g)
-            raise InputError(f"query {q!r}, document {d!r}: grade must be an integer, got {shown}", path)
-        out.append((q, d, int(g)))
-    return out
+def _texts(values: list[Any]) -> list[Any]:
+    return values if set(map(type, values)) <= {str} else [str(_plain(x)) for x in values]
 
 
-def _plain(value: Any) -> Any:
-    """A numpy number (ranx's and pandas' values) as the Python number it holds."""
-    return value.item() if type(value).__module__ == "numpy" and hasattr(value, "item") else value
-
-
-def finite_scores(rows: Iterable[tuple[str, str, Any]], path: str | Path | None = None
-                  ) -> list[tuple[str, str, float]]:
-    out = []
-    for q, d, s in rows:
-        s = _plain(s)
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s):
-            raise InputError(f"query {q!r}, document {d!r}: score must be a finite number, got {s!r}", path)
-        out.append((q, d, float(s)))
-    return out
-
-
-def json_table_rows(data: bytes, path: str | Path, what: str) -> list[tuple[str, str, Any]] | None:
-    """Rows of a qrels or run saved as one JSON document: ranx's ``{query: {doc: value}}``
+def json_table_columns(data: bytes, path: str | Path, what: str) -> TableColumns | None:
+    """The columns of a qrels or run saved as one JSON document: ranx's ``{query: {doc: value}}``
     (``Qrels.save``/``Run.save`` with kind "json") or, for qrels, LlamaIndex's
     EmbeddingQAFinetuneDataset (its ``relevant_docs``, each grade 1). None for anything else (JSON
     Lines: its reader takes it)."""
-    from .io import check_id
     if data.lstrip()[:1] != b"{":
         return None
     first = data.lstrip().split(b"\n", 1)[0]
@@ -551,35 +641,32 @@ def json_table_rows(data: bytes, path: str | Path, what: str) -> list[tuple[str,
         if what != "qrels":
             raise InputError("a LlamaIndex dataset (queries, corpus, relevant_docs): its relevant_docs are qrels, "
                              "not a run", path)
-        rows = []
-        for q, docs in document["relevant_docs"].items():
-            if not isinstance(docs, list):
-                raise InputError(f"relevant_docs of query {q!r} must be a list of ids", path)
-            rows += [(check_id(q, "query id", path, None), check_id(d, "document id", path, None), 1) for d in docs]
-        return rows
+        bad = next((q for q, docs in document["relevant_docs"].items() if not isinstance(docs, list)), None)
+        if bad is not None:
+            raise InputError(f"relevant_docs of query {bad!r} must be a list of ids", path)
+        return TableColumns.of_nested({q: dict.fromkeys(docs, 1) for q, docs in document["relevant_docs"].items()})
     if not all(isinstance(v, dict) for v in document.values()):
         return None
-    return [(check_id(q, "query id", path, None), check_id(d, "document id", path, None), v)
-            for q, docs in document.items() for d, v in docs.items()]
+    return TableColumns.of_nested(document)
 
 
-def peer_table(x: Any) -> tuple[str, dict[str, dict[str, Any]], str | None] | None:
-    """A ranx ``Qrels`` or ``Run`` as (``qrels`` or ``run``, its dict, its name); None for anything else."""
+def ranx_columns(x: Any) -> tuple[str, TableColumns, str | None] | None:
+    """A ranx ``Qrels`` or ``Run`` as (``qrels`` or ``run``, its columns, its name); None for anything else."""
     kind = type(x).__name__
     if type(x).__module__.startswith("ranx") and kind in ("Qrels", "Run") and hasattr(x, "to_dict"):
-        return kind.lower(), {str(q): dict(docs) for q, docs in x.to_dict().items()}, getattr(x, "name", None)
+        return kind.lower(), TableColumns.of_nested(x.to_dict()), getattr(x, "name", None)
     return None
 
 
-def tuple_rows(x: Any, what: str) -> list[tuple[str, str, Any]] | None:
+def tuple_columns(x: Any, what: str) -> TableColumns | None:
     """ir_measures' ``Qrel(query_id, doc_id, relevance)`` / ``ScoredDoc(query_id, doc_id, score)``
-    tuples (any iterable of objects with those attributes), as rows; None when ``x`` is not such a list."""
-    if isinstance(x, (str, bytes, Path, Mapping)) or not isinstance(x, (list, tuple)) or not x:
+    tuples (any list of objects with those attributes); None when ``x`` is not such a list."""
+    if not isinstance(x, (list, tuple)) or not x:
         return None
     value = "relevance" if what == "qrels" else "score"
     if not all(hasattr(t, "query_id") and hasattr(t, "doc_id") and hasattr(t, value) for t in x):
         return None
-    return [(str(t.query_id), str(t.doc_id), getattr(t, value)) for t in x]
+    return TableColumns([str(t.query_id) for t in x], [str(t.doc_id) for t in x], [getattr(t, value) for t in x])
 
 
 def llamaindex_corpus(path: str | Path) -> dict[str, str] | None:
