@@ -93,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Terminated:
         return _stopped(143)
     except KeyboardInterrupt:
+        _quiet_unawaited()
         return _stopped(130)
     except BaseException as e:
         if not (_TERMINATING and _cancelled(e)) and not _RAISED:
@@ -191,6 +192,14 @@ _TERMINATING: list[bool] = []  # SIGTERM came while an event loop ran: its tasks
 _RAISED: list[bool] = []  # SIGTERM raised _Terminated: whatever exception ends the command now ends it as SIGTERM
 
 
+def _quiet_unawaited() -> None:
+    """A stopped run's cancelled tasks can leave a library's coroutine made and never awaited
+    (anyio's connection attempts, cancelled between being made and being awaited): Python would warn
+    of it as it is collected, after the one line a stop says. Nothing of ours is lost by it."""
+    import warnings
+    warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
     """Inside a running event loop, raising here would tear a task apart mid-step (asyncio then
     prints "Exception ignored" tracebacks): its tasks are cancelled instead, so journals close in
@@ -204,6 +213,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
         loop = None
     if _ENDING:
         return
+    _quiet_unawaited()
     if loop is None or _TERMINATING:  # no loop, or a second SIGTERM: end now
         # raised inside C code that does not expect it (the import system building an ImportError
         # that ssl catches), _Terminated can come out as another exception ("TypeError: expected a
