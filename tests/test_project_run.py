@@ -210,7 +210,7 @@ def test_without_an_endpoint_the_offline_steps_run_and_the_llm_ones_say_why(fold
     toml.write_text(toml.read_text().replace('# min = ["ndcg@10=0.5"]', 'min = ["ndcg@10=0.99"]'))
     code, done = run(folder, capsys, None)
     status = {s["step"]: s["status"] for s in done["steps"]}
-    assert status["judge"] == status["check"] == "skipped" and "no LLM endpoint" in step(done, "judge")["text"]
+    assert status["judge"] == status["check"] == "skipped" and "no model given" in step(done, "judge")["text"]
     assert status["evaluate"] == status["compare"] == status["report"] == "ran"
     # people's qrels score the runs; the gate at 0.99 fails both runs: exit 1, each failure named
     assert code == 1 and status["gate"] == "failed"

@@ -103,9 +103,10 @@ class State:
             self.steps = {}
 
     def fresh(self, key: str, digest: str, outputs: list[Path]) -> dict | None:
-        """What the step kept when it last ran on these inputs, when its outputs are all there."""
+        """What the step kept when it last ran on these inputs, when its outputs are all there and it
+        ended without error records (a rerun retries those, as every command's rerun does)."""
         kept = self.steps.get(key)
-        if kept and kept.get("digest") == digest and all(p.exists() for p in outputs):
+        if kept and kept.get("digest") == digest and not kept.get("exit_code") and all(p.exists() for p in outputs):
             return kept
         return None
 
@@ -157,18 +158,16 @@ def llm_settings(project: Project, flags: Mapping[str, Any]) -> dict[str, Any]:
 def endpoint_state(settings: Mapping[str, Any], dry_run: bool) -> str | None:
     """None when the LLM stages can run (a dry run needs a model only); else why they are skipped."""
     from ..llm.config import LLMConfig
-    from ..llm.errors import LLMError
     model = settings.get("model")
     config = LLMConfig.from_env(model=model[0] if isinstance(model, list) else model,
                                 base_url=settings.get("base_url"), price_in=settings.get("price_in"),
                                 price_out=settings.get("price_out"), max_cost=settings.get("max_cost"))
-    try:
-        config.check(endpoint=not dry_run)
-    except LLMError as e:
-        if e.kind == "config" and not config.api_key and not config.base_url or not config.model:
-            return "no LLM endpoint configured ([llm] model and base_url in the project file, or --model and " \
-                   "--base-url, or OPENAI_API_KEY)"
-        raise
+    if not config.model:
+        return "no model given ([llm] model in the project file, --model or RAGASSAY_MODEL)"
+    if not dry_run and not config.api_key and not config.base_url:
+        return "no LLM endpoint configured ([llm] base_url in the project file, --base-url, OPENAI_BASE_URL or " \
+               "OPENAI_API_KEY)"
+    config.check(endpoint=not dry_run)  # any other setting that cannot work (a URL without a scheme, ...) stops here
     return None
 
 
@@ -420,9 +419,10 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     p = ctx.project
     out, judged = ctx.out / "judgments.jsonl", ctx.out / "judged.qrels"
     ctx.judged = judged if judged.exists() else None
-    if not selected:
+    if not selected:  # (its pool, as judged when it last ran, scores the runs)
         return _not_selected("judge")
     skip = _llm_skip(ctx, "judge") or _after_generate(ctx, "judge")
+    ctx.judged = None  # a pool judged before may miss the runs' pairs now: scored on it only once judged
     if skip:
         return skip
     if p.chunks is None:
@@ -437,6 +437,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
                             base_url=ctx.llm.get("base_url"))
     kept = ctx.state.fresh("judge", digest, [out, judged])
     if kept:
+        ctx.judged = judged
         return StepResult("judge", "up to date", kept["text"], kept["exit_code"])
     args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm)
     runs = len(set(ctx.runs) | set(ctx.memory_runs))
