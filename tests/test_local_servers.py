@@ -399,3 +399,31 @@ def test_the_progress_bar_says_calls_in_flight_and_tokens_a_second():
     note = flow_note([llm], clock.monotonic() - 100)
     assert note.startswith("3 in flight, ") and 8.5 < float(note.split(", ")[1].split()[0]) <= 9.0
     assert flow_note([], clock.monotonic()) == ""
+
+
+async def test_a_server_that_never_answers_is_asked_one_question_not_three(monkeypatch):
+    """A port that accepts and never answers: the first question's timeout ends the asking (the
+    run goes on as with a server that said nothing), so it costs one wait, not one a page."""
+    import socket
+
+    from ragassay.llm import server_info
+    monkeypatch.setattr(server_info, "ASK_TIMEOUT", 0.5)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(silent.accept()[0])
+            except OSError:
+                return
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        info = await discover(f"http://127.0.0.1:{silent.getsockname()[1]}/v1", "m")
+    finally:
+        silent.close()
+        for conn in accepted:
+            conn.close()
+    assert info == ServerInfo() and len(accepted) == 1

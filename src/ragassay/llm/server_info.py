@@ -94,32 +94,41 @@ def read_show(data: Any) -> ServerInfo:
 
 
 async def discover(base_url: str, model: str | None, headers: dict[str, str] | None = None) -> ServerInfo:
-    """Ask the server at ``base_url`` (see the module); an empty ServerInfo when it says nothing."""
+    """Ask the server at ``base_url`` (see the module); an empty ServerInfo when it says nothing.
+    All the questions together take at most ``ASK_TIMEOUT``: a server that does not answer one is
+    not asked the next (a port that accepts and never answers costs the run 3 s, not 3 s a page)."""
+    import asyncio
+    try:
+        return await asyncio.wait_for(_discover(base_url, model, headers), ASK_TIMEOUT)
+    except Exception:  # (asyncio.TimeoutError among them) whatever goes wrong, the server is used as before
+        return ServerInfo()
+
+
+async def _discover(base_url: str, model: str | None, headers: dict[str, str] | None) -> ServerInfo:
     import httpx
     root = _root(base_url)
     found = ServerInfo()
-    try:
-        async with httpx.AsyncClient(timeout=ASK_TIMEOUT, headers=headers or {}, follow_redirects=False) as client:
-            for ask in (lambda: client.get(f"{root}/props"), lambda: client.get(f"{base_url.rstrip('/')}/models")):
-                try:
-                    reply = await ask()
-                except Exception:  # a refused or odd answer to a question: the next question
-                    continue
-                if reply.status_code != 200:
-                    continue
-                try:
-                    data = reply.json()
-                except (json.JSONDecodeError, ValueError):
-                    continue
-                path = reply.request.url.path
-                info = read_props(data) if path.endswith("/props") else read_models(data, model)
-                found = _merged(found, info)
-                if found.context is not None and found.slots is not None:
-                    break
-            if found.context is None and model:
-                found = _merged(found, await _ask_show(client, root, model))
-    except Exception:  # whatever goes wrong in asking, the server is used as before
-        return found
+    async with httpx.AsyncClient(timeout=ASK_TIMEOUT, headers=headers or {}, follow_redirects=False) as client:
+        for ask in (lambda: client.get(f"{root}/props"), lambda: client.get(f"{base_url.rstrip('/')}/models")):
+            try:
+                reply = await ask()
+            except httpx.TimeoutException:
+                return found  # no answer: asking the next page would only wait again
+            except Exception:  # a refused or odd answer to a question: the next question
+                continue
+            if reply.status_code != 200:
+                continue
+            try:
+                data = reply.json()
+            except (json.JSONDecodeError, ValueError):
+                continue
+            path = reply.request.url.path
+            info = read_props(data) if path.endswith("/props") else read_models(data, model)
+            found = _merged(found, info)
+            if found.context is not None and found.slots is not None:
+                break
+        if found.context is None and model:
+            found = _merged(found, await _ask_show(client, root, model))
     return found
 
 
