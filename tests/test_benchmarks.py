@@ -89,3 +89,39 @@ def test_the_cli_startup_benchmark_refuses_a_tree_without_ragassay(tmp_path):
     out = subprocess.run([sys.executable, str(bench), "--runs", "1", "--against", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "no ragassay package in it" in out.stderr
+
+
+def test_the_metrics_scale_benchmark_prints_each_figure_beside_pytrec_evals(tmp_path):
+    """benchmarks/metrics_scale.py at a tiny size, one round: every line it promises, each ratio the
+    ratio of the figures printed beside it, the means equal to pytrec_eval's; the speed itself is not
+    checked here (the machine is shared)."""
+    bench = BENCH.with_name("metrics_scale.py")
+    out = subprocess.run([sys.executable, str(bench), "--queries", "30", "--per-query", "25", "--small", "40",
+                          "--large", "400", "--depth", "20", "--judged", "5", "--block", "7", "--repeat", "1",
+                          "--data", str(tmp_path / "data")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert re.fullmatch(r"metrics scale: load average \d+\.\d at the start, \d+ cores", lines[0])
+    assert lines[1] == "1. msmarco: 30 queries, 750 run lines, 750 qrels lines, 0 MB (median of 1, interleaved)"
+    assert lines[6].startswith("2. memory: 40 and 400 queries x 20 documents, 5 judgments each")
+    figure = r"\s+(\d+\.\d\d) s\s+(\d+) MB\s+load\s+(\d+\.\d)"
+    rows = {}
+    for text in nonempty(lines[2:6] + lines[7:]):
+        label, seconds, mb, _ = re.match(r"  (.+?)" + figure, text).groups()
+        rows[label] = (float(seconds), int(mb), text)
+    assert list(rows) == ["pytrec_eval", "ragassay evaluate", "ragassay evaluate --block-queries 3",
+                          "floor: pyarrow read + one sort", "pytrec_eval, 40 queries", "ragassay, 40 queries",
+                          "ragassay, 400 queries"]
+    ref_s, ref_mb, _ = rows["pytrec_eval"]
+    for label in nonempty(["ragassay evaluate", "ragassay evaluate --block-queries 3"]):
+        seconds, mb, text = rows[label]
+        time_ratio, mem_ratio, gap = re.search(r"time (\d+\.\d\d) x \(goal <= 0\.25\), memory (\d+\.\d\d) x "
+                                               r"\(goal <= 0\.35\), \d+\.\d x the floor; means within (\S+) of", text).groups()
+        assert float(time_ratio) == pytest.approx(seconds / ref_s, abs=0.006 + 0.01 * seconds / ref_s)
+        assert float(mem_ratio) == pytest.approx(mb / ref_mb, abs=0.006 + 0.01 * mb / ref_mb)
+        assert float(gap) < 1e-9
+    small, large = rows["ragassay, 40 queries"], rows["ragassay, 400 queries"]
+    assert re.search(r"means within \S+ of pytrec_eval$", small[2]) and float(small[2].split()[-3]) < 1e-9
+    ratio = float(re.search(r"memory (\d+\.\d\d) x the 40-query run's \(goal <= 1\.10\), 400 queries evaluated$",
+                            large[2]).group(1))
+    assert ratio == pytest.approx(large[1] / small[1], abs=0.006 + 0.01 * large[1] / small[1])

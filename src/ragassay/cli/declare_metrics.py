@@ -28,6 +28,14 @@ def evaluate(sub: Any) -> None:
                    help="qrels queries absent from the run: skip them (default, as trec_eval) or "
                         "score them 0 (trec_eval -c)")
     p.add_argument("--per-query", action="store_true", help="also print every query's values")
+    text(p.add_argument("--block-queries", type=positive_int, metavar="N",
+                        help="read and score the files by blocks of about N queries, in memory that does not grow "
+                             "with the number of queries (a file may be in any order: rows go to temporary files "
+                             "by query). Done by itself, with blocks of about a million run lines, when the run "
+                             "and the qrels together are 1 GB or more; plain TREC or three-column files only "
+                             "(gzip, JSON Lines and standard input are read whole). Values equal the in-memory "
+                             "ones; --per-query then prints each block's queries as it is scored (sorted within "
+                             "a block), and the JSON's qrels digest is null"))
     add_format_option(p)
     p.set_defaults(handler=Handler("ragassay.cli.metrics", "run_evaluate"))
 

@@ -45,18 +45,55 @@ def _counts_line(ev) -> str:
 # ------------------------------------------------------------------------------------ evaluate
 
 def run_evaluate(args: argparse.Namespace) -> str | tuple[str, int]:
+    from ..metrics.blockwise import blockwise_wanted
+    ev = _evaluation(args, blockwise_wanted(args.qrels, args.run, args.block_queries, args.qrels_format,
+                                            args.run_format))
+    return _evaluate_output(ev, args)
+
+
+def _evaluation(args: argparse.Namespace, blockwise: bool) -> Any:
+    """The run scored in memory (with the join warnings), or by blocks of queries (big files)."""
+    if blockwise:
+        from ..metrics.blockwise import evaluate_files
+        return evaluate_files(args.qrels, args.run, args.metrics, relevance_level=args.relevance_level,
+                              gain=args.gain, missing=args.missing, qrels_format=args.qrels_format,
+                              run_format=args.run_format, dedupe=args.dedupe, block_queries=args.block_queries,
+                              keep_per_query=args.per_query)
     from ..metrics.evaluate import evaluate
     qrels, (run,) = _load_pair(args, [args.run])
     ev = evaluate(qrels, run, args.metrics, relevance_level=args.relevance_level, gain=args.gain,
                   missing=args.missing)
     _warn_joins(qrels, [run], [args.run], args)
-    return render(args, lambda: ev.to_dict(per_query=args.per_query), lambda: _evaluate_text(ev, run.name, args))
+    return ev
+
+
+def _evaluate_output(ev: Any, args: argparse.Namespace) -> str | tuple[str, int]:
+    """The result rendered; a blockwise result's per-query JSON is written to stdout as its blocks are
+    read back (the same document as in memory, its per-query part after the counts)."""
+    if args.format == "json" and args.per_query and hasattr(ev, "per_query_blocks"):
+        import json
+
+        from ..product.formatting import to_json
+        head = to_json(ev.to_dict(per_query=False))
+        sys.stdout.write(head[:head.rfind("\n}")] + ',\n  "per_query": {')
+        names = ev.metric_names
+        sep = "\n"
+        for ids, values in ev.per_query_blocks():
+            sys.stdout.write("".join((",\n" if i else sep) + f"    {json.dumps(q, ensure_ascii=False)}: "
+                                     + json.dumps(dict(zip(names, row)), allow_nan=False)
+                                     for i, (q, row) in enumerate(zip(ids, values.tolist()))))
+            sep = ",\n"
+        sys.stdout.write("\n  }\n}\n")
+        return ""
+    return render(args, lambda: ev.to_dict(per_query=args.per_query), lambda: _evaluate_text(ev, ev.run_name, args))
 
 
 def _evaluate_text(ev: Any, run_name: str, args: argparse.Namespace) -> str:
     names = ev.metric_names
     agg = ev.aggregate
-    if args.per_query:
+    if args.per_query and hasattr(ev, "per_query_blocks"):  # blockwise: rows printed block by block
+        table = _stream_per_query(ev, names, agg, args.format)
+    elif args.per_query:
         rows = [[q] + [float(ev.values[m][i]) for m in names] for i, q in enumerate(ev.queries)]
         rows.append(["all"] + [agg[m] for m in names])
         table = render_table(["query"] + names, rows, args.format)
@@ -66,6 +103,29 @@ def _evaluate_text(ev: Any, run_name: str, args: argparse.Namespace) -> str:
         print(_counts_line(ev), file=sys.stderr)
         return table
     return f"{table}\n\n{_counts_line(ev)}"
+
+
+def _stream_per_query(ev: Any, names: list[str], agg: dict[str, float], fmt: str) -> str:
+    """A blockwise result's per-query table: its rows written to stdout a block at a time (columns
+    as wide as the longest query id and a value of 10 characters), the last row returned."""
+    from ..product.formatting import fmt_value, render_table
+    if fmt in ("csv", "markdown"):
+        head, _, _ = render_table(["query"] + names, [["q"] + [0.0] * len(names)], fmt).rpartition("\n")
+        sys.stdout.write(head + "\n")
+        for ids, values in ev.per_query_blocks():
+            rows = [[q] + row for q, row in zip(ids, values.tolist())]
+            sys.stdout.write(render_table(["query"] + names, rows, fmt).split("\n", 2 if fmt == "markdown" else 1)[-1]
+                             + "\n")
+        return render_table(["query"] + names, [["all"] + [agg[m] for m in names]], fmt).split(
+            "\n", 2 if fmt == "markdown" else 1)[-1]
+    widths = [max(5, ev.longest_query)] + [max(len(m), 10) for m in names]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join([cells[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:])]).rstrip()
+    sys.stdout.write(line(["query"] + names) + "\n" + line(["-" * w for w in widths]) + "\n")
+    for ids, values in ev.per_query_blocks():
+        sys.stdout.write("".join(line([q] + [fmt_value(v) for v in row]) + "\n" for q, row in zip(ids, values.tolist())))
+    return line(["all"] + [fmt_value(agg[m]) for m in names])
 
 
 # ------------------------------------------------------------------------------------- compare

@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -358,7 +358,7 @@ def _read_columns_qrels(data: bytes, path: str | Path, ncols: int, q_col: int, d
         except InputError:
             pass  # read again below: the numpy splitter names the lines
     (qcol, docs, grades), lines = read_columns(
-        data, ncols, path, [(q_col, None), (d_col, None), (g_col, _parse_grades)], skip_lines=skip)
+        data, ncols, path, [(q_col, None), (d_col, None), (g_col, parse_grades)], skip_lines=skip)
     if not len(lines):
         raise InputError("no judgments in file", path)
     vocab: dict[bytes, int] = {}
@@ -418,7 +418,7 @@ def _parse_scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nd
     return parse_floats(col, lines, path, "score")
 
 
-def _parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
+def parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
     values, plain = parse_plain_integers(col)
     if plain.all() and (not len(values) or int(np.abs(values).max()) <= GRADE_LIMIT):
         return values  # the usual case; anything else is judged below, with its line
@@ -547,6 +547,52 @@ def _column_layout(data: bytes, fmt: str) -> tuple[bool, int, str | None]:
     skip = header_line(data)
     first_fields = _first_line(data, after=skip)[0].split()
     return trec, skip, first_fields[5] if trec and len(first_fields) >= 6 else None
+
+
+class ColumnShape(NamedTuple):
+    """How a plain column file (TREC, three columns, BEIR TSV) is laid out: its format, the fields
+    per line (``ncols``, up to ``max_cols``: None for any number, False for exactly ``ncols``), the
+    query, document and value columns, the header line to skip (0: none) and a run's TREC tag."""
+
+    fmt: str
+    ncols: int
+    max_cols: int | None | bool
+    q_col: int
+    d_col: int
+    v_col: int
+    skip: int
+    tag: str | None
+
+
+def column_shape(path: str | Path, kind: Literal["qrels", "run"], format: str = "auto") -> ColumnShape | None:
+    """The layout of a plain (not gzipped) TREC or three-column ``kind`` file, told from its first
+    64 KB, or None when the file is something else (standard input, gzip, JSON Lines, a peer's
+    format, binary): such files are read whole by :func:`read_qrels` / :func:`read_run`."""
+    if str(path) == "-" or not Path(path).is_file():
+        return None
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    if head[:2] == b"\x1f\x8b" or b"\x00" in head or not head.strip():
+        return None
+    head = head.removeprefix(UTF8_BOM)
+    if len(head) >= (1 << 16) - 3:
+        head = head[:head.rfind(b"\n") + 1]
+    head = blank_comments(head)
+    if not head.strip() or head.lstrip().startswith(b"{"):
+        return None
+    fmt = _resolve_format(head, path, kind, format)
+    if fmt not in ("trec", "trec3", "beir"):
+        return None
+    if kind == "qrels":
+        trec = fmt == "trec"
+        return ColumnShape(fmt, 4 if trec else 3, False, 0, 2 if trec else 1, 3 if trec else 2, header_line(head), None)
+    trec, skip, tag = _column_layout(head, fmt)
+    return ColumnShape(fmt, 5 if trec else 3, None if trec else 3, 0, 2 if trec else 1, 4 if trec else 2, skip, tag)
+
+
+def decode_query_ids(vocab: dict[bytes, int], path: str | Path) -> list[str]:
+    """The query ids of a splitter's vocabulary (bytes in first-seen order) as text."""
+    return _decode_vocab(vocab, path)
 
 
 def _decode_ids(ids: np.ndarray, path: str | Path) -> list[str]:

@@ -54,9 +54,11 @@ class Evaluation:
     @property
     def aggregate(self) -> dict[str, float]:
         """The mean of each metric over the queries; the counts (num_ret, num_rel, num_rel_ret, num_q)
-        are totalled instead, as trec_eval and ir_measures total them."""
+        are totalled instead, as trec_eval and ir_measures total them. The sum is exact (``math.fsum``),
+        so a mean does not hang on the order of the queries: metrics/blockwise.py's equal these."""
+        import math
         summed = {str(m) for m in self.measures if m.summed}
-        return {name: (float(v.sum() if name in summed else v.mean()) if len(v) else 0.0)
+        return {name: (float(v.sum()) if name in summed else math.fsum(v.tolist()) / len(v)) if len(v) else 0.0
                 for name, v in self.values.items()}
 
     @property

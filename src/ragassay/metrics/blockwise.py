@@ -1,0 +1,330 @@
+"""Evaluate a run too large to hold: read and scored by blocks of queries, in memory that does not
+grow with the number of queries.
+
+Both files are read a piece at a time (:mod:`ragassay.data.column_pieces`, with every check of the
+whole-file readers) and each row goes, by a hash of its query id, to one of a number of temporary
+files (anonymous, gone when closed): all rows of a query land in one partition, whatever the order
+of the files (grouped by query, sorted, shuffled, a query split across the file). Each partition is
+then one block: a :class:`Run` and a :class:`Qrels` checked for duplicates (naming their lines)
+and scored by :func:`ragassay.metrics.evaluate.evaluate`, so every query's values are the
+in-memory ones exactly. The means are summed across blocks with exact partial sums (``math.fsum``),
+so they equal the in-memory means (which sum exactly too) to the last bit.
+
+Only plain TREC / three-column files go this way; gzip, JSON Lines, standard input and the
+peers' formats are read whole.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+
+from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
+from ..data.columns import factorize, join_pieces, trim_heap
+from ..data.io import column_shape, decode_query_ids
+from ..data.result_models import EvaluateResult
+from ..data.tables import Qrels, Run
+from ..errors import InputError
+from .measures import DEFAULT_MEASURES, Measure, parse_measures
+
+Missing = Literal["skip", "zero"]
+
+BLOCKWISE_FROM = 1 << 30  # run + qrels bytes from which ``evaluate`` reads by blocks of queries
+BLOCK_ROWS = 1_000_000  # run rows a block holds when the number of queries per block is not given
+MAX_PARTS = 4096
+
+
+def blockwise_wanted(qrels: str | Path, run: str | Path, block_queries: int | None = None,
+                     qrels_format: str = "auto", run_format: str = "auto") -> bool:
+    """Whether :func:`evaluate_files` reads by blocks: when ``block_queries`` is given, or when
+    the two files hold ``BLOCKWISE_FROM`` bytes or more; and only when both are plain column files."""
+    try:
+        size = os.path.getsize(run) + os.path.getsize(qrels)
+    except (OSError, TypeError):
+        return False
+    if block_queries is None and size < BLOCKWISE_FROM:
+        return False
+    return column_shape(qrels, "qrels", qrels_format) is not None and column_shape(run, "run", run_format) is not None
+
+
+@dataclass
+class BlockwiseEvaluation:
+    """What :class:`ragassay.metrics.evaluate.Evaluation` says of a run, without every query's
+    values in memory: the sums and counts, and (when kept) the per-query values in a temporary
+    file, given back a block at a time by :meth:`per_query_blocks` (queries sorted within a block)."""
+
+    run_name: str
+    measures: list[Measure]
+    sums: dict[str, float]
+    evaluated: int
+    run_only: int
+    missing: int
+    no_relevant: int
+    missing_policy: Missing
+    relevance_level: int
+    gain: str
+    qrels_file: str
+    qrels_origin: Any = None
+    blocks: int = 0
+    longest_query: int = 0
+    spool: IO[bytes] | None = field(default=None, repr=False)
+    spooled: int = 0
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [str(m) for m in self.measures]
+
+    @property
+    def aggregate(self) -> dict[str, float]:
+        """Means over the evaluated queries; counts (num_ret, ...) totalled, as in ``Evaluation``."""
+        summed = {str(m) for m in self.measures if m.summed}
+        return {name: (total if name in summed else total / self.evaluated) if self.evaluated else 0.0
+                for name, total in self.sums.items()}
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {"evaluated": self.evaluated, "run_queries_without_qrels": self.run_only,
+                "qrels_queries_missing_from_run": self.missing, "queries_without_relevant": self.no_relevant}
+
+    def per_query_blocks(self) -> Iterator[tuple[list[str], np.ndarray]]:
+        """(query ids, values: one row per query, one column per metric) of each block, in the
+        order scored; empty unless the evaluation kept them."""
+        if self.spool is None:
+            return
+        self.spool.seek(0)
+        for _ in range(self.spooled):
+            ids = np.load(self.spool)
+            values = np.load(self.spool)
+            yield [q.decode("utf-8") for q in ids.tolist()], values
+
+    def to_dict(self, per_query: bool = True) -> dict:
+        """As ``Evaluation.to_dict``; the per-query values (when kept) are all read back for it."""
+        rows = {}
+        if per_query:
+            names = self.metric_names
+            rows = {q: dict(zip(names, row)) for ids, values in self.per_query_blocks()
+                    for q, row in zip(ids, values.tolist())}
+        from ..data.origin import UNKNOWN
+        return EvaluateResult(
+            run=self.run_name, aggregate=self.aggregate, **({"per_query": rows} if per_query else {}),
+            counts=self.counts,
+            settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
+            qrels={"file": self.qrels_file, "digest": None, "origin": (self.qrels_origin or UNKNOWN).summary()},
+        ).to_dict()
+
+
+class _Partitions:
+    """Rows sent to ``parts`` anonymous temporary files by a hash of their query id."""
+
+    def __init__(self, parts: int):
+        self.parts = parts
+        self.files: list[IO[bytes] | None] = [None] * parts
+        self.groups = [0] * parts
+
+    def add(self, piece: Piece) -> None:
+        part = partition_of(piece.queries, self.parts)
+        order = np.argsort(part.astype(np.int16 if self.parts < 1 << 15 else np.int64), kind="stable")  # radix
+        bounds = np.searchsorted(part[order], np.arange(self.parts + 1))
+        for p in np.flatnonzero(np.diff(bounds)).tolist():
+            take = order[bounds[p]:bounds[p + 1]]
+            f = self.files[p]
+            if f is None:
+                f = self.files[p] = tempfile.TemporaryFile(prefix="ragassay-block-")
+            for column in piece:
+                np.save(f, column[take])
+            self.groups[p] += 1
+
+    def take(self, p: int) -> Piece | None:
+        """The rows of partition ``p`` in file order (its file is closed: it takes no more rows)."""
+        f = self.files[p]
+        if f is None:
+            return None
+        f.seek(0)
+        groups = [Piece(*(np.load(f) for _ in range(4))) for _ in range(self.groups[p])]
+        f.close()
+        self.files[p] = None
+        return Piece(*(join_pieces([g[i] for g in groups]) for i in range(4)))
+
+    def close(self) -> None:
+        for f in self.files:
+            if f is not None:
+                f.close()
+
+
+def partition_of(ids: np.ndarray, parts: int) -> np.ndarray:
+    """The partition (0 to ``parts``-1) of each id of a zero-padded ``S`` array: a hash of its
+    8-byte words, skipping words of zeros, so an id hashes alike whatever the padding of its array."""
+    width = ids.dtype.itemsize
+    if width % 8:
+        ids = ids.astype(f"S{(width + 7) // 8 * 8}")
+        width = ids.dtype.itemsize
+    words = np.ascontiguousarray(ids).view(np.uint64).reshape(len(ids), width // 8)
+    h = np.full(len(ids), 0x9E3779B97F4A7C15, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(words.shape[1]):
+            w = words[:, j]
+            mixed = (h ^ w) * np.uint64(0xBF58476D1CE4E5B9)
+            mixed ^= mixed >> np.uint64(31)
+            h = np.where(w != 0, mixed, h)
+        h ^= h >> np.uint64(29)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(32)
+    return (h % np.uint64(parts)).astype(np.int64)
+
+
+class _Sum:
+    """A running sum held exactly, as floats whose sum is the exact total (each the rounded rest of
+    the ones before), so the total read at the end is the correctly rounded sum of every value, as
+    ``math.fsum`` gives it for the whole column in memory."""
+
+    def __init__(self) -> None:
+        self.parts: list[float] = []
+
+    def add(self, values: list[float]) -> None:
+        terms = self.parts + values
+        parts: list[float] = []
+        while True:  # a few rounds: each takes about 53 more bits of the exact total
+            rest = math.fsum(terms + [-p for p in parts])
+            if rest == 0.0:
+                break
+            parts.append(rest)
+        self.parts = parts
+
+    @property
+    def value(self) -> float:
+        return math.fsum(self.parts)
+
+
+def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | Measure] | str | None = None, *,
+                   relevance_level: int = 1, gain: str = "linear", missing: Missing = "skip",
+                   qrels_format: str = "auto", run_format: str = "auto", dedupe: bool = False,
+                   block_queries: int | None = None, keep_per_query: bool = False,
+                   piece_bytes: int = PIECE_BYTES) -> BlockwiseEvaluation:
+    """Evaluate the run file against the qrels file by blocks of about ``block_queries`` queries
+    (by default, as many as hold about a million run rows), with the values and errors of
+    :func:`ragassay.evaluate` on the same files; ``keep_per_query`` keeps every query's values in a
+    temporary file (see :meth:`BlockwiseEvaluation.per_query_blocks`)."""
+    from .evaluate import evaluate
+    measures = DEFAULT_MEASURES if metrics is None else parse_measures(
+        metrics if isinstance(metrics, str) else list(metrics))
+    if missing not in ("skip", "zero"):
+        raise ValueError(f"missing must be 'skip' or 'zero', got {missing!r}")
+    if gain not in ("linear", "exponential"):
+        raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
+        raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
+    q_shape, r_shape = column_shape(qrels, "qrels", qrels_format), column_shape(run, "run", run_format)
+    if q_shape is None or r_shape is None:
+        raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
+                         "standard input)", qrels if q_shape is None else run)
+    from ..data.origin import label_origin
+    name = r_shape.tag or Path(run).name.split(".")[0] or "run"
+    out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
+                              int(relevance_level), gain, str(qrels), label_origin(qrels))
+    sums = {str(m): _Sum() for m in measures}
+    run_pieces = read_pieces(run, r_shape, "run", piece_bytes)
+    first = next(run_pieces, None)
+    if first is None:
+        raise InputError("no results in file", run)
+    parts = _parts(first, os.path.getsize(run), block_queries, piece_bytes)
+    runs, judged = _Partitions(parts), _Partitions(parts)
+    if keep_per_query:
+        out.spool = tempfile.TemporaryFile(prefix="ragassay-per-query-")
+    try:
+        runs.add(first)
+        del first
+        for piece in run_pieces:
+            runs.add(piece)
+        any_judgment = False
+        for piece in read_pieces(qrels, q_shape, "qrels", piece_bytes):
+            judged.add(piece)
+            any_judgment = True
+        if not any_judgment:
+            raise InputError("no judgments in file", qrels)
+        trim_heap()
+        overlap = False
+        for p in range(parts):
+            r_rows, q_rows = runs.take(p), judged.take(p)
+            block = _score_block(r_rows, q_rows, run, qrels, name, measures, evaluate, dedupe,
+                                 relevance_level=relevance_level, gain=gain, missing=missing)
+            del r_rows, q_rows
+            if block is None:
+                continue
+            queries, values, run_only, missing_ids, no_relevant, matched = block
+            overlap |= matched
+            out.run_only += run_only
+            out.missing += missing_ids
+            out.no_relevant += no_relevant
+            if queries:
+                out.blocks += 1
+                out.evaluated += len(queries)
+                out.longest_query = max(out.longest_query, max(map(len, queries)))
+                for m in measures:
+                    sums[str(m)].add(values[str(m)].tolist())
+                if out.spool is not None:
+                    np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
+                    np.save(out.spool, np.stack([values[str(m)] for m in measures], axis=1))
+                    out.spooled += 1
+            trim_heap()
+    finally:
+        runs.close()
+        judged.close()
+    if not overlap:
+        raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
+                         f"ids in {run} and the qrels' in {qrels} do not overlap", run)
+    out.sums = {k: s.value for k, s in sums.items()}
+    return out
+
+
+def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes: int) -> int:
+    """How many partitions, from the first piece of the run: about ``block_queries`` queries each
+    (by default about ``BLOCK_ROWS`` run rows each)."""
+    rows_here = len(first.lines)
+    queries_here = len(np.unique(first.queries))
+    scale = max(1.0, run_bytes / max(piece_bytes, 1))
+    rows = rows_here * scale
+    if block_queries is None:
+        return int(min(MAX_PARTS, max(1, math.ceil(rows / BLOCK_ROWS))))
+    queries = min(queries_here * scale, rows)
+    return int(min(MAX_PARTS, max(1, math.ceil(queries / block_queries))))
+
+
+def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Path, qrels_path: str | Path,
+                 name: str, measures: list[Measure], evaluate: Any, dedupe: bool, *, relevance_level: int,
+                 gain: str, missing: Missing):
+    """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?) of one
+    partition, or None when it holds no row."""
+    if r_rows is None and q_rows is None:
+        return None
+    run = qrels = None
+    if r_rows is not None:
+        vocab: dict[bytes, int] = {}
+        qidx = factorize(r_rows.queries, vocab)
+        run = Run(decode_query_ids(vocab, run_path), qidx, r_rows.docs, r_rows.values, name, str(run_path))
+        run = run.deduplicated() if dedupe else run.checked(r_rows.lines)
+    if q_rows is not None:
+        vocab = {}
+        qidx = factorize(q_rows.queries, vocab)
+        qrels = Qrels(decode_query_ids(vocab, qrels_path), qidx, q_rows.docs, q_rows.values, source=str(qrels_path))
+        qrels.check_unique(q_rows.lines)
+    if qrels is None:
+        return [], {}, len(run.queries), 0, 0, False
+    judged = set(qrels.queries)
+    if run is None or not any(q in judged for q in run.queries):
+        run_only = 0 if run is None else len(run.queries)
+        if missing == "skip":
+            return [], {}, run_only, len(qrels.queries), 0, False
+        relevant = np.bincount(qrels.qidx[qrels.grades >= relevance_level], minlength=len(qrels.queries))
+        order = sorted(range(len(qrels.queries)), key=qrels.queries.__getitem__)
+        queries = [qrels.queries[i] for i in order]
+        values = {str(m): np.zeros(len(queries)) for m in measures}
+        return queries, values, run_only, len(queries), int((relevant == 0).sum()), False
+    ev = evaluate(qrels, run, measures, relevance_level=relevance_level, gain=gain, missing=missing)
+    return ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True
