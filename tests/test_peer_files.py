@@ -248,6 +248,10 @@ def test_ragassays_own_exports_are_read_back_with_their_ids(tmp_path):
                           difficulty="easy", kind="fact", chunk_ids=[c.id]) for i, c in enumerate(chunks)]
     [goldens] = export(questions, chunks, "deepeval-goldens", tmp_path / "de")
     assert read_queries(goldens) == {q.id: q.question for q in questions}  # additional_metadata.id
+    [li] = export(questions, chunks, "llamaindex-embedding-qa", tmp_path / "li")
+    assert read_queries(li) == {q.id: q.question for q in questions}
+    assert read_qrels(li).to_dict() == {q.id: {q.chunk_ids[0]: 1} for q in questions}
+    assert [c.id for c in read_chunks(li)] == [c.id for c in chunks]
     [testset] = export(questions, chunks, "ragas-testset", tmp_path / "rt")
     rows = [json.loads(line) for line in testset.read_text().splitlines()]
     carried = [r.get("id") or (r.get("metadata") or {}).get("id") for r in rows]
