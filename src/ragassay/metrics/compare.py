@@ -60,7 +60,8 @@ class Comparison:
 
     @property
     def means(self) -> dict[str, dict[str, float]]:
-        return {name: {m: float(ev.values[m].mean()) if len(ev.queries) else 0.0 for m in self.metrics}
+        """Each run's aggregate as evaluate gives it: a mean, or a total for the counts (num_rel...)."""
+        return {name: {m: ev.aggregate[m] if len(ev.queries) else 0.0 for m in self.metrics}
                 for name, ev in self.evaluations.items()}
 
     def to_dict(self) -> dict:

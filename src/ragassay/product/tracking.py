@@ -19,7 +19,7 @@ DEFAULT_DB = Path(".ragassay") / "history.sqlite"
 def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
     out = {}
     for item in items or []:
-        name, sep, value = item.partition("=")
+        name, sep, value = item.rpartition("=")  # the value follows the last '=': P(rel=2)@5=0.4
         if not sep or not name.strip():
             raise UsageError(f"{flag} needs METRIC=VALUE, e.g. {flag} ndcg@10=0.6 (got {item!r})")
         try:
