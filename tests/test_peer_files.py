@@ -438,3 +438,16 @@ def test_llamaindex_datasets_written_on_one_line_are_documents_too(tmp_path):
         f = tmp_path / name
         f.write_text(json.dumps(json.loads((PEERS / name).read_text()), ensure_ascii=False))
         assert list(read_queries(f).values()) == QUESTIONS, name
+
+
+def test_judge_takes_deepeval_goldens_as_queries_with_their_expected_output_as_the_note(tmp_path, capsys):
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("".join(json.dumps({"id": f"c{i}", "text": f"passage {i}"}) + "\n" for i in (1, 2)))
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 c1 1 2.0 r\nq1 Q0 c2 2 1.0 r\nq2 Q0 c2 1 1.0 r\n")
+    assert main(["judge", "--queries", str(PEERS / "deepeval_goldens.csv"), "--chunks", str(chunks), "--run", str(run),
+                 "-o", str(tmp_path / "j.jsonl"), "--model", "gpt-4o-mini", "--no-cache", "--dry-run",
+                 "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert (json.loads(captured.out)["items"], json.loads(captured.out)["calls"]) == (3, 3)  # q1 x 2, q2 x 1
+    assert "1 of 3 in the queries are not in the run (e.g. q3)" in captured.err
