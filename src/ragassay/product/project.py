@@ -343,7 +343,7 @@ def _json_roles(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
         return [Found(name, "data", "queries", name, "BEIR queries")], ""
     if "response" in keys or ("answer" in keys and ({"contexts", "ground_truth", "reference"} & keys)
                               and "chunk_ids" not in keys):
-        return [Found(name, "data", "answers", name, "answers to check (question, reference, response)")], ""
+        return [Found(name, "data", "answers", name, "answers to check: question, reference, response")], ""
     if "label" in keys and "id" in keys and len(keys) <= 4:
         return [Found(name, "data", "human", name, "people's labels of the answers")], ""
     if {"query_id", "chunk_id", "score"} <= keys:
