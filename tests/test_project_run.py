@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from ragassay.cli import main
 from ragassay.data.io import read_run
 from ragassay.product.pipeline import pool
+from ragassay.product.project import loads_toml
 
 from fake_llm import FakeLLM, schema_seen
 from helpers import EXAMPLE, nonempty
@@ -75,7 +75,7 @@ def test_init_names_every_file_role_and_leaves_choices_commented(folder, capsys)
     code, out = init(folder, capsys)
     assert code == 0
     text = (folder / "ragassay.toml").read_text()
-    project = tomllib.loads(text)
+    project = loads_toml(text)
     assert project["data"] == {"chunks": "chunks.jsonl", "queries": "queries.jsonl", "answers": "answers.jsonl",
                                "human": "answers_human_labels.jsonl"}
     assert project["retrievers"] == {"tfidf": "retrievers.py:tfidf", "bm25": "retrievers.py:bm25"}
@@ -108,7 +108,7 @@ def test_update_appends_new_files_and_keeps_the_users_lines(folder, capsys):
     text = toml.read_text()
     kept = text.splitlines()
     assert all(line in kept for line in nonempty(edited.splitlines()))  # every line the user had, as it was
-    project = tomllib.loads(text)
+    project = loads_toml(text)
     assert project["depth"] == 5 and project["data"]["qrels"] == "qrels.txt"
     assert project["runs"] == {"dense_run": "runs/dense run.txt"}
     # the new entry sits in [runs], before [retrievers]
@@ -237,7 +237,7 @@ def test_a_corpus_without_queries_gets_questions_then_the_pool_of_their_runs(tmp
     for name in ("chunks.jsonl", "retrievers.py"):
         shutil.copy(EXAMPLE / name, folder / name)
     code, out = init(folder, capsys)
-    assert code == 0 and "queries" not in tomllib.loads((folder / "ragassay.toml").read_text())["data"]
+    assert code == 0 and "queries" not in loads_toml((folder / "ragassay.toml").read_text())["data"]
     toml = folder / "ragassay.toml"
     toml.write_text(toml.read_text().replace("# limit = 20", "limit = 6"))
     with FakeLLM() as server:
@@ -291,6 +291,6 @@ def test_update_offers_a_second_file_for_a_filled_role_as_a_choice(folder, capsy
     shutil.copy(folder / "chunks.jsonl", folder / "chunks_v2.jsonl")
     code, out = init(folder, capsys, "--update")
     text = (folder / "ragassay.toml").read_text()
-    assert code == 0 and tomllib.loads(text)["data"]["chunks"] == "chunks.jsonl"
+    assert code == 0 and loads_toml(text)["data"]["chunks"] == "chunks.jsonl"
     assert re.search(r'^# chunks = "chunks_v2.jsonl" .*2 files could be the chunks.*added by init --update', text, re.M)
     assert text.index("chunks_v2") < text.index("[runs]")

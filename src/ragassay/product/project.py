@@ -37,8 +37,8 @@ RUN_SUFFIXES = {".txt", ".trec", ".run", ".tsv", ".qrels", ""}
 
 # ------------------------------------------------------------------------------------- reading
 
-def load_toml(path: Path) -> dict[str, Any]:
-    """The TOML file as a dict: tomllib (3.11+), else tomli when installed, else a clear error."""
+def _toml(path: Path | None = None) -> Any:
+    """The TOML reader: tomllib (3.11+), else tomli when installed, else a clear error."""
     try:
         import tomllib as toml
     except ModuleNotFoundError:  # Python 3.10
@@ -47,14 +47,26 @@ def load_toml(path: Path) -> dict[str, Any]:
         except ModuleNotFoundError:
             raise InputError("reading the project file needs Python 3.11 or the tomli package on 3.10 "
                              "(pip install tomli)", path) from None
+    return toml
+
+
+def loads_toml(text: str, path: Path | None = None) -> dict[str, Any]:
+    """``text`` read as TOML; an error names the file and line."""
+    toml = _toml(path)
     try:
-        with open(path, "rb") as f:
-            return toml.load(f)
-    except OSError as e:
-        raise InputError(f"cannot read the project file: {e.strerror}", path) from None
+        return toml.loads(text)
     except toml.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise InputError(f"not valid TOML: {e}", path, int(m.group(1)) if m else None) from None
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """The TOML file as a dict."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the project file: {e}", path) from None
+    return loads_toml(text, path)
 
 
 @dataclass
@@ -507,11 +519,7 @@ def update_text(text: str, findings: Findings) -> tuple[str, Findings]:
         placed=[f for f in findings.placed if f.value not in named],
         ambiguous=[(f, w) for f, w in findings.ambiguous if f.value not in named],
         unplaced=[(n, w) for n, w in findings.unplaced if n not in named and f"#   {n}:" not in text])
-    try:
-        import tomllib
-        current = tomllib.loads(text)
-    except Exception:
-        current = {}
+    current = loads_toml(text)
     stamp = f"added by init --update on {datetime.date.today().isoformat()}"
     lines = text.splitlines()
     for table in _SECTIONS:
