@@ -71,7 +71,8 @@ class PipelineResult:
         return sum((s.estimate or {}).get("calls", 0) for s in self.steps)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "run", "version": 1, "project": self.project, "dry_run": self.dry_run, "exit_code": self.exit_code,
+        return {"kind": "run", "version": 1, "project": self.project, "dry_run": self.dry_run,
+                "exit_code": self.exit_code,
                 "calls": self.calls if self.dry_run else None, "joins": self.joins, "warnings": self.warnings,
                 "origins": self.origins, "steps": [s.to_dict() for s in self.steps]}
 
@@ -573,7 +574,8 @@ def _evaluate(ctx: Context, selected: bool) -> StepResult:
         return _not_selected("evaluate")
     cannot = _scored(ctx, "evaluate")
     if cannot or ctx.dry_run:
-        return cannot or StepResult("evaluate", "estimated", f"{len(set(ctx.runs) | set(ctx.memory_runs))} runs, offline")
+        runs = len(set(ctx.runs) | set(ctx.memory_runs))
+        return cannot or StepResult("evaluate", "estimated", f"{runs} runs, offline")
     qrels = ctx.metric_qrels()
     said = []
     for name, run in ctx.runs.items():

@@ -468,10 +468,12 @@ _SECTIONS: dict[str, str] = {
     "data": "# the files the pipeline reads; no queries: run generates questions from the chunks\n"
             "# (qrels: people's labels of query x chunk; human: people's labels of the answers)",
     "runs": "# runs made elsewhere (TREC or JSON Lines): name = file",
-    "retrievers": "# functions of a query returning chunk ids or (id, score) pairs, best first: name = \"file.py:function\"",
+    "retrievers": "# functions of a query returning chunk ids or (id, score) pairs, best first:\n"
+                  "# name = \"file.py:function\"",
     "llm": "# the endpoint for generate, judge and check (flags and OPENAI_* / RAGASSAY_MODEL override these)\n"
            "# model = \"gpt-4o-mini\"\n# base_url = \"http://localhost:8000/v1\"\n# concurrency = 8\n"
-           "# price_in = 0.15    # USD per million input tokens\n# price_out = 0.6\n# max_cost = 1.0    # stop before spending more",
+           "# price_in = 0.15    # USD per million input tokens\n# price_out = 0.6\n"
+           "# max_cost = 1.0    # stop before spending more",
     "generate": "# limit = 20    # questions to write when the project has no queries",
     "judge": "# coverage = true    # also each run's coverage of each query's nuggets (more calls)",
     "check": "# run = \"NAME\"    # the run whose recall explains the answers (default: the first)",
