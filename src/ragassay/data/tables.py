@@ -341,13 +341,29 @@ def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.nda
         idx = np.flatnonzero(in_tie)
         del in_tie
         tie_run = np.cumsum(~tie[np.maximum(idx - 1, 0)] | (idx == 0))  # per tied row: which run of ties
-        sub_docs = docs[order[idx]]
-        asc = np.argsort(sub_docs, kind="stable")
+        # each tied row's document rank among the tied rows (stable sorts of the ids' words, last word
+        # first: np.lexsort is several times slower), then one sort of (run of ties, rank descending)
+        words = byte_order_words(docs[order[idx]])
+        asc = np.argsort(words[:, -1], kind="stable")
+        for j in range(words.shape[1] - 2, -1, -1):
+            asc = asc[np.argsort(words[asc, j], kind="stable")]
+        del words
         doc_rank = np.empty(len(idx), dtype=np.int64)
         doc_rank[asc] = np.arange(len(idx))
-        perm = np.lexsort((-doc_rank, tie_run))
+        perm = np.argsort(tie_run * len(idx) - doc_rank)  # every key differs: no need for a stable sort
         order[idx] = order[idx][perm]
     return order
+
+
+def byte_order_words(ids: np.ndarray) -> np.ndarray:
+    """A zero-padded ``S`` array as rows of uint64 words that order as the bytes do: each 8 bytes
+    read big-endian, so comparing the rows as numbers, word after word, is comparing the ids byte
+    by byte (the zero padding sorts a prefix first, as bytes comparison does). Sorting numbers
+    this way is several times faster than sorting the strings."""
+    width = ids.dtype.itemsize
+    if width % 8:
+        ids = ids.astype(f"S{(width + 7) // 8 * 8}")
+    return np.ascontiguousarray(ids).view(">u8").reshape(len(ids), -1).astype(np.uint64)
 
 
 def _sort_within_groups(qidx: np.ndarray, scores: np.ndarray) -> np.ndarray | None:
