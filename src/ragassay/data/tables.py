@@ -152,12 +152,12 @@ class Qrels:
         import hashlib
         h = hashlib.blake2b(digest_size=12)
         h.update("\n".join(self.queries).encode("utf-8", "surrogatepass"))
-        for a in (self.qidx, self.grades):
-            h.update(np.ascontiguousarray(a, dtype="<i8").tobytes())
+        for a in (self.qidx, self.grades):  # the arrays' own buffers: no copy of a large qrels
+            h.update(memoryview(np.ascontiguousarray(a, dtype="<i8")).cast("B"))
         docs = self.doc_ids
         if isinstance(docs, np.ndarray) and docs.dtype.kind in "SU":  # fixed width: the buffer is the content
             h.update(str(docs.dtype).encode())
-            h.update(np.ascontiguousarray(docs).tobytes())
+            h.update(memoryview(np.ascontiguousarray(docs)).cast("B"))
         else:
             h.update(b"\0".join(d if isinstance(d, bytes) else str(d).encode() for d in list(docs)))
         return h.hexdigest()
