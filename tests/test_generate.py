@@ -201,15 +201,20 @@ def test_exports_read_back(tmp_path):
     # RAGAS's EvaluationDataset (one SingleTurnSample a line), its Testset, DeepEval goldens
     export(qs, chunks, "ragas-evaluation-dataset", tmp_path / "ragas")
     samples = [json.loads(line) for line in (tmp_path / "ragas" / "ragas_evaluation_dataset.jsonl").read_text().splitlines()]
-    assert samples[1] == {"user_input": "Compare?", "reference": "x", "reference_contexts": [TEXTS["good"], TEXTS["dup"]]}
+    assert samples[1] == {"user_input": "Compare?", "reference": "x", "reference_contexts": [TEXTS["good"], TEXTS["dup"]],
+                          "reference_context_ids": ["good", "dup"]}  # the chunk ids, in the contexts' order
     export(qs, chunks, "ragas-testset", tmp_path / "ragas")
     testset = [json.loads(line) for line in (tmp_path / "ragas" / "ragas_testset.jsonl").read_text().splitlines()]
     assert testset[1] == {**samples[1], "synthesizer_name": "ragassay:hard:factoid"}
     assert testset[0]["synthesizer_name"] == "ragassay:easy:factoid"
     export(qs, chunks, "deepeval", tmp_path / "de")  # an earlier release's name for deepeval-goldens
     goldens = json.loads((tmp_path / "de" / "deepeval_goldens.json").read_text())
-    assert [set(g) for g in goldens] == [{"input", "expected_output", "context", "additional_metadata"}] * 2
+    assert [set(g) for g in goldens] == [{"input", "expected_output", "context", "name", "source_file",
+                                          "custom_column_key_values", "additional_metadata"}] * 2
     assert goldens[0]["input"] == "How long is delivery?" and goldens[0]["context"] == [TEXTS["good"]]
+    assert [g["name"] for g in goldens] == ["q-1", "q-2"] and goldens[1]["source_file"] == "good|dup"
+    assert goldens[1]["additional_metadata"]["chunk_ids"] == ["good", "dup"]
+    assert json.loads(goldens[1]["custom_column_key_values"]["chunk_ids"]) == ["good", "dup"]
 
 
 @pytest.mark.parametrize("question, flagged", [

@@ -156,7 +156,7 @@ def answer_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
 
 def is_ragassay_queries(data: bytes) -> bool:
     """Whether a queries file is ragassay's own (TSV lines, or JSON Lines whose first object has an id
-    and a question/query/text): those keep their readers and their messages."""
+    and a question/query/text/title): those keep their readers and their messages."""
     from .io import parse_json_object
     stripped = data.lstrip()
     if stripped[:1] not in (b"{", b"["):
@@ -169,7 +169,8 @@ def is_ragassay_queries(data: bytes) -> bool:
         obj = parse_json_object(first, None, 1)
     except InputError:
         return False  # an object over several lines: a peer's document
-    return any(k in obj for k in ID_FIELDS) and any(k in obj for k in ("question", "query", "text"))
+    # (TREC-style topics name their text "title", beside "description" and "narrative")
+    return any(k in obj for k in ID_FIELDS) and any(k in obj for k in ("question", "query", "text", "title"))
 
 
 def single_turn(fields: Mapping[str, Any], row: PeerRow, path: str | Path) -> None:
