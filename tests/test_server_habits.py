@@ -306,7 +306,7 @@ def test_ping_says_the_mode_and_why_and_a_later_run_starts_with_it(tmp_path, hab
         assert len(server.requests) == 1 + len(REFUSED.get(habit, [])) + 3
         final = FINAL_MODE.get(habit or "", "json_schema")
         assert [mode_of(b) for b in server.requests[-3:]] == [final] * 3 and server.statuses[-3:] == [200] * 3
-        # a fake that answers at once: the timings cannot tell the speeds apart, and ping says so
+        # a fake that answers at once: the longer calls take no measurable time more, and ping says so
         assert "speed:               not measured: " in said.out
         before = server.calls
         # no --cache: the default answer cache, where ping kept what it found

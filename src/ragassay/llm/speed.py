@@ -19,6 +19,10 @@ import numpy as np
 # a laptop) that changes with every ping, so that no server serves it from a cache of an earlier prompt's start
 PASSAGE_SENTENCES = 10
 ANSWER_REPEATS = 12  # the longer word written back in the third call: the word this many times
+# the least time the longer calls must take beyond the shortest for a speed to be read from them: a
+# server that answers at once (a stub, a fast GPU) shows only its timing noise, which a busy machine
+# can make tens of milliseconds
+MIN_EXTRA_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,9 @@ def solve(calls: list[Timed]) -> Speed | None:
     None when the calls cannot tell them apart (equal sizes, a faster call for more tokens)."""
     if len(calls) < 3:
         return None
+    base = min(calls, key=lambda c: (c.prompt_tokens + c.answer_tokens, c.seconds))
+    if any(c is not base and c.seconds - base.seconds < MIN_EXTRA_SECONDS for c in calls):
+        return None  # more to read or write took no measurable time more: noise would decide the speeds
     a = np.array([[1.0, c.prompt_tokens, c.answer_tokens] for c in calls])
     t = np.array([c.seconds for c in calls])
     if np.linalg.matrix_rank(a) < 3:
