@@ -257,3 +257,25 @@ def test_big_plain_files_go_by_blocks_and_others_are_read_whole(tmp_path, monkey
     jsonl.write_text("".join(json.dumps({"query_id": q, "doc_id": d, "score": s}) + "\n" for q, d, s in run_rows))
     assert not blockwise_wanted(qrels, zipped, 10) and not blockwise_wanted(qrels, jsonl, 10)
     assert not blockwise_wanted(qrels, "-", 10)
+
+
+@pytest.mark.parametrize("missing", ["skip", "zero"])
+def test_a_block_holding_only_qrels_queries_counts_them_as_in_memory(tmp_path, missing):
+    """Five run queries make five partitions (a block a query); judged-only queries are picked to fall
+    in a partition no run query is in, and one that shares a partition with a run query."""
+    run_rows = [(f"r{i}", f"d{j}", float(j % 3)) for i in range(5) for j in range(6)]
+    taken = set(partition_of(np.array([f"r{i}".encode() for i in range(5)]), 5).tolist())
+    free = [f"x{i}" for i in range(200) if partition_of(np.array([f"x{i}".encode()]), 5)[0] not in taken]
+    shared = [f"x{i}" for i in range(200) if partition_of(np.array([f"x{i}".encode()]), 5)[0] in taken]
+    assert free and shared
+    judged = [f"r{i}" for i in range(5)] + free[:2] + shared[:1]
+    qrels_rows = [(q, f"d{j}", 0 if q == free[1] else (j + k) % 3) for k, q in enumerate(judged) for j in range(4)]
+    qrels_rows.append((free[0], "d9", 0))  # free[1]: judged, nothing relevant
+    qrels, run = write(tmp_path / "q.txt", qrels_rows, "qrels"), write(tmp_path / "r.txt", run_rows, "run")
+    whole = ragassay.evaluate(str(qrels), str(run), METRICS, missing=missing)
+    blocks = evaluate_files(qrels, run, METRICS, missing=missing, block_queries=1, keep_per_query=True)
+    assert blocks.blocks >= 2
+    assert blocks.counts == whole.counts and blocks.counts["qrels_queries_missing_from_run"] == 3
+    assert blocks.to_dict()["per_query"] == whole.per_query and blocks.aggregate == whole.aggregate
+    assert (free[0] in whole.per_query) == (missing == "zero")
+    assert blocks.counts["queries_without_relevant"] == (1 if missing == "zero" else 0)
