@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from ragassay.errors import RagassayError
 from ragassay.llm import LLMError
-from ragassay.stages.engine import (Call, OutputLock, OutputStore, Stage, StageAborted, StageRun, WorkItem,
+from ragassay.runtime.engine import (Call, OutputLock, OutputStore, Stage, StageAborted, StageRun, WorkItem,
                                     fingerprint, run_stage)
 
 BASE = "http://engine.test/v1"
@@ -138,7 +138,7 @@ def _hold_lock(path) -> "subprocess.Popen":
     """Another process that holds the lock on ``path`` until it is killed."""
     import subprocess
     import sys
-    code = ("import sys, time; from ragassay.stages.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
+    code = ("import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
             "print('held', flush=True); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "held"
@@ -229,7 +229,7 @@ def test_lock_files_are_removed_on_release_and_a_waiting_process_never_holds_a_s
     """Locks leave nothing behind; and the classic race of removing a lock file (B opened the old
     file and locked it after A removed it) ends with B holding the file at the path, not the removed one."""
     import os
-    from ragassay.stages.engine import _lock_file
+    from ragassay.runtime.engine import _lock_file
     out = tmp_path / "o.jsonl"
     lock = OutputLock(out)
     with lock:
@@ -262,7 +262,7 @@ def subprocess_lock_attempt(out) -> None:
     """Another process trying the lock (flock locks are per open file, so a second process is the test)."""
     import subprocess
     import sys
-    code = f"from ragassay.stages.engine import OutputLock; OutputLock({str(out)!r}).acquire()"
+    code = f"from ragassay.runtime.engine import OutputLock; OutputLock({str(out)!r}).acquire()"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if "is being written by" in p.stderr:
         raise RagassayError(p.stderr.strip().splitlines()[-1])

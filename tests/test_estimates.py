@@ -95,7 +95,7 @@ def test_an_older_cache_without_sizes_gives_the_uncalibrated_estimate(tmp_path, 
 
 def _texts_vs_built(plan, monkeypatch):
     """The estimate of a plan counted from its calls said as texts, and from the calls built."""
-    from ragassay.stages.engine import Stage
+    from ragassay.runtime.engine import Stage
     said = plan.estimate().to_dict()
     with monkeypatch.context() as m:
         m.setattr(type(plan.relevance), "call_texts", Stage.call_texts)

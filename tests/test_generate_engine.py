@@ -117,7 +117,7 @@ def test_the_demo_takes_generates_lock_like_the_command(tmp_path, capsys):
     anything, and the demo goes on to the other stages."""
     questions = tmp_path / "demo" / "questions.jsonl"
     questions.parent.mkdir()
-    code = ("import sys, time; from ragassay.stages.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
+    code = ("import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
             "print('held', flush=True); time.sleep(60)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(questions)], stdout=subprocess.PIPE, text=True)
     try:

@@ -105,7 +105,7 @@ def test_every_llm_stage_is_a_stage_whose_record_model_is_registered():
 
     import ragassay.stages
     from ragassay.data.records import RECORDS
-    from ragassay.stages.engine import Stage
+    from ragassay.runtime.engine import Stage
     stages, prompting = {}, []
     for info in nonempty(pkgutil.iter_modules(ragassay.stages.__path__)):
         module = importlib.import_module(f"ragassay.stages.{info.name}")

@@ -317,7 +317,7 @@ def test_shared_calls_ask_once_and_keep_nothing_once_every_item_has_its_answer()
     from pydantic import BaseModel
 
     from ragassay.llm.errors import LLMError
-    from ragassay.stages.engine import Call, SharedCalls, WorkItem
+    from ragassay.runtime.engine import Call, SharedCalls, WorkItem
 
     class Answer(BaseModel):
         n: int
@@ -450,7 +450,7 @@ def test_repeated_digests_are_counted_exactly_even_when_only_their_first_half_ag
     that share their first 8 bytes and differ after are not counted together."""
     from collections import Counter
 
-    from ragassay.stages.engine import repeated_digests
+    from ragassay.runtime.engine import repeated_digests
     pool = list(digests)
     for d in digests[:5]:  # the same request again, and a look-alike that differs in the second half only
         pool.insert(data.draw(st.integers(0, len(pool))), d)

@@ -25,7 +25,7 @@ SECOND = str(EXAMPLE / "qrels_second_assessor.txt")
 # it stands on, the stages, the Python API of the stages, and the product (reports, tracking, the
 # label server). One module of product/ is allowed: `product.formatting`, the text tables every
 # command prints with (csv, io and json from the standard library; it sits in product/ for the report).
-LLM_AND_STAGES = ("openai", "httpx", "httpcore", "tenacity", "anyio", "ragassay.llm", "ragassay.stages",
+LLM_AND_STAGES = ("openai", "httpx", "httpcore", "tenacity", "anyio", "ragassay.llm", "ragassay.stages", "ragassay.runtime",
                   "ragassay.api")
 PRODUCT_ALLOWED = {"ragassay.product", "ragassay.product.formatting"}
 

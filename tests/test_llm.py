@@ -277,7 +277,7 @@ async def test_dry_run_counts_calls_and_cost_without_calling(tmp_path):
     llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True, price_in=2.0, price_out=8.0)
     await llm.ask(MESSAGES, Grade, max_tokens=100)
     llm.close()
-    from ragassay.stages.engine import Call, WorkItem, estimate
+    from ragassay.runtime.engine import Call, WorkItem, estimate
     items = [WorkItem("a", [Call.of(0, MESSAGES, Grade, "s", 100)], None),
              WorkItem("b", [Call.of(0, [{"role": "user", "content": "x" * 400}], Grade, "s", 100)], None),
              WorkItem("c", [], None), WorkItem("d", [Call.of(0, MESSAGES, Grade, "s", 100, sample=1)], None)]
@@ -586,7 +586,7 @@ async def test_an_answer_with_an_escaped_lone_surrogate_is_kept_as_valid_text(tm
 
 
 def test_a_record_with_a_lone_surrogate_is_journalled_and_read_back_the_same(tmp_path):
-    from ragassay.stages.engine import OutputStore
+    from ragassay.runtime.engine import OutputStore
     out = tmp_path / "o.jsonl"
     store = OutputStore(out, lambda r: r["id"])
     record = {"id": "a", "key": "k1", "status": "ok", "text": "from elsewhere \ud800"}

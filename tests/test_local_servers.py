@@ -392,7 +392,7 @@ def test_the_progress_bar_says_calls_in_flight_and_tokens_a_second():
     import time as clock
 
     from ragassay.llm import LLM
-    from ragassay.stages.engine import flow_note
+    from ragassay.runtime.engine import flow_note
     llm = LLM(LLMConfig(model="m", base_url="http://127.0.0.1:8080/v1", use_cache=False))
     llm.in_flight = 3
     llm.usage.stage("judge").completion_tokens = 900

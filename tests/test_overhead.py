@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from ragassay.data.records import Chunk
 from ragassay.llm import LLM, LLMConfig
-from ragassay.stages.engine import Call, run_stage
+from ragassay.runtime.engine import Call, run_stage
 from ragassay.stages.judge import plan_judge
 from ragassay.stages.queries import QueryItem
 from helpers import EXAMPLE, nonempty
@@ -183,7 +183,7 @@ def test_a_rerun_of_finished_work_holds_keys_not_records(tmp_path):
     assert first.ok == 400
     inputs = _inputs(40, 10)
     asyncio.run(go(_plan(40, 10, tmp_path, inputs)))  # a first rerun: whatever it imports is imported
-    from ragassay.stages.engine import OutputStore as Store
+    from ragassay.runtime.engine import OutputStore as Store
     tracemalloc.start()
     try:
         before = tracemalloc.take_snapshot()
@@ -207,7 +207,7 @@ def test_a_run_holds_only_the_items_in_flight(tmp_path):
     """A judge run makes each item when it sends it and lets it go with its records: at any moment
     the live work items (and their built calls) are no more than the calls in flight, whatever
     the size of the plan; a pair already done is never made at all."""
-    from ragassay.stages.engine import WorkItem
+    from ragassay.runtime.engine import WorkItem
     queries, chunks, run = _inputs(60, 10)
     plan = _plan(60, 10, tmp_path, (queries, chunks, run))
     seen: list[tuple[int, int]] = []

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragassay.stages.key_locations import KeyLocations
-from ragassay.stages.plan_keys import KeyList
+from ragassay.runtime.key_locations import KeyLocations
+from ragassay.runtime.plan_keys import KeyList
 
 KEYS = st.one_of(st.sampled_from(["a" * 24, "b" * 24, "0123456789abcdef01234567", "c" * 23, "c" * 25, "",
                                   "caf\u00e9" + "e" * 20, "\U0001F600" * 24, "k1", "k\n2"]),

@@ -1,4 +1,4 @@
-"""The one LLM-stage scaffold (stages/scaffold.py): which LLMs a job runs on, for every backend."""
+"""The one LLM-stage scaffold (runtime/scaffold.py): which LLMs a job runs on, for every backend."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from ragassay.errors import UsageError
 from ragassay.llm import LLMConfig, LLMError
-from ragassay.stages.engine import Estimate
-from ragassay.stages.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
+from ragassay.runtime.engine import Estimate
+from ragassay.runtime.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
 
 
 class RecordingJob(StageJob[int]):

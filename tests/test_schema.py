@@ -211,7 +211,7 @@ def test_stage_outputs_carry_their_kind_on_every_line(tmp_path, monkeypatch):
 
 
 async def test_a_record_its_model_refuses_becomes_an_error_record_that_says_why(tmp_path):
-    from ragassay.stages.engine import OutputStore, Stage, WorkItem, run_stage
+    from ragassay.runtime.engine import OutputStore, Stage, WorkItem, run_stage
 
     class Stray(Stage):
         name = "stray"

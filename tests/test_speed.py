@@ -166,10 +166,10 @@ def test_a_speed_measured_for_another_model_or_endpoint_is_not_used(tmp_path):
 def test_the_unshared_part_of_a_prompt_is_counted_from_where_it_differs_from_the_call_before(tmp_path):
     """Two queries, two passages each: the estimate's unshared tokens are the first prompt whole, then
     what follows the shared start of each next one (the fake's prompts are built the same way)."""
-    from ragassay.stages.engine import Estimate
+    from ragassay.runtime.engine import Estimate
     from ragassay.llm.speed import Speed
     est = Estimate()
-    from ragassay.stages import engine
+    from ragassay.runtime import engine
     first = ["system", "Instructions " * 100, "user", "QUERY one PASSAGE alpha"]
     same_start = ["system", "Instructions " * 100, "user", "QUERY one PASSAGE beta and more"]
     other = ["system", "Other instructions", "user", "x"]

@@ -163,7 +163,7 @@ def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path, capsys):
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
         first = subprocess.Popen([sys.executable, "-m", "ragassay", *judge_args(tmp_path, server.url, BM25, 5)],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        from ragassay.stages.engine import OutputLock
+        from ragassay.runtime.engine import OutputLock
         lock = OutputLock(tmp_path / "j.jsonl").path
         assert lock.parent != tmp_path  # no hidden lock files among the user's outputs
         deadline = time.monotonic() + 30
@@ -185,7 +185,7 @@ def test_a_full_disk_is_one_line_and_a_rerun_completes(tmp_path, capsys, monkeyp
     import builtins
     import errno
 
-    import ragassay.stages.store as engine  # where the journal is opened
+    import ragassay.runtime.store as engine  # where the journal is opened
 
     real_open = builtins.open
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragassay.errors import InputError
-from ragassay.stages import store as store_module
-from ragassay.stages.store import OutputStore, journal_path
+from ragassay.runtime import store as store_module
+from ragassay.runtime.store import OutputStore, journal_path
 from helpers import nonempty
 
 

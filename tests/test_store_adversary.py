@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from ragassay.errors import InputError
-from ragassay.stages import store as store_module
-from ragassay.stages.store import OutputStore, Records, journal_path
-from ragassay.stages.store_index import index_path, read_index
+from ragassay.runtime import store as store_module
+from ragassay.runtime.store import OutputStore, Records, journal_path
+from ragassay.runtime.store_index import index_path, read_index
 from helpers import nonempty, store_contents
 
 
@@ -1240,7 +1240,7 @@ def test_a_plan_said_first_changes_no_answer(tmp_path, monkeypatch, capsys, spec
     pool = sorted(set(Reference.read(out).newest()) | {r["key"] for r in appended} | {"not-held"})
     plan = data.draw(st.lists(st.sampled_from(pool), unique=True), label="plan")
     if data.draw(st.booleans(), label="a KeyList"):  # as the engine gives it: packed where it can be
-        from ragassay.stages.plan_keys import KeyList
+        from ragassay.runtime.plan_keys import KeyList
         packed = KeyList()
         for k in plan:
             packed.append(k, pack=data.draw(st.booleans(), label="pack"))

@@ -14,10 +14,10 @@ from fake_llm import FakeLLM
 from helpers import EXAMPLE, store_contents
 
 from ragassay.cli import main
-from ragassay.stages import store as store_module
-from ragassay.stages import store_index
-from ragassay.stages.store import OutputStore
-from ragassay.stages.store_index import index_path, read_index
+from ragassay.runtime import store as store_module
+from ragassay.runtime import store_index
+from ragassay.runtime.store import OutputStore
+from ragassay.runtime.store_index import index_path, read_index
 
 
 def ident(r: dict) -> str:

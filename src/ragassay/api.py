@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any, Iterator, TypeVar
 from .data.records import AnswerItem, Chunk
 from .errors import InputError, UsageError
 from .llm import LLM, LLMConfig
-from .stages.engine import Estimate, StageAborted
+from .runtime.engine import Estimate, StageAborted
 from .stages.judge import JudgeOptions, JudgeResult
 from .stages.queries import QueryItem
-from .stages.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
+from .runtime.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
 
 if TYPE_CHECKING:  # (imported where they are used: a judge run does not load check and generate)
     from .stages.check import CheckOptions, CheckResult
@@ -87,7 +87,7 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     makes a rerun free). ``quiet`` (no progress bar) is the one default that differs: True here.
     ``llm=`` gives clients you made (kept open); further LLM settings (``max_attempts=``, ...) go
     to :class:`~ragassay.LLMConfig`. Returns a :class:`~ragassay.stages.judge.JudgeResult`, or the
-    :class:`~ragassay.stages.engine.Estimate` of a ``dry_run``.
+    :class:`~ragassay.runtime.engine.Estimate` of a ``dry_run``.
 
     >>> from ragassay.product.demo import example_dir
     >>> ex = example_dir()
@@ -151,7 +151,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     other answers are error records that a rerun with an endpoint fills in (``announce=True`` says
     so on stderr, as the command does). ``quiet`` defaults to True here. Returns a
     :class:`~ragassay.stages.check.CheckResult` (``.summary`` holds the rates), or the
-    :class:`~ragassay.stages.engine.Estimate` of a ``dry_run``.
+    :class:`~ragassay.runtime.engine.Estimate` of a ``dry_run``.
 
     >>> from ragassay.product.demo import example_dir
     >>> ex = example_dir()
@@ -275,7 +275,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     written at the end, while their locks are held; a killed run resumes from the journal beside
     ``output``. Without ``output`` the set lives only in the result. ``quiet`` defaults to True here.
     Returns a :class:`~ragassay.stages.generate.GenerateResult` (``.accepted`` the new questions,
-    ``.usage`` as numbers), or the :class:`~ragassay.stages.engine.Estimate` of a ``dry_run``.
+    ``.usage`` as numbers), or the :class:`~ragassay.runtime.engine.Estimate` of a ``dry_run``.
 
     >>> from ragassay.product.demo import example_dir
     >>> est = generate(example_dir() / "chunks.jsonl", limit=10, model="gpt-4o-mini", no_cache=True, dry_run=True)
@@ -369,7 +369,7 @@ def _given(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any]) -> list
 
 
 def _shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
-    from .stages.engine import parse_shard
+    from .runtime.engine import parse_shard
     return parse_shard(shard) if isinstance(shard, str) else shard
 
 

@@ -10,7 +10,7 @@ ever opened or stat'ed (a 300-character metric list is text, not a file name tha
 
 An output that is an input, or another output, is a usage error naming both, whether the two
 paths are spelt alike, reach one file through a symlink, or are hard links to it. Every output file
-is then locked for the whole command (see :class:`ragassay.stages.engine.OutputLock`).
+is then locked for the whole command (see :class:`ragassay.runtime.engine.OutputLock`).
 """
 
 from __future__ import annotations
@@ -177,6 +177,6 @@ def lock_outputs(outputs: list[FileArg], stack: ExitStack) -> None:
     (evaluate, compare, agree) does not import it."""
     files = [out.path for out in outputs if not out.path.is_dir()]
     if files:
-        from ..stages.engine import OutputLock
+        from ..runtime.engine import OutputLock
         for path in files:
             stack.enter_context(OutputLock(path))

@@ -21,7 +21,7 @@ def render_stage(result: Any, args: argparse.Namespace, text: Callable[[Any, arg
                  as_json: Callable[[Any], Any] | None = None) -> str | tuple[str, int]:
     """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON (``as_json(result)``;
     by default its dict with the batch note) or as ``text``."""
-    from ..stages.engine import Estimate
+    from ..runtime.engine import Estimate
     if isinstance(result, Estimate):
         return render(args, result.to_dict, result.text)
     as_json = as_json or (lambda r: {**r.to_dict(), "batch": r.batch_note or None})

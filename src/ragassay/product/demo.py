@@ -130,7 +130,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, config=None, log=p
                 raise  # only "no endpoint at all" skips the LLM stages; a bad setting is an error
     report_files = [out / "compare.json"]
     if llm is not None:
-        from ..stages.engine import run_locked
+        from ..runtime.engine import run_locked
         from ..stages.generate import GenerateOptions, Generator, write_outputs
         try:
             generated = (out / "questions.jsonl", out / "rejects.jsonl", out / "questions.qrels")

@@ -19,13 +19,13 @@ from pydantic import BaseModel
 from .check_rules import decide, notes
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
-from .engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
+from ..runtime.engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
                      run_stage)
 from ..llm.prompts import clip, delimit, load_prompt, shown_id
 from ..llm.reading import Explanation, Explanations
 from ..data.records import AnswerItem, Check, Chunk
 from ..data.result_models import CheckSummary
-from .scaffold import StageJob
+from ..runtime.scaffold import StageJob
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
 
@@ -433,7 +433,7 @@ class CheckResult:
 
 
 class CheckJob(StageJob[StageRun]):
-    """A check run for the scaffold (:func:`ragassay.stages.scaffold.run_llm_stage`). With no
+    """A check run for the scaffold (:func:`ragassay.runtime.scaffold.run_llm_stage`). With no
     endpoint at all it runs on no LLM: the rules decide what they can and the other answers are
     error records that a rerun with an endpoint fills in."""
 

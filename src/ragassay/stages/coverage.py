@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from ..data.records import Chunk, Coverage
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt
-from .engine import Call, Stage, WorkItem, fingerprint
+from ..runtime.engine import Call, Stage, WorkItem, fingerprint
 from .queries import Passages, QueryItem
 
 NUGGET_CAP = 20          # at most this many nuggets per question

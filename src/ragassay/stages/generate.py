@@ -54,8 +54,8 @@ from .exports import EXPORT_ALIASES, EXPORT_FORMATS, EXPORTS, export, export_for
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.cache import Cache
 from ..llm.client import request_key
-from .store import journal_path, record_line
-from .engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
+from ..runtime.store import journal_path, record_line
+from ..runtime.engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
                      failing_alike, fingerprint, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..llm.reading import Decision, Explanation

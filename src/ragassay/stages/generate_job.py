@@ -1,4 +1,4 @@
-"""``generate`` for the one LLM-stage scaffold (:func:`ragassay.stages.scaffold.run_llm_stage`):
+"""``generate`` for the one LLM-stage scaffold (:func:`ragassay.runtime.scaffold.run_llm_stage`):
 the flags read into options, and a :class:`GenerateJob` that estimates the set offline or draws it
 and writes its files (questions, rejects, qrels, exports) while it holds their locks.
 
@@ -16,10 +16,10 @@ from pathlib import Path
 from ..data.records import Chunk, Question
 from ..errors import InputError, UsageError
 from ..llm import LLM, LLMConfig
-from .engine import Estimate, OutputLock
+from ..runtime.engine import Estimate, OutputLock
 from .generate import GenerateOptions, GenerateResult, Generator, export, export_format, write_outputs
 from .generate_checks import parse_mix, unfit_chunk
-from .scaffold import StageJob
+from ..runtime.scaffold import StageJob
 
 
 def shares(value: str | Mapping[str, float], names: Sequence[str], flag: str) -> dict[str, float]:

@@ -33,11 +33,11 @@ from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..llm.reading import Decision, Explanation
 from .coverage import CoverageStage
-from .engine import (Call, CallText, Estimate, Items, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
+from ..runtime.engine import (Call, CallText, Estimate, Items, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
                      in_shard, run_stage)
 from .queries import Passages, QueryItem
-from .store import Records
-from .scaffold import StageJob
+from ..runtime.store import Records
+from ..runtime.scaffold import StageJob
 
 # ----------------------------------------------------------------------------- answer shapes
 
@@ -1012,7 +1012,7 @@ def model_configs(config: LLMConfig, models: Sequence[str] | None) -> list[LLMCo
 
 
 class JudgeJob(StageJob[JudgeResult]):
-    """A judge run for the scaffold (:func:`ragassay.stages.scaffold.run_llm_stage`): planned again
+    """A judge run for the scaffold (:func:`ragassay.runtime.scaffold.run_llm_stage`): planned again
     on every round, since a batch round changes what the outputs hold."""
 
     def __init__(self, queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, configs: Sequence[LLMConfig],
