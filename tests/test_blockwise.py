@@ -19,6 +19,14 @@ from ragassay.errors import InputError
 from ragassay.metrics.blockwise import blockwise_wanted, evaluate_files, partition_of
 
 METRICS = "ndcg@10,p@5,recall@100,map,mrr,bpref,num_ret,num_rel_ret"
+
+
+@pytest.fixture(autouse=True)
+def qrels_by_pieces(monkeypatch):
+    """In process, qrels are read by pieces too (by default a qrels file under 128 MB is read whole);
+    the command (a subprocess) and test_small_qrels_... read them whole."""
+    from ragassay.metrics import blockwise
+    monkeypatch.setattr(blockwise, "QRELS_WHOLE", 0)
 PYTREC = {"ndcg_cut_10": "ndcg@10", "P_5": "p@5", "recall_100": "recall@100", "map": "map",
           "recip_rank": "mrr", "bpref": "bpref", "num_ret": "num_ret", "num_rel_ret": "num_rel_ret"}
 
@@ -211,8 +219,7 @@ def test_the_command_by_blocks_prints_what_it_prints_in_memory(tmp_path):
     blocks = run_cli(qrels, run, "-m", METRICS, "--per-query", "--format", "json", "--block-queries", "3")
     assert whole.returncode == blocks.returncode == 0, blocks.stderr
     a, b = json.loads(whole.stdout), json.loads(blocks.stdout)
-    assert b["qrels"]["digest"] is None and a["qrels"]["digest"]
-    assert {k: v for k, v in a.items() if k != "qrels"} == {k: v for k, v in b.items() if k != "qrels"}
+    assert a == b and a["qrels"]["digest"]  # the qrels (under 128 MB) read whole: the same digest
     csv_whole = run_cli(qrels, run, "-m", METRICS, "--per-query", "--format", "csv")
     csv_blocks = run_cli(qrels, run, "-m", METRICS, "--per-query", "--format", "csv", "--block-queries", "3")
     assert sorted(csv_blocks.stdout.splitlines()) == sorted(csv_whole.stdout.splitlines())
@@ -279,3 +286,25 @@ def test_a_block_holding_only_qrels_queries_counts_them_as_in_memory(tmp_path, m
     assert blocks.to_dict()["per_query"] == whole.per_query and blocks.aggregate == whole.aggregate
     assert (free[0] in whole.per_query) == (missing == "zero")
     assert blocks.counts["queries_without_relevant"] == (1 if missing == "zero" else 0)
+
+
+def test_small_qrels_are_read_whole_and_carry_the_in_memory_digest(tmp_path, monkeypatch):
+    from ragassay.metrics import blockwise
+    monkeypatch.setattr(blockwise, "QRELS_WHOLE", 128 << 20)
+    run_rows, qrels_rows = make_rows(25, seed=13)
+    rng = np.random.default_rng(2)
+    qrels = write(tmp_path / "q.txt", qrels_rows, "qrels", rng.permutation(len(qrels_rows)))
+    run = write(tmp_path / "r.txt", run_rows, "run", rng.permutation(len(run_rows)))
+    jsonl = tmp_path / "q.jsonl"  # any format the readers take, when read whole
+    jsonl.write_text("".join(json.dumps({"query_id": q, "doc_id": d, "grade": g}) + "\n" for q, d, g in qrels_rows))
+    whole = ragassay.evaluate(str(qrels), str(run), METRICS)
+    for judged in nonempty([qrels, jsonl]):
+        blocks = evaluate_files(judged, run, METRICS, block_queries=2, keep_per_query=True, piece_bytes=256)
+        assert blocks.blocks > 5
+        expected = ragassay.evaluate(str(judged), str(run), METRICS).to_dict()
+        assert blocks.to_dict() == expected and expected["per_query"] == whole.per_query
+        assert blocks.to_dict()["qrels"]["digest"] == ragassay.read_qrels(judged).digest()
+    assert blockwise_wanted(jsonl, run, 2) and not blockwise_wanted(qrels, jsonl, 2)
+    monkeypatch.setattr(blockwise, "QRELS_WHOLE", 0)
+    assert not blockwise_wanted(jsonl, run, 2)  # a big qrels file is read by pieces: columns only
+    assert evaluate_files(qrels, run, METRICS, block_queries=2).to_dict(per_query=False)["qrels"]["digest"] is None

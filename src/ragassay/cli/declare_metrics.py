@@ -35,7 +35,8 @@ def evaluate(sub: Any) -> None:
                              "and the qrels together are 1 GB or more; plain TREC or three-column files only "
                              "(gzip, JSON Lines and standard input are read whole). Values equal the in-memory "
                              "ones; --per-query then prints each block's queries as it is scored (sorted within "
-                             "a block), and the JSON's qrels digest is null"))
+                             "a block). Qrels under 128 MB are read whole; bigger ones by pieces too, and then the "
+                             "JSON's qrels digest is null"))
     add_format_option(p)
     p.set_defaults(handler=Handler("ragassay.cli.metrics", "run_evaluate"))
 

@@ -30,13 +30,14 @@ from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
 from ..data.columns import factorize, join_pieces, trim_heap
 from ..data.io import column_shape, decode_query_ids
 from ..data.result_models import EvaluateResult
-from ..data.tables import Qrels, Run
+from ..data.tables import Qrels, Run, encode_ids
 from ..errors import InputError
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 
 Missing = Literal["skip", "zero"]
 
 BLOCKWISE_FROM = 1 << 30  # run + qrels bytes from which ``evaluate`` reads by blocks of queries
+QRELS_WHOLE = 128 << 20  # a qrels file smaller than this is read whole: its digest is the in-memory one
 BLOCK_ROWS = 1_000_000  # run rows a block holds when the number of queries per block is not given
 MAX_PARTS = 4096
 
@@ -51,7 +52,9 @@ def blockwise_wanted(qrels: str | Path, run: str | Path, block_queries: int | No
         return False
     if block_queries is None and size < BLOCKWISE_FROM:
         return False
-    return column_shape(qrels, "qrels", qrels_format) is not None and column_shape(run, "run", run_format) is not None
+    small = os.path.getsize(qrels) < QRELS_WHOLE and Path(qrels).is_file()
+    return (small or column_shape(qrels, "qrels", qrels_format) is not None) \
+        and column_shape(run, "run", run_format) is not None
 
 
 @dataclass
@@ -72,6 +75,7 @@ class BlockwiseEvaluation:
     gain: str
     qrels_file: str
     qrels_origin: Any = None
+    qrels_digest: str | None = None
     blocks: int = 0
     longest_query: int = 0
     spool: IO[bytes] | None = field(default=None, repr=False)
@@ -116,7 +120,8 @@ class BlockwiseEvaluation:
             run=self.run_name, aggregate=self.aggregate, **({"per_query": rows} if per_query else {}),
             counts=self.counts,
             settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
-            qrels={"file": self.qrels_file, "digest": None, "origin": (self.qrels_origin or UNKNOWN).summary()},
+            qrels={"file": self.qrels_file, "digest": self.qrels_digest,
+                   "origin": (self.qrels_origin or UNKNOWN).summary()},
         ).to_dict()
 
 
@@ -220,10 +225,12 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
     if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
         raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
-    q_shape, r_shape = column_shape(qrels, "qrels", qrels_format), column_shape(run, "run", run_format)
-    if q_shape is None or r_shape is None:
+    whole = os.path.getsize(qrels) < QRELS_WHOLE if Path(qrels).is_file() else False
+    q_shape = None if whole else column_shape(qrels, "qrels", qrels_format)
+    r_shape = column_shape(run, "run", run_format)
+    if (q_shape is None and not whole) or r_shape is None:
         raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
-                         "standard input)", qrels if q_shape is None else run)
+                         "standard input)", run if r_shape is None else qrels)
     from ..data.origin import label_origin
     name = r_shape.tag or Path(run).name.split(".")[0] or "run"
     out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
@@ -243,9 +250,18 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         for piece in run_pieces:
             runs.add(piece)
         any_judgment = False
-        for piece in read_pieces(qrels, q_shape, "qrels", piece_bytes):
+        if whole:  # read as in memory (every format, the same checks), so the digest is the same too
+            from ..data.io import read_qrels
+            table = read_qrels(qrels, format=qrels_format)  # type: ignore[arg-type]
+            out.qrels_digest, out.qrels_origin = table.digest(), table.origin
+            pieces: Iterator[Piece] = _table_pieces(table)
+            del table
+        else:
+            pieces = read_pieces(qrels, q_shape, "qrels", piece_bytes)
+        for piece in pieces:
             judged.add(piece)
             any_judgment = True
+        del pieces
         if not any_judgment:
             raise InputError("no judgments in file", qrels)
         trim_heap()
@@ -281,6 +297,15 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                          f"ids in {run} and the qrels' in {qrels} do not overlap", run)
     out.sums = {k: s.value for k, s in sums.items()}
     return out
+
+
+def _table_pieces(table: Qrels, rows: int = 1 << 20) -> Iterator[Piece]:
+    """The rows of qrels read whole, as pieces (their duplicates were refused, with their lines, as
+    they were read: the line numbers given here are 0)."""
+    ids = encode_ids(table.queries)
+    for lo in range(0, len(table), rows):
+        hi = min(len(table), lo + rows)
+        yield Piece(ids[table.qidx[lo:hi]], table.doc_ids[lo:hi], table.grades[lo:hi], np.zeros(hi - lo, np.int64))
 
 
 def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes: int) -> int:
