@@ -1,4 +1,4 @@
-"""The README's "Your own data, step by step" walked as chains, from the outside (the CLI only), with
+"""The README's "Your own data" steps walked as chains, from the outside (the CLI only), with
 ids that meet fully, partly and not at all, and labels of every origin:
 
 1. joins are counted (each side's count, a warning on a partial overlap, an error naming both files
