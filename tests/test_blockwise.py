@@ -308,3 +308,18 @@ def test_small_qrels_are_read_whole_and_carry_the_in_memory_digest(tmp_path, mon
     monkeypatch.setattr(blockwise, "QRELS_WHOLE", 0)
     assert not blockwise_wanted(jsonl, run, 2)  # a big qrels file is read by pieces: columns only
     assert evaluate_files(qrels, run, METRICS, block_queries=2).to_dict(per_query=False)["qrels"]["digest"] is None
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_when_both_files_are_bad_the_qrels_error_comes_first_as_in_memory(tmp_path, monkeypatch, whole):
+    from ragassay.metrics import blockwise
+    monkeypatch.setattr(blockwise, "QRELS_WHOLE", 128 << 20 if whole else 0)
+    run_rows, qrels_rows = make_rows(20, seed=14)
+    qrels = write(tmp_path / "q.txt", qrels_rows + [("q0", "dz", "x")], "qrels")
+    run = write(tmp_path / "r.txt", run_rows + [("q0", "dz", "high")], "run")
+    with pytest.raises(InputError) as e:
+        evaluate_files(qrels, run, METRICS, block_queries=2, piece_bytes=256)
+    assert (e.value.path, e.value.line) == (str(qrels), len(qrels_rows) + 1)
+    with pytest.raises(InputError) as e:
+        evaluate_files(write(tmp_path / "q2.txt", qrels_rows, "qrels"), run, METRICS, block_queries=2, piece_bytes=256)
+    assert (e.value.path, e.value.line) == (str(run), len(run_rows) + 1) and "score is not a number" in e.value.message

@@ -1,6 +1,6 @@
 """A large column file (TREC run or qrels) read a piece at a time, never held whole.
 
-Each piece is a run of whole lines (about ``piece_bytes``) split by the numpy splitter of
+Each piece is a run of whole lines (about ``piece_bytes``, 16 MB) split by the numpy splitter of
 :mod:`columns` with the same checks as a whole-file read (:func:`io.read_bytes_checked` and
 :func:`io.read_qrels` / :func:`io.read_run`): a lone carriage return, bytes that are not UTF-8, a
 line with the wrong number of fields, a grade that is not an integer as written, a score that is
@@ -19,7 +19,7 @@ from ..errors import InputError
 from .columns import parse_floats, read_columns
 from .io import UTF8_BOM, ColumnShape, blank_comments, parse_grades, reader_path
 
-PIECE_BYTES = 32 << 20
+PIECE_BYTES = 16 << 20  # a piece and its columns: a few tens of MB at the peak, whatever the file size
 
 
 class Piece(NamedTuple):
@@ -48,17 +48,18 @@ def read_pieces(path: str | Path, shape: ColumnShape, kind: Literal["qrels", "ru
     with open(path, "rb") as f:
         while True:
             chunk = f.read(piece_bytes)
-            data = rest + chunk
-            if not data:
+            if not chunk and not rest:
                 break
             if chunk:
-                end = data.rfind(b"\n") + 1
-                if end == 0:  # a line longer than a piece: read on until it ends
-                    rest = data
+                end = chunk.rfind(b"\n") + 1
+                if end == 0:  # no line ends in this chunk (a very long line): read on until one does
+                    rest += chunk
                     continue
-                data, rest = data[:end], data[end:]
+                data, rest = rest + memoryview(chunk)[:end], chunk[end:]  # one copy of the piece, not two
             else:
-                rest = b""
+                data, rest = rest, b""
+            last = not chunk
+            del chunk
             if first:
                 data = data.removeprefix(UTF8_BOM)
             _check_text(data, path, before)
@@ -67,9 +68,12 @@ def read_pieces(path: str | Path, shape: ColumnShape, kind: Literal["qrels", "ru
             fast = _arrow_piece(data, shape, kind, skip)
             if fast is not None and len(fast[0]) == count - skip:  # no blank line: row i is on line i
                 first = False
-                yield Piece(*fast, np.arange(before + skip + 1, before + count + 1, dtype=np.int64))
+                piece = Piece(*fast, np.arange(before + skip + 1, before + count + 1, dtype=np.int64))
+                del fast, data  # only the piece is held while the caller works on it, and not after
+                yield piece
+                del piece
                 before += count
-                if not chunk:
+                if last:
                     break
                 continue
             del fast
@@ -80,10 +84,14 @@ def read_pieces(path: str | Path, shape: ColumnShape, kind: Literal["qrels", "ru
             except InputError as e:
                 raise InputError(e.message, path, None if e.line is None else e.line + before) from None
             first = False
+            del data
             if len(lines):
-                yield Piece(queries, docs, values, lines + before)
+                piece = Piece(queries, docs, values, lines + before)
+                del queries, docs, values, lines
+                yield piece
+                del piece
             before += count
-            if not chunk:
+            if last:
                 break
 
 

@@ -10,8 +10,11 @@ and scored by :func:`ragassay.metrics.evaluate.evaluate`, so every query's value
 in-memory ones exactly. The means are summed across blocks with exact partial sums (``math.fsum``),
 so they equal the in-memory means (which sum exactly too) to the last bit.
 
-Only plain TREC / three-column files go this way; gzip, JSON Lines, standard input and the
-peers' formats are read whole.
+A qrels file under ``QRELS_WHOLE`` bytes (most are far smaller than their runs) is read whole, by
+:func:`ragassay.read_qrels` (any format), and its rows partitioned: the result then carries the
+same qrels digest as in memory. Bigger qrels, and every run, must be plain TREC / three-column
+files to go this way; gzip, JSON Lines, standard input and the peers' formats are read whole.
+Temporary files take about as much disk as the two files.
 """
 
 from __future__ import annotations
@@ -244,11 +247,9 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     runs, judged = _Partitions(parts), _Partitions(parts)
     if keep_per_query:
         out.spool = tempfile.TemporaryFile(prefix="ragassay-per-query-")
-    try:
+    try:  # the qrels next (their errors come before those of the rest of the run), then the rest of the run
         runs.add(first)
         del first
-        for piece in run_pieces:
-            runs.add(piece)
         any_judgment = False
         if whole:  # read as in memory (every format, the same checks), so the digest is the same too
             from ..data.io import read_qrels
@@ -261,10 +262,15 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         for piece in pieces:
             judged.add(piece)
             any_judgment = True
+            del piece  # (before the next is read) and its pages back at once: the peak is that of one piece
+            trim_heap()
         del pieces
         if not any_judgment:
             raise InputError("no judgments in file", qrels)
-        trim_heap()
+        for piece in run_pieces:
+            runs.add(piece)
+            del piece
+            trim_heap()
         overlap = False
         for p in range(parts):
             r_rows, q_rows = runs.take(p), judged.take(p)
