@@ -375,3 +375,22 @@ def test_compare_of_three_runs_sizes_each_against_the_baseline_on_its_own_differ
         assert t.sd_diff == pytest.approx(sd) and t.mde == pytest.approx(minimum_detectable_effect(22, sd))
         assert t.queries_needed == queries_needed(0.05, sd)
     assert cmp.tests[0].sd_diff != pytest.approx(cmp.tests[1].sd_diff)
+
+
+@pytest.mark.parametrize("effect", [1e9, 1e5, 1000.0, 100.0])
+def test_a_huge_difference_needs_two_queries_and_is_computed_at_once(effect):
+    """A difference thousands of times the sd of the differences: the noncentrality is so large that
+    the series would need ~nc^2 terms (it hung, and at 1e9 overflowed); every query count detects it."""
+    from ragassay.metrics.power import queries_needed
+    assert queries_needed(effect, 0.1556) == 2
+    # at alpha 0.001 one degree of freedom has a critical t of 636.6: 2 queries only once the difference is huge
+    assert queries_needed(effect, 0.1556, power=0.99, alpha=0.001) == (2 if effect >= 1e5 else 3)
+
+
+@pytest.mark.parametrize("t, df, nc", [(12.7, 1, 2000.0), (636.6, 1, 60000.0), (2.0, 30, 500.0), (0.5, 5, -300.0),
+                                       (3.0, 2, 240.5), (1.0, 1, 79.0)])
+def test_the_noncentral_t_far_from_its_mass_equals_scipys(t, df, nc):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    from ragassay.metrics.power import nct_cdf
+    assert nct_cdf(t, df, nc) == pytest.approx(float(scipy_stats.nct.cdf(t, df, nc)), abs=1e-9)
+    assert nct_cdf(-t, df, nc) == pytest.approx(float(scipy_stats.nct.cdf(-t, df, nc)), abs=1e-9)

@@ -66,14 +66,21 @@ def _poisson_beta_mixture(lam: float, x: float, b: float, a0: float, coef: Calla
         j += 1
         c = coef(j)
         total += c * i
-        if (abs(c) * max(i, 0.0) < _TOL and j > lam) or j - k > 100_000:
+        if abs(c) * max(i, 0.0) < _TOL and j > lam:
             break
-    # backwards: I(a - 1) = I(a) + step(a - 1)
+    # backwards: I(a - 1) = I(a) + step(a - 1); below the mode the weights only fall (I_x is at most 1),
+    # so the sum stops once a weight is negligible: a large lam costs terms around its mode only
     i = ik
     for j in range(k - 1, -1, -1):
         i += _beta_step(a0 + j, b, x)
-        total += coef(j) * i
+        c = coef(j)
+        total += c * i
+        if abs(c) < _TOL * 1e-3 and j < lam - 1:
+            break
     return total
+
+
+FAR_NC = 80.0  # a noncentrality this many times t (at least 1) away puts all of T's mass on one side of t
 
 
 def nct_cdf(t: float, df: float, nc: float) -> float:
@@ -90,6 +97,10 @@ def nct_cdf(t: float, df: float, nc: float) -> float:
         return 1.0 if t > 0 else 0.0
     if t < 0:
         return min(1.0, max(0.0, 1.0 - nct_cdf(-t, df, -nc)))
+    if abs(nc) > FAR_NC * max(t, 1.0):
+        # T = (Z + nc) / sqrt(V / df) lies beyond t only if Z is ~nc/2 from 0 or V is ~(nc / 2t)^2 = 1,600
+        # times its mean: below any double's resolution, whatever df (and no series of ~nc^2 terms is summed)
+        return 0.0 if nc > 0 else 1.0
     base = normal_cdf(-nc)
     if t == 0:
         return base
