@@ -294,3 +294,48 @@ def test_update_offers_a_second_file_for_a_filled_role_as_a_choice(folder, capsy
     assert code == 0 and loads_toml(text)["data"]["chunks"] == "chunks.jsonl"
     assert re.search(r'^# chunks = "chunks_v2.jsonl" .*2 files could be the chunks.*added by init --update', text, re.M)
     assert text.index("chunks_v2") < text.index("[runs]")
+
+
+def line_of(toml: Path, start: str) -> int:
+    return next(i for i, ln in enumerate(toml.read_text().splitlines(), 1) if ln.startswith(start))
+
+
+@pytest.mark.parametrize("edit, key, said", [
+    (('metrics = ["ndcg@10", "map", "recall@10", "mrr"]', 'metrics = ["ndcgg@10", "map"]'), "metrics =", "ndcgg@10"),
+    (('# min = ["ndcg@10=0.5"]', 'min = ["ndcgg@10=0.5"]'), "min =", "ndcgg@10"),
+    (('# max = []', 'max = ["rcall@10=0.9"]'), "max =", "rcall@10"),
+])
+def test_a_wrong_metric_stops_even_a_dry_run_naming_its_line(folder, capsys, edit, key, said):
+    init(folder, capsys)
+    toml = folder / "ragassay.toml"
+    text = toml.read_text()
+    assert edit[0] in text
+    toml.write_text(text.replace(*edit))
+    capsys.readouterr()
+    assert main(["run", str(toml), "--dry-run"]) == 1
+    err = capsys.readouterr().err
+    assert f"ragassay.toml:{line_of(toml, key)}:" in err and said in err and "did you mean" in err
+    assert "Traceback" not in err and not (folder / "ragassay-out").exists()
+
+
+def test_a_gate_metric_missing_from_metrics_is_computed_for_the_gate(folder, capsys, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    toml = folder / "ragassay.toml"
+    toml.write_text(toml.read_text().replace('metrics = ["ndcg@10", "map", "recall@10", "mrr"]', 'metrics = ["map"]')
+                    .replace('# min = ["ndcg@10=0.5"]', 'min = ["P_5=0.1"]'))
+    from ragassay.product.project import read_project
+    assert read_project(toml).metrics == ["map", "p@5"]
+    code, done = run(folder, capsys, None)
+    assert code == 0 and step(done, "gate")["status"] == "ran", done
+    ev = json.loads((folder / "ragassay-out" / "evaluate" / "bm25.json").read_text())
+    from ragassay.metrics.evaluate import evaluate
+    expected = evaluate(folder / "qrels.txt", read_run(folder / "ragassay-out" / "runs" / "bm25.txt"), ["P_5"],
+                        missing="zero").aggregate
+    assert set(ev["aggregate"]) == {"map", "p@5"} and ev["aggregate"]["p@5"] == pytest.approx(expected["p@5"])
+    # a threshold the runs miss fails the gate on the metric added for it
+    toml.write_text(toml.read_text().replace('min = ["P_5=0.1"]', 'min = ["P_5=0.99"]'))
+    code, done = run(folder, capsys, None)
+    assert code == 1 and f"bm25: p@5 = {expected['p@5']:.4f} is below the minimum 0.99" in step(done, "gate")["text"]

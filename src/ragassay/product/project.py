@@ -161,7 +161,7 @@ def read_project(path: str | Path | None = None) -> Project:
     metrics = raw.get("metrics", list(DEFAULT_METRICS))
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise bad("metrics", "must be a list of metric names, e.g. [\"ndcg@10\", \"map\"]")
-    proj.metrics = metrics
+    proj.metrics = _metric_names(metrics, "metrics", bad)
     data = raw.get("data", {})
     for key in data:
         if key not in SINGLE_ROLES:
@@ -207,6 +207,7 @@ def read_project(path: str | Path | None = None) -> Project:
     gate = raw.get("gate", {})
     _known(gate, {"min", "max", "run", "allow_errors"}, "gate", bad)
     proj.gate_min, proj.gate_max = (_thresholds(gate.get(k, []), k, bad) for k in ("min", "max"))
+    proj.metrics += _gated_metrics(proj)
     proj.gate_run = gate.get("run")
     if proj.gate_run is not None and proj.gate_run not in proj.run_names():
         raise bad("run", f"[gate] run {proj.gate_run!r} is not a run of this project")
@@ -218,6 +219,32 @@ def _known(table: Mapping[str, Any], keys: set[str], name: str, bad: Any) -> Non
     unknown = sorted(set(table) - keys)
     if unknown:
         raise bad(unknown[0], f"unknown key in [{name}] (known: {', '.join(sorted(keys))})")
+
+
+def _metric_names(names: list[str], key: str, bad: Any) -> list[str]:
+    """``names`` as written, each checked: a name no metric spells is an error naming the line (with
+    the close match), before any step runs."""
+    from ..errors import MeasureError
+    from ..metrics.measures import parse_measures
+    try:
+        parse_measures(names)
+    except MeasureError as e:
+        raise bad(key, str(e)) from None
+    return list(names)
+
+
+def _gated_metrics(proj: Project) -> list[str]:
+    """The metrics a gate threshold names that ``metrics`` lacks (in any spelling): evaluate computes
+    them too, so the gate has its numbers."""
+    from ..metrics.measures import parse_measure, parse_measures
+    have = {str(m) for m in parse_measures(proj.metrics)}
+    out = []
+    for name in [*proj.gate_min, *proj.gate_max]:
+        canonical = str(parse_measure(name))
+        if canonical not in have:
+            have.add(canonical)
+            out.append(canonical)
+    return out
 
 
 def _thresholds(items: Any, key: str, bad: Any) -> dict[str, float]:
@@ -232,6 +259,7 @@ def _thresholds(items: Any, key: str, bad: Any) -> dict[str, float]:
             raise bad(key, f"a threshold is \"METRIC=VALUE\", got {item!r}") from None
         if not sep or not metric.strip():
             raise bad(key, f"a threshold is \"METRIC=VALUE\", got {item!r}")
+        _metric_names([metric.strip()], key, bad)
     return out
 
 
