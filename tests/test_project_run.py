@@ -143,6 +143,9 @@ def test_run_pools_judges_once_reports_and_reruns_only_what_changed(folder, caps
         code, again = run(folder, capsys, server)
         assert code == 0 and server.calls == before
         assert {s["step"] for s in again["steps"] if s["status"] == "ran"} == set()
+        for name in nonempty(["judge", "check", "evaluate", "compare", "report"]):  # the results kept, said again
+            assert step(again, name)["result"] == step(done, name)["result"] is not None, name
+        assert step(done, "judge")["result"]["pairs"] == len(first_pool)
 
         # a new run file: init --update adds it; it costs exactly its pairs not in the pool
         dense = folder / "runs" / "dense.txt"
@@ -339,3 +342,27 @@ def test_a_gate_metric_missing_from_metrics_is_computed_for_the_gate(folder, cap
     toml.write_text(toml.read_text().replace('min = ["P_5=0.1"]', 'min = ["P_5=0.99"]'))
     code, done = run(folder, capsys, None)
     assert code == 1 and f"bm25: p@5 = {expected['p@5']:.4f} is below the minimum 0.99" in step(done, "gate")["text"]
+
+
+def test_json_gives_each_steps_result_and_an_up_to_date_rerun_the_kept_one(folder, capsys, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    out = folder / "ragassay-out"
+    from ragassay.metrics.evaluate import evaluate
+    for attempt in ("ran", "up to date"):
+        code, done = run(folder, capsys, None)
+        assert code == 0, done
+        ev = step(done, "evaluate")
+        assert ev["status"] == attempt and set(ev["result"]) == {"tfidf", "bm25"}
+        for name in nonempty(["tfidf", "bm25"]):
+            expected = evaluate(folder / "qrels.txt", read_run(out / "runs" / f"{name}.txt"),
+                                ["ndcg@10", "map", "recall@10", "mrr"], missing="zero").aggregate
+            assert ev["result"][name]["kind"] == "evaluate"
+            assert ev["result"][name]["aggregate"] == pytest.approx(expected)
+            assert step(done, "retrieve")["result"][name]["results"] == len(read_run(out / "runs" / f"{name}.txt"))
+        cmp = step(done, "compare")
+        assert cmp["status"] == attempt and cmp["result"] == json.loads((out / "compare.json").read_text())
+        assert cmp["result"]["kind"] == "compare" and set(cmp["result"]["means"]) == {"tfidf", "bm25"}
+        assert step(done, "report")["result"]["html"] == str(out / "report.html")

@@ -111,8 +111,9 @@ class State:
             return kept
         return None
 
-    def done(self, key: str, digest: str, exit_code: int, text: str) -> None:
-        self.steps[key] = {"digest": digest, "exit_code": exit_code, "text": text}
+    def done(self, key: str, digest: str, exit_code: int, text: str, result: Any = None) -> None:
+        """Keep a step's digest, exit code, line and result (an up-to-date rerun says them again)."""
+        self.steps[key] = {"digest": digest, "exit_code": exit_code, "text": text, "result": result}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(json.dumps({"version": 1, "steps": self.steps}, indent=1) + "\n", encoding="utf-8")
@@ -325,7 +326,7 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
     digest = ctx.digests.of(p.chunks, limit=p.generate_limit, model=ctx.llm.get("model"))
     kept = None if ctx.append else ctx.state.fresh("generate", digest, [questions])
     if kept:
-        return StepResult("generate", "up to date", kept["text"], kept["exit_code"])
+        return StepResult("generate", "up to date", kept["text"], kept["exit_code"], result=kept.get("result"))
     args = dict(output=questions, limit=p.generate_limit, append=ctx.append and questions.exists(),
                 rejects=ctx.out / "rejects.jsonl", qrels_out=ctx.out / "questions.qrels", **ctx.llm)
     try:
@@ -338,7 +339,7 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
         raise RagassayError(re.sub(r"-{2}limit\b", "[generate] limit", str(e))) from None
     text = f"{len(done.accepted)} questions accepted, {len(done.rejects)} rejected"
     ctx.queries = questions
-    ctx.state.done("generate", digest, done.exit_code, text)
+    ctx.state.done("generate", digest, done.exit_code, text, done.to_dict())
     return StepResult("generate", "ran", text, done.exit_code, result=done.to_dict())
 
 
@@ -356,7 +357,7 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
         return StepResult("retrieve", "skipped", "no queries yet (generate writes them)")
     if ctx.dry_run and ctx.generating:
         return StepResult("retrieve", "estimated", "after generate writes the questions (offline)")
-    said, ran = [], 0
+    said, ran, results = [], 0, {}
     for name, spec in p.retrievers.items():
         path = ctx.out / "runs" / f"{name}.txt"
         file, _, function = spec.rpartition(":")
@@ -365,21 +366,23 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
         if kept or not selected:
             if path.exists():
                 ctx.runs[name] = path
+            results[name] = kept.get("result") if kept else None
             said.append(f"{name} up to date" if kept else f"{name} not selected")
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
                             output=None if ctx.dry_run else path)
         ran += 1
+        results[name] = done.to_dict()
         if ctx.dry_run:
             ctx.memory_runs[name] = done.run
             said.append(f"{name}: would write {len(done.run)} results (offline)")
             continue
         ctx.runs[name] = path
-        ctx.state.done(f"retrieve:{name}", digest, 0, "")
+        ctx.state.done(f"retrieve:{name}", digest, 0, "", results[name])
         said.append(f"{name}: {len(done.run)} results for {len(done.run.queries)} queries")
     status = ("estimated" if ctx.dry_run else "ran") if ran else "up to date" if selected else "not selected"
-    return StepResult("retrieve", status, "; ".join(said))
+    return StepResult("retrieve", status, "; ".join(said), result=results)
 
 
 def pool(runs: Mapping[str, Any], depth: int, queries: list[str] | None = None) -> dict[str, list[str]]:
@@ -439,7 +442,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     kept = ctx.state.fresh("judge", digest, [out, judged])
     if kept:
         ctx.judged = judged
-        return StepResult("judge", "up to date", kept["text"], kept["exit_code"])
+        return StepResult("judge", "up to date", kept["text"], kept["exit_code"], result=kept.get("result"))
     args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm)
     runs = len(set(ctx.runs) | set(ctx.memory_runs))
     if ctx.dry_run:
@@ -454,7 +457,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     text = (f"the pool of {runs} runs' top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
             f"{max(s.judged - s.already_done, 0)} now, {s.errors} errors")
     ctx.judged = judged
-    ctx.state.done("judge", digest, done.exit_code, text)
+    ctx.state.done("judge", digest, done.exit_code, text, done.to_dict())
     return StepResult("judge", "ran", text, done.exit_code, result=done.to_dict())
 
 
@@ -536,8 +539,8 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     digest = ctx.digests.of(p.answers, p.chunks, p.human, run if diagnosed else None, qrels if diagnosed else None,
                             depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"))
     kept = ctx.state.fresh("check", digest, [out, summary])
-    if kept:
-        return StepResult("check", "up to date", kept["text"], kept["exit_code"])
+    if kept:  # its result is the summary it wrote
+        return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=_read_json(summary))
     args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth, **ctx.llm)
     if ctx.dry_run:
         est = api.check(p.answers, dry_run=True, **args)
@@ -550,6 +553,14 @@ def _check(ctx: Context, selected: bool) -> StepResult:
         f"{counts.get(k, 0)} {k}" for k in ("correct", "partial", "hallucinated", "abstained")) + ")"
     ctx.state.done("check", digest, done.exit_code, text)
     return StepResult("check", "ran", text, done.exit_code, result=done.to_dict())
+
+
+def _read_json(path: Path) -> Any:
+    """A result a step wrote (None when it cannot be read: the step's line still says what it did)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -577,19 +588,21 @@ def _evaluate(ctx: Context, selected: bool) -> StepResult:
         runs = len(set(ctx.runs) | set(ctx.memory_runs))
         return cannot or StepResult("evaluate", "estimated", f"{runs} runs, offline")
     qrels = ctx.metric_qrels()
-    said = []
+    said, results = [], {}  # each run's result as 'ragassay evaluate --format json' prints it
     for name, run in ctx.runs.items():
         path = ctx.out / "evaluate" / f"{name}.json"
         digest = ctx.digests.of(qrels, run, metrics=ctx.project.metrics)
         if ctx.state.fresh(f"evaluate:{name}", digest, [path]):
+            results[name] = _read_json(path)
             continue
         ev = evaluate(qrels, run, ctx.project.metrics, missing="zero")
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_json(path, ev.to_dict())
+        results[name] = _read_json(path)
         ctx.state.done(f"evaluate:{name}", digest, 0, "")
         said.append(f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in ev.aggregate.items()))
-    return StepResult("evaluate", "ran", "; ".join(said) + f" (on {qrels.name})") if said else \
-        StepResult("evaluate", "up to date")
+    return StepResult("evaluate", "ran" if said else "up to date",
+                      "; ".join(said) + f" (on {qrels.name})" if said else "", result=results)
 
 
 def _compare(ctx: Context, selected: bool) -> StepResult:
@@ -607,7 +620,7 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
     digest = ctx.digests.of(qrels, *ctx.runs.values(), names=list(ctx.runs), metrics=ctx.project.metrics)
     kept = ctx.state.fresh("compare", digest, [path])
     if kept:
-        return StepResult("compare", "up to date", kept["text"])
+        return StepResult("compare", "up to date", kept["text"], result=_read_json(path))
     cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics)
     _write_json(path, cmp.to_dict())
     first = ctx.project.metrics[0]
@@ -615,7 +628,7 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
                      + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "") + ")"
                      for t in cmp.tests if t.metric == first) + f" (on {qrels.name})"
     ctx.state.done("compare", digest, 0, text)
-    return StepResult("compare", "ran", text)
+    return StepResult("compare", "ran", text, result=_read_json(path))
 
 
 def _report(ctx: Context, selected: bool) -> StepResult:
@@ -638,15 +651,15 @@ def _report(ctx: Context, selected: bool) -> StepResult:
     digest = ctx.digests.of(*files, qrels, *runs, p.chunks, ctx.queries, p.answers, p.human)
     kept = ctx.state.fresh("report", digest, [html, md])
     if kept:
-        return StepResult("report", "up to date", kept["text"])
+        return StepResult("report", "up to date", kept["text"], result=kept.get("result"))
     common = dict(qrels=qrels if runs else None, runs=runs, chunks=p.chunks, queries=ctx.queries, answers=p.answers,
                   human=p.human, title=f"ragassay: {p.root.resolve().name}")
     written = make_report(files, html, **common)
     make_report(files, md, fmt="markdown", **common)
     text = f"{written.path} and {md}"
-    ctx.state.done("report", digest, 0, text)
-    return StepResult("report", "ran", text, 0, result={"html": str(html), "markdown": str(md),
-                                                 "warnings": written.warnings})
+    done = {"html": str(html), "markdown": str(md), "warnings": written.warnings}
+    ctx.state.done("report", digest, 0, text, done)
+    return StepResult("report", "ran", text, 0, result=done)
 
 
 def _track(ctx: Context, selected: bool) -> StepResult:
