@@ -451,3 +451,53 @@ def test_judge_takes_deepeval_goldens_as_queries_with_their_expected_output_as_t
     captured = capsys.readouterr()
     assert (json.loads(captured.out)["items"], json.loads(captured.out)["calls"]) == (3, 3)  # q1 x 2, q2 x 1
     assert "1 of 3 in the queries are not in the run (e.g. q3)" in captured.err
+
+
+# ------------------------------------------------------- ranx JSON: grades as written, keys given twice
+
+@pytest.mark.parametrize("written, expected", [
+    ("1e2", "got 1e2"), ("2.5", "got 2.5"), ("1E0", "got 1E0"), ("true", "got true"), ("null", "got null"),
+    ('"3"', 'got "3"'), ("2147483648", "within ±2147483647, got 2147483648")])
+def test_a_ranx_json_grade_that_is_no_integer_as_written_is_refused_naming_the_pair(written, expected, tmp_path):
+    q = tmp_path / "q.json"
+    q.write_text('{\n  "q01": {\n    "ok-1": 1,\n    "refund-01": ' + written + '\n  }\n}\n')
+    with pytest.raises(InputError, match=rf"q.json: query 'q01', document 'refund-01': grade must be an integer.*"
+                                         rf"{expected.replace('+', '[+]')}$"):
+        read_qrels(q)
+
+
+def test_a_ranx_json_grade_written_as_a_whole_float_is_that_integer(tmp_path):
+    q = tmp_path / "q.json"
+    q.write_text('{"q01": {"refund-01": 3.0, "a:b": -1.00, "x": 0}, "q:2": {"y": 2}}')
+    assert read_qrels(q).to_dict() == {"q01": {"refund-01": 3, "a:b": -1, "x": 0}, "q:2": {"y": 2}}
+
+
+def test_a_key_given_twice_in_ranx_json_is_refused_not_collapsed(tmp_path):
+    q = tmp_path / "q.json"
+    q.write_text('{"q01": {"refund-01": 1, "refund-01": 2}}')
+    with pytest.raises(InputError, match=r"q.json: document 'refund-01' is judged twice for query 'q01'"):
+        read_qrels(q)
+    q.write_text('{\n  "q01": {"a": 1},\n  "q02": {"a": 1},\n  "q01": {"b": 2}\n}')
+    with pytest.raises(InputError, match=r"q.json: query 'q01' is given twice .*\(lines 2 and 4\)"):
+        read_qrels(q)
+    r = tmp_path / "r.json"
+    r.write_text('{"q01": {"d": 1.0, "e": 5.0, "d": 9.0}}')
+    with pytest.raises(InputError, match=r"r.json: document 'd' is listed twice for query 'q01'.*--dedupe"):
+        read_run(r)
+    assert read_run(r, dedupe=True).to_dict() == {"q01": {"d": 9.0, "e": 5.0}}
+    r.write_text('{"q01": {"d": 9.0, "e": 5.0, "d": 1.0}}')  # the highest kept, whichever comes last
+    assert read_run(r, dedupe=True).to_dict() == {"q01": {"d": 9.0, "e": 5.0}}
+    r.write_text('{"q01": {"d": 9.0, "e": 5.0}, "q01": {"f": 1.0}}')
+    with pytest.raises(InputError, match=r"r.json: query 'q01' is given twice"):
+        read_run(r, dedupe=True)
+
+
+@pytest.mark.parametrize("text, found", [('{"q01": ["refund-01"]}', r"found 'q01': a list \(\[\"refund-01\"\]\)"),
+                                         ('{"q01": 1, "q02": {"d": 1}}', r"found 'q01': a number \(1\)"),
+                                         ("{}", r"an empty JSON object: no judgments")])
+def test_a_ranx_json_of_the_wrong_shape_says_what_shape_was_expected(text, found, tmp_path):
+    q = tmp_path / "q.json"
+    q.write_text(text)
+    with pytest.raises(InputError, match=found) as e:
+        read_qrels(q)
+    assert "ranx's {query: {document: grade}}" in str(e.value) and "query_id (keys" not in str(e.value)

@@ -636,8 +636,11 @@ def json_table_columns(data: bytes, path: str | Path, what: str) -> TableColumns
     if any(f'"{k}"'.encode() in first for k in ("query_id", "qid", "chunk_id", "doc_id", "docid")):
         return None  # ragassay's JSON Lines
     document = whole_json(data)
-    if not isinstance(document, dict) or not document:
+    if not isinstance(document, dict):
         return None
+    if not document:
+        raise InputError(f"an empty JSON object: no {'judgments' if what == 'qrels' else 'results'} "
+                         f"(expected {_ranx_shape(what)})", path, 1)
     if isinstance(document.get("relevant_docs"), dict) and "queries" in document:
         if what != "qrels":
             raise InputError("a LlamaIndex dataset (queries, corpus, relevant_docs): its relevant_docs are qrels, "
@@ -646,9 +649,77 @@ def json_table_columns(data: bytes, path: str | Path, what: str) -> TableColumns
         if bad is not None:
             raise InputError(f"relevant_docs of query {bad!r} must be a list of ids", path)
         return TableColumns.of_nested({q: dict.fromkeys(docs, 1) for q, docs in document["relevant_docs"].items()})
-    if not all(isinstance(v, dict) for v in document.values()):
-        return None
-    return TableColumns.of_nested(document)
+    bad = next((q for q, v in document.items() if not isinstance(v, dict)), None)
+    if bad is not None:
+        raise InputError(f"expected {_ranx_shape(what)}; found {bad!r}: {_json_kind(document[bad])}", path)
+    floats = what == "qrels" and any(type(v) is float for inner in document.values() for v in inner.values())
+    pairs = len(document) + sum(map(len, document.values()))
+    if not floats and data.count(b":") == pairs:
+        # every pair of an object has one ':' outside strings: as many ':' as pairs read means no key
+        # was given twice (a ':' inside an id, or a key given twice, sends the file to the exact reader)
+        return TableColumns.of_nested(document)
+    return _exact_ranx_columns(data, path, what)
+
+
+def _ranx_shape(what: str) -> str:
+    value = "grade" if what == "qrels" else "score"
+    return (f"ranx's {{query: {{document: {value}}}}}, e.g. {{\"q1\": {{\"d1\": {1 if what == 'qrels' else 0.5}}}}}, "
+            f"or JSON Lines of query_id, chunk_id, {value}")
+
+
+def _json_kind(value: Any) -> str:
+    kind = {list: "a list", str: "a string", bool: "true/false", type(None): "null", int: "a number",
+            float: "a number"}.get(type(value), type(value).__name__)
+    return f"{kind} ({json.dumps(value, ensure_ascii=False, default=str)[:60]})"
+
+
+class _Pairs(list):
+    """A JSON object as the (key, value) pairs written, a key given twice kept twice."""
+
+
+def _exact_ranx_columns(data: bytes, path: str | Path, what: str) -> TableColumns:
+    """ranx's ``{query: {doc: value}}`` read by the standard library keeping what the fast reader
+    loses: a key given twice, and (qrels) each number as written, so ``1e2`` is not a grade of 100."""
+    from .io import WrittenFloat
+    try:
+        document = json.loads(data, object_pairs_hook=_Pairs, parse_float=WrittenFloat if what == "qrels" else None)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"not valid JSON ({e})", path) from None
+    queries: list[Any] = []
+    docs: list[Any] = []
+    values: list[Any] = []
+    seen: set[str] = set()
+    for q, inner in document:
+        if q in seen:
+            raise InputError(f"query {q!r} is given twice in this JSON object (JSON keeps only the last): "
+                             f"keep one {q!r} holding all its documents{_lines_of(data, q)}", path)
+        seen.add(q)
+        for d, v in inner:
+            queries.append(q)
+            docs.append(d)
+            values.append(_grade_as_written(v, q, d, path) if what == "qrels" else v)
+    return TableColumns(queries, docs, values)
+
+
+def _grade_as_written(value: Any, q: str, d: str, path: str | Path) -> Any:
+    """A grade written ``3.0`` is 3; ``1e2`` or ``2.5`` is no integer as written (as in the JSONL reader)."""
+    from .columns import INT_LIMIT
+    from .io import WrittenFloat
+    if not isinstance(value, WrittenFloat):
+        return value
+    m = re.fullmatch(r"([+-]?\d{1,18})(?:\.0*)?", value.text)
+    if m is None:
+        raise InputError(f"query {q!r}, document {d!r}: grade must be an integer within ±{INT_LIMIT}, "
+                         f"got {value.text}", path)
+    return int(m.group(1))
+
+
+def _lines_of(data: bytes, key: str) -> str:
+    """`` (lines A and B)``: where a key is written as a key, when that is cheap to find."""
+    needle = json.dumps(key, ensure_ascii=False).encode()
+    lines = [data.count(b"\n", 0, m.start()) + 1
+             for m in re.finditer(re.escape(needle) + rb"\s*:", data)][:2]
+    return f" (lines {lines[0]} and {lines[1]})" if len(lines) == 2 else ""
 
 
 def ranx_columns(x: Any) -> tuple[str, TableColumns, str | None] | None:
