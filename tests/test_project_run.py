@@ -366,3 +366,27 @@ def test_json_gives_each_steps_result_and_an_up_to_date_rerun_the_kept_one(folde
         assert cmp["status"] == attempt and cmp["result"] == json.loads((out / "compare.json").read_text())
         assert cmp["result"]["kind"] == "compare" and set(cmp["result"]["means"]) == {"tfidf", "bm25"}
         assert step(done, "report")["result"]["html"] == str(out / "report.html")
+
+
+def test_a_dry_run_says_what_the_metrics_steps_will_score_on(folder, capsys, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    init(folder, capsys)  # people's qrels are left commented out: only the judged pool scores the runs
+    code, offline = run(folder, capsys, None, "--dry-run")
+    assert code == 0 and step(offline, "evaluate")["status"] == "skipped"
+    assert "nothing to score on" in step(offline, "evaluate")["text"]
+    with FakeLLM() as server:
+        code, dry = run(folder, capsys, server, "--dry-run")
+        assert code == 0 and server.calls == 0
+        for name in nonempty(["evaluate", "compare"]):
+            assert step(dry, name)["status"] == "estimated" and "after judge, on the judged pool" in step(dry, name)["text"]
+        assert step(dry, "evaluate")["text"].startswith("2 runs")
+        code, done = run(folder, capsys, server)
+        assert code == 0 and step(done, "evaluate")["status"] == "ran"
+        assert step(done, "evaluate")["text"].endswith("(on judged.qrels)")
+    choose_people_qrels(folder)  # the pool judged before still scores the runs when judge is not run
+    code, offline = run(folder, capsys, None, "--dry-run", "--from", "evaluate")
+    assert code == 0 and step(offline, "evaluate")["text"] == "2 runs, on judged.qrels, offline"
+    shutil.rmtree(folder / "ragassay-out")  # no model and no pool: people's qrels score the runs
+    code, offline = run(folder, capsys, None, "--dry-run")
+    assert code == 0 and step(offline, "evaluate")["text"] == "2 runs, on qrels.txt, offline"

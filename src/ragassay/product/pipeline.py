@@ -187,6 +187,7 @@ class Context:
     append: bool = False
     generating: bool = False                                   # a dry run's generate step will write questions
     judging: bool = False                                      # a dry run's judge step will judge pairs
+    pooling: bool = False                                      # a dry run's judge step will write the pool's qrels
     queries: Path | None = None
     runs: dict[str, Path] = field(default_factory=dict)       # every run's file, once it exists
     memory_runs: dict[str, Any] = field(default_factory=dict)  # a dry run's retrievals, not written
@@ -428,6 +429,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     skip = _llm_skip(ctx, "judge") or _after_generate(ctx, "judge")
     ctx.judged = None  # a pool judged before may miss the runs' pairs now: scored on it only once judged
     if skip:
+        ctx.pooling = skip.status == "estimated"
         return skip
     if p.chunks is None:
         return StepResult("judge", "skipped", "the judge reads the chunks: name them in [data] chunks")
@@ -448,6 +450,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     if ctx.dry_run:
         est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
         ctx.judging = est.calls > 0
+        ctx.pooling = True
         return StepResult("judge", "estimated", f"the pool of {runs} runs' top {p.depth}: {pairs} pairs; "
                           + _estimate_text(est), 0, est.to_dict())
     pool_path = ctx.out / "pool.txt"  # what was judged, to read (the judge reads the run it is given)
@@ -570,13 +573,20 @@ def _write_json(path: Path, data: Any) -> None:
 
 
 def _scored(ctx: Context, name: str) -> StepResult | None:
-    """Why a metrics step cannot run (no qrels, no runs), or None."""
-    if ctx.metric_qrels() is None:
+    """Why a metrics step cannot run (no qrels, no runs), or None. In a dry run the judge step
+    estimated writes the pool's qrels, and the retrievers after generate write runs."""
+    if ctx.metric_qrels() is None and not ctx.pooling:
         return StepResult(name, "skipped", "nothing to score on: no judged pool (an LLM judges it) and no people's "
                                            "qrels ([data] qrels)")
-    if not ctx.runs and not ctx.memory_runs:
+    if not ctx.runs and not ctx.memory_runs and not (ctx.dry_run and ctx.generating and ctx.project.retrievers):
         return StepResult(name, "skipped", "no runs")
     return None
+
+
+def _scored_on(ctx: Context) -> str:
+    """What a dry run's metrics steps will score on."""
+    qrels = ctx.metric_qrels()
+    return "after judge, on the judged pool" if ctx.pooling else f"on {qrels.name}" if qrels is not None else ""
 
 
 def _evaluate(ctx: Context, selected: bool) -> StepResult:
@@ -585,8 +595,8 @@ def _evaluate(ctx: Context, selected: bool) -> StepResult:
         return _not_selected("evaluate")
     cannot = _scored(ctx, "evaluate")
     if cannot or ctx.dry_run:
-        runs = len(set(ctx.runs) | set(ctx.memory_runs))
-        return cannot or StepResult("evaluate", "estimated", f"{runs} runs, offline")
+        runs = len(set(ctx.runs) | set(ctx.memory_runs) | (set(ctx.project.retrievers) if ctx.generating else set()))
+        return cannot or StepResult("evaluate", "estimated", f"{runs} runs, {_scored_on(ctx)}, offline")
     qrels = ctx.metric_qrels()
     said, results = [], {}  # each run's result as 'ragassay evaluate --format json' prints it
     for name, run in ctx.runs.items():
@@ -612,10 +622,10 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
     cannot = _scored(ctx, "compare")
     if cannot:
         return cannot
-    if len(set(ctx.runs) | set(ctx.memory_runs)) < 2:
+    if len(set(ctx.runs) | set(ctx.memory_runs) | (set(ctx.project.retrievers) if ctx.generating else set())) < 2:
         return StepResult("compare", "skipped", "one run: nothing to compare it with")
     if ctx.dry_run:
-        return StepResult("compare", "estimated", "offline")
+        return StepResult("compare", "estimated", f"{_scored_on(ctx)}, offline")
     qrels, path = ctx.metric_qrels(), ctx.out / "compare.json"
     digest = ctx.digests.of(qrels, *ctx.runs.values(), names=list(ctx.runs), metrics=ctx.project.metrics)
     kept = ctx.state.fresh("compare", digest, [path])
