@@ -17,6 +17,7 @@ import ragassay
 from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.data.io import read_chunks, read_qrels, read_queries, read_run
+from ragassay.data.peer_files import sample_rows
 from ragassay.errors import InputError
 from ragassay.stages.check import read_answers
 from ragassay.stages.queries import read_query_items
@@ -501,3 +502,29 @@ def test_a_ranx_json_of_the_wrong_shape_says_what_shape_was_expected(text, found
     with pytest.raises(InputError, match=found) as e:
         read_qrels(q)
     assert "ranx's {query: {document: grade}}" in str(e.value) and "query_id (keys" not in str(e.value)
+
+
+@pytest.mark.parametrize("ragas, deepeval", [("user_input", "input"), ("response", "actual_output"),
+                                             ("reference", "expected_output"),
+                                             ("retrieved_contexts", "retrieval_context")])
+def test_a_ragas_and_a_deepeval_spelling_of_one_field_may_agree_but_not_differ(ragas, deepeval, tmp_path):
+    base = {"user_input": "q?", "response": "Paris", "reference": "Paris", "retrieved_contexts": ["c1"]}
+    other = ["c1"] if deepeval == "retrieval_context" else base[ragas]
+    f = tmp_path / "both.jsonl"
+    f.write_text(json.dumps({**base, deepeval: other}) + "\n")
+    (a,) = read_answers(f)
+    assert (a.question, a.response, a.reference, a.contexts) == ("q?", "Paris", "Paris", ["c1"])
+    differing = ["c1", "c2"] if deepeval == "retrieval_context" else "Lyon?"
+    f.write_text(json.dumps(base) + "\n" + json.dumps({deepeval: differing, **base}) + "\n")
+    with pytest.raises(InputError, match=rf"both.jsonl:2: both '{deepeval}' and '{ragas}' are given, with "
+                                         r"different values: keep one"):
+        read_answers(f)
+    c = tmp_path / "both.csv"  # in a CSV too, and whichever column comes first
+    lists = ragas == "retrieved_contexts"
+    same, differ = ('"[\'c1\']",c1', '"[\'c1\']",c2') if lists else ("same,same", "Paris,Lyon")
+    c.write_text(("" if ragas == "user_input" else "user_input,") + f"{ragas},{deepeval}\n"
+                 + ("" if ragas == "user_input" else "q?,") + same + "\n"
+                 + ("" if ragas == "user_input" else "q?,") + differ + "\n")
+    assert len(sample_rows(c.with_name("ok.csv"), c.read_bytes().rsplit(b"\n", 2)[0] + b"\n")) == 1
+    with pytest.raises(InputError, match=rf"both.csv:3: both '{ragas}' and '{deepeval}' are given"):
+        sample_rows(c)

@@ -409,7 +409,23 @@ def _fields(obj: dict[str, Any], path: str | Path, line: int, shape: str) -> dic
             out[key] = _literal(value, key, path, line)
         elif shape == "csv" and key in JSON_CELLS:
             out[key] = _json_cell(value)
+    _one_value_per_field(out, path, line)
     return out
+
+
+def _one_value_per_field(fields: Mapping[str, Any], path: str | Path, line: int) -> None:
+    """Refuse a row giving one of ragassay's fields under two spellings with different values (RAGAS's
+    ``user_input`` beside DeepEval's ``input``): which one was meant cannot be told. Equal values are one."""
+    spellings: dict[str, list[str]] = {}
+    for name in fields:
+        ours = PEER_TO_OURS.get(name, name)
+        if fields[name] is not None and ours in PEER_TO_OURS.values():
+            spellings.setdefault(ours, []).append(name)
+    for names in spellings.values():
+        first = names[0]
+        other = next((n for n in names[1:] if fields[n] != fields[first]), None)
+        if other is not None:
+            raise InputError(f"both {first!r} and {other!r} are given, with different values: keep one", path, line)
 
 
 def _snake(obj: dict[str, Any], path: str | Path | None, line: int | None) -> dict[str, Any]:
