@@ -988,8 +988,9 @@ def test_a_long_metric_list_is_text(work):
     Path("a.json").write_text(ev.out)
     assert cli("track", "a.json", "--db", "h.sqlite").code == 0
     hist = cli("history", "--db", "h.sqlite", "-m", METRICS)
-    assert hist.code == 0 and "File name too long" not in hist.err and "Errno" not in hist.err
-    assert hist.out.strip() == f"no tracked result has {METRICS}"
+    # read as text (never as a file), and a list is not one metric: a usage error that says so
+    assert hist.code == 2 and "File name too long" not in hist.err and "Errno" not in hist.err
+    assert "is not a metric of any tracked result" in hist.err
 
 
 def test_a_long_label_or_title_is_text(work):

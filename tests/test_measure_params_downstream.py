@@ -46,3 +46,45 @@ def test_gate_reads_a_threshold_whose_name_holds_an_equals_sign(tmp_path, thresh
     code, out, err = cli("gate", result, "--min", threshold)
     assert code == (0 if passes else 1), out + err
     assert "needs METRIC=VALUE" not in err and "is not a number" not in err
+
+
+def _compare_json(tmp_path) -> str:
+    code, out, err = cli("compare", QRELS, BM25, TFIDF, "-m", "ndcg@10,map", "--format", "json")
+    assert code == 0, err
+    path = tmp_path / "cmp.json"
+    path.write_text(out)
+    return str(path)
+
+
+def test_gate_on_a_compare_result_names_the_runs_its_thresholds_check(tmp_path):
+    cmp = _compare_json(tmp_path)
+    code, out, err = cli("gate", cmp, "--min", "bm25/ndcg@10=0.8")  # bm25's 0.7935 is below
+    assert code == 1 and "compare result of bm25 " in err and "of tfidf" not in err
+    code, out, err = cli("gate", cmp, "--min", "bm25/ndcg@10=0.5", "--min", "map=0.5")  # map: the last run, tfidf
+    assert code == 0 and "compare result of bm25, tfidf " in out
+    code, out, err = cli("gate", cmp, "--run", "bm25", "--min", "tfidf/ndcg@10=0.9")
+    assert code == 2 and "names the run 'tfidf' and the run asked for is 'bm25'" in err
+
+
+def test_gate_takes_a_list_of_thresholds_in_one_flag_as_m_takes_a_list_of_metrics(tmp_path):
+    cmp = _compare_json(tmp_path)
+    code, out, err = cli("gate", cmp, "--min", "ndcg@10=0.5,map=0.5")
+    assert code == 0 and "gate passed: 2 threshold(s) hold" in out, err
+    code, out, err = cli("gate", cmp, "--min", "ndcg@10=0.5,map=0.9")
+    assert code == 1 and "map" in err
+
+
+def test_history_of_a_metric_no_result_could_have_is_a_usage_error(tmp_path):
+    code, out, _ = cli("evaluate", QRELS, BM25, "-m", "ndcg@10", "--format", "json")
+    result = tmp_path / "r.json"
+    result.write_text(out)
+    db = tmp_path / "h.sqlite"
+    assert cli("track", result, "--db", db)[0] == 0
+    code, out, err = cli("history", "--metric", "ndcgg@10", "--db", db)
+    assert code == 2 and "did you mean 'ndcg@10'" in err
+    code, out, err = cli("history", "--metric", "RBP(p=0.8", "--db", db)
+    assert code == 2 and "is not a metric of any tracked result" in err
+    code, out, err = cli("history", "--metric", "nDCG@10", "--db", db)  # another spelling of a tracked one
+    assert code == 0 and "0.7935" in out
+    code, out, err = cli("history", "--metric", "map", "--db", db)  # a measure, not tracked yet: said, not refused
+    assert code == 0 and "no tracked result" in out

@@ -17,8 +17,10 @@ DEFAULT_DB = Path(".ragassay") / "history.sqlite"
 
 
 def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
+    from ..metrics.measures import split_measure_list
     out = {}
-    for item in items or []:
+    # a list in one flag, as -m takes it: commas outside parentheses separate thresholds
+    for item in [part for given in items or [] for part in split_measure_list(given)]:
         name, sep, value = item.rpartition("=")  # the value follows the last '=': P(rel=2)@5=0.4
         if not sep or not name.strip():
             raise UsageError(f"{flag} needs METRIC=VALUE, e.g. {flag} ndcg@10=0.6 (got {item!r})")
@@ -212,10 +214,31 @@ def read_history(db: str | Path = DEFAULT_DB, metric: str | None = None, run: st
         raise InputError("no history yet: record results with 'ragassay track RESULT.json'", db)
     h = History(db)
     try:
+        if metric:
+            _known_metric(metric, h.rows(run))
         return HistoryResult(metric=metric or None, run=run,
                              results=h.trend(metric, run) if metric else h.rows(run))
     finally:
         h.close()
+
+
+def _known_metric(metric: str, rows: list[TrackedResult]) -> None:
+    """A metric name that is neither a measure ragassay knows nor any tracked result's metric is a
+    UsageError (with the nearest name tracked): a typo, not an empty history."""
+    import difflib
+
+    from ..errors import MeasureError
+    from ..metrics.measures import parse_measure
+    tracked = sorted({name for r in rows for name in r.metrics})
+    if canonical(metric) in tracked:
+        return
+    try:
+        parse_measure(metric.rpartition("/")[2])
+        return  # a measure: that none is tracked yet is the answer
+    except MeasureError as e:
+        close = difflib.get_close_matches(canonical(metric), tracked, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else (f" ({e})" if str(e) else "")
+        raise UsageError(f"--metric {metric!r} is not a metric of any tracked result{hint}") from None
 
 
 def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str, float], run: str | None = None,
@@ -233,5 +256,22 @@ def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str
         if close:
             raise UsageError(f"{name!r} is not in this {parsed.kind} result; did you mean {close[0]!r}?")
     failures = gate(values, mins, maxs, result_errors(parsed), allow_errors)
-    return GateResult(passed=not failures, failures=failures, result_kind=parsed.kind, run=result_run(parsed, run),
-                      qrels=getattr(parsed, "qrels", None))
+    return GateResult(passed=not failures, failures=failures, result_kind=parsed.kind,
+                      run=_gated_runs(parsed, run, [*mins, *maxs]), qrels=getattr(parsed, "qrels", None))
+
+
+def _gated_runs(parsed: object, run: str | None, names: list[str]) -> str | None:
+    """The runs a gate's thresholds check: in a compare result, a ``RUN/metric`` name checks RUN and
+    a bare name the chosen run (``--run``, default the last). A prefix naming another run than
+    ``--run`` is a UsageError: the two say different things."""
+    if getattr(parsed, "kind", None) != "compare":
+        return result_run(parsed, run)
+    means = getattr(parsed, "means", None) or {}
+    named = [n.split("/", 1)[0] for n in names if "/" in n and n.split("/", 1)[0] in means]
+    if run is not None and any(r != run for r in named):
+        other = next(r for r in named if r != run)
+        raise UsageError(f"a threshold names the run {other!r} and the run asked for is {run!r}: name the run "
+                         "one way (RUN/metric, or the run option with bare metric names)")
+    bare = any("/" not in n or n.split("/", 1)[0] not in means for n in names)
+    runs = list(dict.fromkeys(named + ([result_run(parsed, run)] if bare else [])))
+    return ", ".join(r for r in runs if r) or None
