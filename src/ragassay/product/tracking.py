@@ -29,7 +29,8 @@ def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
         except ValueError:
             raise UsageError(f"{flag} {item!r}: {value!r} is not a number") from None
         if out[name.strip()] != out[name.strip()] or out[name.strip()] in (float("inf"), float("-inf")):
-            raise UsageError(f"{flag} {item!r}: the threshold must be a finite number (nan passes no test)")
+            raise UsageError(f"{flag} {item!r}: the threshold must be a finite number (nan passes no test, "
+                             "and an infinite one tests nothing)")
     return out
 
 
