@@ -146,6 +146,11 @@ def test_run_pools_judges_once_reports_and_reruns_only_what_changed(folder, caps
         for name in nonempty(["judge", "check", "evaluate", "compare", "report"]):  # the results kept, said again
             assert step(again, name)["result"] == step(done, name)["result"] is not None, name
         assert step(done, "judge")["result"]["pairs"] == len(first_pool)
+        assert step(done, "judge")["text"] == f"the pool of 2 runs' top {DEPTH}: {len(first_pool)} pairs, 0 judged " \
+                                              f"before, {len(first_pool)} now, 0 errors"
+        assert step(again, "judge")["status"] == "up to date"
+        assert step(again, "judge")["text"] == f"the pool of 2 runs' top {DEPTH}: {len(first_pool)} pairs, " \
+                                               f"all {len(first_pool)} judged before, 0 now"
 
         # a new run file: init --update adds it; it costs exactly its pairs not in the pool
         dense = folder / "runs" / "dense.txt"

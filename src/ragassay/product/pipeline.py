@@ -442,11 +442,14 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     digest = ctx.digests.of(ctx.queries, p.chunks, pool=pooled, model=ctx.llm.get("model"),
                             base_url=ctx.llm.get("base_url"))
     kept = ctx.state.fresh("judge", digest, [out, judged])
-    if kept:
-        ctx.judged = judged
-        return StepResult("judge", "up to date", kept["text"], kept["exit_code"], result=kept.get("result"))
-    args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm)
     runs = len(set(ctx.runs) | set(ctx.memory_runs))
+    if kept:  # every pair of the pool was judged before this run, none now
+        ctx.judged = judged
+        said = kept.get("result") or {}
+        text = (f"the pool of {runs} runs' top {p.depth}: {len(pooled)} pairs, all {len(pooled)} judged before, "
+                f"0 now" + (f", {said['errors']} errors" if said.get("errors") else ""))
+        return StepResult("judge", "up to date", text, kept["exit_code"], result=kept.get("result"))
+    args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm)
     if ctx.dry_run:
         est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
         ctx.judging = est.calls > 0
