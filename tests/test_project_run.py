@@ -395,3 +395,29 @@ def test_a_dry_run_says_what_the_metrics_steps_will_score_on(folder, capsys, mon
     shutil.rmtree(folder / "ragassay-out")  # no model and no pool: people's qrels score the runs
     code, offline = run(folder, capsys, None, "--dry-run")
     assert code == 0 and step(offline, "evaluate")["text"] == "2 runs, on qrels.txt, offline"
+
+
+@pytest.mark.parametrize("written", [
+    "other = 'runs/other.txt'",                      # single quotes
+    'baseline = "./runs/other.txt"',                 # renamed, with ./
+    "# other = 'runs/other.txt'    # set aside",     # commented out by hand
+    "# runs/other.txt is stale: not a run of ours",  # only said in a comment
+])
+def test_update_never_adds_again_a_file_the_file_names_anywhere(folder, capsys, written):
+    init(folder, capsys)
+    shutil.copy(folder / "runs" / "bm25.txt", folder / "runs" / "other.txt")
+    assert init(folder, capsys, "--update")[0] == 0
+    toml = folder / "ragassay.toml"
+    text = toml.read_text()
+    assert 'other = "runs/other.txt"' in text
+    edited = text.replace('other = "runs/other.txt"', written).replace(
+        'tfidf = "retrievers.py:tfidf"', "tfidf = 'retrievers.py:tfidf'")
+    toml.write_text(edited)
+    code, out = init(folder, capsys, "--update")
+    assert code == 0 and "nothing new" in out
+    assert toml.read_text() == edited
+    # a file named nowhere is still added; a name that merely contains another's is not the same file
+    shutil.copy(folder / "runs" / "bm25.txt", folder / "runs" / "other.txt2")
+    (folder / "runs" / "other.txt2").rename(folder / "runs" / "my-other.txt")
+    assert init(folder, capsys, "--update")[0] == 0
+    assert 'my-other = "runs/my-other.txt"' in toml.read_text()

@@ -534,21 +534,21 @@ def render_project(findings: Findings, out: str = DEFAULT_OUT) -> str:
     return text
 
 
-def _mentioned(text: str) -> set[str]:
-    """Every quoted value the file's text holds, in a line commented out or not: a file or a
-    retriever (``file.py:function``) named there is known, whatever the user did with it."""
-    return set(re.findall(r'"([^"]+)"', text))
+def _mentioned(text: str, value: str) -> bool:
+    """Whether ``value`` (a file's path, or a retriever's ``file.py:function``) appears anywhere in the
+    file's text, in a line commented out or not, quoted either way or bare, after ``./`` or not: a
+    file the user named, renamed or set aside by hand is known, and never added again."""
+    return re.search(rf"(?<![\w./\\-])(?:\./)?{re.escape(value)}(?![\w./\\-])", text) is not None
 
 
 def update_text(text: str, findings: Findings) -> tuple[str, Findings]:
     """``text`` with the files it does not name yet appended at the end of their table (a table it
     lacks is added at the end); every line it had is kept as it was. Returns the new text and what
     was added."""
-    named = _mentioned(text)
     added = Findings(
-        placed=[f for f in findings.placed if f.value not in named],
-        ambiguous=[(f, w) for f, w in findings.ambiguous if f.value not in named],
-        unplaced=[(n, w) for n, w in findings.unplaced if n not in named and f"#   {n}:" not in text])
+        placed=[f for f in findings.placed if not _mentioned(text, f.value)],
+        ambiguous=[(f, w) for f, w in findings.ambiguous if not _mentioned(text, f.value)],
+        unplaced=[(n, w) for n, w in findings.unplaced if not _mentioned(text, n)])
     current = loads_toml(text)
     stamp = f"added by init --update on {datetime.date.today().isoformat()}"
     lines = text.splitlines()
