@@ -528,3 +528,21 @@ def test_a_ragas_and_a_deepeval_spelling_of_one_field_may_agree_but_not_differ(r
     assert len(sample_rows(c.with_name("ok.csv"), c.read_bytes().rsplit(b"\n", 2)[0] + b"\n")) == 1
     with pytest.raises(InputError, match=rf"both.csv:3: both '{ragas}' and '{deepeval}' are given"):
         sample_rows(c)
+
+
+def test_a_sample_that_does_not_fit_is_named_by_the_field_as_the_file_spells_it(tmp_path):
+    f = tmp_path / "a.jsonl"
+    f.write_text(json.dumps({"user_input": "q?", "response": "a", "reference": "b", "retrieved_contexts": "one"})
+                 + "\n")
+    with pytest.raises(InputError, match=r"a.jsonl:1: retrieved_contexts: Input should be a valid list$"):
+        read_answers(f)
+    f.write_text(json.dumps({"input": "q?", "actual_output": 3, "expected_output": "b"}) + "\n")
+    with pytest.raises(InputError, match=r"a.jsonl:1: actual_output: Input should be a valid string$"):
+        read_answers(f)
+    c = tmp_path / "a.csv"
+    c.write_text("user_input,reference\nq?,b\n")
+    with pytest.raises(InputError, match=r"a.csv:2: response \(or actual_output\): Field required$"):
+        read_answers(c)
+    c.write_text("question,response,reference,contexts\nq?,a,b,c\n")  # ragassay's own names stay as they are
+    with pytest.raises(InputError, match=r"a.csv:2: contexts: Input should be a valid list$"):
+        read_answers(c)

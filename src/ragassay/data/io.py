@@ -12,7 +12,7 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -753,7 +753,7 @@ def validate_record(obj: dict[str, Any], model: Any, path: str | Path | None, no
     try:
         return model.model_validate(obj)
     except ValidationError as e:
-        raise InputError(_pydantic_message(e), path, no) from None
+        raise InputError(_pydantic_message(e, getattr(obj, "spelling", None)), path, no) from None
 
 
 def beir_id(obj: dict[str, Any], no: int = 0) -> dict[str, Any]:
@@ -822,14 +822,19 @@ def read_queries(path: str | Path) -> dict[str, str]:
     return out
 
 
-def _pydantic_message(e: Any) -> str:
-    return "; ".join(validation_message(err) for err in e.errors())
+def _pydantic_message(e: Any, spelling: Callable[[str], str] | None = None) -> str:
+    return "; ".join(validation_message(err, spelling) for err in e.errors())
 
 
-def validation_message(err: Mapping[str, Any]) -> str:
+def validation_message(err: Mapping[str, Any], spelling: Callable[[str], str] | None = None) -> str:
     """One pydantic error as a user reads it: where, and what is wrong. A field a record of
-    ragassay's does not have says so, and what to do (its records are read back exactly as written)."""
-    loc = ".".join(str(x) for x in err.get("loc", ())) or "record"
+    ragassay's does not have says so, and what to do (its records are read back exactly as written).
+    ``spelling(field)`` gives the name the file uses for a field (a peer's row: ``retrieved_contexts``
+    where ragassay says ``contexts``)."""
+    parts = [str(x) for x in err.get("loc", ())]
+    if parts and spelling is not None:
+        parts[0] = spelling(parts[0])
+    loc = ".".join(parts) or "record"
     if err.get("type") == "extra_forbidden":
         return (f"{loc}: not a field ragassay writes in this record (its records are read back exactly as "
                 "written: keep your own fields in another file, joined by id)")

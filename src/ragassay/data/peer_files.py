@@ -106,14 +106,33 @@ def answer_fields(obj: Mapping[str, Any], position: int) -> dict[str, Any]:
     renamed to ours (``user_input``/``input`` → question, ``actual_output`` → response,
     ``expected_output``/``reference_answer`` → reference, ``retrieved_contexts``/``retrieval_context``
     → contexts), and the id follows the module's rule."""
-    out = _snake(dict(obj), None, None)
+    out = PeerFields(_snake(dict(obj), None, None))
     for theirs, ours in PEER_TO_OURS.items():
         if theirs in out and ours not in out:
             out[ours] = out.pop(theirs)
+            out.spelled[ours] = theirs
     if isinstance(out.get("context_ids"), list):
         out["context_ids"] = [_digits(c) for c in out["context_ids"]]
     out["id"] = row_id(out, position)
     return out
+
+
+class PeerFields(dict):
+    """A row's fields in ragassay's names that remembers how the file spelled each one renamed
+    (``spelled``: ours → theirs), so a message names the field the user can find in the file."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.spelled: dict[str, str] = {}
+
+    def spelling(self, ours: str) -> str:
+        """How the file names ``ours``: its own spelling, or for a field it lacks, every name read as it."""
+        if ours in self.spelled:
+            return self.spelled[ours]
+        if ours in self:
+            return ours
+        names = [ours] + [t for t, o in PEER_TO_OURS.items() if o == ours]
+        return ours if len(names) == 1 else f"{ours} (or {', '.join(names[1:])})"
 
 
 # ------------------------------------------------------------------------------ sample files
