@@ -478,6 +478,11 @@ def test_a_key_given_twice_in_ranx_json_is_refused_not_collapsed(tmp_path):
     q.write_text('{"q01": {"refund-01": 1, "refund-01": 2}}')
     with pytest.raises(InputError, match=r"q.json: document 'refund-01' is judged twice for query 'q01'"):
         read_qrels(q)
+    q.write_text(json.dumps({"refund-01": {"q01": 1}, "q01": {"refund-01": 1, "x": 1}}, indent=2)
+                 .replace('"x"', '"refund-01"'))  # ids that are also the other kind's ids: the right lines
+    with pytest.raises(InputError, match=r"q.json: document 'refund-01' is judged twice for query 'q01' "
+                                         r"\(lines 6 and 7\); keep one"):
+        read_qrels(q)
     q.write_text('{\n  "q01": {"a": 1},\n  "q02": {"a": 1},\n  "q01": {"b": 2}\n}')
     with pytest.raises(InputError, match=r"q.json: query 'q01' is given twice .*\(lines 2 and 4\)"):
         read_qrels(q)

@@ -729,6 +729,10 @@ def _exact_ranx_columns(data: bytes, path: str | Path, what: str) -> TableColumn
             raise InputError(f"query {q!r} is given twice in this JSON object (JSON keeps only the last): "
                              f"keep one {q!r} holding all its documents{_lines_of(data, q)}", path)
         seen.add(q)
+        if what == "qrels" and len({d for d, _ in inner}) < len(inner):
+            twice = next(d for n, (d, _) in enumerate(inner) if any(d == e for e, _ in inner[:n]))
+            raise InputError(f"document {twice!r} is judged twice for query {q!r}{_lines_of(data, twice, q)}; "
+                             "keep one judgment per query and document (JSON keeps only the last)", path)
         for d, v in inner:
             queries.append(q)
             docs.append(d)
@@ -749,11 +753,18 @@ def _grade_as_written(value: Any, q: str, d: str, path: str | Path) -> Any:
     return int(m.group(1))
 
 
-def _lines_of(data: bytes, key: str) -> str:
-    """`` (lines A and B)``: where a key is written as a key, when that is cheap to find."""
+def _lines_of(data: bytes, key: str, within: str | None = None) -> str:
+    """`` (lines A and B)``: where a key is written as a key (after the object of key ``within``
+    starts), when that is cheap to find; else nothing."""
+    start = 0
+    if within is not None:
+        outer = re.search(re.escape(json.dumps(within, ensure_ascii=False).encode()) + rb"\s*:\s*\{", data)
+        if outer is None:
+            return ""
+        start = outer.end()
     needle = json.dumps(key, ensure_ascii=False).encode()
     lines = [data.count(b"\n", 0, m.start()) + 1
-             for m in re.finditer(re.escape(needle) + rb"\s*:", data)][:2]
+             for m in re.compile(re.escape(needle) + rb"\s*:").finditer(data, start)][:2]
     return f" (lines {lines[0]} and {lines[1]})" if len(lines) == 2 else ""
 
 
