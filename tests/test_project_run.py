@@ -384,7 +384,8 @@ def test_a_dry_run_says_what_the_metrics_steps_will_score_on(folder, capsys, mon
         code, dry = run(folder, capsys, server, "--dry-run")
         assert code == 0 and server.calls == 0
         for name in nonempty(["evaluate", "compare"]):
-            assert step(dry, name)["status"] == "estimated" and "after judge, on the judged pool" in step(dry, name)["text"]
+            assert step(dry, name)["status"] == "estimated"
+            assert "after judge, on the judged pool" in step(dry, name)["text"]
         assert step(dry, "evaluate")["text"].startswith("2 runs")
         code, done = run(folder, capsys, server)
         assert code == 0 and step(done, "evaluate")["status"] == "ran"
@@ -421,3 +422,46 @@ def test_update_never_adds_again_a_file_the_file_names_anywhere(folder, capsys, 
     (folder / "runs" / "other.txt2").rename(folder / "runs" / "my-other.txt")
     assert init(folder, capsys, "--update")[0] == 0
     assert 'my-other = "runs/my-other.txt"' in toml.read_text()
+
+
+def test_init_on_a_folder_with_nothing_to_use_writes_nothing_and_says_why(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    capsys.readouterr()
+    assert main(["init", str(empty)]) == 1
+    err = capsys.readouterr().err
+    assert "found nothing ragassay can use" in err and "the folder is empty" in err
+    assert not (empty / "ragassay.toml").exists()
+    (empty / "notes.md").write_text("# notes\n")
+    (empty / "data.csv").write_text("a,b\n1,2\n")
+    assert main(["init", str(empty)]) == 1
+    err = capsys.readouterr().err
+    assert "notes.md: not a kind of file ragassay reads" in err and "data.csv" in err and "Traceback" not in err
+    assert not (empty / "ragassay.toml").exists()
+
+
+def test_the_data_comment_says_questions_are_generated_only_without_queries(folder, tmp_path, capsys):
+    init(folder, capsys)
+    assert "generates questions" not in (folder / "ragassay.toml").read_text()
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(EXAMPLE / "chunks.jsonl", bare / "chunks.jsonl")
+    assert init(bare, capsys)[0] == 0
+    assert "# the files the pipeline reads; no queries: run generates questions from the chunks" \
+        in (bare / "ragassay.toml").read_text()
+
+
+@pytest.mark.parametrize("more, said", [
+    (["--only", "evalute"], "--only evalute: no such step; did you mean 'evaluate'?"),
+    (["--from", "juge"], "--from juge: no such step; did you mean 'judge'?"),
+    (["--only", "zzz"], "--only zzz: no such step (steps: generate, retrieve, judge, coverage, check, evaluate"),
+    (["--only", "judge", "--only", "check"], "--only given 2 times (judge, check): give one step"),
+    (["--from", "judge", "--from", "judge"], "--from given 2 times (judge, judge)"),
+])
+def test_a_step_misspelt_or_given_twice_is_refused(folder, capsys, more, said):
+    init(folder, capsys)
+    capsys.readouterr()
+    assert main(["run", str(folder / "ragassay.toml"), "--dry-run", *more]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+    assert not (folder / "ragassay-out").exists()

@@ -150,9 +150,10 @@ def run(sub: Any) -> None:
                "without --dry-run, with --base-url http://localhost:8000/v1 --model NAME, it runs)")
     reads(p.add_argument("file", nargs="?", default="ragassay.toml", metavar="FILE",
                          help="the project file (default ./ragassay.toml)"))
-    text(p.add_argument("--only", metavar="STEP", help="run this step only (generate, retrieve, judge, coverage, "
-                                                       "check, evaluate, compare, report, track, gate)"))
-    text(p.add_argument("--from", dest="start", metavar="STEP", help="run the steps from this one on"))
+    text(p.add_argument("--only", action="append", metavar="STEP",  # kept as given: twice is refused, not the last kept
+                        help="run this step only (generate, retrieve, judge, coverage, check, evaluate, compare, "
+                             "report, track, gate)"))
+    text(p.add_argument("--from", dest="start", action="append", metavar="STEP", help="run the steps from this one on"))
     p.add_argument("--append", action="store_true",
                    help="generate more questions even when run generated some already")
     add_llm_options(p)  # --dry-run is one of them: each step's calls, tokens, cost and time

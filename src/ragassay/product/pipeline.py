@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,15 +202,30 @@ class Context:
         return self.judged if self.judged is not None and self.judged.exists() else self.project.qrels
 
 
-def run_project(path: str | Path | None = None, *, only: str | None = None, start: str | None = None,
-                dry_run: bool = False, append: bool = False, flags: Mapping[str, Any] | None = None,
-                log: Callable[[str], None] = lambda m: None) -> PipelineResult:
+def _one_step(flag: str, value: str | Sequence[str] | None) -> str | None:
+    """The step a flag names (given once, as the CLI's repeatable flag may hold it several times);
+    a step misspelt is said with the close match."""
+    import difflib
+    values = [value] if isinstance(value, str) else list(value or [])
+    if len(values) > 1:
+        raise UsageError(f"{flag} given {len(values)} times ({', '.join(values)}): give one step "
+                         f"(--only STEP runs one, --from STEP the steps from one on)")
+    step = values[0] if values else None
+    if step is not None and step not in STEPS:
+        close = difflib.get_close_matches(step, STEPS, n=1, cutoff=0.6)
+        raise UsageError(f"{flag} {step}: no such step" + (f"; did you mean {close[0]!r}?" if close else "")
+                         + f" (steps: {', '.join(STEPS)})")
+    return step
+
+
+def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | None = None,
+                start: str | Sequence[str] | None = None, dry_run: bool = False, append: bool = False,
+                flags: Mapping[str, Any] | None = None, log: Callable[[str], None] = lambda m: None) -> PipelineResult:
     """Run the project file's pipeline (``ragassay run``). ``only`` one step, or every step from
-    ``start``; ``flags`` the LLM flags (``model``, ``base_url``, ``concurrency``, ...) over the [llm]
-    table; ``append`` generates more questions even when some exist."""
-    for name, value in (("--only", only), ("--from", start)):
-        if value is not None and value not in STEPS:
-            raise UsageError(f"{name} {value}: no such step (steps: {', '.join(STEPS)})")
+    ``start`` (each given once: a list of several is an error); ``flags`` the LLM flags (``model``,
+    ``base_url``, ``concurrency``, ...) over the [llm] table; ``append`` generates more questions even
+    when some exist."""
+    only, start = _one_step("--only", only), _one_step("--from", start)
     if only and start:
         raise UsageError("--only and --from: give one of them")
     project = read_project(path)

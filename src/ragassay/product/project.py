@@ -493,7 +493,7 @@ metrics = ["ndcg@10", "map", "recall@10", "mrr"]
 """
 
 _SECTIONS: dict[str, str] = {
-    "data": "# the files the pipeline reads; no queries: run generates questions from the chunks\n"
+    "data": "# the files the pipeline reads{no_queries}\n"
             "# (qrels: people's labels of query x chunk; human: people's labels of the answers)",
     "runs": "# runs made elsewhere (TREC or JSON Lines): name = file",
     "retrievers": "# functions of a query returning chunk ids or (id, score) pairs, best first:\n"
@@ -528,6 +528,10 @@ def render_project(findings: Findings, out: str = DEFAULT_OUT) -> str:
     for table, comment in _SECTIONS.items():
         lines = [_entry(f) for f in findings.placed if f.table == table]
         lines += [_entry(f, why, commented=True) for f, why in findings.ambiguous if f.table == table]
+        if table == "data":  # questions are generated only when no file gives them
+            has_queries = any(f.key == "queries" for f in findings.placed if f.table == table)
+            comment = comment.format(no_queries="" if has_queries else
+                                     "; no queries: run generates questions from the chunks")
         text += f"\n[{table}]\n{comment}\n" + "".join(line + "\n" for line in lines)
     if findings.unplaced:
         text += "\n# not placed:\n" + "".join(f"#   {name}: {why}\n" for name, why in findings.unplaced)
@@ -631,6 +635,12 @@ def init_project(folder: str | Path | None = None, update: bool = False) -> Init
         raw = load_toml(path)
         out = raw.get("out", DEFAULT_OUT) if isinstance(raw.get("out"), str) else DEFAULT_OUT
     findings = scan(root, skip=[root / out])
+    if not update and not findings.placed and not findings.ambiguous:  # a file of comments only helps no one
+        said = "".join(f"\n  {name}: {why}" for name, why in findings.unplaced[:10])
+        more = len(findings.unplaced) - 10
+        raise InputError("found nothing ragassay can use (chunks, queries, answers, qrels, runs or retriever "
+                         "functions); no project file written" + (":" + said if said else ": the folder is empty")
+                         + (f"\n  ... and {more} more" if more > 0 else ""), root)
     if not update:
         path.write_text(render_project(findings, out), encoding="utf-8")
         return InitResult(path, False, findings)
