@@ -551,3 +551,19 @@ def test_a_sample_that_does_not_fit_is_named_by_the_field_as_the_file_spells_it(
     c.write_text("question,response,reference,contexts\nq?,a,b,c\n")  # ragassay's own names stay as they are
     with pytest.raises(InputError, match=r"a.csv:2: contexts: Input should be a valid list$"):
         read_answers(c)
+
+
+def test_ids_holding_colons_quotes_and_backslashes_keep_the_key_given_twice_check(tmp_path):
+    q = tmp_path / "q.json"
+    fine = {'q\\":1': {'a"b': 1, "c:d": 2, "http://x/y": 3}, "q2:": {"\\": 0}}
+    q.write_text(json.dumps(fine))
+    assert read_qrels(q).to_dict() == fine
+    fine.pop("q2:")
+    q.write_text(json.dumps(fine)[:-2] + ', "a\\"b": 2}}')
+    with pytest.raises(InputError, match=r"""document 'a"b' is judged twice for query 'q\\\\":1'"""):
+        read_qrels(q)
+    r = tmp_path / "r.json"
+    r.write_text(json.dumps({"q:1": {"d:1": 0.5, "d:2": 0.25}})[:-2] + ', "d:1": 0.75}}')
+    assert read_run(r, dedupe=True).to_dict() == {"q:1": {"d:1": 0.75, "d:2": 0.25}}
+    with pytest.raises(InputError, match=r"document 'd:1' is listed twice for query 'q:1'"):
+        read_run(r)
