@@ -567,3 +567,15 @@ def test_ids_holding_colons_quotes_and_backslashes_keep_the_key_given_twice_chec
     assert read_run(r, dedupe=True).to_dict() == {"q:1": {"d:1": 0.75, "d:2": 0.25}}
     with pytest.raises(InputError, match=r"document 'd:1' is listed twice for query 'q:1'"):
         read_run(r)
+
+
+def test_a_llamaindex_relevant_doc_listed_twice_is_named_not_collapsed(tmp_path):
+    f = tmp_path / "qa.json"
+    doc = {"queries": {"q1": "refund?", "q2": "hours?"}, "corpus": {"d1": "a", "d2": "b"},
+           "relevant_docs": {"q1": ["d1", "d2"], "q2": ["d2", "d2"]}}
+    f.write_text(json.dumps(doc, indent=2))
+    with pytest.raises(InputError, match=r"qa.json: document 'd2' is judged twice for query 'q2'"):
+        read_qrels(f)
+    doc["relevant_docs"]["q2"] = ["d2", 7]  # an integer id is its digits
+    f.write_text(json.dumps(doc, indent=2))
+    assert read_qrels(f).to_dict() == {"q1": {"d1": 1, "d2": 1}, "q2": {"d2": 1, "7": 1}}

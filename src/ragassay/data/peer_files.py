@@ -683,7 +683,8 @@ def json_table_columns(data: bytes, path: str | Path, what: str) -> TableColumns
         bad = next((q for q, docs in document["relevant_docs"].items() if not isinstance(docs, list)), None)
         if bad is not None:
             raise InputError(f"relevant_docs of query {bad!r} must be a list of ids", path)
-        return TableColumns.of_nested({q: dict.fromkeys(docs, 1) for q, docs in document["relevant_docs"].items()})
+        # (row by row, not a dict: a document listed twice for a query is named, not collapsed)
+        return TableColumns.of_rows((q, d, 1) for q, docs in document["relevant_docs"].items() for d in docs)
     bad = next((q for q, v in document.items() if not isinstance(v, dict)), None)
     if bad is not None:
         raise InputError(f"expected {_ranx_shape(what)}; found {bad!r}: {_json_kind(document[bad])}", path)
