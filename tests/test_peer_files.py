@@ -579,3 +579,20 @@ def test_a_llamaindex_relevant_doc_listed_twice_is_named_not_collapsed(tmp_path)
     doc["relevant_docs"]["q2"] = ["d2", 7]  # an integer id is its digits
     f.write_text(json.dumps(doc, indent=2))
     assert read_qrels(f).to_dict() == {"q1": {"d1": 1, "d2": 1}, "q2": {"d2": 1, "7": 1}}
+
+
+def test_a_null_fraction_or_boolean_id_in_a_parquet_table_or_dataframe_is_refused_naming_its_row(tmp_path):
+    import pandas as pd
+    pq = tmp_path / "q.parquet"
+    pd.DataFrame({"q_id": ["q1", "q1", "q2"], "doc_id": ["d1", None, "d2"], "score": [1, 2, 0]}).to_parquet(pq)
+    with pytest.raises(InputError, match=r"q.parquet: row 2: document id must be a string, got null$"):
+        read_qrels(pq)
+    pd.DataFrame({"q_id": [1, 1, 2], "doc_id": [7, 8, 7], "score": [0.5, 0.25, 1.0]}).to_parquet(pq)  # integers: digits
+    assert read_run(pq).to_dict() == {"1": {"7": 0.5, "8": 0.25}, "2": {"7": 1.0}}
+    frame = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d2"], "relevance": [1, 1]})
+    frame["query_id"] = [True, "q2"]
+    with pytest.raises(InputError, match=r"row 1: query id must be a string, got true$"):
+        ragassay.data.io.coerce_qrels(frame)
+    frame["query_id"] = ["q1", 3.5]
+    with pytest.raises(InputError, match=r"row 2: query id must be a string, got 3.5$"):
+        ragassay.data.io.coerce_qrels(frame)

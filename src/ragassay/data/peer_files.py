@@ -506,6 +506,7 @@ class TableColumns:
     queries: list[Any]
     docs: list[Any]
     values: list[Any]
+    table: bool = False  # rows of a table (Parquet, a DataFrame): a bad id is named by its row
 
     @classmethod
     def of_rows(cls, rows: Iterable[tuple[Any, Any, Any]]) -> TableColumns:
@@ -532,13 +533,14 @@ def qrels_from_columns(cols: TableColumns, path: str | Path | None = None) -> An
     string or that TREC files cannot hold, or a pair given twice is one error naming it."""
     from .columns import INT_LIMIT
     from .tables import Qrels, encode_ids
-    queries, qidx = _codes(_checked_ids(cols.queries, "query id", path))
+    queries, qidx = _codes(_checked_ids(cols.queries, "query id", path, cols.table))
     grades = _numbers(cols, path, "grade")
     if not (np.floor(grades) == grades).all() or (np.abs(grades) > INT_LIMIT).any():
         i = int(np.flatnonzero((np.floor(grades) != grades) | (np.abs(grades) > INT_LIMIT))[0])
         raise InputError(f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: grade must be an integer within "
                          f"±{INT_LIMIT}, got {_shown(cols.values[i])}", path)
-    out = Qrels(queries, qidx, encode_ids(_checked_ids(cols.docs, "document id", path)), grades.astype(np.int64),
+    docs = encode_ids(_checked_ids(cols.docs, "document id", path, cols.table))
+    out = Qrels(queries, qidx, docs, grades.astype(np.int64),
                 source=None if path is None else str(path))
     if not len(out.grades):
         raise InputError("no judgments", path)
@@ -549,13 +551,13 @@ def qrels_from_columns(cols: TableColumns, path: str | Path | None = None) -> An
 def run_from_columns(cols: TableColumns, name: str, path: str | Path | None = None, dedupe: bool = False) -> Any:
     """A run from columns whose scores are finite numbers; anything else is one error naming it."""
     from .tables import Run, encode_ids
-    queries, qidx = _codes(_checked_ids(cols.queries, "query id", path))
+    queries, qidx = _codes(_checked_ids(cols.queries, "query id", path, cols.table))
     scores = _numbers(cols, path, "score")
     if not np.isfinite(scores).all():
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise InputError(f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: score must be a finite number, "
                          f"got {_shown(cols.values[i])}", path)
-    run = Run(queries, qidx, encode_ids(_checked_ids(cols.docs, "document id", path)), scores, name,
+    run = Run(queries, qidx, encode_ids(_checked_ids(cols.docs, "document id", path, cols.table)), scores, name,
               None if path is None else str(path))
     if not len(run.scores):
         raise InputError("no results", path)
@@ -565,14 +567,22 @@ def run_from_columns(cols: TableColumns, name: str, path: str | Path | None = No
 _SPACE = re.compile(r"\s")
 
 
-def _checked_ids(ids: list[Any], what: str, path: str | Path | None) -> list[str]:
+def _checked_ids(ids: list[Any], what: str, path: str | Path | None, table: bool = False) -> list[str]:
     """The ids as strings, checked in one pass when all are plain (a JSON integer is its digits); the
-    first bad one is named by :func:`~ragassay.data.io.check_id`."""
+    first bad one is named by :func:`~ragassay.data.io.check_id` (and, in a ``table``, its row from 1)."""
     from .io import check_id
     kinds = set(map(type, ids))
     if kinds <= {str} and all(ids) and not _SPACE.search("\x00".join(ids)):
         return ids
-    return [check_id(_plain(i), what, path, None) for i in ids]
+    out = []
+    for n, i in enumerate(ids, start=1):
+        try:
+            out.append(check_id(_plain(i), what, path, None))
+        except InputError as e:
+            if not table:
+                raise
+            raise InputError(f"row {n}: {e.message}", path) from None
+    return out
 
 
 def _codes(ids: list[str]) -> tuple[list[str], np.ndarray]:
@@ -653,11 +663,13 @@ def named_columns(columns: Mapping[str, list[Any]], what: str, path: str | Path 
                          f"(it has {', '.join(map(str, columns))})", path)
     q, d = pick(QUERY_COLUMNS), pick(DOC_COLUMNS)
     v = pick(GRADE_COLUMNS if what == "qrels" else SCORE_COLUMNS)
-    return TableColumns(_texts(columns[q]), _texts(columns[d]), list(columns[v]))
+    return TableColumns(_texts(columns[q]), _texts(columns[d]), list(columns[v]), table=True)
 
 
 def _texts(values: list[Any]) -> list[Any]:
-    return values if set(map(type, values)) <= {str} else [str(_plain(x)) for x in values]
+    """Ids as text: an integer is its digits; a null, a fraction or true/false is kept for the check
+    to refuse (its text, "None" or "3.5", would be an id nobody wrote)."""
+    return values if set(map(type, values)) <= {str} else [_digits(_plain(x)) for x in values]
 
 
 def json_table_columns(data: bytes, path: str | Path, what: str) -> TableColumns | None:
