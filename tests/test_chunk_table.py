@@ -148,10 +148,10 @@ def test_a_plan_over_a_table_holds_no_chunk(tmp_path, monkeypatch):
     run.write_text("".join(f"q{q} Q0 c{(q * 7 + r) % n} {r + 1} {10 - r} x\n" for q in range(200) for r in range(5)))
     queries = [QueryItem(f"q{q}", f"what is {q}?") for q in range(200)]
     gc.collect()
-    before = {id(o) for o in gc.get_objects() if isinstance(o, Chunk)}
+    before = {id(o) for o in gc.get_objects() if issubclass(type(o), Chunk)}
     plan = plan_judge(queries, ChunkTable(path), str(run), [LLMConfig(model="m")], tmp_path / "o.jsonl")
     gc.collect()
-    live = sum(isinstance(o, Chunk) and id(o) not in before for o in gc.get_objects())
+    live = sum(issubclass(type(o), Chunk) and id(o) not in before for o in gc.get_objects())
     assert len(plan.relevance_items) == 1000
     assert live == 0  # (the key cache holds encoded parts for a table, not chunks)
     item = plan.relevance_items[203]  # made when read: its chunk read from the file (q40's 4th: c283)
@@ -172,10 +172,10 @@ def test_a_coverage_plan_over_a_table_shares_one_chunk_per_id(tmp_path, batch):
     run.write_text("".join(f"q{q} Q0 c{r} {r + 1} {10 - r} x\n" for q in range(40) for r in range(5)))
     queries = [QueryItem(f"q{q}", f"what is {q}?", answer="a reference") for q in range(40)]
     gc.collect()
-    before = {id(o) for o in gc.get_objects() if isinstance(o, Chunk)}
+    before = {id(o) for o in gc.get_objects() if issubclass(type(o), Chunk)}
     plan = plan_judge(queries, ChunkTable(path), str(run), [LLMConfig(model="m")], tmp_path / "o.jsonl",
                       coverage_out=tmp_path / "cov.jsonl", options=JudgeOptions(batch=batch))
     gc.collect()
-    held = [o for o in gc.get_objects() if isinstance(o, Chunk) and id(o) not in before]
+    held = [o for o in gc.get_objects() if issubclass(type(o), Chunk) and id(o) not in before]
     assert len(plan.coverage_items) == 40 and sorted({c.id for c in held}) == [f"c{i}" for i in range(5)]
     assert len(held) == (5 if batch == 1 else 10)  # one per id a plan (coverage; and the batches), not 200
