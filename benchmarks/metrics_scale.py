@@ -34,27 +34,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scale_data import write_pair  # noqa: E402
+from metrics_speed import METRICS, PYTREC_SCRIPT  # noqa: E402  (the same five measures and pytrec_eval job)
 
-METRICS = ["ndcg@10", "p@5", "recall@100", "mrr", "map"]
 PYTREC_NAMES = ["ndcg_cut_10", "P_5", "recall_100", "recip_rank", "map"]
 
-PYTREC_SCRIPT = r"""
-import sys
-import pytrec_eval
-qrels, run = {}, {}
-with open(sys.argv[1]) as f:
-    for line in f:
-        q, _, d, g = line.split()
-        qrels.setdefault(q, {})[d] = int(g)
-with open(sys.argv[2]) as f:
-    for line in f:
-        q, _, d, _, s, _ = line.split()
-        run.setdefault(q, {})[d] = float(s)
-ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "P.5", "recall.100", "recip_rank", "map"})
-res = ev.evaluate(run)
-for m in ("ndcg_cut_10", "P_5", "recall_100", "recip_rank", "map"):
-    print(m, sum(v[m] for v in res.values()) / len(res))
-"""
 
 FLOOR_SCRIPT = r"""
 import sys

@@ -35,7 +35,7 @@ from ..data.io import column_shape, decode_query_ids
 from ..data.result_models import EvaluateResult
 from ..data.tables import Qrels, Run, encode_ids
 from ..errors import InputError
-from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .measures import Measure
 
 Missing = Literal["skip", "zero"]
 
@@ -219,15 +219,8 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     (by default, as many as hold about a million run rows), with the values and errors of
     :func:`ragassay.evaluate` on the same files; ``keep_per_query`` keeps every query's values in a
     temporary file (see :meth:`BlockwiseEvaluation.per_query_blocks`)."""
-    from .evaluate import evaluate
-    measures = DEFAULT_MEASURES if metrics is None else parse_measures(
-        metrics if isinstance(metrics, str) else list(metrics))
-    if missing not in ("skip", "zero"):
-        raise ValueError(f"missing must be 'skip' or 'zero', got {missing!r}")
-    if gain not in ("linear", "exponential"):
-        raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
-    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
-        raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
+    from .evaluate import checked_settings, evaluate
+    measures = checked_settings(metrics, missing, gain, relevance_level)
     whole = os.path.getsize(qrels) < QRELS_WHOLE if Path(qrels).is_file() else False
     q_shape = None if whole else column_shape(qrels, "qrels", qrels_format)
     r_shape = column_shape(run, "run", run_format)

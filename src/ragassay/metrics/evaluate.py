@@ -7,7 +7,7 @@ values match trec_eval to the last few bits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -93,6 +93,20 @@ class Evaluation:
         ).to_dict()
 
 
+def checked_settings(metrics: str | Sequence[str] | None, missing: str, gain: str, relevance_level: Any) -> list:
+    """The measures asked for (the default ones when none), once the other settings are checked:
+    what every way of evaluating (in memory, by blocks) takes the same way."""
+    measures = DEFAULT_MEASURES if metrics is None else parse_measures(
+        metrics if isinstance(metrics, str) else list(metrics))
+    if missing not in ("skip", "zero"):
+        raise ValueError(f"missing must be 'skip' or 'zero', got {missing!r}")
+    if gain not in ("linear", "exponential"):
+        raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
+        raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
+    return measures
+
+
 def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Path,
              metrics: Iterable[str | Measure] | str | None = None, *, relevance_level: int = 1,
              gain: Gain = "linear", missing: Missing = "skip") -> Evaluation:
@@ -117,14 +131,7 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     """
     qrels = coerce_qrels(qrels)
     run = coerce_run(run)
-    measures = DEFAULT_MEASURES if metrics is None else parse_measures(
-        metrics if isinstance(metrics, str) else list(metrics))
-    if missing not in ("skip", "zero"):
-        raise ValueError(f"missing must be 'skip' or 'zero', got {missing!r}")
-    if gain not in ("linear", "exponential"):
-        raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
-    if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
-        raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
+    measures = checked_settings(metrics, missing, gain, relevance_level)
 
     rows = rank_rows(qrels, run)
     judged_queries = {q: i for i, q in enumerate(qrels.queries)}
