@@ -33,7 +33,7 @@ def test_an_origin_names_people_models_and_mixtures_and_unknown_is_never_people(
     other_prompt = model_origin(["gpt-4o-mini"], "judge_relevance@9999", None)
     assert (alice.kind, alice.describe()) == ("people", "alice")
     assert judge.kind == "model" and judge.describe() == "gpt-4o-mini, judge_relevance@3f2a at api.example.com:8443"
-    assert "sk-secret" not in json.dumps(judge.model_dump()) and "/v1" not in json.dumps(judge.model_dump())
+    assert "sk-secret" not in json.dumps(judge.to_dict()) and "/v1" not in json.dumps(judge.to_dict())
     assert Origin().kind == "unknown" and Origin().describe() == "unknown" and not Origin().known
     assert not alice.same_as(bob) and alice.same_as(people("alice"))
     assert judge.same_as(model_origin(["gpt-4o-mini"], "judge_relevance@3f2a", "http://localhost:8000/v1"))  # host aside
@@ -68,6 +68,41 @@ def test_origin_sidecars_round_trip_are_removed_when_stale_and_refused_when_brok
     with pytest.raises(InputError, match="labels.qrels.origin.json.*not an origin file"):
         read_qrels(q)
     assert read_origin(None).kind == "unknown" and read_origin("-").kind == "unknown"
+
+
+@pytest.mark.parametrize("side, said", [
+    ('{"labellers": [{"by": "robot", "name": "x"}]}', "labellers\\[0\\]: by: 'robot'"),
+    ('{"labellers": [{"by": "person"}]}', "labellers\\[0\\]: field 'name' is missing"),
+    ('{"labellers": [{"by": "person", "name": 7}]}', "name: a string, got 7"),
+    ('{"labellers": [{"by": "model", "name": "m", "prompt": ["p"]}]}', "prompt: a string or null"),
+    ('{"labellers": [{"by": "person", "name": "a", "email": "a@b"}]}', "unknown field 'email'"),
+    ('{"labellers": {"by": "person", "name": "a"}}', "labellers: a list"),
+    ('{"record": "origin@2", "labellers": []}', "record: 'origin@2'"),
+    ('{"labellers": [], "who": "me"}', "origin: unknown field 'who'"),
+    ('{"labellers": [], "date": 20260101}', "date: a string or null, got 20260101"),
+    ('[{"by": "person", "name": "a"}]', "origin: an object, got list"),
+    ('{"labellers": ["alice"]}', "labellers\\[0\\]: an object, got str"),
+    ('{"labellers": [', "Expecting value"),
+])
+def test_a_broken_sidecar_is_refused_naming_the_field(tmp_path, side, said):
+    q = tmp_path / "labels.qrels"
+    write_qrels(q, {"q1": {"d1": 2}})
+    sidecar_path(q).write_text(side, encoding="utf-8")
+    with pytest.raises(InputError, match="not an origin file ragassay can read \\(.*" + said):
+        read_qrels(q)
+
+
+def test_an_origin_read_back_equals_the_one_written_and_replace_keeps_the_rest(tmp_path):
+    q = tmp_path / "labels.qrels"
+    said = model_origin(["m1", "m2"], "judge@1", "http://127.0.0.1:8080/v1", command="judge")
+    write_qrels(q, {"q1": {"d1": 2}}, origin=said)
+    back = read_qrels(q).origin
+    assert back == said and hash(back) == hash(said) and back.labellers[1].endpoint == "127.0.0.1:8080"
+    moved = said.replace(command="remap")
+    assert (moved.command, moved.labellers, moved.date) == ("remap", said.labellers, said.date) and said.command == "judge"
+    assert said.labellers[0].replace(endpoint="h:1").describe() == "m1, judge@1 at h:1"
+    with pytest.raises(ValueError, match="by: 'people'"):
+        Labeller(by="people", name="a")
 
 
 def test_jsonl_labels_say_who_made_them_on_each_line(tmp_path):

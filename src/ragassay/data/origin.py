@@ -10,30 +10,40 @@ by the same labeller are said to be so, never scored as two labellers agreeing p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Any
 from urllib.parse import urlsplit
-
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import InputError
 
 SIDECAR_SUFFIX = ".origin.json"
 ORIGIN_RECORD = "origin@1"
+LABELLER_KINDS = ("person", "model", "unknown")
+
+# Plain frozen dataclasses, read by hand (``from_dict``): every reader of qrels reads an origin, and
+# a validation library's import would be most of a small evaluate's start.
 
 
-class Labeller(BaseModel):
+@dataclass(frozen=True)
+class Labeller:
     """One person, or one model asked with one prompt (or, inside a file that mixes labels, a part
     whose maker is not known)."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    by: Literal["person", "model", "unknown"]
+    by: str                         # person, model or unknown
     name: str                       # the assessor's name, or the model's
     prompt: str | None = None       # a model's prompt, name@version
     endpoint: str | None = None     # a model's endpoint host (never a key or a path)
+
+    def __post_init__(self) -> None:
+        if self.by not in LABELLER_KINDS:
+            raise ValueError(f"by: {self.by!r} is not one of {', '.join(LABELLER_KINDS)}")
+        _text("name", self.name)
+        for key in ("prompt", "endpoint"):
+            _text(key, getattr(self, key), optional=True)
 
     def identity(self) -> tuple[str, str, str | None]:
         """What makes two labellers one: a person's name; a model's name and prompt (the same
@@ -45,15 +55,36 @@ class Labeller(BaseModel):
             return self.name
         return ", ".join(x for x in (self.name, self.prompt) if x) + (f" at {self.endpoint}" if self.endpoint else "")
 
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
-class Origin(BaseModel):
+    def replace(self, **changes: Any) -> Labeller:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "labeller") -> Labeller:
+        fields = _fields(cls, data, where, required=("by", "name"))
+        try:
+            return cls(**fields)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+
+
+@dataclass(frozen=True)
+class Origin:
     """Who made a file's labels. No labeller at all means unknown."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    record: Literal["origin@1"] = ORIGIN_RECORD
+    record: str = ORIGIN_RECORD
     labellers: tuple[Labeller, ...] = ()
     command: str | None = None      # the ragassay command that wrote the file
     date: str | None = None         # when, ISO 8601 (UTC)
+
+    def __post_init__(self) -> None:
+        if self.record != ORIGIN_RECORD:
+            raise ValueError(f"record: {self.record!r}, expected {ORIGIN_RECORD!r}")
+        if not isinstance(self.labellers, tuple) or not all(isinstance(lab, Labeller) for lab in self.labellers):
+            raise ValueError("labellers: a tuple of Labeller")
+        _text("command", self.command, optional=True)
+        _text("date", self.date, optional=True)
 
     @property
     def known(self) -> bool:
@@ -88,9 +119,49 @@ class Origin(BaseModel):
         theirs = other.identities()
         return [lab for lab in self.labellers if lab.by != "unknown" and lab.identity() in theirs]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The sidecar's JSON (every field, in declared order)."""
+        return {"record": self.record, "labellers": [lab.to_dict() for lab in self.labellers],
+                "command": self.command, "date": self.date}
+
+    def replace(self, **changes: Any) -> Origin:
+        return dataclasses.replace(self, **changes)
+
     def summary(self) -> dict:
         """The origin as results carry it: who, in words and in parts."""
-        return {"kind": self.kind, "describe": self.describe(), **self.model_dump(mode="json", exclude={"record"})}
+        data = self.to_dict()
+        del data["record"]
+        return {"kind": self.kind, "describe": self.describe(), **data}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Origin:
+        """An origin read from JSON: every field checked (an unknown field, a wrong type or kind is an
+        error naming it), as strictly as it is written."""
+        fields = _fields(cls, data, "origin")
+        labellers = fields.get("labellers", [])
+        if not isinstance(labellers, list):
+            raise ValueError(f"labellers: a list, got {type(labellers).__name__}")
+        fields["labellers"] = tuple(Labeller.from_dict(lab, f"labellers[{i}]") for i, lab in enumerate(labellers))
+        return cls(**fields)
+
+
+def _text(key: str, value: Any, optional: bool = False) -> None:
+    if not (isinstance(value, str) or (optional and value is None)):
+        raise ValueError(f"{key}: a string{' or null' if optional else ''}, got {json.dumps(value)}")
+
+
+def _fields(cls: type, data: Any, where: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``data``'s fields for ``cls``: an object with no field ``cls`` lacks and every required one."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: an object, got {type(data).__name__}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    extra = [k for k in data if k not in names]
+    if extra:
+        raise ValueError(f"{where}: unknown field {extra[0]!r} (fields: {', '.join(names)})")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise ValueError(f"{where}: field {missing[0]!r} is missing")
+    return dict(data)
 
 
 UNKNOWN = Origin()
@@ -140,7 +211,7 @@ def write_origin(path: str | Path, origin: Origin) -> Path:
     """Write ``origin`` beside the file of labels at ``path`` (atomically), and return where."""
     from .io import write_lines_atomic
     side = sidecar_path(path)
-    write_lines_atomic(side, [json.dumps(origin.model_dump(mode="json"), indent=1, ensure_ascii=False)])
+    write_lines_atomic(side, [json.dumps(origin.to_dict(), indent=1, ensure_ascii=False)])
     return side
 
 
@@ -164,8 +235,8 @@ def read_origin(path: str | Path | None) -> Origin:
         except OSError:
             return UNKNOWN
     try:
-        return Origin.model_validate(json.loads(data))
-    except (ValueError, ValidationError) as e:
+        return Origin.from_dict(json.loads(data))
+    except (ValueError, TypeError) as e:  # JSON's errors and the fields' (a wrong type, kind or name)
         raise InputError(f"not an origin file ragassay can read ({str(e).splitlines()[0]}); delete it or "
                          f"write it again", side) from None
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-RESULT_VERSION = 1
+from .result_version import RESULT_VERSION
 
 
 class Result(BaseModel):

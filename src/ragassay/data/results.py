@@ -7,11 +7,12 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, UsageError
-from .result_models import (RESULT_VERSION, RESULTS, AgreeResult, CalibrationResult, CheckSummary, CompareResult,
-                            EvaluateResult, GenerateSummary, JudgeSummary, Result)
+
+if TYPE_CHECKING:
+    from .result_models import Result
 
 
 def nan_to_none(obj: Any) -> Any:
@@ -36,6 +37,7 @@ def read_result(path: str | Path) -> Result:
     from pydantic import ValidationError
 
     from .io import read_bytes_checked
+    from .result_models import RESULT_VERSION, RESULTS
     data = read_bytes_checked(path)
     try:
         obj = json.loads(data)
@@ -78,6 +80,8 @@ def _number(value: Any, name: str, path: str | Path | None) -> float | None:
 def as_result(result: Result | Mapping[str, Any], path: str | Path | None = None) -> Result:
     """A result as its kind's model (a mapping, e.g. a result built in a notebook, is parsed)."""
     from pydantic import ValidationError
+
+    from .result_models import RESULTS, Result
     if isinstance(result, Result):
         return result
     kind = result.get("kind")
@@ -102,6 +106,8 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
                    path: str | Path | None = None) -> dict[str, float]:
     """{metric name: value} of a result, by its kind. compare: the metrics of ``run`` (default: the
     last run) plus ``RUN/metric`` for every run; check: label rates; judge: grade shares and errors."""
+    from .result_models import (AgreeResult, CalibrationResult, CheckSummary, CompareResult, EvaluateResult,
+                                GenerateSummary, JudgeSummary)
     result = as_result(result, path)
     kind = result.kind
     out: dict[str, float | None] = {}
@@ -157,6 +163,7 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
 
 def result_errors(result: Result | Mapping[str, Any]) -> int:
     """Items of a stage result that ended without a label (error records); 0 for metric results."""
+    from .result_models import CheckSummary, GenerateSummary, JudgeSummary
     result = as_result(result)
     if isinstance(result, (CheckSummary, JudgeSummary, GenerateSummary)):
         value = getattr(result, "errors", 0)

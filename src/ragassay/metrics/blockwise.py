@@ -32,7 +32,7 @@ import numpy as np
 from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
 from ..data.columns import factorize, join_pieces, trim_heap
 from ..data.io import column_shape, decode_query_ids
-from ..data.result_models import EvaluateResult
+from ..data.result_version import evaluate_result
 from ..data.tables import Qrels, Run, encode_ids
 from ..errors import InputError
 from .measures import Measure
@@ -119,13 +119,13 @@ class BlockwiseEvaluation:
             rows = {q: dict(zip(names, row)) for ids, values in self.per_query_blocks()
                     for q, row in zip(ids, values.tolist())}
         from ..data.origin import UNKNOWN
-        return EvaluateResult(
+        return evaluate_result(
             run=self.run_name, aggregate=self.aggregate, **({"per_query": rows} if per_query else {}),
             counts=self.counts,
             settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
             qrels={"file": self.qrels_file, "digest": self.qrels_digest,
                    "origin": (self.qrels_origin or UNKNOWN).summary()},
-        ).to_dict()
+        )
 
 
 class _Partitions:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..data.io import coerce_qrels, coerce_run
-from ..data.result_models import EvaluateResult
+from ..data.result_version import evaluate_result
 from ..data.tables import Qrels, Run
 from . import peer_measures as peer
 from .measures import DEFAULT_MEASURES, Measure, gains_table, parse_measures
@@ -84,13 +84,13 @@ class Evaluation:
 
     def to_dict(self, per_query: bool = True) -> dict:
         """The result as JSON-ready data; ``per_query=False`` leaves out the per-query values."""
-        return EvaluateResult(
+        return evaluate_result(
             run=self.run_name, aggregate=self.aggregate,
             **({"per_query": self.per_query} if per_query else {}),
             counts=self.counts,
             settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
             qrels=self.qrels.describe() if self.qrels is not None else None,
-        ).to_dict()
+        )
 
 
 def checked_settings(metrics: str | Sequence[str] | None, missing: str, gain: str, relevance_level: Any) -> list:

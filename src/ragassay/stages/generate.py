@@ -1034,14 +1034,14 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
         origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted), command="generate")
         if endpoint is not None:  # this run's model was asked at this host (a grown set's older questions: unknown)
             host = endpoint_host(endpoint[1])
-            origin = origin.model_copy(update={"labellers": tuple(
-                lab.model_copy(update={"endpoint": host}) if lab.name == endpoint[0] else lab for lab in origin.labellers)})
+            origin = origin.replace(labellers=tuple(
+                lab.replace(endpoint=host) if lab.name == endpoint[0] else lab for lab in origin.labellers))
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted},
-                    origin=origin.model_copy(update={"date": today()}))
+                    origin=origin.replace(date=today()))
     if endpoint is not None:  # the set itself holds gold chunks: its sidecar keeps the host its lines cannot
         from ..data.origin import endpoint_host, origin_of_records, today, write_origin
         host = endpoint_host(endpoint[1])
         said = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted), command="generate")
-        write_origin(output, said.model_copy(update={"date": today(), "labellers": tuple(
-            lab.model_copy(update={"endpoint": host}) if lab.name == endpoint[0] else lab for lab in said.labellers)}))
+        write_origin(output, said.replace(date=today(), labellers=tuple(
+            lab.replace(endpoint=host) if lab.name == endpoint[0] else lab for lab in said.labellers)))
     journal_path(candidates_path(output)).unlink(missing_ok=True)  # the set is written: its journal is spent

@@ -90,8 +90,8 @@ def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Pat
     from ..data.origin import label_origin, today
     # who chose the gold chunks: the set's sidecar (it names the endpoint), else its lines
     origin = label_origin(questions, ({"model": q.model, "prompt": q.prompt} for q in read))
-    origin = origin.model_copy(update={"command": "remap"})
-    write_qrels(output, result.qrels, origin=origin.model_copy(update={"date": today()}))  # still the generator's gold
+    origin = origin.replace(command="remap")
+    write_qrels(output, result.qrels, origin=origin.replace(date=today()))  # still the generator's gold
     from ..data.result_models import RemapSummary
     return RemapSummary(questions=len(read), placed=len(result.placed), how=dict(Counter(result.how.values())),
                         unplaced=result.unplaced, no_evidence=result.no_evidence, output=str(output)).to_dict()
