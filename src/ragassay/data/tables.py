@@ -340,19 +340,67 @@ def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.nda
         in_tie[:-1] |= tie
         idx = np.flatnonzero(in_tie)
         del in_tie
-        tie_run = np.cumsum(~tie[np.maximum(idx - 1, 0)] | (idx == 0))  # per tied row: which run of ties
-        # each tied row's document rank among the tied rows (stable sorts of the ids' words, last word
-        # first: np.lexsort is several times slower), then one sort of (run of ties, rank descending)
-        words = byte_order_words(docs[order[idx]])
-        asc = np.argsort(words[:, -1], kind="stable")
-        for j in range(words.shape[1] - 2, -1, -1):
-            asc = asc[np.argsort(words[asc, j], kind="stable")]
-        del words
-        doc_rank = np.empty(len(idx), dtype=np.int64)
-        doc_rank[asc] = np.arange(len(idx))
-        perm = np.argsort(tie_run * len(idx) - doc_rank)  # every key differs: no need for a stable sort
-        order[idx] = order[idx][perm]
+        first = ~tie[np.maximum(idx - 1, 0)] | (idx == 0)  # per tied row: does a run of ties start here
+        starts = np.flatnonzero(first)
+        tie_run = np.cumsum(first) - 1  # per tied row: which run of ties
+        del first
+        place = places_in_ties(byte_order_words(docs[order[idx]]), tie_run, starts)
+        moved = np.empty(len(idx), dtype=order.dtype)
+        moved[starts[tie_run] + place] = order[idx]
+        order[idx] = moved
     return order
+
+
+SMALL_TIE = 8  # runs of ties up to this long are ordered by comparing their rows pairwise
+
+
+def places_in_ties(words: np.ndarray, tie_run: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each tied row's place in its run of ties, document id descending (trec_eval's order).
+
+    ``words``: the rows' ids as :func:`byte_order_words`; ``tie_run``: each row's run (runs are
+    contiguous, ``starts`` their first rows). A row's place is how many rows of its run have a
+    greater id. Most runs hold two or three rows: those are counted by comparing each row with the
+    rows 1, 2, ... places after it (a few vectorised comparisons, no sort); longer runs sort their
+    rows' ids (stable sorts of the words, last word first, then one sort by run and rank), which
+    is what the whole tie took before and costs several sorts of every tied row.
+    """
+    m = len(tie_run)
+    sizes = np.diff(np.append(starts, m))
+    size = sizes[tie_run]
+    place = np.zeros(m, dtype=np.int64)
+    small = size <= SMALL_TIE
+    columns = [np.ascontiguousarray(words[:, j]) for j in range(words.shape[1])]
+    longest_small = int(sizes[sizes <= SMALL_TIE].max(initial=0))
+    for d in range(1, longest_small):  # rows i and i + d, as slices of the whole (no gathers)
+        pair = tie_run[:-d] == tie_run[d:]
+        pair &= small[:-d]
+        later_greater = _greater([c[d:] for c in columns], [c[:-d] for c in columns])
+        place[:-d] += pair & later_greater
+        place[d:] += pair & ~later_greater
+    big = np.flatnonzero(~small)
+    if len(big):
+        w = words[big]
+        asc = np.argsort(w[:, -1], kind="stable")
+        for j in range(w.shape[1] - 2, -1, -1):
+            asc = asc[np.argsort(w[asc, j], kind="stable")]
+        rank = np.empty(len(big), dtype=np.int64)
+        rank[asc] = np.arange(len(big))
+        order = np.argsort(tie_run[big] * len(big) - rank)  # every key differs: no need for a stable sort
+        sorted_runs = tie_run[big][order]
+        at = np.empty(len(big), dtype=np.int64)
+        at[order] = np.arange(len(big))  # each row's position among the long runs' rows, sorted
+        first_of_run = np.searchsorted(sorted_runs, tie_run[big], "left")
+        place[big] = at - first_of_run
+    return place
+
+
+def _greater(a: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
+    """Row by row, whether the id in ``a`` sorts after the one in ``b`` (each a list of the byte
+    order words' columns): decided by the first word that differs."""
+    greater = a[-1] > b[-1]
+    for x, y in zip(reversed(a[:-1]), reversed(b[:-1])):
+        greater = (x > y) | ((x == y) & greater)
+    return greater
 
 
 def byte_order_words(ids: np.ndarray) -> np.ndarray:
