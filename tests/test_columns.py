@@ -90,6 +90,28 @@ def test_key_index_finds_exactly_the_stored_keys(keys, others, crowd, at_top):
     assert index.find(query).tolist() == [where.get(int(q), -1) for q in query.tolist()]
 
 
+@pytest.mark.parametrize("n", [2, 200, 5000])
+def test_key_index_of_keys_that_differ_only_in_their_lowest_bits(n):
+    """Keys sharing every bit above the few that count their positions (the table is built by one
+    sort of each key's high bits with its position below them: such keys must still be found)."""
+    keys = np.uint64(0xABCDEF0123400000) | np.arange(n, 0, -1, dtype=np.uint64)
+    index = KeyIndex(keys)
+    assert index.distinct
+    assert index.find(keys[::-1]).tolist() == list(range(n))[::-1]
+    assert index.find(keys + np.uint64(n + 1)).tolist() == [-1] * n  # near misses are misses
+
+
+def test_key_index_of_many_random_keys_finds_each_at_its_position():
+    rng = np.random.default_rng(3)
+    keys = np.unique(rng.integers(1, 2**64 - 1, 300_000, dtype=np.uint64, endpoint=True))
+    keys = keys[rng.permutation(len(keys))]
+    index = KeyIndex(keys)
+    perm = rng.permutation(len(keys))
+    assert np.array_equal(index.find(keys[perm]), perm)
+    stored = index.slot_keys[index.slot_keys != 0]
+    assert len(stored) == len(keys) and set(stored.tolist()) == set(keys.tolist())
+
+
 def test_key_index_says_when_it_cannot_be_used():
     assert not KeyIndex(np.array([5, 9, 5], dtype=np.uint64)).distinct  # a repeated key
     assert not KeyIndex(np.array([0, 9], dtype=np.uint64)).distinct  # 0 is the empty-slot mark

@@ -405,6 +405,23 @@ def factorize(col: np.ndarray, vocab: dict[bytes, int]) -> np.ndarray:
     return np.repeat(head_codes, np.diff(np.append(heads, n)))
 
 
+def _key_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys)`` for 64-bit keys, by one sort of plain numbers where it can: each key's
+    high bits with its position in the low bits (sorting numbers is several times faster than an
+    argsort). Exact: when two keys share their high bits the order of their low bits is not known,
+    and the argsort is used instead (about once in ten thousand tables of a hundred thousand keys)."""
+    n = len(keys)
+    bits = max(1, (n - 1).bit_length())
+    if n < 2 or bits > 40:
+        return np.argsort(keys)
+    low = np.uint64((1 << bits) - 1)
+    packed = np.sort((keys & ~low) | np.arange(n, dtype=np.uint64))
+    high = packed & ~low
+    if bool(np.any(high[1:] == high[:-1])):
+        return np.argsort(keys)
+    return (packed & low).astype(np.int64)
+
+
 class KeyIndex:
     """A hash table from non-zero 64-bit keys to their positions, laid out in key order.
 
@@ -421,7 +438,7 @@ class KeyIndex:
         n = len(keys)
         bits = max(4, int(2 * max(n, 1) - 1).bit_length())  # at least twice as many slots as keys
         self.shift = np.uint64(64 - bits)
-        order = np.argsort(keys)
+        order = _key_order(keys)
         ordered = keys[order]
         self.distinct = not n or bool(ordered[0] != 0 and not np.any(ordered[1:] == ordered[:-1]))
         step = np.arange(n, dtype=np.int64)
