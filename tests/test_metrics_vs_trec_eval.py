@@ -70,8 +70,12 @@ def check_against_trec_eval(qrels, run, level: int) -> None:
     # the shape of a system's run file, where the ranking path takes the rows as they are
     in_rank_order = Run.from_rows([(q, d, s) for q, docs in run.items()
                                    for d, s in sorted(docs.items(), key=lambda x: (x[1], x[0].encode()), reverse=True)])
-    for ours in (Run.from_dict(run), in_rank_order):
-        result = ragassay.evaluate(Qrels.from_dict(qrels), ours, names, relevance_level=level)
+    # the qrels in the run's query order (joined as they are) and in the reverse order (joined after
+    # a sort by the run's query codes)
+    backwards = Qrels.from_dict(dict(reversed(list(qrels.items()))))
+    for ours, judged in ((Run.from_dict(run), Qrels.from_dict(qrels)), (in_rank_order, Qrels.from_dict(qrels)),
+                         (in_rank_order, backwards)):
+        result = ragassay.evaluate(judged, ours, names, relevance_level=level)
         assert sorted(result.per_query) == sorted(ref)
         for qid, values in ref.items():
             for m, expected in values.items():
@@ -231,6 +235,25 @@ def test_the_exact_join_is_used_when_hashes_collide(monkeypatch):
     monkeypatch.setattr(ranking, "row_keys", lambda codes, docs: np.zeros(len(docs), dtype=np.uint64))
     check_against_trec_eval({"q1": {"a": 1, "b": 2}, "q2": {"a": 1}}, {"q1": {"b": 1.0, "c": 0.5, "a": 0.2},
                                                                        "q2": {"a": 1.0}}, 1)
+
+
+@pytest.mark.parametrize("qrels_order", ["run's", "reversed"])
+def test_a_hash_that_matches_an_unjudged_document_is_refused_by_its_bytes(monkeypatch, qrels_order):
+    """A hash of the ids' first 8 bytes only: ids that differ past them collide, while the qrels'
+    keys stay distinct (the hash table is used): the run's unjudged look-alikes are found as
+    candidates and every one must be refused by comparing the ids' bytes, on both ways of joining."""
+    import numpy as np
+    from ragassay.data import tables
+
+    def first_word(docs):
+        return np.ascontiguousarray(docs.astype("S16")).view("<u8").reshape(len(docs), -1)[:, 0] | np.uint64(1)
+    monkeypatch.setattr(tables, "hash_bytes", first_word)
+    qrels = {"q1": {"document-A1": 1, "other-001": 2}, "q2": {"document-B7": 3}}
+    run = {"q1": {"document-A2": 3.0, "document-A1": 2.0, "other-002": 1.5, "other-001": 1.0},
+           "q2": {"document-B8": 2.0, "document-B9": 1.0, "document-B7": 0.5}}
+    if qrels_order == "reversed":
+        qrels = dict(reversed(list(qrels.items())))
+    check_against_trec_eval(qrels, run, 1)
 
 
 def test_ideal_rankings_with_huge_grades_equal_trec_eval():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..data.columns import KeyIndex, to_width, trim_heap
+from ..data.columns import KeyIndex, round8, to_width, trim_heap
 from ..data.tables import Qrels, Run, row_keys, trec_order
 
 
@@ -86,6 +86,7 @@ def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
     document bytes.
     """
     docs = run.doc_ids
+    docs = to_width(docs, round8(docs.dtype.itemsize))  # whole 8-byte words (the readers' width already)
     n, width = len(docs), docs.dtype.itemsize
     none = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     if n == 0 or len(qrels) == 0:
@@ -97,15 +98,21 @@ def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
     usable = code >= 0  # judgments of queries the run has
     if qrels.doc_ids.dtype.itemsize > width:  # ids longer than any run id cannot match: left out
         usable &= ~qrels.doc_ids.view(np.uint8).reshape(len(qrels), -1)[:, width:].any(axis=1)
-    judged_rows = np.flatnonzero(usable)
-    if not len(judged_rows):
-        return none
-    code = code[judged_rows]
-    by_code = np.argsort(code, kind="stable")  # judgments in the run's query order (often already so)
-    judged_rows, code = judged_rows[by_code], code[by_code]
-    del by_code
-    qdocs = to_width(qrels.doc_ids[judged_rows], width)  # never cuts: the bytes past ``width`` are zeros
+    if bool(usable.all()) and bool(np.all(code[1:] >= code[:-1])):
+        # every judgment usable and already in the run's query order (qrels and run sorted alike,
+        # the usual case): the rows as they are, no copies
+        judged_rows, qdocs = None, to_width(qrels.doc_ids, width)
+    else:
+        judged_rows = np.flatnonzero(usable)
+        if not len(judged_rows):
+            return none
+        code = code[judged_rows]
+        by_code = np.argsort(code, kind="stable")  # judgments in the run's query order (often already so)
+        judged_rows, code = judged_rows[by_code], code[by_code]
+        del by_code
+        qdocs = to_width(qrels.doc_ids[judged_rows], width)  # never cuts: the bytes past ``width`` are zeros
     qkeys = row_keys(code, qdocs)
+    qdoc_words, doc_words = (np.ascontiguousarray(a).view("<u8").reshape(len(a), width // 8) for a in (qdocs, docs))
     keys, qidx = run.row_keys(), run.qidx
     grouped = bool(np.all(qidx[1:] >= qidx[:-1]))  # rows grouped by query, as runs are written
     index, part = None, (0, len(qkeys))
@@ -126,9 +133,12 @@ def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
         j = index.find(rkeys)
         cand = np.flatnonzero(j >= 0)
         jc = j[cand] + part[0]
-        same = (code[jc] == qidx[lo:hi][cand]) & (qdocs[jc] == docs[lo:hi][cand])  # confirm the bytes
+        same = code[jc] == qidx[lo:hi][cand]  # confirm the query, then the bytes, a word at a time
+        for j in range(width // 8):
+            same &= qdoc_words[jc, j] == doc_words[lo:hi, j][cand]
         rows.append(lo + cand[same])
-        grades.append(qrels.grades[judged_rows[jc[same]]].astype(np.int32))  # readers refuse grades past 2**31 - 1
+        found = jc[same] if judged_rows is None else judged_rows[jc[same]]
+        grades.append(qrels.grades[found].astype(np.int32))  # readers refuse grades past 2**31 - 1
     return (np.concatenate(rows), np.concatenate(grades)) if rows else none
 
 
