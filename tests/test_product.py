@@ -25,8 +25,10 @@ def test_demo_without_an_endpoint(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("RAGASSAY_MODEL", raising=False)
     assert main(["demo", "--out", str(tmp_path / "demo"), "--data", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
-    assert "skipped (no LLM endpoint configured): generate, judge, check (LLM verdicts)" in out
+    assert "skipped (no LLM configured): generate, judge, coverage, check (LLM verdicts)" in out
     assert "OPENAI_API_KEY=sk-... ragassay demo --model" in out
+    # the two people measured against each other, by name, with no LLM
+    assert "agree     ran: example assessor 1 vs example assessor 2: kappa 0.529 on 65 pairs" in out
     html = (tmp_path / "demo" / "report.html").read_text()
     assert html.startswith("<!doctype html>") and "Comparison against bm25" in html
     assert not re.search(r"""(src|href)=["'](https?:|//)""", html)  # stands alone, opens offline
@@ -143,15 +145,19 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
         assert main(["demo", "--out", str(tmp_path / "d"), "--data", str(EXAMPLE), "--base-url", base,
                      "--model", "m"]) == 3
     out = capsys.readouterr().out
-    assert "skipped" not in out
+    assert "skipped (no LLM" not in out
     last = out.strip().splitlines()[-3:]
     assert last[0] == "demo finished with failures in 2 stage(s); the report shows what succeeded:"
-    assert last[1].startswith("  generate: fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)")
-    assert last[2].startswith("  coverage: 22 of 22 coverage records are errors")
-    assert re.search(r"generate: \d+ questions accepted", out) and "agree (example assessor 1 vs m, judge_relevance@" in out
-    assert "check: 16 of 16 answers graded" in out
+    assert last[1].startswith("  generate: a sample of 10 beside the project's queries (not retrieved): 0 questions "
+                              "accepted") and "fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)" in last[1]
+    assert last[2].startswith("  coverage: bm25: FULL 0, PARTIAL 0, NONE 0; 22 of 22 coverage records are errors")
+    # people against people, and people against the judge, each named by who labelled
+    assert "agree     ran: example assessor 1 vs example assessor 2: kappa 0.529 on 65 pairs" in out
+    assert re.search(r"; example assessor 1 vs m, judge_relevance@\w+ at demo.test: kappa -?\d\.\d{3} on 134 pairs", out)
+    assert "check     ran: 16 of 16 answers graded" in out
     html = (tmp_path / "d" / "report.html").read_text()
     assert "Judge: grade distribution" in html and "Agreement: example assessor 1 against m, judge_relevance@" in html
+    assert "Agreement: example assessor 1 against example assessor 2" in html
     assert "Judge: answer coverage per query" in html
 
 
@@ -199,7 +205,7 @@ def test_the_demo_runs_from_the_built_wheel_in_an_empty_directory(tmp_path, buil
     wheel = built_wheel
     names = zipfile.ZipFile(wheel).namelist()
     for f in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "qrels_second_assessor.txt", "answers.jsonl",
-              "answers_human_labels.jsonl", "retrievers.py", "runs/bm25.txt", "runs/tfidf.txt"):
+              "answers_human_labels.jsonl", "retrievers.py", "runs/bm25.txt", "runs/tfidf.txt", "ragassay.toml"):
         assert f"ragassay/example/{f}" in names, f
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
@@ -210,7 +216,11 @@ def test_the_demo_runs_from_the_built_wheel_in_an_empty_directory(tmp_path, buil
     run = subprocess.run([sys.executable, "-c", "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
                           "demo", "--out", "out"], cwd=empty, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert (empty / "out" / "report.html").exists() and "skipped (no LLM endpoint configured)" in run.stdout
+    assert (empty / "out" / "report.html").exists() and "skipped (no LLM configured)" in run.stdout
+    # the installed example is only read: outputs and state are in the demo's folder
+    assert (empty / "out" / ".ragassay" / "state.json").exists()
+    assert not any(site.joinpath("ragassay", "example").glob("*ragassay-out*"))
+    assert not site.joinpath("ragassay", "example", ".ragassay").exists()
     copied = subprocess.run([sys.executable, "-c", "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
                              "demo", "--copy", "ex"], cwd=empty, env=env, capture_output=True, text=True)
     assert copied.returncode == 0 and (empty / "ex" / "runs" / "bm25.txt").exists()
@@ -228,4 +238,4 @@ def test_demo_copy_refuses_run_flags_and_json_quiet_prints_only_the_json(tmp_pat
     out = capsys.readouterr()
     assert out.err == "" and json.loads(out.out)["kind"] == "demo"
     assert main(["demo", "--format", "json", "--out", "d2"]) == 0
-    assert "evaluate: bm25" in capsys.readouterr().err  # without --quiet the steps go to stderr
+    assert "evaluate  ran: bm25: ndcg@10 0.7935" in capsys.readouterr().err  # without --quiet the steps go to stderr

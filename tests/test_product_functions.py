@@ -87,10 +87,13 @@ def test_demo_copies_the_example_or_runs_it(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     copied = demo(copy=tmp_path / "copy")
     names = sorted(str(Path(p).relative_to(tmp_path / "copy")) for p in copied.copied)
-    assert "chunks.jsonl" in names and "runs/bm25.txt" in names and len(names) == 13  # with the three hand-label files' origins
+    # with the three hand-label files' origins and the example's project file
+    assert "chunks.jsonl" in names and "runs/bm25.txt" in names and "ragassay.toml" in names and len(names) == 14
     assert copied.exit_code == 0 and copied.to_dict() == {"kind": "demo", "version": 1, "copied": copied.copied}
     steps: list[str] = []
     ran = demo(tmp_path / "run", log=steps.append)  # no endpoint: the stages that need none
-    assert ran.exit_code == 0 and ran.skipped == ["generate", "judge", "check (LLM verdicts)"]
+    assert ran.exit_code == 0 and ran.skipped == ["generate", "judge", "coverage", "check (LLM verdicts)"]
     assert ran.report == str(tmp_path / "run" / "report.html") and Path(ran.report).exists()
-    assert steps[0].startswith("retrieve: bm25") and ran.to_dict()["kind"] == "demo"
+    assert steps[0] == "labels   qrels.txt by example assessor 1" and ran.to_dict()["kind"] == "demo"
+    assert next(s for s in steps if s.startswith("retrieve")) == \
+        "retrieve  ran: bm25: 202 results for 22 queries; tfidf: 175 results for 22 queries"

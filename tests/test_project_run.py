@@ -218,7 +218,12 @@ def test_without_an_endpoint_the_offline_steps_run_and_the_llm_ones_say_why(fold
     toml.write_text(toml.read_text().replace('# min = ["ndcg@10=0.5"]', 'min = ["ndcg@10=0.99"]'))
     code, done = run(folder, capsys, None)
     status = {s["step"]: s["status"] for s in done["steps"]}
-    assert status["judge"] == status["check"] == "skipped" and "no model given" in step(done, "judge")["text"]
+    assert status["judge"] == "skipped" and "no model given" in step(done, "judge")["text"]
+    # the check decides by rule what it can: two answers whose response is their reference as written
+    assert status["check"] == "ran" and step(done, "check")["exit_code"] == 0
+    assert step(done, "check")["text"] == ("2 of 16 answers decided by rule (2 correct, 0 partial, 0 hallucinated, "
+                                           "0 abstained); the other 14 need an LLM verdict")
+    assert done["without_llm"] == ["judge", "check (LLM verdicts)"]
     assert status["evaluate"] == status["compare"] == status["report"] == "ran"
     # people's qrels score the runs; the gate at 0.99 fails both runs: exit 1, each failure named
     assert code == 1 and status["gate"] == "failed"
@@ -454,7 +459,7 @@ def test_the_data_comment_says_questions_are_generated_only_without_queries(fold
 @pytest.mark.parametrize("more, said", [
     (["--only", "evalute"], "--only evalute: no such step; did you mean 'evaluate'?"),
     (["--from", "juge"], "--from juge: no such step; did you mean 'judge'?"),
-    (["--only", "zzz"], "--only zzz: no such step (steps: generate, retrieve, judge, coverage, check, evaluate"),
+    (["--only", "zzz"], "--only zzz: no such step (steps: generate, retrieve, judge, coverage, agree, check, evaluate"),
     (["--only", "judge", "--only", "check"], "--only given 2 times (judge, check): give one step"),
     (["--from", "judge", "--from", "judge"], "--from given 2 times (judge, judge)"),
 ])

@@ -256,11 +256,12 @@ def test_generate_says_what_fell_short_and_exits_3(tmp_path, capsys, monkeypatch
 
 
 def test_the_demo_runs_every_stage_against_a_local_model_with_one_llm(tmp_path, capsys):
-    """One LLM object serves generate, judge and check, each in its own asyncio.run."""
+    """generate, judge, coverage and check against one local model, each stage in its own asyncio.run."""
     with FakeLLM() as server:
         assert main(["demo", "--out", str(tmp_path / "demo"), "--base-url", server.url, "--model", "fake"]) == 0
     out = capsys.readouterr().out
-    assert "generate: 10 questions accepted" in out and "check: 16 of 16 answers graded" in out
+    assert "generate  ran: a sample of 10 beside the project's queries (not retrieved): 10 questions accepted" in out
+    assert "check     ran: 16 of 16 answers graded" in out
     report = (tmp_path / "demo" / "report.html").read_text()
     assert "Judge: grade distribution" in report  # with or without matplotlib (an optional extra)
     result = json.loads((tmp_path / "demo" / "check.json").read_text())
@@ -274,11 +275,16 @@ def test_the_demo_against_a_model_that_refuses_everything_names_each_stage_and_e
     assert code == 3
     failures = out.split("demo finished with failures in ", 1)[1].splitlines()
     assert failures[0] == "4 stage(s); the report shows what succeeded:"
-    assert failures[1].startswith("  generate: fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)")
-    assert failures[2].startswith("  judge: 107 of 107 judge records are errors")
+    assert failures[1].startswith("  generate: a sample of 10 beside the project's queries (not retrieved): 0 questions")
+    assert "fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)" in failures[1]
+    # the pool of both runs' top 5: 134 pairs (the demo judged bm25's top 5 alone, 107, before it was run's pipeline)
+    assert failures[2].startswith("  judge: the pool of 2 runs' top 5: 134 pairs, 0 judged before, 0 now, 134 errors; "
+                                  "134 of 134 judge records are errors")
     assert "the model refused: I can't help with that." in failures[2]
-    assert failures[3].startswith("  coverage: 22 of 22 coverage records are errors")
-    assert failures[4].startswith("  check: 14 of 16 check records are errors")  # two are their reference as written
+    assert failures[3].startswith("  coverage: bm25: FULL 0, PARTIAL 0, NONE 0; 22 of 22 coverage records are errors")
+    # two answers are their reference as written: decided by rule
+    assert failures[4].startswith("  check: 2 of 16 answers graded (2 correct, 0 partial, 0 hallucinated, 0 abstained); "
+                                  "14 of 16 check records are errors")
     assert len(failures) == 5
     assert (tmp_path / "demo" / "report.html").exists() and (tmp_path / "demo" / "report.md").exists()
 

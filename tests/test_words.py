@@ -119,7 +119,7 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
             "merge": ["merge", "j.jsonl", "-o", "m.jsonl"],
             "report": ["report", "j.jsonl", "c.jsonl", "-o", "report.html"],
             "ping": ["ping", *llm],
-            "init": ["init", "datasets/example"],
+            "init": ["init", "datasets/example", "--update"],  # the example ships its project file
             "run": ["run", "datasets/example/ragassay.toml", *llm],
         }
         for name, argv in argvs.items():

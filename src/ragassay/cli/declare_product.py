@@ -14,10 +14,13 @@ from .values import nonneg_int
 def demo(sub: Any) -> None:
     p = sub.add_parser(
         "demo", help="run the whole pipeline on the bundled example and write a report",
-        description="Retrieve with the bundled retrievers, evaluate and compare them against the "
-                    "hand-made labels, check the example answers and write report.html. With an LLM "
-                    "endpoint configured it also generates questions, judges the retrieved chunks and "
-                    "compares the judge with the hand labels; without one it says which stages it skipped.",
+        description="ragassay run over the bundled example's own project file (ragassay.toml), into the "
+                    "output directory (state included: a second demo there sends nothing): retrieve with the "
+                    "bundled retrievers, measure the two people's labels against each other, check the example "
+                    "answers, evaluate and compare the runs and write report.html. With an LLM endpoint "
+                    "configured it also generates a sample of questions, judges the pool of both runs' top 5 "
+                    "and their coverage, measures the judge against the people and checks every answer with the "
+                    "LLM; without one it says which stages it skipped.",
         epilog="Example: ragassay demo --out ragassay-demo")
     folder(p.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR",
                    help="output directory (default ragassay-demo)"))
@@ -127,7 +130,8 @@ def init(sub: Any) -> None:
                     "ragassay.toml, a short commented project file naming each file's role, for 'ragassay run'. "
                     "Nothing is guessed silently: a file that could fill a role another fills too is written "
                     "commented out with the choices and said; a file it cannot place is said.",
-        epilog="Example: ragassay init datasets/example && ragassay run datasets/example/ragassay.toml --dry-run")
+        epilog="Example: ragassay init datasets/example --update && ragassay run datasets/example/ragassay.toml "
+               "--dry-run (the example ships its project file: --update adds only files that appeared since)")
     folder(p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="the folder (default: this one)"))
     p.add_argument("--update", action="store_true",
                    help="add the files that appeared since to the project file there (lines you edited are kept)")
@@ -142,18 +146,22 @@ def run(sub: Any) -> None:
         description="Run the pipeline of a project file (ragassay init writes one): generate questions when "
                     "there are none, retrieve with each retriever, judge the pool (the union of every run's top "
                     "depth for each query: every run is scored on the same judged set, and a new run costs only "
-                    "its new pairs), check the answers, evaluate and compare every run, write report.html and "
-                    "report.md, track the results and gate. Each step runs only when its inputs changed "
-                    "(.ragassay/state.json beside the project file). Exit codes: 0 ok, 3 some error records, "
-                    "1 a step failed, bad input or a gate failed, 2 usage.",
-        epilog="Example: ragassay run datasets/example/ragassay.toml --dry-run (after 'ragassay init datasets/example'; "
+                    "its new pairs), agree (people's qrels against a second labelling and the judged pool), check "
+                    "the answers (by rule only without an endpoint), evaluate and compare every run, write "
+                    "report.html and report.md, track the results and gate. Each step runs only when its inputs "
+                    "changed (.ragassay/state.json beside the project file, or in the output folder given). "
+                    "Exit codes: 0 ok, 3 some error records, 1 a step failed, bad input or a gate failed, 2 usage.",
+        epilog="Example: ragassay run datasets/example/ragassay.toml --dry-run (the example's own project file; "
                "without --dry-run, with --base-url http://localhost:8000/v1 --model NAME, it runs)")
     reads(p.add_argument("file", nargs="?", default="ragassay.toml", metavar="FILE",
                          help="the project file (default ./ragassay.toml)"))
     text(p.add_argument("--only", action="append", metavar="STEP",  # kept as given: twice is refused, not the last kept
-                        help="run this step only (generate, retrieve, judge, coverage, check, evaluate, compare, "
-                             "report, track, gate)"))
+                        help="run this step only (generate, retrieve, judge, coverage, agree, check, evaluate, "
+                             "compare, report, track, gate)"))
     text(p.add_argument("--from", dest="start", action="append", metavar="STEP", help="run the steps from this one on"))
+    folder(p.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR",
+                          help="write the outputs here, with the state and history in DIR/.ragassay (default: the "
+                               "project file's out, state beside the file): for a project folder that is only read"))
     p.add_argument("--append", action="store_true",
                    help="generate more questions even when run generated some already")
     add_llm_options(p)  # --dry-run is one of them: each step's calls, tokens, cost and time

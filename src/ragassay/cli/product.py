@@ -10,7 +10,6 @@ from typing import Any
 
 from ..errors import UsageError
 from ..product.formatting import render_table
-from .options import llm_config
 from .render import render
 
 
@@ -21,7 +20,7 @@ def run_demo_cmd(args: argparse.Namespace) -> str | tuple[str, int]:
     if args.copy and (args.out is not None or args.data is not None):
         raise UsageError("--copy only writes the bundled example's files; --out and --data are for a demo run: "
                          "give one or the other")
-    done = demo(args.out, args.data, args.copy, llm_config(args), log=_demo_log(args))
+    done = demo(args.out, args.data, args.copy, vars(args), log=_demo_log(args))
     return render(args, done.to_dict, lambda: _demo_text(done, args), done.exit_code)
 
 
@@ -39,7 +38,7 @@ def _demo_text(done: Any, args: argparse.Namespace) -> str:
             str(Path(f).relative_to(args.copy)) for f in done.copied)
     lines = []
     if done.skipped:
-        lines.append("skipped (no LLM endpoint configured): " + ", ".join(done.skipped))
+        lines.append("skipped (no LLM configured): " + ", ".join(done.skipped))
         lines.append("to run them too: OPENAI_API_KEY=sk-... ragassay demo --model gpt-4o-mini   "
                      "(or --base-url http://localhost:8000/v1 --model NAME for a local server)")
     if done.report:

@@ -18,7 +18,7 @@ def run_init(args: argparse.Namespace) -> str | tuple[str, int]:
 def run_run(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..product.pipeline import run_project
     done = run_project(args.file, only=args.only, start=args.start, dry_run=args.dry_run, append=args.append,
-                       flags=vars(args), log=_step_log(args))
+                       out=args.out, flags=vars(args), log=_step_log(args))
     return render(args, done.to_dict, lambda: done.text(steps=False), done.exit_code)
 
 

@@ -29,7 +29,8 @@ from typing import Any
 from ..errors import RagassayError, UsageError
 from .project import Project, read_project
 
-STEPS = ("generate", "retrieve", "judge", "coverage", "check", "evaluate", "compare", "report", "track", "gate")
+STEPS = ("generate", "retrieve", "judge", "coverage", "agree", "check", "evaluate", "compare", "report", "track",
+         "gate")
 LLM_STEPS = ("generate", "judge", "coverage", "check")
 FLAG_KEYS = ("model", "base_url", "timeout", "concurrency", "rpm", "tpm", "cache", "no_cache", "price_in",
              "price_out", "max_calls", "max_cost")
@@ -59,6 +60,13 @@ class PipelineResult:
     joins: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     origins: dict[str, str] = field(default_factory=dict)
+    without_llm: list[str] = field(default_factory=list)  # what was not done for want of an endpoint
+
+    @property
+    def report(self) -> str | None:
+        """The HTML report this run wrote or kept (None when no report step made one)."""
+        made = next((s.result for s in self.steps if s.step == "report"), None)
+        return made.get("html") if isinstance(made, dict) else None
 
     @property
     def exit_code(self) -> int:
@@ -70,15 +78,22 @@ class PipelineResult:
         """The calls a dry run predicts (the sum of its steps' estimates)."""
         return sum((s.estimate or {}).get("calls", 0) for s in self.steps)
 
+    def usage_lines(self) -> list[str]:
+        """What each LLM step that called a model used: answers, calls, tokens, cost."""
+        said = [(s.step, s.result.get("usage_text")) for s in self.steps
+                if s.status == "ran" and isinstance(s.result, dict)]
+        return [f"usage     {name}: {text}" for name, text in said if text]
+
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "run", "version": 1, "project": self.project, "dry_run": self.dry_run,
                 "exit_code": self.exit_code,
                 "calls": self.calls if self.dry_run else None, "joins": self.joins, "warnings": self.warnings,
-                "origins": self.origins, "steps": [s.to_dict() for s in self.steps]}
+                "origins": self.origins, "without_llm": self.without_llm, "steps": [s.to_dict() for s in self.steps]}
 
     def text(self, steps: bool = True) -> str:
         """The summary; ``steps``: each step's line too (a log said them as they ended otherwise)."""
         lines = [step_line(s) for s in self.steps] if steps else []
+        lines += self.usage_lines()
         if self.dry_run:
             lines.append(f"dry run: nothing was called; {self.calls} calls in all")
         failed = [s for s in self.steps if s.exit_code]
@@ -192,14 +207,21 @@ class Context:
     runs: dict[str, Path] = field(default_factory=dict)       # every run's file, once it exists
     memory_runs: dict[str, Any] = field(default_factory=dict)  # a dry run's retrievals, not written
     judged: Path | None = None                                 # the pool's qrels, once judged
+    without_llm: list[str] = field(default_factory=list)       # what was not done for want of an endpoint
 
     @property
     def out(self) -> Path:
         return self.project.out
 
+    def pool_qrels(self) -> Path | None:
+        """The judged pool's qrels, when the judge graded some pair of it (a judge whose every record
+        is an error writes an empty file: nothing to score on)."""
+        return self.judged if self.judged is not None and self.judged.exists() and self.judged.stat().st_size \
+            else None
+
     def metric_qrels(self) -> Path | None:
         """What runs are scored on: the judged pool when there is one, else people's qrels."""
-        return self.judged if self.judged is not None and self.judged.exists() else self.project.qrels
+        return self.pool_qrels() or self.project.qrels
 
 
 def _one_step(flag: str, value: str | Sequence[str] | None) -> str | None:
@@ -220,15 +242,19 @@ def _one_step(flag: str, value: str | Sequence[str] | None) -> str | None:
 
 def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | None = None,
                 start: str | Sequence[str] | None = None, dry_run: bool = False, append: bool = False,
-                flags: Mapping[str, Any] | None = None, log: Callable[[str], None] = lambda m: None) -> PipelineResult:
+                out: str | Path | None = None, flags: Mapping[str, Any] | None = None,
+                log: Callable[[str], None] = lambda m: None) -> PipelineResult:
     """Run the project file's pipeline (``ragassay run``). ``only`` one step, or every step from
     ``start`` (each given once: a list of several is an error); ``flags`` the LLM flags (``model``,
     ``base_url``, ``concurrency``, ...) over the [llm] table; ``append`` generates more questions even
-    when some exist."""
+    when some exist; ``out`` writes the outputs there instead of the project's ``out``, with the
+    state and history in ``out/.ragassay`` (the project's folder is then only read)."""
     only, start = _one_step("--only", only), _one_step("--from", start)
     if only and start:
         raise UsageError("--only and --from: give one of them")
     project = read_project(path)
+    if out is not None:
+        project = project.moved(out)
     if append and project.queries is not None:
         raise UsageError("--append grows the questions run generated; this project names its own queries "
                          "([data] queries)")
@@ -239,8 +265,9 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
     _check_inputs(ctx, result)
     selected = [only] if only else list(STEPS[STEPS.index(start):]) if start else list(STEPS)
     steps: dict[str, Callable[[Context, bool], StepResult]] = {
-        "generate": _generate, "retrieve": _retrieve, "judge": _judge, "coverage": _coverage, "check": _check,
-        "evaluate": _evaluate, "compare": _compare, "report": _report, "track": _track, "gate": _gate}
+        "generate": _generate, "retrieve": _retrieve, "judge": _judge, "coverage": _coverage, "agree": _agree,
+        "check": _check, "evaluate": _evaluate, "compare": _compare, "report": _report, "track": _track,
+        "gate": _gate}
     if not dry_run:  # a dry run writes nothing
         ctx.out.mkdir(parents=True, exist_ok=True)
     for name in STEPS:
@@ -250,8 +277,10 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
             step = StepResult(name, "failed", str(e), 1)
         result.steps.append(step)
         log(step_line(step))
-        if step.status == "failed":
-            break
+        if step.status == "failed" and not (name in LLM_STEPS and project.keep_going) \
+                and not (name == "generate" and project.queries is not None):
+            break  # (a sample of questions beside the project's queries is read by no later step)
+    result.without_llm = ctx.without_llm
     return result
 
 
@@ -289,10 +318,16 @@ def _check_inputs(ctx: Context, result: PipelineResult) -> None:
     if answer_ids is not None and query_ids is not None:
         joins.append((Join.of("query ids", "the answers", answer_ids, "the queries", query_ids, p.answers,
                               p.queries).require_overlap(), ("left",)))
+    if qrels is not None and p.second_qrels is not None:  # [agree] second: a labelling of the same queries
+        joins.append((Join.of("query ids", "the qrels", qrels.queries, "the second qrels",
+                              rio.read_qrels(p.second_qrels).queries, p.qrels, p.second_qrels).require_overlap(),
+                       ("right",)))
     result.joins = [j.to_dict() for j, _ in joins]
     result.warnings = [w for w in (j.warning(sides) for j, sides in joins) if w]
     if p.qrels is not None:
         result.origins[p.qrels.name] = read_origin(p.qrels).describe()
+    if p.second_qrels is not None:
+        result.origins[p.second_qrels.name] = read_origin(p.second_qrels).describe()
     if p.human is not None:
         result.origins[p.human.name] = label_origin(p.human).describe()
     for name, who in result.origins.items():
@@ -319,8 +354,18 @@ def _estimate_text(e: Any) -> str:
             f"{e.input_tokens} input tokens, at most {e.output_tokens} output tokens, {cost}{time}")
 
 
+def _failures(run: Any) -> str:
+    """What a stage's error records were (their commonest reasons) and why it stopped, said after its
+    counts; nothing when every record is ok."""
+    said = run.failure_text()
+    return "; " + said.replace("\n", "; ") if said else ""
+
+
 def _llm_skip(ctx: Context, name: str) -> StepResult | None:
-    return StepResult(name, "skipped", ctx.no_llm) if ctx.no_llm else None
+    if not ctx.no_llm:
+        return None
+    ctx.without_llm.append(name)
+    return StepResult(name, "skipped", ctx.no_llm)
 
 
 # ------------------------------------------------------------------------------------ steps
@@ -329,9 +374,11 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
     from .. import api
     p = ctx.project
     questions = ctx.out / "questions.jsonl"
-    if p.queries is not None:
+    if p.queries is not None and not p.generate_sample:
         return StepResult("generate", "skipped", "the project has queries")
-    ctx.queries = questions if questions.exists() else None
+    sample = p.queries is not None  # a set to read beside the project's queries: no later step reads it
+    if not sample:
+        ctx.queries = questions if questions.exists() else None
     if not selected:
         return _not_selected("generate")
     if p.chunks is None:
@@ -339,24 +386,38 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
     skip = _llm_skip(ctx, "generate")
     if skip:
         return skip
-    digest = ctx.digests.of(p.chunks, limit=p.generate_limit, model=ctx.llm.get("model"))
+    limit = p.generate_sample if sample else p.generate_limit
+    digest = ctx.digests.of(p.chunks, limit=limit, model=ctx.llm.get("model"))
     kept = None if ctx.append else ctx.state.fresh("generate", digest, [questions])
     if kept:
         return StepResult("generate", "up to date", kept["text"], kept["exit_code"], result=kept.get("result"))
-    args = dict(output=questions, limit=p.generate_limit, append=ctx.append and questions.exists(),
+    args = dict(output=questions, limit=limit, append=ctx.append and questions.exists(),
                 rejects=ctx.out / "rejects.jsonl", qrels_out=ctx.out / "questions.qrels", **ctx.llm)
+    key = "[generate] sample" if sample else "[generate] limit"
     try:
         if ctx.dry_run:
             est = api.generate(p.chunks, dry_run=True, **args)
-            ctx.generating = True
+            ctx.generating = not sample
             return StepResult("generate", "estimated", _estimate_text(est), 0, est.to_dict())
         done = api.generate(p.chunks, **args)
     except RagassayError as e:  # said in the project file's words: its [generate] limit is generate's --limit
-        raise RagassayError(re.sub(r"-{2}limit\b", "[generate] limit", str(e))) from None
-    text = f"{len(done.accepted)} questions accepted, {len(done.rejects)} rejected"
-    ctx.queries = questions
+        raise RagassayError(re.sub(r"-{2}limit\b", key, str(e))) from None
+    text = (f"a sample of {limit} beside the project's queries (not retrieved): " if sample else "") \
+        + f"{len(done.accepted)} questions accepted, {len(done.rejects)} rejected" \
+        + "".join(f"; {why}" for why in _generate_shortfall(done))
+    if not sample:
+        ctx.queries = questions
     ctx.state.done("generate", digest, done.exit_code, text, done.to_dict())
     return StepResult("generate", "ran", text, done.exit_code, result=done.to_dict())
+
+
+def _generate_shortfall(done: Any) -> list[str]:
+    """Why a generate run wrote fewer questions than asked: stopped early, or short of a difficulty."""
+    said = [done.stopped] if done.stopped else []
+    if done.shortfall and not done.stopped:
+        said.append("fell short of the target (" + ", ".join(f"{k} {v} fewer" for k, v in done.shortfall.items())
+                    + "); rejects.jsonl says why")
+    return said
 
 
 def _retrieve(ctx: Context, selected: bool) -> StepResult:
@@ -476,7 +537,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     done = api.judge(ctx.queries, p.chunks, pool_path, **args)
     s = done.summary()
     text = (f"the pool of {runs} runs' top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
-            f"{max(s.judged - s.already_done, 0)} now, {s.errors} errors")
+            f"{max(s.judged - s.already_done, 0)} now, {s.errors} errors") + _failures(done.relevance)
     ctx.judged = judged
     ctx.state.done("judge", digest, done.exit_code, text, done.to_dict())
     return StepResult("judge", "ran", text, done.exit_code, result=done.to_dict())
@@ -508,7 +569,7 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
     if ctx.queries is None or not runs or p.chunks is None:
         return StepResult("coverage", "skipped", "needs queries, chunks and runs")
     out, judgments = ctx.out / "coverage.jsonl", ctx.out / "judgments.jsonl"
-    said, code, estimates = [], 0, []
+    said, code, estimates, usage = [], 0, [], []
     for name, run in runs.items():
         digest = ctx.digests.of(run if isinstance(run, Path) else None, ctx.queries, p.chunks, ctx.judged,
                                 depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"))
@@ -525,8 +586,10 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
             continue
         done = api.judge(ctx.queries, p.chunks, run, **args)
         code = max(code, done.exit_code)
+        usage += [f"{name}: {done.usage_text}"] if done.usage_text else []
         ctx.state.done(f"coverage:{name}", digest, done.exit_code, "")
-        said.append(f"{name}: " + ", ".join(f"{k} {v}" for k, v in (done.summary().coverage or {}).items()))
+        said.append(f"{name}: " + ", ".join(f"{k} {v}" for k, v in (done.summary().coverage or {}).items())
+                    + (_failures(done.coverage) if done.coverage is not None else ""))
     estimate = None
     if len(estimates) > 1:  # each run's estimate counts the nuggets the runs share: a ceiling
         said.append("the nuggets of a query are made once for every run: fewer calls than the sum")
@@ -537,7 +600,71 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
         estimate = total.to_dict()
     ran = len(said) - sum(s.endswith(" up to date") for s in said)
     status = "up to date" if not ran else "estimated" if ctx.dry_run else "ran"
-    return StepResult("coverage", status, "; ".join(said), code, estimate)
+    return StepResult("coverage", status, "; ".join(said), code, estimate,
+                      {"usage_text": "; ".join(usage)} if usage else None)
+
+
+def _agree(ctx: Context, selected: bool) -> StepResult:
+    """People's qrels against a second labelling of the same pairs ([agree] second), and against the
+    judged pool when the judge ran: each side named by who made it (a labeller is never measured
+    against itself), each written as ``ragassay agree --format json`` writes it, for the report."""
+    from ..data import io as rio
+    from ..errors import InputError
+    from ..metrics.agreement import agree
+    p = ctx.project
+    if p.qrels is None:
+        return StepResult("agree", "skipped", "no people's qrels to measure against ([data] qrels)")
+    if not selected:
+        return _not_selected("agree")
+    sides = [("second", p.second_qrels)] if p.second_qrels is not None else []
+    judged = ctx.pool_qrels()
+    if judged is not None or ctx.pooling:
+        sides.append(("pool", judged))
+    if not sides:
+        return StepResult("agree", "skipped", "nothing to measure the qrels against: no judged pool (an LLM judges "
+                                              "it) and no second labelling ([agree] second)")
+    if ctx.dry_run:
+        return StepResult("agree", "estimated", f"{p.qrels.name} against " + " and ".join(
+            "the judged pool" if name == "pool" else other.name for name, other in sides) + ", offline")
+    for gone in {"second", "pool"} - {name for name, _ in sides}:  # not measured now: no stale one is reported
+        (ctx.out / f"agree_{gone}.json").unlink(missing_ok=True)
+    runs = list(ctx.runs.values()) if len(ctx.runs) > 1 else None  # do they rank the runs alike
+    said, results, fresh = [], {}, True
+    for name, other in sides:
+        path = ctx.out / f"agree_{name}.json"
+        digest = ctx.digests.of(p.qrels, other, *(runs or []))
+        kept = ctx.state.fresh(f"agree:{name}", digest, [path])
+        if kept:
+            said.append(kept["text"])
+            results[name] = _read_json(path)
+            continue
+        fresh = False
+        path.unlink(missing_ok=True)  # (a comparison that cannot be made leaves none for the report)
+        try:
+            made = agree(rio.read_qrels(p.qrels), rio.read_qrels(other), runs)
+        except InputError as e:
+            if name == "second":
+                raise
+            said.append(f"{p.qrels.name} against the judged pool: not measured, {e.message}")
+            continue
+        result = made.to_dict()
+        _write_json(path, result)
+        results[name] = result
+        text = _agreement_text(result)
+        ctx.state.done(f"agree:{name}", digest, 0, text)
+        said.append(text)
+    return StepResult("agree", "up to date" if fresh else "ran", "; ".join(said), result=results)
+
+
+def _agreement_text(a: Mapping[str, Any]) -> str:
+    """One agreement as a step says it: both sides by who made them, kappa only between two labellers."""
+    ref, cand = a["names"]
+    if a.get("same_origin"):
+        return f"{ref} vs {cand}: one labeller on both sides, no kappa ({a['pairs']} pairs)"
+    ranking = a.get("run_ranking") or {}
+    tau = ranking.get("kendall_tau_b")
+    return (f"{ref} vs {cand}: kappa {a['kappa']:.3f} on {a['pairs']} pairs"
+            + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else ""))
 
 
 def _check(ctx: Context, selected: bool) -> StepResult:
@@ -548,32 +675,39 @@ def _check(ctx: Context, selected: bool) -> StepResult:
         return StepResult("check", "skipped", "no answers in the project ([data] answers)")
     if not selected:
         return _not_selected("check")
-    skip = _llm_skip(ctx, "check")
-    if skip:
-        return skip
     if p.chunks is None:
         return StepResult("check", "skipped", "the check reads the chunks the answers cite: name them in [data] chunks")
+    rules_only = ctx.no_llm is not None  # without an endpoint the rules decide what they can
     run_name = p.check_run or next(iter(ctx.runs), None)
     run = ctx.runs.get(run_name) if run_name else None
     qrels = ctx.metric_qrels()
     diagnosed = run is not None and qrels is not None
     digest = ctx.digests.of(p.answers, p.chunks, p.human, run if diagnosed else None, qrels if diagnosed else None,
-                            depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"))
+                            depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"),
+                            rules_only=rules_only)
+    if rules_only:
+        ctx.without_llm.append("check (LLM verdicts)")
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=_read_json(summary))
-    args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth, **ctx.llm)
+    args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth)
+    args.update({"llm": []} if rules_only else ctx.llm)  # no client: the rules run, the others wait for one
     if ctx.dry_run:
         est = api.check(p.answers, dry_run=True, **args)
-        return StepResult("check", "estimated", _estimate_text(est), 0, est.to_dict())
+        said = f"{est.decided_without_call} answers decided by rule, offline; the others need an LLM verdict " \
+               f"({ctx.no_llm})" if rules_only else _estimate_text(est)
+        return StepResult("check", "estimated", said, 0, None if rules_only else est.to_dict())
     done = api.check(p.answers, run=run if diagnosed else None, qrels=qrels if diagnosed else None, **args)
     _write_json(summary, done.to_dict())
     rates = done.summary.get("summary") or {}
-    counts = rates.get("counts", {})
-    text = f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers graded (" + ", ".join(
-        f"{counts.get(k, 0)} {k}" for k in ("correct", "partial", "hallucinated", "abstained")) + ")"
-    ctx.state.done("check", digest, done.exit_code, text)
-    return StepResult("check", "ran", text, done.exit_code, result=done.to_dict())
+    counts = ", ".join(f"{rates.get('counts', {}).get(k, 0)} {k}"
+                       for k in ("correct", "partial", "hallucinated", "abstained"))
+    code = 0 if rules_only else done.exit_code  # an answer waiting for a verdict is not an error of this run
+    text = f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers " + (
+        f"decided by rule ({counts}); the other {rates.get('errors', 0)} need an LLM verdict" if rules_only
+        else f"graded ({counts})" + _failures(done.run))
+    ctx.state.done("check", digest, code, text)
+    return StepResult("check", "ran", text, code, result=_read_json(summary))  # (as written: no NaN)
 
 
 def _read_json(path: Path) -> Any:
@@ -667,8 +801,10 @@ def _report(ctx: Context, selected: bool) -> StepResult:
         return StepResult("report", "estimated", "offline")
     p, out = ctx.project, ctx.out
     evaluated = sorted((out / "evaluate").glob("*.json")) if len(ctx.runs) < 2 else []
+    agreed = [out / f"agree_{name}.json" for name in ("second", "pool")] if p.qrels is not None else []
     files = [f for f in (out / "compare.json", out / "check.json", out / "checks.jsonl", out / "judgments.jsonl",
-                         out / "coverage.jsonl", *evaluated) if f.exists() and f.stat().st_size]
+                         out / "coverage.jsonl", *agreed, out / "questions.jsonl", out / "rejects.jsonl", *evaluated)
+             if f.exists() and f.stat().st_size]
     if len(ctx.runs) >= 2 and not (out / "compare.json").exists():
         files = [f for f in files if f.name != "compare.json"]
     qrels = ctx.metric_qrels()
@@ -676,12 +812,12 @@ def _report(ctx: Context, selected: bool) -> StepResult:
     if not files and not runs:
         return StepResult("report", "skipped", "nothing to report yet")
     html, md = out / "report.html", out / "report.md"
-    digest = ctx.digests.of(*files, qrels, *runs, p.chunks, ctx.queries, p.answers, p.human)
+    digest = ctx.digests.of(*files, qrels, *runs, p.chunks, ctx.queries, p.answers, p.human, title=p.title)
     kept = ctx.state.fresh("report", digest, [html, md])
     if kept:
         return StepResult("report", "up to date", kept["text"], result=kept.get("result"))
     common = dict(qrels=qrels if runs else None, runs=runs, chunks=p.chunks, queries=ctx.queries, answers=p.answers,
-                  human=p.human, title=f"ragassay: {p.root.resolve().name}")
+                  human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}")
     written = make_report(files, html, **common)
     make_report(files, md, fmt="markdown", **common)
     text = f"{written.path} and {md}"

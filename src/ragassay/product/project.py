@@ -86,12 +86,17 @@ class Project:
     retrievers: dict[str, str] = field(default_factory=dict)  # name -> "file.py:function" (path absolute)
     llm: dict[str, Any] = field(default_factory=dict)
     generate_limit: int = 20
+    generate_sample: int = 0            # questions to write although the project has queries (read, not retrieved)
+    second_qrels: Path | None = None    # a second labelling of the pairs: agree measures [data] qrels against it
+    title: str | None = None            # the report's title
+    state: Path | None = None           # where the state and history go, when not beside the project file
     coverage: bool = False
     check_run: str | None = None
     gate_min: dict[str, float] = field(default_factory=dict)
     gate_max: dict[str, float] = field(default_factory=dict)
     gate_run: str | None = None
     allow_errors: int = 0
+    keep_going: bool = False            # a failed LLM step does not stop the steps after it
 
     @property
     def root(self) -> Path:
@@ -99,7 +104,13 @@ class Project:
 
     @property
     def state_dir(self) -> Path:
-        return self.root / STATE_DIR
+        return self.state if self.state is not None else self.root / STATE_DIR
+
+    def moved(self, out: str | Path) -> Project:
+        """This project with its outputs, state and history in ``out`` (state in ``out/.ragassay``):
+        for a project file in a folder that is not to be written, such as the installed example."""
+        import dataclasses
+        return dataclasses.replace(self, out=Path(out), state=Path(out) / STATE_DIR)
 
     def run_names(self) -> list[str]:
         """Every run's name, files first, then retrievers (the first is compare's baseline)."""
@@ -109,8 +120,8 @@ class Project:
 LLM_KEYS = {"model": str, "base_url": str, "timeout": (int, float), "concurrency": int, "rpm": (int, float),
             "tpm": (int, float), "cache": str, "no_cache": bool, "price_in": (int, float), "price_out": (int, float),
             "max_calls": int, "max_cost": (int, float)}
-_TABLES = {"data", "runs", "retrievers", "llm", "judge", "generate", "check", "gate"}
-_TOP = {"out", "depth", "k", "metrics"}
+_TABLES = {"data", "runs", "retrievers", "llm", "judge", "generate", "check", "agree", "report", "gate"}
+_TOP = {"out", "depth", "k", "metrics", "keep_going"}
 
 
 def find_project(path: str | Path | None = None) -> Path:
@@ -162,6 +173,9 @@ def read_project(path: str | Path | None = None) -> Project:
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise bad("metrics", "must be a list of metric names, e.g. [\"ndcg@10\", \"map\"]")
     proj.metrics = _metric_names(metrics, "metrics", bad)
+    if not isinstance(raw.get("keep_going", False), bool):
+        raise bad("keep_going", "must be true or false")
+    proj.keep_going = raw.get("keep_going", False)
     data = raw.get("data", {})
     for key in data:
         if key not in SINGLE_ROLES:
@@ -191,8 +205,23 @@ def read_project(path: str | Path | None = None) -> Project:
             raise bad(key, f"must be above 0, got {value!r}")
     proj.llm = {k: (str(root / v) if k == "cache" else v) for k, v in llm.items()}
     generate = raw.get("generate", {})
-    _known(generate, {"limit"}, "generate", bad)
+    _known(generate, {"limit", "sample"}, "generate", bad)
     proj.generate_limit = number("limit", generate.get("limit", 20), 1)
+    proj.generate_sample = number("sample", generate.get("sample", 0), 0)
+    if proj.generate_sample and proj.queries is None:
+        raise bad("sample", "[generate] sample writes questions beside the project's own queries; this project "
+                            "has none ([data] queries): [generate] limit sets how many run writes")
+    agree = raw.get("agree", {})
+    _known(agree, {"second"}, "agree", bad)
+    if "second" in agree:
+        proj.second_qrels = path_of("second", agree["second"])
+        if proj.qrels is None:
+            raise bad("second", "[agree] second is measured against people's qrels: name them in [data] qrels")
+    report = raw.get("report", {})
+    _known(report, {"title"}, "report", bad)
+    if "title" in report and (not isinstance(report["title"], str) or not report["title"].strip()):
+        raise bad("title", f"must be a title in quotes, got {report['title']!r}")
+    proj.title = report.get("title")
     judge = raw.get("judge", {})
     _known(judge, {"coverage"}, "judge", bad)
     if not isinstance(judge.get("coverage", False), bool):
@@ -502,9 +531,13 @@ _SECTIONS: dict[str, str] = {
            "# model = \"gpt-4o-mini\"\n# base_url = \"http://localhost:8000/v1\"\n# concurrency = 8\n"
            "# price_in = 0.15    # USD per million input tokens\n# price_out = 0.6\n"
            "# max_cost = 1.0    # stop before spending more",
-    "generate": "# limit = 20    # questions to write when the project has no queries",
+    "generate": "# limit = 20    # questions to write when the project has no queries\n"
+                "# sample = 10    # questions to write although it has queries (a set to read: not retrieved)",
     "judge": "# coverage = true    # also each run's coverage of each query's nuggets (more calls)",
     "check": "# run = \"NAME\"    # the run whose recall explains the answers (default: the first)",
+    "agree": "# people's qrels against the judged pool, always; and against a second labelling of the same pairs:\n"
+             "# second = \"FILE\"",
+    "report": "# title = \"...\"    # the report's title (default: this folder's name)",
     "gate": "# fail the run (exit 1) when a metric of a run crosses a threshold\n# min = [\"ndcg@10=0.5\"]\n"
             "# max = []\n# run = \"NAME\"    # only this run (default: every run)",
 }

@@ -174,17 +174,26 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
         counts = Counter((r.coverage if r.status == "ok" else "error") for r in inp.coverage)
         out.append(Section("Judge: answer coverage per query", "Whether a run's retrieved chunks hold what the answer needs.",
                            tables=[Table(["coverage", "queries"], [[k, counts.get(k, 0)] for k in ("FULL", "PARTIAL", "NONE", "error")])]))
-    a = inp.agree
-    if a is None and inp.qrels is not None and inp.judgments:
+    agreements = list(inp.agreements)
+    if not agreements and inp.qrels is not None and inp.judgments:
         from ..data.origin import origin_of_records
         from ..metrics.agreement import agree
         judged = {}
         for (q, d), g in _judge_grades(inp).items():
             judged.setdefault(q, {})[d] = g
         if judged:  # the judge's side is named by what its records say (model, prompt)
-            a = agree(inp.qrels, judged, candidate_origin=origin_of_records(
-                {"model": j.model, "prompt": j.prompt} for j in inp.judgments if j.status == "ok")).to_dict()
-    if a and a.get("same_origin"):
+            agreements.append(agree(inp.qrels, judged, candidate_origin=origin_of_records(
+                {"model": j.model, "prompt": j.prompt} for j in inp.judgments if j.status == "ok")).to_dict())
+    for a in agreements:
+        out += _agreement_section(a)
+    return out
+
+
+def _agreement_section(a: dict) -> list[Section]:
+    """One agreement result: two labellers' kappa, heatmap and widest disagreements; one labeller on
+    both sides: why nothing was measured."""
+    out: list[Section] = []
+    if a.get("same_origin"):
         ref = (a.get("names") or ["unknown"])[0]
         out.append(Section("Agreement: not measured",
                            f"The qrels and the judgments were labelled by the same labeller ({ref}): set side by side "

@@ -30,7 +30,7 @@ class ReportInputs:
     evaluate: list[dict] = field(default_factory=list)
     compare: dict | None = None
     check: dict | None = None
-    agree: dict | None = None
+    agreements: list[dict] = field(default_factory=list)  # agree results, each shown in the order given
     generate: dict | None = None
     calibration: list[dict] = field(default_factory=list)  # ragassay label: one per person
     judgments: list[Judgment] = field(default_factory=list)
@@ -89,7 +89,9 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
             kind = result["kind"]
             if kind == "evaluate":
                 inp.evaluate.append(result)
-            elif kind in ("compare", "check", "agree", "generate"):
+            elif kind == "agree":
+                inp.agreements.append(result)
+            elif kind in ("compare", "check", "generate"):
                 setattr(inp, kind, result)
             elif kind == "calibration":
                 inp.calibration.append(result)
