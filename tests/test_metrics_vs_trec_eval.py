@@ -100,6 +100,30 @@ def test_per_query_values_equal_trec_eval(data, level):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graded_data(), st.sampled_from([1, 2]), st.integers(1, 12))
+def test_a_run_scored_by_slices_of_queries_equals_trec_eval(data, level, rows):
+    """A large run grouped by query is ranked and scored a slice of whole queries at a time: with
+    slices of a few rows (every query its own slice, or several together), the values are trec_eval's."""
+    from ragassay.metrics import ranking
+    qrels, run = data
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ranking, "SLICE_ROWS", rows)
+        check_against_trec_eval(qrels, run, level)
+
+
+def test_slices_cut_between_queries_and_hold_their_queries_judgments_only():
+    from ragassay.metrics.ranking import query_positions, query_slices
+    run = Run.from_rows([("a", "d1", 3.0), ("a", "d2", 2.0), ("b", "d1", 1.0), ("c", "d3", 1.0), ("c", "d4", 0.5),
+                         ("c", "d5", 0.1)])
+    qrels = Qrels.from_dict({"c": {"d3": 1}, "zz": {"d9": 1}, "a": {"d2": 2, "d7": 1}})  # another order, a query not run
+    pieces = list(query_slices(qrels, run, query_positions(qrels, run), rows=2))
+    assert [[run.queries[c] for c in dict.fromkeys(r.qidx.tolist())] for r, _ in pieces] == [["a"], ["b", "c"]]
+    assert [sorted((qrels.queries[c], d.decode()) for c, d in zip(q.qidx.tolist(), q.doc_ids.tolist()))
+            for _, q in pieces] == [[("a", "d2"), ("a", "d7")], [("c", "d3")]]
+    assert len(list(query_slices(qrels, run, query_positions(qrels, run), rows=6))) == 1  # small: whole
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graded_data(), st.sampled_from([2, 3]))
 def test_a_measure_with_its_own_relevance_level_equals_trec_eval_at_that_level(data, rel):
     """P(rel=2)@5 in an evaluation at level 1 is trec_eval's P_5 with -l 2 (ir_measures' syntax)."""

@@ -68,15 +68,16 @@ def find_duplicates(qidx: np.ndarray, docs: np.ndarray,
     empty = np.zeros(0, dtype=np.int64)
     if len(docs) < 2:
         return empty, empty
-    if keys is not None and bool(np.all(qidx[1:] >= qidx[:-1])):
+    if bool(np.all(qidx[1:] >= qidx[:-1])):
         # grouped by query: a repeat lies within one query, so slices cut at query starts are
-        # sorted one at a time (cache-sized, and never a second copy of all the keys)
+        # sorted one at a time (cache-sized, and never a second copy of all the keys; without
+        # ``keys`` each slice's are made as it is checked, and none are kept)
         cuts = np.flatnonzero(qidx[1:] != qidx[:-1]) + 1
-        lo, n = 0, len(keys)
+        lo, n = 0, len(docs)
         while lo < n:
             j = int(np.searchsorted(cuts, lo + DUPLICATE_SLICE))  # the first query start past the slice
             hi = int(cuts[j]) if j < len(cuts) else n
-            sk = np.sort(keys[lo:hi])
+            sk = np.sort(keys[lo:hi] if keys is not None else row_keys(qidx[lo:hi], docs[lo:hi]))
             if bool(np.any(sk[1:] == sk[:-1])):
                 break
             lo = hi
@@ -228,7 +229,10 @@ class Run:
 
     def checked(self, lines: np.ndarray | None = None) -> Run:
         """Raise on a document listed twice for one query (trec_eval refuses such runs)."""
-        dup = _first_duplicate(self.qidx, self.doc_ids, self.queries, lines, self.row_keys())
+        # a run grouped by query is checked a slice at a time without keeping its keys (scoring a
+        # large one makes each slice's keys again); any other order keeps them for the join
+        grouped = bool(np.all(self.qidx[1:] >= self.qidx[:-1]))
+        dup = _first_duplicate(self.qidx, self.doc_ids, self.queries, lines, None if grouped else self.row_keys())
         if dup:
             count, doc, query, where, line = dup
             raise InputError(

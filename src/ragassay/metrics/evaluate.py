@@ -20,7 +20,7 @@ from ..data.tables import Qrels, Run
 from . import peer_measures as peer
 from .measures import DEFAULT_MEASURES, Measure, gains_table, parse_measures
 from .peer_order import PeerRows, judged_only_rows, peer_ranking
-from .ranking import RankedRows, rank_rows
+from .ranking import RankedRows, query_positions, query_slices, rank_rows
 
 Missing = Literal["skip", "zero"]
 Gain = Literal["linear", "exponential"]
@@ -133,21 +133,33 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     run = coerce_run(run)
     measures = checked_settings(metrics, missing, gain, relevance_level)
 
-    rows = rank_rows(qrels, run)
+    # scored a slice of queries at a time (one slice unless the run is large and grouped by query):
+    # each query's values come from its own rows, and the temporaries stay a slice's
+    run_to_qrels = query_positions(qrels, run)
+    run_only: list[str] = []
+    indexes, parts = [], []
+    for run_part, qrels_part in query_slices(qrels, run, run_to_qrels):
+        rows = rank_rows(qrels_part, run_part, run_to_qrels)
+        views = _Views(qrels_part, run_part, rows, gain)
+        n = len(rows.query_index)
+        parts.append({str(m): _compute(m, views, relevance_level if m.rel is None else m.rel, n) for m in measures})
+        indexes.append(rows.query_index)
+        run_only = rows.run_only
+        del rows, views
+    query_index = np.concatenate(indexes)
+    values = {str(m): np.concatenate([p[str(m)] for p in parts]) for m in measures}
+    del parts
     judged_queries = {q: i for i, q in enumerate(qrels.queries)}
-    if not len(rows.query_index) and not any(q in judged_queries for q in run.queries):
+    if not len(query_index) and not any(q in judged_queries for q in run.queries):
         from ..errors import InputError
         run_file = f" in {run.source}" if run.source else ""
         qrels_file = f" in {qrels.source}" if qrels.source else ""
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
                          f"ids{run_file} ({_sample(run.queries)}) and the qrels'{qrels_file} ({_sample(qrels.queries)}) "
                          "do not overlap", run.source or qrels.source)
-    views = _Views(qrels, run, rows, gain)
-    n = len(rows.query_index)
-    values = {str(m): _compute(m, views, relevance_level if m.rel is None else m.rel, n) for m in measures}
 
-    qids = [qrels.queries[i] for i in rows.query_index.tolist()]
-    present = set(rows.query_index.tolist())
+    qids = [qrels.queries[i] for i in query_index.tolist()]
+    present = set(query_index.tolist())
     # a query the run holds with an empty ranking was asked and answered with nothing: it scores 0
     # whatever the missing policy (as ranx counts it), unlike a query the run never mentions
     asked = [q for q in run.queries if q in judged_queries]
@@ -164,10 +176,10 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     idx = np.array(order, dtype=np.int64)
     values = {k: v[idx] for k, v in values.items()}
 
-    no_rel_mask = views.stats("trec", relevance_level).num_rel_all == 0
+    relevant = np.bincount(qrels.qidx, weights=qrels.grades >= relevance_level, minlength=len(qrels.queries))
     evaluated = set(queries)
-    no_relevant = [q for q, nr in zip(qrels.queries, no_rel_mask.tolist()) if nr and q in evaluated]
-    return Evaluation(run.name, list(measures), queries, values, rows.run_only, missing_ids,
+    no_relevant = [q for q, nr in zip(qrels.queries, (relevant == 0).tolist()) if nr and q in evaluated]
+    return Evaluation(run.name, list(measures), queries, values, run_only, missing_ids,
                       sorted(no_relevant), missing, int(relevance_level), gain, qrels)
 
 

@@ -42,15 +42,114 @@ class RankedRows:
         return c
 
 
-def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
-    """Rank the run's rows and look each one up in the qrels, vectorised over all queries."""
+def query_positions(qrels: Qrels, run: Run) -> np.ndarray:
+    """Per query of the run: its index in ``qrels.queries``, or -1 when the qrels do not judge it."""
     position = {q: i for i, q in enumerate(qrels.queries)}
-    run_to_qrels = np.array([position.get(q, -1) for q in run.queries], dtype=np.int64)
+    return np.array([position.get(q, -1) for q in run.queries], dtype=np.int64)
+
+
+def rank_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray | None = None) -> RankedRows:
+    """Rank the run's rows and look each one up in the qrels, vectorised over all queries
+    (``run_to_qrels``: :func:`query_positions`, when the caller has it already).
+
+    A large run grouped by query (as systems write them) is ranked a slice at a time
+    (:func:`query_slices`): the join's and the sort's temporaries are a slice's, not the whole
+    run's, and the result is the same."""
+    if run_to_qrels is None:
+        run_to_qrels = query_positions(qrels, run)
     run_only = [q for q, p in zip(run.queries, run_to_qrels.tolist()) if p < 0]
     qidx = run.qidx
     size_by_code = np.bincount(qidx, minlength=len(run.queries))
     evaluated = np.flatnonzero((run_to_qrels >= 0) & (size_by_code > 0))
+    group_of_code = np.full(len(run.queries), -1, dtype=np.int64)
+    group_of_code[evaluated] = np.arange(len(evaluated))
+    groups, ranks, grades = [], [], []
+    for piece, judged in query_slices(qrels, run, run_to_qrels):
+        code, rank, grade = _ranked(judged, piece, run_to_qrels)
+        groups.append(group_of_code[code])
+        ranks.append(rank)
+        grades.append(grade)
+        del code, rank, grade
+    group = _joined(groups)
+    rank, grade = _joined(ranks), _joined(grades)
+    rows = RankedRows(group, rank, grade, size_by_code[evaluated], run_to_qrels[evaluated], run_only)
+    trim_heap()  # the join's and the sort's temporaries are gone: the metrics start from a lean heap
+    return rows
 
+
+SLICE_ROWS = 1 << 20  # run rows ranked (and scored) at a time, whole queries, when the run is grouped by query
+
+
+def query_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, rows: int | None = None):
+    """(run, qrels) pairs that split the work by queries: for a run over ``rows`` rows (default
+    ``SLICE_ROWS``) grouped by query, slices of about that many rows cut between queries, each with
+    the judgments of its queries alone; otherwise the whole run and qrels, once. Every table keeps
+    the whole query lists, so codes mean the same in each (and the arrays are views where the
+    qrels are in the run's query order already). A query's values depend on its own rows only, so
+    scoring the slices one by one gives every query's values exactly."""
+    qidx, n = run.qidx, len(run.qidx)
+    rows = SLICE_ROWS if rows is None else rows
+    if n <= rows or not bool(np.all(qidx[1:] >= qidx[:-1])):
+        yield run, qrels
+        return
+    in_run = np.flatnonzero(run_to_qrels >= 0)
+    qrels_to_run = np.full(len(qrels.queries), -1, dtype=np.int64)
+    qrels_to_run[run_to_qrels[in_run]] = in_run
+    code = qrels_to_run[qrels.qidx]  # each judgment's query as the run's code (-1: not in the run)
+    order = None if bool(np.all(code[1:] >= code[:-1])) else np.argsort(code, kind="stable")
+    ordered = code if order is None else code[order]
+    del code
+    lo = 0
+    while lo < n:
+        hi = min(n, lo + rows)
+        if hi < n:  # end the slice where its last query ends
+            hi = int(np.searchsorted(qidx, qidx[hi - 1], "right"))
+        a, b = np.searchsorted(ordered, [qidx[lo], qidx[hi - 1] + 1])
+        at = slice(int(a), int(b)) if order is None else order[a:b]
+        yield (Run(run.queries, qidx[lo:hi], run.doc_ids[lo:hi], run.scores[lo:hi], run.name),
+               Qrels(qrels.queries, qrels.qidx[at], qrels.doc_ids[at], qrels.grades[at]))
+        lo = hi
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts as one array, the list emptied as they are copied (one part's copy at a time)."""
+    out = np.empty(sum(len(p) for p in parts), dtype=parts[0].dtype)
+    pos = 0
+    while parts:
+        part = parts.pop(0)
+        out[pos:pos + len(part)] = part
+        pos += len(part)
+    return out
+
+
+def _slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray):
+    """(run slice, its queries' judgments) of a run grouped by query, about ``SLICE_ROWS`` rows each
+    and cut between queries; both as tables sharing the whole run's query codes (views of the
+    arrays where the qrels are in the run's query order already)."""
+    qidx, n = run.qidx, len(run.qidx)
+    in_run = np.flatnonzero(run_to_qrels >= 0)
+    qrels_to_run = np.full(len(qrels.queries), -1, dtype=np.int64)
+    qrels_to_run[run_to_qrels[in_run]] = in_run
+    code = qrels_to_run[qrels.qidx]  # each judgment's query as the run's code (-1: not in the run)
+    order = None if bool(np.all(code[1:] >= code[:-1])) else np.argsort(code, kind="stable")
+    ordered = code if order is None else code[order]
+    del code
+    lo = 0
+    while lo < n:
+        hi = min(n, lo + SLICE_ROWS)
+        if hi < n:  # end the slice where its last query ends
+            hi = int(np.searchsorted(qidx, qidx[hi - 1], "right"))
+        a, b = np.searchsorted(ordered, [qidx[lo], qidx[hi - 1] + 1])
+        rows = slice(int(a), int(b)) if order is None else order[a:b]
+        yield (Run(run.queries, qidx[lo:hi], run.doc_ids[lo:hi], run.scores[lo:hi], run.name),
+               Qrels(qrels.queries, qrels.qidx[rows], qrels.doc_ids[rows], qrels.grades[rows]))
+        lo = hi
+
+
+def _ranked(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(query code, 0-based rank, grade) of the run's judged rows, in rank order."""
+    qidx = run.qidx
+    size_by_code = np.bincount(qidx, minlength=len(run.queries))
     # join each row to its judgment in file order (the join does not care about order), then find
     # the rank of the judged rows only: the order of the others never matters
     at, grade = _lookup(qrels, run, run_to_qrels)
@@ -69,12 +168,7 @@ def rank_rows(qrels: Qrels, run: Run) -> RankedRows:
     start_by_code = np.cumsum(size_by_code) - size_by_code
     code = qidx[at]
     rank = (where - start_by_code[code]).astype(small)
-    group_of_code = np.full(len(run.queries), -1, dtype=np.int64)
-    group_of_code[evaluated] = np.arange(len(evaluated))
-    rows = RankedRows(group_of_code[code], rank, grade, size_by_code[evaluated],
-                      run_to_qrels[evaluated], run_only)
-    trim_heap()  # the join's and the sort's temporaries are gone: the metrics start from a lean heap
-    return rows
+    return code, rank, grade
 
 
 def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
