@@ -1,10 +1,13 @@
 """``ragassay run``: the pipeline a project file describes, each step only when its inputs changed.
 
-Steps, in order (``STEPS``): generate questions when the project has none, retrieve with each
-retriever, judge the **pool** (the union of every run's top ``depth`` for each query, as TREC builds its
-pools: every run is scored on the same judged set, and a new run costs only its pairs not judged yet),
-coverage (when asked), check the answers, evaluate and compare every run, write the report, track the
-results, gate. Each step calls the library function its command calls (``api.generate``,
+Steps, in order (``STEPS``): generate questions when the project has none (or, with ``[generate]
+sample``, a set beside its queries that no later step reads), retrieve with each retriever, judge the
+**pool** (the union of every run's top ``depth`` for each query, as TREC builds its pools: every run is
+scored on the same judged set, and a new run costs only its pairs not judged yet), coverage (when
+asked), agree (people's qrels against ``[agree] second`` and against the judged pool, each side by
+origin), check the answers (without an endpoint, by rule only: the rest wait for a verdict), evaluate
+and compare every run, write the report, track the results, gate. A failed step stops the steps after
+it, but with ``keep_going`` a failed LLM step does not (the demo's setting: the report is written). Each step calls the library function its command calls (``api.generate``,
 ``api.retrieve``, ``api.judge``, ``api.check``, ``evaluate``, ``compare``, ``make_report``, ``track``,
 ``gate_result``). Before any step the joins are counted once (queries x runs, answers x runs and
 qrels: no id in common stops the run before anything is spent) and who labelled each file of labels
@@ -13,7 +16,9 @@ is read.
 A step is skipped when the digest of its inputs (file contents and settings) equals the one kept in
 ``.ragassay/state.json`` beside the project file and its outputs exist; its exit code is the one kept.
 A dry run prints each step's calls, tokens, cost and time (the LLM stages' own estimates) and calls
-nothing; the retrievers run (offline) to know the pool.
+nothing; the retrievers run (offline) to know the pool. ``run_project(out=...)`` (``run --out``) writes
+every output there and keeps the state and history in ``out/.ragassay``: the project's folder is only
+read (``ragassay demo`` runs the installed example's project file so).
 """
 
 from __future__ import annotations
@@ -446,7 +451,8 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
             results[name] = kept.get("result") if kept else None
             said.append(f"{name} up to date" if kept else f"{name} not selected")
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not ctx.dry_run:  # a dry run writes nothing
+            path.parent.mkdir(parents=True, exist_ok=True)
         done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
                             output=None if ctx.dry_run else path)
         ran += 1
@@ -620,14 +626,15 @@ def _agree(ctx: Context, selected: bool) -> StepResult:
     judged = ctx.pool_qrels()
     if judged is not None or ctx.pooling:
         sides.append(("pool", judged))
+    if not ctx.dry_run:
+        for gone in {"second", "pool"} - {name for name, _ in sides}:  # not measured now: none stale is reported
+            (ctx.out / f"agree_{gone}.json").unlink(missing_ok=True)
     if not sides:
         return StepResult("agree", "skipped", "nothing to measure the qrels against: no judged pool (an LLM judges "
                                               "it) and no second labelling ([agree] second)")
     if ctx.dry_run:
         return StepResult("agree", "estimated", f"{p.qrels.name} against " + " and ".join(
             "the judged pool" if name == "pool" else other.name for name, other in sides) + ", offline")
-    for gone in {"second", "pool"} - {name for name, _ in sides}:  # not measured now: no stale one is reported
-        (ctx.out / f"agree_{gone}.json").unlink(missing_ok=True)
     runs = list(ctx.runs.values()) if len(ctx.runs) > 1 else None  # do they rank the runs alike
     said, results, fresh = [], {}, True
     for name, other in sides:
