@@ -372,3 +372,13 @@ def test_a_sample_beside_the_queries_is_written_and_reported_never_retrieved(pro
     assert judged == set(QUERIES) and not judged & {q["id"] for q in generated}
     assert step(done, "retrieve")["status"] == "skipped" and not (out / "runs").exists()
     assert "## Generated set: mix and rejects" in (out / "report.md").read_text()
+
+
+def test_a_data_folder_without_a_project_file_is_refused_naming_it(tmp_path, capsys):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "chunks.jsonl").write_text((EXAMPLE / "chunks.jsonl").read_text())
+    (plain / "qrels.txt").write_text((EXAMPLE / "qrels.txt").read_text())
+    code, lines = said(capsys, ["demo", "--data", str(plain), "--out", str(tmp_path / "d")])
+    assert code == 1 and f"{plain}: not an example dataset: it needs its project file ragassay.toml" in "\n".join(lines)
+    assert not (tmp_path / "d").exists()

@@ -24,7 +24,8 @@ def demo(sub: Any) -> None:
         epilog="Example: ragassay demo --out ragassay-demo")
     folder(p.add_argument("-o", "--output", "--out", dest="out", default=None, metavar="DIR",
                    help="output directory (default ragassay-demo)"))
-    folder(p.add_argument("--data", metavar="DIR", help="an example-shaped dataset (default: the one bundled with ragassay)"))
+    folder(p.add_argument("--data", metavar="DIR", help="a folder holding its own ragassay.toml, as the bundled example does "
+                                                        "(default: the one bundled with ragassay)"))
     folder(p.add_argument("--copy", metavar="DIR", help="only write the bundled example's files to DIR, to look at and edit"))
     add_llm_options(p, dry_run=False)  # the stages' flags: a local server that answers one call at a time takes --concurrency 1
     add_format_option(p, ("table", "json"))

@@ -46,7 +46,7 @@ def copy_example(directory: str | Path) -> list[Path]:
     return sorted(p for p in dest.rglob("*") if p.is_file())
 
 
-def _demo_cache(flags: Mapping[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
+def _demo_cache(project: Path, flags: Mapping[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     """The demo's LLM flags. The demo takes --cache and --no-cache, but the answer cache by default is
     one it did not ask for: when that one cannot be used (a directory, a broken or foreign file,
     read-only) the demo goes on without it and says why, without naming flags."""
@@ -55,13 +55,16 @@ def _demo_cache(flags: Mapping[str, Any], log: Callable[[str], None]) -> dict[st
     from ..llm import LLM
     from ..llm.config import LLMConfig
     from ..llm.errors import LLMError
+    from .pipeline import llm_settings
+    from .project import read_project
     flags = dict(flags)
-    if flags.get("no_cache") or flags.get("cache"):
+    settings = llm_settings(read_project(project), flags)  # the project's [llm] table, under the flags
+    if settings.get("no_cache") or settings.get("cache"):
         return flags  # a cache the user chose: its errors are theirs to see
-    model = flags.get("model")
+    model = settings.get("model")
     try:
         config = LLMConfig.from_env(model=model[0] if isinstance(model, list) and model else model,
-                                    base_url=flags.get("base_url"))
+                                    base_url=settings.get("base_url"))
         config.check()
     except (LLMError, InputError):
         return flags  # no endpoint: no LLM stage opens the cache
@@ -85,7 +88,7 @@ def run_demo(out: str | Path, data: str | Path | None = None, flags: Mapping[str
     (``model``, ``base_url``, ``concurrency``, ...), as ``run`` takes them."""
     from .pipeline import run_project
     ex = find_example(data)
-    done = run_project(ex / PROJECT_FILE, out=out, flags=_demo_cache(flags or {}, log), log=log)
+    done = run_project(ex / PROJECT_FILE, out=out, flags=_demo_cache(ex / PROJECT_FILE, flags or {}, log), log=log)
     for line in done.usage_lines():
         log(line)
     return DemoResult(skipped=done.without_llm, failed=[f"{s.step}: {s.text}" for s in done.steps if s.exit_code],
