@@ -112,15 +112,21 @@ def test_a_run_scored_by_slices_of_queries_equals_trec_eval(data, level, rows):
 
 
 def test_slices_cut_between_queries_and_hold_their_queries_judgments_only():
+    """Each slice is whole queries with tables of its own: its queries, their judgments alone, and the
+    way back to the whole (first run code, each local qrels query's place in the whole qrels)."""
     from ragassay.metrics.ranking import query_positions, query_slices
     run = Run.from_rows([("a", "d1", 3.0), ("a", "d2", 2.0), ("b", "d1", 1.0), ("c", "d3", 1.0), ("c", "d4", 0.5),
                          ("c", "d5", 0.1)])
     qrels = Qrels.from_dict({"c": {"d3": 1}, "zz": {"d9": 1}, "a": {"d2": 2, "d7": 1}})  # another order, a query not run
     pieces = list(query_slices(qrels, run, query_positions(qrels, run), rows=2))
-    assert [[run.queries[c] for c in dict.fromkeys(r.qidx.tolist())] for r, _ in pieces] == [["a"], ["b", "c"]]
-    assert [sorted((qrels.queries[c], d.decode()) for c, d in zip(q.qidx.tolist(), q.doc_ids.tolist()))
-            for _, q in pieces] == [[("a", "d2"), ("a", "d7")], [("c", "d3")]]
-    assert len(list(query_slices(qrels, run, query_positions(qrels, run), rows=6))) == 1  # small: whole
+    assert [p.run.queries for p in pieces] == [["a"], ["b", "c"]] and [p.first_code for p in pieces] == [0, 1]
+    assert [p.run.qidx.tolist() for p in pieces] == [[0, 0], [0, 1, 1, 1]]
+    assert [sorted((p.qrels.queries[c], d.decode()) for c, d in zip(p.qrels.qidx.tolist(), p.qrels.doc_ids.tolist()))
+            for p in pieces] == [[("a", "d2"), ("a", "d7")], [("c", "d3")]]
+    assert [[qrels.queries[i] for i in p.qrels_index.tolist()] for p in pieces] == [["a"], ["c"]]  # b: not judged
+    assert [p.run_to_qrels.tolist() for p in pieces] == [[0], [-1, 0]]
+    whole = list(query_slices(qrels, run, query_positions(qrels, run), rows=6))  # small: once, as it is
+    assert len(whole) == 1 and whole[0].run is run and whole[0].qrels is qrels
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import INT_LIMIT, MAX_FIELD_BYTES, gather, round8, trim_heap
+from .columns import INT_LIMIT, MAX_FIELD_BYTES, TRIM_BYTES, gather, round8, trim_heap
 
 
 # pyarrow parses on all cores: on the 2-core machine a 73 MB run is evaluated ~17% faster end to end
@@ -127,12 +127,16 @@ def _drain(arrays: list, source: type, dtype: type) -> np.ndarray:
     """The values of fixed-width pyarrow arrays (their buffer of ``source`` items) as one numpy
     array of ``dtype``; the list is emptied as it is copied, so each array's memory goes back at once."""
     out = np.empty(sum(len(a) for a in arrays), dtype=dtype)
-    pos = 0
+    pos = freed = 0
     while arrays:
         arr = arrays.pop(0)
         out[pos:pos + len(arr)] = np.frombuffer(arr.buffers()[1], dtype=source)[arr.offset:arr.offset + len(arr)]
         pos += len(arr)
+        freed += arr.nbytes
         del arr
+        if freed > TRIM_BYTES:
+            trim_heap()
+            freed = 0
     return out
 
 
@@ -165,15 +169,19 @@ def _fixed_width(chunks: list) -> np.ndarray | None:
             longest = max(longest, int(lengths.max()))
             total += len(chunk)
             del lengths
-    out = np.zeros(total, dtype=f"S{round8(longest)}")
-    pos = 0
+    out = np.zeros(total, dtype=f"S{round8(longest)}")  # (calloc: its pages are taken as they are written)
+    pos = freed = 0
     while chunks:
         chunk = chunks.pop(0)
         offsets, data_buf = _offsets(chunk), chunk.buffers()[2]
         buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
         gather(buf, offsets[:-1], offsets[1:], out=out[pos:pos + len(chunk)])
         pos += len(chunk)
+        freed += chunk.nbytes
         del chunk, offsets, data_buf, buf
+        if freed > TRIM_BYTES:  # the copied chunks' pages go back as the output's are taken
+            trim_heap()
+            freed = 0
     return out
 
 

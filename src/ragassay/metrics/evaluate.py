@@ -136,15 +136,14 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     # scored a slice of queries at a time (one slice unless the run is large and grouped by query):
     # each query's values come from its own rows, and the temporaries stay a slice's
     run_to_qrels = query_positions(qrels, run)
-    run_only: list[str] = []
+    run_only = [q for q, p in zip(run.queries, run_to_qrels.tolist()) if p < 0]
     indexes, parts = [], []
-    for run_part, qrels_part in query_slices(qrels, run, run_to_qrels):
-        rows = rank_rows(qrels_part, run_part, run_to_qrels)
-        views = _Views(qrels_part, run_part, rows, gain)
+    for part in query_slices(qrels, run, run_to_qrels):
+        rows = rank_rows(part.qrels, part.run, part.run_to_qrels)
+        views = _Views(part.qrels, part.run, rows, gain)
         n = len(rows.query_index)
         parts.append({str(m): _compute(m, views, relevance_level if m.rel is None else m.rel, n) for m in measures})
-        indexes.append(rows.query_index)
-        run_only = rows.run_only
+        indexes.append(part.qrels_index[rows.query_index])
         del rows, views
     query_index = np.concatenate(indexes)
     values = {str(m): np.concatenate([p[str(m)] for p in parts]) for m in measures}

@@ -9,7 +9,9 @@ its ``strcmp``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,15 +60,14 @@ def rank_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray | None = None) ->
     if run_to_qrels is None:
         run_to_qrels = query_positions(qrels, run)
     run_only = [q for q, p in zip(run.queries, run_to_qrels.tolist()) if p < 0]
-    qidx = run.qidx
-    size_by_code = np.bincount(qidx, minlength=len(run.queries))
+    size_by_code = np.bincount(run.qidx, minlength=len(run.queries))
     evaluated = np.flatnonzero((run_to_qrels >= 0) & (size_by_code > 0))
     group_of_code = np.full(len(run.queries), -1, dtype=np.int64)
     group_of_code[evaluated] = np.arange(len(evaluated))
     groups, ranks, grades = [], [], []
-    for piece, judged in query_slices(qrels, run, run_to_qrels):
-        code, rank, grade = _ranked(judged, piece, run_to_qrels)
-        groups.append(group_of_code[code])
+    for part in query_slices(qrels, run, run_to_qrels):
+        code, rank, grade = _ranked(part.qrels, part.run, part.run_to_qrels)
+        groups.append(group_of_code[code + part.first_code])
         ranks.append(rank)
         grades.append(grade)
         del code, rank, grade
@@ -77,20 +78,30 @@ def rank_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray | None = None) ->
     return rows
 
 
-SLICE_ROWS = 1 << 20  # run rows ranked (and scored) at a time, whole queries, when the run is grouped by query
+SLICE_ROWS = 1 << 18  # run rows ranked (and scored) at a time, whole queries, when the run is grouped by query
 
 
-def query_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, rows: int | None = None):
-    """(run, qrels) pairs that split the work by queries: for a run over ``rows`` rows (default
-    ``SLICE_ROWS``) grouped by query, slices of about that many rows cut between queries, each with
-    the judgments of its queries alone; otherwise the whole run and qrels, once. Every table keeps
-    the whole query lists, so codes mean the same in each (and the arrays are views where the
-    qrels are in the run's query order already). A query's values depend on its own rows only, so
-    scoring the slices one by one gives every query's values exactly."""
+class QuerySlice(NamedTuple):
+    """Some queries of a run with their judgments, as tables of their own: ``run`` (its query codes
+    are the whole run's minus ``first_code``), ``qrels`` (its query ``i`` is ``qrels_index[i]`` of
+    the whole qrels) and ``run_to_qrels`` between the two (:func:`query_positions`)."""
+    run: Run
+    qrels: Qrels
+    first_code: int
+    qrels_index: np.ndarray
+    run_to_qrels: np.ndarray
+
+
+def query_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, rows: int | None = None) -> Iterator[QuerySlice]:
+    """The work split by queries: for a run over ``rows`` rows (default ``SLICE_ROWS``) grouped by
+    query, slices of about that many rows cut between queries, each with the judgments of its
+    queries alone and query lists of its own (no work per slice grows with the number of queries
+    in the whole run); otherwise the whole run and qrels, once. A query's values depend on its own
+    rows only, so scoring the slices one by one gives every query's values exactly."""
     qidx, n = run.qidx, len(run.qidx)
     rows = SLICE_ROWS if rows is None else rows
     if n <= rows or not bool(np.all(qidx[1:] >= qidx[:-1])):
-        yield run, qrels
+        yield QuerySlice(run, qrels, 0, np.arange(len(qrels.queries)), run_to_qrels)
         return
     in_run = np.flatnonzero(run_to_qrels >= 0)
     qrels_to_run = np.full(len(qrels.queries), -1, dtype=np.int64)
@@ -104,10 +115,18 @@ def query_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, rows: int | N
         hi = min(n, lo + rows)
         if hi < n:  # end the slice where its last query ends
             hi = int(np.searchsorted(qidx, qidx[hi - 1], "right"))
-        a, b = np.searchsorted(ordered, [qidx[lo], qidx[hi - 1] + 1])
+        first, last = int(qidx[lo]), int(qidx[hi - 1])
+        a, b = np.searchsorted(ordered, [first, last + 1])
         at = slice(int(a), int(b)) if order is None else order[a:b]
-        yield (Run(run.queries, qidx[lo:hi], run.doc_ids[lo:hi], run.scores[lo:hi], run.name),
-               Qrels(qrels.queries, qrels.qidx[at], qrels.doc_ids[at], qrels.grades[at]))
+        local = run_to_qrels[first:last + 1]  # the slice's queries: their places in the whole qrels
+        judged = np.flatnonzero(local >= 0)
+        local_qrels = np.full(last + 1 - first, -1, dtype=np.int64)
+        local_qrels[judged] = np.arange(len(judged))
+        yield QuerySlice(
+            Run(run.queries[first:last + 1], qidx[lo:hi] - first, run.doc_ids[lo:hi], run.scores[lo:hi], run.name),
+            Qrels([run.queries[first + j] for j in judged.tolist()], local_qrels[ordered[a:b] - first],
+                  qrels.doc_ids[at], qrels.grades[at]),
+            first, local[judged], local_qrels)
         lo = hi
 
 
