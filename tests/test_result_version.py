@@ -48,3 +48,21 @@ def test_a_field_the_model_lacks_is_refused_when_written():
     with pytest.raises(TypeError, match="not a field of an evaluate result: runs"):
         evaluate_result(runs="x")
     assert list(evaluate_result(qrels=None, run="r")) == ["kind", "version", "run", "qrels"]
+
+
+def test_a_digest_made_beside_the_scoring_is_the_digest(monkeypatch):
+    """A large qrels' digest is made on another thread while the run is scored: the result names the
+    same digest as one made at once, and a qrels whose arrays change is hashed again."""
+    from ragassay import metrics
+    from ragassay.data.io import read_qrels
+    plain = evaluate(QRELS, BM25, ["ndcg@10"]).to_dict()["qrels"]["digest"]
+    monkeypatch.setattr(metrics.evaluate, "DIGEST_SOON_ROWS", 1)
+    qrels = read_qrels(QRELS)
+    assert evaluate(qrels, BM25, ["ndcg@10"]).to_dict()["qrels"]["digest"] == plain
+    assert vars(qrels)["_digest_job"][2].name == "qrels digest"  # it was made on the other thread
+    qrels = read_qrels(QRELS)
+    qrels.digest_soon()
+    assert qrels.digest() == plain
+    qrels.grades = qrels.grades.copy()
+    qrels.grades[0] += 1  # changed after the digest was started: hashed again, another digest
+    assert qrels.digest() != plain

@@ -150,6 +150,27 @@ class Qrels:
         """A digest of the judgments as read (query, document, grade, in the file's order): two
         results carry the same digest only when scored on the same labels. A file written in
         another order gives another digest, so history never draws a trend it cannot vouch for."""
+        job = getattr(self, "_digest_job", None)
+        if job is not None and all(a is b for a, b in zip(job[0], self._content())):
+            job[2].join()
+            if job[1]:
+                return job[1][0]
+        return self._hashed()
+
+    def digest_soon(self) -> None:
+        """Start :meth:`digest` on another thread (hashing lets go of the GIL): a large qrels' digest,
+        a few tenths of a second, is then made while the run is scored and is ready when the result
+        is written. The digest is of the arrays as they are now (a changed array is hashed again)."""
+        import threading
+        done: list[str] = []
+        thread = threading.Thread(target=lambda: done.append(self._hashed()), name="qrels digest", daemon=True)
+        self._digest_job = (self._content(), done, thread)
+        thread.start()
+
+    def _content(self) -> tuple:
+        return (self.queries, self.qidx, self.doc_ids, self.grades)
+
+    def _hashed(self) -> str:
         import hashlib
         h = hashlib.blake2b(digest_size=12)
         h.update("\n".join(self.queries).encode("utf-8", "surrogatepass"))

@@ -93,6 +93,9 @@ class Evaluation:
         )
 
 
+DIGEST_SOON_ROWS = 1 << 20  # qrels this large have their digest made on another thread while the run is scored
+
+
 def checked_settings(metrics: str | Sequence[str] | None, missing: str, gain: str, relevance_level: Any) -> list:
     """The measures asked for (the default ones when none), once the other settings are checked:
     what every way of evaluating (in memory, by blocks) takes the same way."""
@@ -133,6 +136,8 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     run = coerce_run(run)
     measures = checked_settings(metrics, missing, gain, relevance_level)
 
+    if qrels.source is not None and len(qrels) >= DIGEST_SOON_ROWS:
+        qrels.digest_soon()  # the result names the qrels by digest: made beside the scoring
     # scored a slice of queries at a time (one slice unless the run is large and grouped by query):
     # each query's values come from its own rows, and the temporaries stay a slice's
     run_to_qrels = query_positions(qrels, run)
