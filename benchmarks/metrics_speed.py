@@ -60,6 +60,16 @@ for m in ("ndcg_cut_10", "P_5", "recall_100", "recip_rank", "map"):
 """
 
 
+def bytecode_compiled() -> None:
+    """Compile ragassay's modules to bytecode, as pip does when it installs a wheel: with
+    PYTHONDONTWRITEBYTECODE set (some containers set it) every timed process would otherwise compile
+    them again, ~0.08 s that no installed user pays."""
+    import ragassay
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(ragassay.__file__).parent)], env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+
+
 def generate(directory: Path, n_queries: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
     rng = np.random.default_rng(seed)
     run_path, qrels_path = directory / "run.txt", directory / "qrels.txt"
@@ -99,6 +109,7 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    bytecode_compiled()
 
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
