@@ -136,7 +136,8 @@ def test_without_an_endpoint_the_demo_runs_what_needs_no_model_and_exits_0(tmp_p
     out = tmp_path / "d"
     code, lines = said(capsys, ["demo", "--out", str(out)])
     assert code == 0
-    assert {s.split()[0]: status(s) for s in steps_of(lines)} == {"generate": "skipped", "retrieve": "ran", "judge": "skipped", "coverage": "skipped",
+    assert {s.split()[0]: status(s) for s in steps_of(lines)} == {
+                      "generate": "skipped", "retrieve": "ran", "judge": "skipped", "coverage": "skipped",
                       "agree": "ran", "check": "ran", "evaluate": "ran", "compare": "ran", "report": "ran",
                       "track": "ran", "gate": "skipped"}
     assert "skipped (no LLM configured): generate, judge, coverage, check (LLM verdicts)" in lines
@@ -145,7 +146,7 @@ def test_without_an_endpoint_the_demo_runs_what_needs_no_model_and_exits_0(tmp_p
                      if p.is_file() and not p.relative_to(out).parts[0].startswith("."))
     assert written == sorted(str(p.relative_to(out)) for p in out.rglob("*")
                              if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts))
-    assert written == ["agree_second.json", "check.json", "checks.jsonl", "compare.json", "evaluate/bm25.json",
+    assert written == ["agree_second.json", "check.json", "checks_by_rule.jsonl", "compare.json", "evaluate/bm25.json",
                        "evaluate/tfidf.json", "report.html", "report.md", "runs/bm25.txt", "runs/bm25.txt.latency.json",
                        "runs/tfidf.txt", "runs/tfidf.txt.latency.json"]
     assert (out / ".ragassay" / "state.json").exists() and (out / ".ragassay" / "history.sqlite").exists()
@@ -157,7 +158,7 @@ def test_without_an_endpoint_the_demo_runs_what_needs_no_model_and_exits_0(tmp_p
     assert agreed["kappa"] == pytest.approx(kappa([first[p] for p in both], [second[p] for p in both]), abs=1e-12)
     assert agreed["only_reference"] == len(first) - 65 and agreed["only_candidate"] == 0
     # the rule-decided answers are the ones whose response is their reference as written
-    checks = [json.loads(line) for line in (out / "checks.jsonl").read_text().splitlines()]
+    checks = [json.loads(line) for line in (out / "checks_by_rule.jsonl").read_text().splitlines()]
     ruled = sorted(c["id"] for c in checks if c["status"] == "ok")
     answers = [json.loads(line) for line in (EXAMPLE / "answers.jsonl").read_text().splitlines()]
     def as_written(a: dict) -> bool:  # one of the accepted answers, a leading "the" and end punctuation aside
@@ -270,7 +271,8 @@ def test_agree_with_a_second_labelling_and_a_rule_only_check_without_an_endpoint
     assert check["status"] == "ran" and check["exit_code"] == 0
     assert check["text"] == ("2 of 3 answers decided by rule (1 correct, 0 partial, 0 hallucinated, 1 abstained); "
                              "the other 1 need an LLM verdict")
-    records = {r["id"]: r for r in map(json.loads, (project / "ragassay-out" / "checks.jsonl").read_text().splitlines())}
+    records = {r["id"]: r for r in map(json.loads,
+                                       (project / "ragassay-out" / "checks_by_rule.jsonl").read_text().splitlines())}
     assert (records["q/1"]["label"], records["q-ü"]["label"], records["q3"]["status"]) == ("correct", "abstained", "error")
     assert "no endpoint is configured" in records["q3"]["error"]
     # the labels of an answer no one gave are counted and said
@@ -320,6 +322,20 @@ def test_people_against_the_judged_pool_and_out_moves_outputs_and_state(project,
     assert (out / "agree_second.json").exists() and step(done, "check")["text"].startswith("3 of 3 answers graded")
     md = (out / "report.md").read_text()
     assert "## Agreement: alice against bob" in md and "## Agreement: alice against fake, judge_relevance@" in md
+    # offline afterwards: the rules write their own file (the LLM's verdicts stay), no pool is compared
+    verdicts = (out / "checks.jsonl").read_text()
+    code, offline = run_json(capsys, project, "--out", str(out))
+    assert code == 0 and (out / "checks.jsonl").read_text() == verdicts
+    assert step(offline, "check")["text"].startswith("2 of 3 answers decided by rule")
+    assert step(offline, "agree")["text"].startswith("alice vs bob: kappa") and "fake" not in step(offline, "agree")["text"]
+    assert not (out / "agree_pool.json").exists()
+    assert "against fake" not in (out / "report.md").read_text()
+    # and with the endpoint again: the verdicts are found done, nothing is sent, the pool is compared again
+    with FakeLLM() as server:
+        code, back = run_json(capsys, project, "--out", str(out), "--base-url", server.url, "--model", "fake",
+                              "--no-cache")
+        assert code == 0 and server.calls == 0, back
+    assert step(back, "check")["text"].startswith("3 of 3 answers graded") and (out / "agree_pool.json").exists()
 
 
 def line_of(path: Path, text: str) -> int:

@@ -42,7 +42,8 @@ def copy_example(directory: str | Path) -> list[Path]:
     src, dest = example_dir(), Path(directory)
     if dest.exists() and any(dest.iterdir()):
         raise InputError("exists and is not empty; choose a new directory", dest)
-    shutil.copytree(src, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".ragassay", "ragassay-out"))
+    shutil.copytree(src, dest, dirs_exist_ok=True,  # (not what a run in a clone's example left there)
+                    ignore=shutil.ignore_patterns("__pycache__", ".ragassay", "ragassay-out"))
     return sorted(p for p in dest.rglob("*") if p.is_file())
 
 

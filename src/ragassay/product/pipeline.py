@@ -7,8 +7,9 @@ scored on the same judged set, and a new run costs only its pairs not judged yet
 asked), agree (people's qrels against ``[agree] second`` and against the judged pool, each side by
 origin), check the answers (without an endpoint, by rule only: the rest wait for a verdict), evaluate
 and compare every run, write the report, track the results, gate. A failed step stops the steps after
-it, but with ``keep_going`` a failed LLM step does not (the demo's setting: the report is written). Each step calls the library function its command calls (``api.generate``,
-``api.retrieve``, ``api.judge``, ``api.check``, ``evaluate``, ``compare``, ``make_report``, ``track``,
+it, but with ``keep_going`` a failed LLM step does not (the demo's setting: the report is written).
+Each step calls the library function its command calls (``api.generate``, ``api.retrieve``,
+``api.judge``, ``api.check``, ``agree``, ``evaluate``, ``compare``, ``make_report``, ``track``,
 ``gate_result``). Before any step the joins are counted once (queries x runs, answers x runs and
 qrels: no id in common stops the run before anything is spent) and who labelled each file of labels
 is read.
@@ -677,7 +678,7 @@ def _agreement_text(a: Mapping[str, Any]) -> str:
 def _check(ctx: Context, selected: bool) -> StepResult:
     from .. import api
     p = ctx.project
-    out, summary = ctx.out / "checks.jsonl", ctx.out / "check.json"
+    out, summary = _checks_file(ctx), ctx.out / "check.json"
     if p.answers is None:
         return StepResult("check", "skipped", "no answers in the project ([data] answers)")
     if not selected:
@@ -715,6 +716,12 @@ def _check(ctx: Context, selected: bool) -> StepResult:
         else f"graded ({counts})" + _failures(done.run))
     ctx.state.done("check", digest, code, text)
     return StepResult("check", "ran", text, code, result=_read_json(summary))  # (as written: no NaN)
+
+
+def _checks_file(ctx: Context) -> Path:
+    """The check's records: without an endpoint the rules' own file, so that a run offline never
+    replaces the verdicts an LLM gave before (a run with one finds them done and sends nothing)."""
+    return ctx.out / ("checks_by_rule.jsonl" if ctx.no_llm else "checks.jsonl")
 
 
 def _read_json(path: Path) -> Any:
@@ -809,7 +816,7 @@ def _report(ctx: Context, selected: bool) -> StepResult:
     p, out = ctx.project, ctx.out
     evaluated = sorted((out / "evaluate").glob("*.json")) if len(ctx.runs) < 2 else []
     agreed = [out / f"agree_{name}.json" for name in ("second", "pool")] if p.qrels is not None else []
-    files = [f for f in (out / "compare.json", out / "check.json", out / "checks.jsonl", out / "judgments.jsonl",
+    files = [f for f in (out / "compare.json", out / "check.json", _checks_file(ctx), out / "judgments.jsonl",
                          out / "coverage.jsonl", *agreed, out / "questions.jsonl", out / "rejects.jsonl", *evaluated)
              if f.exists() and f.stat().st_size]
     if len(ctx.runs) >= 2 and not (out / "compare.json").exists():
