@@ -88,3 +88,25 @@ def test_history_of_a_metric_no_result_could_have_is_a_usage_error(tmp_path):
     assert code == 0 and "0.7935" in out
     code, out, err = cli("history", "--metric", "map", "--db", db)  # a measure, not tracked yet: said, not refused
     assert code == 0 and "no tracked result" in out
+
+
+@pytest.mark.parametrize("extra", [(), ("--per-query",), ("--per-query", "--block-queries", "5"),
+                                   ("--format", "markdown"), ("--per-query", "--format", "markdown", "--block-queries", "5")])
+def test_counts_print_as_whole_numbers_and_means_as_decimals(extra):
+    code, out, _ = cli("evaluate", QRELS, BM25, "-m", "NumRel,num_ret,ndcg@10,P@5", *extra)
+    assert code == 0
+    all_row = next(line for line in out.splitlines() if line.strip("| ").startswith(("all", "num_rel")))
+    cells = all_row.replace("|", " ").split()
+    if "--per-query" in extra:
+        assert cells == ["all", "72", "202", "0.7935", "0.3909"]
+    else:
+        assert cells == ["num_rel", "72"]
+    assert "72.0000" not in out and "202.0000" not in out and "0.7935" in out
+
+
+def test_compare_shows_counts_as_whole_numbers_and_csv_keeps_them_exact():
+    code, out, _ = cli("compare", QRELS, BM25, TFIDF, "-m", "num_rel_ret,ndcg@10", "--permutations", "200",
+                       "--bootstrap", "200")
+    assert code == 0 and out.splitlines()[2].split() == ["num_rel_ret", "59", "59"]
+    code, out, _ = cli("evaluate", QRELS, BM25, "-m", "num_rel_ret,mrr", "--format", "csv")
+    assert code == 0 and out.splitlines()[1:] == ["num_rel_ret,59", "mrr,0.875"]  # a count, and the mean as repr

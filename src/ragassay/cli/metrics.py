@@ -88,17 +88,31 @@ def _evaluate_output(ev: Any, args: argparse.Namespace) -> str | tuple[str, int]
     return render(args, lambda: ev.to_dict(per_query=args.per_query), lambda: _evaluate_text(ev, ev.run_name, args))
 
 
+def _counts(names: list[str]) -> list[bool]:
+    """Which metrics are counts (num_rel, num_ret, ...: totalled over the queries, not averaged)."""
+    from ..metrics.measures import parse_measure
+    return [parse_measure(m).summed for m in names]
+
+
+def _shown(value: Any, count: bool) -> Any:
+    """A count is shown as the whole number it is (72, not 72.0000); every other value as it is."""
+    return int(value) if count and isinstance(value, float) and value.is_integer() else value
+
+
 def _evaluate_text(ev: Any, run_name: str, args: argparse.Namespace) -> str:
     names = ev.metric_names
     agg = ev.aggregate
+    counts = _counts(names)
     if args.per_query and hasattr(ev, "per_query_blocks"):  # blockwise: rows printed block by block
         table = _stream_per_query(ev, names, agg, args.format)
     elif args.per_query:
-        rows = [[q] + [float(ev.values[m][i]) for m in names] for i, q in enumerate(ev.queries)]
-        rows.append(["all"] + [agg[m] for m in names])
+        rows = [[q] + [_shown(float(ev.values[m][i]), c) for m, c in zip(names, counts)]
+                for i, q in enumerate(ev.queries)]
+        rows.append(["all"] + [_shown(agg[m], c) for m, c in zip(names, counts)])
         table = render_table(["query"] + names, rows, args.format)
     else:
-        table = render_table(["metric", run_name], [[m, agg[m]] for m in names], args.format)
+        table = render_table(["metric", run_name], [[m, _shown(agg[m], c)] for m, c in zip(names, counts)],
+                             args.format)
     if args.format == "csv":  # stdout stays one CSV table
         print(_counts_line(ev), file=sys.stderr)
         return table
@@ -109,14 +123,15 @@ def _stream_per_query(ev: Any, names: list[str], agg: dict[str, float], fmt: str
     """A blockwise result's per-query table: its rows written to stdout a block at a time (columns
     as wide as the longest query id and a value of 10 characters), the last row returned."""
     from ..product.formatting import fmt_value, render_table
+    counts = _counts(names)
     if fmt in ("csv", "markdown"):
         head, _, _ = render_table(["query"] + names, [["q"] + [0.0] * len(names)], fmt).rpartition("\n")
         sys.stdout.write(head + "\n")
         for ids, values in ev.per_query_blocks():
-            rows = [[q] + row for q, row in zip(ids, values.tolist())]
+            rows = [[q] + [_shown(v, c) for v, c in zip(row, counts)] for q, row in zip(ids, values.tolist())]
             sys.stdout.write(render_table(["query"] + names, rows, fmt).split("\n", 2 if fmt == "markdown" else 1)[-1]
                              + "\n")
-        return render_table(["query"] + names, [["all"] + [agg[m] for m in names]], fmt).split(
+        return render_table(["query"] + names, [["all"] + [_shown(agg[m], c) for m, c in zip(names, counts)]], fmt).split(
             "\n", 2 if fmt == "markdown" else 1)[-1]
     widths = [max(5, ev.longest_query)] + [max(len(m), 10) for m in names]
 
@@ -124,8 +139,9 @@ def _stream_per_query(ev: Any, names: list[str], agg: dict[str, float], fmt: str
         return "  ".join([cells[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:])]).rstrip()
     sys.stdout.write(line(["query"] + names) + "\n" + line(["-" * w for w in widths]) + "\n")
     for ids, values in ev.per_query_blocks():
-        sys.stdout.write("".join(line([q] + [fmt_value(v) for v in row]) + "\n" for q, row in zip(ids, values.tolist())))
-    return line(["all"] + [fmt_value(agg[m]) for m in names])
+        sys.stdout.write("".join(line([q] + [fmt_value(_shown(v, c)) for v, c in zip(row, counts)]) + "\n"
+                                 for q, row in zip(ids, values.tolist())))
+    return line(["all"] + [fmt_value(_shown(agg[m], c)) for m, c in zip(names, counts)])
 
 
 # ------------------------------------------------------------------------------------- compare
@@ -145,8 +161,8 @@ def run_compare(args: argparse.Namespace) -> str | tuple[str, int]:
 
 def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
     means = cmp.means
-    first = render_table(["metric"] + cmp.runs, [[m] + [means[r][m] for r in cmp.runs] for m in cmp.metrics],
-                         args.format)
+    first = render_table(["metric"] + cmp.runs, [[m] + [_shown(means[r][m], c) for r in cmp.runs]
+                                                 for m, c in zip(cmp.metrics, _counts(cmp.metrics))], args.format)
     pct = int(round(cmp.settings["confidence"] * 100))
     rows = [[t.run, t.metric, t.diff, f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]", t.p_randomization,
              t.p_t_test, t.p_randomization_holm, f"{t.wins}/{t.ties}/{t.losses}"] for t in cmp.tests]
