@@ -510,15 +510,17 @@ def _unique(key: str, names: set[str], c: Found) -> str:
 
 _HEADER = """\
 # ragassay project file: `ragassay run` runs the pipeline it describes (generate questions when there
-# are none, retrieve with each retriever, judge the pool of every run's top `depth`, check the answers,
-# evaluate and compare every run, write the report, track the results, gate). Each step runs only when
-# its inputs changed. Paths are relative to this file. `ragassay init --update` appends files that
-# appear later and keeps your edits. Written by `ragassay init` on {date}.
+# are none, retrieve with each retriever, judge the pool of every run's top `depth`, measure people's
+# qrels against a second labelling and the judged pool, check the answers, evaluate and compare every
+# run, write the report, track the results, gate). Each step runs only when its inputs changed. Paths
+# are relative to this file. `ragassay init --update` appends files that appear later and keeps your
+# edits. Written by `ragassay init` on {date}.
 
 out = "{out}"    # where run writes its outputs (state and history: .ragassay/ beside this file)
 depth = 10    # the pool: the union of every run's top 10 for each query, judged once for all runs
 k = 100    # results a retriever returns for each query
 metrics = ["ndcg@10", "map", "recall@10", "mrr"]
+# keep_going = true    # a failed LLM step does not stop the steps after it (the report shows what succeeded)
 """
 
 _SECTIONS: dict[str, str] = {
