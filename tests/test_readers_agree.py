@@ -72,3 +72,19 @@ def test_a_non_utf8_id_far_in_is_refused_by_both(tmp_path, monkeypatch):
     path.write_bytes(FILLER_QRELS.encode() + b"q1 0 \xff\xfe 1\n")
     assert read("qrels", path, "arrow", monkeypatch) == read("qrels", path, "numpy", monkeypatch)
     assert read("qrels", path, "numpy", monkeypatch)[0] == "error"
+
+
+@pytest.mark.parametrize("ending, refused", [(b"\r\n", False), (b"\r", True)])
+def test_a_line_end_across_the_scans_8_mb_boundary(tmp_path, monkeypatch, ending, refused):
+    """The streaming reader looks for lone carriage returns 8 MB at a time: a CRLF split across two
+    reads is a line end, a lone CR at the end of a read is refused, as the whole-file reader says."""
+    pytest.importorskip("pyarrow")
+    line = b"q1 0 d%07d 1\n"  # no CR in the first 64 KB: pyarrow takes the file, and the scan decides
+    body = b"".join(line % i for i in range(((8 << 20) - 64) // len(line % 0)))
+    head = body + b"q2 0 pad"
+    fill = (8 << 20) - 1 - len(head) - len(b" 1")  # the CR of this line's end falls on the 8 MB's last byte
+    path = tmp_path / "qrels.txt"
+    path.write_bytes(head + b"x" * fill + b" 1" + ending + b"q3 0 last 2\r\n")
+    assert path.read_bytes()[(8 << 20) - 1:(8 << 20)] == b"\r"
+    streamed, whole = read("qrels", path, "arrow", monkeypatch), read("qrels", path, "numpy", monkeypatch)
+    assert streamed == whole and (whole[0] == "error") is refused

@@ -434,21 +434,23 @@ def _plain_file_head(path: str | Path) -> bytes | None:
 
 
 def _lone_carriage_return(path: Path) -> bool:
-    """Whether the file holds a \r not followed by \n (read 8 MB at a time, scanned at memchr speed):
-    pyarrow would end a line there, where the whole-file read refuses the file."""
-    with open(path, "rb") as f:
-        last = b""
+    """Whether the file holds a \r not followed by \n (read 8 MB at a time into one buffer, scanned
+    at memchr speed): pyarrow would end a line there, where the whole-file read refuses the file."""
+    buf = bytearray(8 << 20)
+    after_cr = False  # the block before ended with a \r: this one must start with \n
+    with open(path, "rb", buffering=0) as f:
         while True:
-            chunk = f.read(8 << 20)
-            if not chunk:
-                return last == b"\r"
-            block = last + chunk
-            at = block.find(b"\r")
-            while 0 <= at < len(block) - 1:
-                if block[at + 1] != 0x0A:
+            n = f.readinto(buf)
+            if not n:
+                return after_cr
+            if after_cr and buf[0] != 0x0A:
+                return True
+            at = buf.find(b"\r", 0, n)
+            while 0 <= at < n - 1:
+                if buf[at + 1] != 0x0A:
                     return True
-                at = block.find(b"\r", at + 2)
-            last = block[-1:] if at == len(block) - 1 else b""
+                at = buf.find(b"\r", at + 2, n)
+            after_cr = buf[n - 1] == 0x0D
 
 
 def _parse_scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
