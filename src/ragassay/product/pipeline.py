@@ -454,8 +454,16 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
             continue
         if not ctx.dry_run:  # a dry run writes nothing
             path.parent.mkdir(parents=True, exist_ok=True)
-        done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
-                            output=None if ctx.dry_run else path)
+        try:
+            done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
+                                output=None if ctx.dry_run else path)
+        except RagassayError as e:
+            missing = _missing_module(e)
+            if missing is None or name not in p.fallbacks:
+                raise
+            said.append(_fell_back(ctx, name, path, missing))
+            ran += 1
+            continue
         ran += 1
         results[name] = done.to_dict()
         if ctx.dry_run:
@@ -467,6 +475,37 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
         said.append(f"{name}: {len(done.run)} results for {len(done.run.queries)} queries")
     status = ("estimated" if ctx.dry_run else "ran") if ran else "up to date" if selected else "not selected"
     return StepResult("retrieve", status, "; ".join(said), result=results)
+
+
+def _missing_module(error: BaseException) -> str | None:
+    """The package a retriever could not import (the error's causes, followed), or None when it
+    failed otherwise: only a package that is not installed sends a run to its fallback file."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ImportError):
+            return e.name or str(e)
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def _fell_back(ctx: Context, name: str, path: Path, missing: str) -> str:
+    """The retriever ``name`` needs a package that is not installed: its fallback run file is read
+    in its place (copied to where the retriever writes), and the state is left unchanged, so the
+    retriever runs once the package is installed."""
+    import shutil
+
+    from ..data import io as rio
+    fallback = ctx.project.fallbacks[name]
+    run = rio.read_run(fallback, name=name)
+    if ctx.dry_run:
+        ctx.memory_runs[name] = run
+    else:
+        shutil.copyfile(fallback, path)
+        ctx.runs[name] = path
+    return (f"{name}: {missing} is not installed, so the run file {fallback.name} is read in its place "
+            f"({len(run)} results for {len(run.queries)} queries)")
 
 
 def pool(runs: Mapping[str, Any], depth: int, queries: list[str] | None = None) -> dict[str, list[str]]:

@@ -84,6 +84,7 @@ class Project:
     qrels: Path | None = None
     runs: dict[str, Path] = field(default_factory=dict)
     retrievers: dict[str, str] = field(default_factory=dict)  # name -> "file.py:function" (path absolute)
+    fallbacks: dict[str, Path] = field(default_factory=dict)  # name -> a run file read when the retriever's packages are missing
     llm: dict[str, Any] = field(default_factory=dict)
     generate_limit: int = 20
     generate_sample: int = 0            # questions to write although the project has queries (read, not retrieved)
@@ -184,6 +185,14 @@ def read_project(path: str | Path | None = None) -> Project:
     for name, value in raw.get("runs", {}).items():
         proj.runs[name] = path_of(name, value)
     for name, value in raw.get("retrievers", {}).items():
+        if isinstance(value, dict):  # { function = "file.py:function", fallback = "runs/name.txt" }
+            extra = sorted(set(value) - {"function", "fallback"})
+            if extra or "function" not in value:
+                raise bad(name, f"a retriever's table holds function = \"file.py:function\" and, if wanted, "
+                                f"fallback = \"run file\"; got {', '.join(extra) or 'no function'}")
+            if "fallback" in value:
+                proj.fallbacks[name] = path_of(name, value["fallback"])
+            value = value["function"]
         file, sep, function = value.rpartition(":") if isinstance(value, str) else ("", "", "")
         if not sep or not file.endswith(".py") or not function:
             raise bad(name, f"a retriever is \"file.py:function\", got {value!r}")
