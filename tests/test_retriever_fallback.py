@@ -109,3 +109,30 @@ def test_the_demo_without_bm25s_reads_the_bundled_bm25_run_and_writes_its_report
     assert "retrieve  ran: bm25: bm25s is not installed, so the run file bm25.txt is read in its place " \
            "(202 results for 22 queries); tfidf: 175 results for 22 queries" in out
     assert (tmp_path / "d" / "report.html").exists()
+
+
+def test_a_second_run_of_one_project_stops_at_once_naming_the_first(project, capsys):
+    """Two runs of one project would write one state file and the same outputs: while one runs (its
+    lock held by another process here), a second stops before any step, naming it; a dry run, which
+    writes nothing, still runs; once the first is gone, the second runs."""
+    import subprocess
+    toml = project / "ragassay.toml"
+    toml.write_text(toml.read_text().replace("FUNCTION", "works"))
+    state = project / ".ragassay" / "state.json"
+    code = ("import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
+            "print('held', flush=True); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(state)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        capsys.readouterr()
+        assert main(["run", str(toml)]) == 1
+        err = capsys.readouterr().err
+        assert "another run of this project is under way (ragassay (pid " in err
+        assert "wait for it to finish, or give this one its own folder with --out DIR" in err
+        assert not (project / "ragassay-out").exists()  # no step ran
+        assert main(["run", str(toml), "--dry-run"]) == 0
+    finally:
+        holder.kill()
+        holder.wait()
+    capsys.readouterr()
+    assert main(["run", str(toml)]) == 0

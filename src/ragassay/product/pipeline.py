@@ -274,20 +274,39 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
         "generate": _generate, "retrieve": _retrieve, "judge": _judge, "coverage": _coverage, "agree": _agree,
         "check": _check, "evaluate": _evaluate, "compare": _compare, "report": _report, "track": _track,
         "gate": _gate}
-    if not dry_run:  # a dry run writes nothing
-        ctx.out.mkdir(parents=True, exist_ok=True)
-    for name in STEPS:
-        try:
-            step = steps[name](ctx, name in selected)
-        except (RagassayError, OSError) as e:  # said as the step's failure; the steps after it do not run
-            step = StepResult(name, "failed", str(e), 1)
-        result.steps.append(step)
-        log(step_line(step))
-        if step.status == "failed" and not (name in LLM_STEPS and project.keep_going) \
-                and not (name == "generate" and project.queries is not None):
-            break  # (a sample of questions beside the project's queries is read by no later step)
+    lock = None if dry_run else _project_lock(project)  # a dry run writes nothing, and reads without a lock
+    try:
+        if not dry_run:
+            ctx.out.mkdir(parents=True, exist_ok=True)
+        for name in STEPS:
+            try:
+                step = steps[name](ctx, name in selected)
+            except (RagassayError, OSError) as e:  # said as the step's failure; the steps after it do not run
+                step = StepResult(name, "failed", str(e), 1)
+            result.steps.append(step)
+            log(step_line(step))
+            if step.status == "failed" and not (name in LLM_STEPS and project.keep_going) \
+                    and not (name == "generate" and project.queries is not None):
+                break  # (a sample of questions beside the project's queries is read by no later step)
+    finally:
+        if lock is not None:
+            lock.release()
     result.without_llm = ctx.without_llm
     return result
+
+
+def _project_lock(project: Project) -> Any:
+    """The project's state, locked for the whole run: a second run of the same project (or a demo
+    into the same folder) stops at once, naming the process that runs it, instead of two runs
+    writing one state file and the same outputs."""
+    from ..runtime.engine import OutputLock
+    try:
+        return OutputLock(project.state_dir / "state.json").acquire()
+    except RagassayError as e:
+        said = re.search(r"is being written by (.*); wait for it", str(e))
+        holder = said.group(1) if said else "another process"
+        raise RagassayError(f"another run of this project is under way ({holder}); wait for it to finish, or "
+                            "give this one its own folder with --out DIR") from None
 
 
 def _check_inputs(ctx: Context, result: PipelineResult) -> None:
