@@ -470,3 +470,41 @@ def test_a_step_misspelt_or_given_twice_is_refused(folder, capsys, more, said):
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err
     assert not (folder / "ragassay-out").exists()
+
+
+def test_max_calls_holds_for_the_whole_run_not_for_each_step(folder, capsys):
+    """--max-calls N is the run's: the judge may take all of it, and then check is not given N more;
+    the steps left say the ceiling is spent (exit 3, as a stage stopped at its ceiling), and a rerun
+    with a higher ceiling goes on from what was done, sending only what is left."""
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    with FakeLLM() as server:
+        code, dry = run(folder, capsys, server, "--dry-run")
+        judge_calls, check_calls = step(dry, "judge")["estimate"]["calls"], step(dry, "check")["estimate"]["calls"]
+        ceiling = judge_calls + 3  # the judge fits; check gets only what the judge left
+        code, done = run(folder, capsys, server, "--max-calls", str(ceiling))
+        assert code == 3, done
+        assert server.calls <= ceiling and judge_requests(server) == judge_calls
+        assert step(done, "judge")["exit_code"] == 0
+        assert step(done, "check")["exit_code"] == 3  # stopped at the ceiling, with 3 calls
+        assert server.calls == ceiling
+        sent = server.calls
+        code, done = run(folder, capsys, server, "--max-calls", str(ceiling))  # the same ceiling, anew: all spent?
+        assert server.calls - sent <= ceiling
+        code, done = run(folder, capsys, server, "--max-calls", "1000")
+        assert code == 0, done
+        assert server.calls - sent <= check_calls  # only what check had left
+        assert step(done, "judge")["status"] == "up to date"
+
+
+def test_a_spent_ceiling_skips_the_llm_steps_after_it(folder, capsys):
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    with FakeLLM() as server:
+        code, done = run(folder, capsys, server, "--max-calls", "5")
+        assert code == 3 and server.calls == 5
+        assert step(done, "judge")["exit_code"] == 3  # stopped at the ceiling itself
+        check = step(done, "check")
+        assert (check["status"], check["exit_code"]) == ("skipped", 3)
+        assert check["text"] == "the run's --max-calls 5 is spent (5 requests sent by the steps before)"
+        assert step(done, "evaluate")["status"] == "ran"  # the offline steps still run

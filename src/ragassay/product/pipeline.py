@@ -214,10 +214,37 @@ class Context:
     memory_runs: dict[str, Any] = field(default_factory=dict)  # a dry run's retrievals, not written
     judged: Path | None = None                                 # the pool's qrels, once judged
     without_llm: list[str] = field(default_factory=list)       # what was not done for want of an endpoint
+    spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
+    spent_cost: float = 0.0                                    # and what they cost (where a price is known)
 
     @property
     def out(self) -> Path:
         return self.project.out
+
+    def llm_args(self) -> dict[str, Any]:
+        """The LLM settings for the next step: ``max_calls`` and ``max_cost`` are the run's, so each
+        step gets what the steps before it left (a ceiling holds for the whole run, not per step)."""
+        args = dict(self.llm)
+        if args.get("max_calls") is not None:
+            args["max_calls"] = args["max_calls"] - self.spent_calls
+        if args.get("max_cost") is not None:
+            args["max_cost"] = args["max_cost"] - self.spent_cost
+        return args
+
+    def spent(self) -> str | None:
+        """Why no LLM step may run any more (a ceiling of the run reached), or None."""
+        calls, cost = self.llm.get("max_calls"), self.llm.get("max_cost")
+        if calls is not None and self.spent_calls >= calls:
+            return f"the run's --max-calls {calls} is spent ({self.spent_calls} requests sent by the steps before)"
+        if cost is not None and self.spent_cost >= cost:
+            return f"the run's --max-cost ${cost:g} is spent (${self.spent_cost:.4f} by the steps before)"
+        return None
+
+    def spend(self, done: Any) -> None:
+        """Count what an LLM step sent (its result's usage: model -> calls, cost)."""
+        for numbers in (getattr(done, "usage", None) or {}).values():
+            self.spent_calls += int(numbers.get("calls") or 0)
+            self.spent_cost += float(numbers.get("cost_usd") or 0.0)
 
     def pool_qrels(self) -> Path | None:
         """The judged pool's qrels, when the judge graded some pair of it (a judge whose every record
@@ -387,6 +414,12 @@ def _failures(run: Any) -> str:
 
 
 def _llm_skip(ctx: Context, name: str) -> StepResult | None:
+    """The step skipped: no endpoint (exit 0: the offline steps are the run), or the run's spending
+    ceiling reached by the steps before (exit 3, as a stage stopped at its ceiling: a rerun with a
+    higher one goes on)."""
+    spent = None if ctx.dry_run else ctx.spent()
+    if spent:
+        return StepResult(name, "skipped", spent, 3)
     if not ctx.no_llm:
         return None
     ctx.without_llm.append(name)
@@ -417,7 +450,7 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
     if kept:
         return StepResult("generate", "up to date", kept["text"], kept["exit_code"], result=kept.get("result"))
     args = dict(output=questions, limit=limit, append=ctx.append and questions.exists(),
-                rejects=ctx.out / "rejects.jsonl", qrels_out=ctx.out / "questions.qrels", **ctx.llm)
+                rejects=ctx.out / "rejects.jsonl", qrels_out=ctx.out / "questions.qrels", **ctx.llm_args())
     key = "[generate] sample" if sample else "[generate] limit"
     try:
         if ctx.dry_run:
@@ -425,6 +458,7 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
             ctx.generating = not sample
             return StepResult("generate", "estimated", _estimate_text(est), 0, est.to_dict())
         done = api.generate(p.chunks, **args)
+        ctx.spend(done)
     except RagassayError as e:  # said in the project file's words: its [generate] limit is generate's --limit
         raise RagassayError(re.sub(r"-{2}limit\b", key, str(e))) from None
     text = (f"a sample of {limit} beside the project's queries (not retrieved): " if sample else "") \
@@ -590,7 +624,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
         text = (f"the pool of {runs} runs' top {p.depth}: {len(pooled)} pairs, all {len(pooled)} judged before, "
                 f"0 now" + (f", {said['errors']} errors" if said.get("errors") else ""))
         return StepResult("judge", "up to date", text, kept["exit_code"], result=kept.get("result"))
-    args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm)
+    args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm_args())
     if ctx.dry_run:
         est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
         ctx.judging = est.calls > 0
@@ -600,6 +634,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     pool_path = ctx.out / "pool.txt"  # what was judged, to read (the judge reads the run it is given)
     rio.write_run(pool_path, run)
     done = api.judge(ctx.queries, p.chunks, pool_path, **args)
+    ctx.spend(done)
     s = done.summary()
     text = (f"the pool of {runs} runs' top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
             f"{max(s.judged - s.already_done, 0)} now, {s.errors} errors") + _failures(done.relevance)
@@ -643,13 +678,19 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
             said.append(f"{name} up to date")
             code = max(code, kept["exit_code"])
             continue
-        args = dict(output=judgments, depth=p.depth, coverage_out=out, **ctx.llm)
+        skip = _llm_skip(ctx, "coverage")
+        if skip:  # the run's ceiling reached by the runs before this one
+            said.append(f"{name}: {skip.text}")
+            code = max(code, skip.exit_code)
+            continue
+        args = dict(output=judgments, depth=p.depth, coverage_out=out, **ctx.llm_args())
         if ctx.dry_run:
             est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
             estimates.append(est)
             said.append(f"{name}: {_estimate_text(est)}")
             continue
         done = api.judge(ctx.queries, p.chunks, run, **args)
+        ctx.spend(done)
         code = max(code, done.exit_code)
         usage += [f"{name}: {done.usage_text}"] if done.usage_text else []
         ctx.state.done(f"coverage:{name}", digest, done.exit_code, "")
@@ -757,13 +798,17 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=_read_json(summary))
     args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth)
-    args.update({"llm": []} if rules_only else ctx.llm)  # no client: the rules run, the others wait for one
+    spent = None if rules_only or ctx.dry_run else ctx.spent()
+    if spent:
+        return StepResult("check", "skipped", spent, 3)
+    args.update({"llm": []} if rules_only else ctx.llm_args())  # no client: the rules run, the others wait for one
     if ctx.dry_run:
         est = api.check(p.answers, dry_run=True, **args)
         said = f"{est.decided_without_call} answers decided by rule, offline; the others need an LLM verdict " \
                f"({ctx.no_llm})" if rules_only else _estimate_text(est)
         return StepResult("check", "estimated", said, 0, None if rules_only else est.to_dict())
     done = api.check(p.answers, run=run if diagnosed else None, qrels=qrels if diagnosed else None, **args)
+    ctx.spend(done)
     _write_json(summary, done.to_dict())
     rates = done.summary.get("summary") or {}
     counts = ", ".join(f"{rates.get('counts', {}).get(k, 0)} {k}"
