@@ -141,30 +141,6 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray):
-    """(run slice, its queries' judgments) of a run grouped by query, about ``SLICE_ROWS`` rows each
-    and cut between queries; both as tables sharing the whole run's query codes (views of the
-    arrays where the qrels are in the run's query order already)."""
-    qidx, n = run.qidx, len(run.qidx)
-    in_run = np.flatnonzero(run_to_qrels >= 0)
-    qrels_to_run = np.full(len(qrels.queries), -1, dtype=np.int64)
-    qrels_to_run[run_to_qrels[in_run]] = in_run
-    code = qrels_to_run[qrels.qidx]  # each judgment's query as the run's code (-1: not in the run)
-    order = None if bool(np.all(code[1:] >= code[:-1])) else np.argsort(code, kind="stable")
-    ordered = code if order is None else code[order]
-    del code
-    lo = 0
-    while lo < n:
-        hi = min(n, lo + SLICE_ROWS)
-        if hi < n:  # end the slice where its last query ends
-            hi = int(np.searchsorted(qidx, qidx[hi - 1], "right"))
-        a, b = np.searchsorted(ordered, [qidx[lo], qidx[hi - 1] + 1])
-        rows = slice(int(a), int(b)) if order is None else order[a:b]
-        yield (Run(run.queries, qidx[lo:hi], run.doc_ids[lo:hi], run.scores[lo:hi], run.name),
-               Qrels(qrels.queries, qrels.qidx[rows], qrels.doc_ids[rows], qrels.grades[rows]))
-        lo = hi
-
-
 def _ranked(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query code, 0-based rank, grade) of the run's judged rows, in rank order."""
     qidx = run.qidx
@@ -193,10 +169,10 @@ def _ranked(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
 def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The run rows whose (query, document) the qrels judge, ascending, and their grades.
 
-    The run's own row keys (:meth:`Run.row_keys`, made once for its duplicate check) are looked up
-    in a hash table of the qrels rows keyed the same way (query as the run's code, document at the
-    run's width), a step of rows at a time; every hit is then confirmed by comparing query and
-    document bytes.
+    The run's own row keys (:meth:`Run.row_keys`: kept from the duplicate check of a run in another
+    order than by query, made here for a slice of a grouped one) are looked up in a hash table of the
+    qrels rows keyed the same way (query as the run's code, document at the run's width), a step of
+    rows at a time; every hit is then confirmed by comparing query and document bytes.
     """
     docs = run.doc_ids
     docs = to_width(docs, round8(docs.dtype.itemsize))  # whole 8-byte words (the readers' width already)
