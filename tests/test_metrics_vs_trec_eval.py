@@ -108,6 +108,7 @@ def test_a_run_scored_by_slices_of_queries_equals_trec_eval(data, level, rows):
     qrels, run = data
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ranking, "SLICE_ROWS", rows)
+        mp.setattr(ranking, "SLICE_FROM", rows)
         check_against_trec_eval(qrels, run, level)
 
 

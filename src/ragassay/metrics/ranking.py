@@ -79,6 +79,7 @@ def rank_rows(qrels: Qrels, run: Run, run_to_qrels: np.ndarray | None = None) ->
 
 
 SLICE_ROWS = 1 << 18  # run rows ranked (and scored) at a time, whole queries, when the run is grouped by query
+SLICE_FROM = 1 << 22  # runs of fewer rows go whole: their temporaries are a few hundred MB, one pass is faster
 
 
 class QuerySlice(NamedTuple):
@@ -93,14 +94,15 @@ class QuerySlice(NamedTuple):
 
 
 def query_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, rows: int | None = None) -> Iterator[QuerySlice]:
-    """The work split by queries: for a run over ``rows`` rows (default ``SLICE_ROWS``) grouped by
-    query, slices of about that many rows cut between queries, each with the judgments of its
+    """The work split by queries: for a run grouped by query over ``rows`` rows (default: over
+    ``SLICE_FROM`` rows, in slices of ``SLICE_ROWS``), slices of about that many rows cut between queries, each with the judgments of its
     queries alone and query lists of its own (no work per slice grows with the number of queries
     in the whole run); otherwise the whole run and qrels, once. A query's values depend on its own
     rows only, so scoring the slices one by one gives every query's values exactly."""
     qidx, n = run.qidx, len(run.qidx)
+    whole = n <= (SLICE_FROM if rows is None else rows)
     rows = SLICE_ROWS if rows is None else rows
-    if n <= rows or not bool(np.all(qidx[1:] >= qidx[:-1])):
+    if whole or n <= rows or not bool(np.all(qidx[1:] >= qidx[:-1])):
         yield QuerySlice(run, qrels, 0, np.arange(len(qrels.queries)), run_to_qrels)
         return
     in_run = np.flatnonzero(run_to_qrels >= 0)
