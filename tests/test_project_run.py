@@ -508,3 +508,26 @@ def test_a_spent_ceiling_skips_the_llm_steps_after_it(folder, capsys):
         assert (check["status"], check["exit_code"]) == ("skipped", 3)
         assert check["text"] == "the run's --max-calls 5 is spent (5 requests sent by the steps before)"
         assert step(done, "evaluate")["status"] == "ran"  # the offline steps still run
+        # ... on the 5 pairs judged of the pool: said, and kept out of the history and the gate
+        pairs = step(done, "judge")["text"].split(" pairs")[0].rsplit(" ", 1)[1]
+        partial = f"PARTIAL: {int(pairs) - 5} of the pool's {pairs} pairs are not judged yet"
+        assert partial in step(done, "evaluate")["text"] and partial in step(done, "compare")["text"]
+        assert step(done, "track")["status"] == "skipped" and "not kept in the history" in step(done, "track")["text"]
+        assert not (folder / ".ragassay" / "history.sqlite").exists()
+        # a rerun with room finishes the judge: the scores are whole again, and tracked
+        code, done = run(folder, capsys, server)
+        assert code == 0, done
+        assert "PARTIAL" not in step(done, "evaluate")["text"] and step(done, "track")["status"] == "ran"
+
+
+def test_a_gate_gives_no_verdict_on_part_of_the_pool(folder, capsys):
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    toml = folder / "ragassay.toml"
+    toml.write_text(toml.read_text().replace('# min = ["ndcg@10=0.5"]', 'min = ["ndcg@10=0.1"]'))
+    assert 'min = ["ndcg@10=0.1"]' in toml.read_text()
+    with FakeLLM() as server:
+        code, done = run(folder, capsys, server, "--max-calls", "4")
+    gate = step(done, "gate")
+    assert code == 3 and (gate["status"], gate["exit_code"]) == ("skipped", 3)
+    assert "no verdict until the judge finishes" in gate["text"]

@@ -3,6 +3,7 @@ product; the handlers (cli/product.py) are imported when one of these commands r
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from .handlers import Handler
@@ -41,18 +42,26 @@ def report(sub: Any) -> None:
                     "judge (judgments, coverage), check (verdicts) and generate (questions, rejects). With "
                     "--qrels and --run it adds precision/recall curves, every query's metrics, per-query "
                     "difference and forest plots. In the HTML, every query in a table or plot opens a page with "
-                    "its question, gold chunks, each run's top chunks with people's and the judge's grades, "
-                    "coverage nuggets, the reference and the system's answer with its label. One file, no network.",
+                    "its question, gold chunks, each run's top chunks with the qrels' and the judge's grades, "
+                    "coverage nuggets, the reference and the system's answer with its label. Every grade and label is "
+                    "named by who made it, read from FILE.origin.json beside its file (people, a model, or unknown "
+                    "when the file says nothing). One file, no network.",
         epilog="Example: ragassay report --qrels datasets/example/qrels.txt --run datasets/example/runs/bm25.txt "
                "--run datasets/example/runs/tfidf.txt --queries datasets/example/queries.jsonl "
                "--chunks datasets/example/chunks.jsonl -o report.html")
     reads(p.add_argument("files", nargs="*", metavar="RESULT", help="result files (JSON or JSONL), detected from content"))
-    reads(p.add_argument("--qrels", metavar="QRELS", help="qrels (people's grades): curves, per-query metrics, gold chunks"))
-    reads(p.add_argument("--run", action="append", default=[], metavar="RUN", help="a run to show (repeat for several)"))
+    reads(p.add_argument("--qrels", metavar="QRELS", help="qrels: curves, per-query metrics, gold chunks (named by who "
+                                                          "made them: QRELS.origin.json, else unknown)"))
+    reads(p.add_argument("--people-qrels", metavar="QRELS", help="a second qrels shown beside --qrels on every query "
+                                                                 "page (people's grades beside the judge's pool)"))
+    reads(p.add_argument("--run", action="append", default=[], type=_run_value, metavar="[NAME=]RUN",
+                         help="a run to show (repeat for several); NAME=PATH names it NAME, else its TREC tag (or "
+                              "file name) does; a path holding '=' that exists is a path"))
     reads(p.add_argument("--chunks", metavar="FILE", help="chunks JSONL: chunk texts on each query's page"))
     reads(p.add_argument("--queries", metavar="FILE", help="queries (JSONL or TSV): the question on each query's page"))
     reads(p.add_argument("--answers", metavar="FILE", help="the answers that were checked: reference and system answer"))
-    reads(p.add_argument("--human", metavar="FILE", help="people's answer labels (JSONL: id, label)"))
+    reads(p.add_argument("--human", metavar="FILE", help="answer labels (JSONL: id, label), named by who made them "
+                                                         "(FILE.origin.json or each line's assessor, else unknown)"))
     writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the report"))
     p.add_argument("--format", choices=("html", "markdown", "json"), default=None,
                    help="the report's format: html, or markdown for a pull-request comment (default: from the "
@@ -60,6 +69,15 @@ def report(sub: Any) -> None:
                         "prints a JSON summary")
     text(p.add_argument("--title", default="ragassay report", help="report title"))
     p.set_defaults(handler=Handler("ragassay.cli.product", "run_report"))
+
+
+def _run_value(value: str) -> str:
+    """report's --run: NAME=PATH or a path (parsed by the library when the command runs)."""
+    from ..product.report_inputs import run_argument
+    try:
+        return run_argument(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def merge(sub: Any) -> None:
@@ -165,6 +183,7 @@ def run(sub: Any) -> None:
                                "project file's out, state beside the file): for a project folder that is only read"))
     p.add_argument("--append", action="store_true",
                    help="generate more questions even when run generated some already")
-    add_llm_options(p)  # --dry-run is one of them: each step's calls, tokens, cost and time
+    add_llm_options(p, dry_run="each step's calls, tokens, cost and time; no model is called, but the retrievers "
+                               "run (on this machine) to know the pool the judge would grade")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=Handler("ragassay.cli.project", "run_run"))

@@ -51,9 +51,9 @@ def add_format_option(p: argparse.ArgumentParser, choices: Sequence[str] = TABLE
                    help="output format (default table)")
 
 
-def add_llm_options(p: argparse.ArgumentParser, stage: bool = True, dry_run: bool = True) -> None:
+def add_llm_options(p: argparse.ArgumentParser, stage: bool = True, dry_run: bool | str = True) -> None:
     """The same LLM flags for every command that calls a model (``stage``: how it calls, its cache and
-    budgets too; ``dry_run``: it can count its calls offline)."""
+    budgets too; ``dry_run``: it can count its calls offline, a text the command's own help for it)."""
     g = p.add_argument_group("LLM endpoint")
     text(g.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else api.openai.com)"))
     text(g.add_argument("--model", action="append", help="model name (default: $RAGASSAY_MODEL); "
@@ -76,7 +76,8 @@ def add_llm_options(p: argparse.ArgumentParser, stage: bool = True, dry_run: boo
     g.add_argument("--max-cost", type=positive_float, metavar="USD",
                    help="stop before the cost reaches USD (needs a known price: the table or --price-in/--price-out)")
     if dry_run:
-        g.add_argument("--dry-run", action="store_true", help="count calls and estimate tokens and cost; call nothing")
+        g.add_argument("--dry-run", action="store_true", help=dry_run if isinstance(dry_run, str) else
+                       "count calls and estimate tokens and cost; call nothing")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -101,7 +101,9 @@ class PipelineResult:
         lines = [step_line(s) for s in self.steps] if steps else []
         lines += self.usage_lines()
         if self.dry_run:
-            lines.append(f"dry run: nothing was called; {self.calls} calls in all")
+            ran = any(s.step == "retrieve" and s.status == "estimated" for s in self.steps)
+            lines.append(f"dry run: no model was called{' (the retrievers ran, to know the pool)' if ran else ''}; "
+                         f"{self.calls} calls in all")
         failed = [s for s in self.steps if s.exit_code]
         if failed:
             lines.append("finished with " + ", ".join(f"{s.step} (exit {s.exit_code})" for s in failed))
@@ -214,6 +216,7 @@ class Context:
     memory_runs: dict[str, Any] = field(default_factory=dict)  # a dry run's retrievals, not written
     judged: Path | None = None                                 # the pool's qrels, once judged
     without_llm: list[str] = field(default_factory=list)       # what was not done for want of an endpoint
+    unjudged: tuple[int, int] | None = None                    # (pairs of the pool not graded, pairs in it), when any
     spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0                                    # and what they cost (where a price is known)
 
@@ -309,7 +312,8 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
             try:
                 step = steps[name](ctx, name in selected)
             except (RagassayError, OSError) as e:  # said as the step's failure; the steps after it do not run
-                step = StepResult(name, "failed", str(e), 1)
+                went_on = name in LLM_STEPS and project.keep_going  # ... unless keep_going: then the run's
+                step = StepResult(name, "failed", str(e), 3 if went_on else 1)  # report is written, exit 3
             result.steps.append(step)
             log(step_line(step))
             if step.status == "failed" and not (name in LLM_STEPS and project.keep_going) \
@@ -620,6 +624,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     runs = len(set(ctx.runs) | set(ctx.memory_runs))
     if kept:  # every pair of the pool was judged before this run, none now
         ctx.judged = judged
+        ctx.unjudged = _unjudged(pooled, judged)
         said = kept.get("result") or {}
         text = (f"the pool of {runs} runs' top {p.depth}: {len(pooled)} pairs, all {len(pooled)} judged before, "
                 f"0 now" + (f", {said['errors']} errors" if said.get("errors") else ""))
@@ -639,8 +644,19 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     text = (f"the pool of {runs} runs' top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
             f"{max(s.judged - s.already_done, 0)} now, {s.errors} errors") + _failures(done.relevance)
     ctx.judged = judged
+    ctx.unjudged = _unjudged(pooled, judged)
     ctx.state.done("judge", digest, done.exit_code, text, done.to_dict())
     return StepResult("judge", "ran", text, done.exit_code, result=done.to_dict())
+
+
+def _unjudged(pooled: list[tuple[str, str]], judged: Path) -> tuple[int, int] | None:
+    """(pairs of the pool the judge has not graded, pairs in the pool), or None when it graded all: a
+    judge stopped at a ceiling, or whose calls failed, leaves the runs scored on part of the pool."""
+    from ..data import io as rio
+    graded = {(q, c) for q, c, _ in rio.read_qrels(judged).rows()} if judged.exists() and judged.stat().st_size \
+        else set()
+    missing = sum((q, c) not in graded for q, c in pooled)
+    return (missing, len(pooled)) if missing else None
 
 
 def _after_generate(ctx: Context, name: str) -> StepResult | None:
@@ -880,8 +896,18 @@ def _evaluate(ctx: Context, selected: bool) -> StepResult:
         results[name] = _read_json(path)
         ctx.state.done(f"evaluate:{name}", digest, 0, "")
         said.append(f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in ev.aggregate.items()))
+    partial = _partial_pool(ctx, qrels)
     return StepResult("evaluate", "ran" if said else "up to date",
-                      "; ".join(said) + f" (on {qrels.name})" if said else "", result=results)
+                      ("; ".join(said) + f" (on {qrels.name})" if said else "") + partial, result=results)
+
+
+def _partial_pool(ctx: Context, qrels: Path | None) -> str:
+    """What the metrics steps add when the runs are scored on a pool the judge did not finish."""
+    if ctx.unjudged is None or qrels is None or qrels != ctx.pool_qrels():
+        return ""
+    missing, pairs = ctx.unjudged
+    return (f"; PARTIAL: {missing} of the pool's {pairs} pairs are not judged yet, so these scores are of part of "
+            "it (a rerun finishes the judge)")
 
 
 def _compare(ctx: Context, selected: bool) -> StepResult:
@@ -899,7 +925,7 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
     digest = ctx.digests.of(qrels, *ctx.runs.values(), names=list(ctx.runs), metrics=ctx.project.metrics)
     kept = ctx.state.fresh("compare", digest, [path])
     if kept:
-        return StepResult("compare", "up to date", kept["text"], result=_read_json(path))
+        return StepResult("compare", "up to date", kept["text"] + _partial_pool(ctx, qrels), result=_read_json(path))
     cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics)
     _write_json(path, cmp.to_dict())
     first = ctx.project.metrics[0]
@@ -907,7 +933,7 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
                      + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "") + ")"
                      for t in cmp.tests if t.metric == first) + f" (on {qrels.name})"
     ctx.state.done("compare", digest, 0, text)
-    return StepResult("compare", "ran", text, result=_read_json(path))
+    return StepResult("compare", "ran", text + _partial_pool(ctx, qrels), result=_read_json(path))
 
 
 def _report(ctx: Context, selected: bool) -> StepResult:
@@ -931,8 +957,9 @@ def _report(ctx: Context, selected: bool) -> StepResult:
     html, md = out / "report.html", out / "report.md"
     digest = ctx.digests.of(*files, qrels, *runs, p.chunks, ctx.queries, p.answers, p.human, title=p.title)
     kept = ctx.state.fresh("report", digest, [html, md])
-    if kept:
-        return StepResult("report", "up to date", kept["text"], result=kept.get("result"))
+    if kept:  # said with this run's paths (the kept ones were relative to where that run was started)
+        return StepResult("report", "up to date", f"{html} and {md}",
+                          result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)})
     common = dict(qrels=qrels if runs else None, runs=runs, chunks=p.chunks, queries=ctx.queries, answers=p.answers,
                   human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}")
     written = make_report(files, html, **common)
@@ -953,6 +980,10 @@ def _track(ctx: Context, selected: bool) -> StepResult:
     results = [r for r in results if r.exists()]
     if not results:
         return StepResult("track", "skipped", "no results to track")
+    if _partial_pool(ctx, ctx.metric_qrels()):  # a history keeps results to compare over time: not partial ones
+        missing, pairs = ctx.unjudged or (0, 0)
+        return StepResult("track", "skipped", f"the scores are of part of the pool ({missing} of {pairs} pairs not "
+                                              "judged yet): not kept in the history until the judge finishes")
     db = ctx.project.state_dir / "history.sqlite"
     said = []
     for result in results:
@@ -977,6 +1008,10 @@ def _gate(ctx: Context, selected: bool) -> StepResult:
         return _not_selected("gate")
     if ctx.dry_run:
         return StepResult("gate", "estimated", "offline")
+    if _partial_pool(ctx, ctx.metric_qrels()):  # a threshold is not passed on part of the pool
+        missing, pairs = ctx.unjudged or (0, 0)
+        return StepResult("gate", "skipped", f"the scores are of part of the pool ({missing} of {pairs} pairs not "
+                                             "judged yet): no verdict until the judge finishes", 3)
     names = [p.gate_run] if p.gate_run else list(ctx.runs)
     failures = []
     for name in names:
