@@ -4,8 +4,12 @@ Sections are built from whatever inputs were given (see ``report_inputs``): runs
 query in a sortable table, comparisons (forest and per-query difference plots), the judge (grade
 mix, coverage, agreement heatmap and the widest disagreements), answers (label rates, diagnosis,
 agreement with people) and a generated set's mix. In HTML every query in a table row or a plot
-point opens that query's page: its question, gold chunks, each run's top chunks with people's and
-the judge's grades, coverage nuggets, the reference and the system's answer with its check label.
+point opens that query's page: its question, gold chunks, each run's top chunks with the qrels'
+grades and the judge's, coverage nuggets, the reference and the system's answer with its check label.
+
+Every grade and label is named by who made it, read from its file's origin (``FILE.origin.json``,
+else what its lines say): "people (alice)" only when people made them, the model's name when a
+model did, "unknown" when the file says nothing. The judge's pool qrels are never "people's".
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ from typing import Any
 
 from ..errors import InputError
 from . import svg
-from .report_inputs import ReportInputs, load_inputs
+from .report_inputs import ReportInputs, RunFiles, load_inputs
 from .report_model import Report, Section, Table
 from .report_page import render_html, render_markdown
 
-__all__ = ["ReportInputs", "Section", "Table", "build_report", "load_inputs", "write_report"]
+__all__ = ["ReportInputs", "Section", "Table", "build_report", "labelled_by", "load_inputs", "write_report"]
 
 K_MAX = 20          # precision/recall curves go to this depth
 TOP_SHOWN = 10      # chunks per run on a query's page
@@ -31,6 +35,27 @@ PER_QUERY = ("ndcg@10", "p@5", "recall@10", "map", "mrr")  # map and mrr per que
 
 
 # ------------------------------------------------------------------------------------ helpers
+
+def labelled_by(origin: Any) -> str:
+    """Who made a file's labels, as the report names them: "people (alice + bob)", the model's name
+    ("gpt-4o"), "mixed (alice + gpt-4o)", or "unknown" (no origin, or one that names no labeller)."""
+    kind = "unknown" if origin is None else origin.kind
+    if kind == "unknown":
+        return "unknown"
+    names = list(dict.fromkeys("unknown" if lab.by == "unknown" else lab.name for lab in origin.labellers))
+    if kind == "model":
+        return " + ".join(names)
+    return f"{'people' if kind == 'people' else 'mixed'} ({' + '.join(names)})"
+
+
+def _labels(inp: ReportInputs) -> dict[str, str]:
+    """The names the query pages give each file of labels (the script reads them: it names nothing itself)."""
+    out = {"qrels": labelled_by(inp.qrels.origin if inp.qrels is not None else None),
+           "answers": labelled_by(inp.human_origin)}
+    if inp.people_qrels is not None:
+        out["second"] = labelled_by(inp.people_qrels.origin)
+    return out
+
 
 def _judge_grades(inp: ReportInputs) -> dict[tuple[str, str], int]:
     return {(j.query_id, j.chunk_id): j.grade for j in inp.judgments if j.status == "ok"}
@@ -65,8 +90,10 @@ def runs_section(inp: ReportInputs, evals: list) -> list[Section]:
                         "recall@k", "k")
     cols = ("p@5", "p@10", "recall@10", "ndcg@10", "mrr", "map")
     rows = [[r.name] + [ev.aggregate[m] for m in cols] for r, ev in zip(inp.runs, evals)]
+    who = labelled_by(inp.qrels.origin)
     return [Section("Runs: precision and recall at k",
-                    f"{len(evals[0].queries)} queries; a query with judgments that a run did not answer counts as 0.",
+                    f"{len(evals[0].queries)} queries, graded on qrels judged by {who}; a query with judgments that a "
+                    "run did not answer counts as 0.",
                     [p, rc], [Table(["run", *cols], rows)])]
 
 
@@ -106,8 +133,10 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     outside = [q for q in order if in_runs and q not in in_runs]
     where = (f" ({len(order) - len(outside)} in the runs, {len(outside)} only in other inputs: "
              f"{', '.join(outside[:3])}{', ...' if len(outside) > 3 else ''})" if outside else "")
-    note = (f"{len(rows)} queries{where}, worst first. Click a row or a dot to open the query: its chunks with both "
-            "grades, the answer and its label. Click a column to sort; type to filter.")
+    graders = f"the grades of {labelled_by(inp.qrels.origin) if inp.qrels is not None else 'no qrels'}" + (
+        f" and {labelled_by(inp.people_qrels.origin)}" if inp.people_qrels is not None else "") + " and the judge's"
+    note = (f"{len(rows)} queries{where}, worst first. Click a row or a dot to open the query: its chunks with "
+            f"{graders}, the answer and its label. Click a column to sort; type to filter.")
     return [Section("Queries", note, plots, [Table(headers, rows, queries=list(order), filter=True)])]
 
 
@@ -319,13 +348,14 @@ def generate_sections(inp: ReportInputs) -> list[Section]:
 def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
     """Per query, what its page shows (only ids and clipped texts; the page is drawn by the script)."""
     gold = inp.qrels.to_dict() if inp.qrels is not None else {}
+    second = inp.people_qrels.to_dict() if inp.people_qrels is not None else None
     judged = _judge_grades(inp)
     ranked = {r.name: r.ranked() for r in inp.runs}
     # the queries file (or a generated set) gives texts, not pages: a page is for a query with results,
     # judgments, an answer or coverage
-    ids = set(gold) | {q for rk in ranked.values() for q in rk} | set(inp.answers) | {c.id for c in inp.checks} \
+    ids = set(gold) | set(second or {}) | {q for rk in ranked.values() for q in rk} | set(inp.answers) | {c.id for c in inp.checks} \
         | {c.query_id for c in inp.coverage}
-    if not inp.runs and not gold and not inp.answers and not inp.checks:
+    if not inp.runs and not gold and not second and not inp.answers and not inp.checks:
         return {}
     checks = {c.id: c for c in inp.checks}
     questions = {q.id: q for q in inp.questions}
@@ -339,8 +369,12 @@ def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
         a = inp.answers.get(q)
         page: dict[str, Any] = {"question": inp.queries.get(q) or (a.question if a else None)}
         if gold.get(q):
-            page["gold"] = sorted(([d, g] for d, g in gold[q].items()), key=lambda x: (-x[1], x[0]))
-        page["runs"] = {name: [[d, gold.get(q, {}).get(d), judged.get((q, d))] for d, _ in rk.get(q, [])[:TOP_SHOWN]]
+            page["gold"] = _relevant_first(gold[q])
+        if second and second.get(q):
+            page["second"] = _relevant_first(second[q])
+        page["runs"] = {name: [[d, gold.get(q, {}).get(d), judged.get((q, d))]
+                               + ([second.get(q, {}).get(d)] if second is not None else [])
+                               for d, _ in rk.get(q, [])[:TOP_SHOWN]]
                         for name, rk in ranked.items()}
         if q in per:
             page["metrics"] = per[q]
@@ -362,8 +396,12 @@ def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
     return pages
 
 
+def _relevant_first(grades: dict[str, int]) -> list[list]:
+    return sorted(([d, g] for d, g in grades.items()), key=lambda x: (-x[1], x[0]))
+
+
 def chunk_texts(inp: ReportInputs, pages: dict[str, Any]) -> dict[str, str]:
-    wanted = {d for p in pages.values() for d, _ in p.get("gold", [])}
+    wanted = {d for p in pages.values() for d, _ in p.get("gold", []) + p.get("second", [])}
     wanted |= {row[0] for p in pages.values() for rows in p["runs"].values() for row in rows}
     return {d: _clip(inp.chunks[d].text, TEXT_CLIP) for d in sorted(wanted) if d in inp.chunks}
 
@@ -381,6 +419,9 @@ def input_joins(inp: ReportInputs) -> list:
         for r in inp.runs:
             joins.append((Join.of("query ids", f"the run {r.name}", r.queries, "the qrels", inp.qrels.queries,
                                   r.source, inp.qrels.source), ("left", "right")))
+        if inp.people_qrels is not None:
+            joins.append((Join.of("query ids", "the second qrels", inp.people_qrels.queries, "the qrels",
+                                  inp.qrels.queries, inp.people_qrels.source, inp.qrels.source), ()))
         if inp.judgments:
             joins.append((Join.of("query ids", "the judgments", {j.query_id for j in inp.judgments}, "the qrels",
                                   inp.qrels.queries, None, inp.qrels.source), ("left",)))
@@ -407,19 +448,44 @@ def joins_section(joins: list) -> list[Section]:
     return [Section("Inputs: what met", note, tables=[Table(["ids", "side", "ids", "other side", "ids", "met"], rows)])]
 
 
+# ---------------------------------------------------------------------------------- labellers
+
+def labellers_section(inp: ReportInputs) -> list[Section]:
+    """Who made each file of grades and labels the report shows, as every table and page names them."""
+    from ..data.origin import origin_of_records
+    rows = []
+    if inp.qrels is not None:
+        rows.append(["qrels", inp.qrels.origin])
+    if inp.people_qrels is not None:
+        rows.append(["second qrels", inp.people_qrels.origin])
+    if inp.judgments:
+        rows.append(["judgments (the judge)", origin_of_records(
+            {"model": j.model, "prompt": j.prompt} for j in inp.judgments if j.status == "ok")])
+    if inp.human_labels:
+        rows.append(["answer labels", inp.human_origin])
+    if not rows:
+        return []
+    table = Table(["labels", "made by", "kind", "in full"],
+                  [[what, labelled_by(o), "unknown" if o is None else o.kind, "unknown" if o is None else o.describe()]
+                   for what, o in rows])
+    return [Section("Labels: who made them",
+                    "Read from each file's origin (FILE.origin.json beside it, else what its lines say); a file that "
+                    "says nothing is unknown, never people's.", tables=[table])]
+
+
 # ------------------------------------------------------------------------------------ assembly
 
 def build_report(inp: ReportInputs, title: str = "ragassay report", joins: list | None = None) -> Report:
     joins = input_joins(inp) if joins is None else joins
     evals, per = _per_query(inp)
     pages = query_pages(inp, per)
-    sections = (joins_section(joins) + runs_section(inp, evals) + queries_section(inp, evals, per, pages)
+    sections = (joins_section(joins) + labellers_section(inp) + runs_section(inp, evals) + queries_section(inp, evals, per, pages)
                 + compare_sections(inp, evals) + judge_sections(inp) + calibration_sections(inp) + check_sections(inp)
                 + generate_sections(inp))
     if not sections:
         raise InputError("nothing to report: give --qrels and --run, or result files from evaluate, compare, judge, "
                          "check or generate")
-    return Report(title, sections, {"runs": [r.name for r in inp.runs], "queries": pages,
+    return Report(title, sections, {"runs": [r.name for r in inp.runs], "labels": _labels(inp), "queries": pages,
                                     "chunks": chunk_texts(inp, pages) if pages else {}})
 
 
@@ -449,12 +515,16 @@ class ReportFile:
 
 
 def make_report(files: Sequence[str | Path], output: str | Path, *, qrels: str | Path | None = None,
-                runs: Sequence[str | Path] = (), chunks: str | Path | None = None, queries: str | Path | None = None,
+                runs: RunFiles = (), chunks: str | Path | None = None, queries: str | Path | None = None,
                 answers: str | Path | None = None, human: str | Path | None = None, fmt: str | None = None,
-                title: str = "ragassay report") -> ReportFile:
+                title: str = "ragassay report", people_qrels: str | Path | None = None) -> ReportFile:
     """Read ragassay's outputs (``files``, with the qrels, runs and texts they refer to) and write
-    one report to ``output``: ``fmt`` html or markdown, else by the output's suffix (.md is markdown)."""
-    inputs = load_inputs(files, qrels=qrels, runs=runs, chunks=chunks, queries=queries, answers=answers, human=human)
+    one report to ``output``: ``fmt`` html or markdown, else by the output's suffix (.md is markdown).
+
+    ``runs``: a mapping {name: path} names each run; a sequence of paths names each by its TREC tag
+    (else its file name). ``people_qrels``: a second qrels shown beside ``qrels`` (see ``load_inputs``)."""
+    inputs = load_inputs(files, qrels=qrels, runs=runs, chunks=chunks, queries=queries, answers=answers, human=human,
+                         people_qrels=people_qrels)
     file_format = fmt if fmt in ("html", "markdown") else \
         ("markdown" if Path(output).suffix.lower() in (".md", ".markdown") else "html")
     joins = input_joins(inputs)  # counted once: for the report's section and for the warnings said

@@ -9,7 +9,7 @@ and people's labels come from their own options.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from ..errors import InputError
 @dataclass
 class ReportInputs:
     qrels: Any = None
+    people_qrels: Any = None  # a second qrels shown beside the first (people's beside the judge's pool)
     runs: list = field(default_factory=list)
     chunks: dict = field(default_factory=dict)          # id -> Chunk
     queries: dict[str, str] = field(default_factory=dict)
@@ -48,22 +49,77 @@ class ReportInputs:
 
 REPORTED_RECORDS = ("judgment", "coverage", "check", "question", "reject")
 
+RunFiles = Mapping[str, "str | Path"] | Sequence["str | Path"]
 
-def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = None, runs: Sequence[str | Path] = (),
+
+class NamedRun(str):
+    """A run file's path (the string itself, so every check of declared input files sees the path)
+    with the name the caller gave the run: what ``--run NAME=PATH`` becomes."""
+
+    run_name: str
+
+    def __new__(cls, path: str, run_name: str) -> NamedRun:
+        made = super().__new__(cls, path)
+        made.run_name = run_name
+        return made
+
+
+def run_argument(text: str) -> str:
+    """A ``--run`` value: ``NAME=PATH`` names the run NAME; a path as it is (named by its TREC tag,
+    else its file name). A path holding '=' that exists is a path; otherwise the first '=' splits."""
+    if "=" not in text or Path(text).exists():
+        return text
+    name, path = text.split("=", 1)
+    if not name.strip() or not path:
+        raise ValueError(f"{text!r}: give NAME=PATH (a name and a run file) or the path of a run file")
+    return NamedRun(path, name)
+
+
+def named_run_files(runs: RunFiles) -> list[tuple[str | None, str | Path]]:
+    """(name, path) of each run: a mapping names every run; in a sequence, a :class:`NamedRun` has
+    its name and a plain path none (the run's TREC tag, else its file name, names it)."""
+    if isinstance(runs, Mapping):
+        return [(str(name), path) for name, path in runs.items()]
+    return [(r.run_name if isinstance(r, NamedRun) else None, r) for r in runs]
+
+
+def read_runs(runs: RunFiles) -> list:
+    """The runs, each named as the caller said (else by its tag or file name); two runs of one name
+    are an error naming the second file."""
+    from ..data.io import read_run
+    out, seen = [], {}
+    for name, path in named_run_files(runs):
+        if name is not None and not name.strip():
+            raise InputError("a run's name is empty: give each run a name", path)
+        run = read_run(path, name=name)
+        if run.name in seen:
+            how = "the name given" if name is not None else "its TREC tag (or file name)"
+            raise InputError(f"two runs are named {run.name!r} ({how}; the other is {seen[run.name]}): give each "
+                             "run its own name (NAME=PATH in ragassay report; a mapping {name: path} from Python)", path)
+        seen[run.name] = path
+        out.append(run)
+    return out
+
+
+def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = None, runs: RunFiles = (),
                 chunks: str | Path | None = None, queries: str | Path | None = None,
-                answers: str | Path | None = None, human: str | Path | None = None) -> ReportInputs:
-    """Read everything a report can show; each file is checked and named in any error."""
-    from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries, read_run
+                answers: str | Path | None = None, human: str | Path | None = None,
+                people_qrels: str | Path | None = None) -> ReportInputs:
+    """Read everything a report can show; each file is checked and named in any error.
+
+    ``runs`` is a mapping {name: path} that names each run, or a sequence of paths (each run named by
+    its TREC tag, else its file name; a :class:`NamedRun` by its own name). ``people_qrels`` is a
+    second qrels shown beside ``qrels`` on every query page (people's grades beside the judge's pool
+    the metrics are computed on); each is labelled by who made it (``FILE.origin.json``)."""
+    from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries
     from ..data.record_files import legacy_kind, read_record_file
     from ..data.results import load_result
     inp = ReportInputs()
     if qrels:
         inp.qrels = read_qrels(qrels)
-    inp.runs = [read_run(r) for r in runs]
-    names = [r.name for r in inp.runs]
-    if len(set(names)) < len(names):
-        raise InputError(f"two runs are named {next(n for n in names if names.count(n) > 1)!r}; give runs with "
-                         "different names", runs[0])
+    if people_qrels:
+        inp.people_qrels = read_qrels(people_qrels)
+    inp.runs = read_runs(runs)
     if chunks:
         inp.chunks = {c.id: c for c in read_chunks(chunks)}
     if queries:

@@ -41,7 +41,7 @@ box-shadow:-8px 0 24px rgba(0,0,0,.12);overflow:auto;padding:18px 22px;z-index:5
 
 SCRIPT = r"""
 (function(){
-let D = {queries: {}, chunks: {}, runs: []};
+let D = {queries: {}, chunks: {}, runs: [], labels: {qrels: 'unknown', answers: 'unknown'}};
 async function load(){const b64=document.getElementById('report-data').textContent.trim();
   if(typeof DecompressionStream==='undefined'){throw new Error('this browser cannot unpack the query pages '+
     '(it needs DecompressionStream: Chrome 80, Firefox 113, Safari 16.4 or newer)');}
@@ -66,22 +66,26 @@ function showQuery(id){
     panel.appendChild(h('h3',null,'Answer'));
     if(p.reference!=null)panel.appendChild(h('div',null,h('b',null,'reference'),h('blockquote',null,p.reference)));
     if(p.response!=null)panel.appendChild(h('div',null,h('b',null,'system answer '),p.check?lab(p.check.label||'error'):'',
-      p.human_label?h('span',null,'  people: ',lab(p.human_label)):'',h('blockquote',null,p.response)));
+      p.human_label?h('span',null,'  '+D.labels.answers+': ',lab(p.human_label)):'',h('blockquote',null,p.response)));
     if(p.check){const c=p.check;const bits=[];
       if(c.decided_by)bits.push('decided by '+c.decided_by);if(c.grounded)bits.push('grounded: '+c.grounded);if(c.fault)bits.push('fault: '+c.fault);
       if(bits.length)panel.appendChild(h('p',{class:'note'},bits.join('; ')));
       if(c.rationale)panel.appendChild(h('p',null,c.rationale));if(c.error)panel.appendChild(h('p',null,'error: '+c.error));
       if(c.unsupported_claims)panel.appendChild(h('ul',null,c.unsupported_claims.map(x=>h('li',null,'unsupported: '+x))));}}
   const gold=new Map(p.gold||[]);
-  if(p.gold){panel.appendChild(h('h3',null,'Judged by people (relevant first)'));
-    panel.appendChild(h('table',null,h('tbody',null,p.gold.map(([d,g])=>h('tr',null,h('td',{class:'id'},d),h('td',{class:'num'},g),
+  for(const [key,who] of [['gold',D.labels.qrels],['second',D.labels.second]]){if(!p[key])continue;
+    panel.appendChild(h('h3',null,'Judged by '+who+', relevant first'));
+    panel.appendChild(h('table',null,h('tbody',null,p[key].map(([d,g])=>h('tr',null,h('td',{class:'id'},d),h('td',{class:'num'},g),
       h('td',{class:'chunk'},D.chunks[d]||''))))));}
+  const heads=['rank','chunk',D.labels.qrels,'judge'].concat(D.labels.second!=null?[D.labels.second]:[],['text']);
+  const grade=g=>g==null?'unjudged':g;
   for(const run of Object.keys(p.runs||{})){
     panel.appendChild(h('h3',null,'Top '+p.runs[run].length+' of '+run));
     if(!p.runs[run].length){panel.appendChild(h('p',{class:'note'},'This run returned nothing for this query.'));continue;}
-    panel.appendChild(h('table',null,h('thead',null,h('tr',null,['rank','chunk','people','judge','text'].map(x=>h('th',null,x)))),
-      h('tbody',null,p.runs[run].map(([d,g,j],i)=>h('tr',{class:(g>0?'gold':'')},h('td',{class:'num'},i+1),h('td',{class:'id'},d),
-        h('td',{class:'num'},g==null?'unjudged':g),h('td',{class:'num'},j==null?'':j),h('td',{class:'chunk'},D.chunks[d]||''))))));
+    panel.appendChild(h('table',null,h('thead',null,h('tr',null,heads.map(x=>h('th',null,x)))),
+      h('tbody',null,p.runs[run].map(([d,g,j,s],i)=>h('tr',{class:(g>0?'gold':'')},h('td',{class:'num'},i+1),h('td',{class:'id'},d),
+        h('td',{class:'num'},grade(g)),h('td',{class:'num'},j==null?'':j),
+        D.labels.second!=null?h('td',{class:'num'},grade(s)):null,h('td',{class:'chunk'},D.chunks[d]||''))))));
     const cov=p.coverage&&(p.coverage[run]||(Object.keys(D.runs).length<2&&p.coverage.run));
     if(cov){panel.appendChild(h('p',null,h('b',null,'coverage: '),cov.label,cov.error?' ('+cov.error+')':''));
       if(cov.nuggets.length)panel.appendChild(h('ul',null,cov.nuggets.map(([t,v,s])=>h('li',null,(v?'[vital] ':'[okay] ')+t+' \u2014 '+(s||'')))));}}
