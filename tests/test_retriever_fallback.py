@@ -56,6 +56,9 @@ def test_a_missing_package_reads_the_fallback_run_and_says_so(project, capsys):
                    "(3 results for 2 queries)"
     out = project / "ragassay-out"
     assert (out / "runs" / "r.txt").read_text() == (project / "kept.txt").read_text()
+    assert step(done, "retrieve")["result"]["r"] == {"fallback": str(project / "kept.txt"),
+                                                      "missing_package": "a_package_nobody_installed"}
+    assert any("kept.txt is read in its place" in w for w in done["warnings"])  # in the JSON's warnings too
     assert step(done, "evaluate")["status"] == "ran" and (out / "evaluate" / "r.json").exists()
     # the retriever is tried again next time (its package may have been installed since)
     project.joinpath("retrievers.py").write_text(project.joinpath("retrievers.py").read_text().replace(

@@ -217,6 +217,7 @@ class Context:
     judged: Path | None = None                                 # the pool's qrels, once judged
     without_llm: list[str] = field(default_factory=list)       # what was not done for want of an endpoint
     unjudged: tuple[int, int] | None = None                    # (pairs of the pool not graded, pairs in it), when any
+    warnings: list[str] = field(default_factory=list)          # said by the steps, added to the run's
     spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0                                    # and what they cost (where a price is known)
 
@@ -323,6 +324,7 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
         if lock is not None:
             lock.release()
     result.without_llm = ctx.without_llm
+    result.warnings += ctx.warnings
     return result
 
 
@@ -519,6 +521,8 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
             if missing is None or name not in p.fallbacks:
                 raise
             said.append(_fell_back(ctx, name, path, missing))
+            results[name] = {"fallback": str(p.fallbacks[name]), "missing_package": missing}
+            ctx.warnings.append(f"{said[-1]} (the retriever {name} did not run)")
             ran += 1
             continue
         ran += 1
