@@ -102,6 +102,9 @@ def test_the_demo_and_run_on_a_copy_make_the_same_steps_calls_and_report_inputs(
         llm = ["--base-url", server.url, "--model", "fake", "--no-cache"]
         assert main(["demo", "--copy", "copy"]) == 0
         assert Path("copy/ragassay.toml").read_text() == (EXAMPLE / "ragassay.toml").read_text()
+        code, dry_lines = said(capsys, ["run", "copy/ragassay.toml", "--dry-run", *llm])
+        assert code == 0 and not server.requests  # coverage's ceiling counted: the dry run's total bounds the run's
+        assert dry_lines[-1] == "dry run: no model was called (the retrievers ran, to know the pool); at most 282 calls in all"
         code, demo_lines = said(capsys, ["demo", "--out", "demo-out", *llm])
         demo_asked = Counter(schema_seen(b) for b in server.requests)
         seen = len(server.requests)

@@ -102,8 +102,9 @@ class PipelineResult:
         lines += self.usage_lines()
         if self.dry_run:
             ran = any(s.step == "retrieve" and s.status == "estimated" for s in self.steps)
+            bound = any((s.estimate or {}).get("at_most") for s in self.steps)
             lines.append(f"dry run: no model was called{' (the retrievers ran, to know the pool)' if ran else ''}; "
-                         f"{self.calls} calls in all")
+                         f"{'at most ' if bound else ''}{self.calls} calls in all")
         failed = [s for s in self.steps if s.exit_code]
         if failed:
             lines.append("finished with " + ", ".join(f"{s.step} (exit {s.exit_code})" for s in failed))
@@ -653,6 +654,12 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     return StepResult("judge", "ran", text, done.exit_code, result=done.to_dict())
 
 
+def _queries_of(path: Path) -> dict[str, str]:
+    """The project's queries (read as every step reads them)."""
+    from ..data import io as rio
+    return rio.read_queries(path)
+
+
 def _unjudged(pooled: list[tuple[str, str]], judged: Path) -> tuple[int, int] | None:
     """(pairs of the pool the judge has not graded, pairs in the pool), or None when it graded all: a
     judge stopped at a ceiling, or whose calls failed, leaves the runs scored on part of the pool."""
@@ -682,10 +689,14 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
     skip = _llm_skip(ctx, "coverage") or _after_generate(ctx, "coverage")
     if skip:
         return skip
-    if ctx.dry_run and ctx.judging:  # its nuggets come from the passages judged relevant
-        return StepResult("coverage", "estimated", "after judge: its calls depend on the judgments (a dry run once "
-                                                   "they are written says)")
     runs = {**ctx.runs, **ctx.memory_runs}  # a dry run's retrievals that will change: in memory
+    if ctx.dry_run and ctx.judging:  # its nuggets come from the passages judged relevant: a ceiling is known
+        queries = len(_queries_of(ctx.queries)) if ctx.queries is not None else 0
+        most = queries * (2 + len(runs))
+        return StepResult("coverage", "estimated", f"after judge: at most {most} calls (nuggets and their importance "
+                          f"for each of {queries} queries, then each of {len(runs)} runs' support), fewer where the "
+                          "judge finds no relevant passage (a dry run once the judgments are written says)", 0,
+                          {"calls": most, "at_most": True})
     if ctx.queries is None or not runs or p.chunks is None:
         return StepResult("coverage", "skipped", "needs queries, chunks and runs")
     out, judgments = ctx.out / "coverage.jsonl", ctx.out / "judgments.jsonl"
