@@ -133,10 +133,9 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     outside = [q for q in order if in_runs and q not in in_runs]
     where = (f" ({len(order) - len(outside)} in the runs, {len(outside)} only in other inputs: "
              f"{', '.join(outside[:3])}{', ...' if len(outside) > 3 else ''})" if outside else "")
-    graders = f"the grades of {labelled_by(inp.qrels.origin) if inp.qrels is not None else 'no qrels'}" + (
-        f" and {labelled_by(inp.people_qrels.origin)}" if inp.people_qrels is not None else "") + " and the judge's"
-    note = (f"{len(rows)} queries{where}, worst first. Click a row or a dot to open the query: its chunks with "
-            f"{graders}, the answer and its label. Click a column to sort; type to filter.")
+    graders = [labelled_by(q.origin) for q in (inp.qrels, inp.people_qrels) if q is not None] + ["the judge"]
+    note = (f"{len(rows)} queries{where}, worst first. Click a row or a dot to open the query: its chunks as graded "
+            f"by {', by '.join(graders)}, the answer and its label. Click a column to sort; type to filter.")
     return [Section("Queries", note, plots, [Table(headers, rows, queries=list(order), filter=True)])]
 
 
