@@ -182,13 +182,34 @@ def test_max_cost_stops_before_the_cost_is_passed(tmp_path, capsys):
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
     argv = ["check", str(answers_file(tmp_path, 10)), "-o", str(tmp_path / "c.jsonl"), "--model", "m", "--no-cache",
-            "--quiet", "--concurrency", "1", "--price-in", "1000", "--price-out", "1000", "--max-cost", "0.5"]
+            "--quiet", "--concurrency", "1", "--price-in", "100", "--price-out", "100", "--max-cost", "0.5"]
     with FakeLLM() as server:
         code = main(argv + ["--base-url", server.url])
         calls = server.calls
     printed = capsys.readouterr()
     assert code == 3 and 0 < calls < 10 and "stopped at the --max-cost $0.5 ceiling" in printed.out
     assert main(argv[:-2] + ["--max-cost", "1", "--base-url", "http://127.0.0.1:9/v1", "--price-in", "-1"]) == 2
+
+
+@pytest.mark.parametrize("ceiling", [1.0, 1.5, 3.0])
+def test_max_cost_holds_with_many_calls_in_flight(tmp_path, capsys, ceiling):
+    """32 calls at once against a slow server: each call's worst cost (its prompt and whole answer
+    budget) is held while it is in flight, so calls that start together cannot pass the ceiling
+    together (they did: 40% over it at --concurrency 32); what is spent stays under it."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fake_llm import FakeLLM
+    out = tmp_path / "c.jsonl"
+    argv = ["check", str(answers_file(tmp_path, 40)), "-o", str(out), "--model", "m", "--no-cache", "--quiet",
+            "--concurrency", "32", "--price-in", "200", "--price-out", "200", "--max-cost", str(ceiling),
+            "--format", "json"]
+    with FakeLLM(delay=0.2) as server:
+        code = main(argv + ["--base-url", server.url])
+        sent = server.calls
+    result = json.loads(capsys.readouterr().out)
+    spent = sum(u["cost_usd"] for u in result["usage"].values())
+    assert code == 3 and 0 < sent < 40
+    assert spent <= ceiling, (spent, ceiling)
 
 
 def test_max_cost_without_a_price_is_refused_before_anything_is_sent(tmp_path, capsys):

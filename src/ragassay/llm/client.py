@@ -34,7 +34,7 @@ from .errors import LLMError
 from . import server_info
 from .reading import read_answer
 from .server_info import ServerInfo
-from .usage import Usage, estimate_tokens
+from .usage import Usage, estimate_tokens, price_for
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -105,6 +105,7 @@ class LLM:
         self._secrets = config.secrets()
         self.in_flight = 0
         self.max_in_flight = 0
+        self._reserved = 0.0  # USD the calls in flight may still cost (held against --max-cost)
         self.batch: BatchBox | None = None  # answers from batch files, and requests left for one
         self.last_found = "whole"  # where the last answer's JSON was found (llm/reading.py)
         self.context_limit: int | None = None  # the context the server said it has, in tokens
@@ -492,8 +493,9 @@ class LLM:
             raise LLMError("transport", f"{what} {self.config.public_base_url()} after {attempt_no} "
                            f"attempt(s): {self._redact(_root_cause(e))}", attempt_no) from None
 
-    def _check_ceilings(self) -> None:
-        """No request is sent past a spending ceiling (calls in flight may finish past the cost one)."""
+    def _check_ceilings(self, worst: float = 0.0) -> None:
+        """No request is sent past a spending ceiling: for the cost one, what is spent, what the calls
+        in flight may still cost (``self._reserved``) and this call's ``worst`` must all fit under it."""
         c = self.config
         sent = self.usage.total().calls
         if c.max_calls is not None and sent >= c.max_calls:
@@ -504,8 +506,11 @@ class LLM:
                 raise LLMError("budget", f"stopped: --max-cost ${c.max_cost:g} cannot be held, the endpoint reports no "
                                f"token usage ({unmetered} replies without it); use --max-calls instead")
             spent = self.usage.cost() or 0.0
-            if spent >= c.max_cost:
-                raise LLMError("budget", f"stopped at the --max-cost ${c.max_cost:g} ceiling (${spent:.4f} spent)")
+            if spent >= c.max_cost or (worst and spent + self._reserved + worst > c.max_cost):
+                raise LLMError("budget", f"stopped at the --max-cost ${c.max_cost:g} ceiling (${spent:.4f} spent"
+                               + (f", ${self._reserved:.4f} more in flight" if self._reserved else "")
+                               + (f"; the next call could cost ${worst:.4f}" if worst and spent < c.max_cost else "")
+                               + ")")
 
     async def _send(self, convo, response_model, params, su):
         """Send one call, in the mode the endpoint takes. Until the endpoint has answered once (or
@@ -534,11 +539,13 @@ class LLM:
             mode = self.mode
             body = self.request_body(convo, response_model, params, mode)
             self._fits(body)
-            self._check_ceilings()
+            worst = self._worst_cost(body)
+            self._check_ceilings(worst)
             su.calls += 1
             client = self.client
             if self._given_client is None:
                 await self._closing_with_loop()
+            self._reserved += worst  # held while the call is in flight: calls at once cannot pass the ceiling together
             try:
                 try:
                     completion = await _create(client, body, self.call_timeout(body))
@@ -565,6 +572,22 @@ class LLM:
                                         f"{self._redact(_error_detail(e))[:160]})")
                     self._mode_unsaved = True
                 continue
+            finally:
+                self._reserved -= worst  # counted now in the usage (or the call failed)
+
+    def _worst_cost(self, body: dict[str, Any]) -> float:
+        """The most this request can cost (USD), counted high on purpose: its prompt at a token for every
+        two bytes of UTF-8 (English runs near four characters a token, JSON and code fewer, CJK about a
+        token for each three-byte character) plus a few for each message, and its whole answer budget,
+        at the price; 0 without a price or a cost ceiling (nothing to hold then)."""
+        if self.config.max_cost is None:
+            return 0.0
+        price = price_for(self.config.model, self.config.price_in, self.config.price_out)
+        if price is None:
+            return 0.0
+        messages = body.get("messages", ())
+        prompt = sum(len(str(m.get("content") or "").encode("utf-8")) // 2 + 4 for m in messages)
+        return (prompt * price[0] + (body.get("max_tokens") or 0) * price[1]) / 1e6
 
     def _not_a_completion(self, reply: Any) -> str | None:
         """Why a reply is not a chat completion (an HTML page, plain text, another JSON shape), in
