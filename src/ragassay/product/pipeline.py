@@ -966,17 +966,19 @@ def _report(ctx: Context, selected: bool) -> StepResult:
     if len(ctx.runs) >= 2 and not (out / "compare.json").exists():
         files = [f for f in files if f.name != "compare.json"]
     qrels = ctx.metric_qrels()
-    runs = list(ctx.runs.values()) if qrels is not None else []
+    runs = dict(ctx.runs) if qrels is not None else {}  # named as the project names them, not by their TREC tags
+    people = p.qrels if runs and p.qrels is not None and qrels != p.qrels else None  # beside the judge's pool
     if not files and not runs:
         return StepResult("report", "skipped", "nothing to report yet")
     html, md = out / "report.html", out / "report.md"
-    digest = ctx.digests.of(*files, qrels, *runs, p.chunks, ctx.queries, p.answers, p.human, title=p.title)
+    digest = ctx.digests.of(*files, qrels, people, *runs.values(), p.chunks, ctx.queries, p.answers, p.human,
+                            title=p.title, names=list(runs))
     kept = ctx.state.fresh("report", digest, [html, md])
     if kept:  # said with this run's paths (the kept ones were relative to where that run was started)
         return StepResult("report", "up to date", f"{html} and {md}",
                           result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)})
-    common = dict(qrels=qrels if runs else None, runs=runs, chunks=p.chunks, queries=ctx.queries, answers=p.answers,
-                  human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}")
+    common = dict(qrels=qrels if runs else None, runs=runs, people_qrels=people, chunks=p.chunks, queries=ctx.queries,
+                  answers=p.answers, human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}")
     written = make_report(files, html, **common)
     make_report(files, md, fmt="markdown", **common)
     text = f"{written.path} and {md}"
