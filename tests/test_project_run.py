@@ -531,3 +531,24 @@ def test_a_gate_gives_no_verdict_on_part_of_the_pool(folder, capsys):
     gate = step(done, "gate")
     assert code == 3 and (gate["status"], gate["exit_code"]) == ("skipped", 3)
     assert "no verdict until the judge finishes" in gate["text"]
+
+
+def test_init_says_who_labelled_the_answers_and_the_next_command_from_where_it_was_typed(tmp_path, capsys,
+                                                                                          monkeypatch):
+    d = tmp_path / "my corpus"
+    d.mkdir()
+    shutil.copy(EXAMPLE / "chunks.jsonl", d)
+    (d / "by_model.jsonl").write_text('{"id": "q01", "label": "correct", "model": "gpt-4o", "prompt": "p@1"}\n')
+    (d / "answers.jsonl").write_text((EXAMPLE / "answers.jsonl").read_text())
+    monkeypatch.chdir(tmp_path)
+    code, out = init(Path("my corpus"), capsys)
+    assert code == 0
+    assert "human  (labels of the answers; labelled by gpt-4o, p@1)" in out  # the lines say a model: never "people's"
+    assert out.splitlines()[-1] == ("next: read my corpus/ragassay.toml, then 'ragassay run 'my corpus/ragassay.toml' "
+                                    "--dry-run' to see what it would do and cost")
+    (d / "by_model.jsonl").write_text('{"id": "q01", "label": "correct"}\n')
+    (d / "ragassay.toml").unlink()
+    monkeypatch.chdir(d)
+    code, out = init(Path("."), capsys)
+    assert "human  (labels of the answers; who labelled them is unknown (add FILE.origin.json))" in out
+    assert out.splitlines()[-1] == "next: read ragassay.toml, then 'ragassay run --dry-run' to see what it would do and cost"

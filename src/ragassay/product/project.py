@@ -423,7 +423,7 @@ def _json_roles(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
                               and "chunk_ids" not in keys):
         return [Found(name, "data", "answers", name, "answers to check: question, reference, response")], ""
     if "label" in keys and "id" in keys and len(keys) <= 4:
-        return [Found(name, "data", "human", name, "people's labels of the answers")], ""
+        return [Found(name, "data", "human", name, "labels of the answers" + _labels_who(f))], ""
     if {"query_id", "chunk_id", "score"} <= keys:
         return [Found(name, "runs", _run_name(f), name, "a run (JSON Lines)")], ""
     if {"query_id", "chunk_id", "grade"} <= keys:
@@ -462,6 +462,23 @@ def _numbers(*values: str) -> bool:
 
 def _run_name(f: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", f.stem) or "run"
+
+
+def _quote_arg(text: str) -> str:
+    """A path as a shell would take it back (quoted when it holds a space or a quote)."""
+    import shlex
+    return shlex.quote(text)
+
+
+def _labels_who(f: Path) -> str:
+    """Who labelled a file of answer labels: its sidecar, else what its lines say (assessor, model)."""
+    from ..data.io import iter_jsonl, read_bytes_checked
+    from ..data.origin import label_origin
+    try:
+        origin = label_origin(f, (obj for _, obj in iter_jsonl(read_bytes_checked(f), f)))
+    except InputError as e:
+        return f"; who labelled them cannot be read: {e.message}"
+    return f"; labelled by {origin.describe()}" if origin.known else "; who labelled them is unknown (add FILE.origin.json)"
 
 
 def _who(f: Path) -> str:
@@ -534,7 +551,7 @@ metrics = ["ndcg@10", "map", "recall@10", "mrr"]
 
 _SECTIONS: dict[str, str] = {
     "data": "# the files the pipeline reads{no_queries}\n"
-            "# (qrels: people's labels of query x chunk; human: people's labels of the answers)",
+            "# (qrels: labels of query x chunk; human: labels of the answers; who made each: FILE.origin.json or its lines)",
     "runs": "# runs made elsewhere (TREC or JSON Lines): name = file",
     "retrievers": "# functions of a query returning chunk ids or (id, score) pairs, best first:\n"
                   "# name = \"file.py:function\"",
@@ -658,7 +675,9 @@ class InitResult:
         if f.unplaced:
             lines.append("not placed:")
             lines += [f"  {n:<40} {why}" for n, why in f.unplaced]
-        lines.append(f"next: read {self.path.name}, then 'ragassay run --dry-run' to see what it would do and cost")
+        here = Path.cwd().resolve() == self.path.parent.resolve()  # run finds ./ragassay.toml by itself
+        named = "" if here and self.path.name == PROJECT_FILE else f" {_quote_arg(str(self.path))}"
+        lines.append(f"next: read {self.path}, then 'ragassay run{named} --dry-run' to see what it would do and cost")
         return "\n".join(lines)
 
 
