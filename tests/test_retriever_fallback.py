@@ -139,3 +139,15 @@ def test_a_second_run_of_one_project_stops_at_once_naming_the_first(project, cap
         holder.wait()
     capsys.readouterr()
     assert main(["run", str(toml)]) == 0
+
+
+def test_the_bundled_example_is_only_read_a_run_of_it_needs_out(tmp_path, capsys):
+    from helpers import EXAMPLE
+    capsys.readouterr()
+    assert main(["run", str(EXAMPLE / "ragassay.toml")]) == 2
+    err = capsys.readouterr().err
+    assert "is the bundled example, inside the installed package: give --out DIR" in err
+    assert not (EXAMPLE / "ragassay-out").exists() and not (EXAMPLE / ".ragassay").exists()
+    assert main(["run", str(EXAMPLE / "ragassay.toml"), "--dry-run"]) == 0  # a dry run writes nothing
+    assert main(["run", str(EXAMPLE / "ragassay.toml"), "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "report.html").exists() and not (EXAMPLE / "ragassay-out").exists()

@@ -171,7 +171,8 @@ def run(sub: Any) -> None:
                     "changed (.ragassay/state.json beside the project file, or in the output folder given). "
                     "Exit codes: 0 ok, 3 some error records, 1 a step failed, bad input or a gate failed, 2 usage.",
         epilog="Example: ragassay run datasets/example/ragassay.toml --dry-run (the example's own project file; "
-               "without --dry-run, with --base-url http://localhost:8000/v1 --model NAME, it runs)")
+               "without --dry-run, with --out DIR --base-url http://localhost:8000/v1 --model NAME, it runs: the "
+               "bundled example is only read, so it takes --out)")
     reads(p.add_argument("file", nargs="?", default="ragassay.toml", metavar="FILE",
                          help="the project file (default ./ragassay.toml)"))
     text(p.add_argument("--only", action="append", metavar="STEP",  # kept as given: twice is refused, not the last kept

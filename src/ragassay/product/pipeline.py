@@ -293,6 +293,9 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
     project = read_project(path)
     if out is not None:
         project = project.moved(out)
+    elif not dry_run and _is_bundled_example(project.root):
+        raise UsageError(f"{project.path} is the bundled example, inside the installed package: give --out DIR for "
+                         "its outputs (or run 'ragassay demo', which writes to ragassay-demo)")
     if append and project.queries is not None:
         raise UsageError("--append grows the questions run generated; this project names its own queries "
                          "([data] queries)")
@@ -327,6 +330,15 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
     result.without_llm = ctx.without_llm
     result.warnings += ctx.warnings
     return result
+
+
+def _is_bundled_example(folder: Path) -> bool:
+    """Whether ``folder`` is the example inside the installed package (a clone's datasets/example links there)."""
+    from .demo import example_dir
+    try:
+        return folder.resolve() == example_dir().resolve()
+    except OSError:
+        return False
 
 
 def _project_lock(project: Project) -> Any:
