@@ -187,6 +187,9 @@ def test_a_second_demo_sends_nothing_and_a_dead_endpoint_still_leaves_the_report
         code, again = said(capsys, ["demo", "--out", str(out), *llm])
         assert code == 0 and server.calls == first  # the state: nothing changed, nothing sent
     assert {status(s) for s in steps_of(again)} == {"up to date", "skipped"}
+    ran_line = next(s for s in steps_of(lines) if s.startswith("evaluate"))
+    kept_line = next(s for s in steps_of(again) if s.startswith("evaluate"))
+    assert kept_line == ran_line.replace("evaluate  ran: ", "evaluate  up to date: ")  # the kept figures, said again
     code, lines = said(capsys, ["demo", "--out", str(tmp_path / "dead"), "--base-url", dead_url(), "--model", "fake",
                                 "--no-cache"])
     assert code == 3 and (tmp_path / "dead" / "report.html").exists()

@@ -924,8 +924,10 @@ def _evaluate(ctx: Context, selected: bool) -> StepResult:
         ctx.state.done(f"evaluate:{name}", digest, 0, "")
         said.append(f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in ev.aggregate.items()))
     partial = _partial_pool(ctx, qrels)
-    return StepResult("evaluate", "ran" if said else "up to date",
-                      ("; ".join(said) + f" (on {qrels.name})" if said else "") + partial, result=results)
+    shown = said or [f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in ((r or {}).get("aggregate") or {}).items())
+                     for name, r in results.items()]  # up to date: the kept results, said the same way
+    return StepResult("evaluate", "ran" if said else "up to date", "; ".join(shown) + f" (on {qrels.name})" + partial,
+                      result=results)
 
 
 def _partial_pool(ctx: Context, qrels: Path | None) -> str:
