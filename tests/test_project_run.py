@@ -552,3 +552,18 @@ def test_init_says_who_labelled_the_answers_and_the_next_command_from_where_it_w
     code, out = init(Path("."), capsys)
     assert "human  (labels of the answers; who labelled them is unknown (add FILE.origin.json))" in out
     assert out.splitlines()[-1] == "next: read ragassay.toml, then 'ragassay run --dry-run' to see what it would do and cost"
+
+
+def test_each_join_is_said_once_before_any_step(folder, capsys):
+    """The answers meet the queries, the runs and the qrels: a partial join is a warning at the start,
+    said once (the check step, which meets them again for its diagnosis, does not say it again)."""
+    answers = folder / "answers.jsonl"
+    answers.write_text(answers.read_text() + json.dumps({"id": "zz9", "question": "x?", "reference": "a",
+                                                         "response": "a", "context_ids": ["refund-01"]}) + "\n")
+    init(folder, capsys)
+    choose_people_qrels(folder)
+    capsys.readouterr()
+    assert main(["run", str(folder / "ragassay.toml"), "--quiet"]) == 0
+    said = capsys.readouterr()
+    warnings = [line for line in (said.out + said.err).splitlines() if "zz9" in line]
+    assert len(warnings) == len(set(warnings)) >= 3, warnings  # the runs, the qrels, the queries: each once

@@ -139,7 +139,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
           dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
           import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
           shard: str | tuple[int, int] | None = None, quiet: bool = True, announce: bool = False,
-          llm: LLM | None = None, options: CheckOptions | None = None,
+          llm: LLM | None = None, options: CheckOptions | None = None, join_warnings: bool = True,
           **llm_settings: Any) -> CheckResult | Estimate:
     """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
 
@@ -149,7 +149,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     default: with ``run`` and ``qrels``, the diagnosis uses recall@``depth`` of the gold chunks;
     ``by=["field"]`` breaks rates down. With no endpoint configured at all, the rules run and the
     other answers are error records that a rerun with an endpoint fills in (``announce=True`` says
-    so on stderr, as the command does). ``quiet`` defaults to True here. Returns a
+    so on stderr, as the command does). ``quiet`` defaults to True here. ``join_warnings=False`` leaves
+    unsaid how the answers met the run, qrels and labels (``run`` says it once, before any step). Returns a
     :class:`~ragassay.stages.check.CheckResult` (``.summary`` holds the rates), or the
     :class:`~ragassay.runtime.engine.Estimate` of a ``dry_run``.
 
@@ -183,9 +184,9 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         run_t, qrels_t = coerce_run(run), coerce_qrels(qrels)
         ids = [a.id for a in items]
         joins = [Join.of("query ids", "the answers", ids, "the run", run_t.queries, _source(answers), _source(run))
-                 .require_overlap().warn(sides=("left",)),
+                 .require_overlap().warn(not join_warnings, sides=("left",)),
                  Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers), _source(qrels))
-                 .require_overlap().warn(sides=("left",))]
+                 .require_overlap().warn(not join_warnings, sides=("left",))]
         in_run = set(run_t.queries)  # an answer whose question the run does not hold is not diagnosed
         recall = {q: v for q, v in retrieval_recall(qrels_t, run_t, depth).items() if q in in_run}
     people = (read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)) if human is not None \
@@ -194,7 +195,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     if people is not None:  # people label a sample of the answers: labels of no answer are the warning
         from .data.joins import Join
         human_join = Join.of("answer ids", "the answers", [a.id for a in items], "the --human labels", people,
-                             _source(answers), _source(human)).require_overlap().warn(sides=("right",))
+                             _source(answers), _source(human)).require_overlap().warn(not join_warnings,
+                                                                                      sides=("right",))
     given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
         model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,

@@ -219,6 +219,7 @@ class Context:
     without_llm: list[str] = field(default_factory=list)       # what was not done for want of an endpoint
     unjudged: tuple[int, int] | None = None                    # (pairs of the pool not graded, pairs in it), when any
     warnings: list[str] = field(default_factory=list)          # said by the steps, added to the run's
+    said: set[str] = field(default_factory=set)                # every warning said so far (each is said once)
     spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0                                    # and what they cost (where a price is known)
 
@@ -405,6 +406,7 @@ def _check_inputs(ctx: Context, result: PipelineResult) -> None:
         ctx.log(f"labels   {name} by {who}")
     for warning in result.warnings:
         ctx.log(f"warning: {warning}")
+        ctx.said.add(warning)
 
 
 def _answer_ids(path: Path) -> list[str]:
@@ -840,7 +842,7 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=_read_json(summary))
-    args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth)
+    args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth, join_warnings=False)  # said at the start
     spent = None if rules_only or ctx.dry_run else ctx.spent()
     if spent:
         return StepResult("check", "skipped", spent, 3)
@@ -850,6 +852,8 @@ def _check(ctx: Context, selected: bool) -> StepResult:
         said = f"{est.decided_without_call} answers decided by rule, offline; the others need an LLM verdict " \
                f"({ctx.no_llm})" if rules_only else _estimate_text(est)
         return StepResult("check", "estimated", said, 0, None if rules_only else est.to_dict())
+    if diagnosed:
+        _say_joins(ctx, run_name, run, qrels)
     done = api.check(p.answers, run=run if diagnosed else None, qrels=qrels if diagnosed else None, **args)
     ctx.spend(done)
     _write_json(summary, done.to_dict())
@@ -862,6 +866,23 @@ def _check(ctx: Context, selected: bool) -> StepResult:
         else f"graded ({counts})" + _failures(done.run))
     ctx.state.done("check", digest, code, text)
     return StepResult("check", "ran", text, code, result=_read_json(summary))  # (as written: no NaN)
+
+
+def _say_joins(ctx: Context, run_name: str, run: Path, qrels: Path) -> None:
+    """How the answers meet the run and qrels the check diagnoses with (a retriever's run, the judged
+    pool: not counted at the start), said unless the start said it already."""
+    from ..data import io as rio
+    from ..data.joins import Join
+    ids = _answer_ids(ctx.project.answers)
+    for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", rio.read_run(run).queries,
+                         ctx.project.answers, run),
+                 Join.of("query ids", "the answers", ids, "the qrels", rio.read_qrels(qrels).queries,
+                         ctx.project.answers, qrels)):
+        warning = join.warning(("left",))
+        if warning and warning not in ctx.said:
+            ctx.said.add(warning)
+            ctx.warnings.append(warning)
+            ctx.log(f"warning: {warning}")
 
 
 def _checks_file(ctx: Context) -> Path:
