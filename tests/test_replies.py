@@ -171,6 +171,7 @@ def test_max_calls_sends_exactly_that_many_requests_keeps_what_is_done_and_exits
         printed = capsys.readouterr()
         assert server.calls == 3 and code == 3
         assert "stopped at the --max-calls 3 ceiling (3 requests sent); 7 check items not done" in printed.out
+        assert "3 answers (0 from cache), 0 failed; 3 calls" in printed.out  # the ones left are not "failed"
         assert len(out.read_text().splitlines()) == 3  # the three answered are kept, no made-up record for the rest
         assert main(argv + ["--base-url", server.url]) == 0  # a rerun without the ceiling goes on
         assert server.calls == 10  # and asks only for the seven left

@@ -148,8 +148,9 @@ class LLM:
         try:
             answer, raw, usage_in, usage_out, first_try = await self._ask_until_valid(
                 messages, response_model, params, su)
-        except LLMError:
-            su.failed += 1
+        except LLMError as e:
+            if e.kind != "budget":  # a ceiling stops asks before they are sent: the stage says how many are left
+                su.failed += 1
             raise
         self._keep(key, answer, raw, usage_in, usage_out, messages if first_try else None, response_model)
         su.ok += 1

@@ -68,7 +68,7 @@ class StageUsage:
     cached: int = 0          # answers served from the cache
     retried: int = 0         # transport retries
     reasked: int = 0         # re-asks after an invalid answer
-    failed: int = 0          # asks that ended in LLMError
+    failed: int = 0          # asks that ended in LLMError (not those a spending ceiling stopped: the stage says them)
     ok: int = 0              # asks that returned an answer (cached or not)
     prompt_tokens: int = 0
     completion_tokens: int = 0
