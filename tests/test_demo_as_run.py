@@ -328,11 +328,23 @@ def test_people_against_the_judged_pool_and_out_moves_outputs_and_state(project,
     assert (out / "agree_second.json").exists() and step(done, "check")["text"].startswith("3 of 3 answers graded")
     md = (out / "report.md").read_text()
     assert "## Agreement: alice against bob" in md and "## Agreement: alice against fake, judge_relevance@" in md
-    # offline afterwards: the rules write their own file (the LLM's verdicts stay), no pool is compared
+    # offline afterwards: the LLM's verdicts on these very answers stand and are shown (no rule file written
+    # over them), no pool is compared
     verdicts = (out / "checks.jsonl").read_text()
     code, offline = run_json(capsys, project, "--out", str(out))
     assert code == 0 and (out / "checks.jsonl").read_text() == verdicts
-    assert step(offline, "check")["text"].startswith("2 of 3 answers decided by rule")
+    assert step(offline, "check")["status"] == "up to date"
+    assert step(offline, "check")["text"].startswith("3 of 3 answers graded")
+    assert "the verdicts an LLM gave before (checks.jsonl), kept" in step(offline, "check")["text"]
+    assert not (out / "checks_by_rule.jsonl").exists() and "3 of 3" in (out / "report.md").read_text()
+    # answers edited since: the LLM's verdicts are of other answers, the rules decide what they can now
+    answers = project / "answers.jsonl"
+    answers.write_text(answers.read_text().replace("alpha beta.", "alpha beta gamma."))
+    code, edited = run_json(capsys, project, "--out", str(out))
+    assert code == 0 and step(edited, "check")["text"].startswith("1 of 3 answers decided by rule"), edited
+    answers.write_text(answers.read_text().replace("alpha beta gamma.", "alpha beta."))
+    code, offline = run_json(capsys, project, "--out", str(out))
+    assert step(offline, "check")["text"].startswith("2 of 3 answers decided by rule")  # the rules ran last
     assert step(offline, "agree")["text"].startswith("alice vs bob: kappa") and "fake" not in step(offline, "agree")["text"]
     assert not (out / "agree_pool.json").exists()
     assert "against fake" not in (out / "report.md").read_text()

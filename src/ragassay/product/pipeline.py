@@ -220,6 +220,7 @@ class Context:
     unjudged: tuple[int, int] | None = None                    # (pairs of the pool not graded, pairs in it), when any
     warnings: list[str] = field(default_factory=list)          # said by the steps, added to the run's
     said: set[str] = field(default_factory=set)                # every warning said so far (each is said once)
+    llm_checks_kept: bool = False                              # offline: an LLM's verdicts on these answers stand
     spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0                                    # and what they cost (where a price is known)
 
@@ -837,8 +838,15 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     digest = ctx.digests.of(p.answers, p.chunks, p.human, run if diagnosed else None, qrels if diagnosed else None,
                             depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"),
                             rules_only=rules_only)
+    verdicts_of = ctx.digests.of(p.answers, p.chunks)  # what a verdict depends on, whoever gives it
     if rules_only:
         ctx.without_llm.append("check (LLM verdicts)")
+        earlier = ctx.state.steps.get("check") or {}
+        if (earlier.get("result") or {}).get("verdicts_of") == verdicts_of and not earlier.get("exit_code") \
+                and (ctx.out / "checks.jsonl").exists() and summary.exists():
+            ctx.llm_checks_kept = True  # an LLM checked these very answers before: its verdicts stand, shown
+            return StepResult("check", "up to date", f"{earlier['text']}: the verdicts an LLM gave before "
+                              "(checks.jsonl), kept; no endpoint now to check anything again", result=_read_json(summary))
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=_read_json(summary))
@@ -864,7 +872,7 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     text = f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers " + (
         f"decided by rule ({counts}); the other {rates.get('errors', 0)} need an LLM verdict" if rules_only
         else f"graded ({counts})" + _failures(done.run))
-    ctx.state.done("check", digest, code, text)
+    ctx.state.done("check", digest, code, text, None if rules_only else {"verdicts_of": verdicts_of})
     return StepResult("check", "ran", text, code, result=_read_json(summary))  # (as written: no NaN)
 
 
@@ -888,7 +896,7 @@ def _say_joins(ctx: Context, run_name: str, run: Path, qrels: Path) -> None:
 def _checks_file(ctx: Context) -> Path:
     """The check's records: without an endpoint the rules' own file, so that a run offline never
     replaces the verdicts an LLM gave before (a run with one finds them done and sends nothing)."""
-    return ctx.out / ("checks_by_rule.jsonl" if ctx.no_llm else "checks.jsonl")
+    return ctx.out / ("checks_by_rule.jsonl" if ctx.no_llm and not ctx.llm_checks_kept else "checks.jsonl")
 
 
 def _read_json(path: Path) -> Any:
