@@ -151,3 +151,13 @@ def test_the_bundled_example_is_only_read_a_run_of_it_needs_out(tmp_path, capsys
     assert main(["run", str(EXAMPLE / "ragassay.toml"), "--dry-run"]) == 0  # a dry run writes nothing
     assert main(["run", str(EXAMPLE / "ragassay.toml"), "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "report.html").exists() and not (EXAMPLE / "ragassay-out").exists()
+
+
+def test_demo_copy_refuses_llm_flags_it_would_ignore(tmp_path, capsys):
+    capsys.readouterr()
+    assert main(["demo", "--copy", str(tmp_path / "c"), "--model", "fake", "--max-calls", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--copy only writes the bundled example's files and calls no model: --model, --max-calls would do " \
+           "nothing" in err
+    assert not (tmp_path / "c").exists()
+    assert main(["demo", "--copy", str(tmp_path / "c")]) == 0 and (tmp_path / "c" / "ragassay.toml").exists()

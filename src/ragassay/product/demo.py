@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.result_models import DemoResult
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from .project import PROJECT_FILE
 
 
@@ -101,5 +101,11 @@ def demo(out: str | Path | None = None, data: str | Path | None = None, copy: st
     """``ragassay demo``: write the bundled example's files to ``copy``, or run the example's project
     file (or the example-shaped ``data``'s) into ``out`` (default ``ragassay-demo``)."""
     if copy:
+        from .pipeline import FLAG_KEYS
+        given = [k for k in FLAG_KEYS if (flags or {}).get(k) not in (None, False, [], ())]
+        if given:  # said, not ignored: a copy runs nothing
+            raise UsageError("--copy only writes the bundled example's files and calls no model: "
+                             + ", ".join("--" + k.replace("_", "-") for k in given) + " would do nothing; give them to "
+                             "a demo run (or to 'ragassay run' in the copy)")
         return DemoResult(copied=[str(f) for f in copy_example(copy)])
     return run_demo(out or "ragassay-demo", data, flags, log=log)
