@@ -20,13 +20,15 @@ def _load_pair(args: argparse.Namespace, run_paths: list[str]):
     return qrels, runs
 
 
-def _warn_joins(qrels, runs: list, paths: list[str], args: argparse.Namespace) -> list:
+def _warn_joins(qrels, runs: list, paths: list[str], args: argparse.Namespace, names: list[str] | None = None) -> list:
     """Each run meets the qrels by query id: a partial overlap is a warning with counts on stderr
-    (none in common stops evaluate itself, naming both files)."""
+    (none in common stops evaluate itself, naming both files); ``names``: the runs as the result names
+    them (two files tagged alike go by their paths)."""
     from ..data.joins import Join
     quiet = args.format in ("json", "csv") and args.quiet
-    return [Join.of("query ids", "the run" if len(runs) == 1 else f"the run {r.name}", r.queries, "the qrels",
-                    qrels.queries, path, args.qrels).warn(quiet) for r, path in zip(runs, paths)]
+    names = names or [r.name for r in runs]
+    return [Join.of("query ids", "the run" if len(runs) == 1 else f"the run {name}", r.queries, "the qrels",
+                    qrels.queries, path, args.qrels).warn(quiet) for r, path, name in zip(runs, paths, names)]
 
 
 def _counts_line(ev) -> str:
@@ -155,7 +157,7 @@ def run_compare(args: argparse.Namespace) -> str | tuple[str, int]:
                   relevance_level=args.relevance_level, gain=args.gain, n_permutations=args.permutations,
                   n_bootstrap=args.bootstrap, confidence=args.confidence, seed=args.seed, power=args.power,
                   effect=args.effect)
-    joins = _warn_joins(qrels, runs, args.runs, args)
+    joins = _warn_joins(qrels, runs, args.runs, args, names=list(cmp.runs))
     return render(args, lambda: nan_to_none(cmp.to_dict()), lambda: _compare_text(cmp, args, joins))
 
 
@@ -190,7 +192,7 @@ def run_agree(args: argparse.Namespace) -> str | tuple[str, int]:
         raise UsageError(f"--runs needs at least two runs to compare their rankings (got {len(args.runs)})")
     ref = read_qrels(args.reference, format=args.qrels_format)
     cand = read_qrels(args.candidate, format=args.qrels_format)
-    ag = agree(ref, cand, [read_run(r) for r in args.runs or ()] or None, metric=args.metric)
+    ag = agree(ref, cand, list(args.runs) or None if args.runs else None, metric=args.metric)  # paths: named apart
     from ..data.joins import Join
     Join.of("query ids", "the reference", ref.queries, "the candidate", cand.queries, args.reference,
             args.candidate).warn(args.format == "json" and args.quiet)

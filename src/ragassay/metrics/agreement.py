@@ -274,7 +274,16 @@ def run_ranking_agreement(reference: Qrels, candidate: Qrels,
     """Score every run under both qrels; do the two orderings of the runs agree?"""
     from .evaluate import evaluate
     items = list(runs.items()) if isinstance(runs, Mapping) else [(None, r) for r in runs]
-    loaded = [(name or coerce_run(r).name, coerce_run(r)) for name, r in items]
+    loaded: list[tuple[str, Run]] = []
+    for name, r in items:  # each run under a name of its own: two files tagged alike are two runs
+        run = coerce_run(r)
+        label = name or run.name
+        if label in {n for n, _ in loaded} and isinstance(r, (str, Path)):
+            label = str(r)  # the second of two runs named alike goes by its path, as in compare
+        if label in {n for n, _ in loaded}:
+            from ..errors import UsageError
+            raise UsageError(f"two runs are named {label!r}: name them apart (a mapping {{name: run}})")
+        loaded.append((label, run))
     if len(loaded) < 2:
         raise ValueError("ranking agreement needs at least two runs")
     ref_scores = [evaluate(reference, r, [metric], missing="zero").aggregate for _, r in loaded]
