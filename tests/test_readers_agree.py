@@ -27,6 +27,12 @@ QRELS_CASES = {
     "grade with a sign": FILLER_QRELS + "q1 0 y +2\n",
     "grade 1e2": FILLER_QRELS + "q1 0 y 1e2\n",
     "grade too big": FILLER_QRELS + "q1 0 y 99999999999\n",
+    "grade in hex first": "q1 0 y 0x10\n" + FILLER_QRELS,
+    "grade in hex far in": FILLER_QRELS + "q1 0 y 0X1f\n",
+    "grade with leading zeros": FILLER_QRELS + "q1 0 y 0003\n",
+    "grade minus zero": FILLER_QRELS + "q1 0 y -0\n",
+    "grade with a minus inside": FILLER_QRELS + "q1 0 y 1-2\n",
+    "non-UTF-8 in the ignored column": FILLER_QRELS + "q1 \udcff y 2\n",
     "tabs": FILLER_QRELS.replace(" ", "\t"),
     "three columns": "".join(f"q{i % 7}\td{i}\t{i % 3}\n" for i in range(5000)),
     "beir with header": "query-id\tcorpus-id\tscore\n" + "".join(f"q{i % 7}\td{i}\t{i % 3}\n" for i in range(5000)),
@@ -40,6 +46,10 @@ RUN_CASES = {
     "comment far in": FILLER_RUN + "# a comment\nq1 Q0 x9 1 0.5 t\n",
     "score nan": FILLER_RUN + "q1 Q0 x9 1 nan t\n",
     "score with a comma": FILLER_RUN + "q1 Q0 x9 1 0,5 t\n",
+    "non-UTF-8 in the tag": FILLER_RUN + "q1 Q0 x9 1 0.5 sys\udce9\n",
+    "score in hex": FILLER_RUN + "q1 Q0 x9 1 0x1p3 t\n",
+    "score with a plus and no leading digit": FILLER_RUN + "q1 Q0 x9 1 +.5 t\n",
+    "score 1e400": FILLER_RUN + "q1 Q0 x9 1 1e400 t\n",
 }
 
 
@@ -59,7 +69,7 @@ def test_both_readers_give_the_same_table_or_the_same_error(tmp_path, monkeypatc
     pytest.importorskip("pyarrow")
     text = (QRELS_CASES if kind == "qrels" else RUN_CASES)[name]
     path = tmp_path / f"{kind}.txt"
-    path.write_bytes(text.encode("utf-8"))
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))  # (\udcXX: the raw byte XX, not UTF-8)
     whole, streamed = read(kind, path, "numpy", monkeypatch), read(kind, path, "arrow", monkeypatch)
     assert streamed == whole
     if "lone CR" in name:  # refused, naming the line, whichever reader

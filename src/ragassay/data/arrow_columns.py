@@ -70,8 +70,10 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
     pool = pa.system_memory_pool()  # malloc's: gives memory back, where mimalloc's arenas keep ~100 MB
     names = [f"c{i}" for i in range(ncols)]
     # query ids are dictionary-encoded by the parser itself: codes in first-seen order, no id copied per row
+    # grades are read as text and checked to be decimal digits before they are numbers: pyarrow's own
+    # integer parser takes "0x10" as 16, where the numpy path (and trec_eval) refuse it
     types = {"id": pa.binary(), "codes": pa.dictionary(pa.int32(), pa.binary()), "float": pa.float64(),
-             "int": pa.int64()}
+             "int": pa.binary()}
     try:
         table = csv.read_csv(
             pa.BufferReader(source) if isinstance(source, bytes) else source,
@@ -112,6 +114,10 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             done[c] = (_drain([a.indices for a in chunks], np.int32, np.int64), distinct)
             del chunks
         else:  # straight from the buffers: ChunkedArray.to_numpy would import pandas (0.3 s)
+            if kind == "int":
+                chunks = _decimal_integers(chunks)
+                if chunks is None:
+                    return None  # not a plain decimal integer somewhere: the numpy path judges it, naming the line
             dtype = np.float64 if kind == "float" else np.int64
             values = _drain(chunks, dtype, dtype)
             if kind == "float" and not np.isfinite(values).all():
@@ -121,6 +127,27 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             done[c] = values
         trim_heap()  # the column's arrow memory is free: give its pages back before the next one
     return [done[c] for c, _ in wanted]
+
+
+_DECIMAL = np.zeros(256, dtype=bool)
+_DECIMAL[np.frombuffer(b"0123456789-", dtype=np.uint8)] = True
+
+
+def _decimal_integers(chunks: list) -> list | None:
+    """Binary chunks of a grade column as int64 chunks, when every value is written in decimal digits
+    (a leading minus allowed: pyarrow's cast refuses one anywhere else); None otherwise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    out = []
+    for chunk in chunks:
+        data = chunk.buffers()[2]
+        if data is not None and not _DECIMAL[np.frombuffer(data, dtype=np.uint8)].all():
+            return None
+        try:
+            out.append(pc.cast(chunk.cast(pa.string()), pa.int64(), memory_pool=pa.system_memory_pool()))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+    return out
 
 
 def _drain(arrays: list, source: type, dtype: type) -> np.ndarray:

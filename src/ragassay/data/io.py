@@ -428,20 +428,29 @@ def _plain_file_head(path: str | Path) -> bytes | None:
         return None
     if len(head) == 1 << 16:
         head = head[:head.rfind(b"\n") + 1]  # whole lines only
-    if not head.strip() or _lone_carriage_return(p):
-        return None  # a first line longer than 64 KB, or a lone \r somewhere: the full path judges it
+    if not head.strip() or _whole_read_needed(p):
+        return None  # a first line longer than 64 KB, a lone \r, bytes not UTF-8: the full path judges it
     return head
 
 
-def _lone_carriage_return(path: Path) -> bool:
-    """Whether the file holds a \r not followed by \n (read 8 MB at a time into one buffer, scanned
-    at memchr speed): pyarrow would end a line there, where the whole-file read refuses the file."""
+def _whole_read_needed(path: Path) -> bool:
+    """Whether the file holds what pyarrow would read where the whole-file read refuses it: a \r not
+    followed by \n (pyarrow ends a line there) or bytes that are not UTF-8 in any column (pyarrow
+    reads only the columns it is asked for). Read 8 MB at a time into one buffer, scanned at memchr
+    speed; the UTF-8 check only decodes buffers that are not all ASCII."""
+    import codecs
     buf = bytearray(8 << 20)
+    view = memoryview(buf)
+    utf8 = codecs.getincrementaldecoder("utf-8")()
     after_cr = False  # the block before ended with a \r: this one must start with \n
     with open(path, "rb", buffering=0) as f:
         while True:
             n = f.readinto(buf)
             if not n:
+                try:
+                    utf8.decode(b"", final=True)  # a sequence cut by the end of the file
+                except UnicodeDecodeError:
+                    return True
                 return after_cr
             if after_cr and buf[0] != 0x0A:
                 return True
@@ -451,6 +460,12 @@ def _lone_carriage_return(path: Path) -> bool:
                     return True
                 at = buf.find(b"\r", at + 2, n)
             after_cr = buf[n - 1] == 0x0D
+            ascii_only = buf.isascii() if n == len(buf) else buf[:n].isascii()  # (a copy for the last block only)
+            if not ascii_only or utf8.getstate()[0]:  # (or a sequence the block before began)
+                try:
+                    utf8.decode(view[:n])
+                except UnicodeDecodeError:
+                    return True
 
 
 def _parse_scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
