@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .columns import INT_LIMIT, MAX_FIELD_BYTES, TRIM_BYTES, gather, round8, trim_heap
+from .columns import INT_LIMIT, MAX_FIELD_BYTES, TRIM_BYTES, gather, parse_plain_integers, round8, trim_heap
 
 
 # pyarrow parses on all cores: on the 2-core machine a 73 MB run is evaluated ~17% faster end to end
@@ -70,8 +70,8 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
     pool = pa.system_memory_pool()  # malloc's: gives memory back, where mimalloc's arenas keep ~100 MB
     names = [f"c{i}" for i in range(ncols)]
     # query ids are dictionary-encoded by the parser itself: codes in first-seen order, no id copied per row
-    # grades are read as text and checked to be decimal digits before they are numbers: pyarrow's own
-    # integer parser takes "0x10" as 16, where the numpy path (and trec_eval) refuse it
+    # grades are read as text and parsed as the numpy path parses them: pyarrow's own integer parser
+    # takes "0x10" as 16, where the numpy path (and trec_eval) refuse it
     types = {"id": pa.binary(), "codes": pa.dictionary(pa.int32(), pa.binary()), "float": pa.float64(),
              "int": pa.binary()}
     try:
@@ -114,12 +114,12 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
             done[c] = (_drain([a.indices for a in chunks], np.int32, np.int64), distinct)
             del chunks
         else:  # straight from the buffers: ChunkedArray.to_numpy would import pandas (0.3 s)
-            if kind == "int":
-                chunks = _decimal_integers(chunks)
-                if chunks is None:
+            if kind == "int":  # parsed as the numpy path parses them: [-]digits, nothing else
+                values = _plain_integers(chunks)
+                if values is None:
                     return None  # not a plain decimal integer somewhere: the numpy path judges it, naming the line
-            dtype = np.float64 if kind == "float" else np.int64
-            values = _drain(chunks, dtype, dtype)
+            else:
+                values = _drain(chunks, np.float64, np.float64)
             if kind == "float" and not np.isfinite(values).all():
                 return None
             if kind == "int" and len(values) and int(np.abs(values).max()) > INT_LIMIT:
@@ -129,24 +129,20 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
     return [done[c] for c, _ in wanted]
 
 
-_DECIMAL = np.zeros(256, dtype=bool)
-_DECIMAL[np.frombuffer(b"0123456789-", dtype=np.uint8)] = True
-
-
-def _decimal_integers(chunks: list) -> list | None:
-    """Binary chunks of a grade column as int64 chunks, when every value is written in decimal digits
-    (a leading minus allowed: pyarrow's cast refuses one anywhere else); None otherwise."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    out = []
-    for chunk in chunks:
-        data = chunk.buffers()[2]
-        if data is not None and not _DECIMAL[np.frombuffer(data, dtype=np.uint8)].all():
+def _plain_integers(chunks: list) -> np.ndarray | None:
+    """A binary column of integers written in decimal (``[-]digits``) as int64, a chunk at a time (the
+    list is emptied as it is read: a chunk's temporaries at once); None when a value is anything else."""
+    out = np.empty(sum(len(c) for c in chunks), dtype=np.int64)
+    pos = 0
+    while chunks:
+        text = _fixed_width([chunks.pop(0)])
+        if text is None:
             return None
-        try:
-            out.append(pc.cast(chunk.cast(pa.string()), pa.int64(), memory_pool=pa.system_memory_pool()))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        values, plain = parse_plain_integers(text)
+        if not plain.all():
             return None
+        out[pos:pos + len(values)] = values
+        pos += len(values)
     return out
 
 
