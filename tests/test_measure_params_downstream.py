@@ -110,3 +110,20 @@ def test_compare_shows_counts_as_whole_numbers_and_csv_keeps_them_exact():
     assert code == 0 and out.splitlines()[2].split() == ["num_rel_ret", "59", "59"]
     code, out, _ = cli("evaluate", QRELS, BM25, "-m", "num_rel_ret,mrr", "--format", "csv")
     assert code == 0 and out.splitlines()[1:] == ["num_rel_ret,59", "mrr,0.875"]  # a count, and the mean as repr
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_exponential_gain_refuses_a_grade_whose_gain_no_float_holds(tmp_path, fmt):
+    qrels, run = tmp_path / "q.txt", tmp_path / "r.txt"
+    run.write_text("q1 Q0 d1 1 3.0 a\nq1 Q0 d2 2 2.0 a\nq2 Q0 d3 1 1.0 a\n")
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 1024\nq2 0 d3 1\n")
+    code, out, err = cli("evaluate", qrels, run, "-m", "ndcg@10", "--gain", "exponential", "--format", fmt)
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert "grade 1024 (query 'q1') makes an exponential gain of 2^1024 - 1, more than a float holds" in err
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 511\nq1 0 d4 511\nq2 0 d3 1\n")  # under the limit: finite, as computed by hand
+    code, out, _ = cli("evaluate", qrels, run, "-m", "ndcg@10", "--gain", "exponential", "--format", "json", "--per-query")
+    import math
+    g = 2.0 ** 511 - 1
+    ideal = g + g / math.log2(3) + 1 / 2
+    assert code == 0 and json.loads(out)["per_query"]["q1"]["ndcg@10"] == pytest.approx((1 + g / math.log2(3)) / ideal)
+    assert cli("evaluate", qrels, run, "-m", "ndcg@10", "--gain", "linear")[0] == 0

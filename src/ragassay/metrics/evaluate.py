@@ -93,6 +93,7 @@ class Evaluation:
         )
 
 
+EXPONENT_LIMIT = 512  # 2 ** 1024 is past the largest float: grades below 512 keep every sum of gains finite
 DIGEST_SOON_ROWS = 1 << 20  # qrels this large have their digest made on another thread while the run is scored
 
 
@@ -135,6 +136,12 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     qrels = coerce_qrels(qrels)
     run = coerce_run(run)
     measures = checked_settings(metrics, missing, gain, relevance_level)
+    if gain == "exponential" and len(qrels.grades) and int(qrels.grades.max()) >= EXPONENT_LIMIT:
+        from ..errors import InputError
+        at = int(np.argmax(qrels.grades))
+        raise InputError(f"grade {int(qrels.grades[at])} (query {qrels.queries[qrels.qidx[at]]!r}) makes an exponential "
+                         f"gain of 2^{int(qrels.grades[at])} - 1, more than a float holds: use linear gain, or grades "
+                         f"under {EXPONENT_LIMIT}", qrels.source)
 
     if qrels.source is not None and len(qrels) >= DIGEST_SOON_ROWS:
         qrels.digest_soon()  # the result names the qrels by digest: made beside the scoring
