@@ -133,7 +133,7 @@ def test_a_py_module_is_an_input_and_a_dotted_module_is_not_stated(tmp_path):
         check_outputs(p, args, "retrieve")
     args = p.parse_args(["--retriever", "json:loads", "--queries", QRELS, "-o", str(tmp_path / "run.txt")])
     inputs, _ = file_args(p, args, "retrieve")
-    assert [i.flag for i in inputs] == ["--queries"]
+    assert {i.flag for i in inputs} == {"--queries"}  # (the file and its origin sidecar): no --retriever file
 
 
 def test_a_long_metric_list_in_a_fresh_process(tmp_path):
@@ -143,3 +143,22 @@ def test_a_long_metric_list_in_a_fresh_process(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "ndcg@60" in r.stdout
+
+
+@pytest.mark.parametrize("command", [
+    lambda q, o: ["report", "--qrels", q, "--run", str(EXAMPLE / "runs" / "bm25.txt"), "-o", o],
+    lambda q, o: ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"),
+                  "--run", str(EXAMPLE / "runs" / "bm25.txt"), "--keep", q, "-o", o, "--dry-run", "--model", "m"],
+])
+def test_an_input_files_origin_sidecar_is_part_of_the_input(tmp_path, capsys, command):
+    """Who labelled a file (FILE.origin.json beside it) is part of that input: an output there would
+    replace it with something else, leaving the labels of unknown origin."""
+    q = tmp_path / "people.txt"
+    q.write_text((EXAMPLE / "qrels.txt").read_text())
+    side = tmp_path / "people.txt.origin.json"
+    side.write_text((EXAMPLE / "qrels.txt.origin.json").read_text())
+    before = side.read_text()
+    capsys.readouterr()
+    assert main(command(str(q), str(side))) == 2
+    err = capsys.readouterr().err
+    assert f"is also the input" in err and f"{side} (who labelled {q})" in err and side.read_text() == before

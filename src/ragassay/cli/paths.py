@@ -123,6 +123,9 @@ def file_args(parser: argparse.ArgumentParser, args: argparse.Namespace, command
                 outputs.append(FileArg(_flag(action), path, text_))
             elif _is_file(path):
                 inputs.append(FileArg(_flag(action), path, text_))
+                side = Path(f"{text_}.origin.json")  # who made its labels: part of the input
+                if _is_file(side):
+                    inputs.append(FileArg(_flag(action), side, f"{side} (who labelled {text_})"))
     return inputs, outputs
 
 
