@@ -56,3 +56,10 @@ def test_compare_says_which_run_misses_a_query(alike):
     assert code == 0
     assert f"1 of 22 in the qrels are not in the run {b} (e.g. q01)" in err
     assert "not in the run run " not in err and f"the run {b}: 21 of its 21 queries" in out
+
+
+@pytest.mark.parametrize("argv", [("evaluate", "-", "-"), ("compare", QRELS, "-", "-"), ("compare", "-", "-", QRELS)])
+def test_standard_input_given_twice_is_a_usage_error(argv, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO((EXAMPLE / "qrels.txt").read_text()))
+    code, out, err = cli(*argv)
+    assert code == 2 and "'-' (standard input) is given more than once" in err and out == ""

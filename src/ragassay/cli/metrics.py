@@ -15,6 +15,9 @@ from .render import render
 
 def _load_pair(args: argparse.Namespace, run_paths: list[str]):
     from ..data.io import read_qrels, read_run
+    if [args.qrels, *run_paths].count("-") > 1:
+        raise UsageError("'-' (standard input) is given more than once: it can be read once, so give the other "
+                         "files by name")
     qrels = read_qrels(args.qrels, format=args.qrels_format)
     runs = [read_run(p, format=args.run_format, dedupe=args.dedupe) for p in run_paths]
     return qrels, runs
