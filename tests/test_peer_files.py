@@ -596,3 +596,24 @@ def test_a_null_fraction_or_boolean_id_in_a_parquet_table_or_dataframe_is_refuse
     frame["query_id"] = ["q1", 3.5]
     with pytest.raises(InputError, match=r"row 2: query id must be a string, got 3.5$"):
         ragassay.data.io.coerce_qrels(frame)
+
+
+@pytest.mark.parametrize("text", ['{"q1": {}, "q2": {"d3": 1.0}}', '{"q1": {}, "q2": {"d3": 1.0, "d3": 2.0}}'])
+def test_a_ranx_run_with_an_empty_ranking_scores_it_0_as_the_dict_does(tmp_path, text):
+    """ranx's JSON run keeps a query asked and answered with nothing ({"q1": {}}): it scores 0, as the
+    same dict in Python and ranx itself score it, not "missing from the run" (read fast and, with a key
+    given twice, by the exact reader, which refuses that file)."""
+    qrels, run = tmp_path / "q.json", tmp_path / "r.json"
+    qrels.write_text('{"q1": {"d1": 1, "d2": 2}, "q2": {"d3": 1}}')
+    run.write_text(text)
+    if '"d3": 1.0, "d3"' in text:
+        with pytest.raises(InputError, match="document 'd3' is listed twice|given twice"):
+            read_run(run)
+        return
+    read = read_run(run)
+    assert read.queries == ["q2", "q1"] and len(read) == 1
+    from_file = ragassay.evaluate(qrels, run, ["ndcg@10", "p@5"])
+    from_dict = ragassay.evaluate({"q1": {"d1": 1, "d2": 2}, "q2": {"d3": 1}}, {"q1": {}, "q2": {"d3": 1.0}},
+                                  ["ndcg@10", "p@5"])
+    assert from_file.per_query == from_dict.per_query and from_file.aggregate == {"ndcg@10": 0.5, "p@5": 0.1}
+    assert from_file.counts["qrels_queries_missing_from_run"] == 0

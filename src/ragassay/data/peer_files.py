@@ -32,7 +32,7 @@ import io
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -507,6 +507,7 @@ class TableColumns:
     docs: list[Any]
     values: list[Any]
     table: bool = False  # rows of a table (Parquet, a DataFrame): a bad id is named by its row
+    empty: list[Any] = field(default_factory=list)  # queries given with no row ({"q1": {}}: a run's empty ranking)
 
     @classmethod
     def of_rows(cls, rows: Iterable[tuple[Any, Any, Any]]) -> TableColumns:
@@ -525,7 +526,7 @@ class TableColumns:
             queries += [q] * len(inner)
             docs += list(inner)
             values += list(inner.values())
-        return cls(queries, docs, values)
+        return cls(queries, docs, values, empty=[q for q, inner in d.items() if not inner])
 
 
 def qrels_from_columns(cols: TableColumns, path: str | Path | None = None) -> Any:
@@ -561,6 +562,8 @@ def run_from_columns(cols: TableColumns, name: str, path: str | Path | None = No
               None if path is None else str(path))
     if not len(run.scores):
         raise InputError("no results", path)
+    known = set(run.queries)  # a query given with an empty ranking stays a query of the run (it scores 0)
+    run.queries = run.queries + [q for q in _checked_ids(cols.empty, "query id", path) if q not in known]
     return run.deduplicated() if dedupe else run.checked()
 
 
@@ -755,7 +758,7 @@ def _exact_ranx_columns(data: bytes, path: str | Path, what: str) -> TableColumn
             queries.append(q)
             docs.append(d)
             values.append(_grade_as_written(v, q, d, path) if what == "qrels" else v)
-    return TableColumns(queries, docs, values)
+    return TableColumns(queries, docs, values, empty=[q for q, inner in document if not inner])
 
 
 def _grade_as_written(value: Any, q: str, d: str, path: str | Path) -> Any:
