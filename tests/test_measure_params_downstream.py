@@ -127,3 +127,19 @@ def test_exponential_gain_refuses_a_grade_whose_gain_no_float_holds(tmp_path, fm
     ideal = g + g / math.log2(3) + 1 / 2
     assert code == 0 and json.loads(out)["per_query"]["q1"]["ndcg@10"] == pytest.approx((1 + g / math.log2(3)) / ideal)
     assert cli("evaluate", qrels, run, "-m", "ndcg@10", "--gain", "linear")[0] == 0
+
+
+@pytest.mark.parametrize("args, said", [
+    (("--relevance-level", "0"), "argument --relevance-level: must be an integer of at least 1, got '0'"),
+    (("--relevance-level", "-5"), "argument --relevance-level: must be an integer of at least 1, got '-5'"),
+    (("-m", "P(rel=0)@5"), "in 'P(rel=0)@5': rel is a relevance level of at least 1"),
+    (("-m", "AP(rel=-1)"), "in 'AP(rel=-1)': rel is a relevance level of at least 1"),
+])
+def test_a_relevance_level_below_1_is_refused_as_pytrec_eval_refuses_it(args, said):
+    """At 0 or below, grades of 0 and negative ones would count as relevant ("negative grades are
+    judged non-relevant" would not hold): refused, at the flag and in a measure's rel=."""
+    code, out, err = cli("evaluate", QRELS, BM25, *args)
+    assert code == 2 and said in err and out == ""
+    from ragassay.metrics.evaluate import evaluate
+    with pytest.raises(ValueError, match="relevance_level must be at least 1"):
+        evaluate(QRELS, BM25, ["p@5"], relevance_level=0)

@@ -108,6 +108,9 @@ def checked_settings(metrics: str | Sequence[str] | None, missing: str, gain: st
         raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
     if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
         raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
+    if relevance_level < 1:  # trec_eval's and pytrec_eval's too: a grade of 0 or below is never relevant
+        raise ValueError(f"relevance_level must be at least 1 (grades of 0 and below are not relevant), "
+                         f"got {relevance_level!r}")
     return measures
 
 

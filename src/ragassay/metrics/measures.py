@@ -383,6 +383,9 @@ def _rel_param(value: str | None, canonical: str, raw: str) -> int | None:
         raise MeasureError(f"in {raw!r}: rel is a relevance level, a whole number (rel=2), got {value!r}")
     if canonical not in TAKES_REL:
         raise MeasureError(f"{canonical!r} uses the grades themselves and takes no rel= (got {raw!r})")
+    if int(value) < 1:
+        raise MeasureError(f"in {raw!r}: rel is a relevance level of at least 1 (grades of 0 and below are not "
+                           f"relevant), got {value}")
     return int(value)
 
 
