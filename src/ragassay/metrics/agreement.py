@@ -79,6 +79,11 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
     ref, cand = coerce_qrels(reference), coerce_qrels(candidate)
     origins = [o if o is not None else (getattr(q, "origin", None) or UNKNOWN)
                for o, q in ((reference_origin, ref), (candidate_origin, cand))]
+    one_file = _one_file(ref.source, cand.source)
+    if one_file and candidate_origin is None and reference_origin is None:  # a hard link has no sidecar of its
+        known = [o for o in origins if o.known]                              # own: one file, one labeller
+        if known:
+            origins = [known[0], known[0]]
     join = Join.of("query ids", "the reference", ref.queries, "the candidate", cand.queries,
                    ref.source, cand.source).require_overlap()
     ref_d, cand_d = ref.to_dict(), cand.to_dict()
@@ -116,7 +121,7 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
         kappa_ci=kappa_interval(x, y), disagreements=widest_disagreements(x, y, where),
         origins={"reference": {**origins[0].summary(), "file": ref.source},
                  "candidate": {**origins[1].summary(), "file": cand.source}},
-        same_origin=bool(origins[0].shared_with(origins[1])) or _one_file(ref.source, cand.source), join=join.to_dict())
+        same_origin=bool(origins[0].shared_with(origins[1])) or one_file, join=join.to_dict())
 
 
 def _one_file(a: str | None, b: str | None) -> bool:
