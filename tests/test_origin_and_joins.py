@@ -146,9 +146,11 @@ def test_agree_names_both_sides_and_never_scores_one_labeller_against_itself(tmp
     assert "Both files were labelled by example assessor 1" in out and "1.000" not in out and "kappa 1" in out
     unknown = agree(QRELS, copy)
     assert not unknown.same_origin and unknown.names == ["example assessor 1", "unknown (copy.txt)"]
-    people_hard = tmp_path / "people_hard.txt"  # a hard link to a file with a sidecar: one file, one labeller,
-    os.link(QRELS, people_hard)                  # named alike on both sides (its own path has no sidecar)
-    linked = agree(QRELS, people_hard)
+    people, people_hard = tmp_path / "people.txt", tmp_path / "people_hard.txt"  # a hard link to a file with a
+    people.write_text(QRELS.read_text())                                          # sidecar: one file, one labeller
+    Path(f"{people}.origin.json").write_text(Path(f"{QRELS}.origin.json").read_text())
+    os.link(people, people_hard)  # named alike on both sides (its own path has no sidecar)
+    linked = agree(people, people_hard)
     assert linked.same_origin and linked.names == ["example assessor 1", "example assessor 1"]
     assert unknown.to_dict()["kappa"] == pytest.approx(1.0)  # a person against an unknown file: measured, and named
 
