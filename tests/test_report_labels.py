@@ -19,7 +19,7 @@ from ragassay.errors import InputError
 from ragassay.product.report import load_inputs, write_report
 from ragassay.product.report_inputs import NamedRun
 from ragassay.product.report_page import SCRIPT, read_data_block
-from helpers import nonempty
+from helpers import EXAMPLE, nonempty
 
 ODD = "q|<1>é"  # an odd query id: a pipe, markup, an accent
 
@@ -222,3 +222,24 @@ def test_the_report_command_refuses_a_bad_name_and_guards_a_named_input(tmp_path
     assert main(["report", "--qrels", str(f["qrels"]), "--run", f"a={f['a']}", "-o", str(f["a"])]) == 2
     assert "is also the input --run" in capsys.readouterr().err
     assert f["a"].read_bytes() == before
+
+
+def test_the_report_says_how_its_queries_and_chunks_met_the_runs(tmp_path, capsys):
+    """The queries and chunks fill the pages: none in common with the runs stops the report naming both;
+    some is a warning with counts, and both joins are in the "Inputs: what met" table."""
+    from ragassay.cli import main
+    qrels, run = EXAMPLE / "qrels.txt", EXAMPLE / "runs" / "bm25.txt"
+    other = tmp_path / "zq.jsonl"
+    other.write_text('{"id": "zz1", "question": "x"}\n')
+    capsys.readouterr()
+    assert main(["report", "--qrels", str(qrels), "--run", str(run), "--queries", str(other), "-o",
+                 str(tmp_path / "a.md")]) == 1
+    assert "no query ids in common between the runs and the queries" in capsys.readouterr().err
+    part = tmp_path / "part.jsonl"
+    part.write_text("".join((EXAMPLE / "queries.jsonl").read_text().splitlines(keepends=True)[:2]))
+    assert main(["report", "--qrels", str(qrels), "--run", str(run), "--queries", str(part), "--chunks",
+                 str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "b.md")]) == 0
+    err = capsys.readouterr().err
+    assert "query ids: 20 of 22 in the runs are not in the queries" in err
+    md = (tmp_path / "b.md").read_text()
+    assert "| query ids | the runs | 22 | the queries | 2 | 2 |" in md and "| chunk ids | the runs' results | 49 | the chunks | 50 | 49 |" in md

@@ -424,6 +424,15 @@ def input_joins(inp: ReportInputs) -> list:
         if inp.judgments:
             joins.append((Join.of("query ids", "the judgments", {j.query_id for j in inp.judgments}, "the qrels",
                                   inp.qrels.queries, None, inp.qrels.source), ("left",)))
+    if inp.queries and inp.runs:  # the query pages' questions
+        asked = {q for r in inp.runs for q in r.queries}
+        joins.append((Join.of("query ids", "the runs", asked, "the queries", list(inp.queries), None, None),
+                      ("left",)))
+    if inp.chunks and inp.runs:  # the chunk texts the pages show beside each run's results
+        import numpy as np
+        retrieved = {d.decode("utf-8") for r in inp.runs for d in np.unique(r.doc_ids).tolist()}
+        joins.append((Join.of("chunk ids", "the runs' results", retrieved, "the chunks", list(inp.chunks), None, None),
+                      ("left",)))
     answered = {c.id for c in inp.checks} or set(inp.answers)
     if answered and inp.runs:
         joins.append((Join.of("query ids", "the checked answers" if inp.checks else "the answers", answered,
