@@ -32,6 +32,8 @@ QRELS_CASES = {
     "grade with leading zeros": FILLER_QRELS + "q1 0 y 0003\n",
     "grade minus zero": FILLER_QRELS + "q1 0 y -0\n",
     "grade with a minus inside": FILLER_QRELS + "q1 0 y 1-2\n",
+    "an empty grade then a two-digit one": FILLER_QRELS + "q1 0 y \nq1 0 z 12\n",
+    "two-digit grades among one-digit ones": FILLER_QRELS + "q1 0 y 12\nq1 0 z 3\n",
     "non-UTF-8 in the ignored column": FILLER_QRELS + "q1 \udcff y 2\n",
     "tabs": FILLER_QRELS.replace(" ", "\t"),
     "three columns": "".join(f"q{i % 7}\td{i}\t{i % 3}\n" for i in range(5000)),

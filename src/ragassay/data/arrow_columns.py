@@ -135,7 +135,14 @@ def _plain_integers(chunks: list) -> np.ndarray | None:
     out = np.empty(sum(len(c) for c in chunks), dtype=np.int64)
     pos = 0
     while chunks:
-        text = _fixed_width([chunks.pop(0)])
+        chunk = chunks.pop(0)
+        offsets, data = _offsets(chunk), chunk.buffers()[2]
+        digits = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else None
+        if digits is not None and bool((np.diff(offsets) == 1).all()) and bool(((digits >= 48) & (digits <= 57)).all()):
+            out[pos:pos + len(chunk)] = digits - 48  # every grade one digit (the usual 0-3): read as they are
+            pos += len(chunk)
+            continue
+        text = _fixed_width([chunk])
         if text is None:
             return None
         values, plain = parse_plain_integers(text)

@@ -296,8 +296,11 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
         fmt = _resolve_format(head, path, "qrels", format)
         if fmt in ("trec", "trec3", "beir"):
             trec = fmt == "trec"
+            scan = WholeReadScan(path)
             fast = _arrow_columns(str(path), 4 if trec else 3, [(0, "codes"), (2 if trec else 1, "id"),
                                                                 (3 if trec else 2, "int")], header_line(head), head)
+            if scan.needed():  # a lone \r or bytes not UTF-8 somewhere: the whole-file read names the line
+                fast = None
             if fast is not None:
                 (qidx, distinct), docs, grades = fast
                 out = Qrels(_decode_ids(distinct, path), qidx, docs, grades, source=str(path))
@@ -428,12 +431,33 @@ def _plain_file_head(path: str | Path) -> bytes | None:
         return None
     if len(head) == 1 << 16:
         head = head[:head.rfind(b"\n") + 1]  # whole lines only
-    if not head.strip() or _whole_read_needed(p):
-        return None  # a first line longer than 64 KB, a lone \r, bytes not UTF-8: the full path judges it
+    if not head.strip() or b"\r" in head:
+        return None  # a first line longer than 64 KB, or line ends with \r: the full path judges them
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # bytes not UTF-8: the full path names the line
     return head
 
 
-def _whole_read_needed(path: Path) -> bool:
+class WholeReadScan:
+    """:func:`whole_read_needed` of a file on another thread, while pyarrow parses the same file (its
+    parse lets go of the GIL, the scan reads at memchr speed): the scan costs no time of its own."""
+
+    def __init__(self, path: str | Path):
+        import threading
+        self._said: list[bool] = []
+        self._thread = threading.Thread(target=lambda: self._said.append(whole_read_needed(Path(path))),
+                                        name="whole-read scan", daemon=True)
+        self._thread.start()
+
+    def needed(self) -> bool:
+        """Whether the whole-file read must judge the file (also when the scan itself failed)."""
+        self._thread.join()
+        return self._said != [False]
+
+
+def whole_read_needed(path: Path) -> bool:
     """Whether the file holds what pyarrow would read where the whole-file read refuses it: a \r not
     followed by \n (pyarrow ends a line there) or bytes that are not UTF-8 in any column (pyarrow
     reads only the columns it is asked for). Read 8 MB at a time into one buffer, scanned at memchr
@@ -541,8 +565,11 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
         fmt = _resolve_format(head, path, "run", format)
         if fmt in ("trec", "trec3", "beir"):
             trec, skip, tag = _column_layout(head, fmt)
+            scan = WholeReadScan(path)
             fast = _arrow_columns(str(path), 6 if trec else 3,
                                   [(0, "codes"), (2 if trec else 1, "id"), (4 if trec else 2, "float")], skip, head)
+            if scan.needed():  # a lone \r or bytes not UTF-8 somewhere: the whole-file read names the line
+                fast = None
             if fast is not None:
                 (qidx, distinct), docs, scores = fast
                 run = Run(_decode_ids(distinct, path), qidx, docs, scores, name or tag or default_name, str(path))
