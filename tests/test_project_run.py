@@ -31,6 +31,13 @@ def folder(tmp_path: Path) -> Path:
     return d
 
 
+@pytest.fixture
+def offline(monkeypatch) -> None:
+    """No LLM endpoint in the environment: the run's offline steps alone."""
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def init(folder: Path, capsys, *more: str) -> tuple[int, str]:
     capsys.readouterr()
     code = main(["init", str(folder), *more])
@@ -209,9 +216,7 @@ def test_a_bad_project_file_names_the_file_and_line(folder, capsys):
     assert main(["run", str(toml), "--only", "judge", "--from", "check"]) == 2
 
 
-def test_without_an_endpoint_the_offline_steps_run_and_the_llm_ones_say_why(folder, capsys, monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
-        monkeypatch.delenv(name, raising=False)
+def test_without_an_endpoint_the_offline_steps_run_and_the_llm_ones_say_why(folder, capsys, offline):
     init(folder, capsys)
     choose_people_qrels(folder)
     toml = folder / "ragassay.toml"
@@ -270,9 +275,7 @@ def test_a_corpus_without_queries_gets_questions_then_the_pool_of_their_runs(tmp
         assert step(done, "compare")["status"] == "ran" and (out / "report.html").exists()
 
 
-def test_only_and_from_run_part_of_the_pipeline_on_what_earlier_steps_left(folder, capsys, monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
-        monkeypatch.delenv(name, raising=False)
+def test_only_and_from_run_part_of_the_pipeline_on_what_earlier_steps_left(folder, capsys, offline):
     init(folder, capsys)
     choose_people_qrels(folder)
     code, first = run(folder, capsys, None, "--only", "retrieve")
@@ -331,9 +334,7 @@ def test_a_wrong_metric_stops_even_a_dry_run_naming_its_line(folder, capsys, edi
     assert "Traceback" not in err and not (folder / "ragassay-out").exists()
 
 
-def test_a_gate_metric_missing_from_metrics_is_computed_for_the_gate(folder, capsys, monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
-        monkeypatch.delenv(name, raising=False)
+def test_a_gate_metric_missing_from_metrics_is_computed_for_the_gate(folder, capsys, offline):
     init(folder, capsys)
     choose_people_qrels(folder)
     toml = folder / "ragassay.toml"
@@ -354,9 +355,7 @@ def test_a_gate_metric_missing_from_metrics_is_computed_for_the_gate(folder, cap
     assert code == 1 and f"bm25: p@5 = {expected['p@5']:.4f} is below the minimum 0.99" in step(done, "gate")["text"]
 
 
-def test_json_gives_each_steps_result_and_an_up_to_date_rerun_the_kept_one(folder, capsys, monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
-        monkeypatch.delenv(name, raising=False)
+def test_json_gives_each_steps_result_and_an_up_to_date_rerun_the_kept_one(folder, capsys, offline):
     init(folder, capsys)
     choose_people_qrels(folder)
     out = folder / "ragassay-out"
@@ -378,9 +377,7 @@ def test_json_gives_each_steps_result_and_an_up_to_date_rerun_the_kept_one(folde
         assert step(done, "report")["result"]["html"] == str(out / "report.html")
 
 
-def test_a_dry_run_says_what_the_metrics_steps_will_score_on(folder, capsys, monkeypatch):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
-        monkeypatch.delenv(name, raising=False)
+def test_a_dry_run_says_what_the_metrics_steps_will_score_on(folder, capsys, offline):
     init(folder, capsys)  # people's qrels are left commented out: only the judged pool scores the runs
     code, offline = run(folder, capsys, None, "--dry-run")
     assert code == 0 and step(offline, "evaluate")["status"] == "skipped"

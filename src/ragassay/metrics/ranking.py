@@ -133,7 +133,10 @@ def query_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, rows: int | N
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    """The parts as one array, the list emptied as they are copied (one part's copy at a time)."""
+    """The parts as one array, the list emptied as they are copied (one part's copy at a time); a
+    single part (a run ranked whole) is returned as it is, not copied."""
+    if len(parts) == 1:
+        return parts.pop()
     out = np.empty(sum(len(p) for p in parts), dtype=parts[0].dtype)
     pos = 0
     while parts:

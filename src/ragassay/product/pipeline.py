@@ -669,12 +669,6 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     return StepResult("judge", "ran", text, done.exit_code, result=done.to_dict())
 
 
-def _queries_of(path: Path) -> dict[str, str]:
-    """The project's queries (read as every step reads them)."""
-    from ..data import io as rio
-    return rio.read_queries(path)
-
-
 def _unjudged(pooled: list[tuple[str, str]], judged: Path) -> tuple[int, int] | None:
     """(pairs of the pool the judge has not graded, pairs in the pool), or None when it graded all: a
     judge stopped at a ceiling, or whose calls failed, leaves the runs scored on part of the pool."""
@@ -706,7 +700,8 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
         return skip
     runs = {**ctx.runs, **ctx.memory_runs}  # a dry run's retrievals that will change: in memory
     if ctx.dry_run and ctx.judging:  # its nuggets come from the passages judged relevant: a ceiling is known
-        queries = len(_queries_of(ctx.queries)) if ctx.queries is not None else 0
+        from ..data import io as rio
+        queries = len(rio.read_queries(ctx.queries)) if ctx.queries is not None else 0
         most = queries * (2 + len(runs))
         return StepResult("coverage", "estimated", f"after judge: at most {most} calls (nuggets and their importance "
                           f"for each of {queries} queries, then each of {len(runs)} runs' support), fewer where the "
