@@ -38,7 +38,7 @@ def test_the_written_result_is_the_models_dump_in_memory_and_by_blocks(per_query
 def test_a_result_of_a_mapping_has_no_qrels_file_and_still_reads_back(tmp_path):
     d = evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 2.0, "d2": 1.0}}, ["p@1"]).to_dict()
     assert dumped(d) == d and list(d) == ["kind", "version", "run", "aggregate", "per_query", "counts", "settings",
-                                          "qrels"]
+                                          "qrels", "rests_on"]
     path = tmp_path / "r.json"
     path.write_text(json.dumps(d))
     assert load_result(path) == d  # report and gate read it as its model

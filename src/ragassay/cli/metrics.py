@@ -118,10 +118,12 @@ def _evaluate_text(ev: Any, run_name: str, args: argparse.Namespace) -> str:
     else:
         table = render_table(["metric", run_name], [[m, _shown(agg[m], c)] for m, c in zip(names, counts)],
                              args.format)
+    from ..metrics.rests_on import rests_on_lines
+    said = "\n".join([_counts_line(ev), *rests_on_lines(ev.rests_on)])
     if args.format == "csv":  # stdout stays one CSV table
-        print(_counts_line(ev), file=sys.stderr)
+        print(said, file=sys.stderr)
         return table
-    return f"{table}\n\n{_counts_line(ev)}"
+    return f"{table}\n\n{said}"
 
 
 def _stream_per_query(ev: Any, names: list[str], agg: dict[str, float], fmt: str) -> str:
@@ -183,7 +185,9 @@ def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
     headers, sized, notes = sizing_table(cmp.to_dict())
     ask = "" if cmp.settings["effect"] else "\nGive --effect D for the queries needed to detect a difference D."
     third = render_table(headers, sized, args.format) + "\n" + "\n".join(notes) + ask
-    return f"{first}\n\n{second}\n\n{third}\n\n{note}" + "".join(f"\n{m}" for m in met)  # the footer stays last
+    from ..metrics.rests_on import compare_rests_on_lines
+    rests = "".join(f"\n{line}" for line in compare_rests_on_lines(cmp.rests_on))
+    return f"{first}\n\n{second}\n\n{third}\n\n{note}{rests}" + "".join(f"\n{m}" for m in met)  # the footer stays last
 
 
 # --------------------------------------------------------------------------------------- agree

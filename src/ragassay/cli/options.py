@@ -33,9 +33,10 @@ TABLE_FORMATS = ("table", "json", "csv", "markdown")
 def add_metric_options(p: argparse.ArgumentParser, default_note: str) -> None:
     text(p.add_argument("-m", "--metric", dest="metrics", action="append", metavar="METRIC",
                    help=f"metric to compute; repeat or comma-separate for several ({default_note})"))
-    p.add_argument("--relevance-level", type=positive_int, default=1, metavar="N",
-                   help="minimum grade that counts as relevant for binary metrics, at least 1 (default 1; as in "
-                        "trec_eval it does not change NDCG gains; grades of 0 and below are never relevant)")
+    p.add_argument("--relevance-level", type=positive_int, default=None, metavar="N",
+                   help="minimum grade that counts as relevant for binary metrics, at least 1 (default: the grade "
+                        "the labels say they count from, e.g. 2 for the judge's 0-3 scale, else 1 as in trec_eval; "
+                        "as in trec_eval it does not change NDCG gains; grades of 0 and below are never relevant)")
     p.add_argument("--gain", choices=("linear", "exponential"), default="linear",
                    help="NDCG gain: the grade (linear, trec_eval's) or 2^grade-1 (default linear)")
     p.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto",

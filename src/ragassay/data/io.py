@@ -336,7 +336,7 @@ def _read_jsonl_qrels(data: bytes, path: str | Path) -> tuple[Qrels, list[dict]]
     """JSON Lines qrels, and what each line says of who made it (assessor, model, prompt)."""
     rows, said = [], []
     for no, obj in iter_jsonl(data, path, keep_float_text=True):
-        said.append({k: obj.get(k) for k in ("assessor", "model", "prompt")})
+        said.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
         q = _field(obj, ("query_id", "qid"), path, no)
         d = _field(obj, ("chunk_id", "doc_id", "docid"), path, no)
         g = _field(obj, ("grade", "relevance"), path, no)

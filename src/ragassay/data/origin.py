@@ -71,12 +71,44 @@ class Labeller:
 
 
 @dataclass(frozen=True)
+class PoolRun:
+    """One run whose top ``depth`` results were judged into a file of labels. ``digest`` fingerprints
+    those top results (``pool_digest``), so a run is known again whatever its file is called."""
+    name: str
+    digest: str
+    depth: int
+
+    def __post_init__(self) -> None:
+        _text("name", self.name)
+        _text("digest", self.digest)
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
+            raise ValueError(f"depth: a whole number of at least 1, got {json.dumps(self.depth)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "pool") -> PoolRun:
+        fields = _fields(cls, data, where, required=("name", "digest", "depth"))
+        try:
+            return cls(**fields)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+
+
+@dataclass(frozen=True)
 class Origin:
-    """Who made a file's labels. No labeller at all means unknown."""
+    """Who made a file's labels (no labeller at all means unknown), and what the labels rest on: the
+    scale they were given on and the grade from which one counts as relevant (the judge's 0-3 counts
+    from 2, TREC Deep Learning's convention for the same scale), and, for labels made by judging
+    runs' top results, which runs and how deep (the pool)."""
     record: str = ORIGIN_RECORD
     labellers: tuple[Labeller, ...] = ()
     command: str | None = None      # the ragassay command that wrote the file
     date: str | None = None         # when, ISO 8601 (UTC)
+    scale: tuple[int, int] | None = None    # the lowest and the highest grade of the labellers' scale
+    relevant_from: int | None = None        # a label counts as relevant from this grade up
+    pool: tuple[PoolRun, ...] | None = None  # the runs judged into the file, each to its depth
 
     def __post_init__(self) -> None:
         if self.record != ORIGIN_RECORD:
@@ -85,6 +117,24 @@ class Origin:
             raise ValueError("labellers: a tuple of Labeller")
         _text("command", self.command, optional=True)
         _text("date", self.date, optional=True)
+        if self.scale is not None:
+            low_high = self.scale
+            if (not isinstance(low_high, tuple) or len(low_high) != 2
+                    or not all(isinstance(g, int) and not isinstance(g, bool) for g in low_high)
+                    or low_high[0] >= low_high[1]):
+                raise ValueError(f"scale: [lowest, highest], two whole numbers, lowest first, got "
+                                 f"{json.dumps(list(low_high) if isinstance(low_high, tuple) else low_high)}")
+        if self.relevant_from is not None:
+            r = self.relevant_from
+            if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+                raise ValueError(f"relevant_from: a whole number of at least 1 (grades of 0 and below are never "
+                                 f"relevant), got {json.dumps(r)}")
+            if self.scale is not None and not self.scale[0] < r <= self.scale[1]:
+                raise ValueError(f"relevant_from: {r} is not a grade of the scale {self.scale[0]}-{self.scale[1]} "
+                                 "above its lowest")
+        if self.pool is not None and (not isinstance(self.pool, tuple)
+                                      or not all(isinstance(p, PoolRun) for p in self.pool)):
+            raise ValueError("pool: a tuple of PoolRun")
 
     @property
     def known(self) -> bool:
@@ -122,7 +172,10 @@ class Origin:
     def to_dict(self) -> dict[str, Any]:
         """The sidecar's JSON (every field, in declared order)."""
         return {"record": self.record, "labellers": [lab.to_dict() for lab in self.labellers],
-                "command": self.command, "date": self.date}
+                "command": self.command, "date": self.date,
+                "scale": list(self.scale) if self.scale is not None else None,
+                "relevant_from": self.relevant_from,
+                "pool": [p.to_dict() for p in self.pool] if self.pool is not None else None}
 
     def replace(self, **changes: Any) -> Origin:
         return dataclasses.replace(self, **changes)
@@ -142,7 +195,26 @@ class Origin:
         if not isinstance(labellers, list):
             raise ValueError(f"labellers: a list, got {type(labellers).__name__}")
         fields["labellers"] = tuple(Labeller.from_dict(lab, f"labellers[{i}]") for i, lab in enumerate(labellers))
+        scale = fields.get("scale")
+        if scale is not None:
+            if not isinstance(scale, list):
+                raise ValueError(f"scale: [lowest, highest], got {json.dumps(scale)}")
+            fields["scale"] = tuple(scale)
+        pool = fields.get("pool")
+        if pool is not None:
+            if not isinstance(pool, list):
+                raise ValueError(f"pool: a list, got {type(pool).__name__}")
+            fields["pool"] = tuple(PoolRun.from_dict(p, f"pool[{i}]") for i, p in enumerate(pool))
         return cls(**fields)
+
+    def scale_text(self) -> str | None:
+        """ "0-3, relevant from 2" (or None when the file says nothing of its scale)."""
+        if self.scale is None and self.relevant_from is None:
+            return None
+        parts = [f"{self.scale[0]}-{self.scale[1]}"] if self.scale is not None else []
+        if self.relevant_from is not None:
+            parts.append(f"relevant from {self.relevant_from}")
+        return ", ".join(parts)
 
 
 def _text(key: str, value: Any, optional: bool = False) -> None:
@@ -165,6 +237,11 @@ def _fields(cls: type, data: Any, where: str, required: tuple[str, ...] = ()) ->
 
 
 UNKNOWN = Origin()
+
+# the judge's scale (prompts/judge_relevance.txt): 0 unrelated, 1 on the topic but no answer, 2 answers
+# in part, 3 answers; relevant from 2, as TREC Deep Learning counts its own 0-3 labels
+JUDGE_SCALE = (0, 3)
+JUDGE_RELEVANT_FROM = 2
 
 
 def today() -> str:
@@ -195,12 +272,20 @@ def model_origin(models: Iterable[str], prompt: str | None, base_url: str | None
 
 
 def merged(*origins: Origin, command: str | None = None) -> Origin:
-    """One origin for a file that holds the labels of several (judge's qrels with people's --keep)."""
+    """One origin for a file that holds the labels of several (judge's qrels with people's --keep).
+    The scale and the relevant grade stay only when every part that says one says the same: labels
+    on two scales in one file have no one relevant grade."""
     seen: dict = {}
     for o in origins:
         for lab in o.labellers:
             seen.setdefault(lab.identity(), lab)
-    return Origin(labellers=tuple(seen.values()), command=command, date=today())
+    scales = {o.scale for o in origins if o.scale is not None}
+    relevant = {o.relevant_from for o in origins if o.relevant_from is not None}
+    pools = [p for o in origins for p in (o.pool or ())]
+    return Origin(labellers=tuple(seen.values()), command=command, date=today(),
+                  scale=next(iter(scales)) if len(scales) == 1 else None,
+                  relevant_from=next(iter(relevant)) if len(relevant) == 1 and len(scales) <= 1 else None,
+                  pool=tuple({(p.name, p.digest, p.depth): p for p in pools}.values()) or None)
 
 
 def sidecar_path(path: str | Path) -> Path:
@@ -250,7 +335,9 @@ def origin_of_records(records: Iterable[Mapping], command: str | None = None) ->
     alone is unknown; beside named lines, it keeps the file from being known whole."""
     seen: dict = {}
     silent = False
+    kinds = set()
     for r in records:
+        kinds.add(r.get("record"))
         if r.get("assessor"):
             lab = Labeller(by="person", name=str(r["assessor"]))
         elif r.get("model"):
@@ -262,7 +349,10 @@ def origin_of_records(records: Iterable[Mapping], command: str | None = None) ->
     if not seen:
         return Origin(labellers=(), command=command)
     unknown = (Labeller(by="unknown", name=SILENT),) if silent else ()
-    return Origin(labellers=(*seen.values(), *unknown), command=command)
+    # the judge's own records (``record: judgment@1`` on every line) are on the judge's scale
+    judged = bool(kinds) and all(str(k).split("@")[0] == "judgment" for k in kinds) and not silent
+    return Origin(labellers=(*seen.values(), *unknown), command=command,
+                  scale=JUDGE_SCALE if judged else None, relevant_from=JUDGE_RELEVANT_FROM if judged else None)
 
 
 def label_origin(path: str | Path | None, records: Iterable[Mapping] | None = None) -> Origin:
@@ -270,7 +360,12 @@ def label_origin(path: str | Path | None, records: Iterable[Mapping] | None = No
     side = read_origin(path)
     if side.known or records is None:
         return side
-    return origin_of_records(records)
+    lines = origin_of_records(records)
+    if side.scale is None and side.relevant_from is None and side.pool is None:
+        return lines
+    # a sidecar that says only what the labels rest on (a scale, a pool): the lines say who made them
+    return lines.replace(scale=side.scale or lines.scale, relevant_from=side.relevant_from or lines.relevant_from,
+                         pool=side.pool)
 
 
 def versus(a: Origin, b: Origin, a_count: int | None = None, b_count: int | None = None) -> str:

@@ -58,6 +58,7 @@ class EvaluateResult(Result):
     counts: dict[str, Any] | None = None
     settings: dict[str, Any] | None = None
     qrels: dict[str, Any] | None = None  # which qrels: file, content digest, origin (who labelled)
+    rests_on: dict[str, Any] | None = None  # the relevant grade and why, the pool, Judged@k (metrics/rests_on.py)
 
 
 class CompareResult(Result):
@@ -70,6 +71,7 @@ class CompareResult(Result):
     settings: dict[str, Any] | None = None
     qrels: dict[str, Any] | None = None  # which qrels: file, content digest, origin (who labelled)
     counts: dict[str, dict[str, Any]] | None = None  # run -> how its queries met the qrels
+    rests_on: dict[str, Any] | None = None  # the relevant grade, each run's pool, unique relevant chunks
 
 
 class AgreeResult(Result):

@@ -12,7 +12,7 @@ from typing import Any
 
 RESULT_VERSION = 1
 
-_EVALUATE_FIELDS = ("run", "aggregate", "per_query", "counts", "settings", "qrels")
+_EVALUATE_FIELDS = ("run", "aggregate", "per_query", "counts", "settings", "qrels", "rests_on")
 
 
 def evaluate_result(**fields: Any) -> dict[str, Any]:

@@ -19,6 +19,8 @@ Temporary files take about as much disk as the two files.
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import os
 import tempfile
@@ -78,6 +80,8 @@ class BlockwiseEvaluation:
     gain: str
     qrels_file: str
     qrels_origin: Any = None
+    relevance: Any = None  # rests_on.Relevance
+    standing: Any = None   # rests_on.PoolStanding (the run is not held against the pool: it is not in memory)
     qrels_digest: str | None = None
     blocks: int = 0
     longest_query: int = 0
@@ -125,7 +129,15 @@ class BlockwiseEvaluation:
             settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
             qrels={"file": self.qrels_file, "digest": self.qrels_digest,
                    "origin": (self.qrels_origin or UNKNOWN).summary()},
+            rests_on=self.rests_on,
         )
+
+    @property
+    def rests_on(self) -> dict | None:
+        from .rests_on import rests_on
+        if self.relevance is None or self.standing is None:
+            return None
+        return rests_on(self.relevance, self.standing, self.measures)
 
 
 class _Partitions:
@@ -211,7 +223,7 @@ class _Sum:
 
 
 def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | Measure] | str | None = None, *,
-                   relevance_level: int = 1, gain: str = "linear", missing: Missing = "skip",
+                   relevance_level: int | None = None, gain: str = "linear", missing: Missing = "skip",
                    qrels_format: str = "auto", run_format: str = "auto", dedupe: bool = False,
                    block_queries: int | None = None, keep_per_query: bool = False,
                    piece_bytes: int = PIECE_BYTES) -> BlockwiseEvaluation:
@@ -228,7 +240,12 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
                          "standard input)", run if r_shape is None else qrels)
     from ..data.origin import label_origin
+    from .rests_on import judged_measures, pool_standing, relevance_for
     name = r_shape.tag or Path(run).name.split(".")[0] or "run"
+    relevance = relevance_for(label_origin(qrels), relevance_level, qrels)
+    relevance_level = relevance.level
+    extra = judged_measures(measures)  # Judged@k beside the scores, as in memory
+    asked, measures = measures, list(measures) + extra
     out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
                               int(relevance_level), gain, str(qrels), label_origin(qrels))
     sums = {str(m): _Sum() for m in measures}
@@ -252,9 +269,13 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
             del table
         else:
             pieces = read_pieces(qrels, q_shape, "qrels", piece_bytes)
+        low = high = None
         for piece in pieces:
             judged.add(piece)
             any_judgment = True
+            if len(piece.values):  # the labels' range of grades, for what the relevant grade says
+                lo, hi = int(piece.values.min()), int(piece.values.max())
+                low, high = lo if low is None else min(low, lo), hi if high is None else max(high, hi)
             del piece  # (before the next is read) and its pages back at once: the peak is that of one piece
             trim_heap()
         del pieces
@@ -285,7 +306,7 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                     sums[str(m)].add(values[str(m)].tolist())
                 if out.spool is not None:
                     np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
-                    np.save(out.spool, np.stack([values[str(m)] for m in measures], axis=1))
+                    np.save(out.spool, np.stack([values[str(m)] for m in asked], axis=1))
                     out.spooled += 1
             trim_heap()
     finally:
@@ -295,6 +316,10 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
                          f"ids in {run} and the qrels' in {qrels} do not overlap", run)
     out.sums = {k: s.value for k, s in sums.items()}
+    judged = {str(m): out.sums.pop(str(m)) / out.evaluated if out.evaluated else 0.0 for m in extra}
+    out.measures = list(asked)
+    out.relevance = dataclasses.replace(relevance, grades=(low, high)) if low is not None else relevance
+    out.standing = pool_standing(out.qrels_origin, None, asked, judged)
     return out
 
 

@@ -16,6 +16,7 @@ from ..errors import UsageError
 from .evaluate import Evaluation, Gain, evaluate
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .power import analyse_pilot, check_design
+from .rests_on import compare_rests_on
 from .significance import bootstrap_ci, holm, paired_t_test, randomization_test
 from .significance_settings import N_BOOTSTRAP, N_PERMUTATIONS, SEED
 
@@ -57,6 +58,7 @@ class Comparison:
     settings: dict = field(default_factory=dict)
     qrels: Any = field(default=None, repr=False)  # the qrels scored against: named in the JSON (file, digest, origin)
     counts: dict = field(default_factory=dict)    # run -> how its queries met the qrels (Evaluation.counts)
+    rests_on: dict | None = None  # the relevant grade, each run's pool standing, unique relevant (rests_on.py)
 
     @property
     def means(self) -> dict[str, dict[str, float]]:
@@ -68,13 +70,13 @@ class Comparison:
         return CompareResult(baseline=self.runs[0], queries=len(self.queries), means=self.means,
                              tests=[t.__dict__ for t in self.tests], settings=self.settings,
                              qrels=self.qrels.describe() if self.qrels is not None else None,
-                             counts=self.counts or None).to_dict()
+                             counts=self.counts or None, rests_on=self.rests_on).to_dict()
 
 
 def compare(qrels: Qrels | Mapping | str | Path,
             runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | str | Path],
             metrics: Iterable[str | Measure] | str | None = None, *, missing: Literal["skip", "zero"] = "zero",
-            relevance_level: int = 1, gain: Gain = "linear", n_permutations: int = N_PERMUTATIONS,
+            relevance_level: int | None = None, gain: Gain = "linear", n_permutations: int = N_PERMUTATIONS,
             n_bootstrap: int = N_BOOTSTRAP, confidence: float = 0.95, seed: int = SEED,
             power: float = 0.8, effect: float | None = None) -> Comparison:
     """Compare two or more runs; the first is the baseline every other run is tested against.
@@ -140,12 +142,13 @@ def compare(qrels: Qrels | Mapping | str | Path,
         t.p_randomization_holm = adj
     for t, adj in zip(tests, holm([t.p_t_test for t in tests])):
         t.p_t_test_holm = adj
+    relevance_level = next(iter(evals.values())).relevance_level  # the one every run was scored with
     settings = {"missing": missing, "relevance_level": relevance_level, "gain": gain,
                 "n_permutations": n_permutations, "n_bootstrap": n_bootstrap,
                 "confidence": confidence, "seed": seed, "power": power, "alpha": alpha,
                 "effect": None if effect is None else abs(effect)}
     return Comparison(run_names, names, common, aligned, tests, settings, qrels,
-                      {k: e.counts for k, e in evals.items()})
+                      {k: e.counts for k, e in evals.items()}, compare_rests_on(evals, qrels, named))
 
 
 def _mean(x: np.ndarray) -> float:

@@ -7,6 +7,7 @@ values match trec_eval to the last few bits.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from . import peer_measures as peer
 from .measures import DEFAULT_MEASURES, Measure, gains_table, parse_measures
 from .peer_order import PeerRows, judged_only_rows, peer_ranking
 from .ranking import RankedRows, query_positions, query_slices, rank_rows
+from .rests_on import judged_measures, pool_standing, relevance_for
 
 Missing = Literal["skip", "zero"]
 Gain = Literal["linear", "exponential"]
@@ -46,6 +48,16 @@ class Evaluation:
     relevance_level: int = 1
     gain: Gain = "linear"
     qrels: Any = field(default=None, repr=False)  # the qrels scored against: named in the JSON (file, digest, origin)
+    relevance: Any = None  # rests_on.Relevance: the relevant grade and where it comes from
+    standing: Any = None   # rests_on.PoolStanding: the pool the labels were judged from, and Judged@k
+
+    @property
+    def rests_on(self) -> dict | None:
+        """What the scores rest on (the relevant grade, the pool, Judged@k), as the JSON says it."""
+        from .rests_on import rests_on  # (the name is this property's too)
+        if self.relevance is None or self.standing is None:
+            return None
+        return rests_on(self.relevance, self.standing, self.measures)
 
     @property
     def metric_names(self) -> list[str]:
@@ -90,6 +102,7 @@ class Evaluation:
             counts=self.counts,
             settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
             qrels=self.qrels.describe() if self.qrels is not None else None,
+            rests_on=self.rests_on,
         )
 
 
@@ -106,6 +119,8 @@ def checked_settings(metrics: str | Sequence[str] | None, missing: str, gain: st
         raise ValueError(f"missing must be 'skip' or 'zero', got {missing!r}")
     if gain not in ("linear", "exponential"):
         raise ValueError(f"gain must be 'linear' or 'exponential', got {gain!r}")
+    if relevance_level is None:  # the labels' own relevant grade, else trec_eval's (rests_on.relevance_for)
+        return measures
     if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
         raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
     if relevance_level < 1:  # trec_eval's and pytrec_eval's too: a grade of 0 or below is never relevant
@@ -115,7 +130,7 @@ def checked_settings(metrics: str | Sequence[str] | None, missing: str, gain: st
 
 
 def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Path,
-             metrics: Iterable[str | Measure] | str | None = None, *, relevance_level: int = 1,
+             metrics: Iterable[str | Measure] | str | None = None, *, relevance_level: int | None = None,
              gain: Gain = "linear", missing: Missing = "skip") -> Evaluation:
     """Evaluate a run against qrels.
 
@@ -123,8 +138,10 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     or pytrec_eval-style dicts. ``metrics`` are names in any accepted spelling (default: p@5,
     p@10, recall@10, recall@100, f1@10, hit_rate@10, mrr, mrr@10, ndcg@10, map).
 
-    ``relevance_level``: a document is relevant when its grade is at least this (default 1); as
-    in trec_eval it does not change NDCG gains. ``gain``: ``linear`` (gain = grade) or
+    ``relevance_level``: a document is relevant when its grade is at least this; by default the
+    grade the labels say they count from (the judge's 0-3 scale: 2; a ``FILE.origin.json`` beside
+    people's qrels may say ``relevant_from``), else 1 as in trec_eval. As in trec_eval it does not
+    change NDCG gains. The result's ``rests_on`` says which grade was used and why, and the pool. ``gain``: ``linear`` (gain = grade) or
     ``exponential`` (2^grade - 1). ``missing``: ``skip`` leaves qrels queries absent from the run
     out (trec_eval's default); ``zero`` scores them 0 on every metric (trec_eval -c).
 
@@ -139,6 +156,11 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     qrels = coerce_qrels(qrels)
     run = coerce_run(run)
     measures = checked_settings(metrics, missing, gain, relevance_level)
+    grades = (int(qrels.grades.min()), int(qrels.grades.max())) if len(qrels.grades) else None
+    relevance = relevance_for(qrels.origin, relevance_level, qrels.source, grades)
+    relevance_level = relevance.level
+    extra = judged_measures(measures)  # Judged@k, said beside the scores (rests_on), not among them
+    computed = list(measures) + extra
     if gain == "exponential" and len(qrels.grades) and int(qrels.grades.max()) >= EXPONENT_LIMIT:
         from ..errors import InputError
         at = int(np.argmax(qrels.grades))
@@ -157,11 +179,11 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
         rows = rank_rows(part.qrels, part.run, part.run_to_qrels)
         views = _Views(part.qrels, part.run, rows, gain)
         n = len(rows.query_index)
-        parts.append({str(m): _compute(m, views, relevance_level if m.rel is None else m.rel, n) for m in measures})
+        parts.append({str(m): _compute(m, views, relevance_level if m.rel is None else m.rel, n) for m in computed})
         indexes.append(part.qrels_index[rows.query_index])
         del rows, views
     query_index = np.concatenate(indexes)
-    values = {str(m): np.concatenate([p[str(m)] for p in parts]) for m in measures}
+    values = {str(m): np.concatenate([p[str(m)] for p in parts]) for m in computed}
     del parts
     judged_queries = {q: i for i, q in enumerate(qrels.queries)}
     if not len(query_index) and not any(q in judged_queries for q in run.queries):
@@ -193,8 +215,11 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     relevant = np.bincount(qrels.qidx, weights=qrels.grades >= relevance_level, minlength=len(qrels.queries))
     evaluated = set(queries)
     no_relevant = [q for q, nr in zip(qrels.queries, (relevant == 0).tolist()) if nr and q in evaluated]
+    judged = {str(m): values.pop(str(m)) for m in extra}
+    judged_means = {k: (math.fsum(v.tolist()) / len(v) if len(v) else 0.0) for k, v in judged.items()}
+    standing = pool_standing(qrels.origin, run, measures, judged_means)
     return Evaluation(run.name, list(measures), queries, values, run_only, missing_ids,
-                      sorted(no_relevant), missing, int(relevance_level), gain, qrels)
+                      sorted(no_relevant), missing, int(relevance_level), gain, qrels, relevance, standing)
 
 
 class _Views:

@@ -389,8 +389,9 @@ class LabelBook:
             for key, value in list(self.prior.items()) + list(self.labels.items()):
                 q, c = key.split("\t", 1)
                 qrels.setdefault(q, {})[c] = int(value)
-            from ..data.origin import people
-            write_qrels(self.output, qrels, origin=people(self.assessor, command="label"))
+            from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, people
+            write_qrels(self.output, qrels, origin=people(self.assessor, command="label").replace(
+                scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM))
         else:
             rows = list(self.prior.items()) + list(self.labels.items())
             write_lines_atomic(self.output, [json.dumps({"id": k, "label": v, "assessor": self.assessor},

@@ -1028,7 +1028,7 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
         write_jsonl(rejects, result.rejects + [reject_record([c], None, None, None, f"chunk unfit: {why}")
                                                for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
-        from ..data.origin import origin_of_records, today
+        from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, origin_of_records, today
         # the gold chunks were chosen by the model that wrote each question (with its prompt)
         from ..data.origin import endpoint_host
         origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted), command="generate")
@@ -1037,7 +1037,7 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
             origin = origin.replace(labellers=tuple(
                 lab.replace(endpoint=host) if lab.name == endpoint[0] else lab for lab in origin.labellers))
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted},
-                    origin=origin.replace(date=today()))
+                    origin=origin.replace(date=today(), scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM))
     if endpoint is not None:  # the set itself holds gold chunks: its sidecar keeps the host its lines cannot
         from ..data.origin import endpoint_host, origin_of_records, today, write_origin
         host = endpoint_host(endpoint[1])

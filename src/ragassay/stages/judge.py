@@ -978,6 +978,8 @@ def _qrels_origin(graders: set[tuple[str, str]], llms: Sequence[LLM], plan: Judg
     one_host = next(iter(set(hosts.values()))) if len(set(hosts.values())) == 1 else None  # a jury at one endpoint
     mine = Origin(labellers=tuple(Labeller(by="model", name=m, prompt=p, endpoint=hosts.get(m, one_host))
                                   for m, p in sorted(graders, key=lambda g: (str(g[0]), str(g[1])))))
+    from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE
+    mine = mine.replace(scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM)
     if not plan.keep:
         return merged(mine, command="judge")
     kept = plan.keep_origin if plan.keep_origin is not None and plan.keep_origin.known else \

@@ -87,10 +87,11 @@ def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Pat
     from ..data.io import read_chunks, read_records, write_qrels
     read = [q for _, q in read_records(questions, Question, "question")]
     result = remap(read, read_chunks(new_chunks), threshold)
-    from ..data.origin import label_origin, today
+    from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, label_origin, today
     # who chose the gold chunks: the set's sidecar (it names the endpoint), else its lines
     origin = label_origin(questions, ({"model": q.model, "prompt": q.prompt} for q in read))
-    origin = origin.replace(command="remap")
+    origin = origin.replace(command="remap", scale=origin.scale or JUDGE_SCALE,  # the gold's grade 3 on it
+                            relevant_from=origin.relevant_from or JUDGE_RELEVANT_FROM)
     write_qrels(output, result.qrels, origin=origin.replace(date=today()))  # still the generator's gold
     from ..data.result_models import RemapSummary
     return RemapSummary(questions=len(read), placed=len(result.placed), how=dict(Counter(result.how.values())),

@@ -1,0 +1,248 @@
+"""What a score rests on, said beside it: the grade from which a label counts as relevant, the pool
+of runs whose top results were judged, and how much of a run's own top k was judged at all.
+
+Exact arithmetic on the wrong premise flatters: the judge's grade 1 means "on the topic, but does
+not answer", so counting it as relevant gives a retriever credit for near misses; and a run scored
+on a pool only it made has, by construction, found every relevant chunk the labels know. Neither
+can be seen in the number, so each is carried beside it (text, JSON, report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..data.origin import UNKNOWN, Origin, PoolRun, sidecar_path
+from .measures import Measure, parse_measure
+
+TREC_EVAL_LEVEL = 1  # trec_eval's default: any positive grade is relevant
+
+# measures whose value does not hang on the relevant grade: graded gains, counts of what was
+# returned or judged (ranx's ndcg and dcg do count only grades at or above it, so they are not here)
+_GRADED = frozenset({"ndcg", "dcg", "dcg_burges", "ndcg_burges", "err", "nerr8", "nerr9", "nerr10", "nerr11",
+                     "sdcg", "judged", "num_ret", "num_q", "compat", "inst", "insq"})
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """The grade from which a label counts as relevant in binary measures, and where it comes from:
+    ``given`` (a flag, a keyword, the project file), ``labels`` (the file of labels says its scale)
+    or ``default`` (trec_eval's 1: the labels say nothing)."""
+    level: int
+    source: str
+    scale: tuple[int, int] | None = None
+    labels_say: int | None = None
+    where: str | None = None          # the file that said it (a sidecar), when one did
+    grades: tuple[int, int] | None = None  # the lowest and highest grade in the labels
+
+    def text(self) -> str:
+        """ "relevant = grade ≥ 2 (the labels' scale 0-3, said in qrels.txt.origin.json)" """
+        head = f"relevant = grade ≥ {self.level}"
+        scale = f" {self.scale[0]}-{self.scale[1]}" if self.scale else ""
+        if self.source == "labels":
+            return f"{head} (the labels' scale{scale}" + (f", said in {self.where})" if self.where else ")")
+        if self.source == "given":
+            differs = (f"; the labels say relevant from {self.labels_say}"
+                       if self.labels_say is not None and self.labels_say != self.level else "")
+            return f"{head} (as given{differs})"
+        hint = ""
+        if self.grades is not None and self.grades[1] > TREC_EVAL_LEVEL:
+            hint = (f"; its grades run {self.grades[0]}-{self.grades[1]}: where 1 means 'on the topic, not an "
+                    "answer' (the judge's, TREC Deep Learning's), count from 2 with --relevance-level 2")
+        return f"{head} (trec_eval's default: the labels do not say their scale{hint})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "source": self.source,
+                "scale": list(self.scale) if self.scale else None, "labels_say": self.labels_say,
+                "grades": list(self.grades) if self.grades else None, "text": self.text()}
+
+
+def relevance_for(origin: Origin | None, given: int | None, labels: str | Path | None = None,
+                  grades: tuple[int, int] | None = None) -> Relevance:
+    """The relevant grade a scoring uses: ``given`` when not None, else the labels' own, else
+    trec_eval's 1. ``labels``: the labels' file (to name the sidecar that said it)."""
+    origin = origin or UNKNOWN
+    says = origin.relevant_from
+    where = None
+    if labels is not None and str(labels) != "-" and sidecar_path(labels).exists():
+        where = sidecar_path(labels).name
+    if given is not None:
+        return Relevance(int(given), "given", origin.scale, says, where, grades)
+    if says is not None:
+        return Relevance(says, "labels", origin.scale, says, where, grades)
+    return Relevance(TREC_EVAL_LEVEL, "default", origin.scale, None, None, grades)
+
+
+def uses_relevance(measures: Sequence[Measure | str]) -> list[str]:
+    """The measures (of ``measures``) whose value hangs on the relevant grade of the evaluation
+    (a measure with its own rel= is not one)."""
+    out = []
+    for m in measures:
+        m = parse_measure(m)
+        if m.rel is None and m.name not in _GRADED:
+            out.append(str(m))
+    return out
+
+
+def judged_cutoffs(measures: Sequence[Measure]) -> list[int]:
+    """The cut-offs at which to say how much of a run's top was judged: the measures' own (at most
+    the three deepest), else 10."""
+    ks = sorted({m.k for m in measures if isinstance(m.k, int) and m.k > 0})
+    return ks[-3:] or [10]
+
+
+def judged_measures(measures: Sequence[Measure]) -> list[Measure]:
+    """Judged@k at :func:`judged_cutoffs`, to be computed beside ``measures`` (none asked already)."""
+    asked = {str(m) for m in measures}
+    return [m for m in (parse_measure(f"judged@{k}") for k in judged_cutoffs(measures)) if str(m) not in asked]
+
+
+@dataclass
+class PoolStanding:
+    """How a run stands to the pool its labels were judged from: whether it is in the pool, alone or
+    with others, and whether a measure looks deeper than the pool was judged; and Judged@k."""
+    pool: tuple[PoolRun, ...] | None
+    member: PoolRun | None = None
+    checked: bool = True  # whether the run was held against the pool (not when it is read by blocks)
+    deeper: list[str] = field(default_factory=list)
+    judged: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def alone(self) -> bool:
+        """The pool was made from this run only."""
+        return self.member is not None and self.pool is not None and \
+            len({(p.name, p.digest) for p in self.pool}) == 1
+
+    @property
+    def depth(self) -> int | None:
+        return min(p.depth for p in self.pool) if self.pool else None
+
+    def flags(self) -> list[str]:
+        """What a reader of the scores must know, each a sentence."""
+        out = []
+        if self.alone:
+            out.append(f"POOL OF THIS RUN ALONE: the labels judge only its own top {self.depth}; recall and MAP "
+                       "count only the relevant chunks it found itself (recall at the pool's depth is 1.0 by "
+                       "construction): pool other retrievers' runs to measure what it misses")
+        if self.pool is not None and self.member is None and self.checked:
+            out.append("NOT IN THE POOL: this run's chunks that no pooled run found were never judged and count "
+                       "as not relevant, so its scores are low by an unknown amount (see judged@k)")
+        if self.deeper:
+            out.append(f"DEEPER THAN THE POOL: {', '.join(self.deeper)} look past the pool's depth of {self.depth}: "
+                       "chunks below it were never judged and count as not relevant")
+        return out
+
+    def text(self) -> str:
+        """ "pool: bm25, tfidf to depth 10 (this run is in it); judged@10 0.93" """
+        parts = []
+        if self.pool is None:
+            parts.append("pool: not said by the labels")
+        else:
+            names = ", ".join(sorted({p.name for p in self.pool}))
+            depths = sorted({p.depth for p in self.pool})
+            depth = f"depth {depths[0]}" if len(depths) == 1 else "depths " + "/".join(map(str, depths))
+            where = ("this run alone" if self.alone else "this run is one of them" if self.member is not None
+                     else "this run is not in it" if self.checked else "not checked whether this run is in it "
+                     "(read by blocks)")
+            parts.append(f"pool: {len(self.pool)} run{'s' if len(self.pool) != 1 else ''} ({names}) to {depth}; "
+                         f"{where}")
+        if self.judged:
+            parts.append(", ".join(f"{k} {v:.4f}" for k, v in self.judged.items())
+                         + " (the share of the top k that was judged; unjudged counts as not relevant)")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": [p.to_dict() for p in self.pool] if self.pool is not None else None,
+                "depth": self.depth, "member": self.member.name if self.member is not None else None,
+                "alone": self.alone, "deeper": self.deeper, "judged": self.judged, "flags": self.flags(),
+                "text": self.text()}
+
+
+def pool_standing(origin: Origin | None, run: Any, measures: Sequence[Measure],
+                  judged: dict[str, float]) -> PoolStanding:
+    """``run`` (a ``Run``, or None when it is not in memory) against the pool its labels say."""
+    from ..data.pool import membership
+    pool = (origin or UNKNOWN).pool
+    standing = PoolStanding(pool, checked=run is not None, judged=dict(judged))
+    if pool:
+        standing.member = membership(pool, run) if run is not None else None
+        depth = standing.depth or 0
+        standing.deeper = [str(m) for m in measures if isinstance(m.k, int) and m.k > depth
+                           and m.name not in ("judged", "num_ret", "num_q")]
+    return standing
+
+
+def rests_on(relevance: Relevance, standing: PoolStanding, measures: Sequence[Measure]) -> dict[str, Any]:
+    """The ``rests_on`` part of a result: the relevant grade and which measures use it, the pool."""
+    return {"relevance": {**relevance.to_dict(), "measures": uses_relevance(measures)},
+            "pool": standing.to_dict()}
+
+
+def rests_on_lines(data: dict[str, Any] | None) -> list[str]:
+    """The lines a text result prints under its table, from its ``rests_on``."""
+    if not data:
+        return []
+    out = []
+    rel = data.get("relevance") or {}
+    if rel.get("measures"):
+        out.append(f"{rel['text']}: {', '.join(rel['measures'])}")
+    pool = data.get("pool") or {}
+    if pool.get("text"):
+        out.append(pool["text"])
+    out += [f"warning: {f}" for f in pool.get("flags") or []]
+    return out
+
+
+def unique_relevant(qrels: Any, runs: dict[str, Any], depth: int, level: int) -> dict[str, dict[str, int]]:
+    """For each run, the relevant chunks (grade >= ``level``) in its top ``depth`` that no other run
+    has in its own top ``depth`` (TREC's measure of pool bias: a pool without that run would not have
+    judged them), and all the relevant chunks it has there."""
+    relevant: dict[str, set[str]] = {}
+    for q, d, g in qrels.rows():
+        if g >= level:
+            relevant.setdefault(q, set()).add(d)
+    found = {name: {(q, d) for q, ids in run.top_ids(depth).items() for d in ids if d in relevant.get(q, ())}
+             for name, run in runs.items()}
+    out = {}
+    for name, mine in found.items():
+        others = set().union(*(f for n, f in found.items() if n != name))
+        out[name] = {"unique": len(mine - others), "relevant_found": len(mine)}
+    return out
+
+
+def compare_rests_on(evaluations: dict[str, Any], qrels: Any, runs: dict[str, Any]) -> dict[str, Any] | None:
+    """A comparison's ``rests_on``: the relevant grade (one for every run), each run's standing to
+    the pool, and each run's relevant chunks no other run found, at the pool's depth (else the
+    deepest cut-off asked, else 10)."""
+    first = next(iter(evaluations.values()), None)
+    if first is None or first.relevance is None:
+        return None
+    standings = {name: ev.standing for name, ev in evaluations.items()}
+    depth = first.standing.depth if first.standing is not None and first.standing.depth else \
+        max(judged_cutoffs(first.measures))
+    unique = unique_relevant(qrels, runs, depth, first.relevance.level)
+    return {"relevance": {**first.relevance.to_dict(), "measures": uses_relevance(first.measures)},
+            "pools": {name: s.to_dict() for name, s in standings.items() if s is not None},
+            "unique_relevant": {"depth": depth, "runs": unique,
+                                "text": f"relevant chunks in a run's top {depth} that no other run found: "
+                                        + ", ".join(f"{n} {u['unique']} of {u['relevant_found']}"
+                                                    for n, u in unique.items())}}
+
+
+def compare_rests_on_lines(data: dict[str, Any] | None) -> list[str]:
+    """The lines compare's text prints under its tables, from its ``rests_on``."""
+    if not data:
+        return []
+    out = []
+    rel = data.get("relevance") or {}
+    if rel.get("measures"):
+        out.append(f"{rel['text']}: {', '.join(rel['measures'])}")
+    for name, pool in (data.get("pools") or {}).items():
+        out.append(f"{name}: {pool['text']}")
+        out += [f"warning: {name}: {f}" for f in pool.get("flags") or []]
+    unique = data.get("unique_relevant")
+    if unique:
+        out.append(unique["text"])
+    return out
