@@ -9,7 +9,7 @@ from typing import Any
 from .handlers import Handler
 from .options import add_format_option, add_llm_options
 from .paths import folder, reads, text, writes
-from .values import nonneg_int
+from .values import nonneg_int, positive_int
 
 
 def demo(sub: Any) -> None:
@@ -58,6 +58,9 @@ def report(sub: Any) -> None:
                          help="a run to show (repeat for several); NAME=PATH names it NAME, else its TREC tag (or "
                               "file name) does; a path holding '=' that exists is a path"))
     reads(p.add_argument("--chunks", metavar="FILE", help="chunks JSONL: chunk texts on each query's page"))
+    p.add_argument("--relevance-level", type=positive_int, default=None, metavar="N",
+                   help="the grade from which precision, recall, MRR and MAP count a chunk as relevant (default: the "
+                        "grade the qrels say they count from, e.g. 2 on the judge's 0-3 scale, else 1)")
     reads(p.add_argument("--queries", metavar="FILE", help="queries (JSONL or TSV): the question on each query's page"))
     reads(p.add_argument("--answers", metavar="FILE", help="the answers that were checked: reference and system answer"))
     reads(p.add_argument("--human", metavar="FILE", help="answer labels (JSONL: id, label), named by who made them "

@@ -58,7 +58,7 @@ def run_report(args: argparse.Namespace) -> str | tuple[str, int]:
         raise UsageError("--qrels and --run go together (or give result files)")
     written = make_report(args.files, args.output, qrels=args.qrels, runs=args.run, chunks=args.chunks,
                           queries=args.queries, answers=args.answers, human=args.human, fmt=args.format,
-                          title=args.title, people_qrels=args.people_qrels)
+                          title=args.title, people_qrels=args.people_qrels, relevance_level=args.relevance_level)
     return render(args, _warned(written).to_dict, lambda: f"report: {written.path}")
 
 

@@ -130,7 +130,8 @@ class PoolStanding:
             out.append("NOT IN THE POOL: this run's chunks that no pooled run found were never judged and count "
                        "as not relevant, so its scores are low by an unknown amount (see judged@k)")
         if self.deeper:
-            out.append(f"DEEPER THAN THE POOL: {', '.join(self.deeper)} look past the pool's depth of {self.depth}: "
+            verb = "looks" if len(self.deeper) == 1 else "look"
+            out.append(f"DEEPER THAN THE POOL: {', '.join(self.deeper)} {verb} past the pool's depth of {self.depth}: "
                        "chunks below it were never judged and count as not relevant")
         return out
 
@@ -169,9 +170,23 @@ def pool_standing(origin: Origin | None, run: Any, measures: Sequence[Measure],
     if pool:
         standing.member = membership(pool, run) if run is not None else None
         depth = standing.depth or 0
-        standing.deeper = [str(m) for m in measures if isinstance(m.k, int) and m.k > depth
-                           and m.name not in ("judged", "num_ret", "num_q")]
+        # a measure without a cut-off reads the whole ranking: past the pool when a ranking is longer
+        longest = _longest_ranking(run)
+        standing.deeper = [str(m) for m in measures if m.name not in _COUNTS_ONLY and (
+            (isinstance(m.k, int) and m.k > depth) or (m.k is None and longest is not None and longest > depth))]
     return standing
+
+
+_COUNTS_ONLY = frozenset({"judged", "num_ret", "num_q", "num_rel"})  # they read no grade below the cut
+
+
+def _longest_ranking(run: Any) -> int | None:
+    """The most results a query has in ``run`` (None when the run is not in memory)."""
+    import numpy as np
+    qidx = getattr(run, "qidx", None)
+    if qidx is None or not len(qidx):
+        return None
+    return int(np.bincount(qidx).max())
 
 
 def rests_on(relevance: Relevance, standing: PoolStanding, measures: Sequence[Measure]) -> dict[str, Any]:
@@ -246,3 +261,26 @@ def compare_rests_on_lines(data: dict[str, Any] | None) -> list[str]:
     if unique:
         out.append(unique["text"])
     return out
+
+
+def rests_on_brief(data: dict[str, Any] | None) -> str:
+    """A result's ``rests_on`` in a few words, for a one-line summary (``ragassay run``'s step lines):
+    "relevant = grade ≥ 2; POOL OF THIS RUN ALONE (depth 10)"."""
+    if not data:
+        return ""
+    parts = []
+    rel = data.get("relevance") or {}
+    if rel.get("measures"):
+        parts.append(f"relevant = grade ≥ {rel['level']}")
+    pool = data.get("pool") or {}
+    if pool.get("alone"):
+        parts.append(f"POOL OF THIS RUN ALONE (depth {pool['depth']}): recall and MAP count only what it found")
+    elif pool.get("runs") is not None and pool.get("member") is None and "not checked" not in (pool.get("text") or ""):
+        parts.append("NOT IN THE POOL: its unjudged chunks count as not relevant")
+    if pool.get("deeper"):
+        parts.append(f"deeper than the pool's depth {pool['depth']}: {', '.join(pool['deeper'])}")
+    judged = pool.get("judged") or {}
+    low = {k: v for k, v in judged.items() if v < 1.0}
+    if low:
+        parts.append(", ".join(f"{k} {v:.2f}" for k, v in low.items()))
+    return "; ".join(parts)

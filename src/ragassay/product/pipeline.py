@@ -600,9 +600,11 @@ def pool(runs: Mapping[str, Any], depth: int, queries: list[str] | None = None) 
     return out
 
 
-def _pool_run(ctx: Context) -> tuple[Any, int, int] | None:
+def _pool_run(ctx: Context) -> tuple[Any, int, int, tuple] | None:
     """The pool as a run (each query's pool ranked as it was built: the score falls with the order),
-    the deepest query's pool and the pairs in all; None without runs or queries."""
+    the deepest query's pool, the pairs in all and the runs it was made from (each as a member of the
+    pool, for the judged qrels' origin to name); None without runs or queries."""
+    from ..data.pool import pooled_run
     from ..data import io as rio
     from ..data.tables import Run
     runs = {name: rio.read_run(f) for name, f in ctx.runs.items()}
@@ -612,7 +614,8 @@ def _pool_run(ctx: Context) -> tuple[Any, int, int] | None:
     pooled = pool(runs, ctx.project.depth, list(rio.read_queries(ctx.queries)))
     run = Run.from_dict({q: {c: float(len(cs) - i) for i, c in enumerate(cs)} for q, cs in pooled.items()},
                         name="pool")
-    return run, max((len(cs) for cs in pooled.values()), default=1), sum(len(cs) for cs in pooled.values())
+    members = tuple(pooled_run(name, r, ctx.project.depth) for name, r in runs.items())
+    return run, max((len(cs) for cs in pooled.values()), default=1), sum(len(cs) for cs in pooled.values()), members
 
 
 def _judge(ctx: Context, selected: bool) -> StepResult:
@@ -636,7 +639,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     if made is None:
         return StepResult("judge", "skipped", "no runs to pool" if ctx.queries is not None else
                           "no queries yet (generate writes them)")
-    run, deepest, pairs = made
+    run, deepest, pairs, members = made
     pooled = sorted((q, c) for q, cs in run.top_ids(deepest).items() for c in cs)
     digest = ctx.digests.of(ctx.queries, p.chunks, pool=pooled, model=ctx.llm.get("model"),
                             base_url=ctx.llm.get("base_url"))
@@ -659,6 +662,9 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     pool_path = ctx.out / "pool.txt"  # what was judged, to read (the judge reads the run it is given)
     rio.write_run(pool_path, run)
     done = api.judge(ctx.queries, p.chunks, pool_path, **args)
+    if judged.exists():  # the pool is the project's runs, each to the project's depth (not the file pool.txt)
+        from ..data.origin import read_origin, write_origin
+        write_origin(judged, read_origin(judged).replace(pool=members))
     ctx.spend(done)
     s = done.summary()
     text = (f"the pool of {runs} runs' top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
@@ -919,6 +925,21 @@ def _scored(ctx: Context, name: str) -> StepResult | None:
     return None
 
 
+def sidecar(path: Path | None) -> Path | None:
+    """The origin file beside a file of labels (its scale and pool change what a score means)."""
+    from ..data.origin import sidecar_path
+    return sidecar_path(path) if path is not None else None
+
+
+def _said_scores(name: str, result: Mapping[str, Any] | None) -> str:
+    """ "bm25: ndcg@10 0.7935, map 0.6800 [relevant = grade ≥ 2; POOL OF THIS RUN ALONE ...]" """
+    from ..metrics.rests_on import rests_on_brief
+    r = result or {}
+    brief = rests_on_brief(r.get("rests_on"))
+    return f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in (r.get("aggregate") or {}).items()) + \
+        (f" [{brief}]" if brief else "")
+
+
 def _scored_on(ctx: Context) -> str:
     """What a dry run's metrics steps will score on."""
     qrels = ctx.metric_qrels()
@@ -937,19 +958,19 @@ def _evaluate(ctx: Context, selected: bool) -> StepResult:
     said, results = [], {}  # each run's result as 'ragassay evaluate --format json' prints it
     for name, run in ctx.runs.items():
         path = ctx.out / "evaluate" / f"{name}.json"
-        digest = ctx.digests.of(qrels, run, metrics=ctx.project.metrics)
+        digest = ctx.digests.of(qrels, sidecar(qrels), run, metrics=ctx.project.metrics,
+                                relevance_level=ctx.project.relevance_level)
         if ctx.state.fresh(f"evaluate:{name}", digest, [path]):
             results[name] = _read_json(path)
             continue
-        ev = evaluate(qrels, run, ctx.project.metrics, missing="zero")
+        ev = evaluate(qrels, run, ctx.project.metrics, missing="zero", relevance_level=ctx.project.relevance_level)
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_json(path, ev.to_dict())
         results[name] = _read_json(path)
         ctx.state.done(f"evaluate:{name}", digest, 0, "")
-        said.append(f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in ev.aggregate.items()))
+        said.append(_said_scores(name, results[name]))
     partial = _partial_pool(ctx, qrels)
-    shown = said or [f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in ((r or {}).get("aggregate") or {}).items())
-                     for name, r in results.items()]  # up to date: the kept results, said the same way
+    shown = said or [_said_scores(name, r) for name, r in results.items()]  # up to date: the kept results, said alike
     return StepResult("evaluate", "ran" if said else "up to date", "; ".join(shown) + f" (on {qrels.name})" + partial,
                       result=results)
 
@@ -975,11 +996,12 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
     if ctx.dry_run:
         return StepResult("compare", "estimated", f"{_scored_on(ctx)}, offline")
     qrels, path = ctx.metric_qrels(), ctx.out / "compare.json"
-    digest = ctx.digests.of(qrels, *ctx.runs.values(), names=list(ctx.runs), metrics=ctx.project.metrics)
+    digest = ctx.digests.of(qrels, sidecar(qrels), *ctx.runs.values(), names=list(ctx.runs),
+                            metrics=ctx.project.metrics, relevance_level=ctx.project.relevance_level)
     kept = ctx.state.fresh("compare", digest, [path])
     if kept:
         return StepResult("compare", "up to date", kept["text"] + _partial_pool(ctx, qrels), result=_read_json(path))
-    cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics)
+    cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics, relevance_level=ctx.project.relevance_level)
     _write_json(path, cmp.to_dict())
     first = ctx.project.metrics[0]
     text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p = {t.p_randomization:.3f}"
@@ -1009,14 +1031,15 @@ def _report(ctx: Context, selected: bool) -> StepResult:
     if not files and not runs:
         return StepResult("report", "skipped", "nothing to report yet")
     html, md = out / "report.html", out / "report.md"
-    digest = ctx.digests.of(*files, qrels, people, *runs.values(), p.chunks, ctx.queries, p.answers, p.human,
-                            title=p.title, names=list(runs))
+    digest = ctx.digests.of(*files, qrels, sidecar(qrels), people, *runs.values(), p.chunks, ctx.queries, p.answers,
+                            p.human, title=p.title, names=list(runs), relevance_level=p.relevance_level)
     kept = ctx.state.fresh("report", digest, [html, md])
     if kept:  # said with this run's paths (the kept ones were relative to where that run was started)
         return StepResult("report", "up to date", f"{html} and {md}",
                           result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)})
     common = dict(qrels=qrels if runs else None, runs=runs, people_qrels=people, chunks=p.chunks, queries=ctx.queries,
-                  answers=p.answers, human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}")
+                  answers=p.answers, human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}",
+                  relevance_level=p.relevance_level)
     written = make_report(files, html, **common)
     make_report(files, md, fmt="markdown", **common)
     text = f"{written.path} and {md}"

@@ -77,6 +77,7 @@ class Project:
     depth: int = 10
     k: int = 100
     metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    relevance_level: int | None = None  # the grade binary metrics count from (None: the labels' own, else 1)
     chunks: Path | None = None
     queries: Path | None = None
     answers: Path | None = None
@@ -122,7 +123,7 @@ LLM_KEYS = {"model": str, "base_url": str, "timeout": (int, float), "concurrency
             "tpm": (int, float), "cache": str, "no_cache": bool, "price_in": (int, float), "price_out": (int, float),
             "max_calls": int, "max_cost": (int, float)}
 _TABLES = {"data", "runs", "retrievers", "llm", "judge", "generate", "check", "agree", "report", "gate"}
-_TOP = {"out", "depth", "k", "metrics", "keep_going"}
+_TOP = {"out", "depth", "k", "metrics", "keep_going", "relevance_level"}
 
 
 def find_project(path: str | Path | None = None) -> Path:
@@ -174,6 +175,8 @@ def read_project(path: str | Path | None = None) -> Project:
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise bad("metrics", "must be a list of metric names, e.g. [\"ndcg@10\", \"map\"]")
     proj.metrics = _metric_names(metrics, "metrics", bad)
+    if "relevance_level" in raw:
+        proj.relevance_level = number("relevance_level", raw["relevance_level"], 1)
     if not isinstance(raw.get("keep_going", False), bool):
         raise bad("keep_going", "must be true or false")
     proj.keep_going = raw.get("keep_going", False)

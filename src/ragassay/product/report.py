@@ -68,7 +68,7 @@ def _per_query(inp: ReportInputs) -> tuple[list, dict[str, dict[str, dict[str, f
         return [], {}
     names = [f"p@{k}" for k in range(1, K_MAX + 1)] + [f"recall@{k}" for k in range(1, K_MAX + 1)] + \
         ["ndcg@10", "map", "mrr"]
-    evals = [evaluate(inp.qrels, r, names, missing="zero") for r in inp.runs]
+    evals = [evaluate(inp.qrels, r, names, missing="zero", relevance_level=inp.relevance_level) for r in inp.runs]
     per: dict[str, dict[str, dict[str, float]]] = {}
     for run, ev in zip(inp.runs, evals):
         for qid, vals in ev.per_query.items():
@@ -93,8 +93,29 @@ def runs_section(inp: ReportInputs, evals: list) -> list[Section]:
     who = labelled_by(inp.qrels.origin)
     return [Section("Runs: precision and recall at k",
                     f"{len(evals[0].queries)} queries, graded on qrels judged by {who}; a query with judgments that a "
-                    "run did not answer counts as 0.",
+                    "run did not answer counts as 0. " + _rests_on_note(inp, evals),
                     [p, rc], [Table(["run", *cols], rows)])]
+
+
+def _rests_on_note(inp: ReportInputs, evals: list) -> str:
+    """What the curves and the table rest on: the relevant grade, the pool and each run's standing
+    to it (alone in it, outside it), and how much of each run's top 10 was judged."""
+    first = evals[0]
+    parts = [f"Precision, recall, MRR and MAP count {first.relevance.text()}; NDCG uses the grades."]
+    standing = first.standing
+    if standing is not None and standing.pool is not None:
+        parts.append(f"The labels judge the top {standing.depth} of {', '.join(sorted({m.name for m in standing.pool}))}"
+                     f": past k = {standing.depth} the curves count chunks nobody judged as not relevant.")
+    else:
+        parts.append("The labels do not say which runs they were judged from (their pool).")
+    for r, ev in zip(inp.runs, evals):
+        s = ev.standing
+        judged = s.judged.get("judged@10") if s is not None else None
+        flags = s.flags() if s is not None else []
+        if flags or (judged is not None and judged < 1.0):
+            parts.append(f"{r.name}: " + "; ".join(
+                flags + ([f"{judged:.0%} of its top 10 was judged"] if judged is not None else [])) + ".")
+    return " ".join(parts)
 
 
 def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> list[Section]:
@@ -143,7 +164,8 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     c = inp.compare
     if c is None and inp.qrels is not None and len(inp.runs) >= 2:
         from ..metrics.compare import compare
-        c = compare(inp.qrels, {r.name: r for r in inp.runs}, ["ndcg@10", "map", "recall@10", "mrr"]).to_dict()
+        c = compare(inp.qrels, {r.name: r for r in inp.runs}, ["ndcg@10", "map", "recall@10", "mrr"],
+                    relevance_level=inp.relevance_level).to_dict()
     if c is None:
         return []
     tests = c["tests"]
@@ -169,6 +191,9 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
             "The same settings as `ragassay compare`, so both print the same p-values.")
     if size_notes:
         note += f" {_detect_line(c)} " + " ".join(size_notes)
+    unique = (c.get("rests_on") or {}).get("unique_relevant")
+    if unique:  # pool bias: what a pool without that run would never have judged
+        note += f" Pool bias: {unique['text']}."
     return [Section(f"Comparison against {c['baseline']}", note, plots,
                     [Table(["run", "metric", "baseline", "run mean", "diff", "95% CI", "p (rand)", "p (t)",
                             "p (Holm)", "W/T/L", *size_headers[3:]], rows)])]
@@ -525,14 +550,17 @@ class ReportFile:
 def make_report(files: Sequence[str | Path], output: str | Path, *, qrels: str | Path | None = None,
                 runs: RunFiles = (), chunks: str | Path | None = None, queries: str | Path | None = None,
                 answers: str | Path | None = None, human: str | Path | None = None, fmt: str | None = None,
-                title: str = "ragassay report", people_qrels: str | Path | None = None) -> ReportFile:
+                title: str = "ragassay report", people_qrels: str | Path | None = None,
+                relevance_level: int | None = None) -> ReportFile:
     """Read ragassay's outputs (``files``, with the qrels, runs and texts they refer to) and write
     one report to ``output``: ``fmt`` html or markdown, else by the output's suffix (.md is markdown).
 
     ``runs``: a mapping {name: path} names each run; a sequence of paths names each by its TREC tag
-    (else its file name). ``people_qrels``: a second qrels shown beside ``qrels`` (see ``load_inputs``)."""
+    (else its file name). ``people_qrels``: a second qrels shown beside ``qrels`` (see ``load_inputs``).
+    ``relevance_level``: the grade binary measures count from (default: the qrels' own, else 1)."""
     inputs = load_inputs(files, qrels=qrels, runs=runs, chunks=chunks, queries=queries, answers=answers, human=human,
                          people_qrels=people_qrels)
+    inputs.relevance_level = relevance_level
     file_format = fmt if fmt in ("html", "markdown") else \
         ("markdown" if Path(output).suffix.lower() in (".md", ".markdown") else "html")
     joins = input_joins(inputs)  # counted once: for the report's section and for the warnings said

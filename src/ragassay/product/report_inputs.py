@@ -39,6 +39,7 @@ class ReportInputs:
     checks: list[Check] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
+    relevance_level: int | None = None  # the grade binary measures count from (None: the qrels' own, else 1)
 
 
     def records_of(self, kind: str) -> list:

@@ -654,6 +654,7 @@ class JudgePlan:
     chunks: dict[str, Chunk]
     per_query: dict[str, list[str]]
     keep_origin: Any = None  # who made the --keep labels (data/origin.py), carried into the qrels written
+    pool: Any = None  # this run as a member of the pool its qrels say (data/origin.PoolRun)
 
     def estimate(self) -> Estimate:
         """Calls are exact; coverage's are planned from the judgments already in the output (the run
@@ -735,6 +736,9 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
     give_back_freed()  # (what planning let go: the keys' encoded parts)
     plan = JudgePlan(judge, rel, items, store, cov, [], cov_store, len(pairs) + len(kept), len(kept), keep_dict,
                      unknown_queries, qmap, chunk_map, per_query, getattr(keep_qrels, "origin", None))
+    from ..data.origin import PoolRun
+    from ..data.pool import pool_digest
+    plan.pool = PoolRun(name=run.name or "run", digest=pool_digest(run.top), depth=run.depth)
     plan.plan_coverage(store.records())
     return plan
 
@@ -960,7 +964,9 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
                 graders.add((r["model"], r["prompt"]))
         for q, docs in plan.keep.items():
             union.setdefault(q, {}).update(docs)  # a person's label always wins
-        write_qrels(qrels_out, union, origin=_qrels_origin(graders, llms, plan))
+        from ..data.origin import read_origin
+        before = read_origin(qrels_out) if Path(qrels_out).exists() else None  # earlier runs judged into these
+        write_qrels(qrels_out, union, origin=_qrels_origin(graders, llms, plan, before))
     cov = None
     if plan.coverage is not None:
         plan.plan_coverage(plan.relevance_store.records())  # with this run's grades too
@@ -970,16 +976,19 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
                        *_usage(llms))
 
 
-def _qrels_origin(graders: set[tuple[str, str]], llms: Sequence[LLM], plan: JudgePlan):
+def _qrels_origin(graders: set[tuple[str, str]], llms: Sequence[LLM], plan: JudgePlan, before: Any = None):
     """Who made the qrels judge writes: each (model, prompt) that graded a pair in the judgments
-    file (the endpoint's host for this run's models), and whoever made the --keep labels."""
+    file (the endpoint's host for this run's models), and whoever made the --keep labels; on the
+    judge's scale; and the pool: this run to its depth, with the runs judged into the file before."""
     from ..data.origin import Labeller, Origin, endpoint_host, merged
     hosts = {llm.config.model: endpoint_host(llm.config.base_url) for llm in llms}
     one_host = next(iter(set(hosts.values()))) if len(set(hosts.values())) == 1 else None  # a jury at one endpoint
     mine = Origin(labellers=tuple(Labeller(by="model", name=m, prompt=p, endpoint=hosts.get(m, one_host))
                                   for m, p in sorted(graders, key=lambda g: (str(g[0]), str(g[1])))))
     from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE
-    mine = mine.replace(scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM)
+    earlier = tuple(before.pool or ()) if before is not None and before.command == "judge" else ()
+    pool = tuple({(p.name, p.digest, p.depth): p for p in (*earlier, *([plan.pool] if plan.pool else []))}.values())
+    mine = mine.replace(scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM, pool=pool or None)
     if not plan.keep:
         return merged(mine, command="judge")
     kept = plan.keep_origin if plan.keep_origin is not None and plan.keep_origin.known else \
