@@ -258,17 +258,28 @@ def test_measures_deeper_than_the_pool_are_named(corpus, capsys):
     assert "p@5, recall@10, map, mrr look past the pool's depth of 3" in flag
 
 
-def test_judged_at_k_equals_ir_measures(tmp_path):
+def test_the_share_judged_is_of_what_the_run_returned_in_trec_evals_order(tmp_path):
+    """share_judged@k: of the chunks a run returned in its top k (score descending, ties by id
+    descending, as trec_eval ranks), the share the labels judge; a run shorter than k is not
+    penalised. Counted here by hand, on short rankings with tied scores; and equal to ir_measures'
+    Judged@k wherever the two agree by definition (every ranking at least k long, no ties)."""
     rng = random.Random(5)
     qrels = {f"q{q}": {f"d{i}": rng.randint(0, 3) for i in rng.sample(range(40), 15)} for q in range(20)}
     run = {f"q{q}": {f"d{i}": float(rng.randint(0, 30)) for i in rng.sample(range(40), rng.randint(3, 30))}
-           for q in range(20)}  # short rankings, and tied scores
+           for q in range(20)}
     ev = ragassay.evaluate(qrels, run, ["p@5", "recall@20", "ndcg@10"])
     judged = ev.standing.judged
-    assert set(judged) == {"judged@5", "judged@10", "judged@20"}
-    theirs = ir_measures.calc_aggregate([ir_measures.Judged @ 5, ir_measures.Judged @ 10, ir_measures.Judged @ 20],
-                                        qrels, run)
-    assert judged == pytest.approx({f"judged@{m['cutoff']}": v for m, v in theirs.items()}, abs=1e-12)
+    assert list(judged) == ["share_judged@5", "share_judged@10", "share_judged@20"]
+    for k in (5, 10, 20):
+        shares = []
+        for q, docs in run.items():
+            top = sorted(docs, key=lambda d: (docs[d], d.encode()), reverse=True)[:k]
+            shares.append(sum(d in qrels[q] for d in top) / len(top))
+        assert judged[f"share_judged@{k}"] == pytest.approx(sum(shares) / len(shares), abs=1e-12)
+    untied = {q: {d: float(i) for i, d in enumerate(rng.sample([f"d{i}" for i in range(40)], 25))} for q in qrels}
+    ours = ragassay.evaluate(qrels, untied, ["p@10"]).standing.judged["share_judged@10"]
+    theirs = ir_measures.calc_aggregate([ir_measures.Judged @ 10], qrels, untied)[ir_measures.Judged @ 10]
+    assert ours == pytest.approx(theirs, abs=1e-12)
 
 
 def test_compare_counts_each_runs_relevant_chunks_no_other_run_found(tmp_path):
@@ -291,20 +302,23 @@ def test_compare_counts_each_runs_relevant_chunks_no_other_run_found(tmp_path):
 def test_by_blocks_the_scores_rest_on_the_same(tmp_path, capsys):
     qrels, run = random_labels(21, 0, 3, queries=30)
     path = write_trec(tmp_path / "q.txt", qrels, (0, 3), 2)
-    write_origin(path, read_origin(path).replace(pool=(PoolRun("r", "0" * 20, 5),)))
     run_file = tmp_path / "r.txt"
     run_file.write_text("".join(f"{q} Q0 {d} 0 {s} r\n" for q, ds in run.items() for d, s in ds.items()))
-    whole = evaluate_json(path, run_file, capsys, "-m", "p@5,recall@10,ndcg@10")
-    blocks = evaluate_json(path, run_file, capsys, "-m", "p@5,recall@10,ndcg@10", "--block-queries", "4")
-    assert blocks["aggregate"] == pytest.approx(whole["aggregate"], abs=1e-12)
-    assert blocks["rests_on"]["relevance"] == whole["rests_on"]["relevance"]
-    assert blocks["rests_on"]["pool"]["judged"] == pytest.approx(whole["rests_on"]["pool"]["judged"], abs=1e-12)
-    assert whole["rests_on"]["pool"]["member"] is None and "NOT IN THE POOL" in whole["rests_on"]["pool"]["text"] + \
-        " ".join(whole["rests_on"]["pool"]["flags"])
-    assert "not checked whether this run is in it" in blocks["rests_on"]["pool"]["text"]  # never a false flag
-    assert not any(f.startswith("NOT IN THE POOL") for f in blocks["rests_on"]["pool"]["flags"])
-    expected = trec_values(qrels, run, 2)
-    assert whole["aggregate"]["p@5"] == pytest.approx(expected["p@5"], abs=1e-12)
+    other = tmp_path / "other.txt"
+    other.write_text("".join(f"{q} Q0 {d} 0 {-s} o\n" for q, ds in run.items() for d, s in ds.items()))
+    member = PoolRun("r", pool_digest(ragassay.read_run(run_file).top_ids(5)), 5)
+    write_origin(path, read_origin(path).replace(pool=(member,)))
+    for run_path, in_pool in ((run_file, True), (other, False)):
+        whole = evaluate_json(path, run_path, capsys, "-m", "p@5,recall@10,ndcg@10")
+        blocks = evaluate_json(path, run_path, capsys, "-m", "p@5,recall@10,ndcg@10", "--block-queries", "4")
+        assert blocks["aggregate"] == pytest.approx(whole["aggregate"], abs=1e-12)
+        assert whole["aggregate"]["p@5"] == pytest.approx(trec_values(qrels, run, 2)["p@5"], abs=1e-12) or not in_pool
+        assert blocks["rests_on"]["relevance"] == whole["rests_on"]["relevance"]
+        judged = blocks["rests_on"]["pool"].pop("judged")
+        assert judged and judged == pytest.approx(whole["rests_on"]["pool"].pop("judged"), abs=1e-12)
+        assert blocks["rests_on"]["pool"] == whole["rests_on"]["pool"]  # known again by blocks, or not, alike
+        assert (whole["rests_on"]["pool"]["member"] == "r") == in_pool
+        assert any(f.startswith("NOT IN THE POOL") for f in whole["rests_on"]["pool"]["flags"]) != in_pool
 
 
 def test_pool_digest_is_the_ranking_not_the_file():

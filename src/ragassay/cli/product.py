@@ -168,6 +168,11 @@ def _gate_text(verdict: Any, thresholds: int) -> str:
 
 
 def _of_run_on_qrels(verdict: Any) -> str:
+    from ..metrics.rests_on import rests_on_brief
     q = verdict.qrels or {}
+    rests = verdict.rests_on or {}
+    brief = rests_on_brief(rests) if "pool" in rests else rests_on_brief(
+        {"relevance": rests.get("relevance")}) if rests else ""  # a compare result: its relevant grade
     return ((f" of {verdict.run}" if verdict.run else "")
-            + (f" on qrels labelled by {(q.get('origin') or {}).get('describe', 'unknown')}" if q else ""))
+            + (f" on qrels labelled by {(q.get('origin') or {}).get('describe', 'unknown')}" if q else "")
+            + (f"; {brief}" if brief else ""))

@@ -16,17 +16,31 @@ from collections.abc import Iterable, Mapping
 from .origin import PoolRun
 
 
-def pool_digest(top: Mapping[str, list[str]] | Iterable[tuple[str, list[str]]]) -> str:
-    """A fingerprint of each query's top chunk ids in rank order (queries in id order): equal for
-    two runs exactly when they put the same chunks at the same places down to the depth given."""
-    items = top.items() if isinstance(top, Mapping) else top
-    h = hashlib.sha256()
-    for qid, ids in sorted(items, key=lambda kv: kv[0]):
-        h.update(qid.encode("utf-8", "surrogatepass"))
+class PoolDigest:
+    """A fingerprint of each query's top chunk ids in rank order, built a query at a time in any order
+    of the queries (a file read by blocks gives them block by block): the sum of one hash per query."""
+    MODULUS = 1 << 128
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def add(self, qid: str, ids: Iterable[str]) -> None:
+        h = hashlib.sha256(qid.encode("utf-8", "surrogatepass"))
         for cid in ids:
             h.update(b"\x1f" + cid.encode("utf-8", "surrogatepass"))
-        h.update(b"\x1e")
-    return h.hexdigest()[:20]
+        self.total = (self.total + int.from_bytes(h.digest()[:16], "big")) % self.MODULUS
+
+    def hexdigest(self) -> str:
+        return f"{self.total:032x}"[:20]
+
+
+def pool_digest(top: Mapping[str, list[str]] | Iterable[tuple[str, list[str]]]) -> str:
+    """The fingerprint of a run's top chunk ids (``PoolDigest``): equal for two runs exactly when they
+    put the same chunks at the same places down to the depth given, whatever order the queries come in."""
+    digest = PoolDigest()
+    for qid, ids in (top.items() if isinstance(top, Mapping) else top):
+        digest.add(qid, ids)
+    return digest.hexdigest()
 
 
 def pooled_run(name: str, run: object, depth: int) -> PoolRun:
@@ -36,10 +50,10 @@ def pooled_run(name: str, run: object, depth: int) -> PoolRun:
 
 def membership(pool: tuple[PoolRun, ...], run: object) -> PoolRun | None:
     """The pool's entry for ``run`` (the same top results down to that entry's depth), or None."""
-    tops: dict[int, str] = {}
-    for member in pool:
-        if member.depth not in tops:
-            tops[member.depth] = pool_digest(run.top_ids(member.depth))  # type: ignore[attr-defined]
-        if tops[member.depth] == member.digest:
-            return member
-    return None
+    tops = {depth: pool_digest(run.iter_top_ids(depth)) for depth in {m.depth for m in pool}}  # type: ignore[attr-defined]
+    return member_of(pool, tops)
+
+
+def member_of(pool: tuple[PoolRun, ...], digests: Mapping[int, str]) -> PoolRun | None:
+    """The pool's entry whose digest at its depth is the run's (``digests``: depth -> digest)."""
+    return next((m for m in pool if digests.get(m.depth) == m.digest), None)

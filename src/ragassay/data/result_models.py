@@ -348,6 +348,7 @@ class GateResult(Result):
     result_kind: str | None = None
     run: str | None = None  # the run gated
     qrels: dict[str, Any] | None = None  # the qrels its metrics were scored on: file, digest, origin
+    rests_on: dict[str, Any] | None = None  # what the gated scores rest on (the result's own rests_on)
 
     @property
     def exit_code(self) -> int:

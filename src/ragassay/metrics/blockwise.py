@@ -240,12 +240,15 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
                          "standard input)", run if r_shape is None else qrels)
     from ..data.origin import label_origin
-    from .rests_on import judged_measures, pool_standing, relevance_for
+    from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
     name = r_shape.tag or Path(run).name.split(".")[0] or "run"
     relevance = relevance_for(label_origin(qrels), relevance_level, qrels)
     relevance_level = relevance.level
-    extra = judged_measures(measures)  # Judged@k beside the scores, as in memory
-    asked, measures = measures, list(measures) + extra
+    judged_keys = [JUDGED_KEY.format(k=k) for k in judged_cutoffs(measures)]  # beside the scores, as in memory
+    pool = label_origin(qrels).pool
+    pooled = _PoolTops({m.depth for m in pool}) if pool else None
+    judged_sums = {key: _Sum() for key in judged_keys}
+    asked = measures
     out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
                               int(relevance_level), gain, str(qrels), label_origin(qrels))
     sums = {str(m): _Sum() for m in measures}
@@ -289,11 +292,11 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         for p in range(parts):
             r_rows, q_rows = runs.take(p), judged.take(p)
             block = _score_block(r_rows, q_rows, run, qrels, name, measures, evaluate, dedupe,
-                                 relevance_level=relevance_level, gain=gain, missing=missing)
+                                 relevance_level=relevance_level, gain=gain, missing=missing, pooled=pooled)
             del r_rows, q_rows
             if block is None:
                 continue
-            queries, values, run_only, missing_ids, no_relevant, matched = block
+            queries, values, run_only, missing_ids, no_relevant, matched, judged_values = block
             overlap |= matched
             out.run_only += run_only
             out.missing += missing_ids
@@ -304,6 +307,8 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                 out.longest_query = max(out.longest_query, max(map(len, queries)))
                 for m in measures:
                     sums[str(m)].add(values[str(m)].tolist())
+                for key in judged_keys:
+                    judged_sums[key].add(judged_values[key].tolist() if key in judged_values else [0.0] * len(queries))
                 if out.spool is not None:
                     np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
                     np.save(out.spool, np.stack([values[str(m)] for m in asked], axis=1))
@@ -316,11 +321,33 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
                          f"ids in {run} and the qrels' in {qrels} do not overlap", run)
     out.sums = {k: s.value for k, s in sums.items()}
-    judged = {str(m): out.sums.pop(str(m)) / out.evaluated if out.evaluated else 0.0 for m in extra}
+    judged = {key: judged_sums[key].value / out.evaluated if out.evaluated else 0.0 for key in judged_keys}
     out.measures = list(asked)
     out.relevance = dataclasses.replace(relevance, grades=(low, high)) if low is not None else relevance
-    out.standing = pool_standing(out.qrels_origin, None, asked, judged)
+    out.standing = pool_standing(out.qrels_origin, None, asked, judged,
+                                 pooled.digests() if pooled is not None else None,
+                                 pooled.longest if pooled is not None else None)
     return out
+
+
+class _PoolTops:
+    """A run's top results at each depth of its labels' pool, fingerprinted block by block (the same
+    fingerprint as the run read whole), and its longest ranking."""
+
+    def __init__(self, depths: set[int]):
+        from ..data.pool import PoolDigest
+        self.parts = {d: PoolDigest() for d in sorted(depths)}
+        self.longest = 0
+
+    def add(self, run: Run) -> None:
+        for depth, digest in self.parts.items():
+            for qid, ids in run.iter_top_ids(depth):
+                digest.add(qid, ids)
+        if len(run.qidx):
+            self.longest = max(self.longest, int(np.bincount(run.qidx).max()))
+
+    def digests(self) -> dict[int, str]:
+        return {d: p.hexdigest() for d, p in self.parts.items()}
 
 
 def _table_pieces(table: Qrels, rows: int = 1 << 20) -> Iterator[Piece]:
@@ -347,7 +374,7 @@ def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes:
 
 def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Path, qrels_path: str | Path,
                  name: str, measures: list[Measure], evaluate: Any, dedupe: bool, *, relevance_level: int,
-                 gain: str, missing: Missing):
+                 gain: str, missing: Missing, pooled: Any = None):
     """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?) of one
     partition, or None when it holds no row."""
     if r_rows is None and q_rows is None:
@@ -358,22 +385,24 @@ def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Pat
         qidx = factorize(r_rows.queries, vocab)
         run = Run(decode_query_ids(vocab, run_path), qidx, r_rows.docs, r_rows.values, name, str(run_path))
         run = run.deduplicated() if dedupe else run.checked(r_rows.lines)
+        if pooled is not None:  # the block's rankings, for knowing the run again in its labels' pool
+            pooled.add(run)
     if q_rows is not None:
         vocab = {}
         qidx = factorize(q_rows.queries, vocab)
         qrels = Qrels(decode_query_ids(vocab, qrels_path), qidx, q_rows.docs, q_rows.values, source=str(qrels_path))
         qrels.check_unique(q_rows.lines)
     if qrels is None:
-        return [], {}, len(run.queries), 0, 0, False
+        return [], {}, len(run.queries), 0, 0, False, {}
     judged = set(qrels.queries)
     if run is None or not any(q in judged for q in run.queries):
         run_only = 0 if run is None else len(run.queries)
         if missing == "skip":
-            return [], {}, run_only, len(qrels.queries), 0, False
+            return [], {}, run_only, len(qrels.queries), 0, False, {}
         relevant = np.bincount(qrels.qidx[qrels.grades >= relevance_level], minlength=len(qrels.queries))
         order = sorted(range(len(qrels.queries)), key=qrels.queries.__getitem__)
         queries = [qrels.queries[i] for i in order]
         values = {str(m): np.zeros(len(queries)) for m in measures}
-        return queries, values, run_only, len(queries), int((relevant == 0).sum()), False
+        return queries, values, run_only, len(queries), int((relevant == 0).sum()), False, {}
     ev = evaluate(qrels, run, measures, relevance_level=relevance_level, gain=gain, missing=missing)
-    return ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True
+    return ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True, ev.judged

@@ -22,7 +22,7 @@ from . import peer_measures as peer
 from .measures import DEFAULT_MEASURES, Measure, gains_table, parse_measures
 from .peer_order import PeerRows, judged_only_rows, peer_ranking
 from .ranking import RankedRows, query_positions, query_slices, rank_rows
-from .rests_on import judged_measures, pool_standing, relevance_for
+from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
 
 Missing = Literal["skip", "zero"]
 Gain = Literal["linear", "exponential"]
@@ -49,7 +49,8 @@ class Evaluation:
     gain: Gain = "linear"
     qrels: Any = field(default=None, repr=False)  # the qrels scored against: named in the JSON (file, digest, origin)
     relevance: Any = None  # rests_on.Relevance: the relevant grade and where it comes from
-    standing: Any = None   # rests_on.PoolStanding: the pool the labels were judged from, and Judged@k
+    standing: Any = None   # rests_on.PoolStanding: the pool the labels were judged from, and the share judged
+    judged: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # that share per query, by cut-off
 
     @property
     def rests_on(self) -> dict | None:
@@ -159,8 +160,7 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     grades = (int(qrels.grades.min()), int(qrels.grades.max())) if len(qrels.grades) else None
     relevance = relevance_for(qrels.origin, relevance_level, qrels.source, grades)
     relevance_level = relevance.level
-    extra = judged_measures(measures)  # Judged@k, said beside the scores (rests_on), not among them
-    computed = list(measures) + extra
+    cutoffs = judged_cutoffs(measures)  # how much of the top k was judged: said beside the scores (rests_on)
     if gain == "exponential" and len(qrels.grades) and int(qrels.grades.max()) >= EXPONENT_LIMIT:
         from ..errors import InputError
         at = int(np.argmax(qrels.grades))
@@ -179,11 +179,13 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
         rows = rank_rows(part.qrels, part.run, part.run_to_qrels)
         views = _Views(part.qrels, part.run, rows, gain)
         n = len(rows.query_index)
-        parts.append({str(m): _compute(m, views, relevance_level if m.rel is None else m.rel, n) for m in computed})
+        parts.append({str(m): _compute(m, views, relevance_level if m.rel is None else m.rel, n) for m in measures})
+        parts[-1].update({JUDGED_KEY.format(k=k): _judged_share(rows, k, n) for k in cutoffs})
         indexes.append(part.qrels_index[rows.query_index])
         del rows, views
     query_index = np.concatenate(indexes)
-    values = {str(m): np.concatenate([p[str(m)] for p in parts]) for m in computed}
+    values = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]} if parts else \
+        {key: np.zeros(0) for key in [str(m) for m in measures] + [JUDGED_KEY.format(k=k) for k in cutoffs]}
     del parts
     judged_queries = {q: i for i, q in enumerate(qrels.queries)}
     if not len(query_index) and not any(q in judged_queries for q in run.queries):
@@ -215,11 +217,18 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     relevant = np.bincount(qrels.qidx, weights=qrels.grades >= relevance_level, minlength=len(qrels.queries))
     evaluated = set(queries)
     no_relevant = [q for q, nr in zip(qrels.queries, (relevant == 0).tolist()) if nr and q in evaluated]
-    judged = {str(m): values.pop(str(m)) for m in extra}
+    judged = {key: values.pop(key) for key in [JUDGED_KEY.format(k=k) for k in cutoffs]}
     judged_means = {k: (math.fsum(v.tolist()) / len(v) if len(v) else 0.0) for k, v in judged.items()}
     standing = pool_standing(qrels.origin, run, measures, judged_means)
     return Evaluation(run.name, list(measures), queries, values, run_only, missing_ids,
-                      sorted(no_relevant), missing, int(relevance_level), gain, qrels, relevance, standing)
+                      sorted(no_relevant), missing, int(relevance_level), gain, qrels, relevance, standing, judged)
+
+
+def _judged_share(rows: RankedRows, k: int, n: int) -> np.ndarray:
+    """Per query, the share of what the run returned in its top ``k`` (trec_eval's order) that the
+    labels judge: 1.0 when every chunk it returned there was judged, however few it returned."""
+    returned = np.minimum(rows.size, k).astype(np.float64)
+    return _ratio(_count(rows, rows.rank < k, n), returned)
 
 
 class _Views:

@@ -93,16 +93,15 @@ def judged_cutoffs(measures: Sequence[Measure]) -> list[int]:
     return ks[-3:] or [10]
 
 
-def judged_measures(measures: Sequence[Measure]) -> list[Measure]:
-    """Judged@k at :func:`judged_cutoffs`, to be computed beside ``measures`` (none asked already)."""
-    asked = {str(m) for m in measures}
-    return [m for m in (parse_measure(f"judged@{k}") for k in judged_cutoffs(measures)) if str(m) not in asked]
+JUDGED_KEY = "share_judged@{k}"  # of what a run returned in its top k (trec_eval's order), the share judged
 
 
 @dataclass
 class PoolStanding:
     """How a run stands to the pool its labels were judged from: whether it is in the pool, alone or
-    with others, and whether a measure looks deeper than the pool was judged; and Judged@k."""
+    with others, and whether a measure looks deeper than the pool was judged; and, at each cut-off,
+    the share of what the run returned there that was judged (``share_judged@k``: a run shorter than k
+    is not penalised, unlike ir_measures' Judged@k, which divides by k)."""
     pool: tuple[PoolRun, ...] | None
     member: PoolRun | None = None
     checked: bool = True  # whether the run was held against the pool (not when it is read by blocks)
@@ -128,7 +127,7 @@ class PoolStanding:
                        "construction): pool other retrievers' runs to measure what it misses")
         if self.pool is not None and self.member is None and self.checked:
             out.append("NOT IN THE POOL: this run's chunks that no pooled run found were never judged and count "
-                       "as not relevant, so its scores are low by an unknown amount (see judged@k)")
+                       "as not relevant, so its scores are low by an unknown amount (see the share judged)")
         if self.deeper:
             verb = "looks" if len(self.deeper) == 1 else "look"
             out.append(f"DEEPER THAN THE POOL: {', '.join(self.deeper)} {verb} past the pool's depth of {self.depth}: "
@@ -136,7 +135,8 @@ class PoolStanding:
         return out
 
     def text(self) -> str:
-        """ "pool: bm25, tfidf to depth 10 (this run is in it); judged@10 0.93" """
+        """ "pool: 2 runs (bm25, tfidf) to depth 10; this run is one of them; judged: 100% of its top 5, 93% of its
+        top 10" """
         parts = []
         if self.pool is None:
             parts.append("pool: not said by the labels")
@@ -150,8 +150,9 @@ class PoolStanding:
             parts.append(f"pool: {len(self.pool)} run{'s' if len(self.pool) != 1 else ''} ({names}) to {depth}; "
                          f"{where}")
         if self.judged:
-            parts.append(", ".join(f"{k} {v:.4f}" for k, v in self.judged.items())
-                         + " (the share of the top k that was judged; unjudged counts as not relevant)")
+            parts.append("judged: " + ", ".join(f"{_percent(v)} of its top {k.split('@')[1]}"
+                                                for k, v in self.judged.items())
+                         + " (a chunk nobody judged counts as not relevant)")
         return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,16 +163,19 @@ class PoolStanding:
 
 
 def pool_standing(origin: Origin | None, run: Any, measures: Sequence[Measure],
-                  judged: dict[str, float]) -> PoolStanding:
-    """``run`` (a ``Run``, or None when it is not in memory) against the pool its labels say."""
-    from ..data.pool import membership
+                  judged: dict[str, float], digests: dict[int, str] | None = None,
+                  longest: int | None = None) -> PoolStanding:
+    """``run`` against the pool its labels say; a run read by blocks is None, and its ``digests``
+    (pool depth -> the digest of its top results, data/pool.py) and ``longest`` ranking are given."""
+    from ..data.pool import member_of, membership
     pool = (origin or UNKNOWN).pool
-    standing = PoolStanding(pool, checked=run is not None, judged=dict(judged))
+    standing = PoolStanding(pool, checked=run is not None or digests is not None, judged=dict(judged))
     if pool:
-        standing.member = membership(pool, run) if run is not None else None
+        standing.member = membership(pool, run) if run is not None else \
+            member_of(pool, digests) if digests is not None else None
         depth = standing.depth or 0
         # a measure without a cut-off reads the whole ranking: past the pool when a ranking is longer
-        longest = _longest_ranking(run)
+        longest = _longest_ranking(run) if run is not None else longest
         standing.deeper = [str(m) for m in measures if m.name not in _COUNTS_ONLY and (
             (isinstance(m.k, int) and m.k > depth) or (m.k is None and longest is not None and longest > depth))]
     return standing
@@ -187,6 +191,12 @@ def _longest_ranking(run: Any) -> int | None:
     if qidx is None or not len(qidx):
         return None
     return int(np.bincount(qidx).max())
+
+
+def _percent(share: float) -> str:
+    """99.6% is not 100%: a share short of whole never rounds up to it."""
+    shown = f"{share * 100:.0f}%"
+    return "99%+" if shown == "100%" and share < 1.0 else shown
 
 
 def rests_on(relevance: Relevance, standing: PoolStanding, measures: Sequence[Measure]) -> dict[str, Any]:
@@ -282,5 +292,5 @@ def rests_on_brief(data: dict[str, Any] | None) -> str:
     judged = pool.get("judged") or {}
     low = {k: v for k, v in judged.items() if v < 1.0}
     if low:
-        parts.append(", ".join(f"{k} {v:.2f}" for k, v in low.items()))
+        parts.append("judged: " + ", ".join(f"{_percent(v)} of the top {k.split('@')[1]}" for k, v in low.items()))
     return "; ".join(parts)

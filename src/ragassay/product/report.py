@@ -110,11 +110,12 @@ def _rests_on_note(inp: ReportInputs, evals: list) -> str:
         parts.append("The labels do not say which runs they were judged from (their pool).")
     for r, ev in zip(inp.runs, evals):
         s = ev.standing
-        judged = s.judged.get("judged@10") if s is not None else None
+        judged = s.judged.get("share_judged@10") if s is not None else None
         flags = s.flags() if s is not None else []
         if flags or (judged is not None and judged < 1.0):
             parts.append(f"{r.name}: " + "; ".join(
-                flags + ([f"{judged:.0%} of its top 10 was judged"] if judged is not None else [])) + ".")
+                flags + ([f"{_share(judged)} of what it returned in its top 10 was judged"] if judged is not None
+                         else [])) + ".")
     return " ".join(parts)
 
 
@@ -575,6 +576,11 @@ def _clip(text: str, n: int) -> str:
 
 def _num(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
+
+
+def _share(v: float) -> str:
+    shown = f"{v:.0%}"
+    return "99%+" if shown == "100%" and v < 1.0 else shown
 
 
 def _rate(r: dict) -> str:

@@ -258,7 +258,8 @@ def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str
             raise UsageError(f"{name!r} is not in this {parsed.kind} result; did you mean {close[0]!r}?")
     failures = gate(values, mins, maxs, result_errors(parsed), allow_errors)
     return GateResult(passed=not failures, failures=failures, result_kind=parsed.kind,
-                      run=_gated_runs(parsed, run, [*mins, *maxs]), qrels=getattr(parsed, "qrels", None))
+                      run=_gated_runs(parsed, run, [*mins, *maxs]), qrels=getattr(parsed, "qrels", None),
+                      rests_on=getattr(parsed, "rests_on", None))
 
 
 def _gated_runs(parsed: object, run: str | None, names: list[str]) -> str | None:
