@@ -389,3 +389,23 @@ def test_the_project_file_sets_the_relevant_grade(tmp_path, capsys):
     assert main(["run", str(path), "--dry-run"]) == 1
     err = capsys.readouterr().err
     assert "relevance_level: must be a whole number of at least 1" in err and "ragassay.toml" in err
+
+
+def test_the_report_offers_the_measures_for_incomplete_judgments_only_when_some_are_missing(tmp_path):
+    from helpers import EXAMPLE
+    from ragassay.product.report import make_report
+    runs = {"bm25": EXAMPLE / "runs" / "bm25.txt", "tfidf": EXAMPLE / "runs" / "tfidf.txt"}
+    md = make_report([], tmp_path / "r.md", qrels=EXAMPLE / "qrels.txt", runs=runs).path.read_text()
+    # the example's people judged the top 5 of both runs; the runs go to 10: a third of the top 10 is unjudged
+    assert "| run | p@5 | p@10 | recall@10 | ndcg@10 | mrr | map | bpref | ndcg(judged_only)@10 |" in md
+    assert "The labels judge the top 5 of bm25, tfidf: past k = 5 the curves count chunks nobody judged" in md
+    assert "count relevant = grade ≥ 2 (the labels' scale 0-3, said in qrels.txt.origin.json)" in md
+    # judged whole (every returned chunk of every run has a label): the usual measures alone
+    complete = tmp_path / "complete.txt"
+    complete.write_text("".join(f"{q} 0 {d} 1\n" for name in runs for q, ds in
+                                ragassay.read_run(runs[name]).top_ids(100).items() for d in ds
+                                if name == "bm25" or d not in ragassay.read_run(runs["bm25"]).top_ids(100).get(q, [])))
+    md = make_report([], tmp_path / "c.md", qrels=complete, runs=runs).path.read_text()
+    assert "| run | p@5 | p@10 | recall@10 | ndcg@10 | mrr | map |" in md and "bpref" not in md
+    assert "relevant = grade ≥ 1 (trec_eval's default" in md
+    assert "The labels do not say which runs they were judged from (their pool)." in md

@@ -29,6 +29,7 @@ from .report_page import render_html, render_markdown
 __all__ = ["ReportInputs", "Section", "Table", "build_report", "labelled_by", "load_inputs", "write_report"]
 
 K_MAX = 20          # precision/recall curves go to this depth
+INCOMPLETE = ("bpref", "ndcg(judged_only)@10")  # measures made for judgments with holes (shown when a run has some)
 TOP_SHOWN = 10      # chunks per run on a query's page
 TEXT_CLIP = 600     # characters of a chunk's text kept for a query's page
 PER_QUERY = ("ndcg@10", "p@5", "recall@10", "map", "mrr")  # map and mrr per query: AP and RR
@@ -67,7 +68,7 @@ def _per_query(inp: ReportInputs) -> tuple[list, dict[str, dict[str, dict[str, f
     if inp.qrels is None or not inp.runs:
         return [], {}
     names = [f"p@{k}" for k in range(1, K_MAX + 1)] + [f"recall@{k}" for k in range(1, K_MAX + 1)] + \
-        ["ndcg@10", "map", "mrr"]
+        ["ndcg@10", "map", "mrr", *INCOMPLETE]
     evals = [evaluate(inp.qrels, r, names, missing="zero", relevance_level=inp.relevance_level) for r in inp.runs]
     per: dict[str, dict[str, dict[str, float]]] = {}
     for run, ev in zip(inp.runs, evals):
@@ -88,12 +89,18 @@ def runs_section(inp: ReportInputs, evals: list) -> list[Section]:
                        "precision@k", "k")
     rc = svg.line_chart({r.name: [(k, ev.aggregate[f"recall@{k}"]) for k in ks] for r, ev in zip(inp.runs, evals)},
                         "recall@k", "k")
-    cols = ("p@5", "p@10", "recall@10", "ndcg@10", "mrr", "map")
+    cols: tuple[str, ...] = ("p@5", "p@10", "recall@10", "ndcg@10", "mrr", "map")
+    incomplete = any(ev.standing is not None and any(v < 1.0 for v in ev.standing.judged.values()) for ev in evals)
+    if incomplete:  # the measures made for judgments with holes, beside the usual ones
+        cols = cols + INCOMPLETE
     rows = [[r.name] + [ev.aggregate[m] for m in cols] for r, ev in zip(inp.runs, evals)]
     who = labelled_by(inp.qrels.origin)
     return [Section("Runs: precision and recall at k",
                     f"{len(evals[0].queries)} queries, graded on qrels judged by {who}; a query with judgments that a "
-                    "run did not answer counts as 0. " + _rests_on_note(inp, evals),
+                    "run did not answer counts as 0. " + _rests_on_note(inp, evals)
+                    + (" Some of the runs' results were never judged: bpref and ndcg(judged_only)@10 leave unjudged "
+                       "chunks out instead of counting them as not relevant (trec_eval's bpref, its -J)."
+                       if incomplete else ""),
                     [p, rc], [Table(["run", *cols], rows)])]
 
 
