@@ -95,10 +95,13 @@ class BlockwiseEvaluation:
         return {name: (total if name in summed else total / self.evaluated) if self.evaluated else 0.0
                 for name, total in self.sums.items()}
 
+    asked_empty: int = 0  # judged queries the run was asked (its RUN.run.json) that returned nothing
+
     @property
     def counts(self) -> dict[str, int]:
         return {"evaluated": self.evaluated, "run_queries_without_qrels": self.run_only,
-                "qrels_queries_missing_from_run": self.missing, "queries_without_relevant": self.no_relevant}
+                "qrels_queries_missing_from_run": self.missing, "asked_without_results": self.asked_empty,
+                "queries_without_relevant": self.no_relevant}
 
     def per_query_blocks(self) -> Iterator[tuple[list[str], np.ndarray]]:
         """(query ids, values: one row per query, one column per metric) of each block, in the
@@ -228,6 +231,8 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
                          "standard input)", run if r_shape is None else qrels)
     from ..data.origin import label_origin
+    from ..data.run_asked import read_asked
+    asked = read_asked(run)  # the queries the run was asked: those without a row score 0 in their block
     name = r_shape.tag or Path(run).name.split(".")[0] or "run"
     out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
                               int(relevance_level), gain, str(qrels), label_origin(qrels))
@@ -238,6 +243,10 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("no results in file", run)
     parts = _parts(first, os.path.getsize(run), block_queries, piece_bytes)
     runs, judged = _Partitions(parts), _Partitions(parts)
+    asked_in: list[list[str]] = [[] for _ in range(parts)]
+    if asked is not None and asked.queries:
+        for q, p in zip(asked.queries, partition_of(encode_ids(list(asked.queries)), parts).tolist()):
+            asked_in[p].append(q)
     if keep_per_query:
         out.spool = tempfile.TemporaryFile(prefix="ragassay-per-query-")
     try:  # the qrels next (their errors come before those of the rest of the run), then the rest of the run
@@ -268,14 +277,15 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         for p in range(parts):
             r_rows, q_rows = runs.take(p), judged.take(p)
             block = _score_block(r_rows, q_rows, run, qrels, name, measures, evaluate, dedupe,
-                                 relevance_level=relevance_level, gain=gain, missing=missing)
+                                 relevance_level=relevance_level, gain=gain, missing=missing, asked=asked_in[p])
             del r_rows, q_rows
             if block is None:
                 continue
-            queries, values, run_only, missing_ids, no_relevant, matched = block
+            queries, values, run_only, missing_ids, no_relevant, matched, asked_empty = block
             overlap |= matched
             out.run_only += run_only
             out.missing += missing_ids
+            out.asked_empty += asked_empty
             out.no_relevant += no_relevant
             if queries:
                 out.blocks += 1
@@ -322,9 +332,10 @@ def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes:
 
 def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Path, qrels_path: str | Path,
                  name: str, measures: list[Measure], evaluate: Any, dedupe: bool, *, relevance_level: int,
-                 gain: str, missing: Missing):
-    """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?) of one
-    partition, or None when it holds no row."""
+                 gain: str, missing: Missing, asked: list[str] = ()):
+    """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?, count
+    of asked queries without results) of one partition, or None when it holds no row. ``asked``: the
+    partition's queries the run was asked, each a query of the run even without a row (it scores 0)."""
     if r_rows is None and q_rows is None:
         return None
     run = qrels = None
@@ -333,22 +344,29 @@ def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Pat
         qidx = factorize(r_rows.queries, vocab)
         run = Run(decode_query_ids(vocab, run_path), qidx, r_rows.docs, r_rows.values, name, str(run_path))
         run = run.deduplicated() if dedupe else run.checked(r_rows.lines)
+    if asked:
+        if run is None:
+            run = Run([], np.zeros(0, np.int64), encode_ids([]), np.zeros(0), name, str(run_path))
+        known = set(run.queries)
+        run.queries = run.queries + [q for q in asked if q not in known]
     if q_rows is not None:
         vocab = {}
         qidx = factorize(q_rows.queries, vocab)
         qrels = Qrels(decode_query_ids(vocab, qrels_path), qidx, q_rows.docs, q_rows.values, source=str(qrels_path))
         qrels.check_unique(q_rows.lines)
     if qrels is None:
-        return [], {}, len(run.queries), 0, 0, False
+        return [], {}, len(run.queries), 0, 0, False, 0
     judged = set(qrels.queries)
     if run is None or not any(q in judged for q in run.queries):
         run_only = 0 if run is None else len(run.queries)
         if missing == "skip":
-            return [], {}, run_only, len(qrels.queries), 0, False
+            return [], {}, run_only, len(qrels.queries), 0, False, 0
+        from .evaluate import unranked_values
         relevant = np.bincount(qrels.qidx[qrels.grades >= relevance_level], minlength=len(qrels.queries))
         order = sorted(range(len(qrels.queries)), key=qrels.queries.__getitem__)
         queries = [qrels.queries[i] for i in order]
-        values = {str(m): np.zeros(len(queries)) for m in measures}
-        return queries, values, run_only, len(queries), int((relevant == 0).sum()), False
+        values = unranked_values(measures, qrels, queries, relevance_level)
+        return queries, values, run_only, len(queries), int((relevant == 0).sum()), False, 0
     ev = evaluate(qrels, run, measures, relevance_level=relevance_level, gain=gain, missing=missing)
-    return ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True
+    return (ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True,
+            len(ev.asked_empty))
