@@ -81,7 +81,8 @@ def project(root: Path, questions: list[str], answer_questions: list[str] | None
                                                 for i, q in enumerate(questions)))
     (root / "base.txt").write_text("".join(f"q{i:03d} Q0 c{(i + s) % n:03d} {s + 1} {10 - s} base\n"
                                            for i in range(n) for s in range(3)))
-    (root / "people.qrels").write_text("".join(f"q{i:03d} 0 c{i:03d} 2\n" for i in range(n)))
+    (root / "people.qrels").write_text("".join(  # every fourth query's gold chunk is not in the run's top 3
+        f"q{i:03d} 0 c{(i + 8 if i % 4 == 3 else i) % n:03d} 2\n" for i in range(n)))
     asked = questions if answer_questions is None else answer_questions
     (root / "answers.jsonl").write_text("".join(
         json.dumps({"id": f"{answer_ids}{i:03d}", "question": q, "reference": "yes", "response": "yes"}) + "\n"
@@ -140,8 +141,10 @@ def test_ids_that_differ_with_texts_that_meet_are_matched_by_text_and_said(tmp_p
     assert check["status"] == "ran"
     diagnosis = check["result"]["diagnosis"]
     assert [j["left"]["matched"] for j in diagnosis["joins"]] == [16, 16]  # the run's and the qrels' queries
-    cells = {k: v["count"] for k, v in diagnosis["cells"].items()} if "cells" in diagnosis else None
-    assert cells is None or sum(cells.values()) == 16
+    assert diagnosis["diagnosed"] == 16 and diagnosis["not_diagnosed"] == 0
+    cells = diagnosis["cells"]  # each answer's recall is its query's: a003 is q003's, whose gold the run missed
+    assert cells["bad_retrieval_good_answer"] == {"count": 4, "examples": ["a003", "a007", "a011", "a015"]}
+    assert cells["good_retrieval_good_answer"]["count"] == 12
     assert said in done.json["warnings"] and done.json["warnings"].count(said) == 1
 
 

@@ -361,11 +361,10 @@ def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Pat
         run_only = 0 if run is None else len(run.queries)
         if missing == "skip":
             return [], {}, run_only, len(qrels.queries), 0, False, 0
-        from .evaluate import unranked_values
         relevant = np.bincount(qrels.qidx[qrels.grades >= relevance_level], minlength=len(qrels.queries))
         order = sorted(range(len(qrels.queries)), key=qrels.queries.__getitem__)
         queries = [qrels.queries[i] for i in order]
-        values = unranked_values(measures, qrels, queries, relevance_level)
+        values = {str(m): np.zeros(len(queries)) for m in measures}
         return queries, values, run_only, len(queries), int((relevant == 0).sum()), False, 0
     ev = evaluate(qrels, run, measures, relevance_level=relevance_level, gain=gain, missing=missing)
     return (ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True,

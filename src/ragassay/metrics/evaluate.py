@@ -182,13 +182,11 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     empty_ids = {q for q in asked if judged_queries[q] not in present} if len(asked) > len(present) else set()
     if empty_ids:
         qids = qids + sorted(empty_ids)
-        filled = unranked_values(measures, qrels, sorted(empty_ids), relevance_level)
-        values = {k: np.concatenate([v, filled[k]]) for k, v in values.items()}
+        values = {k: np.concatenate([v, np.zeros(len(empty_ids))]) for k, v in values.items()}
     missing_ids = [q for i, q in enumerate(qrels.queries) if i not in present and q not in empty_ids]
     if missing == "zero" and missing_ids:
         qids = qids + missing_ids
-        filled = unranked_values(measures, qrels, missing_ids, relevance_level)
-        values = {k: np.concatenate([v, filled[k]]) for k, v in values.items()}
+        values = {k: np.concatenate([v, np.zeros(len(missing_ids))]) for k, v in values.items()}
     order = sorted(range(len(qids)), key=qids.__getitem__)
     queries = [qids[i] for i in order]
     idx = np.array(order, dtype=np.int64)
@@ -199,27 +197,6 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     no_relevant = [q for q, nr in zip(qrels.queries, (relevant == 0).tolist()) if nr and q in evaluated]
     return Evaluation(run.name, list(measures), queries, values, run_only, missing_ids,
                       sorted(no_relevant), missing, int(relevance_level), gain, qrels, sorted(empty_ids))
-
-
-def unranked_values(measures: list[Measure], qrels: Qrels, ids: list[str], relevance_level: int) -> dict[str, np.ndarray]:
-    """Each measure's values for queries scored with an empty ranking (asked and answered with
-    nothing, or missing under --missing zero): 0, as trec_eval -c gives them, except the counts that do
-    not depend on the ranking: num_q (the query is one of those evaluated) and num_rel (its relevant
-    judged documents)."""
-    out = {str(m): np.zeros(len(ids)) for m in measures}
-    wanted = [m for m in measures if m.name in ("num_q", "num_rel")]
-    if not wanted or not ids:
-        return out
-    position = {q: i for i, q in enumerate(qrels.queries)}
-    at = np.array([position[q] for q in ids], dtype=np.int64)
-    for m in wanted:
-        if m.name == "num_q":
-            out[str(m)] = np.ones(len(ids))
-        else:
-            level = relevance_level if m.rel is None else m.rel
-            relevant = np.bincount(qrels.qidx, weights=qrels.grades >= level, minlength=len(qrels.queries))
-            out[str(m)] = relevant[at].astype(np.float64)
-    return out
 
 
 class _Views:

@@ -861,7 +861,8 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     diagnosed = run is not None and qrels is not None
     digest = ctx.digests.of(p.answers, p.chunks, p.human, run if diagnosed else None, qrels if diagnosed else None,
                             depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"),
-                            rules_only=rules_only, by_text=sorted((ctx.answer_queries or {}).items()))
+                            rules_only=rules_only,
+                            **({"by_text": sorted(ctx.answer_queries.items())} if ctx.answer_queries else {}))
     verdicts_of = ctx.digests.of(p.answers, p.chunks)  # what a verdict depends on, whoever gives it
     if rules_only:
         ctx.without_llm.append("check (LLM verdicts)")
