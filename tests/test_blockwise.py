@@ -99,7 +99,7 @@ def test_blocks_of_three_queries_equal_the_in_memory_evaluation_and_trec_eval(fi
     assert blocks.aggregate == whole.aggregate  # to the last bit: both sums are exact
     assert blocks.counts == whole.counts == {
         "evaluated": 40 if missing == "skip" else 41, "run_queries_without_qrels": 1,
-        "qrels_queries_missing_from_run": 1, "queries_without_relevant": 1}
+        "qrels_queries_missing_from_run": 1, "asked_without_results": 0, "queries_without_relevant": 1}
     assert blocks.run_name == "tagA"
     theirs = pytrec_values(run_rows, qrels_rows)
     mine = blocks.to_dict()["per_query"]

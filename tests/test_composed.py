@@ -605,7 +605,7 @@ def test_evaluate_ids_meeting_partly_are_counted(work):
         "(use --missing zero to count them as 0)")
     counts = cli("evaluate", "ex/qrels.txt", "part.txt", "-m", "ndcg@10", "--format", "json").json["counts"]
     assert counts == {"evaluated": 5, "run_queries_without_qrels": 2, "qrels_queries_missing_from_run": 17,
-                      "queries_without_relevant": 0}
+                      "asked_without_results": 0, "queries_without_relevant": 0}
 
 
 def test_evaluate_ids_meeting_partly_warn_on_stderr(work):

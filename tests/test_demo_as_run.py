@@ -151,7 +151,8 @@ def test_without_an_endpoint_the_demo_runs_what_needs_no_model_and_exits_0(tmp_p
                              if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts))
     assert written == ["agree_second.json", "check.json", "checks_by_rule.jsonl", "compare.json", "evaluate/bm25.json",
                        "evaluate/tfidf.json", "report.html", "report.md", "runs/bm25.txt", "runs/bm25.txt.latency.json",
-                       "runs/tfidf.txt", "runs/tfidf.txt.latency.json"]
+                       "runs/bm25.txt.run.json", "runs/tfidf.txt", "runs/tfidf.txt.latency.json",
+                       "runs/tfidf.txt.run.json"]
     assert (out / ".ragassay" / "state.json").exists() and (out / ".ragassay" / "history.sqlite").exists()
     # the two people's agreement, against kappa written out here over the pairs both labelled
     first, second = qrels_of(EXAMPLE / "qrels.txt"), qrels_of(EXAMPLE / "qrels_second_assessor.txt")

@@ -170,7 +170,8 @@ def test_missing_zero_counts_absent_queries_as_zero():
     assert zero.per_query["q2"] == {"p@1": 0.0, "ndcg@10": 0.0}
     assert zero.aggregate["p@1"] == pytest.approx(1 / 3)
     assert skip.counts == {"evaluated": 1, "run_queries_without_qrels": 1,
-                           "qrels_queries_missing_from_run": 2, "queries_without_relevant": 0}
+                           "qrels_queries_missing_from_run": 2, "asked_without_results": 0,
+                           "queries_without_relevant": 0}
     assert zero.counts["queries_without_relevant"] == 1  # q3 has only a grade-0 judgment
 
 

@@ -140,7 +140,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
           import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
           shard: str | tuple[int, int] | None = None, quiet: bool = True, announce: bool = False,
           llm: LLM | None = None, options: CheckOptions | None = None, join_warnings: bool = True,
-          **llm_settings: Any) -> CheckResult | Estimate:
+          query_ids: Mapping[str, str] | None = None, **llm_settings: Any) -> CheckResult | Estimate:
     """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
 
     ``answers`` may be a file (ragassay, RAGAS or DeepEval fields) or a list of dicts or
@@ -150,7 +150,9 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     ``by=["field"]`` breaks rates down. With no endpoint configured at all, the rules run and the
     other answers are error records that a rerun with an endpoint fills in (``announce=True`` says
     so on stderr, as the command does). ``quiet`` defaults to True here. ``join_warnings=False`` leaves
-    unsaid how the answers met the run, qrels and labels (``run`` says it once, before any step). Returns a
+    unsaid how the answers met the run, qrels and labels (``run`` says it once, before any step).
+    ``query_ids`` maps an answer's id to the query id it answers, where the two differ (``run`` matched
+    them by question text): the diagnosis then meets the run and qrels by those. Returns a
     :class:`~ragassay.stages.check.CheckResult` (``.summary`` holds the rates), or the
     :class:`~ragassay.runtime.engine.Estimate` of a ``dry_run``.
 
@@ -182,13 +184,15 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         from .data.io import coerce_qrels, coerce_run
         from .data.joins import Join
         run_t, qrels_t = coerce_run(run), coerce_qrels(qrels)
-        ids = [a.id for a in items]
+        asks = {a.id: (query_ids or {}).get(a.id, a.id) for a in items}  # the query each answer answers
+        ids = list(asks.values())
         joins = [Join.of("query ids", "the answers", ids, "the run", run_t.queries, _source(answers), _source(run))
                  .require_overlap().warn(not join_warnings, sides=("left",)),
                  Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers), _source(qrels))
                  .require_overlap().warn(not join_warnings, sides=("left",))]
         in_run = set(run_t.queries)  # an answer whose question the run does not hold is not diagnosed
-        recall = {q: v for q, v in retrieval_recall(qrels_t, run_t, depth).items() if q in in_run}
+        by_query = {q: v for q, v in retrieval_recall(qrels_t, run_t, depth).items() if q in in_run}
+        recall = {a: by_query[q] for a, q in asks.items() if q in by_query}  # keyed by answer id, as records are
     people = (read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)) if human is not None \
         else None
     human_join = None

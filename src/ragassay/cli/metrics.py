@@ -42,6 +42,8 @@ def _counts_line(ev) -> str:
     if c["qrels_queries_missing_from_run"]:
         verb = "scored 0" if ev.missing_policy == "zero" else "skipped (use --missing zero to count them as 0)"
         parts.append(f"{c['qrels_queries_missing_from_run']} qrels queries missing from the run {verb}")
+    if c.get("asked_without_results"):
+        parts.append(f"{c['asked_without_results']} queries the run was asked returned nothing (scored 0)")
     if c["queries_without_relevant"]:
         parts.append(f"{c['queries_without_relevant']} evaluated queries have no relevant document (score 0)")
     return "; ".join(parts)
@@ -263,6 +265,10 @@ def _retrieve_text(result: dict) -> str:
     lat = result["latency_ms"]
     lines = [f"wrote {result['results']} results for {result['queries']} queries to {result['output']} "
              f"(latency p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms; per query in {result['latency_file']})"]
+    if result.get("without_results"):
+        lines.append(f"{result['without_results']} of the {result['queries']} queries returned nothing: a TREC run "
+                     f"cannot list them, so {result['asked_file']} names every query asked, and evaluate, compare, "
+                     "report and run score them 0")
     if result.get("id_field"):
         repeated = f"; {result['repeated']} repeating a chunk of their query dropped" if result.get("repeated") else ""
         lines.append(f"a {result['retriever']} retriever: chunk ids read from its {result['id_field']}{repeated}")

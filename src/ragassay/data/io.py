@@ -552,8 +552,20 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     Documents are ranked by score (descending, ties by document id descending, as trec_eval
     does); the rank column is ignored. A document listed twice for one query is an error unless
     ``dedupe`` is true, which keeps its highest score. ``name`` defaults to the TREC tag or the
-    file name.
+    file name. The queries the run was asked (``RUN.run.json`` beside it, :mod:`.run_asked`) are
+    all queries of the run: one that returned nothing has an empty ranking (it scores 0).
     """
+    from .run_asked import read_asked, with_asked
+    if str(path) != "-" and Path(path).is_file() and os.path.getsize(path) == 0:
+        asked = read_asked(path)
+        if asked is not None:  # every query asked returned nothing: the file is empty, the run is not
+            return Run(list(asked.queries), np.zeros(0, np.int64), encode_ids([]), np.zeros(0),
+                       name or asked.run or Path(path).name.split(".")[0] or "run", str(path))
+    return with_asked(_read_run_file(path, format, dedupe, name), path)
+
+
+def _read_run_file(path: str | Path, format: RunFormat, dedupe: bool, name: str | None) -> Run:
+    """The rows of a run file, as :func:`read_run` reads them (without its sidecar's queries)."""
     default_name = "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
     from . import peer_files
     binary = peer_files.binary_table_kind(path) if format == "auto" else None
@@ -949,7 +961,10 @@ def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
 
 
 def write_run(path: str | Path, run: Run, tag: str | None = None) -> None:
-    """Write a run in TREC format, ranked as trec_eval would rank it."""
+    """Write a run in TREC format, ranked as trec_eval would rank it. A TREC file cannot hold a query
+    with an empty ranking: when the run has one, ``PATH.run.json`` beside it lists every query asked
+    (:mod:`.run_asked`), so readers keep it as a query that scores 0; otherwise a stale one is removed."""
+    from .run_asked import remove_asked, write_asked
     tag = (tag or run.name or "run").replace(" ", "_")
     lines = []
     for qid, docs in run.ranked().items():
@@ -957,6 +972,10 @@ def write_run(path: str | Path, run: Run, tag: str | None = None) -> None:
         for rank, (doc, score) in enumerate(docs, start=1):
             lines.append(f"{qid} Q0 {check_id(doc, 'chunk id', None, None)} {rank} {score!r} {tag}")
     write_lines_atomic(path, lines)
+    if len(run.queries) and np.bincount(run.qidx, minlength=len(run.queries)).min() == 0:
+        write_asked(path, run.queries, run=tag, command="write_run")
+    else:
+        remove_asked(path)
 
 
 def write_qrels(path: str | Path, qrels: Qrels | Mapping[str, Mapping[str, int]], origin: Any = None) -> int:

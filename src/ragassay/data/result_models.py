@@ -228,6 +228,8 @@ class RetrieveResult(Result):
     id_field: str | None = None  # where a node's or document's chunk id was read (id, ref_doc_id, metadata.KEY)
     repeated: int | None = None  # nodes or documents dropped for repeating a chunk id of their query
     chunks: dict | None = None  # how the run's ids met the chunks given (a Join's counts)
+    without_results: int | None = None  # queries asked that returned nothing (each scores 0)
+    asked_file: str | None = None  # OUTPUT.run.json: every query asked, which the run file cannot say
 
 
 class PingResult(Result):

@@ -99,10 +99,13 @@ class BlockwiseEvaluation:
         return {name: (total if name in summed else total / self.evaluated) if self.evaluated else 0.0
                 for name, total in self.sums.items()}
 
+    asked_empty: int = 0  # judged queries the run was asked (its RUN.run.json) that returned nothing
+
     @property
     def counts(self) -> dict[str, int]:
         return {"evaluated": self.evaluated, "run_queries_without_qrels": self.run_only,
-                "qrels_queries_missing_from_run": self.missing, "queries_without_relevant": self.no_relevant}
+                "qrels_queries_missing_from_run": self.missing, "asked_without_results": self.asked_empty,
+                "queries_without_relevant": self.no_relevant}
 
     def per_query_blocks(self) -> Iterator[tuple[list[str], np.ndarray]]:
         """(query ids, values: one row per query, one column per metric) of each block, in the
@@ -240,7 +243,9 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
                          "standard input)", run if r_shape is None else qrels)
     from ..data.origin import label_origin
+    from ..data.run_asked import read_asked
     from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
+    asked = read_asked(run)  # the queries the run was asked: those without a row score 0 in their block
     name = r_shape.tag or Path(run).name.split(".")[0] or "run"
     relevance = relevance_for(label_origin(qrels), relevance_level, qrels)
     relevance_level = relevance.level
@@ -248,7 +253,6 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     pool = label_origin(qrels).pool
     pooled = _PoolTops({m.depth for m in pool}) if pool else None
     judged_sums = {key: _Sum() for key in judged_keys}
-    asked = measures
     out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
                               int(relevance_level), gain, str(qrels), label_origin(qrels))
     sums = {str(m): _Sum() for m in measures}
@@ -258,6 +262,10 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("no results in file", run)
     parts = _parts(first, os.path.getsize(run), block_queries, piece_bytes)
     runs, judged = _Partitions(parts), _Partitions(parts)
+    asked_in: list[list[str]] = [[] for _ in range(parts)]
+    if asked is not None and asked.queries:
+        for q, p in zip(asked.queries, partition_of(encode_ids(list(asked.queries)), parts).tolist()):
+            asked_in[p].append(q)
     if keep_per_query:
         out.spool = tempfile.TemporaryFile(prefix="ragassay-per-query-")
     try:  # the qrels next (their errors come before those of the rest of the run), then the rest of the run
@@ -292,14 +300,16 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         for p in range(parts):
             r_rows, q_rows = runs.take(p), judged.take(p)
             block = _score_block(r_rows, q_rows, run, qrels, name, measures, evaluate, dedupe,
-                                 relevance_level=relevance_level, gain=gain, missing=missing, pooled=pooled)
+                                 relevance_level=relevance_level, gain=gain, missing=missing, asked=asked_in[p],
+                                 pooled=pooled)
             del r_rows, q_rows
             if block is None:
                 continue
-            queries, values, run_only, missing_ids, no_relevant, matched, judged_values = block
+            queries, values, run_only, missing_ids, no_relevant, matched, asked_empty, judged_values = block
             overlap |= matched
             out.run_only += run_only
             out.missing += missing_ids
+            out.asked_empty += asked_empty
             out.no_relevant += no_relevant
             if queries:
                 out.blocks += 1
@@ -311,7 +321,7 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                     judged_sums[key].add(judged_values[key].tolist() if key in judged_values else [0.0] * len(queries))
                 if out.spool is not None:
                     np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
-                    np.save(out.spool, np.stack([values[str(m)] for m in asked], axis=1))
+                    np.save(out.spool, np.stack([values[str(m)] for m in measures], axis=1))
                     out.spooled += 1
             trim_heap()
     finally:
@@ -322,9 +332,8 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                          f"ids in {run} and the qrels' in {qrels} do not overlap", run)
     out.sums = {k: s.value for k, s in sums.items()}
     judged = {key: judged_sums[key].value / out.evaluated if out.evaluated else 0.0 for key in judged_keys}
-    out.measures = list(asked)
     out.relevance = dataclasses.replace(relevance, grades=(low, high)) if low is not None else relevance
-    out.standing = pool_standing(out.qrels_origin, None, asked, judged,
+    out.standing = pool_standing(out.qrels_origin, None, measures, judged,
                                  pooled.digests() if pooled is not None else None,
                                  pooled.longest if pooled is not None else None)
     return out
@@ -374,9 +383,11 @@ def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes:
 
 def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Path, qrels_path: str | Path,
                  name: str, measures: list[Measure], evaluate: Any, dedupe: bool, *, relevance_level: int,
-                 gain: str, missing: Missing, pooled: Any = None):
-    """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?) of one
-    partition, or None when it holds no row."""
+                 gain: str, missing: Missing, asked: list[str] = (), pooled: Any = None):
+    """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?, count
+    of asked queries without results, the share judged per query) of one partition, or None when it
+    holds no row. ``asked``: the partition's queries the run was asked, each a query of the run even
+    without a row (it scores 0). ``pooled``: the run's top results fingerprinted, block by block."""
     if r_rows is None and q_rows is None:
         return None
     run = qrels = None
@@ -385,24 +396,30 @@ def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Pat
         qidx = factorize(r_rows.queries, vocab)
         run = Run(decode_query_ids(vocab, run_path), qidx, r_rows.docs, r_rows.values, name, str(run_path))
         run = run.deduplicated() if dedupe else run.checked(r_rows.lines)
-        if pooled is not None:  # the block's rankings, for knowing the run again in its labels' pool
-            pooled.add(run)
+    if asked:
+        if run is None:
+            run = Run([], np.zeros(0, np.int64), encode_ids([]), np.zeros(0), name, str(run_path))
+        known = set(run.queries)
+        run.queries = run.queries + [q for q in asked if q not in known]
+    if pooled is not None and run is not None:  # the block's rankings, to know the run again in its labels' pool
+        pooled.add(run)
     if q_rows is not None:
         vocab = {}
         qidx = factorize(q_rows.queries, vocab)
         qrels = Qrels(decode_query_ids(vocab, qrels_path), qidx, q_rows.docs, q_rows.values, source=str(qrels_path))
         qrels.check_unique(q_rows.lines)
     if qrels is None:
-        return [], {}, len(run.queries), 0, 0, False, {}
+        return [], {}, len(run.queries), 0, 0, False, 0, {}
     judged = set(qrels.queries)
     if run is None or not any(q in judged for q in run.queries):
         run_only = 0 if run is None else len(run.queries)
         if missing == "skip":
-            return [], {}, run_only, len(qrels.queries), 0, False, {}
+            return [], {}, run_only, len(qrels.queries), 0, False, 0, {}
         relevant = np.bincount(qrels.qidx[qrels.grades >= relevance_level], minlength=len(qrels.queries))
         order = sorted(range(len(qrels.queries)), key=qrels.queries.__getitem__)
         queries = [qrels.queries[i] for i in order]
         values = {str(m): np.zeros(len(queries)) for m in measures}
-        return queries, values, run_only, len(queries), int((relevant == 0).sum()), False, {}
+        return queries, values, run_only, len(queries), int((relevant == 0).sum()), False, 0, {}
     ev = evaluate(qrels, run, measures, relevance_level=relevance_level, gain=gain, missing=missing)
-    return ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True, ev.judged
+    return (ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True,
+            len(ev.asked_empty), ev.judged)

@@ -162,7 +162,8 @@ def _restrict(ev: Evaluation, queries: list[str]) -> Evaluation:
     idx = np.array([pos[q] for q in queries], dtype=np.int64)
     return Evaluation(ev.run_name, ev.measures, queries, {k: v[idx] for k, v in ev.values.items()},
                       ev.run_only, ev.missing, [q for q in ev.no_relevant if q in set(queries)],
-                      ev.missing_policy, ev.relevance_level, ev.gain)
+                      ev.missing_policy, ev.relevance_level, ev.gain,
+                      asked_empty=[q for q in ev.asked_empty if q in set(queries)])
 
 
 def runs_by_name(runs: Sequence[Run], paths: Sequence[str]) -> dict[str, Run]:

@@ -48,13 +48,14 @@ class Evaluation:
     relevance_level: int = 1
     gain: Gain = "linear"
     qrels: Any = field(default=None, repr=False)  # the qrels scored against: named in the JSON (file, digest, origin)
+    asked_empty: list[str] = field(default_factory=list)  # judged queries the run was asked that returned nothing
     relevance: Any = None  # rests_on.Relevance: the relevant grade and where it comes from
     standing: Any = None   # rests_on.PoolStanding: the pool the labels were judged from, and the share judged
     judged: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # that share per query, by cut-off
 
     @property
     def rests_on(self) -> dict | None:
-        """What the scores rest on (the relevant grade, the pool, Judged@k), as the JSON says it."""
+        """What the scores rest on (the relevant grade, the pool, the share judged), as the JSON says it."""
         from .rests_on import rests_on  # (the name is this property's too)
         if self.relevance is None or self.standing is None:
             return None
@@ -86,6 +87,7 @@ class Evaluation:
             "evaluated": len(self.queries),
             "run_queries_without_qrels": len(self.run_only),
             "qrels_queries_missing_from_run": len(self.missing),
+            "asked_without_results": len(self.asked_empty),
             "queries_without_relevant": len(self.no_relevant),
         }
 
@@ -221,7 +223,8 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     judged_means = {k: (math.fsum(v.tolist()) / len(v) if len(v) else 0.0) for k, v in judged.items()}
     standing = pool_standing(qrels.origin, run, measures, judged_means)
     return Evaluation(run.name, list(measures), queries, values, run_only, missing_ids,
-                      sorted(no_relevant), missing, int(relevance_level), gain, qrels, relevance, standing, judged)
+                      sorted(no_relevant), missing, int(relevance_level), gain, qrels, sorted(empty_ids),
+                      relevance=relevance, standing=standing, judged=judged)
 
 
 def _judged_share(rows: RankedRows, k: int, n: int) -> np.ndarray:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RagassayError, UsageError
+from ..errors import InputError, RagassayError, UsageError
 from .project import Project, read_project
 
 STEPS = ("generate", "retrieve", "judge", "coverage", "agree", "check", "evaluate", "compare", "report", "track",
@@ -221,6 +221,7 @@ class Context:
     warnings: list[str] = field(default_factory=list)          # said by the steps, added to the run's
     said: set[str] = field(default_factory=set)                # every warning said so far (each is said once)
     llm_checks_kept: bool = False                              # offline: an LLM's verdicts on these answers stand
+    answer_queries: dict[str, str] | None = None               # answer id -> query id, when met by question text
     spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0                                    # and what they cost (where a price is known)
 
@@ -365,8 +366,17 @@ def _check_inputs(ctx: Context, result: PipelineResult) -> None:
     from ..data.origin import label_origin, read_origin
     p = ctx.project
     ctx.queries = p.queries
-    query_ids = list(rio.read_queries(p.queries)) if p.queries is not None else None
+    query_texts = rio.read_queries(p.queries) if p.queries is not None else None
+    query_ids = list(query_texts) if query_texts is not None else None
     answer_ids = _answer_ids(p.answers) if p.answers is not None else None
+    by_text = None
+    if answer_ids is not None and query_texts is not None:  # ids that meet none: the questions' texts may
+        from ..data.text_match import answers_to_queries
+        by_text = answers_to_queries(_answer_questions(p.answers), query_texts, p.answers_match, p.answers, p.queries)
+    human_ids = answer_ids  # people label answers by the answers' own ids
+    if by_text is not None:
+        ctx.answer_queries = by_text.pairs
+        answer_ids = [by_text.pairs.get(a, a) for a in answer_ids]  # each answer by the query it answers
     runs = {name: rio.read_run(f) for name, f in p.runs.items()}
     qrels = rio.read_qrels(p.qrels) if p.qrels is not None else None
     joins = []
@@ -375,18 +385,18 @@ def _check_inputs(ctx: Context, result: PipelineResult) -> None:
             joins.append((Join.of("query ids", "the queries", query_ids, f"the run {name}", run.queries, p.queries,
                                   p.runs[name]).require_overlap(), ("left",)))
         if answer_ids is not None:
-            joins.append((Join.of("query ids", "the answers", answer_ids, f"the run {name}", run.queries, p.answers,
-                                  p.runs[name]).require_overlap(), ("left",)))
+            joins.append((_answers_met(Join.of("query ids", "the answers", answer_ids, f"the run {name}", run.queries,
+                                               p.answers, p.runs[name]), query_texts is not None), ("left",)))
     if qrels is not None:
         if query_ids is not None:
             joins.append((Join.of("query ids", "the queries", query_ids, "the qrels", qrels.queries, p.queries,
                                   p.qrels).require_overlap(), ("right",)))
         if answer_ids is not None:
-            joins.append((Join.of("query ids", "the answers", answer_ids, "the qrels", qrels.queries, p.answers,
-                                  p.qrels).require_overlap(), ("left",)))
+            joins.append((_answers_met(Join.of("query ids", "the answers", answer_ids, "the qrels", qrels.queries,
+                                               p.answers, p.qrels), query_texts is not None), ("left",)))
     if answer_ids is not None and p.human is not None:  # people label some answers: labels of none stop here
         from ..stages.check import read_human_labels
-        joins.append((Join.of("answer ids", "the answers", answer_ids, "the human labels", read_human_labels(p.human),
+        joins.append((Join.of("answer ids", "the answers", human_ids, "the human labels", read_human_labels(p.human),
                               p.answers, p.human).require_overlap(), ("right",)))
     if answer_ids is not None and query_ids is not None:
         joins.append((Join.of("query ids", "the answers", answer_ids, "the queries", query_ids, p.answers,
@@ -395,8 +405,9 @@ def _check_inputs(ctx: Context, result: PipelineResult) -> None:
         joins.append((Join.of("query ids", "the qrels", qrels.queries, "the second qrels",
                               rio.read_qrels(p.second_qrels).queries, p.qrels, p.second_qrels).require_overlap(),
                        ("right",)))
-    result.joins = [j.to_dict() for j, _ in joins]
-    result.warnings = [w for w in (j.warning(sides) for j, sides in joins) if w]
+    result.joins = [j.to_dict() for j, _ in joins] + ([by_text.to_dict()] if by_text is not None else [])
+    result.warnings = ([by_text.sentence()] if by_text is not None else []) + [
+        w for w in (j.warning(sides) for j, sides in joins) if w]
     if p.qrels is not None:
         result.origins[p.qrels.name] = read_origin(p.qrels).describe()
     if p.second_qrels is not None:
@@ -414,6 +425,24 @@ def _answer_ids(path: Path) -> list[str]:
     """The answers' ids (read as check reads them: ragassay, RAGAS or DeepEval fields)."""
     from ..data.peer_files import answer_rows
     return [str(obj["id"]) for _, obj in answer_rows(path)]
+
+
+def _answers_met(join: Any, queries_named: bool) -> Any:
+    """The answers' join with a run or qrels, required to meet; without a queries file, an error says
+    that one would let the answers be matched by question text."""
+    try:
+        return join.require_overlap()
+    except InputError as e:
+        if queries_named:
+            raise
+        raise InputError(f"{e.message} If the answers ask the queries' questions under other ids, name the queries "
+                         "in [data] queries: the answers are then matched to them by question text", e.path) from None
+
+
+def _answer_questions(path: Path) -> dict[str, str]:
+    """Each answer's question by its id (read as check reads them)."""
+    from ..data.peer_files import answer_rows
+    return {str(obj["id"]): str(obj["question"]) for _, obj in answer_rows(path)}
 
 
 def _not_selected(name: str) -> StepResult:
@@ -838,7 +867,8 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     diagnosed = run is not None and qrels is not None
     digest = ctx.digests.of(p.answers, p.chunks, p.human, run if diagnosed else None, qrels if diagnosed else None,
                             depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"),
-                            rules_only=rules_only)
+                            rules_only=rules_only,
+                            **({"by_text": sorted(ctx.answer_queries.items())} if ctx.answer_queries else {}))
     verdicts_of = ctx.digests.of(p.answers, p.chunks)  # what a verdict depends on, whoever gives it
     if rules_only:
         ctx.without_llm.append("check (LLM verdicts)")
@@ -863,7 +893,8 @@ def _check(ctx: Context, selected: bool) -> StepResult:
         return StepResult("check", "estimated", said, 0, None if rules_only else est.to_dict())
     if diagnosed:
         _say_joins(ctx, run_name, run, qrels)
-    done = api.check(p.answers, run=run if diagnosed else None, qrels=qrels if diagnosed else None, **args)
+    done = api.check(p.answers, run=run if diagnosed else None, qrels=qrels if diagnosed else None,
+                     query_ids=ctx.answer_queries, **args)
     ctx.spend(done)
     _write_json(summary, done.to_dict())
     rates = done.summary.get("summary") or {}
@@ -882,7 +913,7 @@ def _say_joins(ctx: Context, run_name: str, run: Path, qrels: Path) -> None:
     pool: not counted at the start), said unless the start said it already."""
     from ..data import io as rio
     from ..data.joins import Join
-    ids = _answer_ids(ctx.project.answers)
+    ids = [(ctx.answer_queries or {}).get(a, a) for a in _answer_ids(ctx.project.answers)]
     for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", rio.read_run(run).queries,
                          ctx.project.answers, run),
                  Join.of("query ids", "the answers", ids, "the qrels", rio.read_qrels(qrels).queries,

@@ -94,6 +94,7 @@ class Project:
     state: Path | None = None           # where the state and history go, when not beside the project file
     coverage: bool = False
     check_run: str | None = None
+    answers_match: str = "auto"         # answers meet queries by id; with none met, by question text ("id": never)
     gate_min: dict[str, float] = field(default_factory=dict)
     gate_max: dict[str, float] = field(default_factory=dict)
     gate_run: str | None = None
@@ -182,8 +183,15 @@ def read_project(path: str | Path | None = None) -> Project:
     proj.keep_going = raw.get("keep_going", False)
     data = raw.get("data", {})
     for key in data:
+        if key == "answers_match":  # how the answers meet the queries: a setting, not a file
+            from ..data.text_match import MATCH_SETTINGS
+            if data[key] not in MATCH_SETTINGS:
+                raise bad(key, f"is one of {', '.join(repr(m) for m in MATCH_SETTINGS)} (by id, then by question text "
+                               f"when no id meets; by id only; by question text), got {data[key]!r}")
+            proj.answers_match = data[key]
+            continue
         if key not in SINGLE_ROLES:
-            raise bad(key, f"unknown key in [data] (known: {', '.join(SINGLE_ROLES)})")
+            raise bad(key, f"unknown key in [data] (known: {', '.join(SINGLE_ROLES)}, answers_match)")
         setattr(proj, key, path_of(key, data[key]))
     for name, value in raw.get("runs", {}).items():
         proj.runs[name] = path_of(name, value)

@@ -467,6 +467,11 @@ def input_joins(inp: ReportInputs) -> list:
         joins.append((Join.of("chunk ids", "the runs' results", retrieved, "the chunks", list(inp.chunks), None, None),
                       ("left",)))
     answered = {c.id for c in inp.checks} or set(inp.answers)
+    if answered and inp.runs and inp.answers and inp.queries:  # answers under other ids than the queries':
+        from ..data.text_match import answers_to_queries     # met by question text, as run meets them
+        by_text = answers_to_queries({a.id: a.question for a in inp.answers.values()}, inp.queries)
+        if by_text is not None:
+            answered = {by_text.pairs.get(a, a) for a in answered}
     if answered and inp.runs:
         joins.append((Join.of("query ids", "the checked answers" if inp.checks else "the answers", answered,
                               f"the run {inp.runs[0].name}", inp.runs[0].queries, None, inp.runs[0].source), ("left",)))

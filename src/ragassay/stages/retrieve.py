@@ -43,6 +43,15 @@ class Retrieval:
     chunks: Join | None
     output: Path | None = None
     latency_file: Path | None = None
+    asked_file: Path | None = None
+
+    @property
+    def empty(self) -> list[str]:
+        """The queries the retriever returned nothing for (each scores 0: the run says it was asked)."""
+        if not len(self.run.queries):
+            return []
+        counts = np.bincount(self.run.qidx, minlength=len(self.run.queries)).tolist()
+        return [q for q, n in zip(self.run.queries, counts) if n == 0]
 
     def to_dict(self) -> dict:
         """The ``retrieve`` result: counts, latency (median, 95th percentile), the join's counts."""
@@ -54,7 +63,8 @@ class Retrieval:
             latency_ms={"p50": ms[len(ms) // 2], "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))]},
             latency_file=None if self.latency_file is None else str(self.latency_file),
             retriever=self.kind, id_field=self.id_field, repeated=self.repeated,
-            chunks=None if self.chunks is None else self.chunks.to_dict()).to_dict()
+            chunks=None if self.chunks is None else self.chunks.to_dict(), without_results=len(self.empty),
+            asked_file=None if self.asked_file is None else str(self.asked_file)).to_dict()
 
 
 def retrieve(retriever: Any, queries: str | Path | Mapping[str, str] | Iterable[Any], *,
@@ -74,7 +84,20 @@ def retrieve(retriever: Any, queries: str | Path | Mapping[str, str] | Iterable[
     done = retrieve_run(made, _query_texts(queries), k, name or (spec.rpartition(":")[2] if spec else None),
                         False if quiet else None, id_field=id_field, chunk_ids=_chunk_ids(chunks),
                         chunks_source=str(chunks) if isinstance(chunks, (str, Path)) else None)
-    return done if output is None else write_run_files(done, output)
+    if output is None:
+        return done
+    about = {"retriever": spec or done.kind, "k": k, "command": "retrieve",
+             "queries_file": str(queries) if isinstance(queries, (str, Path)) else None,
+             "queries_digest": _file_digest(queries) if isinstance(queries, (str, Path)) else None}
+    return write_run_files(done, output, about)
+
+
+def _file_digest(path: str | Path) -> str | None:
+    from ..data.run_asked import file_digest
+    try:
+        return file_digest(path) if str(path) != "-" else None
+    except OSError:
+        return None
 
 
 def _query_texts(queries: str | Path | Mapping[str, str] | Iterable[Any]) -> dict[str, str]:
@@ -275,14 +298,19 @@ def load_retriever(spec: str) -> Any:
     return getattr(module, attr)
 
 
-def write_run_files(retrieval: Retrieval, output: str | Path) -> Retrieval:
-    """Write the run to ``output`` and each query's latency beside it (``OUTPUT.latency.json``);
-    returns the retrieval, which now names both files."""
+def write_run_files(retrieval: Retrieval, output: str | Path, about: dict | None = None) -> Retrieval:
+    """Write the run to ``output``, the queries it was asked (``OUTPUT.run.json``: a query that
+    returned nothing is a query of the run all the same, which a TREC file cannot say; ``about``
+    names the retriever and the queries) and each query's latency (``OUTPUT.latency.json``);
+    returns the retrieval, which now names the files."""
     import json
 
     from ..data.io import write_run
+    from ..data.run_asked import write_asked
     out = Path(output)
     write_run(out, retrieval.run)
+    retrieval.asked_file = write_asked(out, retrieval.run.queries, run=(retrieval.run.name or "run").replace(" ", "_"),
+                                       **(about or {"command": "retrieve"}))
     latency_file = out.with_name(out.name + ".latency.json")
     latency_file.write_text(json.dumps(retrieval.run.latency_ms, indent=1) + "\n", encoding="utf-8")
     retrieval.output, retrieval.latency_file = out, latency_file
