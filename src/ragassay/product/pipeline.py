@@ -811,7 +811,8 @@ def _agreement_text(a: Mapping[str, Any]) -> str:
         return f"{ref} vs {cand}: one labeller on both sides, no kappa ({a['pairs']} pairs)"
     ranking = a.get("run_ranking") or {}
     tau = ranking.get("kendall_tau_b")
-    return (f"{ref} vs {cand}: kappa {a['kappa']:.3f} on {a['pairs']} pairs"
+    from ..metrics.agreement import kappa_words
+    return (f"{ref} vs {cand}: {kappa_words(a)} on {a['pairs']} pairs"
             + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else ""))
 
 

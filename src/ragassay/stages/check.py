@@ -240,7 +240,8 @@ class Checker(Stage):
                           status="ok", error=None, model=None, prompt=None, samples=[],
                           fault=fault_of(label, False, None, self._recall(item)))]
         if not answers:
-            raise LLMError("config", "needs an LLM verdict but no endpoint is configured "
+            from ..metrics.labels import NO_VERDICT_YET  # the words the rates read as waiting, not failed
+            raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
         verdicts = answers
         has_context = bool(self.contexts(item))
