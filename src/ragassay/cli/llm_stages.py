@@ -89,6 +89,10 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
 
 def _check_text(done: Any, args: argparse.Namespace) -> str:
     text = _summary_text(done.to_dict(), args) + (f"\n{done.batch_note}" if done.batch_note else "")
+    waiting = (done.summary.get("summary") or {}).get("waiting") or 0
+    if waiting and waiting == done.run.errors and not done.run.stopped:  # none failed: they wait for a verdict
+        return text + (f"\n{waiting} of {done.run.ok + done.run.errors} answers wait for an LLM verdict (no endpoint "
+                       "configured); rerun the same command with one to decide them")
     return text + ("\n" + done.failure_text() if done.run.errors or done.run.stopped else "")
 
 
@@ -99,7 +103,7 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
     words = ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None)
     waiting = s.get("waiting") or 0
     out.append(f"{s['graded']} of {s['answers']} answers graded"
-               + (f"; {waiting} waiting for an LLM verdict (no endpoint: a rerun with one decides them)" if waiting
+               + (f"; {waiting} waiting for an LLM verdict" if waiting
                   else "") + f"; {s['errors']} errors (excluded from rates)\n"
                f"correct given attempted: {_fmt_rate(s['correct_given_attempted'], 'attempted answers')}\n"
                f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): "

@@ -866,7 +866,8 @@ def _check(ctx: Context, selected: bool) -> StepResult:
                        for k in ("correct", "partial", "hallucinated", "abstained"))
     code = 0 if rules_only else done.exit_code  # an answer waiting for a verdict is not an error of this run
     text = f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers " + (
-        f"decided by rule ({counts}); the other {rates.get('errors', 0)} need an LLM verdict" if rules_only
+        f"decided by rule ({counts}); the other {rates.get('waiting', 0)} need an LLM verdict"
+        + (f"; {rates['errors']} failed" if rates.get("errors") else "") if rules_only
         else f"graded ({counts})" + _failures(done.run))
     ctx.state.done("check", digest, code, text, None if rules_only else {"verdicts_of": verdicts_of})
     return StepResult("check", "ran", text, code, result=_read_json(summary))  # (as written: no NaN)
