@@ -31,7 +31,8 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of a proportion (95% by default): never zero-width for 0 of n or n of n."""
     centre = (successes + z * z / 2) / (n + z * z)
     half = z * math.sqrt(successes * (n - successes) / n + z * z / 4) / (n + z * z)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # the ends exactly, not 0.9999999999999999
+    return low, 1.0 if successes == n else min(1.0, centre + half)
 
 
 def rate(values: np.ndarray, unit: str = "answers", n_resamples: int = 10_000, seed: int = 0,
