@@ -239,3 +239,15 @@ def test_the_pipelines_agree_step_says_why_there_is_no_kappa(tmp_path, capsys):
         agree_step["text"]
     md = (folder / "ragassay-out" / "report.md").read_text()
     assert "Cohen's kappa not given (the reference gives all 6" in md and "n/a" not in md.split("## Agreement")[1]
+
+
+def test_labelling_against_a_model_that_gives_one_grade_has_no_kappa():
+    """ragassay label: the person uses the scale, the model said 2 to every pair: kappa would be 0."""
+    from ragassay.product.labeling import agreement, pair_relevant
+    a = agreement([0, 1, 2, 3, 2, 1, 0, 3], [2] * 8, pair_relevant)
+    assert a["exact"] == 0.25 and a["kappa"] is None and a["interval"] is None
+    assert a["why"]["kappa"].startswith("the other side gives all 8 shared labels the label 2")
+    assert a["binary_kappa"] is None and "(all yes)" in a["why"]["binary_kappa"]
+    from ragassay.cli.label import _label_text
+    said = _label_text({"progress": {"labelled": 8, "total": 8, "skipped": 0, "left": 0}, "model_agreement": a}, "o")
+    assert "no kappa on 8 labels (the other side gives all 8" in said
