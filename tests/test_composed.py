@@ -499,7 +499,7 @@ def test_check_with_nothing_graded_says_nothing_about_zero_answers(work):
     said = cli("check", "ans14.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "ex/runs/bm25.txt", "--qrels",
                "ex/qrels.txt", "-o", "c.jsonl")
     assert said.code == 1  # nothing succeeded
-    assert "0 of 14 answers graded; 14 errors (excluded from rates)" in said.out
+    assert "0 of 14 answers graded; 14 waiting for an LLM verdict; 0 errors (excluded from rates)" in said.out
     assert "diagnosis of 0 answers" not in said.out
     assert "mean response words: \n" not in said.out and not said.out.rstrip().endswith("mean response words:")
     assert "no wrong answers" not in said.out
@@ -777,7 +777,8 @@ def test_history_of_one_run_keeps_its_series_apart(work):
     tfidf = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "tfidf", "--format", "json").json
     assert [r["id"] for r in tfidf["results"]] == [2]
     nobody = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "nope")
-    assert nobody.out.strip() == "no tracked result of the run 'nope' has ndcg@10"
+    assert nobody.code == 1 and not nobody.out  # a name the history has not: said with the names it has
+    assert "no tracked result of the run 'nope' in this history; the runs it has: bm25, tfidf" in nobody.err
 
 
 def test_history_counts_the_series_it_draws(work):
