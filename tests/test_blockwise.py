@@ -227,8 +227,8 @@ def test_the_command_by_blocks_prints_what_it_prints_in_memory(tmp_path):
     table = run_cli(qrels, run, "-m", METRICS, "--per-query", "--block-queries", "3")
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["query"] + METRICS.split(",") and len(lines) == 2 + 20 + 1 + 2 + 2
-    assert lines[-2].startswith("relevant = grade ≥ 1 (trec_eval's default") and lines[-1].startswith("pool: not said")
-    assert lines[-3] == "20 queries evaluated; 1 run queries without qrels ignored; 1 qrels queries missing from " \
+    assert lines[-3].startswith("relevant = grade ≥ 1 (trec_eval's default") and lines[-2].startswith("pool: not said")
+    assert lines[-1] == "20 queries evaluated; 1 run queries without qrels ignored; 1 qrels queries missing from " \
                         "the run skipped (use --missing zero to count them as 0); 1 evaluated queries have no " \
                         "relevant document (score 0)"
     means = run_cli(qrels, run, "-m", METRICS, "--block-queries", "3")

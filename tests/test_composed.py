@@ -499,7 +499,7 @@ def test_check_with_nothing_graded_says_nothing_about_zero_answers(work):
     said = cli("check", "ans14.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "ex/runs/bm25.txt", "--qrels",
                "ex/qrels.txt", "-o", "c.jsonl")
     assert said.code == 1  # nothing succeeded
-    assert "0 of 14 answers graded; 14 errors (excluded from rates)" in said.out
+    assert "0 of 14 answers graded; 14 waiting for an LLM verdict; 0 errors (excluded from rates)" in said.out
     assert "diagnosis of 0 answers" not in said.out
     assert "mean response words: \n" not in said.out and not said.out.rstrip().endswith("mean response words:")
     assert "no wrong answers" not in said.out
@@ -588,7 +588,9 @@ def test_evaluate_and_compare_name_their_run_and_qrels(work):
     assert a["qrels"]["origin"]["describe"] == "example assessor 1" and a["qrels"]["origin"]["kind"] == "people"
     assert b["qrels"]["digest"] == a["qrels"]["digest"] != c["qrels"]["digest"]
     assert b["qrels"]["origin"]["kind"] == "unknown" and c["qrels"]["origin"]["describe"] == "example assessor 2"
-    assert a["settings"] == {"relevance_level": 1, "gain": "linear", "missing": "skip"}
+    # the example's labels say their scale (0-3, relevant from 2); the same labels copied without it say nothing
+    assert a["settings"] == {"relevance_level": 2, "gain": "linear", "missing": "skip"}
+    assert b["settings"]["relevance_level"] == 1 and b["rests_on"]["relevance"]["source"] == "default"
     cmp = cli("compare", "ex/qrels.txt", "ex/runs/bm25.txt", "ex/runs/tfidf.txt", "-m", "ndcg@10", "--permutations",
               "200", "--bootstrap", "200", "--format", "json").json
     assert cmp["qrels"]["digest"] == a["qrels"]["digest"] and cmp["qrels"]["file"] == "ex/qrels.txt"
@@ -735,7 +737,7 @@ def _like_with_like_db() -> list[str]:
     Path("c.json").write_text(cmp.out)
     files += ["c.json",
               _evaluate("d.json", "ex/qrels_second_assessor.txt", "ex/runs/bm25.txt"),
-              _evaluate("e.json", "ex/qrels.txt", "ex/runs/bm25.txt", "--relevance-level", "2"),
+              _evaluate("e.json", "ex/qrels.txt", "ex/runs/bm25.txt", "--relevance-level", "3"),
               _evaluate("f.json", "ex/qrels.txt", "ex/runs/bm25.txt", "--gain", "exponential"),
               _evaluate("g.json", "ex/qrels.txt", "ex/runs/bm25.txt")]
     for f in nonempty(files):
@@ -777,7 +779,8 @@ def test_history_of_one_run_keeps_its_series_apart(work):
     tfidf = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "tfidf", "--format", "json").json
     assert [r["id"] for r in tfidf["results"]] == [2]
     nobody = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "nope")
-    assert nobody.out.strip() == "no tracked result of the run 'nope' has ndcg@10"
+    assert nobody.code == 1 and not nobody.out  # a name the history has not: said with the names it has
+    assert "no tracked result of the run 'nope' in this history; the runs it has: bm25, tfidf" in nobody.err
 
 
 def test_history_counts_the_series_it_draws(work):
@@ -794,8 +797,10 @@ def test_gate_names_the_run_and_the_qrels_labeller(work):
     _evaluate("b.json", "ex/qrels_second_assessor.txt", "ex/runs/bm25.txt")
     failed = cli("gate", "a.json", "--min", "ndcg@10=0.8", "--min", "recall@10=0.8")
     assert failed.code == 1
+    # what the gated measures rest on: the labels' relevant grade, and both look past the people's pool of 5
     assert (failed.out + failed.err).strip().splitlines() == [
-        "gate failed (evaluate result of bm25 on qrels labelled by example assessor 1):",
+        "gate failed (evaluate result of bm25 on qrels labelled by example assessor 1; relevant = grade ≥ 2; "
+        "deeper than the pool's depth 5: recall@10, ndcg@10):",
         "  ndcg@10 = 0.7935 is below the minimum 0.8"]
     passed = cli("gate", "b.json", "--min", "ndcg@10=0.7")
     assert passed.code == 0 and passed.out.strip() == (

@@ -153,7 +153,9 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
     assert last[2].startswith("  coverage: bm25: FULL 0, PARTIAL 0, NONE 0; 22 of 22 coverage records are errors")
     # people against people, and people against the judge, each named by who labelled
     assert "agree     ran: example assessor 1 vs example assessor 2: kappa 0.529 on 65 pairs" in out
-    assert re.search(r"; example assessor 1 vs m, judge_relevance@\w+ at demo.test: kappa -?\d\.\d{3} on 134 pairs", out)
+    # (this judge grades every pair 2: a kappa with it would be 0 by construction, so none is given, and why)
+    assert re.search(r"; example assessor 1 vs m, judge_relevance@\w+ at demo.test: no kappa \(the candidate gives all "
+                     r"134 shared pairs grade 2: .*\) on 134 pairs", out)
     assert "check     ran: 16 of 16 answers graded" in out
     html = (tmp_path / "d" / "report.html").read_text()
     assert "Judge: grade distribution" in html and "Agreement: example assessor 1 against m, judge_relevance@" in html

@@ -290,7 +290,7 @@ def test_only_and_from_run_part_of_the_pipeline_on_what_earlier_steps_left(folde
     assert step(rest, "evaluate")["text"].startswith("tfidf: ndcg@10 0.8477")
 
 
-def test_a_dead_endpoint_fails_the_judge_step_and_stops_the_pipeline(folder, capsys):
+def test_a_dead_endpoint_fails_the_judge_step_and_the_steps_that_need_it_say_so(folder, capsys):
     from fake_llm import dead_url
     init(folder, capsys)
     capsys.readouterr()
@@ -298,7 +298,9 @@ def test_a_dead_endpoint_fails_the_judge_step_and_stops_the_pipeline(folder, cap
                  "--quiet"])
     done = json.loads(capsys.readouterr().out)
     status = {s["step"]: s["status"] for s in done["steps"]}
-    assert code == 1 and status == {"generate": "skipped", "retrieve": "ran", "judge": "failed"}
+    assert code == 1 and status["judge"] == "failed" and status["check"] == "ran"  # the rules' check stands
+    assert status["evaluate"] == status["compare"] == "skipped"  # no people's qrels chosen: nothing to score on
+    assert "judge failed before it" in step(done, "evaluate")["text"]
     assert done["exit_code"] == 1 and "Traceback" not in step(done, "judge")["text"]
 
 

@@ -33,7 +33,9 @@ def run_label(args: argparse.Namespace) -> Any:
 def _label_text(result: dict, output: Any) -> str:
     p, a = result["progress"], result["model_agreement"]
     lines = [f"labelled {p['labelled']} of {p['total']} ({p['skipped']} skipped) into {output}"]
-    if a["n"]:
+    if a["n"] and a["kappa"] is None:  # a kappa that cannot mean anything: why, not a number
+        lines.append(f"you and the model: no kappa on {a['n']} labels ({(a.get('why') or {}).get('kappa', 'undefined')})")
+    elif a["n"]:
         interval = a["interval"]
         lines.append(f"you and the model: kappa {a['kappa']:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]"
                                                                       if interval else "") + f" on {a['n']} labels")

@@ -76,10 +76,10 @@ def _judge_text(result: Any, args: argparse.Namespace) -> str:
 
 # --------------------------------------------------------------------------------------- check
 
-def _fmt_rate(r: dict) -> str:
-    if r["value"] is None:
-        return "n/a"
-    return f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+def _fmt_rate(r: dict, unit: str = "answers", total: int | None = None) -> str:
+    """A rate with the items it rests on and its interval, or why it has none."""
+    from ..metrics.rates import rate_text
+    return rate_text(r, unit, total)
 
 
 def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
@@ -89,6 +89,10 @@ def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
 
 def _check_text(done: Any, args: argparse.Namespace) -> str:
     text = _summary_text(done.to_dict(), args) + (f"\n{done.batch_note}" if done.batch_note else "")
+    waiting = (done.summary.get("summary") or {}).get("waiting") or 0
+    if waiting and waiting == done.run.errors and not done.run.stopped:  # none failed: they wait for a verdict
+        return text + (f"\n{waiting} of {done.run.ok + done.run.errors} answers wait for an LLM verdict (no endpoint "
+                       "configured); rerun the same command with one to decide them")
     return text + ("\n" + done.failure_text() if done.run.errors or done.run.stopped else "")
 
 
@@ -97,9 +101,13 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
     rows = [[lab, s["counts"][lab], _fmt_rate(s["rates"][lab])] for lab in ("correct", "partial", "hallucinated", "abstained")]
     out = [render_table(["label", "count", "rate [95% CI]"], rows)]
     words = ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None)
-    out.append(f"{s['graded']} of {s['answers']} answers graded; {s['errors']} errors (excluded from rates)\n"
-               f"correct given attempted: {_fmt_rate(s['correct_given_attempted'])}\n"
-               f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): {_fmt_rate(s['truthfulness'])}"
+    waiting = s.get("waiting") or 0
+    out.append(f"{s['graded']} of {s['answers']} answers graded"
+               + (f"; {waiting} waiting for an LLM verdict" if waiting
+                  else "") + f"; {s['errors']} errors (excluded from rates)\n"
+               f"correct given attempted: {_fmt_rate(s['correct_given_attempted'], 'attempted answers')}\n"
+               f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): "
+               f"{_fmt_rate(s['truthfulness'], total=s['answers'])}"
                + (f"\nmean response words: {words}" if words else ""))
     for f, groups in result.get("breakdown", {}).items():
         labels = ("correct", "partial", "hallucinated", "abstained")
@@ -128,7 +136,8 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
                        + f"\n=> {d['advice']}")
     if "human" in result:
         h = result["human"]
-        kappa = "nan" if h["kappa"] is None or h["kappa"] != h["kappa"] else f"{h['kappa']:.3f}"
+        kappa = f"{h['kappa']:.3f}" if h["kappa"] is not None and h["kappa"] == h["kappa"] else \
+            f"not given ({(h.get('why') or {}).get('kappa') or 'undefined'})"
         who, grader = (h.get("origin") or {}).get("describe", "unknown"), (h.get("grader") or {}).get("describe", "unknown")
         if h.get("same_origin"):
             lines = [f"agreement not measured: the labels given with --human were made by {who}, who also graded "

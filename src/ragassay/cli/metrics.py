@@ -121,7 +121,7 @@ def _evaluate_text(ev: Any, run_name: str, args: argparse.Namespace) -> str:
         table = render_table(["metric", run_name], [[m, _shown(agg[m], c)] for m, c in zip(names, counts)],
                              args.format)
     from ..metrics.rests_on import rests_on_lines
-    said = "\n".join([_counts_line(ev), *rests_on_lines(ev.rests_on)])
+    said = "\n".join([*rests_on_lines(ev.rests_on), _counts_line(ev)])  # the counts stay the last line
     if args.format == "csv":  # stdout stays one CSV table
         print(said, file=sys.stderr)
         return table
@@ -241,11 +241,35 @@ def _agree_text(ag: Any, fmt: str) -> str:
         rr = ag.run_ranking
         out.append(render_table(["run", f"{rr['metric']} (reference)", f"{rr['metric']} (candidate)"],
                                 [[n, v["reference"], v["candidate"]] for n, v in rr["runs"].items()], fmt))
-        out.append(f"Kendall's tau-b = {_num(rr['kendall_tau_b'])}; Spearman's rho = {_num(rr['spearman_rho'])}")
-    out.append("nan: undefined (e.g. both sides used a single label for every pair)" if any(
-        v != v for v in [ag.kappa, ag.kappa_linear, ag.kappa_quadratic, ag.krippendorff_alpha_ordinal,
-                         *ag.kappa_binary.values()]) else "")
+        if rr.get("kendall_tau_b") is not None:
+            out.append(f"Kendall's tau-b = {_num(rr['kendall_tau_b'])}; Spearman's rho = {_num(rr['spearman_rho'])}")
+    out.append(_not_given(ag))
     return who + "\n\n" + "\n\n".join(o for o in out if o)
+
+
+def _not_given(ag: Any) -> str:
+    """Each statistic left blank above, with why it cannot mean anything here (never a 0 or a nan);
+    statistics blank for one reason are said together."""
+    names = {"kappa": "Cohen's kappa", "kappa_linear": "its linear weighting",
+             "kappa_quadratic": "its quadratic weighting", "kappa_ci": "its 95% interval",
+             "krippendorff_alpha_ordinal": "Krippendorff's alpha"}
+    why = ag.why or {}
+    reasons: dict[str, list[str]] = {}
+    for key, label in names.items():
+        if why.get(key):
+            reasons.setdefault(why[key], []).append(label)
+    for t, reason in (why.get("kappa_binary") or {}).items():
+        reasons.setdefault(reason, []).append(f"kappa at grade >= {t}")
+    for name, reason in ((ag.run_ranking or {}).get("why") or {}).items():
+        reasons.setdefault(reason, []).append("Kendall's tau" if name == "kendall_tau_b" else "Spearman's rho")
+    said = [f"not given: {', '.join(labels)}; {reason}" for reason, labels in reasons.items()]
+    from ..metrics.kappa_meaning import SIDES
+    first = why.get("kappa") or ""
+    if any(first.startswith(side) for side in SIDES) and ag.exact_agreement == ag.exact_agreement:
+        said.append(f"(the two sides give the same grade to {ag.exact_agreement:.0%} of the {ag.pairs} pairs, but a "
+                    "file that holds one grade only, as generate's qrels do, can measure no agreement: compare labels "
+                    "that use the whole scale, e.g. people's against the judge's)")
+    return "\n".join(said)
 
 
 def _num(v: float) -> str:

@@ -156,23 +156,29 @@ def run_gate(args: argparse.Namespace) -> str | tuple[str, int]:
     if args.allow_errors < 0:
         raise UsageError("--allow-errors must be 0 or more")
     verdict = gate_result(args.result, mins, maxs, args.run, args.allow_errors)
-    return render(args, verdict.to_dict, lambda: _gate_text(verdict, len(mins) + len(maxs)), verdict.exit_code)
+    gated = [n.split("/", 1)[-1] for n in [*mins, *maxs]]
+    return render(args, verdict.to_dict, lambda: _gate_text(verdict, len(mins) + len(maxs), gated), verdict.exit_code)
 
 
-def _gate_text(verdict: Any, thresholds: int) -> str:
+def _gate_text(verdict: Any, thresholds: int, gated: list[str]) -> str:
     if verdict.failures:  # a CI log shows stderr; stdout stays empty
-        print(f"gate failed ({verdict.result_kind} result{_of_run_on_qrels(verdict)}):\n"
+        print(f"gate failed ({verdict.result_kind} result{_of_run_on_qrels(verdict, gated)}):\n"
               + "\n".join(f"  {f}" for f in verdict.failures), file=sys.stderr)
         return ""
-    return f"gate passed: {thresholds} threshold(s) hold ({verdict.result_kind} result{_of_run_on_qrels(verdict)})"
+    return (f"gate passed: {thresholds} threshold(s) hold ({verdict.result_kind} "
+            f"result{_of_run_on_qrels(verdict, gated)})")
 
 
-def _of_run_on_qrels(verdict: Any) -> str:
+def _of_run_on_qrels(verdict: Any, gated: list[str]) -> str:
+    """Which run, on whose labels, and what the gated measures rest on (relevant grade, pool)."""
     from ..metrics.rests_on import rests_on_brief
     q = verdict.qrels or {}
     rests = verdict.rests_on or {}
-    brief = rests_on_brief(rests) if "pool" in rests else rests_on_brief(
-        {"relevance": rests.get("relevance")}) if rests else ""  # a compare result: its relevant grade
+    try:  # a compare result says its relevant grade; an evaluate result its pool too
+        brief = rests_on_brief(rests if "pool" in rests else {"relevance": rests.get("relevance")}, only=gated) \
+            if rests else ""
+    except ValueError:  # a threshold on a name that is no measure (a check result's rate): nothing to say
+        brief = ""
     return ((f" of {verdict.run}" if verdict.run else "")
             + (f" on qrels labelled by {(q.get('origin') or {}).get('describe', 'unknown')}" if q else "")
             + (f"; {brief}" if brief else ""))

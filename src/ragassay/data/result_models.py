@@ -97,6 +97,7 @@ class AgreeResult(Result):
     origins: dict[str, Any] | None = None  # reference, candidate: who made each (data/origin.py)
     same_origin: bool | None = None  # one labeller on both sides: no statistic is given
     join: dict[str, Any] | None = None  # how the two files' query ids met (data/joins.py)
+    why: dict[str, Any] | None = None  # statistic -> why it is null (no kappa of a side with one grade, ...)
 
 
 # What every LLM stage's result ends with: ``usage`` (model -> calls, tokens, cost, as numbers),

@@ -20,6 +20,7 @@ from ..data.result_models import AgreeResult
 from ..data.results import nan_to_none
 from ..data.tables import Qrels, Run
 from ..errors import InputError
+from .kappa_meaning import alpha_why, binary_why, constant_why, interval_why, one_grade_why
 
 
 @dataclass
@@ -32,17 +33,18 @@ class Agreement:
     reference_distribution: dict[int, int]
     candidate_distribution: dict[int, int]
     exact_agreement: float
-    kappa: float
-    kappa_linear: float
-    kappa_quadratic: float
-    kappa_binary: dict[int, float]      # threshold -> kappa of (grade >= threshold)
-    krippendorff_alpha_ordinal: float
+    kappa: float | None                 # None (with ``why``) where no kappa can mean anything
+    kappa_linear: float | None
+    kappa_quadratic: float | None
+    kappa_binary: dict[int, float | None]  # threshold -> kappa of (grade >= threshold)
+    krippendorff_alpha_ordinal: float | None
     run_ranking: dict | None = field(default=None)
     kappa_ci: list[float] | None = None      # 95% percentile bootstrap over pairs (seed 0)
     disagreements: list[dict] = field(default_factory=list)  # the widest gaps first, at most 50
     origins: dict = field(default_factory=dict)  # "reference", "candidate": who made each (Origin.summary())
     same_origin: bool = False                    # both made by the same labellers: nothing was measured
     join: dict = field(default_factory=dict)     # how the two files' query ids met (data/joins.py)
+    why: dict = field(default_factory=dict)      # statistic -> why it is None (kappa_binary: threshold -> why)
 
     @property
     def names(self) -> list[str]:
@@ -57,8 +59,10 @@ class Agreement:
     def to_dict(self) -> dict:
         d = {**self.__dict__, "kappa_binary": {f">={k}": v for k, v in self.kappa_binary.items()},
              "names": self.names}
+        if self.why.get("kappa_binary"):
+            d["why"] = {**self.why, "kappa_binary": {f">={k}": v for k, v in self.why["kappa_binary"].items()}}
         if self.same_origin:  # one labeller against itself: no statistic of agreement is shown
-            d.update({k: None for k in SAME_ORIGIN_HIDDEN}, kappa_binary=None, disagreements=[])
+            d.update({k: None for k in SAME_ORIGIN_HIDDEN}, kappa_binary=None, disagreements=[], why={})
         return nan_to_none(AgreeResult(**d).to_dict())
 
 
@@ -108,20 +112,55 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
     ranking = None
     if runs is not None:
         ranking = run_ranking_agreement(ref, cand, runs, metric)
+    values, binary, why = _statistics(x, y)
     return Agreement(
         pairs=len(a), only_reference=only_ref, only_candidate=only_cand, labels=labels,
         confusion=conf.tolist(),
         reference_distribution={g: int((x == g).sum()) for g in labels},
         candidate_distribution={g: int((y == g).sum()) for g in labels},
         exact_agreement=float((x == y).mean()) if len(x) else float("nan"),
-        kappa=cohen_kappa(x, y), kappa_linear=cohen_kappa(x, y, "linear"),
-        kappa_quadratic=cohen_kappa(x, y, "quadratic"),
-        kappa_binary={t: cohen_kappa((x >= t).astype(int), (y >= t).astype(int)) for t in (1, 2, 3)},
-        krippendorff_alpha_ordinal=krippendorff_alpha_ordinal(x, y), run_ranking=ranking,
-        kappa_ci=kappa_interval(x, y), disagreements=widest_disagreements(x, y, where),
+        kappa=values["kappa"], kappa_linear=values["kappa_linear"],
+        kappa_quadratic=values["kappa_quadratic"], kappa_binary=binary,
+        krippendorff_alpha_ordinal=values["krippendorff_alpha_ordinal"], run_ranking=ranking,
+        kappa_ci=values["kappa_ci"], disagreements=widest_disagreements(x, y, where), why=why,
         origins={"reference": {**origins[0].summary(), "file": ref.source},
                  "candidate": {**origins[1].summary(), "file": cand.source}},
         same_origin=bool(origins[0].shared_with(origins[1])) or one_file, join=join.to_dict())
+
+
+def _statistics(x: np.ndarray, y: np.ndarray) -> tuple[dict, dict, dict]:
+    """The kappas, alpha and kappa's interval of two sides' grades, each None where it cannot mean
+    anything (a side with one grade; too few pairs for an interval), with the reason in ``why``."""
+    why: dict = {}
+    one = one_grade_why(x, y)
+    values: dict = {}
+    for name, weights in (("kappa", None), ("kappa_linear", "linear"), ("kappa_quadratic", "quadratic")):
+        values[name] = None if one else cohen_kappa(x, y, weights)
+        if one:
+            why[name] = one
+    few = interval_why(len(x))
+    values["kappa_ci"] = None if one or few else kappa_interval(x, y)
+    if values["kappa_ci"] is None:
+        why["kappa_ci"] = one or few or "no resample gave a kappa"
+    alpha = alpha_why(x, y)
+    values["krippendorff_alpha_ordinal"] = None if alpha else krippendorff_alpha_ordinal(x, y)
+    if alpha:
+        why["krippendorff_alpha_ordinal"] = alpha
+    binary: dict[int, float | None] = {}
+    for t in (1, 2, 3):
+        cut = binary_why(x, y, t)
+        binary[t] = None if cut else cohen_kappa((x >= t).astype(int), (y >= t).astype(int))
+        if cut:
+            why.setdefault("kappa_binary", {})[t] = cut
+    return values, binary, why
+
+
+def kappa_words(a: dict) -> str:
+    """Kappa as a sentence says it: "kappa 0.529", or "no kappa (REASON)" from an agree result's dict."""
+    k = a.get("kappa")
+    if k is not None and k == k:
+        return f"kappa {k:.3f}"
+    return f"no kappa ({(a.get('why') or {}).get('kappa') or 'undefined'})"
 
 
 def _one_file(a: str | None, b: str | None) -> bool:
@@ -296,8 +335,11 @@ def run_ranking_agreement(reference: Qrels, candidate: Qrels,
     key = next(iter(ref_scores[0]))
     a = [s[key] for s in ref_scores]
     b = [s[key] for s in cand_scores]
-    return {"metric": key, "runs": {name: {"reference": x, "candidate": y}
-                                    for (name, _), x, y in zip(loaded, a, b)},
-            "kendall_tau_b": kendall_tau_b(a, b), "spearman_rho": spearman_rho(a, b)}
+    flat = constant_why(a, "the reference", key) or constant_why(b, "the candidate", key)
+    out = {"metric": key, "runs": {name: {"reference": x, "candidate": y} for (name, _), x, y in zip(loaded, a, b)},
+           "kendall_tau_b": None if flat else kendall_tau_b(a, b), "spearman_rho": None if flat else spearman_rho(a, b)}
+    if flat:
+        out["why"] = {"kendall_tau_b": flat, "spearman_rho": flat}
+    return out
 
 

@@ -12,17 +12,22 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .significance import bootstrap_ci
+from .rates import rate
 
 LABELS = ("correct", "partial", "hallucinated", "abstained")
 TRUTH_SCORE = {"correct": 1.0, "partial": 0.5, "abstained": 0.0, "hallucinated": -1.0}  # CRAG-style
+# what the check writes on an answer the rules could not decide while no endpoint was given: the
+# answer waits for a verdict (a rerun with an endpoint gives it); it did not fail
+NO_VERDICT_YET = "needs an LLM verdict but no endpoint is configured"
 
 
-def _interval(values: np.ndarray, n_resamples: int, seed: int) -> dict:
-    if len(values) == 0:
-        return {"value": None, "ci_low": None, "ci_high": None}
-    lo, hi = bootstrap_ci(values, 0.95, n_resamples, seed)
-    return {"value": float(values.mean()), "ci_low": lo, "ci_high": hi}
+def waiting(record: Mapping) -> bool:
+    """Whether a check record is an answer waiting for an LLM verdict (not a failure)."""
+    return record.get("status", "ok") != "ok" and NO_VERDICT_YET in str(record.get("error") or "")
+
+
+def _interval(values: np.ndarray, n_resamples: int, seed: int, unit: str = "answers", binary: bool = True) -> dict:
+    return rate(values, unit, n_resamples, seed, binary)
 
 
 def label_summary(records: Sequence[Mapping], n_resamples: int = 10_000, seed: int = 0) -> dict:
@@ -31,15 +36,17 @@ def label_summary(records: Sequence[Mapping], n_resamples: int = 10_000, seed: i
     ok = [r for r in records if r.get("status", "ok") == "ok" and r.get("label") in LABELS]
     labels = [r["label"] for r in ok]
     n = len(labels)
-    out: dict = {"answers": len(records), "graded": n, "errors": len(records) - n,
+    wait = sum(1 for r in records if waiting(r))
+    out: dict = {"answers": len(records), "graded": n, "waiting": wait, "errors": len(records) - n - wait,
                  "counts": {lab: labels.count(lab) for lab in LABELS}}
     arr = np.array(labels)
     out["rates"] = {lab: _interval((arr == lab).astype(float), n_resamples, seed) for lab in LABELS}
     out["hallucination_rate"] = out["rates"]["hallucinated"]
     out["abstention_rate"] = out["rates"]["abstained"]
     attempted = arr[arr != "abstained"]
-    out["correct_given_attempted"] = _interval((attempted == "correct").astype(float), n_resamples, seed)
-    out["truthfulness"] = _interval(np.array([TRUTH_SCORE[x] for x in labels]), n_resamples, seed)
+    out["correct_given_attempted"] = _interval((attempted == "correct").astype(float), n_resamples, seed,
+                                               "attempted answers")
+    out["truthfulness"] = _interval(np.array([TRUTH_SCORE[x] for x in labels]), n_resamples, seed, binary=False)
     lengths: dict[str, list[int]] = {}
     for r in ok:
         if r.get("response_words") is not None:
@@ -138,10 +145,14 @@ def human_calibration(records: Sequence[Mapping], human: Mapping[str, str], n_re
     x = np.array([codes[human[q]] for q in both], dtype=np.int64)
     y = np.array([codes[ok[q]] for q in both], dtype=np.int64)
     present = sorted(set(x.tolist()) | set(y.tolist()))
-    out: dict = {"pairs": len(both), "kappa": cohen_kappa(x, y) if len(both) else float("nan"),
+    from .kappa_meaning import one_grade_why
+    one = one_grade_why(x, y, ("people", "the grader"), "answers", lambda i: f"the label {LABELS[i]}")  # a kappa that cannot mean anything: None, and why
+    out: dict = {"pairs": len(both), "kappa": None if one else cohen_kappa(x, y),
                  "labels": [LABELS[i] for i in present],
                  "confusion": confusion_matrix(x, y, present).tolist() if len(both) else [],
                  "rates": {}}
+    if one:
+        out["why"] = {"kappa": one}
     unlabeled = [q for q in ok if q not in human]
     for lab in LABELS:  # every label, never a chosen few
         llm_all = np.array([ok[q] == lab for q in unlabeled], dtype=float)

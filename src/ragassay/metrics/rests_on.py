@@ -273,23 +273,27 @@ def compare_rests_on_lines(data: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def rests_on_brief(data: dict[str, Any] | None) -> str:
+def rests_on_brief(data: dict[str, Any] | None, only: Sequence[str] | None = None) -> str:
     """A result's ``rests_on`` in a few words, for a one-line summary (``ragassay run``'s step lines):
-    "relevant = grade ≥ 2; POOL OF THIS RUN ALONE (depth 10)"."""
+    "relevant = grade ≥ 2; POOL OF THIS RUN ALONE (depth 10)". ``only``: of these measures alone (a
+    gate's), without the shares judged."""
     if not data:
         return ""
     parts = []
     rel = data.get("relevance") or {}
-    if rel.get("measures"):
+    wanted = None if only is None else {str(parse_measure(m)) for m in only}
+    if [m for m in rel.get("measures") or [] if wanted is None or m in wanted]:
         parts.append(f"relevant = grade ≥ {rel['level']}")
     pool = data.get("pool") or {}
     if pool.get("alone"):
         parts.append(f"POOL OF THIS RUN ALONE (depth {pool['depth']}): recall and MAP count only what it found")
     elif pool.get("runs") is not None and pool.get("member") is None and "not checked" not in (pool.get("text") or ""):
         parts.append("NOT IN THE POOL: its unjudged chunks count as not relevant")
-    if pool.get("deeper"):
-        parts.append(f"deeper than the pool's depth {pool['depth']}: {', '.join(pool['deeper'])}")
-    judged = pool.get("judged") or {}
+    deeper = [m for m in pool.get("deeper") or [] if wanted is None or m in wanted]
+    if deeper:
+        parts.append(f"deeper than the pool's depth {pool['depth']}: {', '.join(deeper)}")
+    judged = pool.get("judged") if wanted is None else None
+    judged = judged or {}
     low = {k: v for k, v in judged.items() if v < 1.0}
     if low:
         parts.append("judged: " + ", ".join(f"{_percent(v)} of the top {k.split('@')[1]}" for k, v in low.items()))

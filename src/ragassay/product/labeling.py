@@ -208,10 +208,17 @@ def agreement(person: Sequence[Any], other: Sequence[Any], binary: Any, target_w
     bx = np.array([int(binary(v)) for v in person])
     by = np.array([int(binary(v)) for v in other])
     out["exact"] = float((x == y).mean())
-    for name, a, b in (("", x, y), ("binary_", bx, by)):
-        k = cohen_kappa(a, b)
+    from ..metrics.kappa_meaning import one_grade_why
+    names = {i: v for v, i in codes.items()}
+    sides = ("this person", "the other side")
+    for name, a, b, said in (("", x, y, lambda g: f"the label {names[g]}"),
+                             ("binary_", bx, by, lambda g: "one side of the cut (all " + ("yes)" if g else "no)"))):
+        why = one_grade_why(a, b, sides, "labels", said)  # one class on a side: 0 by construction, so none
+        k = float("nan") if why else cohen_kappa(a, b)
         out[f"{name}kappa"] = None if math.isnan(k) else k
-        out[f"{name}interval"] = kappa_interval(a, b, seed=seed)
+        out[f"{name}interval"] = None if why else kappa_interval(a, b, seed=seed)
+        if why:
+            out.setdefault("why", {})[f"{name}kappa"] = why
     interval = out["interval"]
     if interval is not None:
         width = interval[1] - interval[0]

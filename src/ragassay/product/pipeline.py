@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, RagassayError, UsageError
+from . import step_outcomes as outcomes
 from .project import Project, read_project
 
 STEPS = ("generate", "retrieve", "judge", "coverage", "agree", "check", "evaluate", "compare", "report", "track",
@@ -106,8 +107,9 @@ class PipelineResult:
             lines.append(f"dry run: no model was called{' (the retrievers ran, to know the pool)' if ran else ''}; "
                          f"{'at most ' if bound else ''}{self.calls} calls in all")
         failed = [s for s in self.steps if s.exit_code]
-        if failed:
-            lines.append("finished with " + ", ".join(f"{s.step} (exit {s.exit_code})" for s in failed))
+        stopped = outcomes.last_line(self.steps)  # a failed step: "stopped at STEP: reason", last
+        if stopped or failed:
+            lines.append(stopped or "finished with " + ", ".join(f"{s.step} (exit {s.exit_code})" for s in failed))
         return "\n".join(lines)
 
 
@@ -222,6 +224,7 @@ class Context:
     said: set[str] = field(default_factory=set)                # every warning said so far (each is said once)
     llm_checks_kept: bool = False                              # offline: an LLM's verdicts on these answers stand
     answer_queries: dict[str, str] | None = None               # answer id -> query id, when met by question text
+    failed_llm: StepResult | None = None                       # the LLM step that failed (the rest go on without it)
     spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0                                    # and what they cost (where a price is known)
 
@@ -318,15 +321,18 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
             ctx.out.mkdir(parents=True, exist_ok=True)
         for name in STEPS:
             try:
-                step = steps[name](ctx, name in selected)
-            except (RagassayError, OSError) as e:  # said as the step's failure; the steps after it do not run
-                went_on = name in LLM_STEPS and project.keep_going  # ... unless keep_going: then the run's
-                step = StepResult(name, "failed", str(e), 3 if went_on else 1)  # report is written, exit 3
+                why_not = outcomes.instead(ctx, name, name in selected)
+                step = StepResult(name, "skipped", why_not) if why_not else steps[name](ctx, name in selected)
+            except (RagassayError, OSError) as e:  # said as the step's failure; after an LLM step's, the steps
+                went_on = name in LLM_STEPS and project.keep_going  # that need no model go on (keep_going:
+                step = StepResult(name, "failed", str(e), 3 if went_on else 1)  # every step tries it, exit 3)
+                if name in LLM_STEPS and not project.keep_going:
+                    step = outcomes.go_on_without_model(ctx, step, steps[name])
+            step = outcomes.said_after(ctx, step)
             result.steps.append(step)
             log(step_line(step))
-            if step.status == "failed" and not (name in LLM_STEPS and project.keep_going) \
-                    and not (name == "generate" and project.queries is not None):
-                break  # (a sample of questions beside the project's queries is read by no later step)
+            if step.status == "failed" and name not in LLM_STEPS:
+                break
     finally:
         if lock is not None:
             lock.release()
@@ -846,7 +852,8 @@ def _agreement_text(a: Mapping[str, Any]) -> str:
         return f"{ref} vs {cand}: one labeller on both sides, no kappa ({a['pairs']} pairs)"
     ranking = a.get("run_ranking") or {}
     tau = ranking.get("kendall_tau_b")
-    return (f"{ref} vs {cand}: kappa {a['kappa']:.3f} on {a['pairs']} pairs"
+    from ..metrics.agreement import kappa_words
+    return (f"{ref} vs {cand}: {kappa_words(a)} on {a['pairs']} pairs"
             + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else ""))
 
 
@@ -902,7 +909,8 @@ def _check(ctx: Context, selected: bool) -> StepResult:
                        for k in ("correct", "partial", "hallucinated", "abstained"))
     code = 0 if rules_only else done.exit_code  # an answer waiting for a verdict is not an error of this run
     text = f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers " + (
-        f"decided by rule ({counts}); the other {rates.get('errors', 0)} need an LLM verdict" if rules_only
+        f"decided by rule ({counts}); the other {rates.get('waiting', 0)} need an LLM verdict"
+        + (f"; {rates['errors']} failed" if rates.get("errors") else "") if rules_only
         else f"graded ({counts})" + _failures(done.run))
     ctx.state.done("check", digest, code, text, None if rules_only else {"verdicts_of": verdicts_of})
     return StepResult("check", "ran", text, code, result=_read_json(summary))  # (as written: no NaN)
@@ -989,12 +997,13 @@ def _evaluate(ctx: Context, selected: bool) -> StepResult:
     said, results = [], {}  # each run's result as 'ragassay evaluate --format json' prints it
     for name, run in ctx.runs.items():
         path = ctx.out / "evaluate" / f"{name}.json"
-        digest = ctx.digests.of(qrels, sidecar(qrels), run, metrics=ctx.project.metrics,
+        digest = ctx.digests.of(qrels, sidecar(qrels), run, metrics=ctx.project.metrics, name=name,
                                 relevance_level=ctx.project.relevance_level)
         if ctx.state.fresh(f"evaluate:{name}", digest, [path]):
             results[name] = _read_json(path)
             continue
         ev = evaluate(qrels, run, ctx.project.metrics, missing="zero", relevance_level=ctx.project.relevance_level)
+        ev.run_name = name  # the project's name for it, as compare, the report, track and history say it
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_json(path, ev.to_dict())
         results[name] = _read_json(path)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..metrics.labels import NO_VERDICT_YET
 from . import svg
 from .report_inputs import ReportInputs, RunFiles, load_inputs
 from .report_model import Report, Section, Table
@@ -130,7 +131,7 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     if not pages:
         return []
     runs = [r.name for r in inp.runs]
-    labels = {c.id: c.label or "error" for c in inp.checks}
+    labels = {c.id: c.label or ("waiting" if NO_VERDICT_YET in (c.error or "") else "error") for c in inp.checks}
     cov: dict[str, str] = {}
     for c in inp.coverage:
         if not runs or c.run in (None, runs[0]):
@@ -267,12 +268,15 @@ def _agreement_section(a: dict) -> list[Section]:
         k, ci = a.get("kappa"), a.get("kappa_ci")
         kb = (a.get("kappa_binary") or {}).get(">=2")
         alpha = a.get("krippendorff_alpha_ordinal")
-        note = (f"{a['pairs']} pairs graded by both. Cohen's kappa {_num(k)}"
+        why = a.get("why") or {}
+        note = (f"{a['pairs']} pairs graded by both. Cohen's kappa {_stat(k, why.get('kappa'))}"
                 + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
-                + f"; binarised at grade >= 2: {_num(kb)}; Krippendorff's alpha (ordinal) {_num(alpha)}.")
+                + f"; binarised at grade >= 2: {_stat(kb, (why.get('kappa_binary') or {}).get('>=2'))}; "
+                f"Krippendorff's alpha (ordinal) {_stat(alpha, why.get('krippendorff_alpha_ordinal'))}.")
         if a.get("run_ranking"):
             rr = a["run_ranking"]
-            note += f" Ranking of the runs by {rr['metric']}: Kendall's tau {_num(rr.get('kendall_tau_b'))}."
+            note += (f" Ranking of the runs by {rr['metric']}: Kendall's tau "
+                     f"{_stat(rr.get('kendall_tau_b'), (rr.get('why') or {}).get('kendall_tau_b'))}.")
         plots = [svg.heatmap(labels, labels, a["confusion"], f"{ref} grade", f"{cand} grade")]
         tables = [Table([f"{ref} \\ {cand}"] + labels, [[g] + list(row) for g, row in zip(labels, a["confusion"])])]
         dis = a.get("disagreements") or []
@@ -318,17 +322,22 @@ def calibration_sections(inp: ReportInputs) -> list[Section]:
 def check_sections(inp: ReportInputs) -> list[Section]:
     if inp.check is None:
         return []
+    from ..metrics.rates import MIN_INTERVAL
     s = inp.check["summary"]
     labs = ("correct", "partial", "hallucinated", "abstained")
     rate = s["rates"]
-    plot = svg.bars_with_intervals([(lab, rate[lab]["value"] or 0.0, rate[lab]["ci_low"], rate[lab]["ci_high"]) for lab in labs],
-                                   "answer labels", "rate (95% interval)")
+    graded, answers = s["graded"], s["answers"]
+    plots = [svg.bars_with_intervals([(lab, rate[lab]["value"] or 0.0, rate[lab]["ci_low"], rate[lab]["ci_high"])
+                                      for lab in labs], f"answer labels: {graded} of {answers} answers decided",
+                                     "rate (95% interval)")] if graded >= MIN_INTERVAL else []
     words = s["mean_response_words"]
     rows = [[lab, s["counts"][lab], _rate(rate[lab]), f"{words[lab]:.1f}" if words.get(lab) is not None else ""] for lab in labs]
-    note = (f"{s['graded']} of {s['answers']} answers graded; {s['errors']} not graded (errors, not in the rates: "
-            f"the checks file has each reason). Truthfulness {_rate(s['truthfulness'])}; correct given attempted "
-            f"{_rate(s['correct_given_attempted'])}.")
-    out = [Section("Answers: labels", note, [plot], [Table(["label", "count", "rate [95% interval]", "mean words"], rows)])]
+    note = _answers_note(s) + (f" Truthfulness {_rate(s['truthfulness'], total=answers)}; correct given attempted "
+                               f"{_rate(s['correct_given_attempted'], 'attempted answers')}.")
+    if graded < MIN_INTERVAL:
+        note += f" No chart: {graded} decided answers are too few to draw rates from ({MIN_INTERVAL} or more)."
+    out = [Section("Answers: labels", note, plots, [Table(["label", "count", "rate [95% interval], of the decided",
+                                                           "mean words"], rows)])]
     d = inp.check.get("diagnosis")
     if d:
         c = d["cells"]
@@ -355,6 +364,19 @@ def check_sections(inp: ReportInputs) -> list[Section]:
                            [svg.heatmap(h["labels"], h["labels"], h["confusion"], who, "grader")] if h.get("confusion") else [],
                            [Table(["label", "prediction-powered", "grader only", f"{who} only"], rows)]))
     return out
+
+
+def _answers_note(s: dict) -> str:
+    """How many answers the rates rest on, and what became of the others: waiting for an LLM verdict
+    (no endpoint was given; not a failure) apart from errors."""
+    waiting = s.get("waiting") or 0
+    errors = s["errors"]
+    said = [f"{s['graded']} of {s['answers']} answers decided"]
+    if waiting:
+        said.append(f"{waiting} waiting for an LLM verdict (no endpoint was given: a run with one decides them)")
+    if errors:
+        said.append(f"{errors} not graded (errors: the checks file has each reason)")
+    return "; ".join(said) + f". Every rate is of the {s['graded']} decided, not of all {s['answers']}."
 
 
 def generate_sections(inp: ReportInputs) -> list[Section]:
@@ -595,6 +617,13 @@ def _share(v: float) -> str:
     return "99%+" if shown == "100%" and v < 1.0 else shown
 
 
-def _rate(r: dict) -> str:
-    return "n/a" if r.get("value") is None else f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+def _stat(v: float | None, why: str | None) -> str:
+    """A statistic, or why there is none (a kappa of a side with one grade is not 0: it is not given)."""
+    return f"{v:.3f}" if v is not None and v == v else f"not given ({why or 'undefined'})"
+
+
+def _rate(r: dict, unit: str = "answers", total: int | None = None) -> str:
+    """A rate with the items it rests on, its interval or why it has none (metrics.rates)."""
+    from ..metrics.rates import rate_text
+    return rate_text(r, unit, total)
 

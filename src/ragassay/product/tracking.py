@@ -215,12 +215,28 @@ def read_history(db: str | Path = DEFAULT_DB, metric: str | None = None, run: st
         raise InputError("no history yet: record results with 'ragassay track RESULT.json'", db)
     h = History(db)
     try:
+        if run is not None:
+            _known_run(run, h.rows(), db)
         if metric:
             _known_metric(metric, h.rows(run))
         return HistoryResult(metric=metric or None, run=run,
                              results=h.trend(metric, run) if metric else h.rows(run))
     finally:
         h.close()
+
+
+def _known_run(run: str, rows: list[TrackedResult], db: str | Path) -> None:
+    """A run name the history has no result of is an InputError naming the runs it has (with the
+    nearest): an empty answer would read as "no results yet" when the name is what is wrong."""
+    import difflib
+    names = sorted({r.run for r in rows if r.run})
+    if run in names:
+        return
+    close = difflib.get_close_matches(run, names, n=1, cutoff=0.6)
+    has = f"the runs it has: {', '.join(names[:20])}{', ...' if len(names) > 20 else ''}" if names else \
+        "it has no result that names a run"
+    raise InputError(f"no tracked result of the run {run!r} in this history; {has}"
+                     + (f"; did you mean {close[0]!r}?" if close else ""), db)
 
 
 def _known_metric(metric: str, rows: list[TrackedResult]) -> None:

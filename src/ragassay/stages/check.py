@@ -240,7 +240,8 @@ class Checker(Stage):
                           status="ok", error=None, model=None, prompt=None, samples=[],
                           fault=fault_of(label, False, None, self._recall(item)))]
         if not answers:
-            raise LLMError("config", "needs an LLM verdict but no endpoint is configured "
+            from ..metrics.labels import NO_VERDICT_YET  # the words the rates read as waiting, not failed
+            raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
         verdicts = answers
         has_context = bool(self.contexts(item))
@@ -274,8 +275,8 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
     if llm is None and announce:
         undecided = sum(1 for w in work if w.payload[1] is None and w.payload[3] is None and not store.done(w.key))
         if undecided:
-            print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and are "
-                  "recorded as errors; set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
+            print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and wait "
+                  "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
                   file=sys.stderr)
     return await run_stage(checker, work, [llm] if llm is not None else [], store,
                            concurrency=llm.config.concurrency if llm else 8, quiet=options.quiet)
