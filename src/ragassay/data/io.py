@@ -735,6 +735,7 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
     else:  # one line at a time from a view of the bytes: not a list of every line beside them
         lines = io.BytesIO(data)
     parse_float = WrittenFloat if keep_float_text else None
+    parsed = False
     for no, raw in enumerate(lines, start=1):
         if raw.strip():
             if problems is None:
@@ -743,8 +744,11 @@ def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
             try:
                 obj = parse_json_object(raw, path, no, parse_float)
             except InputError as e:
+                if not parsed:  # the first line is no JSON object: the file is not JSON Lines, said once
+                    raise
                 problems.add_error(e)
                 continue
+            parsed = True
             yield no, obj
 
 

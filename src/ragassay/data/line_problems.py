@@ -2,9 +2,10 @@
 
 A reader that stopped at the first bad line made a user fix a file one line per run. A reader that
 can go on past a bad line (each line stands alone: a JSON Lines record, a query) collects what is
-wrong with each and raises once at the end: one line said as ``FILE:LINE: what``, several as
-``FILE: N lines are wrong:`` and one ``line L: what`` each, the first ``CAP`` of them, then
-``... and N more``. The error's ``line`` is the first bad line, for callers that go to it.
+wrong with each and raises once at the end, in one line of text: one bad line said as
+``FILE:LINE: what``, several as ``FILE: N lines are wrong: line L: what; line M: what``, the first
+``CAP`` of them, then ``... and N more``. The error's ``line`` is the first bad line, for callers
+that go to it.
 """
 
 from __future__ import annotations
@@ -41,10 +42,9 @@ class LineProblems:
             line, message = found[0]
             return InputError(message, self.path, line)
         shown = found[:self.cap]
-        lines = "".join(f"\n  line {line}: {message}" if line is not None else f"\n  {message}"
-                        for line, message in shown)
+        lines = "; ".join(f"line {line}: {message}" if line is not None else message for line, message in shown)
         more = len(found) - len(shown)
-        e = InputError(f"{len(found)} lines are wrong:{lines}" + (f"\n  ... and {more} more" if more else ""),
+        e = InputError(f"{len(found)} lines are wrong: {lines}" + (f"; ... and {more} more" if more else ""),
                        self.path)
         e.line = found[0][0]
         return e
