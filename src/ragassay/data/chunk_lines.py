@@ -49,7 +49,7 @@ class ChunkLines:
         if found is not None:
             what, fields = found
             if self.count == 0 and not self.problems:
-                raise InputError(f"looks like {what}, not chunks: line {no} has {fields}; give it where its role is "
+                raise InputError(f"looks like {what}, not chunks: the line has {fields}; give it where its role is "
                                  "taken (questions and queries: --queries; answers: check's input; a run or "
                                  "judgments: RUN / QRELS)", self.path, no)
             self.problems.add(no, f"not a chunk ({what}?): it has {fields}")

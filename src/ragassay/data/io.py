@@ -243,7 +243,7 @@ def detect_format(data: bytes, kind: str) -> str:
     if header:
         line, no = _first_line(data, after=header)
         if not line:
-            raise InputError(f"only a header line (line {header}), no {'results' if kind == 'run' else 'judgments'}",
+            raise InputError(f"only a header line, no {'results' if kind == 'run' else 'judgments'}",
                              None, header)
     fields = line.split()
     if len(fields) == 3:
@@ -844,18 +844,25 @@ def read_records(path: str | Path, model: Any, what: str,
     object first. ``rows`` gives the (line, object) pairs when they come from another kind of file;
     ``after(record, object)`` may finish a record from its object.
     """
+    from .line_problems import LineProblems
     out: list[tuple[int, Any]] = []
     seen: dict[str, int] = {}
-    for no, obj in (iter_jsonl(path) if rows is None else rows):
-        if prepare is not None:
-            obj = prepare(obj, no)
-        record = validate_record(obj, model, path, no)
-        if after is not None:
-            record = after(record, obj)
-        if record.id in seen:
-            raise InputError(f"{what} id {record.id!r} appears twice (first on line {seen[record.id]})", path, no)
+    problems = LineProblems(path)  # every bad line, said at the end in file order
+    for no, obj in (iter_jsonl(path, problems=problems) if rows is None else rows):
+        try:
+            if prepare is not None:
+                obj = prepare(obj, no)
+            record = validate_record(obj, model, path, no)
+            if after is not None:
+                record = after(record, obj)
+            if record.id in seen:
+                raise InputError(f"{what} id {record.id!r} appears twice (first on line {seen[record.id]})", path, no)
+        except InputError as e:
+            problems.add_error(e)
+            continue
         seen[record.id] = no
         out.append((no, record))
+    problems.raise_if_any()
     if not out:
         raise InputError(f"no {what}s in file", path)
     return out
@@ -907,16 +914,29 @@ def read_queries(path: str | Path) -> dict[str, str]:
     if not peer_files.is_ragassay_queries(data):  # RAGAS, DeepEval, LlamaIndex: ids by peer_files' rule
         return {q.id: q.text for q in peer_files.peer_queries(path, data)}
     out: dict[str, str] = {}
+    first: dict[str, int] = {}
     line, _ = _first_line(data)
+    from .line_problems import LineProblems
+    problems = LineProblems(path)  # every bad line, said at the end
     if line.startswith("{"):
-        for no, obj in iter_jsonl(data, path):
-            qid = check_id(_field(obj, ("id", "query_id", "_id", "qid"), path, no), "query id", path, no)
-            text = _field(obj, ("question", "query", "text"), path, no)
-            if not isinstance(text, str) or not text.strip():
-                raise InputError("query text is empty", path, no)
-            if str(qid) in out:
-                raise InputError(f"query id {qid!r} appears twice", path, no)
+        for no, obj in iter_jsonl(data, path, problems=problems):
+            evidence = roles.query_line_evidence(obj)
+            if evidence is not None and not out and not problems:
+                raise roles.refuse_role(path, no, "chunks, not queries", f"the line {evidence}",
+                                        "give it as --chunks (queries: id and question, query or text)")
+            try:
+                qid = check_id(_field(obj, ("id", "query_id", "_id", "qid"), path, no), "query id", path, no)
+                text = _field(obj, ("question", "query", "text"), path, no)
+                if not isinstance(text, str) or not text.strip():
+                    raise InputError("query text is empty", path, no)
+                if str(qid) in out:
+                    raise InputError(f"query id {qid!r} appears twice (first on line {first[qid]})", path, no)
+            except InputError as e:
+                problems.add_error(e)
+                continue
             out[str(qid)] = text
+            first[str(qid)] = no
+        problems.raise_if_any()
         return out
     try:
         text = data.decode("utf-8")
@@ -929,12 +949,18 @@ def read_queries(path: str | Path) -> dict[str, str]:
         if not raw.strip():
             continue
         parts = raw.split("\t", 1)
-        if len(parts) != 2 or not parts[1].strip():
-            raise InputError("expected 'query id<TAB>query text'", path, no)
-        check_id(parts[0], "query id", path, no)
-        if parts[0] in out:
-            raise InputError(f"query id {parts[0]!r} appears twice", path, no)
+        try:
+            if len(parts) != 2 or not parts[1].strip():
+                raise InputError("expected 'query id<TAB>query text'", path, no)
+            check_id(parts[0], "query id", path, no)
+            if parts[0] in out:
+                raise InputError(f"query id {parts[0]!r} appears twice (first on line {first[parts[0]]})", path, no)
+        except InputError as e:
+            problems.add_error(e)
+            continue
         out[parts[0].strip()] = parts[1].strip()
+        first[parts[0]] = no
+    problems.raise_if_any()
     return out
 
 

@@ -123,7 +123,7 @@ def qrels_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
         return None
     for no, f in _rows(head, header):
         if len(f) == 3 and not _INTEGER.fullmatch(f[2]) and _fraction(f[2]):
-            return Evidence(True, f"line {no} holds the score {f[2]!r} in its third column, not an integer grade",
+            return Evidence(True, f"the line holds the score {f[2]!r} in its third column, not an integer grade",
                             no)
     return None
 
@@ -190,14 +190,14 @@ def jsonl_run_evidence(obj: Mapping[str, Any]) -> str | None:
     grade = next((k for k in ("grade", "relevance") if k in obj), None)
     if grade is None or "score" in obj:
         return None
-    return f"it has {grade!r} and no 'score' (a judgment, as qrels and judge's output hold them)"
+    return f"the line has {grade!r} and no 'score' (a judgment, as qrels and judge's output hold them)"
 
 
 def jsonl_qrels_evidence(obj: Mapping[str, Any]) -> str | None:
     """Why a JSON line given as qrels (it has no ``grade``) is a run's result: it has a score instead."""
     if "score" not in obj or "grade" in obj or "relevance" in obj:
         return None
-    return "it has 'score' and no 'grade' (a run's result)"
+    return "the line has 'score' and no 'grade' (a run's result)"
 
 
 def chunk_line_evidence(obj: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -227,7 +227,7 @@ def query_line_evidence(obj: Mapping[str, Any]) -> str | None:
     marks = [k for k in ("doc_id", "title") if k in obj]
     if not marks:
         return None
-    return f"it has {' and '.join(repr(k) for k in marks)} beside 'text', as a corpus line has"
+    return f"has {' and '.join(repr(k) for k in marks)} beside 'text', as a corpus line has"
 
 
 def refuse_role(path: str | Path | None, line: int | None, other: str, evidence: str, advice: str) -> InputError:
