@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,21 +46,21 @@ def head_of(data: bytes) -> bytes:
     return head[:head.rfind(b"\n") + 1] or head
 
 
-def _rows(head: bytes, header: int) -> list[tuple[int, list[str]]]:
+def _rows(head: bytes, header: int) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of the data rows of ``head`` after the header line (blank and ``#``
     lines skipped), at most ``HEAD_ROWS``; a last line cut by the 64 KB limit is left out."""
-    out = []
-    lines = head.split(b"\n")
-    if len(head) >= HEAD_BYTES and not head.endswith(b"\n"):
+    lines = head.split(b"\n", HEAD_ROWS + header + 64)[:HEAD_ROWS + header + 64]
+    if len(head) >= HEAD_BYTES and not head.endswith(b"\n") and len(lines) < HEAD_ROWS + header + 64:
         lines = lines[:-1]
+    given = 0
     for no, raw in enumerate(lines, start=1):
         text = raw.strip()
         if no <= header or not text or text.startswith(b"#"):
             continue
-        out.append((no, text.decode("utf-8", "replace").split()))
-        if len(out) == HEAD_ROWS:
-            break
-    return out
+        yield no, text.decode("utf-8", "replace").split()
+        given += 1
+        if given == HEAD_ROWS:
+            return
 
 
 def _header_words(head: bytes, header: int) -> list[str]:
@@ -76,9 +76,15 @@ def run_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
     Small integers in ranking order are only a warning: a run may score by counts."""
     if fmt not in ("trec3", "beir"):
         return None
-    rows = [(no, f) for no, f in _rows(head, header) if len(f) == 3]
-    if not rows or not all(_INTEGER.fullmatch(f[2]) for _, f in rows):
-        return None  # a score with a fraction or an exponent: a run
+    rows = []
+    for no, f in _rows(head, header):  # (a generator: a run's first score with a fraction ends the look)
+        if len(f) != 3:
+            continue
+        if not _INTEGER.fullmatch(f[2]):
+            return None  # a score with a fraction or an exponent: a run
+        rows.append((no, f))
+    if not rows:
+        return None
     words = _header_words(head, header)
     if tuple(words) == BEIR_QRELS_HEADER:
         return Evidence(True, f"its header {' '.join(words)!r} is BEIR's qrels header, and every value under "
@@ -121,7 +127,7 @@ def qrels_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
     """Whether a file given as qrels in three columns holds a run's scores (a value with a fraction)."""
     if fmt not in ("trec3", "beir"):
         return None
-    for no, f in _rows(head, header):
+    for (no, f), _ in zip(_rows(head, header), range(100)):  # (a run's scores show in its first rows)
         if len(f) == 3 and not _INTEGER.fullmatch(f[2]) and _fraction(f[2]):
             return Evidence(True, f"the line holds the score {f[2]!r} in its third column, not an integer grade",
                             no)
