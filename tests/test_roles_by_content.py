@@ -22,6 +22,8 @@ from ragassay.cli import main
 from ragassay.data.io import read_qrels, read_run
 from ragassay.errors import InputError
 
+from helpers import nonempty
+
 MODULES = ("json", "textwrap", "shlex", "fnmatch", "difflib")
 
 
@@ -97,7 +99,7 @@ def test_qrels_given_as_a_run_is_refused_naming_the_evidence(data, capsys, monke
     code, out, err = cli(capsys, "evaluate", data["qrels"], data[as_run])
     assert code == 1 and out == "" and "Traceback" not in err
     assert re.search(r"error: .*: looks like qrels, not a run: " + evidence, err), err
-    assert "give it as QRELS" in err and f"--run-format {forced}" in err
+    assert "give it as QRELS" in err and f"--run-format {forced} (evaluate and compare take it; " in err
     # the Python API refuses alike, from the paths
     with pytest.raises(InputError, match="looks like qrels, not a run: " + evidence):
         ragassay.evaluate(data["qrels"], data[as_run])
@@ -114,8 +116,13 @@ def test_trec_qrels_given_as_a_run_names_the_line_and_its_four_columns(data, cap
     code, _, err = cli(capsys, "evaluate", data["qrels"], data["qrels"])
     first = data["qrels"].read_text().split("\n")[0]
     assert code == 1
-    assert f"{data['qrels']}:1: looks like a qrels file, not a run: its line {first!r} has TREC qrels' four " \
-           "columns (query, iteration 0, chunk id, integer grade)" in err
+    said = f"{data['qrels']}:1: looks like a qrels file, not a run: its line {first!r} has TREC qrels' four " \
+           "columns (query, iteration 0, chunk id, integer grade)"
+    assert said in err
+    code, _, err = cli(capsys, "evaluate", data["qrels"], data["qrels"], "--block-queries", "2")
+    assert code == 1 and said in err
+    with pytest.raises(InputError, match="looks like a qrels file, not a run"):
+        ragassay.compare(data["qrels"], [data["run"], data["qrels"]])
 
 
 def test_compare_refuses_a_qrels_file_among_its_runs(data, capsys):
@@ -177,8 +184,9 @@ def test_a_run_given_as_qrels_is_refused_naming_the_evidence(data, tmp_path, cap
     rows = [line.split() for line in data["run"].read_text().splitlines()]
     run3 = tmp_path / "run3.tsv"
     run3.write_text("".join(f"{r[0]}\t{r[2]}\t{r[4]}\n" for r in rows))
-    code, _, err = cli(capsys, "evaluate", run3, data["run"])
-    assert code == 1 and f"{run3}:1: looks like a run, not qrels: the line holds the score {rows[0][4]!r}" in err
+    for blocks in ([], ["--block-queries", "2"]):
+        code, _, err = cli(capsys, "evaluate", run3, data["run"], *blocks)
+        assert code == 1 and f"{run3}:1: looks like a run, not qrels: the line holds the score {rows[0][4]!r}" in err
     with pytest.raises(InputError, match="looks like a run, not qrels"):
         ragassay.evaluate(run3, data["run"])
     with pytest.raises(InputError, match="grade must be an integer"):  # named as qrels: read as qrels
@@ -213,7 +221,7 @@ def test_questions_answers_and_runs_given_as_chunks(tmp_path, data):
         "run.jsonl": ({"query_id": "q1", "chunk_id": "c1", "score": 1.5}, "looks like a run or judgments, not chunks"),
         "queries.jsonl": ({"query_id": "q1", "query": "what?"}, "looks like a question set or queries, not chunks"),
     }
-    for name, (line, said) in cases.items():
+    for name, (line, said) in nonempty(cases.items()):
         p = tmp_path / name
         p.write_text(json.dumps(line) + "\n")
         with pytest.raises(InputError, match=re.escape(said)) as e:

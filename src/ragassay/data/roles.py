@@ -149,18 +149,17 @@ def check_columns(head: bytes, path: str | Path, kind: str, fmt: str, header: in
     head = head_of(head)
     if kind == "run":
         found = run_evidence(head, fmt, header)
-        other, flag = "qrels", "--run-format"
+        other, given, flag, takers = "qrels", "a run", "--run-format", "evaluate and compare take it"
         advice = "give it as QRELS"
     else:
         found = qrels_evidence(head, fmt, header)
-        other, flag = "a run", "--qrels-format"
+        other, given, flag, takers = "a run", "qrels", "--qrels-format", "evaluate, compare and agree take it"
         advice = "give it as a RUN (are the arguments in the right order?)"
     if found is None:
         return
     if found.sure:
-        raise InputError(f"looks like {other}, not {'a run' if kind == 'run' else 'qrels'}: {found.said}; {advice}, "
-                         f"or {flag} {fmt} (format={fmt!r} in Python) if it really is {'a run' if kind == 'run' else 'qrels'}",
-                         path, found.line)
+        raise InputError(f"looks like {other}, not {given}: {found.said}; {advice}, or {flag} {fmt} ({takers}; "
+                         f"format={fmt!r} in Python) if it really is {given}", path, found.line)
     print(f"warning: {path}: read as a run, though {found.said}; if it is qrels, give it as QRELS",
           file=sys.stderr)
 
