@@ -21,11 +21,11 @@ at once, saying so; such a line later in a file is one bad line among the others
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .io import iter_jsonl, validate_record
 from .line_problems import LineProblems
 from .records import Chunk
 from .roles import chunk_line_evidence
@@ -35,8 +35,9 @@ class ChunkLines:
     """Takes the lines of one chunks file in order (:meth:`take`), then :meth:`finish` raises one
     error naming every bad line (in file order, up to a cap), or accepts the file."""
 
-    def __init__(self, path: str | Path | None):
+    def __init__(self, path: str | Path | None, validate: Callable[[dict, Any, Any, int], Any]):
         self.path = path
+        self.validate = validate  # io.validate_record (passed in: this module imports nothing of io)
         self.problems = LineProblems(path)
         self.own = 0  # lines with an id of their own (id or _id)
         self.from_doc: list[tuple[int, str]] = []  # (line, doc_id) of lines with only a doc_id
@@ -65,7 +66,7 @@ class ChunkLines:
         elif "id" not in obj:
             obj = {k: v for k, v in obj.items() if k != "_id"} | {"id": obj["_id"]}
         try:
-            chunk = validate_record(obj, Chunk, self.path, no)
+            chunk = self.validate(obj, Chunk, self.path, no)
         except InputError as e:
             self.problems.add_error(e)
             return None
@@ -99,15 +100,3 @@ class ChunkLines:
         self.problems.raise_if_any()
         if not self.count:
             raise InputError("no chunks in file", self.path)
-
-
-def read_chunk_lines(source: bytes | str | Path, path: str | Path) -> list[Chunk]:
-    """The chunks of a JSON Lines file (its bytes, or its path), by the rule of this module."""
-    lines = ChunkLines(path)
-    out = []
-    for no, obj in iter_jsonl(source, path, problems=lines.problems):
-        chunk = lines.take(obj, no)
-        if chunk is not None:
-            out.append(chunk)
-    lines.finish()
-    return out

@@ -31,7 +31,7 @@ class ChunkTable(Mapping):
         self._offsets = array("q")
         self._lengths = array("q")
         self._lines = array("q")  # line numbers, for messages
-        lines = ChunkLines(self.path)  # (the id rule, and every bad line said at the end)
+        lines = ChunkLines(self.path, validate_record)  # (the id rule, and every bad line said at the end)
         for no, (offset, raw) in enumerate(streamed_lines_at(self.path), start=1):
             if not raw.strip():
                 continue

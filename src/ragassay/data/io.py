@@ -897,8 +897,15 @@ def read_chunks(path: str | Path) -> list[Any]:
     if corpus is not None:  # LlamaIndex's EmbeddingQAFinetuneDataset: {"corpus": {id: text}, ...}
         return [validate_record({"id": check_id(k, "chunk id", path, None), "text": v}, Chunk, path, None)
                 for k, v in corpus.items()]
-    from .chunk_lines import read_chunk_lines  # (the id rule: no id invented; every bad line said)
-    return read_chunk_lines(path, path)
+    from .chunk_lines import ChunkLines
+    lines = ChunkLines(path, validate_record)  # the id rule (no id invented), every bad line said at the end
+    out = []
+    for no, obj in iter_jsonl(path, problems=lines.problems):
+        chunk = lines.take(obj, no)
+        if chunk is not None:
+            out.append(chunk)
+    lines.finish()
+    return out
 
 
 def read_queries(path: str | Path) -> dict[str, str]:
