@@ -83,7 +83,7 @@ def test_duplicate_message_offers_dedupe_and_dedupe_keeps_highest_score(tmp_path
     ("q1 0 d1 1\nq1 0 d1 2\n", "judged twice", 2),
     ("q1 0 d1\n", "grade must be an integer, got 'd1'", 1),  # three columns: qid docid grade
     ("q1 d1\n", "cannot tell the format", None),
-    ("q1 Q0 d1 1 2.0 run\n", "looks like a run file", None),
+    ("q1 Q0 d1 1 2.0 run\n", "looks like a run file", 1),  # the line that shows it is named
 ])
 def test_qrels_errors(tmp_path, text, message, line):
     p = write(tmp_path, "bad.qrels", text)

@@ -264,12 +264,12 @@ def test_ragassays_own_exports_are_read_back_with_their_ids(tmp_path):
 def test_queries_of_peers_that_cannot_be_read_say_why(tmp_path):
     f = tmp_path / "multi.jsonl"
     f.write_text(json.dumps({"user_input": [{"content": "hi", "type": "human"}], "reference": "x"}) + "\n")
-    with pytest.raises(InputError, match=r"multi.jsonl:1: line 1: a multi-turn sample"):
+    with pytest.raises(InputError, match=r"multi.jsonl:1: a multi-turn sample"):
         read_queries(f)
-    with pytest.raises(InputError, match=r"multi.jsonl:1: line 1: a multi-turn sample"):
+    with pytest.raises(InputError, match=r"multi.jsonl:1: a multi-turn sample"):
         read_answers(f)
     f.write_text(json.dumps({"scenario": "a refund", "turns": [], "expected_outcome": "refunded"}) + "\n")
-    with pytest.raises(InputError, match=r"multi.jsonl:1: line 1: a multi-turn sample \(a conversation"):
+    with pytest.raises(InputError, match=r"multi.jsonl:1: a multi-turn sample \(a conversation"):
         read_queries(f)
     f.write_text(json.dumps([{"input": "a?", "additional_metadata": {"id": "q1"}},
                              {"input": "b?", "additional_metadata": {"id": "q1"}}]))

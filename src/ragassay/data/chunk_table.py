@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..errors import InputError
+from .chunk_lines import ChunkLines
 from .io import beir_id, parse_json_object, streamed_lines_at, validate_record
 from .records import Chunk
 
@@ -30,21 +31,24 @@ class ChunkTable(Mapping):
         self._offsets = array("q")
         self._lengths = array("q")
         self._lines = array("q")  # line numbers, for messages
+        lines = ChunkLines(self.path, validate_record)  # (the id rule, and every bad line said at the end)
         for no, (offset, raw) in enumerate(streamed_lines_at(self.path), start=1):
             if not raw.strip():
                 continue
-            chunk = validate_record(beir_id(parse_json_object(raw, self.path, no)), Chunk, self.path, no)
-            first = self._slots.get(chunk.id)
-            if first is not None:
-                raise InputError(f"chunk id {chunk.id!r} appears twice (first on line {self._lines[first]})",
-                                 self.path, no)
+            try:
+                obj = parse_json_object(raw, self.path, no)
+            except InputError as e:
+                lines.problems.add_error(e)
+                continue
+            chunk = lines.take(obj, no)
+            if chunk is None or chunk.id in self._slots:  # (a doc_id twice: finish names every line of it)
+                continue
             self._slots[chunk.id] = len(self._ids)
             self._ids.append(chunk.id)
             self._offsets.append(offset)
             self._lengths.append(len(raw))
             self._lines.append(no)
-        if not self._ids:
-            raise InputError("no chunks in file", self.path)
+        lines.finish()
         try:
             self._file = open(self.path, "rb")
         except OSError as e:

@@ -21,6 +21,7 @@ import numpy as np
 
 from .columns import INT_LIMIT, factorize, parse_floats, parse_plain_integers, read_columns, trim_heap
 from ..errors import InputError, OutputError
+from . import roles
 from .tables import Qrels, Run, encode_ids, query_codes
 
 QrelsFormat = Literal["auto", "trec", "trec3", "jsonl", "beir"]
@@ -240,9 +241,9 @@ def detect_format(data: bytes, kind: str) -> str:
         return "jsonl"
     header = header_line(data)
     if header:
-        line = _first_line(data, after=header)[0]
+        line, no = _first_line(data, after=header)
         if not line:
-            raise InputError(f"only a header line (line {header}), no {'results' if kind == 'run' else 'judgments'}",
+            raise InputError(f"only a header line, no {'results' if kind == 'run' else 'judgments'}",
                              None, header)
     fields = line.split()
     if len(fields) == 3:
@@ -250,6 +251,11 @@ def detect_format(data: bytes, kind: str) -> str:
     if kind == "run" and len(fields) >= 5 or kind == "qrels" and len(fields) == 4:
         return "trec"
     other = "run" if kind == "qrels" else "qrels"
+    evidence = roles.trec_line_evidence(fields, kind)
+    if evidence is not None:
+        raise InputError(f"looks like a {other} file, not {'a run' if kind == 'run' else 'qrels'}: its line "
+                         f"{line[:100]!r} {evidence}; give it as {other.upper()} (are the arguments in the right "
+                         "order?)", None, no)
     hint = ""
     if len(fields) == (4 if kind == "run" else 6):
         hint = f" (this looks like a {other} file: are the arguments in the right order?)"
@@ -262,14 +268,20 @@ def detect_format(data: bytes, kind: str) -> str:
            "evaluate, compare and agree take --qrels-format") + " (format= in Python) to name it", None)
 
 
-def _resolve_format(data: bytes, path: str | Path, kind: str, format: str) -> str:
-    """The explicit format, or the one detected from the content (errors name the file)."""
+def _resolve_format(data: bytes, path: str | Path, kind: str, format: str, check_role: bool = True) -> str:
+    """The explicit format, or the one detected from the content (errors name the file). A detected
+    column format is checked against the role (:func:`roles.check_columns`: qrels given as a run,
+    a run as qrels) unless ``check_role`` is false (the head was checked already)."""
     if format != "auto":
         return format
     try:
-        return detect_format(data, kind)
+        fmt = detect_format(data, kind)
     except InputError as e:
         raise (InputError(e.message, path, e.line) if e.path is None else e) from None
+    if check_role and fmt in ("trec3", "beir"):
+        head = roles.head_of(data)
+        roles.check_columns(head, path, kind, fmt, header_line(head))
+    return fmt
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,13 +329,13 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
         out = peer_files.qrels_from_columns(document, path)
         out.origin = label_origin(path)
         return out
-    fmt = _resolve_format(data, path, "qrels", format)
+    fmt = _resolve_format(data, path, "qrels", format, check_role=head is None)  # (else the head was checked)
     if fmt == "trec":
         out = _read_columns_qrels(data, path, ncols=4, q_col=0, d_col=2, g_col=3, skip=header_line(data))
     elif fmt in ("beir", "trec3"):
         out = _read_columns_qrels(data, path, ncols=3, q_col=0, d_col=1, g_col=2, skip=header_line(data))
     elif fmt == "jsonl":
-        out, said = _read_jsonl_qrels(data, path)
+        out, said = _read_jsonl_qrels(data, path, format == "auto")
         out.origin = label_origin(path, said)
         return out
     else:
@@ -332,13 +344,16 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     return out
 
 
-def _read_jsonl_qrels(data: bytes, path: str | Path) -> tuple[Qrels, list[dict]]:
+def _read_jsonl_qrels(data: bytes, path: str | Path, check_role: bool = True) -> tuple[Qrels, list[dict]]:
     """JSON Lines qrels, and what each line says of who made it (assessor, model, prompt)."""
     rows, said = [], []
     for no, obj in iter_jsonl(data, path, keep_float_text=True):
         said.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
         q = _field(obj, ("query_id", "qid"), path, no)
         d = _field(obj, ("chunk_id", "doc_id", "docid"), path, no)
+        if check_role and (evidence := roles.jsonl_qrels_evidence(obj)) is not None:
+            raise roles.refuse_role(path, no, "a run, not qrels", evidence, "give it as a RUN (are the arguments in the "
+                                    "right order?)")
         g = _field(obj, ("grade", "relevance"), path, no)
         if g is None:
             if obj.get("status") == "error":
@@ -596,7 +611,7 @@ def _read_run_file(path: str | Path, format: RunFormat, dedupe: bool, name: str 
     document = peer_files.json_table_columns(data, path, "run") if format == "auto" else None
     if document is not None:  # ranx's {query: {doc: score}}
         return peer_files.run_from_columns(document, name or default_name, path, dedupe)
-    fmt = _resolve_format(data, path, "run", format)
+    fmt = _resolve_format(data, path, "run", format, check_role=head is None)  # (else the head was checked)
     if fmt in ("trec", "trec3", "beir"):
         trec, skip, tag = _column_layout(data, fmt)
         # TREC: qid Q0 docid rank score, then the tag (optional) and any fields after it (ignored)
@@ -617,6 +632,8 @@ def _read_run_file(path: str | Path, format: RunFormat, dedupe: bool, name: str 
         for no, obj in iter_jsonl(data, path):
             q = _field(obj, ("query_id", "qid"), path, no)
             d = _field(obj, ("chunk_id", "doc_id", "docid"), path, no)
+            if "score" not in obj and format == "auto" and (evidence := roles.jsonl_run_evidence(obj)) is not None:
+                raise roles.refuse_role(path, no, "qrels, not a run", evidence, "give it as QRELS")
             s = _field(obj, ("score",), path, no)
             if isinstance(s, bool) or not isinstance(s, (int, float)) or not np.isfinite(s):
                 raise InputError(f"score must be a finite number, got {s!r}", path, no)
@@ -657,7 +674,8 @@ class ColumnShape(NamedTuple):
     tag: str | None
 
 
-def column_shape(path: str | Path, kind: Literal["qrels", "run"], format: str = "auto") -> ColumnShape | None:
+def column_shape(path: str | Path, kind: Literal["qrels", "run"], format: str = "auto",
+                 check_role: bool = True) -> ColumnShape | None:
     """The layout of a plain (not gzipped) TREC or three-column ``kind`` file, told from its first
     64 KB, or None when the file is something else (standard input, gzip, JSON Lines, a peer's
     format, binary): such files are read whole by :func:`read_qrels` / :func:`read_run`."""
@@ -673,7 +691,7 @@ def column_shape(path: str | Path, kind: Literal["qrels", "run"], format: str = 
     head = blank_comments(head)
     if not head.strip() or head.lstrip().startswith(b"{"):
         return None
-    fmt = _resolve_format(head, path, kind, format)
+    fmt = _resolve_format(head, path, kind, format, check_role)
     if fmt not in ("trec", "trec3", "beir"):
         return None
     if kind == "qrels":
@@ -718,18 +736,32 @@ class WrittenFloat(float):
 
 
 def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
-               keep_float_text: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+               keep_float_text: bool = False, problems: Any = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for each non-blank line; bad JSON names file and line. With
-    ``keep_float_text``, numbers with a fraction or exponent are :class:`WrittenFloat`."""
+    ``keep_float_text``, numbers with a fraction or exponent are :class:`WrittenFloat`. With
+    ``problems`` (a :class:`~ragassay.data.line_problems.LineProblems`), a line that is not a JSON
+    object is kept there and skipped, so the reader goes on to say every bad line."""
     if isinstance(data, (str, Path)):
         path = data
         lines: Iterable[bytes] = streamed_lines(data) if streamable(data) else io.BytesIO(read_bytes_checked(data))
     else:  # one line at a time from a view of the bytes: not a list of every line beside them
         lines = io.BytesIO(data)
     parse_float = WrittenFloat if keep_float_text else None
+    parsed = False
     for no, raw in enumerate(lines, start=1):
         if raw.strip():
-            yield no, parse_json_object(raw, path, no, parse_float)
+            if problems is None:
+                yield no, parse_json_object(raw, path, no, parse_float)
+                continue
+            try:
+                obj = parse_json_object(raw, path, no, parse_float)
+            except InputError as e:
+                if not parsed:  # the first line is no JSON object: the file is not JSON Lines, said once
+                    raise
+                problems.add_error(e)
+                continue
+            parsed = True
+            yield no, obj
 
 
 def parse_json_object(raw: bytes, path: str | Path | None, no: int, parse_float: Any = None) -> dict[str, Any]:
@@ -811,7 +843,8 @@ def _field(obj: Mapping[str, Any], names: tuple[str, ...], path: str | Path | No
     for n in names:
         if n in obj:
             return obj[n]
-    raise InputError(f"missing field {names[0]!r} (keys present: {', '.join(sorted(obj)) or 'none'})", path, no)
+    would = f"any of {', '.join(names)} would do; " if len(names) > 1 else ""
+    raise InputError(f"missing field {names[0]!r} ({would}keys present: {', '.join(sorted(obj)) or 'none'})", path, no)
 
 
 def read_records(path: str | Path, model: Any, what: str,
@@ -823,18 +856,25 @@ def read_records(path: str | Path, model: Any, what: str,
     object first. ``rows`` gives the (line, object) pairs when they come from another kind of file;
     ``after(record, object)`` may finish a record from its object.
     """
+    from .line_problems import LineProblems
     out: list[tuple[int, Any]] = []
     seen: dict[str, int] = {}
-    for no, obj in (iter_jsonl(path) if rows is None else rows):
-        if prepare is not None:
-            obj = prepare(obj, no)
-        record = validate_record(obj, model, path, no)
-        if after is not None:
-            record = after(record, obj)
-        if record.id in seen:
-            raise InputError(f"{what} id {record.id!r} appears twice (first on line {seen[record.id]})", path, no)
+    problems = LineProblems(path)  # every bad line, said at the end in file order
+    for no, obj in (iter_jsonl(path, problems=problems) if rows is None else rows):
+        try:
+            if prepare is not None:
+                obj = prepare(obj, no)
+            record = validate_record(obj, model, path, no)
+            if after is not None:
+                record = after(record, obj)
+            if record.id in seen:
+                raise InputError(f"{what} id {record.id!r} appears twice (first on line {seen[record.id]})", path, no)
+        except InputError as e:
+            problems.add_error(e)
+            continue
         seen[record.id] = no
         out.append((no, record))
+    problems.raise_if_any()
     if not out:
         raise InputError(f"no {what}s in file", path)
     return out
@@ -851,7 +891,8 @@ def validate_record(obj: dict[str, Any], model: Any, path: str | Path | None, no
 
 def beir_id(obj: dict[str, Any], no: int = 0) -> dict[str, Any]:
     """A BEIR corpus line's ``_id`` as ``id``; an ir_datasets docs line (``doc_id``, ``text``: one
-    document, one chunk) gives its ``doc_id``."""
+    document, one chunk) gives its ``doc_id``. Only for a line of a file :mod:`.chunk_lines` has read
+    whole already (which refuses a chunk whose only id would be its document's)."""
     if "id" not in obj and "_id" in obj:
         obj = {k: v for k, v in obj.items() if k != "_id"} | {"id": obj["_id"]}
     elif "id" not in obj and "doc_id" in obj:
@@ -868,7 +909,15 @@ def read_chunks(path: str | Path) -> list[Any]:
     if corpus is not None:  # LlamaIndex's EmbeddingQAFinetuneDataset: {"corpus": {id: text}, ...}
         return [validate_record({"id": check_id(k, "chunk id", path, None), "text": v}, Chunk, path, None)
                 for k, v in corpus.items()]
-    return [c for _, c in read_records(path, Chunk, "chunk", beir_id)]
+    from .chunk_lines import ChunkLines
+    lines = ChunkLines(path, validate_record)  # the id rule (no id invented), every bad line said at the end
+    out = []
+    for no, obj in iter_jsonl(path, problems=lines.problems):
+        chunk = lines.take(obj, no)
+        if chunk is not None:
+            out.append(chunk)
+    lines.finish()
+    return out
 
 
 def read_queries(path: str | Path) -> dict[str, str]:
@@ -884,16 +933,29 @@ def read_queries(path: str | Path) -> dict[str, str]:
     if not peer_files.is_ragassay_queries(data):  # RAGAS, DeepEval, LlamaIndex: ids by peer_files' rule
         return {q.id: q.text for q in peer_files.peer_queries(path, data)}
     out: dict[str, str] = {}
+    first: dict[str, int] = {}
     line, _ = _first_line(data)
+    from .line_problems import LineProblems
+    problems = LineProblems(path)  # every bad line, said at the end
     if line.startswith("{"):
-        for no, obj in iter_jsonl(data, path):
-            qid = check_id(_field(obj, ("id", "query_id", "_id", "qid"), path, no), "query id", path, no)
-            text = _field(obj, ("question", "query", "text"), path, no)
-            if not isinstance(text, str) or not text.strip():
-                raise InputError("query text is empty", path, no)
-            if str(qid) in out:
-                raise InputError(f"query id {qid!r} appears twice", path, no)
+        for no, obj in iter_jsonl(data, path, problems=problems):
+            evidence = roles.query_line_evidence(obj)
+            if evidence is not None and not out and not problems:
+                raise roles.refuse_role(path, no, "chunks, not queries", f"the line {evidence}",
+                                        "give it as --chunks (queries: id and question, query or text)")
+            try:
+                qid = check_id(_field(obj, ("id", "query_id", "_id", "qid"), path, no), "query id", path, no)
+                text = _field(obj, ("question", "query", "text"), path, no)
+                if not isinstance(text, str) or not text.strip():
+                    raise InputError("query text is empty", path, no)
+                if str(qid) in out:
+                    raise InputError(f"query id {qid!r} appears twice (first on line {first[qid]})", path, no)
+            except InputError as e:
+                problems.add_error(e)
+                continue
             out[str(qid)] = text
+            first[str(qid)] = no
+        problems.raise_if_any()
         return out
     try:
         text = data.decode("utf-8")
@@ -906,12 +968,18 @@ def read_queries(path: str | Path) -> dict[str, str]:
         if not raw.strip():
             continue
         parts = raw.split("\t", 1)
-        if len(parts) != 2 or not parts[1].strip():
-            raise InputError("expected 'query id<TAB>query text'", path, no)
-        check_id(parts[0], "query id", path, no)
-        if parts[0] in out:
-            raise InputError(f"query id {parts[0]!r} appears twice", path, no)
+        try:
+            if len(parts) != 2 or not parts[1].strip():
+                raise InputError("expected 'query id<TAB>query text'", path, no)
+            check_id(parts[0], "query id", path, no)
+            if parts[0] in out:
+                raise InputError(f"query id {parts[0]!r} appears twice (first on line {first[parts[0]]})", path, no)
+        except InputError as e:
+            problems.add_error(e)
+            continue
         out[parts[0].strip()] = parts[1].strip()
+        first[parts[0]] = no
+    problems.raise_if_any()
     return out
 
 

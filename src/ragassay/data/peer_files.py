@@ -80,6 +80,12 @@ class PeerRow:
     where: str     # how a message names it: "line 3", "element 2", "row 4"
     fields: dict[str, Any]
 
+    @property
+    def said(self) -> str:
+        """The prefix a message gives the row: ``element 2: ``, ``row 4: ``; none for a JSON line,
+        whose line the error names already (``a.jsonl:7: line 7`` said it twice)."""
+        return "" if self.where == f"line {self.line}" else f"{self.where}: "
+
 
 # ----------------------------------------------------------------------------------- the id rule
 
@@ -167,7 +173,7 @@ def answer_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
         fields = answer_fields(r.fields, r.position)
         single_turn(fields, r, path)
         if "question" not in fields:
-            raise InputError(f"{r.where}: no question (a field named question, user_input, input or query; "
+            raise InputError(f"{r.said}no question (a field named question, user_input, input or query; "
                              f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
         out.append((r.line, fields))
     return out
@@ -196,7 +202,7 @@ def single_turn(fields: Mapping[str, Any], row: PeerRow, path: str | Path) -> No
     """Refuse, by name, a conversation: RAGAS's MultiTurnSample (``user_input`` a list of messages) or
     DeepEval's ConversationalGolden (``scenario``, ``turns``). ragassay reads single-turn samples."""
     if isinstance(fields.get("question"), list) or "scenario" in fields and "question" not in fields:
-        raise InputError(f"{row.where}: a multi-turn sample (a conversation: user_input as a list of messages, "
+        raise InputError(f"{row.said}a multi-turn sample (a conversation: user_input as a list of messages, "
                          "or DeepEval's scenario and turns); ragassay reads single-turn samples", path, row.line)
 
 
@@ -224,9 +230,9 @@ def peer_queries(path: str | Path, data: bytes) -> list[PeerQuery]:
         single_turn(fields, row, path)
         text = fields.get("question", fields.get("text"))
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{row.where}: the query text is empty", path, row.line)
+            raise InputError(f"{row.said}the query text is empty", path, row.line)
         if qid in seen:
-            raise InputError(f"{row.where}: query id {qid!r} appears twice (first at {seen[qid]})", path, row.line)
+            raise InputError(f"{row.said}query id {qid!r} appears twice (first at {seen[qid]})", path, row.line)
         seen[qid] = row.where
         ref = fields.get("reference")
         out.append(PeerQuery(qid, text, ref if isinstance(ref, str) and ref.strip() else None))

@@ -58,8 +58,8 @@ def blockwise_wanted(qrels: str | Path, run: str | Path, block_queries: int | No
     if block_queries is None and size < BLOCKWISE_FROM:
         return False
     small = os.path.getsize(qrels) < QRELS_WHOLE and Path(qrels).is_file()
-    return (small or column_shape(qrels, "qrels", qrels_format) is not None) \
-        and column_shape(run, "run", run_format) is not None
+    return (small or column_shape(qrels, "qrels", qrels_format, check_role=False) is not None) \
+        and column_shape(run, "run", run_format, check_role=False) is not None  # (evaluate_files checks roles)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import placing
 from ..errors import InputError, UsageError
 
 PROJECT_FILE = "ragassay.toml"
@@ -366,7 +367,40 @@ def scan(folder: str | Path, skip: Sequence[Path] = ()) -> Findings:
         candidates += found
         if not found:
             unplaced.append((name, why))
-    return _settle(candidates, unplaced)
+    candidates, choices = _place_texts(root, candidates)
+    out = _settle(candidates, unplaced)
+    out.ambiguous += choices
+    return out
+
+
+def _place_texts(root: Path, candidates: list[Found]) -> tuple[list[Found], list[tuple[Found, str]]]:
+    """Files of texts by id (``{"id", "text"}`` lines) placed as chunks or queries by the ids the
+    folder's other files use (:mod:`.placing`); those the ids do not tell are returned as choices,
+    written commented out under both roles. A lone such file, with no file naming ids and no other
+    chunks, is the chunks."""
+    texts = [c for c in candidates if c.table == "data" and c.key == placing.UNDECIDED]
+    if not texts:
+        return candidates, []
+    rest = [c for c in candidates if c not in texts]
+    sources = [s for s in (placing.source_of(root / c.path, c.table, c.key) for c in rest
+                           if c.table in ("data", "runs")) if s is not None]
+    choices: list[tuple[Found, str]] = []
+    undecided: list[tuple[Found, str]] = []
+    for c in texts:
+        role, why = placing.decide(root / c.path, sources)
+        if role is None:
+            undecided.append((c, why))
+        else:
+            rest.append(Found(c.path, "data", role, c.value, why))
+    if len(undecided) == 1 and not sources and not any(c.key == "chunks" for c in rest if c.table == "data"):
+        c, _ = undecided[0]
+        rest.append(Found(c.path, "data", "chunks", c.value, "chunk texts by id (the only file of texts here, and "
+                                                             "no run, qrels or answers to tell it from queries by id)"))
+        return rest, []
+    for c, why in undecided:
+        for role in ("chunks", "queries"):
+            choices.append((Found(c.path, "data", role, c.value, ""), f"{why}; uncomment the role it plays"))
+    return rest, choices
 
 
 def _beir_folders(root: Path) -> set[Path]:
@@ -425,11 +459,18 @@ def _json_roles(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
     in_beir = f.parent in beir
     if record and not record.startswith("question@"):
         return [], f"an output of ragassay ({record.split('@')[0]} records): run writes its own"
-    if in_beir and f.name == "corpus.jsonl" or ("text" in keys and ({"id", "_id"} & keys) and "question" not in keys
-                                                 and not (in_beir and f.name == "queries.jsonl")):
-        return [Found(name, "data", "chunks", name, "BEIR corpus" if in_beir else "chunk texts by id")], ""
+    if in_beir and f.name == "corpus.jsonl":
+        return [Found(name, "data", "chunks", name, "BEIR corpus")], ""
     if in_beir and f.name == "queries.jsonl":
         return [Found(name, "data", "queries", name, "BEIR queries")], ""
+    texts = placing.texts_role(keys)  # by the fields the readers take; id and text alone: by the ids, in scan
+    if texts == "chunks":
+        return [Found(name, "data", "chunks", name, "chunk texts by id")], ""
+    if texts == "queries":
+        field = next(k for k in ("query", "query_id", "qid") if k in keys)
+        return [Found(name, "data", "queries", name, f"queries ({field})")], ""
+    if texts == placing.UNDECIDED:
+        return [Found(name, "data", placing.UNDECIDED, name, "texts by id")], ""
     if "response" in keys or ("answer" in keys and ({"contexts", "ground_truth", "reference"} & keys)
                               and "chunk_ids" not in keys):
         return [Found(name, "data", "answers", name, "answers to check: question, reference, response")], ""
@@ -602,7 +643,10 @@ def render_project(findings: Findings, out: str = DEFAULT_OUT) -> str:
         lines += [_entry(f, why, commented=True) for f, why in findings.ambiguous if f.table == table]
         if table == "data":  # questions are generated only when no file gives them
             has_queries = any(f.key == "queries" for f in findings.placed if f.table == table)
+            may_be = [f.path for f, _ in findings.ambiguous if f.table == table and f.key == "queries"]
             comment = comment.format(no_queries="" if has_queries else
+                                     f"; no queries placed: {' or '.join(may_be)} may hold them (uncomment "
+                                     "below); with none, run generates questions from the chunks" if may_be else
                                      "; no queries: run generates questions from the chunks")
         text += f"\n[{table}]\n{comment}\n" + "".join(line + "\n" for line in lines)
     if findings.unplaced:

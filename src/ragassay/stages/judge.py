@@ -631,8 +631,22 @@ def plan_pairs(queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, d
     if unknown:
         qid, cid = unknown[0]
         raise InputError(f"the run lists chunk {cid!r} (query {qid!r}) that is not in the chunks file; "
-                         f"{len(unknown)} such pair(s). Judge against the chunks the run was made from")
+                         f"{len(unknown)} such pair(s){_integer_ids(unknown, chunks)}. Judge against the chunks the run "
+                         "was made from")
     return PairIds(per_query, set(kept)), kept, per_query, missing_queries
+
+
+def _integer_ids(unknown: list[tuple[str, str]], chunks: Mapping[str, Chunk]) -> str:
+    """A word on the run's missing ids when they are integers and the chunks' ids are not: the
+    positions of an index, not chunk ids (empty otherwise)."""
+    ints = sum(1 for _, cid in unknown if cid.lstrip("-").isdigit())
+    if not ints:
+        return ""
+    sample = [c for c, _ in zip(chunks, range(50))]
+    if not sample or any(c.lstrip("-").isdigit() for c in sample):
+        return ""
+    return (f"; {ints} of them are integers while the chunks' ids are not (e.g. {sample[0]!r}): positions in "
+            "an index rather than chunk ids?")
 
 
 @dataclass

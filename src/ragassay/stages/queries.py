@@ -45,25 +45,38 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
     the note on what a good answer contains), or TREC-style topics with ``description`` and
     ``narrative``."""
     from ..data.io import check_id, dataset_member, iter_jsonl, read_bytes_checked, read_queries
+    from ..data.line_problems import LineProblems
     from ..data.peer_files import is_ragassay_queries, peer_queries
+    from ..data.roles import query_line_evidence, refuse_role
     path = dataset_member(path, "queries")
     data = read_bytes_checked(path)
     if not is_ragassay_queries(data):  # a RAGAS test set, DeepEval goldens, a LlamaIndex dataset
         return [QueryItem(q.id, q.text, q.answer) for q in peer_queries(path, data)]
     if not data.lstrip().startswith(b"{"):
         return [QueryItem(q, t) for q, t in read_queries(path).items()]
-    items, seen = [], set()
-    for no, obj in iter_jsonl(data, path):  # (the bytes already read: the file is not read twice)
+    items, seen = [], {}
+    problems = LineProblems(path)  # every bad line, said at the end
+    for no, obj in iter_jsonl(data, path, problems=problems):  # (the bytes already read: not read twice)
+        evidence = query_line_evidence(obj)
+        if evidence is not None and not items and not problems:
+            raise refuse_role(path, no, "chunks, not queries", f"the line {evidence}",
+                              "give it as --chunks (queries: id and question, query or text)")
         qid = obj.get("id", obj.get("query_id", obj.get("_id", obj.get("qid"))))
         text = _text(obj, "question", "query", "text", "title")
-        if text is None or not any(k in obj for k in ("id", "query_id", "_id", "qid")):
-            raise InputError("each line needs an id and a question/query/text", path, no)
-        qid = check_id(qid, "query id", path, no)
-        if qid in seen:
-            raise InputError(f"query id {qid!r} appears twice", path, no)
-        seen.add(qid)
+        try:
+            if text is None or not any(k in obj for k in ("id", "query_id", "_id", "qid")):
+                raise InputError("each line needs an id (id, query_id, _id or qid) and a text (question, query, "
+                                 f"text or title); its fields: {', '.join(sorted(obj)) or 'none'}", path, no)
+            qid = check_id(qid, "query id", path, no)
+            if qid in seen:
+                raise InputError(f"query id {qid!r} appears twice (first on line {seen[qid]})", path, no)
+        except InputError as e:
+            problems.add_error(e)
+            continue
+        seen[qid] = no
         items.append(QueryItem(qid, text, _text(obj, "answer", "reference"), _text(obj, "description"),
                                _text(obj, "narrative")))
+    problems.raise_if_any()
     return items
 
 

@@ -154,7 +154,7 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
     d_rows: list[str] = []
     s_rows: list[float] = []
     latency: dict[str, float] = {}
-    repeated = most = 0
+    repeated = most = integers = 0
     qids = list(queries)
     bar = _progress(len(qids), show)
     for qi, qid in enumerate(qids):
@@ -165,6 +165,7 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
             raise RagassayError(f"retriever failed on query {qid!r}: {type(e).__name__}: {e}") from e
         latency[qid] = (time.perf_counter() - t0) * 1000.0
         kept, dropped = _ranked(results, field, qid, k)
+        integers += sum(1 for item in results[:k] if _integer_id(item))
         repeated += dropped
         most = max(most, len(results))
         if chunk_ids is not None:
@@ -179,6 +180,8 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
         print(f"warning: the retriever returned at most {most} results for a query, fewer than the {k} asked: "
               "its own top k cuts the run (LlamaIndex: as_retriever(similarity_top_k=N); LangChain: "
               "as_retriever(search_kwargs={'k': N}))", file=sys.stderr)
+    if integers and chunk_ids is None:
+        _warn_integers(integers, len(d_rows), d_rows)
     join = None
     if chunk_ids is not None:
         join = Join("chunk ids", Side("the run", None, frozenset(d_rows)),
@@ -186,6 +189,21 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
                          frozenset(map(str, chunk_ids))))
     return Retrieval(run, adapted.kind, None if adapted.kind == "function" and id_field is None else field.spec,
                      repeated, join)
+
+
+def _integer_id(item: Any) -> bool:
+    """Whether a result is an integer, alone or as the id of an (id, score) pair."""
+    return type(item) is int or (type(item) is tuple and len(item) == 2 and type(item[0]) is int)
+
+
+def _warn_integers(integers: int, total: int, ids: list[str]) -> None:
+    """Integers returned as chunk ids with no chunks to check them against: taken as their digits,
+    said with counts (an index's positions are integers too, and would meet no chunk id)."""
+    digits = list(dict.fromkeys(d for d in ids if d.lstrip("-").isdigit()))
+    shown = ", ".join(repr(d) for d in digits[:3]) + (", ..." if len(digits) > 3 else "")
+    print(f"warning: the retriever returned integers as chunk ids ({integers} of {total} results), taken as the "
+          f"ids {shown}: if they are positions in an index, not your chunk ids, return the chunk ids; give --chunks "
+          "(chunk_ids= in Python) to have every id checked against the chunks", file=sys.stderr)
 
 
 def _ranked(results: list[Any], field: IdField, qid: str, k: int) -> tuple[list[tuple[str, float]], int]:

@@ -1,0 +1,240 @@
+"""What a file's content says of its role: qrels given as a run, a run as qrels, questions or
+queries as chunks, chunks as queries.
+
+A reader is told which role a file plays by the argument it was given as; a file in the wrong role
+is often still readable (qrels' three columns read as a run score ndcg 1.0 against themselves), so
+the content is asked as well. Only what is sure refuses: a header that names the other role's
+columns, a line in the other role's TREC shape, values no ranking written in order has. What is
+only likely is a warning. The checks read the head of the file (what the reader parsed already,
+at most 64 KB), never a second pass over the whole file, and a format given by name
+(``--run-format``, ``--qrels-format``, ``format=``) skips them: the user's word forces a reading.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+
+HEAD_BYTES = 1 << 16
+HEAD_ROWS = 2000
+GRADE_WORDS = frozenset({"relevance", "rel", "grade", "label", "judgment", "judgement"})
+BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
+SMALLEST_GRADE, LARGEST_GRADE = -2, 10  # TREC's -2 (spam) to a 0-10 scale: wider than any scale in use
+_INTEGER = re.compile(r"[+-]?\d{1,9}")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the content says: ``sure`` refuses, otherwise a warning; ``line`` where it shows, if one."""
+
+    sure: bool
+    said: str
+    line: int | None = None
+
+
+def head_of(data: bytes) -> bytes:
+    """The first 64 KB of ``data`` in whole lines: what the role checks read."""
+    if len(data) <= HEAD_BYTES:
+        return data
+    head = data[:HEAD_BYTES]
+    return head[:head.rfind(b"\n") + 1] or head
+
+
+def _rows(head: bytes, header: int) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of the data rows of ``head`` after the header line (blank and ``#``
+    lines skipped), at most ``HEAD_ROWS``; a last line cut by the 64 KB limit is left out."""
+    lines = head.split(b"\n", HEAD_ROWS + header + 64)[:HEAD_ROWS + header + 64]
+    if len(head) >= HEAD_BYTES and not head.endswith(b"\n") and len(lines) < HEAD_ROWS + header + 64:
+        lines = lines[:-1]
+    given = 0
+    for no, raw in enumerate(lines, start=1):
+        text = raw.strip()
+        if no <= header or not text or text.startswith(b"#"):
+            continue
+        yield no, text.decode("utf-8", "replace").split()
+        given += 1
+        if given == HEAD_ROWS:
+            return
+
+
+def _header_words(head: bytes, header: int) -> list[str]:
+    if not header:
+        return []
+    return head.split(b"\n")[header - 1].decode("utf-8", "replace").lower().split()
+
+
+def run_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
+    """Whether a file given as a run in three columns (``trec3``/``beir``) is qrels: its header names
+    grades, or is BEIR's qrels header over integer values; or its values are small integers laid out
+    as grades are (ties and rises within a query: no ranking written in order), or all one value.
+    Small integers in ranking order are only a warning: a run may score by counts."""
+    if fmt not in ("trec3", "beir"):
+        return None
+    rows = []
+    for no, f in _rows(head, header):  # (a generator: a run's first score with a fraction ends the look)
+        if len(f) != 3:
+            continue
+        if not _INTEGER.fullmatch(f[2]):
+            return None  # a score with a fraction or an exponent: a run
+        rows.append((no, f))
+    if not rows:
+        return None
+    words = _header_words(head, header)
+    if tuple(words) == BEIR_QRELS_HEADER:
+        return Evidence(True, f"its header {' '.join(words)!r} is BEIR's qrels header, and every value under "
+                              "'score' is an integer (a grade)", header)
+    named = [w for w in words if w in GRADE_WORDS]
+    if named:
+        return Evidence(True, f"its header {' '.join(words)!r} names a grade column ({named[0]!r}), and every "
+                              "value in it is an integer", header)
+    values = [int(f[2]) for _, f in rows]
+    low, high = min(values), max(values)
+    if low < SMALLEST_GRADE or high > LARGEST_GRADE:
+        return None
+    scale = f"{low} to {high}" if low != high else str(low)
+    if len(rows) >= 2 and low == high:
+        return Evidence(True, f"every value in its third column is {low} ({len(rows)} rows read): grades as "
+                              "qrels list them; a run whose scores are all equal ranks nothing")
+    last: dict[str, tuple[int, int, set[int]]] = {}  # query -> (its last value, its line, values seen)
+    rise = tie = None
+    for no, (q, _, v) in ((no, (f[0], f[1], int(f[2]))) for no, f in rows):
+        if q in last:
+            before, before_line, seen = last[q]
+            if v > before and rise is None:
+                rise = (q, before, before_line, v, no)
+            if v in seen and tie is None:
+                tie = (q, no)
+            seen.add(v)
+            last[q] = (v, no, seen)
+        else:
+            last[q] = (v, no, {v})
+    if rise is not None and tie is not None:
+        q, low_value, a, high_value, b = rise
+        return Evidence(True, f"every value in its third column is a small integer ({scale}), and within a query "
+                              f"they tie and rise in file order (query {q!r}: {low_value} on line {a}, then "
+                              f"{high_value} on line {b}): grades as qrels list them, not the scores of a ranking", b)
+    return Evidence(False, f"every value in its third column is a small integer ({scale}), as qrels' grades "
+                           "are")
+
+
+def qrels_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
+    """Whether a file given as qrels in three columns holds a run's scores (a value with a fraction)."""
+    if fmt not in ("trec3", "beir"):
+        return None
+    for (no, f), _ in zip(_rows(head, header), range(100)):  # (a run's scores show in its first rows)
+        if len(f) == 3 and not _INTEGER.fullmatch(f[2]) and _fraction(f[2]):
+            return Evidence(True, f"the line holds the score {f[2]!r} in its third column, not an integer grade",
+                            no)
+    return None
+
+
+def _fraction(text: str) -> bool:
+    """A finite number that is not an integer as written (``0.83``, ``1e-3``; not ``3.0``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return value == value and abs(value) != float("inf") and not value.is_integer()
+
+
+def check_columns(head: bytes, path: str | Path, kind: str, fmt: str, header: int) -> None:
+    """Refuse (sure evidence) or warn (likely) when a column file given as ``kind`` holds the other
+    role; ``head`` is the file's first 64 KB, ``header`` its header line (0: none)."""
+    head = head_of(head)
+    if kind == "run":
+        found = run_evidence(head, fmt, header)
+        other, given, flag, takers = "qrels", "a run", "--run-format", "evaluate and compare take it"
+        advice = "give it as QRELS"
+    else:
+        found = qrels_evidence(head, fmt, header)
+        other, given, flag, takers = "a run", "qrels", "--qrels-format", "evaluate, compare and agree take it"
+        advice = "give it as a RUN (are the arguments in the right order?)"
+    if found is None:
+        return
+    if found.sure:
+        raise InputError(f"looks like {other}, not {given}: {found.said}; {advice}, or {flag} {fmt} ({takers}; "
+                         f"format={fmt!r} in Python) if it really is {given}", path, found.line)
+    print(f"warning: {path}: read as a run, though {found.said}; if it is qrels, give it as QRELS",
+          file=sys.stderr)
+
+
+def trec_line_evidence(fields: list[str], kind: str) -> str | None:
+    """Why a first line in the other role's TREC shape is that role (the four columns of TREC qrels
+    given as a run, a TREC run's six given as qrels); None when it is not."""
+    if kind == "run" and len(fields) == 4 and fields[1] == "0" and _INTEGER.fullmatch(fields[3]):
+        return ("has TREC qrels' four columns (query, iteration 0, chunk id, integer grade) and no rank, "
+                "score or tag")
+    if kind == "qrels" and len(fields) in (5, 6) and fields[1].upper() == "Q0" and _number(fields[3]) \
+            and _number(fields[4]):
+        return "has a TREC run's columns (query, Q0, chunk id, rank, score" + (", tag)" if len(fields) == 6 else ")")
+    return None
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------- JSON Lines records
+
+QUESTION_FIELDS = ("question", "answer", "chunk_ids", "difficulty", "reference", "response")
+QUERY_ID_FIELDS = ("query_id", "qid")
+
+
+def jsonl_run_evidence(obj: Mapping[str, Any]) -> str | None:
+    """Why a JSON line given as a run (it has no ``score``) is a judgment: it has a grade instead."""
+    grade = next((k for k in ("grade", "relevance") if k in obj), None)
+    if grade is None or "score" in obj:
+        return None
+    return f"the line has {grade!r} and no 'score' (a judgment, as qrels and judge's output hold them)"
+
+
+def jsonl_qrels_evidence(obj: Mapping[str, Any]) -> str | None:
+    """Why a JSON line given as qrels (it has no ``grade``) is a run's result: it has a score instead."""
+    if "score" not in obj or "grade" in obj or "relevance" in obj:
+        return None
+    return "the line has 'score' and no 'grade' (a run's result)"
+
+
+def chunk_line_evidence(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Why a line given as a chunk is something else: a question, an answer, a query or a run's
+    result (its fields are theirs and it has no ``text``), as (what the file is, the fields that say
+    so). None when it may be a chunk."""
+    if "text" in obj:
+        return None
+    keys = set(obj)
+    if {"query_id", "chunk_id"} <= keys and ("score" in keys or "grade" in keys):
+        return ("a run or judgments", "query_id, chunk_id and " + ("score" if "score" in keys else "grade"))
+    theirs = ", ".join(k for k in QUESTION_FIELDS if k in keys)
+    if "response" in keys:
+        return ("answers to check", f"{theirs}, and no 'text'")
+    if "question" in keys or "query" in keys:
+        return ("a question set or queries", f"{theirs or 'query'}, and no 'text'")
+    if any(k in keys for k in QUERY_ID_FIELDS):
+        return ("queries", f"{next(k for k in QUERY_ID_FIELDS if k in keys)}, and no 'id' or 'text'")
+    return None
+
+
+def query_line_evidence(obj: Mapping[str, Any]) -> str | None:
+    """Why a line given as a query is a chunk: its only text is ``text``, beside the ``doc_id`` or
+    ``title`` of a corpus line (no query file has either), and no question or query field."""
+    if "text" not in obj or "question" in obj or "query" in obj:
+        return None
+    marks = [k for k in ("doc_id", "title") if k in obj]
+    if not marks:
+        return None
+    return f"has {' and '.join(repr(k) for k in marks)} beside 'text', as a corpus line has"
+
+
+def refuse_role(path: str | Path | None, line: int | None, other: str, evidence: str, advice: str) -> InputError:
+    """The error of a file in the wrong role, with its evidence and what to do."""
+    return InputError(f"looks like {other}: {evidence}; {advice}", path, line)
