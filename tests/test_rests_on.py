@@ -409,3 +409,37 @@ def test_the_report_offers_the_measures_for_incomplete_judgments_only_when_some_
     assert "| run | p@5 | p@10 | recall@10 | ndcg@10 | mrr | map |" in md and "bpref" not in md
     assert "relevant = grade ≥ 1 (trec_eval's default" in md
     assert "The labels do not say which runs they were judged from (their pool)." in md
+
+
+@pytest.mark.parametrize("ref, cand, says", [
+    (((0, 3), 2), ((1, 5), 4), "different scales"),
+    (((0, 3), 2), ((0, 3), 3), "different grades"),
+    (((0, 3), 2), (None, None), "outside the reference's scale 0-3"),   # the candidate's grades run 0-9
+    ((None, None), ((0, 1), 1), "outside the candidate's scale 0-1"),   # the reference's grades run 0-9
+])
+def test_two_files_of_labels_on_different_scales_are_not_compared_without_a_word(tmp_path, capsys, ref, cand, says):
+    rng = random.Random(9)
+    pairs = [(f"q{i % 4}", f"d{i}") for i in range(40)]
+    wide = {q: {} for q, _ in pairs}
+    for q, d in pairs:
+        wide[q][d] = rng.randint(0, 9)
+    narrow = {q: {d: min(g, 1) if cand[0] == (0, 1) else min(g // 3, 3) for d, g in ds.items()} for q, ds in wide.items()}
+    a = write_trec(tmp_path / "a.txt", narrow if ref[0] else wide, *ref)
+    b = write_trec(tmp_path / "b.txt", narrow if cand[0] else wide, *cand)
+    capsys.readouterr()
+    assert main(["agree", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].startswith("warning: ") and says in out.splitlines()[1]
+    d = ragassay.agree(a, b).to_dict()
+    assert says in d["scale_warning"]
+
+
+def test_two_files_on_one_scale_are_compared_without_a_warning(tmp_path, capsys):
+    qrels, _ = random_labels(4, 0, 3)
+    a = write_trec(tmp_path / "a.txt", qrels, (0, 3), 2)
+    b = write_trec(tmp_path / "b.txt", {q: {d: 3 - g for d, g in ds.items()} for q, ds in qrels.items()}, (0, 3), 2)
+    assert ragassay.agree(a, b).to_dict()["scale_warning"] is None
+    plain = write_trec(tmp_path / "p.txt", qrels)  # says nothing, and its grades fit the other's scale
+    assert ragassay.agree(a, plain).to_dict()["scale_warning"] is None
+    capsys.readouterr()
+    assert main(["agree", str(a), str(b)]) == 0 and "warning" not in capsys.readouterr().out

@@ -221,6 +221,8 @@ def _agree_text(ag: Any, fmt: str) -> str:
            f"{j['right']['matched']} of {j['right']['ids']} in the candidate" if partial else "")
     who = (f"reference: {ref}{kind('reference')}, {ref_n} labels; candidate: {cand}{kind('candidate')}, "
            f"{cand_n} labels; {ag.pairs} pairs labelled by both{met}")
+    if ag.scale_warning:  # grades of two scales compared one for one: said before any figure
+        who += f"\nwarning: {ag.scale_warning}"
     if ag.same_origin:
         return (f"{who}.\nBoth files were labelled by {ref}: comparing them measures no agreement between two "
                 "labellers (it would show kappa 1 or near it). Compare labels made by people with the model's, or "

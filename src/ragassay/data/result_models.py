@@ -98,6 +98,7 @@ class AgreeResult(Result):
     same_origin: bool | None = None  # one labeller on both sides: no statistic is given
     join: dict[str, Any] | None = None  # how the two files' query ids met (data/joins.py)
     why: dict[str, Any] | None = None  # statistic -> why it is null (no kappa of a side with one grade, ...)
+    scale_warning: str | None = None  # the two files are not on one scale (different scales or relevant grades)
 
 
 # What every LLM stage's result ends with: ``usage`` (model -> calls, tokens, cost, as numbers),

@@ -21,6 +21,7 @@ from ..data.results import nan_to_none
 from ..data.tables import Qrels, Run
 from ..errors import InputError
 from .kappa_meaning import alpha_why, binary_why, constant_why, interval_why, one_grade_why
+from .rests_on import scale_warning
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Agreement:
     same_origin: bool = False                    # both made by the same labellers: nothing was measured
     join: dict = field(default_factory=dict)     # how the two files' query ids met (data/joins.py)
     why: dict = field(default_factory=dict)      # statistic -> why it is None (kappa_binary: threshold -> why)
+    scale_warning: str | None = None             # the two files are not on one scale (metrics/rests_on.py)
 
     @property
     def names(self) -> list[str]:
@@ -125,7 +127,8 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
         kappa_ci=values["kappa_ci"], disagreements=widest_disagreements(x, y, where), why=why,
         origins={"reference": {**origins[0].summary(), "file": ref.source},
                  "candidate": {**origins[1].summary(), "file": cand.source}},
-        same_origin=bool(origins[0].shared_with(origins[1])) or one_file, join=join.to_dict())
+        same_origin=bool(origins[0].shared_with(origins[1])) or one_file, join=join.to_dict(),
+        scale_warning=scale_warning(origins[0], origins[1], ref.grades.tolist(), cand.grades.tolist()))
 
 
 def _statistics(x: np.ndarray, y: np.ndarray) -> tuple[dict, dict, dict]:

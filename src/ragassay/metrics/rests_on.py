@@ -298,3 +298,27 @@ def rests_on_brief(data: dict[str, Any] | None, only: Sequence[str] | None = Non
     if low:
         parts.append("judged: " + ", ".join(f"{_percent(v)} of the top {k.split('@')[1]}" for k, v in low.items()))
     return "; ".join(parts)
+
+
+def scale_warning(reference: Origin, candidate: Origin, ref_grades: Sequence[int],
+                  cand_grades: Sequence[int]) -> str | None:
+    """What two files of labels compared grade by grade must say when their scales differ: two scales
+    said and not equal, or two relevant grades, or one side's grades outside the scale the other says.
+    None when nothing shows they differ (neither says a scale, and the grades fit)."""
+    says = []
+    for name, o in (("reference", reference), ("candidate", candidate)):
+        if o.scale is not None or o.relevant_from is not None:
+            says.append(f"the {name} says {o.scale_text()}")
+    if reference.scale and candidate.scale and reference.scale != candidate.scale:
+        return ("the two files are on different scales (" + "; ".join(says) + "): a grade on one is not the "
+                "same grade on the other, so exact agreement and kappa compare unlike things; map one onto the "
+                "other first")
+    if reference.relevant_from and candidate.relevant_from and reference.relevant_from != candidate.relevant_from:
+        return ("the two files count relevance from different grades (" + "; ".join(says) + "): the binary "
+                "kappas at each cut mean different things on each side")
+    for (name, o), (other, grades) in ((("reference", reference), ("candidate", cand_grades)),
+                                      (("candidate", candidate), ("reference", ref_grades))):
+        if o.scale is not None and len(grades) and (min(grades) < o.scale[0] or max(grades) > o.scale[1]):
+            return (f"the {other}'s grades run {min(grades)}-{max(grades)}, outside the {name}'s scale "
+                    f"{o.scale[0]}-{o.scale[1]}: the two files may not be on one scale")
+    return None

@@ -854,7 +854,8 @@ def _agreement_text(a: Mapping[str, Any]) -> str:
     tau = ranking.get("kendall_tau_b")
     from ..metrics.agreement import kappa_words
     return (f"{ref} vs {cand}: {kappa_words(a)} on {a['pairs']} pairs"
-            + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else ""))
+            + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else "")
+            + (f"; warning: {a['scale_warning']}" if a.get("scale_warning") else ""))
 
 
 def _check(ctx: Context, selected: bool) -> StepResult:

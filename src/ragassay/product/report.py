@@ -286,6 +286,8 @@ def _agreement_section(a: dict) -> list[Section]:
                                  for d in dis], queries=[d["query_id"] for d in dis], filter=True))
         kinds = [(a.get("origins") or {}).get(side, {}).get("kind", "unknown") for side in ("reference", "candidate")]
         who = f" Reference: {ref} ({kinds[0]}); candidate: {cand} ({kinds[1]})."
+        if a.get("scale_warning"):
+            who += f" Warning: {a['scale_warning']}."
         out.append(Section(f"Agreement: {ref} against {cand}", note + who + (" The widest disagreements follow; click "
                                                                               "one to open its query." if dis else ""),
                            plots, tables))
