@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import sys
 from pathlib import Path
 
@@ -443,3 +444,29 @@ def test_two_files_on_one_scale_are_compared_without_a_warning(tmp_path, capsys)
     assert ragassay.agree(a, plain).to_dict()["scale_warning"] is None
     capsys.readouterr()
     assert main(["agree", str(a), str(b)]) == 0 and "warning" not in capsys.readouterr().out
+
+
+def test_the_diagnosis_gives_no_advice_on_a_pool_of_the_run_alone(tmp_path, capsys, monkeypatch):
+    """check's diagnosis splits wrong answers by recall: on labels judged from the diagnosed run alone,
+    recall cannot tell good retrieval from bad, so no advice is given (and the reason is); on the
+    people's labels of two runs' pool the advice stands."""
+    from helpers import EXAMPLE
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    run = EXAMPLE / "runs" / "bm25.txt"
+    alone = tmp_path / "alone.qrels"
+    shutil.copy(EXAMPLE / "qrels.txt", alone)
+    write_origin(alone, Origin(scale=(0, 3), relevant_from=2,
+                               pool=(PoolRun("bm25", pool_digest(ragassay.read_run(run).top_ids(10)), 10),)))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": q, "question": "?", "reference": "30 days", "response": "30 days"})
+                               + "\n" for q in ("q01", "q02", "q03")))
+    said = {}
+    for qrels in (alone, EXAMPLE / "qrels.txt"):
+        capsys.readouterr()
+        main(["check", str(answers), "--run", str(run), "--qrels", str(qrels), "-o", str(tmp_path / f"{qrels.stem}.jsonl"),
+              "--format", "json"])
+        said[qrels.stem] = json.loads(capsys.readouterr().out)["diagnosis"]
+    assert said["alone"]["advice"].startswith("no advice: the qrels were judged from this run's own top 10 alone")
+    assert said["alone"]["diagnosed"] == said["qrels"]["diagnosed"] == 3
+    assert said["qrels"]["advice"] == "no wrong answers among the 3 diagnosed questions"

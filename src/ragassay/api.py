@@ -179,7 +179,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     chunk_map = _chunks(chunks)
     items, fields_by_id = _answers(answers, chunk_map, by)
     joins = []
-    recall = None
+    recall = caveat = None
     if run is not None:  # the diagnosis meets answers with the run and the qrels by query id: counted
         from .data.io import coerce_qrels, coerce_run
         from .data.joins import Join
@@ -191,7 +191,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                  Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers), _source(qrels))
                  .require_overlap().warn(not join_warnings, sides=("left",))]
         in_run = set(run_t.queries)  # an answer whose question the run does not hold is not diagnosed
-        by_query = {q: v for q, v in retrieval_recall(qrels_t, run_t, depth).items() if q in in_run}
+        all_recall, caveat = retrieval_recall(qrels_t, run_t, depth)
+        by_query = {q: v for q, v in all_recall.items() if q in in_run}
         recall = {a: by_query[q] for a, q in asks.items() if q in by_query}  # keyed by answer id, as records are
     people = (read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)) if human is not None \
         else None
@@ -211,7 +212,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         done = _run(job, on, dry_run, given, temporary=output is None)
     if isinstance(done, Estimate):
         return done
-    summary = check_result(done.result, recall=recall, threshold=retrieval_threshold, human=people, by=by or (),
+    summary = check_result(done.result, recall=recall, recall_caveat=caveat, threshold=retrieval_threshold, human=people,
+                           by=by or (),
                            fields=fields_by_id,
                            human_origin=read_labels_origin(human) if isinstance(human, (str, Path)) else None)
     if joins and summary.get("diagnosis") is not None:

@@ -65,12 +65,13 @@ def breakdown(records: Sequence[Mapping], field: str, n_resamples: int = 2_000, 
 
 
 def diagnosis(labels: Mapping[str, str], retrieval: Mapping[str, float], threshold: float = 0.5,
-              examples: int = 5) -> dict:
+              examples: int = 5, caveat: str | None = None) -> dict:
     """Retrieval success (recall of the gold chunks) beside the answer label, per question.
 
     Cells: good retrieval + good answer; good retrieval + bad answer (the generator's fault); bad
     retrieval + good answer (lucky, fragile); bad retrieval + bad answer (fix retrieval first).
-    A good answer is a correct one. Questions missing on either side are counted apart.
+    A good answer is a correct one. Questions missing on either side are counted apart. ``caveat``:
+    why the recall cannot tell good retrieval from bad; the cells are counted, and no advice given.
     """
     cells = {"good_retrieval_good_answer": [], "good_retrieval_bad_answer": [],
              "bad_retrieval_good_answer": [], "bad_retrieval_bad_answer": []}
@@ -87,6 +88,8 @@ def diagnosis(labels: Mapping[str, str], retrieval: Mapping[str, float], thresho
     if diagnosed == 0:  # nothing is said about none: no cell is a finding
         advice = (f"no answer could be diagnosed: none of the {len(labels)} graded answers has a question in "
                   "the qrels" if labels else "no answer could be diagnosed: no answer was graded")
+    elif caveat:
+        advice = f"no advice: {caveat}"
     elif gen == 0 and ret == 0:
         advice = f"no wrong answers among the {diagnosed} diagnosed questions"
     elif ret >= gen:

@@ -173,6 +173,7 @@ def _check_summary(inp: ReportInputs) -> dict:
     """The check result from its records: rates always; the diagnosis with qrels and a run (the
     first run, at depth 10, as ``check`` does by default); agreement with people's labels."""
     from ..stages.check import retrieval_recall, summarise_checks
-    recall = retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else None
+    recall, caveat = retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else \
+        (None, None)
     return summarise_checks([c.model_dump() for c in inp.checks], recall=recall, human=inp.human_labels or None,
-                            human_origin=inp.human_origin)
+                            human_origin=inp.human_origin, recall_caveat=caveat)

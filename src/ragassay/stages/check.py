@@ -296,20 +296,23 @@ def plan_check(items: Sequence[AnswerItem], config: LLMConfig | None, output: st
 
 def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
                  human: Mapping[str, str] | None = None, by: Sequence[str] = (),
-                 fields: Mapping[str, dict] | None = None, human_origin: Any = None) -> dict:
+                 fields: Mapping[str, dict] | None = None, human_origin: Any = None,
+                 recall_caveat: str | None = None) -> dict:
     """The typed result of a check run (kind ``check``): label rates with intervals, and when given,
     the retrieval/generation diagnosis (``recall``: recall@k per answer id), agreement with people
     (``human``) and breakdowns by answer fields (``by``, looked up in ``fields``)."""
     result = summarise_checks(done.records, recall=recall, threshold=threshold, human=human, by=by, fields=fields,
-                              human_origin=human_origin)
+                              human_origin=human_origin, recall_caveat=recall_caveat)
     result["error_reasons"] = dict(done.error_reasons.most_common(5))
     return result
 
 
 def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
                      human: Mapping[str, str] | None = None, by: Sequence[str] = (),
-                     fields: Mapping[str, dict] | None = None, human_origin: Any = None) -> dict:
+                     fields: Mapping[str, dict] | None = None, human_origin: Any = None,
+                     recall_caveat: str | None = None) -> dict:
     """The ``check`` result from check records alone (what ``report`` builds from a checks file).
+    ``recall_caveat``: why the recall cannot judge retrieval (the diagnosis then gives no advice).
     ``human_origin`` says who made the ``human`` labels (unknown when not given): the agreement
     names both sides by origin, and gives no statistic when they share a labeller."""
     from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
@@ -321,7 +324,7 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
         parts["breakdown"] = {f: breakdown(enriched, f) for f in by}
     if recall is not None:
         labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
-        parts["diagnosis"] = diagnosis(labels, recall, threshold)
+        parts["diagnosis"] = diagnosis(labels, recall, threshold, caveat=recall_caveat)
     if human is not None:
         from ..data.origin import UNKNOWN, origin_of_records
         theirs = human_origin or UNKNOWN
@@ -338,11 +341,18 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
                         **parts).to_dict()
 
 
-def retrieval_recall(qrels, run, k: int) -> dict[str, float]:
-    """Per question, recall@k of the gold chunks (the retrieval half of the diagnosis)."""
+def retrieval_recall(qrels, run, k: int) -> tuple[dict[str, float], str | None]:
+    """Per question, recall@k of the gold chunks (the retrieval half of the diagnosis), and why that
+    recall cannot tell good retrieval from bad, when it cannot: labels judged from this run alone
+    hold no relevant chunk it missed, so its recall is 1 wherever it found one (None otherwise)."""
     from ..metrics.evaluate import evaluate
     ev = evaluate(qrels, run, [f"recall@{k}"], missing="zero")
-    return {q: v[f"recall@{k}"] for q, v in ev.per_query.items()}
+    caveat = None
+    if ev.standing is not None and ev.standing.alone:
+        caveat = (f"the qrels were judged from this run's own top {ev.standing.depth} alone, so its recall counts "
+                  "only what it found (1.0 by construction): judge a pool of other retrievers' runs too before "
+                  "blaming generation or retrieval")
+    return {q: v[f"recall@{k}"] for q, v in ev.per_query.items()}, caveat
 
 
 def read_labels_origin(path: str | Path):
