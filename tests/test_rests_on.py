@@ -470,3 +470,12 @@ def test_the_diagnosis_gives_no_advice_on_a_pool_of_the_run_alone(tmp_path, caps
     assert said["alone"]["advice"].startswith("no advice: the qrels were judged from this run's own top 10 alone")
     assert said["alone"]["diagnosed"] == said["qrels"]["diagnosed"] == 3
     assert said["qrels"]["advice"] == "no wrong answers among the 3 diagnosed questions"
+
+
+def test_a_scale_said_without_its_relevant_grade_counts_from_one_and_says_so(tmp_path):
+    qrels, run = random_labels(8, 1, 5)
+    path = write_trec(tmp_path / "q.txt", qrels, (1, 5), None)
+    ev = ragassay.evaluate(path, run, ["p@5"])
+    assert ev.relevance_level == 1 and ev.aggregate["p@5"] == pytest.approx(trec_values(qrels, run, 1)["p@5"])
+    assert ev.relevance.text().startswith("relevant = grade ≥ 1 (trec_eval's default: the labels say their scale 1-5 "
+                                          "but not the grade they count from")

@@ -51,7 +51,9 @@ class Relevance:
         if self.grades is not None and self.grades[1] > TREC_EVAL_LEVEL:
             hint = (f"; its grades run {self.grades[0]}-{self.grades[1]}: where 1 means 'on the topic, not an "
                     "answer' (the judge's, TREC Deep Learning's), count from 2 with --relevance-level 2")
-        return f"{head} (trec_eval's default: the labels do not say their scale{hint})"
+        said = (f"the labels say their scale{scale} but not the grade they count from" if self.scale
+                else "the labels do not say their scale")
+        return f"{head} (trec_eval's default: {said}{hint})"
 
     def to_dict(self) -> dict[str, Any]:
         return {"level": self.level, "source": self.source,
