@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RagassayError, UsageError
+from .formatting import fmt_p
 from .project import Project, read_project
 
 STEPS = ("generate", "retrieve", "judge", "coverage", "agree", "check", "evaluate", "compare", "report", "track",
@@ -982,7 +983,7 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
     cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics)
     _write_json(path, cmp.to_dict())
     first = ctx.project.metrics[0]
-    text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p = {t.p_randomization:.3f}"
+    text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p {_p_said(t.p_randomization)}"
                      + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "") + ")"
                      for t in cmp.tests if t.metric == first) + f" (on {qrels.name})"
     ctx.state.done("compare", digest, 0, text)
@@ -1080,3 +1081,9 @@ def _gate(ctx: Context, selected: bool) -> StepResult:
         return StepResult("gate", "failed", "; ".join(failures), 1)
     return StepResult("gate", "ran", f"passed: {len(p.gate_min) + len(p.gate_max)} threshold(s) hold for "
                                      f"{len(names)} run(s)")
+
+
+def _p_said(p: float) -> str:
+    """``= 0.042`` or ``< 0.001``: a p-value is never printed as 0."""
+    said = fmt_p(p)
+    return said if said.startswith("<") else f"= {said}"

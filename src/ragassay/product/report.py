@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import InputError
 from . import svg
+from .formatting import fmt_p
 from .report_inputs import ReportInputs, RunFiles, load_inputs
 from .report_model import Report, Section, Table
 from .report_page import render_html, render_markdown
@@ -139,6 +140,9 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     return [Section("Queries", note, plots, [Table(headers, rows, queries=list(order), filter=True)])]
 
 
+_P_KEYS = ("p_randomization", "p_t_test", "p_randomization_holm")  # shown "< 0.0001", never "0.0000"
+
+
 def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     c = inp.compare
     if c is None and inp.qrels is not None and len(inp.runs) >= 2:
@@ -160,8 +164,8 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     from ..metrics.compare import sizing_table
     size_headers, size_rows, size_notes = sizing_table(c)  # none for a compare JSON written before sizing
     rows = [[t["run"], t["metric"], t["baseline_mean"], t["mean"], t["diff"],
-             f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", t["p_randomization"], t["p_t_test"],
-             t["p_randomization_holm"], f"{t['wins']}/{t['ties']}/{t['losses']}", *sized[3:]]
+             f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", *(fmt_p(t[k], 4) for k in _P_KEYS),
+             f"{t['wins']}/{t['ties']}/{t['losses']}", *sized[3:]]
             for t, sized in zip(tests, size_rows or [[]] * len(tests))]
     s = c["settings"]
     note = (f"{c['queries']} queries; paired randomization test ({s['n_permutations']} permutations, seed {s['seed']}), "
