@@ -431,7 +431,7 @@ _EXAMPLES = {"iprec": "iprec@r", "rbp": "rbp(p=0.8)", "ranx_rbp": "ranx_rbp(p=0.
 
 def _unknown(raw: str) -> str:
     """The error for a name no measure has, with the closest names first: ordered by edit distance
-    to what was written (``mapp`` is one edit from ``map``, four from ``map@10``), a cutoff kept when
+    to what was written (``mapp`` is one edit from ``map``, three from ``map@10``), a cutoff kept when
     one was written (``mrr@k``, ``ndcg@1O``: the cutoff's digits are what went wrong)."""
     close = suggestions(raw)
     if close:

@@ -125,6 +125,7 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
         raise ValueError("k must be at least 1")
     field = IdField.parse(id_field)
     adapted = adapt(fn)
+    label = name or adapted.name  # what errors call it: the run's name, else the function's
     if chunk_ids is not None and not isinstance(chunk_ids, (AbstractSet, Mapping)):
         chunk_ids = frozenset(map(str, chunk_ids))
     show = sys.stderr.isatty() if progress is None else progress
@@ -140,13 +141,13 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
         try:
             returned = adapted.search(queries[qid])
         except Exception as e:  # the user's code failed: say on which query, keep the cause
-            raise RagassayError(f"retriever {adapted.name!r} failed on query {qid!r}: {type(e).__name__}: {e}") from e
-        results = results_of(returned, adapted.name, qid)  # None, a string, a dict: refused, naming them
+            raise RagassayError(f"retriever {label!r} failed on query {qid!r}: {type(e).__name__}: {e}") from e
+        results = results_of(returned, label, qid)  # None, a string, a dict: refused, naming them
         latency[qid] = (time.perf_counter() - t0) * 1000.0
         try:
             kept, dropped = _ranked(results, field, qid, k)
         except RagassayError as e:  # a result of another shape: which retriever gave it
-            raise RagassayError(f"the retriever {adapted.name!r}: {e}") from None
+            raise RagassayError(f"the retriever {label!r}: {e}") from None
         repeated += dropped
         most = max(most, len(results))
         if chunk_ids is not None:
