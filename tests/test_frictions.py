@@ -221,3 +221,22 @@ def test_the_report_and_runs_compare_line_never_print_a_zero_p_value(far_apart, 
     text = out.read_text()
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if "40/0/0" in line]
     assert rows and all(r[6] == r[7] == "&lt; 0.0001" and float(r[8]) > 0 for r in rows)  # p (rand), p (t), Holm
+
+
+# ------------------------------------------------------------------------------ report: coverage's run
+
+def test_the_reports_coverage_section_names_the_runs_it_measured_and_counts_each_apart(tmp_path):
+    coverage = tmp_path / "coverage.jsonl"
+    lines = [{"query_id": "q1", "run": "bm25", "coverage": "FULL"}, {"query_id": "q2", "run": "bm25", "coverage": "NONE"},
+             {"query_id": "q1", "run": "dense-\u00e9", "coverage": "PARTIAL"},
+             {"query_id": "q2", "run": "dense-\u00e9", "coverage": None, "status": "error", "error": "cut: x"}]
+    coverage.write_text("".join(json.dumps({"status": "ok", **r}) + "\n" for r in lines))
+    out = tmp_path / "report.md"
+    assert main(["report", str(coverage), "-o", str(out)]) == 0
+    text = out.read_text()
+    section = text.split("Judge: answer coverage per query", 1)[1].split("\n## ", 1)[0]
+    assert section.startswith(" (bm25, dense-\u00e9)")
+    assert "the runs bm25, dense-\u00e9" in section and "2 of bm25, 2 of dense-\u00e9" in section
+    rows = {r[0]: r[1:] for r in ([c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+                                  if line.startswith("| ") and not line.startswith("| coverage"))}
+    assert rows == {"FULL": ["1", "0"], "PARTIAL": ["0", "1"], "NONE": ["1", "0"], "error": ["0", "1"]}

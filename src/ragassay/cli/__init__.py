@@ -13,7 +13,6 @@ from contextlib import ExitStack
 
 from .. import __version__
 from ..errors import MeasureError, RagassayError, UsageError
-from .hints import own_hints
 from .paths import check_outputs, lock_outputs, make_output_folders
 
 class _Parser(argparse.ArgumentParser):
@@ -141,10 +140,12 @@ def _run(argv: Sequence[str] | None) -> int:
                 lock_outputs(outputs, locks)
             out = args.handler(args)
     except (UsageError, MeasureError) as e:
+        from .hints import own_hints  # the lazy boundary: --help imports no more than it needs
         print(f"ragassay {args.command}: error: {own_hints(e, command_parser)}\n(see 'ragassay {args.command} --help')",
               file=sys.stderr)
         return 2
     except RagassayError as e:
+        from .hints import own_hints
         print(f"ragassay {args.command}: error: {own_hints(e, command_parser)}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `ragassay evaluate ... | head`

@@ -140,6 +140,22 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     return [Section("Queries", note, plots, [Table(headers, rows, queries=list(order), filter=True)])]
 
 
+def _coverage_section(records: Sequence[Any]) -> Section:
+    """Coverage per query, counted for each run it measured, and the runs named: the counts of two
+    runs are never added together, and a reader knows whose retrieved chunks were measured."""
+    by_run: dict[str, Counter] = {}
+    for r in records:
+        by_run.setdefault(r.run or "(a run not named in the records)", Counter())[
+            r.coverage if r.status == "ok" else "error"] += 1
+    runs = list(by_run)
+    named = ", ".join(runs)
+    note = (f"Whether the chunks retrieved by {'the run' if len(runs) == 1 else 'the runs'} {named} hold what the answer "
+            f"needs; queries measured: " + ", ".join(f"{sum(by_run[r].values())} of {r}" for r in runs) + ".")
+    rows = [[k, *(by_run[r].get(k, 0) for r in runs)] for k in ("FULL", "PARTIAL", "NONE", "error")]
+    return Section(f"Judge: answer coverage per query ({named})", note,
+                   tables=[Table(["coverage", *(f"queries ({r})" for r in runs)], rows)])
+
+
 _P_KEYS = ("p_randomization", "p_t_test", "p_randomization_holm")  # shown "< 0.0001", never "0.0000"
 
 
@@ -203,9 +219,7 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
         out.append(Section("Judge: grade distribution", "0 unrelated, 1 on topic, 2 partial or buried answer, 3 answers it.",
                            [svg.counts_bars(items, "judged pairs per grade")], [Table(["grade", "pairs"], [list(i) for i in items])]))
     if inp.coverage:
-        counts = Counter((r.coverage if r.status == "ok" else "error") for r in inp.coverage)
-        out.append(Section("Judge: answer coverage per query", "Whether a run's retrieved chunks hold what the answer needs.",
-                           tables=[Table(["coverage", "queries"], [[k, counts.get(k, 0)] for k in ("FULL", "PARTIAL", "NONE", "error")])]))
+        out.append(_coverage_section(inp.coverage))
     agreements = list(inp.agreements)
     if not agreements and inp.qrels is not None and inp.judgments:
         from ..data.origin import origin_of_records
