@@ -298,6 +298,11 @@ NOT_PRINTED = [
     ("stages.judge:JudgeResult", ("--keep",), ("run", "demo"), "text(): run prints its own line of a judge run"),
     ("stages.judge:_qrels_origin", ("--keep",), ("run", "demo"), "only for kept labels: run keeps none"),
     ("stages.check:read_answers", ("--chunks",), ("run", "demo"), "run checks answers only with the chunks"),
+    # a clause that begins with a flag is advice to the command at hand, said only when it takes the flag
+    ("data.io:detect_format", ("--run-format",), ("agree", "check", "demo", "judge", "label", "report", "run"),
+     "cli/hints.py drops '--run-format names it' for a command without it"),
+    ("data.io:detect_format", ("--qrels-format",), ("check", "demo", "judge", "label", "report", "run"),
+     "cli/hints.py drops '--qrels-format names it' for a command without it"),
     ("product.report:build_report", ("--qrels", "--run"), ("run", "demo"), "run gives result files or qrels with runs"),
     ("product.tracking:gate", ("--allow-errors",), ("run", "demo"), "run gates evaluate results, which hold no error items"),
     ("product.tracking:History", ("--db",), ("run", "demo"), "pipeline._track says the history's path instead"),
@@ -374,13 +379,13 @@ def run(capsys, argv: list[str]) -> tuple[int, str]:
 
 
 def test_a_qrels_file_given_as_a_run_is_told_in_words_the_command_takes(tmp_path, capsys):
-    """judge has no --run-format: the message says which commands have it; evaluate has it."""
+    """judge has no --run-format: its message names no flag it lacks (issue 45); evaluate has it."""
     judge = ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"),
              "--run", str(EXAMPLE / "qrels.txt"), "-o", str(tmp_path / "j.jsonl"), "--base-url", dead_url(),
              "--model", "m"]
     code, said = run(capsys, judge)
     assert code == 1 and "cannot tell the format of this run file" in said
-    assert "--run-format" in said and untaken(said, "judge") == []
+    assert "--run-format" not in said and untaken(said, "judge") == []
     code, said = run(capsys, ["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "qrels.txt")])
     assert code == 1 and "--run-format" in said and untaken(said, "evaluate") == []
 

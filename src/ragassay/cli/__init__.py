@@ -131,19 +131,22 @@ def _run(argv: Sequence[str] | None) -> int:
             _subparser(parser, args.command).error(_unrecognized(parser, args.command, extras))
     except SystemExit as e:  # --help (0) or a usage error (2, already printed): a code, not an exception
         return e.code if isinstance(e.code, int) else 2
+    command_parser = _subparser(parser, args.command)
     try:
         with ExitStack() as locks:
-            command_parser = _subparser(parser, args.command)
             outputs = check_outputs(command_parser, args, args.command)
             if not getattr(args, "dry_run", False):
                 make_output_folders(outputs)
                 lock_outputs(outputs, locks)
             out = args.handler(args)
     except (UsageError, MeasureError) as e:
-        print(f"ragassay {args.command}: error: {e}\n(see 'ragassay {args.command} --help')", file=sys.stderr)
+        from .hints import own_hints  # the lazy boundary: --help imports no more than it needs
+        print(f"ragassay {args.command}: error: {own_hints(e, command_parser)}\n(see 'ragassay {args.command} --help')",
+              file=sys.stderr)
         return 2
     except RagassayError as e:
-        print(f"ragassay {args.command}: error: {e}", file=sys.stderr)
+        from .hints import own_hints
+        print(f"ragassay {args.command}: error: {own_hints(e, command_parser)}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `ragassay evaluate ... | head`
         return 0

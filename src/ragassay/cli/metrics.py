@@ -173,8 +173,12 @@ def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
     first = render_table(["metric"] + cmp.runs, [[m] + [_shown(means[r][m], c) for r in cmp.runs]
                                                  for m, c in zip(cmp.metrics, _counts(cmp.metrics))], args.format)
     pct = int(round(cmp.settings["confidence"] * 100))
-    rows = [[t.run, t.metric, t.diff, f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]", t.p_randomization,
-             t.p_t_test, t.p_randomization_holm, f"{t.wins}/{t.ties}/{t.losses}"] for t in cmp.tests]
+    from ..product.formatting import fmt_p
+
+    def p(v: float) -> float | str:  # a p-value under 0.0001 is "< 0.0001", never "0.0000" (csv keeps the number)
+        return v if args.format == "csv" else fmt_p(v, 4)
+    rows = [[t.run, t.metric, t.diff, f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]", p(t.p_randomization),
+             p(t.p_t_test), p(t.p_randomization_holm), f"{t.wins}/{t.ties}/{t.losses}"] for t in cmp.tests]
     second = render_table(["run", "metric", "diff", f"{pct}% CI", "p (rand)", "p (t)", "p (Holm)", "W/T/L"],
                           rows, args.format)
     note = (f"{len(cmp.queries)} queries; baseline {cmp.runs[0]!r}; diff = run - baseline; "

@@ -264,8 +264,7 @@ def detect_format(data: bytes, kind: str) -> str:
         f"cannot tell the format of this {kind} file from its line {line[:100]!r}: expected TREC "
         f"({shape}), three columns (qid docid {'score' if kind == 'run' else 'grade'}, with or without a "
         f"header), JSON Lines or BEIR TSV{hint}; "
-        + ("evaluate and compare take --run-format" if kind == "run" else
-           "evaluate, compare and agree take --qrels-format") + " (format= in Python) to name it", None)
+        + ("--run-format" if kind == "run" else "--qrels-format") + " names it (format= in Python)", None)
 
 
 def _resolve_format(data: bytes, path: str | Path, kind: str, format: str, check_role: bool = True) -> str:

@@ -31,6 +31,7 @@ from .batch import BatchBox, Deferred, failure_of, request_line
 from .cache import Cache, cache_key, endpoint_id
 from .config import LLMConfig, make_client, redact
 from .errors import LLMError
+from .cut_prompts import ReadCounts
 from . import server_info
 from .reading import read_answer
 from .server_info import ServerInfo
@@ -109,8 +110,7 @@ class LLM:
         self.batch: BatchBox | None = None  # answers from batch files, and requests left for one
         self.last_found = "whole"  # where the last answer's JSON was found (llm/reading.py)
         self.context_limit: int | None = None  # the context the server said it has, in tokens
-        self._read_ratios: list[float] = []    # prompt tokens a server reported over the estimate, of whole prompts
-        self._read_counts: dict[int, int] = {}  # a reported prompt count -> the estimate of the first prompt it read
+        self._reads = ReadCounts()  # the prompt tokens this server said it read, against the estimates sent
         self.server: ServerInfo | None = None  # what a server on this machine said of itself (asked once)
         self._asking: dict[Any, asyncio.Lock] = {}
         self.slots: int | None = None  # calls in flight the server serves, when it said and --concurrency did not
@@ -673,28 +673,11 @@ class LLM:
         read = getattr(usage, "prompt_tokens", None)
         if not isinstance(read, int) or isinstance(read, bool) or read <= 0:
             return  # a server that counts nothing says nothing: no rule can decide
-        sent = _prompt_estimate(body)
-        if sent < CUT_MIN_TOKENS or read < CUT_MIN_READ:
-            return
-        ratios = self._read_ratios
-        # the share a server reads of an estimate, calibrated on its own earlier whole prompts: a prompt
-        # read at well under this server's usual share was cut (never below the plain rule's share)
-        usual = sorted(ratios)[len(ratios) // 2] if len(ratios) >= CUT_CALIBRATION else None
-        share = max(CUT_SHARE, CUT_CALIBRATED * usual) if usual is not None else CUT_SHARE
-        earlier = self._read_counts.get(read)
-        # the same count for prompts of other lengths, each read short of what this server usually reads of
-        # such a size: the server stops at that count (two prompts may share a count by chance, not a shortfall)
-        short = CUT_CAPPED * (usual or 1.0)
-        capped = (earlier is not None and abs(sent - earlier) > 0.15 * max(sent, earlier)
-                  and read < short * sent and read < short * earlier)
-        if read < share * sent or capped:
-            why = (f"prompts of about {earlier:,} and {sent:,} tokens were both read as {read:,}" if capped and
-                   read >= share * sent else f"the server read {read:,} of about {sent:,} prompt tokens")
+        why = self._reads.cut(read, _prompt_estimate(body))  # see llm/cut_prompts.py
+        if why is not None:
             raise LLMError("cut", f"{why}: it cut the prompt (and with it the instructions at its start), so its "
                            "answer is not used; raise the server's context, e.g. Ollama's num_ctx, or send shorter "
                            "prompts")
-        ratios.append(read / sent)
-        self._read_counts.setdefault(read, sent)
 
     def _redact(self, text: str) -> str:
         return redact(text, self._secrets)
@@ -854,16 +837,6 @@ def _transient(e: BaseException) -> bool:
     # again changes nothing
     return isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409)
                                                       or (e.status_code >= 500 and e.status_code not in (501, 505)))
-
-
-CUT_SHARE = 0.6        # a server that read less than this share of the estimated prompt cut it (a real
-                       # tokenizer reads English at 0.9 to 1.3 of the 4-characters estimate)
-CUT_CALIBRATION = 5    # whole prompts of a server before its own usual share is the measure
-CUT_CALIBRATED = 0.6   # then, under this part of its usual share is a cut
-CUT_CAPPED = 0.85      # prompts of other sizes read as one count, each under this part of the usual share: capped
-CUT_MIN_TOKENS = 200   # shorter prompts are left alone: a chat template's own tokens can outweigh the estimate's error
-CUT_MIN_READ = 256     # a count below any real context (Ollama's smallest num_ctx in use is 512, its default 2,048)
-                       # says the server's usage is not a count of what it read (a proxy, a stub): no rule decides
 
 
 def _prompt_estimate(body: dict[str, Any]) -> int:

@@ -22,6 +22,15 @@ def fmt_value(v: Any, digits: int = 4) -> str:
     return str(v)
 
 
+def fmt_p(p: float | None, digits: int = 3) -> str:
+    """A p-value as it may be printed: under the last digit shown it is ``< 0.001``, never
+    ``0.000`` (a permutation test's p-value is at least 1/(permutations + 1), never zero)."""
+    if p is None or p != p:
+        return "nan" if p is not None else ""
+    floor = 10.0 ** -digits
+    return f"< {floor:.{digits}f}" if p < floor else f"{p:.{digits}f}"
+
+
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table",
                  digits: int = 4) -> str:
     """Render rows under headers; numbers right-aligned, text left-aligned."""

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import InputError, RagassayError, UsageError
 from . import step_outcomes as outcomes
+from .formatting import fmt_p
 from .project import Project, read_project
 
 STEPS = ("generate", "retrieve", "judge", "coverage", "agree", "check", "evaluate", "compare", "report", "track",
@@ -1045,7 +1046,7 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
     cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics, relevance_level=ctx.project.relevance_level)
     _write_json(path, cmp.to_dict())
     first = ctx.project.metrics[0]
-    text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p = {t.p_randomization:.3f}"
+    text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p {_p_said(t.p_randomization)}"
                      + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "") + ")"
                      for t in cmp.tests if t.metric == first) + f" (on {qrels.name})"
     ctx.state.done("compare", digest, 0, text)
@@ -1144,3 +1145,9 @@ def _gate(ctx: Context, selected: bool) -> StepResult:
         return StepResult("gate", "failed", "; ".join(failures), 1)
     return StepResult("gate", "ran", f"passed: {len(p.gate_min) + len(p.gate_max)} threshold(s) hold for "
                                      f"{len(names)} run(s)")
+
+
+def _p_said(p: float) -> str:
+    """``= 0.042`` or ``< 0.001``: a p-value is never printed as 0."""
+    said = fmt_p(p)
+    return said if said.startswith("<") else f"= {said}"

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import InputError
 from ..metrics.labels import NO_VERDICT_YET
 from . import svg
+from .formatting import fmt_p
 from .report_inputs import ReportInputs, RunFiles, load_inputs
 from .report_model import Report, Section, Table
 from .report_page import render_html, render_markdown
@@ -169,6 +170,25 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     return [Section("Queries", note, plots, [Table(headers, rows, queries=list(order), filter=True)])]
 
 
+def _coverage_section(records: Sequence[Any]) -> Section:
+    """Coverage per query, counted for each run it measured, and the runs named: the counts of two
+    runs are never added together, and a reader knows whose retrieved chunks were measured."""
+    by_run: dict[str, Counter] = {}
+    for r in records:
+        by_run.setdefault(r.run or "(a run not named in the records)", Counter())[
+            r.coverage if r.status == "ok" else "error"] += 1
+    runs = list(by_run)
+    named = ", ".join(runs)
+    note = (f"Whether the chunks retrieved by {'the run' if len(runs) == 1 else 'the runs'} {named} hold what the answer "
+            f"needs; queries measured: " + ", ".join(f"{sum(by_run[r].values())} of {r}" for r in runs) + ".")
+    rows = [[k, *(by_run[r].get(k, 0) for r in runs)] for k in ("FULL", "PARTIAL", "NONE", "error")]
+    return Section(f"Judge: answer coverage per query ({named})", note,
+                   tables=[Table(["coverage", *(f"queries ({r})" for r in runs)], rows)])
+
+
+_P_KEYS = ("p_randomization", "p_t_test", "p_randomization_holm")  # shown "< 0.0001", never "0.0000"
+
+
 def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     c = inp.compare
     if c is None and inp.qrels is not None and len(inp.runs) >= 2:
@@ -191,8 +211,8 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     from ..metrics.compare import sizing_table
     size_headers, size_rows, size_notes = sizing_table(c)  # none for a compare JSON written before sizing
     rows = [[t["run"], t["metric"], t["baseline_mean"], t["mean"], t["diff"],
-             f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", t["p_randomization"], t["p_t_test"],
-             t["p_randomization_holm"], f"{t['wins']}/{t['ties']}/{t['losses']}", *sized[3:]]
+             f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", *(fmt_p(t[k], 4) for k in _P_KEYS),
+             f"{t['wins']}/{t['ties']}/{t['losses']}", *sized[3:]]
             for t, sized in zip(tests, size_rows or [[]] * len(tests))]
     s = c["settings"]
     note = (f"{c['queries']} queries; paired randomization test ({s['n_permutations']} permutations, seed {s['seed']}), "
@@ -233,9 +253,7 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
         out.append(Section("Judge: grade distribution", "0 unrelated, 1 on topic, 2 partial or buried answer, 3 answers it.",
                            [svg.counts_bars(items, "judged pairs per grade")], [Table(["grade", "pairs"], [list(i) for i in items])]))
     if inp.coverage:
-        counts = Counter((r.coverage if r.status == "ok" else "error") for r in inp.coverage)
-        out.append(Section("Judge: answer coverage per query", "Whether a run's retrieved chunks hold what the answer needs.",
-                           tables=[Table(["coverage", "queries"], [[k, counts.get(k, 0)] for k in ("FULL", "PARTIAL", "NONE", "error")])]))
+        out.append(_coverage_section(inp.coverage))
     agreements = list(inp.agreements)
     if not agreements and inp.qrels is not None and inp.judgments:
         from ..data.origin import origin_of_records

@@ -4,7 +4,7 @@ For each planned question: pick chunk(s) (stratified across documents; related c
 ask the model for a question, answer, kind and verbatim evidence, then drop it, with the reason,
 unless every check passes: text checks (self-contained, not copied, length, language, not a
 near-duplicate), evidence found in the gold chunks, an independent answerability check from the
-gold chunks alone, and for hard questions, not answerable from any single gold chunk. The BM25 rank
+gold chunks alone, and for hard questions, not answerable from any single chunk offered. The BM25 rank
 and word overlap of each gold chunk are kept in ``checks``; a label they contradict is relabelled
 (medium -> easy) or dropped (hard).
 
@@ -856,7 +856,7 @@ class _Walk:
 
 class GenerateStage(Stage):
     """generate on the engine: one work item per candidate, its steps through :meth:`next_calls`
-    (question -> blind answer -> compare -> critic -> for hard, each cited chunk alone -> compare
+    (question -> blind answer -> compare -> critic -> for hard, each chunk offered alone -> compare
     the answers a single chunk gave). Every decision is made from the answers alone, so a dry run
     (answers unknown: the accepted path) and a resumed run plan exactly what a run sends."""
 
@@ -976,19 +976,23 @@ class GenerateStage(Stage):
             if low:
                 return reject(f"the critic scored it low on {', '.join(low)}: {critique.reason}", **checks)
         if level == "hard":
-            if n == 4:  # each cited chunk alone must not answer it
-                return _Walk([g.blind_call(q, [c]) for c in gold])
-            alone = answers[4:4 + len(gold)]
-            answering = [(c, s) for c, s in zip(gold, alone) if s is not None and s.answerable]
-            if n == 4 + len(gold) and answering:  # it says it can: does it give the same answer?
+            # each chunk offered, alone, must not answer it: the cited ones (gold), and one offered but not cited
+            # (an answer there means a gold chunk missed); so the calls do not hang on what the model cites, and
+            # a dry run counts them exactly
+            if n == 4:
+                return _Walk([g.blind_call(q, [c]) for c in group])
+            alone = answers[4:4 + len(group)]
+            answering = [(c, s) for c, s in zip(group, alone) if s is not None and s.answerable]
+            if n == 4 + len(group) and answering:  # it says it can: does it give the same answer?
                 return _Walk([g.compare_call(q, a, s.own_answer) for _, s in answering])
-            verdicts = iter(answers[4 + len(gold):])
+            verdicts = iter(answers[4 + len(group):])
             singles = {c: bool(s is not None and s.answerable and getattr(next(verdicts), "same", False))
-                       for c, s in zip(gold, alone)}
+                       for c, s in zip(group, alone)}
             checks["single_chunk_answerable"] = singles
             if any(singles.values()):
                 one = next(c for c, ok in singles.items() if ok)
-                return reject(f"fake multi-hop: answerable from chunk {one!r} alone", **checks)
+                aside = "" if one in gold else " (offered, not cited: the gold chunks miss it)"
+                return reject(f"fake multi-hop: answerable from chunk {one!r} alone{aside}", **checks)
         if generated is None:
             return _Walk()  # a dry run's accepted path: nothing more is asked
         question = Question(id=_qid(gold, label, generated.question), question=generated.question.strip(),

@@ -26,6 +26,7 @@ from ..errors import InputError, RagassayError
 from ..data.joins import Join, Side
 from ..data.tables import Run, encode_ids
 from .retriever_objects import IdField, adapt, read_result
+from .retriever_results import near_files, near_names, results_of
 
 Retriever = Callable[[str], Iterable[Any]]
 
@@ -147,6 +148,7 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
         raise ValueError("k must be at least 1")
     field = IdField.parse(id_field)
     adapted = adapt(fn)
+    label = name or adapted.name  # what errors call it: the run's name, else the function's
     if chunk_ids is not None and not isinstance(chunk_ids, (AbstractSet, Mapping)):
         chunk_ids = frozenset(map(str, chunk_ids))
     show = sys.stderr.isatty() if progress is None else progress
@@ -160,11 +162,15 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
     for qi, qid in enumerate(qids):
         t0 = time.perf_counter()
         try:
-            results = list(adapted.search(queries[qid]))
+            returned = adapted.search(queries[qid])
         except Exception as e:  # the user's code failed: say on which query, keep the cause
-            raise RagassayError(f"retriever failed on query {qid!r}: {type(e).__name__}: {e}") from e
+            raise RagassayError(f"retriever {label!r} failed on query {qid!r}: {type(e).__name__}: {e}") from e
+        results = results_of(returned, label, qid)  # None, a string, a dict: refused, naming them
         latency[qid] = (time.perf_counter() - t0) * 1000.0
-        kept, dropped = _ranked(results, field, qid, k)
+        try:
+            kept, dropped = _ranked(results, field, qid, k)
+        except RagassayError as e:  # a result of another shape: which retriever gave it
+            raise RagassayError(f"the retriever {label!r}: {e}") from None
         integers += sum(1 for item in results[:k] if _integer_id(item))
         repeated += dropped
         most = max(most, len(results))
@@ -295,7 +301,7 @@ def load_retriever(spec: str) -> Any:
         if module_part.endswith(".py"):
             path = Path(module_part)
             if not path.exists():
-                raise InputError(f"no such file {module_part!r} (of the retriever {spec!r})")
+                raise InputError(f"no such file {module_part!r} (of the retriever {spec!r}){near_files(path)}")
             mod_spec = importlib.util.spec_from_file_location(path.stem, path)
             module = importlib.util.module_from_spec(mod_spec)
             sys.path.insert(0, str(path.resolve().parent))
@@ -312,7 +318,7 @@ def load_retriever(spec: str) -> Any:
     except Exception as e:
         raise RagassayError(f"could not import {module_part!r}: {type(e).__name__}: {e}") from e
     if not hasattr(module, attr):
-        raise InputError(f"{module_part!r} has nothing named {attr!r}")
+        raise InputError(f"{module_part!r} has nothing named {attr!r}{near_names(module, attr)}")
     return getattr(module, attr)
 
 
