@@ -479,3 +479,19 @@ def test_a_scale_said_without_its_relevant_grade_counts_from_one_and_says_so(tmp
     assert ev.relevance_level == 1 and ev.aggregate["p@5"] == pytest.approx(trec_values(qrels, run, 1)["p@5"])
     assert ev.relevance.text().startswith("relevant = grade ≥ 1 (trec_eval's default: the labels say their scale 1-5 "
                                           "but not the grade they count from")
+
+
+def test_the_share_judged_leaves_out_queries_the_run_returned_nothing_for(tmp_path, capsys):
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {"c": 1}, "q3": {"x": 2}, "q4": {"y": 1}}
+    run = {"q1": {"a": 2.0, "z": 1.0}, "q2": {"c": 1.0}, "q3": {}}  # q3 asked, nothing found; q4 never asked
+    for missing in ("skip", "zero"):
+        ev = ragassay.evaluate(qrels, run, ["p@5"], missing=missing)
+        assert ev.standing.judged == {"share_judged@5": pytest.approx(0.75)}  # (1/2 + 1/1) / 2, not / 3 or / 4
+    assert ragassay.evaluate(qrels, {"q3": {}, "q1": {"z": 1.0}}, ["p@5"]).standing.judged == {"share_judged@5": 0.0}
+    assert ragassay.evaluate(qrels, {"q3": {}}, ["p@5"]).standing.judged == {}  # nothing returned: no share at all
+    path = write_trec(tmp_path / "q.txt", qrels)
+    run_file = tmp_path / "r.txt"
+    run_file.write_text("q1 Q0 a 1 2 r\nq1 Q0 z 2 1 r\nq2 Q0 c 1 1 r\n")
+    whole = evaluate_json(path, run_file, capsys, "-m", "p@5", "--missing", "zero")
+    blocks = evaluate_json(path, run_file, capsys, "-m", "p@5", "--missing", "zero", "--block-queries", "1")
+    assert whole["rests_on"]["pool"]["judged"] == blocks["rests_on"]["pool"]["judged"] == {"share_judged@5": 0.75}

@@ -253,6 +253,7 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     pool = label_origin(qrels).pool
     pooled = _PoolTops({m.depth for m in pool}) if pool else None
     judged_sums = {key: _Sum() for key in judged_keys}
+    judged_counts = dict.fromkeys(judged_keys, 0)  # queries with a share (the run returned something)
     out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
                               int(relevance_level), gain, str(qrels), label_origin(qrels))
     sums = {str(m): _Sum() for m in measures}
@@ -318,7 +319,11 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                 for m in measures:
                     sums[str(m)].add(values[str(m)].tolist())
                 for key in judged_keys:
-                    judged_sums[key].add(judged_values[key].tolist() if key in judged_values else [0.0] * len(queries))
+                    shares = judged_values.get(key)
+                    if shares is not None:
+                        kept = shares[~np.isnan(shares)]
+                        judged_sums[key].add(kept.tolist())
+                        judged_counts[key] += len(kept)
                 if out.spool is not None:
                     np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
                     np.save(out.spool, np.stack([values[str(m)] for m in measures], axis=1))
@@ -331,7 +336,7 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
                          f"ids in {run} and the qrels' in {qrels} do not overlap", run)
     out.sums = {k: s.value for k, s in sums.items()}
-    judged = {key: judged_sums[key].value / out.evaluated if out.evaluated else 0.0 for key in judged_keys}
+    judged = {key: judged_sums[key].value / judged_counts[key] for key in judged_keys if judged_counts[key]}
     out.relevance = dataclasses.replace(relevance, grades=(low, high)) if low is not None else relevance
     out.standing = pool_standing(out.qrels_origin, None, measures, judged,
                                  pooled.digests() if pooled is not None else None,

@@ -220,8 +220,12 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     evaluated = set(queries)
     no_relevant = [q for q, nr in zip(qrels.queries, (relevant == 0).tolist()) if nr and q in evaluated]
     judged = {key: values.pop(key) for key in [JUDGED_KEY.format(k=k) for k in cutoffs]}
-    judged_means = {k: (math.fsum(v.tolist()) / len(v) if len(v) else 0.0) for k, v in judged.items()}
-    standing = pool_standing(qrels.origin, run, measures, judged_means)
+    absent = set(empty_ids) | set(missing_ids)
+    if absent:  # a query the run returned nothing for has no share judged (not 0): left out of the mean
+        mask = np.array([q in absent for q in queries], dtype=bool)
+        for v in judged.values():
+            v[mask] = np.nan
+    standing = pool_standing(qrels.origin, run, measures, judged_means(judged))
     return Evaluation(run.name, list(measures), queries, values, run_only, missing_ids,
                       sorted(no_relevant), missing, int(relevance_level), gain, qrels, sorted(empty_ids),
                       relevance=relevance, standing=standing, judged=judged)
@@ -229,9 +233,23 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
 
 def _judged_share(rows: RankedRows, k: int, n: int) -> np.ndarray:
     """Per query, the share of what the run returned in its top ``k`` (trec_eval's order) that the
-    labels judge: 1.0 when every chunk it returned there was judged, however few it returned."""
+    labels judge: 1.0 when every chunk it returned there was judged, however few it returned; NaN
+    when it returned nothing (no share to speak of)."""
     returned = np.minimum(rows.size, k).astype(np.float64)
-    return _ratio(_count(rows, rows.rank < k, n), returned)
+    share = _ratio(_count(rows, rows.rank < k, n), returned)
+    share[returned == 0] = np.nan
+    return share
+
+
+def judged_means(judged: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """The mean share judged at each cut-off over the queries the run returned something for (a
+    cut-off where it returned nothing for any query is left out)."""
+    out = {}
+    for key, v in judged.items():
+        kept = v[~np.isnan(v)]
+        if len(kept):
+            out[key] = math.fsum(kept.tolist()) / len(kept)
+    return out
 
 
 class _Views:

@@ -981,6 +981,13 @@ def _said_scores(name: str, result: Mapping[str, Any] | None) -> str:
         (f" [{brief}]" if brief else "")
 
 
+def _relevant_said(cmp: Any, metric: str) -> str:
+    """ ", relevant = grade ≥ 2" when the metric a compare line shows counts relevance from a grade."""
+    from ..metrics.rests_on import rests_on_brief
+    brief = rests_on_brief({"relevance": (cmp.rests_on or {}).get("relevance")}, only=[metric])
+    return f", {brief}" if brief else ""
+
+
 def _scored_on(ctx: Context) -> str:
     """What a dry run's metrics steps will score on."""
     qrels = ctx.metric_qrels()
@@ -1048,7 +1055,7 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
     first = ctx.project.metrics[0]
     text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p {_p_said(t.p_randomization)}"
                      + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "") + ")"
-                     for t in cmp.tests if t.metric == first) + f" (on {qrels.name})"
+                     for t in cmp.tests if t.metric == first) + f" (on {qrels.name}{_relevant_said(cmp, first)})"
     ctx.state.done("compare", digest, 0, text)
     return StepResult("compare", "ran", text + _partial_pool(ctx, qrels), result=_read_json(path))
 
