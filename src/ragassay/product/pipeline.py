@@ -497,6 +497,9 @@ def _generate(ctx: Context, selected: bool) -> StepResult:
         ctx.queries = questions if questions.exists() else None
     if not selected:
         return _not_selected("generate")
+    if not sample and not p.generate_limit:
+        return StepResult("generate", "skipped", "[generate] limit = 0: no questions are written; name the queries "
+                                                 "in [data] queries (or set a limit to generate)")
     if p.chunks is None:
         raise UsageError("no queries and no chunks to write questions from: name them in [data]")
     skip = _llm_skip(ctx, "generate")

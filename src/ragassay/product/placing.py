@@ -145,3 +145,17 @@ def decide(path: Path, sources: list[IdSource]) -> tuple[str | None, str]:
                       f"ids of {d_from}: cannot tell chunks from queries")
     return None, ("texts by id whose ids meet few ids of the runs, qrels or answers here (at most "
                   f"{max(q, d):.0%}): cannot tell chunks from queries")
+
+
+def shares_no_ids(path: Path, other: Path) -> bool:
+    """Whether the texts by id in ``path`` share no id with the file ``other`` (read as far as
+    :data:`ID_READ_BYTES`), and hold at least one: a file of other things than those chunks."""
+    def ids(p: Path) -> set[str]:
+        out = set()
+        for obj in _objects(p):
+            i = _text_id(obj.get("id", obj.get("_id", obj.get("doc_id"))))
+            if i is not None:
+                out.add(i)
+        return out
+    mine = ids(path)
+    return bool(mine) and not mine & ids(other)

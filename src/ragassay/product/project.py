@@ -227,7 +227,7 @@ def read_project(path: str | Path | None = None) -> Project:
     proj.llm = {k: (str(root / v) if k == "cache" else v) for k, v in llm.items()}
     generate = raw.get("generate", {})
     _known(generate, {"limit", "sample"}, "generate", bad)
-    proj.generate_limit = number("limit", generate.get("limit", 20), 1)
+    proj.generate_limit = number("limit", generate.get("limit", 20), 0)  # 0: none (a file may hold the queries)
     proj.generate_sample = number("sample", generate.get("sample", 0), 0)
     if proj.generate_sample and proj.queries is None:
         raise bad("sample", "[generate] sample writes questions beside the project's own queries; this project "
@@ -392,11 +392,18 @@ def _place_texts(root: Path, candidates: list[Found]) -> tuple[list[Found], list
             undecided.append((c, why))
         else:
             rest.append(Found(c.path, "data", role, c.value, why))
-    if len(undecided) == 1 and not sources and not any(c.key == "chunks" for c in rest if c.table == "data"):
+    chunk_files = [c for c in rest if c.table == "data" and c.key == "chunks"]
+    if len(undecided) == 1 and not sources and not chunk_files:
         c, _ = undecided[0]
         rest.append(Found(c.path, "data", "chunks", c.value, "chunk texts by id (the only file of texts here, and "
                                                              "no run, qrels or answers to tell it from queries by id)"))
         return rest, []
+    if len(undecided) == 1 and len(chunk_files) == 1:  # beside the chunks, a file of texts sharing none of their ids
+        c, _ = undecided[0]
+        if placing.shares_no_ids(root / c.path, root / chunk_files[0].path):
+            rest.append(Found(c.path, "data", "queries", c.value,
+                              f"texts by id beside the chunks ({chunk_files[0].path}), sharing none of their ids"))
+            return rest, []
     for c, why in undecided:
         for role in ("chunks", "queries"):
             choices.append((Found(c.path, "data", role, c.value, ""), f"{why}; uncomment the role it plays"))
@@ -646,12 +653,21 @@ def render_project(findings: Findings, out: str = DEFAULT_OUT) -> str:
             may_be = [f.path for f, _ in findings.ambiguous if f.table == table and f.key == "queries"]
             comment = comment.format(no_queries="" if has_queries else
                                      f"; no queries placed: {' or '.join(may_be)} may hold them (uncomment "
-                                     "below); with none, run generates questions from the chunks" if may_be else
-                                     "; no queries: run generates questions from the chunks")
+                                     "below)" if may_be else "; no queries: run generates questions from the chunks")
+        if table == "generate" and may_be_queries(findings):  # no questions written while a file may hold them
+            lines.insert(0, f"limit = 0    # no questions are generated while {' or '.join(may_be_queries(findings))} "
+                            "may hold the queries: name them in [data], or set a limit to generate")
         text += f"\n[{table}]\n{comment}\n" + "".join(line + "\n" for line in lines)
     if findings.unplaced:
         text += "\n# not placed:\n" + "".join(f"#   {name}: {why}\n" for name, why in findings.unplaced)
     return text
+
+
+def may_be_queries(findings: Findings) -> list[str]:
+    """The files that may hold the queries when none is placed as them (written commented out)."""
+    if any(f.key == "queries" for f in findings.placed if f.table == "data"):
+        return []
+    return [f.path for f, _ in findings.ambiguous if f.table == "data" and f.key == "queries"]
 
 
 def _mentioned(text: str, value: str) -> bool:
