@@ -86,7 +86,7 @@ def test_labels_that_say_nothing_count_from_one_and_say_why(tmp_path):
     assert ev.aggregate == pytest.approx(trec_values(qrels, run, 1), abs=1e-12)
     text = ev.relevance.text()
     assert ev.relevance.source == "default" and "trec_eval's default: the labels do not say their scale" in text
-    assert "grades run 0-3" in text and "--relevance-level 2" in text  # the hint: not a decision
+    assert "grades run 0-3:" in text and "--relevance-level N" in text  # the hint: not a decision
     binary_only = write_trec(tmp_path / "b.txt", {q: {d: min(g, 1) for d, g in ds.items()} for q, ds in qrels.items()})
     assert "grades run" not in ragassay.evaluate(binary_only, run, ["p@5"]).relevance.text()  # 0-1: nothing to hint
 
@@ -495,3 +495,60 @@ def test_the_share_judged_leaves_out_queries_the_run_returned_nothing_for(tmp_pa
     whole = evaluate_json(path, run_file, capsys, "-m", "p@5", "--missing", "zero")
     blocks = evaluate_json(path, run_file, capsys, "-m", "p@5", "--missing", "zero", "--block-queries", "1")
     assert whole["rests_on"]["pool"]["judged"] == blocks["rests_on"]["pool"]["judged"] == {"share_judged@5": 0.75}
+
+
+def test_a_grade_nobody_reaches_and_grades_off_the_scale_are_said(tmp_path, capsys):
+    qrels, run = random_labels(12, 1, 5)
+    path = write_trec(tmp_path / "q.txt", qrels)
+    text = ragassay.evaluate(path, run, ["p@5"]).relevance.text()
+    assert "its grades run 1-5 and every label counts as relevant" in text  # nothing below the cut: said so
+    ev = ragassay.evaluate(path, run, ["p@5", "map"], relevance_level=9)
+    assert ev.aggregate == {"p@5": 0.0, "map": 0.0}
+    assert ev.relevance.warnings() == ["NO RELEVANT LABEL: no label reaches grade 9 (the highest is 5): every binary "
+                                       "measure is 0"]
+    off = write_trec(tmp_path / "off.txt", qrels, (0, 3), 2)  # says 0-3, holds 1-5
+    d = evaluate_json(off, _run_file(tmp_path, run), capsys, "-m", "p@5")
+    assert d["rests_on"]["relevance"]["warnings"] == [
+        "OFF THE SCALE: the labels hold grades 1-5, outside the scale 0-3 their origin file says"]
+    capsys.readouterr()
+    main(["evaluate", str(off), str(_run_file(tmp_path, run)), "-m", "p@5"])
+    assert "warning: OFF THE SCALE" in capsys.readouterr().out
+    fits = write_trec(tmp_path / "fits.txt", qrels, (1, 5), 4)
+    assert ragassay.evaluate(fits, run, ["p@5"]).relevance.warnings() == []
+
+
+def _run_file(tmp_path: Path, run: dict) -> Path:
+    path = tmp_path / "run.txt"
+    path.write_text("".join(f"{q} Q0 {d} 0 {s} r\n" for q, ds in run.items() for d, s in ds.items()))
+    return path
+
+
+def test_a_measure_is_deeper_than_the_pool_only_when_the_run_reaches_past_it(tmp_path, capsys):
+    ranking = {f"q{i}": [f"d{i}-{j}" for j in range(4)] for i in range(5)}  # four results a query
+    qrels = {q: {d: 1 for d in ds[:3]} for q, ds in ranking.items()}
+    path = write_trec(tmp_path / "q.txt", qrels, (0, 1), 1)
+    write_origin(path, read_origin(path).replace(pool=(PoolRun("r", pool_digest(
+        {q: ds[:3] for q, ds in ranking.items()}), 3),)))
+    short = write_run(tmp_path / "short.txt", {q: ds[:3] for q, ds in ranking.items()}, "r")
+    long = write_run(tmp_path / "long.txt", ranking, "r")
+    assert evaluate_json(path, short, capsys, "-m", "p@10,map,recall@3")["rests_on"]["pool"]["deeper"] == []
+    assert evaluate_json(path, long, capsys, "-m", "p@10,map,recall@3")["rests_on"]["pool"]["deeper"] == ["p@10", "map"]
+
+
+@pytest.mark.parametrize("spelt", [lambda d: d.upper(), lambda d: f"doc-{d}", lambda d: __import__("unicodedata")
+                                   .normalize("NFD", d)])
+def test_chunk_ids_that_never_meet_are_said_not_scored_silently(tmp_path, capsys, spelt):
+    qrels = {"q1": {"é1": 1, "ä2": 0}, "q2": {"é3": 2}}
+    path = write_trec(tmp_path / "q.txt", qrels)
+    run = write_run(tmp_path / "r.txt", {"q1": [spelt("é1"), spelt("ä2")], "q2": [spelt("é3")]}, "r")
+    capsys.readouterr()
+    assert main(["evaluate", str(path), str(run), "-m", "map"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split() for line in out.splitlines() if line.startswith("map")] == [["map", "0.0000"]]
+    flag = next(line for line in out.splitlines() if "NO CHUNK ID MEETS" in line)
+    assert repr(spelt("é1")) in flag and "'é1'" in flag
+    # one id meeting is enough for no such flag
+    run = write_run(tmp_path / "r2.txt", {"q1": [spelt("é1"), "ä2"], "q2": [spelt("é3")]}, "r")
+    capsys.readouterr()
+    main(["evaluate", str(path), str(run), "-m", "map"])
+    assert "NO CHUNK ID MEETS" not in capsys.readouterr().out

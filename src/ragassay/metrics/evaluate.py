@@ -226,6 +226,10 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
         for v in judged.values():
             v[mask] = np.nan
     standing = pool_standing(qrels.origin, run, measures, judged_means(judged))
+    if standing.judged and not any(standing.judged.values()):  # ids that never meet score 0: say it, with ids
+        ran = list(dict.fromkeys(d for _, ids in run.iter_top_ids(3) for d in ids))[:3]
+        labelled = list(dict.fromkeys(d for _, d, _ in qrels.rows()))[:3]
+        standing.unmet = (ran, labelled)
     return Evaluation(run.name, list(measures), queries, values, run_only, missing_ids,
                       sorted(no_relevant), missing, int(relevance_level), gain, qrels, sorted(empty_ids),
                       relevance=relevance, standing=standing, judged=judged)

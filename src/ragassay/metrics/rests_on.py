@@ -49,16 +49,31 @@ class Relevance:
             return f"{head} (as given{differs})"
         hint = ""
         if self.grades is not None and self.grades[1] > TREC_EVAL_LEVEL:
-            hint = (f"; its grades run {self.grades[0]}-{self.grades[1]}: where 1 means 'on the topic, not an "
-                    "answer' (the judge's, TREC Deep Learning's), count from 2 with --relevance-level 2")
+            every = " and every label counts as relevant" if self.grades[0] >= TREC_EVAL_LEVEL else ""
+            hint = (f"; its grades run {self.grades[0]}-{self.grades[1]}{every}: if its lower grades mean 'not "
+                    "relevant' (the judge's 1 and TREC Deep Learning's mean 'on the topic, not an answer'), give the "
+                    "grade that counts with --relevance-level N")
         said = (f"the labels say their scale{scale} but not the grade they count from" if self.scale
                 else "the labels do not say their scale")
         return f"{head} (trec_eval's default: {said}{hint})"
 
+    def warnings(self) -> list[str]:
+        """What makes the binary measures mean nothing, or less than they seem."""
+        out = []
+        if self.grades is not None and self.grades[1] < self.level:
+            out.append(f"NO RELEVANT LABEL: no label reaches grade {self.level} (the highest is {self.grades[1]}): "
+                       "every binary measure is 0")
+        if self.scale is not None and self.grades is not None and (
+                self.grades[0] < self.scale[0] or self.grades[1] > self.scale[1]):
+            out.append(f"OFF THE SCALE: the labels hold grades {self.grades[0]}-{self.grades[1]}, outside the scale "
+                       f"{self.scale[0]}-{self.scale[1]} their origin file says")
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         return {"level": self.level, "source": self.source,
                 "scale": list(self.scale) if self.scale else None, "labels_say": self.labels_say,
-                "grades": list(self.grades) if self.grades else None, "text": self.text()}
+                "grades": list(self.grades) if self.grades else None, "text": self.text(),
+                "warnings": self.warnings()}
 
 
 def relevance_for(origin: Origin | None, given: int | None, labels: str | Path | None = None,
@@ -109,6 +124,7 @@ class PoolStanding:
     checked: bool = True  # whether the run was held against the pool (not when it is read by blocks)
     deeper: list[str] = field(default_factory=list)
     judged: dict[str, float] = field(default_factory=dict)
+    unmet: tuple[list[str], list[str]] | None = None  # no returned chunk is judged: a few ids of each side
 
     @property
     def alone(self) -> bool:
@@ -123,6 +139,11 @@ class PoolStanding:
     def flags(self) -> list[str]:
         """What a reader of the scores must know, each a sentence."""
         out = []
+        if self.unmet is not None:
+            ran, labelled = self.unmet
+            out.append("NO CHUNK ID MEETS: none of the chunks the run returned is in the labels (the run's "
+                       f"{', '.join(map(repr, ran))}; the labels' {', '.join(map(repr, labelled))}): every score is 0; "
+                       "do the two files spell chunk ids alike?")
         if self.alone:
             out.append(f"POOL OF THIS RUN ALONE: the labels judge only its own top {self.depth}; recall and MAP "
                        "count only the relevant chunks it found itself (recall at the pool's depth is 1.0 by "
@@ -178,8 +199,10 @@ def pool_standing(origin: Origin | None, run: Any, measures: Sequence[Measure],
         depth = standing.depth or 0
         # a measure without a cut-off reads the whole ranking: past the pool when a ranking is longer
         longest = _longest_ranking(run) if run is not None else longest
-        standing.deeper = [str(m) for m in measures if m.name not in _COUNTS_ONLY and (
-            (isinstance(m.k, int) and m.k > depth) or (m.k is None and longest is not None and longest > depth))]
+        # how deep a measure reads: its cut-off, but no deeper than the longest ranking (when known)
+        reach = {str(m): (longest if m.k is None else m.k if longest is None else min(m.k, longest))
+                 for m in measures if m.name not in _COUNTS_ONLY and isinstance(m.k, (int, type(None)))}
+        standing.deeper = [name for name, r in reach.items() if r is not None and r > depth]
     return standing
 
 
@@ -215,6 +238,7 @@ def rests_on_lines(data: dict[str, Any] | None) -> list[str]:
     rel = data.get("relevance") or {}
     if rel.get("measures"):
         out.append(f"{rel['text']}: {', '.join(rel['measures'])}")
+    out += [f"warning: {w}" for w in rel.get("warnings") or []]
     pool = data.get("pool") or {}
     if pool.get("text"):
         out.append(pool["text"])
@@ -266,6 +290,7 @@ def compare_rests_on_lines(data: dict[str, Any] | None) -> list[str]:
     rel = data.get("relevance") or {}
     if rel.get("measures"):
         out.append(f"{rel['text']}: {', '.join(rel['measures'])}")
+    out += [f"warning: {w}" for w in rel.get("warnings") or []]
     for name, pool in (data.get("pools") or {}).items():
         out.append(f"{name}: {pool['text']}")
         out += [f"warning: {name}: {f}" for f in pool.get("flags") or []]
@@ -286,6 +311,7 @@ def rests_on_brief(data: dict[str, Any] | None, only: Sequence[str] | None = Non
     wanted = None if only is None else {str(parse_measure(m)) for m in only}
     if [m for m in rel.get("measures") or [] if wanted is None or m in wanted]:
         parts.append(f"relevant = grade ≥ {rel['level']}")
+        parts += [w.split(":")[0] for w in rel.get("warnings") or []]
     pool = data.get("pool") or {}
     if pool.get("alone"):
         parts.append(f"POOL OF THIS RUN ALONE (depth {pool['depth']}): recall and MAP count only what it found")
