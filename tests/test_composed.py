@@ -751,10 +751,16 @@ def test_history_draws_changes_only_between_like_results(work):
     j = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--format", "json").json
     rows = j["results"]
     assert [r["run"] for r in rows] == ["bm25", "tfidf", "bm25", "bm25", "bm25", "bm25", "bm25"]
-    # only g follows a (same run, same qrels, same settings); c is compare's bm25 (missing zero), d other
-    # labels, e another relevance level, f another gain
-    assert [r["delta_previous"] for r in rows] == [None, None, None, None, None, None, 0.0]
-    assert [r["delta_best"] for r in rows] == [None, None, None, None, None, None, 0.0]
+    # e follows a and g follows e (same run, same qrels, same settings that change ndcg@10: another relevant
+    # grade does not, its gains are the grades); c is compare's bm25 (missing zero), d other labels, f another gain
+    assert [r["delta_previous"] for r in rows] == [None, None, None, None, 0.0, None, 0.0]
+    assert [r["delta_best"] for r in rows] == [None, None, None, None, 0.0, None, 0.0]
+    # map counts relevance from a grade: e (relevant from 3) starts its own series, and g follows a
+    binary = cli("history", "--db", "h.sqlite", "--metric", "map", "--format", "json").json["results"]
+    assert [r["delta_previous"] for r in binary] == [None, None, None, None, None, None, 0.0]
+    assert "relevant = grade ≥ 3" in binary[4]["series"] and "relevant = grade ≥ 2" in binary[6]["series"]
+    said = cli("history", "--db", "h.sqlite", "--metric", "map").out
+    assert "relevant = grade ≥ 3" in said and "series:" in said
     assert rows[3]["qrels"]["origin"]["describe"] == "example assessor 2"
     text = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10")
     table = _history_rows(text.out)
@@ -763,7 +769,7 @@ def test_history_draws_changes_only_between_like_results(work):
                                      "example assessor 1 1805b9e6", "example assessor 2 ab06379d",
                                      "example assessor 1 1805b9e6", "example assessor 1 1805b9e6",
                                      "example assessor 1 1805b9e6"]
-    assert [r[-2:] for r in table if r[-1].startswith(("+", "-"))] == [["+0.0000", "+0.0000"]]
+    assert [r[-2:] for r in table if r[-1].startswith(("+", "-"))] == [["+0.0000", "+0.0000"]] * 2
     assert table[-1][0] == "7"
 
 
@@ -772,10 +778,10 @@ def test_history_of_one_run_keeps_its_series_apart(work):
     j = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "bm25", "--format", "json").json
     assert j["run"] == "bm25"
     assert [r["id"] for r in j["results"]] == [1, 3, 4, 5, 6, 7]
-    assert [r["delta_previous"] for r in j["results"]] == [None, None, None, None, None, 0.0]
+    assert [r["delta_previous"] for r in j["results"]] == [None, None, None, 0.0, None, 0.0]
     text = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "bm25").out
     changes = [r[-2:] for r in _history_rows(text) if r[-1].startswith(("+", "-"))]
-    assert changes == [["+0.0000", "+0.0000"]]
+    assert changes == [["+0.0000", "+0.0000"]] * 2
     tfidf = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "tfidf", "--format", "json").json
     assert [r["id"] for r in tfidf["results"]] == [2]
     nobody = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "nope")
@@ -787,9 +793,9 @@ def test_history_counts_the_series_it_draws(work):
     _like_with_like_db()
     text = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10").out
     blanks = sum(1 for r in _history_rows(text) if not r[-1].startswith(("+", "-")))
-    assert blanks == 6
-    assert "(6 series)" in text
-    assert "(5 series)" in cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "bm25").out
+    assert blanks == 5
+    assert "(5 series:\n  " in text  # each named, the settings that split them said
+    assert "(4 series:\n  " in cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "bm25").out
 
 
 def test_gate_names_the_run_and_the_qrels_labeller(work):

@@ -552,3 +552,16 @@ def test_chunk_ids_that_never_meet_are_said_not_scored_silently(tmp_path, capsys
     capsys.readouterr()
     main(["evaluate", str(path), str(run), "-m", "map"])
     assert "NO CHUNK ID MEETS" not in capsys.readouterr().out
+
+
+def test_runs_gate_says_what_the_gated_scores_rest_on(tmp_path, capsys):
+    folder = tmp_path / "corpus"
+    write_corpus(folder, chunks=80, queries=8)
+    path = project(folder, ["overlap"])
+    path.write_text(path.read_text() + '[gate]\nmin = ["recall@10=0.5", "ndcg@10=0.1"]\n')
+    with FakeLLM() as server:
+        code, result, err = run_project(path, server, capsys)
+    gate = next(s for s in result["steps"] if s["step"] == "gate")
+    assert gate["status"] == "ran" and code == 0, err
+    assert gate["text"].endswith("[overlap: relevant = grade ≥ 2; POOL OF THIS RUN ALONE (depth 10): recall and MAP "
+                                 "count only what it found]")

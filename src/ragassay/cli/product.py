@@ -137,10 +137,11 @@ def _history_text(view: Any) -> str:
                              [[r.id, when(r.created), r.run or "", qrels(r), clip(r.label) or "", r.commit or "", r.value,
                                "" if r.delta_previous is None else f"{r.delta_previous:+.4f}",
                                "" if r.delta_best is None else f"{r.delta_best:+.4f}"] for r in rows])
-        series = {r.series for r in rows if r.series}
+        series = list(dict.fromkeys(r.series for r in rows if r.series))
         note = ("changes are against the previous result of the same run on the same qrels with the same settings; "
                 "a blank change starts a series")
-        return f"{table}\n\n{note}" + (f" ({len(series)} series)" if len(series) > 1 else "")
+        return f"{table}\n\n{note}" + (f" ({len(series)} series:\n" + "\n".join(f"  {s}" for s in series) + ")"
+                                         if len(series) > 1 else "")
     return render_table(["#", "time", "kind", "run", "qrels (labels by, digest)", "label", "commit", "metrics"],
                         [[r.id, when(r.created), r.kind, r.run or "", qrels(r), clip(r.label) or "", r.commit or "",
                           ", ".join(sorted(r.metrics)[:6]) + (" ..." if len(r.metrics) > 6 else "")] for r in rows])

@@ -1142,8 +1142,9 @@ def _gate(ctx: Context, selected: bool) -> StepResult:
         missing, pairs = ctx.unjudged or (0, 0)
         return StepResult("gate", "skipped", f"the scores are of part of the pool ({missing} of {pairs} pairs not "
                                              "judged yet): no verdict until the judge finishes", 3)
+    from ..metrics.rests_on import rests_on_brief
     names = [p.gate_run] if p.gate_run else list(ctx.runs)
-    failures = []
+    failures, rests = [], []
     for name in names:
         result = ctx.out / "evaluate" / f"{name}.json"
         if not result.exists():
@@ -1151,10 +1152,13 @@ def _gate(ctx: Context, selected: bool) -> StepResult:
             continue
         verdict = gate_result(result, p.gate_min, p.gate_max, None, p.allow_errors)
         failures += [f"{name}: {f}" for f in verdict.failures]
+        brief = rests_on_brief(verdict.rests_on, only=[*p.gate_min, *p.gate_max]) if verdict.rests_on else ""
+        rests += [f"{name}: {brief}"] if brief else []  # what the gated scores rest on, said with the verdict
+    said = f" [{'; '.join(rests)}]" if rests else ""
     if failures:
-        return StepResult("gate", "failed", "; ".join(failures), 1)
+        return StepResult("gate", "failed", "; ".join(failures) + said, 1)
     return StepResult("gate", "ran", f"passed: {len(p.gate_min) + len(p.gate_max)} threshold(s) hold for "
-                                     f"{len(names)} run(s)")
+                                     f"{len(names)} run(s){said}")
 
 
 def _p_said(p: float) -> str:

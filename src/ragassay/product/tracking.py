@@ -132,11 +132,11 @@ class History:
             if key not in r.metrics:
                 continue
             v = r.metrics[key]
-            series = _series(r)
+            series = _series(r, key)
             p, b = (prev.get(series), best.get(series)) if series is not None else (None, None)
             out.append(r.model_copy(update={"value": v, "delta_previous": None if p is None else v - p,
                                             "delta_best": None if b is None else v - b,
-                                            "series": None if series is None else _series_name(r)}))
+                                            "series": None if series is None else _series_name(r, key)}))
             if series is not None:
                 prev[series] = v
                 best[series] = v if b is None else (min(b, v) if lower_is_better else max(b, v))
@@ -149,25 +149,39 @@ class History:
 METRIC_SETTINGS = ("relevance_level", "gain", "missing")  # settings that change a ranking metric's value
 
 
-def _series(r: TrackedResult) -> tuple | None:
-    """What two results must share for a trend between them to mean anything; None: no series."""
+def _settings_of(metric: str | None) -> tuple[str, ...]:
+    """The settings that change ``metric``'s value: the relevant grade only for the measures that
+    count relevance from a grade (not NDCG's gains); all of them for a name that is no measure."""
+    from ..metrics.rests_on import uses_relevance
+    if metric is None:
+        return METRIC_SETTINGS
+    try:
+        uses = bool(uses_relevance([metric]))
+    except ValueError:
+        return METRIC_SETTINGS
+    return METRIC_SETTINGS if uses else tuple(k for k in METRIC_SETTINGS if k != "relevance_level")
+
+
+def _series(r: TrackedResult, metric: str | None = None) -> tuple | None:
+    """What two results must share for a trend of ``metric`` between them to mean anything; None: no series."""
     if r.kind in ("evaluate", "compare"):
         digest = (r.qrels or {}).get("digest")
         if not r.run or not digest:
             return None
         settings = r.settings or {}
-        return ("ranking", r.run, digest, tuple(str(settings.get(k)) for k in METRIC_SETTINGS))
+        return ("ranking", r.run, digest, tuple(str(settings.get(k)) for k in _settings_of(metric)))
     if r.kind == "check" and r.qrels is None:  # answer labels: one series per run name (None: the answers)
         return ("check", r.run)
     return (r.kind, r.run, (r.qrels or {}).get("digest"))
 
 
-def _series_name(r: TrackedResult) -> str:
+def _series_name(r: TrackedResult, metric: str | None = None) -> str:
     """The series in words: run, qrels (digest and labeller) and the settings that change a value."""
     q = r.qrels or {}
     origin = (q.get("origin") or {}).get("describe", "unknown")
     settings = r.settings or {}
-    said = ", ".join(f"{k} {settings[k]}" for k in METRIC_SETTINGS if k in settings)
+    said = ", ".join(f"relevant = grade ≥ {settings[k]}" if k == "relevance_level" else f"{k} {settings[k]}"
+                     for k in _settings_of(metric) if k in settings)
     name = f"{r.run or r.kind} on qrels {q.get('digest', '?')[:8]} ({origin})" if q else (r.run or r.kind)
     return f"{name}, {said}" if said and r.kind in ("evaluate", "compare") else name
 
