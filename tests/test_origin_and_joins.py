@@ -341,8 +341,8 @@ def test_history_draws_a_change_only_within_one_run_on_one_qrels_with_one_settin
     assert trend[2].qrels["origin"]["describe"] == "example assessor 2"
     only = read_history(db, "ndcg@10", run="tfidf").results
     assert [r.id for r in only] == [2]
-    assert main(["history", "--db", str(db), "--metric", "ndcg@10", "--run", "nope"]) == 0
-    assert "no tracked result of the run 'nope'" in capsys.readouterr().out
+    assert main(["history", "--db", str(db), "--metric", "ndcg@10", "--run", "nope"]) == 1  # a name it has not
+    assert "no tracked result of the run 'nope' in this history; the runs it has: bm25, tfidf" in capsys.readouterr().err
 
 
 def test_a_compare_tracks_its_chosen_run_and_trends_with_an_evaluate_of_that_run(tmp_path, capsys):

@@ -56,8 +56,9 @@ def test_gate_result_says_what_failed_and_refuses_a_misspelt_metric(evaluated):
     passed = gate_result(evaluated, {"ndcg@10": 0.5}, {})
     assert passed.exit_code == 0 and passed.to_dict() == {"kind": "gate", "version": 1, "passed": True,
                                                           "failures": [], "result_kind": "evaluate", "run": "bm25",
-                                                          "qrels": passed.qrels}
+                                                          "qrels": passed.qrels, "rests_on": passed.rests_on}
     assert passed.qrels["origin"]["describe"] == "example assessor 1"
+    assert passed.rests_on["relevance"]["level"] == 2 and passed.rests_on["pool"]["depth"] == 5  # the result's own
     with pytest.raises(UsageError, match="'ndcg@100' is not in this evaluate result; did you mean 'ndcg@10'"):
         gate_result(evaluated, {"ndcg@100": 0.1}, {})
 

@@ -9,7 +9,6 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from ragassay.cli import main

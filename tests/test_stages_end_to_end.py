@@ -145,7 +145,9 @@ def test_errors_exit_3_and_name_the_reason_then_a_rerun_retries_them(tmp_path, c
     args = ["check", str(EXAMPLE / "answers.jsonl"), "--chunks", CHUNKS, "-o", str(out), "--quiet"]
     assert main(args) == 3
     printed = capsys.readouterr().out
-    assert "14 of 16 check records are errors" in printed and "rerun the same command" in printed
+    # waiting for a verdict is not an error: said as waiting, with what a rerun needs
+    assert "14 of 16 answers wait for an LLM verdict (no endpoint configured); rerun the same command with one to " \
+           "decide them" in printed
     with FakeLLM() as server:
         predicted = dry(args + ["--base-url", server.url, "--model", "fake"], capsys)
         # a new model gives every answer a new key; the rules decide 2 again without a call (the two
