@@ -23,6 +23,8 @@ A dry run of the bundled example, offline (no endpoint, no key):
 
 from __future__ import annotations
 
+import sys
+
 import asyncio
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -140,7 +142,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
           import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
           shard: str | tuple[int, int] | None = None, quiet: bool = True, announce: bool = False,
           llm: LLM | None = None, options: CheckOptions | None = None, join_warnings: bool = True,
-          query_ids: Mapping[str, str] | None = None, **llm_settings: Any) -> CheckResult | Estimate:
+          query_ids: Mapping[str, str] | None = None, queries: str | Path | Mapping[str, str] | None = None,
+          **llm_settings: Any) -> CheckResult | Estimate:
     """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
 
     ``answers`` may be a file (ragassay, RAGAS or DeepEval fields) or a list of dicts or
@@ -178,6 +181,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                              shard=_shard(shard))
     chunk_map = _chunks(chunks)
     items, fields_by_id = _answers(answers, chunk_map, by)
+    if queries is not None and query_ids is None and run is not None:  # answers under other ids than the run's
+        query_ids = _queries_by_text(items, queries, answers, join_warnings)
     joins = []
     recall = caveat = None
     if run is not None:  # the diagnosis meets answers with the run and the qrels by query id: counted
@@ -186,6 +191,15 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         run_t, qrels_t = coerce_run(run), coerce_qrels(qrels)
         asks = {a.id: (query_ids or {}).get(a.id, a.id) for a in items}  # the query each answer answers
         ids = list(asks.values())
+        try:
+            Join.of("query ids", "the answers", ids, "the run", run_t.queries, _source(answers),
+                    _source(run)).require_overlap()
+        except InputError as e:  # the way out, when the answers ask the run's questions under other ids
+            if queries is not None:
+                raise
+            raise InputError(f"{e.message} If the answers ask the queries' questions under other ids, give the "
+                             "queries (--queries FILE; queries= in Python) to match them by question text", e.path) \
+                from None
         joins = [Join.of("query ids", "the answers", ids, "the run", run_t.queries, _source(answers), _source(run))
                  .require_overlap().warn(not join_warnings, sides=("left",)),
                  Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers), _source(qrels))
@@ -222,6 +236,22 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         summary["human"]["join"] = human_join.to_dict()
     return CheckResult(done.result, summary, done.usage_numbers(), done.usage_text() if done.usage else "",
                        done.batch_note)
+
+
+def _queries_by_text(items: Sequence[AnswerItem], queries: str | Path | Mapping[str, str], answers: Any,
+                     warn: bool) -> dict[str, str] | None:
+    """Each answer's query id, when the answers' ids meet none of the queries' but their questions are
+    the queries' texts (data/text_match.py: counted, and said as a warning); None when the ids meet."""
+    from .data.io import read_queries
+    from .data.text_match import answers_to_queries
+    texts = dict(queries) if isinstance(queries, Mapping) else read_queries(queries)
+    found = answers_to_queries({a.id: a.question for a in items}, texts, "auto", _source(answers),
+                               None if isinstance(queries, Mapping) else queries, setting="--queries")
+    if found is None:
+        return None
+    if warn:
+        print(f"warning: {found.sentence()}", file=sys.stderr)
+    return dict(found.pairs)
 
 
 def _source(x: Any) -> str | None:
