@@ -162,19 +162,26 @@ def sample_rows(path: str | Path, data: bytes | None = None) -> list[PeerRow]:
     return _csv_rows(data, path)
 
 
-def answer_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+def answer_rows(path: str | Path, problems: Any = None) -> list[tuple[int, dict[str, Any]]]:
     """Answers to check as (line, fields renamed to ragassay's with the id rule applied), from any file
-    :func:`sample_rows` reads."""
+    :func:`sample_rows` reads. With ``problems`` (a :class:`~ragassay.data.line_problems.LineProblems`)
+    a bad row is kept there and left out, so every bad row is said; else the first raises."""
     rows = sample_rows(path)
     if not rows:
         raise InputError("no answers in file", path)
     out = []
     for r in rows:
         fields = answer_fields(r.fields, r.position)
-        single_turn(fields, r, path)
-        if "question" not in fields:
-            raise InputError(f"{r.said}no question (a field named question, user_input, input or query; "
-                             f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
+        try:
+            single_turn(fields, r, path)
+            if "question" not in fields:
+                raise InputError(f"{r.said}no question (a field named question, user_input, input or query; "
+                                 f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
+        except InputError as e:
+            if problems is None:
+                raise
+            problems.add_error(e)
+            continue
         out.append((r.line, fields))
     return out
 
