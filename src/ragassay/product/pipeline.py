@@ -332,7 +332,7 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
             step = outcomes.said_after(ctx, step)
             result.steps.append(step)
             log(step_line(step))
-            if step.status == "failed" and name not in LLM_STEPS:
+            if outcomes.stops_the_run(step, LLM_STEPS):
                 break
     finally:
         if lock is not None:
@@ -571,7 +571,8 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
         except RagassayError as e:
             missing = _missing_module(e)
             if missing is None or name not in p.fallbacks:
-                raise
+                outcomes.retriever_failed(ctx, name, e, said, results)
+                continue
             said.append(_fell_back(ctx, name, path, missing))
             results[name] = {"fallback": str(p.fallbacks[name]), "missing_package": missing}
             ctx.warnings.append(f"{said[-1]} (the retriever {name} did not run)")
@@ -587,7 +588,7 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
         ctx.state.done(f"retrieve:{name}", digest, 0, "", results[name])
         said.append(f"{name}: {len(done.run)} results for {len(done.run.queries)} queries")
     status = ("estimated" if ctx.dry_run else "ran") if ran else "up to date" if selected else "not selected"
-    return StepResult("retrieve", status, "; ".join(said), result=results)
+    return outcomes.retrieve_failed(ctx, StepResult("retrieve", status, "; ".join(said), result=results))
 
 
 def _missing_module(error: BaseException) -> str | None:
