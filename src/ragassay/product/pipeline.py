@@ -682,19 +682,20 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
                             base_url=ctx.llm.get("base_url"))
     kept = ctx.state.fresh("judge", digest, [out, judged])
     runs = len(set(ctx.runs) | set(ctx.memory_runs))
+    pool_of = f"the pool of {runs} run's" if runs == 1 else f"the pool of {runs} runs'"
     if kept:  # every pair of the pool was judged before this run, none now
         ctx.judged = judged
         ctx.unjudged = _unjudged(pooled, judged)
         said = kept.get("result") or {}
-        text = (f"the pool of {runs} runs' top {p.depth}: {len(pooled)} pairs, all {len(pooled)} judged before, "
-                f"0 now" + (f", {said['errors']} errors" if said.get("errors") else ""))
+        text = (f"{pool_of} top {p.depth}: {len(pooled)} pairs, all {len(pooled)} judged before, "
+                f"0 now" + (f", {said['errors']} error{'s' if said['errors'] != 1 else ''}" if said.get("errors") else ""))
         return StepResult("judge", "up to date", text, kept["exit_code"], result=kept.get("result"))
     args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm_args())
     if ctx.dry_run:
         est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
         ctx.judging = est.calls > 0
         ctx.pooling = True
-        return StepResult("judge", "estimated", f"the pool of {runs} runs' top {p.depth}: {pairs} pairs; "
+        return StepResult("judge", "estimated", f"{pool_of} top {p.depth}: {pairs} pairs; "
                           + _estimate_text(est), 0, est.to_dict())
     pool_path = ctx.out / "pool.txt"  # what was judged, to read (the judge reads the run it is given)
     rio.write_run(pool_path, run)
@@ -704,8 +705,8 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
         write_origin(judged, read_origin(judged).replace(pool=members))
     ctx.spend(done)
     s = done.summary()
-    text = (f"the pool of {runs} runs' top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
-            f"{max(s.judged - s.already_done, 0)} now, {s.errors} errors") + _failures(done.relevance)
+    text = (f"{pool_of} top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
+            f"{max(s.judged - s.already_done, 0)} now, {s.errors} error{'s' if s.errors != 1 else ''}") + _failures(done.relevance)
     ctx.judged = judged
     ctx.unjudged = _unjudged(pooled, judged)
     ctx.state.done("judge", digest, done.exit_code, text, done.to_dict())

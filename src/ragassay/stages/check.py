@@ -277,7 +277,8 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
     if llm is None and announce:
         undecided = sum(1 for w in work if w.payload[1] is None and w.payload[3] is None and not store.done(w.key))
         if undecided:
-            print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and wait "
+            print(f"note: no LLM endpoint configured: {undecided} answer{'s need' if undecided != 1 else ' needs'} an "
+                  "LLM verdict and wait "
                   "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
                   file=sys.stderr)
     return await run_stage(checker, work, [llm] if llm is not None else [], store,
@@ -433,8 +434,8 @@ class CheckResult:
     def stage(self) -> str:
         return self.run.stage
 
-    def failure_text(self) -> str:
-        return self.run.failure_text()
+    def failure_text(self, source: str | Path | None = None) -> str:
+        return self.run.failure_text(source)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``check`` result as ``--format json`` prints it (without the batch line)."""
