@@ -160,8 +160,8 @@ def check_columns(head: bytes, path: str | Path, kind: str, fmt: str, header: in
     if found.sure:
         raise InputError(f"looks like {other}, not {given}: {found.said}; {advice}, or {flag} {fmt} ({takers}; "
                          f"format={fmt!r} in Python) if it really is {given}", path, found.line)
-    print(f"warning: {path}: read as a run, though {found.said}; if it is qrels, give it as QRELS",
-          file=sys.stderr)
+    print(f"warning: {path}: read as a run, though {found.said}; if it is qrels, it goes where qrels are read "
+          "(the QRELS of evaluate, compare and agree)", file=sys.stderr)
 
 
 def trec_line_evidence(fields: list[str], kind: str) -> str | None:
@@ -274,6 +274,6 @@ def refuse_grades_as_run(qrels: Any, run: Any, qrels_path: str | Path | None = N
     if said is None:
         return run
     run_file = run_path or run.source or "the run"
-    raise InputError(f"looks like qrels, not a run: {said}; give a run of a retriever's results; if {run_file} "
-                     "really is a run, --run-format names its format (trec, trec3, jsonl or beir; format= in Python, "
+    raise InputError(f"looks like qrels, not a run: {said}; give a run of a retriever's results; --run-format "
+                     f"names its format if {run_file} really is a run (trec, trec3, jsonl or beir; format= in Python, "
                      "where a Run object or a dict is taken as it is)", run_file)
