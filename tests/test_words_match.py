@@ -303,6 +303,8 @@ NOT_PRINTED = [
      "cli/hints.py drops '--run-format names it' for a command without it"),
     ("data.io:detect_format", ("--qrels-format",), ("check", "demo", "judge", "label", "report", "run"),
      "cli/hints.py drops '--qrels-format names it' for a command without it"),
+    ("data.roles:refuse_grades_as_run", ("--run-format",), ("agree", "check", "demo", "report", "run"),
+     "cli/hints.py drops '--run-format names its format' for a command without it"),
     ("product.report:build_report", ("--qrels", "--run"), ("run", "demo"), "run gives result files or qrels with runs"),
     ("product.tracking:gate", ("--allow-errors",), ("run", "demo"), "run gates evaluate results, which hold no error items"),
     ("product.tracking:History", ("--db",), ("run", "demo"), "pipeline._track says the history's path instead"),

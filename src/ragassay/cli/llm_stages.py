@@ -93,7 +93,8 @@ def _check_text(done: Any, args: argparse.Namespace) -> str:
     if waiting and waiting == done.run.errors and not done.run.stopped:  # none failed: they wait for a verdict
         return text + (f"\n{waiting} of {done.run.ok + done.run.errors} answers wait for an LLM verdict (no endpoint "
                        "configured); rerun the same command with one to decide them")
-    return text + ("\n" + done.failure_text() if done.run.errors or done.run.stopped else "")
+    source = args.answers if isinstance(getattr(args, "answers", None), str) and args.answers != "-" else None
+    return text + ("\n" + done.failure_text(source) if done.run.errors or done.run.stopped else "")
 
 
 def _summary_text(result: dict, args: argparse.Namespace) -> str:
@@ -104,7 +105,7 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
     waiting = s.get("waiting") or 0
     out.append(f"{s['graded']} of {s['answers']} answers graded"
                + (f"; {waiting} waiting for an LLM verdict" if waiting
-                  else "") + f"; {s['errors']} errors (excluded from rates)\n"
+                  else "") + f"; {s['errors']} error{'s' if s['errors'] != 1 else ''} (excluded from rates)\n"
                f"correct given attempted: {_fmt_rate(s['correct_given_attempted'], 'attempted answers')}\n"
                f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): "
                f"{_fmt_rate(s['truthfulness'], total=s['answers'])}"

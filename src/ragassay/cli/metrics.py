@@ -20,6 +20,10 @@ def _load_pair(args: argparse.Namespace, run_paths: list[str]):
                          "files by name")
     qrels = read_qrels(args.qrels, format=args.qrels_format)
     runs = [read_run(p, format=args.run_format, dedupe=args.dedupe) for p in run_paths]
+    if args.run_format == "auto":  # (a format given by name forces the reading)
+        from ..data.roles import refuse_grades_as_run
+        for run, path in zip(runs, run_paths):
+            refuse_grades_as_run(qrels, run, args.qrels, path)
     return qrels, runs
 
 

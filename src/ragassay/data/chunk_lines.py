@@ -82,21 +82,42 @@ class ChunkLines:
         return chunk
 
     def finish(self) -> None:
-        """Raise the one error of every bad line; a file of no chunk at all is an error too."""
-        if self.from_doc and self.own:
-            for no, doc in self.from_doc:
-                self.problems.add(no, f"no 'id': its doc_id {doc!r} names the document the chunk comes from, not "
-                                      "the chunk (other lines have an 'id'); give this chunk an 'id'")
+        """Raise the one error of every bad line; a file of no chunk at all is an error too. Lines
+        without an id are one problem, its reason said once and their lines listed after it."""
+        if len(self.from_doc) == 1 and self.own:
+            no, doc = self.from_doc[0]
+            self.problems.add(no, f"no 'id': its doc_id {doc!r} names the document the chunk comes from, not the "
+                                  "chunk (other lines have an 'id'); give this chunk an 'id'")
+        elif self.from_doc and self.own:
+            self.problems.add(None, no_id_said(
+                [no for no, _ in self.from_doc], "other lines have an 'id', so a doc_id names the document a "
+                                                 "chunk comes from, not the chunk"))
         elif self.from_doc:
             lines: dict[str, list[int]] = defaultdict(list)
             for no, doc in self.from_doc:
                 lines[doc].append(no)
-            for no, doc in self.from_doc:
-                if len(lines[doc]) > 1:
-                    where = ", ".join(map(str, lines[doc][:5])) + (", ..." if len(lines[doc]) > 5 else "")
-                    self.problems.add(no, f"no 'id', and its doc_id {doc!r} is on {len(lines[doc])} lines ({where}): "
-                                          "a document's id, shared by its chunks, not a chunk's; give each chunk "
-                                          "an 'id'")
-        self.problems.raise_if_any()
+            repeated = next(((doc, at) for doc, at in lines.items() if len(at) > 1), None)
+            if repeated is not None:  # not a docs export: every line without an id is wrong, not only repeats
+                doc, at = repeated
+                self.problems.add(None, no_id_said(
+                    [no for no, _ in self.from_doc], f"no line has one, and doc_id {doc!r} is on {len(at)} lines "
+                                                     f"(first {at[0]} and {at[1]}): a doc_id names the document the "
+                                                     "chunks were cut from, shared by its chunks, not a chunk"))
+        if self.problems:
+            e = self.problems.error()
+            if e.line is None and self.from_doc:  # (the lines are listed in the message; the first is where to go)
+                e.line = self.from_doc[0][0]
+            raise e
         if not self.count:
             raise InputError("no chunks in file", self.path)
+
+
+SHOWN_LINES = 10
+
+
+def no_id_said(lines: list[int], why: str) -> str:
+    """The one problem of the lines without an ``id``: the reason once, then the lines (the first 10)."""
+    shown = ", ".join(map(str, lines[:SHOWN_LINES])) + (f", ... ({len(lines)} lines)" if len(lines) > SHOWN_LINES
+                                                       else "")
+    return (f"{len(lines)} line{'s have' if len(lines) != 1 else ' has'} no 'id' ({why}); give each chunk an 'id' "
+            f"(or BEIR's '_id'): line{'s' if len(lines) != 1 else ''} {shown}")

@@ -197,11 +197,16 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
             cols.append(col if convert is None else convert(col, lines, path))
         return cols, lines
 
-    if len(blocks) > 1 and THREADS > 1:
-        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-            parts = list(pool.map(work, blocks))
-    else:
-        parts = [work(b) for b in blocks]
+    try:
+        if len(blocks) > 1 and THREADS > 1:
+            with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+                parts = list(pool.map(work, blocks))
+        else:
+            parts = [work(b) for b in blocks]
+    except InputError as e:  # said again with every bad line in file order, from the failing block on
+        from .column_problems import every_bad_line
+        block = next((b for b in reversed(blocks) if e.line is not None and b[2] <= e.line), blocks[0])
+        raise every_bad_line(data, block[0], block[2], ncols, most, wanted, path, e, MAX_FIELD_BYTES) from None
     del data, buf_all  # split: the file's bytes go now (when the caller handed them over), not after the join
     parts = [p for p in parts if len(p[1])]
     if not parts:

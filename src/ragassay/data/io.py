@@ -848,17 +848,19 @@ def _field(obj: Mapping[str, Any], names: tuple[str, ...], path: str | Path | No
 
 def read_records(path: str | Path, model: Any, what: str,
                  prepare: Any = None, rows: Iterable[tuple[int, dict[str, Any]]] | None = None,
-                 after: Any = None) -> list[tuple[int, Any]]:
+                 after: Any = None, problems: Any = None) -> list[tuple[int, Any]]:
     """Validate each JSONL line as ``model`` (a pydantic class with an ``id``); ids must be unique.
 
     Returns ``(line number, record)`` pairs; ``prepare(object, line number)`` may rewrite each raw
     object first. ``rows`` gives the (line, object) pairs when they come from another kind of file;
-    ``after(record, object)`` may finish a record from its object.
+    ``after(record, object)`` may finish a record from its object. ``problems``: a
+    :class:`~ragassay.data.line_problems.LineProblems` holding the bad lines found before (said
+    with these, in file order).
     """
     from .line_problems import LineProblems
     out: list[tuple[int, Any]] = []
     seen: dict[str, int] = {}
-    problems = LineProblems(path)  # every bad line, said at the end in file order
+    problems = LineProblems(path) if problems is None else problems  # every bad line, said at the end in file order
     for no, obj in (iter_jsonl(path, problems=problems) if rows is None else rows):
         try:
             if prepare is not None:

@@ -162,19 +162,26 @@ def sample_rows(path: str | Path, data: bytes | None = None) -> list[PeerRow]:
     return _csv_rows(data, path)
 
 
-def answer_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+def answer_rows(path: str | Path, problems: Any = None) -> list[tuple[int, dict[str, Any]]]:
     """Answers to check as (line, fields renamed to ragassay's with the id rule applied), from any file
-    :func:`sample_rows` reads."""
+    :func:`sample_rows` reads. With ``problems`` (a :class:`~ragassay.data.line_problems.LineProblems`)
+    a bad row is kept there and left out, so every bad row is said; else the first raises."""
     rows = sample_rows(path)
     if not rows:
         raise InputError("no answers in file", path)
     out = []
     for r in rows:
         fields = answer_fields(r.fields, r.position)
-        single_turn(fields, r, path)
-        if "question" not in fields:
-            raise InputError(f"{r.said}no question (a field named question, user_input, input or query; "
-                             f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
+        try:
+            single_turn(fields, r, path)
+            if "question" not in fields:
+                raise InputError(f"{r.said}no question (a field named question, user_input, input or query; "
+                                 f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
+        except InputError as e:
+            if problems is None:
+                raise
+            problems.add_error(e)
+            continue
         out.append((r.line, fields))
     return out
 
@@ -545,7 +552,7 @@ def qrels_from_columns(cols: TableColumns, path: str | Path | None = None) -> An
     if not (np.floor(grades) == grades).all() or (np.abs(grades) > INT_LIMIT).any():
         i = int(np.flatnonzero((np.floor(grades) != grades) | (np.abs(grades) > INT_LIMIT))[0])
         raise InputError(f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: grade must be an integer within "
-                         f"±{INT_LIMIT}, got {_shown(cols.values[i])}", path)
+                         f"±{INT_LIMIT}, got {_shown(cols.values[i])}{_score_said(grades[i])}", path)
     docs = encode_ids(_checked_ids(cols.docs, "document id", path, cols.table))
     out = Qrels(queries, qidx, docs, grades.astype(np.int64),
                 source=None if path is None else str(path))
@@ -767,6 +774,13 @@ def _exact_ranx_columns(data: bytes, path: str | Path, what: str) -> TableColumn
     return TableColumns(queries, docs, values, empty=[q for q, inner in document if not inner])
 
 
+def _score_said(value: float) -> str:
+    """The evidence a value with a fraction gives: it is a run's score, so the file looks like a run."""
+    if value != value or abs(value) == float("inf") or float(value).is_integer():
+        return ""
+    return " (a value with a fraction is a score: the file looks like a run, not qrels; give it as a RUN)"
+
+
 def _grade_as_written(value: Any, q: str, d: str, path: str | Path) -> Any:
     """A grade written ``3.0`` is 3; ``1e2`` or ``2.5`` is no integer as written (as in the JSONL reader)."""
     from .columns import INT_LIMIT
@@ -776,7 +790,7 @@ def _grade_as_written(value: Any, q: str, d: str, path: str | Path) -> Any:
     m = re.fullmatch(r"([+-]?\d{1,18})(?:\.0*)?", value.text)
     if m is None:
         raise InputError(f"query {q!r}, document {d!r}: grade must be an integer within ±{INT_LIMIT}, "
-                         f"got {value.text}", path)
+                         f"got {value.text}{_score_said(float(value))}", path)
     return int(m.group(1))
 
 

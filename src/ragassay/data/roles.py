@@ -160,8 +160,8 @@ def check_columns(head: bytes, path: str | Path, kind: str, fmt: str, header: in
     if found.sure:
         raise InputError(f"looks like {other}, not {given}: {found.said}; {advice}, or {flag} {fmt} ({takers}; "
                          f"format={fmt!r} in Python) if it really is {given}", path, found.line)
-    print(f"warning: {path}: read as a run, though {found.said}; if it is qrels, give it as QRELS",
-          file=sys.stderr)
+    print(f"warning: {path}: read as a run, though {found.said}; if it is qrels, it goes where qrels are read "
+          "(the QRELS of evaluate, compare and agree)", file=sys.stderr)
 
 
 def trec_line_evidence(fields: list[str], kind: str) -> str | None:
@@ -238,3 +238,42 @@ def query_line_evidence(obj: Mapping[str, Any]) -> str | None:
 def refuse_role(path: str | Path | None, line: int | None, other: str, evidence: str, advice: str) -> InputError:
     """The error of a file in the wrong role, with its evidence and what to do."""
     return InputError(f"looks like {other}: {evidence}; {advice}", path, line)
+
+
+# ------------------------------------------------------------------ a run that is the qrels themselves
+
+FEWEST_ROWS_OF_GRADES = 5
+
+
+def grades_evidence(qrels: Any, run: Any, qrels_name: str = "the qrels") -> str | None:
+    """Why a run (read with its format detected) is the qrels themselves: every (query, chunk) it
+    ranks is judged in ``qrels`` and every score is that pair's grade, over at least 5 rows. Such a
+    "run" scores ndcg 1.0 against itself, whatever its file's shape (three columns, ranx's JSON).
+    Cheap: looked at only when every score is an integer and the run has no more rows than the qrels."""
+    import numpy as np
+    scores = np.asarray(run.scores)
+    if len(scores) < FEWEST_ROWS_OF_GRADES or len(scores) > len(qrels.grades) or \
+            not bool(np.all(np.isfinite(scores) & (scores == np.floor(scores)))):
+        return None
+    grade_of = {(qrels.queries[q], d): g for q, d, g in
+                zip(qrels.qidx.tolist(), qrels.doc_ids.tolist(), qrels.grades.tolist())}
+    for q, d, s in zip(run.qidx.tolist(), run.doc_ids.tolist(), scores.tolist()):
+        if grade_of.get((run.queries[q], d)) != s:
+            return None
+    return (f"every one of its {len(scores)} (query, chunk) pairs is judged in {qrels_name} and its score equals "
+            "that pair's grade there: these are the qrels' own grades, and scored against them every measure is 1.0")
+
+
+def refuse_grades_as_run(qrels: Any, run: Any, qrels_path: str | Path | None = None,
+                         run_path: str | Path | None = None) -> Any:
+    """``run`` unchanged, unless it is the qrels' own grades (:func:`grades_evidence`): then an error
+    naming both files and the way to force the reading (``--run-format`` / ``format=``). Asked only
+    of a run whose format was detected, not given by name."""
+    qrels_file = qrels_path or qrels.source or "the qrels"
+    said = grades_evidence(qrels, run, str(qrels_file))
+    if said is None:
+        return run
+    run_file = run_path or run.source or "the run"
+    raise InputError(f"looks like qrels, not a run: {said}; give a run of a retriever's results; --run-format "
+                     f"names its format if {run_file} really is a run (trec, trec3, jsonl or beir; format= in Python, "
+                     "where a Run object or a dict is taken as it is)", run_file)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..data.io import coerce_qrels, coerce_run
 from ..data.result_version import evaluate_result
+from ..data.roles import refuse_grades_as_run
 from ..data.tables import Qrels, Run
 from . import peer_measures as peer
 from .measures import DEFAULT_MEASURES, Measure, gains_table, parse_measures
@@ -157,7 +158,7 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     {'ndcg@10': 0.8597, 'mrr': 0.5, 'p@5': 0.2}
     """
     qrels = coerce_qrels(qrels)
-    run = coerce_run(run)
+    run = refuse_grades_as_run(qrels, coerce_run(run)) if isinstance(run, (str, Path)) else coerce_run(run)
     measures = checked_settings(metrics, missing, gain, relevance_level)
     grades = (int(qrels.grades.min()), int(qrels.grades.max())) if len(qrels.grades) else None
     relevance = relevance_for(qrels.origin, relevance_level, qrels.source, grades)

@@ -332,7 +332,7 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
             step = outcomes.said_after(ctx, step)
             result.steps.append(step)
             log(step_line(step))
-            if step.status == "failed" and name not in LLM_STEPS:
+            if outcomes.stops_the_run(step, LLM_STEPS):
                 break
     finally:
         if lock is not None:
@@ -574,7 +574,8 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
         except RagassayError as e:
             missing = _missing_module(e)
             if missing is None or name not in p.fallbacks:
-                raise
+                outcomes.retriever_failed(ctx, name, e, said, results)
+                continue
             said.append(_fell_back(ctx, name, path, missing))
             results[name] = {"fallback": str(p.fallbacks[name]), "missing_package": missing}
             ctx.warnings.append(f"{said[-1]} (the retriever {name} did not run)")
@@ -590,7 +591,7 @@ def _retrieve(ctx: Context, selected: bool) -> StepResult:
         ctx.state.done(f"retrieve:{name}", digest, 0, "", results[name])
         said.append(f"{name}: {len(done.run)} results for {len(done.run.queries)} queries")
     status = ("estimated" if ctx.dry_run else "ran") if ran else "up to date" if selected else "not selected"
-    return StepResult("retrieve", status, "; ".join(said), result=results)
+    return outcomes.retrieve_failed(ctx, StepResult("retrieve", status, "; ".join(said), result=results))
 
 
 def _missing_module(error: BaseException) -> str | None:
@@ -684,19 +685,20 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
                             base_url=ctx.llm.get("base_url"))
     kept = ctx.state.fresh("judge", digest, [out, judged])
     runs = len(set(ctx.runs) | set(ctx.memory_runs))
+    pool_of = f"the pool of {runs} run's" if runs == 1 else f"the pool of {runs} runs'"
     if kept:  # every pair of the pool was judged before this run, none now
         ctx.judged = judged
         ctx.unjudged = _unjudged(pooled, judged)
         said = kept.get("result") or {}
-        text = (f"the pool of {runs} runs' top {p.depth}: {len(pooled)} pairs, all {len(pooled)} judged before, "
-                f"0 now" + (f", {said['errors']} errors" if said.get("errors") else ""))
+        text = (f"{pool_of} top {p.depth}: {len(pooled)} pairs, all {len(pooled)} judged before, "
+                f"0 now" + (f", {said['errors']} error{'s' if said['errors'] != 1 else ''}" if said.get("errors") else ""))
         return StepResult("judge", "up to date", text, kept["exit_code"], result=kept.get("result"))
     args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm_args())
     if ctx.dry_run:
         est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
         ctx.judging = est.calls > 0
         ctx.pooling = True
-        return StepResult("judge", "estimated", f"the pool of {runs} runs' top {p.depth}: {pairs} pairs; "
+        return StepResult("judge", "estimated", f"{pool_of} top {p.depth}: {pairs} pairs; "
                           + _estimate_text(est), 0, est.to_dict())
     pool_path = ctx.out / "pool.txt"  # what was judged, to read (the judge reads the run it is given)
     rio.write_run(pool_path, run)
@@ -706,8 +708,8 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
         write_origin(judged, read_origin(judged).replace(pool=members))
     ctx.spend(done)
     s = done.summary()
-    text = (f"the pool of {runs} runs' top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
-            f"{max(s.judged - s.already_done, 0)} now, {s.errors} errors") + _failures(done.relevance)
+    text = (f"{pool_of} top {p.depth}: {s.pairs} pairs, {s.already_done} judged before, "
+            f"{max(s.judged - s.already_done, 0)} now, {s.errors} error{'s' if s.errors != 1 else ''}") + _failures(done.relevance)
     ctx.judged = judged
     ctx.unjudged = _unjudged(pooled, judged)
     ctx.state.done("judge", digest, done.exit_code, text, done.to_dict())

@@ -159,3 +159,29 @@ def shares_no_ids(path: Path, other: Path) -> bool:
         return out
     mine = ids(path)
     return bool(mine) and not mine & ids(other)
+
+
+def chunks_note(path: Path) -> str:
+    """What ``init`` says of a file it places as chunks by its fields: chunk texts by id, an
+    ir_datasets docs export (no line has an id, every ``doc_id`` unique: the documents are the
+    chunks), or chunks the reader will refuse because lines have no ``id`` (a ``doc_id`` that repeats,
+    or beside lines that have one, names a document, not a chunk): said here, before ``run``."""
+    own, lacking, docs = 0, [], set()
+    repeated = None
+    for no, obj in enumerate(_objects(path), start=1):
+        if "id" in obj or "_id" in obj:
+            own += 1
+            continue
+        lacking.append(no)
+        doc = _text_id(obj.get("doc_id"))
+        if doc in docs and repeated is None:
+            repeated = doc
+        docs.add(doc)
+    if not lacking:
+        return "chunk texts by id"
+    if not own and repeated is None and None not in docs:
+        return "documents by doc_id (an ir_datasets docs export: each document is one chunk)"
+    why = f"doc_id {repeated!r} repeats" if repeated is not None and not own else "other lines have one"
+    shown = ", ".join(map(str, lacking[:5])) + (", ..." if len(lacking) > 5 else "")
+    return (f"chunks, but {len(lacking)} of {own + len(lacking)} records have no 'id' ({why}; record{'s' if len(lacking) > 1 else ''} "
+            f"{shown}): run will refuse them until each chunk has an 'id'")

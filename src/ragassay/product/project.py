@@ -472,7 +472,7 @@ def _json_roles(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
         return [Found(name, "data", "queries", name, "BEIR queries")], ""
     texts = placing.texts_role(keys)  # by the fields the readers take; id and text alone: by the ids, in scan
     if texts == "chunks":
-        return [Found(name, "data", "chunks", name, "chunk texts by id")], ""
+        return [Found(name, "data", "chunks", name, placing.chunks_note(f))], ""
     if texts == "queries":
         field = next(k for k in ("query", "query_id", "qid") if k in keys)
         return [Found(name, "data", "queries", name, f"queries ({field})")], ""

@@ -222,6 +222,7 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
         note += f" {_detect_line(c)} " + " ".join(size_notes)
     unique = (c.get("rests_on") or {}).get("unique_relevant")
     if unique:  # pool bias: what a pool without that run would never have judged
+        note = note.rstrip() + ("" if note.rstrip().endswith((".", "!", "?")) else ".")  # a sentence ends first
         note += f" Pool bias: {unique['text']}."
     return [Section(f"Comparison against {c['baseline']}", note, plots,
                     [Table(["run", "metric", "baseline", "run mean", "diff", "95% CI", "p (rand)", "p (t)",

@@ -96,3 +96,42 @@ def last_line(steps: Sequence[Any]) -> str | None:
     others = [s for s in steps if s.exit_code and s is not first]
     return (f"stopped at {first.step}: {short_reason(first.text)} (exit {first.exit_code})"
             + ("; also " + ", ".join(f"{s.step} ({s.status}, exit {s.exit_code})" for s in others) if others else ""))
+
+
+# ------------------------------------------------------------------- a retriever that failed
+
+def retriever_failed(ctx: Any, name: str, error: BaseException, said: list[str], results: dict) -> None:
+    """One retriever of several failed (it raised, or returned what is no ranking): the others' runs
+    still stand and go on to be judged and scored. This one is named with its reason, and its run
+    file from before (if any) is not scored as if it were today's."""
+    ctx.runs.pop(name, None)
+    reason = short_reason(str(error))
+    said.append(f"{name} FAILED: {reason}")
+    results[name] = {"failed": reason}
+    failures = getattr(ctx, "failed_retrievers", None)
+    if failures is None:
+        failures = ctx.failed_retrievers = {}
+    failures[name] = reason
+
+
+def retrieve_failed(ctx: Any, step: Any) -> Any:
+    """The retrieve step as a failure (exit 1) when a retriever failed: its text opens with the
+    failed ones ("NAME: reason", which the run's last line repeats) and keeps what the others did."""
+    failures = getattr(ctx, "failed_retrievers", None)
+    if not failures:
+        return step
+    named = "; ".join(f"{name}: {reason}" for name, reason in failures.items())
+    step.status, step.exit_code = "failed", 1
+    stood = [n for n in ctx.project.retrievers if n not in failures and n in ctx.runs] + \
+        [n for n in ctx.runs if n not in ctx.project.retrievers]
+    step.text = f"{named}\n(the other runs stand: {', '.join(stood) or 'none'}; {step.text})"
+    step.runs_stand = bool(stood)
+    return step
+
+
+def stops_the_run(step: Any, llm_steps: Sequence[str]) -> bool:
+    """Whether a failed step ends the run: a step that is no LLM step's, unless it is retrieve with
+    runs that stand (a failed retriever does not hide the others' scores)."""
+    if step.status != "failed" or step.step in llm_steps:
+        return False
+    return not getattr(step, "runs_stand", False)

@@ -1036,15 +1036,42 @@ class StageRun:
             return 0
         return 1 if self.ok == 0 and self.errors else 3
 
-    def failure_text(self) -> str:
+    def failure_text(self, source: str | Path | None = None) -> str:
+        """The error records' commonest reasons, each input error with a few of its items (and
+        ``source``, the input file, when given); a rerun is advised only for errors a rerun may
+        mend (not an input's, which repeat, nor a setting's, whose reason says what to set)."""
         if self.stopped and not self.errors:
             return self.stopped
         if not self.errors:
             return ""
-        reasons = "; ".join(f"{n} x {r}" for r, n in self.error_reasons.most_common(3))
-        text = (f"{self.errors} of {self.ok + self.errors} {self.stage} records are errors (commonest: {reasons}); "
-                "rerun the same command to retry them")
+        reasons = "; ".join(f"{n} x {r}{self._items_of(r, source)}" for r, n in self.error_reasons.most_common(3))
+        fixed = sum(n for r, n in self.error_reasons.items() if r.startswith(FIXED_REASONS))
+        inputs = sum(n for r, n in self.error_reasons.items() if r.startswith("input:"))
+        advice = []
+        if fixed < self.errors:
+            advice.append("rerun the same command to retry them" if not fixed else
+                          f"rerun the same command to retry the {self.errors - fixed} others")
+        if inputs:
+            advice.append(f"the {inputs} input error{'s repeat' if inputs != 1 else ' repeats'} on a rerun: mend "
+                          f"{'those items' if inputs != 1 else 'that item'} in the input first")
+        text = (f"{self.errors} of {self.ok + self.errors} {self.stage} records are errors (commonest: {reasons})"
+                + "".join(f"; {a}" for a in advice))
         return f"{text}\n{self.stopped}" if self.stopped else text
+
+    def _items_of(self, reason: str, source: str | Path | None, shown: int = 3) -> str:
+        """`` (items 'a', 'b' of FILE)``: a few items whose records fail for an input ``reason``."""
+        if not reason.startswith("input:"):
+            return ""
+        ids = [str(r.get("id")) for r in self.records
+               if isinstance(r, dict) and r.get("status") == "error" and reason_of(r) == reason and r.get("id")]
+        if not ids:
+            return ""
+        # an item without an id of its own is named by its line (the id rule's "line-N"): said as the line
+        named = ", ".join(f"line {i[5:]}" if re.fullmatch(r"line-\d+", i) else f"item {i!r}" for i in ids[:shown])
+        return f" ({named}{', ...' if len(ids) > shown else ''}" + (f" of {source})" if source else ")")
+
+
+FIXED_REASONS = ("input:", "config:")  # reasons a rerun of the same command repeats
 
 
 def reason_of(record: dict) -> str:

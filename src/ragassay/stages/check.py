@@ -66,26 +66,28 @@ def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) ->
     with ``chunks``. A sample that gives no reference (RAGAS's may have none) is read with an empty
     list of references: its record is an error ("nothing to grade against"), never a label."""
     from ..data.io import read_records
+    from ..data.line_problems import LineProblems
     from ..data.peer_files import answer_rows
-    rows, lacking = [], set()
-    for no, obj in answer_rows(path):
+    problems = LineProblems(path)  # every bad answer, said at once in file order (up to a cap)
+    rows, lacking, line_of = [], set(), {}
+    for no, obj in answer_rows(path, problems):
         if obj.get("reference") is None:  # validated with a stand-in, then given no reference at all
             obj = {**obj, "reference": "-"}
             lacking.add(id(obj))
         rows.append((no, obj))
+        line_of[id(obj)] = no
 
-    def unreferenced(item: AnswerItem, obj: dict) -> AnswerItem:
-        return item.model_copy(update={"reference": []}) if id(obj) in lacking else item
-    items = []
-    for no, item in read_records(path, AnswerItem, "answer", rows=rows, after=unreferenced):
+    def finished(item: AnswerItem, obj: dict) -> AnswerItem:
+        """The item given no reference when it had none; its context ids looked up (a bad one is its line's error)."""
         if item.context_ids and item.contexts is None:
             if chunks is None:
-                raise InputError("context_ids need --chunks to look the texts up", path, no)
+                raise InputError("context_ids need --chunks to look the texts up", path, line_of[id(obj)])
             unknown = [c for c in item.context_ids if c not in chunks]
             if unknown:
-                raise InputError(f"context id {unknown[0]!r} is not in the chunks file", path, no)
-        items.append(item)
-    return items
+                raise InputError(f"context id {unknown[0]!r} is not in the chunks file", path, line_of[id(obj)])
+        return item.model_copy(update={"reference": []}) if id(obj) in lacking else item
+    return [item for _, item in read_records(path, AnswerItem, "answer", rows=rows, after=finished,
+                                             problems=problems)]
 
 
 def references(item: AnswerItem) -> list[str]:
@@ -275,7 +277,8 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
     if llm is None and announce:
         undecided = sum(1 for w in work if w.payload[1] is None and w.payload[3] is None and not store.done(w.key))
         if undecided:
-            print(f"note: no LLM endpoint configured: {undecided} answers need an LLM verdict and wait "
+            print(f"note: no LLM endpoint configured: {undecided} answer{'s need' if undecided != 1 else ' needs'} an "
+                  "LLM verdict and wait "
                   "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
                   file=sys.stderr)
     return await run_stage(checker, work, [llm] if llm is not None else [], store,
@@ -431,8 +434,8 @@ class CheckResult:
     def stage(self) -> str:
         return self.run.stage
 
-    def failure_text(self) -> str:
-        return self.run.failure_text()
+    def failure_text(self, source: str | Path | None = None) -> str:
+        return self.run.failure_text(source)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``check`` result as ``--format json`` prints it (without the batch line)."""

@@ -865,7 +865,8 @@ class JudgeResult:
         lines = [] if not j else [f"queries: {j['left']['matched']} of {j['left']['ids']} in the queries file are in "
                                   f"the run ({j['right']['ids']} queries)"]
         lines += [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d.already_done} already done, "
-                 f"{d.decided_by_rule} decided by rule, {self.relevance.errors} errors)",
+                 f"{d.decided_by_rule} decided by rule, {self.relevance.errors} "
+                 f"error{'s' if self.relevance.errors != 1 else ''})",
                  "grades: " + ", ".join(f"{g}: {n}" for g, n in d.grades.items())]
         if self.coverage is not None:
             lines.append("coverage: " + ", ".join(f"{k}: {v}" for k, v in d.coverage.items())
