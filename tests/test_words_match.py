@@ -306,6 +306,18 @@ NOT_PRINTED = [
     ("data.roles:refuse_grades_as_run", ("--run-format",), ("agree", "check", "demo", "report", "run"),
      "cli/hints.py drops '--run-format names its format' for a command without it"),
     ("product.report:build_report", ("--qrels", "--run"), ("run", "demo"), "run gives result files or qrels with runs"),
+    ("api:check", ("--queries",), ("run", "demo"),
+     "run meets the answers with the queries itself (pipeline._check_inputs stops on ids that meet nowhere) and passes "
+     "their query ids"),
+    ("api:_queries_by_text", ("--queries",), ("run", "demo"), "run passes check no queries= (it matched them itself)"),
+    ("data.roles:check_columns", ("--run-format",), ("agree", "check", "demo", "judge", "label", "report", "run"),
+     "cli/hints.py drops '--run-format trec3 (...)' for a command without it"),
+    ("data.roles:check_columns", ("--qrels-format",), ("check", "demo", "judge", "label", "report", "run"),
+     "cli/hints.py drops '--qrels-format trec (...)' for a command without it"),
+    ("data.io:read_queries", ("--chunks",), ("run", "demo"),
+     "cli/hints.py drops 'give it as --chunks' for a command without it"),
+    ("stages.queries:read_query_items", ("--chunks",), ("run", "demo"),
+     "cli/hints.py drops 'give it as --chunks' for a command without it"),
     ("product.tracking:gate", ("--allow-errors",), ("run", "demo"), "run gates evaluate results, which hold no error items"),
     ("product.tracking:History", ("--db",), ("run", "demo"), "pipeline._track says the history's path instead"),
     ("product.pipeline:_one_step", ("--only", "--from"), ("demo",), "the demo runs every step: it passes no --only or --from"),
@@ -386,10 +398,10 @@ def test_a_qrels_file_given_as_a_run_is_told_in_words_the_command_takes(tmp_path
              "--run", str(EXAMPLE / "qrels.txt"), "-o", str(tmp_path / "j.jsonl"), "--base-url", dead_url(),
              "--model", "m"]
     code, said = run(capsys, judge)
-    assert code == 1 and "cannot tell the format of this run file" in said
+    assert code == 1 and "looks like a qrels file, not a run" in said  # the evidence, and no flag judge lacks
     assert "--run-format" not in said and untaken(said, "judge") == []
     code, said = run(capsys, ["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "qrels.txt")])
-    assert code == 1 and "--run-format" in said and untaken(said, "evaluate") == []
+    assert code == 1 and "looks like a qrels file, not a run" in said and untaken(said, "evaluate") == []
 
 
 def test_a_run_listing_a_document_twice_is_told_in_words_the_command_takes(tmp_path, capsys):

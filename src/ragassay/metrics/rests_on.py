@@ -52,7 +52,8 @@ class Relevance:
             every = " and every label counts as relevant" if self.grades[0] >= TREC_EVAL_LEVEL else ""
             hint = (f"; its grades run {self.grades[0]}-{self.grades[1]}{every}: if its lower grades mean 'not "
                     "relevant' (the judge's 1 and TREC Deep Learning's mean 'on the topic, not an answer'), give the "
-                    "grade that counts with --relevance-level N")
+                    "grade that counts (relevance_level in ragassay.toml; evaluate, compare and report take "
+                    "--relevance-level N)")
         said = (f"the labels say their scale{scale} but not the grade they count from" if self.scale
                 else "the labels do not say their scale")
         return f"{head} (trec_eval's default: {said}{hint})"

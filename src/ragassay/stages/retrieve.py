@@ -208,8 +208,8 @@ def _warn_integers(integers: int, total: int, ids: list[str]) -> None:
     digits = list(dict.fromkeys(d for d in ids if d.lstrip("-").isdigit()))
     shown = ", ".join(repr(d) for d in digits[:3]) + (", ..." if len(digits) > 3 else "")
     print(f"warning: the retriever returned integers as chunk ids ({integers} of {total} results), taken as the "
-          f"ids {shown}: if they are positions in an index, not your chunk ids, return the chunk ids; give --chunks "
-          "(chunk_ids= in Python) to have every id checked against the chunks", file=sys.stderr)
+          f"ids {shown}: if they are positions in an index, not your chunk ids, return the chunk ids; give the chunks "
+          "(retrieve --chunks, chunk_ids= in Python) to have every id checked against them", file=sys.stderr)
 
 
 def _ranked(results: list[Any], field: IdField, qid: str, k: int) -> tuple[list[tuple[str, float]], int]:
