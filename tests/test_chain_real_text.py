@@ -16,6 +16,7 @@ import pytrec_eval
 import ragassay
 
 from fake_llm import FakeLLM
+from helpers import nonempty
 from real_corpus import write_corpus
 
 RETRIEVERS = ("overlap", "names", "longest")
@@ -61,7 +62,7 @@ def chained(tmp_path_factory):
 @pytest.mark.parametrize("how_many", [1, 3])
 def test_every_step_of_the_chain_succeeds(chained, how_many):
     folder, said = chained[how_many]
-    for step, done in said.items():
+    for step, done in nonempty(said.items()):
         assert done.returncode == 0, (step, done.stdout, done.stderr)
 
 

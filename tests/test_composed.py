@@ -468,9 +468,11 @@ def test_check_answers_of_another_id_scheme_stop_before_any_call(work, against):
                    "-o", "c.jsonl", *llm_args(fake))
         assert fake.settled_calls() == 0
     assert said.code == 1 and not Path("c.jsonl").exists()
+    way_out = (" If the answers ask the queries' questions under other ids, give the queries (--queries FILE; "
+               "queries= in Python) to match them by question text") if against == "run" else ""
     assert said.err.strip() == (f"ragassay check: error: no query ids in common between the answers (ex/answers.jsonl) "
                                 f"and the {against} (other.txt) (the answers: q01, q02, q03, ...; the {against}: "
-                                f"q-3f2a01, q-3f2a02, q-3f2a03, ...); are they from the same set?")
+                                f"q-3f2a01, q-3f2a02, q-3f2a03, ...); are they from the same set?{way_out}")
 
 
 def test_check_answers_meeting_the_run_partly_are_warned_and_counted(work):
