@@ -38,6 +38,8 @@ from ..data.result_version import evaluate_result
 from ..data.tables import Qrels, Run, encode_ids
 from ..errors import InputError
 from .measures import Measure
+from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
+from .rests_on import rests_on as rests_on_of
 
 Missing = Literal["skip", "zero"]
 
@@ -137,10 +139,9 @@ class BlockwiseEvaluation:
 
     @property
     def rests_on(self) -> dict | None:
-        from .rests_on import rests_on
         if self.relevance is None or self.standing is None:
             return None
-        return rests_on(self.relevance, self.standing, self.measures)
+        return rests_on_of(self.relevance, self.standing, self.measures)
 
 
 class _Partitions:
@@ -244,7 +245,6 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                          "standard input)", run if r_shape is None else qrels)
     from ..data.origin import label_origin
     from ..data.run_asked import read_asked
-    from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
     asked = read_asked(run)  # the queries the run was asked: those without a row score 0 in their block
     name = r_shape.tag or Path(run).name.split(".")[0] or "run"
     relevance = relevance_for(label_origin(qrels), relevance_level, qrels)

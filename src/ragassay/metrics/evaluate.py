@@ -24,6 +24,7 @@ from .measures import DEFAULT_MEASURES, Measure, gains_table, parse_measures
 from .peer_order import PeerRows, judged_only_rows, peer_ranking
 from .ranking import RankedRows, query_positions, query_slices, rank_rows
 from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
+from .rests_on import rests_on as rests_on_of
 
 Missing = Literal["skip", "zero"]
 Gain = Literal["linear", "exponential"]
@@ -57,10 +58,9 @@ class Evaluation:
     @property
     def rests_on(self) -> dict | None:
         """What the scores rest on (the relevant grade, the pool, the share judged), as the JSON says it."""
-        from .rests_on import rests_on  # (the name is this property's too)
         if self.relevance is None or self.standing is None:
             return None
-        return rests_on(self.relevance, self.standing, self.measures)
+        return rests_on_of(self.relevance, self.standing, self.measures)
 
     @property
     def metric_names(self) -> list[str]:
