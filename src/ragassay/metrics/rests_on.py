@@ -225,26 +225,33 @@ def _percent(share: float) -> str:
     return "99%+" if shown == "100%" and share < 1.0 else shown
 
 
+def _relevance_part(relevance: Relevance, measures: Sequence[Measure]) -> dict[str, Any]:
+    return {**relevance.to_dict(), "measures": uses_relevance(measures)}
+
+
 def rests_on(relevance: Relevance, standing: PoolStanding, measures: Sequence[Measure]) -> dict[str, Any]:
     """The ``rests_on`` part of a result: the relevant grade and which measures use it, the pool."""
-    return {"relevance": {**relevance.to_dict(), "measures": uses_relevance(measures)},
-            "pool": standing.to_dict()}
+    return {"relevance": _relevance_part(relevance, measures), "pool": standing.to_dict()}
+
+
+def _relevance_lines(rel: dict[str, Any]) -> list[str]:
+    """The relevant grade beside the measures that use it, and its warnings, as text lines."""
+    said = [f"{rel['text']}: {', '.join(rel['measures'])}"] if rel.get("measures") else []
+    return said + [f"warning: {w}" for w in rel.get("warnings") or []]
+
+
+def _pool_lines(pool: dict[str, Any], name: str = "") -> list[str]:
+    """A run's standing to its pool and its flags, as text lines (``name``: the run's, in a comparison)."""
+    prefix = f"{name}: " if name else ""
+    said = [f"{prefix}{pool['text']}"] if pool.get("text") else []
+    return said + [f"warning: {prefix}{f}" for f in pool.get("flags") or []]
 
 
 def rests_on_lines(data: dict[str, Any] | None) -> list[str]:
     """The lines a text result prints under its table, from its ``rests_on``."""
     if not data:
         return []
-    out = []
-    rel = data.get("relevance") or {}
-    if rel.get("measures"):
-        out.append(f"{rel['text']}: {', '.join(rel['measures'])}")
-    out += [f"warning: {w}" for w in rel.get("warnings") or []]
-    pool = data.get("pool") or {}
-    if pool.get("text"):
-        out.append(pool["text"])
-    out += [f"warning: {f}" for f in pool.get("flags") or []]
-    return out
+    return _relevance_lines(data.get("relevance") or {}) + _pool_lines(data.get("pool") or {})
 
 
 def unique_relevant(qrels: Any, runs: dict[str, Any], depth: int, level: int) -> dict[str, dict[str, int]]:
@@ -275,7 +282,7 @@ def compare_rests_on(evaluations: dict[str, Any], qrels: Any, runs: dict[str, An
     depth = first.standing.depth if first.standing is not None and first.standing.depth else \
         max(judged_cutoffs(first.measures))
     unique = unique_relevant(qrels, runs, depth, first.relevance.level)
-    return {"relevance": {**first.relevance.to_dict(), "measures": uses_relevance(first.measures)},
+    return {"relevance": _relevance_part(first.relevance, first.measures),
             "pools": {name: s.to_dict() for name, s in standings.items() if s is not None},
             "unique_relevant": {"depth": depth, "runs": unique,
                                 "text": f"relevant chunks in a run's top {depth} that no other run found: "
@@ -287,14 +294,9 @@ def compare_rests_on_lines(data: dict[str, Any] | None) -> list[str]:
     """The lines compare's text prints under its tables, from its ``rests_on``."""
     if not data:
         return []
-    out = []
-    rel = data.get("relevance") or {}
-    if rel.get("measures"):
-        out.append(f"{rel['text']}: {', '.join(rel['measures'])}")
-    out += [f"warning: {w}" for w in rel.get("warnings") or []]
+    out = _relevance_lines(data.get("relevance") or {})
     for name, pool in (data.get("pools") or {}).items():
-        out.append(f"{name}: {pool['text']}")
-        out += [f"warning: {name}: {f}" for f in pool.get("flags") or []]
+        out += _pool_lines(pool, name)
     unique = data.get("unique_relevant")
     if unique:
         out.append(unique["text"])
