@@ -63,10 +63,11 @@ def alpha_why(x: np.ndarray, y: np.ndarray, sides: Sequence[str] = SIDES) -> str
     return None
 
 
-def interval_why(pairs: int) -> str | None:
-    """Why a resampled interval is not given for so few pairs."""
+def interval_why(pairs: int, unit: str = "pairs") -> str | None:
+    """Why a resampled interval is not given for so few pairs (or ``unit``: answers, items)."""
     if pairs < MIN_INTERVAL:
-        return f"{pairs} pairs: too few for an interval (it needs {MIN_INTERVAL} or more)"
+        word = unit[:-1] if pairs == 1 and unit.endswith("s") else unit
+        return f"{pairs} {word}: too few for an interval (it needs {MIN_INTERVAL} or more)"
     return None
 
 
