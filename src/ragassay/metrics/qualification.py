@@ -137,7 +137,7 @@ def label_agreement(people: Sequence[Any], model: Sequence[Any], classes: Sequen
     pc, mc = _codes(people, classes, "people"), _codes(model, classes, "the model")
     if any(c is None for c in pc):
         raise ValueError("a people's label is None: people's labels are the reference and must all be given")
-    kept = [(p, m) for p, m in zip(pc, mc) if m is not None]
+    kept = sorted((p, m) for p, m in zip(pc, mc) if m is not None)  # one order, so the items' order changes no resample
     x = np.array([p for p, _ in kept], dtype=np.int64)
     y = np.array([m for _, m in kept], dtype=np.int64)
     n = len(x)
@@ -153,6 +153,7 @@ def label_agreement(people: Sequence[Any], model: Sequence[Any], classes: Sequen
             why[name] = reason or "chance agreement is already perfect"
         few = interval_why(n, unit)
         ci = None if values[name] is None or few else kappa_interval(a, b, CONFIDENCE, n_bootstrap, seed)
+        ci = None if ci is None else [round(v, 12) for v in ci]  # 1.0, not 0.9999999999999997
         values[name + "_ci"] = ci
         if ci is None:
             why[name + "_ci"] = why.get(name) or few or "no resample gave a kappa"
@@ -277,7 +278,7 @@ def paired_difference(people: Sequence[Any], a: Sequence[Any], b: Sequence[Any],
     ac, bc = _codes(a, classes, "judge a"), _codes(b, classes, "judge b")
     if any(c is None for c in pc):
         raise ValueError("a people's label is None: people's labels are the reference and must all be given")
-    kept = [(p, s, t) for p, s, t in zip(pc, ac, bc) if s is not None and t is not None]
+    kept = sorted((p, s, t) for p, s, t in zip(pc, ac, bc) if s is not None and t is not None)  # as above
     x = np.array([k[0] for k in kept], dtype=np.int64)
     ya = np.array([k[1] for k in kept], dtype=np.int64)
     yb = np.array([k[2] for k in kept], dtype=np.int64)
