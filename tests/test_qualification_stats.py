@@ -198,6 +198,14 @@ def test_bad_input_is_refused_with_the_label_named():
         label_agreement([0, 1], [0, 1], GRADES, {2, 4}, ordinal=True)
 
 
+def test_one_positive_class_given_alone_is_that_class():
+    people, model = ["correct", "incorrect", "correct"], ["correct", "correct", "incorrect"]
+    alone = label_agreement(people, model, ["correct", "incorrect"], "correct", ordinal=False)
+    assert alone == label_agreement(people, model, ["correct", "incorrect"], {"correct"}, ordinal=False)
+    assert alone.positive == ["correct"]
+    assert label_agreement([0, 3], [3, 3], GRADES, 3, ordinal=True).positive_words == "grade >= 3"
+
+
 def test_unicode_labels_and_numpy_grades():
     people = ["正しい", "誤り", "正しい", "誤り", "正しい"]
     model = ["正しい", "正しい", "正しい", "誤り", "誤り"]

@@ -27,7 +27,7 @@ SIDES = ("people", "the model")
 CONFIDENCE = 0.95
 P_METHOD = ("paired bootstrap: the same resampled items for both judges; two-sided p = twice the smaller share "
             "of resampled differences at or below 0 and at or above 0, each share (count + 1) / (resamples + 1), "
-            "at most 1")
+            "at most 1 (so the smallest p it can give is 2 / (resamples + 1))")
 MCNEMAR_METHOD = ("McNemar's exact test: of the items exactly one judge labels as people do, the share the first "
                   "judge gets right against 1/2, two-sided exact binomial")
 
@@ -55,6 +55,8 @@ def _codes(values: Sequence[Any], classes: Sequence[Hashable], side: str) -> lis
 
 def _check_classes(classes: Sequence[Hashable], positive: Any) -> tuple[list, set[int]]:
     classes = list(classes)
+    if isinstance(positive, (str, bytes, int)):  # one class given alone ("correct"), not its characters
+        positive = [positive]
     if not classes:
         raise ValueError("no classes: the labels' scale must name at least one class")
     if len(set(classes)) != len(classes):
