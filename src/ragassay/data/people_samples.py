@@ -64,7 +64,7 @@ def read_graded_pairs(qrels: str | Path, queries: str | Path, chunks: str | Path
         else:
             grades[(qid, cid)] = g
     if not grades:
-        raise InputError(f"none of the {len(rows)} pairs of {qrels} has both texts ({_reasons(dropped)}): are "
+        raise InputError(f"none of its {len(rows)} people-labelled pairs has both texts ({_reasons(dropped)}): are "
                          f"{queries} and {chunks} the queries and chunks these labels were made on?", qrels)
     notes = []
     if dropped:
