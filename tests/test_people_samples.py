@@ -246,6 +246,15 @@ def test_evouna_ids_carry_the_file_stem_and_triviaqa_is_named(tmp_path):
     assert [a.id for a in la.answers] == ["TQ-0-gpt35"] and "TriviaQA" in la.source
 
 
+def test_a_labels_file_beside_evouna_s_own_labels_is_refused_not_ignored(tmp_path):
+    path = write(tmp_path / "NQ.json", json.dumps([evouna_item("q?", "a", gpt35=("a", True))]))
+    labels = jsonl(tmp_path / "labels.jsonl", [{"id": "NQ-0-gpt35", "label": "incorrect"}])
+    for kwargs in nonempty([{"labels": labels}, {"second": labels}]):
+        with pytest.raises(InputError, match="carries its people's labels itself") as e:
+            read_labelled_answers(path, **kwargs)
+        assert e.value.path == str(labels)
+
+
 def test_evouna_bad_json_is_named_by_line(tmp_path):
     good = json.dumps(evouna_item("q?", "a", fid=("a", True)), indent=1)
     path = write(tmp_path / "NQ.json", "[\n" + good + ",\n{\"question\": \"x\", \"golden_answer\": }\n]")
@@ -494,3 +503,16 @@ def test_unicode_keys_and_a_prefix_of_the_draw_is_spread_too():
 def test_a_size_of_zero_or_less_is_a_value_error(size):
     with pytest.raises(ValueError, match="at least 1"):
         stratified_sample({"a": 1}, size, 0)
+
+
+def test_the_wheel_ships_the_sample_and_offers_the_public_extra(built_wheel):
+    import zipfile
+    with zipfile.ZipFile(built_wheel) as z:
+        names = set(z.namelist())
+        meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        shipped = z.read("ragassay/samples/evouna_sample.jsonl").decode().splitlines()
+    assert {"ragassay/samples/NOTICE", "ragassay/data/people_samples.py", "ragassay/data/public_sets.py"} <= names
+    assert len(shipped) == 200
+    assert "Provides-Extra: public" in meta
+    assert any(line.startswith("Requires-Dist: ir_datasets") and 'extra == "public"' in line
+               for line in meta.splitlines())

@@ -26,6 +26,9 @@ from .people_labels import GradedPairs, LabelledAnswers
 from .public_sets import PUBLIC, public_pairs
 from .records import AnswerItem
 
+__all__ = ["PUBLIC", "GradedPairs", "LabelledAnswers", "bundled_answers", "bundled_pairs", "public_pairs",
+           "read_graded_pairs", "read_labelled_answers", "stratified_sample"]
+
 K = TypeVar("K")
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"  # the people-labelled sample shipped in the wheel
@@ -159,6 +162,10 @@ def read_labelled_answers(answers: str | Path, labels: str | Path | None = None,
     Answers without a label, and labels naming no answer, are counted and said."""
     data = read_bytes_checked(answers)
     if is_evouna(data):
+        extra = next((f for f in (labels, second) if f is not None), None)
+        if extra is not None:
+            raise InputError(f"{answers} is EVOUNA's file, which carries its people's labels itself: {extra} would "
+                             "not be read; give the EVOUNA file alone", extra)
         ev = read_evouna(answers, data)
         skipped = dict(ev.skipped)
         notes = [f"{sum(skipped.values())} answers of {answers} are left out ({_reasons(skipped)})"] if skipped else []
@@ -204,7 +211,8 @@ def read_labelled_answers(answers: str | Path, labels: str | Path | None = None,
                              "two kinds cannot be compared", second)
         Join.of("answer ids", "the labelled answers", (a.id for a in kept), "the second labels", theirs, where,
                 second).require_overlap()
-        second_labels = {k: v for k, v in theirs.items() if k in got}
+        kept_ids = {a.id for a in kept}
+        second_labels = {k: v for k, v in theirs.items() if k in kept_ids}
     return LabelledAnswers(
         answers=kept, labels={a.id: got[a.id] for a in kept}, binary=binary, second=second_labels,
         source=source or f"people's labels in {where} ({origin.describe()}) of the answers in {answers}",
@@ -221,8 +229,7 @@ def _answer_items(path: str | Path) -> tuple[list[AnswerItem], dict[str, tuple[i
     from .peer_files import answer_rows
     problems = LineProblems(path)
     rows, own = [], {}
-    for no, obj in answer_rows(path, problems):
-        obj = dict(obj)
+    for no, obj in answer_rows(path, problems):  # (obj keeps the file's spellings for messages)
         label, assessor = obj.pop("label", None), obj.pop("assessor", None)
         if label is not None:
             own[str(obj.get("id"))] = (no, label, assessor)
