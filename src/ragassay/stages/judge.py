@@ -186,9 +186,14 @@ class Judge:
         return self.rel_prompt.messages(**self.filled(**self.query_values(query),
                                                       passage=self.passage_block(chunk, window)))
 
-    @staticmethod
-    def query_values(query: QueryItem) -> dict[str, str]:
-        return {"query": delimit("QUERY", query.text), "need": query.need_block(), "expected": query.expected_block()}
+    def query_values(self, query: QueryItem) -> dict[str, str]:
+        if self.full:
+            return {"query": delimit("QUERY", query.text), "need": query.need_block(),
+                    "expected": query.expected_block()}
+        # a short prompt or a user's: a need or note the query lacks is left out, not said absent
+        need = "\n".join(t for t in (query.description, query.narrative) if t)
+        return {"query": delimit("QUERY", query.text), "need": delimit("NEED", need) if need else "",
+                "expected": delimit("WHAT A GOOD ANSWER CONTAINS", query.answer) if query.answer else ""}
 
     def passage_block(self, chunk: Chunk, window: tuple[int, int] | None = None) -> str:
         return delimit("PASSAGE", self.passages.text(chunk, window))
