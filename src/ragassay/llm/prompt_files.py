@@ -156,8 +156,8 @@ def read_prompt_file(path: str | Path, stage: str) -> Prompt:
     names = set(required) | set(optional)
     for no, line in enumerate(text.split("\n"), start=1):
         role = _ROLE_LIKE.match(line)
-        if role and line != f"[{role.group(1)}]":
-            word = role.group(1).lower()
+        word = role.group(1).lower() if role else ""
+        if role and (line != f"[{word}]" or word not in ("system", "user")):
             fix = f"write it as [{word}] alone on its line" if word in ("system", "user") else \
                 "the sections a prompt file has are [system] and [user]"
             raise InputError(f"{line.strip()!r} is not a section this prompt file can have: {fix}", p, no)
