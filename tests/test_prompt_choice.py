@@ -168,8 +168,7 @@ def test_a_required_placeholder_missing_is_an_error_listing_what_is_missing_and_
     lacks = e.value.message.split(", which")[0]
     for name in nonempty(missing):
         assert name in lacks
-    for name in kept:
-        assert name not in lacks
+    assert all(name not in lacks for name in kept)
     allowed = dict(judge="{{query}}, {{passage}}, {{need}}, {{expected}}",
                    check="{{question}}, {{response}}, {{reference}}, {{passages}}, {{notes}}")[stage]
     assert f"allowed: {allowed}" in e.value.message
