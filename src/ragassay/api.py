@@ -223,7 +223,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
         max_cost=max_cost)
-    _say_prompt(Checker([config], options).prompt_reason, "check", options.quiet)  # (a bad prompt file: before any call)
+    checker = Checker([config], options)  # (a bad prompt file: an error before any call)
+    _say_prompt(checker.prompt_reason, "check", options.quiet or not config.model)  # no model: only the rules run
     with _output(output, "checks.jsonl") as out:
         job = CheckJob(items, config, out, options=options, chunks=chunk_map, gold_recall=recall, announce=announce)
         done = _run(job, on, dry_run, given, temporary=output is None)
