@@ -179,8 +179,8 @@ def test_an_unusable_file_is_a_clear_input_error(tmp_path):
     empty.write_text(" \n\n", encoding="utf-8")
     latin = tmp_path / "latin.txt"
     latin.write_bytes("[user]\n{{query}}\n{{passage}}\nqualité\n".encode("latin-1"))
-    cases = [(empty, None, "is empty"), (latin, 4, "not UTF-8"), (tmp_path, None, "is a folder"),
-             (tmp_path / "nope.txt", None, "no such file")]
+    cases = [(empty, None, "is empty"), (latin, 4, "not UTF-8"), (tmp_path, None, "a folder, not a prompt file"),
+             (tmp_path / "nope.txt", None, "no such prompt file")]
     for path, line, words in nonempty(cases):
         with pytest.raises(InputError) as e:
             choose_prompt("judge", str(path), "m")

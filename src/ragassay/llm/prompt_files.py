@@ -137,14 +137,14 @@ def read_prompt_file(path: str | Path, stage: str) -> Prompt:
     required, optional = PLACEHOLDERS[stage]
     allowed = ", ".join("{{" + n + "}}" for n in (*required, *optional))
     if p.is_dir():
-        raise InputError(f"--prompt {path} is a folder: give a prompt file, or one of {', '.join(CHOICES)}", p)
+        raise InputError(f"a folder, not a prompt file: give a prompt file's path, or one of {', '.join(CHOICES)}", p)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise InputError(f"--prompt {path}: no such file (the choices are {', '.join(CHOICES)}, or a path to a "
-                         "prompt file)", p) from None
+        raise InputError(f"no such prompt file (a prompt is one of {', '.join(CHOICES)}, or a prompt file's "
+                         "path)", p) from None
     except OSError as e:
-        raise InputError(f"--prompt {path}: cannot be read ({e.strerror or e})", p) from None
+        raise InputError(f"the prompt file cannot be read ({e.strerror or e})", p) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
