@@ -21,7 +21,8 @@ class ShortRelevance(BaseModel):
 
 
 class ShortVerdict(BaseModel):
-    """One label of a response against its reference, reasoning optional and first."""
+    """Whether the response says the correct answer: one label, reasoning optional and first."""
 
     reasoning: Explanation | None = None
-    label: Literal["correct", "partial", "hallucinated", "abstained"]
+    # partial last: a small model reads an option in the middle of the list as the safe middle ground
+    label: Literal["correct", "hallucinated", "abstained", "partial"]
