@@ -301,7 +301,7 @@ def test_auto_with_batch_on_a_small_model_uses_the_full_batch_prompt(tmp_path):
 
 
 def _check(tmp_path, prompt, answers, model="gpt-4o", **kw):
-    return ragassay.check(answers, output=tmp_path / "c.jsonl", model=model, base_url=BASE, api_key="sk-test",
+    return ragassay.check(answers, output=tmp_path / f"c-{prompt if prompt in ('auto', 'full', 'short') else 'file'}.jsonl", model=model, base_url=BASE, api_key="sk-test",
                           cache=tmp_path / "cache.sqlite", prompt=prompt, **kw)
 
 
@@ -321,6 +321,12 @@ def test_check_short_sends_the_question_reference_and_response_only(tmp_path):
         response=delimit("RESPONSE", "cincinnati reds won it"))
     assert "World Series" not in json.dumps(sent["messages"])  # no passages, no rule's hint about letter case
     assert "letter case" not in sent["messages"][1]["content"]
+    # the full prompt, for the same answer differing from the reference in case alone, shows the hint
+    _check(tmp_path, "full", [{**ANSWER, "id": "a2", "response": "cincinnati reds"}])
+    _check(tmp_path, "short", [{**ANSWER, "id": "a3", "response": "cincinnati reds"}])
+    full_user, short_user = (body(c.request)["messages"][-1]["content"] for c in route.calls[1:3])
+    assert "letter case" in full_user and "World Series" in full_user
+    assert "letter case" not in short_user and "World Series" not in short_user
     assert sent["response_format"]["json_schema"]["name"] == "ShortVerdict"
     [r] = result.records
     assert (r["label"], r["rationale"], r["prompt"], r["grounded"], r["context_has_answer"], r["truncated"]) == \
@@ -451,3 +457,22 @@ def test_a_bad_prompt_file_stops_before_any_call(tmp_path, capsys):
         assert server.calls == 0
     err = capsys.readouterr().err
     assert code == 1 and f"{bad}:5:" in err and "{{answer}}" in err and "Traceback" not in err
+
+
+def test_the_short_schemas_work_where_the_server_refuses_json_schema(tmp_path, capsys):
+    """llama-cpp-python refuses json_schema with a 500: the short schema goes as JSON mode with its
+    schema, and the records are the short prompt's."""
+    with FakeLLM(habit="llama_cpp_python") as server:
+        code = main(["judge", "--queries", QUERIES, "--chunks", CHUNKS, "--run", BM25, "--depth", "1",
+                     "-o", str(tmp_path / "j.jsonl"), "--base-url", server.url, "--model", "llama3.1:8b",
+                     "--no-cache", "--concurrency", "1"])
+        modes = [r["response_format"]["type"] for r in server.requests]
+    assert code == 0 and modes[0] == "json_schema" and set(modes[1:]) == {"json_object"}
+    records = [json.loads(x) for x in (tmp_path / "j.jsonl").read_text().splitlines()]
+    assert len(records) == 22 and {r["prompt"] for r in records} == {load_prompt("judge_relevance_short").id}
+    assert "judge: short prompt: the model's name says 8B parameters" in capsys.readouterr().err
+
+
+def test_check_without_a_model_says_nothing_of_a_prompt(tmp_path, capsys):
+    assert main(["check", ANSWERS, "-o", str(tmp_path / "c.jsonl"), "--chunks", CHUNKS]) == 3
+    assert "prompt" not in capsys.readouterr().err
