@@ -85,7 +85,7 @@ def choose_prompt(stage: str, choice: str = "auto", model: str | Sequence[str | 
     if choice == "auto":
         return _auto(stage, model)
     prompt = read_prompt_file(choice, stage)
-    return prompt, f"prompt file {choice} ({prompt.id}), answered as {{\"reasoning\", {_decision(stage)!r}}}"
+    return prompt, f'prompt file {choice} ({prompt.id}), answered as {{"reasoning", "{_decision(stage)}"}}'
 
 
 def _decision(stage: str) -> str:
