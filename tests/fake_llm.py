@@ -49,6 +49,17 @@ def grade(query: str, passage: str) -> int:
     return min(3, len(words(query) & words(passage)))
 
 
+def short_label(reference: str, response: str) -> str:
+    """A label from the words the response shares with the reference, or with its best accepted
+    answer when it lists several; a response that says it does not know abstains."""
+    accepted = [a[2:] for a in reference.split("\n") if a.startswith("- ")] or [reference]
+    said = words(response)
+    if not said or re.search(r"\b(do not|don't|cannot) (know|say|tell)\b", response, re.I):
+        return "abstained"
+    share = max(len(words(a) & said) / max(1, len(words(a))) for a in accepted)
+    return "correct" if share >= 0.6 else "partial" if share >= 0.3 else "hallucinated"
+
+
 def chat_reply(obj: dict | str | None, finish_reason: str = "stop", prompt_tokens: int = 50,
                completion_tokens: int = 20, refusal: str | None = None):
     """An OpenAI chat completion carrying ``obj`` as JSON (a raw string or None as is), for respx routes."""
@@ -84,6 +95,12 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
     if schema == "RelevanceAnswer":
         g = grade(block(user, "QUERY"), block(user, "PASSAGE"))
         return {"intent": "what the query asks", "match": f"{g} shared terms", "trust": "plain help text", "grade": g}
+    if schema == "ShortRelevance":  # the short prompts' and users' files' schema: the grade alone
+        g = grade(block(user, "QUERY"), block(user, "PASSAGE"))
+        return {"reasoning": f"{g} shared terms", "grade": g}
+    if schema == "ShortVerdict":
+        return {"reasoning": "compared with the reference", "label": short_label(block(user, "REFERENCE"),
+                                                                                  block(user, "RESPONSE"))}
     if schema == "BatchAnswer":
         q = block(user, "QUERY")
         return {"judgments": [{"chunk_id": cid, "intent": "need", "match": "overlap", "trust": "ok",

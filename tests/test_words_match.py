@@ -285,6 +285,11 @@ NOT_PRINTED = [
      "run passes the run and the qrels together or neither, the defaults, and meets the answers with the human "
      "labels itself first (pipeline._check_inputs)"),
     ("api:_answers", ("--by",), ("run", "demo"), "run passes no breakdown"),
+    ("stages.judge:Judge", ("--batch", "--cache-friendly"), ("run", "demo"),
+     "run passes the defaults: pointwise, no --cache-friendly, so any prompt can serve"),
+    ("llm.prompt_files:choose_prompt", ("--prompt",), ("run", "demo"),
+     "run passes no --batch nor --cache-friendly, and the reason for a prompt is said only when not quiet: run is"),
+    ("llm.prompt_files:_auto", ("--prompt",), ("run", "demo"), "said only when not quiet: run is quiet"),
     ("api:generate", ("--mix", "--styles", "--max-per-doc"), ("run", "demo"), "run passes their defaults"),
     ("stages.generate_checks:parse_mix", ("--mix",), ("run", "demo"), "run passes the default mix"),
     ("stages.generate_job:wanted", ("--limit",), ("run", "demo"), "pipeline._generate says it as [generate] limit"),

@@ -71,7 +71,8 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
           output: str | Path | None = None, depth: int = 10, qrels_out: str | Path | None = None,
           coverage_out: str | Path | None = None, keep: Any = None, samples: int = 1, seed: int = 0,
           tie: str = "lower", batch: int = 1, max_chunk_chars: int = 6000, long_chunks: str = "windows",
-          cache_friendly: bool = False, model: str | Sequence[str] | None = None, base_url: str | None = None,
+          cache_friendly: bool = False, prompt: str | Path = "auto", model: str | Sequence[str] | None = None,
+          base_url: str | None = None,
           timeout: float | None = None,
           concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
           cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
@@ -106,9 +107,9 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     on.check()
     options = _stage_options(JudgeOptions, options, depth=depth, samples=samples, batch=batch, seed=seed, tie=tie,
                              max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
-                             cache_friendly=cache_friendly, shard=_shard(shard))
+                             cache_friendly=cache_friendly, shard=_shard(shard), prompt=str(prompt))
     from .data.io import coerce_qrels
-    from .stages.judge import JudgeJob, model_configs
+    from .stages.judge import Judge, JudgeJob, model_configs
     items, chunk_map = _queries(queries), _chunks(chunks, by_id_only=True)
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
@@ -118,6 +119,7 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
                      tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
                      max_calls=max_calls, max_cost=max_cost)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
+    _say_prompt(Judge(configs, options).prompt_reason, "judge", options.quiet)  # (a bad prompt file: before any call)
     with _output(output, "judgments.jsonl") as out:
         job = JudgeJob(items, chunk_map, run, configs, out, options=options, keep=keep_table,
                        qrels_out=qrels_out, coverage_out=coverage_out, sources=(_source(queries), _source(run)))
@@ -134,7 +136,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
           chunks: Any = None, run: Any = None, qrels: Any = None, depth: int = 10, retrieval_threshold: float = 0.5,
           human: str | Path | Mapping[str, str] | None = None, by: Sequence[str] | None = None, samples: int = 1,
           seed: int = 0, max_response_chars: int = 32000, max_context_chars: int = 12000,
-          model: str | Sequence[str] | None = None, base_url: str | None = None, timeout: float | None = None,
+          prompt: str | Path = "auto", model: str | Sequence[str] | None = None, base_url: str | None = None, timeout: float | None = None,
           concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
           cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
           price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
@@ -166,8 +168,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """
-    from .stages.check import (CheckJob, CheckOptions, CheckResult, check_result, read_human_labels, read_labels_origin,
-                               retrieval_recall)
+    from .stages.check import (Checker, CheckJob, CheckOptions, CheckResult, check_result, read_human_labels,
+                               read_labels_origin, retrieval_recall)
     if (run is None) != (qrels is None):
         raise UsageError("the diagnosis needs both --run and --qrels")
     if samples < 1:
@@ -178,7 +180,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     on.check()
     options = _stage_options(CheckOptions, options, samples=samples, seed=seed, quiet=quiet,
                              max_response_chars=max_response_chars, max_context_chars=max_context_chars,
-                             shard=_shard(shard))
+                             shard=_shard(shard), prompt=str(prompt))
     chunk_map = _chunks(chunks)
     items, fields_by_id = _answers(answers, chunk_map, by)
     if queries is not None and query_ids is None and run is not None:  # answers under other ids than the run's
@@ -221,6 +223,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
         max_cost=max_cost)
+    checker = Checker([config], options)  # (a bad prompt file: an error before any call)
+    _say_prompt(checker.prompt_reason, "check", options.quiet or not config.model)  # no model: only the rules run
     with _output(output, "checks.jsonl") as out:
         job = CheckJob(items, config, out, options=options, chunks=chunk_map, gold_recall=recall, announce=announce)
         done = _run(job, on, dry_run, given, temporary=output is None)
@@ -358,6 +362,12 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
 
 
 # ---------------------------------------------------------------------------------- shared
+
+def _say_prompt(reason: str, stage: str, quiet: bool) -> None:
+    """Which prompt the stage uses and why, once on stderr (the records name its version)."""
+    if not quiet:
+        print(f"{stage}: {reason}", file=sys.stderr)
+
 
 def _run(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | None,
          temporary: bool) -> Estimate | StageOutcome[Any]:

@@ -65,6 +65,13 @@ def judge(sub: Any) -> None:
                         "provider's prompt cache: cheaper where cached tokens cost a tenth (gpt-5 models), dearer "
                         "where they cost half (gpt-4o-mini); a different prompt, so pairs judged without it are "
                         "judged again")
+    reads(p.add_argument("--prompt", default="auto", metavar="PROMPT",
+                         help="auto (default: short when the model's name says 14B parameters or fewer, e.g. "
+                              "llama3.1:8b; full otherwise), full (the rubric with steps of reasoning), short (a brief "
+                              "prompt for small local models) or a prompt FILE of your own: [system]/[user] sections, "
+                              "placeholders {{query}} and {{passage}} required, {{need}} and {{expected}} optional; "
+                              "answered as {\"reasoning\": optional, \"grade\": 0-3}; its version (NAME@hash of its "
+                              "text) is in every record"))
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
     p.set_defaults(handler=Handler("ragassay.cli.llm_stages", "run_judge"))
@@ -104,6 +111,14 @@ def check(sub: Any) -> None:
                         "says so, never graded from a cut (default 32000)")
     p.add_argument("--max-context-chars", type=positive_int, default=12000, metavar="N",
                    help="budget for all passages of an answer; the rest is cut or dropped, marked (default 12000)")
+    reads(p.add_argument("--prompt", default="auto", metavar="PROMPT",
+                         help="auto (default: short when the model's name says 14B parameters or fewer, e.g. "
+                              "qwen2.5-7b-instruct; full otherwise), full (the rubric that also judges grounding), "
+                              "short (a brief prompt for small local models) or a prompt FILE of your own: "
+                              "[system]/[user] sections, placeholders {{question}}, {{response}} and {{reference}} "
+                              "required, {{passages}} and {{notes}} optional; answered as {\"reasoning\": optional, "
+                              "\"label\": correct|partial|hallucinated|abstained}; its version (NAME@hash of its "
+                              "text) is in every record"))
     add_format_option(p, ("table", "json"))
     add_llm_options(p)
     add_batch_options(p)

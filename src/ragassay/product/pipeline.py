@@ -682,7 +682,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     run, deepest, pairs, members = made
     pooled = sorted((q, c) for q, cs in run.top_ids(deepest).items() for c in cs)
     digest = ctx.digests.of(ctx.queries, p.chunks, pool=pooled, model=ctx.llm.get("model"),
-                            base_url=ctx.llm.get("base_url"))
+                            base_url=ctx.llm.get("base_url"), prompt=_prompt_id(ctx, "judge"))
     kept = ctx.state.fresh("judge", digest, [out, judged])
     runs = len(set(ctx.runs) | set(ctx.memory_runs))
     pool_of = f"the pool of {runs} run's" if runs == 1 else f"the pool of {runs} runs'"
@@ -693,7 +693,7 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
         text = (f"{pool_of} top {p.depth}: {len(pooled)} pairs, all {len(pooled)} judged before, "
                 f"0 now" + (f", {said['errors']} error{'s' if said['errors'] != 1 else ''}" if said.get("errors") else ""))
         return StepResult("judge", "up to date", text, kept["exit_code"], result=kept.get("result"))
-    args = dict(output=out, depth=deepest, qrels_out=judged, **ctx.llm_args())
+    args = dict(output=out, depth=deepest, qrels_out=judged, prompt=p.judge_prompt, **ctx.llm_args())
     if ctx.dry_run:
         est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
         ctx.judging = est.calls > 0
@@ -714,6 +714,14 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     ctx.unjudged = _unjudged(pooled, judged)
     ctx.state.done("judge", digest, done.exit_code, text, done.to_dict())
     return StepResult("judge", "ran", text, done.exit_code, result=done.to_dict())
+
+
+def _prompt_id(ctx: Context, stage: str) -> str:
+    """The version of the prompt a stage will use (a prompt file's content, what auto picks for the
+    model): a step whose prompt changed is not up to date."""
+    from ..llm.prompt_files import choose_prompt
+    choice = ctx.project.judge_prompt if stage == "judge" else ctx.project.check_prompt
+    return choose_prompt(stage, choice, ctx.llm.get("model"))[0].id
 
 
 def _unjudged(pooled: list[tuple[str, str]], judged: Path) -> tuple[int, int] | None:
@@ -760,7 +768,8 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
     said, code, estimates, usage = [], 0, [], []
     for name, run in runs.items():
         digest = ctx.digests.of(run if isinstance(run, Path) else None, ctx.queries, p.chunks, ctx.judged,
-                                depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"))
+                                depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"),
+                                prompt=_prompt_id(ctx, "judge"))
         kept = ctx.state.fresh(f"coverage:{name}", digest, [out]) if isinstance(run, Path) else None
         if kept:
             said.append(f"{name} up to date")
@@ -771,7 +780,7 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
             said.append(f"{name}: {skip.text}")
             code = max(code, skip.exit_code)
             continue
-        args = dict(output=judgments, depth=p.depth, coverage_out=out, **ctx.llm_args())
+        args = dict(output=judgments, depth=p.depth, coverage_out=out, prompt=p.judge_prompt, **ctx.llm_args())
         if ctx.dry_run:
             est = api.judge(ctx.queries, p.chunks, run, dry_run=True, **args)
             estimates.append(est)
@@ -881,7 +890,7 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     diagnosed = run is not None and qrels is not None
     digest = ctx.digests.of(p.answers, p.chunks, p.human, run if diagnosed else None, qrels if diagnosed else None,
                             depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"),
-                            rules_only=rules_only,
+                            rules_only=rules_only, prompt=_prompt_id(ctx, "check"),
                             **({"by_text": sorted(ctx.answer_queries.items())} if ctx.answer_queries else {}))
     verdicts_of = ctx.digests.of(p.answers, p.chunks)  # what a verdict depends on, whoever gives it
     if rules_only:
@@ -895,7 +904,8 @@ def _check(ctx: Context, selected: bool) -> StepResult:
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=_read_json(summary))
-    args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth, join_warnings=False)  # said at the start
+    args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth, join_warnings=False,  # said at the start
+                prompt=p.check_prompt)
     spent = None if rules_only or ctx.dry_run else ctx.spent()
     if spent:
         return StepResult("check", "skipped", spent, 3)

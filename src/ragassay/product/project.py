@@ -95,6 +95,8 @@ class Project:
     state: Path | None = None           # where the state and history go, when not beside the project file
     coverage: bool = False
     check_run: str | None = None
+    judge_prompt: str = "auto"          # [judge] prompt: auto, full, short, or a prompt file (absolute)
+    check_prompt: str = "auto"          # [check] prompt: the same for check
     answers_match: str = "auto"         # answers meet queries by id; with none met, by question text ("id": never)
     gate_min: dict[str, float] = field(default_factory=dict)
     gate_max: dict[str, float] = field(default_factory=dict)
@@ -244,12 +246,14 @@ def read_project(path: str | Path | None = None) -> Project:
         raise bad("title", f"must be a title in quotes, got {report['title']!r}")
     proj.title = report.get("title")
     judge = raw.get("judge", {})
-    _known(judge, {"coverage"}, "judge", bad)
+    _known(judge, {"coverage", "prompt"}, "judge", bad)
     if not isinstance(judge.get("coverage", False), bool):
         raise bad("coverage", "must be true or false")
     proj.coverage = judge.get("coverage", False)
+    proj.judge_prompt = _prompt_setting(judge, "judge", p, path_of)
     check = raw.get("check", {})
-    _known(check, {"run"}, "check", bad)
+    _known(check, {"run", "prompt"}, "check", bad)
+    proj.check_prompt = _prompt_setting(check, "check", p, path_of)
     proj.check_run = check.get("run")
     if proj.check_run is not None and proj.check_run not in proj.run_names():
         raise bad("run", f"[check] run {proj.check_run!r} is not a run of this project "
@@ -263,6 +267,43 @@ def read_project(path: str | Path | None = None) -> Project:
         raise bad("run", f"[gate] run {proj.gate_run!r} is not a run of this project")
     proj.allow_errors = number("allow_errors", gate.get("allow_errors", 0), 0)
     return proj
+
+
+def _prompt_setting(table: Mapping[str, Any], stage: str, project: Path, path_of: Any) -> str:
+    """A table's ``prompt``: auto, full or short as written, or a prompt file (relative to the
+    project file), read and checked now: a placeholder the stage cannot fill is an error naming the
+    prompt file's line, before any step runs."""
+    from ..llm.prompt_files import CHOICES, read_prompt_file
+    value = table.get("prompt", "auto")
+    if value in CHOICES:
+        return value
+    if not isinstance(value, str) or not value:
+        raise InputError(f"prompt: must be one of {', '.join(CHOICES)} or a prompt file's name, in quotes, got "
+                         f"{value!r}", project, _line_in(project, stage, "prompt"))
+    try:
+        f = path_of("prompt", value)
+    except InputError as e:  # (the line of this table's prompt, not the first prompt of the file)
+        raise InputError(e.message, project, _line_in(project, stage, "prompt")) from None
+    if f.is_dir():
+        raise InputError(f"prompt: {value!r} is a folder, not a prompt file", project, _line_in(project, stage, "prompt"))
+    read_prompt_file(f, stage)
+    return str(f)
+
+
+def _line_in(path: Path, table: str, key: str) -> int | None:
+    """The line that sets ``key`` inside ``[table]`` (for messages)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    inside = False
+    for no, line in enumerate(lines, start=1):
+        header = re.match(r"^\s*\[\s*([^\]]+?)\s*\]", line)
+        if header:
+            inside = header.group(1) == table
+        elif inside and re.match(rf"^\s*{re.escape(key)}\s*=", line):
+            return no
+    return None
 
 
 def _known(table: Mapping[str, Any], keys: set[str], name: str, bad: Any) -> None:
@@ -620,8 +661,11 @@ _SECTIONS: dict[str, str] = {
            "# max_cost = 1.0    # stop before spending more",
     "generate": "# limit = 20    # questions to write when the project has no queries\n"
                 "# sample = 10    # questions to write although it has queries (a set to read: not retrieved)",
-    "judge": "# coverage = true    # also each run's coverage of each query's nuggets (more calls)",
-    "check": "# run = \"NAME\"    # the run whose recall explains the answers (default: the first)",
+    "judge": "# coverage = true    # also each run's coverage of each query's nuggets (more calls)\n"
+             "# prompt = \"auto\"    # full, short (small local models), or your prompt file; auto: short when the\n"
+             "#                     # model's name says 14B parameters or fewer",
+    "check": "# run = \"NAME\"    # the run whose recall explains the answers (default: the first)\n"
+             "# prompt = \"auto\"    # as [judge] prompt",
     "agree": "# people's qrels against the judged pool, always; and against a second labelling of the same pairs:\n"
              "# second = \"FILE\"",
     "report": "# title = \"...\"    # the report's title (default: this folder's name)",

@@ -21,11 +21,13 @@ from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..runtime.engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
                      run_stage)
-from ..llm.prompts import clip, delimit, load_prompt, shown_id
+from ..llm.prompt_files import choose_prompt, full_schema
+from ..llm.prompts import clip, delimit, shown_id
 from ..llm.reading import Explanation, Explanations
 from ..data.records import AnswerItem, Check, Chunk
 from ..data.result_models import CheckSummary
 from ..runtime.scaffold import StageJob
+from .short_answers import ShortVerdict
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
 
@@ -50,6 +52,9 @@ class CheckOptions:
     seed: int = 0                    # with several samples, sample i sends seed + i (distinct requests)
     quiet: bool = False
     shard: tuple[int, int] | None = None  # check only the answers of this slice (i, n): see engine.in_shard
+    # "auto" (short for a model whose name says it is small), "full", "short" or a prompt file's path:
+    # see llm/prompt_files.py; every prompt but the full one is answered in the short schema
+    prompt: str = "auto"
 
 
 def answer_fields(obj: dict, no: int) -> dict:
@@ -135,7 +140,9 @@ class Checker(Stage):
         self.gold_recall = gold_recall  # recall@k of each answer's gold chunks, when --run/--qrels are given
         self.options = options or CheckOptions()
         self.chunks = chunks or {}
-        self.prompt = load_prompt("check_answer")
+        self.prompt, self.prompt_reason = choose_prompt("check", self.options.prompt, self.model)
+        self.full = full_schema("check", self.prompt)  # else the short schema: a label, reasoning optional
+        self.answer_model: type[BaseModel] = AnswerVerdict if self.full else ShortVerdict
 
     @property
     def model(self) -> str | None:
@@ -175,15 +182,16 @@ class Checker(Stage):
         if dropped:
             blocks.append(f"[… {len(dropped)} more passage(s) dropped to fit the length budget: ids "
                           f"{', '.join(shown_id(c) for c in dropped)}]")
-        noticed = notes(refs, item.response)
-        messages = self.prompt.messages(question=delimit("QUESTION", item.question),
-                                        reference=delimit("REFERENCE", ref_text),
-                                        response=delimit("RESPONSE", item.response),
-                                        passages="\n\n".join(blocks) if blocks else "(no passages were given)",
-                                        notes=("Noticed by a simple comparison (a hint, not a verdict):\n"
-                                               + "\n".join(f"- {n}" for n in noticed)) if noticed else "")
+        used = self.prompt.placeholders  # a short prompt or a user's may leave passages and notes out
+        noticed = notes(refs, item.response) if "notes" in used else []
+        values = dict(question=delimit("QUESTION", item.question), reference=delimit("REFERENCE", ref_text),
+                      response=delimit("RESPONSE", item.response),
+                      passages="\n\n".join(blocks) if blocks else "(no passages were given)",
+                      notes=("Noticed by a simple comparison (a hint, not a verdict):\n"
+                             + "\n".join(f"- {n}" for n in noticed)) if noticed else "")
+        messages = self.prompt.messages(**{k: v for k, v in values.items() if k in used})
         cuts = {"context_chars_cut": cut_chars, "contexts_dropped": dropped}
-        return messages, (cuts if cut_chars or dropped else None)
+        return messages, (cuts if (cut_chars or dropped) and "passages" in used else None)  # only what it was shown
 
     def too_long(self, item: AnswerItem) -> str | None:
         """Why an answer cannot be graded: a response over the budget (never graded from a cut),
@@ -225,7 +233,7 @@ class Checker(Stage):
             if ruled is None and long_why is None and not done(key):
                 messages, cuts = self.prompt_and_cuts(it)
                 if self.configs:
-                    calls = [Call.of(0, messages, AnswerVerdict, "check", o.max_tokens, self.temperature(),
+                    calls = [Call.of(0, messages, self.answer_model, "check", o.max_tokens, self.temperature(),
                                      seed=self.seed(s), sample=s)
                              for s in range(o.samples)]
             out.append(WorkItem(key, calls, (it, ruled, cuts, long_why)))
@@ -246,9 +254,14 @@ class Checker(Stage):
             raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
         verdicts = answers
-        has_context = bool(self.contexts(item))
         label = majority_label([v.label for v in verdicts])
         chosen = next(v for v in verdicts if v.label == label)
+        if not isinstance(chosen, AnswerVerdict):  # the short schema: the label alone, grounding not asked
+            return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=chosen.reasoning,
+                          decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
+                          samples=[v.label for v in verdicts], fault=fault_of(label, False, None, self._recall(item)),
+                          context_has_answer=None)]
+        has_context = bool(self.contexts(item))
         grounded = chosen.grounded if has_context else None
         has_answer = chosen.context_has_answer if has_context else None
         fault = fault_of(label, has_context, has_answer, self._recall(item))

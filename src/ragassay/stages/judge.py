@@ -30,12 +30,14 @@ from ..data.records import Chunk, Judgment
 from ..data.result_models import JudgeSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
+from ..llm.prompt_files import choose_prompt, full_schema
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..llm.reading import Decision, Explanation
 from .coverage import CoverageStage
 from ..runtime.engine import (Call, CallText, Estimate, Items, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
                      in_shard, run_stage)
 from .queries import Passages, QueryItem
+from .short_answers import ShortRelevance
 from ..runtime.store import Records
 from ..runtime.scaffold import StageJob
 
@@ -84,6 +86,9 @@ class JudgeOptions:
     # tokens a provider's prompt cache needs (benchmarks/judge_prompt_cost.py): cheaper on models
     # whose cached tokens cost a tenth, dearer where they cost half
     cache_friendly: bool = False
+    # "auto" (short for a model whose name says it is small), "full", "short" or a prompt file's path:
+    # see llm/prompt_files.py; every prompt but the full one is answered in the short schema
+    prompt: str = "auto"
 
 
 def _dumps(value: Any) -> str:
@@ -143,12 +148,30 @@ class Judge:
             raise ValueError("judge needs at least one model")
         self.configs = list(configs)
         self.options = options or JudgeOptions()
-        self.rel_prompt = load_prompt("judge_relevance_examples" if self.options.cache_friendly else "judge_relevance")
+        self.rel_prompt, self.prompt_reason = self._chosen_prompt()
+        self.full = full_schema("judge", self.rel_prompt)  # else the short schema: a grade, reasoning optional
+        if self.full and self.options.cache_friendly:
+            self.rel_prompt = load_prompt("judge_relevance_examples")
+        self.answer_model: type[BaseModel] = RelevanceAnswer if self.full else ShortRelevance
         self.batch_prompt = load_prompt("judge_relevance_batch")
         self.passages = Passages(self.options.max_chunk_chars)
         self.batch_fallbacks = 0
         self._tails: dict[str, tuple[Chunk | None, bytes]] = {}  # chunk id -> the chunk and its key's last part
         self._settings_part: bytes | None = None  # the keys' last part: "\n" and the settings' JSON
+
+    def _chosen_prompt(self):
+        """The pointwise prompt (options.prompt) and why it was chosen; batches and the cache-friendly
+        form exist for the full prompt only."""
+        o = self.options
+        full_only = (f"--batch {o.batch} grades several passages in one call" if o.batch > 1 else
+                     "--cache-friendly opens the full prompt with worked examples" if o.cache_friendly else None)
+        return choose_prompt("judge", o.prompt, [c.model for c in self.configs], full_only=full_only)
+
+    def filled(self, **values: str) -> dict[str, str]:
+        """The values the relevance prompt has placeholders for (a user's prompt may leave the
+        optional ones out)."""
+        used = self.rel_prompt.placeholders
+        return {k: v for k, v in values.items() if k in used}
 
     @property
     def truncated(self) -> set[str]:
@@ -160,11 +183,17 @@ class Judge:
 
     def relevance_messages(self, query: QueryItem, chunk: Chunk,
                            window: tuple[int, int] | None = None) -> list[dict[str, str]]:
-        return self.rel_prompt.messages(**self.query_values(query), passage=self.passage_block(chunk, window))
+        return self.rel_prompt.messages(**self.filled(**self.query_values(query),
+                                                      passage=self.passage_block(chunk, window)))
 
-    @staticmethod
-    def query_values(query: QueryItem) -> dict[str, str]:
-        return {"query": delimit("QUERY", query.text), "need": query.need_block(), "expected": query.expected_block()}
+    def query_values(self, query: QueryItem) -> dict[str, str]:
+        if self.full:
+            return {"query": delimit("QUERY", query.text), "need": query.need_block(),
+                    "expected": query.expected_block()}
+        # a short prompt or a user's: a need or note the query lacks is left out, not said absent
+        need = "\n".join(t for t in (query.description, query.narrative) if t)
+        return {"query": delimit("QUERY", query.text), "need": delimit("NEED", need) if need else "",
+                "expected": delimit("WHAT A GOOD ANSWER CONTAINS", query.answer) if query.answer else ""}
 
     def passage_block(self, chunk: Chunk, window: tuple[int, int] | None = None) -> str:
         return delimit("PASSAGE", self.passages.text(chunk, window))
@@ -259,7 +288,8 @@ class Judge:
                    key: str) -> Judgment:
         grade, jurors = self.combine(votes)
         chosen = min(zip(answers, votes), key=lambda av: abs(av[1] - grade))[0]  # a reasoning that fits the grade
-        reasoning = f"intent: {chosen.intent}\nmatch: {chosen.match}\ntrust: {chosen.trust}"
+        reasoning = (f"intent: {chosen.intent}\nmatch: {chosen.match}\ntrust: {chosen.trust}"
+                     if hasattr(chosen, "intent") else chosen.reasoning)  # the short schema's is optional
         sampled: dict[str, Any] = {}  # only sampled votes and juries have these
         if self.options.samples > 1:
             sampled.update(seeds=[self.seed(s) for s in range(self.options.samples)], temperature=self.temperature(0))
@@ -350,7 +380,7 @@ class RelevanceStage(Stage):
         if memo.get("query_id") != p.query.id:  # this query's messages around its passage, made once
             memo["query_id"] = p.query.id
             memo["around"] = tuple((role, "".join(texts).split(_SLOT)) for role, texts in
-                                   j.rel_prompt.pieces(**j.query_values(p.query), passage=_SLOT))
+                                   j.rel_prompt.pieces(**j.filled(**j.query_values(p.query), passage=_SLOT)))
         passages = memo.setdefault("passages", {})
         if len(passages) > 20_000:  # bounded: a plan goes query by query, passages recur at random
             passages.clear()
@@ -364,10 +394,10 @@ class RelevanceStage(Stage):
             block = passages.get((p.chunk.id, window))
             if block is None:
                 block = passages[(p.chunk.id, window)] = j.passage_block(p.chunk, window)
-            pieces = tuple([(role, (parts[0],) if len(parts) == 1 else (parts[0], block, parts[1]))
-                            for role, parts in memo["around"]])
+            pieces = tuple([(role, tuple(x for i, part in enumerate(parts) for x in ((block, part) if i else (part,))))
+                            for role, parts in memo["around"]])  # (a prompt file may show the passage twice)
             for m, temperature, seed, smp in shapes:
-                out.append(CallText(m, pieces, RelevanceAnswer, "judge", max_tokens, temperature, seed, smp))
+                out.append(CallText(m, pieces, j.answer_model, "judge", max_tokens, temperature, seed, smp))
         return out
 
     def _pointwise_item(self, q: QueryItem, chunk_id: str, key: str) -> WorkItem:
@@ -377,9 +407,9 @@ class RelevanceStage(Stage):
         """One pair's prompts: made when its item is estimated or sent, not when it is planned."""
         j = self.judge
         if windows is None:
-            return j.relevance_calls(j.relevance_messages(q, c), RelevanceAnswer, j.options.max_tokens)
+            return j.relevance_calls(j.relevance_messages(q, c), j.answer_model, j.options.max_tokens)
         return [call for w in windows
-                for call in j.relevance_calls(j.relevance_messages(q, c, w), RelevanceAnswer, j.options.max_tokens)]
+                for call in j.relevance_calls(j.relevance_messages(q, c, w), j.answer_model, j.options.max_tokens)]
 
     def plan_queries(self, groups: Iterable[tuple[QueryItem, Sequence[str]]], chunks: Mapping[str, Chunk],
                      done_flags: Callable[[Sequence[str]], list[bool]]) -> Items:
@@ -467,7 +497,7 @@ class RelevanceStage(Stage):
                              prompt, p.key)]
         if pairs[0].windows is not None:
             return [self._best_window(pairs[0], answers)]
-        if len(pairs) == 1 and item.calls[0].response_model is RelevanceAnswer:
+        if len(pairs) == 1 and item.calls[0].response_model is not BatchAnswer:
             p = pairs[0]
             return [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers], answers, j.rel_prompt.id,
                                  p.key)]
@@ -524,7 +554,7 @@ class RelevanceStage(Stage):
         j.batch_fallbacks += len(missing)
         by_id = {p.chunk.id: p for p in pairs}
         return [call for cid in missing for call in
-                j.relevance_calls(j.relevance_messages(by_id[cid].query, by_id[cid].chunk), RelevanceAnswer,
+                j.relevance_calls(j.relevance_messages(by_id[cid].query, by_id[cid].chunk), j.answer_model,
                                   j.options.max_tokens)]
 
     def _best_window(self, p: _Pair, answers: list[BaseModel]) -> Judgment:
