@@ -1,0 +1,316 @@
+"""Qualify a judge against people: run judge (or check) with a model and a prompt on a sample that
+people labelled, and say how the two agree.
+
+A team choosing a model for its judge needs that figure on real queries before it trusts the
+model's labels; the bundled example's agreement says nothing about their model. The sample is
+drawn stratified by the people's label and seeded, so two graders (two prompts, two models) are
+asked the very same items and can be compared with a paired test. Every call goes through the
+stage itself (``api.judge`` / ``api.check``): the same cache, journal, resumption and dry run, and
+records that name the prompt's version.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE
+from ..data.people_samples import GradedPairs, LabelledAnswers, stratified_sample
+from ..errors import UsageError
+from ..metrics.qualification import (
+    LabelAgreement,
+    PairedDifference,
+    label_agreement,
+    paired_difference,
+)
+from ..runtime.engine import Estimate
+from .published_agreement import PublishedFigure, published_for
+
+CHECK_LABELS = ("correct", "partial", "hallucinated", "abstained")
+BINARY_LABELS = ("correct", "incorrect")
+
+
+@dataclass(frozen=True)
+class Grader:
+    """What is qualified: one model with one prompt (a choice of the stage, or a file)."""
+
+    model: str | None
+    prompt: str = "auto"
+
+    def name(self) -> str:
+        prompt = Path(self.prompt).name if ("/" in self.prompt or self.prompt.endswith(".txt")) else self.prompt
+        return f"{self.model or '(default model)'} with prompt {prompt}"
+
+
+@dataclass
+class GraderOutcome:
+    """One grader's labels of the sample and how they agree with people's."""
+
+    grader: Grader
+    output: Path | None
+    prompts: list[str]                      # the prompt ids the records name
+    labels: dict[Any, Any]                  # item -> the grader's label (None: an error record)
+    agreement: LabelAgreement
+    errors: int
+    error_reasons: dict[str, int]
+    by_rule: int                            # check: answers the rules decided without a call
+    usage: dict[str, Any]
+    usage_text: str
+    seconds: float
+    paired: PairedDifference | None = None  # against the first grader, on the same items
+    ranking: dict | None = None             # Kendall's tau of runs ranked under people's and this grader's labels
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"grader": {"model": self.grader.model, "prompt": self.grader.prompt},
+                "output": str(self.output) if self.output else None, "prompts": self.prompts,
+                "agreement": self.agreement.to_dict(), "errors": self.errors, "error_reasons": self.error_reasons,
+                "decided_by_rule": self.by_rule, "usage": self.usage, "seconds": round(self.seconds, 1),
+                "paired_with_first": self.paired.to_dict() if self.paired else None, "ranking": self.ranking}
+
+
+@dataclass
+class Qualification:
+    """What ``ragassay qualify`` found: the sample, each grader's agreement with people, the
+    ceiling (a second people's labelling of the same items, where there is one), and the
+    published figures to set beside them."""
+
+    task: str
+    source: str
+    citation: str | None
+    sample: dict[str, Any]
+    graders: list[GraderOutcome]
+    ceiling: LabelAgreement | None
+    published: list[PublishedFigure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)  # each sampled item: people's and each grader's label
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every grader labelled every item; 3 when some items are error records; 1 when a
+        grader labelled nothing."""
+        if any(g.agreement.n == 0 for g in self.graders):
+            return 1
+        return 3 if any(g.errors for g in self.graders) else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "source": self.source, "citation": self.citation, "sample": self.sample,
+                "graders": [g.to_dict() for g in self.graders],
+                "ceiling": self.ceiling.to_dict() if self.ceiling else None,
+                "published": [p.to_dict() for p in self.published], "notes": self.notes, "items": self.items}
+
+
+# ------------------------------------------------------------------------------- relevance
+
+
+def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | None = 150, seed: int = 0,
+                  output: str | Path | None = None, runs: Mapping[str, Any] | None = None,
+                  metric: str = "ndcg_cut_10", dry_run: bool = False, **settings: Any
+                  ) -> Qualification | list[Estimate]:
+    """Judge a stratified, seeded sample of ``pairs`` with each grader and measure agreement.
+
+    ``settings`` are the judge's LLM keywords (``base_url=``, ``timeout=``, ``cache=``, ...).
+    ``runs`` (name -> run) adds Kendall's tau between the runs ranked by ``metric`` under people's
+    grades and under the grader's, both on the sampled pairs only (the figure says so)."""
+    from ..api import judge
+    from ..stages.queries import QueryItem
+    _check_graders(graders)
+    keys = _sampled(pairs.grades, size, seed)
+    run: dict[str, dict[str, float]] = {}
+    for q, c in keys:  # every sampled pair is in the judged run; its place in it does not matter
+        run.setdefault(q, {})[c] = float(len(keys) - len(run.get(q, {})))
+    depth = max((len(v) for v in run.values()), default=1)
+    queries = [QueryItem(q, pairs.queries[q]) for q in run]
+    chunks = {c: pairs.chunks[c] for _, c in keys}
+    same_scale = tuple(pairs.scale) == JUDGE_SCALE
+    classes: tuple = tuple(range(JUDGE_SCALE[0], JUDGE_SCALE[1] + 1)) if same_scale else (False, True)
+    positive: set = {g for g in classes if g >= pairs.relevant_from} if same_scale else {True}
+
+    def read(grade: int | None, relevant_from: int) -> Any:  # on another scale, only relevant or not meets
+        return grade if grade is None or same_scale else grade >= relevant_from
+
+    people = [read(pairs.grades[k], pairs.relevant_from) for k in keys]
+    outcomes: list[GraderOutcome] = []
+    estimates: list[Estimate] = []
+    for i, grader in enumerate(graders, 1):
+        out = _output(output, "judgments", i, len(graders))
+        started = time.monotonic()
+        done = judge(queries, chunks, run, output=out, depth=depth, model=grader.model, prompt=grader.prompt,
+                     dry_run=dry_run, **settings)
+        if isinstance(done, Estimate):
+            estimates.append(done)
+            continue
+        grades: dict[Any, Any] = {}
+        prompts: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        for r in done.records:
+            key = (r["query_id"], r["chunk_id"])
+            ok = r.get("status") == "ok" and r.get("grade") is not None
+            grades[key] = int(r["grade"]) if ok else None
+            if ok and r.get("prompt"):
+                prompts[r["prompt"]] += 1
+            if not ok:
+                reasons[_reason(r.get("error"))] += 1
+        model = [read(grades.get(k), JUDGE_RELEVANT_FROM) for k in keys]
+        outcome = GraderOutcome(
+            grader, out, sorted(prompts), dict(zip(keys, model)),
+            label_agreement(people, model, classes, positive, ordinal=True, seed=seed, unit="pairs"),
+            sum(reasons.values()), dict(reasons), 0, done.usage, done.usage_text, time.monotonic() - started)
+        if runs:
+            outcome.ranking = _ranking(keys, people, model, runs, metric)
+        outcomes.append(outcome)
+    if dry_run:
+        return estimates
+    _pair_with_first(outcomes, people, keys, classes, positive, seed)
+    second = pairs.second or {}
+    both = [k for k in keys if k in second]
+    ceiling = label_agreement([read(pairs.grades[k], pairs.relevant_from) for k in both],
+                              [read(second[k], pairs.relevant_from) for k in both], classes, positive,
+                              ordinal=True, seed=seed) if both else None
+    per_class = Counter(pairs.grades[k] for k in keys)
+    sample = {"items": len(keys), "of": len(pairs.grades), "seed": seed, "unit": "pairs",
+              "queries": len(run), "per_class": {str(g): n for g, n in sorted(per_class.items())},
+              "scale": list(pairs.scale), "relevant_from": pairs.relevant_from,
+              "second_labelled": len(both)}
+    notes = []
+    if not same_scale:
+        notes.append(f"the people's scale {pairs.scale[0]}-{pairs.scale[1]} is not the judge's "
+                     f"{JUDGE_SCALE[0]}-{JUDGE_SCALE[1]}: only relevant or not is compared (people's grade >= "
+                     f"{pairs.relevant_from}, the judge's >= {JUDGE_RELEVANT_FROM})")
+    if runs:
+        notes.append(f"the runs' ranking rests on the {len(keys)} sampled pairs only: each run is scored by "
+                     f"{metric} under people's grades of those pairs and under the grader's")
+    rows = [{"query_id": q, "chunk_id": c, "people": pairs.grades[(q, c)], "second": second.get((q, c)),
+             "graders": [o.labels.get((q, c)) for o in outcomes]} for q, c in keys]
+    return Qualification("judge", pairs.source, pairs.citation, sample, outcomes, ceiling,
+                         published_for("judge"), notes + list(pairs.notes), rows)
+
+
+def _ranking(keys: list, people: list, model: list, runs: Mapping[str, Any], metric: str) -> dict | None:
+    from ..data.tables import Qrels
+    from ..metrics.agreement import run_ranking_agreement
+    ref: dict[str, dict[str, int]] = {}
+    cand: dict[str, dict[str, int]] = {}
+    for (q, c), p, m in zip(keys, people, model):
+        ref.setdefault(q, {})[c] = p
+        if m is not None:
+            cand.setdefault(q, {})[c] = m
+    if len(runs) < 2 or not cand:
+        return None
+    return run_ranking_agreement(Qrels.from_dict(ref), Qrels.from_dict(cand), runs, metric)
+
+
+# -------------------------------------------------------------------------------- answers
+
+
+def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: int | None = 100, seed: int = 0,
+                  output: str | Path | None = None, dry_run: bool = False, **settings: Any
+                  ) -> Qualification | list[Estimate]:
+    """Check a stratified, seeded sample of people-labelled answers with each grader and measure
+    agreement. People's labels that are only right or wrong (``answers.binary``) are met by the
+    check's labels read the same way: correct is right; partial, hallucinated and abstained are not."""
+    from ..api import check
+    _check_graders(graders)
+    ids = _sampled(answers.labels, size, seed)
+    by_id = {a.id: a for a in answers.answers}
+    items = [by_id[i] for i in ids]
+    classes = BINARY_LABELS if answers.binary else CHECK_LABELS
+    positive = {"correct"}
+    people = [answers.labels[i] for i in ids]
+    outcomes: list[GraderOutcome] = []
+    estimates: list[Estimate] = []
+    for i, grader in enumerate(graders, 1):
+        out = _output(output, "checks", i, len(graders))
+        started = time.monotonic()
+        done = check(items, output=out, model=grader.model, prompt=grader.prompt, dry_run=dry_run,
+                     join_warnings=False, **settings)
+        if isinstance(done, Estimate):
+            estimates.append(done)
+            continue
+        labels: dict[Any, Any] = {}
+        prompts: Counter[str] = Counter()
+        reasons: Counter[str] = Counter()
+        by_rule = 0
+        for r in done.records:
+            label = r.get("label") if r.get("status") == "ok" else None
+            if label is not None and answers.binary:
+                label = "correct" if label == "correct" else "incorrect"
+            labels[r["id"]] = label
+            by_rule += r.get("decided_by") == "rule"
+            if r.get("prompt"):
+                prompts[r["prompt"]] += 1
+            if label is None:
+                reasons[_reason(r.get("error"))] += 1
+        model = [labels.get(k) for k in ids]
+        outcomes.append(GraderOutcome(
+            grader, out, sorted(prompts), dict(zip(ids, model)),
+            label_agreement(people, model, classes, positive, ordinal=False, seed=seed, unit="answers"),
+            sum(reasons.values()), dict(reasons), by_rule, done.usage, done.usage_text,
+            time.monotonic() - started))
+    if dry_run:
+        return estimates
+    _pair_with_first(outcomes, people, ids, classes, positive, seed)
+    second = answers.second or {}
+    both = [k for k in ids if k in second]
+    ceiling = label_agreement([answers.labels[k] for k in both], [second[k] for k in both], classes, positive,
+                              ordinal=False, seed=seed) if both else None
+    per_class = Counter(people)
+    sample = {"items": len(ids), "of": len(answers.labels), "seed": seed, "unit": "answers",
+              "per_class": {c: per_class.get(c, 0) for c in classes}, "binary": answers.binary,
+              "second_labelled": len(both)}
+    notes = []
+    if answers.binary:
+        notes.append("people said only right or wrong: the check's 'correct' is read as right, and 'partial', "
+                     "'hallucinated' and 'abstained' as wrong")
+    rows = [{"id": k, "people": answers.labels[k], "second": second.get(k),
+             "graders": [o.labels.get(k) for o in outcomes]} for k in ids]
+    return Qualification("check", answers.source, answers.citation, sample, outcomes, ceiling,
+                         published_for("check"), notes + list(answers.notes), rows)
+
+
+# ------------------------------------------------------------------------------- shared
+
+
+def _check_graders(graders: Sequence[Grader]) -> None:
+    if not graders:
+        raise UsageError("qualify needs at least one model and prompt to qualify")
+    seen = set()
+    for g in graders:
+        if g in seen:
+            raise UsageError(f"{g.name()} is given twice: each grader is asked once")
+        seen.add(g)
+
+
+def _sampled(labels: Mapping[Any, Hashable], size: int | None, seed: int) -> list:
+    if not labels:
+        raise UsageError("the people-labelled data holds no item to qualify on")
+    if size is None or size >= len(labels):
+        return stratified_sample(labels, len(labels), seed)
+    return stratified_sample(labels, size, seed)
+
+
+def _output(output: str | Path | None, stem: str, i: int, n: int) -> Path | None:
+    if output is None:
+        return None
+    folder = Path(output)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / (f"{stem}.jsonl" if n == 1 else f"{stem}.{i}.jsonl")
+
+
+def _reason(error: Any) -> str:
+    """An error record's reason, shortened to its kind (the first clause), for a tally."""
+    text = str(error or "no label").strip()
+    return text.split(":")[0][:80] if ":" in text else text[:80]
+
+
+def _pair_with_first(outcomes: list[GraderOutcome], people: list, keys: list, classes: Sequence,
+                     positive: set, seed: int) -> None:
+    """Each grader after the first is compared with the first on the same items (paired)."""
+    if len(outcomes) < 2:
+        return
+    first = [outcomes[0].labels.get(k) for k in keys]
+    for o in outcomes[1:]:
+        o.paired = paired_difference(people, [o.labels.get(k) for k in keys], first, classes, positive, seed=seed)
