@@ -53,7 +53,7 @@ class GraderOutcome:
     grader: Grader
     output: Path | None
     prompts: list[str]                      # the prompt ids the records name
-    labels: dict[Any, Any]                  # item -> the grader's label (None: an error record)
+    labels: dict[Any, Any]                  # item -> the grader's label as compared with people's (None: an error)
     agreement: LabelAgreement
     errors: int
     error_reasons: dict[str, int]
@@ -62,6 +62,7 @@ class GraderOutcome:
     usage_text: str
     seconds: float
     paired: PairedDifference | None = None  # against the first grader, on the same items
+    given: dict[Any, Any] = field(default_factory=dict)  # item -> the label as the grader gave it (0-3, 4 labels)
     ranking: dict | None = None             # Kendall's tau of runs ranked under people's and this grader's labels
 
     def to_dict(self) -> dict[str, Any]:
@@ -159,8 +160,10 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
             grader, out, sorted(prompts), dict(zip(keys, model)),
             label_agreement(people, model, classes, positive, ordinal=True, seed=seed, unit="pairs"),
             sum(reasons.values()), dict(reasons), 0, done.usage, done.usage_text, time.monotonic() - started)
+        outcome.given = {k: grades.get(k) for k in keys}
         if runs:
-            outcome.ranking = _ranking(keys, people, model, runs, metric)
+            outcome.ranking = _ranking(keys, [pairs.grades[k] for k in keys], [grades.get(k) for k in keys], runs,
+                                       metric)
         outcomes.append(outcome)
     if dry_run:
         return estimates
@@ -184,7 +187,7 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
         notes.append(f"the runs' ranking rests on the {len(keys)} sampled pairs only: each run is scored by "
                      f"{metric} under people's grades of those pairs and under the grader's")
     rows = [{"query_id": q, "chunk_id": c, "people": pairs.grades[(q, c)], "second": second.get((q, c)),
-             "graders": [o.labels.get((q, c)) for o in outcomes]} for q, c in keys]
+             "graders": [o.given.get((q, c)) for o in outcomes]} for q, c in keys]
     return Qualification("judge", pairs.source, pairs.citation, sample, outcomes, ceiling,
                          published_for("judge"), notes + list(pairs.notes), rows)
 
@@ -234,8 +237,9 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
         prompts: Counter[str] = Counter()
         reasons: Counter[str] = Counter()
         by_rule = 0
+        given: dict[Any, Any] = {}
         for r in done.records:
-            label = r.get("label") if r.get("status") == "ok" else None
+            label = given[r["id"]] = r.get("label") if r.get("status") == "ok" else None
             if label is not None and answers.binary:
                 label = "correct" if label == "correct" else "incorrect"
             labels[r["id"]] = label
@@ -249,7 +253,7 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
             grader, out, sorted(prompts), dict(zip(ids, model)),
             label_agreement(people, model, classes, positive, ordinal=False, seed=seed, unit="answers"),
             sum(reasons.values()), dict(reasons), by_rule, done.usage, done.usage_text,
-            time.monotonic() - started))
+            time.monotonic() - started, given={k: given.get(k) for k in ids}))
     if dry_run:
         return estimates
     _pair_with_first(outcomes, people, ids, classes, positive, seed)
@@ -266,7 +270,7 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
         notes.append("people said only right or wrong: the check's 'correct' is read as right, and 'partial', "
                      "'hallucinated' and 'abstained' as wrong")
     rows = [{"id": k, "people": answers.labels[k], "second": second.get(k),
-             "graders": [o.labels.get(k) for o in outcomes]} for k in ids]
+             "graders": [o.given.get(k) for o in outcomes]} for k in ids]
     return Qualification("check", answers.source, answers.citation, sample, outcomes, ceiling,
                          published_for("check"), notes + list(answers.notes), rows)
 
