@@ -191,9 +191,9 @@ def test_every_command_that_prints_a_result_speaks_json(tmp_path, capsys, monkey
 
 @pytest.mark.parametrize("argv,says", [
     (["demo", "--dry-run"], "ragassay demo: error: unrecognized arguments: --dry-run; --dry-run is a flag of check, "
-                            "generate, judge, run, not of demo"),
+                            "generate, judge, qualify, run, not of demo"),
     (["evaluate", QRELS, BM25, "--model", "x"], "ragassay evaluate: error: unrecognized arguments: --model x; --model "
-                                                "is a flag of check, demo, generate, judge, ping, run, not of evaluate"),
+                                                "is a flag of check, demo, generate, judge, ping, qualify, run, not of evaluate"),
     (["evaluate", QRELS, BM25, "--metrc", "ndcg@10"], "ragassay evaluate: error: unrecognized arguments: --metrc "
                                                       "ndcg@10; did you mean --metric?"),
     (["compare", QRELS, BM25, BM25, "--per-query"], "--per-query is a flag of evaluate, not of compare"),

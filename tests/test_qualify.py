@@ -156,7 +156,8 @@ def test_dry_run_calls_nothing_and_counts_each_grader(tmp_path, capsys):
                      "fake-b", "--prompt", "short", "--dry-run", "--format", "json", "--no-cache"])
         assert server.calls == 0
     estimates = json.loads(capsys.readouterr().out)
-    assert code == 0 and [e["calls"] for e in estimates] == [10, 10]
+    assert code == 0 and estimates["kind"] == "estimates"
+    assert [(e["model"], e["calls"]) for e in estimates["graders"]] == [("fake", 10), ("fake-b", 10)]
     assert not (tmp_path / "q" / "qualification.json").exists()
 
 

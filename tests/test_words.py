@@ -121,6 +121,7 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
             "ping": ["ping", *llm],
             "init": ["init", "datasets/example", "--update"],  # the example ships its project file
             "run": ["run", "datasets/example/ragassay.toml", *llm],
+            "qualify": ["qualify", "check", "--size", "10", "-o", "qualified", *llm],
         }
         for name, argv in argvs.items():
             seen[name] = json_of(capsys, argv)
@@ -173,14 +174,14 @@ def test_every_help_example_runs_where_its_files_are(example_dir, capsys):
     shutil.copy("datasets/example/chunks.jsonl", "new_chunks.jsonl")  # remap: a re-chunking (here: the same)
     examples = {name: help_example(p) for name, p in commands().items()}
     order = ["demo", "evaluate", "compare", "agree", "retrieve", "generate", "remap", "judge", "check", "label",
-             "merge", "report", "track", "history", "gate", "ping", "init", "run"]
+             "merge", "report", "track", "history", "gate", "ping", "qualify", "init", "run"]
     assert sorted(order) == sorted(examples)
     with FakeLLM() as fake:
         for name in nonempty(order):
             for part in nonempty(examples[name].split(" && ")):
                 text, _, redirect = part.partition(" > ")
                 argv = shlex.split(re.sub(r" \(.*\)$", "", text))[1:]  # a note in brackets is not run
-                if name in ("generate", "judge", "check", "ping"):
+                if name in ("generate", "judge", "check", "ping", "qualify"):
                     argv += ["--base-url", fake.url] if "--base-url" not in argv else []
                     argv = [fake.url if a.startswith("http://localhost") else a for a in argv]
                 if name == "merge":  # two shards of a judge run: the files the example merges

@@ -18,18 +18,40 @@ def run_qualify(args: argparse.Namespace) -> str | tuple[str, int]:
         qualification_text,
         write_qualification,
     )
+    _one_task(args)
+    if Path(args.output).exists() and not Path(args.output).is_dir():
+        raise UsageError(f"-o {args.output} is a file: qualify writes a folder (each grader's records and "
+                         "qualification.json)")
     graders = [Grader(m, p) for m in (args.model or [None]) for p in (args.prompts or ["auto"])]
+    size = args.size if args.size is not None else (150 if args.task == "judge" else 100)
     settings = _llm_settings(args)
     if args.task == "judge":
-        result = qualify_judge(_pairs(args), graders, size=args.size, seed=args.seed, output=args.output,
+        result = qualify_judge(_pairs(args), graders, size=size, seed=args.seed, output=args.output,
                                runs=_runs(args.runs), metric=args.metric, dry_run=args.dry_run, **settings)
     else:
-        result = qualify_check(_answers(args), graders, size=args.size, seed=args.seed, output=args.output,
+        result = qualify_check(_answers(args), graders, size=size, seed=args.seed, output=args.output,
                                dry_run=args.dry_run, **settings)
     if isinstance(result, list):  # a dry run: what each grader would cost
-        return render(args, lambda: [e.to_dict() for e in result], lambda: estimates_text(result, graders))
+        return render(args, lambda: {"kind": "estimates", "version": 1, "task": args.task,
+                                     "graders": [{"model": g.model, "prompt": g.prompt, **e.to_dict()}
+                                                 for g, e in zip(graders, result)]},
+                      lambda: estimates_text(result, graders))
     written = write_qualification(result, Path(args.output))
     return render(args, result.to_dict, lambda: qualification_text(result, written), result.exit_code)
+
+
+JUDGE_FLAGS = {"qrels": "--qrels", "queries": "--queries", "chunks": "--chunks", "second": "--second",
+               "public": "--public", "relevance_level": "--relevance-level", "runs": "--run"}
+CHECK_FLAGS = {"answers": "--answers", "labels": "--labels"}
+
+
+def _one_task(args: argparse.Namespace) -> None:
+    """A flag of the other task is refused, never silently ignored."""
+    other = CHECK_FLAGS if args.task == "judge" else JUDGE_FLAGS
+    given = [flag for name, flag in other.items() if getattr(args, name, None)]
+    if given:
+        raise UsageError(f"{', '.join(given)} belong(s) to 'qualify {'check' if args.task == 'judge' else 'judge'}', "
+                         f"not 'qualify {args.task}'")
 
 
 def _llm_settings(args: argparse.Namespace) -> dict[str, Any]:

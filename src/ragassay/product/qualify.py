@@ -98,7 +98,7 @@ class Qualification:
         return 3 if any(g.errors for g in self.graders) else 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task": self.task, "source": self.source, "citation": self.citation, "sample": self.sample,
+        return {"kind": "qualify", "version": 1, "task": self.task, "source": self.source, "citation": self.citation, "sample": self.sample,
                 "graders": [g.to_dict() for g in self.graders],
                 "ceiling": self.ceiling.to_dict() if self.ceiling else None,
                 "published": [p.to_dict() for p in self.published], "notes": self.notes, "items": self.items}
@@ -155,6 +155,7 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
                 prompts[r["prompt"]] += 1
             if not ok:
                 reasons[_reason(r.get("error"))] += 1
+        _unasked(keys, grades, reasons)
         model = [read(grades.get(k), JUDGE_RELEVANT_FROM) for k in keys]
         outcome = GraderOutcome(
             grader, out, sorted(prompts), dict(zip(keys, model)),
@@ -248,6 +249,7 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
                 prompts[r["prompt"]] += 1
             if label is None:
                 reasons[_reason(r.get("error"))] += 1
+        _unasked(ids, labels, reasons)
         model = [labels.get(k) for k in ids]
         outcomes.append(GraderOutcome(
             grader, out, sorted(prompts), dict(zip(ids, model)),
@@ -307,7 +309,20 @@ def _output(output: str | Path | None, stem: str, i: int, n: int) -> Path | None
 def _reason(error: Any) -> str:
     """An error record's reason, shortened to its kind (the first clause), for a tally."""
     text = str(error or "no label").strip()
+    if text == NOT_ASKED:
+        return text
     return text.split(":")[0][:80] if ":" in text else text[:80]
+
+
+NOT_ASKED = ("not asked: the run stopped before it (a --max-calls or --max-cost ceiling, or answers still to come "
+             "from a batch); rerun to finish")
+
+
+def _unasked(keys: Sequence, labels: dict, reasons: Counter[str]) -> None:
+    """Sampled items the stage wrote no record of are missing from the figures, and counted so."""
+    missing = sum(1 for k in keys if k not in labels)
+    if missing:
+        reasons[NOT_ASKED] += missing
 
 
 def _pair_with_first(outcomes: list[GraderOutcome], people: list, keys: list, classes: Sequence,

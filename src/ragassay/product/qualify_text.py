@@ -76,7 +76,8 @@ def _grader_lines(i: int, g: GraderOutcome, unit: str) -> list[str]:
         lines.append(f"  {g.by_rule} of the {unit} were decided by the check's rules without a call")
     if g.errors:
         why = "; ".join(f"{n} x {r}" for r, n in sorted(g.error_reasons.items(), key=lambda x: -x[1]))
-        lines.append(f"  error records: {g.errors} of {a.n + a.missing} {unit}, left out of the figures ({why})")
+        lines.append(f"  without a label (error records, or not asked): {g.errors} of {a.n + a.missing} {unit}, left out of "
+                     f"the figures ({why})")
     else:
         lines.append(f"  error records: 0 of {a.n + a.missing} {unit}")
     if g.usage_text:
