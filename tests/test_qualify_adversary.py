@@ -204,8 +204,13 @@ def test_binary_cut_words_name_a_grade(tmp_path, capsys):
         rc, out, _ = run(["qualify", "judge", *data_flags(p), "--base-url", s.url, "--model", "fake", "--no-cache",
                           "-o", tmp_path / "q"], capsys)
     assert rc == 0
-    a = qualification(tmp_path / "q")["graders"][0]["agreement"]
-    assert a["kappa_binary"] == pytest.approx(0.9)  # 2 of 20 relevant pairs graded 1 by the fake
+    d = qualification(tmp_path / "q")
+    a = d["graders"][0]["agreement"]
+    people = [i["people"] >= 1 for i in d["items"]]
+    # the judge's relevant grade (the items keep only relevant-or-not here: see the test below)
+    model = [m if isinstance(m, bool) else m >= 2 for m in (i["graders"][0] for i in d["items"])]
+    assert a["kappa_binary"] == pytest.approx(kappa(people, model))
+    assert "grade >= 1" in out
     assert "True" not in out and ">= True" not in a["positive_words"]
 
 
