@@ -83,7 +83,7 @@ def test_judge_on_own_files_figures_recomputed_from_the_records(tmp_path, capsys
     assert (s["items"], s["of"], s["unit"], s["seed"]) == (16, 24, "pairs", 3)
     assert s["per_class"] == {"0": 4, "1": 4, "2": 4, "3": 4}  # stratified by the people's grade
     assert s["relevant_from"] == 2 and s["scale"] == [0, 3]
-    records = {(r["query_id"], r["chunk_id"]): r for r in lines(tmp_path / "q" / "judgments.jsonl")}
+    records = {(r["query_id"], r["chunk_id"]): r for r in lines(Path(out["graders"][0]["output"]))}
     assert len(records) == 16 and all(r["prompt"].startswith("judge_relevance_short@") for r in records.values())
     items = out["items"]
     assert len(items) == 16 and len({(i["query_id"], i["chunk_id"]) for i in items}) == 16
@@ -145,7 +145,9 @@ def test_two_prompts_compared_on_the_same_items_with_a_paired_test(tmp_path, cap
     assert paired["kappa"]["difference"] == pytest.approx(kappa_by_hand(people, a) - kappa_by_hand(people, b))
     if bodies:  # the user's rubric is what the model was sent
         assert any("Grade 0 to 3 how well" in json.dumps(body) for body in bodies)
-    assert (tmp_path / "q" / "judgments.1.jsonl").exists() and (tmp_path / "q" / "judgments.2.jsonl").exists()
+    # each grader's records under its model and prompt, not its place: reordered, they are found again
+    assert Path(first["output"]).name == "judgments.fake.short.jsonl"
+    assert Path(second["output"]).name.startswith("judgments.fake.rubric-") and Path(second["output"]).exists()
 
 
 def test_dry_run_calls_nothing_and_counts_each_grader(tmp_path, capsys):
@@ -197,7 +199,7 @@ def test_check_on_the_bundled_sample_needs_no_download(tmp_path, capsys):
     assert (s["items"], s["of"], s["unit"], s["binary"]) == (40, 200, "answers", True)
     assert s["per_class"] == {"correct": 20, "incorrect": 20}
     assert "EVOUNA" in out["source"] and "Apache-2.0" in (out["citation"] or "")
-    records = {r["id"]: r for r in lines(tmp_path / "q" / "checks.jsonl")}
+    records = {r["id"]: r for r in lines(Path(out["graders"][0]["output"]))}
     people = [i["people"] for i in out["items"]]
     model = ["correct" if records[i["id"]]["label"] == "correct" else "incorrect" for i in out["items"]]
     assert [i["graders"][0] for i in out["items"]] == [records[i["id"]]["label"] for i in out["items"]]
@@ -222,7 +224,7 @@ def test_check_with_four_class_people_labels(tmp_path, capsys):
     assert out["graders"][0]["agreement"]["classes"] == ["correct", "partial", "hallucinated", "abstained"]
     people = {i: lab for i, *_, lab in rows}
     assert {i["id"]: i["people"] for i in out["items"]} == people
-    records = {r["id"]: r["label"] for r in lines(tmp_path / "q" / "checks.jsonl")}
+    records = {r["id"]: r["label"] for r in lines(Path(out["graders"][0]["output"]))}
     assert {i["id"]: i["graders"][0] for i in out["items"]} == records  # the label as the checker gave it
     agreement = out["graders"][0]["agreement"]
     ids = [i["id"] for i in out["items"]]
@@ -239,9 +241,9 @@ def test_another_scale_compares_relevant_or_not_and_says_so(tmp_path, capsys):
     assert code == 0
     assert any("only relevant or not" in n for n in out["notes"])
     agreement = out["graders"][0]["agreement"]
-    assert agreement["classes"] == [False, True]
+    assert agreement["classes"] == ["not relevant", "relevant"] and agreement["positive_words"] == "relevant"
     people = [i["people"] >= 3 for i in out["items"]]
-    model = [i["graders"][0] >= 2 for i in out["items"]]
+    model = [i["graders"][0] >= 2 for i in out["items"]]  # the judge's own grade, kept as it gave it
     assert agreement["kappa_binary"] == pytest.approx(kappa_by_hand(people, model))
 
 

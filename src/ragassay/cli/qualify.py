@@ -25,17 +25,18 @@ def run_qualify(args: argparse.Namespace) -> str | tuple[str, int]:
     graders = [Grader(m, p) for m in (args.model or [None]) for p in (args.prompts or ["auto"])]
     size = args.size if args.size is not None else (150 if args.task == "judge" else 100)
     settings = _llm_settings(args)
+    data = _pairs(args) if args.task == "judge" else _answers(args)
     if args.task == "judge":
-        result = qualify_judge(_pairs(args), graders, size=size, seed=args.seed, output=args.output,
+        result = qualify_judge(data, graders, size=size, seed=args.seed, output=args.output,
                                runs=_runs(args.runs), metric=args.metric, dry_run=args.dry_run, **settings)
     else:
-        result = qualify_check(_answers(args), graders, size=size, seed=args.seed, output=args.output,
+        result = qualify_check(data, graders, size=size, seed=args.seed, output=args.output,
                                dry_run=args.dry_run, **settings)
     if isinstance(result, list):  # a dry run: what each grader would cost
         return render(args, lambda: {"kind": "estimates", "version": 1, "task": args.task,
                                      "graders": [{"model": g.model, "prompt": g.prompt, **e.to_dict()}
                                                  for g, e in zip(graders, result)]},
-                      lambda: estimates_text(result, graders))
+                      lambda: estimates_text(result, graders, [f"data: {data.source}", *data.notes]))
     written = write_qualification(result, Path(args.output))
     return render(args, result.to_dict, lambda: qualification_text(result, written), result.exit_code)
 

@@ -170,8 +170,8 @@ def read_evouna(path: str | Path, data: bytes | None = None) -> EvounaAnswers:
                 skip("no people's judgment")
             elif not isinstance(judge, bool):
                 skip("judgment not true or false")
-            elif not isinstance(response, str):
-                skip("no answer text")
+            elif not isinstance(response, str) or not response.strip():
+                skip("no answer text (an empty answer is no test of a grader: the rules call it abstained)")
             elif not refs:
                 skip("no gold answer")
             elif not item["question"].strip():
@@ -224,6 +224,15 @@ def read_answer_labels(path: str | Path, field_name: str = "label") -> tuple[dic
     return answer_labels(iter_jsonl(path, problems=problems), path, problems, field_name)
 
 
+def _answer_id(value: Any, path: str | Path, line: int) -> str:
+    """An answer's id as check reads it: any non-empty string (spaces allowed: answers are never
+    written to a TREC file) or a JSON integer; never null, true/false, a fraction, a list or an object."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, str) and not value.strip()):
+        raise InputError(f"answer id must be a non-empty string, got {json.dumps(value, ensure_ascii=False)[:60]}",
+                         path, line)
+    return str(value)
+
+
 def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, problems: LineProblems | None = None,
                   field_name: str = "label") -> tuple[dict[str, str], bool, list[dict]]:
     """:func:`read_answer_labels` of (line, object) rows: a labels file's lines, or answers' own."""
@@ -232,7 +241,7 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
     kinds: dict[str, int] = {}  # "binary" / "check" -> the first line that needs it
     for no, obj in rows:
         try:
-            aid = check_id(obj.get("id", obj.get("answer_id")), "answer id", path, no)
+            aid = _answer_id(obj.get("id", obj.get("answer_id")), path, no)
             value = obj.get(field_name)
             if isinstance(value, bool):
                 value = "correct" if value else "incorrect"

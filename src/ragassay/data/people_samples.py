@@ -98,7 +98,7 @@ def _people_only(origin: Origin | None, path: str | Path) -> Origin:
     """The labels' origin, refused when it says a model made (some of) them: a judge is qualified
     against people, not against another model (nor itself)."""
     origin = origin or Origin()
-    if origin.kind in ("model", "mixed"):
+    if any(lab.by == "model" for lab in origin.labellers):  # people beside unnamed lines are still people
         raise InputError(f"its origin says {origin.describe()} made these labels ({origin.kind}), not people: a judge "
                          "is qualified against people's labels", path)
     return origin
@@ -110,19 +110,24 @@ def _scale(scale: tuple[int, int] | None, relevant_from: int | None, origin: Ori
     if relevant_from is None:
         relevant_from = origin.relevant_from
         if relevant_from is None:
+            if seen and seen[0] >= 1 and origin.scale is None and scale is None:
+                raise InputError(f"no grade below {seen[0]} and nothing says from which grade a pair is relevant "
+                                 f"(no {Path(path).name}.origin.json): every pair would count as relevant; give "
+                                 "--relevance-level N (relevant_from=N in Python)", path)
             relevant_from = 1
             if seen and seen[-1] >= 3:
                 notes.append(f"relevant from 1 assumed (no sidecar {Path(path).name}.origin.json says; grades reach "
-                             f"{seen[-1]}: TREC Deep Learning counts from 2, give relevant_from=2 for it)")
+                             f"{seen[-1]}: TREC Deep Learning counts from 2, give --relevance-level 2 for it, "
+                             "relevant_from=2 in Python)")
     if scale is None:
         scale = origin.scale
         if scale is None:
-            low, high = min(0, seen[0]), max(seen[-1], relevant_from)
+            low, high = min(0, seen[0]), seen[-1]
             scale = (low, high if high > low else low + 1)
             notes.append(f"scale {scale[0]}-{scale[1]} taken from the grades seen (no sidecar says it)")
     if not isinstance(relevant_from, int) or isinstance(relevant_from, bool) or not scale[0] < relevant_from <= scale[1]:
-        raise InputError(f"relevant_from {relevant_from!r} is not a grade of the scale {scale[0]}-{scale[1]} above "
-                         "its lowest", path)
+        raise InputError(f"the relevant grade {relevant_from!r} (--relevance-level; relevant_from in Python) is not a "
+                         f"grade of the scale {scale[0]}-{scale[1]} above its lowest", path)
     outside = [g for g in seen if not scale[0] <= g <= scale[1]]
     if outside:
         raise InputError(f"grade {outside[0]} is outside the scale {scale[0]}-{scale[1]}", path)

@@ -11,6 +11,8 @@ records that name the prompt's version.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
@@ -32,6 +34,7 @@ from .published_agreement import PublishedFigure, published_for
 
 CHECK_LABELS = ("correct", "partial", "hallucinated", "abstained")
 BINARY_LABELS = ("correct", "incorrect")
+BINARY_RELEVANCE = ("not relevant", "relevant")
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,11 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
     grades and under the grader's, both on the sampled pairs only (the figure says so)."""
     from ..api import judge
     from ..stages.queries import QueryItem
-    _check_graders(graders)
+    _check_graders(graders, "judge")
+    low, high = pairs.scale
+    if not low < pairs.relevant_from <= high:
+        raise UsageError(f"--relevance-level {pairs.relevant_from} is not a grade of the people's scale {low}-{high} "
+                         "above its lowest")
     keys = _sampled(pairs.grades, size, seed)
     run: dict[str, dict[str, float]] = {}
     for q, c in keys:  # every sampled pair is in the judged run; its place in it does not matter
@@ -127,17 +134,24 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
     queries = [QueryItem(q, pairs.queries[q]) for q in run]
     chunks = {c: pairs.chunks[c] for _, c in keys}
     same_scale = tuple(pairs.scale) == JUDGE_SCALE
-    classes: tuple = tuple(range(JUDGE_SCALE[0], JUDGE_SCALE[1] + 1)) if same_scale else (False, True)
-    positive: set = {g for g in classes if g >= pairs.relevant_from} if same_scale else {True}
+    classes: tuple = tuple(range(JUDGE_SCALE[0], JUDGE_SCALE[1] + 1)) if same_scale else BINARY_RELEVANCE
+    positive: set = {g for g in classes if g >= pairs.relevant_from} if same_scale else {BINARY_RELEVANCE[1]}
 
     def read(grade: int | None, relevant_from: int) -> Any:  # on another scale, only relevant or not meets
-        return grade if grade is None or same_scale else grade >= relevant_from
+        return grade if grade is None or same_scale else BINARY_RELEVANCE[grade >= relevant_from]
 
     people = [read(pairs.grades[k], pairs.relevant_from) for k in keys]
+    _both_sides(people, positive, "pair", "give --relevance-level N (the grade from which people's pairs are "
+                "relevant), or a larger --size")
+    notes: list[str] = []
+    if runs:
+        from ..metrics.measures import parse_measure
+        parse_measure(metric)  # an unknown measure is said before any call
+    runs = _runs_meeting(runs, {q for q, _ in keys}, notes)
     outcomes: list[GraderOutcome] = []
     estimates: list[Estimate] = []
     for i, grader in enumerate(graders, 1):
-        out = _output(output, "judgments", i, len(graders))
+        out = _output(output, "judgments", grader)
         started = time.monotonic()
         done = judge(queries, chunks, run, output=out, depth=depth, model=grader.model, prompt=grader.prompt,
                      dry_run=dry_run, **settings)
@@ -159,10 +173,10 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
         model = [read(grades.get(k), JUDGE_RELEVANT_FROM) for k in keys]
         outcome = GraderOutcome(
             grader, out, sorted(prompts), dict(zip(keys, model)),
-            label_agreement(people, model, classes, positive, ordinal=True, seed=seed, unit="pairs"),
+            label_agreement(people, model, classes, positive, ordinal=same_scale, seed=seed, unit="pairs"),
             sum(reasons.values()), dict(reasons), 0, done.usage, done.usage_text, time.monotonic() - started)
         outcome.given = {k: grades.get(k) for k in keys}
-        if runs:
+        if runs:  # the runs were read and met before any call: what fails now is said, never a lost result
             outcome.ranking = _ranking(keys, [pairs.grades[k] for k in keys], [grades.get(k) for k in keys], runs,
                                        metric)
         outcomes.append(outcome)
@@ -173,13 +187,12 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
     both = [k for k in keys if k in second]
     ceiling = label_agreement([read(pairs.grades[k], pairs.relevant_from) for k in both],
                               [read(second[k], pairs.relevant_from) for k in both], classes, positive,
-                              ordinal=True, seed=seed) if both else None
+                              ordinal=same_scale, seed=seed) if both else None
     per_class = Counter(pairs.grades[k] for k in keys)
     sample = {"items": len(keys), "of": len(pairs.grades), "seed": seed, "unit": "pairs",
               "queries": len(run), "per_class": {str(g): n for g, n in sorted(per_class.items())},
               "scale": list(pairs.scale), "relevant_from": pairs.relevant_from,
               "second_labelled": len(both)}
-    notes = []
     if not same_scale:
         notes.append(f"the people's scale {pairs.scale[0]}-{pairs.scale[1]} is not the judge's "
                      f"{JUDGE_SCALE[0]}-{JUDGE_SCALE[1]}: only relevant or not is compared (people's grade >= "
@@ -191,6 +204,24 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
              "graders": [o.given.get((q, c)) for o in outcomes]} for q, c in keys]
     return Qualification("judge", pairs.source, pairs.citation, sample, outcomes, ceiling,
                          published_for("judge"), notes + list(pairs.notes), rows)
+
+
+def _runs_meeting(runs: Mapping[str, Any] | None, sampled: set[str], notes: list[str]) -> dict[str, Any] | None:
+    """The runs that ranked at least one sampled query; the others are left out and said, before any
+    call (a run that meets no sampled query ranks nothing the sample can score)."""
+    if not runs:
+        return None
+    from ..data.io import coerce_run
+    kept = {}
+    for name, run in runs.items():
+        if sampled & set(coerce_run(run).queries):
+            kept[name] = run
+        else:
+            notes.append(f"run {name} left out of the ranking: it ranks none of the sampled queries")
+    if len(kept) < 2:
+        notes.append(f"no ranking of runs: {len(kept)} run(s) meet the sampled queries, and a ranking needs two")
+        return None
+    return kept
 
 
 def _ranking(keys: list, people: list, model: list, runs: Mapping[str, Any], metric: str) -> dict | None:
@@ -217,17 +248,18 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
     agreement. People's labels that are only right or wrong (``answers.binary``) are met by the
     check's labels read the same way: correct is right; partial, hallucinated and abstained are not."""
     from ..api import check
-    _check_graders(graders)
+    _check_graders(graders, "check")
     ids = _sampled(answers.labels, size, seed)
     by_id = {a.id: a for a in answers.answers}
     items = [by_id[i] for i in ids]
     classes = BINARY_LABELS if answers.binary else CHECK_LABELS
     positive = {"correct"}
     people = [answers.labels[i] for i in ids]
+    _both_sides(people, positive, "answer", "give people's labels of both kinds, or a larger --size")
     outcomes: list[GraderOutcome] = []
     estimates: list[Estimate] = []
     for i, grader in enumerate(graders, 1):
-        out = _output(output, "checks", i, len(graders))
+        out = _output(output, "checks", grader)
         started = time.monotonic()
         done = check(items, output=out, model=grader.model, prompt=grader.prompt, dry_run=dry_run,
                      join_warnings=False, **settings)
@@ -280,7 +312,10 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
 # ------------------------------------------------------------------------------- shared
 
 
-def _check_graders(graders: Sequence[Grader]) -> None:
+def _check_graders(graders: Sequence[Grader], stage: str) -> None:
+    """Every grader is sound before any of them is asked anything: a prompt file of the second
+    grader that names an unknown placeholder must not wait for the first grader's calls."""
+    from ..llm.prompt_files import choose_prompt
     if not graders:
         raise UsageError("qualify needs at least one model and prompt to qualify")
     seen = set()
@@ -288,6 +323,16 @@ def _check_graders(graders: Sequence[Grader]) -> None:
         if g in seen:
             raise UsageError(f"{g.name()} is given twice: each grader is asked once")
         seen.add(g)
+        choose_prompt(stage, g.prompt, g.model)  # raises, naming the file and line, on a bad prompt file
+
+
+def _both_sides(people: Sequence, positive: set, what: str, flag: str) -> None:
+    """People's labels on one side of the relevant cut measure nothing beyond chance: said before any call."""
+    sides = {p in positive for p in people}
+    if len(sides) == 1:
+        side = "relevant" if sides == {True} else "not relevant"
+        raise UsageError(f"every sampled {what} is {side} by people's labels: agreement with them cannot be measured "
+                         f"beyond chance; {flag}")
 
 
 def _sampled(labels: Mapping[Any, Hashable], size: int | None, seed: int) -> list:
@@ -298,12 +343,19 @@ def _sampled(labels: Mapping[Any, Hashable], size: int | None, seed: int) -> lis
     return stratified_sample(labels, size, seed)
 
 
-def _output(output: str | Path | None, stem: str, i: int, n: int) -> Path | None:
+def _output(output: str | Path | None, stem: str, grader: Grader) -> Path | None:
+    """Each grader's records under a name made of its model and prompt, never of its place in the
+    command: the same grader finds its records again when prompts are reordered or one is added."""
     if output is None:
         return None
     folder = Path(output)
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / (f"{stem}.jsonl" if n == 1 else f"{stem}.{i}.jsonl")
+    prompt = grader.prompt
+    if prompt not in ("auto", "full", "short"):  # a file: its stem, and a hash of where it is
+        path = str(Path(prompt).expanduser().resolve())
+        prompt = f"{Path(prompt).stem}-{hashlib.sha256(path.encode('utf-8')).hexdigest()[:6]}"
+    name = re.sub(r"[^\w.-]+", "_", f"{grader.model or 'default-model'}.{prompt}")
+    return folder / f"{stem}.{name}.jsonl"
 
 
 def _reason(error: Any) -> str:

@@ -23,8 +23,9 @@ def write_qualification(result: Qualification, folder: Path) -> Path:
     return path
 
 
-def estimates_text(estimates: Sequence[Estimate], graders: Sequence[Grader]) -> str:
-    lines = []
+def estimates_text(estimates: Sequence[Estimate], graders: Sequence[Grader], said: Sequence[str] = ()) -> str:
+    """Each grader's dry run, after what the data says of itself (its source, what was dropped or assumed)."""
+    lines = list(said)
     for i, (g, e) in enumerate(zip(graders, estimates), 1):
         lines.append(f"grader {i}: {g.name()}")
         lines.extend("  " + line for line in e.text().splitlines())
