@@ -119,10 +119,11 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
                      tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
                      max_calls=max_calls, max_cost=max_cost)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
-    _say_prompt(Judge(configs, options).prompt_reason, "judge", options.quiet)  # (a bad prompt file: before any call)
+    reason = Judge(configs, options).prompt_reason  # a bad prompt file is refused here, before any call
     with _output(output, "judgments.jsonl") as out:
         job = JudgeJob(items, chunk_map, run, configs, out, options=options, keep=keep_table,
                        qrels_out=qrels_out, coverage_out=coverage_out, sources=(_source(queries), _source(run)))
+        _say_prompt(reason, "judge", options.quiet)  # once every input was read: a bad file is one line
         done = _run(job, on, dry_run, llms, temporary=output is None)
     if isinstance(done, Estimate):
         return done

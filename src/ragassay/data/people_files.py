@@ -197,7 +197,7 @@ def _array_items(data: bytes, path: str | Path) -> list[tuple[int, Any]]:
     if text[at:at + 1] != "[":
         raise InputError("expected a JSON array", path, 1)
     at += 1
-    out = []
+    out: list[tuple[int, Any]] = []
     while True:
         while at < len(text) and text[at] in " \t\r\n,":
             at += 1
@@ -236,7 +236,9 @@ def _answer_id(value: Any, path: str | Path, line: int) -> str:
 def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, problems: LineProblems | None = None,
                   field_name: str = "label") -> tuple[dict[str, str], bool, list[dict]]:
     """:func:`read_answer_labels` of (line, object) rows: a labels file's lines, or answers' own."""
-    labels, said, lines = {}, [], {}
+    labels: dict[str, str] = {}
+    said: list[dict] = []
+    lines: dict[str, int] = {}
     problems = LineProblems(path) if problems is None else problems
     kinds: dict[str, int] = {}  # "binary" / "check" -> the first line that needs it
     for no, obj in rows:

@@ -131,7 +131,7 @@ def _scale(scale: tuple[int, int] | None, relevant_from: int | None, origin: Ori
     outside = [g for g in seen if not scale[0] <= g <= scale[1]]
     if outside:
         raise InputError(f"grade {outside[0]} is outside the scale {scale[0]}-{scale[1]}", path)
-    return tuple(scale), relevant_from, notes
+    return (scale[0], scale[1]), relevant_from, notes
 
 
 def _second(path: str | Path, first: Origin, grades: Mapping[tuple[str, str], int],
@@ -202,7 +202,8 @@ def read_labelled_answers(answers: str | Path, labels: str | Path | None = None,
     stray = len(set(got) - {a.id for a in items})
     if stray:
         skipped["labels naming no answer"] = stray
-    notes = [join.warning()] if join.warning() else []
+    warned = join.warning()
+    notes = [warned] if warned else []
     second_labels = None
     if second is not None:
         theirs, second_binary, second_said = read_answer_labels(second)

@@ -148,8 +148,8 @@ def read_prompt_file(path: str | Path, stage: str) -> Prompt:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise InputError(f"the prompt file is not UTF-8 text (byte {e.start}); save it as UTF-8", p, line) from None
+        bad_line = data[:e.start].count(b"\n") + 1
+        raise InputError(f"the prompt file is not UTF-8 text (byte {e.start}); save it as UTF-8", p, bad_line) from None
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.strip():
         raise InputError(f"the prompt file is empty: write the {stage} prompt with its placeholders ({allowed})", p)

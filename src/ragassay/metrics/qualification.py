@@ -304,7 +304,7 @@ def paired_difference(people: Sequence[Any], a: Sequence[Any], b: Sequence[Any],
         n=n, missing=len(people) - n, missing_a=sum(c is None for c in ac), missing_b=sum(c is None for c in bc),
         classes=classes, positive=[classes[i] for i in sorted(pos)],
         kappa=_difference(x, ya, yb, deltas, _namer(classes, False), unit),
-        kappa_binary=_difference(*binary, binary_deltas, _binary_namer(words), unit),
+        kappa_binary=_difference(binary[0], binary[1], binary[2], binary_deltas, _binary_namer(words), unit),
         exact_a=float(right_a.mean()) if n else None, exact_b=float(right_b.mean()) if n else None,
         only_a_right=only_a, only_b_right=only_b, mcnemar_p=mcnemar_exact(only_a, only_b),
         n_bootstrap=n_bootstrap, seed=seed)
