@@ -172,9 +172,9 @@ def read_prompt_file(path: str | Path, stage: str) -> Prompt:
     first = re.search(r"^\[(system|user)\]\n", text, re.M)
     if first is not None and text[:first.start()].strip():  # the sections would leave it out of every message
         before = text[:first.start()]
-        line = before[:len(before) - len(before.lstrip())].count("\n") + 1  # the first line written
+        first_line = before[:len(before) - len(before.lstrip())].count("\n") + 1  # the first line written
         raise InputError(f"text before the first [{first.group(1)}] line belongs to no message: move it into a "
-                         "section (or start the file with [system] or [user])", p, line)
+                         "section (or start the file with [system] or [user])", p, first_line)
     prompt = Prompt(p.stem or p.name, text)
     missing = [n for n in required if n not in prompt.placeholders]
     if missing:
