@@ -119,7 +119,8 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
                      tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
                      max_calls=max_calls, max_cost=max_cost)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
-    reason = Judge(configs, options).prompt_reason  # a bad prompt file is refused here, before any call
+    chosen = Judge(configs, options)  # a bad prompt file is refused here, before any call
+    reason = "" if options.prompt == "auto" and chosen.full else chosen.prompt_reason
     with _output(output, "judgments.jsonl") as out:
         job = JudgeJob(items, chunk_map, run, configs, out, options=options, keep=keep_table,
                        qrels_out=qrels_out, coverage_out=coverage_out, sources=(_source(queries), _source(run)))
@@ -225,7 +226,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
         max_cost=max_cost)
     checker = Checker([config], options)  # (a bad prompt file: an error before any call)
-    _say_prompt(checker.prompt_reason, "check", options.quiet or not config.model)  # no model: only the rules run
+    _say_prompt("" if options.prompt == "auto" and checker.full else checker.prompt_reason, "check",
+                options.quiet or not config.model)  # no model: only the rules run
     with _output(output, "checks.jsonl") as out:
         job = CheckJob(items, config, out, options=options, chunks=chunk_map, gold_recall=recall, announce=announce)
         done = _run(job, on, dry_run, given, temporary=output is None)
@@ -365,8 +367,10 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
 # ---------------------------------------------------------------------------------- shared
 
 def _say_prompt(reason: str, stage: str, quiet: bool) -> None:
-    """Which prompt the stage uses and why, once on stderr (the records name its version)."""
-    if not quiet:
+    """Which prompt the stage uses and why, once on stderr (the records name its version). The
+    default kept (auto choosing the full prompt, as before there was a choice) is not said: a hosted
+    model's every run would carry a line that changes nothing."""
+    if reason and not quiet:
         print(f"{stage}: {reason}", file=sys.stderr)
 
 
