@@ -25,7 +25,7 @@ _EXPORTS = {
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "judge": "api", "check": "api", "generate": "api", "GenerateResult": "stages.generate",
-    "qualify_judge": "product.qualify", "qualify_check": "product.qualify", "Grader": "product.qualify",
+    "qualify": "product.qualify_inputs", "qualify_judge": "product.qualify", "qualify_check": "product.qualify", "Grader": "product.qualify",
     "Qualification": "product.qualify", "read_graded_pairs": "data.people_samples",
     "read_labelled_answers": "data.people_samples", "bundled_pairs": "data.people_samples",
     "bundled_answers": "data.people_samples", "public_pairs": "data.people_samples",
@@ -67,5 +67,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics.measures import Measure, parse_measure
     from .data.tables import Qrels, Run
     from .product.qualify import Grader, Qualification, qualify_check, qualify_judge
+    from .product.qualify_inputs import qualify
     from .data.people_samples import (bundled_answers, bundled_pairs, public_pairs, read_graded_pairs,
                                       read_labelled_answers)
