@@ -94,12 +94,16 @@ def qualify(task: str, output: str | Path, *, qrels: str | None = None, queries:
     result: Qualification | list[Estimate]
     if task == "judge":
         pairs = _pairs(qrels, queries, chunks, second, public, relevance_level)
-        said = [f"data: {pairs.source}", *pairs.notes]
+        said = [f"data: {pairs.source}", *pairs.notes,
+                f"sample: {min(size, len(pairs.grades))} of {len(pairs.grades)} pairs, stratified by the people's "
+                f"grade, seed {seed}"]
         result = qualify_judge(pairs, graders, size=size, seed=seed, output=output, runs=_runs(runs),
                                metric=metric, dry_run=dry_run, **settings)
     else:
         labelled = _answers(answers, labels)
-        said = [f"data: {labelled.source}", *labelled.notes]
+        said = [f"data: {labelled.source}", *labelled.notes,
+                f"sample: {min(size, len(labelled.labels))} of {len(labelled.labels)} answers, stratified by the "
+                f"people's label, seed {seed}"]
         result = qualify_check(labelled, graders, size=size, seed=seed, output=output, dry_run=dry_run, **settings)
     if isinstance(result, list):
         return QualifyEstimates(task, graders, result, said)
