@@ -320,13 +320,13 @@ def test_check_short_sends_the_question_reference_and_response_only(tmp_path):
         reference=delimit("REFERENCE", "Any one of these accepted answers:\n- Cincinnati Reds\n- the Reds"),
         response=delimit("RESPONSE", "cincinnati reds won it"))
     assert "World Series" not in json.dumps(sent["messages"])  # no passages, no rule's hint about letter case
-    assert "letter case" not in sent["messages"][1]["content"]
+    assert "only in letter case" not in sent["messages"][-1]["content"]  # the rule's hint, not the prompt's words
     # the full prompt, for the same answer differing from the reference in case alone, shows the hint
     _check(tmp_path, "full", [{**ANSWER, "id": "a2", "response": "cincinnati reds"}])
     _check(tmp_path, "short", [{**ANSWER, "id": "a3", "response": "cincinnati reds"}])
     full_user, short_user = (body(c.request)["messages"][-1]["content"] for c in route.calls[1:3])
-    assert "letter case" in full_user and "World Series" in full_user
-    assert "letter case" not in short_user and "World Series" not in short_user
+    assert "only in letter case" in full_user and "World Series" in full_user
+    assert "only in letter case" not in short_user and "World Series" not in short_user
     assert sent["response_format"]["json_schema"]["name"] == "ShortVerdict"
     [r] = result.records
     assert (r["label"], r["rationale"], r["prompt"], r["grounded"], r["context_has_answer"], r["truncated"]) == \
