@@ -150,7 +150,7 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
     runs = _runs_meeting(runs, {q for q, _ in keys}, notes)
     outcomes: list[GraderOutcome] = []
     estimates: list[Estimate] = []
-    for i, grader in enumerate(graders, 1):
+    for grader in graders:
         out = _output(output, "judgments", grader)
         started = time.monotonic()
         done = judge(queries, chunks, run, output=out, depth=depth, model=grader.model, prompt=grader.prompt,
@@ -258,7 +258,7 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
     _both_sides(people, positive, "answer", "give people's labels of both kinds, or a larger --size")
     outcomes: list[GraderOutcome] = []
     estimates: list[Estimate] = []
-    for i, grader in enumerate(graders, 1):
+    for grader in graders:
         out = _output(output, "checks", grader)
         started = time.monotonic()
         done = check(items, output=out, model=grader.model, prompt=grader.prompt, dry_run=dry_run,
@@ -338,9 +338,7 @@ def _both_sides(people: Sequence, positive: set, what: str, flag: str) -> None:
 def _sampled(labels: Mapping[Any, Hashable], size: int | None, seed: int) -> list:
     if not labels:
         raise UsageError("the people-labelled data holds no item to qualify on")
-    if size is None or size >= len(labels):
-        return stratified_sample(labels, len(labels), seed)
-    return stratified_sample(labels, size, seed)
+    return stratified_sample(labels, len(labels) if size is None else min(size, len(labels)), seed)
 
 
 def _output(output: str | Path | None, stem: str, grader: Grader) -> Path | None:
