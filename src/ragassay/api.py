@@ -2,9 +2,16 @@
 ``ragassay.check(...)`` are what the ``generate``, ``judge`` and ``check`` commands call, with the same
 keyword names and defaults as their flags
 (``--max-chunk-chars 6000`` is ``max_chunk_chars=6000``). They read files or take objects, run the
-stage on the one scaffold (``dry_run=True`` gives its estimate; ``backend="batch"`` goes through the
-Batch API) and return a typed result (``.records``, ``.to_dataframe()``, ``.usage`` as numbers). They
-work in a script and inside a notebook, whose own event loop is already running.
+stage on the one scaffold (``dry_run=True`` gives its estimate, and a type checker knows it: the
+result's type follows the literal ``True`` or ``False``; ``backend="batch"`` goes through the Batch
+API) and return a typed result (``.records``, ``.to_dataframe()``, ``.usage`` as numbers). They work in
+a script and inside a notebook, whose own event loop is already running.
+
+Settings may also be given as values, built once and reused: ``options=`` the stage's options
+(:class:`~ragassay.JudgeOptions`, :class:`~ragassay.CheckOptions`), ``config=`` an
+:class:`~ragassay.LLMConfig` (the endpoint, model, limits and cache, used as given), ``backend=`` a
+:class:`~ragassay.Backend`. A keyword that one of those values holds, given beside it, is a
+``TypeError``: one of the two would silently go unused.
 
 A dry run of the bundled example, offline (no endpoint, no key):
 
@@ -23,28 +30,27 @@ A dry run of the bundled example, offline (no endpoint, no key):
 
 from __future__ import annotations
 
-import sys
-
 import asyncio
+import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from .data.records import AnswerItem, Chunk
 from .errors import InputError, UsageError
 from .llm import LLM, LLMConfig
 from .runtime.engine import Estimate, StageAborted
+from .runtime.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
 from .stages.judge import JudgeOptions, JudgeResult
 from .stages.queries import QueryItem
-from .runtime.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
 
 if TYPE_CHECKING:  # (imported where they are used: a judge run does not load check and generate)
     from .stages.check import CheckOptions, CheckResult
-    from .stages.generate import GenerateOptions, GenerateResult
+    from .stages.generate import GenerateResult
     from .stages.retrieve import Retrieval
 
 T = TypeVar("T")
@@ -67,6 +73,17 @@ def in_own_thread(work: Callable[[], T]) -> T:
 
 # ------------------------------------------------------------------------------------ judge
 
+@overload
+def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
+          dry_run: Literal[False] = False, **keywords: Any) -> JudgeResult: ...
+@overload
+def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
+          dry_run: Literal[True], **keywords: Any) -> Estimate: ...
+@overload
+def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
+          dry_run: bool, **keywords: Any) -> JudgeResult | Estimate: ...
+
+
 def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
           output: str | Path | None = None, depth: int = 10, qrels_out: str | Path | None = None,
           coverage_out: str | Path | None = None, keep: Any = None, samples: int = 1, seed: int = 0,
@@ -77,10 +94,11 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
           concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
           cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
           price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
-          dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+          dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
           import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
           shard: str | tuple[int, int] | None = None, quiet: bool = True, llm: LLM | Sequence[LLM] | None = None,
-          options: JudgeOptions | None = None, **llm_settings: Any) -> JudgeResult | Estimate:
+          options: JudgeOptions | None = None, config: LLMConfig | None = None,
+          **llm_settings: Any) -> JudgeResult | Estimate:
     """Grade the top ``depth`` chunks of every query in ``run`` 0-3: ``ragassay judge`` as a call.
 
     ``queries``, ``chunks``, ``run`` and ``keep`` may be files, dicts, lists or DataFrames; every
@@ -103,8 +121,7 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
         raise UsageError("--samples, --batch and --depth must be at least 1")
     if max_chunk_chars < 500:
         raise UsageError("--max-chunk-chars must be at least 500")
-    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
-    on.check()
+    on = _backend(backend, export_requests, import_results, poll_seconds)
     options = _stage_options(JudgeOptions, options, depth=depth, samples=samples, batch=batch, seed=seed, tie=tie,
                              max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
                              cache_friendly=cache_friendly, shard=_shard(shard), prompt=str(prompt))
@@ -115,8 +132,8 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
     keep_table = coerce_qrels(keep) if keep is not None else None
     llms = _given(llm, llm_settings)
-    config = _config(model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm,
-                     tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
+    config = _config(config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency,
+                     rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
                      max_calls=max_calls, max_cost=max_cost)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
     chosen = Judge(configs, options)  # a bad prompt file is refused here, before any call
@@ -134,18 +151,31 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
 
 # ------------------------------------------------------------------------------------ check
 
+@overload
+def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: Literal[False] = False,
+          **keywords: Any) -> CheckResult: ...
+@overload
+def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: Literal[True],
+          **keywords: Any) -> Estimate: ...
+@overload
+def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: bool,
+          **keywords: Any) -> CheckResult | Estimate: ...
+
+
 def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Path | None = None,
           chunks: Any = None, run: Any = None, qrels: Any = None, depth: int = 10, retrieval_threshold: float = 0.5,
           human: str | Path | Mapping[str, str] | None = None, by: Sequence[str] | None = None, samples: int = 1,
           seed: int = 0, max_response_chars: int = 32000, max_context_chars: int = 12000,
-          prompt: str | Path = "auto", model: str | Sequence[str] | None = None, base_url: str | None = None, timeout: float | None = None,
+          prompt: str | Path = "auto", model: str | Sequence[str] | None = None, base_url: str | None = None,
+          timeout: float | None = None,
           concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
           cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
           price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
-          dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+          dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
           import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
           shard: str | tuple[int, int] | None = None, quiet: bool = True, announce: bool = False,
-          llm: LLM | None = None, options: CheckOptions | None = None, join_warnings: bool = True,
+          llm: LLM | None = None, options: CheckOptions | None = None, config: LLMConfig | None = None,
+          join_warnings: bool = True,
           query_ids: Mapping[str, str] | None = None, queries: str | Path | Mapping[str, str] | None = None,
           **llm_settings: Any) -> CheckResult | Estimate:
     """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
@@ -170,16 +200,23 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """
-    from .stages.check import (Checker, CheckJob, CheckOptions, CheckResult, check_result, read_human_labels,
-                               read_labels_origin, retrieval_recall)
+    from .stages.check import (
+        Checker,
+        CheckJob,
+        CheckOptions,
+        CheckResult,
+        check_result,
+        read_human_labels,
+        read_labels_origin,
+        retrieval_recall,
+    )
     if (run is None) != (qrels is None):
         raise UsageError("the diagnosis needs both --run and --qrels")
     if samples < 1:
         raise UsageError("--samples must be at least 1")
     if max_response_chars < 1 or max_context_chars < 1:
         raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
-    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
-    on.check()
+    on = _backend(backend, export_requests, import_results, poll_seconds)
     options = _stage_options(CheckOptions, options, samples=samples, seed=seed, quiet=quiet,
                              max_response_chars=max_response_chars, max_context_chars=max_context_chars,
                              shard=_shard(shard), prompt=str(prompt))
@@ -206,8 +243,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                 from None
         joins = [Join.of("query ids", "the answers", ids, "the run", run_t.queries, _source(answers), _source(run))
                  .require_overlap().warn(not join_warnings, sides=("left",)),
-                 Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers), _source(qrels))
-                 .require_overlap().warn(not join_warnings, sides=("left",))]
+                 Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers),
+                         _source(qrels)).require_overlap().warn(not join_warnings, sides=("left",))]
         in_run = set(run_t.queries)  # an answer whose question the run does not hold is not diagnosed
         all_recall, caveat = retrieval_recall(qrels_t, run_t, depth)
         by_query = {q: v for q, v in all_recall.items() if q in in_run}
@@ -222,7 +259,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                                                                                       sides=("right",))
     given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
-        model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
         max_cost=max_cost)
     checker = Checker([config], options)  # (a bad prompt file: an error before any call)
@@ -233,9 +270,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         done = _run(job, on, dry_run, given, temporary=output is None)
     if isinstance(done, Estimate):
         return done
-    summary = check_result(done.result, recall=recall, recall_caveat=caveat, threshold=retrieval_threshold, human=people,
-                           by=by or (),
-                           fields=fields_by_id,
+    summary = check_result(done.result, recall=recall, recall_caveat=caveat, threshold=retrieval_threshold,
+                           human=people, by=by or (), fields=fields_by_id,
                            human_origin=read_labels_origin(human) if isinstance(human, (str, Path)) else None)
     if joins and summary.get("diagnosis") is not None:
         summary["diagnosis"]["joins"] = [j.to_dict() for j in joins]
@@ -268,7 +304,7 @@ def _source(x: Any) -> str | None:
     return getattr(x, "source", None)
 
 
-def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: dict[str, Chunk] | None,
+def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: Mapping[str, Chunk] | None,
              by: Sequence[str] | None) -> tuple[list[AnswerItem], dict[str, dict] | None]:
     """The answers to check and, for a breakdown (``by``), each answer's fields by id. A field no
     answer has is a usage error, found before anything is spent: a breakdown by nothing means nothing."""
@@ -297,6 +333,17 @@ def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: dict[str
 
 # --------------------------------------------------------------------------------- generate
 
+@overload
+def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, dry_run: Literal[False] = False,
+             **keywords: Any) -> GenerateResult: ...
+@overload
+def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, dry_run: Literal[True],
+             **keywords: Any) -> Estimate: ...
+@overload
+def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, dry_run: bool,
+             **keywords: Any) -> GenerateResult | Estimate: ...
+
+
 def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, output: str | Path | None = None,
              per_chunk: float = 1.0, mix: str | Mapping[str, float] = "easy=0.4,medium=0.4,hard=0.2",
              limit: int | None = None, append: bool = False,
@@ -307,9 +354,10 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
              concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
              cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
              price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
-             dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+             dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
              import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0, quiet: bool = True,
-             llm: LLM | None = None, **llm_settings: Any) -> GenerateResult | Estimate:
+             llm: LLM | None = None, config: LLMConfig | None = None,
+             **llm_settings: Any) -> GenerateResult | Estimate:
     """Write easy / medium / hard questions with answers and evidence: ``ragassay generate`` as a call.
 
     ``chunks`` may be a file, a list of dicts or Chunks, or a ``{id: Chunk}`` dict. Every other
@@ -336,8 +384,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     targets = export_targets(export)
     if max_per_doc is not None and max_per_doc < 1:
         raise UsageError("--max-per-doc must be at least 1")
-    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
-    on.check()
+    on = _backend(backend, export_requests, import_results, poll_seconds)
     chunk_list = _chunk_list(chunks)
     if output is not None:  # a questions file only: another stage's output is never replaced
         from .data.record_files import check_output_kind
@@ -345,7 +392,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     existing = existing_questions(output) if append and output is not None else []
     given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
-        model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
         max_cost=max_cost)
     total = wanted(chunk_list, limit, per_chunk, chunks if isinstance(chunks, (str, Path)) else None)
@@ -391,14 +438,43 @@ def _run(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | 
 RENAMED = {"coverage_output": "coverage_out", "k": "depth"}
 
 
-def _config(model: str | Sequence[str] | None, settings: dict[str, Any], *, cache: str | Path | None,
-            no_cache: bool, **flags: Any) -> LLMConfig:
-    """The endpoint's config from the LLM flags' values (the first model of a jury) and any further
-    ``LLMConfig`` settings; unset values come from the environment (``OPENAI_BASE_URL``, ...)."""
+# the LLM keywords a config given as config= holds, with their defaults (a keyword beside it would go unused)
+LLM_KEYWORDS = {"model": None, "base_url": None, "timeout": None, "concurrency": None, "rpm": None, "tpm": None,
+                "cache": None, "no_cache": False, "price_in": None, "price_out": None, "max_calls": None,
+                "max_cost": None}
+
+
+def _config(given: LLMConfig | None, model: str | Sequence[str] | None, settings: dict[str, Any], *,
+            cache: str | Path | None, no_cache: bool, **flags: Any) -> LLMConfig:
+    """The endpoint's config: ``config=`` as given (the caller's value, used as it is), or one made from
+    the LLM flags' values (the first model of a jury) and any further ``LLMConfig`` settings, with
+    unset values from the environment (``OPENAI_BASE_URL``, ...)."""
+    if given is not None:
+        values = {**flags, "model": model, "cache": cache, "no_cache": no_cache}
+        clash = sorted([k for k, v in values.items() if v != LLM_KEYWORDS.get(k)] + list(settings))
+        if clash:
+            raise TypeError(f"give {', '.join(clash)} in config= or as keywords, not both")
+        return given
     models = _models(model)
     return LLMConfig.from_env(**{**settings, **flags, "model": models[0] if models else None,
                                  "cache_path": Path(cache) if cache is not None else settings.get("cache_path"),
                                  "use_cache": not no_cache and settings.get("use_cache", True)})
+
+
+def _backend(backend: str | Backend, export_requests: str | Path | None, import_results: Sequence[str | Path],
+             poll_seconds: float) -> Backend:
+    """Where the calls go: ``backend=`` as a :class:`~ragassay.runtime.scaffold.Backend` value, or its name
+    with the batch keywords beside it (not both: one of them would go unused). Usage errors are raised
+    here, before anything is read or sent."""
+    if isinstance(backend, Backend):
+        if export_requests is not None or tuple(import_results) or poll_seconds != 30.0:
+            raise TypeError("give export_requests, import_results and poll_seconds in backend= or as keywords, "
+                            "not both")
+        on = backend
+    else:  # a name: Backend.check() refuses one it does not know
+        on = Backend(cast(Any, backend), export_requests, tuple(import_results), poll_seconds)
+    on.check()
+    return on
 
 
 def _models(model: str | Sequence[str] | None) -> list[str] | None:
