@@ -38,20 +38,37 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
+from typing import Any, Literal, TypeVar, cast, overload
 
+from .data.chunk_table import ChunkTable, chunk_source
+from .data.io import coerce_qrels, coerce_run, read_chunks, read_queries
+from .data.joins import Join
+from .data.peer_files import answer_rows
+from .data.record_files import check_output_kind
 from .data.records import AnswerItem, Chunk
+from .data.text_match import answers_to_queries
 from .errors import InputError, UsageError
 from .llm import LLM, LLMConfig
-from .runtime.engine import Estimate, StageAborted
+from .runtime.engine import Estimate, StageAborted, parse_shard
 from .runtime.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
-from .stages.judge import JudgeOptions, JudgeResult
-from .stages.queries import QueryItem
-
-if TYPE_CHECKING:  # (imported where they are used: a judge run does not load check and generate)
-    from .stages.check import CheckOptions, CheckResult
-    from .stages.generate import GenerateResult
-    from .stages.retrieve import Retrieval
+from .stages.check import (
+    Checker,
+    CheckJob,
+    CheckOptions,
+    CheckResult,
+    answer_fields,
+    check_result,
+    read_answers,
+    read_human_labels,
+    read_labels_origin,
+    retrieval_recall,
+)
+from .stages.generate import STYLES, GenerateOptions, GenerateResult
+from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
+from .stages.judge import Judge, JudgeJob, JudgeOptions, JudgeResult, model_configs
+from .stages.queries import QueryItem, read_query_items
+from .stages.retrieve import Retrieval
+from .stages.retrieve import retrieve as run_and_write
 
 T = TypeVar("T")
 
@@ -125,8 +142,6 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     options = _stage_options(JudgeOptions, options, depth=depth, samples=samples, batch=batch, seed=seed, tie=tie,
                              max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
                              cache_friendly=cache_friendly, shard=_shard(shard), prompt=str(prompt))
-    from .data.io import coerce_qrels
-    from .stages.judge import Judge, JudgeJob, model_configs
     items, chunk_map = _queries(queries), _chunks(chunks, by_id_only=True)
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
@@ -200,16 +215,6 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """
-    from .stages.check import (
-        Checker,
-        CheckJob,
-        CheckOptions,
-        CheckResult,
-        check_result,
-        read_human_labels,
-        read_labels_origin,
-        retrieval_recall,
-    )
     if (run is None) != (qrels is None):
         raise UsageError("the diagnosis needs both --run and --qrels")
     if samples < 1:
@@ -227,8 +232,6 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     joins = []
     recall = caveat = None
     if run is not None:  # the diagnosis meets answers with the run and the qrels by query id: counted
-        from .data.io import coerce_qrels, coerce_run
-        from .data.joins import Join
         run_t, qrels_t = coerce_run(run), coerce_qrels(qrels)
         asks = {a.id: (query_ids or {}).get(a.id, a.id) for a in items}  # the query each answer answers
         ids = list(asks.values())
@@ -253,7 +256,6 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         else None
     human_join = None
     if people is not None:  # people label a sample of the answers: labels of no answer are the warning
-        from .data.joins import Join
         human_join = Join.of("answer ids", "the answers", [a.id for a in items], "the --human labels", people,
                              _source(answers), _source(human)).require_overlap().warn(not join_warnings,
                                                                                       sides=("right",))
@@ -285,8 +287,6 @@ def _queries_by_text(items: Sequence[AnswerItem], queries: str | Path | Mapping[
                      warn: bool) -> dict[str, str] | None:
     """Each answer's query id, when the answers' ids meet none of the queries' but their questions are
     the queries' texts (data/text_match.py: counted, and said as a warning); None when the ids meet."""
-    from .data.io import read_queries
-    from .data.text_match import answers_to_queries
     texts = dict(queries) if isinstance(queries, Mapping) else read_queries(queries)
     found = answers_to_queries({a.id: a.question for a in items}, texts, "auto", _source(answers),
                                None if isinstance(queries, Mapping) else queries, setting="--queries")
@@ -308,8 +308,6 @@ def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: Mapping[
              by: Sequence[str] | None) -> tuple[list[AnswerItem], dict[str, dict] | None]:
     """The answers to check and, for a breakdown (``by``), each answer's fields by id. A field no
     answer has is a usage error, found before anything is spent: a breakdown by nothing means nothing."""
-    from .data.peer_files import answer_rows
-    from .stages.check import answer_fields, read_answers
     if isinstance(answers, (str, Path)):
         items = read_answers(answers, chunks)
         raw = answer_rows(answers) if by else []  # (JSONL, a JSON array or CSV, as read_answers reads it)
@@ -377,8 +375,6 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     >>> est.calls_per_step
     [10, 10, 10, 10, 6]
     """
-    from .stages.generate import STYLES, GenerateOptions
-    from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
     mix_shares = shares(mix, ("easy", "medium", "hard"), "--mix")
     style_shares = shares(styles, tuple(STYLES), "--styles")
     targets = export_targets(export)
@@ -387,7 +383,6 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     on = _backend(backend, export_requests, import_results, poll_seconds)
     chunk_list = _chunk_list(chunks)
     if output is not None:  # a questions file only: another stage's output is never replaced
-        from .data.record_files import check_output_kind
         check_output_kind(output, "question")
     existing = existing_questions(output) if append and output is not None else []
     given = _given(llm, llm_settings)
@@ -498,7 +493,6 @@ def _given(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any]) -> list
 
 
 def _shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
-    from .runtime.engine import parse_shard
     return parse_shard(shard) if isinstance(shard, str) else shard
 
 
@@ -525,7 +519,6 @@ def _output(output: str | Path | None, name: str) -> Iterator[Path]:
 
 
 def _queries(queries: str | Path | Sequence[QueryItem] | Mapping[str, str]) -> list[QueryItem]:
-    from .stages.queries import read_query_items
     if isinstance(queries, (str, Path)):
         return read_query_items(queries)
     if isinstance(queries, Mapping):
@@ -537,8 +530,6 @@ def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | 
             by_id_only: bool = False) -> Mapping[str, Chunk] | None:
     """The chunks by id. ``by_id_only``: the stage only looks chunks up by id, so a large file is
     read as a :class:`~ragassay.data.chunk_table.ChunkTable` (where each lies, not the chunks)."""
-    from .data.chunk_table import ChunkTable, chunk_source
-    from .data.io import read_chunks
     if chunks is None:
         return None
     if isinstance(chunks, (str, Path)):
@@ -553,7 +544,6 @@ def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | 
 
 def _chunk_list(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk]) -> list[Chunk]:
     """The chunks in their given order (generate draws by it), read or validated."""
-    from .data.io import read_chunks
     if isinstance(chunks, (str, Path)):
         return read_chunks(chunks)
     if isinstance(chunks, Mapping):
@@ -578,6 +568,5 @@ def retrieve(retriever: Any, queries: str | Path | Sequence[QueryItem] | Mapping
     theirs (the first that is not stops the run, naming it) and ``.chunks`` counts how they met.
     ``output`` writes the run (TREC) and its latency beside it.
     """
-    from .stages.retrieve import retrieve as run_and_write
     return run_and_write(retriever, queries, chunks=chunks, id_field=id_field, k=k, output=output, name=name,
                          quiet=quiet)
