@@ -503,6 +503,7 @@ class FakeLLM:
         self.calls = 0
         self.requests: list[dict] = []
         self.in_flight = 0  # requests being answered now
+        self.peak = 0  # the most requests it was answering at once
         self._lock = threading.Lock()
         server = self
 
@@ -533,6 +534,7 @@ class FakeLLM:
                     return
                 with server._lock:
                     server.in_flight += 1
+                    server.peak = max(server.peak, server.in_flight)
                 try:
                     self.answer()
                 finally:

@@ -21,7 +21,7 @@ _EXPORTS = {
     "check_answers": "stages.check", "read_answers": "stages.check", "label_summary": "metrics.labels",
     "CheckOptions": "stages.check", "CheckResult": "stages.check",
     "judge_run": "stages.judge", "JudgeOptions": "stages.judge", "JudgeResult": "stages.judge",
-    "read_query_items": "stages.queries", "Estimate": "runtime.engine",
+    "read_query_items": "stages.queries", "Estimate": "runtime.engine", "Backend": "runtime.scaffold",
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "judge": "api", "check": "api", "generate": "api", "GenerateResult": "stages.generate",
@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics.evaluate import Evaluation, evaluate
     from .stages.check import CheckOptions, CheckResult, check_answers, read_answers
     from .runtime.engine import Estimate
+    from .runtime.scaffold import Backend
     from .metrics.labels import label_summary
     from .stages.judge import JudgeOptions, JudgeResult, judge_run
     from .stages.queries import read_query_items

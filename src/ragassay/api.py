@@ -2,9 +2,16 @@
 ``ragassay.check(...)`` are what the ``generate``, ``judge`` and ``check`` commands call, with the same
 keyword names and defaults as their flags
 (``--max-chunk-chars 6000`` is ``max_chunk_chars=6000``). They read files or take objects, run the
-stage on the one scaffold (``dry_run=True`` gives its estimate; ``backend="batch"`` goes through the
-Batch API) and return a typed result (``.records``, ``.to_dataframe()``, ``.usage`` as numbers). They
-work in a script and inside a notebook, whose own event loop is already running.
+stage on the one scaffold (``dry_run=True`` gives its estimate, and a type checker knows it: the
+result's type follows the literal ``True`` or ``False``; ``backend="batch"`` goes through the Batch
+API) and return a typed result (``.records``, ``.to_dataframe()``, ``.usage`` as numbers). They work in
+a script and inside a notebook, whose own event loop is already running.
+
+Settings may also be given as values, built once and reused: ``options=`` the stage's options
+(:class:`~ragassay.JudgeOptions`, :class:`~ragassay.CheckOptions`), ``config=`` an
+:class:`~ragassay.LLMConfig` (the endpoint, model, limits and cache, used as given), ``backend=`` a
+:class:`~ragassay.Backend`. A keyword that one of those values holds, given beside it, is a
+``TypeError``: one of the two would silently go unused.
 
 A dry run of the bundled example, offline (no endpoint, no key):
 
@@ -23,29 +30,45 @@ A dry run of the bundled example, offline (no endpoint, no key):
 
 from __future__ import annotations
 
-import sys
-
 import asyncio
+import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, TypeVar
+from typing import Any, Literal, TypeVar, cast, overload
 
+from .data.chunk_table import ChunkTable, chunk_source
+from .data.io import coerce_qrels, coerce_run, read_chunks, read_queries
+from .data.joins import Join
+from .data.peer_files import answer_rows
+from .data.record_files import check_output_kind
 from .data.records import AnswerItem, Chunk
+from .data.text_match import answers_to_queries
 from .errors import InputError, UsageError
 from .llm import LLM, LLMConfig
-from .runtime.engine import Estimate, StageAborted
-from .stages.judge import JudgeOptions, JudgeResult
-from .stages.queries import QueryItem
+from .runtime.engine import Estimate, StageAborted, parse_shard
 from .runtime.scaffold import Backend, StageJob, StageOutcome, run_llm_stage
-
-if TYPE_CHECKING:  # (imported where they are used: a judge run does not load check and generate)
-    from .stages.check import CheckOptions, CheckResult
-    from .stages.generate import GenerateOptions, GenerateResult
-    from .stages.retrieve import Retrieval
+from .stages.check import (
+    Checker,
+    CheckJob,
+    CheckOptions,
+    CheckResult,
+    answer_fields,
+    check_result,
+    read_answers,
+    read_human_labels,
+    read_labels_origin,
+    retrieval_recall,
+)
+from .stages.generate import STYLES, GenerateOptions, GenerateResult
+from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
+from .stages.judge import Judge, JudgeJob, JudgeOptions, JudgeResult, model_configs
+from .stages.queries import QueryItem, read_query_items
+from .stages.retrieve import Retrieval
+from .stages.retrieve import retrieve as run_and_write
 
 T = TypeVar("T")
 
@@ -67,6 +90,17 @@ def in_own_thread(work: Callable[[], T]) -> T:
 
 # ------------------------------------------------------------------------------------ judge
 
+@overload
+def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
+          dry_run: Literal[False] = False, **keywords: Any) -> JudgeResult: ...
+@overload
+def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
+          dry_run: Literal[True], **keywords: Any) -> Estimate: ...
+@overload
+def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
+          dry_run: bool, **keywords: Any) -> JudgeResult | Estimate: ...
+
+
 def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
           output: str | Path | None = None, depth: int = 10, qrels_out: str | Path | None = None,
           coverage_out: str | Path | None = None, keep: Any = None, samples: int = 1, seed: int = 0,
@@ -77,10 +111,11 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
           concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
           cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
           price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
-          dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+          dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
           import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
           shard: str | tuple[int, int] | None = None, quiet: bool = True, llm: LLM | Sequence[LLM] | None = None,
-          options: JudgeOptions | None = None, **llm_settings: Any) -> JudgeResult | Estimate:
+          options: JudgeOptions | None = None, config: LLMConfig | None = None,
+          **llm_settings: Any) -> JudgeResult | Estimate:
     """Grade the top ``depth`` chunks of every query in ``run`` 0-3: ``ragassay judge`` as a call.
 
     ``queries``, ``chunks``, ``run`` and ``keep`` may be files, dicts, lists or DataFrames; every
@@ -103,20 +138,17 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
         raise UsageError("--samples, --batch and --depth must be at least 1")
     if max_chunk_chars < 500:
         raise UsageError("--max-chunk-chars must be at least 500")
-    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
-    on.check()
+    on = _backend(backend, export_requests, import_results, poll_seconds)
     options = _stage_options(JudgeOptions, options, depth=depth, samples=samples, batch=batch, seed=seed, tie=tie,
                              max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
                              cache_friendly=cache_friendly, shard=_shard(shard), prompt=str(prompt))
-    from .data.io import coerce_qrels
-    from .stages.judge import Judge, JudgeJob, model_configs
     items, chunk_map = _queries(queries), _chunks(chunks, by_id_only=True)
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
     keep_table = coerce_qrels(keep) if keep is not None else None
     llms = _given(llm, llm_settings)
-    config = _config(model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm,
-                     tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
+    config = _config(config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency,
+                     rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
                      max_calls=max_calls, max_cost=max_cost)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, _models(model))
     chosen = Judge(configs, options)  # a bad prompt file is refused here, before any call
@@ -134,18 +166,31 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
 
 # ------------------------------------------------------------------------------------ check
 
+@overload
+def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: Literal[False] = False,
+          **keywords: Any) -> CheckResult: ...
+@overload
+def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: Literal[True],
+          **keywords: Any) -> Estimate: ...
+@overload
+def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: bool,
+          **keywords: Any) -> CheckResult | Estimate: ...
+
+
 def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Path | None = None,
           chunks: Any = None, run: Any = None, qrels: Any = None, depth: int = 10, retrieval_threshold: float = 0.5,
           human: str | Path | Mapping[str, str] | None = None, by: Sequence[str] | None = None, samples: int = 1,
           seed: int = 0, max_response_chars: int = 32000, max_context_chars: int = 12000,
-          prompt: str | Path = "auto", model: str | Sequence[str] | None = None, base_url: str | None = None, timeout: float | None = None,
+          prompt: str | Path = "auto", model: str | Sequence[str] | None = None, base_url: str | None = None,
+          timeout: float | None = None,
           concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
           cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
           price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
-          dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+          dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
           import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
           shard: str | tuple[int, int] | None = None, quiet: bool = True, announce: bool = False,
-          llm: LLM | None = None, options: CheckOptions | None = None, join_warnings: bool = True,
+          llm: LLM | None = None, options: CheckOptions | None = None, config: LLMConfig | None = None,
+          join_warnings: bool = True,
           query_ids: Mapping[str, str] | None = None, queries: str | Path | Mapping[str, str] | None = None,
           **llm_settings: Any) -> CheckResult | Estimate:
     """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
@@ -170,16 +215,13 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """
-    from .stages.check import (Checker, CheckJob, CheckOptions, CheckResult, check_result, read_human_labels,
-                               read_labels_origin, retrieval_recall)
     if (run is None) != (qrels is None):
         raise UsageError("the diagnosis needs both --run and --qrels")
     if samples < 1:
         raise UsageError("--samples must be at least 1")
     if max_response_chars < 1 or max_context_chars < 1:
         raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
-    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
-    on.check()
+    on = _backend(backend, export_requests, import_results, poll_seconds)
     options = _stage_options(CheckOptions, options, samples=samples, seed=seed, quiet=quiet,
                              max_response_chars=max_response_chars, max_context_chars=max_context_chars,
                              shard=_shard(shard), prompt=str(prompt))
@@ -190,8 +232,6 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     joins = []
     recall = caveat = None
     if run is not None:  # the diagnosis meets answers with the run and the qrels by query id: counted
-        from .data.io import coerce_qrels, coerce_run
-        from .data.joins import Join
         run_t, qrels_t = coerce_run(run), coerce_qrels(qrels)
         asks = {a.id: (query_ids or {}).get(a.id, a.id) for a in items}  # the query each answer answers
         ids = list(asks.values())
@@ -206,8 +246,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                 from None
         joins = [Join.of("query ids", "the answers", ids, "the run", run_t.queries, _source(answers), _source(run))
                  .require_overlap().warn(not join_warnings, sides=("left",)),
-                 Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers), _source(qrels))
-                 .require_overlap().warn(not join_warnings, sides=("left",))]
+                 Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, _source(answers),
+                         _source(qrels)).require_overlap().warn(not join_warnings, sides=("left",))]
         in_run = set(run_t.queries)  # an answer whose question the run does not hold is not diagnosed
         all_recall, caveat = retrieval_recall(qrels_t, run_t, depth)
         by_query = {q: v for q, v in all_recall.items() if q in in_run}
@@ -216,13 +256,12 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         else None
     human_join = None
     if people is not None:  # people label a sample of the answers: labels of no answer are the warning
-        from .data.joins import Join
         human_join = Join.of("answer ids", "the answers", [a.id for a in items], "the --human labels", people,
                              _source(answers), _source(human)).require_overlap().warn(not join_warnings,
                                                                                       sides=("right",))
     given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
-        model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
         max_cost=max_cost)
     checker = Checker([config], options)  # (a bad prompt file: an error before any call)
@@ -233,9 +272,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         done = _run(job, on, dry_run, given, temporary=output is None)
     if isinstance(done, Estimate):
         return done
-    summary = check_result(done.result, recall=recall, recall_caveat=caveat, threshold=retrieval_threshold, human=people,
-                           by=by or (),
-                           fields=fields_by_id,
+    summary = check_result(done.result, recall=recall, recall_caveat=caveat, threshold=retrieval_threshold,
+                           human=people, by=by or (), fields=fields_by_id,
                            human_origin=read_labels_origin(human) if isinstance(human, (str, Path)) else None)
     if joins and summary.get("diagnosis") is not None:
         summary["diagnosis"]["joins"] = [j.to_dict() for j in joins]
@@ -249,8 +287,6 @@ def _queries_by_text(items: Sequence[AnswerItem], queries: str | Path | Mapping[
                      warn: bool) -> dict[str, str] | None:
     """Each answer's query id, when the answers' ids meet none of the queries' but their questions are
     the queries' texts (data/text_match.py: counted, and said as a warning); None when the ids meet."""
-    from .data.io import read_queries
-    from .data.text_match import answers_to_queries
     texts = dict(queries) if isinstance(queries, Mapping) else read_queries(queries)
     found = answers_to_queries({a.id: a.question for a in items}, texts, "auto", _source(answers),
                                None if isinstance(queries, Mapping) else queries, setting="--queries")
@@ -268,12 +304,10 @@ def _source(x: Any) -> str | None:
     return getattr(x, "source", None)
 
 
-def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: dict[str, Chunk] | None,
+def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: Mapping[str, Chunk] | None,
              by: Sequence[str] | None) -> tuple[list[AnswerItem], dict[str, dict] | None]:
     """The answers to check and, for a breakdown (``by``), each answer's fields by id. A field no
     answer has is a usage error, found before anything is spent: a breakdown by nothing means nothing."""
-    from .data.peer_files import answer_rows
-    from .stages.check import answer_fields, read_answers
     if isinstance(answers, (str, Path)):
         items = read_answers(answers, chunks)
         raw = answer_rows(answers) if by else []  # (JSONL, a JSON array or CSV, as read_answers reads it)
@@ -297,6 +331,17 @@ def _answers(answers: str | Path | Sequence[AnswerItem | dict], chunks: dict[str
 
 # --------------------------------------------------------------------------------- generate
 
+@overload
+def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, dry_run: Literal[False] = False,
+             **keywords: Any) -> GenerateResult: ...
+@overload
+def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, dry_run: Literal[True],
+             **keywords: Any) -> Estimate: ...
+@overload
+def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, dry_run: bool,
+             **keywords: Any) -> GenerateResult | Estimate: ...
+
+
 def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], *, output: str | Path | None = None,
              per_chunk: float = 1.0, mix: str | Mapping[str, float] = "easy=0.4,medium=0.4,hard=0.2",
              limit: int | None = None, append: bool = False,
@@ -307,9 +352,10 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
              concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
              cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
              price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
-             dry_run: bool = False, backend: str = "live", export_requests: str | Path | None = None,
+             dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
              import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0, quiet: bool = True,
-             llm: LLM | None = None, **llm_settings: Any) -> GenerateResult | Estimate:
+             llm: LLM | None = None, config: LLMConfig | None = None,
+             **llm_settings: Any) -> GenerateResult | Estimate:
     """Write easy / medium / hard questions with answers and evidence: ``ragassay generate`` as a call.
 
     ``chunks`` may be a file, a list of dicts or Chunks, or a ``{id: Chunk}`` dict. Every other
@@ -329,23 +375,19 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     >>> est.calls_per_step
     [10, 10, 10, 10, 6]
     """
-    from .stages.generate import STYLES, GenerateOptions
-    from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
     mix_shares = shares(mix, ("easy", "medium", "hard"), "--mix")
     style_shares = shares(styles, tuple(STYLES), "--styles")
     targets = export_targets(export)
     if max_per_doc is not None and max_per_doc < 1:
         raise UsageError("--max-per-doc must be at least 1")
-    on = Backend(backend, export_requests, tuple(import_results), poll_seconds)  # type: ignore[arg-type]
-    on.check()
+    on = _backend(backend, export_requests, import_results, poll_seconds)
     chunk_list = _chunk_list(chunks)
     if output is not None:  # a questions file only: another stage's output is never replaced
-        from .data.record_files import check_output_kind
         check_output_kind(output, "question")
     existing = existing_questions(output) if append and output is not None else []
     given = _given(llm, llm_settings)
     config = given[0].config if given else _config(
-        model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
+        config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
         max_cost=max_cost)
     total = wanted(chunk_list, limit, per_chunk, chunks if isinstance(chunks, (str, Path)) else None)
@@ -391,14 +433,43 @@ def _run(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | 
 RENAMED = {"coverage_output": "coverage_out", "k": "depth"}
 
 
-def _config(model: str | Sequence[str] | None, settings: dict[str, Any], *, cache: str | Path | None,
-            no_cache: bool, **flags: Any) -> LLMConfig:
-    """The endpoint's config from the LLM flags' values (the first model of a jury) and any further
-    ``LLMConfig`` settings; unset values come from the environment (``OPENAI_BASE_URL``, ...)."""
+# the LLM keywords a config given as config= holds, with their defaults (a keyword beside it would go unused)
+LLM_KEYWORDS = {"model": None, "base_url": None, "timeout": None, "concurrency": None, "rpm": None, "tpm": None,
+                "cache": None, "no_cache": False, "price_in": None, "price_out": None, "max_calls": None,
+                "max_cost": None}
+
+
+def _config(given: LLMConfig | None, model: str | Sequence[str] | None, settings: dict[str, Any], *,
+            cache: str | Path | None, no_cache: bool, **flags: Any) -> LLMConfig:
+    """The endpoint's config: ``config=`` as given (the caller's value, used as it is), or one made from
+    the LLM flags' values (the first model of a jury) and any further ``LLMConfig`` settings, with
+    unset values from the environment (``OPENAI_BASE_URL``, ...)."""
+    if given is not None:
+        values = {**flags, "model": model, "cache": cache, "no_cache": no_cache}
+        clash = sorted([k for k, v in values.items() if v != LLM_KEYWORDS.get(k)] + list(settings))
+        if clash:
+            raise TypeError(f"give {', '.join(clash)} in config= or as keywords, not both")
+        return given
     models = _models(model)
     return LLMConfig.from_env(**{**settings, **flags, "model": models[0] if models else None,
                                  "cache_path": Path(cache) if cache is not None else settings.get("cache_path"),
                                  "use_cache": not no_cache and settings.get("use_cache", True)})
+
+
+def _backend(backend: str | Backend, export_requests: str | Path | None, import_results: Sequence[str | Path],
+             poll_seconds: float) -> Backend:
+    """Where the calls go: ``backend=`` as a :class:`~ragassay.runtime.scaffold.Backend` value, or its name
+    with the batch keywords beside it (not both: one of them would go unused). Usage errors are raised
+    here, before anything is read or sent."""
+    if isinstance(backend, Backend):
+        if export_requests is not None or tuple(import_results) or poll_seconds != 30.0:
+            raise TypeError("give export_requests, import_results and poll_seconds in backend= or as keywords, "
+                            "not both")
+        on = backend
+    else:  # a name: Backend.check() refuses one it does not know
+        on = Backend(cast(Any, backend), export_requests, tuple(import_results), poll_seconds)
+    on.check()
+    return on
 
 
 def _models(model: str | Sequence[str] | None) -> list[str] | None:
@@ -422,7 +493,6 @@ def _given(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any]) -> list
 
 
 def _shard(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
-    from .runtime.engine import parse_shard
     return parse_shard(shard) if isinstance(shard, str) else shard
 
 
@@ -449,7 +519,6 @@ def _output(output: str | Path | None, name: str) -> Iterator[Path]:
 
 
 def _queries(queries: str | Path | Sequence[QueryItem] | Mapping[str, str]) -> list[QueryItem]:
-    from .stages.queries import read_query_items
     if isinstance(queries, (str, Path)):
         return read_query_items(queries)
     if isinstance(queries, Mapping):
@@ -461,8 +530,6 @@ def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | 
             by_id_only: bool = False) -> Mapping[str, Chunk] | None:
     """The chunks by id. ``by_id_only``: the stage only looks chunks up by id, so a large file is
     read as a :class:`~ragassay.data.chunk_table.ChunkTable` (where each lies, not the chunks)."""
-    from .data.chunk_table import ChunkTable, chunk_source
-    from .data.io import read_chunks
     if chunks is None:
         return None
     if isinstance(chunks, (str, Path)):
@@ -477,7 +544,6 @@ def _chunks(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | 
 
 def _chunk_list(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk]) -> list[Chunk]:
     """The chunks in their given order (generate draws by it), read or validated."""
-    from .data.io import read_chunks
     if isinstance(chunks, (str, Path)):
         return read_chunks(chunks)
     if isinstance(chunks, Mapping):
@@ -502,6 +568,5 @@ def retrieve(retriever: Any, queries: str | Path | Sequence[QueryItem] | Mapping
     theirs (the first that is not stops the run, naming it) and ``.chunks`` counts how they met.
     ``output`` writes the run (TREC) and its latency beside it.
     """
-    from .stages.retrieve import retrieve as run_and_write
     return run_and_write(retriever, queries, chunks=chunks, id_field=id_field, k=k, output=output, name=name,
                          quiet=quiet)

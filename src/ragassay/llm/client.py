@@ -522,18 +522,20 @@ class LLM:
             return await self._send_in_mode(convo, response_model, params, su)
         lock = self._probing.setdefault(asyncio.get_running_loop(), asyncio.Lock())
         async with lock:
-            if self._mode_settled:
-                return await self._send_in_mode(convo, response_model, params, su)
-            try:
-                completion = await self._send_in_mode(convo, response_model, params, su)
-            except openai.APIStatusError:
-                self._mode_settled = True  # refused for another reason (the format was settled on the way)
-                raise
-            except LLMError as e:
-                self._mode_settled = e.kind in ("cut", "context")  # an answer came: its mode works
-                raise
-            self._mode_settled = True
-            return completion
+            if not self._mode_settled:
+                try:
+                    completion = await self._send_in_mode(convo, response_model, params, su)
+                except openai.APIStatusError:
+                    self._mode_settled = True  # refused for another reason (the format was settled on the way)
+                    raise
+                except LLMError as e:
+                    self._mode_settled = e.kind in ("cut", "context")  # an answer came: its mode works
+                    raise
+                self._mode_settled = True
+                return completion
+        # settled while this call waited: sent outside the lock, or every call queued behind the first one would
+        # go one at a time (128 calls in flight ran at 6% of ideal against a 200 ms endpoint)
+        return await self._send_in_mode(convo, response_model, params, su)
 
     async def _send_in_mode(self, convo, response_model, params, su):
         while True:

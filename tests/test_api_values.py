@@ -1,0 +1,86 @@
+"""Settings as values: ``options=``, ``config=`` and ``backend=`` give the Python functions what the
+keywords give, built once and reused; a keyword beside the value that holds it is refused, never
+silently dropped."""
+
+from __future__ import annotations
+
+import pytest
+
+import ragassay
+from fake_llm import FakeLLM
+from helpers import EXAMPLE
+
+Q, C, R = EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt"
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_endpoint(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_config_value_reaches_the_endpoint_as_the_keywords_do():
+    with FakeLLM() as server:
+        config = ragassay.LLMConfig.from_env(model="fake-value", base_url=server.url, use_cache=False)
+        by_value = ragassay.judge(Q, C, R, config=config, options=ragassay.JudgeOptions(depth=1, quiet=True))
+        sent_by_value = [r["model"] for r in server.requests]
+        by_keywords = ragassay.judge(Q, C, R, model="fake-value", base_url=server.url, no_cache=True, depth=1)
+        sent = [r["model"] for r in server.requests]
+    assert sent_by_value == ["fake-value"] * 22 and sent == ["fake-value"] * 44
+    assert [(r["query_id"], r["chunk_id"], r["grade"]) for r in by_value.records] == \
+        [(r["query_id"], r["chunk_id"], r["grade"]) for r in by_keywords.records]
+    assert by_value.usage["fake-value"]["calls"] == 22
+
+
+def test_check_and_generate_take_a_config_value_too():
+    with FakeLLM() as server:
+        config = ragassay.LLMConfig.from_env(model="fake-check", base_url=server.url, use_cache=False)
+        checked = ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, config=config)
+        asked = len(server.requests)
+        made = ragassay.generate(C, limit=2, mix={"easy": 1.0}, config=config)
+    assert asked == 14 and checked.usage["fake-check"]["calls"] == 14  # 2 of 16 answers decided by rule
+    assert {r["model"] for r in server.requests} == {"fake-check"}
+    assert made.usage["fake-check"]["calls"] == len(server.requests) - asked > 0
+
+
+@pytest.mark.parametrize("keyword", [{"model": "other"}, {"base_url": "http://127.0.0.1:9/v1"}, {"no_cache": True},
+                                     {"max_calls": 3}, {"cache": "c.sqlite"}, {"max_attempts": 2}])
+def test_a_keyword_the_config_value_holds_is_refused_beside_it(keyword):
+    config = ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1")
+    (name,) = keyword
+    for call in (lambda: ragassay.judge(Q, C, R, config=config, dry_run=True, **keyword),
+                 lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, config=config, dry_run=True, **keyword),
+                 lambda: ragassay.generate(C, limit=2, config=config, dry_run=True, **keyword)):
+        with pytest.raises(TypeError, match=f"give {name} in config= or as keywords, not both"):
+            call()
+
+
+def test_a_dry_run_with_values_estimates_what_the_keywords_estimate():
+    config = ragassay.LLMConfig(model="gpt-4o-mini", use_cache=False)
+    by_value = ragassay.judge(Q, C, R, config=config, options=ragassay.JudgeOptions(depth=2, samples=3),
+                              backend=ragassay.Backend("batch"), dry_run=True)
+    by_keywords = ragassay.judge(Q, C, R, model="gpt-4o-mini", no_cache=True, depth=2, samples=3, backend="batch",
+                                 dry_run=True)
+    assert isinstance(by_value, ragassay.Estimate) and by_value.to_dict() == by_keywords.to_dict()
+    assert by_value.calls == 132 and by_value.to_dict()["batch"]["requests_per_round"] == [132]
+
+
+def test_a_backend_value_writes_the_requests_it_names(tmp_path):
+    requests = tmp_path / "requests.jsonl"
+    out = ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, model="gpt-4o-mini", no_cache=True,
+                         output=tmp_path / "checks.jsonl", backend=ragassay.Backend(export_requests=requests))
+    assert len(requests.read_text().splitlines()) == 14 and out.pending == 14
+
+
+@pytest.mark.parametrize("keyword", [{"export_requests": "r.jsonl"}, {"import_results": ["r.jsonl"]},
+                                     {"poll_seconds": 5.0}])
+def test_a_batch_keyword_beside_a_backend_value_is_refused(keyword):
+    with pytest.raises(TypeError, match="in backend= or as keywords, not both"):
+        ragassay.judge(Q, C, R, model="m", backend=ragassay.Backend("live"), dry_run=True, **keyword)
+
+
+def test_a_backend_value_is_checked_as_the_flags_are():
+    with pytest.raises(ragassay.RagassayError, match="--backend batch sends the batches itself"):
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, backend=ragassay.Backend("batch", export_requests="r"))
+    with pytest.raises(ragassay.RagassayError, match=r"backend must be one of live, batch \(got 'bacth'\)"):
+        ragassay.generate(C, limit=2, backend="bacth", dry_run=True)

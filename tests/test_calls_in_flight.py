@@ -1,0 +1,47 @@
+"""Calls in flight: the endpoint sees as many requests at once as ``concurrency`` allows, once the
+first call has found the structured-output mode (until then one goes alone, so a refused format is
+refused once). A regression here is invisible to every result and costs a run most of its speed:
+128 calls queued behind the first answer went out one at a time."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from fake_llm import FakeLLM
+from pydantic import BaseModel, Field
+
+from ragassay.llm import LLM, LLMConfig
+
+
+class ShortRelevance(BaseModel):  # a schema the fake model answers (by its title): the grade alone
+    reasoning: str
+    grade: int = Field(ge=0, le=3)
+
+
+def _ask_all(url: str, calls: int, concurrency: int) -> LLM:
+    async def main() -> LLM:
+        llm = LLM(LLMConfig(model="fake", base_url=url, api_key="k", use_cache=False, concurrency=concurrency))
+        await asyncio.gather(*(llm.ask([{"role": "user", "content": f"QUERY: q{i}\nPASSAGE: p{i}"}], ShortRelevance)
+                               for i in range(calls)))
+        await llm.aclose()
+        return llm
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("concurrency", [4, 12])
+def test_calls_queued_behind_the_first_answer_go_out_together(concurrency):
+    with FakeLLM(delay=0.15) as server:  # an endpoint on 127.0.0.1 that says nothing of its slots
+        llm = _ask_all(server.url, 3 * concurrency + 1, concurrency)
+        peak, calls = server.peak, server.calls
+    assert calls == 3 * concurrency + 1 and llm.usage.stage("default").ok == calls
+    assert peak == concurrency and llm.max_in_flight == concurrency
+
+
+def test_the_first_call_still_goes_alone():
+    with FakeLLM(delay=0.1, habit="vllm_400") as server:  # the first call finds the mode the server takes
+        llm = _ask_all(server.url, 9, 8)
+        refused = server.statuses.count(400)
+    # 9 calls at 8 in flight: the first goes alone and is refused json_schema once, not once per call in flight;
+    # the other 8 then go together in the mode it found
+    assert refused == 1 and server.calls == 10 and server.peak == 8 and llm.max_in_flight == 8
