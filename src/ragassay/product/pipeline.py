@@ -32,10 +32,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import api
+from ..data import io as rio
+from ..data.joins import Join
+from ..data.origin import label_origin, read_origin, sidecar_path, write_origin
+from ..data.peer_files import answer_rows
+from ..data.pool import pooled_run
+from ..data.results import nan_to_none
+from ..data.tables import Run
+from ..data.text_match import answers_to_queries
 from ..errors import InputError, RagassayError, UsageError
+from ..llm.config import LLMConfig
+from ..llm.prompt_files import choose_prompt
+from ..metrics.agreement import agree, kappa_words
+from ..metrics.compare import compare
+from ..metrics.evaluate import evaluate
+from ..metrics.rests_on import rests_on_brief
+from ..runtime.engine import OutputLock
+from ..stages.check import read_human_labels
 from . import step_outcomes as outcomes
-from .formatting import fmt_p
+from .bundled_example import example_dir
+from .formatting import fmt_p, to_json
 from .project import Project, read_project
+from .report import make_report
+from .tracking import gate_result, track
 
 STEPS = ("generate", "retrieve", "judge", "coverage", "agree", "check", "evaluate", "compare", "report", "track",
          "gate")
@@ -186,7 +206,6 @@ def llm_settings(project: Project, flags: Mapping[str, Any]) -> dict[str, Any]:
 
 def endpoint_state(settings: Mapping[str, Any], dry_run: bool) -> str | None:
     """None when the LLM stages can run (a dry run needs a model only); else why they are skipped."""
-    from ..llm.config import LLMConfig
     model = settings.get("model")
     config = LLMConfig.from_env(model=model[0] if isinstance(model, list) else model,
                                 base_url=settings.get("base_url"), price_in=settings.get("price_in"),
@@ -344,7 +363,6 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
 
 def _is_bundled_example(folder: Path) -> bool:
     """Whether ``folder`` is the example inside the installed package (a clone's datasets/example links there)."""
-    from .demo import example_dir
     try:
         return folder.resolve() == example_dir().resolve()
     except OSError:
@@ -355,7 +373,6 @@ def _project_lock(project: Project) -> Any:
     """The project's state, locked for the whole run: a second run of the same project (or a demo
     into the same folder) stops at once, naming the process that runs it, instead of two runs
     writing one state file and the same outputs."""
-    from ..runtime.engine import OutputLock
     try:
         return OutputLock(project.state_dir / "state.json").acquire()
     except RagassayError as e:
@@ -368,9 +385,6 @@ def _project_lock(project: Project) -> Any:
 def _check_inputs(ctx: Context, result: PipelineResult) -> None:
     """The joins, counted once before any step: queries x every run file, answers x runs and people's
     qrels; none in common stops the run here. And who labelled each file of labels."""
-    from ..data import io as rio
-    from ..data.joins import Join
-    from ..data.origin import label_origin, read_origin
     p = ctx.project
     ctx.queries = p.queries
     query_texts = rio.read_queries(p.queries) if p.queries is not None else None
@@ -378,7 +392,6 @@ def _check_inputs(ctx: Context, result: PipelineResult) -> None:
     answer_ids = _answer_ids(p.answers) if p.answers is not None else None
     by_text = None
     if answer_ids is not None and query_texts is not None:  # ids that meet none: the questions' texts may
-        from ..data.text_match import answers_to_queries
         by_text = answers_to_queries(_answer_questions(p.answers), query_texts, p.answers_match, p.answers, p.queries)
     human_ids = answer_ids  # people label answers by the answers' own ids
     if by_text is not None:
@@ -402,7 +415,6 @@ def _check_inputs(ctx: Context, result: PipelineResult) -> None:
             joins.append((_answers_met(Join.of("query ids", "the answers", answer_ids, "the qrels", qrels.queries,
                                                p.answers, p.qrels), query_texts is not None), ("left",)))
     if answer_ids is not None and p.human is not None:  # people label some answers: labels of none stop here
-        from ..stages.check import read_human_labels
         joins.append((Join.of("answer ids", "the answers", human_ids, "the human labels", read_human_labels(p.human),
                               p.answers, p.human).require_overlap(), ("right",)))
     if answer_ids is not None and query_ids is not None:
@@ -430,7 +442,6 @@ def _check_inputs(ctx: Context, result: PipelineResult) -> None:
 
 def _answer_ids(path: Path) -> list[str]:
     """The answers' ids (read as check reads them: ragassay, RAGAS or DeepEval fields)."""
-    from ..data.peer_files import answer_rows
     return [str(obj["id"]) for _, obj in answer_rows(path)]
 
 
@@ -448,7 +459,6 @@ def _answers_met(join: Any, queries_named: bool) -> Any:
 
 def _answer_questions(path: Path) -> dict[str, str]:
     """Each answer's question by its id (read as check reads them)."""
-    from ..data.peer_files import answer_rows
     return {str(obj["id"]): str(obj["question"]) for _, obj in answer_rows(path)}
 
 
@@ -487,7 +497,6 @@ def _llm_skip(ctx: Context, name: str) -> StepResult | None:
 # ------------------------------------------------------------------------------------ steps
 
 def _generate(ctx: Context, selected: bool) -> StepResult:
-    from .. import api
     p = ctx.project
     questions = ctx.out / "questions.jsonl"
     if p.queries is not None and not p.generate_sample:
@@ -543,7 +552,6 @@ def _generate_shortfall(done: Any) -> list[str]:
 def _retrieve(ctx: Context, selected: bool) -> StepResult:
     """Each retriever whose code, queries, chunks or k changed since its run file was written (a dry
     run retrieves in memory, offline, to know the pool)."""
-    from .. import api
     p = ctx.project
     ctx.runs = dict(p.runs)
     ctx.runs.update({name: path for name in p.retrievers
@@ -613,7 +621,6 @@ def _fell_back(ctx: Context, name: str, path: Path, missing: str) -> str:
     retriever runs once the package is installed."""
     import shutil
 
-    from ..data import io as rio
     fallback = ctx.project.fallbacks[name]
     run = rio.read_run(fallback, name=name)
     if ctx.dry_run:
@@ -644,9 +651,6 @@ def _pool_run(ctx: Context) -> tuple[Any, int, int, tuple] | None:
     """The pool as a run (each query's pool ranked as it was built: the score falls with the order),
     the deepest query's pool, the pairs in all and the runs it was made from (each as a member of the
     pool, for the judged qrels' origin to name); None without runs or queries."""
-    from ..data.pool import pooled_run
-    from ..data import io as rio
-    from ..data.tables import Run
     runs = {name: rio.read_run(f) for name, f in ctx.runs.items()}
     runs.update(ctx.memory_runs)
     if not runs or ctx.queries is None:
@@ -661,8 +665,6 @@ def _pool_run(ctx: Context) -> tuple[Any, int, int, tuple] | None:
 def _judge(ctx: Context, selected: bool) -> StepResult:
     """Judge the pool: one judgments file for every run; pairs judged before are skipped (the
     judge's own output store), so a new run costs only its pairs not in the pool yet."""
-    from .. import api
-    from ..data import io as rio
     p = ctx.project
     out, judged = ctx.out / "judgments.jsonl", ctx.out / "judged.qrels"
     ctx.judged = judged if judged.exists() else None
@@ -704,7 +706,6 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
     rio.write_run(pool_path, run)
     done = api.judge(ctx.queries, p.chunks, pool_path, **args)
     if judged.exists():  # the pool is the project's runs, each to the project's depth (not the file pool.txt)
-        from ..data.origin import read_origin, write_origin
         write_origin(judged, read_origin(judged).replace(pool=members))
     ctx.spend(done)
     s = done.summary()
@@ -719,7 +720,6 @@ def _judge(ctx: Context, selected: bool) -> StepResult:
 def _prompt_id(ctx: Context, stage: str) -> str:
     """The version of the prompt a stage will use (a prompt file's content, what auto picks for the
     model): a step whose prompt changed is not up to date."""
-    from ..llm.prompt_files import choose_prompt
     choice = ctx.project.judge_prompt if stage == "judge" else ctx.project.check_prompt
     return choose_prompt(stage, choice, ctx.llm.get("model"))[0].id
 
@@ -727,7 +727,6 @@ def _prompt_id(ctx: Context, stage: str) -> str:
 def _unjudged(pooled: list[tuple[str, str]], judged: Path) -> tuple[int, int] | None:
     """(pairs of the pool the judge has not graded, pairs in the pool), or None when it graded all: a
     judge stopped at a ceiling, or whose calls failed, leaves the runs scored on part of the pool."""
-    from ..data import io as rio
     graded = {(q, c) for q, c, _ in rio.read_qrels(judged).rows()} if judged.exists() and judged.stat().st_size \
         else set()
     missing = sum((q, c) not in graded for q, c in pooled)
@@ -744,7 +743,6 @@ def _after_generate(ctx: Context, name: str) -> StepResult | None:
 
 
 def _coverage(ctx: Context, selected: bool) -> StepResult:
-    from .. import api
     p = ctx.project
     if not p.coverage:
         return StepResult("coverage", "skipped", "off ([judge] coverage = true turns it on)")
@@ -755,7 +753,6 @@ def _coverage(ctx: Context, selected: bool) -> StepResult:
         return skip
     runs = {**ctx.runs, **ctx.memory_runs}  # a dry run's retrievals that will change: in memory
     if ctx.dry_run and ctx.judging:  # its nuggets come from the passages judged relevant: a ceiling is known
-        from ..data import io as rio
         queries = len(rio.read_queries(ctx.queries)) if ctx.queries is not None else 0
         most = queries * (2 + len(runs))
         return StepResult("coverage", "estimated", f"after judge: at most {most} calls (nuggets and their importance "
@@ -811,9 +808,6 @@ def _agree(ctx: Context, selected: bool) -> StepResult:
     """People's qrels against a second labelling of the same pairs ([agree] second), and against the
     judged pool when the judge ran: each side named by who made it (a labeller is never measured
     against itself), each written as ``ragassay agree --format json`` writes it, for the report."""
-    from ..data import io as rio
-    from ..errors import InputError
-    from ..metrics.agreement import agree
     p = ctx.project
     if p.qrels is None:
         return StepResult("agree", "skipped", "no people's qrels to measure against ([data] qrels)")
@@ -867,14 +861,12 @@ def _agreement_text(a: Mapping[str, Any]) -> str:
         return f"{ref} vs {cand}: one labeller on both sides, no kappa ({a['pairs']} pairs)"
     ranking = a.get("run_ranking") or {}
     tau = ranking.get("kendall_tau_b")
-    from ..metrics.agreement import kappa_words
     return (f"{ref} vs {cand}: {kappa_words(a)} on {a['pairs']} pairs"
             + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else "")
             + (f"; warning: {a['scale_warning']}" if a.get("scale_warning") else ""))
 
 
 def _check(ctx: Context, selected: bool) -> StepResult:
-    from .. import api
     p = ctx.project
     out, summary = _checks_file(ctx), ctx.out / "check.json"
     if p.answers is None:
@@ -936,8 +928,6 @@ def _check(ctx: Context, selected: bool) -> StepResult:
 def _say_joins(ctx: Context, run_name: str, run: Path, qrels: Path) -> None:
     """How the answers meet the run and qrels the check diagnoses with (a retriever's run, the judged
     pool: not counted at the start), said unless the start said it already."""
-    from ..data import io as rio
-    from ..data.joins import Join
     ids = [(ctx.answer_queries or {}).get(a, a) for a in _answer_ids(ctx.project.answers)]
     for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", rio.read_run(run).queries,
                          ctx.project.answers, run),
@@ -965,8 +955,6 @@ def _read_json(path: Path) -> Any:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    from ..data.results import nan_to_none
-    from .formatting import to_json
     path.write_text(to_json(nan_to_none(data)) + "\n", encoding="utf-8")
 
 
@@ -983,13 +971,11 @@ def _scored(ctx: Context, name: str) -> StepResult | None:
 
 def sidecar(path: Path | None) -> Path | None:
     """The origin file beside a file of labels (its scale and pool change what a score means)."""
-    from ..data.origin import sidecar_path
     return sidecar_path(path) if path is not None else None
 
 
 def _said_scores(name: str, result: Mapping[str, Any] | None) -> str:
     """ "bm25: ndcg@10 0.7935, map 0.6800 [relevant = grade ≥ 2; POOL OF THIS RUN ALONE ...]" """
-    from ..metrics.rests_on import rests_on_brief
     r = result or {}
     brief = rests_on_brief(r.get("rests_on"))
     return f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in (r.get("aggregate") or {}).items()) + \
@@ -998,7 +984,6 @@ def _said_scores(name: str, result: Mapping[str, Any] | None) -> str:
 
 def _relevant_said(cmp: Any, metric: str) -> str:
     """ ", relevant = grade ≥ 2" when the metric a compare line shows counts relevance from a grade."""
-    from ..metrics.rests_on import rests_on_brief
     brief = rests_on_brief({"relevance": (cmp.rests_on or {}).get("relevance")}, only=[metric])
     return f", {brief}" if brief else ""
 
@@ -1010,7 +995,6 @@ def _scored_on(ctx: Context) -> str:
 
 
 def _evaluate(ctx: Context, selected: bool) -> StepResult:
-    from ..metrics.evaluate import evaluate
     if not selected:
         return _not_selected("evaluate")
     cannot = _scored(ctx, "evaluate")
@@ -1049,7 +1033,6 @@ def _partial_pool(ctx: Context, qrels: Path | None) -> str:
 
 
 def _compare(ctx: Context, selected: bool) -> StepResult:
-    from ..metrics.compare import compare
     if not selected:
         return _not_selected("compare")
     cannot = _scored(ctx, "compare")
@@ -1076,7 +1059,6 @@ def _compare(ctx: Context, selected: bool) -> StepResult:
 
 
 def _report(ctx: Context, selected: bool) -> StepResult:
-    from .report import make_report
     if not selected:
         return _not_selected("report")
     if ctx.dry_run:
@@ -1113,7 +1095,6 @@ def _report(ctx: Context, selected: bool) -> StepResult:
 
 
 def _track(ctx: Context, selected: bool) -> StepResult:
-    from .tracking import track
     if not selected:
         return _not_selected("track")
     if ctx.dry_run:
@@ -1142,7 +1123,6 @@ def _track(ctx: Context, selected: bool) -> StepResult:
 
 
 def _gate(ctx: Context, selected: bool) -> StepResult:
-    from .tracking import gate_result
     p = ctx.project
     if not p.gate_min and not p.gate_max:
         return StepResult("gate", "skipped", "no thresholds ([gate] min / max)")
@@ -1154,7 +1134,6 @@ def _gate(ctx: Context, selected: bool) -> StepResult:
         missing, pairs = ctx.unjudged or (0, 0)
         return StepResult("gate", "skipped", f"the scores are of part of the pool ({missing} of {pairs} pairs not "
                                              "judged yet): no verdict until the judge finishes", 3)
-    from ..metrics.rests_on import rests_on_brief
     names = [p.gate_run] if p.gate_run else list(ctx.runs)
     failures, rests = [], []
     for name in names:
