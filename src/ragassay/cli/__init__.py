@@ -15,6 +15,7 @@ from .. import __version__
 from ..errors import MeasureError, RagassayError, UsageError
 from .paths import check_outputs, lock_outputs, make_output_folders
 
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # exit 2 with usage, as argparse does, and a did-you-mean
         self.print_usage(sys.stderr)

@@ -19,9 +19,9 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from .columns import INT_LIMIT, factorize, parse_floats, parse_plain_integers, read_columns, trim_heap
 from ..errors import InputError, OutputError
 from . import roles
+from .columns import INT_LIMIT, factorize, parse_floats, parse_plain_integers, read_columns, trim_heap
 from .tables import Qrels, Run, encode_ids, query_codes
 
 QrelsFormat = Literal["auto", "trec", "trec3", "jsonl", "beir"]
@@ -294,8 +294,8 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     (``relevance`` is accepted too). Grades are integers; negative grades mean non-relevant. A BEIR
     folder gives its qrels/test.tsv.
     """
-    from .origin import label_origin
     from . import peer_files
+    from .origin import label_origin
     path = dataset_member(path, "qrels")
     binary = peer_files.binary_table_kind(path) if format == "auto" else None
     if binary is not None:  # ranx's Parquet (q_id, doc_id, score); LZ4 is refused, saying so
@@ -903,8 +903,8 @@ def beir_id(obj: dict[str, Any], no: int = 0) -> dict[str, Any]:
 
 def read_chunks(path: str | Path) -> list[Any]:
     """Read chunks (``id``, ``text``, ...) from JSONL; BEIR corpus lines (``_id``) and folders are accepted."""
-    from .records import Chunk
     from .peer_files import llamaindex_corpus
+    from .records import Chunk
     path = dataset_member(path, "chunks")
     corpus = llamaindex_corpus(path)
     if corpus is not None:  # LlamaIndex's EmbeddingQAFinetuneDataset: {"corpus": {id: text}, ...}

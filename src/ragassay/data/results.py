@@ -106,8 +106,15 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
                    path: str | Path | None = None) -> dict[str, float]:
     """{metric name: value} of a result, by its kind. compare: the metrics of ``run`` (default: the
     last run) plus ``RUN/metric`` for every run; check: label rates; judge: grade shares and errors."""
-    from .result_models import (AgreeResult, CalibrationResult, CheckSummary, CompareResult, EvaluateResult,
-                                GenerateSummary, JudgeSummary)
+    from .result_models import (
+        AgreeResult,
+        CalibrationResult,
+        CheckSummary,
+        CompareResult,
+        EvaluateResult,
+        GenerateSummary,
+        JudgeSummary,
+    )
     result = as_result(result, path)
     kind = result.kind
     out: dict[str, float | None] = {}

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
-from .columns import INT_LIMIT, hash_bytes, mix
 from ..errors import InputError
+from .columns import INT_LIMIT, hash_bytes, mix
 
 
 def encode_ids(ids: Iterable[str]) -> np.ndarray:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.io import iter_jsonl, read_bytes_checked, write_lines_atomic
 from ..errors import InputError
 
 CHAT_URL = "/v1/chat/completions"
@@ -47,7 +48,6 @@ class BatchBox:
     def import_file(self, path: str | Path, errors: bool = True) -> int:
         """Read one batch output file (error files have the same shape); returns how many lines.
         ``errors=False`` skips error lines (a later run retries those calls)."""
-        from ..data.io import iter_jsonl, read_bytes_checked
         n = 0
         for no, obj in iter_jsonl(read_bytes_checked(path, allow_empty=True), path):  # all lines failed: empty
             cid = obj.get("custom_id")
@@ -91,7 +91,6 @@ def write_requests(path: str | Path, lines: list[dict], max_lines: int = MAX_LIN
                    max_bytes: int = MAX_BYTES) -> list[Path]:
     """Write request lines to ``path``, split into ``name.2.jsonl``, ``name.3.jsonl``... where one
     file would pass the Batch API's limits (lines or bytes per file). Returns the files written."""
-    from ..data.io import write_lines_atomic
     path = Path(path)
     parts: list[list[str]] = [[]]
     size = 0

@@ -21,7 +21,9 @@ from typing import Any
 
 import openai
 
-from .batch import CHAT_URL, MAX_BYTES, MAX_LINES
+from .batch import CHAT_URL, MAX_BYTES, MAX_LINES, BatchBox
+from .client import v1_base_url
+from .config import make_client, redact
 from .errors import LLMError
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -148,9 +150,6 @@ def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], 
     """Run a stage through the Batch API: ``run_once(box)`` runs it once collecting the calls it
     still needs; those are sent (:func:`send_round`), their answers imported, and the stage run
     again, until a run needs nothing. Returns that last run's result and a one-line summary."""
-    from .batch import BatchBox
-    from .client import v1_base_url
-    from .config import make_client, redact
     config.check()
     state = BatchState(output)
     box = BatchBox(collect=True)

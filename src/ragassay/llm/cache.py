@@ -17,7 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..data.sqlite_files import open_own_database
 from ..errors import InputError
+from .speed import Speed
 
 if TYPE_CHECKING:
     from .speed import Speed
@@ -103,7 +105,6 @@ class Cache:
         return self
 
     def __init__(self, path: str | Path):
-        from ..data.sqlite_files import open_own_database
         self.path = Path(path)
         # one thread at a time uses it, but not always the one that opened it (a notebook runs stages
         # in a worker thread: see api.in_own_thread); a broken, foreign or read-only file is one clear line
@@ -151,7 +152,6 @@ class Cache:
 
     def get_speed(self, endpoint: str, model: str) -> Speed | None:
         """What ``ping`` last measured of ``model`` at ``endpoint``; None when it never did."""
-        from .speed import Speed
         try:
             row = self.db.execute("SELECT prompt_per_second, answer_per_second, seconds_per_call, created FROM speeds "
                                   "WHERE endpoint = ? AND model = ?", (endpoint, model)).fetchone()

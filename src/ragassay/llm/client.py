@@ -27,15 +27,15 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
+from . import server_info
 from .batch import BatchBox, Deferred, failure_of, request_line
 from .cache import Cache, cache_key, endpoint_id
 from .config import LLMConfig, make_client, redact
-from .errors import LLMError
 from .cut_prompts import ReadCounts
-from . import server_info
+from .errors import LLMError
 from .reading import read_answer
 from .server_info import ServerInfo
-from .usage import Usage, estimate_tokens, price_for
+from .usage import Usage, estimate_tokens, price_for, request_chars
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -172,7 +172,6 @@ class LLM:
         size is kept too, so that dry runs can learn how this endpoint counts tokens."""
         if self.cache is None:
             return
-        from .usage import request_chars
         chars = None if messages is None else request_chars(messages, self._schema(response_model)[3])
         try:
             self.cache.put(key, self.config.model, answer.model_dump(mode="json"), raw, tokens_in, tokens_out,

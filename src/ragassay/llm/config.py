@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LLMError
+from .usage import price_for
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"  # sent to keyless local servers; they ignore it
 
@@ -87,7 +88,6 @@ class LLMConfig:
         if self.concurrency < 1:
             raise LLMError("config", "concurrency must be at least 1")
         if self.max_cost is not None:
-            from .usage import price_for
             if price_for(self.model, self.price_in, self.price_out) is None:
                 raise LLMError("config", f"--max-cost needs a price for model {self.model!r}: pass --price-in and "
                                "--price-out (USD per million tokens)")

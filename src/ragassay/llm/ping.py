@@ -7,11 +7,16 @@ import time
 
 from pydantic import BaseModel
 
-from .prompts import load_prompt
+from ..data.result_models import PingResult
+from ..errors import RagassayError
+from .cache import Cache, endpoint_id
 from .client import LLM
 from .config import LLMConfig
 from .errors import LLMError
-from .speed import Speed
+from .prompts import load_prompt
+from .server_info import asks
+from .speed import ANSWER_REPEATS, Speed, Timed, passage, solve
+from .usage import estimate_tokens
 
 
 class PingAnswer(BaseModel):
@@ -41,7 +46,6 @@ async def ping(config: LLMConfig, client=None) -> dict:
     calls, completion_tokens = stage.calls, stage.completion_tokens
     speed = await measure_speed(llm, prompt.render(word=word), word) if _measures(config) else None
     if given.use_cache and given.cache_path and config.model:  # later runs start with the mode found here
-        from .cache import Cache, endpoint_id
         try:
             cache = Cache(given.cache_path)
             try:
@@ -71,7 +75,6 @@ async def ping(config: LLMConfig, client=None) -> dict:
 def _measures(config: LLMConfig) -> bool:
     """Speeds are measured on servers people run themselves (a run there can take hours), not on a
     hosted API, where calls run many at once and each extra call is paid."""
-    from .server_info import asks
     return asks(config.base_url)
 
 
@@ -80,8 +83,6 @@ async def measure_speed(llm: LLM, check: str, word: str) -> Speed | None:
     passage to read, the check with a longer word to write back (llm/speed.py solves for the
     speeds). A call that fails leaves the speed unmeasured; ping's answer stands."""
     import random
-    from .usage import estimate_tokens
-    from .speed import ANSWER_REPEATS, Timed, passage, solve
     seed = random.randrange(10 ** 6)
     longer = " ".join([word] * ANSWER_REPEATS)
     calls = [([{"role": "user", "content": check}], 50),
@@ -107,8 +108,6 @@ async def measure_speed(llm: LLM, check: str, word: str) -> Speed | None:
 async def ping_report(config: LLMConfig, client=None) -> dict:
     """The ``ping`` result: what :func:`ping` found with ``status: ok``, or ``status: error`` and
     the reason when the endpoint cannot be used."""
-    from ..data.result_models import PingResult
-    from ..errors import RagassayError
     try:
         info = await ping(config, client)
     except RagassayError as e:

@@ -20,7 +20,6 @@ Temporary files take about as much disk as the two files.
 from __future__ import annotations
 
 import dataclasses
-
 import math
 import os
 import tempfile
@@ -33,10 +32,14 @@ import numpy as np
 
 from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
 from ..data.columns import factorize, join_pieces, trim_heap
-from ..data.io import column_shape, decode_query_ids
+from ..data.io import column_shape, decode_query_ids, read_qrels
+from ..data.origin import UNKNOWN, label_origin
+from ..data.pool import PoolDigest
 from ..data.result_version import evaluate_result
+from ..data.run_asked import read_asked
 from ..data.tables import Qrels, Run, encode_ids
 from ..errors import InputError
+from .evaluate import checked_settings, evaluate
 from .measures import Measure
 from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
 from .rests_on import rests_on as rests_on_of
@@ -127,7 +130,6 @@ class BlockwiseEvaluation:
             names = self.metric_names
             rows = {q: dict(zip(names, row)) for ids, values in self.per_query_blocks()
                     for q, row in zip(ids, values.tolist())}
-        from ..data.origin import UNKNOWN
         return evaluate_result(
             run=self.run_name, aggregate=self.aggregate, **({"per_query": rows} if per_query else {}),
             counts=self.counts,
@@ -235,7 +237,6 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     (by default, as many as hold about a million run rows), with the values and errors of
     :func:`ragassay.evaluate` on the same files; ``keep_per_query`` keeps every query's values in a
     temporary file (see :meth:`BlockwiseEvaluation.per_query_blocks`)."""
-    from .evaluate import checked_settings, evaluate
     measures = checked_settings(metrics, missing, gain, relevance_level)
     whole = os.path.getsize(qrels) < QRELS_WHOLE if Path(qrels).is_file() else False
     q_shape = None if whole else column_shape(qrels, "qrels", qrels_format)
@@ -243,8 +244,6 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     if (q_shape is None and not whole) or r_shape is None:
         raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
                          "standard input)", run if r_shape is None else qrels)
-    from ..data.origin import label_origin
-    from ..data.run_asked import read_asked
     asked = read_asked(run)  # the queries the run was asked: those without a row score 0 in their block
     name = r_shape.tag or Path(run).name.split(".")[0] or "run"
     relevance = relevance_for(label_origin(qrels), relevance_level, qrels)
@@ -274,7 +273,6 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         del first
         any_judgment = False
         if whole:  # read as in memory (every format, the same checks), so the digest is the same too
-            from ..data.io import read_qrels
             table = read_qrels(qrels, format=qrels_format)  # type: ignore[arg-type]
             out.qrels_digest, out.qrels_origin = table.digest(), table.origin
             pieces: Iterator[Piece] = _table_pieces(table)
@@ -349,7 +347,6 @@ class _PoolTops:
     fingerprint as the run read whole), and its longest ranking."""
 
     def __init__(self, depths: set[int]):
-        from ..data.pool import PoolDigest
         self.parts = {d: PoolDigest() for d in sorted(depths)}
         self.longest = 0
 

@@ -15,10 +15,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..data.io import coerce_qrels, coerce_run
+from ..data.io import coerce_qrels, coerce_run, to_dataframe
 from ..data.result_version import evaluate_result
 from ..data.roles import refuse_grades_as_run
 from ..data.tables import Qrels, Run
+from ..errors import InputError
 from . import peer_measures as peer
 from .measures import DEFAULT_MEASURES, Measure, gains_table, parse_measures
 from .peer_order import PeerRows, judged_only_rows, peer_ranking
@@ -94,7 +95,6 @@ class Evaluation:
 
     def to_dataframe(self) -> Any:
         """One row per query (and a row "all" with the means), one column per metric."""
-        from ..data.io import to_dataframe
         rows = [{"query_id": q, **v} for q, v in self.per_query.items()] + [{"query_id": "all", **self.aggregate}]
         return to_dataframe(rows).set_index("query_id")
 
@@ -165,7 +165,6 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     relevance_level = relevance.level
     cutoffs = judged_cutoffs(measures)  # how much of the top k was judged: said beside the scores (rests_on)
     if gain == "exponential" and len(qrels.grades) and int(qrels.grades.max()) >= EXPONENT_LIMIT:
-        from ..errors import InputError
         at = int(np.argmax(qrels.grades))
         raise InputError(f"grade {int(qrels.grades[at])} (query {qrels.queries[qrels.qidx[at]]!r}) makes an exponential "
                          f"gain of 2^{int(qrels.grades[at])} - 1, more than a float holds: use linear gain, or grades "
@@ -192,7 +191,6 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     del parts
     judged_queries = {q: i for i, q in enumerate(qrels.queries)}
     if not len(query_index) and not any(q in judged_queries for q in run.queries):
-        from ..errors import InputError
         run_file = f" in {run.source}" if run.source else ""
         qrels_file = f" in {qrels.source}" if qrels.source else ""
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "

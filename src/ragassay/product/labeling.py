@@ -24,10 +24,16 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from ..data.io import write_lines_atomic, write_qrels
+from ..data.io import read_chunks, read_qrels, read_run, write_lines_atomic, write_qrels
+from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, people
+from ..data.record_files import read_record_file
 from ..data.records import Check, Judgment, LabelEvent, LabelEventsHeader
 from ..data.result_models import CalibrationResult
 from ..errors import InputError, UsageError
+from ..metrics.agreement import cohen_kappa, kappa_interval
+from ..metrics.kappa_meaning import one_grade_why
+from ..stages.check import read_answers, read_human_labels, read_labels_origin
+from ..stages.queries import read_query_items
 
 PAIR_SCALE = [  # the judge's own scale, as its prompt and the README state it
     (3, "3", "about the query and contains the answer, stated clearly"),
@@ -196,7 +202,6 @@ def agreement(person: Sequence[Any], other: Sequence[Any], binary: Any, target_w
     """Cohen's kappa between two label lists (4 classes, and binarised by ``binary``), with 95%
     bootstrap intervals, and about how many more labels would narrow the 4-class interval to
     ``target_width`` (the width shrinks as one over the square root of the count)."""
-    from ..metrics.agreement import cohen_kappa, kappa_interval
     n = len(person)
     out: dict[str, Any] = {"n": n, "exact": None, "kappa": None, "interval": None, "binary_kappa": None,
                            "binary_interval": None, "more_labels": None}
@@ -208,7 +213,6 @@ def agreement(person: Sequence[Any], other: Sequence[Any], binary: Any, target_w
     bx = np.array([int(binary(v)) for v in person])
     by = np.array([int(binary(v)) for v in other])
     out["exact"] = float((x == y).mean())
-    from ..metrics.kappa_meaning import one_grade_why
     names = {i: v for v, i in codes.items()}
     sides = ("this person", "the other side")
     for name, a, b, said in (("", x, y, lambda g: f"the label {names[g]}"),
@@ -396,7 +400,6 @@ class LabelBook:
             for key, value in list(self.prior.items()) + list(self.labels.items()):
                 q, c = key.split("\t", 1)
                 qrels.setdefault(q, {})[c] = int(value)
-            from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, people
             write_qrels(self.output, qrels, origin=people(self.assessor, command="label").replace(
                 scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM))
         else:
@@ -443,10 +446,8 @@ def read_other_labels(path: str | Path, task: str) -> dict[str, Any]:
 def _labels_and_origin(path: str | Path, task: str) -> tuple[dict[str, Any], Any]:
     """A file of labels read once: the labels, and who made them (data/origin.py)."""
     if task == "pairs":
-        from ..data.io import read_qrels
         qrels = read_qrels(path)
         return {pair_key(q, c): g for q, docs in qrels.to_dict().items() for c, g in docs.items()}, qrels.origin
-    from ..stages.check import read_human_labels, read_labels_origin
     return read_human_labels(path), read_labels_origin(path)
 
 
@@ -459,17 +460,13 @@ def open_label_book(task: str, output: str | Path, *, answers: str | Path | None
     """``ragassay label``'s book from its files: the items to label (pairs from a run or from
     judge's judgments; answers, with check's labels when given), minus those ``prior`` labels,
     sampled; other people's labels to compare with. Resumes what ``output`` already holds."""
-    from ..data.io import read_chunks, read_run
-    from ..data.record_files import read_record_file
     assessor = assessor or login_name()
     if task == "pairs":
-        from ..stages.queries import read_query_items
         chunk_map = {c.id: c for c in read_chunks(chunks)}
         graded = read_record_file(judgments, kinds=("judgment",))[1] if judgments else None
         items = pair_items(read_query_items(queries), chunk_map, run=read_run(run) if run else None,
                            judgments=graded, depth=depth)
     else:
-        from ..stages.check import read_answers
         chunk_map = {c.id: c for c in read_chunks(chunks)} if chunks else None
         labelled = read_record_file(checks, kinds=("check",))[1] if checks else None
         items = answer_items(read_answers(answers, chunk_map), labelled, chunk_map)
@@ -488,7 +485,6 @@ def open_label_book(task: str, output: str | Path, *, answers: str | Path | None
 def _other_labeller(path: str | Path, origin: Any, assessor: str) -> str:
     """Who made the labels of a --with file, in words; a file of the person labelling now is refused
     (a labeller compared with itself agrees by construction)."""
-    from ..errors import UsageError
     if origin is None or not origin.known:
         return f"unknown ({Path(path).name})"
     if any(lab.by == "person" and lab.name == assessor for lab in origin.labellers):

@@ -24,8 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.io import iter_jsonl, read_bytes_checked
+from ..data.origin import label_origin, read_origin, sidecar_path
+from ..data.text_match import MATCH_SETTINGS
+from ..errors import InputError, MeasureError, UsageError
+from ..llm.prompt_files import CHOICES, read_prompt_file
+from ..metrics.measures import parse_measure, parse_measures
 from . import placing
-from ..errors import InputError, UsageError
 
 PROJECT_FILE = "ragassay.toml"
 STATE_DIR = ".ragassay"  # beside the project file: state.json, history.sqlite
@@ -187,7 +192,6 @@ def read_project(path: str | Path | None = None) -> Project:
     data = raw.get("data", {})
     for key in data:
         if key == "answers_match":  # how the answers meet the queries: a setting, not a file
-            from ..data.text_match import MATCH_SETTINGS
             if data[key] not in MATCH_SETTINGS:
                 raise bad(key, f"is one of {', '.join(repr(m) for m in MATCH_SETTINGS)} (by id, then by question text "
                                f"when no id meets; by id only; by question text), got {data[key]!r}")
@@ -273,7 +277,6 @@ def _prompt_setting(table: Mapping[str, Any], stage: str, project: Path, path_of
     """A table's ``prompt``: auto, full or short as written, or a prompt file (relative to the
     project file), read and checked now: a placeholder the stage cannot fill is an error naming the
     prompt file's line, before any step runs."""
-    from ..llm.prompt_files import CHOICES, read_prompt_file
     value = table.get("prompt", "auto")
     if value in CHOICES:
         return value
@@ -315,8 +318,6 @@ def _known(table: Mapping[str, Any], keys: set[str], name: str, bad: Any) -> Non
 def _metric_names(names: list[str], key: str, bad: Any) -> list[str]:
     """``names`` as written, each checked: a name no metric spells is an error naming the line (with
     the close match), before any step runs."""
-    from ..errors import MeasureError
-    from ..metrics.measures import parse_measures
     try:
         parse_measures(names)
     except MeasureError as e:
@@ -327,7 +328,6 @@ def _metric_names(names: list[str], key: str, bad: Any) -> list[str]:
 def _gated_metrics(proj: Project) -> list[str]:
     """The metrics a gate threshold names that ``metrics`` lacks (in any spelling): evaluate computes
     them too, so the gate has its numbers."""
-    from ..metrics.measures import parse_measure, parse_measures
     have = {str(m) for m in parse_measures(proj.metrics)}
     out = []
     for name in [*proj.gate_min, *proj.gate_max]:
@@ -572,8 +572,6 @@ def _quote_arg(text: str) -> str:
 
 def _labels_who(f: Path) -> str:
     """Who labelled a file of answer labels: its sidecar, else what its lines say (assessor, model)."""
-    from ..data.io import iter_jsonl, read_bytes_checked
-    from ..data.origin import label_origin
     try:
         origin = label_origin(f, (obj for _, obj in iter_jsonl(read_bytes_checked(f), f)))
     except InputError as e:
@@ -583,7 +581,6 @@ def _labels_who(f: Path) -> str:
 
 def _who(f: Path) -> str:
     """Who labelled a qrels file, from its sidecar."""
-    from ..data.origin import read_origin, sidecar_path
     if not sidecar_path(f).exists():
         return "; who labelled it is unknown (add FILE.origin.json)"
     try:

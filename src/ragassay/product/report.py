@@ -20,8 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.io import write_lines_atomic
+from ..data.joins import Join
+from ..data.origin import origin_of_records
+from ..data.result_models import ReportResult
+from ..data.text_match import answers_to_queries
 from ..errors import InputError
+from ..metrics.agreement import agree
+from ..metrics.compare import compare, sizing_table
+from ..metrics.evaluate import evaluate
 from ..metrics.labels import NO_VERDICT_YET
+from ..metrics.rates import MIN_INTERVAL, rate_text
 from . import svg
 from .formatting import fmt_p
 from .report_inputs import ReportInputs, RunFiles, load_inputs
@@ -66,7 +75,6 @@ def _judge_grades(inp: ReportInputs) -> dict[tuple[str, str], int]:
 
 def _per_query(inp: ReportInputs) -> tuple[list, dict[str, dict[str, dict[str, float]]]]:
     """Aggregate evaluations (curves and summary) and per query, per run, the page's metrics."""
-    from ..metrics.evaluate import evaluate
     if inp.qrels is None or not inp.runs:
         return [], {}
     names = [f"p@{k}" for k in range(1, K_MAX + 1)] + [f"recall@{k}" for k in range(1, K_MAX + 1)] + \
@@ -192,7 +200,6 @@ _P_KEYS = ("p_randomization", "p_t_test", "p_randomization_holm")  # shown "< 0.
 def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     c = inp.compare
     if c is None and inp.qrels is not None and len(inp.runs) >= 2:
-        from ..metrics.compare import compare
         c = compare(inp.qrels, {r.name: r for r in inp.runs}, ["ndcg@10", "map", "recall@10", "mrr"],
                     relevance_level=inp.relevance_level).to_dict()
     if c is None:
@@ -208,7 +215,6 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
             diffs = sorted(((q, v - base.get(q, 0.0)) for q, v in zip(ev.queries, ev.values["ndcg@10"].tolist())),
                            key=lambda x: (x[1], x[0]))
             plots.append(svg.difference_plot(diffs, f"ndcg@10 per query: {r.name} - {inp.runs[0].name} (click a bar)"))
-    from ..metrics.compare import sizing_table
     size_headers, size_rows, size_notes = sizing_table(c)  # none for a compare JSON written before sizing
     rows = [[t["run"], t["metric"], t["baseline_mean"], t["mean"], t["diff"],
              f"[{t['ci_low']:+.4f}, {t['ci_high']:+.4f}]", *(fmt_p(t[k], 4) for k in _P_KEYS),
@@ -257,8 +263,6 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
         out.append(_coverage_section(inp.coverage))
     agreements = list(inp.agreements)
     if not agreements and inp.qrels is not None and inp.judgments:
-        from ..data.origin import origin_of_records
-        from ..metrics.agreement import agree
         judged = {}
         for (q, d), g in _judge_grades(inp).items():
             judged.setdefault(q, {})[d] = g
@@ -343,7 +347,6 @@ def calibration_sections(inp: ReportInputs) -> list[Section]:
 def check_sections(inp: ReportInputs) -> list[Section]:
     if inp.check is None:
         return []
-    from ..metrics.rates import MIN_INTERVAL
     s = inp.check["summary"]
     labs = ("correct", "partial", "hallucinated", "abstained")
     rate = s["rates"]
@@ -488,7 +491,6 @@ def input_joins(inp: ReportInputs) -> list:
     first run, the judgments with the qrels, people's answer labels with the checks), each counted
     with the sides whose unmatched ids deserve a warning (a run over every query answered in part is
     not one); a pair with no id in common is an error naming both files."""
-    from ..data.joins import Join
     joins = []
     if inp.qrels is not None:
         for r in inp.runs:
@@ -511,7 +513,6 @@ def input_joins(inp: ReportInputs) -> list:
                       ("left",)))
     answered = {c.id for c in inp.checks} or set(inp.answers)
     if answered and inp.runs and inp.answers and inp.queries:  # answers under other ids than the queries':
-        from ..data.text_match import answers_to_queries     # met by question text, as run meets them
         by_text = answers_to_queries({a.id: a.question for a in inp.answers.values()}, inp.queries)
         if by_text is not None:
             answered = {by_text.pairs.get(a, a) for a in answered}
@@ -541,7 +542,6 @@ def joins_section(joins: list) -> list[Section]:
 
 def labellers_section(inp: ReportInputs) -> list[Section]:
     """Who made each file of grades and labels the report shows, as every table and page names them."""
-    from ..data.origin import origin_of_records
     rows = []
     if inp.qrels is not None:
         rows.append(["qrels", inp.qrels.origin])
@@ -580,7 +580,6 @@ def build_report(inp: ReportInputs, title: str = "ragassay report", joins: list 
 
 def write_report(inp: ReportInputs, output: str | Path, fmt: str = "html", title: str = "ragassay report",
                  joins: list | None = None) -> Path:
-    from ..data.io import write_lines_atomic
     report = build_report(inp, title, joins)
     text = render_html(report) if fmt == "html" else render_markdown(report)
     out = Path(output)
@@ -599,7 +598,6 @@ class ReportFile:
     warnings: list[str] = field(default_factory=list)  # joins that met in part (the report shows them too)
 
     def to_dict(self) -> dict:
-        from ..data.result_models import ReportResult
         return ReportResult(output=str(self.path), format=self.format, bytes=self.bytes).to_dict()
 
 
@@ -645,6 +643,5 @@ def _stat(v: float | None, why: str | None) -> str:
 
 def _rate(r: dict, unit: str = "answers", total: int | None = None) -> str:
     """A rate with the items it rests on, its interval or why it has none (metrics.rates)."""
-    from ..metrics.rates import rate_text
     return rate_text(r, unit, total)
 

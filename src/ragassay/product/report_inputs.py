@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries, read_run
+from ..data.record_files import legacy_kind, read_record_file
 from ..data.records import RECORD_FIELD, Check, Coverage, Judgment, Question, Reject
+from ..data.results import load_result
 from ..errors import InputError
+from ..stages.check import read_answers, read_human_labels, read_labels_origin, retrieval_recall, summarise_checks
 
 
 @dataclass
@@ -87,7 +91,6 @@ def named_run_files(runs: RunFiles) -> list[tuple[str | None, str | Path]]:
 def read_runs(runs: RunFiles) -> list:
     """The runs, each named as the caller said (else by its tag or file name); two runs of one name
     are an error naming the second file."""
-    from ..data.io import read_run
     out, seen = [], {}
     for name, path in named_run_files(runs):
         if name is not None and not name.strip():
@@ -112,9 +115,6 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
     its TREC tag, else its file name; a :class:`NamedRun` by its own name). ``people_qrels`` is a
     second qrels shown beside ``qrels`` on every query page (people's grades beside the judge's pool
     the metrics are computed on); each is labelled by who made it (``FILE.origin.json``)."""
-    from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries
-    from ..data.record_files import legacy_kind, read_record_file
-    from ..data.results import load_result
     inp = ReportInputs()
     if qrels:
         inp.qrels = read_qrels(qrels)
@@ -126,10 +126,8 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
     if queries:
         inp.queries = read_queries(queries)
     if answers:
-        from ..stages.check import read_answers
         inp.answers = {a.id: a for a in read_answers(answers, inp.chunks or None)}
     if human:
-        from ..stages.check import read_human_labels, read_labels_origin
         inp.human_labels = read_human_labels(human)
         inp.human_origin = read_labels_origin(human)
     for p in paths:
@@ -172,7 +170,6 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
 def _check_summary(inp: ReportInputs) -> dict:
     """The check result from its records: rates always; the diagnosis with qrels and a run (the
     first run, at depth 10, as ``check`` does by default); agreement with people's labels."""
-    from ..stages.check import retrieval_recall, summarise_checks
     recall, caveat = retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else \
         (None, None)
     return summarise_checks([c.model_dump() for c in inp.checks], recall=recall, human=inp.human_labels or None,

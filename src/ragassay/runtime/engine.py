@@ -35,13 +35,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
+from ..data.io import to_dataframe
 from ..data.result_models import EstimateResult
-from ..errors import RagassayError
+from ..errors import RagassayError, UsageError
 from ..llm.batch import Deferred
+from ..llm.batch_api import LIMITS
 from ..llm.cache import Cache, endpoint_id
 from ..llm.client import LLM, request_key, schema_of
-from ..llm.config import LLMConfig
+from ..llm.config import LLMConfig, default_cache_path
 from ..llm.errors import LLMError
+from ..llm.server_info import asks
+from ..llm.speed import duration
 from ..llm.usage import BATCH_DISCOUNT, price_for, token_model
 from .plan_keys import KeyList
 from .store import OutputStore
@@ -175,7 +179,6 @@ Shard = tuple[int, int]  # (i, n): the i-th of n slices, 1-based
 
 def parse_shard(text: str) -> Shard:
     """``"2/4"`` -> (2, 4); anything else is a usage error."""
-    from ..errors import UsageError
     m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
         raise UsageError(f"--shard takes i/n with 1 <= i <= n, e.g. 1/4 (got {text!r})")
@@ -562,7 +565,6 @@ class Estimate:
 
     def batch_plan(self) -> dict[str, Any]:
         """Rounds (one per step with calls), requests and batch files per round, and the batch price."""
-        from ..llm.batch_api import LIMITS
         rounds = [n for n in self.calls_per_step if n]
         return {"rounds": len(rounds), "requests_per_round": rounds,
                 "batches_per_round": [-(-n // LIMITS["lines"]) for n in rounds],
@@ -625,7 +627,6 @@ class Estimate:
         return f"${low:.4f} {lower}; at most ${high:.4f} (every answer at its max_tokens)"
 
     def _time_text(self) -> str:
-        from ..llm.speed import duration
         if self.seconds_high is not None and self.calls:
             low, high = duration(self.seconds_low or 0.0), duration(self.seconds_high)
             span = high if low == high else f"{low} to {high}"
@@ -842,7 +843,6 @@ def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[
 def _speed(config: LLMConfig, model: str) -> Speed | None:
     """What ping measured of ``model`` at the config's endpoint, kept in the answer cache's file
     (read even with --no-cache: a speed is not an answer)."""
-    from ..llm.config import default_cache_path
     cache = Cache.read_only(config.cache_path or default_cache_path())
     if cache is None:
         return None
@@ -893,7 +893,6 @@ def _timed(est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | Non
     when a model called was never measured): at least with the answers' expected tokens (nothing for
     those not known yet), at most with every answer at its max_tokens. A model on a server of this
     machine or its network that was never measured is named (a hosted API's time is not estimated)."""
-    from ..llm.server_info import asks
     est.last_prompts = {}
     called = [(speed, row) for speed, row in zip(speeds, tokens_per_model) if row[3]]
     if not called or any(speed is None for speed, _ in called):
@@ -1019,7 +1018,6 @@ class StageRun:
 
     def to_dataframe(self) -> Any:
         """The records of this run as a pandas DataFrame (pandas is optional)."""
-        from ..data.io import to_dataframe
         return to_dataframe(self.records)
 
     def __repr__(self) -> str:

@@ -20,7 +20,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ..errors import UsageError
 from ..llm import LLM, LLMConfig, LLMError
-from ..llm.batch import BatchBox
+from ..llm.batch import BatchBox, OfflineClient, write_requests
+from ..llm.batch_api import run_rounds
 from ..llm.usage import Usage
 from .engine import Estimate
 
@@ -63,7 +64,6 @@ class Backend:
         """Write the collected requests; the line that tells the user what to do next ("" if none)."""
         if box is None or not box.collect:
             return ""
-        from ..llm.batch import write_requests
         if not box.requests:
             return f"no calls left to export: every item is answered ({self.export_requests} not written)"
         files = write_requests(self.export_requests, list(box.requests.values()))
@@ -143,7 +143,6 @@ def run_llm_stage(job: StageJob[R], backend: Backend | None = None, *, dry_run: 
         return asyncio.run(body())
 
     if backend.name == "batch":
-        from ..llm.batch_api import run_rounds
         result, note = run_rounds(job.configs[0], job.output, run_once, poll_seconds=backend.poll_seconds)
     else:
         box = backend.box()
@@ -159,7 +158,6 @@ def _clients(job: StageJob[Any], box: BatchBox | None, given: Sequence[LLM] | No
             llm.batch = box
         return list(given), False
     if box is not None and box.collect:  # export only: nothing is sent, so no endpoint or key is needed
-        from ..llm.batch import OfflineClient
         clients = [LLM(c, client=OfflineClient()) for c in job.configs]
     else:
         first = job.configs[0]

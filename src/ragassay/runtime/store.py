@@ -31,9 +31,9 @@ from typing import Any
 
 from ..data.io import lines_with_long_digit_runs, load_json_line, write_lines_atomic
 from ..data.record_files import check_output_kind
+from ..errors import InputError, OutputError
 from .key_locations import KeyLocations
 from .store_index import digest_of, output_stamp, read_index, remember, remove_index, write_index
-from ..errors import InputError, OutputError
 
 try:
     import orjson as _orjson

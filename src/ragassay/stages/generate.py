@@ -47,20 +47,32 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .generate_checks import (BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems,
-                              unfit_chunk)
-from ..data.io import write_jsonl, write_qrels
-from .exports import EXPORT_ALIASES, EXPORT_FORMATS, EXPORTS, export, export_format  # noqa: F401 (callers import them from here)
+from ..data.io import to_dataframe, write_jsonl, write_qrels
+from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, endpoint_host, origin_of_records, today, write_origin
+from ..data.records import CandidateRecord, Chunk, Question, Reject
+from ..data.result_models import GenerateSummary
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.cache import Cache
 from ..llm.client import request_key
-from ..runtime.store import journal_path, record_line
-from ..runtime.engine import (EARLY_FAILURES, Call, Estimate, OutputStore, Stage, StageAborted, WorkItem, estimate,
-                     failing_alike, fingerprint, progress_bar, run_stage)
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..llm.reading import Decision, Explanation
-from ..data.records import CandidateRecord, Chunk, Question, Reject
-from ..data.result_models import GenerateSummary
+from ..runtime.engine import (
+    EARLY_FAILURES,
+    Call,
+    Estimate,
+    OutputStore,
+    Stage,
+    StageAborted,
+    WorkItem,
+    estimate,
+    failing_alike,
+    fingerprint,
+    progress_bar,
+    run_stage,
+)
+from ..runtime.store import journal_path, record_line
+from .exports import EXPORT_ALIASES, EXPORT_FORMATS, EXPORTS, export, export_format  # noqa: F401 (callers import them from here)
+from .generate_checks import BM25, evidence_found, mix_counts, near_duplicate, overlap, question_problems, unfit_chunk
 
 Difficulty = Literal["easy", "medium", "hard"]
 LEVEL_ORDER = ("hard", "medium", "easy")  # hardest to fill first; relabels land in easy
@@ -218,7 +230,6 @@ class GenerateResult:
 
     def to_dataframe(self) -> Any:
         """The accepted questions as a pandas DataFrame (pandas is optional)."""
-        from ..data.io import to_dataframe
         return to_dataframe(list(self.accepted))
 
 
@@ -1032,9 +1043,7 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
         write_jsonl(rejects, result.rejects + [reject_record([c], None, None, None, f"chunk unfit: {why}")
                                                for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
-        from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, origin_of_records, today
         # the gold chunks were chosen by the model that wrote each question (with its prompt)
-        from ..data.origin import endpoint_host
         origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted), command="generate")
         if endpoint is not None:  # this run's model was asked at this host (a grown set's older questions: unknown)
             host = endpoint_host(endpoint[1])
@@ -1043,7 +1052,6 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted},
                     origin=origin.replace(date=today(), scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM))
     if endpoint is not None:  # the set itself holds gold chunks: its sidecar keeps the host its lines cannot
-        from ..data.origin import endpoint_host, origin_of_records, today, write_origin
         host = endpoint_host(endpoint[1])
         said = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted), command="generate")
         write_origin(output, said.replace(date=today(), labellers=tuple(

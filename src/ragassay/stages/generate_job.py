@@ -13,13 +13,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from ..data.io import read_records
 from ..data.records import Chunk, Question
 from ..errors import InputError, UsageError
 from ..llm import LLM, LLMConfig
 from ..runtime.engine import Estimate, OutputLock
+from ..runtime.scaffold import StageJob
 from .generate import GenerateOptions, GenerateResult, Generator, export, export_format, write_outputs
 from .generate_checks import parse_mix, unfit_chunk
-from ..runtime.scaffold import StageJob
 
 
 def shares(value: str | Mapping[str, float], names: Sequence[str], flag: str) -> dict[str, float]:
@@ -55,7 +56,6 @@ def existing_questions(output: str | Path) -> list[Question]:
     path = Path(output)
     if not path.exists() or not path.stat().st_size:
         return []
-    from ..data.io import read_records
     return [q for _, q in read_records(path, Question, "question")]
 
 

@@ -25,7 +25,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..data.chunk_table import ChunkTable
+from ..data.io import coerce_qrels, coerce_run, write_qrels
+from ..data.joins import Join
 from ..data.memory import give_back_freed
+from ..data.origin import (
+    JUDGE_RELEVANT_FROM,
+    JUDGE_SCALE,
+    Labeller,
+    Origin,
+    PoolRun,
+    endpoint_host,
+    merged,
+    read_origin,
+)
+from ..data.pool import pool_digest
 from ..data.records import Chunk, Judgment
 from ..data.result_models import JudgeSummary
 from ..errors import InputError
@@ -33,13 +46,28 @@ from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompt_files import choose_prompt, full_schema
 from ..llm.prompts import delimit, echoed_id, load_prompt, shown_id
 from ..llm.reading import Decision, Explanation
+from ..llm.usage import estimate_tokens
+from ..metrics.agreement import cohen_kappa
+from ..runtime.engine import (
+    Call,
+    CallText,
+    Estimate,
+    Items,
+    OutputStore,
+    Stage,
+    StageRun,
+    WorkItem,
+    bulk,
+    estimate,
+    fingerprint,
+    in_shard,
+    run_stage,
+)
+from ..runtime.scaffold import StageJob
+from ..runtime.store import Records
 from .coverage import CoverageStage
-from ..runtime.engine import (Call, CallText, Estimate, Items, OutputStore, Stage, StageRun, WorkItem, bulk, estimate, fingerprint,
-                     in_shard, run_stage)
 from .queries import Passages, QueryItem
 from .short_answers import ShortRelevance
-from ..runtime.store import Records
-from ..runtime.scaffold import StageJob
 
 # ----------------------------------------------------------------------------- answer shapes
 
@@ -756,7 +784,6 @@ def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[s
 def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
                 configs: Sequence[LLMConfig], output: str | Path, *, options: JudgeOptions | None = None,
                 keep=None, coverage_out: str | Path | None = None) -> JudgePlan:
-    from ..data.io import coerce_qrels, coerce_run
     options = options or JudgeOptions()
     if not isinstance(run, RunTop):
         run = RunTop.of(coerce_run(run), options.depth, chunks)
@@ -780,8 +807,6 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
     give_back_freed()  # (what planning let go: the keys' encoded parts)
     plan = JudgePlan(judge, rel, items, store, cov, [], cov_store, len(pairs) + len(kept), len(kept), keep_dict,
                      unknown_queries, qmap, chunk_map, per_query, getattr(keep_qrels, "origin", None))
-    from ..data.origin import PoolRun
-    from ..data.pool import pool_digest
     plan.pool = PoolRun(name=run.name or "run", digest=pool_digest(run.top), depth=run.depth)
     plan.plan_coverage(store.records())
     return plan
@@ -952,7 +977,6 @@ def _tally_of(records: Iterable[dict]) -> dict[str, Any]:
 
 
 def _juror_agreement(rows: list[dict[str, int]]) -> dict[str, dict[str, Any]] | None:
-    from ..metrics.agreement import cohen_kappa
     if not rows:
         return None
     names = list(rows[0])
@@ -1000,7 +1024,6 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
     if qrels_out is not None:
         # the qrels say what the judgments file says: every pair judged into it, by this run or an
         # earlier one (another retriever's run judged into the same files), and people's labels
-        from ..data.io import write_qrels
         union: dict[str, dict[str, int]] = {}
         graders: set[tuple[str, str]] = set()
         for r in plan.relevance_store.output_records():
@@ -1009,7 +1032,6 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
                 graders.add((r["model"], r["prompt"]))
         for q, docs in plan.keep.items():
             union.setdefault(q, {}).update(docs)  # a person's label always wins
-        from ..data.origin import read_origin
         before = read_origin(qrels_out) if Path(qrels_out).exists() else None  # earlier runs judged into these
         write_qrels(qrels_out, union, origin=_qrels_origin(graders, llms, plan, before))
     cov = None
@@ -1025,12 +1047,10 @@ def _qrels_origin(graders: set[tuple[str, str]], llms: Sequence[LLM], plan: Judg
     """Who made the qrels judge writes: each (model, prompt) that graded a pair in the judgments
     file (the endpoint's host for this run's models), and whoever made the --keep labels; on the
     judge's scale; and the pool: this run to its depth, with the runs judged into the file before."""
-    from ..data.origin import Labeller, Origin, endpoint_host, merged
     hosts = {llm.config.model: endpoint_host(llm.config.base_url) for llm in llms}
     one_host = next(iter(set(hosts.values()))) if len(set(hosts.values())) == 1 else None  # a jury at one endpoint
     mine = Origin(labellers=tuple(Labeller(by="model", name=m, prompt=p, endpoint=hosts.get(m, one_host))
                                   for m, p in sorted(graders, key=lambda g: (str(g[0]), str(g[1])))))
-    from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE
     earlier = tuple(before.pool or ()) if before is not None and before.command == "judge" else ()
     pool = tuple({(p.name, p.digest, p.depth): p for p in (*earlier, *([plan.pool] if plan.pool else []))}.values())
     mine = mine.replace(scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM, pool=pool or None)
@@ -1074,8 +1094,6 @@ class JudgeJob(StageJob[JudgeResult]):
     def __init__(self, queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, configs: Sequence[LLMConfig],
                  output: str | Path, *, options: JudgeOptions, keep=None, qrels_out: str | Path | None = None,
                  coverage_out: str | Path | None = None, sources: tuple[str | None, str | None] = (None, None)):
-        from ..data.io import coerce_run
-        from ..data.joins import Join
         self.queries, self.chunks, self.keep = queries, chunks, keep
         self.run = RunTop.of(coerce_run(run), options.depth, chunks)  # (the table itself is let go)
         give_back_freed()
@@ -1110,7 +1128,6 @@ class JudgeJob(StageJob[JudgeResult]):
 
     def _fixed_tokens(self) -> int:
         """Tokens of a relevance prompt around its passage, for the longest query (an estimate)."""
-        from ..llm.usage import estimate_tokens
         if not self.queries:
             return 0
         judge = Judge(self.configs, self.options)
