@@ -10,8 +10,8 @@ import pytest
 
 import ragassay
 from ragassay.data import columns as _columns
-from ragassay.errors import InputError
 from ragassay.data.io import read_chunks, read_qrels, read_queries, read_run, write_qrels, write_run
+from ragassay.errors import InputError
 
 
 def write(tmp_path, name, text):
@@ -212,7 +212,7 @@ STREAM_CASES = {
 def test_a_large_input_read_line_by_line_says_what_a_whole_read_says(tmp_path, monkeypatch, name):
     """Inputs from 16 MB up are read a line at a time (never held whole); every answer, and every
     error's message and line, is what reading the whole file gives."""
-    import ragassay.data.io as io_module
+    import ragassay.data.lines as io_module
     path = tmp_path / "chunks.jsonl"
     path.write_bytes(STREAM_CASES[name])
 
@@ -233,7 +233,7 @@ def test_a_large_input_read_line_by_line_says_what_a_whole_read_says(tmp_path, m
 def test_integers_past_64_bits_are_read_exactly_with_or_without_orjson(tmp_path, monkeypatch, fast):
     """orjson (the fast reader, when installed) gives a float for an integer past 64 bits; such lines
     are read by the standard library, which keeps the integer (and a hex id is not taken for one)."""
-    import ragassay.data.io as io_module
+    import ragassay.data.lines as io_module
     from ragassay.data.io import read_chunks
     if not fast:
         monkeypatch.setattr(io_module, "_orjson", None)
@@ -250,9 +250,10 @@ def test_the_lines_with_long_digit_runs_are_found_in_one_pass_as_line_by_line():
     """A block's lines holding 19 digits in a row (read by the standard library: orjson floats big
     integers) are the same lines a check of each line finds: runs at a line's start and end, two in
     one line, 18 digits (not flagged), a number split by a newline, a last line with no newline."""
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
 
-    from ragassay.data.io import lines_with_long_digit_runs, long_digit_run
+    from ragassay.data.lines import lines_with_long_digit_runs, long_digit_run
 
     piece = st.sampled_from(["a", "x9", "é", '"', "-", "1" * 18, "1" * 19, "9" * 25, "12345678901234567890"])
     line = st.lists(piece, max_size=5).map("".join)

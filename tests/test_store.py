@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import nonempty
 from ragassay.errors import InputError
 from ragassay.runtime import store as store_module
 from ragassay.runtime.store import OutputStore, journal_path
-from helpers import nonempty
 
 
 def ident(r: dict) -> str:
@@ -215,7 +215,7 @@ def test_gzip_bom_and_crlf_outputs_are_read(tmp_path):
 @pytest.mark.parametrize("fast", [True, False], ids=["orjson", "standard library"])
 def test_the_store_reads_the_same_with_or_without_orjson(tmp_path, monkeypatch, fast):
     """orjson is optional (the ``fast`` extra): without it every answer is the same."""
-    import ragassay.data.io as io_module
+    import ragassay.data.lines as io_module
     if not fast:
         monkeypatch.setattr(store_module, "_orjson", None)
         monkeypatch.setattr(io_module, "_orjson", None)

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 import ragassay.data.io as io
+import ragassay.data.lines as lines
+from helpers import EXAMPLE, nonempty
 from ragassay.data.chunk_table import ChunkTable, chunk_source
 from ragassay.data.io import read_chunks, read_qrels, read_queries, read_run
 from ragassay.data.record_files import read_record_file
 from ragassay.errors import InputError
 from ragassay.stages.check import read_answers, read_human_labels
 from ragassay.stages.queries import read_query_items
-from helpers import EXAMPLE, nonempty
 
 BOM = b"\xef\xbb\xbf"
 
@@ -132,7 +133,7 @@ def test_a_byte_order_mark_reads_as_its_absence(tmp_path, monkeypatch, reader, p
         path.write_bytes(data)
         assert read(path) == want, form
     with monkeypatch.context() as m:  # a plain file past STREAM_FROM is read a line at a time
-        m.setattr(io, "STREAM_FROM", 1)
+        m.setattr(lines, "STREAM_FROM", 1)
         for form, data in nonempty({"streamed": content, "streamed bom": BOM + content}.items()):
             path = tmp_path / form.replace(" ", "-") / name
             path.parent.mkdir()

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..errors import InputError
 from .columns import parse_floats, read_columns
-from .io import UTF8_BOM, ColumnShape, blank_comments, parse_grades, reader_path
+from .io import ColumnShape, blank_comments, parse_grades, reader_path
+from .lines import UTF8_BOM
 
 PIECE_BYTES = 16 << 20  # a piece and its columns: a few tens of MB at the peak, whatever the file size
 

@@ -294,7 +294,7 @@ def sidecar_path(path: str | Path) -> Path:
 
 def write_origin(path: str | Path, origin: Origin) -> Path:
     """Write ``origin`` beside the file of labels at ``path`` (atomically), and return where."""
-    from .io import write_lines_atomic
+    from .lines import write_lines_atomic
     side = sidecar_path(path)
     write_lines_atomic(side, [json.dumps(origin.to_dict(), indent=1, ensure_ascii=False)])
     return side

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .io import check_id, dataset_member, iter_jsonl, read_bytes_checked
+from .io import dataset_member
 from .line_problems import LineProblems
+from .lines import check_id, iter_jsonl, read_bytes_checked
 from .records import AnswerItem, Chunk
 from .roles import chunk_line_evidence
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import InputError
-from .io import read_bytes_checked, read_qrels, read_queries, read_records
+from .io import read_qrels, read_queries, read_records
 from .joins import Join
 from .line_problems import LineProblems
+from .lines import read_bytes_checked
 from .origin import Labeller, Origin, label_origin
 from .people_files import answer_labels, is_evouna, read_answer_labels, read_chunk_texts, read_evouna
 from .people_labels import GradedPairs, LabelledAnswers

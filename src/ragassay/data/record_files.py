@@ -60,7 +60,7 @@ def read_record_file(path: str | Path, lines: Iterable[tuple[int, dict[str, Any]
     """The kind of a records file and its records, each parsed into that kind's model. Every line
     must be of one kind (the first line's); ``kinds`` limits which are accepted. ``lines`` are the
     file's parsed lines when the caller has read them already."""
-    from .io import iter_jsonl
+    from .lines import iter_jsonl
     allowed = tuple(kinds) if kinds is not None else tuple(RECORDS)
     kind: str | None = None
     first_line = 0

@@ -36,7 +36,7 @@ def read_result(path: str | Path) -> Result:
     reason."""
     from pydantic import ValidationError
 
-    from .io import read_bytes_checked
+    from .lines import read_bytes_checked
     from .result_models import RESULT_VERSION, RESULTS
     data = read_bytes_checked(path)
     try:

@@ -96,7 +96,7 @@ def file_digest(path: str | Path) -> str:
 def write_asked(path: str | Path, queries: Sequence[str], **about: Any) -> Path:
     """Write ``RUN.run.json`` beside the run file at ``path`` (already written): the queries asked
     and ``about`` (run, retriever, queries_file, queries_digest, k, command), with the run's digest."""
-    from .io import write_lines_atomic
+    from .lines import write_lines_atomic
     from .origin import today
     asked = Asked(queries=tuple(map(str, queries)), run_digest=file_digest(path), date=today(), **about)
     side = sidecar_path(path)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.io import iter_jsonl, read_bytes_checked, write_lines_atomic
+from ..data.lines import iter_jsonl, read_bytes_checked, write_lines_atomic
 from ..errors import InputError
 
 CHAT_URL = "/v1/chat/completions"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.io import iter_jsonl, read_bytes_checked
+from ..data.lines import iter_jsonl, read_bytes_checked
 from ..data.origin import label_origin, read_origin, sidecar_path
 from ..data.text_match import MATCH_SETTINGS
 from ..errors import InputError, MeasureError, UsageError

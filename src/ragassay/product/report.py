@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.io import write_lines_atomic
 from ..data.joins import Join
+from ..data.lines import write_lines_atomic
 from ..data.origin import origin_of_records
 from ..data.result_models import ReportResult
 from ..data.text_match import answers_to_queries

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries, read_run
+from ..data.io import read_chunks, read_qrels, read_queries, read_run
+from ..data.lines import iter_jsonl, read_bytes_checked
 from ..data.record_files import legacy_kind, read_record_file
 from ..data.records import RECORD_FIELD, Check, Coverage, Judgment, Question, Reject
 from ..data.results import load_result

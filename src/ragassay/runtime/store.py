@@ -29,7 +29,7 @@ from operator import lshift, or_
 from pathlib import Path
 from typing import Any
 
-from ..data.io import lines_with_long_digit_runs, load_json_line, write_lines_atomic
+from ..data.lines import lines_with_long_digit_runs, load_json_line, write_lines_atomic
 from ..data.record_files import check_output_kind
 from ..errors import InputError, OutputError
 from .key_locations import KeyLocations

@@ -16,8 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..data.io import iter_jsonl, read_records
+from ..data.io import read_records
 from ..data.line_problems import LineProblems
+from ..data.lines import iter_jsonl
 from ..data.origin import UNKNOWN, label_origin, origin_of_records
 from ..data.peer_files import answer_fields as renamed
 from ..data.peer_files import answer_rows

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data.io import write_lines_atomic
+from ..data.lines import write_lines_atomic
 from ..data.records import Chunk, Question
 from ..errors import InputError
 
