@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from .chunk_lines import ChunkLines
-from .io import beir_id, validate_record
-from .lines import parse_json_object, streamed_lines_at
+from .io import beir_id, dataset_member, read_chunks, validate_record
+from .lines import parse_json_object, streamable, streamed_lines_at
 from .records import Chunk
 
 
@@ -103,8 +103,6 @@ def _pread(f, length: int, offset: int) -> bytes:
 def chunk_source(path: str | Path) -> Mapping[str, Chunk]:
     """The chunks of a file for a stage that looks them up by id: a :class:`ChunkTable` for a large
     plain file, a dict of chunks otherwise (a small file, gzip, stdin, a BEIR folder's member)."""
-    from .io import dataset_member, read_chunks
-    from .lines import streamable
     member = dataset_member(path, "chunks")
     if streamable(member):
         return ChunkTable(member)

@@ -16,6 +16,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from ..errors import InputError
+from . import arrow_columns
 from .columns import parse_floats, read_columns
 from .io import ColumnShape, blank_comments, parse_grades, reader_path
 from .lines import UTF8_BOM
@@ -101,7 +102,6 @@ def _arrow_piece(data: bytes, shape: ColumnShape, kind: str, skip: int) -> list[
     then the numpy splitter reads it, and names the line of anything wrong."""
     if reader_path(len(data)) != "arrow" or b"\n\n" in data or data.startswith(b"\n") or b"#" in data:
         return None
-    from . import arrow_columns
     ncols = 6 if shape.fmt == "trec" and kind == "run" else shape.ncols
     return arrow_columns.read(data, ncols, [(shape.q_col, "id"), (shape.d_col, "id"),
                                             (shape.v_col, "int" if kind == "qrels" else "float")], skip)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from .column_problems import every_bad_line
 
 BLOCK_BYTES = 1 << 21
 THREADS = int(os.environ.get("RAGASSAY_THREADS", "2"))  # split work into 2 MB blocks to bound temporary memory
@@ -204,7 +205,6 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
         else:
             parts = [work(b) for b in blocks]
     except InputError as e:  # said again with every bad line in file order, from the failing block on
-        from .column_problems import every_bad_line
         block = next((b for b in reversed(blocks) if e.line is not None and b[2] <= e.line), blocks[0])
         raise every_bad_line(data, block[0], block[2], ncols, most, wanted, path, e, MAX_FIELD_BYTES) from None
     del data, buf_all  # split: the file's bytes go now (when the caller handed them over), not after the join

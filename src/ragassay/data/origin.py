@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InputError
+from .lines import write_lines_atomic
 
 SIDECAR_SUFFIX = ".origin.json"
 ORIGIN_RECORD = "origin@1"
@@ -294,7 +295,6 @@ def sidecar_path(path: str | Path) -> Path:
 
 def write_origin(path: str | Path, origin: Origin) -> Path:
     """Write ``origin`` beside the file of labels at ``path`` (atomically), and return where."""
-    from .lines import write_lines_atomic
     side = sidecar_path(path)
     write_lines_atomic(side, [json.dumps(origin.to_dict(), indent=1, ensure_ascii=False)])
     return side

@@ -39,6 +39,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .columns import INT_LIMIT
+from .lines import WrittenFloat, check_id, iter_jsonl, parse_json_object, read_bytes_checked
+from .tables import Qrels, Run, encode_ids
 
 ID_FIELDS = ("id", "query_id", "qid", "_id")
 METADATA_FIELDS = ("additional_metadata", "metadata")
@@ -147,7 +150,6 @@ def sample_rows(path: str | Path, data: bytes | None = None) -> list[PeerRow]:
     """The samples of a file of answers, test cases, goldens or a test set: JSON Lines, a JSON array,
     a LlamaIndex dataset (``{"examples": [...]}``) or a CSV file with a header. Each row's fields are
     read as its tool means them (see the module); nothing is renamed to ragassay's names yet."""
-    from .lines import iter_jsonl, read_bytes_checked
     if data is None:
         data = read_bytes_checked(path)
     head = data.lstrip()[:1]
@@ -189,7 +191,6 @@ def answer_rows(path: str | Path, problems: Any = None) -> list[tuple[int, dict[
 def is_ragassay_queries(data: bytes) -> bool:
     """Whether a queries file is ragassay's own (TSV lines, or JSON Lines whose first object has an id
     and a question/query/text/title): those keep their readers and their messages."""
-    from .lines import parse_json_object
     stripped = data.lstrip()
     if stripped[:1] not in (b"{", b"["):
         first = stripped.split(b"\n", 1)[0]
@@ -225,7 +226,6 @@ class PeerQuery:
 
 def peer_queries(path: str | Path, data: bytes) -> list[PeerQuery]:
     """The queries of a peer's test set or goldens (RAGAS, DeepEval, LlamaIndex; JSONL, JSON, CSV)."""
-    from .lines import check_id
     document = json_document(data)
     if document is not None and isinstance(document.get("queries"), dict):
         return _keyed_queries(document, path)
@@ -251,7 +251,6 @@ def peer_queries(path: str | Path, data: bytes) -> list[PeerQuery]:
 def _keyed_queries(document: dict, path: str | Path) -> list[PeerQuery]:
     """LlamaIndex's EmbeddingQAFinetuneDataset (queries, corpus, relevant_docs) or QueryResponseDataset
     (queries, responses): queries by their own ids, a response as the reference answer."""
-    from .lines import check_id
     answers = document.get("responses") if isinstance(document.get("responses"), dict) else {}
     out = []
     for qid, text in document["queries"].items():
@@ -545,8 +544,6 @@ class TableColumns:
 def qrels_from_columns(cols: TableColumns, path: str | Path | None = None) -> Any:
     """Qrels from columns whose grades are integers (3.0 is 3); any other value, an id that is not a
     string or that TREC files cannot hold, or a pair given twice is one error naming it."""
-    from .columns import INT_LIMIT
-    from .tables import Qrels, encode_ids
     queries, qidx = _codes(_checked_ids(cols.queries, "query id", path, cols.table))
     grades = _numbers(cols, path, "grade")
     if not (np.floor(grades) == grades).all() or (np.abs(grades) > INT_LIMIT).any():
@@ -564,7 +561,6 @@ def qrels_from_columns(cols: TableColumns, path: str | Path | None = None) -> An
 
 def run_from_columns(cols: TableColumns, name: str, path: str | Path | None = None, dedupe: bool = False) -> Any:
     """A run from columns whose scores are finite numbers; anything else is one error naming it."""
-    from .tables import Run, encode_ids
     queries, qidx = _codes(_checked_ids(cols.queries, "query id", path, cols.table))
     scores = _numbers(cols, path, "score")
     if not np.isfinite(scores).all():
@@ -586,7 +582,6 @@ _SPACE = re.compile(r"\s")
 def _checked_ids(ids: list[Any], what: str, path: str | Path | None, table: bool = False) -> list[str]:
     """The ids as strings, checked in one pass when all are plain (a JSON integer is its digits); the
     first bad one is named by :func:`~ragassay.data.io.check_id` (and, in a ``table``, its row from 1)."""
-    from .lines import check_id
     kinds = set(map(type, ids))
     if kinds <= {str} and all(ids) and not _SPACE.search("\x00".join(ids)):
         return ids
@@ -749,7 +744,6 @@ class _Pairs(list):
 def _exact_ranx_columns(data: bytes, path: str | Path, what: str) -> TableColumns:
     """ranx's ``{query: {doc: value}}`` read by the standard library keeping what the fast reader
     loses: a key given twice, and (qrels) each number as written, so ``1e2`` is not a grade of 100."""
-    from .lines import WrittenFloat
     try:
         document = json.loads(data, object_pairs_hook=_Pairs, parse_float=WrittenFloat if what == "qrels" else None)
     except (ValueError, UnicodeDecodeError) as e:
@@ -783,8 +777,6 @@ def _score_said(value: float) -> str:
 
 def _grade_as_written(value: Any, q: str, d: str, path: str | Path) -> Any:
     """A grade written ``3.0`` is 3; ``1e2`` or ``2.5`` is no integer as written (as in the JSONL reader)."""
-    from .columns import INT_LIMIT
-    from .lines import WrittenFloat
     if not isinstance(value, WrittenFloat):
         return value
     m = re.fullmatch(r"([+-]?\d{1,18})(?:\.0*)?", value.text)
@@ -831,7 +823,6 @@ def tuple_columns(x: Any, what: str) -> TableColumns | None:
 def llamaindex_corpus(path: str | Path) -> dict[str, str] | None:
     """The corpus of a LlamaIndex EmbeddingQAFinetuneDataset (``{id: text}``), or None. Only a file
     whose first line is not a whole JSON object (a document over several lines) is read whole here."""
-    from .lines import read_bytes_checked
     if str(path) == "-":
         return None
     try:

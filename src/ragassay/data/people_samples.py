@@ -22,6 +22,7 @@ from .joins import Join
 from .line_problems import LineProblems
 from .lines import read_bytes_checked
 from .origin import Labeller, Origin, label_origin
+from .peer_files import answer_rows
 from .people_files import answer_labels, is_evouna, read_answer_labels, read_chunk_texts, read_evouna
 from .people_labels import GradedPairs, LabelledAnswers
 from .public_sets import PUBLIC, public_pairs
@@ -233,7 +234,6 @@ def _evouna_origin() -> Origin:
 def _answer_items(path: str | Path) -> tuple[list[AnswerItem], dict[str, tuple[int, Any, Any]]]:
     """The answers of a file ``check`` reads (ragassay's fields or a peer's), and each one's own
     ``label`` (with its line and assessor) when it carries one."""
-    from .peer_files import answer_rows
     problems = LineProblems(path)
     rows, own = [], {}
     for no, obj in answer_rows(path, problems):  # (obj keeps the file's spellings for messages)

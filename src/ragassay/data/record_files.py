@@ -16,6 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError, UsageError
+from .io import validation_message
+from .lines import iter_jsonl
 from .records import RECORD_FIELD, RECORDS, WrittenRecord, parse_tag, record_model
 
 # the fields that identify each kind in a file written before records carried their kind, most
@@ -50,7 +52,6 @@ def parse_record(obj: dict[str, Any], path: str | Path | None = None, line: int 
     try:
         return model.model_validate(obj)
     except ValidationError as e:
-        from .io import validation_message
         raise InputError(f"breaks the {model.KIND} record contract: {validation_message(e.errors()[0])}", path,
                          line) from None
 
@@ -60,7 +61,6 @@ def read_record_file(path: str | Path, lines: Iterable[tuple[int, dict[str, Any]
     """The kind of a records file and its records, each parsed into that kind's model. Every line
     must be of one kind (the first line's); ``kinds`` limits which are accepted. ``lines`` are the
     file's parsed lines when the caller has read them already."""
-    from .lines import iter_jsonl
     allowed = tuple(kinds) if kinds is not None else tuple(RECORDS)
     kind: str | None = None
     first_line = 0

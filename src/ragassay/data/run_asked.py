@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .lines import write_lines_atomic
+from .origin import today
 
 SIDECAR_SUFFIX = ".run.json"
 RECORD = "run_queries@1"
@@ -96,8 +98,6 @@ def file_digest(path: str | Path) -> str:
 def write_asked(path: str | Path, queries: Sequence[str], **about: Any) -> Path:
     """Write ``RUN.run.json`` beside the run file at ``path`` (already written): the queries asked
     and ``about`` (run, retriever, queries_file, queries_digest, k, command), with the run's digest."""
-    from .lines import write_lines_atomic
-    from .origin import today
     asked = Asked(queries=tuple(map(str, queries)), run_digest=file_digest(path), date=today(), **about)
     side = sidecar_path(path)
     write_lines_atomic(side, [json.dumps(asked.to_dict(), indent=1, ensure_ascii=False)])

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 from .columns import INT_LIMIT, hash_bytes, mix
+from .origin import UNKNOWN
 
 
 def encode_ids(ids: Iterable[str]) -> np.ndarray:
@@ -186,7 +187,6 @@ class Qrels:
 
     def describe(self) -> dict:
         """Which qrels: the file, its content digest and who made its labels (data/origin.py)."""
-        from .origin import UNKNOWN
         return {"file": self.source, "digest": self.digest(), "origin": (self.origin or UNKNOWN).summary()}
 
     def to_dict(self) -> dict[str, dict[str, int]]:
