@@ -169,7 +169,7 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
 
     def work(block: tuple[int, int, int]) -> tuple[list[np.ndarray], np.ndarray]:
         start, end, first_line = block
-        buf = buf_all[start:end]
+        buf = buf_all[start:end]  # noqa: F821 (bound above; deleted only after every block is read)
         padded = np.ones(len(buf) + 2, dtype=np.int8)
         np.less_equal(buf, 32, out=padded[1:-1].view(bool))
         edges = np.flatnonzero(padded[1:] != padded[:-1])  # alternating token starts and ends
@@ -191,7 +191,7 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
             if len(long):
                 raise InputError(f"a field of {int(ends[long[0], c] - starts[long[0], c])} bytes: not an id or a "
                                  "number (is this the right file?)", path, int(lines[long[0]]))
-        tail = buf_all[start:]
+        tail = buf_all[start:]  # noqa: F821 (as above)
         cols = []
         for c, convert in wanted:
             col = gather(tail, starts[:, c], ends[:, c])
@@ -212,7 +212,7 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
     if not parts:
         return [np.zeros(0, dtype="S8") if conv is None else np.zeros(0) for _, conv in wanted], np.zeros(0, np.int64)
     columns = []
-    for i, (_, convert) in enumerate(wanted):
+    for i in range(len(wanted)):
         pieces = [p[0][i] for p in parts]
         for p in parts:
             p[0][i] = None

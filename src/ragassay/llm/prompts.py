@@ -11,7 +11,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cache, cached_property
 from importlib import resources
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
@@ -136,7 +136,7 @@ def clip(text: str, budget: int) -> tuple[str, int]:
     return f"{text[:budget]}\n[… {cut:,} characters cut]", cut
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> Prompt:
     try:
         text = resources.files("ragassay").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")

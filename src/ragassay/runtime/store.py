@@ -568,12 +568,12 @@ class OutputStore:
                         kept_at[key] = _pack(at, len(line), 0)
                     at += len(line) + 1
                     yield line
-                for where in sources:
+                for where in sources:  # noqa: F821 (bound above; deleted once the lines are written)
                     line = self.line(where)
                     planned_at.append(_pack(at, len(line), 0))
                     at += len(line) + 1
                     yield line
-                lines_written[0] = len(kept) + len(sources)
+                lines_written[0] = len(kept) + len(sources)  # noqa: F821 (as above)
             finally:
                 self.close_files()  # before the new file replaces the old (Windows cannot replace an open file)
 

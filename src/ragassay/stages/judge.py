@@ -269,7 +269,7 @@ class Judge:
         if self._settings_part is None:  # (encoded once, not once a query)
             self._settings_part = b"\n" + _dumps(self.settings()).encode("utf-8")
         settings = self._settings_part
-        head = hashlib.sha256(f"judge\n{prompt_id}\n".encode("utf-8"))
+        head = hashlib.sha256(f"judge\n{prompt_id}\n".encode())
         head.update(_texts_json([query.id, query.text, query.description, query.narrative, query.answer]) + b"\n")
         # a table read from a file gives each id one content for the whole run: its part is kept by id;
         # chunks given as objects are checked to be the ones encoded (an edited chunk under its id is new)
