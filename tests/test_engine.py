@@ -229,7 +229,7 @@ def test_lock_files_are_removed_on_release_and_a_waiting_process_never_holds_a_s
     """Locks leave nothing behind; and the classic race of removing a lock file (B opened the old
     file and locked it after A removed it) ends with B holding the file at the path, not the removed one."""
     import os
-    from ragassay.runtime.engine import _lock_file
+    from ragassay.runtime.engine.lock import _lock_file
     out = tmp_path / "o.jsonl"
     lock = OutputLock(out)
     with lock:

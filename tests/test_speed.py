@@ -169,7 +169,7 @@ def test_the_unshared_part_of_a_prompt_is_counted_from_where_it_differs_from_the
     from ragassay.runtime.engine import Estimate
     from ragassay.llm.speed import Speed
     est = Estimate()
-    from ragassay.runtime import engine
+    from ragassay.runtime.engine import estimates as engine
     first = ["system", "Instructions " * 100, "user", "QUERY one PASSAGE alpha"]
     same_start = ["system", "Instructions " * 100, "user", "QUERY one PASSAGE beta and more"]
     other = ["system", "Other instructions", "user", "x"]

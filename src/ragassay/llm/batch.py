@@ -26,6 +26,7 @@ from ..errors import InputError
 CHAT_URL = "/v1/chat/completions"
 MAX_LINES = 50_000            # the Batch API's limits per input file
 MAX_BYTES = 190 * 1024 ** 2   # (200 MB, with room to spare)
+LIMITS = {"lines": MAX_LINES, "bytes": MAX_BYTES}  # per input file, as an estimate states them
 
 
 class Deferred(Exception):

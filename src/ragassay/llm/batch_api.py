@@ -21,13 +21,12 @@ from typing import Any
 
 import openai
 
-from .batch import CHAT_URL, MAX_BYTES, MAX_LINES, BatchBox
+from .batch import CHAT_URL, LIMITS, MAX_BYTES, MAX_LINES, BatchBox
 from .client import v1_base_url
 from .config import make_client, redact
 from .errors import LLMError
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
-LIMITS = {"lines": MAX_LINES, "bytes": MAX_BYTES}  # per input file (the Batch API's, with room to spare)
 
 
 class BatchState:

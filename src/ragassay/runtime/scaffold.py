@@ -21,7 +21,6 @@ from typing import Any, Generic, Literal, TypeVar
 from ..errors import UsageError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.batch import BatchBox, OfflineClient, write_requests
-from ..llm.batch_api import run_rounds
 from ..llm.usage import Usage
 from .engine import Estimate
 
@@ -143,6 +142,7 @@ def run_llm_stage(job: StageJob[R], backend: Backend | None = None, *, dry_run: 
         return asyncio.run(body())
 
     if backend.name == "batch":
+        from ..llm.batch_api import run_rounds  # imports openai (most of a second): only a Batch API run loads it
         result, note = run_rounds(job.configs[0], job.output, run_once, poll_seconds=backend.poll_seconds)
     else:
         box = backend.box()
