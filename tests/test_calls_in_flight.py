@@ -35,7 +35,9 @@ def test_calls_queued_behind_the_first_answer_go_out_together(concurrency):
         llm = _ask_all(server.url, 3 * concurrency + 1, concurrency)
         peak, calls = server.peak, server.calls
     assert calls == 3 * concurrency + 1 and llm.usage.stage("default").ok == calls
-    assert peak == concurrency and llm.max_in_flight == concurrency
+    # the client holds exactly `concurrency`; the server may count one more for an instant (a handler
+    # finishing its bookkeeping as the next request arrives), never fewer once the first has answered
+    assert llm.max_in_flight == concurrency and concurrency <= peak <= concurrency + 1
 
 
 def test_the_first_call_still_goes_alone():
@@ -44,4 +46,4 @@ def test_the_first_call_still_goes_alone():
         refused = server.statuses.count(400)
     # 9 calls at 8 in flight: the first goes alone and is refused json_schema once, not once per call in flight;
     # the other 8 then go together in the mode it found
-    assert refused == 1 and server.calls == 10 and server.peak == 8 and llm.max_in_flight == 8
+    assert refused == 1 and server.calls == 10 and 8 <= server.peak <= 9 and llm.max_in_flight == 8

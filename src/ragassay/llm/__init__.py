@@ -8,7 +8,25 @@ rely on.
 from .cache import Cache
 from .client import LLM
 from .config import LLMConfig, make_client
-from .errors import LLMError
+from .errors import (
+    AnswerRefused,
+    AnswerTruncated,
+    AuthRefused,
+    BatchAnswerMissing,
+    BudgetReached,
+    ContextExceeded,
+    EndpointUnreachable,
+    ErrorKind,
+    InputTooLong,
+    InternalError,
+    InvalidAnswer,
+    LLMError,
+    NoEndpoint,
+    PromptCut,
+    RequestRejected,
+)
 from .usage import Usage
 
-__all__ = ["Cache", "LLM", "LLMConfig", "LLMError", "Usage", "make_client"]
+__all__ = ["AnswerRefused", "AnswerTruncated", "AuthRefused", "BatchAnswerMissing", "BudgetReached", "Cache",
+           "ContextExceeded", "EndpointUnreachable", "ErrorKind", "InputTooLong", "InternalError", "InvalidAnswer", "LLM",
+           "LLMConfig", "LLMError", "NoEndpoint", "PromptCut", "RequestRejected", "Usage", "make_client"]

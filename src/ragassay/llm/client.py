@@ -32,7 +32,7 @@ from .batch import BatchBox, Deferred, failure_of, request_line
 from .cache import Cache, cache_key, endpoint_id
 from .config import LLMConfig, make_client, redact
 from .cut_prompts import ReadCounts
-from .errors import LLMError
+from .errors import BudgetReached, ContextExceeded, LLMError, PromptCut
 from .reading import read_answer
 from .server_info import ServerInfo
 from .usage import Usage, estimate_tokens, price_for, request_chars
@@ -149,7 +149,7 @@ class LLM:
             answer, raw, usage_in, usage_out, first_try = await self._ask_until_valid(
                 messages, response_model, params, su)
         except LLMError as e:
-            if e.kind != "budget":  # a ceiling stops asks before they are sent: the stage says how many are left
+            if not isinstance(e, BudgetReached):  # a ceiling stops asks before they are sent: the stage says how many are left
                 su.failed += 1
             raise
         self._keep(key, answer, raw, usage_in, usage_out, messages if first_try else None, response_model)
@@ -528,7 +528,7 @@ class LLM:
                     self._mode_settled = True  # refused for another reason (the format was settled on the way)
                     raise
                 except LLMError as e:
-                    self._mode_settled = e.kind in ("cut", "context")  # an answer came: its mode works
+                    self._mode_settled = isinstance(e, (PromptCut, ContextExceeded))  # an answer came: its mode works
                     raise
                 self._mode_settled = True
                 return completion

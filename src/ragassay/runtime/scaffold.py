@@ -21,6 +21,7 @@ from typing import Any, Generic, Literal, TypeVar
 from ..errors import UsageError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.batch import BatchBox, OfflineClient, write_requests
+from ..llm.errors import NoEndpoint
 from ..llm.usage import Usage
 from .engine import Estimate
 
@@ -165,7 +166,7 @@ def _clients(job: StageJob[Any], box: BatchBox | None, given: Sequence[LLM] | No
             first.check()
         except LLMError as e:
             # only "no endpoint at all" means rules only; a bad setting (a URL without a scheme) is an error
-            if not job.rules_without_endpoint or e.kind != "config" or first.api_key or first.base_url:
+            if not job.rules_without_endpoint or not isinstance(e, NoEndpoint) or first.api_key or first.base_url:
                 raise
             return [], True
         clients = [LLM(c) for c in job.configs]

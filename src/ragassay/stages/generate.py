@@ -908,7 +908,7 @@ class GenerateStage(Stage):
         return [{"key": item.key, "status": "ok", "reject": walk.reject}]
 
     def error_records(self, item: WorkItem, error: LLMError) -> list[dict]:
-        if not self.answered and error.kind in EARLY_FAILURES:
+        if not self.answered and isinstance(error, EARLY_FAILURES):
             self.failures.append(error)
         c: Candidate = item.payload
         return [{"key": item.key, "status": "error", "error": error.reason,

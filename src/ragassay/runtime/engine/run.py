@@ -20,7 +20,7 @@ from ...data.io import to_dataframe
 from ...errors import RagassayError
 from ...llm.batch import Deferred
 from ...llm.client import LLM
-from ...llm.errors import LLMError
+from ...llm.errors import EARLY_FAILURES, BudgetReached, LLMError
 from ..store import OutputStore
 from .lock import OutputLock
 from .work import Call, Items, Stage, WorkItem, pending_positions, record_keys, record_keys_at
@@ -34,13 +34,12 @@ ABORT_AFTER = 3  # this many items failing the same way before any success stops
 
 # the failures that say the endpoint cannot be used at all, or not as it is set up: a dead endpoint, a
 # refused key or request, a server that cuts every prompt or cannot hold one
-EARLY_FAILURES = ("transport", "auth", "request", "cut", "context")
 
 
 def failing_alike(early: Sequence[LLMError]) -> bool:
     """The abort rule: the first failures (before any answer) are ABORT_AFTER or more, all of one
     kind that says the endpoint cannot be used (a dead endpoint, a refused key, an unknown model)."""
-    return len(early) >= ABORT_AFTER and len({e.kind for e in early}) == 1 and early[0].kind in EARLY_FAILURES
+    return len(early) >= ABORT_AFTER and len({type(e) for e in early}) == 1 and isinstance(early[0], EARLY_FAILURES)
 
 
 
@@ -281,11 +280,11 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
                 raise LLMError("invalid", f"the answers made a record outside the data contract: "
                                f"{e.errors()[0].get('msg', e)}") from None
         except LLMError as e:
-            if e.kind == "budget":  # a spending ceiling: no new item starts; calls already sent (within the
+            if isinstance(e, BudgetReached):  # a spending ceiling: no new item starts; calls already sent (within the
                 if not budget:      # ceiling, so paid for) are awaited and their records kept
                     budget.append(str(e))
                 return []
-            if not answered[0] and e.kind in EARLY_FAILURES:
+            if not answered[0] and isinstance(e, EARLY_FAILURES):
                 early.append(e)
                 if len(todo) > ABORT_AFTER and failing_alike(early):
                     aborted.append(str(early[0]).rstrip("."))
