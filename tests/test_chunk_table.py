@@ -14,7 +14,7 @@ import pytest
 from fake_llm import FakeLLM
 from helpers import EXAMPLE
 
-from ragassay.data import io as io_module
+from ragassay.data import lines as io_module
 from ragassay.data.chunk_table import ChunkTable, chunk_source
 from ragassay.data.io import read_chunks
 from ragassay.data.records import Chunk

@@ -15,7 +15,7 @@ import pytest
 
 from ragassay import read_chunks, read_queries
 from ragassay.cli import main
-from ragassay.data import io
+from ragassay.data import lines as io
 from ragassay.data.chunk_table import chunk_source
 from ragassay.errors import InputError
 
