@@ -71,3 +71,9 @@ def test_the_documentation_table_lists_each_kind_once_with_its_class_and_meaning
     for kind, row in zip(ErrorKind, rows, strict=True):
         cls = ERROR_CLASSES[kind.value]
         assert row.startswith(f"| `{kind.value}` | `{cls.__name__}` | ") and cls.__doc__.strip() in row
+
+
+def test_the_documentation_page_holds_the_generated_table():
+    page = (SRC.parents[1] / "docs" / "errors.md").read_text(encoding="utf-8")
+    generated = page.split("<!-- generated: error kinds -->\n", 1)[1].split("\n<!-- end generated -->", 1)[0]
+    assert generated == error_kinds_table()
