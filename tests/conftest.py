@@ -53,9 +53,16 @@ def built_wheel(tmp_path_factory):
     import subprocess
     import sys
     from pathlib import Path
+    import shutil
     root = Path(__file__).resolve().parents[1]
     wheels = tmp_path_factory.mktemp("wheels")
+    # built from a copy without build/: setuptools reuses build/lib, so a module deleted or moved since the
+    # last build (runtime/engine.py became a package) would ship beside its replacement
+    source = tmp_path_factory.mktemp("source") / "ragassay"
+    shutil.copytree(root, source, ignore=shutil.ignore_patterns(
+        "build", "dist", ".venv*", "*.egg-info", "__pycache__", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+        ".hypothesis", ".import_linter_cache", "ragassay-demo", ".ragassay", "out"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(wheels), str(root)], check=True, capture_output=True, text=True)
+                    str(wheels), str(source)], check=True, capture_output=True, text=True)
     (wheel,) = wheels.glob("ragassay-*.whl")
     return wheel
