@@ -149,7 +149,8 @@ class LLM:
             answer, raw, usage_in, usage_out, first_try = await self._ask_until_valid(
                 messages, response_model, params, su)
         except LLMError as e:
-            if not isinstance(e, BudgetReached):  # a ceiling stops asks before they are sent: the stage says how many are left
+            # a ceiling stops asks before they are sent: the stage says how many are left
+            if not isinstance(e, BudgetReached):
                 su.failed += 1
             raise
         self._keep(key, answer, raw, usage_in, usage_out, messages if first_try else None, response_model)
