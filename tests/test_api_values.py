@@ -84,3 +84,13 @@ def test_a_backend_value_is_checked_as_the_flags_are():
         ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, backend=ragassay.Backend("batch", export_requests="r"))
     with pytest.raises(ragassay.RagassayError, match=r"backend must be one of live, batch \(got 'bacth'\)"):
         ragassay.generate(C, limit=2, backend="bacth", dry_run=True)
+
+
+def test_a_config_value_beside_a_client_is_refused():
+    config = ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1")
+    client = ragassay.LLM(ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", use_cache=False))
+    for call in (lambda: ragassay.judge(Q, C, R, llm=client, config=config, dry_run=True),
+                 lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, llm=client, config=config, dry_run=True),
+                 lambda: ragassay.generate(C, limit=2, llm=client, config=config, dry_run=True)):
+        with pytest.raises(TypeError, match="give llm= or config=, not both"):
+            call()

@@ -146,7 +146,7 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
     keep_table = coerce_qrels(keep) if keep is not None else None
-    llms = _given(llm, llm_settings)
+    llms = _given(llm, llm_settings, config)
     config = _config(config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency,
                      rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
                      max_calls=max_calls, max_cost=max_cost)
@@ -259,7 +259,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         human_join = Join.of("answer ids", "the answers", [a.id for a in items], "the --human labels", people,
                              _source(answers), _source(human)).require_overlap().warn(not join_warnings,
                                                                                       sides=("right",))
-    given = _given(llm, llm_settings)
+    given = _given(llm, llm_settings, config)
     config = given[0].config if given else _config(
         config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
@@ -385,7 +385,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     if output is not None:  # a questions file only: another stage's output is never replaced
         check_output_kind(output, "question")
     existing = existing_questions(output) if append and output is not None else []
-    given = _given(llm, llm_settings)
+    given = _given(llm, llm_settings, config)
     config = given[0].config if given else _config(
         config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
         cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
@@ -478,7 +478,8 @@ def _models(model: str | Sequence[str] | None) -> list[str] | None:
     return [model] if isinstance(model, str) else list(model) or None
 
 
-def _given(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any]) -> list[LLM] | None:
+def _given(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any],
+           config: LLMConfig | None = None) -> list[LLM] | None:
     """The clients the caller made (``llm=``), or None. ``settings`` are the keywords the function
     did not name: a keyword of an earlier release says what replaced it, and settings beside
     ``llm=`` are refused, since that client's own config is what runs."""
@@ -487,6 +488,8 @@ def _given(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any]) -> list
         raise TypeError("; ".join(f"{old}= is now {new}= (the flag's name)" for old, new in renamed.items()))
     if llm is None:
         return None
+    if config is not None:  # the client's own config is what runs: the value given would go unused
+        raise TypeError("give llm= or config=, not both (an LLM runs with its own config)")
     if settings:
         raise TypeError(f"{', '.join(sorted(settings))}: set these on the LLM given as llm= (its config is used)")
     return [llm] if isinstance(llm, LLM) else list(llm)
