@@ -147,7 +147,8 @@ ERROR_CLASSES: dict[str, type[LLMError]] = {c.kind: c for c in (
     NoEndpoint, AuthRefused, EndpointUnreachable, RequestRejected, InvalidAnswer, AnswerRefused, AnswerTruncated,
     BatchAnswerMissing, PromptCut, ContextExceeded, BudgetReached, InputTooLong, InternalError)}
 
-# the first failures that stop a run when they look alike: the endpoint, not the item, is the problem
+# the first failures that stop a run when they look alike: a dead endpoint, a refused key or request, a server
+# that cuts every prompt or cannot hold one (the endpoint, not the item, is the problem)
 EARLY_FAILURES: tuple[type[LLMError], ...] = (EndpointUnreachable, AuthRefused, RequestRejected, PromptCut,
                                               ContextExceeded)
 

@@ -10,12 +10,9 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...errors import RagassayError
-
-if TYPE_CHECKING:
-    pass
 
 
 def lock_folder() -> Path:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,15 +25,7 @@ from ..store import OutputStore
 from .lock import OutputLock
 from .work import Call, Items, Stage, WorkItem, pending_positions, record_keys, record_keys_at
 
-if TYPE_CHECKING:
-    pass
-
-
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
-
-
-# the failures that say the endpoint cannot be used at all, or not as it is set up: a dead endpoint, a
-# refused key or request, a server that cuts every prompt or cannot hold one
 
 
 def failing_alike(early: Sequence[LLMError]) -> bool:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import not_
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -21,9 +21,6 @@ from ...errors import UsageError
 from ...llm.client import LLM
 from ...llm.errors import LLMError
 from ..plan_keys import KeyList
-
-if TYPE_CHECKING:
-    pass
 
 
 @contextmanager
