@@ -11,7 +11,7 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -293,3 +293,13 @@ def write_lines_atomic(path: str | Path, lines: Iterable[str | bytes]) -> None:
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise OutputError(path, e) from None
+
+
+def required_field(obj: Mapping[str, Any], names: tuple[str, ...], path: str | Path | None, no: int) -> Any:
+    """The value of the first of ``names`` that a JSON line has. A line with none of them is one error
+    that names every spelling that would do and the keys the line has, so the fix is plain."""
+    for n in names:
+        if n in obj:
+            return obj[n]
+    would = f"any of {', '.join(names)} would do; " if len(names) > 1 else ""
+    raise InputError(f"missing field {names[0]!r} ({would}keys present: {', '.join(sorted(obj)) or 'none'})", path, no)
