@@ -129,10 +129,10 @@ def parse_scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nda
 
 
 def parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
-    values, plain = parse_plain_integers(col)
-    if plain.all() and (not len(values) or int(np.abs(values).max()) <= GRADE_LIMIT):
-        return values  # the usual case; anything else is judged below, with its line
-    values = None
+    parsed, plain = parse_plain_integers(col)
+    if plain.all() and (not len(parsed) or int(np.abs(parsed).max()) <= GRADE_LIMIT):
+        return parsed  # the usual case; anything else is judged below, with its line
+    values: np.ndarray | None = None
     underscores = any(b"_" in raw for raw in col[~plain].tolist())  # numpy reads "1_0" as 10: judged below
     if not underscores:
         if col.dtype.itemsize > 8:  # a field of 9+ bytes: may be too big for a grade (numpy would wrap it)

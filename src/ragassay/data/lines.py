@@ -271,10 +271,17 @@ def lines_with_long_digit_runs(block: bytes) -> set[int]:
     return out
 
 
-try:
-    import orjson as _orjson
-except ImportError:  # optional (the ``fast`` extra)
-    _orjson = None
+def optional_orjson() -> Any:
+    """The orjson module when it is installed (the ``fast`` extra), else None: the readers then use the
+    standard library, which reads the same text to the same objects, only slower."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson
+
+
+_orjson = optional_orjson()
 
 
 def write_lines_atomic(path: str | Path, lines: Iterable[str | bytes]) -> None:

@@ -49,24 +49,9 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
         return out
     head = plain_file_head(path)
     if head is not None:  # a plain file: pyarrow may stream it without the whole file in memory
-        fmt = resolve_format(head, path, "qrels", format)
-        if fmt in ("trec", "trec3", "beir"):
-            trec = fmt == "trec"
-            scan = WholeReadScan(path)
-            fast = arrow_table_columns(str(path), 4 if trec else 3, [(0, "codes"), (2 if trec else 1, "id"),
-                                                                (3 if trec else 2, "int")], header_line(head), head)
-            if scan.needed():  # a lone \r or bytes not UTF-8 somewhere: the whole-file read names the line
-                fast = None
-            if fast is not None:
-                (qidx, distinct), docs, grades = fast
-                out = Qrels(decode_ids(distinct, path), qidx, docs, grades, source=str(path))
-                trim_heap()  # pyarrow's table is gone: its pages go back before the duplicate check
-                try:
-                    out.check_unique(None)
-                    out.origin = label_origin(path)
-                    return out
-                except InputError:
-                    pass  # read again below: the numpy splitter names the lines
+        fast = _fast_column_qrels(path, head, format)
+        if fast is not None:
+            return fast
     data = blank_comments(read_bytes_checked(path))
     document = json_table_columns(data, path, "qrels") if format == "auto" else None
     if document is not None:  # ranx's {query: {doc: grade}}, LlamaIndex's relevant_docs
@@ -86,6 +71,30 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
         raise InputError(f"unknown qrels format {format!r}: use trec, trec3, jsonl or beir", path)
     out.origin = label_origin(path)  # who made the labels: the sidecar beside the file, else unknown
     return out
+
+
+def _fast_column_qrels(path: str | Path, head: bytes, format: QrelsFormat) -> Qrels | None:
+    """The qrels of a plain column file parsed by pyarrow, with their origin, or None when the whole-file
+    read must read it instead: pyarrow is not used, a scan found what only that read can name (a lone
+    carriage return, bytes not UTF-8), or a pair is judged twice (the numpy splitter names the lines)."""
+    fmt = resolve_format(head, path, "qrels", format)
+    if fmt not in ("trec", "trec3", "beir"):
+        return None
+    trec = fmt == "trec"
+    scan = WholeReadScan(path)
+    fast = arrow_table_columns(str(path), 4 if trec else 3, [(0, "codes"), (2 if trec else 1, "id"),
+                                                             (3 if trec else 2, "int")], header_line(head), head)
+    if scan.needed() or fast is None:  # a lone \r or bytes not UTF-8 somewhere: the whole-file read names the line
+        return None
+    (qidx, distinct), docs, grades = fast
+    out = Qrels(decode_ids(distinct, path), qidx, docs, grades, source=str(path))
+    trim_heap()  # pyarrow's table is gone: its pages go back before the duplicate check
+    try:
+        out.check_unique(None)
+        out.origin = label_origin(path)
+        return out
+    except InputError:
+        return None  # read again by the caller: the numpy splitter names the lines
 
 
 def _read_jsonl_qrels(data: bytes, path: str | Path, check_role: bool = True) -> tuple[Qrels, list[dict]]:

@@ -25,30 +25,42 @@ def read_queries(path: str | Path) -> dict[str, str]:
     data = read_bytes_checked(path)
     if not is_ragassay_queries(data):  # RAGAS, DeepEval, LlamaIndex: ids by peer_files' rule
         return {q.id: q.text for q in peer_queries(path, data)}
+    line, _ = first_line(data)
+    return _jsonl_queries(data, path) if line.startswith("{") else _tsv_queries(data, path)
+
+
+def _jsonl_queries(data: bytes, path: str | Path) -> dict[str, str]:
+    """ragassay's JSON Lines queries (an id and a question, query or text on each line), every bad line
+    said at the end; a line that reads as a chunk before any query is read refuses the file as chunks."""
     out: dict[str, str] = {}
     first: dict[str, int] = {}
-    line, _ = first_line(data)
     problems = LineProblems(path)  # every bad line, said at the end
-    if line.startswith("{"):
-        for no, obj in iter_jsonl(data, path, problems=problems):
-            evidence = roles.query_line_evidence(obj)
-            if evidence is not None and not out and not problems:
-                raise roles.refuse_role(path, no, "chunks, not queries", f"the line {evidence}",
-                                        "give it as --chunks (queries: id and question, query or text)")
-            try:
-                qid = check_id(required_field(obj, ("id", "query_id", "_id", "qid"), path, no), "query id", path, no)
-                text = required_field(obj, ("question", "query", "text"), path, no)
-                if not isinstance(text, str) or not text.strip():
-                    raise InputError("query text is empty", path, no)
-                if str(qid) in out:
-                    raise InputError(f"query id {qid!r} appears twice (first on line {first[qid]})", path, no)
-            except InputError as e:
-                problems.add_error(e)
-                continue
-            out[str(qid)] = text
-            first[str(qid)] = no
-        problems.raise_if_any()
-        return out
+    for no, obj in iter_jsonl(data, path, problems=problems):
+        evidence = roles.query_line_evidence(obj)
+        if evidence is not None and not out and not problems:
+            raise roles.refuse_role(path, no, "chunks, not queries", f"the line {evidence}",
+                                    "give it as --chunks (queries: id and question, query or text)")
+        try:
+            qid = check_id(required_field(obj, ("id", "query_id", "_id", "qid"), path, no), "query id", path, no)
+            text = required_field(obj, ("question", "query", "text"), path, no)
+            if not isinstance(text, str) or not text.strip():
+                raise InputError("query text is empty", path, no)
+            if str(qid) in out:
+                raise InputError(f"query id {qid!r} appears twice (first on line {first[qid]})", path, no)
+        except InputError as e:
+            problems.add_error(e)
+            continue
+        out[str(qid)] = text
+        first[str(qid)] = no
+    problems.raise_if_any()
+    return out
+
+
+def _tsv_queries(data: bytes, path: str | Path) -> dict[str, str]:
+    """Queries as TSV lines ``id<TAB>text``, every bad line said at the end."""
+    out: dict[str, str] = {}
+    first: dict[str, int] = {}
+    problems = LineProblems(path)  # every bad line, said at the end
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

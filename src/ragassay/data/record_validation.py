@@ -48,7 +48,7 @@ def read_records(path: str | Path, model: Any, what: str,
     return out
 
 
-def validate_record(obj: dict[str, Any], model: Any, path: str | Path | None, no: int) -> Any:
+def validate_record(obj: dict[str, Any], model: Any, path: str | Path | None, no: int | None) -> Any:
     """``obj`` as ``model`` (a pydantic class); what does not fit is one error naming file and line."""
     try:
         return model.model_validate(obj)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..lines import optional_orjson
 from .sample_fields import ROW_LISTS
 
 
@@ -18,10 +19,7 @@ def whole_json(data: bytes) -> Any:
     JSON: the line readers then name the line). Only files that start with ``{`` or ``[`` are tried."""
     if data.lstrip()[:1] not in (b"{", b"["):
         return None
-    try:
-        import orjson  # ranx's files hold millions of pairs: about 3x faster than the standard library
-    except ImportError:
-        orjson = None
+    orjson = optional_orjson()  # ranx's files hold millions of pairs: about 3x faster than the standard library
     if orjson is not None:
         try:  # (an integer past 64 bits may come back a float: as a grade it is out of range either way)
             return orjson.loads(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...errors import InputError
 from ..lines import check_id, parse_json_object, read_bytes_checked
@@ -68,7 +69,7 @@ def peer_queries(path: str | Path, data: bytes) -> list[PeerQuery]:
 def _keyed_queries(document: dict, path: str | Path) -> list[PeerQuery]:
     """LlamaIndex's EmbeddingQAFinetuneDataset (queries, corpus, relevant_docs) or QueryResponseDataset
     (queries, responses): queries by their own ids, a response as the reference answer."""
-    answers = document.get("responses") if isinstance(document.get("responses"), dict) else {}
+    answers: dict[str, Any] = document["responses"] if isinstance(document.get("responses"), dict) else {}
     out = []
     for qid, text in document["queries"].items():
         check_id(qid, "query id", path, None)
