@@ -304,9 +304,9 @@ NOT_PRINTED = [
     ("stages.judge:_qrels_origin", ("--keep",), ("run", "demo"), "only for kept labels: run keeps none"),
     ("stages.check:read_answers", ("--chunks",), ("run", "demo"), "run checks answers only with the chunks"),
     # a clause that begins with a flag is advice to the command at hand, said only when it takes the flag
-    ("data.column_formats:detect_format", ("--run-format",), ("agree", "check", "demo", "judge", "label", "qualify", "report", "run"),
+    ("data.column_formats:_undetected", ("--run-format",), ("agree", "check", "demo", "judge", "label", "qualify", "report", "run"),
      "cli/hints.py drops '--run-format names it' for a command without it"),
-    ("data.column_formats:detect_format", ("--qrels-format",), ("check", "demo", "judge", "label", "qualify", "report", "run"),
+    ("data.column_formats:_undetected", ("--qrels-format",), ("check", "demo", "judge", "label", "qualify", "report", "run"),
      "cli/hints.py drops '--qrels-format names it' for a command without it"),
     ("data.roles:refuse_grades_as_run", ("--run-format",), ("agree", "check", "demo", "qualify", "report", "run"),
      "cli/hints.py drops '--run-format names its format' for a command without it"),

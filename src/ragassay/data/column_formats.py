@@ -73,17 +73,23 @@ def detect_format(data: bytes, kind: str) -> str:
         return "beir" if header else "trec3"
     if kind == "run" and len(fields) >= 5 or kind == "qrels" and len(fields) == 4:
         return "trec"
+    raise _undetected(line, no, fields, kind)
+
+
+def _undetected(line: str, no: int, fields: list[str], kind: str) -> InputError:
+    """The error for a ``kind`` file whose first row fits no format: it looks like the other role
+    (with the evidence of its line), or its shape is said beside every shape that would do."""
     other = "run" if kind == "qrels" else "qrels"
     evidence = roles.trec_line_evidence(fields, kind)
     if evidence is not None:
-        raise InputError(f"looks like a {other} file, not {'a run' if kind == 'run' else 'qrels'}: its line "
-                         f"{line[:100]!r} {evidence}; give it as {other.upper()} (are the arguments in the right "
-                         "order?)", None, no)
+        return InputError(f"looks like a {other} file, not {'a run' if kind == 'run' else 'qrels'}: its line "
+                          f"{line[:100]!r} {evidence}; give it as {other.upper()} (are the arguments in the right "
+                          "order?)", None, no)
     hint = ""
     if len(fields) == (4 if kind == "run" else 6):
         hint = f" (this looks like a {other} file: are the arguments in the right order?)"
     shape = "qid Q0 docid rank score [tag]" if kind == "run" else "qid 0 docid grade"
-    raise InputError(
+    return InputError(
         f"cannot tell the format of this {kind} file from its line {line[:100]!r}: expected TREC "
         f"({shape}), three columns (qid docid {'score' if kind == 'run' else 'grade'}, with or without a "
         f"header), JSON Lines or BEIR TSV{hint}; "
@@ -128,11 +134,9 @@ class ColumnShape(NamedTuple):
     tag: str | None
 
 
-def column_shape(path: str | Path, kind: Literal["qrels", "run"], format: str = "auto",
-                 check_role: bool = True) -> ColumnShape | None:
-    """The layout of a plain (not gzipped) TREC or three-column ``kind`` file, told from its first
-    64 KB, or None when the file is something else (standard input, gzip, JSON Lines, a peer's
-    format, binary): such files are read whole by :func:`read_qrels` / :func:`read_run`."""
+def _column_head(path: str | Path) -> bytes | None:
+    """The whole lines of the first 64 KB of a plain text file that may hold columns (BOM dropped,
+    comments blanked), or None for standard input, a gzipped, binary, empty or JSON Lines file."""
     if str(path) == "-" or not Path(path).is_file():
         return None
     with open(path, "rb") as f:
@@ -144,6 +148,17 @@ def column_shape(path: str | Path, kind: Literal["qrels", "run"], format: str = 
         head = head[:head.rfind(b"\n") + 1]
     head = blank_comments(head)
     if not head.strip() or head.lstrip().startswith(b"{"):
+        return None
+    return head
+
+
+def column_shape(path: str | Path, kind: Literal["qrels", "run"], format: str = "auto",
+                 check_role: bool = True) -> ColumnShape | None:
+    """The layout of a plain (not gzipped) TREC or three-column ``kind`` file, told from its first
+    64 KB, or None when the file is something else (standard input, gzip, JSON Lines, a peer's
+    format, binary): such files are read whole by :func:`read_qrels` / :func:`read_run`."""
+    head = _column_head(path)
+    if head is None:
         return None
     fmt = resolve_format(head, path, kind, format, check_role)
     if fmt not in ("trec", "trec3", "beir"):

@@ -105,8 +105,8 @@ def _read_jsonl_qrels(data: bytes, path: str | Path, check_role: bool = True) ->
         q = required_field(obj, ("query_id", "qid"), path, no)
         d = required_field(obj, ("chunk_id", "doc_id", "docid"), path, no)
         if check_role and (evidence := roles.jsonl_qrels_evidence(obj)) is not None:
-            raise roles.refuse_role(path, no, "a run, not qrels", evidence, "give it as a RUN (are the arguments in the "
-                                    "right order?)")
+            raise roles.refuse_role(path, no, "a run, not qrels", evidence, "give it as a RUN (are the arguments in "
+                                    "the right order?)")
         g = required_field(obj, ("grade", "relevance"), path, no)
         if g is None:
             if obj.get("status") == "error":

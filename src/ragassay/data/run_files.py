@@ -48,24 +48,25 @@ COLUMN_FORMATS = ("trec", "trec3", "beir")
 def _read_run_file(path: str | Path, format: RunFormat, dedupe: bool, name: str | None) -> Run:
     """The rows of a run file, as :func:`read_run` reads them (without its sidecar's queries): ranx's
     Parquet, a plain column file through pyarrow, or the whole file read and told apart by content."""
-    default_name = "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
+    default_name = _default_name(path)
+    named = name or default_name
     binary = binary_table_kind(path) if format == "auto" else None
     if binary is not None:  # ranx's Parquet (q_id, doc_id, score); LZ4 is refused, saying so
-        return run_from_columns(binary_table_columns(path, binary, "run"), name or default_name, path, dedupe)
+        return run_from_columns(binary_table_columns(path, binary, "run"), named, path, dedupe)
     head = plain_file_head(path)
     if head is not None:  # a plain file: pyarrow may stream it without the whole file in memory
-        fast = _fast_column_run(path, head, format, dedupe, name or "", default_name)
+        fast = _fast_column_run(path, head, format, dedupe, name, default_name)
         if fast is not None:
             return fast
     holder = [blank_comments(read_bytes_checked(path))]  # handed over: read_columns frees the bytes once split
     document = json_table_columns(holder[0], path, "run") if format == "auto" else None
     if document is not None:  # ranx's {query: {doc: score}}
-        return run_from_columns(document, name or default_name, path, dedupe)
+        return run_from_columns(document, named, path, dedupe)
     fmt = resolve_format(holder[0], path, "run", format, check_role=head is None)  # (else the head was checked)
     if fmt in COLUMN_FORMATS:
-        run, lines = _column_run(holder, path, fmt, name or "", default_name)
+        run, lines = _column_run(holder, path, fmt, name, default_name)
     elif fmt == "jsonl":
-        run, lines = _jsonl_run(holder.pop(), path, format == "auto", name or default_name)
+        run, lines = _jsonl_run(holder.pop(), path, format == "auto", named)
     else:
         raise InputError(f"unknown run format {format!r}: use trec, trec3, jsonl or beir", path)
     run = run.deduplicated() if dedupe else run.checked(lines)
@@ -73,7 +74,12 @@ def _read_run_file(path: str | Path, format: RunFormat, dedupe: bool, name: str 
     return run
 
 
-def _fast_column_run(path: str | Path, head: bytes, format: RunFormat, dedupe: bool, name: str,
+def _default_name(path: str | Path) -> str:
+    """A run's name when neither the caller nor a TREC tag gives one: the file's name up to its first dot."""
+    return "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
+
+
+def _fast_column_run(path: str | Path, head: bytes, format: RunFormat, dedupe: bool, name: str | None,
                      default_name: str) -> Run | None:
     """The run of a plain column file parsed by pyarrow, or None when the whole-file read must read it
     instead: pyarrow is not used, a scan found what only that read can name (a lone \\r, bytes not
@@ -98,7 +104,7 @@ def _fast_column_run(path: str | Path, head: bytes, format: RunFormat, dedupe: b
     return run
 
 
-def _column_run(holder: list[bytes], path: str | Path, fmt: str, name: str,
+def _column_run(holder: list[bytes], path: str | Path, fmt: str, name: str | None,
                 default_name: str) -> tuple[Run, np.ndarray]:
     """A run in TREC or three columns split by numpy, and the line of each row. ``holder`` hands over
     the file's bytes, which :func:`read_columns` frees once they are split."""

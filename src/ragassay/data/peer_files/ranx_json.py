@@ -21,26 +21,44 @@ def json_table_columns(data: bytes, path: str | Path, what: str) -> TableColumns
     (``Qrels.save``/``Run.save`` with kind "json") or, for qrels, LlamaIndex's
     EmbeddingQAFinetuneDataset (its ``relevant_docs``, each grade 1). None for anything else (JSON
     Lines: its reader takes it)."""
+    document = _one_json_object(data)
+    if document is None:
+        return None
+    if not document:
+        raise InputError(f"an empty JSON object: no {'judgments' if what == 'qrels' else 'results'} "
+                         f"(expected {_ranx_shape(what)})", path, 1)
+    if isinstance(document.get("relevant_docs"), dict) and "queries" in document:
+        return _relevant_docs_columns(document, path, what)
+    return _nested_columns(document, data, path, what)
+
+
+def _one_json_object(data: bytes) -> dict[str, Any] | None:
+    """The file as one JSON object, or None when it is not one: it does not start with ``{``, its first
+    line names ragassay's JSON Lines fields, or it does not parse as a whole."""
     if data.lstrip()[:1] != b"{":
         return None
     first = data.lstrip().split(b"\n", 1)[0]
     if any(f'"{k}"'.encode() in first for k in ("query_id", "qid", "chunk_id", "doc_id", "docid")):
         return None  # ragassay's JSON Lines
     document = whole_json(data)
-    if not isinstance(document, dict):
-        return None
-    if not document:
-        raise InputError(f"an empty JSON object: no {'judgments' if what == 'qrels' else 'results'} "
-                         f"(expected {_ranx_shape(what)})", path, 1)
-    if isinstance(document.get("relevant_docs"), dict) and "queries" in document:
-        if what != "qrels":
-            raise InputError("a LlamaIndex dataset (queries, corpus, relevant_docs): its relevant_docs are qrels, "
-                             "not a run", path)
-        bad = next((q for q, docs in document["relevant_docs"].items() if not isinstance(docs, list)), None)
-        if bad is not None:
-            raise InputError(f"relevant_docs of query {bad!r} must be a list of ids", path)
-        # (row by row, not a dict: a document listed twice for a query is named, not collapsed)
-        return TableColumns.of_rows((q, d, 1) for q, docs in document["relevant_docs"].items() for d in docs)
+    return document if isinstance(document, dict) else None
+
+
+def _relevant_docs_columns(document: dict[str, Any], path: str | Path, what: str) -> TableColumns:
+    """LlamaIndex's ``relevant_docs`` as qrels, each listed document of grade 1 (never a run)."""
+    if what != "qrels":
+        raise InputError("a LlamaIndex dataset (queries, corpus, relevant_docs): its relevant_docs are qrels, "
+                         "not a run", path)
+    bad = next((q for q, docs in document["relevant_docs"].items() if not isinstance(docs, list)), None)
+    if bad is not None:
+        raise InputError(f"relevant_docs of query {bad!r} must be a list of ids", path)
+    # (row by row, not a dict: a document listed twice for a query is named, not collapsed)
+    return TableColumns.of_rows((q, d, 1) for q, docs in document["relevant_docs"].items() for d in docs)
+
+
+def _nested_columns(document: dict[str, Any], data: bytes, path: str | Path, what: str) -> TableColumns:
+    """ranx's ``{query: {doc: value}}`` as columns: as parsed when no key can have been given twice and
+    no grade was written with a fraction, else by the exact reader."""
     bad = next((q for q, v in document.items() if not isinstance(v, dict)), None)
     if bad is not None:
         raise InputError(f"expected {_ranx_shape(what)}; found {bad!r}: {_json_kind(document[bad])}", path)
