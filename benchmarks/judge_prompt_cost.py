@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from ragassay.data.io import read_chunks, read_run
+from ragassay.data.chunk_files import read_chunks
+from ragassay.data.run_files import read_run
 from ragassay.llm import LLMConfig
 from ragassay.llm.client import schema_of
 from ragassay.llm.usage import CACHED_PRICES, PRICES, PRICES_AS_OF, token_model

@@ -68,7 +68,8 @@ def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
 PEER = """
 import asyncio, json, resource, sys, time
 import httpx, openai
-from ragassay.data.io import read_chunks, read_run
+from ragassay.data.chunk_files import read_chunks
+from ragassay.data.run_files import read_run
 from ragassay.llm import LLMConfig
 from ragassay.stages.judge import RelevanceAnswer, plan_judge
 from ragassay.stages.queries import read_query_items

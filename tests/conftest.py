@@ -41,7 +41,7 @@ def parser(request, monkeypatch):
     if request.param == "arrow":
         pytest.importorskip("pyarrow")
     monkeypatch.setenv("RAGASSAY_PARSER", request.param)
-    from ragassay.data.io import reader_path
+    from ragassay.data.column_reading import reader_path
     assert reader_path() == request.param
     return request.param
 

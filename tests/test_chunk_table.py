@@ -16,7 +16,7 @@ from helpers import EXAMPLE
 
 from ragassay.data import lines as io_module
 from ragassay.data.chunk_table import ChunkTable, chunk_source
-from ragassay.data.io import read_chunks
+from ragassay.data.chunk_files import read_chunks
 from ragassay.data.records import Chunk
 from ragassay.errors import InputError
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragassay.cli import main
-from ragassay.data.io import read_chunks
+from ragassay.data.chunk_files import read_chunks
 from ragassay.errors import InputError
 
 TEXTS = ["Serialize obj to a JSON formatted str.", "Deserialize s to a Python object.",

@@ -11,7 +11,8 @@ import pytrec_eval
 
 import ragassay
 from ragassay.cli import main
-from ragassay.data.io import read_qrels, read_run
+from ragassay.data.qrels_files import read_qrels
+from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,11 @@ import pytest
 
 import ragassay
 from ragassay.data import columns as _columns
-from ragassay.data.io import read_chunks, read_qrels, read_queries, read_run, write_qrels, write_run
+from ragassay.data.chunk_files import read_chunks
+from ragassay.data.qrels_files import read_qrels
+from ragassay.data.query_files import read_queries
+from ragassay.data.run_files import read_run
+from ragassay.data.writers import write_qrels, write_run
 from ragassay.errors import InputError
 
 
@@ -168,7 +172,9 @@ def _beir_folder(root, splits=("test",)):
 
 def test_a_beir_folder_is_accepted_where_a_corpus_queries_or_qrels_file_is_expected(tmp_path, capsys):
     from ragassay.cli import main
-    from ragassay.data.io import read_chunks, read_qrels, read_queries
+    from ragassay.data.chunk_files import read_chunks
+    from ragassay.data.qrels_files import read_qrels
+    from ragassay.data.query_files import read_queries
     from ragassay.stages.queries import read_query_items
     folder = _beir_folder(tmp_path / "scifact")
     assert read_qrels(folder).to_dict() == {"q1": {"d1": 1}}
@@ -182,7 +188,8 @@ def test_a_beir_folder_is_accepted_where_a_corpus_queries_or_qrels_file_is_expec
 
 
 def test_a_beir_folder_with_several_splits_asks_which_and_a_plain_folder_is_refused(tmp_path):
-    from ragassay.data.io import read_chunks, read_qrels
+    from ragassay.data.chunk_files import read_chunks
+    from ragassay.data.qrels_files import read_qrels
     folder = _beir_folder(tmp_path / "b", splits=("train", "dev"))
     with pytest.raises(InputError, match=r"several qrels splits and no test.tsv; name one, e.g. .*dev.tsv"):
         read_qrels(folder)
@@ -234,7 +241,7 @@ def test_integers_past_64_bits_are_read_exactly_with_or_without_orjson(tmp_path,
     """orjson (the fast reader, when installed) gives a float for an integer past 64 bits; such lines
     are read by the standard library, which keeps the integer (and a hex id is not taken for one)."""
     import ragassay.data.lines as io_module
-    from ragassay.data.io import read_chunks
+    from ragassay.data.chunk_files import read_chunks
     if not fast:
         monkeypatch.setattr(io_module, "_orjson", None)
     path = tmp_path / "chunks.jsonl"

@@ -480,7 +480,7 @@ async def test_cache_friendly_layout_shares_a_fixed_prefix_past_the_cache_minimu
 def test_a_runs_top_ids_are_the_head_of_its_ranking(tmp_path, rows, depth, rnd):
     """judge takes each query's top ``depth`` chunks with Run.top_ids; it must be exactly the head
     of the trec_eval ranking (score descending, ties by id descending), on rows in any order."""
-    from ragassay.data.io import read_run
+    from ragassay.data.run_files import read_run
     seen, lines = set(), []
     for q, d, score in rows:
         if (q, d) not in seen:

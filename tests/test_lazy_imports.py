@@ -80,7 +80,7 @@ def test_the_import_listing_sees_what_a_command_imports():
     """The listing is not blind: an evaluate imports numpy, the measures and its own handler module."""
     code, modules, out = imported("evaluate", QRELS, BM25, "-m", "ndcg@10")
     assert code == 0 and "22 queries evaluated" in out
-    assert {"numpy", "ragassay.metrics.evaluate", "ragassay.cli.metrics", "ragassay.data.io"} <= modules
+    assert {"numpy", "ragassay.metrics.evaluate", "ragassay.cli.metrics", "ragassay.data.qrels_files"} <= modules
     assert of(modules, "ragassay.cli") >= {"ragassay.cli", "ragassay.cli.metrics", "ragassay.cli.declare_metrics"}
 
 

@@ -14,7 +14,8 @@ from fake_llm import FakeLLM
 
 from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
-from ragassay.data.io import read_qrels, write_qrels
+from ragassay.data.qrels_files import read_qrels
+from ragassay.data.writers import write_qrels
 from ragassay.data.joins import Join
 from ragassay.data.origin import (Labeller, Origin, endpoint_host, model_origin, origin_of_records, people,
                                   read_origin, sidecar_path, write_origin)

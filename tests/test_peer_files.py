@@ -16,8 +16,11 @@ import pytrec_eval
 import ragassay
 from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
-from ragassay.data.io import read_chunks, read_qrels, read_queries, read_run
-from ragassay.data.peer_files import sample_rows
+from ragassay.data.chunk_files import read_chunks
+from ragassay.data.qrels_files import read_qrels
+from ragassay.data.query_files import read_queries
+from ragassay.data.run_files import read_run
+from ragassay.data.peer_files.sample_files import sample_rows
 from ragassay.errors import InputError
 from ragassay.stages.check import read_answers
 from ragassay.stages.queries import read_query_items
@@ -379,7 +382,7 @@ def test_ranx_objects_dataframes_and_ir_measures_tuples_give_the_trec_files_metr
     tuples_r = [ir_measures.ScoredDoc(q, d, s) for q, docs in RUN.items() for d, s in docs.items()]
     assert _aggregate(tuples_q, tuples_r) == from_files  # ir_measures' Qrel / ScoredDoc tuples
     assert ragassay.compare(qrels, {"a": run, "b": str(rp)}, ["ndcg@10"]) is not None
-    assert ragassay.read_run(str(rp)).name == "r" and ragassay.data.io.coerce_run(run).name == "bm25"
+    assert ragassay.read_run(str(rp)).name == "r" and ragassay.data.coerce.coerce_run(run).name == "bm25"
 
 
 def test_ranx_shaped_files_with_bad_values_name_the_pair(tmp_path):
@@ -593,10 +596,10 @@ def test_a_null_fraction_or_boolean_id_in_a_parquet_table_or_dataframe_is_refuse
     frame = pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": ["d1", "d2"], "relevance": [1, 1]})
     frame["query_id"] = [True, "q2"]
     with pytest.raises(InputError, match=r"row 1: query id must be a string, got true$"):
-        ragassay.data.io.coerce_qrels(frame)
+        ragassay.data.coerce.coerce_qrels(frame)
     frame["query_id"] = ["q1", 3.5]
     with pytest.raises(InputError, match=r"row 2: query id must be a string, got 3.5$"):
-        ragassay.data.io.coerce_qrels(frame)
+        ragassay.data.coerce.coerce_qrels(frame)
 
 
 @pytest.mark.parametrize("text", ['{"q1": {}, "q2": {"d3": 1.0}}', '{"q1": {}, "q2": {"d3": 1.0, "d3": 2.0}}'])

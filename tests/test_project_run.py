@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ragassay.cli import main
-from ragassay.data.io import read_run
+from ragassay.data.run_files import read_run
 from ragassay.product.pipeline import pool
 from ragassay.product.project import loads_toml
 

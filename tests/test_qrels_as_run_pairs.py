@@ -14,7 +14,7 @@ import pytest
 
 import ragassay
 from ragassay.cli import main
-from ragassay.data.io import read_run
+from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
 
 # grades of five queries about the standard library, with unicode ids among them

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragassay.data import io
+from ragassay.data.qrels_files import read_qrels
+from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
 
 FILLER_QRELS = "".join(f"q{i % 97} 0 doc{i} {i % 4}\n" for i in range(6000))  # ~100 KB of clean lines
@@ -58,7 +59,7 @@ RUN_CASES = {
 def read(kind: str, path, parser: str, monkeypatch):
     monkeypatch.setenv("RAGASSAY_PARSER", parser)
     try:
-        table = io.read_qrels(path) if kind == "qrels" else io.read_run(path)
+        table = read_qrels(path) if kind == "qrels" else read_run(path)
     except InputError as e:
         return ("error", e.message, e.line)
     values = table.grades if kind == "qrels" else table.scores

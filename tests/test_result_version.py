@@ -54,7 +54,7 @@ def test_a_digest_made_beside_the_scoring_is_the_digest(monkeypatch):
     """A large qrels' digest is made on another thread while the run is scored: the result names the
     same digest as one made at once, and a qrels whose arrays change is hashed again."""
     from ragassay import metrics
-    from ragassay.data.io import read_qrels
+    from ragassay.data.qrels_files import read_qrels
     plain = evaluate(QRELS, BM25, ["ndcg@10"]).to_dict()["qrels"]["digest"]
     monkeypatch.setattr(metrics.evaluate, "DIGEST_SOON_ROWS", 1)
     qrels = read_qrels(QRELS)

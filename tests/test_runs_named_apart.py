@@ -12,7 +12,7 @@ import pytest
 
 from helpers import EXAMPLE
 from ragassay.cli import main
-from ragassay.data.io import read_run
+from ragassay.data.run_files import read_run
 from ragassay.errors import UsageError
 from ragassay.metrics.agreement import agree
 

@@ -9,7 +9,7 @@ import pytest
 
 from fake_llm import FakeLLM
 from ragassay.cli import main
-from ragassay.data.io import write_jsonl
+from ragassay.data.writers import write_jsonl
 from ragassay.data.record_files import read_record_file
 from ragassay.data.records import RECORDS, Check, Coverage, Judgment, Question, Reject
 from ragassay.data.result_models import RESULTS

@@ -335,7 +335,7 @@ def ragassay_qrels(path):
 def test_qrels_out_holds_every_pair_of_the_judgments_file_when_a_second_run_is_judged_into_it(tmp_path, capsys):
     """Judging tfidf after bm25 into the same files: the qrels are the judgments file's pairs (both
     runs'), not the last run's alone, which would favour whichever run was judged last in compare."""
-    from ragassay.data.io import read_qrels
+    from ragassay.data.qrels_files import read_qrels
     with FakeLLM() as server:
         for run in (BM25, TFIDF):
             assert main(judge_args(tmp_path, server.url, run, 5, "--qrels-out", str(tmp_path / "judged.qrels"))) == 0
@@ -348,7 +348,7 @@ def test_qrels_out_holds_every_pair_of_the_judgments_file_when_a_second_run_is_j
 
 
 def read_run_top(path: str, k: int) -> dict[str, list[str]]:
-    from ragassay.data.io import read_run
+    from ragassay.data.run_files import read_run
     return {q: [d for d, _ in docs[:k]] for q, docs in read_run(path).ranked().items()}
 
 

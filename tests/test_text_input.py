@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
-import ragassay.data.io as io
+import ragassay.data.column_reading as column_reading
 import ragassay.data.lines as lines
 from helpers import EXAMPLE, nonempty
 from ragassay.data.chunk_table import ChunkTable, chunk_source
-from ragassay.data.io import read_chunks, read_qrels, read_queries, read_run
+from ragassay.data.chunk_files import read_chunks
+from ragassay.data.qrels_files import read_qrels
+from ragassay.data.query_files import read_queries
+from ragassay.data.run_files import read_run
 from ragassay.data.record_files import read_record_file
 from ragassay.errors import InputError
 from ragassay.stages.check import read_answers, read_human_labels
@@ -118,7 +121,7 @@ def test_a_byte_order_mark_reads_as_its_absence(tmp_path, monkeypatch, reader, p
     """With a BOM or without, plain or gzipped, whole or streamed a line at a time (as a large file
     is), and with either column splitter: the same result."""
     monkeypatch.setenv("RAGASSAY_PARSER", parser)
-    monkeypatch.setattr(io, "ARROW_MIN_BYTES", 0)  # the splitter asked for, even for a small file
+    monkeypatch.setattr(column_reading, "ARROW_MIN_BYTES", 0)  # the splitter asked for, even for a small file
     name, content, read = READERS[reader]
     assert not content.startswith(BOM)
     plain = tmp_path / "plain" / name

@@ -304,9 +304,9 @@ NOT_PRINTED = [
     ("stages.judge:_qrels_origin", ("--keep",), ("run", "demo"), "only for kept labels: run keeps none"),
     ("stages.check:read_answers", ("--chunks",), ("run", "demo"), "run checks answers only with the chunks"),
     # a clause that begins with a flag is advice to the command at hand, said only when it takes the flag
-    ("data.io:detect_format", ("--run-format",), ("agree", "check", "demo", "judge", "label", "qualify", "report", "run"),
+    ("data.column_formats:_undetected", ("--run-format",), ("agree", "check", "demo", "judge", "label", "qualify", "report", "run"),
      "cli/hints.py drops '--run-format names it' for a command without it"),
-    ("data.io:detect_format", ("--qrels-format",), ("check", "demo", "judge", "label", "qualify", "report", "run"),
+    ("data.column_formats:_undetected", ("--qrels-format",), ("check", "demo", "judge", "label", "qualify", "report", "run"),
      "cli/hints.py drops '--qrels-format names it' for a command without it"),
     ("data.roles:refuse_grades_as_run", ("--run-format",), ("agree", "check", "demo", "qualify", "report", "run"),
      "cli/hints.py drops '--run-format names its format' for a command without it"),
@@ -319,7 +319,7 @@ NOT_PRINTED = [
      "cli/hints.py drops '--run-format trec3 (...)' for a command without it"),
     ("data.roles:check_columns", ("--qrels-format",), ("check", "demo", "judge", "label", "qualify", "report", "run"),
      "cli/hints.py drops '--qrels-format trec (...)' for a command without it"),
-    ("data.io:read_queries", ("--chunks",), ("run", "demo"),
+    ("data.query_files:read_queries", ("--chunks",), ("run", "demo"),
      "cli/hints.py drops 'give it as --chunks' for a command without it"),
     ("stages.queries:read_query_items", ("--chunks",), ("run", "demo"),
      "cli/hints.py drops 'give it as --chunks' for a command without it"),
@@ -384,7 +384,7 @@ def test_every_not_printed_entry_is_needed():
 def test_the_reach_is_neither_empty_nor_everything():
     """The analysis finds what a command runs, and not what it cannot: judge reads runs, the demo
     prints usage, evaluate calls no model, ping judges nothing."""
-    assert ("ragassay.data.io", "detect_format") in reached("judge")
+    assert ("ragassay.data.column_formats", "detect_format") in reached("judge")
     assert ("ragassay.data.tables", "Run") in reached("agree")
     assert ("ragassay.llm.usage", "Usage") in reached("demo")
     assert ("ragassay.llm.client", "LLM") in reached("ping")

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "read_qrels": "data.io", "read_run": "data.io", "read_chunks": "data.io", "read_queries": "data.io",
-    "write_run": "data.io", "write_qrels": "data.io", "write_jsonl": "data.io",
+    "read_qrels": "data.qrels_files", "read_run": "data.run_files", "read_chunks": "data.chunk_files",
+    "read_queries": "data.query_files", "write_run": "data.writers", "write_qrels": "data.writers",
+    "write_jsonl": "data.writers",
     "Qrels": "data.tables", "Run": "data.tables",
     "evaluate": "metrics.evaluate", "Evaluation": "metrics.evaluate",
     "compare": "metrics.compare", "Comparison": "metrics.compare",
@@ -51,7 +52,11 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs
     from .api import check, generate, judge
-    from .data.io import read_chunks, read_qrels, read_queries, read_run, write_jsonl, write_qrels, write_run
+    from .data.chunk_files import read_chunks
+    from .data.qrels_files import read_qrels
+    from .data.query_files import read_queries
+    from .data.run_files import read_run
+    from .data.writers import write_jsonl, write_qrels, write_run
     from .data.people_samples import (
         bundled_answers,
         bundled_pairs,

@@ -14,7 +14,8 @@ from .render import render
 
 
 def _load_pair(args: argparse.Namespace, run_paths: list[str]):
-    from ..data.io import read_qrels, read_run
+    from ..data.qrels_files import read_qrels
+    from ..data.run_files import read_run
     if [args.qrels, *run_paths].count("-") > 1:
         raise UsageError("'-' (standard input) is given more than once: it can be read once, so give the other "
                          "files by name")
@@ -203,7 +204,7 @@ def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
 # --------------------------------------------------------------------------------------- agree
 
 def run_agree(args: argparse.Namespace) -> str | tuple[str, int]:
-    from ..data.io import read_qrels
+    from ..data.qrels_files import read_qrels
     from ..metrics.agreement import agree
     if args.runs is not None and len(args.runs) < 2:
         raise UsageError(f"--runs needs at least two runs to compare their rankings (got {len(args.runs)})")

@@ -17,7 +17,9 @@ from pathlib import Path
 
 from ..errors import InputError
 from .chunk_lines import ChunkLines
-from .io import beir_id, dataset_member, read_chunks, validate_record
+from .beir_folders import dataset_member
+from .chunk_files import read_chunks
+from .record_validation import beir_id, validate_record
 from .lines import parse_json_object, streamable, streamed_lines_at
 from .records import Chunk
 

@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import InputError
 from . import arrow_columns
 from .columns import parse_floats, read_columns
-from .io import ColumnShape, blank_comments, parse_grades, reader_path
+from .column_formats import ColumnShape, blank_comments
+from .column_reading import parse_grades, reader_path
 from .lines import UTF8_BOM
 
 PIECE_BYTES = 16 << 20  # a piece and its columns: a few tens of MB at the peak, whatever the file size

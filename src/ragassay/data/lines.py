@@ -11,7 +11,7 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,19 +24,7 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     signature, not text), or one clear error naming the file: missing, a directory, unreadable,
     binary, or (unless ``allow_empty``) empty. Every reader of text files starts here (or at
     :func:`streamed_lines_at`, which drops the mark too), so none sees it."""
-    p = Path(path)
-    if str(path) == "-":  # standard input: read once, so two readers of one command see the same bytes
-        data = _stdin_bytes()
-        p = Path("<stdin>")
-    elif not p.exists():
-        raise InputError("no such file", p)
-    elif p.is_dir():
-        raise InputError("is a directory, expected a file", p)
-    else:
-        try:
-            data = p.read_bytes()
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", p) from None
+    data, p = _raw_bytes(path)
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
@@ -48,6 +36,29 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
         raise InputError("a binary file, expected text (JSON Lines, TREC or TSV)", p)
     if not allow_empty and (not data or data.isspace()):  # (isspace scans without copying a large file)
         raise InputError("file is empty", p)
+    _check_line_ends_and_encoding(data, p)
+    return data
+
+
+def _raw_bytes(path: str | Path) -> tuple[bytes, Path]:
+    """The bytes of a file (or of standard input, read once so two readers of one command see the same
+    bytes) and the path errors name; a missing, unreadable file or a directory is one error."""
+    p = Path(path)
+    if str(path) == "-":
+        return _stdin_bytes(), Path("<stdin>")
+    if not p.exists():
+        raise InputError("no such file", p)
+    if p.is_dir():
+        raise InputError("is a directory, expected a file", p)
+    try:
+        return p.read_bytes(), p
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", p) from None
+
+
+def _check_line_ends_and_encoding(data: bytes, p: Path) -> None:
+    """Refuse a lone carriage return (it would join two lines into one) or bytes that are not UTF-8,
+    naming the line of the first one."""
     crs = data.count(b"\r")
     if crs and crs != data.count(b"\r\n"):  # \n and \r\n end lines; a lone \r would join them into one
         at = next(i for i in _find_all(data, b"\r") if data[i + 1:i + 2] != b"\n")
@@ -59,7 +70,6 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
         except UnicodeDecodeError as e:
             raise InputError(f"not valid UTF-8 text (byte 0x{data[e.start]:02x}); save the file as UTF-8", p,
                              data.count(b"\n", 0, e.start) + 1) from None
-    return data
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -271,10 +281,17 @@ def lines_with_long_digit_runs(block: bytes) -> set[int]:
     return out
 
 
-try:
-    import orjson as _orjson
-except ImportError:  # optional (the ``fast`` extra)
-    _orjson = None
+def optional_orjson() -> Any:
+    """The orjson module when it is installed (the ``fast`` extra), else None: the readers then use the
+    standard library, which reads the same text to the same objects, only slower."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson
+
+
+_orjson = optional_orjson()
 
 
 def write_lines_atomic(path: str | Path, lines: Iterable[str | bytes]) -> None:
@@ -293,3 +310,13 @@ def write_lines_atomic(path: str | Path, lines: Iterable[str | bytes]) -> None:
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise OutputError(path, e) from None
+
+
+def required_field(obj: Mapping[str, Any], names: tuple[str, ...], path: str | Path | None, no: int) -> Any:
+    """The value of the first of ``names`` that a JSON line has. A line with none of them is one error
+    that names every spelling that would do and the keys the line has, so the fix is plain."""
+    for n in names:
+        if n in obj:
+            return obj[n]
+    would = f"any of {', '.join(names)} would do; " if len(names) > 1 else ""
+    raise InputError(f"missing field {names[0]!r} ({would}keys present: {', '.join(sorted(obj)) or 'none'})", path, no)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .io import dataset_member
+from .beir_folders import dataset_member
 from .line_problems import LineProblems
 from .lines import check_id, iter_jsonl, read_bytes_checked
 from .records import AnswerItem, Chunk

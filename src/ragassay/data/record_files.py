@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError, UsageError
-from .io import validation_message
+from .record_validation import validation_message
 from .lines import iter_jsonl
 from .records import RECORD_FIELD, RECORDS, WrittenRecord, parse_tag, record_model
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import InputError
 from .columns import INT_LIMIT, hash_bytes, mix
-from .origin import UNKNOWN
+from .origin import UNKNOWN, Origin
 
 
 def encode_ids(ids: Iterable[str]) -> np.ndarray:
@@ -117,7 +117,7 @@ class Qrels:
         self.doc_ids = doc_ids
         self.grades = np.asarray(grades, dtype=np.int64)
         self.source = source
-        self.origin = None  # who made the labels (data/origin.py): set by the readers, None is unknown
+        self.origin: Origin | None = None  # who made the labels (data/origin.py): set by the readers, None is unknown
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, str, int]], source: str | None = None) -> Qrels:
@@ -176,11 +176,11 @@ class Qrels:
         h = hashlib.blake2b(digest_size=12)
         h.update("\n".join(self.queries).encode("utf-8", "surrogatepass"))
         for a in (self.qidx, self.grades):  # the arrays' own buffers: no copy of a large qrels
-            h.update(memoryview(np.ascontiguousarray(a, dtype="<i8")).cast("B"))
+            h.update(np.ascontiguousarray(a, dtype="<i8").data.cast("B"))
         docs = self.doc_ids
         if isinstance(docs, np.ndarray) and docs.dtype.kind in "SU":  # fixed width: the buffer is the content
             h.update(str(docs.dtype).encode())
-            h.update(memoryview(np.ascontiguousarray(docs)).cast("B"))
+            h.update(np.ascontiguousarray(docs).data.cast("B"))
         else:
             h.update(b"\0".join(d if isinstance(d, bytes) else str(d).encode() for d in list(docs)))
         return h.hexdigest()
@@ -225,8 +225,9 @@ class Run:
         every join to qrels use the same keys. Made again if ``qidx`` or ``doc_ids`` is replaced."""
         kept = getattr(self, "_keys", None)  # (a subclass may not call __init__)
         if kept is None or kept[0] is not self.qidx or kept[1] is not self.doc_ids:
-            self._keys = (self.qidx, self.doc_ids, row_keys(self.qidx, self.doc_ids))
-        return self._keys[2]
+            kept = (self.qidx, self.doc_ids, row_keys(self.qidx, self.doc_ids))
+            self._keys = kept
+        return kept[2]
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, str, float]], name: str = "run",
@@ -316,7 +317,8 @@ class Run:
         distinct, which = np.unique(self.doc_ids[chosen], return_inverse=True)
         ids = [d.decode("utf-8") for d in distinct.tolist()]
         del distinct
-        upcoming, current, docs = 0, -1, []  # the next query code to give, the one being filled
+        docs: list[str] = []
+        upcoming, current = 0, -1  # the next query code to give, the one being filled
         for lo in range(0, len(chosen), 1 << 16):
             part = slice(lo, lo + (1 << 16))
             for qi, d in zip(self.qidx[chosen[part]].tolist(), which[part].tolist()):

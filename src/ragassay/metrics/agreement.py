@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.io import coerce_qrels, coerce_run
+from ..data.coerce import coerce_qrels, coerce_run
 from ..data.joins import Join
 from ..data.origin import UNKNOWN, Origin
 from ..data.result_models import AgreeResult

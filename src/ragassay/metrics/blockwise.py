@@ -32,7 +32,9 @@ import numpy as np
 
 from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
 from ..data.columns import factorize, join_pieces, trim_heap
-from ..data.io import column_shape, decode_query_ids, read_qrels
+from ..data.column_formats import column_shape
+from ..data.column_reading import decode_query_ids
+from ..data.qrels_files import read_qrels
 from ..data.origin import UNKNOWN, label_origin
 from ..data.pool import PoolDigest
 from ..data.result_version import evaluate_result

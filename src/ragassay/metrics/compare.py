@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..data.io import coerce_qrels, coerce_run
+from ..data.coerce import coerce_qrels, coerce_run
 from ..data.result_models import CompareResult
 from ..data.tables import Qrels, Run
 from ..errors import UsageError

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..data.io import coerce_qrels, coerce_run, to_dataframe
+from ..data.coerce import coerce_qrels, coerce_run, to_dataframe
 from ..data.result_version import evaluate_result
 from ..data.roles import refuse_grades_as_run
 from ..data.tables import Qrels, Run

@@ -24,7 +24,10 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from ..data.io import read_chunks, read_qrels, read_run, write_qrels
+from ..data.chunk_files import read_chunks
+from ..data.qrels_files import read_qrels
+from ..data.run_files import read_run
+from ..data.writers import write_qrels
 from ..data.lines import write_lines_atomic
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, people
 from ..data.record_files import read_record_file

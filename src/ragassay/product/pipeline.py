@@ -36,7 +36,7 @@ from .. import api
 from ..data import io as rio
 from ..data.joins import Join
 from ..data.origin import label_origin, read_origin, sidecar_path, write_origin
-from ..data.peer_files import answer_rows
+from ..data.peer_files.sample_files import answer_rows
 from ..data.pool import pooled_run
 from ..data.results import nan_to_none
 from ..data.tables import Run

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import check, judge
-from ..data.io import coerce_run
+from ..data.coerce import coerce_run
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE
 from ..data.people_samples import GradedPairs, LabelledAnswers, stratified_sample
 from ..data.tables import Qrels

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..data.io import read_run
+from ..data.run_files import read_run
 from ..data.people_labels import GradedPairs, LabelledAnswers
 from ..data.people_samples import (
     bundled_answers,

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.io import read_chunks, read_qrels, read_queries, read_run
+from ..data.chunk_files import read_chunks
+from ..data.qrels_files import read_qrels
+from ..data.query_files import read_queries
+from ..data.run_files import read_run
 from ..data.lines import iter_jsonl, read_bytes_checked
 from ..data.record_files import legacy_kind, read_record_file
 from ..data.records import RECORD_FIELD, Check, Coverage, Judgment, Question, Reject

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from ..data.io import read_records
+from ..data.record_validation import read_records
 from ..data.records import Chunk, Question
 from ..errors import InputError, UsageError
 from ..llm import LLM, LLMConfig

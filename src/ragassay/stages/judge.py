@@ -25,7 +25,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..data.chunk_table import ChunkTable
-from ..data.io import coerce_qrels, coerce_run, write_qrels
+from ..data.coerce import coerce_qrels, coerce_run
+from ..data.writers import write_qrels
 from ..data.joins import Join
 from ..data.memory import give_back_freed
 from ..data.origin import (

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.io import read_chunks, read_records, write_qrels
+from ..data.chunk_files import read_chunks
+from ..data.record_validation import read_records
+from ..data.writers import write_qrels
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, label_origin, today
 from ..data.records import Chunk, Question
 from ..data.result_models import RemapSummary

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..data.chunk_table import chunk_source
-from ..data.io import read_queries, write_run
+from ..data.query_files import read_queries
+from ..data.writers import write_run
 from ..data.joins import Join, Side
 from ..data.result_models import RetrieveResult
 from ..data.run_asked import file_digest, write_asked

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ...data.io import to_dataframe
+from ...data.coerce import to_dataframe
 from ...errors import RagassayError
 from ...llm.batch import Deferred
 from ...llm.client import LLM
