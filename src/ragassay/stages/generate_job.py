@@ -17,9 +17,12 @@ from ..data.records import Chunk, Question
 from ..errors import InputError, UsageError
 from ..llm import LLM, LLMConfig
 from ..runtime.engine import Estimate, OutputLock
-from .generate import GenerateOptions, GenerateResult, Generator, export, export_format, write_outputs
-from .generate_checks import parse_mix, unfit_chunk
 from ..runtime.scaffold import StageJob
+from .exports import export, export_format
+from .generate.generator import Generator
+from .generate.result import GenerateResult, write_outputs
+from .generate.shapes import GenerateOptions
+from .generate_checks import parse_mix, unfit_chunk
 
 
 def shares(value: str | Mapping[str, float], names: Sequence[str], flag: str) -> dict[str, float]:
