@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from ..data.io import read_records
 from ..data.records import Chunk, Question
 from ..errors import InputError, UsageError
 from ..llm import LLM, LLMConfig
@@ -58,7 +59,6 @@ def existing_questions(output: str | Path) -> list[Question]:
     path = Path(output)
     if not path.exists() or not path.stat().st_size:
         return []
-    from ..data.io import read_records
     return [q for _, q in read_records(path, Question, "question")]
 
 

@@ -47,7 +47,8 @@ class Simulation:
     answers it from its journal, or shares it within a wave). Calls built from an answer not known
     yet hold placeholders: they are counted each, never taken for one another."""
 
-    def __init__(self, gen: QuestionWriter, stage: GenerateStage, store: OutputStore | None, answers: AnswerJournal | None,
+    def __init__(self, gen: QuestionWriter, stage: GenerateStage, store: OutputStore | None,
+                 answers: AnswerJournal | None,
                  cache: Cache | None):
         self.gen, self.stage, self.store, self.answers, self.cache = gen, stage, store, answers, cache
         self.planned: list[WorkItem] = []

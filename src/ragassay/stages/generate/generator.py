@@ -9,7 +9,7 @@ import re
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ...data.records import Chunk, Question
 from ...llm import LLM, LLMConfig
@@ -19,7 +19,7 @@ from ..generate_checks import mix_counts, near_duplicate
 from .dry_run import Assumed, Decided, PlannedCalls, Simulation, without_waiting
 from .journal import AnsweredFirst, AnswerJournal, answers_path, journal_store
 from .result import GenerateResult
-from .shapes import LEVEL_ORDER, SEED_USES, GenerateOptions, ceiling_for, reject_record
+from .shapes import LEVEL_ORDER, SEED_USES, Difficulty, GenerateOptions, ceiling_for, reject_record
 from .stage import GenerateStage
 from .writer import QuestionWriter
 
@@ -91,7 +91,8 @@ class Generator(QuestionWriter):
         bar = progress_bar(self.options.total, 0, "generate", self.options.quiet)  # counts accepted questions
 
         async def decide(items: list[WorkItem]) -> Decided:
-            wave_run = await run_stage(stage, items, [llm], store, quiet=True, keep_journal=True)
+            # AnsweredFirst answers as an LLM does (``ask``, ``config``): all the engine asks of one
+            wave_run = await run_stage(stage, items, [cast(LLM, llm)], store, quiet=True, keep_journal=True)
             stage.stop_if_dead()
             # a spending ceiling: the candidates it left were not tried, they are no rejects
             stopped = _BUDGET_TAIL.sub("", wave_run.stopped) if wave_run.stopped else None
@@ -146,28 +147,37 @@ class Generator(QuestionWriter):
                 if decided.pending:
                     return GenerateResult([q for q in accepted if isinstance(q, Question)], rejects, dict(self.unfit),
                                           target, pending=decided.pending)
-                for q, rej in decided.outcomes:
-                    if q is None:
-                        rejects.append(rej)
-                        continue
-                    earlier = [a.question for a in [*self.existing, *accepted] if a.question is not None]
-                    dup = near_duplicate(q.question, earlier) if q.question is not None else None
-                    full = have(q.difficulty) >= target.get(q.difficulty, 0)
-                    if (dup or full) and isinstance(q, Question):
-                        reason = dup or f"the {q.difficulty} quota is already full (asked as {level})"
-                        rejects.append(reject_record(q.chunk_ids, q.difficulty, q.question, q.answer, reason, q.checks,
-                                                     style=q.style, kind=q.kind))
-                    elif not full:
-                        accepted.append(q)
-                        if bar is not None:
-                            bar.update(1)
-                            bar.set_postfix(rejected=len(rejects), refresh=False)
+                self._take(decided, level, target, accepted, rejects, bar)
                 if stopped:
                     break
             if stopped:
                 break
         return GenerateResult([q for q in accepted if isinstance(q, Question)], rejects, dict(self.unfit), target,
                               stopped=stopped)
+
+    def _take(self, decided: Decided, level: Difficulty, target: dict[str, int], accepted: list[Question | Assumed],
+              rejects: list[dict], bar: Any) -> None:
+        """A wave's outcomes into the set, in plan order: a reject kept with its reason, a question
+        accepted unless it nearly repeats an earlier one or its level's quota is already full."""
+        def have(level: str) -> int:
+            return sum(1 for q in accepted if q.difficulty == level)
+        for q, rej in decided.outcomes:
+            if q is None:
+                if rej is not None:
+                    rejects.append(rej)
+                continue
+            earlier = [a.question for a in [*self.existing, *accepted] if a.question is not None]
+            dup = near_duplicate(q.question, earlier) if q.question is not None else None
+            full = have(q.difficulty) >= target.get(q.difficulty, 0)
+            if (dup or full) and isinstance(q, Question):
+                reason = dup or f"the {q.difficulty} quota is already full (asked as {level})"
+                rejects.append(reject_record(q.chunk_ids, q.difficulty, q.question, q.answer, reason, q.checks,
+                                             style=q.style, kind=q.kind))
+            elif not full:
+                accepted.append(q)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(rejected=len(rejects), refresh=False)
 
     def calls_made(self) -> int:
         """Requests generate has sent so far (its questions and their checks)."""
@@ -180,6 +190,7 @@ class Generator(QuestionWriter):
         """Three times the calls the target needs when every first candidate is accepted: room for
         rejections, never a runaway (a --limit far above what the chunks can give)."""
         stage = GenerateStage(self)
-        items = [stage.item(level, group, style, draw, use) for level, group, style, draw, use in self.first_candidates()]
+        items = [stage.item(level, group, style, draw, use)
+                 for level, group, style, draw, use in self.first_candidates()]
         return ceiling_for(estimate(items, lambda it: False, [self.config], stage=stage, share=False).calls)
 

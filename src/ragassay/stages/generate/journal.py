@@ -82,7 +82,8 @@ class AnswerJournal:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(entry, dict) and isinstance(entry.get("request"), str) and isinstance(entry.get("answer"), dict):
+            if (isinstance(entry, dict) and isinstance(entry.get("request"), str)
+                    and isinstance(entry.get("answer"), dict)):
                 self._lines[entry["request"]] = line
         self._earlier = set(self._lines)
 

@@ -52,14 +52,15 @@ class GenerateResult:
     answers_file: str = ""
 
     def summary(self) -> str:
-        per_level = Counter(q.difficulty for q in self.accepted)
+        per_level: Counter[str] = Counter(q.difficulty for q in self.accepted)
         kinds = Counter(q.kind for q in self.accepted)
         reasons = Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)
         lines = [f"accepted {len(self.accepted)}: " + ", ".join(
             f"{k} {per_level.get(k, 0)}/{self.target.get(k, 0)}" for k in ("easy", "medium", "hard")),
             "kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
             "styles: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(q.style for q in self.accepted).items())),
-            f"rejected {len(self.rejects)}" + (": " + "; ".join(f"{k} {v}" for k, v in reasons.most_common()) if reasons else ""),
+            f"rejected {len(self.rejects)}"
+            + (": " + "; ".join(f"{k} {v}" for k, v in reasons.most_common()) if reasons else ""),
             f"chunks unfit to ask about: {len(self.unfit_chunks)}"]
         failed = Counter(r["reason"].split(": ", 1)[1] for r in self.rejects
                          if r["reason"].startswith("model call failed: "))
@@ -86,7 +87,7 @@ class GenerateResult:
 
     @property
     def shortfall(self) -> dict[str, int]:
-        per_level = Counter(q.difficulty for q in self.accepted)
+        per_level: Counter[str] = Counter(q.difficulty for q in self.accepted)
         return {k: n - per_level.get(k, 0) for k, n in self.target.items() if per_level.get(k, 0) < n}
 
     @property
@@ -100,14 +101,16 @@ class GenerateResult:
         return 3 if self.shortfall else 0
 
     def to_dict(self) -> dict:
-        per_level = Counter(q.difficulty for q in self.accepted)
+        per_level: Counter[str] = Counter(q.difficulty for q in self.accepted)
         return GenerateSummary(
             accepted=len(self.accepted), target=dict(self.target),
             delivered={k: per_level.get(k, 0) for k in ("easy", "medium", "hard")}, shortfall=self.shortfall,
             rejected=len(self.rejects), relabelled=sum(1 for q in self.accepted if q.checks.get("relabelled")),
-            kinds=dict(Counter(q.kind for q in self.accepted)), styles=dict(Counter(q.style for q in self.accepted)),
+            kinds=dict(Counter(q.kind for q in self.accepted)),
+            styles=dict(Counter(q.style for q in self.accepted if q.style is not None)),
             reject_reasons=dict(Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)),
-            unfit_chunks=len(self.unfit_chunks), stopped=self.stopped, usage=self.usage,
+            unfit_chunks=len(self.unfit_chunks), stopped=self.stopped,
+            usage={str(model): numbers for model, numbers in self.usage.items()},  # (a run's model is named)
             usage_text=self.usage_text).to_dict()
 
     def to_dataframe(self) -> Any:
@@ -117,7 +120,7 @@ class GenerateResult:
 
 def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Path | None = None,
                   qrels_out: str | Path | None = None, existing: Sequence[Question] = (),
-                  endpoint: tuple[str, str | None] | None = None) -> None:
+                  endpoint: tuple[str | None, str | None] | None = None) -> None:
     """Write the set (after ``existing`` questions, when growing one), its rejects and its qrels;
     ``endpoint`` (model, base URL) of this run names the host beside the gold qrels' origin."""
     known = {q.id for q in existing}
@@ -128,7 +131,8 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
                                                for c, why in result.unfit_chunks.items()])
     if qrels_out is not None:
         # the gold chunks were chosen by the model that wrote each question (with its prompt)
-        origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted), command="generate")
+        origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted),
+                                   command="generate")
         if endpoint is not None:  # this run's model was asked at this host (a grown set's older questions: unknown)
             origin = _asked_at(origin, endpoint)
         write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted},
@@ -140,7 +144,7 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
     journal_path(candidates_path(output)).unlink(missing_ok=True)  # the set is written: its journal is spent
 
 
-def _asked_at(origin: Origin, endpoint: tuple[str, str | None]) -> Origin:
+def _asked_at(origin: Origin, endpoint: tuple[str | None, str | None]) -> Origin:
     """``origin`` with this run's model (``endpoint``'s first part) named at the host it was asked at."""
     host = endpoint_host(endpoint[1])
     return origin.replace(labellers=tuple(

@@ -77,7 +77,8 @@ class QuestionWriter:
                 heapq.heappush(heap, ((taken[d] + 0.5) / len(by_doc[d]), i, d))
         cap = self.options.max_per_doc or max(2, -(-self.options.total // 4))
         seen: dict[str, int] = {}
-        first, rest = [], []
+        first: list[str] = []
+        rest: list[str] = []
         for cid in order:
             d = self.chunks[cid].doc_id or cid
             seen[d] = seen.get(d, 0) + 1
