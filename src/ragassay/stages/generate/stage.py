@@ -115,17 +115,24 @@ class GenerateStage(Stage):
         if why := draft.critic_failed(got.critique):
             return draft.reject(why)
         if cand.level == "hard":
-            # each chunk offered, alone, must not answer it: the cited ones (gold), and one offered but not cited
-            # (an answer there means a gold chunk missed); so the calls do not hang on what the model cites, and
-            # a dry run counts them exactly
-            if got.step is Step.CRITIC:
-                return Progress([g.blind_call(draft.question, [c]) for c in cand.group])
-            answering = [s for s in got.alone if s is not None and s.answerable]
-            if got.step is Step.ALONE and answering:  # it says it can: does it give the same answer?
-                return Progress([g.compare_call(draft.question, draft.answer, s.own_answer) for s in answering])
-            if why := draft.single_chunk_failed(got.alone, got.compared):
-                return draft.reject(why)
+            alone = self._alone_progress(draft, got)
+            if alone is not None:
+                return alone
         return draft.accepted(g.config.model, g.q_prompt.id)
+
+    def _alone_progress(self, draft: Draft, got: Answered) -> Progress | None:
+        """A hard question's last steps: each chunk offered, alone, must not answer it: the cited ones
+        (gold), and one offered but not cited (an answer there means a gold chunk missed); so the
+        calls do not hang on what the model cites, and a dry run counts them exactly. None when it
+        passes them."""
+        g = self.gen
+        if got.step is Step.CRITIC:
+            return Progress([g.blind_call(draft.question, [c]) for c in draft.cand.group])
+        answering = [s for s in got.alone if s is not None and s.answerable]
+        if got.step is Step.ALONE and answering:  # it says it can: does it give the same answer?
+            return Progress([g.compare_call(draft.question, draft.answer, s.own_answer) for s in answering])
+        why = draft.single_chunk_failed(got.alone, got.compared)
+        return draft.reject(why) if why else None
 
     def _text_checks(self, cand: Candidate, generated: GeneratedQuestion) -> tuple[str | None, dict, Difficulty]:
         memo = (cand, generated.model_dump_json())
