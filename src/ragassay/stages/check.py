@@ -1,8 +1,9 @@
 """``check``: label RAG answers correct / partial / hallucinated / abstained, and say why.
 
 Rules decide only what they cannot get wrong without a call (the response is an accepted answer
-as written; the response says nothing at all); the LLM grades the rest against the reference and, when given, the retrieved context. A grader
-failure is a ``status: error`` record, counted and excluded from rates, never a label.
+as written; the response says nothing at all); the LLM grades the rest against the reference and,
+when given, the retrieved context. A grader failure is a ``status: error`` record, counted and
+excluded from rates, never a label.
 """
 
 from __future__ import annotations
@@ -16,17 +17,33 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .check_rules import decide, notes
+from ..data import peer_files
+from ..data.io import iter_jsonl, read_records
+from ..data.line_problems import LineProblems
+from ..data.origin import UNKNOWN, label_origin, origin_of_records
+from ..data.records import AnswerItem, Check, CheckLabel, Chunk
+from ..data.result_models import CheckSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
-from ..runtime.engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
-                     run_stage)
 from ..llm.prompt_files import choose_prompt, full_schema
 from ..llm.prompts import clip, delimit, shown_id
 from ..llm.reading import Explanation, Explanations
-from ..data.records import AnswerItem, Check, Chunk
-from ..data.result_models import CheckSummary
+from ..metrics.evaluate import evaluate
+from ..metrics.labels import LABELS, NO_VERDICT_YET, breakdown, diagnosis, human_calibration, label_summary
+from ..runtime.engine import (
+    Call,
+    Estimate,
+    OutputStore,
+    Stage,
+    StageRun,
+    WorkItem,
+    estimate,
+    fingerprint,
+    in_shard,
+    run_stage,
+)
 from ..runtime.scaffold import StageJob
+from .check_rules import decide, notes
 from .short_answers import ShortVerdict
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
@@ -61,8 +78,7 @@ def answer_fields(obj: dict, no: int) -> dict:
     """An answer in ragassay's fields, or RAGAS's, DeepEval's or LlamaIndex's: theirs are renamed to
     ours, and a row without an id gets one by the rule every reader of peers' files shares
     (:mod:`ragassay.data.peer_files`: its metadata's id, else ``line-N``)."""
-    from ..data.peer_files import answer_fields as renamed
-    return renamed(obj, no)
+    return peer_files.answer_fields(obj, no)
 
 
 def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) -> list[AnswerItem]:
@@ -70,12 +86,9 @@ def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) ->
     as :func:`ragassay.data.peer_files.sample_rows` reads them); ``context_ids`` are resolved to texts
     with ``chunks``. A sample that gives no reference (RAGAS's may have none) is read with an empty
     list of references: its record is an error ("nothing to grade against"), never a label."""
-    from ..data.io import read_records
-    from ..data.line_problems import LineProblems
-    from ..data.peer_files import answer_rows
     problems = LineProblems(path)  # every bad answer, said at once in file order (up to a cap)
     rows, lacking, line_of = [], set(), {}
-    for no, obj in answer_rows(path, problems):
+    for no, obj in peer_files.answer_rows(path, problems):
         if obj.get("reference") is None:  # validated with a stand-in, then given no reference at all
             obj = {**obj, "reference": "-"}
             lacking.add(id(obj))
@@ -99,7 +112,7 @@ def references(item: AnswerItem) -> list[str]:
     return [item.reference] if isinstance(item.reference, str) else list(item.reference)
 
 
-def majority_label(labels: Sequence[str]) -> str:
+def majority_label(labels: Sequence[CheckLabel]) -> CheckLabel:
     """Most frequent label; a tie goes to the more severe one (hallucinated > partial > abstained > correct)."""
     counts = Counter(labels)
     top = max(counts.values())
@@ -168,7 +181,8 @@ class Checker(Stage):
         cut). The response is always shown whole (a longer one is never planned: see
         :meth:`too_long`); every cut of a passage is marked in the prompt itself."""
         refs = references(item)
-        ref_text = refs[0] if len(refs) == 1 else "Any one of these accepted answers:\n" + "\n".join(f"- {r}" for r in refs)
+        ref_text = (refs[0] if len(refs) == 1
+                    else "Any one of these accepted answers:\n" + "\n".join(f"- {r}" for r in refs))
         budget = self.options.max_context_chars
         blocks, cut_chars, dropped = [], 0, []
         for cid, text in self.contexts(item):
@@ -239,7 +253,7 @@ class Checker(Stage):
             out.append(WorkItem(key, calls, (it, ruled, cuts, long_why)))
         return out
 
-    async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Check]:
+    async def finish(self, work: WorkItem, answers: list[Any], llms: Sequence[LLM]) -> list[BaseModel | dict]:
         item, ruled, cuts, long_why = work.payload
         base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key, "truncated": cuts}
         if long_why is not None:
@@ -250,7 +264,6 @@ class Checker(Stage):
                           status="ok", error=None, model=None, prompt=None, samples=[],
                           fault=fault_of(label, False, None, self._recall(item)))]
         if not answers:
-            from ..metrics.labels import NO_VERDICT_YET  # the words the rates read as waiting, not failed
             raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
         verdicts = answers
@@ -271,7 +284,7 @@ class Checker(Stage):
                       decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
                       samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer)]
 
-    def error_records(self, work: WorkItem, error: LLMError) -> list[Check]:
+    def error_records(self, work: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         item, _, cuts, _ = work.payload
         return [Check(id=item.id, truncated=cuts, label=None, grounded=None, unsupported_claims=[], rationale=None,
                       decided_by=None, status="error", error=error.reason, model=self.model, prompt=None, samples=[],
@@ -292,7 +305,8 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
         if undecided:
             print(f"note: no LLM endpoint configured: {undecided} answer{'s need' if undecided != 1 else ' needs'} an "
                   "LLM verdict and wait "
-                  "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
+                  "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to "
+                  "fill them in",
                   file=sys.stderr)
     return await run_stage(checker, work, [llm] if llm is not None else [], store,
                            concurrency=llm.config.concurrency if llm else 8, quiet=options.quiet)
@@ -331,7 +345,6 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
     ``recall_caveat``: why the recall cannot judge retrieval (the diagnosis then gives no advice).
     ``human_origin`` says who made the ``human`` labels (unknown when not given): the agreement
     names both sides by origin, and gives no statistic when they share a labeller."""
-    from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
     ok = sum(1 for r in records if r.get("status") == "ok")
     reasons = Counter(str(r.get("error") or "unknown") for r in records if r.get("status") != "ok")
     parts: dict[str, Any] = {}  # what applies to this run only: left off the result otherwise
@@ -342,7 +355,6 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
         labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
         parts["diagnosis"] = diagnosis(labels, recall, threshold, caveat=recall_caveat)
     if human is not None:
-        from ..data.origin import UNKNOWN, origin_of_records
         theirs = human_origin or UNKNOWN
         grader = origin_of_records(r for r in records if r.get("status") == "ok" and r.get("decided_by") != "rule")
         parts["human"] = {**human_calibration(records, human), "origin": theirs.summary(), "grader": grader.summary(),
@@ -361,7 +373,6 @@ def retrieval_recall(qrels, run, k: int) -> tuple[dict[str, float], str | None]:
     """Per question, recall@k of the gold chunks (the retrieval half of the diagnosis), and why that
     recall cannot tell good retrieval from bad, when it cannot: labels judged from this run alone
     hold no relevant chunk it missed, so its recall is 1 wherever it found one (None otherwise)."""
-    from ..metrics.evaluate import evaluate
     ev = evaluate(qrels, run, [f"recall@{k}"], missing="zero")
     caveat = None
     if ev.standing is not None and ev.standing.alone:
@@ -373,15 +384,11 @@ def retrieval_recall(qrels, run, k: int) -> tuple[dict[str, float], str | None]:
 
 def read_labels_origin(path: str | Path):
     """Who made a file of answer labels: its sidecar, else each line's ``assessor`` (or ``model``), else unknown."""
-    from ..data.io import iter_jsonl
-    from ..data.origin import label_origin
     return label_origin(path, (obj for _, obj in iter_jsonl(path)))
 
 
 def read_human_labels(path: str | Path) -> dict[str, str]:
     """People's labels: JSONL lines with ``id`` and ``label``."""
-    from ..data.io import iter_jsonl
-    from ..metrics.labels import LABELS
     out = {}
     for no, obj in iter_jsonl(path):
         if "id" not in obj or obj.get("label") not in LABELS:
