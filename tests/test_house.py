@@ -108,11 +108,14 @@ def test_every_llm_stage_is_a_stage_whose_record_model_is_registered():
     from ragassay.runtime.engine import Stage
     stages, prompting = {}, []
     for info in nonempty(pkgutil.iter_modules(ragassay.stages.__path__)):
-        module = importlib.import_module(f"ragassay.stages.{info.name}")
-        mine = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Stage) and c is not Stage
-                and c.__module__ == module.__name__]
+        # a stage split into a package (stages/judge/, stages/generate/) is one unit: its modules together
+        parts = [importlib.import_module(f"ragassay.stages.{info.name}")]
+        if info.ispkg:
+            parts += [importlib.import_module(m.name) for m in pkgutil.walk_packages(parts[0].__path__, f"{parts[0].__name__}.")]
+        mine = [c for module in parts for c in vars(module).values() if isinstance(c, type) and issubclass(c, Stage)
+                and c is not Stage and c.__module__ == module.__name__]
         stages.update({c.name: c for c in mine})
-        if "load_prompt(" in Path(module.__file__).read_text() and not mine:
+        if any("load_prompt(" in Path(module.__file__).read_text() for module in parts) and not mine:
             prompting.append(info.name)
     assert sorted(stages) == ["check", "coverage", "generate", "judge"]
     assert prompting == []

@@ -424,14 +424,15 @@ def test_a_pairs_key_is_the_hash_of_its_texts_and_settings_as_before():
     import hashlib
     from ragassay.data.records import Chunk
     from ragassay.llm import LLMConfig
-    from ragassay.stages.judge import Judge, _dumps
+    from ragassay.stages.judge import Judge
+    from ragassay.stages.judge.keys import dumps
     from ragassay.stages.queries import QueryItem
     judge = Judge([LLMConfig(model="m")])
     q = QueryItem("q\t1", "how do I return a tent?", answer="within 30 days", description="ünïcode need")
     chunks = [Chunk(id="c1", title="Returns", text="Tents go back within 30 days."), Chunk(id="c2", text="\"x\"\n")]
     for c in nonempty(chunks + chunks):  # twice: the cached parts give the same keys
-        whole = (f"judge\njudge_relevance@v1\n{_dumps([q.id, q.text, q.description, q.narrative, q.answer])}\n"
-                 f"{_dumps([c.id, c.title, c.text])}\n{_dumps(judge.settings())}")
+        whole = (f"judge\njudge_relevance@v1\n{dumps([q.id, q.text, q.description, q.narrative, q.answer])}\n"
+                 f"{dumps([c.id, c.title, c.text])}\n{dumps(judge.settings())}")
         assert judge.pair_fingerprint(q, c, "judge_relevance@v1") == \
             hashlib.sha256(whole.encode("utf-8")).hexdigest()[:24]
     assert judge.pair_fingerprint(q, chunks[0], "judge_relevance@v1") != judge.pair_fingerprint(q, chunks[0], "other@v")
@@ -503,13 +504,14 @@ def test_a_pairs_key_is_the_same_with_and_without_orjson_on_any_text(monkeypatch
     from ragassay.data.records import Chunk
     from ragassay.llm import LLMConfig
     from ragassay.stages import judge as judge_module
+    from ragassay.stages.judge import keys as judge_keys
     from ragassay.stages.queries import QueryItem
     if not fast:
-        monkeypatch.setattr(judge_module, "_orjson", None)
+        monkeypatch.setattr(judge_keys, "_orjson", None)
     judge = judge_module.Judge([LLMConfig(model="m")])
     weird = "".join(chr(c) for c in range(0, 0x30)) + "\x7f\u2028\u2029\"\\/ \U0001F600 é 中 \ufeff"
     q = QueryItem("q" + weird[:5], weird, answer=None, description=weird[::-1])
     for c in (Chunk(id="c" + weird[3:9], title=weird, text=weird * 2), Chunk(id="plain", text="x")):
-        whole = (f"judge\np@2\n{judge_module._dumps([q.id, q.text, q.description, q.narrative, q.answer])}\n"
-                 f"{judge_module._dumps([c.id, c.title, c.text])}\n{judge_module._dumps(judge.settings())}")
+        whole = (f"judge\np@2\n{judge_keys.dumps([q.id, q.text, q.description, q.narrative, q.answer])}\n"
+                 f"{judge_keys.dumps([c.id, c.title, c.text])}\n{judge_keys.dumps(judge.settings())}")
         assert judge.pair_fingerprint(q, c, "p@2") == hashlib.sha256(whole.encode("utf-8")).hexdigest()[:24]

@@ -157,7 +157,8 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     reason = "" if options.prompt == "auto" and chosen.full else chosen.prompt_reason
     with _output(output, "judgments.jsonl") as out:
         job = JudgeJob(items, chunk_map, run, configs, out, options=options, keep=keep_table,
-                       qrels_out=qrels_out, coverage_out=coverage_out, sources=(_source(queries), _source(run)))
+                       qrels_out=qrels_out, coverage_out=coverage_out, sources=(_source(queries), _source(run)),
+                       judge=chosen)
         _say_prompt(reason, "judge", options.quiet)  # once every input was read: a bad file is one line
         done = _run(job, on, dry_run, llms, temporary=output is None)
     if isinstance(done, Estimate):

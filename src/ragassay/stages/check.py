@@ -1,8 +1,9 @@
 """``check``: label RAG answers correct / partial / hallucinated / abstained, and say why.
 
 Rules decide only what they cannot get wrong without a call (the response is an accepted answer
-as written; the response says nothing at all); the LLM grades the rest against the reference and, when given, the retrieved context. A grader
-failure is a ``status: error`` record, counted and excluded from rates, never a label.
+as written; the response says nothing at all); the LLM grades the rest against the reference and,
+when given, the retrieved context. A grader failure is a ``status: error`` record, counted and
+excluded from rates, never a label.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..data import peer_files
+from ..data.io import read_records
 from ..data.line_problems import LineProblems
 from ..data.lines import iter_jsonl
 from ..data.origin import UNKNOWN, label_origin, origin_of_records
-from ..data.peer_files.sample_fields import answer_fields as renamed
-from ..data.peer_files.sample_files import answer_rows
-from ..data.record_validation import read_records
-from ..data.records import AnswerItem, Check, Chunk
+from ..data.records import AnswerItem, Check, CheckLabel, Chunk
 from ..data.result_models import CheckSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
@@ -79,7 +79,7 @@ def answer_fields(obj: dict, no: int) -> dict:
     """An answer in ragassay's fields, or RAGAS's, DeepEval's or LlamaIndex's: theirs are renamed to
     ours, and a row without an id gets one by the rule every reader of peers' files shares
     (:mod:`ragassay.data.peer_files`: its metadata's id, else ``line-N``)."""
-    return renamed(obj, no)
+    return peer_files.answer_fields(obj, no)
 
 
 def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) -> list[AnswerItem]:
@@ -89,7 +89,7 @@ def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) ->
     list of references: its record is an error ("nothing to grade against"), never a label."""
     problems = LineProblems(path)  # every bad answer, said at once in file order (up to a cap)
     rows, lacking, line_of = [], set(), {}
-    for no, obj in answer_rows(path, problems):
+    for no, obj in peer_files.answer_rows(path, problems):
         if obj.get("reference") is None:  # validated with a stand-in, then given no reference at all
             obj = {**obj, "reference": "-"}
             lacking.add(id(obj))
@@ -113,7 +113,7 @@ def references(item: AnswerItem) -> list[str]:
     return [item.reference] if isinstance(item.reference, str) else list(item.reference)
 
 
-def majority_label(labels: Sequence[str]) -> str:
+def majority_label(labels: Sequence[CheckLabel]) -> CheckLabel:
     """Most frequent label; a tie goes to the more severe one (hallucinated > partial > abstained > correct)."""
     counts = Counter(labels)
     top = max(counts.values())
@@ -182,7 +182,8 @@ class Checker(Stage):
         cut). The response is always shown whole (a longer one is never planned: see
         :meth:`too_long`); every cut of a passage is marked in the prompt itself."""
         refs = references(item)
-        ref_text = refs[0] if len(refs) == 1 else "Any one of these accepted answers:\n" + "\n".join(f"- {r}" for r in refs)
+        ref_text = (refs[0] if len(refs) == 1
+                    else "Any one of these accepted answers:\n" + "\n".join(f"- {r}" for r in refs))
         budget = self.options.max_context_chars
         blocks, cut_chars, dropped = [], 0, []
         for cid, text in self.contexts(item):
@@ -253,7 +254,7 @@ class Checker(Stage):
             out.append(WorkItem(key, calls, (it, ruled, cuts, long_why)))
         return out
 
-    async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Check]:
+    async def finish(self, work: WorkItem, answers: list[Any], llms: Sequence[LLM]) -> list[BaseModel | dict]:
         item, ruled, cuts, long_why = work.payload
         base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key, "truncated": cuts}
         if long_why is not None:
@@ -284,7 +285,7 @@ class Checker(Stage):
                       decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
                       samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer)]
 
-    def error_records(self, work: WorkItem, error: LLMError) -> list[Check]:
+    def error_records(self, work: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         item, _, cuts, _ = work.payload
         return [Check(id=item.id, truncated=cuts, label=None, grounded=None, unsupported_claims=[], rationale=None,
                       decided_by=None, status="error", error=error.reason, model=self.model, prompt=None, samples=[],
@@ -305,7 +306,8 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
         if undecided:
             print(f"note: no LLM endpoint configured: {undecided} answer{'s need' if undecided != 1 else ' needs'} an "
                   "LLM verdict and wait "
-                  "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to fill them in",
+                  "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to "
+                  "fill them in",
                   file=sys.stderr)
     return await run_stage(checker, work, [llm] if llm is not None else [], store,
                            concurrency=llm.config.concurrency if llm else 8, quiet=options.quiet)

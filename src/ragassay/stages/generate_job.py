@@ -13,13 +13,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from ..data.record_validation import read_records
+from ..data.io import read_records
 from ..data.records import Chunk, Question
 from ..errors import InputError, UsageError
 from ..llm import LLM, LLMConfig
 from ..runtime.engine import Estimate, OutputLock
 from ..runtime.scaffold import StageJob
-from .generate import GenerateOptions, GenerateResult, Generator, export, export_format, write_outputs
+from .exports import export, export_format
+from .generate.generator import Generator
+from .generate.result import GenerateResult, write_outputs
+from .generate.shapes import GenerateOptions
 from .generate_checks import parse_mix, unfit_chunk
 
 

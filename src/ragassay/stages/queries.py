@@ -6,11 +6,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.beir_folders import dataset_member
+from ..data.io import dataset_member, read_queries
 from ..data.line_problems import LineProblems
 from ..data.lines import check_id, iter_jsonl, read_bytes_checked
-from ..data.peer_files.peer_queries import is_ragassay_queries, peer_queries
-from ..data.query_files import read_queries
+from ..data.peer_files import is_ragassay_queries, peer_queries
 from ..data.records import Chunk
 from ..data.roles import query_line_evidence, refuse_role
 from ..errors import InputError
@@ -56,7 +55,8 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
         return [QueryItem(q.id, q.text, q.answer) for q in peer_queries(path, data)]
     if not data.lstrip().startswith(b"{"):
         return [QueryItem(q, t) for q, t in read_queries(path).items()]
-    items, seen = [], {}
+    items: list[QueryItem] = []
+    seen: dict[str, int] = {}  # query id -> the line it was first on
     problems = LineProblems(path)  # every bad line, said at the end
     for no, obj in iter_jsonl(data, path, problems=problems):  # (the bytes already read: not read twice)
         evidence = query_line_evidence(obj)

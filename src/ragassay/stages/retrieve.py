@@ -24,12 +24,11 @@ from typing import Any
 import numpy as np
 
 from ..data.chunk_table import chunk_source
+from ..data.io import read_queries, write_run
 from ..data.joins import Join, Side
-from ..data.query_files import read_queries
 from ..data.result_models import RetrieveResult
 from ..data.run_asked import file_digest, write_asked
 from ..data.tables import Run, encode_ids
-from ..data.writers import write_run
 from ..errors import InputError, RagassayError, UsageError
 from .retriever_objects import IdField, adapt, read_result
 from .retriever_results import near_files, near_names, results_of
@@ -109,7 +108,8 @@ def _query_texts(queries: str | Path | Mapping[str, str] | Iterable[Any]) -> dic
         return read_queries(queries)
     if isinstance(queries, Mapping):
         return {str(q): str(t) for q, t in queries.items()}
-    return {str(q.id): str(q.text) for q in queries}
+    given: Iterable[Any] = queries  # objects with an id and a text
+    return {str(q.id): str(q.text) for q in given}
 
 
 def _chunk_ids(chunks: str | Path | Mapping[str, Any] | Iterable[Any] | None) -> Collection[str] | None:
@@ -304,6 +304,7 @@ def load_retriever(spec: str) -> Any:
             if not path.exists():
                 raise InputError(f"no such file {module_part!r} (of the retriever {spec!r}){near_files(path)}")
             mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            assert mod_spec is not None and mod_spec.loader is not None  # (a .py path always has both)
             module = importlib.util.module_from_spec(mod_spec)
             sys.path.insert(0, str(path.resolve().parent))
             try:
