@@ -12,52 +12,27 @@ report is written and the failures are listed last (the command exits 3).
 
 from __future__ import annotations
 
-import shutil
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..data.result_models import DemoResult
 from ..errors import InputError, UsageError
-from .project import PROJECT_FILE
+from ..llm import LLM
+from ..llm.config import LLMConfig
+from ..llm.errors import LLMError
+from .bundled_example import copy_example, example_dir, find_example
+from .pipeline import FLAG_KEYS, llm_settings, run_project
+from .project import PROJECT_FILE, read_project
 
-
-def example_dir() -> Path:
-    """The bundled example, inside the installed package (a clone links datasets/example to it)."""
-    return Path(__file__).resolve().parents[1] / "example"
-
-
-def find_example(explicit: str | Path | None = None) -> Path:
-    c = Path(explicit) if explicit else example_dir()
-    if (c / PROJECT_FILE).exists():
-        return c
-    if explicit:
-        raise InputError(f"not an example dataset: it needs its project file {PROJECT_FILE} (the bundled "
-                         "example's names chunks.jsonl, queries.jsonl, qrels.txt, answers.jsonl, retrievers.py)", c)
-    raise InputError("the bundled example is missing from this installation; reinstall ragassay", c)
-
-
-def copy_example(directory: str | Path) -> list[Path]:
-    """Write the bundled example's files to ``directory`` (to look at, edit, and run commands on)."""
-    src, dest = example_dir(), Path(directory)
-    if dest.exists() and any(dest.iterdir()):
-        raise InputError("exists and is not empty; choose a new directory", dest)
-    shutil.copytree(src, dest, dirs_exist_ok=True,  # (not what a run in a clone's example left there)
-                    ignore=shutil.ignore_patterns("__pycache__", ".ragassay", "ragassay-out"))
-    return sorted(p for p in dest.rglob("*") if p.is_file())
+__all__ = ["copy_example", "demo", "example_dir", "find_example", "run_demo"]
 
 
 def _demo_cache(project: Path, flags: Mapping[str, Any], log: Callable[[str], None]) -> dict[str, Any]:
     """The demo's LLM flags. The demo takes --cache and --no-cache, but the answer cache by default is
     one it did not ask for: when that one cannot be used (a directory, a broken or foreign file,
     read-only) the demo goes on without it and says why, without naming flags."""
-    import re
-
-    from ..llm import LLM
-    from ..llm.config import LLMConfig
-    from ..llm.errors import LLMError
-    from .pipeline import llm_settings
-    from .project import read_project
     flags = dict(flags)
     settings = llm_settings(read_project(project), flags)  # the project's [llm] table, under the flags
     if settings.get("no_cache") or settings.get("cache"):
@@ -87,7 +62,6 @@ def run_demo(out: str | Path, data: str | Path | None = None, flags: Mapping[str
     """``ragassay run`` over the example's project file (``data``'s, or the bundled one), writing into
     ``out`` with its state there too: the installed example is only read. ``flags``: the LLM flags
     (``model``, ``base_url``, ``concurrency``, ...), as ``run`` takes them."""
-    from .pipeline import run_project
     ex = find_example(data)
     done = run_project(ex / PROJECT_FILE, out=out, flags=_demo_cache(ex / PROJECT_FILE, flags or {}, log), log=log)
     for line in done.usage_lines():
@@ -101,7 +75,6 @@ def demo(out: str | Path | None = None, data: str | Path | None = None, copy: st
     """``ragassay demo``: write the bundled example's files to ``copy``, or run the example's project
     file (or the example-shaped ``data``'s) into ``out`` (default ``ragassay-demo``)."""
     if copy:
-        from .pipeline import FLAG_KEYS
         given = [k for k in FLAG_KEYS if (flags or {}).get(k) not in (None, False, [], ())]
         if given:  # said, not ignored: a copy runs nothing
             raise UsageError("--copy only writes the bundled example's files and calls no model: "
