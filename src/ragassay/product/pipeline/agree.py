@@ -3,7 +3,7 @@ named by who made it (a labeller is never measured against itself)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ...data import io as rio
@@ -23,7 +23,7 @@ def agree_step(ctx: Context, selected: bool) -> StepResult:
         return StepResult("agree", "skipped", "no people's qrels to measure against ([data] qrels)")
     if not selected:
         return not_selected("agree")
-    sides = [("second", p.second_qrels)] if p.second_qrels is not None else []
+    sides: list[tuple[str, Path | None]] = [("second", p.second_qrels)] if p.second_qrels is not None else []
     judged = ctx.pool_qrels()
     if judged is not None or ctx.pooling:
         sides.append(("pool", judged))
@@ -35,7 +35,8 @@ def agree_step(ctx: Context, selected: bool) -> StepResult:
                                               "it) and no second labelling ([agree] second)")
     if ctx.dry_run:
         return StepResult("agree", "estimated", f"{p.qrels.name} against " + " and ".join(
-            "the judged pool" if name == "pool" else other.name for name, other in sides) + ", offline")
+            "the judged pool" if name == "pool" or other is None else other.name for name, other in sides)
+            + ", offline")
     runs = list(ctx.runs.values()) if len(ctx.runs) > 1 else None  # do they rank the runs alike
     said, results, fresh = [], {}, True
     for name, other in sides:
@@ -49,6 +50,7 @@ def agree_step(ctx: Context, selected: bool) -> StepResult:
         fresh = False
         path.unlink(missing_ok=True)  # (a comparison that cannot be made leaves none for the report)
         try:
+            assert other is not None  # (only a dry run measures against a pool not judged yet)
             made = agree(rio.read_qrels(p.qrels), rio.read_qrels(other), runs)
         except InputError as e:
             if name == "second":
@@ -64,7 +66,7 @@ def agree_step(ctx: Context, selected: bool) -> StepResult:
     return StepResult("agree", "up to date" if fresh else "ran", "; ".join(said), result=results)
 
 
-def _agreement_text(a: Mapping[str, Any]) -> str:
+def _agreement_text(a: dict[str, Any]) -> str:
     """One agreement as a step says it: both sides by who made them, kappa only between two labellers."""
     ref, cand = a["names"]
     if a.get("same_origin"):

@@ -12,7 +12,7 @@ from ...data.joins import Join
 from .context import Context
 from .files import checks_file, read_json, write_json
 from .inputs import read_answer_ids
-from .llm_steps import estimate_text, failures_said, prompt_id
+from .llm_steps import estimate_text, estimated, failures_said, prompt_id, run_result
 from .results import StepResult, not_selected
 
 
@@ -40,8 +40,8 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=read_json(summary))
-    args = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth, join_warnings=False,  # said at the start
-                prompt=p.check_prompt)
+    args: dict[str, Any] = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth,
+                                join_warnings=False, prompt=p.check_prompt)  # (the joins were said at the start)
     spent = None if rules_only or ctx.dry_run else ctx.spent()
     if spent:
         return StepResult("check", "skipped", spent, 3)
@@ -49,8 +49,8 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
     if ctx.dry_run:
         return _estimated(ctx, p.answers, args, rules_only)
     if run_name is not None and run is not None and qrels is not None:
-        _say_joins(ctx, run_name, run, qrels)
-    done = api.check(p.answers, run=run, qrels=qrels, query_ids=ctx.answer_queries, **args)
+        _say_joins(ctx, p.answers, run_name, run, qrels)
+    done = run_result(api.check(p.answers, run=run, qrels=qrels, query_ids=ctx.answer_queries, **args))
     ctx.spend(done)
     write_json(summary, done.to_dict())
     code = 0 if rules_only else done.exit_code  # an answer waiting for a verdict is not an error of this run
@@ -95,7 +95,7 @@ def _llm_verdicts_kept(ctx: Context, verdicts_of: str, summary: Path) -> StepRes
 
 def _estimated(ctx: Context, answers: Path, args: dict[str, Any], rules_only: bool) -> StepResult:
     """A dry run's check: its calls, or offline what the rules decide without one."""
-    est = api.check(answers, dry_run=True, **args)
+    est = estimated(api.check(answers, dry_run=True, **args))
     said = f"{est.decided_without_call} answers decided by rule, offline; the others need an LLM verdict " \
            f"({ctx.no_llm})" if rules_only else estimate_text(est)
     return StepResult("check", "estimated", said, 0, None if rules_only else est.to_dict())
@@ -113,10 +113,10 @@ def _checked_text(done: Any, rules_only: bool) -> str:
     return f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers graded ({counts})" + failures_said(done.run)
 
 
-def _say_joins(ctx: Context, run_name: str, run: Path, qrels: Path) -> None:
+def _say_joins(ctx: Context, answers: Path, run_name: str, run: Path, qrels: Path) -> None:
     """How the answers meet the run and qrels the check diagnoses with (a retriever's run, the judged
     pool: not counted at the start), said unless the start said it already."""
-    ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(ctx.project.answers)]
+    ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(answers)]
     for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", rio.read_run(run).queries,
                          ctx.project.answers, run),
                  Join.of("query ids", "the answers", ids, "the qrels", rio.read_qrels(qrels).queries,

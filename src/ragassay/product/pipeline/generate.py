@@ -9,7 +9,7 @@ from typing import Any
 from ... import api
 from ...errors import RagassayError, UsageError
 from .context import Context
-from .llm_steps import estimate_text, llm_skip
+from .llm_steps import estimate_text, estimated, llm_skip, run_result
 from .results import StepResult, not_selected
 
 
@@ -41,10 +41,10 @@ def generate_step(ctx: Context, selected: bool) -> StepResult:
     key = "[generate] sample" if sample else "[generate] limit"
     try:
         if ctx.dry_run:
-            est = api.generate(p.chunks, dry_run=True, **args)
+            est = estimated(api.generate(p.chunks, dry_run=True, **args))
             ctx.generating = not sample
             return StepResult("generate", "estimated", estimate_text(est), 0, est.to_dict())
-        done = api.generate(p.chunks, **args)
+        done = run_result(api.generate(p.chunks, **args))
         ctx.spend(done)
     except RagassayError as e:  # said in the project file's words: its [generate] limit is generate's --limit
         raise RagassayError(re.sub(r"-{2}limit\b", key, str(e))) from None

@@ -61,7 +61,7 @@ def gate_step(ctx: Context, selected: bool) -> StepResult:
             failures.append(f"{name}: no result to gate")
             continue
         verdict = gate_result(result, p.gate_min, p.gate_max, None, p.allow_errors)
-        failures += [f"{name}: {f}" for f in verdict.failures]
+        failures += [f"{name}: {f}" for f in verdict.failures or []]
         brief = rests_on_brief(verdict.rests_on, only=[*p.gate_min, *p.gate_max]) if verdict.rests_on else ""
         rests += [f"{name}: {brief}"] if brief else []  # what the gated scores rest on, said with the verdict
     said = f" [{'; '.join(rests)}]" if rests else ""

@@ -26,10 +26,10 @@ def check_inputs(ctx: Context, result: PipelineResult) -> None:
     query_ids = list(query_texts) if query_texts is not None else None
     answer_ids = read_answer_ids(p.answers) if p.answers is not None else None
     by_text = None
-    if answer_ids is not None and query_texts is not None:  # ids that meet none: the questions' texts may
+    if p.answers is not None and answer_ids is not None and query_texts is not None:  # by question text
         by_text = answers_to_queries(_answer_questions(p.answers), query_texts, p.answers_match, p.answers, p.queries)
     human_ids = answer_ids  # people label answers by the answers' own ids
-    if by_text is not None:
+    if by_text is not None and answer_ids is not None:
         ctx.answer_queries = by_text.pairs
         answer_ids = [by_text.pairs.get(a, a) for a in answer_ids]  # each answer by the query it answers
     runs = {name: rio.read_run(f) for name, f in p.runs.items()}
@@ -49,7 +49,7 @@ def check_inputs(ctx: Context, result: PipelineResult) -> None:
         if answer_ids is not None:
             joins.append((_answers_met(Join.of("query ids", "the answers", answer_ids, "the qrels", qrels.queries,
                                                p.answers, p.qrels), query_texts is not None), ("left",)))
-    if answer_ids is not None and p.human is not None:  # people label some answers: labels of none stop here
+    if human_ids is not None and p.human is not None:  # people label some answers: labels of none stop here
         joins.append((Join.of("answer ids", "the answers", human_ids, "the human labels", read_human_labels(p.human),
                               p.answers, p.human).require_overlap(), ("right",)))
     if answer_ids is not None and query_ids is not None:

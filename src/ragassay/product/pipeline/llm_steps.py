@@ -4,11 +4,14 @@ are said, and which prompt version makes a step out of date."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from ...llm.prompt_files import choose_prompt
+from ...runtime.engine import Estimate
 from .context import Context
 from .results import StepResult
+
+T = TypeVar("T")
 
 
 def estimate_text(e: Any) -> str:
@@ -53,3 +56,18 @@ def prompt_id(ctx: Context, stage: str) -> str:
     model): a step whose prompt changed is not up to date."""
     choice = ctx.project.judge_prompt if stage == "judge" else ctx.project.check_prompt
     return choose_prompt(stage, choice, ctx.llm.get("model"))[0].id
+
+
+def estimated(result: object) -> Estimate:
+    """What a stage's function returned for ``dry_run=True``: its estimate (the function's result type
+    depends on that flag, so the type is checked here rather than assumed)."""
+    if not isinstance(result, Estimate):
+        raise TypeError(f"a dry run returned {type(result).__name__}, not an Estimate")
+    return result
+
+
+def run_result(result: T | Estimate) -> T:
+    """What a stage's function returned for a run: its result, never an estimate."""
+    if isinstance(result, Estimate):
+        raise TypeError("a run returned an Estimate")
+    return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..report import make_report
 from .context import Context
 from .files import checks_file, sidecar
@@ -33,9 +35,10 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
     if kept:  # said with this run's paths (the kept ones were relative to where that run was started)
         return StepResult("report", "up to date", f"{html} and {md}",
                           result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)})
-    common = dict(qrels=qrels if runs else None, runs=runs, people_qrels=people, chunks=p.chunks, queries=ctx.queries,
-                  answers=p.answers, human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}",
-                  relevance_level=p.relevance_level)
+    common: dict[str, Any] = dict(
+        qrels=qrels if runs else None, runs=runs, people_qrels=people, chunks=p.chunks, queries=ctx.queries,
+        answers=p.answers, human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}",
+        relevance_level=p.relevance_level)
     written = make_report(files, html, **common)
     make_report(files, md, fmt="markdown", **common)
     text = f"{written.path} and {md}"

@@ -55,6 +55,7 @@ def evaluate_step(ctx: Context, selected: bool) -> StepResult:
         runs = len(set(ctx.runs) | set(ctx.memory_runs) | (set(ctx.project.retrievers) if ctx.generating else set()))
         return cannot or StepResult("evaluate", "estimated", f"{runs} runs, {scored_on(ctx)}, offline")
     qrels = ctx.metric_qrels()
+    assert qrels is not None  # (only a dry run scores on a pool not judged yet)
     said, results = [], {}  # each run's result as 'ragassay evaluate --format json' prints it
     for name, run in ctx.runs.items():
         path = ctx.out / "evaluate" / f"{name}.json"
@@ -96,6 +97,7 @@ def compare_step(ctx: Context, selected: bool) -> StepResult:
     if ctx.dry_run:
         return StepResult("compare", "estimated", f"{scored_on(ctx)}, offline")
     qrels, path = ctx.metric_qrels(), ctx.out / "compare.json"
+    assert qrels is not None  # (only a dry run scores on a pool not judged yet)
     digest = ctx.digests.of(qrels, sidecar(qrels), *ctx.runs.values(), names=list(ctx.runs),
                             metrics=ctx.project.metrics, relevance_level=ctx.project.relevance_level)
     kept = ctx.state.fresh("compare", digest, [path])
