@@ -16,9 +16,10 @@ from ...metrics.measures import parse_measure, parse_measures
 from .model import DEFAULT_METRICS, DEFAULT_OUT, PROJECT_FILE, SINGLE_ROLES, Project
 from .toml_file import line_in, line_of, load_toml
 
-LLM_KEYS = {"model": str, "base_url": str, "timeout": (int, float), "concurrency": int, "rpm": (int, float),
-            "tpm": (int, float), "cache": str, "no_cache": bool, "price_in": (int, float), "price_out": (int, float),
-            "max_calls": int, "max_cost": (int, float)}
+LLM_KEYS: dict[str, type | tuple[type, ...]] = {
+    "model": str, "base_url": str, "timeout": (int, float), "concurrency": int, "rpm": (int, float),
+    "tpm": (int, float), "cache": str, "no_cache": bool, "price_in": (int, float), "price_out": (int, float),
+    "max_calls": int, "max_cost": (int, float)}
 _TABLES = {"data", "runs", "retrievers", "llm", "judge", "generate", "check", "agree", "report", "gate"}
 _TOP = {"out", "depth", "k", "metrics", "keep_going", "relevance_level"}
 
@@ -155,7 +156,7 @@ def _llm(llm: Mapping[str, Any], c: _Checks) -> dict[str, Any]:
             raise c.bad(key, f"unknown key in [llm] (known: {', '.join(LLM_KEYS)})")
         if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
             raise c.bad(key, f"has the wrong type: {value!r}")
-        if kind is not bool and kind is not str and value <= 0:
+        if kind is not bool and kind is not str and float(value) <= 0:  # (a number, checked above)
             raise c.bad(key, f"must be above 0, got {value!r}")
     return {k: (str(c.root / v) if k == "cache" else v) for k, v in llm.items()}
 
