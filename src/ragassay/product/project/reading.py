@@ -156,7 +156,7 @@ def _llm(llm: Mapping[str, Any], c: _Checks) -> dict[str, Any]:
             raise c.bad(key, f"unknown key in [llm] (known: {', '.join(LLM_KEYS)})")
         if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
             raise c.bad(key, f"has the wrong type: {value!r}")
-        if kind is not bool and kind is not str and float(value) <= 0:  # (a number, checked above)
+        if kind is not bool and kind is not str and isinstance(value, (int, float)) and value <= 0:
             raise c.bad(key, f"must be above 0, got {value!r}")
     return {k: (str(c.root / v) if k == "cache" else v) for k, v in llm.items()}
 
