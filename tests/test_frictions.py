@@ -212,7 +212,7 @@ def test_compare_never_prints_a_zero_p_value(far_apart, capsys):
 
 
 def test_the_report_and_runs_compare_line_never_print_a_zero_p_value(far_apart, tmp_path):
-    from ragassay.product.pipeline import _p_said
+    from ragassay.product.pipeline.scores import _p_said
     assert _p_said(1 / 10001) == "< 0.001" and _p_said(0.0421) == "= 0.042"
     qrels, a, b = far_apart
     out = tmp_path / "report.md"

@@ -339,8 +339,8 @@ NOT_PRINTED = [
     ("llm.batch_api:run_rounds", ("--export-requests",), ("qualify",), "qualify calls live, never the Batch API"),
     ("stages.judge.result:JudgeResult", ("--keep",), ("qualify",), "text(): qualify prints its own lines of a judge run"),
     ("stages.judge.job:_qrels_origin", ("--keep",), ("qualify",), "only for kept labels: qualify keeps none"),
-    ("product.pipeline:_one_step", ("--only", "--from"), ("demo",), "the demo runs every step: it passes no --only or --from"),
-    ("product.pipeline:run_project", ("--only", "--from", "--append"), ("demo",),
+    ("product.pipeline.run:one_step", ("--only", "--from"), ("demo",), "the demo runs every step: it passes no --only or --from"),
+    ("product.pipeline.run:run_project", ("--only", "--from", "--append"), ("demo",),
      "the demo passes no --only, --from or --append, and the example names its queries"),
 ]
 

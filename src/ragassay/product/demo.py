@@ -13,7 +13,6 @@ report is written and the failures are listed last (the command exits 3).
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,31 +22,11 @@ from ..errors import InputError, UsageError
 from ..llm import LLM
 from ..llm.config import LLMConfig
 from ..llm.errors import LLMError
-from .bundled_example import example_dir
+from .bundled_example import copy_example, example_dir, find_example
 from .pipeline import FLAG_KEYS, llm_settings, run_project
 from .project import PROJECT_FILE, read_project
 
 __all__ = ["copy_example", "demo", "example_dir", "find_example", "run_demo"]
-
-
-def find_example(explicit: str | Path | None = None) -> Path:
-    c = Path(explicit) if explicit else example_dir()
-    if (c / PROJECT_FILE).exists():
-        return c
-    if explicit:
-        raise InputError(f"not an example dataset: it needs its project file {PROJECT_FILE} (the bundled "
-                         "example's names chunks.jsonl, queries.jsonl, qrels.txt, answers.jsonl, retrievers.py)", c)
-    raise InputError("the bundled example is missing from this installation; reinstall ragassay", c)
-
-
-def copy_example(directory: str | Path) -> list[Path]:
-    """Write the bundled example's files to ``directory`` (to look at, edit, and run commands on)."""
-    src, dest = example_dir(), Path(directory)
-    if dest.exists() and any(dest.iterdir()):
-        raise InputError("exists and is not empty; choose a new directory", dest)
-    shutil.copytree(src, dest, dirs_exist_ok=True,  # (not what a run in a clone's example left there)
-                    ignore=shutil.ignore_patterns("__pycache__", ".ragassay", "ragassay-out"))
-    return sorted(p for p in dest.rglob("*") if p.is_file())
 
 
 def _demo_cache(project: Path, flags: Mapping[str, Any], log: Callable[[str], None]) -> dict[str, Any]:

@@ -1,0 +1,78 @@
+"""The agree step: people's qrels against a second labelling and against the judged pool, each side
+named by who made it (a labeller is never measured against itself)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...data import io as rio
+from ...errors import InputError
+from ...metrics.agreement import agree, kappa_words
+from .context import Context
+from .files import read_json, write_json
+from .results import StepResult, not_selected
+
+
+def agree_step(ctx: Context, selected: bool) -> StepResult:
+    """People's qrels against a second labelling of the same pairs ([agree] second), and against the
+    judged pool when the judge ran: each side named by who made it (a labeller is never measured
+    against itself), each written as ``ragassay agree --format json`` writes it, for the report."""
+    p = ctx.project
+    if p.qrels is None:
+        return StepResult("agree", "skipped", "no people's qrels to measure against ([data] qrels)")
+    if not selected:
+        return not_selected("agree")
+    sides: list[tuple[str, Path | None]] = [("second", p.second_qrels)] if p.second_qrels is not None else []
+    judged = ctx.pool_qrels()
+    if judged is not None or ctx.pooling:
+        sides.append(("pool", judged))
+    if not ctx.dry_run:
+        for gone in {"second", "pool"} - {name for name, _ in sides}:  # not measured now: none stale is reported
+            (ctx.out / f"agree_{gone}.json").unlink(missing_ok=True)
+    if not sides:
+        return StepResult("agree", "skipped", "nothing to measure the qrels against: no judged pool (an LLM judges "
+                                              "it) and no second labelling ([agree] second)")
+    if ctx.dry_run:
+        return StepResult("agree", "estimated", f"{p.qrels.name} against " + " and ".join(
+            "the judged pool" if name == "pool" or other is None else other.name for name, other in sides)
+            + ", offline")
+    runs = list(ctx.runs.values()) if len(ctx.runs) > 1 else None  # do they rank the runs alike
+    said, results, fresh = [], {}, True
+    for name, other in sides:
+        path = ctx.out / f"agree_{name}.json"
+        digest = ctx.digests.of(p.qrels, other, *(runs or []))
+        kept = ctx.state.fresh(f"agree:{name}", digest, [path])
+        if kept:
+            said.append(kept["text"])
+            results[name] = read_json(path)
+            continue
+        fresh = False
+        path.unlink(missing_ok=True)  # (a comparison that cannot be made leaves none for the report)
+        try:
+            assert other is not None  # (only a dry run measures against a pool not judged yet)
+            made = agree(rio.read_qrels(p.qrels), rio.read_qrels(other), runs)
+        except InputError as e:
+            if name == "second":
+                raise
+            said.append(f"{p.qrels.name} against the judged pool: not measured, {e.message}")
+            continue
+        result = made.to_dict()
+        write_json(path, result)
+        results[name] = result
+        text = _agreement_text(result)
+        ctx.state.done(f"agree:{name}", digest, 0, text)
+        said.append(text)
+    return StepResult("agree", "up to date" if fresh else "ran", "; ".join(said), result=results)
+
+
+def _agreement_text(a: dict[str, Any]) -> str:
+    """One agreement as a step says it: both sides by who made them, kappa only between two labellers."""
+    ref, cand = a["names"]
+    if a.get("same_origin"):
+        return f"{ref} vs {cand}: one labeller on both sides, no kappa ({a['pairs']} pairs)"
+    ranking = a.get("run_ranking") or {}
+    tau = ranking.get("kendall_tau_b")
+    return (f"{ref} vs {cand}: {kappa_words(a)} on {a['pairs']} pairs"
+            + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else "")
+            + (f"; warning: {a['scale_warning']}" if a.get("scale_warning") else ""))

@@ -1,0 +1,36 @@
+"""The files the steps write and read back: results as JSON (written without NaN), the origin
+sidecar beside a file of labels, and which file holds the check's records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ...data.origin import sidecar_path
+from ...data.results import nan_to_none
+from ..formatting import to_json
+from .context import Context
+
+
+def read_json(path: Path) -> Any:
+    """A result a step wrote (None when it cannot be read: the step's line still says what it did)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(to_json(nan_to_none(data)) + "\n", encoding="utf-8")
+
+
+def sidecar(path: Path | None) -> Path | None:
+    """The origin file beside a file of labels (its scale and pool change what a score means)."""
+    return sidecar_path(path) if path is not None else None
+
+
+def checks_file(ctx: Context) -> Path:
+    """The check's records: without an endpoint the rules' own file, so that a run offline never
+    replaces the verdicts an LLM gave before (a run with one finds them done and sends nothing)."""
+    return ctx.out / ("checks_by_rule.jsonl" if ctx.no_llm and not ctx.llm_checks_kept else "checks.jsonl")

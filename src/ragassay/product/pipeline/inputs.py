@@ -1,0 +1,103 @@
+"""The run's inputs, checked once before any step: how the queries, runs, answers and qrels meet by id
+(none in common stops the run before anything is spent), and who labelled each file of labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...data import io as rio
+from ...data.joins import Join
+from ...data.origin import label_origin, read_origin
+from ...data.peer_files import answer_rows
+from ...data.text_match import answers_to_queries
+from ...errors import InputError
+from ...stages.check import read_human_labels
+from .context import Context
+from .results import PipelineResult
+
+
+def check_inputs(ctx: Context, result: PipelineResult) -> None:
+    """The joins, counted once before any step: queries x every run file, answers x runs and people's
+    qrels; none in common stops the run here. And who labelled each file of labels."""
+    p = ctx.project
+    ctx.queries = p.queries
+    query_texts = rio.read_queries(p.queries) if p.queries is not None else None
+    query_ids = list(query_texts) if query_texts is not None else None
+    answer_ids = read_answer_ids(p.answers) if p.answers is not None else None
+    by_text = None
+    if p.answers is not None and answer_ids is not None and query_texts is not None:  # by question text
+        by_text = answers_to_queries(_answer_questions(p.answers), query_texts, p.answers_match, p.answers, p.queries)
+    human_ids = answer_ids  # people label answers by the answers' own ids
+    if by_text is not None and answer_ids is not None:
+        ctx.answer_queries = by_text.pairs
+        answer_ids = [by_text.pairs.get(a, a) for a in answer_ids]  # each answer by the query it answers
+    runs = {name: rio.read_run(f) for name, f in p.runs.items()}
+    qrels = rio.read_qrels(p.qrels) if p.qrels is not None else None
+    joins = []
+    for name, run in runs.items():
+        if query_ids is not None:
+            joins.append((Join.of("query ids", "the queries", query_ids, f"the run {name}", run.queries, p.queries,
+                                  p.runs[name]).require_overlap(), ("left",)))
+        if answer_ids is not None:
+            joins.append((_answers_met(Join.of("query ids", "the answers", answer_ids, f"the run {name}", run.queries,
+                                               p.answers, p.runs[name]), query_texts is not None), ("left",)))
+    if qrels is not None:
+        if query_ids is not None:
+            joins.append((Join.of("query ids", "the queries", query_ids, "the qrels", qrels.queries, p.queries,
+                                  p.qrels).require_overlap(), ("right",)))
+        if answer_ids is not None:
+            joins.append((_answers_met(Join.of("query ids", "the answers", answer_ids, "the qrels", qrels.queries,
+                                               p.answers, p.qrels), query_texts is not None), ("left",)))
+    if human_ids is not None and p.human is not None:  # people label some answers: labels of none stop here
+        joins.append((Join.of("answer ids", "the answers", human_ids, "the human labels", read_human_labels(p.human),
+                              p.answers, p.human).require_overlap(), ("right",)))
+    if answer_ids is not None and query_ids is not None:
+        joins.append((Join.of("query ids", "the answers", answer_ids, "the queries", query_ids, p.answers,
+                              p.queries).require_overlap(), ("left",)))
+    if qrels is not None and p.second_qrels is not None:  # [agree] second: a labelling of the same queries
+        joins.append((Join.of("query ids", "the qrels", qrels.queries, "the second qrels",
+                              rio.read_qrels(p.second_qrels).queries, p.qrels, p.second_qrels).require_overlap(),
+                       ("right",)))
+    result.joins = [j.to_dict() for j, _ in joins] + ([by_text.to_dict()] if by_text is not None else [])
+    result.warnings = ([by_text.sentence()] if by_text is not None else []) + [
+        w for w in (j.warning(sides) for j, sides in joins) if w]
+    _label_origins(ctx, result)
+
+
+def _label_origins(ctx: Context, result: PipelineResult) -> None:
+    """Who labelled each file of labels, and the warnings of the joins, said before any step."""
+    p = ctx.project
+    if p.qrels is not None:
+        result.origins[p.qrels.name] = read_origin(p.qrels).describe()
+    if p.second_qrels is not None:
+        result.origins[p.second_qrels.name] = read_origin(p.second_qrels).describe()
+    if p.human is not None:
+        result.origins[p.human.name] = label_origin(p.human).describe()
+    for name, who in result.origins.items():
+        ctx.log(f"labels   {name} by {who}")
+    for warning in result.warnings:
+        ctx.log(f"warning: {warning}")
+        ctx.said.add(warning)
+
+
+def read_answer_ids(path: Path) -> list[str]:
+    """The answers' ids (read as check reads them: ragassay, RAGAS or DeepEval fields)."""
+    return [str(obj["id"]) for _, obj in answer_rows(path)]
+
+
+def _answers_met(join: Any, queries_named: bool) -> Any:
+    """The answers' join with a run or qrels, required to meet; without a queries file, an error says
+    that one would let the answers be matched by question text."""
+    try:
+        return join.require_overlap()
+    except InputError as e:
+        if queries_named:
+            raise
+        raise InputError(f"{e.message} If the answers ask the queries' questions under other ids, name the queries "
+                         "in [data] queries: the answers are then matched to them by question text", e.path) from None
+
+
+def _answer_questions(path: Path) -> dict[str, str]:
+    """Each answer's question by its id (read as check reads them)."""
+    return {str(obj["id"]): str(obj["question"]) for _, obj in answer_rows(path)}

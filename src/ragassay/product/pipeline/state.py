@@ -1,0 +1,58 @@
+"""What makes a step up to date: the digest of its inputs when it last ran, kept in ``.ragassay/state.json``
+beside the project file, and the digests of the files a run reads (each file hashed once a run)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+
+class State:
+    """The digest of each step's inputs when it last ran, and its exit code (``.ragassay/state.json``)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self.steps: dict[str, dict] = json.loads(path.read_text(encoding="utf-8")).get("steps", {})
+        except (OSError, ValueError, AttributeError):
+            self.steps = {}
+
+    def fresh(self, key: str, digest: str, outputs: list[Path]) -> dict | None:
+        """What the step kept when it last ran on these inputs, when its outputs are all there and it
+        ended without error records (a rerun retries those, as every command's rerun does)."""
+        kept = self.steps.get(key)
+        if kept and kept.get("digest") == digest and not kept.get("exit_code") and all(p.exists() for p in outputs):
+            return kept
+        return None
+
+    def done(self, key: str, digest: str, exit_code: int, text: str, result: Any = None) -> None:
+        """Keep a step's digest, exit code, line and result (an up-to-date rerun says them again)."""
+        self.steps[key] = {"digest": digest, "exit_code": exit_code, "text": text, "result": result}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps({"version": 1, "steps": self.steps}, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+
+class Digests:
+    """File contents' digests, each file read once a run."""
+
+    def __init__(self) -> None:
+        self.seen: dict[Path, str] = {}
+
+    def file(self, path: Path | None) -> str | None:
+        if path is None or not path.exists():
+            return None
+        if path not in self.seen:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            self.seen[path] = h.hexdigest()
+        return self.seen[path]
+
+    def of(self, *files: Path | None, **settings: Any) -> str:
+        parts = {"files": [self.file(f) for f in files], "settings": settings}
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
