@@ -319,7 +319,7 @@ NOT_PRINTED = [
      "cli/hints.py drops '--run-format trec3 (...)' for a command without it"),
     ("data.roles:check_columns", ("--qrels-format",), ("check", "demo", "judge", "label", "qualify", "report", "run"),
      "cli/hints.py drops '--qrels-format trec (...)' for a command without it"),
-    ("data.query_files:read_queries", ("--chunks",), ("run", "demo"),
+    ("data.query_files:_jsonl_queries", ("--chunks",), ("run", "demo"),
      "cli/hints.py drops 'give it as --chunks' for a command without it"),
     ("stages.queries:read_query_items", ("--chunks",), ("run", "demo"),
      "cli/hints.py drops 'give it as --chunks' for a command without it"),
