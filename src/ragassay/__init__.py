@@ -53,10 +53,6 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # for type checkers and IDEs
     from .api import check, generate, judge
     from .data.chunk_files import read_chunks
-    from .data.qrels_files import read_qrels
-    from .data.query_files import read_queries
-    from .data.run_files import read_run
-    from .data.writers import write_jsonl, write_qrels, write_run
     from .data.people_samples import (
         bundled_answers,
         bundled_pairs,
@@ -64,7 +60,11 @@ if TYPE_CHECKING:  # for type checkers and IDEs
         read_graded_pairs,
         read_labelled_answers,
     )
+    from .data.qrels_files import read_qrels
+    from .data.query_files import read_queries
+    from .data.run_files import read_run
     from .data.tables import Qrels, Run
+    from .data.writers import write_jsonl, write_qrels, write_run
     from .errors import InputError, MeasureError, RagassayError
     from .llm import LLM, LLMConfig, LLMError
     from .metrics.agreement import Agreement, agree

@@ -40,12 +40,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast, overload
 
-from .data.chunk_table import ChunkTable, chunk_source
 from .data.chunk_files import read_chunks
+from .data.chunk_table import ChunkTable, chunk_source
 from .data.coerce import coerce_qrels, coerce_run
-from .data.query_files import read_queries
 from .data.joins import Join
 from .data.peer_files.sample_files import answer_rows
+from .data.query_files import read_queries
 from .data.record_files import check_output_kind
 from .data.records import AnswerItem, Chunk
 from .data.text_match import answers_to_queries

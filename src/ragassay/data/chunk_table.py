@@ -16,11 +16,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..errors import InputError
-from .chunk_lines import ChunkLines
 from .beir_folders import dataset_member
 from .chunk_files import read_chunks
-from .record_validation import beir_id, validate_record
+from .chunk_lines import ChunkLines
 from .lines import parse_json_object, streamable, streamed_lines_at
+from .record_validation import beir_id, validate_record
 from .records import Chunk
 
 

@@ -17,9 +17,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import InputError
-from .qrels_files import read_qrels
-from .query_files import read_queries
-from .record_validation import read_records
 from .joins import Join
 from .line_problems import LineProblems
 from .lines import read_bytes_checked
@@ -28,6 +25,9 @@ from .peer_files.sample_files import answer_rows
 from .people_files import answer_labels, is_evouna, read_answer_labels, read_chunk_texts, read_evouna
 from .people_labels import GradedPairs, LabelledAnswers
 from .public_sets import PUBLIC, public_pairs
+from .qrels_files import read_qrels
+from .query_files import read_queries
+from .record_validation import read_records
 from .records import AnswerItem
 
 __all__ = ["PUBLIC", "GradedPairs", "LabelledAnswers", "bundled_answers", "bundled_pairs", "public_pairs",

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError, UsageError
-from .record_validation import validation_message
 from .lines import iter_jsonl
+from .record_validation import validation_message
 from .records import RECORD_FIELD, RECORDS, WrittenRecord, parse_tag, record_model
 
 # the fields that identify each kind in a file written before records carried their kind, most

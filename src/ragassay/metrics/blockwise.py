@@ -30,13 +30,13 @@ from typing import IO, Any, Literal
 
 import numpy as np
 
-from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
-from ..data.columns import factorize, join_pieces, trim_heap
 from ..data.column_formats import column_shape
+from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
 from ..data.column_reading import decode_query_ids
-from ..data.qrels_files import read_qrels
+from ..data.columns import factorize, join_pieces, trim_heap
 from ..data.origin import UNKNOWN, label_origin
 from ..data.pool import PoolDigest
+from ..data.qrels_files import read_qrels
 from ..data.result_version import evaluate_result
 from ..data.run_asked import read_asked
 from ..data.tables import Qrels, Run, encode_ids

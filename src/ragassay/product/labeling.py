@@ -25,14 +25,14 @@ import numpy as np
 from pydantic import ValidationError
 
 from ..data.chunk_files import read_chunks
-from ..data.qrels_files import read_qrels
-from ..data.run_files import read_run
-from ..data.writers import write_qrels
 from ..data.lines import write_lines_atomic
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, people
+from ..data.qrels_files import read_qrels
 from ..data.record_files import read_record_file
 from ..data.records import Check, Judgment, LabelEvent, LabelEventsHeader
 from ..data.result_models import CalibrationResult
+from ..data.run_files import read_run
+from ..data.writers import write_qrels
 from ..errors import InputError, UsageError
 from ..metrics.agreement import cohen_kappa, kappa_interval
 from ..metrics.kappa_meaning import one_grade_why

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.writers import write_jsonl
 from ..data.lines import iter_jsonl
 from ..data.record_files import legacy_kind, parse_record
 from ..data.records import RECORD_FIELD, WrittenRecord
+from ..data.writers import write_jsonl
 from ..errors import InputError
 
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..data.run_files import read_run
 from ..data.people_labels import GradedPairs, LabelledAnswers
 from ..data.people_samples import (
     bundled_answers,
@@ -19,6 +18,7 @@ from ..data.people_samples import (
     read_graded_pairs,
     read_labelled_answers,
 )
+from ..data.run_files import read_run
 from ..errors import UsageError
 from ..runtime.engine import Estimate
 from .qualify import Grader, Qualification, qualify_check, qualify_judge

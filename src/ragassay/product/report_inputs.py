@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..data.chunk_files import read_chunks
+from ..data.lines import iter_jsonl, read_bytes_checked
 from ..data.qrels_files import read_qrels
 from ..data.query_files import read_queries
-from ..data.run_files import read_run
-from ..data.lines import iter_jsonl, read_bytes_checked
 from ..data.record_files import legacy_kind, read_record_file
 from ..data.records import RECORD_FIELD, Check, Coverage, Judgment, Question, Reject
 from ..data.results import load_result
+from ..data.run_files import read_run
 from ..errors import InputError
 from ..stages.check import read_answers, read_human_labels, read_labels_origin, retrieval_recall, summarise_checks
 

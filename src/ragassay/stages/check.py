@@ -16,12 +16,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..data.record_validation import read_records
 from ..data.line_problems import LineProblems
 from ..data.lines import iter_jsonl
 from ..data.origin import UNKNOWN, label_origin, origin_of_records
 from ..data.peer_files.sample_fields import answer_fields as renamed
 from ..data.peer_files.sample_files import answer_rows
+from ..data.record_validation import read_records
 from ..data.records import AnswerItem, Check, Chunk
 from ..data.result_models import CheckSummary
 from ..errors import InputError

@@ -48,10 +48,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..data.coerce import to_dataframe
-from ..data.writers import write_jsonl, write_qrels
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, endpoint_host, origin_of_records, today, write_origin
 from ..data.records import CandidateRecord, Chunk, Question, Reject
 from ..data.result_models import GenerateSummary
+from ..data.writers import write_jsonl, write_qrels
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.cache import Cache
 from ..llm.client import request_key

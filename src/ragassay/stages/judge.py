@@ -26,7 +26,6 @@ from pydantic import BaseModel, Field
 
 from ..data.chunk_table import ChunkTable
 from ..data.coerce import coerce_qrels, coerce_run
-from ..data.writers import write_qrels
 from ..data.joins import Join
 from ..data.memory import give_back_freed
 from ..data.origin import (
@@ -42,6 +41,7 @@ from ..data.origin import (
 from ..data.pool import pool_digest
 from ..data.records import Chunk, Judgment
 from ..data.result_models import JudgeSummary
+from ..data.writers import write_qrels
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompt_files import choose_prompt, full_schema

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.beir_folders import dataset_member
-from ..data.query_files import read_queries
 from ..data.line_problems import LineProblems
 from ..data.lines import check_id, iter_jsonl, read_bytes_checked
 from ..data.peer_files.peer_queries import is_ragassay_queries, peer_queries
+from ..data.query_files import read_queries
 from ..data.records import Chunk
 from ..data.roles import query_line_evidence, refuse_role
 from ..errors import InputError

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.chunk_files import read_chunks
-from ..data.record_validation import read_records
-from ..data.writers import write_qrels
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, label_origin, today
+from ..data.record_validation import read_records
 from ..data.records import Chunk, Question
 from ..data.result_models import RemapSummary
+from ..data.writers import write_qrels
 from .text_match import loose_text as normalize
 
 

@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 
 from ..data.chunk_table import chunk_source
-from ..data.query_files import read_queries
-from ..data.writers import write_run
 from ..data.joins import Join, Side
+from ..data.query_files import read_queries
 from ..data.result_models import RetrieveResult
 from ..data.run_asked import file_digest, write_asked
 from ..data.tables import Run, encode_ids
+from ..data.writers import write_run
 from ..errors import InputError, RagassayError, UsageError
 from .retriever_objects import IdField, adapt, read_result
 from .retriever_results import near_files, near_names, results_of
