@@ -17,10 +17,10 @@ import ragassay
 from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.data.chunk_files import read_chunks
+from ragassay.data.peer_files.sample_files import sample_rows
 from ragassay.data.qrels_files import read_qrels
 from ragassay.data.query_files import read_queries
 from ragassay.data.run_files import read_run
-from ragassay.data.peer_files.sample_files import sample_rows
 from ragassay.errors import InputError
 from ragassay.stages.check import read_answers
 from ragassay.stages.queries import read_query_items

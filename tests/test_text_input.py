@@ -16,12 +16,12 @@ import pytest
 import ragassay.data.column_reading as column_reading
 import ragassay.data.lines as lines
 from helpers import EXAMPLE, nonempty
-from ragassay.data.chunk_table import ChunkTable, chunk_source
 from ragassay.data.chunk_files import read_chunks
+from ragassay.data.chunk_table import ChunkTable, chunk_source
 from ragassay.data.qrels_files import read_qrels
 from ragassay.data.query_files import read_queries
-from ragassay.data.run_files import read_run
 from ragassay.data.record_files import read_record_file
+from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
 from ragassay.stages.check import read_answers, read_human_labels
 from ragassay.stages.queries import read_query_items
