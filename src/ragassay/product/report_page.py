@@ -8,7 +8,6 @@ with ``textContent``, never as markup.
 
 from __future__ import annotations
 
-
 import base64
 import gzip
 import html
