@@ -20,7 +20,6 @@ Temporary files take about as much disk as the two files.
 from __future__ import annotations
 
 import dataclasses
-
 import math
 import os
 import tempfile

@@ -13,7 +13,8 @@ from ..data.io import coerce_qrels, coerce_run
 from ..data.result_models import CompareResult
 from ..data.tables import Qrels, Run
 from ..errors import UsageError
-from .evaluate import Evaluation, Gain, evaluate
+from .evaluate import Evaluation, evaluate
+from .measure_values import Gain
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .power import analyse_pilot, check_design
 from .rests_on import compare_rests_on

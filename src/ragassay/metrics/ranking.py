@@ -18,7 +18,6 @@ import numpy as np
 from ..data.columns import KeyIndex, round8, to_width, trim_heap
 from ..data.tables import Qrels, Run, row_keys, trec_order
 
-
 # run rows joined to the qrels per step: for a run grouped by query, the hash table holds only the
 # judgments of the step's queries, so it stays cache-sized however large the qrels are
 LOOKUP_ROWS = 1 << 17
