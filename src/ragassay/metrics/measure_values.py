@@ -186,16 +186,16 @@ def _compute_peer(m: Measure, views: MeasureViews, order: str, s: _QueryStats, l
     if name == "set_relative_p":
         return ratio(count_rows(rows, s.rel, n), np.minimum(rows.size, s.num_rel).astype(np.float64))
     if name == "iprec":
-        return peer.interpolated_precision(rows, s.rel, s.rel_before(), s.num_rel, n, float(m.param("recall")))
+        return peer.interpolated_precision(rows, s.rel, s.rel_before(), s.num_rel, n, float(m.required("recall")))
     if name == "infap":
         return peer.inferred_ap(rows, level, s.num_rel, n)
     if name == "rbp":
-        return peer.cwl_rbp(rows, level, float(m.param("p")), n)
+        return peer.cwl_rbp(rows, level, float(m.required("p")), n)
     if name in CWL_GRADED:
-        return peer.cwl_measure(name, rows, n, min_rel=int(m.param("min_rel")), max_rel=int(m.param("max_rel")),
+        return peer.cwl_measure(name, rows, n, min_rel=int(m.required("min_rel")), max_rel=int(m.required("max_rel")),
                                 t=float(m.param("t", "1.0")), p=float(m.param("p", "0.9")), k=k)
     if name == "ranx_rbp":
-        return peer.ranx_rbp(rows, level, float(m.param("p")), n)
+        return peer.ranx_rbp(rows, level, float(m.required("p")), n)
     if name in ("dcg", "dcg_burges", "ndcg_burges"):
         burges = name != "dcg"
         dcg = peer.ranx_dcg(rows, level, k, burges, n)
@@ -203,7 +203,7 @@ def _compute_peer(m: Measure, views: MeasureViews, order: str, s: _QueryStats, l
     if name == "compat":
         found = views.peer[order]
         return peer.compatibility(rows, found.qrels_row, views.run.scores[found.run_row], views.qrels,
-                                  float(m.param("p")), m.param("normalize", "true") == "true", n)
+                                  float(m.required("p")), m.param("normalize", "true") == "true", n)
     raise AssertionError(f"no implementation for {m}")  # every name of _PEER_MEASURES is handled above
 
 
