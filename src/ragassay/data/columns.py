@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def trim_heap() -> None:
         _MALLOC_TRIM(0)
 
 
-_MALLOC_TRIM = None
+_MALLOC_TRIM: Any = None  # libc.malloc_trim once looked up; False where there is none
 
 
 def round8(n: int) -> int:
@@ -146,44 +147,14 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
     """
     if isinstance(data, list):
         data = data.pop()
-    n = len(data)
     most = ncols if max_cols is False else max_cols
     buf_all = np.frombuffer(data, dtype=np.uint8)
-    pos, line_no = 0, 1
-    for _ in range(skip_lines):
-        nl = data.find(b"\n", pos)
-        pos = n if nl < 0 else nl + 1
-        line_no += 1
-    blocks = []  # (start, end, first line number)
-    while pos < n:
-        end = min(n, pos + BLOCK_BYTES)
-        if end < n:
-            nl = data.rfind(b"\n", pos, end)
-            if nl < 0:  # one line longer than a block
-                nl = data.find(b"\n", end)
-            end = n if nl < 0 else nl + 1
-        blocks.append((pos, end, line_no))
-        line_no += data.count(b"\n", pos, end)
-        pos = end
+    blocks = _cut_blocks(data, skip_lines)
 
     def work(block: tuple[int, int, int]) -> tuple[list[np.ndarray], np.ndarray]:
         start, end, first_line = block
         buf = buf_all[start:end]
-        padded = np.ones(len(buf) + 2, dtype=np.int8)
-        np.less_equal(buf, 32, out=padded[1:-1].view(bool))
-        edges = np.flatnonzero(padded[1:] != padded[:-1])  # alternating token starts and ends
-        newlines = np.flatnonzero(buf == 10)
-        row_lines, width = _row_lines(edges[0::2], newlines, ncols), ncols
-        if row_lines is None and most != ncols:  # lines may have more fields: the same number on all?
-            k = len(edges) // 2 // max(len(newlines) + (buf[-1] != 10 if len(buf) else 0), 1)
-            if k > ncols and (most is None or k <= most):
-                row_lines, width = _row_lines(edges[0::2], newlines, k), k
-        if row_lines is not None:
-            starts, ends = edges[0::2].reshape(-1, width), edges[1::2].reshape(-1, width)
-        elif most != ncols:
-            starts, ends, row_lines = _variable_rows(edges[0::2], edges[1::2], newlines, ncols, most, buf, path, first_line)
-        else:
-            _raise_bad_line(buf, edges[0::2], newlines, ncols, path, first_line)
+        starts, ends, row_lines = _block_rows(buf, ncols, most, path, first_line)
         lines = first_line + row_lines
         for c, _ in wanted:
             long = np.flatnonzero(ends[:, c] - starts[:, c] > MAX_FIELD_BYTES)
@@ -212,12 +183,52 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
     if not parts:
         return [np.zeros(0, dtype="S8") if conv is None else np.zeros(0) for _, conv in wanted], np.zeros(0, np.int64)
     columns = []
-    for i, (_, convert) in enumerate(wanted):
-        pieces = [p[0][i] for p in parts]
-        for p in parts:
-            p[0][i] = None
-        columns.append(join_pieces(pieces))
+    for _ in wanted:  # each part's first column left is this one: taken out, so it is freed once joined
+        columns.append(join_pieces([p[0].pop(0) for p in parts]))
     return columns, join_pieces([p[1] for p in parts])
+
+
+def _cut_blocks(data: bytes, skip_lines: int) -> list[tuple[int, int, int]]:
+    """The file cut into blocks of about ``BLOCK_BYTES`` at line ends, past the lines skipped: (start,
+    end, first line number) of each."""
+    n = len(data)
+    pos, line_no = 0, 1
+    for _ in range(skip_lines):
+        nl = data.find(b"\n", pos)
+        pos = n if nl < 0 else nl + 1
+        line_no += 1
+    blocks = []
+    while pos < n:
+        end = min(n, pos + BLOCK_BYTES)
+        if end < n:
+            nl = data.rfind(b"\n", pos, end)
+            if nl < 0:  # one line longer than a block
+                nl = data.find(b"\n", end)
+            end = n if nl < 0 else nl + 1
+        blocks.append((pos, end, line_no))
+        line_no += data.count(b"\n", pos, end)
+        pos = end
+    return blocks
+
+
+def _block_rows(buf: np.ndarray, ncols: int, most: int | None, path: str | Path,
+                first_line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The start and end of each row's fields in a block, and each row's 0-based line in it; a line
+    with the wrong number of fields raises, naming it."""
+    padded = np.ones(len(buf) + 2, dtype=np.int8)
+    np.less_equal(buf, 32, out=padded[1:-1].view(bool))
+    edges = np.flatnonzero(padded[1:] != padded[:-1])  # alternating token starts and ends
+    newlines = np.flatnonzero(buf == 10)
+    row_lines, width = _row_lines(edges[0::2], newlines, ncols), ncols
+    if row_lines is None and most != ncols:  # lines may have more fields: the same number on all?
+        k = len(edges) // 2 // max(len(newlines) + (buf[-1] != 10 if len(buf) else 0), 1)
+        if k > ncols and (most is None or k <= most):
+            row_lines, width = _row_lines(edges[0::2], newlines, k), k
+    if row_lines is not None:
+        return edges[0::2].reshape(-1, width), edges[1::2].reshape(-1, width), row_lines
+    if most != ncols:
+        return _variable_rows(edges[0::2], edges[1::2], newlines, ncols, most, buf, path, first_line)
+    _raise_bad_line(buf, edges[0::2], newlines, ncols, path, first_line)
 
 
 def join_pieces(pieces: list[np.ndarray]) -> np.ndarray:
@@ -230,12 +241,12 @@ def join_pieces(pieces: list[np.ndarray]) -> np.ndarray:
         dtype = np.dtype(f"S{max(x.dtype.itemsize for x in pieces)}")
     out = np.empty(sum(len(x) for x in pieces), dtype=dtype)
     pos = freed = 0
-    for k in range(len(pieces)):
-        x = pieces[k]
+    pieces.reverse()
+    while pieces:  # each piece taken out of the list as it is copied, so it is freed then
+        x = pieces.pop()
         out[pos:pos + len(x)] = x
         pos += len(x)
         freed += x.nbytes
-        pieces[k] = None
         del x
         if freed > TRIM_BYTES:  # pieces sit in the heap: hand their pages back as the output grows
             trim_heap()
@@ -268,7 +279,8 @@ def _row_lines(starts: np.ndarray, newlines: np.ndarray, ncols: int) -> np.ndarr
 
 
 def _variable_rows(tok_starts: np.ndarray, tok_ends: np.ndarray, newlines: np.ndarray, ncols: int,
-                   most: int | None, buf: np.ndarray, path: str | Path, line_no: int):
+                   most: int | None, buf: np.ndarray, path: str | Path,
+                   line_no: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of lines with ``ncols`` to ``most`` fields: the first ``ncols`` fields of each."""
     token_line = np.searchsorted(newlines, tok_starts)
     first = np.flatnonzero(np.r_[True, token_line[1:] != token_line[:-1]]) if len(token_line) else np.zeros(0, np.int64)
@@ -287,7 +299,8 @@ def _variable_rows(tok_starts: np.ndarray, tok_ends: np.ndarray, newlines: np.nd
 
 
 def _raise_bad_line(buf: np.ndarray, starts: np.ndarray, newlines: np.ndarray, ncols: int,
-                    path: str | Path, line_no: int) -> None:
+                    path: str | Path, line_no: int) -> NoReturn:
+    """The first line with another number of fields than ``ncols``, raised with its text."""
     token_line = np.searchsorted(newlines, starts)
     n_lines = len(newlines) + (1 if len(buf) and buf[-1] != 10 else 0)
     counts = np.bincount(token_line, minlength=n_lines)
