@@ -644,8 +644,8 @@ def _pool_run(ctx: Context) -> tuple[Any, int, int, tuple] | None:
     """The pool as a run (each query's pool ranked as it was built: the score falls with the order),
     the deepest query's pool, the pairs in all and the runs it was made from (each as a member of the
     pool, for the judged qrels' origin to name); None without runs or queries."""
-    from ..data import io as rio
     from ..data.pool import pooled_run
+    from ..data import io as rio
     from ..data.tables import Run
     runs = {name: rio.read_run(f) for name, f in ctx.runs.items()}
     runs.update(ctx.memory_runs)

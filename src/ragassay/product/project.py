@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UsageError
 from . import placing
+from ..errors import InputError, UsageError
 
 PROJECT_FILE = "ragassay.toml"
 STATE_DIR = ".ragassay"  # beside the project file: state.json, history.sqlite

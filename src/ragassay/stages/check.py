@@ -16,18 +16,29 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .check_rules import decide, notes
+from ..data.records import AnswerItem, Check, CheckLabel, Chunk
+from ..data.result_models import CheckSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
-from ..runtime.engine import (Call, Estimate, OutputStore, Stage, StageRun, WorkItem, estimate, fingerprint, in_shard,
-                     run_stage)
 from ..llm.prompt_files import choose_prompt, full_schema
 from ..llm.prompts import clip, delimit, shown_id
 from ..llm.reading import Explanation, Explanations
-from ..data.records import AnswerItem, Check, Chunk
-from ..data.result_models import CheckSummary
+from ..runtime.engine import (
+    Call,
+    Estimate,
+    OutputStore,
+    Stage,
+    StageRun,
+    WorkItem,
+    estimate,
+    fingerprint,
+    in_shard,
+    run_stage,
+)
 from ..runtime.scaffold import StageJob
+from .check_rules import decide, notes
 from .short_answers import ShortVerdict
+from .typed_answers import answer_as
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
 
@@ -99,7 +110,7 @@ def references(item: AnswerItem) -> list[str]:
     return [item.reference] if isinstance(item.reference, str) else list(item.reference)
 
 
-def majority_label(labels: Sequence[str]) -> str:
+def majority_label(labels: Sequence[CheckLabel]) -> CheckLabel:
     """Most frequent label; a tie goes to the more severe one (hallucinated > partial > abstained > correct)."""
     counts = Counter(labels)
     top = max(counts.values())
@@ -142,7 +153,7 @@ class Checker(Stage):
         self.chunks = chunks or {}
         self.prompt, self.prompt_reason = choose_prompt("check", self.options.prompt, self.model)
         self.full = full_schema("check", self.prompt)  # else the short schema: a label, reasoning optional
-        self.answer_model: type[BaseModel] = AnswerVerdict if self.full else ShortVerdict
+        self.answer_model: type[AnswerVerdict | ShortVerdict] = AnswerVerdict if self.full else ShortVerdict
 
     @property
     def model(self) -> str | None:
@@ -239,7 +250,7 @@ class Checker(Stage):
             out.append(WorkItem(key, calls, (it, ruled, cuts, long_why)))
         return out
 
-    async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Check]:
+    async def finish(self, work: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[BaseModel | dict]:
         item, ruled, cuts, long_why = work.payload
         base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key, "truncated": cuts}
         if long_why is not None:
@@ -253,7 +264,7 @@ class Checker(Stage):
             from ..metrics.labels import NO_VERDICT_YET  # the words the rates read as waiting, not failed
             raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
-        verdicts = answers
+        verdicts = [answer_as(a, self.answer_model) for a in answers]
         label = majority_label([v.label for v in verdicts])
         chosen = next(v for v in verdicts if v.label == label)
         if not isinstance(chosen, AnswerVerdict):  # the short schema: the label alone, grounding not asked
@@ -271,7 +282,7 @@ class Checker(Stage):
                       decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
                       samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer)]
 
-    def error_records(self, work: WorkItem, error: LLMError) -> list[Check]:
+    def error_records(self, work: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         item, _, cuts, _ = work.payload
         return [Check(id=item.id, truncated=cuts, label=None, grounded=None, unsupported_claims=[], rationale=None,
                       decided_by=None, status="error", error=error.reason, model=self.model, prompt=None, samples=[],

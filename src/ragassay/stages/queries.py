@@ -54,7 +54,8 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
         return [QueryItem(q.id, q.text, q.answer) for q in peer_queries(path, data)]
     if not data.lstrip().startswith(b"{"):
         return [QueryItem(q, t) for q, t in read_queries(path).items()]
-    items, seen = [], {}
+    items: list[QueryItem] = []
+    seen: dict[str, int] = {}
     problems = LineProblems(path)  # every bad line, said at the end
     for no, obj in iter_jsonl(data, path, problems=problems):  # (the bytes already read: not read twice)
         evidence = query_line_evidence(obj)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .text_match import loose_text as normalize
 from ..data.records import Chunk, Question
+from .text_match import loose_text as normalize
 
 
 @dataclass

@@ -15,16 +15,17 @@ import importlib.util
 import math
 import sys
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Set as AbstractSet
+from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, RagassayError
 from ..data.joins import Join, Side
 from ..data.tables import Run, encode_ids
+from ..errors import InputError, RagassayError
 from .retriever_objects import IdField, adapt, read_result
 from .retriever_results import near_files, near_names, results_of
 
@@ -107,7 +108,8 @@ def _query_texts(queries: str | Path | Mapping[str, str] | Iterable[Any]) -> dic
         return read_queries(queries)
     if isinstance(queries, Mapping):
         return {str(q): str(t) for q, t in queries.items()}
-    return {str(q.id): str(q.text) for q in queries}
+    records: Iterable[Any] = queries  # objects with .id and .text
+    return {str(q.id): str(q.text) for q in records}
 
 
 def _chunk_ids(chunks: str | Path | Mapping[str, Any] | Iterable[Any] | None) -> Collection[str] | None:
@@ -303,10 +305,13 @@ def load_retriever(spec: str) -> Any:
             if not path.exists():
                 raise InputError(f"no such file {module_part!r} (of the retriever {spec!r}){near_files(path)}")
             mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if mod_spec is None or mod_spec.loader is None:
+                raise InputError(f"{module_part!r} cannot be loaded as a Python module (of the retriever {spec!r})")
+            loader = mod_spec.loader
             module = importlib.util.module_from_spec(mod_spec)
             sys.path.insert(0, str(path.resolve().parent))
             try:
-                mod_spec.loader.exec_module(module)
+                loader.exec_module(module)
             finally:
                 sys.path.pop(0)
         else:
