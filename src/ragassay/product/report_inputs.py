@@ -44,8 +44,9 @@ class ReportInputs:
 
     def records_of(self, kind: str) -> list:
         """The list the records of ``kind`` go to."""
-        return {"judgment": self.judgments, "coverage": self.coverage, "check": self.checks,
-                "question": self.questions, "reject": self.rejects}[kind]
+        lists: dict[str, list] = {"judgment": self.judgments, "coverage": self.coverage, "check": self.checks,
+                                  "question": self.questions, "reject": self.rejects}
+        return lists[kind]
 
 
 REPORTED_RECORDS = ("judgment", "coverage", "check", "question", "reject")
@@ -88,7 +89,8 @@ def read_runs(runs: RunFiles) -> list:
     """The runs, each named as the caller said (else by its tag or file name); two runs of one name
     are an error naming the second file."""
     from ..data.io import read_run
-    out, seen = [], {}
+    out: list = []
+    seen: dict[str, str | Path] = {}
     for name, path in named_run_files(runs):
         if name is not None and not name.strip():
             raise InputError("a run's name is empty: give each run a name", path)

@@ -16,7 +16,7 @@ def input_joins(inp: ReportInputs) -> list:
     first run, the judgments with the qrels, people's answer labels with the checks), each counted
     with the sides whose unmatched ids deserve a warning (a run over every query answered in part is
     not one); a pair with no id in common is an error naming both files."""
-    joins = []
+    joins: list[tuple[Join, tuple[str, ...]]] = []
     if inp.qrels is not None:
         for r in inp.runs:
             joins.append((Join.of("query ids", f"the run {r.name}", r.queries, "the qrels", inp.qrels.queries,

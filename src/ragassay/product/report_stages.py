@@ -19,7 +19,7 @@ from .report_words import labelled_by, num, shown_rate, stat
 
 def judge_grades(inp: ReportInputs) -> dict[tuple[str, str], int]:
     """The judge's grade of each (query, chunk) it judged without an error."""
-    return {(j.query_id, j.chunk_id): j.grade for j in inp.judgments if j.status == "ok"}
+    return {(j.query_id, j.chunk_id): j.grade for j in inp.judgments if j.status == "ok" and j.grade is not None}
 
 
 def judge_sections(inp: ReportInputs) -> list[Section]:
@@ -36,7 +36,7 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
         out.append(_coverage_section(inp.coverage))
     agreements = list(inp.agreements)
     if not agreements and inp.qrels is not None and inp.judgments:
-        judged = {}
+        judged: dict[str, dict[str, int]] = {}
         for (q, d), g in judge_grades(inp).items():
             judged.setdefault(q, {})[d] = g
         if judged:  # the judge's side is named by what its records say (model, prompt)
