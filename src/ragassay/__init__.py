@@ -51,22 +51,27 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and IDEs
     from .api import check, generate, judge
-    from .stages.generate import GenerateResult
-    from .errors import InputError, MeasureError, RagassayError
     from .data.io import read_chunks, read_qrels, read_queries, read_run, write_jsonl, write_qrels, write_run
+    from .data.people_samples import (
+        bundled_answers,
+        bundled_pairs,
+        public_pairs,
+        read_graded_pairs,
+        read_labelled_answers,
+    )
+    from .data.tables import Qrels, Run
+    from .errors import InputError, MeasureError, RagassayError
+    from .llm import LLM, LLMConfig, LLMError
     from .metrics.agreement import Agreement, agree
     from .metrics.compare import Comparison, compare
     from .metrics.evaluate import Evaluation, evaluate
-    from .stages.check import CheckOptions, CheckResult, check_answers, read_answers
-    from .runtime.engine import Estimate
     from .metrics.labels import label_summary
-    from .stages.judge import JudgeOptions, JudgeResult, judge_run
-    from .stages.queries import read_query_items
-    from .llm import LLM, LLMConfig, LLMError
-    from .stages.retrieve import run_retriever
     from .metrics.measures import Measure, parse_measure
-    from .data.tables import Qrels, Run
     from .product.qualify import Grader, Qualification, qualify_check, qualify_judge
     from .product.qualify_inputs import qualify
-    from .data.people_samples import (bundled_answers, bundled_pairs, public_pairs, read_graded_pairs,
-                                      read_labelled_answers)
+    from .runtime.engine import Estimate
+    from .stages.check import CheckOptions, CheckResult, check_answers, read_answers
+    from .stages.generate import GenerateResult
+    from .stages.judge import JudgeOptions, JudgeResult, judge_run
+    from .stages.queries import read_query_items
+    from .stages.retrieve import run_retriever

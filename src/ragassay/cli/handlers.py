@@ -9,7 +9,8 @@ the handler's module and name; the module is imported when the command is called
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class Handler:

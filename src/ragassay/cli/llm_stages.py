@@ -7,11 +7,10 @@ import argparse
 import sys
 from typing import Any
 
-from .options import api_arguments, llm_config
 from ..errors import RagassayError
 from ..product.formatting import render_table
+from .options import api_arguments, llm_config
 from .render import render, render_stage
-
 
 # ---------------------------------------------------------------------------------------- ping
 

@@ -204,7 +204,7 @@ def _compare_text(cmp: Any, args: argparse.Namespace, joins: Sequence = ()) -> s
 # --------------------------------------------------------------------------------------- agree
 
 def run_agree(args: argparse.Namespace) -> str | tuple[str, int]:
-    from ..data.io import read_qrels, read_run
+    from ..data.io import read_qrels
     from ..metrics.agreement import agree
     if args.runs is not None and len(args.runs) < 2:
         raise UsageError(f"--runs needs at least two runs to compare their rankings (got {len(args.runs)})")

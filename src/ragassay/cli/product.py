@@ -12,7 +12,6 @@ from ..errors import UsageError
 from ..product.formatting import render_table
 from .render import render
 
-
 # ---------------------------------------------------------------------------------------- demo
 
 def run_demo_cmd(args: argparse.Namespace) -> str | tuple[str, int]:

@@ -17,7 +17,6 @@ import numpy as np
 
 from .columns import INT_LIMIT, MAX_FIELD_BYTES, TRIM_BYTES, gather, parse_plain_integers, round8, trim_heap
 
-
 # pyarrow parses on all cores: on the 2-core machine a 73 MB run is evaluated ~17% faster end to end
 # for ~26 MB more at the peak (benchmarks/metrics_speed.py); RAGASSAY_ARROW_THREADS=0 parses on one.
 ARROW_THREADS = os.environ.get("RAGASSAY_ARROW_THREADS", "1") != "0"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -151,22 +152,7 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
     buf_all = np.frombuffer(data, dtype=np.uint8)
     blocks = _cut_blocks(data, skip_lines)
 
-    def work(block: tuple[int, int, int]) -> tuple[list[np.ndarray], np.ndarray]:
-        start, end, first_line = block
-        buf = buf_all[start:end]
-        starts, ends, row_lines = _block_rows(buf, ncols, most, path, first_line)
-        lines = first_line + row_lines
-        for c, _ in wanted:
-            long = np.flatnonzero(ends[:, c] - starts[:, c] > MAX_FIELD_BYTES)
-            if len(long):
-                raise InputError(f"a field of {int(ends[long[0], c] - starts[long[0], c])} bytes: not an id or a "
-                                 "number (is this the right file?)", path, int(lines[long[0]]))
-        tail = buf_all[start:]
-        cols = []
-        for c, convert in wanted:
-            col = gather(tail, starts[:, c], ends[:, c])
-            cols.append(col if convert is None else convert(col, lines, path))
-        return cols, lines
+    work = partial(_split_block, buf_all, ncols, most, path, wanted)
 
     try:
         if len(blocks) > 1 and THREADS > 1:
@@ -178,7 +164,7 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
         from .column_problems import every_bad_line
         block = next((b for b in reversed(blocks) if e.line is not None and b[2] <= e.line), blocks[0])
         raise every_bad_line(data, block[0], block[2], ncols, most, wanted, path, e, MAX_FIELD_BYTES) from None
-    del data, buf_all  # split: the file's bytes go now (when the caller handed them over), not after the join
+    del data, buf_all, work  # split: the file's bytes go now (when the caller handed them over), not after the join
     parts = [p for p in parts if len(p[1])]
     if not parts:
         return [np.zeros(0, dtype="S8") if conv is None else np.zeros(0) for _, conv in wanted], np.zeros(0, np.int64)
@@ -186,6 +172,27 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
     for _ in wanted:  # each part's first column left is this one: taken out, so it is freed once joined
         columns.append(join_pieces([p[0].pop(0) for p in parts]))
     return columns, join_pieces([p[1] for p in parts])
+
+
+def _split_block(buf_all: np.ndarray, ncols: int, most: int | None, path: str | Path,
+                 wanted: Sequence[tuple[int, Converter | None]],
+                 block: tuple[int, int, int]) -> tuple[list[np.ndarray], np.ndarray]:
+    """One block's wanted columns (converted) and each row's line number."""
+    start, end, first_line = block
+    buf = buf_all[start:end]
+    starts, ends, row_lines = _block_rows(buf, ncols, most, path, first_line)
+    lines = first_line + row_lines
+    for c, _ in wanted:
+        long = np.flatnonzero(ends[:, c] - starts[:, c] > MAX_FIELD_BYTES)
+        if len(long):
+            raise InputError(f"a field of {int(ends[long[0], c] - starts[long[0], c])} bytes: not an id or a "
+                             "number (is this the right file?)", path, int(lines[long[0]]))
+    tail = buf_all[start:]
+    cols = []
+    for c, convert in wanted:
+        col = gather(tail, starts[:, c], ends[:, c])
+        cols.append(col if convert is None else convert(col, lines, path))
+    return cols, lines
 
 
 def _cut_blocks(data: bytes, skip_lines: int) -> list[tuple[int, int, int]]:

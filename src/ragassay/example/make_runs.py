@@ -6,9 +6,9 @@
 
 from pathlib import Path
 
-from ragassay import read_queries, run_retriever, write_run
-
 import retrievers
+
+from ragassay import read_queries, run_retriever, write_run
 
 HERE = Path(__file__).parent
 

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries, read_run
+from ..data.record_files import legacy_kind, read_record_file
 from ..data.records import RECORD_FIELD, Check, Coverage, Judgment, Question, Reject
+from ..data.results import load_result
 from ..errors import InputError
+from ..stages.check import read_answers, read_human_labels, read_labels_origin, retrieval_recall, summarise_checks
 
 
 @dataclass
@@ -88,7 +92,6 @@ def named_run_files(runs: RunFiles) -> list[tuple[str | None, str | Path]]:
 def read_runs(runs: RunFiles) -> list:
     """The runs, each named as the caller said (else by its tag or file name); two runs of one name
     are an error naming the second file."""
-    from ..data.io import read_run
     out: list = []
     seen: dict[str, str | Path] = {}
     for name, path in named_run_files(runs):
@@ -98,7 +101,8 @@ def read_runs(runs: RunFiles) -> list:
         if run.name in seen:
             how = "the name given" if name is not None else "its TREC tag (or file name)"
             raise InputError(f"two runs are named {run.name!r} ({how}; the other is {seen[run.name]}): give each "
-                             "run its own name (NAME=PATH in ragassay report; a mapping {name: path} from Python)", path)
+                             "run its own name (NAME=PATH in ragassay report; a mapping {name: path} from Python)",
+                             path)
         seen[run.name] = path
         out.append(run)
     return out
@@ -114,9 +118,6 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
     its TREC tag, else its file name; a :class:`NamedRun` by its own name). ``people_qrels`` is a
     second qrels shown beside ``qrels`` on every query page (people's grades beside the judge's pool
     the metrics are computed on); each is labelled by who made it (``FILE.origin.json``)."""
-    from ..data.io import iter_jsonl, read_bytes_checked, read_chunks, read_qrels, read_queries
-    from ..data.record_files import legacy_kind, read_record_file
-    from ..data.results import load_result
     inp = ReportInputs()
     if qrels:
         inp.qrels = read_qrels(qrels)
@@ -128,42 +129,12 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
     if queries:
         inp.queries = read_queries(queries)
     if answers:
-        from ..stages.check import read_answers
         inp.answers = {a.id: a for a in read_answers(answers, inp.chunks or None)}
     if human:
-        from ..stages.check import read_human_labels, read_labels_origin
         inp.human_labels = read_human_labels(human)
         inp.human_origin = read_labels_origin(human)
     for p in paths:
-        p = Path(p)
-        data = read_bytes_checked(p)
-        try:
-            whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            whole = None
-        # a result has a kind and a version; a record names its kind in RECORD_FIELD (a generated
-        # question's own "kind" is its question kind: factoid, comparison ...)
-        if isinstance(whole, dict) and RECORD_FIELD not in whole and "kind" in whole and "version" in whole:
-            result = load_result(p)  # checks kind and version
-            kind = result["kind"]
-            if kind == "evaluate":
-                inp.evaluate.append(result)
-            elif kind == "agree":
-                inp.agreements.append(result)
-            elif kind in ("compare", "check", "generate"):
-                setattr(inp, kind, result)
-            elif kind == "calibration":
-                inp.calibration.append(result)
-            else:
-                raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
-                                 "themselves, not the summary", p)
-            continue
-        lines = list(iter_jsonl(data, p))
-        if not lines or (RECORD_FIELD not in lines[0][1] and legacy_kind(lines[0][1]) is None):
-            raise InputError("neither a ragassay result (JSON with a 'kind') nor records the report reads "
-                             "(judgments, coverage, checks, questions or rejects, as JSON Lines)", p)
-        kind, records = read_record_file(p, lines, REPORTED_RECORDS)
-        inp.records_of(kind).extend(records)
+        _add_file(inp, Path(p))
     for q in inp.questions:  # a generated set brings its own question texts and reference answers
         inp.queries.setdefault(q.id, q.question)
     if inp.checks and inp.check is None:  # check's records alone: the label rates, diagnosis and people too
@@ -171,10 +142,47 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
     return inp
 
 
+def _add_file(inp: ReportInputs, p: Path) -> None:
+    """One of the report's files: a result (evaluate, agree, compare, check, generate, calibration) or
+    a file of records (judgments, coverage, checks, questions, rejects), each put where it belongs."""
+    data = read_bytes_checked(p)
+    try:
+        whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        whole = None
+    # a result has a kind and a version; a record names its kind in RECORD_FIELD (a generated
+    # question's own "kind" is its question kind: factoid, comparison ...)
+    if isinstance(whole, dict) and RECORD_FIELD not in whole and "kind" in whole and "version" in whole:
+        _add_result(inp, p)
+        return
+    lines = list(iter_jsonl(data, p))
+    if not lines or (RECORD_FIELD not in lines[0][1] and legacy_kind(lines[0][1]) is None):
+        raise InputError("neither a ragassay result (JSON with a 'kind') nor records the report reads "
+                         "(judgments, coverage, checks, questions or rejects, as JSON Lines)", p)
+    kind, records = read_record_file(p, lines, REPORTED_RECORDS)
+    inp.records_of(kind).extend(records)
+
+
+def _add_result(inp: ReportInputs, p: Path) -> None:
+    """A result file, by its kind; judge's summary is refused (the report reads its records instead)."""
+    result = load_result(p)  # checks kind and version
+    kind = result["kind"]
+    if kind == "evaluate":
+        inp.evaluate.append(result)
+    elif kind == "agree":
+        inp.agreements.append(result)
+    elif kind in ("compare", "check", "generate"):
+        setattr(inp, kind, result)
+    elif kind == "calibration":
+        inp.calibration.append(result)
+    else:
+        raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
+                         "themselves, not the summary", p)
+
+
 def _check_summary(inp: ReportInputs) -> dict:
     """The check result from its records: rates always; the diagnosis with qrels and a run (the
     first run, at depth 10, as ``check`` does by default); agreement with people's labels."""
-    from ..stages.check import retrieval_recall, summarise_checks
     recall, caveat = retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else \
         (None, None)
     return summarise_checks([c.model_dump() for c in inp.checks], recall=recall, human=inp.human_labels or None,
