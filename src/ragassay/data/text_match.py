@@ -15,6 +15,9 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..errors import InputError
+from .joins import Join
+
 MATCH_SETTINGS = ("auto", "id", "text")  # [data] answers_match: by id, then by text when no id meets
 
 
@@ -87,8 +90,6 @@ def answers_to_queries(answers: Mapping[str, str], queries: Mapping[str, str], h
     :class:`TextMatch` when by question text: ``how`` is ``"text"``, or ``"auto"`` and no id meets.
     No id and no text in common is an :class:`InputError` naming both files and what was tried;
     ``how="id"`` with no id in common names ``setting``, which matches them by text."""
-    from ..errors import InputError
-    from .joins import Join
     if not answers or not queries:
         return None
     join = Join.of("query ids", "the answers", answers, "the queries", queries, answers_source, queries_source)

@@ -20,7 +20,8 @@ from ..data.origin import UNKNOWN, Origin
 from ..data.result_models import AgreeResult
 from ..data.results import nan_to_none
 from ..data.tables import Qrels, Run
-from ..errors import InputError
+from ..errors import InputError, UsageError
+from .evaluate import evaluate
 from .kappa_meaning import alpha_why, binary_why, constant_why, interval_why, one_grade_why
 from .rests_on import scale_warning
 
@@ -321,7 +322,6 @@ def _average_ranks(v: np.ndarray) -> np.ndarray:
 def run_ranking_agreement(reference: Qrels, candidate: Qrels,
                           runs: Sequence[Run | str | Path] | Mapping[str, Run], metric: str) -> dict:
     """Score every run under both qrels; do the two orderings of the runs agree?"""
-    from .evaluate import evaluate
     items = list(runs.items()) if isinstance(runs, Mapping) else [(None, r) for r in runs]
     loaded: list[tuple[str, Run]] = []
     for name, r in items:  # each run under a name of its own: two files tagged alike are two runs
@@ -330,7 +330,6 @@ def run_ranking_agreement(reference: Qrels, candidate: Qrels,
         if label in {n for n, _ in loaded} and isinstance(r, (str, Path)):
             label = str(r)  # the second of two runs named alike goes by its path, as in compare
         if label in {n for n, _ in loaded}:
-            from ..errors import UsageError
             raise UsageError(f"two runs are named {label!r}: name them apart (a mapping {{name: run}})")
         loaded.append((label, run))
     if len(loaded) < 2:

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .agreement import cohen_kappa, confusion_matrix
+from .kappa_meaning import one_grade_why
 from .rates import rate
 
 LABELS = ("correct", "partial", "hallucinated", "abstained")
@@ -141,14 +143,12 @@ def _normal_quantile(p: float) -> float:
 def human_calibration(records: Sequence[Mapping], human: Mapping[str, str], n_resamples: int = 10_000,
                       seed: int = 0) -> dict:
     """Agreement of the grader with people on the labelled subset, and prediction-powered rates."""
-    from .agreement import cohen_kappa, confusion_matrix
     ok = {r["id"]: r["label"] for r in records if r.get("status", "ok") == "ok" and r.get("label") in LABELS}
     both = [q for q in ok if q in human and human[q] in LABELS]
     codes = {lab: i for i, lab in enumerate(LABELS)}
     x = np.array([codes[human[q]] for q in both], dtype=np.int64)
     y = np.array([codes[ok[q]] for q in both], dtype=np.int64)
     present = sorted(set(x.tolist()) | set(y.tolist()))
-    from .kappa_meaning import one_grade_why
     one = one_grade_why(x, y, ("people", "the grader"), "answers", lambda i: f"the label {LABELS[i]}")  # a kappa that cannot mean anything: None, and why
     out: dict = {"pairs": len(both), "kappa": None if one else cohen_kappa(x, y),
                  "labels": [LABELS[i] for i in present],

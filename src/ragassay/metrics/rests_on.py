@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.origin import UNKNOWN, Origin, PoolRun, sidecar_path
+from ..data.pool import member_of, membership
 from .measures import Measure, parse_measure
 
 TREC_EVAL_LEVEL = 1  # trec_eval's default: any positive grade is relevant
@@ -191,7 +192,6 @@ def pool_standing(origin: Origin | None, run: Any, measures: Sequence[Measure],
                   longest: int | None = None) -> PoolStanding:
     """``run`` against the pool its labels say; a run read by blocks is None, and its ``digests``
     (pool depth -> the digest of its top results, data/pool.py) and ``longest`` ranking are given."""
-    from ..data.pool import member_of, membership
     pool = (origin or UNKNOWN).pool
     standing = PoolStanding(pool, checked=run is not None or digests is not None, judged=dict(judged))
     if pool:

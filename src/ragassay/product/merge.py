@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.io import iter_jsonl, write_jsonl
 from ..data.record_files import legacy_kind, parse_record
 from ..data.records import RECORD_FIELD, WrittenRecord
 from ..errors import InputError
@@ -40,7 +41,6 @@ def merge_records(paths: Sequence[str | Path]) -> Merged:
     contract (a grade of 7 is not), and all of one kind: judgments are never mixed with checks.
     A record's kind is the one its line names, or for a line written before records named it, the
     kind its fields make it."""
-    from ..data.io import iter_jsonl
     by_key: dict[str, WrittenRecord] = {}
     out = Merged([], len(paths))
     first: tuple[str, str | Path, int] | None = None  # the kind of the first record, and where it is
@@ -79,7 +79,6 @@ def merge_records(paths: Sequence[str | Path]) -> Merged:
 
 
 def write_merged(paths: Sequence[str | Path], output: str | Path) -> Merged:
-    from ..data.io import write_jsonl
     if len(paths) < 1:
         raise InputError("merge needs at least one file")
     merged = merge_records(paths)

@@ -20,9 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..data.io import coerce_run
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE
 from ..data.people_samples import GradedPairs, LabelledAnswers, stratified_sample
+from ..data.tables import Qrels
 from ..errors import UsageError
+from ..llm.prompt_files import choose_prompt
+from ..metrics.agreement import run_ranking_agreement
+from ..metrics.measures import parse_measure
 from ..metrics.qualification import (
     LabelAgreement,
     PairedDifference,
@@ -30,6 +35,7 @@ from ..metrics.qualification import (
     paired_difference,
 )
 from ..runtime.engine import Estimate
+from ..stages.queries import QueryItem
 from .published_agreement import PublishedFigure, published_for
 
 CHECK_LABELS = ("correct", "partial", "hallucinated", "abstained")
@@ -120,7 +126,6 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
     ``runs`` (name -> run) adds Kendall's tau between the runs ranked by ``metric`` under people's
     grades and under the grader's, both on the sampled pairs only (the figure says so)."""
     from ..api import judge
-    from ..stages.queries import QueryItem
     _check_graders(graders, "judge")
     low, high = pairs.scale
     if not low < pairs.relevant_from <= high:
@@ -145,7 +150,6 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
                 "relevant), or a larger --size")
     notes: list[str] = []
     if runs:
-        from ..metrics.measures import parse_measure
         parse_measure(metric)  # an unknown measure is said before any call
     runs = _runs_meeting(runs, {q for q, _ in keys}, notes)
     outcomes: list[GraderOutcome] = []
@@ -211,7 +215,6 @@ def _runs_meeting(runs: Mapping[str, Any] | None, sampled: set[str], notes: list
     call (a run that meets no sampled query ranks nothing the sample can score)."""
     if not runs:
         return None
-    from ..data.io import coerce_run
     kept = {}
     for name, run in runs.items():
         if sampled & set(coerce_run(run).queries):
@@ -225,8 +228,6 @@ def _runs_meeting(runs: Mapping[str, Any] | None, sampled: set[str], notes: list
 
 
 def _ranking(keys: list, people: list, model: list, runs: Mapping[str, Any], metric: str) -> dict | None:
-    from ..data.tables import Qrels
-    from ..metrics.agreement import run_ranking_agreement
     ref: dict[str, dict[str, int]] = {}
     cand: dict[str, dict[str, int]] = {}
     for (q, c), p, m in zip(keys, people, model):
@@ -315,7 +316,6 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
 def _check_graders(graders: Sequence[Grader], stage: str) -> None:
     """Every grader is sound before any of them is asked anything: a prompt file of the second
     grader that names an unknown placeholder must not wait for the first grader's calls."""
-    from ..llm.prompt_files import choose_prompt
     if not graders:
         raise UsageError("qualify needs at least one model and prompt to qualify")
     seen = set()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..data.io import read_run
 from ..data.people_labels import GradedPairs, LabelledAnswers
 from ..data.people_samples import (
     bundled_answers,
@@ -147,7 +148,6 @@ def _runs(paths: Sequence[str]) -> dict[str, Any] | None:
         return None
     if len(paths) < 2:
         raise UsageError("ranking runs needs two or more --run files")
-    from ..data.io import read_run
     runs: dict[str, Any] = {}
     for p in paths:  # each run under a name of its own: two files tagged alike go by their paths
         run = read_run(p)

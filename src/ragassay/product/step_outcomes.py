@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import RagassayError
+
 # the steps that read what an LLM step writes, each with the words its skip says when that is missing:
 # skipped so after the LLM step failed, it says the failure was the cause
 NEEDS = {"generate": {"retrieve": "no queries", "agree": "no judged pool", "evaluate": "nothing to score on",
@@ -45,7 +47,6 @@ def go_on_without_model(ctx: Any, failed: Any, rerun: Callable[[Any, bool], Any]
     ctx.failed_llm = failed
     if failed.step != "check":
         return failed
-    from ..errors import RagassayError
     try:
         by_rule = rerun(ctx, True)
     except (RagassayError, OSError) as e:  # the rules could not run either: the first reason stands

@@ -11,13 +11,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..data.result_models import GateResult, HistoryResult, TrackedResult, TrackResult
-from ..errors import InputError, UsageError
+from ..data.results import read_result, result_errors, result_metrics
+from ..data.sqlite_files import open_own_database
+from ..errors import InputError, MeasureError, UsageError
+from ..metrics.measures import parse_measure, split_measure_list
+from ..metrics.rests_on import uses_relevance
 
 DEFAULT_DB = Path(".ragassay") / "history.sqlite"
 
 
 def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
-    from ..metrics.measures import split_measure_list
     out = {}
     # a list in one flag, as -m takes it: commas outside parentheses separate thresholds
     for item in [part for given in items or [] for part in split_measure_list(given)]:
@@ -36,8 +39,6 @@ def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
 
 def canonical(name: str) -> str:
     """Metric names in thresholds may use any accepted spelling (nDCG@10, P_5)."""
-    from ..errors import MeasureError
-    from ..metrics.measures import parse_measure
     prefix, slash, rest = name.rpartition("/")
     try:
         base = str(parse_measure(rest))
@@ -79,7 +80,6 @@ def git_commit(cwd: str | Path = ".") -> str | None:
 
 class History:
     def __init__(self, path: str | Path = DEFAULT_DB):
-        from ..data.sqlite_files import open_own_database
         self.path = Path(path)
         # a broken, foreign or read-only --db is one clear line, never a table made in someone's database
         self.db = open_own_database(self.path, {"results"}, "history", "--db")
@@ -154,7 +154,6 @@ METRIC_SETTINGS = ("relevance_level", "gain", "missing")  # settings that change
 def _settings_of(metric: str | None) -> tuple[str, ...]:
     """The settings that change ``metric``'s value: the relevant grade only for the measures that
     count relevance from a grade (not NDCG's gains); all of them for a name that is no measure."""
-    from ..metrics.rests_on import uses_relevance
     if metric is None:
         return METRIC_SETTINGS
     try:
@@ -194,7 +193,6 @@ def track(result: str | Path, db: str | Path = DEFAULT_DB, label: str | None = N
           run: str | None = None) -> TrackResult:
     """Add the result JSON ``result`` (of evaluate, compare, check, ...) to the history ``db``: its
     metrics (of the run ``run`` in a compare result), settings, the time and the git commit."""
-    from ..data.results import read_result, result_metrics
     parsed = read_result(result)
     metrics = result_metrics(parsed, run, result)
     run_name = result_run(parsed, run)
@@ -260,8 +258,6 @@ def _known_metric(metric: str, rows: list[TrackedResult]) -> None:
     UsageError (with the nearest name tracked): a typo, not an empty history."""
     import difflib
 
-    from ..errors import MeasureError
-    from ..metrics.measures import parse_measure
     tracked = sorted({name for r in rows for name in r.metrics})
     if canonical(metric) in tracked:
         return
@@ -280,7 +276,6 @@ def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str
     close to one of the result's metrics but not in it is a UsageError (a typo, not a failed gate)."""
     import difflib
 
-    from ..data.results import read_result, result_errors, result_metrics
     parsed = read_result(result)
     values = result_metrics(parsed, run, result)
     for name in [*mins, *maxs]:

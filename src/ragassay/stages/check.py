@@ -16,6 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..data.io import iter_jsonl, read_records
+from ..data.line_problems import LineProblems
+from ..data.origin import UNKNOWN, label_origin, origin_of_records
+from ..data.peer_files import answer_fields as renamed
+from ..data.peer_files import answer_rows
 from ..data.records import AnswerItem, Check, CheckLabel, Chunk
 from ..data.result_models import CheckSummary
 from ..errors import InputError
@@ -23,6 +28,8 @@ from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompt_files import choose_prompt, full_schema
 from ..llm.prompts import clip, delimit, shown_id
 from ..llm.reading import Explanation, Explanations
+from ..metrics.evaluate import evaluate
+from ..metrics.labels import LABELS, NO_VERDICT_YET, breakdown, diagnosis, human_calibration, label_summary
 from ..runtime.engine import (
     Call,
     Estimate,
@@ -72,7 +79,6 @@ def answer_fields(obj: dict, no: int) -> dict:
     """An answer in ragassay's fields, or RAGAS's, DeepEval's or LlamaIndex's: theirs are renamed to
     ours, and a row without an id gets one by the rule every reader of peers' files shares
     (:mod:`ragassay.data.peer_files`: its metadata's id, else ``line-N``)."""
-    from ..data.peer_files import answer_fields as renamed
     return renamed(obj, no)
 
 
@@ -81,9 +87,6 @@ def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) ->
     as :func:`ragassay.data.peer_files.sample_rows` reads them); ``context_ids`` are resolved to texts
     with ``chunks``. A sample that gives no reference (RAGAS's may have none) is read with an empty
     list of references: its record is an error ("nothing to grade against"), never a label."""
-    from ..data.io import read_records
-    from ..data.line_problems import LineProblems
-    from ..data.peer_files import answer_rows
     problems = LineProblems(path)  # every bad answer, said at once in file order (up to a cap)
     rows, lacking, line_of = [], set(), {}
     for no, obj in answer_rows(path, problems):
@@ -261,7 +264,6 @@ class Checker(Stage):
                           status="ok", error=None, model=None, prompt=None, samples=[],
                           fault=fault_of(label, False, None, self._recall(item)))]
         if not answers:
-            from ..metrics.labels import NO_VERDICT_YET  # the words the rates read as waiting, not failed
             raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
         verdicts = [answer_as(a, self.answer_model) for a in answers]
@@ -342,7 +344,6 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
     ``recall_caveat``: why the recall cannot judge retrieval (the diagnosis then gives no advice).
     ``human_origin`` says who made the ``human`` labels (unknown when not given): the agreement
     names both sides by origin, and gives no statistic when they share a labeller."""
-    from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summary
     ok = sum(1 for r in records if r.get("status") == "ok")
     reasons = Counter(str(r.get("error") or "unknown") for r in records if r.get("status") != "ok")
     parts: dict[str, Any] = {}  # what applies to this run only: left off the result otherwise
@@ -353,7 +354,6 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
         labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
         parts["diagnosis"] = diagnosis(labels, recall, threshold, caveat=recall_caveat)
     if human is not None:
-        from ..data.origin import UNKNOWN, origin_of_records
         theirs = human_origin or UNKNOWN
         grader = origin_of_records(r for r in records if r.get("status") == "ok" and r.get("decided_by") != "rule")
         parts["human"] = {**human_calibration(records, human), "origin": theirs.summary(), "grader": grader.summary(),
@@ -372,7 +372,6 @@ def retrieval_recall(qrels, run, k: int) -> tuple[dict[str, float], str | None]:
     """Per question, recall@k of the gold chunks (the retrieval half of the diagnosis), and why that
     recall cannot tell good retrieval from bad, when it cannot: labels judged from this run alone
     hold no relevant chunk it missed, so its recall is 1 wherever it found one (None otherwise)."""
-    from ..metrics.evaluate import evaluate
     ev = evaluate(qrels, run, [f"recall@{k}"], missing="zero")
     caveat = None
     if ev.standing is not None and ev.standing.alone:
@@ -384,15 +383,11 @@ def retrieval_recall(qrels, run, k: int) -> tuple[dict[str, float], str | None]:
 
 def read_labels_origin(path: str | Path):
     """Who made a file of answer labels: its sidecar, else each line's ``assessor`` (or ``model``), else unknown."""
-    from ..data.io import iter_jsonl
-    from ..data.origin import label_origin
     return label_origin(path, (obj for _, obj in iter_jsonl(path)))
 
 
 def read_human_labels(path: str | Path) -> dict[str, str]:
     """People's labels: JSONL lines with ``id`` and ``label``."""
-    from ..data.io import iter_jsonl
-    from ..metrics.labels import LABELS
     out = {}
     for no, obj in iter_jsonl(path):
         if "id" not in obj or obj.get("label") not in LABELS:

@@ -6,7 +6,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.io import check_id, dataset_member, iter_jsonl, read_bytes_checked, read_queries
+from ..data.line_problems import LineProblems
+from ..data.peer_files import is_ragassay_queries, peer_queries
 from ..data.records import Chunk
+from ..data.roles import query_line_evidence, refuse_role
 from ..errors import InputError
 from ..llm.prompts import clip, delimit, shown_id
 
@@ -44,10 +48,6 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
     """Queries as ``{id, text}`` lines or TSV, a questions.jsonl from generate (its answers become
     the note on what a good answer contains), or TREC-style topics with ``description`` and
     ``narrative``."""
-    from ..data.io import check_id, dataset_member, iter_jsonl, read_bytes_checked, read_queries
-    from ..data.line_problems import LineProblems
-    from ..data.peer_files import is_ragassay_queries, peer_queries
-    from ..data.roles import query_line_evidence, refuse_role
     path = dataset_member(path, "queries")
     data = read_bytes_checked(path)
     if not is_ragassay_queries(data):  # a RAGAS test set, DeepEval goldens, a LlamaIndex dataset

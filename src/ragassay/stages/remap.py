@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.io import read_chunks, read_records, write_qrels
+from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, label_origin, today
 from ..data.records import Chunk, Question
+from ..data.result_models import RemapSummary
 from .text_match import loose_text as normalize
 
 
@@ -84,15 +87,12 @@ def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Pat
     which were not)."""
     from collections import Counter
 
-    from ..data.io import read_chunks, read_records, write_qrels
     read = [q for _, q in read_records(questions, Question, "question")]
     result = remap(read, read_chunks(new_chunks), threshold)
-    from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, label_origin, today
     # who chose the gold chunks: the set's sidecar (it names the endpoint), else its lines
     origin = label_origin(questions, ({"model": q.model, "prompt": q.prompt} for q in read))
     origin = origin.replace(command="remap", scale=origin.scale or JUDGE_SCALE,  # the gold's grade 3 on it
                             relevant_from=origin.relevant_from or JUDGE_RELEVANT_FROM)
     write_qrels(output, result.qrels, origin=origin.replace(date=today()))  # still the generator's gold
-    from ..data.result_models import RemapSummary
     return RemapSummary(questions=len(read), placed=len(result.placed), how=dict(Counter(result.how.values())),
                         unplaced=result.unplaced, no_evidence=result.no_evidence, output=str(output)).to_dict()

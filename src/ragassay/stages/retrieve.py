@@ -23,9 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from ..data.chunk_table import chunk_source
+from ..data.io import read_queries, write_run
 from ..data.joins import Join, Side
+from ..data.result_models import RetrieveResult
+from ..data.run_asked import file_digest, write_asked
 from ..data.tables import Run, encode_ids
-from ..errors import InputError, RagassayError
+from ..errors import InputError, RagassayError, UsageError
 from .retriever_objects import IdField, adapt, read_result
 from .retriever_results import near_files, near_names, results_of
 
@@ -57,7 +61,6 @@ class Retrieval:
 
     def to_dict(self) -> dict:
         """The ``retrieve`` result: counts, latency (median, 95th percentile), the join's counts."""
-        from ..data.result_models import RetrieveResult
         ms = sorted(self.run.latency_ms.values()) or [0.0]
         return RetrieveResult(
             run=self.run.name, queries=len(self.run.queries), results=len(self.run),
@@ -78,7 +81,6 @@ def retrieve(retriever: Any, queries: str | Path | Mapping[str, str] | Iterable[
     ``"module:NAME"`` / ``"file.py:NAME"`` naming it (the run then tagged NAME); ``queries`` a file,
     ``{id: text}`` or query items (``.id``, ``.text``); ``chunks`` a file, ``{id: chunk}``, or chunks,
     dicts or ids, whose ids every returned id must be one of."""
-    from ..errors import UsageError
     if k < 1:
         raise UsageError(f"k must be at least 1, got {k}")
     spec = retriever if isinstance(retriever, str) else None
@@ -95,7 +97,6 @@ def retrieve(retriever: Any, queries: str | Path | Mapping[str, str] | Iterable[
 
 
 def _file_digest(path: str | Path) -> str | None:
-    from ..data.run_asked import file_digest
     try:
         return file_digest(path) if str(path) != "-" else None
     except OSError:
@@ -104,7 +105,6 @@ def _file_digest(path: str | Path) -> str | None:
 
 def _query_texts(queries: str | Path | Mapping[str, str] | Iterable[Any]) -> dict[str, str]:
     if isinstance(queries, (str, Path)):
-        from ..data.io import read_queries
         return read_queries(queries)
     if isinstance(queries, Mapping):
         return {str(q): str(t) for q, t in queries.items()}
@@ -118,7 +118,6 @@ def _chunk_ids(chunks: str | Path | Mapping[str, Any] | Iterable[Any] | None) ->
     if chunks is None:
         return None
     if isinstance(chunks, (str, Path)):
-        from ..data.chunk_table import chunk_source
         return chunk_source(chunks)
     if isinstance(chunks, Mapping):
         return frozenset(map(str, chunks))
@@ -334,8 +333,6 @@ def write_run_files(retrieval: Retrieval, output: str | Path, about: dict | None
     returns the retrieval, which now names the files."""
     import json
 
-    from ..data.io import write_run
-    from ..data.run_asked import write_asked
     out = Path(output)
     write_run(out, retrieval.run)
     retrieval.asked_file = write_asked(out, retrieval.run.queries, run=(retrieval.run.name or "run").replace(" ", "_"),
