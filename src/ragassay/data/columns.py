@@ -131,7 +131,8 @@ INT_LIMIT = 2**31 - 1  # grades beyond this are not grades (and would overflow a
 MAX_FIELD_BYTES = 4096  # an id or number longer than this is not one: the file is not what it claims
 
 
-def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted: Sequence[tuple[int, Converter | None]],
+def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path,
+                 wanted: Sequence[tuple[int, Converter | None]],
                  skip_lines: int = 0, max_cols: int | None | bool = False) -> tuple[list[np.ndarray], np.ndarray]:
     """Split a whitespace-separated file whose lines all have ``ncols`` fields into columns
     (``max_cols``: lines may have from ``ncols`` up to this many fields, None for any number; the
@@ -399,7 +400,8 @@ def _parse_floats_slowly(col: np.ndarray, lines: np.ndarray, path: str | Path, w
         try:
             v = float(raw)
         except ValueError:
-            raise InputError(f"{what} is not a number: {raw.decode('utf-8', 'replace')!r}", path, int(lines[i])) from None
+            raise InputError(f"{what} is not a number: {raw.decode('utf-8', 'replace')!r}", path,
+                             int(lines[i])) from None
         if not np.isfinite(v):
             raise InputError(f"{what} must be finite, got {raw.decode('utf-8', 'replace')!r}", path, int(lines[i]))
     raise AssertionError("unreachable")  # pragma: no cover

@@ -113,7 +113,8 @@ EXPONENT_LIMIT = 512  # 2 ** 1024 is past the largest float: grades below 512 ke
 DIGEST_SOON_ROWS = 1 << 20  # qrels this large have their digest made on another thread while the run is scored
 
 
-def checked_settings(metrics: str | Iterable[str | Measure] | None, missing: str, gain: str, relevance_level: Any) -> list:
+def checked_settings(metrics: str | Iterable[str | Measure] | None, missing: str, gain: str,
+                     relevance_level: Any) -> list:
     """The measures asked for (the default ones when none), once the other settings are checked:
     what every way of evaluating (in memory, by blocks) takes the same way."""
     measures = DEFAULT_MEASURES if metrics is None else parse_measures(
@@ -146,7 +147,8 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     ``relevance_level``: a document is relevant when its grade is at least this; by default the
     grade the labels say they count from (the judge's 0-3 scale: 2; a ``FILE.origin.json`` beside
     people's qrels may say ``relevant_from``), else 1 as in trec_eval. As in trec_eval it does not
-    change NDCG gains. The result's ``rests_on`` says which grade was used and why, and the pool. ``gain``: ``linear`` (gain = grade) or
+    change NDCG gains. The result's ``rests_on`` says which grade was used and why, and the pool.
+    ``gain``: ``linear`` (gain = grade) or
     ``exponential`` (2^grade - 1). ``missing``: ``skip`` leaves qrels queries absent from the run
     out (trec_eval's default); ``zero`` scores them 0 on every metric (trec_eval -c).
 
@@ -201,7 +203,8 @@ def _refuse_overflowing_gains(qrels: Qrels) -> None:
     """An exponential gain of a grade of 512 or more is more than a float holds: refused, naming the grade."""
     if len(qrels.grades) and int(qrels.grades.max()) >= EXPONENT_LIMIT:
         at = int(np.argmax(qrels.grades))
-        raise InputError(f"grade {int(qrels.grades[at])} (query {qrels.queries[qrels.qidx[at]]!r}) makes an exponential "
+        raise InputError(f"grade {int(qrels.grades[at])} (query {qrels.queries[qrels.qidx[at]]!r}) makes an "
+                         "exponential "
                          f"gain of 2^{int(qrels.grades[at])} - 1, more than a float holds: use linear gain, or grades "
                          f"under {EXPONENT_LIMIT}", qrels.source)
 

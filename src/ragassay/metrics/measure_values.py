@@ -165,7 +165,8 @@ def compute_measure(m: Measure, views: MeasureViews, level: int, n: int) -> np.n
     return _compute_trec(m, s.rows, s, n)
 
 
-_PEER_MEASURES = frozenset({"set_ap", "set_relative_p", "num_ret", "num_rel", "num_rel_ret", "num_q", "iprec", "infap", "rbp",
+_PEER_MEASURES = frozenset({"set_ap", "set_relative_p", "num_ret", "num_rel", "num_rel_ret", "num_q", "iprec", "infap",
+                            "rbp",
                             "ranx_rbp", "dcg", "dcg_burges", "ndcg_burges", "compat"}) | CWL_GRADED
 
 

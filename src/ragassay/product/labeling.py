@@ -144,7 +144,8 @@ class LabelBook:
         for v, key, _ in self.scale:  # the value itself, or the key that gives it ("2", "h")
             if (value == v and type(value) is type(v)) or (isinstance(value, str) and value.strip() == key):
                 return v
-        raise UsageError(f"{value!r} is not a label of this task: use one of {', '.join(str(v) for v, _, _ in self.scale)}")
+        shown = ", ".join(str(v) for v, _, _ in self.scale)
+        raise UsageError(f"{value!r} is not a label of this task: use one of {shown}")
 
     def _replay(self) -> None:
         """Read the events of an earlier session: the person resumes where they stopped."""

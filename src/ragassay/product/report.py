@@ -45,7 +45,8 @@ def build_report(inp: ReportInputs, title: str = "ragassay report", joins: list 
     joins = input_joins(inp) if joins is None else joins
     evals, per = per_query(inp)
     pages = query_pages(inp, per)
-    sections = (joins_section(joins) + labellers_section(inp) + runs_section(inp, evals) + queries_section(inp, evals, per, pages)
+    sections = (joins_section(joins) + labellers_section(inp) + runs_section(inp, evals)
+                + queries_section(inp, evals, per, pages)
                 + compare_sections(inp, evals) + judge_sections(inp) + calibration_sections(inp) + check_sections(inp)
                 + generate_sections(inp))
     if not sections:

@@ -67,7 +67,8 @@ def _rests_on_note(inp: ReportInputs, evals: list) -> str:
     parts = [f"Precision, recall, MRR and MAP count {first.relevance.text()}; NDCG uses the grades."]
     standing = first.standing
     if standing is not None and standing.pool is not None:
-        parts.append(f"The labels judge the top {standing.depth} of {', '.join(sorted({m.name for m in standing.pool}))}"
+        pool = ", ".join(sorted({m.name for m in standing.pool}))
+        parts.append(f"The labels judge the top {standing.depth} of {pool}"
                      f": past k = {standing.depth} the curves count chunks nobody judged as not relevant.")
     else:
         parts.append("The labels do not say which runs they were judged from (their pool).")
@@ -97,7 +98,8 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
     tests = c["tests"]
     forest = svg.forest_plot([(f"{t['run']}: {t['metric']}", t["diff"], t["ci_low"], t["ci_high"],
                                t.get("p_randomization_holm")) for t in tests],
-                             f"Differences from {c['baseline']}, {int(c['settings']['confidence'] * 100)}% bootstrap intervals")
+                             f"Differences from {c['baseline']}, {int(c['settings']['confidence'] * 100)}% bootstrap "
+                             "intervals")
     plots = [forest]
     if evals and len(evals) >= 2:
         base = dict(zip(evals[0].queries, evals[0].values["ndcg@10"].tolist()))
@@ -111,7 +113,8 @@ def compare_sections(inp: ReportInputs, evals: list) -> list[Section]:
              f"{t['wins']}/{t['ties']}/{t['losses']}", *sized[3:]]
             for t, sized in zip(tests, size_rows or [[]] * len(tests))]
     s = c["settings"]
-    note = (f"{c['queries']} queries; paired randomization test ({s['n_permutations']} permutations, seed {s['seed']}), "
+    note = (f"{c['queries']} queries; paired randomization test ({s['n_permutations']} permutations, "
+            f"seed {s['seed']}), "
             f"t-test, bootstrap interval ({s['n_bootstrap']} resamples); Holm over all tests. "
             "The same settings as `ragassay compare`, so both print the same p-values.")
     if size_notes:

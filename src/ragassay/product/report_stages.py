@@ -30,8 +30,10 @@ def judge_sections(inp: ReportInputs) -> list[Section]:
         ok = [j for j in inp.judgments if j.status == "ok"]
         counts = Counter(j.grade for j in ok)
         items = [(str(g), counts.get(g, 0)) for g in range(4)] + [("error", len(inp.judgments) - len(ok))]
-        out.append(Section("Judge: grade distribution", "0 unrelated, 1 on topic, 2 partial or buried answer, 3 answers it.",
-                           [svg.counts_bars(items, "judged pairs per grade")], [Table(["grade", "pairs"], [list(i) for i in items])]))
+        out.append(Section("Judge: grade distribution",
+                           "0 unrelated, 1 on topic, 2 partial or buried answer, 3 answers it.",
+                           [svg.counts_bars(items, "judged pairs per grade")],
+                           [Table(["grade", "pairs"], [list(i) for i in items])]))
     if inp.coverage:
         out.append(_coverage_section(inp.coverage))
     agreements = list(inp.agreements)
@@ -56,7 +58,8 @@ def _coverage_section(records: Sequence[Any]) -> Section:
             r.coverage if r.status == "ok" else "error"] += 1
     runs = list(by_run)
     named = ", ".join(runs)
-    note = (f"Whether the chunks retrieved by {'the run' if len(runs) == 1 else 'the runs'} {named} hold what the answer "
+    note = (f"Whether the chunks retrieved by {'the run' if len(runs) == 1 else 'the runs'} {named} hold what the "
+            "answer "
             f"needs; queries measured: " + ", ".join(f"{sum(by_run[r].values())} of {r}" for r in runs) + ".")
     rows = [[k, *(by_run[r].get(k, 0) for r in runs)] for k in ("FULL", "PARTIAL", "NONE", "error")]
     return Section(f"Judge: answer coverage per query ({named})", note,
@@ -94,7 +97,8 @@ def _agreement_section(a: dict) -> list[Section]:
         dis = a.get("disagreements") or []
         if dis:
             tables.append(Table(["query", "chunk", ref, cand, "gap"],
-                                [[d["query_id"], d["doc_id"], d["reference"], d["candidate"], abs(d["reference"] - d["candidate"])]
+                                [[d["query_id"], d["doc_id"], d["reference"], d["candidate"],
+                                  abs(d["reference"] - d["candidate"])]
                                  for d in dis], queries=[d["query_id"] for d in dis], filter=True))
         kinds = [(a.get("origins") or {}).get(side, {}).get("kind", "unknown") for side in ("reference", "candidate")]
         who = f" Reference: {ref} ({kinds[0]}); candidate: {cand} ({kinds[1]})."
@@ -120,10 +124,12 @@ def calibration_sections(inp: ReportInputs) -> list[Section]:
                  "" if a["more_labels"] is None else a["more_labels"]]]
         for name, o in (c.get("people_agreement") or {}).items():
             rows.append([name, o["n"], num(o["exact"]), num(o["kappa"]) + ci(o["interval"]),
-                         num(o["binary_kappa"]) + ci(o["binary_interval"]), "" if o["more_labels"] is None else o["more_labels"]])
+                         num(o["binary_kappa"]) + ci(o["binary_interval"]),
+                         "" if o["more_labels"] is None else o["more_labels"]])
         strata = [[s, v["population"], v["sampled"]] for s, v in (sample.get("strata") or {}).items()]
         note = (f"{c['assessor']} labelled {p['labelled']} of {p['total']} {what} ({p['skipped']} skipped), drawn with "
-                f"seed {sample.get('seed')} evenly over the strata below. Kappa with its 95% bootstrap interval; binary: "
+                f"seed {sample.get('seed')} evenly over the strata below. Kappa with its 95% bootstrap interval; "
+                "binary: "
                 f"{c['binary']}. 'more labels': about how many more would narrow the interval to {c['target_width']}.")
         tables = [Table([f"{c['assessor']} against", "labels", "exact", "kappa [95%]", "binary kappa [95%]",
                          "more labels"], rows)]
@@ -146,7 +152,8 @@ def check_sections(inp: ReportInputs) -> list[Section]:
                                       for lab in labs], f"answer labels: {graded} of {answers} answers decided",
                                      "rate (95% interval)")] if graded >= MIN_INTERVAL else []
     words = s["mean_response_words"]
-    rows = [[lab, s["counts"][lab], shown_rate(rate[lab]), f"{words[lab]:.1f}" if words.get(lab) is not None else ""] for lab in labs]
+    rows = [[lab, s["counts"][lab], shown_rate(rate[lab]), f"{words[lab]:.1f}" if words.get(lab) is not None else ""]
+            for lab in labs]
     note = _answers_note(s) + (f" Truthfulness {shown_rate(s['truthfulness'], total=answers)}; correct given attempted "
                                f"{shown_rate(s['correct_given_attempted'], 'attempted answers')}.")
     if graded < MIN_INTERVAL:
@@ -161,22 +168,27 @@ def check_sections(inp: ReportInputs) -> list[Section]:
                                 ("bad retrieval", "bad_retrieval_good_answer", "bad_retrieval_bad_answer")):
             rows.append([name, c[good]["count"], c[bad]["count"], ", ".join(c[bad]["examples"])])
             queries.append(c[bad]["examples"][0] if c[bad]["examples"] else None)
-        out.append(Section("Diagnosis: retrieval x answer", d["advice"].rstrip(".") + ". Click a row to open its first bad answer.",
-                           tables=[Table(["", "good answer", "bad answer", "bad answers, e.g."], rows, queries=queries)]))
+        out.append(Section("Diagnosis: retrieval x answer",
+                           d["advice"].rstrip(".") + ". Click a row to open its first bad answer.",
+                           tables=[Table(["", "good answer", "bad answer", "bad answers, e.g."], rows,
+                                         queries=queries)]))
     h = inp.check.get("human")
     who = ((h or {}).get("origin") or {}).get("describe", "unknown")
     grader = ((h or {}).get("grader") or {}).get("describe", "the grader")
     if h and h.get("same_origin"):
         out.append(Section("Answers: agreement not measured",
-                           f"The answer labels set beside the checks were made by {who}, who also graded these answers: "
-                           "they agree by construction. Give labels made by people (ragassay label answers writes them)."))
+                           f"The answer labels set beside the checks were made by {who}, who also graded these "
+                           "answers: they agree by construction. Give labels made by people (ragassay label answers "
+                           "writes them)."))
     elif h and h.get("pairs"):
         kind = (h.get("origin") or {}).get("kind", "unknown")
-        rows = [[lab, shown_rate(v["prediction_powered"]), shown_rate(v["llm_only"]), shown_rate(v["human_only"])] for lab, v in h["rates"].items()]
+        rows = [[lab, shown_rate(v["prediction_powered"]), shown_rate(v["llm_only"]), shown_rate(v["human_only"])]
+                for lab, v in h["rates"].items()]
         out.append(Section(f"Answers: agreement, {who} against {grader}",
                            f"{h['pairs']} answers labelled by {who} ({kind}); Cohen's kappa {num(h.get('kappa'))}. "
                            "Prediction-powered rates combine every grader label with the labelled subset's correction.",
-                           [svg.heatmap(h["labels"], h["labels"], h["confusion"], who, "grader")] if h.get("confusion") else [],
+                           [svg.heatmap(h["labels"], h["labels"], h["confusion"], who, "grader")]
+                           if h.get("confusion") else [],
                            [Table(["label", "prediction-powered", "grader only", f"{who} only"], rows)]))
     return out
 
@@ -205,10 +217,12 @@ def generate_sections(inp: ReportInputs) -> list[Section]:
              "kinds": dict(Counter(q.kind for q in inp.questions)),
              "styles": dict(Counter(q.style for q in inp.questions)),
              "reject_reasons": dict(Counter(r.reason.split(":")[0] for r in inp.rejects))}
-    tables = [Table([what, "questions"], [[str(k), v] for k, v in sorted((g.get(key) or {}).items(), key=lambda x: -x[1])])
+    tables = [Table([what, "questions"],
+                    [[str(k), v] for k, v in sorted((g.get(key) or {}).items(), key=lambda x: -x[1])])
               for what, key in (("difficulty", "delivered"), ("kind", "kinds"), ("style", "styles"))]
     if g.get("reject_reasons"):
-        tables.append(Table(["reject reason", "candidates"], [[k, v] for k, v in sorted(g["reject_reasons"].items(), key=lambda x: -x[1])]))
+        tables.append(Table(["reject reason", "candidates"],
+                            [[k, v] for k, v in sorted(g["reject_reasons"].items(), key=lambda x: -x[1])]))
     note = f"{g['accepted']} questions accepted, {g.get('rejected', 0)} candidates rejected."
     return [Section("Generated set: mix and rejects", note, tables=tables)]
 
