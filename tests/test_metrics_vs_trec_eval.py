@@ -293,7 +293,7 @@ def test_ideal_rankings_with_huge_grades_equal_trec_eval():
     qrels = {"q1": {"a": 100000, "b": 3, "c": 0, "d": 7}, "q2": {"a": 1, "e": 99999, "f": -1}}
     run = {"q1": {"b": 2.0, "a": 1.0, "d": 0.5}, "q2": {"f": 3.0, "e": 1.0}}
     check_against_trec_eval(qrels, run, 1)
-    from ragassay.metrics.evaluate import _ideal_order
+    from ragassay.metrics.measure_values import _ideal_order
     q, g = _ideal_order(np.array([0, 0, 1, 0, 1]), np.array([2, 0, 1, 3, 1]), 3)
     assert q.tolist() == [0, 0, 1, 1] and g.tolist() == [3, 2, 1, 1]
 

@@ -10,14 +10,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
+from typing import TYPE_CHECKING, NoReturn
 
 from .. import __version__
 from ..errors import MeasureError, RagassayError, UsageError
 from .paths import check_outputs, lock_outputs, make_output_folders
 
+if TYPE_CHECKING:  # asyncio is imported only by the commands that run a loop
+    import asyncio
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit 2 with usage, as argparse does, and a did-you-mean
+    def error(self, message: str) -> NoReturn:  # exit 2 with usage, as argparse does, and a did-you-mean
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}{self._suggestion(message)}\n(see '{self.prog} --help')\n")
 
@@ -228,7 +231,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
     loop.call_soon_threadsafe(_cancel_every_task, loop)
 
 
-def _terminated_anyway(unraisable: object) -> None:
+def _terminated_anyway(unraisable: sys.UnraisableHookArgs) -> None:
     """A signal handler runs wherever the interpreter is, and that can be a place whose exceptions
     Python only reports and drops (a weakref callback freeing an import lock, a ``__del__``): the
     command would then go on and exit 0. Such a dropped SIGTERM is said nowhere and sent again from
@@ -257,7 +260,7 @@ def _cancelled(e: BaseException) -> bool:
     return asyncio is not None and isinstance(e, asyncio.CancelledError)
 
 
-def _cancel_every_task(loop: object) -> None:
+def _cancel_every_task(loop: asyncio.AbstractEventLoop) -> None:
     import asyncio
     for task in asyncio.all_tasks(loop):
         task.cancel()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ..data.results import nan_to_none
@@ -173,7 +174,7 @@ def run_compare(args: argparse.Namespace) -> str | tuple[str, int]:
     return render(args, lambda: nan_to_none(cmp.to_dict()), lambda: _compare_text(cmp, args, joins))
 
 
-def _compare_text(cmp: Any, args: argparse.Namespace, joins: list = ()) -> str:
+def _compare_text(cmp: Any, args: argparse.Namespace, joins: Sequence = ()) -> str:
     means = cmp.means
     first = render_table(["metric"] + cmp.runs, [[m] + [_shown(means[r][m], c) for r in cmp.runs]
                                                  for m, c in zip(cmp.metrics, _counts(cmp.metrics))], args.format)

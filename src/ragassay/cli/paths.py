@@ -91,7 +91,9 @@ def _real(path: Path) -> Path:
 
 
 def _flag(action: argparse.Action) -> str:
-    return action.option_strings[0] if action.option_strings else (action.metavar or action.dest).upper()
+    if action.option_strings:
+        return action.option_strings[0]
+    return (action.metavar if isinstance(action.metavar, str) and action.metavar else action.dest).upper()
 
 
 def _values(value: object) -> Iterator[str]:

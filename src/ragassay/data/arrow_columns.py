@@ -155,7 +155,7 @@ def _plain_integers(chunks: list) -> np.ndarray | None:
 def _drain(arrays: list, source: type, dtype: type) -> np.ndarray:
     """The values of fixed-width pyarrow arrays (their buffer of ``source`` items) as one numpy
     array of ``dtype``; the list is emptied as it is copied, so each array's memory goes back at once."""
-    out = np.empty(sum(len(a) for a in arrays), dtype=dtype)
+    out: np.ndarray = np.empty(sum(len(a) for a in arrays), dtype=dtype)
     pos = freed = 0
     while arrays:
         arr = arrays.pop(0)

@@ -98,14 +98,19 @@ def read_pieces(path: str | Path, shape: ColumnShape, kind: Literal["qrels", "ru
                 break
 
 
-def _arrow_piece(data: bytes, shape: ColumnShape, kind: str, skip: int) -> list[np.ndarray] | None:
+def _arrow_piece(data: bytes, shape: ColumnShape, kind: str,
+                 skip: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The columns of a clean piece read by pyarrow's parser (see :mod:`arrow_columns`), or None:
     then the numpy splitter reads it, and names the line of anything wrong."""
     if reader_path(len(data)) != "arrow" or b"\n\n" in data or data.startswith(b"\n") or b"#" in data:
         return None
     ncols = 6 if shape.fmt == "trec" and kind == "run" else shape.ncols
-    return arrow_columns.read(data, ncols, [(shape.q_col, "id"), (shape.d_col, "id"),
-                                            (shape.v_col, "int" if kind == "qrels" else "float")], skip)
+    columns = arrow_columns.read(data, ncols, [(shape.q_col, "id"), (shape.d_col, "id"),
+                                               (shape.v_col, "int" if kind == "qrels" else "float")], skip)
+    if columns is None:
+        return None
+    queries, docs, values = columns
+    return queries, docs, values
 
 
 def _check_text(data: bytes, path: str | Path, before: int) -> None:

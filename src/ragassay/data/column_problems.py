@@ -41,11 +41,11 @@ def every_bad_line(data: bytes, start: int, first_line: int, ncols: int, most: i
             problems.add(line_no, said)
     if not problems:
         return first
-    said = problems.error()
+    error = problems.error()
     if pos < n and len(problems.found) >= CAP:  # the look stopped at the cap: the rest is not known
-        said = InputError(f"{said.message}; the lines after line {line_no} were not read", path, None)
-        said.line = problems.found[0][0]
-    return said
+        error = InputError(f"{error.message}; the lines after line {line_no} were not read", path, None)
+        error.line = problems.found[0][0]
+    return error
 
 
 def line_problem(line: bytes, line_no: int, ncols: int, most: int | None, wanted: Sequence[tuple[int, Any]],

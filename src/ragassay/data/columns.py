@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -37,7 +39,7 @@ def trim_heap() -> None:
         _MALLOC_TRIM(0)
 
 
-_MALLOC_TRIM = None
+_MALLOC_TRIM: Any = None  # libc.malloc_trim once looked up; False where there is none
 
 
 def round8(n: int) -> int:
@@ -130,7 +132,8 @@ INT_LIMIT = 2**31 - 1  # grades beyond this are not grades (and would overflow a
 MAX_FIELD_BYTES = 4096  # an id or number longer than this is not one: the file is not what it claims
 
 
-def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted: Sequence[tuple[int, Converter | None]],
+def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path,
+                 wanted: Sequence[tuple[int, Converter | None]],
                  skip_lines: int = 0, max_cols: int | None | bool = False) -> tuple[list[np.ndarray], np.ndarray]:
     """Split a whitespace-separated file whose lines all have ``ncols`` fields into columns
     (``max_cols``: lines may have from ``ncols`` up to this many fields, None for any number; the
@@ -147,56 +150,11 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
     """
     if isinstance(data, list):
         data = data.pop()
-    n = len(data)
     most = ncols if max_cols is False else max_cols
     buf_all = np.frombuffer(data, dtype=np.uint8)
-    pos, line_no = 0, 1
-    for _ in range(skip_lines):
-        nl = data.find(b"\n", pos)
-        pos = n if nl < 0 else nl + 1
-        line_no += 1
-    blocks = []  # (start, end, first line number)
-    while pos < n:
-        end = min(n, pos + BLOCK_BYTES)
-        if end < n:
-            nl = data.rfind(b"\n", pos, end)
-            if nl < 0:  # one line longer than a block
-                nl = data.find(b"\n", end)
-            end = n if nl < 0 else nl + 1
-        blocks.append((pos, end, line_no))
-        line_no += data.count(b"\n", pos, end)
-        pos = end
+    blocks = _cut_blocks(data, skip_lines)
 
-    def work(block: tuple[int, int, int]) -> tuple[list[np.ndarray], np.ndarray]:
-        start, end, first_line = block
-        buf = buf_all[start:end]  # noqa: F821 (bound above; deleted only after every block is read)
-        padded = np.ones(len(buf) + 2, dtype=np.int8)
-        np.less_equal(buf, 32, out=padded[1:-1].view(bool))
-        edges = np.flatnonzero(padded[1:] != padded[:-1])  # alternating token starts and ends
-        newlines = np.flatnonzero(buf == 10)
-        row_lines, width = _row_lines(edges[0::2], newlines, ncols), ncols
-        if row_lines is None and most != ncols:  # lines may have more fields: the same number on all?
-            k = len(edges) // 2 // max(len(newlines) + (buf[-1] != 10 if len(buf) else 0), 1)
-            if k > ncols and (most is None or k <= most):
-                row_lines, width = _row_lines(edges[0::2], newlines, k), k
-        if row_lines is not None:
-            starts, ends = edges[0::2].reshape(-1, width), edges[1::2].reshape(-1, width)
-        elif most != ncols:
-            starts, ends, row_lines = _variable_rows(edges[0::2], edges[1::2], newlines, ncols, most, buf, path, first_line)
-        else:
-            _raise_bad_line(buf, edges[0::2], newlines, ncols, path, first_line)
-        lines = first_line + row_lines
-        for c, _ in wanted:
-            long = np.flatnonzero(ends[:, c] - starts[:, c] > MAX_FIELD_BYTES)
-            if len(long):
-                raise InputError(f"a field of {int(ends[long[0], c] - starts[long[0], c])} bytes: not an id or a "
-                                 "number (is this the right file?)", path, int(lines[long[0]]))
-        tail = buf_all[start:]  # noqa: F821 (as above)
-        cols = []
-        for c, convert in wanted:
-            col = gather(tail, starts[:, c], ends[:, c])
-            cols.append(col if convert is None else convert(col, lines, path))
-        return cols, lines
+    work = partial(_split_block, buf_all, ncols, most, path, wanted)
 
     try:
         if len(blocks) > 1 and THREADS > 1:
@@ -207,17 +165,78 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path, wanted
     except InputError as e:  # said again with every bad line in file order, from the failing block on
         block = next((b for b in reversed(blocks) if e.line is not None and b[2] <= e.line), blocks[0])
         raise every_bad_line(data, block[0], block[2], ncols, most, wanted, path, e, MAX_FIELD_BYTES) from None
-    del data, buf_all  # split: the file's bytes go now (when the caller handed them over), not after the join
+    del data, buf_all, work  # split: the file's bytes go now (when the caller handed them over), not after the join
     parts = [p for p in parts if len(p[1])]
     if not parts:
         return [np.zeros(0, dtype="S8") if conv is None else np.zeros(0) for _, conv in wanted], np.zeros(0, np.int64)
     columns = []
-    for i in range(len(wanted)):
-        pieces = [p[0][i] for p in parts]
-        for p in parts:
-            p[0][i] = None
-        columns.append(join_pieces(pieces))
+    for _ in wanted:  # each part's first column left is this one: taken out, so it is freed once joined
+        columns.append(join_pieces([p[0].pop(0) for p in parts]))
     return columns, join_pieces([p[1] for p in parts])
+
+
+def _split_block(buf_all: np.ndarray, ncols: int, most: int | None, path: str | Path,
+                 wanted: Sequence[tuple[int, Converter | None]],
+                 block: tuple[int, int, int]) -> tuple[list[np.ndarray], np.ndarray]:
+    """One block's wanted columns (converted) and each row's line number."""
+    start, end, first_line = block
+    buf = buf_all[start:end]
+    starts, ends, row_lines = _block_rows(buf, ncols, most, path, first_line)
+    lines = first_line + row_lines
+    for c, _ in wanted:
+        long = np.flatnonzero(ends[:, c] - starts[:, c] > MAX_FIELD_BYTES)
+        if len(long):
+            raise InputError(f"a field of {int(ends[long[0], c] - starts[long[0], c])} bytes: not an id or a "
+                             "number (is this the right file?)", path, int(lines[long[0]]))
+    tail = buf_all[start:]
+    cols = []
+    for c, convert in wanted:
+        col = gather(tail, starts[:, c], ends[:, c])
+        cols.append(col if convert is None else convert(col, lines, path))
+    return cols, lines
+
+
+def _cut_blocks(data: bytes, skip_lines: int) -> list[tuple[int, int, int]]:
+    """The file cut into blocks of about ``BLOCK_BYTES`` at line ends, past the lines skipped: (start,
+    end, first line number) of each."""
+    n = len(data)
+    pos, line_no = 0, 1
+    for _ in range(skip_lines):
+        nl = data.find(b"\n", pos)
+        pos = n if nl < 0 else nl + 1
+        line_no += 1
+    blocks = []
+    while pos < n:
+        end = min(n, pos + BLOCK_BYTES)
+        if end < n:
+            nl = data.rfind(b"\n", pos, end)
+            if nl < 0:  # one line longer than a block
+                nl = data.find(b"\n", end)
+            end = n if nl < 0 else nl + 1
+        blocks.append((pos, end, line_no))
+        line_no += data.count(b"\n", pos, end)
+        pos = end
+    return blocks
+
+
+def _block_rows(buf: np.ndarray, ncols: int, most: int | None, path: str | Path,
+                first_line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The start and end of each row's fields in a block, and each row's 0-based line in it; a line
+    with the wrong number of fields raises, naming it."""
+    padded = np.ones(len(buf) + 2, dtype=np.int8)
+    np.less_equal(buf, 32, out=padded[1:-1].view(bool))
+    edges = np.flatnonzero(padded[1:] != padded[:-1])  # alternating token starts and ends
+    newlines = np.flatnonzero(buf == 10)
+    row_lines, width = _row_lines(edges[0::2], newlines, ncols), ncols
+    if row_lines is None and most != ncols:  # lines may have more fields: the same number on all?
+        k = len(edges) // 2 // max(len(newlines) + (buf[-1] != 10 if len(buf) else 0), 1)
+        if k > ncols and (most is None or k <= most):
+            row_lines, width = _row_lines(edges[0::2], newlines, k), k
+    if row_lines is not None:
+        return edges[0::2].reshape(-1, width), edges[1::2].reshape(-1, width), row_lines
+    if most != ncols:
+        return _variable_rows(edges[0::2], edges[1::2], newlines, ncols, most, buf, path, first_line)
+    _raise_bad_line(buf, edges[0::2], newlines, ncols, path, first_line)
 
 
 def join_pieces(pieces: list[np.ndarray]) -> np.ndarray:
@@ -230,12 +249,12 @@ def join_pieces(pieces: list[np.ndarray]) -> np.ndarray:
         dtype = np.dtype(f"S{max(x.dtype.itemsize for x in pieces)}")
     out = np.empty(sum(len(x) for x in pieces), dtype=dtype)
     pos = freed = 0
-    for k in range(len(pieces)):
-        x = pieces[k]
+    pieces.reverse()
+    while pieces:  # each piece taken out of the list as it is copied, so it is freed then
+        x = pieces.pop()
         out[pos:pos + len(x)] = x
         pos += len(x)
         freed += x.nbytes
-        pieces[k] = None
         del x
         if freed > TRIM_BYTES:  # pieces sit in the heap: hand their pages back as the output grows
             trim_heap()
@@ -268,7 +287,8 @@ def _row_lines(starts: np.ndarray, newlines: np.ndarray, ncols: int) -> np.ndarr
 
 
 def _variable_rows(tok_starts: np.ndarray, tok_ends: np.ndarray, newlines: np.ndarray, ncols: int,
-                   most: int | None, buf: np.ndarray, path: str | Path, line_no: int):
+                   most: int | None, buf: np.ndarray, path: str | Path,
+                   line_no: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of lines with ``ncols`` to ``most`` fields: the first ``ncols`` fields of each."""
     token_line = np.searchsorted(newlines, tok_starts)
     first = np.flatnonzero(np.r_[True, token_line[1:] != token_line[:-1]]) if len(token_line) else np.zeros(0, np.int64)
@@ -287,7 +307,8 @@ def _variable_rows(tok_starts: np.ndarray, tok_ends: np.ndarray, newlines: np.nd
 
 
 def _raise_bad_line(buf: np.ndarray, starts: np.ndarray, newlines: np.ndarray, ncols: int,
-                    path: str | Path, line_no: int) -> None:
+                    path: str | Path, line_no: int) -> NoReturn:
+    """The first line with another number of fields than ``ncols``, raised with its text."""
     token_line = np.searchsorted(newlines, starts)
     n_lines = len(newlines) + (1 if len(buf) and buf[-1] != 10 else 0)
     counts = np.bincount(token_line, minlength=n_lines)
@@ -379,7 +400,8 @@ def _parse_floats_slowly(col: np.ndarray, lines: np.ndarray, path: str | Path, w
         try:
             v = float(raw)
         except ValueError:
-            raise InputError(f"{what} is not a number: {raw.decode('utf-8', 'replace')!r}", path, int(lines[i])) from None
+            raise InputError(f"{what} is not a number: {raw.decode('utf-8', 'replace')!r}", path,
+                             int(lines[i])) from None
         if not np.isfinite(v):
             raise InputError(f"{what} must be finite, got {raw.decode('utf-8', 'replace')!r}", path, int(lines[i]))
     raise AssertionError("unreachable")  # pragma: no cover

@@ -42,7 +42,7 @@ def public_pairs(name: str) -> GradedPairs:
     instead = (f"or give the files: read_graded_pairs(qrels, queries, chunks, relevant_from=2) with TREC's "
                f"{_FILES[name]} and MS MARCO's collection.tsv")
     try:
-        import ir_datasets  # type: ignore[import-untyped]
+        import ir_datasets
     except ImportError:
         raise InputError(f"the public set {name!r} is read with ir_datasets, which is not installed: "
                          f"pip install 'ragassay[public]'; {instead}") from None

@@ -131,12 +131,7 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
             for r, metrics in means.items():
                 out.update({f"{r}/{k}": _number(v, f"{r}/{k}", path) for k, v in metrics.items()})
         elif isinstance(result, CheckSummary):
-            s = _needed(result.summary, kind, "summary", path)  # label_summary's table of rates
-            for lab in ("correct", "partial"):
-                out[f"{lab}_rate"] = _number(s["rates"][lab]["value"], f"{lab}_rate", path)
-            for name in ("hallucination_rate", "abstention_rate", "truthfulness", "correct_given_attempted"):
-                out[name] = _number(s[name]["value"], name, path)
-            out["errors"] = _number(result.errors if result.errors is not None else s.get("errors"), "errors", path)
+            out = _check_metrics(result, path)
         elif isinstance(result, AgreeResult):
             if result.same_origin:
                 raise InputError(f"this agree result compares {' and '.join(result.names or ['one labeller'])}, "
@@ -155,17 +150,35 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
             out = {"accepted": _number(_needed(result.accepted, kind, "accepted", path), "accepted", path),
                    "rejected": _number(_needed(result.rejected, kind, "rejected", path), "rejected", path)}
         elif isinstance(result, CalibrationResult):  # people against the model (ragassay label)
-            a = _needed(result.model_agreement, kind, "model_agreement", path)  # labeling's agreement table
-            progress = _needed(result.progress, kind, "progress", path)
-            out = {"kappa": _number(a["kappa"], "kappa", path), "kappa_binary": _number(a["binary_kappa"],
-                                                                                      "kappa_binary", path),
-                   "labelled": _number(progress["labelled"], "labelled", path)}
-            if a.get("interval"):
-                out["kappa_ci_low"] = _number(a["interval"][0], "kappa_ci_low", path)
-                out["kappa_ci_high"] = _number(a["interval"][1], "kappa_ci_high", path)
+            out = _calibration_metrics(result, path)
     except (KeyError, TypeError, AttributeError) as e:
         raise InputError(f"a {kind} result without the expected field {e}; was it edited?", path) from None
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _check_metrics(result: Any, path: str | Path | None) -> dict[str, float | None]:
+    """A check summary's label rates, truthfulness and errors."""
+    s = _needed(result.summary, result.kind, "summary", path)  # label_summary's table of rates
+    out: dict[str, float | None] = {}
+    for lab in ("correct", "partial"):
+        out[f"{lab}_rate"] = _number(s["rates"][lab]["value"], f"{lab}_rate", path)
+    for name in ("hallucination_rate", "abstention_rate", "truthfulness", "correct_given_attempted"):
+        out[name] = _number(s[name]["value"], name, path)
+    out["errors"] = _number(result.errors if result.errors is not None else s.get("errors"), "errors", path)
+    return out
+
+
+def _calibration_metrics(result: Any, path: str | Path | None) -> dict[str, float | None]:
+    """A calibration's kappa with the model (and its interval) and how many labels it rests on."""
+    a = _needed(result.model_agreement, result.kind, "model_agreement", path)  # labeling's agreement table
+    progress = _needed(result.progress, result.kind, "progress", path)
+    out = {"kappa": _number(a["kappa"], "kappa", path), "kappa_binary": _number(a["binary_kappa"],
+                                                                              "kappa_binary", path),
+           "labelled": _number(progress["labelled"], "labelled", path)}
+    if a.get("interval"):
+        out["kappa_ci_low"] = _number(a["interval"][0], "kappa_ci_low", path)
+        out["kappa_ci_high"] = _number(a["interval"][1], "kappa_ci_high", path)
+    return out
 
 
 def result_errors(result: Result | Mapping[str, Any]) -> int:

@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -276,12 +277,13 @@ def krippendorff_alpha_ordinal(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def kendall_tau_b(a: Sequence[float], b: Sequence[float]) -> float:
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    n = len(a)
+    """Kendall's tau-b of two scorings of the same items (ties counted on each side)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = len(x)
     concordant = discordant = ties_a = ties_b = 0
     for i in range(n):
         for j in range(i + 1, n):
-            da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
+            da, db = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
             if da == 0 and db == 0:
                 continue
             if da == 0:
@@ -338,7 +340,7 @@ def run_ranking_agreement(reference: Qrels, candidate: Qrels,
     a = [s[key] for s in ref_scores]
     b = [s[key] for s in cand_scores]
     flat = constant_why(a, "the reference", key) or constant_why(b, "the candidate", key)
-    out = {"metric": key, "runs": {name: {"reference": x, "candidate": y} for (name, _), x, y in zip(loaded, a, b)},
+    out: dict[str, Any] = {"metric": key, "runs": {name: {"reference": x, "candidate": y} for (name, _), x, y in zip(loaded, a, b)},
            "kendall_tau_b": None if flat else kendall_tau_b(a, b), "spearman_rho": None if flat else spearman_rho(a, b)}
     if flat:
         out["why"] = {"kendall_tau_b": flat, "spearman_rho": flat}

@@ -23,7 +23,7 @@ import dataclasses
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -253,46 +253,30 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     judged_keys = [JUDGED_KEY.format(k=k) for k in judged_cutoffs(measures)]  # beside the scores, as in memory
     pool = label_origin(qrels).pool
     pooled = _PoolTops({m.depth for m in pool}) if pool else None
-    judged_sums = {key: _Sum() for key in judged_keys}
-    judged_counts = dict.fromkeys(judged_keys, 0)  # queries with a share (the run returned something)
     out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
                               int(relevance_level), gain, str(qrels), label_origin(qrels))
-    sums = {str(m): _Sum() for m in measures}
+    totals = _Totals(measures, judged_keys)
     run_pieces = read_pieces(run, r_shape, "run", piece_bytes)
     first = next(run_pieces, None)
     if first is None:
         raise InputError("no results in file", run)
     parts = _parts(first, os.path.getsize(run), block_queries, piece_bytes)
     runs, judged = _Partitions(parts), _Partitions(parts)
-    asked_in: list[list[str]] = [[] for _ in range(parts)]
-    if asked is not None and asked.queries:
-        for q, p in zip(asked.queries, partition_of(encode_ids(list(asked.queries)), parts).tolist()):
-            asked_in[p].append(q)
+    asked_in = _asked_by_part(asked.queries if asked is not None else [], parts)
     if keep_per_query:
         out.spool = tempfile.TemporaryFile(prefix="ragassay-per-query-")
     try:  # the qrels next (their errors come before those of the rest of the run), then the rest of the run
         runs.add(first)
         del first
-        any_judgment = False
-        if whole:  # read as in memory (every format, the same checks), so the digest is the same too
+        if q_shape is None:  # read as in memory (every format, the same checks), so the digest is the same too
             table = read_qrels(qrels, format=qrels_format)  # type: ignore[arg-type]
             out.qrels_digest, out.qrels_origin = table.digest(), table.origin
             pieces: Iterator[Piece] = _table_pieces(table)
             del table
         else:
             pieces = read_pieces(qrels, q_shape, "qrels", piece_bytes)
-        low = high = None
-        for piece in pieces:
-            judged.add(piece)
-            any_judgment = True
-            if len(piece.values):  # the labels' range of grades, for what the relevant grade says
-                lo, hi = int(piece.values.min()), int(piece.values.max())
-                low, high = lo if low is None else min(low, lo), hi if high is None else max(high, hi)
-            del piece  # (before the next is read) and its pages back at once: the peak is that of one piece
-            trim_heap()
+        grades = _partition_judgments(pieces, judged, qrels)
         del pieces
-        if not any_judgment:
-            raise InputError("no judgments in file", qrels)
         for piece in run_pieces:
             runs.add(piece)
             del piece
@@ -304,30 +288,8 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                                  relevance_level=relevance_level, gain=gain, missing=missing, asked=asked_in[p],
                                  pooled=pooled)
             del r_rows, q_rows
-            if block is None:
-                continue
-            queries, values, run_only, missing_ids, no_relevant, matched, asked_empty, judged_values = block
-            overlap |= matched
-            out.run_only += run_only
-            out.missing += missing_ids
-            out.asked_empty += asked_empty
-            out.no_relevant += no_relevant
-            if queries:
-                out.blocks += 1
-                out.evaluated += len(queries)
-                out.longest_query = max(out.longest_query, max(map(len, queries)))
-                for m in measures:
-                    sums[str(m)].add(values[str(m)].tolist())
-                for key in judged_keys:
-                    shares = judged_values.get(key)
-                    if shares is not None:
-                        kept = shares[~np.isnan(shares)]
-                        judged_sums[key].add(kept.tolist())
-                        judged_counts[key] += len(kept)
-                if out.spool is not None:
-                    np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
-                    np.save(out.spool, np.stack([values[str(m)] for m in measures], axis=1))
-                    out.spooled += 1
+            if block is not None:
+                overlap |= totals.add(out, block)
             trim_heap()
     finally:
         runs.close()
@@ -335,13 +297,86 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     if not overlap:
         raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
                          f"ids in {run} and the qrels' in {qrels} do not overlap", run)
-    out.sums = {k: s.value for k, s in sums.items()}
-    judged = {key: judged_sums[key].value / judged_counts[key] for key in judged_keys if judged_counts[key]}
-    out.relevance = dataclasses.replace(relevance, grades=(low, high)) if low is not None else relevance
-    out.standing = pool_standing(out.qrels_origin, None, measures, judged,
+    out.sums = totals.sums()
+    out.relevance = dataclasses.replace(relevance, grades=grades) if grades is not None else relevance
+    out.standing = pool_standing(out.qrels_origin, None, measures, totals.judged_means(),
                                  pooled.digests() if pooled is not None else None,
                                  pooled.longest if pooled is not None else None)
     return out
+
+
+def _asked_by_part(asked: Sequence[str], parts: int) -> list[list[str]]:
+    """The queries the run was asked, each in the partition its id hashes to."""
+    asked_in: list[list[str]] = [[] for _ in range(parts)]
+    if asked:
+        for q, p in zip(asked, partition_of(encode_ids(list(asked)), parts).tolist()):
+            asked_in[p].append(q)
+    return asked_in
+
+
+def _partition_judgments(pieces: Iterator[Piece], judged: _Partitions, qrels: str | Path) -> tuple[int, int] | None:
+    """Every judgment put in its partition, a piece at a time; the labels' lowest and highest grade
+    (for what the relevant grade says), None when no judgment holds a grade. No judgment at all is an error."""
+    any_judgment = False
+    low: int | None = None
+    high: int | None = None
+    for piece in pieces:
+        judged.add(piece)
+        any_judgment = True
+        if len(piece.values):  # the labels' range of grades, for what the relevant grade says
+            lo, hi = int(piece.values.min()), int(piece.values.max())
+            low, high = lo if low is None else min(low, lo), hi if high is None else max(high, hi)
+        del piece  # (before the next is read) and its pages back at once: the peak is that of one piece
+        trim_heap()
+    if not any_judgment:
+        raise InputError("no judgments in file", qrels)
+    return (low, high) if low is not None and high is not None else None
+
+
+class _Totals:
+    """What the blocks add up to: the exact sum of each measure and of the share judged at each
+    cut-off, with how many queries had a share (the run returned something for them)."""
+
+    def __init__(self, measures: list[Measure], judged_keys: list[str]):
+        self.measures, self.judged_keys = measures, judged_keys
+        self.values = {str(m): _Sum() for m in measures}
+        self.judged = {key: _Sum() for key in judged_keys}
+        self.judged_counts = dict.fromkeys(judged_keys, 0)
+
+    def add(self, out: BlockwiseEvaluation, block: tuple) -> bool:
+        """One block's values and counts added to the totals and to ``out`` (its queries' values spooled
+        when kept); whether the block held a query with both results and labels."""
+        queries, values, run_only, missing_ids, no_relevant, matched, asked_empty, judged_values = block
+        out.run_only += run_only
+        out.missing += missing_ids
+        out.asked_empty += asked_empty
+        out.no_relevant += no_relevant
+        if not queries:
+            return matched
+        out.blocks += 1
+        out.evaluated += len(queries)
+        out.longest_query = max(out.longest_query, max(map(len, queries)))
+        for m in self.measures:
+            self.values[str(m)].add(values[str(m)].tolist())
+        for key in self.judged_keys:
+            shares = judged_values.get(key)
+            if shares is not None:
+                kept = shares[~np.isnan(shares)]
+                self.judged[key].add(kept.tolist())
+                self.judged_counts[key] += len(kept)
+        if out.spool is not None:
+            np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
+            np.save(out.spool, np.stack([values[str(m)] for m in self.measures], axis=1))
+            out.spooled += 1
+        return matched
+
+    def sums(self) -> dict[str, float]:
+        return {k: s.value for k, s in self.values.items()}
+
+    def judged_means(self) -> dict[str, float]:
+        """The mean share judged at each cut-off over the queries with a share (none: left out)."""
+        return {key: self.judged[key].value / self.judged_counts[key] for key in self.judged_keys
+                if self.judged_counts[key]}
 
 
 class _PoolTops:
@@ -387,7 +422,7 @@ def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes:
 
 def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Path, qrels_path: str | Path,
                  name: str, measures: list[Measure], evaluate: Any, dedupe: bool, *, relevance_level: int,
-                 gain: str, missing: Missing, asked: list[str] = (), pooled: Any = None):
+                 gain: str, missing: Missing, asked: Sequence[str] = (), pooled: Any = None) -> tuple | None:
     """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?, count
     of asked queries without results, the share judged per query) of one partition, or None when it
     holds no row. ``asked``: the partition's queries the run was asked, each a query of the run even
@@ -413,7 +448,7 @@ def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Pat
         qrels = Qrels(decode_query_ids(vocab, qrels_path), qidx, q_rows.docs, q_rows.values, source=str(qrels_path))
         qrels.check_unique(q_rows.lines)
     if qrels is None:
-        return [], {}, len(run.queries), 0, 0, False, 0, {}
+        return [], {}, 0 if run is None else len(run.queries), 0, 0, False, 0, {}
     judged = set(qrels.queries)
     if run is None or not any(q in judged for q in run.queries):
         run_only = 0 if run is None else len(run.queries)

@@ -13,7 +13,8 @@ from ..data.coerce import coerce_qrels, coerce_run
 from ..data.result_models import CompareResult
 from ..data.tables import Qrels, Run
 from ..errors import UsageError
-from .evaluate import Evaluation, Gain, evaluate
+from .evaluate import Evaluation, evaluate
+from .measure_values import Gain
 from .measures import DEFAULT_MEASURES, Measure, parse_measures
 from .power import analyse_pilot, check_design
 from .rests_on import compare_rests_on
@@ -138,10 +139,10 @@ def compare(qrels: Qrels | Mapping | str | Path,
                 p_t_test=p_t, t=t, wins=int((d > 0).sum()), ties=int((d == 0).sum()),
                 losses=int((d < 0).sum()), sd_diff=sized.sd_diff, mde=sized.mde,
                 queries_needed=sized.queries_needed, power_note=sized.note))
-    for t, adj in zip(tests, holm([t.p_randomization for t in tests])):
-        t.p_randomization_holm = adj
-    for t, adj in zip(tests, holm([t.p_t_test for t in tests])):
-        t.p_t_test_holm = adj
+    for test, adj in zip(tests, holm([test.p_randomization for test in tests])):
+        test.p_randomization_holm = adj
+    for test, adj in zip(tests, holm([test.p_t_test for test in tests])):
+        test.p_t_test_holm = adj
     relevance_level = next(iter(evals.values())).relevance_level  # the one every run was scored with
     settings = {"missing": missing, "relevance_level": relevance_level, "gain": gain,
                 "n_permutations": n_permutations, "n_bootstrap": n_bootstrap,

@@ -75,7 +75,7 @@ def diagnosis(labels: Mapping[str, str], retrieval: Mapping[str, float], thresho
     A good answer is a correct one. Questions missing on either side are counted apart. ``caveat``:
     why the recall cannot tell good retrieval from bad; the cells are counted, and no advice given.
     """
-    cells = {"good_retrieval_good_answer": [], "good_retrieval_bad_answer": [],
+    cells: dict[str, list[str]] = {"good_retrieval_good_answer": [], "good_retrieval_bad_answer": [],
              "bad_retrieval_good_answer": [], "bad_retrieval_bad_answer": []}
     missing = [q for q in labels if q not in retrieval]
     for qid, label in labels.items():

@@ -10,7 +10,9 @@ same measure and print as ``p@5``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from ..errors import MeasureError
 
@@ -165,9 +167,23 @@ class Measure:
     def description(self) -> str:
         return MEASURES[self.name][1]
 
+    @overload
+    def param(self, key: str) -> str | None: ...
+
+    @overload
+    def param(self, key: str, default: str) -> str: ...
+
     def param(self, key: str, default: str | None = None) -> str | None:
         """The canonical text of a parameter, or ``default`` when the measure does not have it."""
         return dict(self.params).get(key, default)
+
+    def required(self, key: str) -> str:
+        """A parameter every measure of this name has once parsed (parsing fills in its default or
+        refuses the name without it), so its absence is a bug, not a user's mistake."""
+        value = self.param(key)
+        if value is None:
+            raise AssertionError(f"{self} has no parameter {key!r}")
+        return value
 
     @property
     def judged_only(self) -> bool:
@@ -318,7 +334,7 @@ def _other_params(canonical: str, given: dict[str, str], raw: str) -> dict[str, 
         elif kind == "int":
             if not re.fullmatch(r"-?\d+", str(value)):
                 raise MeasureError(f"in {raw!r}: {key} must be a whole number, got {value!r}")
-            out[key] = str(int(value))
+            out[key] = str(int(str(value)))
         else:
             out[key] = repr(_number(str(value), kind, raw))
     if "max_rel" in out and int(out["min_rel"]) >= int(out["max_rel"]):
@@ -389,7 +405,7 @@ def _rel_param(value: str | None, canonical: str, raw: str) -> int | None:
     return int(value)
 
 
-def parse_measures(texts: list[str] | tuple[str, ...] | str) -> list[Measure]:
+def parse_measures(texts: Sequence[str | Measure] | str) -> list[Measure]:
     """Parse several names (a list, or one comma-separated string; a comma inside parentheses, as in
     ``RBP(p=0.8,rel=1)``, does not separate names); duplicates are dropped."""
     if isinstance(texts, str):

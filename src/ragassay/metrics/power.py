@@ -337,16 +337,16 @@ def analyse_pilot(d: Sequence[float] | np.ndarray, effect: float | None = None, 
         raise UsageError(f"{nans} of the pilot's {len(d)} per-query differences are NaN: "
                          "score every query (or drop it from both runs) before sizing a comparison")
     n = len(d)
-    base = dict(queries=n, power=power, alpha=alpha, effect=wanted)
     if n < 2:
-        return PowerAnalysis(sd_diff=None, mean_diff=float(d.mean()) if n else None,
+        return PowerAnalysis(n, None, float(d.mean()) if n else None, power, alpha, wanted,
                              note=f"a pilot of {n} {'query' if n == 1 else 'queries'} has no variance to "
-                                  "size a comparison with (at least 2 are needed)", **base)
+                                  "size a comparison with (at least 2 are needed)")
     mean = float(d.mean())
     if bool(np.all(d == d[0])):
-        return PowerAnalysis(sd_diff=0.0, mean_diff=mean,
+        return PowerAnalysis(n, 0.0, mean, power, alpha, wanted,
                              note=f"every query has the same difference ({d[0]:+.4f}): the differences have "
-                                  "no variance, so the pilot cannot size a comparison; use a pilot whose runs differ query by query", **base)
+                                  "no variance, so the pilot cannot size a comparison; use a pilot whose runs "
+                                  "differ query by query")
     sd = float(d.std(ddof=1))
     mde = minimum_detectable_effect(n, sd, power, alpha)
     needed, note = None, ""
@@ -354,7 +354,7 @@ def analyse_pilot(d: Sequence[float] | np.ndarray, effect: float | None = None, 
         needed = queries_needed(wanted, sd, power, alpha)
         if needed is None:
             note = f"detecting {wanted:g} needs more than {MAX_QUERIES:,} queries"
-    return PowerAnalysis(sd_diff=sd, mean_diff=mean, mde=mde, queries_needed=needed, note=note, **base)
+    return PowerAnalysis(n, sd, mean, power, alpha, wanted, mde=mde, queries_needed=needed, note=note)
 
 
 def pairwise_analyses(scores: Mapping[str, Sequence[float] | np.ndarray], effect: float | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -208,16 +208,18 @@ def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
     qdoc_words, doc_words = (np.ascontiguousarray(a).view("<u8").reshape(len(a), width // 8) for a in (qdocs, docs))
     keys, qidx = run.row_keys(), run.qidx
     grouped = bool(np.all(qidx[1:] >= qidx[:-1]))  # rows grouped by query, as runs are written
-    index, part = None, (0, len(qkeys))
+    index: KeyIndex | None = None
+    part = (0, len(qkeys))
     rows, grades = [], []
     for lo in range(0, n, LOOKUP_ROWS):
         hi = min(n, lo + LOOKUP_ROWS)
         if grouped:  # this step's queries are one range of codes: a table of their judgments alone
             part = (int(np.searchsorted(code, qidx[lo], "left")), int(np.searchsorted(code, qidx[hi - 1], "right")))
         if index is None or grouped:
-            index = _key_index(qkeys[part[0]:part[1]])
-            if index is False:
+            made = _key_index(qkeys[part[0]:part[1]])
+            if made is False:
                 return _lookup_dict(qrels, run_to_qrels[qidx], docs)  # a true 64-bit collision: be exact instead
+            index = made
         if index is None:
             continue  # no judgments for these queries
         rkeys = keys[lo:hi]
@@ -227,15 +229,15 @@ def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
         cand = np.flatnonzero(j >= 0)
         jc = j[cand] + part[0]
         same = code[jc] == qidx[lo:hi][cand]  # confirm the query, then the bytes, a word at a time
-        for j in range(width // 8):
-            same &= qdoc_words[jc, j] == doc_words[lo:hi, j][cand]
+        for word in range(width // 8):
+            same &= qdoc_words[jc, word] == doc_words[lo:hi, word][cand]
         rows.append(lo + cand[same])
         found = jc[same] if judged_rows is None else judged_rows[jc[same]]
         grades.append(qrels.grades[found].astype(np.int32))  # readers refuse grades past 2**31 - 1
     return (np.concatenate(rows), np.concatenate(grades)) if rows else none
 
 
-def _key_index(keys: np.ndarray) -> KeyIndex | None | bool:
+def _key_index(keys: np.ndarray) -> KeyIndex | Literal[False] | None:
     """A hash table of ``keys``; None when there are none, False when two are equal or one is 0
     (a true 64-bit collision, or the empty-slot mark: the caller joins exactly instead)."""
     if not len(keys):

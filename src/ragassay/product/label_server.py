@@ -46,7 +46,8 @@ class LabelServer:
 
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
-        self.host, self.port = self.httpd.server_address[:2]
+        bound, self.port = self.httpd.server_address[:2]
+        self.host = bytes(bound).decode() if isinstance(bound, (bytes, bytearray)) else bound  # bytes: a Unix socket only
         self.url = f"http://{self.host}:{self.port}/?token={self.token}"
 
     def serve_forever(self) -> None:

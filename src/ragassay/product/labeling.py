@@ -11,12 +11,11 @@ is rewritten from the events after each one, atomically.
 from __future__ import annotations
 
 import datetime
+import getpass
 import json
 import math
 import os
-import random
-from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,164 +37,19 @@ from ..metrics.agreement import cohen_kappa, kappa_interval
 from ..metrics.kappa_meaning import one_grade_why
 from ..stages.check import read_answers, read_human_labels, read_labels_origin
 from ..stages.queries import read_query_items
+from .label_items import (
+    ANSWER_SCALE,
+    PAIR_SCALE,
+    ItemIds,
+    LabelItem,
+    Task,
+    answer_items,
+    draw_sample,
+    pair_items,
+    pair_key,
+)
 
-PAIR_SCALE = [  # the judge's own scale, as its prompt and the README state it
-    (3, "3", "about the query and contains the answer, stated clearly"),
-    (2, "2", "answers part of it, or the answer is there but unclear or buried"),
-    (1, "1", "on the topic, but does not answer it"),
-    (0, "0", "nothing to do with the query"),
-]
-ANSWER_SCALE = [
-    ("correct", "c", "the reference's key facts, nothing contradicted"),
-    ("partial", "p", "some of the key facts, nothing contradicted"),
-    ("hallucinated", "h", "something false or unsupported, hedged or not"),
-    ("abstained", "a", "declines, and asserts nothing wrong"),
-]
 EVENTS_VERSION = 1
-
-
-@dataclass
-class LabelItem:
-    """One thing to label: a (query, chunk) pair or an answer, with what the page shows of it."""
-
-    key: str
-    show: dict[str, Any]        # the texts on screen (question, need, title, text / reference, response, contexts:
-                                # each {"id", "title", "text"}, the id and title None for a context given as text)
-    model: Any = None           # the model's grade or label, when known
-    stratum: str = "all"        # what the sample was stratified by
-    group: str = ""             # the query (pairs) or question (answers): samples spread over these
-
-
-def pair_key(query_id: str, chunk_id: str) -> str:
-    return f"{query_id}\t{chunk_id}"
-
-
-def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = None,
-               judgments: Sequence[Judgment | Mapping[str, Any]] | None = None, depth: int = 10) -> list[LabelItem]:
-    """The pairs a person may grade: every judged pair with its grade (``judgments``: judge's
-    records, as models or as their JSON), or the top ``depth`` of each query in ``run`` (no model
-    grade; stratified by rank)."""
-    by_id = {q.id: q for q in queries}
-    out: list[LabelItem] = []
-    missing: list[str] = []
-
-    def item(qid: str, cid: str, model: Any, stratum: str) -> None:
-        q, c = by_id.get(qid), chunks.get(cid)
-        if q is None or c is None:
-            missing.append(qid if q is None else cid)
-            return
-        need = "\n".join(t for t in (q.description, q.narrative) if t)
-        out.append(LabelItem(pair_key(qid, cid), {"query_id": qid, "chunk_id": cid, "question": q.text,
-                                                  "need": need, "answer": q.answer or "", "title": c.title or "",
-                                                  "text": c.text}, model, stratum, qid))
-
-    if judgments is not None:
-        seen = set()
-        for r in (Judgment.model_validate(j) for j in judgments):
-            if r.status != "ok" or r.grade is None:
-                continue
-            k = (r.query_id, r.chunk_id)
-            if k not in seen:
-                seen.add(k)
-                item(k[0], k[1], r.grade, f"grade {r.grade}")
-    elif run is not None:
-        for qid, ranking in run.ranked().items():
-            for rank, (cid, _) in enumerate(ranking[:depth], start=1):
-                item(qid, cid, None, "rank 1-3" if rank <= 3 else f"rank 4-{depth}")
-    if not out:
-        raise InputError("nothing to label: no pair has both its query and its chunk in the given files")
-    return out
-
-
-def answer_items(answers: Sequence[Any], checks: Sequence[Check | Mapping[str, Any]] | None = None,
-                 chunks: Mapping[str, Any] | None = None) -> list[LabelItem]:
-    """The answers a person may label, with the model's label from ``check``'s records (as models or
-    as their JSON) when given, and the context each answer was made from: its ``contexts``, or its
-    ``context_ids`` looked up in ``chunks`` (as check reads them)."""
-    model = {r.id: r.label for r in (Check.model_validate(c) for c in checks or []) if r.status == "ok"}
-    out = []
-    for a in answers:
-        refs = [a.reference] if isinstance(a.reference, str) else list(a.reference)
-        label = model.get(a.id)
-        out.append(LabelItem(a.id, {"id": a.id, "question": a.question, "reference": refs, "response": a.response,
-                                    "contexts": answer_contexts(a, chunks)}, label,
-                             f"label {label}" if label else "all", a.question))
-    return out
-
-
-def answer_contexts(answer: Any, chunks: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """What the answer's generator was given, as the page shows it: ``{"id", "title", "text"}`` for
-    each context, in order. Texts given inline come first, as check grades them (their ids, when
-    ``context_ids`` names as many, beside them); otherwise each of ``context_ids`` with its chunk's
-    title and text (an id ``chunks`` lacks is shown with no text: check refuses it, the person sees it)."""
-    ids = list(answer.context_ids or [])
-    if answer.contexts is not None:
-        named = ids if len(ids) == len(answer.contexts) else [None] * len(answer.contexts)
-        return [{"id": cid, "title": None, "text": text} for cid, text in zip(named, answer.contexts)]
-    out = []
-    for cid in ids:
-        chunk = (chunks or {}).get(cid)
-        out.append({"id": cid, "title": getattr(chunk, "title", None) or None,
-                    "text": chunk.text if chunk is not None else None})
-    return out
-
-
-def draw_sample(items: Sequence[LabelItem], n: int | None, seed: int = 0) -> tuple[list[LabelItem], dict]:
-    """``n`` items (all of them when None), the same ones for the same seed: spread evenly over the
-    strata (the model's grades, so that rare grades are labelled often enough for agreement and for
-    corrections by prediction-powered inference), and within a stratum over queries in turn. The
-    strata's sizes and draws are returned, so that estimates can be reweighted."""
-    rng = random.Random(seed)
-    strata: dict[str, list[LabelItem]] = defaultdict(list)
-    for it in items:
-        strata[it.stratum].append(it)
-    if n is None or n >= len(items):
-        chosen = list(items)
-    else:
-        quota = _equal_quota({s: len(v) for s, v in strata.items()}, n)
-        chosen = []
-        for s in sorted(strata):
-            chosen += _spread(strata[s], quota[s], rng)
-    order = list(chosen)
-    rng.shuffle(order)  # grade order would tell the person the model's grade
-    taken = Counter(it.stratum for it in order)
-    info = {"seed": seed, "n": len(order), "population": len(items),
-            "strata": {s: {"population": len(v), "sampled": taken[s]} for s, v in sorted(strata.items())}}
-    return order, info
-
-
-def _equal_quota(sizes: Mapping[str, int], n: int) -> dict[str, int]:
-    """n spread as evenly as the strata allow: a small stratum gives all it has, the rest share."""
-    quota = {s: 0 for s in sizes}
-    left, open_ = n, sorted(sizes)
-    while left > 0 and open_:
-        share = max(1, left // len(open_))
-        for s in list(open_):
-            take = min(share, sizes[s] - quota[s], left)
-            quota[s] += take
-            left -= take
-            if quota[s] == sizes[s]:
-                open_.remove(s)
-            if left == 0:
-                break
-    return quota
-
-
-def _spread(items: Sequence[LabelItem], k: int, rng: random.Random) -> list[LabelItem]:
-    """k items taken from the groups in turn (each group's items shuffled), so one query cannot fill it."""
-    groups: dict[str, list[LabelItem]] = defaultdict(list)
-    for it in items:
-        groups[it.group].append(it)
-    for g in groups.values():
-        rng.shuffle(g)
-    names = sorted(groups)
-    rng.shuffle(names)
-    out: list[LabelItem] = []
-    while len(out) < k:
-        for g in names:
-            if groups[g] and len(out) < k:
-                out.append(groups[g].pop())
-    return out
 
 
 # -------------------------------------------------------------------------------- agreement
@@ -235,10 +89,12 @@ def agreement(person: Sequence[Any], other: Sequence[Any], binary: Any, target_w
 
 
 def pair_relevant(grade: Any) -> bool:
+    """Whether a grade of the 0-3 scale counts as relevant when agreement is binarised."""
     return int(grade) >= 2  # the usual "relevant" cut of a 0-3 scale, as the README reads kappa
 
 
 def answer_correct(label: Any) -> bool:
+    """Whether an answer label counts as correct when agreement is binarised."""
     return label == "correct"
 
 
@@ -257,7 +113,7 @@ class LabelBook:
     ``prior`` labels people made before (``--from``), kept in the output and not asked again;
     ``others`` other people's labels of the same items ({name: {key: value}}), for their agreement."""
 
-    task: str
+    task: Task
     items: list[LabelItem]
     output: Path
     assessor: str
@@ -292,7 +148,8 @@ class LabelBook:
         for v, key, _ in self.scale:  # the value itself, or the key that gives it ("2", "h")
             if (value == v and type(value) is type(v)) or (isinstance(value, str) and value.strip() == key):
                 return v
-        raise UsageError(f"{value!r} is not a label of this task: use one of {', '.join(str(v) for v, _, _ in self.scale)}")
+        shown = ", ".join(str(v) for v, _, _ in self.scale)
+        raise UsageError(f"{value!r} is not a label of this task: use one of {shown}")
 
     def _replay(self) -> None:
         """Read the events of an earlier session: the person resumes where they stopped."""
@@ -392,7 +249,8 @@ class LabelBook:
         self.write_outputs()
         return last
 
-    def _ids(self, key: str) -> dict[str, str]:
+    def _ids(self, key: str) -> ItemIds:
+        """The ids an event of this item carries: the query and chunk of a pair, the id of an answer."""
         show = self.by_key[key].show
         return {"query_id": show["query_id"], "chunk_id": show["chunk_id"]} if self.task == "pairs" else {"id": key}
 
@@ -455,7 +313,7 @@ def _labels_and_origin(path: str | Path, task: str) -> tuple[dict[str, Any], Any
     return read_human_labels(path), read_labels_origin(path)
 
 
-def open_label_book(task: str, output: str | Path, *, answers: str | Path | None = None,
+def open_label_book(task: Task, output: str | Path, *, answers: str | Path | None = None,
                     queries: str | Path | None = None, chunks: str | Path | None = None,
                     run: str | Path | None = None, judgments: str | Path | None = None,
                     checks: str | Path | None = None, depth: int = 10, sample: int | None = None, seed: int = 0,
@@ -466,14 +324,9 @@ def open_label_book(task: str, output: str | Path, *, answers: str | Path | None
     sampled; other people's labels to compare with. Resumes what ``output`` already holds."""
     assessor = assessor or login_name()
     if task == "pairs":
-        chunk_map = {c.id: c for c in read_chunks(chunks)}
-        graded = read_record_file(judgments, kinds=("judgment",))[1] if judgments else None
-        items = pair_items(read_query_items(queries), chunk_map, run=read_run(run) if run else None,
-                           judgments=graded, depth=depth)
+        items = _pair_items_of_files(queries, chunks, run, judgments, depth)
     else:
-        chunk_map = {c.id: c for c in read_chunks(chunks)} if chunks else None
-        labelled = read_record_file(checks, kinds=("check",))[1] if checks else None
-        items = answer_items(read_answers(answers, chunk_map), labelled, chunk_map)
+        items = _answer_items_of_files(answers, chunks, checks)
     before = read_other_labels(prior, task) if prior else {}
     drawn, info = draw_sample([it for it in items if it.key not in before], sample, seed)
     theirs = {}
@@ -483,7 +336,29 @@ def open_label_book(task: str, output: str | Path, *, answers: str | Path | None
         if name in theirs:
             name = f"{name} ({Path(path).name})"
         theirs[name] = labels
-    return LabelBook(task, drawn, output, assessor, info, before, theirs, target_width)
+    return LabelBook(task, drawn, Path(output), assessor, info, before, theirs, target_width)
+
+
+def _pair_items_of_files(queries: str | Path | None, chunks: str | Path | None, run: str | Path | None,
+                         judgments: str | Path | None, depth: int) -> list[LabelItem]:
+    """The pairs to grade, read from the queries and chunks with the run or the judge's judgments."""
+    if queries is None or chunks is None:  # the command checks it first, in the same words
+        raise UsageError("label pairs needs --queries, --chunks and one of --run or --judgments")
+    chunk_map = {c.id: c for c in read_chunks(chunks)}
+    graded = [r for r in read_record_file(judgments, kinds=("judgment",))[1] if isinstance(r, Judgment)] \
+        if judgments else None
+    return pair_items(read_query_items(queries), chunk_map, run=read_run(run) if run else None,
+                      judgments=graded, depth=depth)
+
+
+def _answer_items_of_files(answers: str | Path | None, chunks: str | Path | None,
+                           checks: str | Path | None) -> list[LabelItem]:
+    """The answers to label, with their contexts from the chunks and the model's labels from check's records."""
+    if answers is None:  # the command checks it first, in the same words
+        raise UsageError("label answers needs ANSWERS (and takes --checks, --chunks), not --queries/--run/--judgments")
+    chunk_map = {c.id: c for c in read_chunks(chunks)} if chunks else None
+    labelled = [r for r in read_record_file(checks, kinds=("check",))[1] if isinstance(r, Check)] if checks else None
+    return answer_items(read_answers(answers, chunk_map), labelled, chunk_map)
 
 
 def _other_labeller(path: str | Path, origin: Any, assessor: str) -> str:
@@ -500,7 +375,6 @@ def _other_labeller(path: str | Path, origin: Any, assessor: str) -> str:
 def login_name() -> str:
     """Who labels when no ``--assessor`` is given: the login name, or "assessor" where there is none
     (a container), so an output still holds one person's labels."""
-    import getpass
     try:
         return getpass.getuser()
     except Exception:

@@ -52,8 +52,9 @@ class ReportInputs:
 
     def records_of(self, kind: str) -> list:
         """The list the records of ``kind`` go to."""
-        return {"judgment": self.judgments, "coverage": self.coverage, "check": self.checks,
-                "question": self.questions, "reject": self.rejects}[kind]
+        lists: dict[str, list] = {"judgment": self.judgments, "coverage": self.coverage, "check": self.checks,
+                                  "question": self.questions, "reject": self.rejects}
+        return lists[kind]
 
 
 REPORTED_RECORDS = ("judgment", "coverage", "check", "question", "reject")
@@ -95,7 +96,8 @@ def named_run_files(runs: RunFiles) -> list[tuple[str | None, str | Path]]:
 def read_runs(runs: RunFiles) -> list:
     """The runs, each named as the caller said (else by its tag or file name); two runs of one name
     are an error naming the second file."""
-    out, seen = [], {}
+    out: list = []
+    seen: dict[str, str | Path] = {}
     for name, path in named_run_files(runs):
         if name is not None and not name.strip():
             raise InputError("a run's name is empty: give each run a name", path)
@@ -103,7 +105,8 @@ def read_runs(runs: RunFiles) -> list:
         if run.name in seen:
             how = "the name given" if name is not None else "its TREC tag (or file name)"
             raise InputError(f"two runs are named {run.name!r} ({how}; the other is {seen[run.name]}): give each "
-                             "run its own name (NAME=PATH in ragassay report; a mapping {name: path} from Python)", path)
+                             "run its own name (NAME=PATH in ragassay report; a mapping {name: path} from Python)",
+                             path)
         seen[run.name] = path
         out.append(run)
     return out
@@ -135,40 +138,50 @@ def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = Non
         inp.human_labels = read_human_labels(human)
         inp.human_origin = read_labels_origin(human)
     for p in paths:
-        p = Path(p)
-        data = read_bytes_checked(p)
-        try:
-            whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            whole = None
-        # a result has a kind and a version; a record names its kind in RECORD_FIELD (a generated
-        # question's own "kind" is its question kind: factoid, comparison ...)
-        if isinstance(whole, dict) and RECORD_FIELD not in whole and "kind" in whole and "version" in whole:
-            result = load_result(p)  # checks kind and version
-            kind = result["kind"]
-            if kind == "evaluate":
-                inp.evaluate.append(result)
-            elif kind == "agree":
-                inp.agreements.append(result)
-            elif kind in ("compare", "check", "generate"):
-                setattr(inp, kind, result)
-            elif kind == "calibration":
-                inp.calibration.append(result)
-            else:
-                raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
-                                 "themselves, not the summary", p)
-            continue
-        lines = list(iter_jsonl(data, p))
-        if not lines or (RECORD_FIELD not in lines[0][1] and legacy_kind(lines[0][1]) is None):
-            raise InputError("neither a ragassay result (JSON with a 'kind') nor records the report reads "
-                             "(judgments, coverage, checks, questions or rejects, as JSON Lines)", p)
-        kind, records = read_record_file(p, lines, REPORTED_RECORDS)
-        inp.records_of(kind).extend(records)
+        _add_file(inp, Path(p))
     for q in inp.questions:  # a generated set brings its own question texts and reference answers
         inp.queries.setdefault(q.id, q.question)
     if inp.checks and inp.check is None:  # check's records alone: the label rates, diagnosis and people too
         inp.check = _check_summary(inp)
     return inp
+
+
+def _add_file(inp: ReportInputs, p: Path) -> None:
+    """One of the report's files: a result (evaluate, agree, compare, check, generate, calibration) or
+    a file of records (judgments, coverage, checks, questions, rejects), each put where it belongs."""
+    data = read_bytes_checked(p)
+    try:
+        whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        whole = None
+    # a result has a kind and a version; a record names its kind in RECORD_FIELD (a generated
+    # question's own "kind" is its question kind: factoid, comparison ...)
+    if isinstance(whole, dict) and RECORD_FIELD not in whole and "kind" in whole and "version" in whole:
+        _add_result(inp, p)
+        return
+    lines = list(iter_jsonl(data, p))
+    if not lines or (RECORD_FIELD not in lines[0][1] and legacy_kind(lines[0][1]) is None):
+        raise InputError("neither a ragassay result (JSON with a 'kind') nor records the report reads "
+                         "(judgments, coverage, checks, questions or rejects, as JSON Lines)", p)
+    kind, records = read_record_file(p, lines, REPORTED_RECORDS)
+    inp.records_of(kind).extend(records)
+
+
+def _add_result(inp: ReportInputs, p: Path) -> None:
+    """A result file, by its kind; judge's summary is refused (the report reads its records instead)."""
+    result = load_result(p)  # checks kind and version
+    kind = result["kind"]
+    if kind == "evaluate":
+        inp.evaluate.append(result)
+    elif kind == "agree":
+        inp.agreements.append(result)
+    elif kind in ("compare", "check", "generate"):
+        setattr(inp, kind, result)
+    elif kind == "calibration":
+        inp.calibration.append(result)
+    else:
+        raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
+                         "themselves, not the summary", p)
 
 
 def _check_summary(inp: ReportInputs) -> dict:

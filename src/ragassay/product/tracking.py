@@ -102,6 +102,8 @@ class History:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (time.time(), label, commit, kind, source, json.dumps(dict(metrics)), json.dumps(settings or {}), run,
              json.dumps(dict(qrels)) if qrels else None))
+        if cur.lastrowid is None:  # sqlite gives the row id of every INSERT
+            raise RuntimeError("the history database gave no id for the row it stored")
         return int(cur.lastrowid)
 
     def rows(self, run: str | None = None) -> list[TrackedResult]:

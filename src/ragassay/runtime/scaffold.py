@@ -62,7 +62,7 @@ class Backend:
 
     def finish(self, box: BatchBox | None, pending: int) -> str:
         """Write the collected requests; the line that tells the user what to do next ("" if none)."""
-        if box is None or not box.collect:
+        if box is None or not box.collect or self.export_requests is None:  # collect: requests were asked for
             return ""
         if not box.requests:
             return f"no calls left to export: every item is answered ({self.export_requests} not written)"

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from ..data.records import CheckLabel
+
 # sentence punctuation that may end an answer without changing it (Latin and CJK); not "?" (a
 # doubt: "Paris?") and not an ellipsis (a hesitation: "Paris...")
 _TERMINAL = ".,;:!。，、；：！"
@@ -91,7 +93,7 @@ def says_nothing(response: str) -> bool:
 # -------------------------------------------------------------------------------------- decide
 
 
-def decide(references: list[str], response: str, question: str = "") -> tuple[str, str] | None:
+def decide(references: list[str], response: str, question: str = "") -> tuple[CheckLabel, str] | None:
     """(label, rationale) when a rule is sure, else None (the model grades it). ``question`` is
     not used by a rule: whether order or wording matters is for the model."""
     mine = exact_form(response)

@@ -20,11 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..data.records import Chunk, Coverage
+from ..data.records import Chunk, Coverage, CoverageLabel
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompts import delimit, echoed_id, load_prompt
 from ..runtime.engine import Call, Stage, WorkItem, fingerprint
 from .queries import Passages, QueryItem
+from .typed_answers import answer_as
 
 NUGGET_CAP = 20          # at most this many nuggets per question
 SIZING_NUGGETS = 6       # a dry run sizes steps 2 and 3 with this many placeholder nuggets
@@ -53,7 +54,7 @@ class AssignmentAnswer(BaseModel):
     assignments: list[Assignment]
 
 
-def coverage_label(nuggets: Sequence[Mapping[str, Any]]) -> str:
+def coverage_label(nuggets: Sequence[Mapping[str, Any]]) -> CoverageLabel:
     """FULL: every vital nugget supported; NONE: no nugget has any support; else PARTIAL."""
     vital = [n for n in nuggets if n["vital"]]
     if all(n["support"] == "support" for n in vital) and vital:
@@ -177,7 +178,7 @@ class CoverageStage(Stage):
     def _nuggets(answer: BaseModel | None) -> list[str]:
         if answer is None:  # a dry run before step 1 is known: placeholders of a typical size
             return ["a fact of typical length that a complete answer to the question needs"] * SIZING_NUGGETS
-        return [n.strip() for n in answer.nuggets if n.strip()][:NUGGET_CAP]
+        return [n.strip() for n in answer_as(answer, NuggetList).nuggets if n.strip()][:NUGGET_CAP]
 
     def _base(self, item: WorkItem) -> dict[str, Any]:
         """The fields every coverage record of this item has, ok or error."""
@@ -186,15 +187,15 @@ class CoverageStage(Stage):
                 "model": self.config.model, "prompt": self.prompt_id, "question_key": self.question_key(q),
                 "nuggets_reused": fixed is not None}
 
-    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[Coverage]:
+    async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[BaseModel | dict]:
         _, chunks, fixed = item.payload
         if fixed is not None:
             nuggets = [n for n, _ in fixed]
             importance = {i: "vital" if vital else "okay" for i, (_, vital) in enumerate(fixed, start=1)}
         else:
             nuggets = self._nuggets(answers[0])
-            importance = {x.number: x.importance for x in answers[1].labels}
-        assigned = {x.number: x for x in answers[-1].assignments}
+            importance = {x.number: x.importance for x in answer_as(answers[1], ImportanceAnswer).labels}
+        assigned = {x.number: x for x in answer_as(answers[-1], AssignmentAnswer).assignments}
         numbers = range(1, len(nuggets) + 1)
         missing = [n for n in numbers if n not in importance or n not in assigned]
         if missing:
@@ -206,8 +207,8 @@ class CoverageStage(Stage):
             ids = [i for i in (echoed_id(e, known) for e in a.chunk_ids) if i is not None]  # made-up ids dropped
             support = a.support if (ids or a.support == "not_support") else "not_support"
             out.append({"text": text, "vital": importance[n] == "vital", "support": support, "chunk_ids": ids})
-        return [Coverage(**self._base(item), coverage=coverage_label(out), nuggets=out, scores=nugget_scores(out),
-                         status="ok", error=None)]
+        return [Coverage.model_validate({**self._base(item), "coverage": coverage_label(out), "nuggets": out,
+                                         "scores": nugget_scores(out), "status": "ok", "error": None})]
 
-    def error_records(self, item: WorkItem, error: LLMError) -> list[Coverage]:
+    def error_records(self, item: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         return [Coverage(**self._base(item), coverage=None, nuggets=[], status="error", error=error.reason)]

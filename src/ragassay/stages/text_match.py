@@ -18,7 +18,7 @@ _DASHES = re.compile(r"[\u2012\u2013\u2014\u2015]")
 
 def loose_text(text: str) -> str:
     """Words casefolded, compatibility forms folded, edge punctuation and a leading article removed."""
-    out = []
+    out: list[str] = []
     t = unicodedata.normalize("NFKC", text).replace("\u2212", "-").replace("’", "'")
     t = _DASHES.sub(" ", _MINUS.sub("-", t)).replace("&", " and ")
     raws = t.split()
