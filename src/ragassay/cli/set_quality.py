@@ -1,0 +1,25 @@
+"""quality: the handler (reads the arguments, calls the library, renders)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from ..errors import UsageError
+from ..product.set_quality import set_quality
+from ..product.set_quality_text import quality_text
+from ..stages.generate_checks import parse_mix
+from ..data.results import nan_to_none
+from .render import render
+
+
+def run_quality(args: argparse.Namespace) -> str | tuple[str, int]:
+    try:
+        asked = parse_mix(args.mix) if args.mix else None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    command = "ragassay " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["quality"] else None
+    got = set_quality(args.queries, args.chunks, args.qrels, relevance_level=args.relevance_level, log=args.log,
+                      log_qrels=args.log_qrels, runs=args.run, mix_asked=asked, command=command)
+    return render(args, lambda: nan_to_none(got.to_dict()), lambda: quality_text(got))
