@@ -19,7 +19,7 @@ def quality(sub: Any) -> None:
                     "question's gold chunk (per difficulty asked: a 'hard' set whose gold ranks first is not hard "
                     "for retrieval), what generate's checks recorded, near-duplicate questions, how many chunks "
                     "and documents the set cites, its mix of difficulties, kinds, styles and answerability, the "
-                    "smallest nDCG@10 difference its size detects at 80%% power, and, with --log, how far it is "
+                    "smallest nDCG@10 difference its size detects at 80% power, and, with --log, how far it is "
                     "from real queries (length, first words, vocabulary, the BM25 rank of their judged gold). "
                     "Every figure says how many questions it rests on; the report starts with the command that "
                     "reproduces it.",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 
 from ..errors import UsageError
 from ..product.set_quality import set_quality
@@ -19,7 +17,6 @@ def run_quality(args: argparse.Namespace) -> str | tuple[str, int]:
         asked = parse_mix(args.mix) if args.mix else None
     except ValueError as e:
         raise UsageError(str(e)) from None
-    command = "ragassay " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["quality"] else None
     got = set_quality(args.queries, args.chunks, args.qrels, relevance_level=args.relevance_level, log=args.log,
-                      log_qrels=args.log_qrels, runs=args.run, mix_asked=asked, command=command)
+                      log_qrels=args.log_qrels, runs=args.run, mix_asked=asked)
     return render(args, lambda: nan_to_none(got.to_dict()), lambda: quality_text(got))

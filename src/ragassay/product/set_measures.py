@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,7 +201,9 @@ def _first_word(text: str) -> str | None:
     """The first word of a question in a script written with spaces (where the question word usually
     leads); None for scripts written without spaces, where the first character says nothing."""
     toks = tokens(text)
-    return toks[0] if toks and len(toks[0]) > 1 or (toks and toks[0].isascii()) else None
+    if not toks or (len(toks[0]) == 1 and unicodedata.name(toks[0], "").startswith(("CJK", "HIRAGANA", "KATAKANA"))):
+        return None
+    return toks[0]
 
 
 def _deciles(values: Sequence[float]) -> list[float] | None:
