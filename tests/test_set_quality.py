@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
+from fake_llm import FakeLLM
+from helpers import EXAMPLE
 from ragassay.cli import main
 from ragassay.metrics.power import minimum_detectable_effect
 from ragassay.product.set_measures import (
@@ -23,9 +25,6 @@ from ragassay.product.set_measures import (
 )
 from ragassay.product.set_quality import set_quality
 from ragassay.stages.generate_checks import BM25
-
-from fake_llm import FakeLLM
-from helpers import EXAMPLE
 from real_corpus import write_corpus
 
 
@@ -39,6 +38,7 @@ def q(qid: str, text: str) -> SetQuestion:
 
 
 # ------------------------------------------------------------------------------ the lexical ranker
+
 
 def test_ranks_equal_the_generate_checks_bm25_with_ties_against_the_gold():
     """The inverted index gives the rank the plain scorer gives, on corpora of few words (so that
@@ -65,14 +65,18 @@ def test_a_tie_ranks_the_gold_last_and_a_chunk_sharing_no_word_ranks_last_of_all
 
 # ------------------------------------------------------------------------------ duplicates, log
 
-@pytest.mark.parametrize(("a", "b", "pairs"), [
-    ("What is the refund window?", "what is the refund window", 1),  # same words, loosely compared
-    ("How long is the refund window for jackets?", "How long is the refund window for jackets today?", 1),  # 4 of 5
-    ("Refund window jackets shoes hats", "Refund window jackets shoes", 1),  # 4 of 5 content words: 80%
-    ("Refund window jackets shoes hats coats", "Refund window jackets shoes", 0),  # 4 of 6: no
-    ("退货期限是多久？", "退货期限是多久?", 1),  # Chinese, a full-width and a plain question mark
-    ("Wie lange dauert die Rückgabe?", "How long does a return take?", 0),
-])
+
+@pytest.mark.parametrize(
+    ("a", "b", "pairs"),
+    [
+        ("What is the refund window?", "what is the refund window", 1),  # same words, loosely compared
+        ("How long is the refund window for jackets?", "How long is the refund window for jackets today?", 1),  # 4 of 5
+        ("Refund window jackets shoes hats", "Refund window jackets shoes", 1),  # 4 of 5 content words: 80%
+        ("Refund window jackets shoes hats coats", "Refund window jackets shoes", 0),  # 4 of 6: no
+        ("退货期限是多久？", "退货期限是多久?", 1),  # Chinese, a full-width and a plain question mark
+        ("Wie lange dauert die Rückgabe?", "How long does a return take?", 0),
+    ],
+)
 def test_near_duplicates(a, b, pairs):
     got = near_duplicates([q("1", a), q("2", b)])
     assert got["pairs"] == pairs
@@ -80,7 +84,9 @@ def test_near_duplicates(a, b, pairs):
 
 
 def test_three_copies_are_three_pairs_and_each_question_is_counted_once():
-    got = near_duplicates([q("a", "refund window?"), q("b", "Refund window"), q("c", "refund  window!"), q("d", "parcel")])
+    got = near_duplicates(
+        [q("a", "refund window?"), q("b", "Refund window"), q("c", "refund  window!"), q("d", "parcel")]
+    )
     assert (got["pairs"], got["questions_in_pairs"]) == (3, 3)
 
 
@@ -103,24 +109,56 @@ def test_scripts_without_spaces_have_no_first_word():
 
 # ------------------------------------------------------------------------------ the whole report
 
+
 def hand_set(tmp_path: Path) -> dict:
-    chunks = jsonl(tmp_path / "chunks.jsonl", [
-        {"id": "c1", "doc_id": "d1", "text": "Refunds are paid within 14 days to the card you paid with."},
-        {"id": "c2", "doc_id": "d1", "text": "Sale items cannot be refunded once worn."},
-        {"id": "c3", "doc_id": "d2", "text": "Parcels ship in two days; express ships the next day."},
-        {"id": "c4", "doc_id": "d2", "text": "Import duties are paid by the customer on arrival."},
-        {"id": "c5", "doc_id": "d3", "text": "Gift cards never expire."},
-    ])
-    questions = jsonl(tmp_path / "questions.jsonl", [
-        {"id": "e1", "question": "When are refunds paid to the card?", "answer": "within 14 days",
-         "difficulty": "easy", "kind": "factoid", "chunk_ids": ["c1"], "answerable": True,
-         "checks": {"answerable": True, "answer_supported": True}},
-        {"id": "h1", "question": "Who pays import duties on arrival?", "answer": "the customer",
-         "difficulty": "hard", "kind": "bridge", "chunk_ids": ["c4", "c3"], "answerable": True,
-         "checks": {"answerable": True, "answer_supported": True, "single_chunk_answerable": {"c4": True, "c3": False}}},
-        {"id": "u1", "question": "Do you ship to the Moon?", "answer": "", "difficulty": "medium",
-         "kind": "unanswerable", "chunk_ids": [], "answerable": False},
-    ])
+    chunks = jsonl(
+        tmp_path / "chunks.jsonl",
+        [
+            {"id": "c1", "doc_id": "d1", "text": "Refunds are paid within 14 days to the card you paid with."},
+            {"id": "c2", "doc_id": "d1", "text": "Sale items cannot be refunded once worn."},
+            {"id": "c3", "doc_id": "d2", "text": "Parcels ship in two days; express ships the next day."},
+            {"id": "c4", "doc_id": "d2", "text": "Import duties are paid by the customer on arrival."},
+            {"id": "c5", "doc_id": "d3", "text": "Gift cards never expire."},
+        ],
+    )
+    questions = jsonl(
+        tmp_path / "questions.jsonl",
+        [
+            {
+                "id": "e1",
+                "question": "When are refunds paid to the card?",
+                "answer": "within 14 days",
+                "difficulty": "easy",
+                "kind": "factoid",
+                "chunk_ids": ["c1"],
+                "answerable": True,
+                "checks": {"answerable": True, "answer_supported": True},
+            },
+            {
+                "id": "h1",
+                "question": "Who pays import duties on arrival?",
+                "answer": "the customer",
+                "difficulty": "hard",
+                "kind": "bridge",
+                "chunk_ids": ["c4", "c3"],
+                "answerable": True,
+                "checks": {
+                    "answerable": True,
+                    "answer_supported": True,
+                    "single_chunk_answerable": {"c4": True, "c3": False},
+                },
+            },
+            {
+                "id": "u1",
+                "question": "Do you ship to the Moon?",
+                "answer": "",
+                "difficulty": "medium",
+                "kind": "unanswerable",
+                "chunk_ids": [],
+                "answerable": False,
+            },
+        ],
+    )
     return {"queries": questions, "chunks": chunks}
 
 
@@ -130,16 +168,31 @@ def test_a_generated_set_from_its_own_chunk_ids(tmp_path):
     assert got["rests_on"] == {"gold": "the questions' chunk_ids", "relevant_grade": None, "without_relevant": 1}
     assert got["difficulty"]["easy"] == {"questions": 1, "first": 1.0, "top10": 1.0, "median_rank": 1}
     assert got["difficulty"]["hard"]["questions"] == 1 and got["difficulty"]["medium"]["questions"] == 0
-    assert got["checks"] == {"recorded": 2, "of": 3, "blind_answerable": 2, "blind_checked": 2, "answer_confirmed": 2,
-                             "hard_checked_alone": 1, "hard_answered_by_one_chunk": 1}
-    assert got["coverage"] == {"chunks": 5, "chunks_cited": 3, "cited_not_in_corpus": [],
-                               "cited_not_in_corpus_count": 0, "documents": 3, "documents_cited": 2}
+    assert got["checks"] == {
+        "recorded": 2,
+        "of": 3,
+        "blind_answerable": 2,
+        "blind_checked": 2,
+        "answer_confirmed": 2,
+        "hard_checked_alone": 1,
+        "hard_answered_by_one_chunk": 1,
+    }
+    assert got["coverage"] == {
+        "chunks": 5,
+        "chunks_cited": 3,
+        "cited_not_in_corpus": [],
+        "cited_not_in_corpus_count": 0,
+        "documents": 3,
+        "documents_cited": 2,
+    }
     assert got["mix"]["answerable"] == {"no": 1, "yes": 2}
     assert got["mix"]["kind"] == {"bridge": 1, "factoid": 1, "unanswerable": 1}
     assert got["power"]["questions"] == 2  # the unanswerable question has no relevant chunk: left out
-    assert got["power"]["smallest_difference"] == {"0.1": minimum_detectable_effect(2, 0.1),
-                                                   "0.2": minimum_detectable_effect(2, 0.2),
-                                                   "0.3": minimum_detectable_effect(2, 0.3)}
+    assert got["power"]["smallest_difference"] == {
+        "0.1": minimum_detectable_effect(2, 0.1),
+        "0.2": minimum_detectable_effect(2, 0.2),
+        "0.3": minimum_detectable_effect(2, 0.3),
+    }
     assert got["power"]["sd_source"].startswith("assumed")
     assert any("1 questions have no relevant chunk" in n for n in got["notes"])
     # both gold chunks are ranked first by BM25: the hard question is no harder than the easy one
@@ -170,6 +223,7 @@ def ndcg_sd(qrels: Path, a: Path, b: Path) -> tuple[float, int]:
             f = line.split()
             out.setdefault(f[0], {})[f[2]] = float(f[4]) if run else int(f[3])
         return out
+
     ev = pytrec_eval.RelevanceEvaluator(read(qrels, False), {"ndcg_cut_10"})
     x, y = ev.evaluate(read(a, True)), ev.evaluate(read(b, True))
     common = sorted(set(x) & set(y))
@@ -178,8 +232,22 @@ def ndcg_sd(qrels: Path, a: Path, b: Path) -> tuple[float, int]:
 
 def test_the_example_through_the_command_with_two_runs_and_a_log(capsys):
     qrels, a, b = EXAMPLE / "qrels.txt", EXAMPLE / "runs" / "bm25.txt", EXAMPLE / "runs" / "tfidf.txt"
-    argv = ["quality", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--qrels", str(qrels),
-            "--run", str(a), "--run", str(b), "--log", str(EXAMPLE / "queries.jsonl"), "--format", "json"]
+    argv = [
+        "quality",
+        str(EXAMPLE / "queries.jsonl"),
+        "--chunks",
+        str(EXAMPLE / "chunks.jsonl"),
+        "--qrels",
+        str(qrels),
+        "--run",
+        str(a),
+        "--run",
+        str(b),
+        "--log",
+        str(EXAMPLE / "queries.jsonl"),
+        "--format",
+        "json",
+    ]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
     sd, n = ndcg_sd(qrels, a, b)
@@ -195,14 +263,24 @@ def test_the_example_through_the_command_with_two_runs_and_a_log(capsys):
     assert "reproduce: ragassay quality" in text and f"over {n} queries" in text
 
 
-@pytest.mark.parametrize(("extra", "said"), [
-    (["--run", str(EXAMPLE / "runs" / "bm25.txt")], "two runs"),
-    (["--mix", "easy=0.5,hard=0.6"], "add up to 1"),
-    (["--mix", "tricky=1"], "unknown name"),
-])
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--run", str(EXAMPLE / "runs" / "bm25.txt")], "two runs"),
+        (["--mix", "easy=0.5,hard=0.6"], "add up to 1"),
+        (["--mix", "tricky=1"], "unknown name"),
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(extra, said, capsys):
-    argv = ["quality", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"),
-            "--qrels", str(EXAMPLE / "qrels.txt"), *extra]
+    argv = [
+        "quality",
+        str(EXAMPLE / "queries.jsonl"),
+        "--chunks",
+        str(EXAMPLE / "chunks.jsonl"),
+        "--qrels",
+        str(EXAMPLE / "qrels.txt"),
+        *extra,
+    ]
     assert main(argv) == 2
     assert said in capsys.readouterr().err
 
@@ -216,13 +294,48 @@ def test_generated_on_real_text_then_measured(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     out = tmp_path / "questions.jsonl"
     with FakeLLM() as server:
-        assert main(["generate", str(tmp_path / "chunks.jsonl"), "-o", str(out), "--limit", "8", "--qrels-out",
-                     str(tmp_path / "q.qrels"), "--rejects", str(tmp_path / "rejects.jsonl"), "--base-url", server.url,
-                     "--model", "fake", "--no-cache", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "generate",
+                    str(tmp_path / "chunks.jsonl"),
+                    "-o",
+                    str(out),
+                    "--limit",
+                    "8",
+                    "--qrels-out",
+                    str(tmp_path / "q.qrels"),
+                    "--rejects",
+                    str(tmp_path / "rejects.jsonl"),
+                    "--base-url",
+                    server.url,
+                    "--model",
+                    "fake",
+                    "--no-cache",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
     written = [json.loads(line) for line in out.read_text().splitlines()]
     capsys.readouterr()
-    assert main(["quality", str(out), "--chunks", str(tmp_path / "chunks.jsonl"), "--qrels", str(tmp_path / "q.qrels"),
-                 "--log", str(tmp_path / "queries.jsonl"), "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "quality",
+                str(out),
+                "--chunks",
+                str(tmp_path / "chunks.jsonl"),
+                "--qrels",
+                str(tmp_path / "q.qrels"),
+                "--log",
+                str(tmp_path / "queries.jsonl"),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     got = json.loads(capsys.readouterr().out)
     assert got["questions"] == len(written) and got["rests_on"]["qrels_queries_matched"] == len(written)
     levels = {d: sum(w["difficulty"] == d for w in written) for d in ("easy", "medium", "hard")}

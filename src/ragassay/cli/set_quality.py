@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.set_quality import set_quality
 from ..product.set_quality_text import quality_text
 from ..stages.generate_checks import parse_mix
-from ..data.results import nan_to_none
 from .render import render
 
 
@@ -17,6 +17,14 @@ def run_quality(args: argparse.Namespace) -> str | tuple[str, int]:
         asked = parse_mix(args.mix) if args.mix else None
     except ValueError as e:
         raise UsageError(str(e)) from None
-    got = set_quality(args.queries, args.chunks, args.qrels, relevance_level=args.relevance_level, log=args.log,
-                      log_qrels=args.log_qrels, runs=args.run, mix_asked=asked)
+    got = set_quality(
+        args.queries,
+        args.chunks,
+        args.qrels,
+        relevance_level=args.relevance_level,
+        log=args.log,
+        log_qrels=args.log_qrels,
+        runs=args.run,
+        mix_asked=asked,
+    )
     return render(args, lambda: nan_to_none(got.to_dict()), lambda: quality_text(got))

@@ -62,12 +62,19 @@ def read_set(path: str | Path) -> list[SetQuestion]:
     out = []
     for qid, text in texts.items():
         obj = extra.get(qid, {})
-        answerable = obj.get("answerable")
-        out.append(SetQuestion(
-            qid, text, _str_or_none(obj.get("difficulty")), _str_or_none(obj.get("kind")),
-            _str_or_none(obj.get("style")), answerable if isinstance(answerable, bool) else None,
-            obj.get("checks") if isinstance(obj.get("checks"), dict) else {},
-            [str(c) for c in obj.get("chunk_ids") or [] if isinstance(c, (str, int))]))
+        answerable, checks = obj.get("answerable"), obj.get("checks")
+        out.append(
+            SetQuestion(
+                qid,
+                text,
+                _str_or_none(obj.get("difficulty")),
+                _str_or_none(obj.get("kind")),
+                _str_or_none(obj.get("style")),
+                answerable if isinstance(answerable, bool) else None,
+                checks if isinstance(checks, dict) else {},
+                [str(c) for c in obj.get("chunk_ids") or [] if isinstance(c, (str, int))],
+            )
+        )
     return out
 
 
@@ -120,8 +127,12 @@ def lexical_profile(ranks: Sequence[int]) -> dict[str, Any]:
     """Where the lexical ranker puts the gold: the share first, the share in the top 10, the median."""
     if not ranks:
         return {"questions": 0, "first": None, f"top{TOP}": None, "median_rank": None}
-    return {"questions": len(ranks), "first": sum(r == 1 for r in ranks) / len(ranks),
-            f"top{TOP}": sum(r <= TOP for r in ranks) / len(ranks), "median_rank": statistics.median(ranks)}
+    return {
+        "questions": len(ranks),
+        "first": sum(r == 1 for r in ranks) / len(ranks),
+        f"top{TOP}": sum(r <= TOP for r in ranks) / len(ranks),
+        "median_rank": statistics.median(ranks),
+    }
 
 
 def near_duplicates(questions: Sequence[SetQuestion], limit: int = 5) -> dict[str, Any]:
@@ -142,8 +153,12 @@ def near_duplicates(questions: Sequence[SetQuestion], limit: int = 5) -> dict[st
             union = words[i] | words[j]
             if same or (union and len(words[i] & words[j]) / len(union) >= DUPLICATE_SIMILARITY):
                 pairs.append((questions[i].id, questions[j].id))
-    return {"pairs": len(pairs), "questions_in_pairs": len({q for p in pairs for q in p}),
-            "similarity": DUPLICATE_SIMILARITY, "examples": [list(p) for p in pairs[:limit]]}
+    return {
+        "pairs": len(pairs),
+        "questions_in_pairs": len({q for p in pairs for q in p}),
+        "similarity": DUPLICATE_SIMILARITY,
+        "examples": [list(p) for p in pairs[:limit]],
+    }
 
 
 def coverage(gold: Mapping[str, set[str]], chunks: Sequence[Any]) -> dict[str, Any]:
@@ -152,8 +167,12 @@ def coverage(gold: Mapping[str, set[str]], chunks: Sequence[Any]) -> dict[str, A
     ids = {c.id for c in chunks}
     doc_of = {c.id: getattr(c, "doc_id", None) for c in chunks}
     docs = {d for d in doc_of.values() if d}
-    out: dict[str, Any] = {"chunks": len(ids), "chunks_cited": len(cited & ids),
-                           "cited_not_in_corpus": sorted(cited - ids)[:5], "cited_not_in_corpus_count": len(cited - ids)}
+    out: dict[str, Any] = {
+        "chunks": len(ids),
+        "chunks_cited": len(cited & ids),
+        "cited_not_in_corpus": sorted(cited - ids)[:5],
+        "cited_not_in_corpus_count": len(cited - ids),
+    }
     if docs:
         out.update(documents=len(docs), documents_cited=len({doc_of[c] for c in cited & ids if doc_of[c]}))
     return out
@@ -161,16 +180,22 @@ def coverage(gold: Mapping[str, set[str]], chunks: Sequence[Any]) -> dict[str, A
 
 def mix(questions: Sequence[SetQuestion], asked: Mapping[str, float] | None) -> dict[str, Any]:
     """The counts of each difficulty, kind, style and answerability, and the difficulty mix asked."""
+
     def count(values: Sequence[str | None]) -> dict[str, int]:
         return dict(sorted(Counter(v or "unrecorded" for v in values).items()))
+
     answerable = ["unrecorded" if q.answerable is None else ("yes" if q.answerable else "no") for q in questions]
-    out: dict[str, Any] = {"difficulty": count([q.difficulty for q in questions]),
-                           "kind": count([q.kind for q in questions]), "style": count([q.style for q in questions]),
-                           "answerable": count(answerable)}
+    out: dict[str, Any] = {
+        "difficulty": count([q.difficulty for q in questions]),
+        "kind": count([q.kind for q in questions]),
+        "style": count([q.style for q in questions]),
+        "answerable": count(answerable),
+    }
     if asked:
         n = len(questions)
-        out["asked"] = {k: {"share": v, "expected": round(n * v, 1), "got": out["difficulty"].get(k, 0)}
-                        for k, v in asked.items()}
+        out["asked"] = {
+            k: {"share": v, "expected": round(n * v, 1), "got": out["difficulty"].get(k, 0)} for k, v in asked.items()
+        }
     return out
 
 
@@ -181,8 +206,13 @@ def power(n: int, sd: float | None, sd_source: str) -> dict[str, Any]:
     if n < 2:
         return {"questions": n, "note": "a paired comparison needs at least 2 questions with a relevant chunk"}
     sds = (sd,) if sd is not None else ASSUMED_SDS
-    return {"questions": n, "power": POWER, "alpha": ALPHA, "sd_source": sd_source,
-            "smallest_difference": {f"{s:.4g}": minimum_detectable_effect(n, s, POWER, ALPHA) for s in sds}}
+    return {
+        "questions": n,
+        "power": POWER,
+        "alpha": ALPHA,
+        "sd_source": sd_source,
+        "smallest_difference": {f"{s:.4g}": minimum_detectable_effect(n, s, POWER, ALPHA) for s in sds},
+    }
 
 
 def question_profile(texts: Sequence[str]) -> dict[str, Any]:
@@ -191,10 +221,14 @@ def question_profile(texts: Sequence[str]) -> dict[str, Any]:
     first = Counter(_first_word(t) for t in texts)
     first.pop(None, None)
     vocab = set().union(*(content_words(t) for t in texts)) if texts else set()
-    return {"questions": len(texts), "median_words": statistics.median(lengths) if lengths else None,
-            "words_p10_p90": _deciles(lengths), "first_words": dict(first.most_common(8)),
-            "first_word_shares": {w: c / len(texts) for w, c in first.items()} if texts else {},
-            "vocabulary": vocab}
+    return {
+        "questions": len(texts),
+        "median_words": statistics.median(lengths) if lengths else None,
+        "words_p10_p90": _deciles(lengths),
+        "first_words": dict(first.most_common(8)),
+        "first_word_shares": {w: c / len(texts) for w, c in first.items()} if texts else {},
+        "vocabulary": vocab,
+    }
 
 
 def _first_word(text: str) -> str | None:
@@ -219,10 +253,15 @@ def distance_to_log(mine: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]
     a, b = mine["first_word_shares"], log["first_word_shares"]
     tvd = 0.5 * sum(abs(a.get(w, 0.0) - b.get(w, 0.0)) for w in set(a) | set(b)) if a and b else None
     shared = mine["vocabulary"] & log["vocabulary"]
-    return {"first_word_distance": tvd,
-            "log_vocabulary_in_set": len(shared) / len(log["vocabulary"]) if log["vocabulary"] else None,
-            "vocabulary_jaccard": (len(shared) / len(mine["vocabulary"] | log["vocabulary"])
-                                   if mine["vocabulary"] | log["vocabulary"] else None)}
+    return {
+        "first_word_distance": tvd,
+        "log_vocabulary_in_set": len(shared) / len(log["vocabulary"]) if log["vocabulary"] else None,
+        "vocabulary_jaccard": (
+            len(shared) / len(mine["vocabulary"] | log["vocabulary"])
+            if mine["vocabulary"] | log["vocabulary"]
+            else None
+        ),
+    }
 
 
 def public(profile: dict[str, Any]) -> dict[str, Any]:

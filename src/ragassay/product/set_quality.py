@@ -53,16 +53,34 @@ class SetQuality:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"result": "quality", "command": self.command, "questions": self.questions,
-                "rests_on": self.rests_on, "difficulty": self.difficulty, "checks": self.checks,
-                "duplicates": self.duplicates, "coverage": self.coverage, "mix": self.mix, "power": self.power,
-                "log": self.log, "notes": self.notes}
+        return {
+            "result": "quality",
+            "command": self.command,
+            "questions": self.questions,
+            "rests_on": self.rests_on,
+            "difficulty": self.difficulty,
+            "checks": self.checks,
+            "duplicates": self.duplicates,
+            "coverage": self.coverage,
+            "mix": self.mix,
+            "power": self.power,
+            "log": self.log,
+            "notes": self.notes,
+        }
 
 
-def set_quality(queries: str | Path, chunks: str | Path, qrels: str | Path | None = None, *,
-                relevance_level: int | None = None, log: str | Path | None = None,
-                log_qrels: str | Path | None = None, runs: Sequence[str | Path] = (),
-                mix_asked: Mapping[str, float] | None = None, command: str | None = None) -> SetQuality:
+def set_quality(
+    queries: str | Path,
+    chunks: str | Path,
+    qrels: str | Path | None = None,
+    *,
+    relevance_level: int | None = None,
+    log: str | Path | None = None,
+    log_qrels: str | Path | None = None,
+    runs: Sequence[str | Path] = (),
+    mix_asked: Mapping[str, float] | None = None,
+    command: str | None = None,
+) -> SetQuality:
     """Measure a test set: ``queries`` (generate's questions or any queries file), the ``chunks`` it
     was made from, and its ``qrels`` (else the gold is the questions' own ``chunk_ids``).
 
@@ -83,16 +101,24 @@ def set_quality(queries: str | Path, chunks: str | Path, qrels: str | Path | Non
     sd, sd_source = _run_sd(runs, qrels, gold) if runs else (None, "assumed (give two runs to measure it)")
     result = SetQuality(
         command or _command(queries, chunks, qrels, relevance_level, log, log_qrels, runs, mix_asked),
-        len(questions), rests_on, by_level, _checks(questions), near_duplicates(questions),
-        coverage(gold, corpus), mix(questions, mix_asked), power(len(scored), sd, sd_source))
+        len(questions),
+        rests_on,
+        by_level,
+        _checks(questions),
+        near_duplicates(questions),
+        coverage(gold, corpus),
+        mix(questions, mix_asked),
+        power(len(scored), sd, sd_source),
+    )
     if log is not None:
         result.log = _log_distance(questions, log, log_qrels, ranker, relevance_level)
     result.notes = _notes(result)
     return result
 
 
-def _gold(questions: Sequence[SetQuestion], qrels: str | Path | None, level: int | None,
-          queries: str | Path) -> tuple[dict[str, set[str]], dict[str, Any]]:
+def _gold(
+    questions: Sequence[SetQuestion], qrels: str | Path | None, level: int | None, queries: str | Path
+) -> tuple[dict[str, set[str]], dict[str, Any]]:
     """Each question's relevant chunks, and what they rest on: the qrels at their relevant grade, or
     the questions' own chunk ids (every one of which generate cited as evidence)."""
     ids = {q.id for q in questions}
@@ -107,9 +133,16 @@ def _gold(questions: Sequence[SetQuestion], qrels: str | Path | None, level: int
     matched = len(ids & set(gold))
     if not matched:
         raise InputError(f"no query id of {queries} is in these qrels (e.g. {sorted(ids)[:3]})", qrels)
-    return ({q: gold.get(q, set()) for q in ids},
-            {"gold": str(qrels), "relevant_grade": rel.level, "relevant_grade_source": rel.text(),
-             "qrels_queries_matched": matched, "qrels_queries_not_in_set": len(set(gold) - ids)})
+    return (
+        {q: gold.get(q, set()) for q in ids},
+        {
+            "gold": str(qrels),
+            "relevant_grade": rel.level,
+            "relevant_grade_source": rel.text(),
+            "qrels_queries_matched": matched,
+            "qrels_queries_not_in_set": len(set(gold) - ids),
+        },
+    )
 
 
 def _by_difficulty(questions: Sequence[SetQuestion], ranks: Mapping[str, int | None]) -> dict[str, dict[str, Any]]:
@@ -129,15 +162,20 @@ def _checks(questions: Sequence[SetQuestion]) -> dict[str, Any]:
     recorded = [q for q in questions if q.checks]
     blind = [q for q in recorded if "answerable" in q.checks]
     hard = [q for q in recorded if isinstance(q.checks.get("single_chunk_answerable"), dict)]
-    return {"recorded": len(recorded), "of": len(questions),
-            "blind_answerable": sum(q.checks["answerable"] is True for q in blind), "blind_checked": len(blind),
-            "answer_confirmed": sum(q.checks.get("answer_supported") is True for q in recorded),
-            "hard_checked_alone": len(hard),
-            "hard_answered_by_one_chunk": sum(any(q.checks["single_chunk_answerable"].values()) for q in hard)}
+    return {
+        "recorded": len(recorded),
+        "of": len(questions),
+        "blind_answerable": sum(q.checks["answerable"] is True for q in blind),
+        "blind_checked": len(blind),
+        "answer_confirmed": sum(q.checks.get("answer_supported") is True for q in recorded),
+        "hard_checked_alone": len(hard),
+        "hard_answered_by_one_chunk": sum(any(q.checks["single_chunk_answerable"].values()) for q in hard),
+    }
 
 
-def _run_sd(runs: Sequence[str | Path], qrels: str | Path | None,
-            gold: Mapping[str, set[str]]) -> tuple[float | None, str]:
+def _run_sd(
+    runs: Sequence[str | Path], qrels: str | Path | None, gold: Mapping[str, set[str]]
+) -> tuple[float | None, str]:
     """The sd of the per-query nDCG@10 differences of two runs, over the queries both were scored on."""
     labels: Any = qrels if qrels is not None else {q: {c: 1 for c in cs} for q, cs in gold.items() if cs}
     a, b = (evaluate(labels, read_run(r), [NDCG]).per_query for r in runs)
@@ -145,16 +183,28 @@ def _run_sd(runs: Sequence[str | Path], qrels: str | Path | None,
     if len(common) < 2:
         raise InputError(f"the two runs share {len(common)} scored queries with the set: need at least 2", runs[1])
     diffs = [a[q][NDCG] - b[q][NDCG] for q in common]
-    return statistics.stdev(diffs), f"measured: {NDCG} of {Path(runs[0]).name} minus {Path(runs[1]).name} over {len(common)} queries"
+    return statistics.stdev(
+        diffs
+    ), f"measured: {NDCG} of {Path(runs[0]).name} minus {Path(runs[1]).name} over {len(common)} queries"
 
 
-def _log_distance(questions: Sequence[SetQuestion], log: str | Path, log_qrels: str | Path | None,
-                  ranker: LexicalRanker, level: int | None) -> dict[str, Any]:
+def _log_distance(
+    questions: Sequence[SetQuestion],
+    log: str | Path,
+    log_qrels: str | Path | None,
+    ranker: LexicalRanker,
+    level: int | None,
+) -> dict[str, Any]:
     """The set beside real queries: their lengths, first words, vocabulary, and (when the log is judged)
     where BM25 ranks each side's gold."""
     real = read_queries(log)
     mine, theirs = question_profile([q.text for q in questions]), question_profile(list(real.values()))
-    out: dict[str, Any] = {"file": str(log), "set": public(mine), "log": public(theirs), **distance_to_log(mine, theirs)}
+    out: dict[str, Any] = {
+        "file": str(log),
+        "set": public(mine),
+        "log": public(theirs),
+        **distance_to_log(mine, theirs),
+    }
     if log_qrels is not None:
         table = read_qrels(log_qrels)
         rel = relevance_for(table.origin, level, log_qrels)
@@ -169,21 +219,28 @@ def _notes(q: SetQuality) -> list[str]:
     out = []
     easy, hard = q.difficulty.get("easy"), q.difficulty.get("hard")
     if easy and hard and easy["questions"] and hard["questions"] and hard["first"] >= easy["first"]:
-        out.append(f"the hard questions are no harder for BM25 than the easy ones: gold ranked first for "
-                   f"{hard['first']:.0%} of hard and {easy['first']:.0%} of easy questions")
+        out.append(
+            f"the hard questions are no harder for BM25 than the easy ones: gold ranked first for "
+            f"{hard['first']:.0%} of hard and {easy['first']:.0%} of easy questions"
+        )
     if q.duplicates["pairs"]:
-        out.append(f"{q.duplicates['pairs']} pairs of near-duplicate questions (content words shared "
-                   f">= {q.duplicates['similarity']:.0%})")
+        out.append(
+            f"{q.duplicates['pairs']} pairs of near-duplicate questions (content words shared "
+            f">= {q.duplicates['similarity']:.0%})"
+        )
     if q.coverage["cited_not_in_corpus_count"]:
         out.append(f"{q.coverage['cited_not_in_corpus_count']} gold chunk ids are not in the chunks file")
     if q.rests_on["without_relevant"]:
-        out.append(f"{q.rests_on['without_relevant']} questions have no relevant chunk: retrieval measures skip "
-                   "them (as trec_eval skips a query with no relevant document)")
+        out.append(
+            f"{q.rests_on['without_relevant']} questions have no relevant chunk: retrieval measures skip "
+            "them (as trec_eval skips a query with no relevant document)"
+        )
     return out
 
 
-def _command(queries: Any, chunks: Any, qrels: Any, level: Any, log: Any, log_qrels: Any, runs: Any,
-             mix_asked: Any) -> str:
+def _command(
+    queries: Any, chunks: Any, qrels: Any, level: Any, log: Any, log_qrels: Any, runs: Any, mix_asked: Any
+) -> str:
     """The command line that reproduces this report."""
     parts = ["ragassay", "quality", str(queries), "--chunks", str(chunks)]
     for flag, value in (("--qrels", qrels), ("--relevance-level", level), ("--log", log), ("--log-qrels", log_qrels)):
@@ -197,7 +254,9 @@ def _command(queries: Any, chunks: Any, qrels: Any, level: Any, log: Any, log_qr
 
 
 def _quote(part: str) -> str:
-    return part if part and all(c.isalnum() or c in "-_./=,@:" for c in part) else "'" + part.replace("'", "'\\''") + "'"
+    return (
+        part if part and all(c.isalnum() or c in "-_./=,@:" for c in part) else "'" + part.replace("'", "'\\''") + "'"
+    )
 
 
 __all__ = ["SetQuality", "set_quality", "TOP"]
