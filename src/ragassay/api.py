@@ -65,7 +65,7 @@ from .stages.check import (
     read_labels_origin,
     retrieval_recall,
 )
-from .stages.generate import STYLES, GenerateOptions, GenerateResult
+from .stages.generate import MIX_NAMES, STYLES, GenerateOptions, GenerateResult
 from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
 from .stages.judge import Judge, JudgeJob, JudgeOptions, JudgeResult, model_configs
 from .stages.queries import QueryItem, read_query_items
@@ -378,7 +378,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     >>> est.calls_per_step
     [10, 10, 10, 10, 6]
     """
-    mix_shares = shares(mix, ("easy", "medium", "hard"), "--mix")
+    mix_shares = shares(mix, MIX_NAMES, "--mix")
     style_shares = shares(styles, tuple(STYLES), "--styles")
     targets = export_targets(export)
     if max_per_doc is not None and max_per_doc < 1:

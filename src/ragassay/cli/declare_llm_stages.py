@@ -139,8 +139,12 @@ def generate(sub: Any) -> None:
     writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="questions JSONL"))
     p.add_argument("--per-chunk", type=positive_float, default=1.0, metavar="N",
                    help="questions wanted per usable chunk when --limit is not given (default 1)")
-    text(p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
-                   "easy=0.4,medium=0.4,hard=0.2)"))
+    text(p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2",
+                        help="share of each kind of question (default easy=0.4,medium=0.4,hard=0.2); add "
+                             "unanswerable=S (on the corpus's topic, answered by no chunk: verified by a search) "
+                             "and false_premise=S (takes for granted what a chunk contradicts) for questions the "
+                             "corpus cannot answer as asked, e.g. easy=0.3,medium=0.3,hard=0.2,unanswerable=0.1,"
+                             "false_premise=0.1"))
     p.add_argument("--limit", type=positive_int, metavar="N", help="number of questions wanted in all (new ones, with --append)")
     p.add_argument("--append", action="store_true", help="grow the set in -o: keep its questions, add new ones "
                    "that duplicate none of them, drawn from chunks it does not use yet")

@@ -19,7 +19,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
-Difficulty = Literal["easy", "medium", "hard"]
+Difficulty = Literal["easy", "medium", "hard", "unanswerable", "false_premise"]  # the mix's buckets
+NO_ANSWER: tuple[Difficulty, ...] = ("unanswerable", "false_premise")  # questions the corpus cannot answer as asked
 Status = Literal["ok", "error"]
 CoverageLabel = Literal["FULL", "PARTIAL", "NONE"]
 Support = Literal["support", "partial_support", "not_support"]
@@ -126,6 +127,8 @@ class Question(WrittenRecord):
     ``kind`` is the question's kind (factoid, comparison ...); the record's own is in ``record``."""
 
     KIND = "question"
+    # a question the corpus answers says neither (its lines are as they always were)
+    OPTIONAL = frozenset({"answerable", "premise"})
 
     def merge_key(self) -> str | None:
         """A question is matched by its id (it has no fingerprint key)."""
@@ -143,6 +146,10 @@ class Question(WrittenRecord):
     checks: dict[str, Any] = Field(default_factory=dict)
     model: str | None = None
     prompt: str | None = None
+    # false for an unanswerable question (no chunk answers it: it has no gold) and for a false-premise
+    # one (its gold chunk corrects the premise it takes for granted, stated in ``premise``)
+    answerable: bool = True
+    premise: str | None = None
 
 
 class RunRow(_Record):
