@@ -286,62 +286,34 @@ def test_usage_errors_exit_2_with_one_line(extra, said, capsys):
 
 
 def test_generated_on_real_text_then_measured(tmp_path, capsys, monkeypatch):
-    """generate on the standard library's docstrings with the local test server, then quality on what
-    it wrote, as the commands chain: the ids meet, and every figure rests on the questions written."""
+    """generate on the standard library's docstrings with the local test server, unanswerable questions
+    among them, then quality on what it wrote, as the commands chain: the ids meet, and every figure
+    rests on the questions written."""
     write_corpus(tmp_path, chunks=60, queries=10)
     for name in ("OPENAI_BASE_URL", "RAGASSAY_MODEL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    out = tmp_path / "questions.jsonl"
+    out, qrels, chunks = tmp_path / "questions.jsonl", tmp_path / "q.qrels", tmp_path / "chunks.jsonl"
+    flags = f"--limit 8 --mix easy=0.5,medium=0.25,unanswerable=0.25 --qrels-out {qrels} --model fake --no-cache"
     with FakeLLM() as server:
-        assert (
-            main(
-                [
-                    "generate",
-                    str(tmp_path / "chunks.jsonl"),
-                    "-o",
-                    str(out),
-                    "--limit",
-                    "8",
-                    "--qrels-out",
-                    str(tmp_path / "q.qrels"),
-                    "--rejects",
-                    str(tmp_path / "rejects.jsonl"),
-                    "--base-url",
-                    server.url,
-                    "--model",
-                    "fake",
-                    "--no-cache",
-                    "--quiet",
-                ]
-            )
-            == 0
-        )
+        assert main(["generate", str(chunks), "-o", str(out), "--base-url", server.url, "--quiet", *flags.split()]) == 0
     written = [json.loads(line) for line in out.read_text().splitlines()]
     capsys.readouterr()
-    assert (
-        main(
-            [
-                "quality",
-                str(out),
-                "--chunks",
-                str(tmp_path / "chunks.jsonl"),
-                "--qrels",
-                str(tmp_path / "q.qrels"),
-                "--log",
-                str(tmp_path / "queries.jsonl"),
-                "--format",
-                "json",
-            ]
-        )
-        == 0
-    )
+    log = tmp_path / "queries.jsonl"
+    argv = ["quality", str(out), "--chunks", str(chunks), "--qrels", str(qrels), "--log", str(log), "--format", "json"]
+    assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got["questions"] == len(written) and got["rests_on"]["qrels_queries_matched"] == len(written)
-    levels = {d: sum(w["difficulty"] == d for w in written) for d in ("easy", "medium", "hard")}
+    unanswerable = [w for w in written if w["difficulty"] == "unanswerable"]
+    assert unanswerable and all(w["answerable"] is False and w["chunk_ids"] == [] for w in unanswerable)
+    answerable = len(written) - len(unanswerable)
+    assert got["questions"] == len(written) and got["rests_on"]["qrels_queries_matched"] == answerable
+    assert got["rests_on"]["without_relevant"] == len(unanswerable) and got["power"]["questions"] == answerable
+    assert got["mix"]["answerable"] == {"no": len(unanswerable), "yes": answerable}
+    levels = {d: sum(w["difficulty"] == d for w in written) for d in ("easy", "medium", "hard", "unanswerable")}
     assert got["mix"]["difficulty"] == {k: v for k, v in sorted(levels.items()) if v}
-    assert sum(p["questions"] for p in got["difficulty"].values()) == len(written)
+    assert sum(p["questions"] for p in got["difficulty"].values()) == answerable  # ranks need a gold chunk
+    assert got["difficulty"]["unanswerable"]["questions"] == 0
     cited = {c for w in written for c in w["chunk_ids"]}
     assert got["coverage"]["chunks_cited"] == len(cited) and got["coverage"]["chunks"] == 60
-    assert got["checks"]["recorded"] == len(written)
-    assert got["log"]["log"]["questions"] == len((tmp_path / "queries.jsonl").read_text().splitlines())
+    assert got["checks"]["recorded"] == len(written) and got["checks"]["blind_checked"] == answerable
+    assert got["log"]["log"]["questions"] == len(log.read_text().splitlines())

@@ -147,8 +147,8 @@ def _gold(
 
 def _by_difficulty(questions: Sequence[SetQuestion], ranks: Mapping[str, int | None]) -> dict[str, dict[str, Any]]:
     """The lexical profile per difficulty asked (in the order easy, medium, hard, then the rest)."""
-    order = {"easy": 0, "medium": 1, "hard": 2}
-    levels = sorted({q.difficulty or "unrecorded" for q in questions}, key=lambda d: (order.get(d, 3), d))
+    order = {"easy": 0, "medium": 1, "hard": 2, "unanswerable": 3, "false_premise": 4}
+    levels = sorted({q.difficulty or "unrecorded" for q in questions}, key=lambda d: (order.get(d, 5), d))
     out = {}
     for level in levels:
         got = [r for q in questions if (q.difficulty or "unrecorded") == level and (r := ranks.get(q.id)) is not None]
