@@ -141,7 +141,7 @@ def exact_handler(seen: list[dict]):
         if name == "FalsePremiseQuestion":
             return chat_reply({"question": "Why is the return window 60 days for sale items?",
                                "premise": "Items can be returned within 60 days.",
-                               "correction": "You can return unused items within 30 days of delivery for a full refund.",
+                               "correction": CHUNKS[0]["text"].split(" Customers")[0],
                                "answer": "It is 30 days, not 60: unused items can be returned within 30 days."})
         if name == "PremiseVerdict":
             return chat_reply({"contradicted": True, "supported": False, "reason": "ret-1 says 30 days"})

@@ -129,11 +129,16 @@ def deepeval_goldens(questions: Sequence[Question], chunks: dict[str, Chunk]) ->
             "input": q.question, "expected_output": q.answer, "context": [chunks[c].text for c in q.chunk_ids],
             "name": q.id, "source_file": "|".join(sources),
             "custom_column_key_values": {"id": q.id, "chunk_ids": json.dumps(list(q.chunk_ids), ensure_ascii=False),
-                                         **{k: v if isinstance(v, str) else json.dumps(v) for k, v in described.items()}},
+                                         **{k: _text(v) for k, v in described.items()}},
             "additional_metadata": {"id": q.id, "chunk_ids": list(q.chunk_ids), "grades": dict(q.grades),
                                     "doc_ids": sources, **described, "model": q.model, "prompt": q.prompt},
         })
     return goldens
+
+
+def _text(value: object) -> str:
+    """A value as DeepEval's custom columns hold it: a string (other values as JSON: ``false``)."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _no_answer(q: Question) -> dict:

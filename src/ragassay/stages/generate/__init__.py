@@ -61,7 +61,8 @@ from .shapes import (
 from .stage import GenerateStage
 from .steps import Candidate, Step
 
-__all__ = ["EXPORTS", "EXPORT_ALIASES", "EXPORT_FORMATS", "LEVEL_ORDER", "MIX_NAMES", "STYLES", "AnswerJournal", "AnsweredFirst",
+__all__ = ["EXPORTS", "EXPORT_ALIASES", "EXPORT_FORMATS", "LEVEL_ORDER", "MIX_NAMES", "STYLES", "AnswerJournal",
+           "AnsweredFirst",
            "BlindAnswer", "Candidate", "Critique", "Evidence", "GenerateOptions", "GenerateResult", "GenerateStage",
            "GeneratedQuestion", "Generator", "Question", "SameAnswer", "Step", "answers_path", "candidates_path",
            "ceiling_for", "cited", "corpus_digest", "export", "export_format", "gold_grades", "reject_record",

@@ -152,13 +152,14 @@ def accepted(draft: NoAnswerDraft, checks: dict, model: str | None, prompt: str)
     if w is None:
         return Progress()
     level = draft.cand.level
-    premise = isinstance(w, FalsePremiseQuestion)
-    gold = [draft.seed] if premise else []
-    said = {"premise": w.premise.strip(), "evidence": [w.correction.strip()]} if premise else {}
-    return Progress(question=Question(
+    gold = [draft.seed] if isinstance(w, FalsePremiseQuestion) else []
+    question = Question(
         id=question_id(gold, level, w.question), question=w.question.strip(), answer=w.answer.strip(),
         difficulty=level, kind=level, chunk_ids=gold, grades={c: 3 for c in gold}, style=draft.cand.style,
-        checks=checks, model=model, prompt=prompt, answerable=False, **said))
+        checks=checks, model=model, prompt=prompt, answerable=False)
+    if isinstance(w, FalsePremiseQuestion):  # set so that the line says them (an unanswerable one has neither)
+        question.premise, question.evidence = w.premise.strip(), [w.correction.strip()]
+    return Progress(question=question)
 
 
 def verify_messages(level: str, written: BaseModel | None, passages: str) -> dict[str, str]:

@@ -151,7 +151,7 @@ class GenerateStage(Stage):
         """An unanswerable or false-premise candidate after ``answers``: written, verified against the
         chunks BM25 finds (see :mod:`.no_answer`), then the critic's; decided from the answers alone."""
         g, draft = self.gen, NoAnswerDraft(cand, answers)
-        written, checks = draft.written, {}
+        written, checks = draft.written, dict[str, Any]()
         if written is not None:
             self.answered = True
             if why := text_problems(written, g.chunks[draft.seed].text):
