@@ -205,3 +205,20 @@ def test_exports_keep_what_cannot_be_answered(tmp_path):
     assert goldens[fp["id"]]["additional_metadata"]["premise"] == fp["premise"]
     assert goldens[fp["id"]]["custom_column_key_values"]["answerable"] == "false"
     assert all(isinstance(v, str) for g in goldens.values() for v in g["custom_column_key_values"].values())
+
+
+def test_remap_carries_a_false_premise_and_says_an_unanswerable_one_has_no_gold(tmp_path, capsys):
+    with FakeLLM() as server:
+        assert main(generate(tmp_path, server.url, CHUNKS, "easy=0.5,unanswerable=0.25,false_premise=0.25", 4)) == 0
+    qs = {q["difficulty"]: q for q in lines(tmp_path / "q.jsonl")}
+    rechunked = write(tmp_path / "new.jsonl", [{"id": f"new-{c['id']}", "text": c["text"]} for c in CHUNKS])
+    capsys.readouterr()
+    assert main(["remap", str(tmp_path / "q.jsonl"), str(rechunked), "-o", str(tmp_path / "new.qrels"),
+                 "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["unanswerable"] == [qs["unanswerable"]["id"]] and got["no_evidence"] == []
+    fp = qs["false_premise"]
+    qrels = [line.split() for line in (tmp_path / "new.qrels").read_text().splitlines()]
+    assert [r[2] for r in qrels if r[0] == fp["id"]] == [f"new-{fp['chunk_ids'][0]}"]
+    assert main(["remap", str(tmp_path / "q.jsonl"), str(rechunked), "-o", str(tmp_path / "n2.qrels")]) == 0
+    assert "1 unanswerable questions have no gold chunk to carry" in capsys.readouterr().out

@@ -206,4 +206,7 @@ def _remap_text(result: dict) -> str:
     if result["no_evidence"]:
         lines.append(f"{len(result['no_evidence'])} questions carry no evidence quotes: "
                      f"{', '.join(result['no_evidence'][:10])}")
+    if result.get("unanswerable"):
+        lines.append(f"{len(result['unanswerable'])} unanswerable questions have no gold chunk to carry (kept "
+                     "out of the qrels, as before)")
     return "\n".join(lines)

@@ -267,6 +267,7 @@ class RemapSummary(Result):
     how: dict[str, int] | None = None
     unplaced: dict[str, list[str]] | None = None
     no_evidence: list[str] | None = None
+    unanswerable: list[str] | None = None  # questions with no gold chunk: nothing to carry, nothing lost
     output: str | None = None
 
 
