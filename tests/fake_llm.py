@@ -128,6 +128,8 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         ref, resp = words(block(user, "REFERENCE")), words(block(user, "RESPONSE"))
         share = len(ref & resp) / max(1, len(ref))
         label = "correct" if share >= 0.6 else "partial" if share >= 0.3 else "hallucinated"
+        if re.fullmatch(r"\s*i (do not|don't) know\.?\s*", block(user, "RESPONSE"), re.I):
+            label = "abstained"  # a plain "I don't know" declines, asserting nothing
         given = passages(user)
         has_answer = len(ref & words(" ".join(t for _, t in given))) >= 0.6 * len(ref) if given else None
         return {"reference_facts": "the reference", "response_claims": "the response", "comparison": f"{share:.2f}",
@@ -172,6 +174,12 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         other = [t for t in near if set(re.findall(r"\b\d+\b", t)) and not numbers <= set(re.findall(r"\b\d+\b", t))]
         stated = [t for t in near if numbers <= set(re.findall(r"\b\d+\b", t)) and words(claim) <= words(t)]
         return {"contradicted": bool(other), "supported": bool(stated), "reason": "compared the numbers"}
+    if schema == "PremiseAnswerVerdict":  # corrected: the response says "not" and gives the reference's numbers
+        ref, resp = block(user, "REFERENCE"), block(user, "RESPONSE")
+        numbers = set(re.findall(r"\d+", ref))
+        corrected = bool(re.search(r"\b(not|isn't|no longer)\b", resp, re.I)) and numbers <= set(re.findall(r"\d+", resp))
+        return {"reasoning": "compared with the premise", "premise_corrected": corrected,
+                "label": short_label(ref, resp)}
     if schema == "BlindAnswer":  # answers from the passages: their first sentences, or "cannot tell"
         given = passages(user)
         question = words(block(user, "QUESTION")) - _FRAME

@@ -257,6 +257,10 @@ class AnswerItem(_Record):
     response: str
     contexts: list[str] | None = None
     context_ids: list[str] | None = None
+    # from a test set with questions the corpus cannot answer as asked: false for those, and the
+    # premise a false-premise question takes for granted (check then expects it corrected)
+    answerable: bool | None = None
+    premise: str | None = None
 
     @field_validator("reference")
     @classmethod
@@ -283,7 +287,7 @@ class Check(WrittenRecord):
     reference, ``response_words`` the answer's length, ``truncated`` what was cut from its context."""
 
     KIND = "check"
-    OPTIONAL = frozenset({"context_has_answer"})
+    OPTIONAL = frozenset({"context_has_answer", "expected", "behaviour", "graded_label"})
 
     id: str
     key: str | None = None
@@ -301,6 +305,11 @@ class Check(WrittenRecord):
     samples: list[str] = Field(default_factory=list)
     fault: str | None = None
     context_has_answer: bool | None = None
+    # for a question that expects an abstention or a corrected premise (see stages/check_behaviour.py):
+    # what was expected, what the response did, and the grader's own label before that rule
+    expected: Literal["abstain", "correct_premise"] | None = None
+    behaviour: Literal["abstained", "answered", "corrected_premise", "accepted_premise"] | None = None
+    graded_label: CheckLabel | None = None
 
     @model_validator(mode="after")
     def _status_matches(self) -> Check:

@@ -146,6 +146,7 @@ class CheckSummary(Result):
     diagnosis: dict[str, Any] | None = None
     human: dict[str, Any] | None = None
     flip_rate: float | None = None
+    behaviour: dict[str, Any] | None = None  # rates for unanswerable and false-premise questions, when any
     usage: dict[str, Any] | None = None
     usage_text: str | None = None
     pending: int | None = None
