@@ -317,3 +317,12 @@ def test_generated_on_real_text_then_measured(tmp_path, capsys, monkeypatch):
     assert got["coverage"]["chunks_cited"] == len(cited) and got["coverage"]["chunks"] == 60
     assert got["checks"]["recorded"] == len(written) and got["checks"]["blind_checked"] == answerable
     assert got["log"]["log"]["questions"] == len(log.read_text().splitlines())
+
+
+def test_a_bad_line_is_named_with_its_file_and_line(tmp_path, capsys):
+    queries = jsonl(tmp_path / "q.jsonl", [{"id": "1", "question": "refund window?", "chunk_ids": ["c1"]}])
+    chunks = tmp_path / "c.jsonl"
+    chunks.write_text('{"id": "c1", "text": "refund window"}\n{"id": "c2", "text": \n')
+    assert main(["quality", str(queries), "--chunks", str(chunks)]) == 1
+    err = capsys.readouterr().err
+    assert "c.jsonl:2" in err and "Traceback" not in err

@@ -372,3 +372,21 @@ __all__ = ["AgreeResult", "CalibrationResult", "CheckSummary", "CompareResult", 
            "EvaluateResult", "GateResult", "GenerateSummary", "HistoryResult", "JudgeSummary", "MergeResult",
            "PingResult", "RESULTS", "RESULT_VERSION", "RemapSummary", "ReportResult", "Result", "RetrieveResult",
            "TrackResult", "TrackedResult"]
+
+
+class QualityResult(Result):
+    """The JSON result of ``quality``: how good a test set is (see product/set_quality.py)."""
+
+    KIND = "quality"
+    kind: Literal["quality"] = "quality"
+    command: str | None = None
+    questions: int | None = None
+    rests_on: dict[str, Any] | None = None
+    difficulty: dict[str, Any] | None = None
+    checks: dict[str, Any] | None = None
+    duplicates: dict[str, Any] | None = None
+    coverage: dict[str, Any] | None = None
+    mix: dict[str, Any] | None = None
+    power: dict[str, Any] | None = None
+    log: dict[str, Any] | None = None
+    notes: list[str] | None = None

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from ..data.chunk_files import read_chunks
-from ..data.qrels_files import read_qrels
+from ..data.qrels_files import QrelsFormat, read_qrels
 from ..data.query_files import read_queries
-from ..data.run_files import read_run
+from ..data.result_models import QualityResult
+from ..data.run_files import RunFormat, read_run
+from ..data.tables import Qrels
 from ..errors import InputError, UsageError
 from ..metrics.evaluate import evaluate
 from ..metrics.rests_on import relevance_for
@@ -53,20 +55,11 @@ class SetQuality:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "result": "quality",
-            "command": self.command,
-            "questions": self.questions,
-            "rests_on": self.rests_on,
-            "difficulty": self.difficulty,
-            "checks": self.checks,
-            "duplicates": self.duplicates,
-            "coverage": self.coverage,
-            "mix": self.mix,
-            "power": self.power,
-            "log": self.log,
-            "notes": self.notes,
-        }
+        """The result as JSON prints it: kind and version first, like every command's."""
+        return QualityResult(command=self.command, questions=self.questions, rests_on=self.rests_on,
+                             difficulty=self.difficulty, checks=self.checks, duplicates=self.duplicates,
+                             coverage=self.coverage, mix=self.mix, power=self.power, log=self.log,
+                             notes=self.notes).to_dict()
 
 
 def set_quality(
@@ -80,6 +73,8 @@ def set_quality(
     runs: Sequence[str | Path] = (),
     mix_asked: Mapping[str, float] | None = None,
     command: str | None = None,
+    qrels_format: QrelsFormat = "auto",
+    run_format: RunFormat = "auto",
 ) -> SetQuality:
     """Measure a test set: ``queries`` (generate's questions or any queries file), the ``chunks`` it
     was made from, and its ``qrels`` (else the gold is the questions' own ``chunk_ids``).
@@ -87,18 +82,20 @@ def set_quality(
     ``log``: real queries (a queries file), to say how far the set is from them; ``log_qrels``: their
     judgments, for the lexical profile of their gold. ``runs``: two runs of the set, whose per-query
     nDCG@10 differences give the sd behind the power figure (else three sds are assumed, and said).
-    ``mix_asked``: the difficulty shares generate was asked for."""
+    ``mix_asked``: the difficulty shares generate was asked for. ``qrels_format`` and ``run_format``
+    name the formats of the qrels (both) and the runs when detection is not wanted."""
     if len(runs) not in (0, 2):
         raise UsageError(f"give two runs (to measure the sd of their nDCG@10 differences) or none, not {len(runs)}")
     questions = read_set(queries)
     corpus = read_chunks(chunks)
-    gold, rests_on = _gold(questions, qrels, relevance_level, queries)
+    table = read_qrels(qrels, qrels_format) if qrels is not None else None
+    gold, rests_on = _gold(questions, qrels, table, relevance_level, queries)
     ranker = LexicalRanker([c.id for c in corpus], [c.text for c in corpus])
     ranks = {q.id: ranker.best_rank(q.text, sorted(gold[q.id])) for q in questions if gold.get(q.id)}
     rests_on["without_relevant"] = sum(1 for q in questions if not gold.get(q.id))
     by_level = _by_difficulty(questions, ranks)
     scored = [q for q in questions if gold.get(q.id)]
-    sd, sd_source = _run_sd(runs, qrels, gold) if runs else (None, "assumed (give two runs to measure it)")
+    sd, sd_source = _run_sd(runs, run_format, table, gold) if runs else (None, "assumed (give two runs to measure it)")
     result = SetQuality(
         command or _command(queries, chunks, qrels, relevance_level, log, log_qrels, runs, mix_asked),
         len(questions),
@@ -111,23 +108,24 @@ def set_quality(
         power(len(scored), sd, sd_source),
     )
     if log is not None:
-        result.log = _log_distance(questions, log, log_qrels, ranker, relevance_level)
+        log_table = read_qrels(log_qrels, qrels_format) if log_qrels is not None else None
+        result.log = _log_distance(questions, log, log_qrels, log_table, ranker, relevance_level)
     result.notes = _notes(result)
     return result
 
 
 def _gold(
-    questions: Sequence[SetQuestion], qrels: str | Path | None, level: int | None, queries: str | Path
+    questions: Sequence[SetQuestion], qrels: str | Path | None, table: Qrels | None, level: int | None,
+    queries: str | Path,
 ) -> tuple[dict[str, set[str]], dict[str, Any]]:
     """Each question's relevant chunks, and what they rest on: the qrels at their relevant grade, or
     the questions' own chunk ids (every one of which generate cited as evidence)."""
     ids = {q.id for q in questions}
-    if qrels is None:
+    if qrels is None or table is None:
         gold = {q.id: set(q.chunk_ids) for q in questions}
         if not any(gold.values()):
             raise InputError("the questions name no chunk_ids: give the set's qrels (--qrels)", queries)
         return gold, {"gold": "the questions' chunk_ids", "relevant_grade": None}
-    table = read_qrels(qrels)
     rel = relevance_for(table.origin, level, qrels)
     gold = {q: {d for d, g in docs.items() if g >= rel.level} for q, docs in table.to_dict().items()}
     matched = len(ids & set(gold))
@@ -174,11 +172,11 @@ def _checks(questions: Sequence[SetQuestion]) -> dict[str, Any]:
 
 
 def _run_sd(
-    runs: Sequence[str | Path], qrels: str | Path | None, gold: Mapping[str, set[str]]
+    runs: Sequence[str | Path], run_format: RunFormat, table: Qrels | None, gold: Mapping[str, set[str]]
 ) -> tuple[float | None, str]:
     """The sd of the per-query nDCG@10 differences of two runs, over the queries both were scored on."""
-    labels: Any = qrels if qrels is not None else {q: {c: 1 for c in cs} for q, cs in gold.items() if cs}
-    a, b = (evaluate(labels, read_run(r), [NDCG]).per_query for r in runs)
+    labels: Any = table if table is not None else {q: {c: 1 for c in cs} for q, cs in gold.items() if cs}
+    a, b = (evaluate(labels, read_run(r, run_format), [NDCG]).per_query for r in runs)
     common = sorted(set(a) & set(b))
     if len(common) < 2:
         raise InputError(f"the two runs share {len(common)} scored queries with the set: need at least 2", runs[1])
@@ -192,6 +190,7 @@ def _log_distance(
     questions: Sequence[SetQuestion],
     log: str | Path,
     log_qrels: str | Path | None,
+    log_table: Qrels | None,
     ranker: LexicalRanker,
     level: int | None,
 ) -> dict[str, Any]:
@@ -205,10 +204,10 @@ def _log_distance(
         "log": public(theirs),
         **distance_to_log(mine, theirs),
     }
-    if log_qrels is not None:
-        table = read_qrels(log_qrels)
-        rel = relevance_for(table.origin, level, log_qrels)
-        judged = {q: [d for d, g in docs.items() if g >= rel.level] for q, docs in table.to_dict().items() if q in real}
+    if log_qrels is not None and log_table is not None:
+        rel = relevance_for(log_table.origin, level, log_qrels)
+        judged = {q: [d for d, g in docs.items() if g >= rel.level]
+                  for q, docs in log_table.to_dict().items() if q in real}
         ranks = [r for q, docs in judged.items() if docs and (r := ranker.best_rank(real[q], sorted(docs))) is not None]
         out["log_lexical"] = {**lexical_profile(ranks), "relevant_grade": rel.level}
     return out
