@@ -162,3 +162,39 @@ def test_check_through_the_local_server_on_a_generated_style_answers_file(tmp_pa
     assert (recs["p1"]["label"], recs["p1"]["behaviour"]) == ("hallucinated", "accepted_premise")
     assert got["behaviour"]["answered_when_unanswerable"]["value"] == 0.0
     assert got["behaviour"]["premise_corrected"]["value"] == 0.0
+
+
+def test_the_test_set_gives_each_answer_what_it_expects_by_id_counted(tmp_path, capsys, monkeypatch):
+    from fake_llm import FakeLLM
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    test_set = tmp_path / "set.jsonl"
+    test_set.write_text("".join(json.dumps(q) + "\n" for q in [
+        {"id": "u1", "question": "What does delivery cost in Antarctica?", "answer": NOT_SAID,
+         "difficulty": "unanswerable", "answerable": False},
+        {"id": "a1", "question": "How long is the return window?", "answer": "30 days", "difficulty": "easy"},
+        {"id": "x9", "question": "Not answered by the system", "answer": "-", "difficulty": "easy"}]))
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"id": "u1", "question": "What does delivery cost in Antarctica?", "reference": NOT_SAID, "response": "I don't know."},
+        {"id": "a1", "question": "How long is the return window?", "reference": "30 days", "response": "30 days"}]))
+    argv = ["check", str(answers), "--test-set", str(test_set), "-o", str(tmp_path / "c.jsonl"), "--model", "fake",
+            "--no-cache", "--quiet", "--format", "json"]
+    with FakeLLM() as server:
+        assert main([*argv, "--base-url", server.url]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["behaviour"]["questions"] == {"unanswerable": 1, "false_premise": 0, "answerable": 1}
+    assert got["behaviour"]["join"]["left"] == {"role": "the answers", "file": str(answers), "ids": 2, "matched": 2}
+    assert got["behaviour"]["join"]["right"]["ids"] == 3
+    recs = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()}
+    assert (recs["u1"]["label"], recs["u1"]["expected"]) == ("correct", "abstain") and "expected" not in recs["a1"]
+    # a set whose ids meet none of the answers': an error naming both files
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "q-1", "answerable": False}) + "\n")
+    assert main(["check", str(answers), "--test-set", str(other), "-o", str(tmp_path / "d.jsonl"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "other.jsonl" in err and "answers.jsonl" in err and "no question ids in common" in err
+    # an answer that says answerable where its question says not: refused, not guessed
+    answers.write_text(json.dumps({"id": "u1", "question": "q?", "reference": NOT_SAID, "response": "x",
+                                   "answerable": True}) + "\n")
+    assert main(["check", str(answers), "--test-set", str(test_set), "-o", str(tmp_path / "e.jsonl"), "--quiet"]) == 1
+    assert "says answerable True, its question in" in capsys.readouterr().err

@@ -97,6 +97,9 @@ def check(sub: Any) -> None:
     reads(p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)"))
     reads(p.add_argument("--queries", metavar="FILE", help="the queries of the run: answers whose ids meet none of "
                                                            "the run's are matched to them by question text, counted"))
+    reads(p.add_argument("--test-set", metavar="FILE", help="the question set the answers answer (generate's "
+                                                            "questions): answerable and premise taken by id, counted; "
+                                                            "an abstention on an unanswerable question is correct"))
     p.add_argument("-k", "--depth", type=positive_int, default=10, metavar="K",
                    help="retrieval depth for the diagnosis's recall@k (default 10; --depth as in judge)")
     p.add_argument("--retrieval-threshold", type=share, default=0.5,

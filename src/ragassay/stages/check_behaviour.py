@@ -18,12 +18,16 @@ The grader's own label stays on the record (``graded_label``), so who decided wh
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
 
+from ..data.joins import Join
+from ..data.lines import iter_jsonl
 from ..data.records import AnswerItem, CheckLabel
+from ..errors import InputError
 from ..llm.reading import Explanation
 from ..metrics.labels import label_summary
 from ..metrics.rates import rate, rate_text
@@ -46,6 +50,31 @@ def expected_of(item: AnswerItem) -> Expected:
     if item.premise:
         return "correct_premise"
     return "abstain" if item.answerable is False else "answer"
+
+
+def with_test_set(items: Sequence[AnswerItem], test_set: str | Path,
+                  answers_source: object = None) -> tuple[list[AnswerItem], Join]:
+    """The answers with ``answerable`` and ``premise`` taken from the test set they answer (generate's
+    questions, or any JSON Lines with ``id``), met by id and counted; an answer that says otherwise
+    than its question is an error naming both (neither is guessed right)."""
+    said: dict[str, dict[str, Any]] = {}
+    for no, obj in iter_jsonl(test_set):
+        qid = obj.get("id", obj.get("query_id"))
+        if qid is None:
+            raise InputError("a test-set line needs an id (the answers meet it by id)", test_set, no)
+        said[str(qid)] = {k: obj[k] for k in ("answerable", "premise") if obj.get(k) is not None}
+    join = Join.of("question ids", "the answers", [a.id for a in items], "the test set", said, answers_source,
+                   test_set).require_overlap()
+    out = []
+    for item in items:
+        given = said.get(item.id, {})
+        for key, value in given.items():
+            mine = getattr(item, key)
+            if mine is not None and mine != value:
+                raise InputError(f"answer {item.id!r} says {key} {mine!r}, its question in {test_set} says {value!r}",
+                                 answers_source if isinstance(answers_source, (str, Path)) else None)
+        out.append(item.model_copy(update=given) if given else item)
+    return out, join
 
 
 def behaviour_of(expected: Expected, graded: CheckLabel,
