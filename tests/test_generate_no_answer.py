@@ -13,6 +13,7 @@ import pytest
 import respx
 
 from fake_llm import FakeLLM, chat_reply
+from helpers import nonempty
 from ragassay.cli import main
 from ragassay.stages.generate.no_answer import SEARCH_DEPTH, searched
 from ragassay.stages.generate_checks import BM25
@@ -196,7 +197,7 @@ def test_exports_keep_what_cannot_be_answered(tmp_path):
                              str(tmp_path / "de"))) == 0
     beir = {q["_id"]: q for q in lines(tmp_path / "beir" / "queries.jsonl")}
     qs = lines(tmp_path / "q.jsonl")
-    for q in qs:
+    for q in nonempty(qs):
         meta = beir[q["id"]].get("metadata")
         assert meta == (None if q.get("answerable", True) else
                         {"answerable": False, **({"premise": q["premise"]} if q.get("premise") else {})})

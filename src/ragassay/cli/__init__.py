@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         declare_set_quality,
     )
     for register in (declare_product.demo, declare_metrics.evaluate, declare_metrics.compare, declare_metrics.agree,
-                     declare_metrics.retrieve, declare_llm_stages.generate, declare_set_quality.quality, declare_llm_stages.remap,
+                     declare_metrics.retrieve, declare_llm_stages.generate, declare_set_quality.quality,
+                     declare_llm_stages.remap,
                      declare_llm_stages.judge, declare_llm_stages.check, declare_label.label, declare_product.merge,
                      declare_product.report, declare_product.track, declare_product.history, declare_product.gate,
                      declare_llm_stages.ping, declare_qualify.qualify, declare_product.init, declare_product.run):

@@ -5,19 +5,12 @@ from __future__ import annotations
 import argparse
 
 from ..data.results import nan_to_none
-from ..errors import UsageError
 from ..product.set_quality import set_quality
 from ..product.set_quality_text import quality_text
-from ..stages.generate.shapes import MIX_NAMES
-from ..stages.generate_checks import parse_mix
 from .render import render
 
 
 def run_quality(args: argparse.Namespace) -> str | tuple[str, int]:
-    try:
-        asked = parse_mix(args.mix, MIX_NAMES) if args.mix else None
-    except ValueError as e:
-        raise UsageError(str(e)) from None
     got = set_quality(
         args.queries,
         args.chunks,
@@ -26,7 +19,7 @@ def run_quality(args: argparse.Namespace) -> str | tuple[str, int]:
         log=args.log,
         log_qrels=args.log_qrels,
         runs=args.run,
-        mix_asked=asked,
+        mix_asked=args.mix,
         qrels_format=args.qrels_format,
         run_format=args.run_format,
     )

@@ -19,6 +19,8 @@ from ..data.tables import Qrels
 from ..errors import InputError, UsageError
 from ..metrics.evaluate import evaluate
 from ..metrics.rests_on import relevance_for
+from ..stages.generate.shapes import MIX_NAMES
+from ..stages.generate_checks import parse_mix
 from .set_measures import (
     TOP,
     LexicalRanker,
@@ -71,7 +73,7 @@ def set_quality(
     log: str | Path | None = None,
     log_qrels: str | Path | None = None,
     runs: Sequence[str | Path] = (),
-    mix_asked: Mapping[str, float] | None = None,
+    mix_asked: str | Mapping[str, float] | None = None,
     command: str | None = None,
     qrels_format: QrelsFormat = "auto",
     run_format: RunFormat = "auto",
@@ -84,6 +86,11 @@ def set_quality(
     nDCG@10 differences give the sd behind the power figure (else three sds are assumed, and said).
     ``mix_asked``: the difficulty shares generate was asked for. ``qrels_format`` and ``run_format``
     name the formats of the qrels (both) and the runs when detection is not wanted."""
+    if isinstance(mix_asked, str):  # the flag's text: easy=0.3,hard=0.2,unanswerable=0.5
+        try:
+            mix_asked = parse_mix(mix_asked, MIX_NAMES)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     if len(runs) not in (0, 2):
         raise UsageError(f"give two runs (to measure the sd of their nDCG@10 differences) or none, not {len(runs)}")
     questions = read_set(queries)
