@@ -91,6 +91,10 @@ def make_llm(tmp_path, base_url: str, model: str = "m", *, sleep=None, fake_time
     return LLM(LLMConfig(model=model, base_url=base_url, **settings), client=client, **timing)
 
 
+def _first_sentence(text: str) -> str:
+    return re.split(r"(?<=[.!?])\s", text.strip().split("\n")[-1])[0]
+
+
 def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
     if schema == "RelevanceAnswer":
         g = grade(block(user, "QUERY"), block(user, "PASSAGE"))
@@ -124,6 +128,8 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         ref, resp = words(block(user, "REFERENCE")), words(block(user, "RESPONSE"))
         share = len(ref & resp) / max(1, len(ref))
         label = "correct" if share >= 0.6 else "partial" if share >= 0.3 else "hallucinated"
+        if re.fullmatch(r"\s*i (do not|don't) know\.?\s*", block(user, "RESPONSE"), re.I):
+            label = "abstained"  # a plain "I don't know" declines, asserting nothing
         given = passages(user)
         has_answer = len(ref & words(" ".join(t for _, t in given))) >= 0.6 * len(ref) if given else None
         return {"reference_facts": "the reference", "response_claims": "the response", "comparison": f"{share:.2f}",
@@ -145,6 +151,35 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
             question = f"How do {' and '.join(topic)} work for a customer?"
         return {"question": question, "answer": answer, "kind": "comparison" if hard else "how_to",
                 "evidence": [{"chunk_id": cid, "quote": s[:60], "role": "answer"} for cid, s in sentences]}
+    if schema == "UnanswerableQuestion":  # what the passage's topic costs in Antarctica: no passage says (usually)
+        first = _first_sentence(passages(user)[0][1])
+        topic = sorted(words(first) - _FRAME, key=lambda w: (-len(w), w))[0]
+        return {"question": f"What does {topic} cost in Antarctica?", "missing": "a price for Antarctica",
+                "answer": f"The documents do not say what {topic} costs in Antarctica."}
+    if schema == "FalsePremiseQuestion":  # the first sentence holding a number, the number doubled
+        text = passages(user)[0][1].strip().split("\n")[-1]
+        sentences = re.split(r"(?<=[.!?])\s", text)
+        numbered = [s for s in sentences if re.search(r"\b\d+\b", s)]
+        sentence = numbered[0] if numbered else sentences[0]
+        number = re.search(r"\b\d+\b", sentence)
+        wrong = str(int(number.group()) * 2) if number else "7"
+        premise = (sentence[:number.start()] + wrong + sentence[number.end():]) if number else f"{wrong} {sentence}"
+        topic = sorted(words(sentence) - _FRAME, key=lambda w: (-len(w), w))[0]
+        return {"question": f"Why is the {topic} figure {wrong} now?", "premise": premise, "correction": sentence,
+                "answer": f"It is not {wrong}: {sentence}"}
+    if schema == "PremiseVerdict":  # contradicted: a passage with the claim's words and other numbers
+        claim = block(user, "CLAIM")
+        numbers = set(re.findall(r"\b\d+\b", claim))
+        near = [t for _, t in passages(user) if len(words(claim) & words(t)) >= 0.6 * max(1, len(words(claim)))]
+        other = [t for t in near if set(re.findall(r"\b\d+\b", t)) and not numbers <= set(re.findall(r"\b\d+\b", t))]
+        stated = [t for t in near if numbers <= set(re.findall(r"\b\d+\b", t)) and words(claim) <= words(t)]
+        return {"contradicted": bool(other), "supported": bool(stated), "reason": "compared the numbers"}
+    if schema == "PremiseAnswerVerdict":  # corrected: the response says "not" and gives the reference's numbers
+        ref, resp = block(user, "REFERENCE"), block(user, "RESPONSE")
+        numbers = set(re.findall(r"\d+", ref))
+        corrected = bool(re.search(r"\b(not|isn't|no longer)\b", resp, re.I)) and numbers <= set(re.findall(r"\d+", resp))
+        return {"reasoning": "compared with the premise", "premise_corrected": corrected,
+                "label": short_label(ref, resp)}
     if schema == "BlindAnswer":  # answers from the passages: their first sentences, or "cannot tell"
         given = passages(user)
         question = words(block(user, "QUESTION")) - _FRAME

@@ -113,6 +113,7 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
                          "-o", "r.txt"],
             "generate": ["generate", e + "chunks.jsonl", "-o", "q.jsonl", "--limit", "3", *llm],
             "remap": ["remap", "q.jsonl", e + "chunks.jsonl", "-o", "new.qrels"],
+            "quality": ["quality", e + "queries.jsonl", "--chunks", e + "chunks.jsonl", "--qrels", e + "qrels.txt"],
             "judge": ["judge", "--queries", e + "queries.jsonl", "--chunks", e + "chunks.jsonl", "--run", runs[0],
                       "--depth", "1", "-o", "j.jsonl", *llm],
             "check": ["check", e + "answers.jsonl", "--chunks", e + "chunks.jsonl", "-o", "c.jsonl", *llm],
@@ -173,8 +174,8 @@ def test_every_help_example_runs_where_its_files_are(example_dir, capsys):
     reads from another one's output made first."""
     shutil.copy("datasets/example/chunks.jsonl", "new_chunks.jsonl")  # remap: a re-chunking (here: the same)
     examples = {name: help_example(p) for name, p in commands().items()}
-    order = ["demo", "evaluate", "compare", "agree", "retrieve", "generate", "remap", "judge", "check", "label",
-             "merge", "report", "track", "history", "gate", "ping", "qualify", "init", "run"]
+    order = ["demo", "evaluate", "compare", "agree", "retrieve", "generate", "remap", "quality", "judge", "check",
+             "label", "merge", "report", "track", "history", "gate", "ping", "qualify", "init", "run"]
     assert sorted(order) == sorted(examples)
     with FakeLLM() as fake:
         for name in nonempty(order):

@@ -65,7 +65,8 @@ from .stages.check import (
     read_labels_origin,
     retrieval_recall,
 )
-from .stages.generate import STYLES, GenerateOptions, GenerateResult
+from .stages.check_behaviour import with_test_set
+from .stages.generate import MIX_NAMES, STYLES, GenerateOptions, GenerateResult
 from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
 from .stages.judge import Judge, JudgeJob, JudgeOptions, JudgeResult, model_configs
 from .stages.queries import QueryItem, read_query_items
@@ -195,8 +196,12 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
           llm: LLM | None = None, options: CheckOptions | None = None, config: LLMConfig | None = None,
           join_warnings: bool = True,
           query_ids: Mapping[str, str] | None = None, queries: str | Path | Mapping[str, str] | None = None,
-          **llm_settings: Any) -> CheckResult | Estimate:
+          test_set: str | Path | None = None, **llm_settings: Any) -> CheckResult | Estimate:
     """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
+
+    ``test_set``: the question set the answers answer (generate's questions): each answer takes its
+    question's ``answerable`` and ``premise`` by id (counted), so that an abstention on an unanswerable
+    question is correct and a false premise accepted is not (see stages/check_behaviour.py).
 
     ``answers`` may be a file (ragassay, RAGAS or DeepEval fields) or a list of dicts or
     AnswerItems; ``chunks``, ``run`` and ``qrels`` files or objects, ``human`` a file or an
@@ -230,6 +235,10 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                              shard=_shard(shard), prompt=str(prompt))
     chunk_map = _chunks(chunks)
     items, fields_by_id = _answers(answers, chunk_map, by)
+    set_join = None
+    if test_set is not None:
+        items, set_join = with_test_set(items, test_set, _source(answers))
+        set_join.warn(not join_warnings, sides=("left",))
     if queries is not None and query_ids is None and run is not None:  # answers under other ids than the run's
         query_ids = _queries_by_text(items, queries, answers, join_warnings)
     joins = []
@@ -280,6 +289,8 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                            human_origin=read_labels_origin(human) if isinstance(human, (str, Path)) else None)
     if joins and summary.get("diagnosis") is not None:
         summary["diagnosis"]["joins"] = [j.to_dict() for j in joins]
+    if set_join is not None and summary.get("behaviour") is not None:
+        summary["behaviour"]["join"] = set_join.to_dict()
     if human_join is not None and summary.get("human") is not None:
         summary["human"]["join"] = human_join.to_dict()
     return CheckResult(done.result, summary, done.usage_numbers(), done.usage_text() if done.usage else "",
@@ -378,7 +389,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     >>> est.calls_per_step
     [10, 10, 10, 10, 6]
     """
-    mix_shares = shares(mix, ("easy", "medium", "hard"), "--mix")
+    mix_shares = shares(mix, MIX_NAMES, "--mix")
     style_shares = shares(styles, tuple(STYLES), "--styles")
     targets = export_targets(export)
     if max_per_doc is not None and max_per_doc < 1:

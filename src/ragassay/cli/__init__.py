@@ -54,9 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     # each area's commands, declared in one module per area; a command's handler module is imported
     # only when that command runs (cli/handlers.py), so that --help imports none of the library
-    from . import declare_label, declare_llm_stages, declare_metrics, declare_product, declare_qualify
+    from . import (
+        declare_label,
+        declare_llm_stages,
+        declare_metrics,
+        declare_product,
+        declare_qualify,
+        declare_set_quality,
+    )
     for register in (declare_product.demo, declare_metrics.evaluate, declare_metrics.compare, declare_metrics.agree,
-                     declare_metrics.retrieve, declare_llm_stages.generate, declare_llm_stages.remap,
+                     declare_metrics.retrieve, declare_llm_stages.generate, declare_set_quality.quality,
+                     declare_llm_stages.remap,
                      declare_llm_stages.judge, declare_llm_stages.check, declare_label.label, declare_product.merge,
                      declare_product.report, declare_product.track, declare_product.history, declare_product.gate,
                      declare_llm_stages.ping, declare_qualify.qualify, declare_product.init, declare_product.run):

@@ -97,6 +97,9 @@ def check(sub: Any) -> None:
     reads(p.add_argument("--qrels", metavar="QRELS", help="gold chunks per question (with --run: diagnosis)"))
     reads(p.add_argument("--queries", metavar="FILE", help="the queries of the run: answers whose ids meet none of "
                                                            "the run's are matched to them by question text, counted"))
+    reads(p.add_argument("--test-set", metavar="FILE", help="the question set the answers answer (generate's "
+                                                            "questions): answerable and premise taken by id, counted; "
+                                                            "an abstention on an unanswerable question is correct"))
     p.add_argument("-k", "--depth", type=positive_int, default=10, metavar="K",
                    help="retrieval depth for the diagnosis's recall@k (default 10; --depth as in judge)")
     p.add_argument("--retrieval-threshold", type=share, default=0.5,
@@ -139,8 +142,12 @@ def generate(sub: Any) -> None:
     writes(p.add_argument("-o", "--output", required=True, metavar="FILE", help="questions JSONL"))
     p.add_argument("--per-chunk", type=positive_float, default=1.0, metavar="N",
                    help="questions wanted per usable chunk when --limit is not given (default 1)")
-    text(p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2", help="share of each difficulty (default "
-                   "easy=0.4,medium=0.4,hard=0.2)"))
+    text(p.add_argument("--mix", default="easy=0.4,medium=0.4,hard=0.2",
+                        help="share of each kind of question (default easy=0.4,medium=0.4,hard=0.2); add "
+                             "unanswerable=S (on the corpus's topic, answered by no chunk: verified by a search) "
+                             "and false_premise=S (takes for granted what a chunk contradicts) for questions the "
+                             "corpus cannot answer as asked, e.g. easy=0.3,medium=0.3,hard=0.2,unanswerable=0.1,"
+                             "false_premise=0.1"))
     p.add_argument("--limit", type=positive_int, metavar="N", help="number of questions wanted in all (new ones, with --append)")
     p.add_argument("--append", action="store_true", help="grow the set in -o: keep its questions, add new ones "
                    "that duplicate none of them, drawn from chunks it does not use yet")

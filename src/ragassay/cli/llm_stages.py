@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import RagassayError
 from ..product.formatting import render_table
+from ..stages.check_behaviour import behaviour_lines
 from .options import api_arguments, llm_config
 from .render import render, render_stage
 
@@ -154,6 +155,8 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
             lines.append(f"{lab} rate: prediction-powered {_fmt_rate(r['prediction_powered'])}; "
                          f"LLM only {_fmt_rate(r['llm_only'])}; {who} only {_fmt_rate(r['human_only'])}")
         out.append("\n".join(lines))
+    if result.get("behaviour"):
+        out.append("\n".join(behaviour_lines(result["behaviour"])))
     if "flip_rate" in result:
         out.append(f"samples disagreed on {result['flip_rate']:.1%} of LLM-graded answers")
     if result.get("truncated"):
@@ -206,4 +209,7 @@ def _remap_text(result: dict) -> str:
     if result["no_evidence"]:
         lines.append(f"{len(result['no_evidence'])} questions carry no evidence quotes: "
                      f"{', '.join(result['no_evidence'][:10])}")
+    if result.get("unanswerable"):
+        lines.append(f"{len(result['unanswerable'])} unanswerable questions have no gold chunk to carry (kept "
+                     "out of the qrels, as before)")
     return "\n".join(lines)

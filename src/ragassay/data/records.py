@@ -19,7 +19,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer, model_validator
 
-Difficulty = Literal["easy", "medium", "hard"]
+Difficulty = Literal["easy", "medium", "hard", "unanswerable", "false_premise"]  # the mix's buckets
+NO_ANSWER: tuple[Difficulty, ...] = ("unanswerable", "false_premise")  # questions the corpus cannot answer as asked
 Status = Literal["ok", "error"]
 CoverageLabel = Literal["FULL", "PARTIAL", "NONE"]
 Support = Literal["support", "partial_support", "not_support"]
@@ -126,6 +127,8 @@ class Question(WrittenRecord):
     ``kind`` is the question's kind (factoid, comparison ...); the record's own is in ``record``."""
 
     KIND = "question"
+    # a question the corpus answers says neither (its lines are as they always were)
+    OPTIONAL = frozenset({"answerable", "premise"})
 
     def merge_key(self) -> str | None:
         """A question is matched by its id (it has no fingerprint key)."""
@@ -143,6 +146,10 @@ class Question(WrittenRecord):
     checks: dict[str, Any] = Field(default_factory=dict)
     model: str | None = None
     prompt: str | None = None
+    # false for an unanswerable question (no chunk answers it: it has no gold) and for a false-premise
+    # one (its gold chunk corrects the premise it takes for granted, stated in ``premise``)
+    answerable: bool = True
+    premise: str | None = None
 
 
 class RunRow(_Record):
@@ -250,6 +257,10 @@ class AnswerItem(_Record):
     response: str
     contexts: list[str] | None = None
     context_ids: list[str] | None = None
+    # from a test set with questions the corpus cannot answer as asked: false for those, and the
+    # premise a false-premise question takes for granted (check then expects it corrected)
+    answerable: bool | None = None
+    premise: str | None = None
 
     @field_validator("reference")
     @classmethod
@@ -276,7 +287,7 @@ class Check(WrittenRecord):
     reference, ``response_words`` the answer's length, ``truncated`` what was cut from its context."""
 
     KIND = "check"
-    OPTIONAL = frozenset({"context_has_answer"})
+    OPTIONAL = frozenset({"context_has_answer", "expected", "behaviour", "graded_label"})
 
     id: str
     key: str | None = None
@@ -294,6 +305,11 @@ class Check(WrittenRecord):
     samples: list[str] = Field(default_factory=list)
     fault: str | None = None
     context_has_answer: bool | None = None
+    # for a question that expects an abstention or a corrected premise (see stages/check_behaviour.py):
+    # what was expected, what the response did, and the grader's own label before that rule
+    expected: Literal["abstain", "correct_premise"] | None = None
+    behaviour: Literal["abstained", "answered", "corrected_premise", "accepted_premise"] | None = None
+    graded_label: CheckLabel | None = None
 
     @model_validator(mode="after")
     def _status_matches(self) -> Check:

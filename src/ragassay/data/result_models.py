@@ -146,6 +146,7 @@ class CheckSummary(Result):
     diagnosis: dict[str, Any] | None = None
     human: dict[str, Any] | None = None
     flip_rate: float | None = None
+    behaviour: dict[str, Any] | None = None  # rates for unanswerable and false-premise questions, when any
     usage: dict[str, Any] | None = None
     usage_text: str | None = None
     pending: int | None = None
@@ -267,6 +268,7 @@ class RemapSummary(Result):
     how: dict[str, int] | None = None
     unplaced: dict[str, list[str]] | None = None
     no_evidence: list[str] | None = None
+    unanswerable: list[str] | None = None  # questions with no gold chunk: nothing to carry, nothing lost
     output: str | None = None
 
 
@@ -370,3 +372,21 @@ __all__ = ["AgreeResult", "CalibrationResult", "CheckSummary", "CompareResult", 
            "EvaluateResult", "GateResult", "GenerateSummary", "HistoryResult", "JudgeSummary", "MergeResult",
            "PingResult", "RESULTS", "RESULT_VERSION", "RemapSummary", "ReportResult", "Result", "RetrieveResult",
            "TrackResult", "TrackedResult"]
+
+
+class QualityResult(Result):
+    """The JSON result of ``quality``: how good a test set is (see product/set_quality.py)."""
+
+    KIND = "quality"
+    kind: Literal["quality"] = "quality"
+    command: str | None = None
+    questions: int | None = None
+    rests_on: dict[str, Any] | None = None
+    difficulty: dict[str, Any] | None = None
+    checks: dict[str, Any] | None = None
+    duplicates: dict[str, Any] | None = None
+    coverage: dict[str, Any] | None = None
+    mix: dict[str, Any] | None = None
+    power: dict[str, Any] | None = None
+    log: dict[str, Any] | None = None
+    notes: list[str] | None = None

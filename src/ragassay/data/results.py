@@ -165,6 +165,14 @@ def _check_metrics(result: Any, path: str | Path | None) -> dict[str, float | No
     for name in ("hallucination_rate", "abstention_rate", "truthfulness", "correct_given_attempted"):
         out[name] = _number(s[name]["value"], name, path)
     out["errors"] = _number(result.errors if result.errors is not None else s.get("errors"), "errors", path)
+    b = result.behaviour or {}  # a set with unanswerable or false-premise questions: their rates too
+    for name in ("answered_when_unanswerable", "over_refusal", "premise_corrected"):
+        if b.get(name, {}).get("value") is not None:
+            out[name] = _number(b[name]["value"], name, path)
+    if b.get("answerable"):
+        out["answerable_correct_rate"] = _number(b["answerable"]["rates"]["correct"]["value"], "correct", path)
+        out["answerable_hallucination_rate"] = _number(b["answerable"]["rates"]["hallucinated"]["value"],
+                                                       "hallucinated", path)
     return out
 
 

@@ -160,6 +160,8 @@ def check_sections(inp: ReportInputs) -> list[Section]:
         note += f" No chart: {graded} decided answers are too few to draw rates from ({MIN_INTERVAL} or more)."
     out = [Section("Answers: labels", note, plots, [Table(["label", "count", "rate [95% interval], of the decided",
                                                            "mean words"], rows)])]
+    if inp.check.get("behaviour"):
+        out.append(_behaviour_section(inp.check["behaviour"]))
     d = inp.check.get("diagnosis")
     if d:
         c = d["cells"]
@@ -191,6 +193,21 @@ def check_sections(inp: ReportInputs) -> list[Section]:
                            if h.get("confusion") else [],
                            [Table(["label", "prediction-powered", "grader only", f"{who} only"], rows)]))
     return out
+
+
+def _behaviour_section(b: dict) -> Section:
+    """The rates of a set with unanswerable and false-premise questions, each of the questions it rests on."""
+    q = b["questions"]
+    rows = [["answered when unanswerable", shown_rate(b["answered_when_unanswerable"], "unanswerable questions")],
+            ["premise corrected", shown_rate(b["premise_corrected"], "false-premise questions")],
+            ["over-refusal: abstained though the context held the answer",
+             shown_rate(b["over_refusal"], "answers whose context held it")]]
+    rows += [[f"{lab}, answerable questions", shown_rate(b["answerable"]["rates"][lab])]
+             for lab in ("correct", "partial", "hallucinated", "abstained")]
+    return Section("Answers: behaviour", f"{q['unanswerable']} unanswerable, {q['false_premise']} false-premise and "
+                   f"{q['answerable']} answerable questions. An abstention is the right answer to an unanswerable "
+                   "question; going along with a false premise is wrong even when the rest is right.",
+                   tables=[Table(["behaviour", "rate [95% interval]"], rows)])
 
 
 def _answers_note(s: dict) -> str:

@@ -126,7 +126,7 @@ class History:
         settings that change a metric's value. A result that names no run or no qrels (a check
         result, or one tracked before these were kept) starts no trend with any other."""
         key = canonical(metric)
-        lower_is_better = key.endswith(("hallucination_rate", "errors"))
+        lower_is_better = key.endswith(("hallucination_rate", "errors", "answered_when_unanswerable", "over_refusal"))
         out = []
         prev: dict[tuple, float] = {}
         best: dict[tuple, float] = {}

@@ -27,7 +27,7 @@ from ..data.result_models import CheckSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompt_files import choose_prompt, full_schema
-from ..llm.prompts import clip, delimit, shown_id
+from ..llm.prompts import clip, delimit, load_prompt, shown_id
 from ..llm.reading import Explanation, Explanations
 from ..metrics.evaluate import evaluate
 from ..metrics.labels import LABELS, NO_VERDICT_YET, breakdown, diagnosis, human_calibration, label_summary
@@ -44,6 +44,7 @@ from ..runtime.engine import (
     run_stage,
 )
 from ..runtime.scaffold import StageJob
+from .check_behaviour import Expected, PremiseAnswerVerdict, behaviour_of, behaviour_summary, expected_of
 from .check_rules import decide, notes
 from .short_answers import ShortVerdict
 
@@ -157,6 +158,7 @@ class Checker(Stage):
         self.prompt, self.prompt_reason = choose_prompt("check", self.options.prompt, self.model)
         self.full = full_schema("check", self.prompt)  # else the short schema: a label, reasoning optional
         self.answer_model: type[BaseModel] = AnswerVerdict if self.full else ShortVerdict
+        self.premise_prompt = load_prompt("check_premise")  # a false premise: was it corrected? (check_behaviour)
 
     @property
     def model(self) -> str | None:
@@ -208,6 +210,15 @@ class Checker(Stage):
         cuts = {"context_chars_cut": cut_chars, "contexts_dropped": dropped}
         return messages, (cuts if (cut_chars or dropped) and "passages" in used else None)  # only what it was shown
 
+    def premise_messages(self, item: AnswerItem) -> list[dict[str, str]]:
+        """A false-premise answer's prompt: the premise beside the question, the reference that corrects
+        it and the response (no passages: whether the premise was corrected is read from the response)."""
+        refs = references(item)
+        ref_text = refs[0] if len(refs) == 1 else "Any one of these:\n" + "\n".join(f"- {r}" for r in refs)
+        return self.premise_prompt.messages(
+            question=delimit("QUESTION", item.question), premise=delimit("PREMISE", item.premise or ""),
+            reference=delimit("REFERENCE", ref_text), response=delimit("RESPONSE", item.response))
+
     def too_long(self, item: AnswerItem) -> str | None:
         """Why an answer cannot be graded: a response over the budget (never graded from a cut),
         or no reference to grade it against. None when it can."""
@@ -238,17 +249,23 @@ class Checker(Stage):
         o = self.options
         out = []
         for it in items:
+            expected = expected_of(it)
+            said = () if expected == "answer" else (expected, it.premise, self.premise_prompt.id)  # keys kept
             key = fingerprint("check", it.id, self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
                               [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
                               o.seed if o.samples > 1 else None, o.max_tokens, o.max_context_chars,
-                              o.max_response_chars, self._recall(it))
+                              o.max_response_chars, self._recall(it), *said)
             long_why = self.too_long(it)
             ruled = None if long_why else decide(references(it), it.response, it.question)
             calls, cuts = [], None
             if ruled is None and long_why is None and not done(key):
-                messages, cuts = self.prompt_and_cuts(it)
+                if expected == "correct_premise":
+                    messages, cuts = self.premise_messages(it), None
+                else:
+                    messages, cuts = self.prompt_and_cuts(it)
+                shape = PremiseAnswerVerdict if expected == "correct_premise" else self.answer_model
                 if self.configs:
-                    calls = [Call.of(0, messages, self.answer_model, "check", o.max_tokens, self.temperature(),
+                    calls = [Call.of(0, messages, shape, "check", o.max_tokens, self.temperature(),
                                      seed=self.seed(s), sample=s)
                              for s in range(o.samples)]
             out.append(WorkItem(key, calls, (it, ruled, cuts, long_why)))
@@ -259,22 +276,31 @@ class Checker(Stage):
         base = {"id": item.id, "response_words": len(item.response.split()), "key": work.key, "truncated": cuts}
         if long_why is not None:
             raise LLMError("input", long_why)
+        expected = expected_of(item)
         if ruled is not None:
-            label, why = ruled
+            graded, why = ruled  # a response that is the reference as written corrects the premise the reference does
+            label, said = self.behaviour(expected, graded, graded == "correct")
             return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=why, decided_by="rule",
                           status="ok", error=None, model=None, prompt=None, samples=[],
-                          fault=fault_of(label, False, None, self._recall(item)))]
+                          fault=fault_of(label, False, None, self._recall(item)), **said)]
         if not answers:
             raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
         verdicts = answers
-        label = majority_label([v.label for v in verdicts])
-        chosen = next(v for v in verdicts if v.label == label)
+        graded = majority_label([v.label for v in verdicts])
+        chosen = next(v for v in verdicts if v.label == graded)
+        if isinstance(chosen, PremiseAnswerVerdict):
+            label, said = self.behaviour(expected, graded, chosen.premise_corrected)
+            return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=chosen.reasoning,
+                          decided_by="llm", status="ok", error=None, model=self.model, prompt=self.premise_prompt.id,
+                          samples=[v.label for v in verdicts], fault=fault_of(label, False, None, self._recall(item)),
+                          **said)]
+        label, said = self.behaviour(expected, graded)
         if not isinstance(chosen, AnswerVerdict):  # the short schema: the label alone, grounding not asked
             return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=chosen.reasoning,
                           decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
                           samples=[v.label for v in verdicts], fault=fault_of(label, False, None, self._recall(item)),
-                          context_has_answer=None)]
+                          context_has_answer=None, **said)]
         has_context = bool(self.contexts(item))
         grounded = chosen.grounded if has_context else None
         has_answer = chosen.context_has_answer if has_context else None
@@ -283,7 +309,15 @@ class Checker(Stage):
                       rationale=f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
                                 f"comparison: {chosen.comparison}",
                       decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
-                      samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer)]
+                      samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer, **said)]
+
+    @staticmethod
+    def behaviour(expected: Expected, graded: Any, premise_corrected: bool | None = None) -> tuple[Any, dict]:
+        """The final label, and the record's behaviour fields (none for a question that expects an answer)."""
+        if expected == "answer":
+            return graded, {}
+        label, did = behaviour_of(expected, graded, premise_corrected)
+        return label, {"expected": expected, "behaviour": did, "graded_label": graded}
 
     def error_records(self, work: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         item, _, cuts, _ = work.payload
@@ -365,6 +399,8 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
     multi = [r for r in records if len(r.get("samples") or []) > 1]
     if multi:
         parts["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
+    if (behaviour := behaviour_summary(records)) is not None:
+        parts["behaviour"] = behaviour
     return CheckSummary(items=len(records), ok=ok, errors=len(records) - ok, error_reasons=dict(reasons.most_common(5)),
                         truncated=sum(1 for r in records if r.get("truncated")), summary=label_summary(records),
                         **parts).to_dict()

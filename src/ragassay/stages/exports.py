@@ -66,7 +66,7 @@ def export(questions: Sequence[Question], chunks: Sequence[Chunk], fmt: str, dir
     if fmt == "beir":
         (d / "qrels").mkdir(exist_ok=True)
         write_lines_atomic(files[0], [_line({"_id": c.id, "title": c.title or "", "text": c.text}) for c in chunks])
-        write_lines_atomic(files[1], [_line({"_id": q.id, "text": q.question}) for q in questions])
+        write_lines_atomic(files[1], [_line({"_id": q.id, "text": q.question, **_beir_metadata(q)}) for q in questions])
         write_lines_atomic(files[2], ["query-id\tcorpus-id\tscore"] +
                            [f"{q.id}\t{c}\t{q.grades.get(c, 1)}" for q in questions for c in q.chunk_ids])
     elif fmt == "llamaindex-embedding-qa":
@@ -123,16 +123,35 @@ def deepeval_goldens(questions: Sequence[Question], chunks: dict[str, Chunk]) ->
     goldens = []
     for q in questions:
         sources = list(dict.fromkeys(chunks[c].doc_id or c for c in q.chunk_ids))
-        described = {"difficulty": q.difficulty, "kind": q.kind, **({"style": q.style} if q.style else {})}
+        described = {"difficulty": q.difficulty, "kind": q.kind, **({"style": q.style} if q.style else {}),
+                     **_no_answer(q)}
         goldens.append({
             "input": q.question, "expected_output": q.answer, "context": [chunks[c].text for c in q.chunk_ids],
             "name": q.id, "source_file": "|".join(sources),
             "custom_column_key_values": {"id": q.id, "chunk_ids": json.dumps(list(q.chunk_ids), ensure_ascii=False),
-                                         **described},
+                                         **{k: _text(v) for k, v in described.items()}},
             "additional_metadata": {"id": q.id, "chunk_ids": list(q.chunk_ids), "grades": dict(q.grades),
                                     "doc_ids": sources, **described, "model": q.model, "prompt": q.prompt},
         })
     return goldens
+
+
+def _text(value: object) -> str:
+    """A value as DeepEval's custom columns hold it: a string (other values as JSON: ``false``)."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _no_answer(q: Question) -> dict:
+    """What a question the corpus cannot answer as asked carries into every export that has room for it:
+    ``answerable: false`` and, for a false premise, the premise (nothing for an answerable question)."""
+    if q.answerable:
+        return {}
+    return {"answerable": False, **({"premise": q.premise} if q.premise else {})}
+
+
+def _beir_metadata(q: Question) -> dict:
+    """BEIR's queries carry a free ``metadata`` object: a question with no answer says so there."""
+    return {"metadata": _no_answer(q)} if not q.answerable else {}
 
 
 def _require_chunks(questions: Sequence[Question], chunks: dict[str, Chunk]) -> None:

@@ -26,6 +26,7 @@ class RemapResult:
     how: dict[str, str] = field(default_factory=dict)                 # question -> exact | fuzzy | split
     unplaced: dict[str, list[str]] = field(default_factory=dict)      # question -> quotes not found
     no_evidence: list[str] = field(default_factory=list)
+    unanswerable: list[str] = field(default_factory=list)  # no gold to carry: the new chunking answers them no more
 
 
 def _find(quote: str, chunks: Sequence[Chunk], norm: dict[str, str], threshold: float) -> tuple[list[str], str]:
@@ -58,6 +59,9 @@ def remap(questions: Sequence[Question], new_chunks: Sequence[Chunk], threshold:
     norm = {c.id: normalize(c.text) for c in new_chunks}
     out = RemapResult()
     for q in questions:
+        if not q.answerable and not q.chunk_ids:
+            out.unanswerable.append(q.id)
+            continue
         if not q.evidence:
             out.no_evidence.append(q.id)
             continue
@@ -95,4 +99,5 @@ def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Pat
                             relevant_from=origin.relevant_from or JUDGE_RELEVANT_FROM)
     write_qrels(output, result.qrels, origin=origin.replace(date=today()))  # still the generator's gold
     return RemapSummary(questions=len(read), placed=len(result.placed), how=dict(Counter(result.how.values())),
-                        unplaced=result.unplaced, no_evidence=result.no_evidence, output=str(output)).to_dict()
+                        unplaced=result.unplaced, no_evidence=result.no_evidence,
+                        unanswerable=result.unanswerable, output=str(output)).to_dict()

@@ -34,7 +34,8 @@ The package, by responsibility: ``shapes`` (what the model fills, the options, t
 ``writer`` (chunks, draw order, prompts, calls and the checks without a model), ``steps`` (a
 candidate's steps and the checks of each answer), ``stage`` (the stage on the engine), ``journal``
 (the candidates' journal and the set's answers), ``dry_run`` (the waves walked without sending),
-``generator`` (the waves of a run) and ``result`` (what a run made, and its files).
+``generator`` (the waves of a run), ``result`` (what a run made, and its files) and ``no_answer``
+(unanswerable and false-premise questions, and how each is verified against the corpus).
 """
 
 from ...data.records import Question
@@ -44,6 +45,7 @@ from .journal import AnsweredFirst, AnswerJournal, answers_path, candidates_path
 from .result import GenerateResult, write_outputs
 from .shapes import (
                      LEVEL_ORDER,
+                     MIX_NAMES,
                      STYLES,
                      BlindAnswer,
                      Critique,
@@ -59,7 +61,8 @@ from .shapes import (
 from .stage import GenerateStage
 from .steps import Candidate, Step
 
-__all__ = ["EXPORTS", "EXPORT_ALIASES", "EXPORT_FORMATS", "LEVEL_ORDER", "STYLES", "AnswerJournal", "AnsweredFirst",
+__all__ = ["EXPORTS", "EXPORT_ALIASES", "EXPORT_FORMATS", "LEVEL_ORDER", "MIX_NAMES", "STYLES", "AnswerJournal",
+           "AnsweredFirst",
            "BlindAnswer", "Candidate", "Critique", "Evidence", "GenerateOptions", "GenerateResult", "GenerateStage",
            "GeneratedQuestion", "Generator", "Question", "SameAnswer", "Step", "answers_path", "candidates_path",
            "ceiling_for", "cited", "corpus_digest", "export", "export_format", "gold_grades", "reject_record",

@@ -21,7 +21,7 @@ from ...data.origin import (
     today,
     write_origin,
 )
-from ...data.records import Question
+from ...data.records import NO_ANSWER, Question
 from ...data.result_models import GenerateSummary
 from ...runtime.store import journal_path
 from .journal import candidates_path
@@ -51,12 +51,19 @@ class GenerateResult:
     asked: int = 0
     answers_file: str = ""
 
+    def levels(self) -> list[str]:
+        """The mix's buckets said: easy, medium and hard always, the questions with no answer when asked for."""
+        return ["easy", "medium", "hard"] + [k for k in NO_ANSWER if self.target.get(k) or k in self.delivered_levels()]
+
+    def delivered_levels(self) -> set[str]:
+        return {q.difficulty for q in self.accepted}
+
     def summary(self) -> str:
         per_level: Counter[str] = Counter(q.difficulty for q in self.accepted)
         kinds = Counter(q.kind for q in self.accepted)
         reasons = Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)
         lines = [f"accepted {len(self.accepted)}: " + ", ".join(
-            f"{k} {per_level.get(k, 0)}/{self.target.get(k, 0)}" for k in ("easy", "medium", "hard")),
+            f"{k} {per_level.get(k, 0)}/{self.target.get(k, 0)}" for k in self.levels()),
             "kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
             "styles: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(q.style for q in self.accepted).items())),
             f"rejected {len(self.rejects)}"
@@ -104,7 +111,7 @@ class GenerateResult:
         per_level: Counter[str] = Counter(q.difficulty for q in self.accepted)
         return GenerateSummary(
             accepted=len(self.accepted), target=dict(self.target),
-            delivered={k: per_level.get(k, 0) for k in ("easy", "medium", "hard")}, shortfall=self.shortfall,
+            delivered={k: per_level.get(k, 0) for k in self.levels()}, shortfall=self.shortfall,
             rejected=len(self.rejects), relabelled=sum(1 for q in self.accepted if q.checks.get("relabelled")),
             kinds=dict(Counter(q.kind for q in self.accepted)),
             styles=dict(Counter(q.style for q in self.accepted if q.style is not None)),

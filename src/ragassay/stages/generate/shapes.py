@@ -12,11 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ...data.records import Reject
+from ...data.records import Difficulty, Reject
 from ...llm.reading import Decision, Explanation
 
-Difficulty = Literal["easy", "medium", "hard"]
-LEVEL_ORDER: tuple[Difficulty, ...] = ("hard", "medium", "easy")  # hardest to fill first; relabels land in easy
+# hardest to fill first, relabels land in easy; then the questions the corpus cannot answer as asked
+LEVEL_ORDER: tuple[Difficulty, ...] = ("hard", "medium", "easy", "false_premise", "unanswerable")
+MIX_NAMES: tuple[Difficulty, ...] = ("easy", "medium", "hard", "unanswerable", "false_premise")  # --mix's names
 SEED_USES = 2  # each usable chunk seeds at most this many candidates in a run: then the chunks are spent
 
 

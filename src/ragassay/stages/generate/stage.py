@@ -10,10 +10,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...data.records import CandidateRecord, Question
+from ...data.records import NO_ANSWER, CandidateRecord, Question
 from ...llm import LLM, LLMError
 from ...llm.prompts import echoed_id
 from ...runtime.engine import EARLY_FAILURES, Call, Stage, StageAborted, WorkItem, failing_alike, fingerprint
+from .no_answer import (
+    SEARCH_DEPTH,
+    NoAnswerDraft,
+    accepted,
+    critic_failed,
+    text_problems,
+    verification_checks,
+    verification_failed,
+)
 from .shapes import Difficulty, GeneratedQuestion, reject_record
 from .steps import Answered, Candidate, Draft, Progress, Step
 from .writer import QuestionWriter
@@ -48,7 +57,9 @@ class GenerateStage(Stage):
         cand = Candidate(level, tuple(group), style)
         key = fingerprint("generate", level, list(group), style, draw, [g.chunks[c].text for c in group],
                           [g.chunks[c].title for c in group], g.config.model, g.config.temperature,
-                          [p.id for p in (g.q_prompt, g.v_prompt, g.c_prompt, g.critic_prompt)], use, g.corpus)
+                          [p.id for p in g.prompts_of(level)], use, g.corpus)
+        if level in NO_ANSWER:
+            return WorkItem(key, payload=cand, build=lambda: [g.no_answer_call(group[0], level, style, use)])
         return WorkItem(key, payload=cand, build=lambda: [g.question_call(list(group), level, style, use)])
 
     def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
@@ -91,6 +102,8 @@ class GenerateStage(Stage):
     def progress(self, cand: Candidate, answers: Sequence[BaseModel | None]) -> Progress:
         """The candidate after ``answers`` (in call order): the calls of its next step, or its
         question or reject. An answer not known (None, in a dry run) is taken to pass its check."""
+        if cand.level in NO_ANSWER:
+            return self._no_answer_progress(cand, answers)
         g = self.gen
         got = Answered.of(answers, len(cand.group))
         generated = got.generated
@@ -133,6 +146,32 @@ class GenerateStage(Stage):
             return Progress([g.compare_call(draft.question, draft.answer, s.own_answer) for s in answering])
         why = draft.single_chunk_failed(got.alone, got.compared)
         return draft.reject(why) if why else None
+
+    def _no_answer_progress(self, cand: Candidate, answers: Sequence[BaseModel | None]) -> Progress:
+        """An unanswerable or false-premise candidate after ``answers``: written, verified against the
+        chunks BM25 finds (see :mod:`.no_answer`), then the critic's; decided from the answers alone."""
+        g, draft = self.gen, NoAnswerDraft(cand, answers)
+        written, checks = draft.written, dict[str, Any]()
+        if written is not None:
+            self.answered = True
+            if why := text_problems(written, g.chunks[draft.seed].text):
+                return draft.reject(why, checks)
+        found = g.no_answer_search(cand.level, written, draft.seed)
+        checks["searched"] = {"ranker": "bm25", "depth": SEARCH_DEPTH, "chunk_ids": found,
+                              "query": "question" if cand.level == "unanswerable" else "premise"}
+        if len(answers) == 1:
+            return Progress([g.verify_no_answer_call(cand.level, written, found)])
+        checks.update(verification_checks(answers[1]))
+        if why := verification_failed(cand.level, answers[1], found):
+            return draft.reject(why, checks)
+        if len(answers) == 2:
+            return Progress([g.critic_call(written.question if written is not None else "", cand.style)])
+        why, scores = critic_failed(answers[2])
+        if scores:
+            checks["critic"] = scores
+        if why:
+            return draft.reject(why, checks)
+        return accepted(draft, checks, g.config.model, g.prompts_of(cand.level)[0].id)
 
     def _text_checks(self, cand: Candidate, generated: GeneratedQuestion) -> tuple[str | None, dict, Difficulty]:
         memo = (cand, generated.model_dump_json())

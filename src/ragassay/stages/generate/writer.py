@@ -11,10 +11,18 @@ from collections.abc import Sequence
 
 from ...data.records import Chunk, Question
 from ...llm import LLMConfig
-from ...llm.prompts import delimit, load_prompt, shown_id
+from ...llm.prompts import Prompt, delimit, load_prompt, shown_id
 from ...runtime.engine import Call
 from ..generate_checks import BM25, evidence_found, mix_counts, overlap, question_problems, unfit_chunk
 from .journal import corpus_digest
+from .no_answer import (
+    SEARCH_DEPTH,
+    FalsePremiseQuestion,
+    UnanswerableQuestion,
+    searched,
+    verification_call,
+    verify_messages,
+)
 from .shapes import (
     LEVEL_ORDER,
     MULTI_HOP,
@@ -51,6 +59,17 @@ class QuestionWriter:
         self.v_prompt = load_prompt("generate_verify")
         self.c_prompt = load_prompt("generate_compare")
         self.critic_prompt = load_prompt("generate_critic")
+        self.unanswerable_prompt = load_prompt("generate_unanswerable")
+        self.false_premise_prompt = load_prompt("generate_false_premise")
+        self.premise_prompt = load_prompt("generate_premise_check")
+
+    def prompts_of(self, level: str) -> list[Prompt]:
+        """The prompts a candidate of ``level`` is asked with, in the order of its steps."""
+        if level == "unanswerable":
+            return [self.unanswerable_prompt, self.v_prompt, self.critic_prompt]
+        if level == "false_premise":
+            return [self.false_premise_prompt, self.premise_prompt, self.critic_prompt]
+        return [self.q_prompt, self.v_prompt, self.c_prompt, self.critic_prompt]
 
     # -- planning
     def stratified(self, rng: random.Random) -> list[str]:
@@ -176,6 +195,29 @@ class QuestionWriter:
         same request (which the answer cache, and the set's own answers, would answer alike)."""
         return Call.of(0, self.question_messages(chunk_ids, difficulty, style), GeneratedQuestion, "generate", 600,
                        max(self.config.temperature, 0.7), sample=sample)
+
+    def no_answer_call(self, seed: str, level: str, style: str, sample: int = 0) -> Call:
+        """The first call of an unanswerable or false-premise candidate: the question written from its seed."""
+        unanswerable = level == "unanswerable"
+        prompt = self.unanswerable_prompt if unanswerable else self.false_premise_prompt
+        shape = UnanswerableQuestion if unanswerable else FalsePremiseQuestion
+        return Call.of(0, prompt.messages(passages=self._passages([seed]), style=STYLES[style]), shape, "generate",
+                       600, max(self.config.temperature, 0.7), sample=sample)
+
+    def no_answer_search(self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None,
+                         seed: str) -> list[str]:
+        """The chunks a candidate with no answer is verified against: its seed, then what BM25 finds for
+        the question (unanswerable) or the premise (false premise); the seed alone while the question is
+        not known (a dry run)."""
+        if written is None:
+            return [seed]
+        query = written.question if isinstance(written, UnanswerableQuestion) else written.premise
+        return searched(self.index, query, SEARCH_DEPTH, first=seed)
+
+    def verify_no_answer_call(self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None,
+                              found: list[str]) -> Call:
+        prompt = self.v_prompt if level == "unanswerable" else self.premise_prompt
+        return verification_call(prompt.messages(**verify_messages(level, written, self._passages(found))), level)
 
     def blind_call(self, question: str, chunk_ids: list[str]) -> Call:
         return Call.of(0, self.blind_messages(question, chunk_ids), BlindAnswer, "verify", 400)
