@@ -180,6 +180,14 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         corrected = bool(re.search(r"\b(not|isn't|no longer)\b", resp, re.I)) and numbers <= set(re.findall(r"\d+", resp))
         return {"reasoning": "compared with the premise", "premise_corrected": corrected,
                 "label": short_label(ref, resp)}
+    if schema == "SearchVerdict":  # answered when the passages hold every topic word; the closest sentence quoted
+        question = words(block(user, "QUESTION")) - _FRAME
+        given = [t.strip().split("\n")[-1] for _, t in passages(user)]
+        if not question or not question <= words(" ".join(given)):
+            return {"quote": "", "answerable": False, "reason": "no passage gives it"}
+        sentences = [x for t in given for x in re.split(r"(?<=[.!?])\s", t)]
+        return {"quote": max(sentences, key=lambda x: len(words(x) & question)), "answerable": True,
+                "reason": "the passages say it"}
     if schema == "BlindAnswer":  # answers from the passages: their first sentences, or "cannot tell"
         given = passages(user)
         question = words(block(user, "QUESTION")) - _FRAME

@@ -223,3 +223,27 @@ def test_remap_carries_a_false_premise_and_says_an_unanswerable_one_has_no_gold(
     assert [r[2] for r in qrels if r[0] == fp["id"]] == [f"new-{fp['chunk_ids'][0]}"]
     assert main(["remap", str(tmp_path / "q.jsonl"), str(rechunked), "-o", str(tmp_path / "n2.qrels")]) == 0
     assert "1 unanswerable questions have no gold chunk to carry" in capsys.readouterr().out
+
+
+@respx.mock
+def test_an_answer_claimed_without_a_quote_found_keeps_no_unanswerable_question(tmp_path):
+    """The search check says the chunks answer it but quotes words that are in none of them (a small
+    model's habit): not proof of an answer, nor of silence, so the question is not kept, and the
+    reject says why."""
+    seen: list[dict] = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        seen.append(body)
+        name = body["response_format"]["json_schema"]["name"]
+        if name == "UnanswerableQuestion":
+            return chat_reply({"missing": "a price for Antarctica", "question": "What does a refund cost in Antarctica?",
+                               "answer": "The documents do not say."})
+        return chat_reply({"quote": "Refunds in Antarctica cost 5 euros.", "answerable": True, "reason": "it says so"})
+    respx.post(f"{BASE}/chat/completions").mock(side_effect=handler)
+    main(generate(tmp_path, BASE, CHUNKS, "unanswerable=1", 1))
+    names = [b["response_format"]["json_schema"]["name"] for b in seen]
+    assert names[:2] == ["UnanswerableQuestion", "SearchVerdict"] and "Critique" not in names
+    reasons = [r["reason"] for r in lines(tmp_path / "rejects.jsonl")]
+    assert reasons and all(r.startswith("unsure: the model says the") for r in reasons)
+    assert lines(tmp_path / "q.jsonl") == []

@@ -6,7 +6,8 @@ tested against the corpus as a retriever would see it.
 
 - *unanswerable*: written from a seed chunk's topic, then searched for (BM25 over every chunk, the
   question as the query) and kept only when the model, reading the top chunks found, says they do
-  not answer it. Its record keeps what was searched. It has no gold chunk.
+  not answer it (a claimed answer must be quoted; see :func:`verification_failed`). Its record keeps
+  what was searched. It has no gold chunk.
 - *false premise*: written from a seed chunk so that it takes for granted a claim the chunk
   contradicts; kept only when the model, reading the seed and the chunks BM25 finds for the claim,
   says they contradict it and none states it. Its gold chunk is the seed, which corrects it.
@@ -28,29 +29,40 @@ from ...llm.prompts import delimit
 from ...llm.reading import Explanation
 from ...runtime.engine import Call
 from ..generate_checks import BM25, evidence_found, question_problems
-from .shapes import CRITIC_MIN, BlindAnswer, Critique, question_id, reject_record
+from .shapes import CRITIC_MIN, Critique, question_id, reject_record
 from .steps import Candidate, Progress
 
 SEARCH_DEPTH = 5  # the chunks BM25 finds for a question (or a premise) that the model then reads
 
 
 class UnanswerableQuestion(BaseModel):
-    """A question on a chunk's topic that it does not answer, what a full answer would need, and
-    the reply a careful assistant gives."""
+    """A question on a chunk's topic that it does not answer: the missing detail first (a small model
+    that names what is missing before it asks writes fewer questions the chunk answers), the
+    question, and the reply a careful assistant gives."""
 
-    question: str
     missing: str
+    question: str
     answer: str
 
 
 class FalsePremiseQuestion(BaseModel):
-    """A question taking for granted a claim its chunk contradicts: the claim, the chunk's sentence
-    that corrects it (word for word) and the reference answer that corrects the premise."""
+    """A question taking for granted a claim its chunk contradicts, written in the order that keeps a
+    small model on the chunk: the chunk's sentence copied first (the correction, word for word), the
+    premise that sentence contradicts, the question, and the reference answer that corrects it."""
 
-    question: str
-    premise: str
     correction: str
+    premise: str
+    question: str
     answer: str
+
+
+class SearchVerdict(BaseModel):
+    """Whether passages found for a question answer it, with the answering sentence copied word for
+    word (so that a claimed answer can be checked to be there)."""
+
+    quote: str
+    answerable: bool
+    reason: Explanation
 
 
 class PremiseVerdict(BaseModel):
@@ -107,14 +119,22 @@ def text_problems(written: UnanswerableQuestion | FalsePremiseQuestion, seed_tex
     return "; ".join(problems) or None
 
 
-def verification_failed(level: str, verdict: BaseModel | None, found: list[str]) -> str | None:
-    """Why the verification drops the question, or None (an answer not known passes, as in a dry run)."""
+def verification_failed(level: str, verdict: BaseModel | None, found: list[str], texts: Sequence[str]) -> str | None:
+    """Why the verification drops the question, or None (an answer not known passes, as in a dry run).
+    An unanswerable question is dropped whenever the model says a chunk found answers it: with the
+    chunk when its quote is there, and as unsure when the quote is in none of them (a claim it could
+    not show is no proof the corpus is silent, so the question is not kept either)."""
     if verdict is None:
         return None
     if level == "unanswerable":
-        blind = cast(BlindAnswer, verdict)
-        return (f"answered by the corpus: the {len(found)} chunks BM25 found for it answer it "
-                f"({', '.join(found)}): {blind.own_answer}") if blind.answerable else None
+        said = cast(SearchVerdict, verdict)
+        if not said.answerable:
+            return None
+        where = [c for c, t in zip(found, texts) if said.quote.strip() and evidence_found(said.quote, t)]
+        if where:
+            return f"answered by the corpus: chunk {where[0]} says {said.quote.strip()[:160]!r}"
+        return (f"unsure: the model says the {len(found)} chunks BM25 found for it ({', '.join(found)}) answer it, "
+                f"with a quote found in none of them: {said.quote.strip()[:120]!r}")
     premise = cast(PremiseVerdict, verdict)
     if premise.supported:
         return f"the premise is stated as true in the chunks found for it ({', '.join(found)}): {premise.reason}"
@@ -126,8 +146,8 @@ def verification_failed(level: str, verdict: BaseModel | None, found: list[str])
 def verification_checks(verdict: BaseModel | None) -> dict:
     """What the verification said, kept in the record's checks: for an unanswerable question, that
     the chunks found did not answer it (and the blind answer); for a false premise, the verdict."""
-    if isinstance(verdict, BlindAnswer):
-        return {"answered_by_search": verdict.answerable, "search_answer": verdict.own_answer}
+    if isinstance(verdict, SearchVerdict):
+        return {"answered_by_search": verdict.answerable, "search_quote": verdict.quote}
     if isinstance(verdict, PremiseVerdict):
         return {"premise_check": {"contradicted": verdict.contradicted, "supported": verdict.supported,
                                   "reason": verdict.reason}}
@@ -163,8 +183,8 @@ def accepted(draft: NoAnswerDraft, checks: dict, model: str | None, prompt: str)
 
 
 def verify_messages(level: str, written: BaseModel | None, passages: str) -> dict[str, str]:
-    """The fields of the verification prompt: the question for an unanswerable one (the blind
-    answerer's prompt), the premise as a claim for a false premise."""
+    """The fields of the verification prompt: the question for an unanswerable one (the search
+    check's prompt), the premise as a claim for a false premise."""
     if level == "unanswerable":
         text = written.question if isinstance(written, UnanswerableQuestion) else ""
         return {"question": delimit("QUESTION", text), "passages": passages}
@@ -173,5 +193,5 @@ def verify_messages(level: str, written: BaseModel | None, passages: str) -> dic
 
 
 def verification_call(messages: list[dict[str, str]], level: str) -> Call:
-    model: type[BaseModel] = BlindAnswer if level == "unanswerable" else PremiseVerdict
+    model: type[BaseModel] = SearchVerdict if level == "unanswerable" else PremiseVerdict
     return Call.of(0, messages, model, "verify", 400)

@@ -162,7 +162,7 @@ class GenerateStage(Stage):
         if len(answers) == 1:
             return Progress([g.verify_no_answer_call(cand.level, written, found)])
         checks.update(verification_checks(answers[1]))
-        if why := verification_failed(cand.level, answers[1], found):
+        if why := verification_failed(cand.level, answers[1], found, [g.chunks[c].text for c in found]):
             return draft.reject(why, checks)
         if len(answers) == 2:
             return Progress([g.critic_call(written.question if written is not None else "", cand.style)])

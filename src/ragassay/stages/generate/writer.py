@@ -62,11 +62,12 @@ class QuestionWriter:
         self.unanswerable_prompt = load_prompt("generate_unanswerable")
         self.false_premise_prompt = load_prompt("generate_false_premise")
         self.premise_prompt = load_prompt("generate_premise_check")
+        self.search_prompt = load_prompt("generate_search_check")
 
     def prompts_of(self, level: str) -> list[Prompt]:
         """The prompts a candidate of ``level`` is asked with, in the order of its steps."""
         if level == "unanswerable":
-            return [self.unanswerable_prompt, self.v_prompt, self.critic_prompt]
+            return [self.unanswerable_prompt, self.search_prompt, self.critic_prompt]
         if level == "false_premise":
             return [self.false_premise_prompt, self.premise_prompt, self.critic_prompt]
         return [self.q_prompt, self.v_prompt, self.c_prompt, self.critic_prompt]
@@ -216,7 +217,7 @@ class QuestionWriter:
 
     def verify_no_answer_call(self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None,
                               found: list[str]) -> Call:
-        prompt = self.v_prompt if level == "unanswerable" else self.premise_prompt
+        prompt = self.search_prompt if level == "unanswerable" else self.premise_prompt
         return verification_call(prompt.messages(**verify_messages(level, written, self._passages(found))), level)
 
     def blind_call(self, question: str, chunk_ids: list[str]) -> Call:
