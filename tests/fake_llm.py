@@ -178,8 +178,12 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         ref, resp = block(user, "REFERENCE"), block(user, "RESPONSE")
         numbers = set(re.findall(r"\d+", ref))
         corrected = bool(re.search(r"\b(not|isn't|no longer)\b", resp, re.I)) and numbers <= set(re.findall(r"\d+", resp))
-        return {"reasoning": "compared with the premise", "premise_corrected": corrected,
-                "label": short_label(ref, resp)}
+        return {"response_fact": resp, "premise_corrected": corrected, "label": short_label(ref, resp)}
+    if schema == "AbstentionVerdict":  # declined: says it does not know or that the sources do not say, no digits
+        resp = block(user, "RESPONSE")
+        said_no = re.search(r"\b(do not|don't|cannot|could not|couldn't) (know|say|tell|find|cover)", resp, re.I)
+        answer = "" if said_no and not re.search(r"\d", resp) else resp
+        return {"answer_given": answer, "declined": bool(said_no)}
     if schema == "SearchVerdict":  # answered when the passages hold every topic word; the closest sentence quoted
         question = words(block(user, "QUESTION")) - _FRAME
         given = [t.strip().split("\n")[-1] for _, t in passages(user)]

@@ -65,11 +65,14 @@ def test_the_behaviour_rule(expected, graded, corrected, final, did):
 async def test_unanswerable_and_false_premise_answers_graded_by_behaviour(tmp_path):
     seen: list[dict] = []
     verdicts = {
-        "u1": full("abstained"),  # "I could not find that": the right answer
-        "u2": full("hallucinated"),  # a confident price
-        "u3": full("partial"),  # a look-alike abstention that still names a price
-        "p1": {"reasoning": "says 30, not 60", "premise_corrected": True, "label": "correct"},
-        "p2": {"reasoning": "goes along with 60 days", "premise_corrected": False, "label": "correct"},
+        "u1": {"answer_given": "", "declined": True},  # "I could not find that": the right answer
+        "u2": {"answer_given": "It costs 90 euros.", "declined": False},  # a confident price
+        # a look-alike abstention that still names a price: the grader says it answered
+        "u3": {"answer_given": "probably around 90 euros", "declined": False},
+        # the grader decides, whatever it copied (a small model copies an abstention whole)
+        "u5": {"answer_given": "The sources do not cover Sunday deliveries.", "declined": True},
+        "p1": {"response_fact": "30 days, not 60", "premise_corrected": True, "label": "correct"},
+        "p2": {"response_fact": "sale items get 60 days", "premise_corrected": False, "label": "correct"},
         "a1": full("abstained", has_answer=True),  # over-refusal: the context held the answer
         "a2": full("correct", has_answer=True),
     }
@@ -80,6 +83,7 @@ async def test_unanswerable_and_false_premise_answers_graded_by_behaviour(tmp_pa
              item("u2", NOT_SAID, "It costs 90 euros.", answerable=False),
              item("u3", NOT_SAID, "I am not sure, but probably around 90 euros.", answerable=False),
              item("u4", NOT_SAID, "   ", answerable=False),  # says nothing: a rule, no call
+             item("u5", NOT_SAID, "The sources do not cover Sunday deliveries.", answerable=False),
              item("p1", fix, "Returns are accepted for 30 days, not 60.", answerable=False, premise=premise),
              item("p2", fix, "Because sale items get 60 days.", answerable=False, premise=premise),
              item("p3", fix, fix, answerable=False, premise=premise),  # the reference as written: a rule
@@ -91,8 +95,9 @@ async def test_unanswerable_and_false_premise_answers_graded_by_behaviour(tmp_pa
     for r in recs.values():
         Check.model_validate(r)
     got = {k: (r["label"], r.get("behaviour"), r.get("graded_label"), r["decided_by"]) for k, r in recs.items()}
-    assert got == {"u1": ("correct", "abstained", "abstained", "llm"), "u2": ("hallucinated", "answered", "hallucinated", "llm"),
-                   "u3": ("hallucinated", "answered", "partial", "llm"), "u4": ("correct", "abstained", "abstained", "rule"),
+    assert got == {"u1": ("correct", "abstained", None, "llm"), "u2": ("hallucinated", "answered", None, "llm"),
+                   "u3": ("hallucinated", "answered", None, "llm"), "u4": ("correct", "abstained", "abstained", "rule"),
+                   "u5": ("correct", "abstained", None, "llm"),
                    "p1": ("correct", "corrected_premise", "correct", "llm"),
                    "p2": ("hallucinated", "accepted_premise", "correct", "llm"),
                    "p3": ("correct", "corrected_premise", "correct", "rule"),
@@ -105,11 +110,16 @@ async def test_unanswerable_and_false_premise_answers_graded_by_behaviour(tmp_pa
     user = p2["messages"][-1]["content"]
     assert f"<<<PREMISE\n{premise}\nPREMISE>>>" in user and f"<<<REFERENCE\n{fix}\nREFERENCE>>>" in user
     assert "PASSAGE" not in user
-    assert len(seen) == 7  # u4 and p3 were decided by rule
+    [u3] = [b for b in seen if "question u3?" in b["messages"][-1]["content"]]
+    assert u3["response_format"]["json_schema"]["name"] == "AbstentionVerdict"
+    assert u3["messages"][-1]["content"] == ("<<<QUESTION\nquestion u3?\nQUESTION>>>\n\n<<<RESPONSE\n"
+                                             "I am not sure, but probably around 90 euros.\nRESPONSE>>>")
+    assert recs["u1"]["prompt"].startswith("check_abstention@")
+    assert len(seen) == 8  # u4 and p3 were decided by rule
     # the rates, each of what it rests on
     b = summarise_checks(run.records)["behaviour"]
-    assert b["questions"] == {"unanswerable": 4, "false_premise": 3, "answerable": 2}
-    assert (b["answered_when_unanswerable"]["value"], b["answered_when_unanswerable"]["n"]) == (0.5, 4)
+    assert b["questions"] == {"unanswerable": 5, "false_premise": 3, "answerable": 2}
+    assert (b["answered_when_unanswerable"]["value"], b["answered_when_unanswerable"]["n"]) == (0.4, 5)
     assert (b["premise_corrected"]["value"], b["premise_corrected"]["n"]) == (pytest.approx(2 / 3), 3)
     assert (b["over_refusal"]["value"], b["over_refusal"]["n"]) == (0.5, 2)
     assert b["answerable"]["counts"] == {"correct": 1, "partial": 0, "hallucinated": 0, "abstained": 1}

@@ -44,7 +44,15 @@ from ..runtime.engine import (
     run_stage,
 )
 from ..runtime.scaffold import StageJob
-from .check_behaviour import Expected, PremiseAnswerVerdict, behaviour_of, behaviour_summary, expected_of
+from .check_behaviour import (
+    AbstentionVerdict,
+    Expected,
+    PremiseAnswerVerdict,
+    behaviour_of,
+    behaviour_summary,
+    declined,
+    expected_of,
+)
 from .check_rules import decide, notes
 from .short_answers import ShortVerdict
 
@@ -159,6 +167,7 @@ class Checker(Stage):
         self.full = full_schema("check", self.prompt)  # else the short schema: a label, reasoning optional
         self.answer_model: type[BaseModel] = AnswerVerdict if self.full else ShortVerdict
         self.premise_prompt = load_prompt("check_premise")  # a false premise: was it corrected? (check_behaviour)
+        self.abstention_prompt = load_prompt("check_abstention")  # an unanswerable question: did it decline?
 
     @property
     def model(self) -> str | None:
@@ -210,9 +219,14 @@ class Checker(Stage):
         cuts = {"context_chars_cut": cut_chars, "contexts_dropped": dropped}
         return messages, (cuts if (cut_chars or dropped) and "passages" in used else None)  # only what it was shown
 
-    def premise_messages(self, item: AnswerItem) -> list[dict[str, str]]:
-        """A false-premise answer's prompt: the premise beside the question, the reference that corrects
-        it and the response (no passages: whether the premise was corrected is read from the response)."""
+    def behaviour_messages(self, item: AnswerItem, expected: Expected) -> list[dict[str, str]]:
+        """The prompt of an answer that should not simply answer: for an unanswerable question, the
+        question and the response (did it decline?); for a false premise, the premise beside the
+        question, the reference that corrects it and the response. No passages: what is asked is read
+        from the response."""
+        if expected == "abstain":
+            return self.abstention_prompt.messages(question=delimit("QUESTION", item.question),
+                                                   response=delimit("RESPONSE", item.response))
         refs = references(item)
         ref_text = refs[0] if len(refs) == 1 else "Any one of these:\n" + "\n".join(f"- {r}" for r in refs)
         return self.premise_prompt.messages(
@@ -250,7 +264,8 @@ class Checker(Stage):
         out = []
         for it in items:
             expected = expected_of(it)
-            said = () if expected == "answer" else (expected, it.premise, self.premise_prompt.id)  # keys kept
+            said = () if expected == "answer" else (expected, it.premise, self.premise_prompt.id,  # keys kept
+                                                    self.abstention_prompt.id)
             key = fingerprint("check", it.id, self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
                               [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
                               o.seed if o.samples > 1 else None, o.max_tokens, o.max_context_chars,
@@ -259,11 +274,13 @@ class Checker(Stage):
             ruled = None if long_why else decide(references(it), it.response, it.question)
             calls, cuts = [], None
             if ruled is None and long_why is None and not done(key):
-                if expected == "correct_premise":
-                    messages, cuts = self.premise_messages(it), None
-                else:
+                if expected == "answer":
                     messages, cuts = self.prompt_and_cuts(it)
-                shape = PremiseAnswerVerdict if expected == "correct_premise" else self.answer_model
+                else:
+                    messages, cuts = self.behaviour_messages(it, expected), None
+                shapes: dict[str, type[BaseModel]] = {"answer": self.answer_model, "abstain": AbstentionVerdict,
+                                                      "correct_premise": PremiseAnswerVerdict}
+                shape = shapes[expected]
                 if self.configs:
                     calls = [Call.of(0, messages, shape, "check", o.max_tokens, self.temperature(),
                                      seed=self.seed(s), sample=s)
@@ -287,11 +304,22 @@ class Checker(Stage):
             raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
         verdicts = answers
+        if expected == "abstain":  # declined or not, each sample; a tie goes to the answer (the more severe)
+            votes: list[CheckLabel] = ["abstained" if declined(v) else "hallucinated" for v in verdicts]
+            vote = majority_label(votes)
+            chosen = verdicts[votes.index(vote)]
+            label, said = self.behaviour(expected, vote)
+            said["graded_label"] = None  # the grader said declined or not, no label of its own
+            return [Check(**base, label=label, grounded=None, unsupported_claims=[],
+                          rationale=f"answer given: {chosen.answer_given!r}; declined: {chosen.declined}",
+                          decided_by="llm", status="ok", error=None, model=self.model,
+                          prompt=self.abstention_prompt.id, samples=list[str](votes), fault=None, **said)]
         graded = majority_label([v.label for v in verdicts])
         chosen = next(v for v in verdicts if v.label == graded)
         if isinstance(chosen, PremiseAnswerVerdict):
             label, said = self.behaviour(expected, graded, chosen.premise_corrected)
-            return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=chosen.reasoning,
+            return [Check(**base, label=label, grounded=None, unsupported_claims=[],
+                          rationale=f"the response says: {chosen.response_fact!r}",
                           decided_by="llm", status="ok", error=None, model=self.model, prompt=self.premise_prompt.id,
                           samples=[v.label for v in verdicts], fault=fault_of(label, False, None, self._recall(item)),
                           **said)]

@@ -6,8 +6,8 @@ false_premise=S``) marks them ``answerable: false``, and a false premise carries
 For those the grader's label is not the verdict:
 
 - *unanswerable*: an abstention is the right answer (label ``correct``); any answer is
-  ``hallucinated``. The grader compares the response with a reference that says the documents do not
-  say, so a response it finds ``correct`` (it agrees the answer is not there) or ``abstained`` abstained.
+  ``hallucinated``. The grader is asked that alone (:class:`AbstentionVerdict`); a response the rules
+  decide (the reference as written, or nothing at all) abstained.
 - *false premise*: the grader is asked, beside the label, whether the response corrected the premise.
   A response that goes along with it is ``hallucinated`` even when the rest is right; one that
   declines is ``abstained``; one that corrects it keeps the grader's label.
@@ -28,7 +28,6 @@ from ..data.joins import Join
 from ..data.lines import iter_jsonl
 from ..data.records import AnswerItem, CheckLabel
 from ..errors import InputError
-from ..llm.reading import Explanation
 from ..metrics.labels import label_summary
 from ..metrics.rates import rate, rate_text
 
@@ -36,12 +35,31 @@ Expected = Literal["answer", "abstain", "correct_premise"]
 
 
 class PremiseAnswerVerdict(BaseModel):
-    """The grader's verdict on an answer to a false-premise question: whether the response corrected
-    the premise (said it is wrong), then the label against the reference."""
+    """The grader's verdict on an answer to a false-premise question: what the response says of the
+    detail the premise gets wrong (copied first: a small model that quotes before it decides
+    decides better), whether it corrected the premise, then the label against the reference."""
 
-    reasoning: Explanation | None = None
+    response_fact: str
     premise_corrected: bool
     label: Literal["correct", "hallucinated", "abstained", "partial"]
+
+
+class AbstentionVerdict(BaseModel):
+    """Whether a response to an unanswerable question declined: the answer it gives, copied (empty
+    when none), and whether it declined. The one question that matters there, asked alone: a label
+    against a reference that says "the documents do not say" is a harder question for a small model
+    (and the short prompt's two labels cannot say "abstained" at all)."""
+
+    answer_given: str
+    declined: bool
+
+
+def declined(verdict: AbstentionVerdict) -> bool:
+    """Whether the response declined, as the grader decided. The answer it copied is kept beside it
+    (the record's rationale) but decides nothing: a small model copies the whole response there as
+    often as not, an abstention included (measured with a 1.5B model: its ``declined`` was right on
+    every case of the hand-built set in two runs, while an empty ``answer_given`` was not)."""
+    return verdict.declined
 
 
 def expected_of(item: AnswerItem) -> Expected:
@@ -80,7 +98,7 @@ def with_test_set(items: Sequence[AnswerItem], test_set: str | Path,
 def behaviour_of(expected: Expected, graded: CheckLabel,
                  premise_corrected: bool | None = None) -> tuple[CheckLabel, str | None]:
     """The final label and what the response did, from what was expected and the grader's label."""
-    if expected == "abstain":
+    if expected == "abstain":  # graded: the rules' label, or "abstained" / "hallucinated" from an AbstentionVerdict
         return ("correct", "abstained") if graded in ("correct", "abstained") else ("hallucinated", "answered")
     if expected == "correct_premise":
         if premise_corrected:
