@@ -33,6 +33,10 @@ def jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
 def q(qid: str, text: str) -> SetQuestion:
     return SetQuestion(qid, text)
 
@@ -294,10 +298,22 @@ def test_generated_on_real_text_then_measured(tmp_path, capsys, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     out, qrels, chunks = tmp_path / "questions.jsonl", tmp_path / "q.qrels", tmp_path / "chunks.jsonl"
-    flags = f"--limit 8 --mix easy=0.5,medium=0.25,unanswerable=0.25 --qrels-out {qrels} --model fake --no-cache"
+    rejects = tmp_path / "rejects.jsonl"
+    mix = "easy=0.5,medium=0.25,unanswerable=0.125,false_premise=0.125"
+    flags = f"--limit 8 --mix {mix} --qrels-out {qrels} --rejects {rejects} --model fake --no-cache"
     with FakeLLM() as server:
-        assert main(["generate", str(chunks), "-o", str(out), "--base-url", server.url, "--quiet", *flags.split()]) == 0
+        code = main(["generate", str(chunks), "-o", str(out), "--base-url", server.url, "--quiet", *flags.split()])
     written = [json.loads(line) for line in out.read_text().splitlines()]
+    # docstrings seldom state a number the fake can change: a premise nothing contradicts is refused,
+    # and the set falls short (exit 3) rather than keep an unverified one
+    premises = [w for w in written if w["difficulty"] == "false_premise"]
+    refused = [r for r in lines(rejects) if r["kind"] == "false_premise"]
+    assert code == (0 if premises else 3) and (premises or refused)
+    assert all(r["reason"].startswith(("no chunk contradicts", "the premise is stated", "correction not found"))
+               for r in refused)
+    chunk_text = {c["id"]: c["text"] for c in lines(chunks)}
+    assert all(p["checks"]["premise_check"]["contradicted"] and p["evidence"][0] in chunk_text[p["chunk_ids"][0]]
+               for p in premises)
     capsys.readouterr()
     log = tmp_path / "queries.jsonl"
     argv = ["quality", str(out), "--chunks", str(chunks), "--qrels", str(qrels), "--log", str(log), "--format", "json"]
@@ -305,11 +321,12 @@ def test_generated_on_real_text_then_measured(tmp_path, capsys, monkeypatch):
     got = json.loads(capsys.readouterr().out)
     unanswerable = [w for w in written if w["difficulty"] == "unanswerable"]
     assert unanswerable and all(w["answerable"] is False and w["chunk_ids"] == [] for w in unanswerable)
-    answerable = len(written) - len(unanswerable)
+    answerable = len(written) - len(unanswerable)  # a false premise has its correcting chunk: it is scored
     assert got["questions"] == len(written) and got["rests_on"]["qrels_queries_matched"] == answerable
     assert got["rests_on"]["without_relevant"] == len(unanswerable) and got["power"]["questions"] == answerable
-    assert got["mix"]["answerable"] == {"no": len(unanswerable), "yes": answerable}
-    levels = {d: sum(w["difficulty"] == d for w in written) for d in ("easy", "medium", "hard", "unanswerable")}
+    assert got["mix"]["answerable"] == {"no": len(unanswerable) + len(premises), "yes": answerable - len(premises)}
+    levels = {d: sum(w["difficulty"] == d for w in written)
+              for d in ("easy", "medium", "hard", "unanswerable", "false_premise")}
     assert got["mix"]["difficulty"] == {k: v for k, v in sorted(levels.items()) if v}
     assert sum(p["questions"] for p in got["difficulty"].values()) == answerable  # ranks need a gold chunk
     assert got["difficulty"]["unanswerable"]["questions"] == 0
