@@ -247,3 +247,28 @@ def test_an_answer_claimed_without_a_quote_found_keeps_no_unanswerable_question(
     reasons = [r["reason"] for r in lines(tmp_path / "rejects.jsonl")]
     assert reasons and all(r.startswith("unsure: the model says the") for r in reasons)
     assert lines(tmp_path / "q.jsonl") == []
+
+
+def test_evaluate_says_the_unanswerable_questions_it_skips_and_warns_of_no_mismatch(tmp_path, capsys):
+    """The qrels hold no line for an unanswerable question; their origin file names those questions, so
+    a run over the whole set is not taken for a run of another set."""
+    with FakeLLM() as server:
+        assert main(generate(tmp_path, server.url, CHUNKS, "easy=0.5,unanswerable=0.5", 4)) == 0
+    qs = lines(tmp_path / "q.jsonl")
+    unanswerable = [q["id"] for q in qs if q["difficulty"] == "unanswerable"]
+    assert len(unanswerable) == 2
+    origin = json.loads((tmp_path / "q.qrels.origin.json").read_text())
+    assert sorted(origin["no_relevant"]) == sorted(unanswerable)
+    run = tmp_path / "run.txt"
+    run.write_text("".join(f"{q['id']} Q0 ret-1 1 1.0 x\n" for q in qs))
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "q.qrels"), str(run), "-m", "ndcg@10"]) == 0
+    out = capsys.readouterr()
+    assert "2 queries evaluated; 2 unanswerable questions skipped (no relevant chunk by design" in out.out
+    assert "warning" not in out.err and "run queries without qrels" not in out.out
+    # a run query that is neither in the qrels nor named unanswerable is still warned of
+    run.write_text(run.read_text() + "q-other Q0 ret-1 1 1.0 x\n")
+    assert main(["evaluate", str(tmp_path / "q.qrels"), str(run), "-m", "ndcg@10"]) == 0
+    out = capsys.readouterr()
+    assert "1 of 3 in the run are not in the qrels (e.g. q-other)" in out.err
+    assert "1 run queries without qrels ignored; 2 unanswerable questions skipped" in out.out

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..data.origin import read_origin
 from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.formatting import render_table
@@ -36,15 +37,23 @@ def _warn_joins(qrels, runs: list, paths: list[str], args: argparse.Namespace, n
     from ..data.joins import Join
     quiet = args.format in ("json", "csv") and args.quiet
     names = names or [r.name for r in runs]
-    return [Join.of("query ids", "the run" if len(runs) == 1 else f"the run {name}", r.queries, "the qrels",
-                    qrels.queries, path, args.qrels).warn(quiet) for r, path, name in zip(runs, paths, names)]
+    by_design = set(getattr(qrels.origin, "no_relevant", None) or ())  # unanswerable questions: no qrels line
+    return [Join.of("query ids", "the run" if len(runs) == 1 else f"the run {name}",
+                    [q for q in r.queries if q not in by_design], "the qrels", qrels.queries, path, args.qrels)
+            .warn(quiet) for r, path, name in zip(runs, paths, names)]
 
 
-def _counts_line(ev) -> str:
+def _counts_line(ev, by_design: frozenset[str] = frozenset()) -> str:
+    """The queries a score rests on, and what became of the others; ``by_design``: the queries the
+    qrels' origin says have no relevant chunk (a set's unanswerable questions), said apart."""
     c = ev.counts
     parts = [f"{c['evaluated']} queries evaluated"]
-    if c["run_queries_without_qrels"]:
-        parts.append(f"{c['run_queries_without_qrels']} run queries without qrels ignored")
+    unanswerable = len(set(ev.run_only) & by_design) if isinstance(getattr(ev, "run_only", None), list) else 0
+    if c["run_queries_without_qrels"] - unanswerable:
+        parts.append(f"{c['run_queries_without_qrels'] - unanswerable} run queries without qrels ignored")
+    if unanswerable:
+        parts.append(f"{unanswerable} unanswerable questions skipped (no relevant chunk by design, as the qrels' "
+                     "origin file says)")
     if c["qrels_queries_missing_from_run"]:
         verb = "scored 0" if ev.missing_policy == "zero" else "skipped (use --missing zero to count them as 0)"
         parts.append(f"{c['qrels_queries_missing_from_run']} qrels queries missing from the run {verb}")
@@ -127,7 +136,8 @@ def _evaluate_text(ev: Any, run_name: str, args: argparse.Namespace) -> str:
         table = render_table(["metric", run_name], [[m, _shown(agg[m], c)] for m, c in zip(names, counts)],
                              args.format)
     from ..metrics.rests_on import rests_on_lines
-    said = "\n".join([*rests_on_lines(ev.rests_on), _counts_line(ev)])  # the counts stay the last line
+    by_design = frozenset(read_origin(args.qrels).no_relevant or ()) if args.qrels != "-" else frozenset()
+    said = "\n".join([*rests_on_lines(ev.rests_on), _counts_line(ev, by_design)])  # the counts stay the last line
     if args.format == "csv":  # stdout stays one CSV table
         print(said, file=sys.stderr)
         return table

@@ -110,6 +110,9 @@ class Origin:
     scale: tuple[int, int] | None = None    # the lowest and the highest grade of the labellers' scale
     relevant_from: int | None = None        # a label counts as relevant from this grade up
     pool: tuple[PoolRun, ...] | None = None  # the runs judged into the file, each to its depth
+    # queries of the set with no relevant chunk by design (generate's unanswerable questions): they have
+    # no line in the file, and a run that answers them is not a run of another set
+    no_relevant: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.record != ORIGIN_RECORD:
@@ -136,6 +139,9 @@ class Origin:
         if self.pool is not None and (not isinstance(self.pool, tuple)
                                       or not all(isinstance(p, PoolRun) for p in self.pool)):
             raise ValueError("pool: a tuple of PoolRun")
+        if self.no_relevant is not None and (not isinstance(self.no_relevant, tuple)
+                                             or not all(isinstance(q, str) for q in self.no_relevant)):
+            raise ValueError("no_relevant: a list of query ids")
 
     @property
     def known(self) -> bool:
@@ -176,7 +182,9 @@ class Origin:
                 "command": self.command, "date": self.date,
                 "scale": list(self.scale) if self.scale is not None else None,
                 "relevant_from": self.relevant_from,
-                "pool": [p.to_dict() for p in self.pool] if self.pool is not None else None}
+                "pool": [p.to_dict() for p in self.pool] if self.pool is not None else None,
+                # said only by a set that has such queries: every other sidecar reads as it always did
+                **({"no_relevant": list(self.no_relevant)} if self.no_relevant is not None else {})}
 
     def replace(self, **changes: Any) -> Origin:
         return dataclasses.replace(self, **changes)
@@ -206,6 +214,11 @@ class Origin:
             if not isinstance(pool, list):
                 raise ValueError(f"pool: a list, got {type(pool).__name__}")
             fields["pool"] = tuple(PoolRun.from_dict(p, f"pool[{i}]") for i, p in enumerate(pool))
+        no_relevant = fields.get("no_relevant")
+        if no_relevant is not None:
+            if not isinstance(no_relevant, list):
+                raise ValueError(f"no_relevant: a list of query ids, got {type(no_relevant).__name__}")
+            fields["no_relevant"] = tuple(no_relevant)
         return cls(**fields)
 
     def scale_text(self) -> str | None:

@@ -142,8 +142,10 @@ def write_outputs(result: GenerateResult, output: str | Path, rejects: str | Pat
                                    command="generate")
         if endpoint is not None:  # this run's model was asked at this host (a grown set's older questions: unknown)
             origin = _asked_at(origin, endpoint)
-        write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted},
-                    origin=origin.replace(date=today(), scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM))
+        none = tuple(q.id for q in result.accepted if not q.chunk_ids)  # unanswerable: no line, said beside
+        write_qrels(qrels_out, {q.id: q.grades or {c: 3 for c in q.chunk_ids} for q in result.accepted if q.chunk_ids},
+                    origin=origin.replace(date=today(), scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM,
+                                          no_relevant=none or None))
     if endpoint is not None:  # the set itself holds gold chunks: its sidecar keeps the host its lines cannot
         set_origin = origin_of_records(({"model": q.model, "prompt": q.prompt} for q in result.accepted),
                                        command="generate")
