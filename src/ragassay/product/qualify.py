@@ -68,7 +68,7 @@ class GraderOutcome:
     errors: int
     error_reasons: dict[str, int]
     by_rule: int                            # check: answers the rules decided without a call
-    usage: dict[str, Any]
+    usage: Mapping[Any, Any]  # model (None when none was named) -> its usage
     usage_text: str
     seconds: float
     paired: PairedDifference | None = None  # against the first grader, on the same items

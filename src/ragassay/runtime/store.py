@@ -35,6 +35,7 @@ from ..errors import InputError, OutputError
 from .key_locations import KeyLocations
 from .store_index import digest_of, output_stamp, read_index, remember, remove_index, write_index
 
+_orjson: Any
 try:
     import orjson as _orjson
 except ImportError:  # optional (the ``fast`` extra)
@@ -186,7 +187,7 @@ class OutputStore:
         return output_stamp(self.output) == stamp
 
     def _stamp(self) -> tuple:
-        out = []
+        out: list[tuple[int, int, int] | None] = []
         for path in self._paths:
             try:
                 st = path.stat()

@@ -470,7 +470,7 @@ class CheckResult:
 
     run: StageRun
     summary: dict
-    usage: dict[str, dict] = field(default_factory=dict)
+    usage: Mapping[Any, dict] = field(default_factory=dict)  # model (None: not named) -> usage
     usage_text: str = ""
     batch_note: str = ""  # what a run on batch files or the Batch API left to do
 

@@ -74,8 +74,11 @@ class Estimate:
             seconds_low=None if self.seconds_low is None else round(self.seconds_low, 1),
             seconds_high=None if self.seconds_high is None else round(self.seconds_high, 1),
             speeds=self.speeds or None, speed_unmeasured=self.unmeasured or None,
-            input_tokens_unshared=self.input_tokens_unshared,
-            **({"batch": self.batch_plan()} if self.batch else {})).to_dict()
+            input_tokens_unshared=self.input_tokens_unshared, **self._batch_part()).to_dict()
+
+    def _batch_part(self) -> dict[str, Any]:
+        """The Batch API's plan, when the stage is sent that way (the field is left off otherwise)."""
+        return {"batch": self.batch_plan()} if self.batch else {}
 
     def add(self, other: Estimate) -> Estimate:
         """Two plans run one after the other (judge's relevance, then coverage)."""
@@ -182,8 +185,8 @@ def _estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], confi
             if done(it):
                 est.done += 1
                 continue
-            said = texts.said(it, stage) if texts is not None else None
-            if said is not None:
+            said = texts.said(it, stage) if texts is not None and stage is not None else None
+            if said is not None and texts is not None:
                 if not said:
                     est.decided_without_call += 1
                 for call in said:
@@ -210,7 +213,8 @@ def _estimate_item(it: WorkItem, first: list[Call], est: Estimate, configs: Sequ
                    lookups: list, counters: list, tokens_per_model: list[list[int]], planned: set,
                    stage: Stage | None, share: bool) -> None:
     """One item's calls, step by step, into ``est``."""
-    calls, answers, step = list(first), [], 0
+    calls, step = list(first), 0
+    answers: list[Any] = []
     while calls:
         if len(est.calls_per_step) <= step:
             est.calls_per_step.append(0)
@@ -390,8 +394,9 @@ def _timed(est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | Non
         est.unmeasured = [c.model or "" for c, speed, row in zip(configs, speeds, tokens_per_model)
                           if row[3] and speed is None and asks(c.base_url)]
         return est
-    est.seconds_low = sum(speed.seconds(row[3], row[4], row[2]) for speed, row in called)
+    measured = [(speed, row) for speed, row in called if speed is not None]  # every one, as just checked
+    est.seconds_low = sum(speed.seconds(row[3], row[4], row[2]) for speed, row in measured)
     est.input_tokens_unshared = sum(row[4] for _, row in called)
-    est.seconds_high = sum(speed.seconds(row[3], row[0], row[1]) for speed, row in called)
-    est.speeds = [speed.summary() for speed, _ in called]
+    est.seconds_high = sum(speed.seconds(row[3], row[0], row[1]) for speed, row in measured)
+    est.speeds = [speed.summary() for speed, _ in measured]
     return est

@@ -8,7 +8,7 @@ import hashlib
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +139,7 @@ class OutputLock:
         self.release()
 
 
-def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Awaitable[Any]]) -> Any:
+def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
     """``asyncio.run(body())`` holding the lock of every output, for stages that write their files
     themselves at the end (generate); stages run by :func:`run_stage` lock their output there."""
     locks = [OutputLock(o) for o in outputs if o is not None]
@@ -153,7 +153,7 @@ def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Awaitabl
             lock.release()
 
 
-if os.name == "nt":  # pragma: no cover - exercised on Windows only
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only (and read by mypy only there)
     import msvcrt
 
     def _lock_file(f: Any) -> None:

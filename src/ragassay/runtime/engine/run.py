@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -136,7 +136,7 @@ class StageRun:
 
     def to_dataframe(self) -> Any:
         """The records of this run as a pandas DataFrame (pandas is optional)."""
-        return to_dataframe(self.records)
+        return to_dataframe(list(self.records))
 
     def __repr__(self) -> str:
         # short: asyncio.run's signal handling reprs the result of the task it ran (Python 3.11), and a
@@ -304,7 +304,7 @@ async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM
     all_done.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no stray log
     stop = asyncio.create_task(abort.wait())
     try:
-        await asyncio.wait({all_done, stop}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([cast("asyncio.Future[Any]", all_done), stop], return_when=asyncio.FIRST_COMPLETED)
         if not abort.is_set():
             await all_done  # re-raise a worker's error (a full disk)
     finally:

@@ -249,7 +249,7 @@ class Items(Sequence):
         if key is None:
             return a
         if a is Items._DONE:
-            return WorkItem(key, ())
+            return WorkItem(key, [])
         assert self._make is not None
         return self._make(a, self._b[i], key)
 
