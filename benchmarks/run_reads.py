@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the fake model server lives beside the tests
 
 _COUNTING: list[Counter[str]] = []  # the counter an audit hook adds to, while one is in use
+_WHERE: dict[str, Counter[str]] = {}  # with --where NAME: the call sites that opened NAME
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
@@ -35,7 +36,19 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
         mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR))
     if not writing:
-        _COUNTING[-1][os.path.realpath(os.fsdecode(args[0]))] += 1
+        path = os.path.realpath(os.fsdecode(args[0]))
+        _COUNTING[-1][path] += 1
+        for name, sites in _WHERE.items():
+            if path.endswith(os.sep + name):
+                sites[_call_site()] += 1
+
+
+def _call_site() -> str:
+    """The ragassay functions on the stack of an open (innermost first), for ``--where``."""
+    import traceback
+
+    frames = [f for f in traceback.extract_stack()[:-3] if "/ragassay/" in f.filename]
+    return " < ".join(f"{Path(f.filename).stem}.{f.name}:{f.lineno}" for f in reversed(frames[-6:]))
 
 
 sys.addaudithook(_audit)
@@ -75,7 +88,9 @@ def run_reads(folder: Path, offline: bool = False) -> tuple[Counter[str], int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--offline", action="store_true", help="no endpoint: the LLM steps are skipped")
+    parser.add_argument("--where", action="append", default=[], help="say where this file (its name) is opened")
     args = parser.parse_args()
+    _WHERE.update({name: Counter() for name in args.where})
     folder = Path(tempfile.mkdtemp(prefix="ragassay-reads-"))
     try:
         counts, code = run_reads(folder / "example", args.offline)
@@ -84,6 +99,10 @@ def main() -> None:
     for name, n in counts.most_common():
         print(f"{n:4d}  {name}")
     print(f"{len(counts)} files opened {sum(counts.values())} times (exit {code})")
+    for name, sites in _WHERE.items():
+        print(f"\n{name}:")
+        for site, n in sites.most_common():
+            print(f"{n:4d}  {site}")
 
 
 if __name__ == "__main__":

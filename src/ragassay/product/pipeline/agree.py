@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...data import io as rio
 from ...errors import InputError
 from ...metrics.agreement import agree, kappa_words
 from .context import Context
@@ -51,7 +50,7 @@ def agree_step(ctx: Context, selected: bool) -> StepResult:
         path.unlink(missing_ok=True)  # (a comparison that cannot be made leaves none for the report)
         try:
             assert other is not None  # (only a dry run measures against a pool not judged yet)
-            made = agree(rio.read_qrels(p.qrels), rio.read_qrels(other), runs)
+            made = agree(ctx.loaded.qrels(p.qrels), ctx.loaded.qrels(other), runs)
         except InputError as e:
             if name == "second":
                 raise

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from ... import api
-from ...data import io as rio
 from ...data.joins import Join
 from .context import Context
 from .files import checks_file, read_json, write_json
@@ -117,9 +116,9 @@ def _say_joins(ctx: Context, answers: Path, run_name: str, run: Path, qrels: Pat
     """How the answers meet the run and qrels the check diagnoses with (a retriever's run, the judged
     pool: not counted at the start), said unless the start said it already."""
     ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(answers)]
-    for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", rio.read_run(run).queries,
+    for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", ctx.loaded.run(run).queries,
                          ctx.project.answers, run),
-                 Join.of("query ids", "the answers", ids, "the qrels", rio.read_qrels(qrels).queries,
+                 Join.of("query ids", "the answers", ids, "the qrels", ctx.loaded.qrels(qrels).queries,
                          ctx.project.answers, qrels)):
         warning = join.warning(("left",))
         if warning and warning not in ctx.said:

@@ -12,6 +12,7 @@ from typing import Any
 from ...llm.config import LLMConfig
 from ..project import Project
 from .results import StepResult
+from .loaded import Loaded
 from .state import Digests, State
 
 FLAG_KEYS = ("model", "base_url", "timeout", "concurrency", "rpm", "tpm", "cache", "no_cache", "price_in",
@@ -72,6 +73,7 @@ class Context:
     failed_llm: StepResult | None = None                       # the LLM step that failed (the rest go on without it)
     spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0                                    # and what they cost (where a price is known)
+    loaded: Loaded = field(default_factory=Loaded)             # the files read so far, parsed once
 
     @property
     def out(self) -> Path:

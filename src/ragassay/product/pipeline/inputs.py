@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...data import io as rio
 from ...data.joins import Join
 from ...data.origin import label_origin, read_origin
 from ...data.peer_files import answer_rows
@@ -22,7 +21,7 @@ def check_inputs(ctx: Context, result: PipelineResult) -> None:
     qrels; none in common stops the run here. And who labelled each file of labels."""
     p = ctx.project
     ctx.queries = p.queries
-    query_texts = rio.read_queries(p.queries) if p.queries is not None else None
+    query_texts = ctx.loaded.queries(p.queries) if p.queries is not None else None
     query_ids = list(query_texts) if query_texts is not None else None
     answer_ids = read_answer_ids(p.answers) if p.answers is not None else None
     by_text = None
@@ -32,8 +31,8 @@ def check_inputs(ctx: Context, result: PipelineResult) -> None:
     if by_text is not None and answer_ids is not None:
         ctx.answer_queries = by_text.pairs
         answer_ids = [by_text.pairs.get(a, a) for a in answer_ids]  # each answer by the query it answers
-    runs = {name: rio.read_run(f) for name, f in p.runs.items()}
-    qrels = rio.read_qrels(p.qrels) if p.qrels is not None else None
+    runs = {name: ctx.loaded.run(f) for name, f in p.runs.items()}
+    qrels = ctx.loaded.qrels(p.qrels) if p.qrels is not None else None
     joins = []
     for name, run in runs.items():
         if query_ids is not None:
@@ -57,7 +56,7 @@ def check_inputs(ctx: Context, result: PipelineResult) -> None:
                               p.queries).require_overlap(), ("left",)))
     if qrels is not None and p.second_qrels is not None:  # [agree] second: a labelling of the same queries
         joins.append((Join.of("query ids", "the qrels", qrels.queries, "the second qrels",
-                              rio.read_qrels(p.second_qrels).queries, p.qrels, p.second_qrels).require_overlap(),
+                              ctx.loaded.qrels(p.second_qrels).queries, p.qrels, p.second_qrels).require_overlap(),
                        ("right",)))
     result.joins = [j.to_dict() for j, _ in joins] + ([by_text.to_dict()] if by_text is not None else [])
     result.warnings = ([by_text.sentence()] if by_text is not None else []) + [

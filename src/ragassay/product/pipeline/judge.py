@@ -58,9 +58,10 @@ def judge_step(ctx: Context, selected: bool) -> StepResult:
         ctx.pooling = True
         return StepResult("judge", "estimated", f"{pool_of} top {p.depth}: {pairs} pairs; "
                           + estimate_text(est), 0, est.to_dict())
-    pool_path = ctx.out / "pool.txt"  # what was judged, to read (the judge reads the run it is given)
+    pool_path = ctx.out / "pool.txt"  # what was judged, for the user to read (the judge is handed the run itself)
     rio.write_run(pool_path, run)
-    done = run_result(api.judge(queries, p.chunks, pool_path, **args))
+    run.source = str(pool_path)  # (a message about the pool names the file written)
+    done = run_result(api.judge(queries, p.chunks, run, **args))
     if judged.exists():  # the pool is the project's runs, each to the project's depth (not the file pool.txt)
         write_origin(judged, read_origin(judged).replace(pool=members))
     ctx.spend(done)
@@ -85,7 +86,7 @@ def coverage_step(ctx: Context, selected: bool) -> StepResult:
         return skip
     runs = {**ctx.runs, **ctx.memory_runs}  # a dry run's retrievals that will change: in memory
     if ctx.dry_run and ctx.judging:  # its nuggets come from the passages judged relevant: a ceiling is known
-        asked = len(rio.read_queries(ctx.queries)) if ctx.queries is not None else 0
+        asked = len(ctx.loaded.queries(ctx.queries)) if ctx.queries is not None else 0
         most = asked * (2 + len(runs))
         return StepResult("coverage", "estimated", f"after judge: at most {most} calls (nuggets and their importance "
                           f"for each of {asked} queries, then each of {len(runs)} runs' support), fewer where the "
