@@ -39,7 +39,7 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=read_json(summary))
-    args: dict[str, Any] = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth,
+    args: dict[str, Any] = dict(output=out, chunks=ctx.loaded.chunks(p.chunks), human=p.human, depth=p.depth,
                                 join_warnings=False, prompt=p.check_prompt)  # (the joins were said at the start)
     spent = None if rules_only or ctx.dry_run else ctx.spent()
     if spent:
@@ -49,7 +49,9 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
         return _estimated(ctx, p.answers, args, rules_only)
     if run_name is not None and run is not None and qrels is not None:
         _say_joins(ctx, p.answers, run_name, run, qrels)
-    done = run_result(api.check(p.answers, run=run, qrels=qrels, query_ids=ctx.answer_queries, **args))
+    done = run_result(api.check(p.answers, run=None if run is None else ctx.loaded.run(run),
+                                qrels=None if qrels is None else ctx.loaded.qrels(qrels), query_ids=ctx.answer_queries,
+                                **args))
     ctx.spend(done)
     write_json(summary, done.to_dict())
     code = 0 if rules_only else done.exit_code  # an answer waiting for a verdict is not an error of this run

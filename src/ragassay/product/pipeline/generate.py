@@ -41,10 +41,10 @@ def generate_step(ctx: Context, selected: bool) -> StepResult:
     key = "[generate] sample" if sample else "[generate] limit"
     try:
         if ctx.dry_run:
-            est = estimated(api.generate(p.chunks, dry_run=True, **args))
+            est = estimated(api.generate(ctx.loaded.chunks(p.chunks), dry_run=True, **args))
             ctx.generating = not sample
             return StepResult("generate", "estimated", estimate_text(est), 0, est.to_dict())
-        done = run_result(api.generate(p.chunks, **args))
+        done = run_result(api.generate(ctx.loaded.chunks(p.chunks), **args))
         ctx.spend(done)
     except RagassayError as e:  # said in the project file's words: its [generate] limit is generate's --limit
         raise RagassayError(re.sub(r"-{2}limit\b", key, str(e))) from None

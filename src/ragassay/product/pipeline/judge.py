@@ -53,7 +53,8 @@ def judge_step(ctx: Context, selected: bool) -> StepResult:
     args: dict[str, Any] = dict(output=out, depth=deepest, qrels_out=judged, prompt=p.judge_prompt,
                                 **ctx.llm_args())
     if ctx.dry_run:
-        est = estimated(api.judge(queries, p.chunks, run, dry_run=True, **args))
+        est = estimated(api.judge(ctx.loaded.named_queries(queries), ctx.loaded.chunks_by_id(p.chunks), run,
+                                  dry_run=True, **args))
         ctx.judging = est.calls > 0
         ctx.pooling = True
         return StepResult("judge", "estimated", f"{pool_of} top {p.depth}: {pairs} pairs; "
@@ -61,7 +62,7 @@ def judge_step(ctx: Context, selected: bool) -> StepResult:
     pool_path = ctx.out / "pool.txt"  # what was judged, for the user to read (the judge is handed the run itself)
     rio.write_run(pool_path, run)
     run.source = str(pool_path)  # (a message about the pool names the file written)
-    done = run_result(api.judge(queries, p.chunks, run, **args))
+    done = run_result(api.judge(ctx.loaded.named_queries(queries), ctx.loaded.chunks_by_id(p.chunks), run, **args))
     if judged.exists():  # the pool is the project's runs, each to the project's depth (not the file pool.txt)
         write_origin(judged, read_origin(judged).replace(pool=members))
     ctx.spend(done)
@@ -115,11 +116,13 @@ def coverage_step(ctx: Context, selected: bool) -> StepResult:
         args: dict[str, Any] = dict(output=judgments, depth=p.depth, coverage_out=out, prompt=p.judge_prompt,
                                     **ctx.llm_args())
         if ctx.dry_run:
-            est = estimated(api.judge(queries, p.chunks, run, dry_run=True, **args))
+            est = estimated(api.judge(ctx.loaded.named_queries(queries), ctx.loaded.chunks_by_id(p.chunks),
+                                      _run_of(ctx, run), dry_run=True, **args))
             estimates.append(est)
             said.append(f"{name}: {estimate_text(est)}")
             continue
-        done = run_result(api.judge(queries, p.chunks, run, **args))
+        done = run_result(api.judge(ctx.loaded.named_queries(queries), ctx.loaded.chunks_by_id(p.chunks),
+                                    _run_of(ctx, run), **args))
         ctx.spend(done)
         code = max(code, done.exit_code)
         usage += [f"{name}: {done.usage_text}"] if done.usage_text else []
@@ -138,3 +141,9 @@ def coverage_step(ctx: Context, selected: bool) -> StepResult:
     status = "up to date" if not ran else "estimated" if ctx.dry_run else "ran"
     return StepResult("coverage", status, "; ".join(said), code, estimate,
                       {"usage_text": "; ".join(usage)} if usage else None)
+
+
+def _run_of(ctx: Context, run: Any) -> Any:
+    """A run as the judge is handed it: a run file read once for the whole run of the pipeline, a dry
+    run's retrieval as it is."""
+    return ctx.loaded.run(run) if isinstance(run, Path) else run

@@ -14,7 +14,9 @@ from typing import Any, TypeVar
 
 from ...data import io as rio
 from ...data.chunk_files import read_chunks
+from ...data.beir_folders import dataset_member
 from ...data.chunk_table import chunk_source
+from ...data.lines import streamable
 from ...data.tables import Qrels, Run
 from ...stages.queries import QueryItem, read_query_items
 
@@ -59,6 +61,22 @@ class Loaded:
         return self._get("chunks", path, read_chunks)
 
     def chunks_by_id(self, path: Path) -> Mapping[str, Any]:
-        """The chunks for a stage that looks them up by id: the table the stage itself would open
-        (a large file is not held in memory, only where each chunk lies)."""
-        return self._get("chunks by id", path, chunk_source)
+        """The chunks for a stage that looks them up by id, as the stage itself would open them: a
+        large plain file as a table of where each chunk lies (not held in memory), else the chunks
+        read once by :meth:`chunks`."""
+        if streamable(dataset_member(path, "chunks")):
+            return self._get("chunks by id", path, chunk_source)
+        return {c.id: c for c in self.chunks(path)}
+
+    def named_queries(self, path: Path) -> NamedQueries:
+        """:meth:`query_items` named by their file, for a stage's messages."""
+        return NamedQueries(self.query_items(path), str(path))
+
+
+class NamedQueries(list[QueryItem]):
+    """Queries read from a file, handed to a stage as objects but still named by the file in its
+    messages (a stage names an input by its ``source``, as it does a run's or qrels' file)."""
+
+    def __init__(self, items: list[QueryItem], source: str):
+        super().__init__(items)
+        self.source = source
