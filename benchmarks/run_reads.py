@@ -69,7 +69,6 @@ def run_reads(folder: Path, offline: bool = False) -> tuple[Counter[str], int]:
     """The opens for reading of each file of ``folder`` (relative names) during one ``run_project``
     over a copy of the bundled example written there, and the run's exit code."""
     from fake_llm import FakeLLM
-
     from ragassay.product.bundled_example import copy_example
     from ragassay.product.pipeline import run_project
 

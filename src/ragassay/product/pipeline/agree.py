@@ -50,7 +50,8 @@ def agree_step(ctx: Context, selected: bool) -> StepResult:
         path.unlink(missing_ok=True)  # (a comparison that cannot be made leaves none for the report)
         try:
             assert other is not None  # (only a dry run measures against a pool not judged yet)
-            made = agree(ctx.loaded.qrels(p.qrels), ctx.loaded.qrels(other), [ctx.loaded.run(r) for r in runs or []] or None)
+            ranked = [ctx.loaded.run(r) for r in runs] if runs else None
+            made = agree(ctx.loaded.qrels(p.qrels), ctx.loaded.qrels(other), ranked)
         except InputError as e:
             if name == "second":
                 raise

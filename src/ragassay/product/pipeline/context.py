@@ -11,8 +11,8 @@ from typing import Any
 
 from ...llm.config import LLMConfig
 from ..project import Project
-from .results import StepResult
 from .loaded import Loaded
+from .results import StepResult
 from .state import Digests, State
 
 FLAG_KEYS = ("model", "base_url", "timeout", "concurrency", "rpm", "tpm", "cache", "no_cache", "price_in",

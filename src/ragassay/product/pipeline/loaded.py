@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...data import io as rio
-from ...data.chunk_files import read_chunks
 from ...data.beir_folders import dataset_member
+from ...data.chunk_files import read_chunks
 from ...data.chunk_table import chunk_source
 from ...data.lines import streamable
 from ...data.tables import Qrels, Run
@@ -35,7 +35,7 @@ class Loaded:
         stamp = (st.st_mtime_ns, st.st_size)
         kept = self.objects.get((kind, path))
         if kept is not None and kept[0] == stamp:
-            return kept[1]  # type: ignore[no-any-return]  # (stored under this kind by this method)
+            return kept[1]
         value = read(path)
         self.objects[(kind, path)] = (stamp, value)
         return value
