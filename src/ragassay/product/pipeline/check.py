@@ -49,15 +49,20 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
         return _estimated(ctx, p.answers, args, rules_only)
     if run_name is not None and run is not None and qrels is not None:
         _say_joins(ctx, p.answers, run_name, run, qrels)
-    done = run_result(api.check(p.answers, run=None if run is None else ctx.loaded.run(run),
-                                qrels=None if qrels is None else ctx.loaded.qrels(qrels), query_ids=ctx.answer_queries,
-                                **args))
+    done = _checked(ctx, p.answers, run, qrels, args)
     ctx.spend(done)
-    write_json(summary, done.to_dict())
+    written = write_json(summary, done.to_dict())
     code = 0 if rules_only else done.exit_code  # an answer waiting for a verdict is not an error of this run
     text = _checked_text(done, rules_only)
     ctx.state.done("check", digest, code, text, None if rules_only else {"verdicts_of": verdicts_of})
-    return StepResult("check", "ran", text, code, result=read_json(summary))  # (as written: no NaN)
+    return StepResult("check", "ran", text, code, result=written)  # (as written: no NaN)
+
+
+def _checked(ctx: Context, answers: Path, run: Path | None, qrels: Path | None, args: dict[str, Any]) -> Any:
+    """The answers checked, handed the run and qrels the pipeline read (each read once a run)."""
+    return run_result(api.check(answers, run=None if run is None else ctx.loaded.run(run),
+                                qrels=None if qrels is None else ctx.loaded.qrels(qrels), query_ids=ctx.answer_queries,
+                                **args))
 
 
 def _cannot_check(ctx: Context, selected: bool) -> StepResult | None:
