@@ -59,7 +59,10 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
     only, start = one_step("--only", only), one_step("--from", start)
     if only and start:
         raise UsageError("--only and --from: give one of them")
-    project = _project(path, out, dry_run, append)
+    project = _project(path, out, dry_run)
+    if append and project.queries is not None:
+        raise UsageError("--append grows the questions run generated; this project names its own queries "
+                         "([data] queries)")
     settings = llm_settings(project, flags or {})
     ctx = Context(project, dry_run, settings, endpoint_state(settings, dry_run), State(
         project.state_dir / "state.json"), Digests(), log, append)
@@ -90,18 +93,15 @@ STEP_FUNCTIONS: dict[str, Callable[[Context, bool], StepResult]] = {
     "report": report_step, "track": track_step, "gate": gate_step}
 
 
-def _project(path: str | Path | None, out: str | Path | None, dry_run: bool, append: bool) -> Project:
-    """The project file read, its outputs moved to ``out`` when given; the bundled example is never
-    written into, and ``append`` needs questions that run generated."""
+def _project(path: str | Path | None, out: str | Path | None, dry_run: bool) -> Project:
+    """The project file read, its outputs moved to ``out`` when given (the bundled example is never
+    written into)."""
     project = read_project(path)
     if out is not None:
         project = project.moved(out)
     elif not dry_run and is_bundled_example(project.root):
         raise UsageError(f"{project.path} is the bundled example, inside the installed package: give --out DIR for "
                          "its outputs (or run 'ragassay demo', which writes to ragassay-demo)")
-    if append and project.queries is not None:
-        raise UsageError("--append grows the questions run generated; this project names its own queries "
-                         "([data] queries)")
     return project
 
 
