@@ -24,7 +24,8 @@ read (``ragassay demo`` runs the installed example's project file so).
 The package holds one module per step (``generate``, ``retrieve``, ``judge`` with coverage, ``agree``,
 ``check``, ``scores`` for evaluate and compare, ``report``, ``history`` for track and gate), the judged
 pool (``pool``), the inputs checked before any step (``inputs``), what the steps share (``context``,
-``state``, ``results``, ``files``, ``llm_steps``) and the order they run in (``run``). This module
+``state``, ``results``, ``files``, ``llm_steps``, and ``loaded``: each input parsed once a run and
+handed to the steps as objects) and the order they run in (``run``). This module
 only names what callers outside the package use.
 """
 

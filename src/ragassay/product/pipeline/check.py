@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from ... import api
-from ...data import io as rio
 from ...data.joins import Join
 from .context import Context
 from .files import checks_file, read_json, write_json
@@ -40,7 +39,7 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=read_json(summary))
-    args: dict[str, Any] = dict(output=out, chunks=p.chunks, human=p.human, depth=p.depth,
+    args: dict[str, Any] = dict(output=out, chunks=ctx.loaded.chunks(p.chunks), human=p.human, depth=p.depth,
                                 join_warnings=False, prompt=p.check_prompt)  # (the joins were said at the start)
     spent = None if rules_only or ctx.dry_run else ctx.spent()
     if spent:
@@ -50,13 +49,20 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
         return _estimated(ctx, p.answers, args, rules_only)
     if run_name is not None and run is not None and qrels is not None:
         _say_joins(ctx, p.answers, run_name, run, qrels)
-    done = run_result(api.check(p.answers, run=run, qrels=qrels, query_ids=ctx.answer_queries, **args))
+    done = _checked(ctx, p.answers, run, qrels, args)
     ctx.spend(done)
-    write_json(summary, done.to_dict())
+    written = write_json(summary, done.to_dict())
     code = 0 if rules_only else done.exit_code  # an answer waiting for a verdict is not an error of this run
     text = _checked_text(done, rules_only)
     ctx.state.done("check", digest, code, text, None if rules_only else {"verdicts_of": verdicts_of})
-    return StepResult("check", "ran", text, code, result=read_json(summary))  # (as written: no NaN)
+    return StepResult("check", "ran", text, code, result=written)  # (as written: no NaN)
+
+
+def _checked(ctx: Context, answers: Path, run: Path | None, qrels: Path | None, args: dict[str, Any]) -> Any:
+    """The answers checked, handed the run and qrels the pipeline read (each read once a run)."""
+    return run_result(api.check(answers, run=None if run is None else ctx.loaded.run(run),
+                                qrels=None if qrels is None else ctx.loaded.qrels(qrels), query_ids=ctx.answer_queries,
+                                **args))
 
 
 def _cannot_check(ctx: Context, selected: bool) -> StepResult | None:
@@ -117,9 +123,9 @@ def _say_joins(ctx: Context, answers: Path, run_name: str, run: Path, qrels: Pat
     """How the answers meet the run and qrels the check diagnoses with (a retriever's run, the judged
     pool: not counted at the start), said unless the start said it already."""
     ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(answers)]
-    for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", rio.read_run(run).queries,
+    for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", ctx.loaded.run(run).queries,
                          ctx.project.answers, run),
-                 Join.of("query ids", "the answers", ids, "the qrels", rio.read_qrels(qrels).queries,
+                 Join.of("query ids", "the answers", ids, "the qrels", ctx.loaded.qrels(qrels).queries,
                          ctx.project.answers, qrels)):
         warning = join.warning(("left",))
         if warning and warning not in ctx.said:

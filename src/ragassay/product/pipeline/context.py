@@ -11,6 +11,7 @@ from typing import Any
 
 from ...llm.config import LLMConfig
 from ..project import Project
+from .loaded import Loaded
 from .results import StepResult
 from .state import Digests, State
 
@@ -72,6 +73,7 @@ class Context:
     failed_llm: StepResult | None = None                       # the LLM step that failed (the rest go on without it)
     spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0                                    # and what they cost (where a price is known)
+    loaded: Loaded = field(default_factory=Loaded)             # the files read so far, parsed once
 
     @property
     def out(self) -> Path:

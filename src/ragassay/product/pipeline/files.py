@@ -21,8 +21,12 @@ def read_json(path: Path) -> Any:
         return None
 
 
-def write_json(path: Path, data: Any) -> None:
-    path.write_text(to_json(nan_to_none(data)) + "\n", encoding="utf-8")
+def write_json(path: Path, data: Any) -> Any:
+    """Write a result as JSON (NaN as null) and return it as written, the value a step's result holds:
+    what the file says, without reading it back."""
+    text = to_json(nan_to_none(data))
+    path.write_text(text + "\n", encoding="utf-8")
+    return json.loads(text)
 
 
 def sidecar(path: Path | None) -> Path | None:

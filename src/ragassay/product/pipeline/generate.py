@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from ... import api
@@ -31,6 +32,18 @@ def generate_step(ctx: Context, selected: bool) -> StepResult:
     skip = llm_skip(ctx, "generate")
     if skip:
         return skip
+    try:
+        return _generated(ctx, questions, sample)
+    except RagassayError as e:  # said in the project file's words: its [generate] limit is generate's --limit
+        key = "[generate] sample" if sample else "[generate] limit"
+        raise RagassayError(re.sub(r"-{2}limit\b", key, str(e))) from None
+
+
+def _generated(ctx: Context, questions: Path, sample: bool) -> StepResult:
+    """The questions written (or estimated), up to date when the chunks, the number asked and the
+    model did not change (``--append`` always writes more)."""
+    p = ctx.project
+    assert p.chunks is not None  # (said by generate_step otherwise)
     limit = p.generate_sample if sample else p.generate_limit
     digest = ctx.digests.of(p.chunks, limit=limit, model=ctx.llm.get("model"))
     kept = None if ctx.append else ctx.state.fresh("generate", digest, [questions])
@@ -38,16 +51,12 @@ def generate_step(ctx: Context, selected: bool) -> StepResult:
         return StepResult("generate", "up to date", kept["text"], kept["exit_code"], result=kept.get("result"))
     args = dict(output=questions, limit=limit, append=ctx.append and questions.exists(),
                 rejects=ctx.out / "rejects.jsonl", qrels_out=ctx.out / "questions.qrels", **ctx.llm_args())
-    key = "[generate] sample" if sample else "[generate] limit"
-    try:
-        if ctx.dry_run:
-            est = estimated(api.generate(p.chunks, dry_run=True, **args))
-            ctx.generating = not sample
-            return StepResult("generate", "estimated", estimate_text(est), 0, est.to_dict())
-        done = run_result(api.generate(p.chunks, **args))
-        ctx.spend(done)
-    except RagassayError as e:  # said in the project file's words: its [generate] limit is generate's --limit
-        raise RagassayError(re.sub(r"-{2}limit\b", key, str(e))) from None
+    if ctx.dry_run:
+        est = estimated(api.generate(ctx.loaded.chunks(p.chunks), dry_run=True, **args))
+        ctx.generating = not sample
+        return StepResult("generate", "estimated", estimate_text(est), 0, est.to_dict())
+    done = run_result(api.generate(ctx.loaded.chunks(p.chunks), **args))
+    ctx.spend(done)
     text = (f"a sample of {limit} beside the project's queries (not retrieved): " if sample else "") \
         + f"{len(done.accepted)} questions accepted, {len(done.rejects)} rejected" \
         + "".join(f"; {why}" for why in _generate_shortfall(done))

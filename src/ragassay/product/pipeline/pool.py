@@ -32,11 +32,11 @@ def pool_run(ctx: Context) -> tuple[Any, int, int, tuple] | None:
     """The pool as a run (each query's pool ranked as it was built: the score falls with the order),
     the deepest query's pool, the pairs in all and the runs it was made from (each as a member of the
     pool, for the judged qrels' origin to name); None without runs or queries."""
-    runs = {name: rio.read_run(f) for name, f in ctx.runs.items()}
+    runs: dict[str, Any] = {name: ctx.loaded.run(f) for name, f in ctx.runs.items()}
     runs.update(ctx.memory_runs)
     if not runs or ctx.queries is None:
         return None
-    pooled = pool(runs, ctx.project.depth, list(rio.read_queries(ctx.queries)))
+    pooled = pool(runs, ctx.project.depth, list(ctx.loaded.queries(ctx.queries)))
     run = Run.from_dict({q: {c: float(len(cs) - i) for i, c in enumerate(cs)} for q, cs in pooled.items()},
                         name="pool")
     members = tuple(pooled_run(name, r, ctx.project.depth) for name, r in runs.items())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..report import make_report
@@ -10,19 +11,24 @@ from .files import checks_file, sidecar
 from .results import StepResult, not_selected
 
 
+def _reported_files(ctx: Context) -> list[Path]:
+    """The results the steps wrote that the report shows (those not empty): with two runs or more,
+    their comparison, else the one run's scores."""
+    p, out = ctx.project, ctx.out
+    evaluated = sorted((out / "evaluate").glob("*.json")) if len(ctx.runs) < 2 else []
+    agreed = [out / f"agree_{name}.json" for name in ("second", "pool")] if p.qrels is not None else []
+    return [f for f in (out / "compare.json", out / "check.json", checks_file(ctx), out / "judgments.jsonl",
+                        out / "coverage.jsonl", *agreed, out / "questions.jsonl", out / "rejects.jsonl", *evaluated)
+            if f.exists() and f.stat().st_size]
+
+
 def report_step(ctx: Context, selected: bool) -> StepResult:
     if not selected:
         return not_selected("report")
     if ctx.dry_run:
         return StepResult("report", "estimated", "offline")
     p, out = ctx.project, ctx.out
-    evaluated = sorted((out / "evaluate").glob("*.json")) if len(ctx.runs) < 2 else []
-    agreed = [out / f"agree_{name}.json" for name in ("second", "pool")] if p.qrels is not None else []
-    files = [f for f in (out / "compare.json", out / "check.json", checks_file(ctx), out / "judgments.jsonl",
-                         out / "coverage.jsonl", *agreed, out / "questions.jsonl", out / "rejects.jsonl", *evaluated)
-             if f.exists() and f.stat().st_size]
-    if len(ctx.runs) >= 2 and not (out / "compare.json").exists():
-        files = [f for f in files if f.name != "compare.json"]
+    files = _reported_files(ctx)
     qrels = ctx.metric_qrels()
     runs = dict(ctx.runs) if qrels is not None else {}  # named as the project names them, not by their TREC tags
     people = p.qrels if runs and p.qrels is not None and qrels != p.qrels else None  # beside the judge's pool

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 from ... import api
 from ...data import io as rio
@@ -27,44 +28,52 @@ def retrieve_step(ctx: Context, selected: bool) -> StepResult:
         return StepResult("retrieve", "skipped", "no queries yet (generate writes them)")
     if ctx.dry_run and ctx.generating:
         return StepResult("retrieve", "estimated", "after generate writes the questions (offline)")
-    said, ran, results = [], 0, {}
-    for name, spec in p.retrievers.items():
-        path = ctx.out / "runs" / f"{name}.txt"
-        file, _, function = spec.rpartition(":")
-        digest = ctx.digests.of(Path(file), ctx.queries, p.chunks, function=function, k=p.k)
-        kept = ctx.state.fresh(f"retrieve:{name}", digest, [path])
-        if kept or not selected:
-            if path.exists():
-                ctx.runs[name] = path
-            results[name] = kept.get("result") if kept else None
-            said.append(f"{name} up to date" if kept else f"{name} not selected")
-            continue
-        if not ctx.dry_run:  # a dry run writes nothing
-            path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
-                                output=None if ctx.dry_run else path)
-        except RagassayError as e:
-            missing = _missing_module(e)
-            if missing is None or name not in p.fallbacks:
-                outcomes.retriever_failed(ctx, name, e, said, results)
-                continue
-            said.append(_fell_back(ctx, name, path, missing))
-            results[name] = {"fallback": str(p.fallbacks[name]), "missing_package": missing}
-            ctx.warnings.append(f"{said[-1]} (the retriever {name} did not run)")
-            ran += 1
-            continue
-        ran += 1
-        results[name] = done.to_dict()
-        if ctx.dry_run:
-            ctx.memory_runs[name] = done.run
-            said.append(f"{name}: would write {len(done.run)} results (offline)")
-            continue
-        ctx.runs[name] = path
-        ctx.state.done(f"retrieve:{name}", digest, 0, "", results[name])
-        said.append(f"{name}: {len(done.run)} results for {len(done.run.queries)} queries")
+    said: list[str] = []
+    results: dict[str, Any] = {}
+    ran = sum(_retrieve_one(ctx, name, spec, selected, said, results) for name, spec in p.retrievers.items())
     status = ("estimated" if ctx.dry_run else "ran") if ran else "up to date" if selected else "not selected"
     return outcomes.retrieve_failed(ctx, StepResult("retrieve", status, "; ".join(said), result=results))
+
+
+def _retrieve_one(ctx: Context, name: str, spec: str, selected: bool, said: list[str],
+                  results: dict[str, Any]) -> bool:
+    """One retriever run (or kept, or its fallback run file read), said in ``said`` and its result
+    kept in ``results``; whether it ran (a fallback counts as a run, a failure does not)."""
+    p = ctx.project
+    assert ctx.queries is not None  # (said by retrieve_step otherwise)
+    path = ctx.out / "runs" / f"{name}.txt"
+    file, _, function = spec.rpartition(":")
+    digest = ctx.digests.of(Path(file), ctx.queries, p.chunks, function=function, k=p.k)
+    kept = ctx.state.fresh(f"retrieve:{name}", digest, [path])
+    if kept or not selected:
+        if path.exists():
+            ctx.runs[name] = path
+        results[name] = kept.get("result") if kept else None
+        said.append(f"{name} up to date" if kept else f"{name} not selected")
+        return False
+    if not ctx.dry_run:  # a dry run writes nothing
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
+                            output=None if ctx.dry_run else path)
+    except RagassayError as e:
+        missing = _missing_module(e)
+        if missing is None or name not in p.fallbacks:
+            outcomes.retriever_failed(ctx, name, e, said, results)
+            return False
+        said.append(_fell_back(ctx, name, path, missing))
+        results[name] = {"fallback": str(p.fallbacks[name]), "missing_package": missing}
+        ctx.warnings.append(f"{said[-1]} (the retriever {name} did not run)")
+        return True
+    results[name] = done.to_dict()
+    if ctx.dry_run:
+        ctx.memory_runs[name] = done.run
+        said.append(f"{name}: would write {len(done.run)} results (offline)")
+        return True
+    ctx.runs[name] = path
+    ctx.state.done(f"retrieve:{name}", digest, 0, "", results[name])
+    said.append(f"{name}: {len(done.run)} results for {len(done.run.queries)} queries")
+    return True
 
 
 def _missing_module(error: BaseException) -> str | None:

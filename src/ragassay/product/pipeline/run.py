@@ -59,12 +59,7 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
     only, start = one_step("--only", only), one_step("--from", start)
     if only and start:
         raise UsageError("--only and --from: give one of them")
-    project = read_project(path)
-    if out is not None:
-        project = project.moved(out)
-    elif not dry_run and is_bundled_example(project.root):
-        raise UsageError(f"{project.path} is the bundled example, inside the installed package: give --out DIR for "
-                         "its outputs (or run 'ragassay demo', which writes to ragassay-demo)")
+    project = _project(path, out, dry_run)
     if append and project.queries is not None:
         raise UsageError("--append grows the questions run generated; this project names its own queries "
                          "([data] queries)")
@@ -74,24 +69,12 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
     result = PipelineResult(str(project.path), dry_run)
     check_inputs(ctx, result)
     selected = [only] if only else list(STEPS[STEPS.index(start):]) if start else list(STEPS)
-    steps: dict[str, Callable[[Context, bool], StepResult]] = {
-        "generate": generate_step, "retrieve": retrieve_step, "judge": judge_step, "coverage": coverage_step,
-        "agree": agree_step, "check": check_step, "evaluate": evaluate_step, "compare": compare_step,
-        "report": report_step, "track": track_step, "gate": gate_step}
     lock = None if dry_run else project_lock(project)  # a dry run writes nothing, and reads without a lock
     try:
         if not dry_run:
             ctx.out.mkdir(parents=True, exist_ok=True)
         for name in STEPS:
-            try:
-                why_not = outcomes.instead(ctx, name, name in selected)
-                step = StepResult(name, "skipped", why_not) if why_not else steps[name](ctx, name in selected)
-            except (RagassayError, OSError) as e:  # said as the step's failure; after an LLM step's, the steps
-                went_on = name in LLM_STEPS and project.keep_going  # that need no model go on (keep_going:
-                step = StepResult(name, "failed", str(e), 3 if went_on else 1)  # every step tries it, exit 3)
-                if name in LLM_STEPS and not project.keep_going:
-                    step = outcomes.go_on_without_model(ctx, step, steps[name])
-            step = outcomes.said_after(ctx, step)
+            step = _step(ctx, name, name in selected)
             result.steps.append(step)
             log(step_line(step))
             if outcomes.stops_the_run(step, LLM_STEPS):
@@ -102,6 +85,39 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
     result.without_llm = ctx.without_llm
     result.warnings += ctx.warnings
     return result
+
+
+STEP_FUNCTIONS: dict[str, Callable[[Context, bool], StepResult]] = {
+    "generate": generate_step, "retrieve": retrieve_step, "judge": judge_step, "coverage": coverage_step,
+    "agree": agree_step, "check": check_step, "evaluate": evaluate_step, "compare": compare_step,
+    "report": report_step, "track": track_step, "gate": gate_step}
+
+
+def _project(path: str | Path | None, out: str | Path | None, dry_run: bool) -> Project:
+    """The project file read, its outputs moved to ``out`` when given (the bundled example is never
+    written into)."""
+    project = read_project(path)
+    if out is not None:
+        project = project.moved(out)
+    elif not dry_run and is_bundled_example(project.root):
+        raise UsageError(f"{project.path} is the bundled example, inside the installed package: give --out DIR for "
+                         "its outputs (or run 'ragassay demo', which writes to ragassay-demo)")
+    return project
+
+
+def _step(ctx: Context, name: str, selected: bool) -> StepResult:
+    """One step run (or skipped, with why), its failure said as its result: after an LLM step's
+    failure the steps that need no model go on (with ``keep_going`` every step tries, exit 3)."""
+    keep_going = ctx.project.keep_going
+    try:
+        why_not = outcomes.instead(ctx, name, selected)
+        step = StepResult(name, "skipped", why_not) if why_not else STEP_FUNCTIONS[name](ctx, selected)
+    except (RagassayError, OSError) as e:  # said as the step's failure; after an LLM step's, the steps
+        went_on = name in LLM_STEPS and keep_going  # that need no model go on (keep_going:
+        step = StepResult(name, "failed", str(e), 3 if went_on else 1)  # every step tries it, exit 3)
+        if name in LLM_STEPS and not keep_going:
+            step = outcomes.go_on_without_model(ctx, step, STEP_FUNCTIONS[name])
+    return outcomes.said_after(ctx, step)
 
 
 def is_bundled_example(folder: Path) -> bool:

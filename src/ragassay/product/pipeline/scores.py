@@ -67,8 +67,7 @@ def evaluate_step(ctx: Context, selected: bool) -> StepResult:
         ev = evaluate(qrels, run, ctx.project.metrics, missing="zero", relevance_level=ctx.project.relevance_level)
         ev.run_name = name  # the project's name for it, as compare, the report, track and history say it
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, ev.to_dict())
-        results[name] = read_json(path)
+        results[name] = write_json(path, ev.to_dict())
         ctx.state.done(f"evaluate:{name}", digest, 0, "")
         said.append(_said_scores(name, results[name]))
     partial = partial_pool(ctx, qrels)
@@ -104,13 +103,13 @@ def compare_step(ctx: Context, selected: bool) -> StepResult:
     if kept:
         return StepResult("compare", "up to date", kept["text"] + partial_pool(ctx, qrels), result=read_json(path))
     cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics, relevance_level=ctx.project.relevance_level)
-    write_json(path, cmp.to_dict())
+    written = write_json(path, cmp.to_dict())
     first = ctx.project.metrics[0]
     text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p {_p_said(t.p_randomization)}"
                      + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "") + ")"
                      for t in cmp.tests if t.metric == first) + f" (on {qrels.name}{_relevant_said(cmp, first)})"
     ctx.state.done("compare", digest, 0, text)
-    return StepResult("compare", "ran", text + partial_pool(ctx, qrels), result=read_json(path))
+    return StepResult("compare", "ran", text + partial_pool(ctx, qrels), result=written)
 
 
 def _p_said(p: float) -> str:

@@ -78,30 +78,41 @@ def _place_texts(root: Path, candidates: list[Found]) -> tuple[list[Found], list
     rest = [c for c in candidates if c not in texts]
     sources = [s for s in (placing.source_of(root / c.path, c.table, c.key) for c in rest
                            if c.table in ("data", "runs")) if s is not None]
-    choices: list[tuple[Found, str]] = []
+    undecided = _by_ids(root, texts, sources, rest)
+    chunk_files = [c for c in rest if c.table == "data" and c.key == "chunks"]
+    lone = _lone_texts(root, undecided[0][0], bool(sources), chunk_files) if len(undecided) == 1 else None
+    if lone is not None:
+        return rest + [lone], []
+    choices = [(Found(c.path, "data", role, c.value, ""), f"{why}; uncomment the role it plays")
+               for c, why in undecided for role in ("chunks", "queries")]
+    return rest, choices
+
+
+def _by_ids(root: Path, texts: list[Found], sources: list[placing.IdSource],
+            placed: list[Found]) -> list[tuple[Found, str]]:
+    """Each file of texts the ids the other files name place as chunks or queries, added to
+    ``placed``; those they do not tell are returned, each with why."""
     undecided: list[tuple[Found, str]] = []
     for c in texts:
         role, why = placing.decide(root / c.path, sources)
         if role is None:
             undecided.append((c, why))
         else:
-            rest.append(Found(c.path, "data", role, c.value, why))
-    chunk_files = [c for c in rest if c.table == "data" and c.key == "chunks"]
-    if len(undecided) == 1 and not sources and not chunk_files:
-        c, _ = undecided[0]
-        rest.append(Found(c.path, "data", "chunks", c.value, "chunk texts by id (the only file of texts here, and "
-                                                             "no run, qrels or answers to tell it from queries by id)"))
-        return rest, []
-    if len(undecided) == 1 and len(chunk_files) == 1:  # beside the chunks, a file of texts sharing none of their ids
-        c, _ = undecided[0]
-        if placing.shares_no_ids(root / c.path, root / chunk_files[0].path):
-            rest.append(Found(c.path, "data", "queries", c.value,
-                              f"texts by id beside the chunks ({chunk_files[0].path}), sharing none of their ids"))
-            return rest, []
-    for c, why in undecided:
-        for role in ("chunks", "queries"):
-            choices.append((Found(c.path, "data", role, c.value, ""), f"{why}; uncomment the role it plays"))
-    return rest, choices
+            placed.append(Found(c.path, "data", role, c.value, why))
+    return undecided
+
+
+def _lone_texts(root: Path, c: Found, ids_named: bool, chunk_files: list[Found]) -> Found | None:
+    """The one file of texts the ids do not place, placed by what is beside it: the chunks when no
+    file names ids and there are no other chunks, the queries when beside the chunks it shares none of
+    their ids; None when neither tells (it is then left as a choice)."""
+    if not ids_named and not chunk_files:
+        return Found(c.path, "data", "chunks", c.value, "chunk texts by id (the only file of texts here, and "
+                                                        "no run, qrels or answers to tell it from queries by id)")
+    if len(chunk_files) == 1 and placing.shares_no_ids(root / c.path, root / chunk_files[0].path):
+        return Found(c.path, "data", "queries", c.value,  # beside the chunks, sharing none of their ids
+                     f"texts by id beside the chunks ({chunk_files[0].path}), sharing none of their ids")
+    return None
 
 
 def _beir_folders(root: Path) -> set[Path]:
@@ -152,39 +163,58 @@ def _first_record(f: Path) -> dict | None:
 
 
 def _json_roles(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
+    """The role of a file of JSON Lines, by the fields of its first record (none: why)."""
     obj = _first_record(f)
     if obj is None:
         return [], "not JSON Lines of objects (or empty)"
     keys = set(obj)
     record = str(obj.get("record", ""))
-    in_beir = f.parent in beir
     if record and not record.startswith("question@"):
         return [], f"an output of ragassay ({record.split('@')[0]} records): run writes its own"
-    if in_beir and f.name == "corpus.jsonl":
-        return [Found(name, "data", "chunks", name, "BEIR corpus")], ""
-    if in_beir and f.name == "queries.jsonl":
-        return [Found(name, "data", "queries", name, "BEIR queries")], ""
-    texts = placing.texts_role(keys)  # by the fields the readers take; id and text alone: by the ids, in scan
+    found = _beir_role(f, name, beir) or _texts_role(f, name, keys) or _labelled_role(f, name, keys)
+    if found is not None:
+        return [found], ""
+    return [], f"JSON Lines whose fields ({', '.join(sorted(keys)[:6])}) fit no role"
+
+
+def _beir_role(f: Path, name: str, beir: set[Path]) -> Found | None:
+    """A BEIR folder's corpus or queries, by its name."""
+    if f.parent in beir and f.name == "corpus.jsonl":
+        return Found(name, "data", "chunks", name, "BEIR corpus")
+    if f.parent in beir and f.name == "queries.jsonl":
+        return Found(name, "data", "queries", name, "BEIR queries")
+    return None
+
+
+def _texts_role(f: Path, name: str, keys: set[str]) -> Found | None:
+    """Texts by id, by the fields the readers take: chunks, queries, or (id and text alone) left for
+    :func:`scan` to place by the ids the folder's other files use."""
+    texts = placing.texts_role(keys)
     if texts == "chunks":
-        return [Found(name, "data", "chunks", name, placing.chunks_note(f))], ""
+        return Found(name, "data", "chunks", name, placing.chunks_note(f))
     if texts == "queries":
         field = next(k for k in ("query", "query_id", "qid") if k in keys)
-        return [Found(name, "data", "queries", name, f"queries ({field})")], ""
+        return Found(name, "data", "queries", name, f"queries ({field})")
     if texts == placing.UNDECIDED:
-        return [Found(name, "data", placing.UNDECIDED, name, "texts by id")], ""
+        return Found(name, "data", placing.UNDECIDED, name, "texts by id")
+    return None
+
+
+def _labelled_role(f: Path, name: str, keys: set[str]) -> Found | None:
+    """Answers, labels of answers, a run, qrels or questions, by their fields."""
     if "response" in keys or ("answer" in keys and ({"contexts", "ground_truth", "reference"} & keys)
                               and "chunk_ids" not in keys):
-        return [Found(name, "data", "answers", name, "answers to check: question, reference, response")], ""
+        return Found(name, "data", "answers", name, "answers to check: question, reference, response")
     if "label" in keys and "id" in keys and len(keys) <= 4:
-        return [Found(name, "data", "human", name, "labels of the answers" + _labels_who(f))], ""
+        return Found(name, "data", "human", name, "labels of the answers" + _labels_who(f))
     if {"query_id", "chunk_id", "score"} <= keys:
-        return [Found(name, "runs", _run_name(f), name, "a run (JSON Lines)")], ""
+        return Found(name, "runs", _run_name(f), name, "a run (JSON Lines)")
     if {"query_id", "chunk_id", "grade"} <= keys:
-        return [Found(name, "data", "qrels", name, "qrels (JSON Lines)" + _who(f))], ""
+        return Found(name, "data", "qrels", name, "qrels (JSON Lines)" + _who(f))
     if ("question" in keys or "query" in keys) and ({"id", "_id"} & keys):
-        return [Found(name, "data", "queries", name, "questions" + (" with reference answers"
-                                                                     if "answer" in keys else ""))], ""
-    return [], f"JSON Lines whose fields ({', '.join(sorted(keys)[:6])}) fit no role"
+        return Found(name, "data", "queries", name, "questions" + (" with reference answers"
+                                                                    if "answer" in keys else ""))
+    return None
 
 
 def _column_roles(f: Path, name: str, beir: set[Path]) -> tuple[list[Found], str]:
