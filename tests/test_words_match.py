@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from ragassay.cli import build_parser, main
 from ragassay.llm import LLMError
-from ragassay.llm.client import v1_base_url
+from ragassay.llm.failures import v1_base_url
 
 from fake_llm import FakeLLM, dead_url, make_llm
 from helpers import EXAMPLE, ROOT, nonempty

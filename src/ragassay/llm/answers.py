@@ -100,8 +100,8 @@ class AnswerReading(LLMState):
         if answer is None:  # no re-ask in a batch: the record says why, a live rerun can ask again
             su.failed += 1
             raise LLMError(kind, f"the batch answer is unusable: {problem}")
-        self._keep(key, answer, text_of(getattr(completion.choices[0].message, "content", None)) or "", tokens_in, tokens_out,
-                   None, response_model)
+        raw = text_of(getattr(completion.choices[0].message, "content", None)) or ""
+        self._keep(key, answer, raw, tokens_in, tokens_out, None, response_model)
         su.ok += 1
         return answer
 

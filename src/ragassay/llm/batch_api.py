@@ -22,9 +22,9 @@ from typing import Any
 import openai
 
 from .batch import CHAT_URL, LIMITS, MAX_BYTES, MAX_LINES, BatchBox
-from .client import v1_base_url
 from .config import make_client, redact
 from .errors import LLMError
+from .failures import v1_base_url
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 
@@ -172,7 +172,8 @@ def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], 
                     better = v1_base_url(config.base_url)
                     hint = (f": OpenAI-compatible servers usually serve under /v1; try --base-url "
                             f"{redact(better, config.secrets())}" if better else "; this endpoint has no "
-                            "Files/Batches API (a vLLM server has none): use --export-requests and `vllm run-batch` instead")
+                            "Files/Batches API (a vLLM server has none): use --export-requests and "
+                            "`vllm run-batch` instead")
                 raise LLMError("auth" if e.status_code in (401, 403) else "request",
                                f"the Batch API at {config.public_base_url()} answered {e.status_code}{hint}") from None
             except openai.APIConnectionError as e:

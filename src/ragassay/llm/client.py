@@ -149,10 +149,13 @@ class LLM(AnswerReading, ModeProbe, Transport, SendLimits):
             self._cache_failed(e)
 
     def _cache_failed(self, e: Exception) -> None:
-        print(f"warning: the answer cache {self.cache.path} cannot be used any more ({e}); this run goes on without "
+        cache = self.cache
+        if cache is None:
+            return
+        print(f"warning: the answer cache {cache.path} cannot be used any more ({e}); this run goes on without "
               "it (every answer is still kept in the output's journal)", file=sys.stderr)
         try:
-            self.cache.close()
+            cache.close()
         except sqlite3.Error:
             pass
         self.cache = None

@@ -23,7 +23,8 @@ _FORMAT_WORDS = re.compile(r"response_format|response format|json_schema|json_ob
 # alone is about the answer's budget, not the context, and is not one)
 _CONTEXT_WORDS = re.compile(r"context length|context window|maximum context|too many tokens|prompt is too long"
                             r"|exceeds the (?:model's )?(?:maximum|context|available context)|context size"
-                            r"|inputs`? tokens \+ `?max_new_tokens`? must be <=|inputs`? must have less than \d+ tokens",
+                            r"|inputs`? tokens \+ `?max_new_tokens`? must be <="
+                            r"|inputs`? must have less than \d+ tokens",
                             re.I)
 FORMAT_REFUSAL_STATUSES = (400, 422, 500, 501)
 

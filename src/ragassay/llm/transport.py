@@ -96,11 +96,13 @@ class Transport(LLMState):
             if self.server is not None:
                 return
             info = ServerInfo()
-            if self._given_client is None and server_info.asks(self.config.base_url):
+            base_url = self.config.base_url
+            if self._given_client is None and base_url and server_info.asks(base_url):
                 headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else None
-                info = await server_info.discover(self.config.base_url, self.config.model, headers)
+                info = await server_info.discover(base_url, self.config.model, headers)
             if info.context is not None:
-                self.context_limit = info.context if self.context_limit is None else min(self.context_limit, info.context)
+                known = self.context_limit
+                self.context_limit = info.context if known is None else min(known, info.context)
             if info.slots is not None and "concurrency" not in self.config.given and not self._sems.get(loop):
                 self.slots = info.slots
             self.server = info
@@ -236,12 +238,14 @@ class Transport(LLMState):
             return LLMError("transport", f"HTTP {e.status_code} after {attempts} attempt(s): {detail}", attempts)
         better = v1_base_url(self.config.base_url) if e.status_code in (404, 405) else None
         if better:  # no such path: most often a base URL without the API's /v1
-            return LLMError("request", f"{self.config.public_base_url()} answered {e.status_code} for /chat/completions: "
+            return LLMError("request", f"{self.config.public_base_url()} answered {e.status_code} for "
+                            "/chat/completions: "
                             f"OpenAI-compatible servers usually serve under /v1; try --base-url {self._redact(better)} "
                             f"(the server said: {detail})", attempts)
         limit = named_context(f"{e} {detail}") if e.status_code in (400, 413, 422) else None
         if limit is not None:  # vLLM's and llama-server's "maximum context length is N tokens"
             self.context_limit = limit
             return LLMError("context", f"the prompt does not fit the server's context of {limit} tokens (HTTP "
-                            f"{e.status_code}: {detail}); give the server a longer context or send shorter prompts", attempts)
+                            f"{e.status_code}: {detail}); give the server a longer context or send shorter prompts",
+                            attempts)
         return LLMError("request", f"the endpoint rejected the request (HTTP {e.status_code}): {detail}", attempts)
