@@ -407,7 +407,7 @@ def test_the_cache_key_written_part_by_part_is_the_canonical_json_of_the_whole()
     hashing the whole request object as canonical JSON, with text that needs escaping."""
     import hashlib
     from ragassay.llm.cache import cache_key
-    from ragassay.llm.client import request_key, schema_of
+    from ragassay.llm.schemas import request_key, schema_of
     messages = [{"role": "system", "content": 'Grade "this" — ünïcode\n\t<<<PASSAGE>>> \\ {"a": 1}'},
                 {"role": "user", "content": "x" * 5000}]
     params = {"temperature": 0.7, "max_tokens": None, "seed": 3, "sample": 2}

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from ragassay.cli import build_parser, main
 from ragassay.llm import LLMError
-from ragassay.llm.client import v1_base_url
+from ragassay.llm.failures import v1_base_url
 
 from fake_llm import FakeLLM, dead_url, make_llm
 from helpers import EXAMPLE, ROOT, nonempty
@@ -269,7 +269,7 @@ def flag_sites() -> list[tuple[str, str, int, str, str, int]]:
 # commands, why). An entry that is no longer needed fails (test_every_not_printed_entry_is_needed).
 NOT_PRINTED = [
     ("llm.usage:Usage", ("--price-in", "--price-out"), ("ping",), "ping prints no usage line"),
-    ("llm.client:LLM", ("--max-calls", "--max-cost"), ("ping",),
+    ("llm.send_limits:SendLimits", ("--max-calls", "--max-cost"), ("ping",),
      "a spending ceiling: set only by the flags it names"),
     ("llm.config:LLMConfig", ("--max-cost", "--price-in", "--price-out"), ("ping",),
      "a price needed by a cost ceiling: set only by --max-cost"),

@@ -80,7 +80,8 @@ def failure_of(line: dict) -> str | None:
         return str(err)
     resp = line.get("response") or {}
     body = resp.get("body")
-    detail = body.get("error", {}).get("message") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
+    error = body.get("error") if isinstance(body, dict) else None
+    detail = error.get("message") if isinstance(error, dict) else None
     return f"status {resp.get('status_code')}" + (f": {detail}" if detail else "")
 
 

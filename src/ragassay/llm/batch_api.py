@@ -22,9 +22,9 @@ from typing import Any
 import openai
 
 from .batch import CHAT_URL, LIMITS, MAX_BYTES, MAX_LINES, BatchBox
-from .client import v1_base_url
 from .config import make_client, redact
 from .errors import LLMError
+from .failures import v1_base_url
 
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 
@@ -97,6 +97,25 @@ async def send_round(client: Any, lines: list[dict], state: BatchState, *, poll_
 async def _finish(client: Any, b: dict, state: BatchState, poll_seconds: float, sleep, log) -> list[Path]:
     if b.get("files"):
         return [Path(f) for f in b["files"]]
+    batch = await _wait_for(client, b, poll_seconds, sleep, log)
+    state.save()
+    if batch.status == "failed" and not batch.output_file_id:
+        errors = _batch_errors(batch)
+        state.rounds = [r for r in state.rounds if b not in r["batches"]]  # a rerun makes a new batch
+        state.save()
+        raise LLMError("batch", f"batch {batch.id} failed: {errors or 'no reason given'}; nothing was answered. "
+                                "Fix this and rerun (a new batch is made)")
+    files = await _download(client, batch, state)
+    if batch.status in ("expired", "cancelled"):
+        log(f"batch {batch.id} {batch.status}: its answered requests are kept; the rest become error records "
+            "(rerun to send them again)")
+    b["files"] = [str(f) for f in files]
+    state.save()
+    return files
+
+
+async def _wait_for(client: Any, b: dict, poll_seconds: float, sleep, log) -> Any:
+    """Poll a batch until it ends (see ``TERMINAL``), saying its progress whenever it changes."""
     last = None
     while True:
         batch = await client.batches.retrieve(b["id"])
@@ -107,16 +126,18 @@ async def _finish(client: Any, b: dict, state: BatchState, poll_seconds: float, 
             last = (batch.status, progress)
         b["status"] = batch.status
         if batch.status in TERMINAL:
-            break
+            return batch
         await sleep(poll_seconds)
-    state.save()
-    if batch.status == "failed" and not batch.output_file_id:
-        errors = "; ".join(f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
-                           for e in (batch.errors.data if batch.errors and batch.errors.data else []))[:600]
-        state.rounds = [r for r in state.rounds if b not in r["batches"]]  # a rerun makes a new batch
-        state.save()
-        raise LLMError("batch", f"batch {batch.id} failed: {errors or 'no reason given'}; nothing was answered. "
-                                "Fix this and rerun (a new batch is made)")
+
+
+def _batch_errors(batch: Any) -> str:
+    """The reasons a failed batch gives, on one line (at most 600 characters)."""
+    return "; ".join(f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
+                     for e in (batch.errors.data if batch.errors and batch.errors.data else []))[:600]
+
+
+async def _download(client: Any, batch: Any, state: BatchState) -> list[Path]:
+    """Save a finished batch's output and error files beside the state, and return their paths."""
     state.dir.mkdir(parents=True, exist_ok=True)
     files = []
     for kind, file_id in (("output", batch.output_file_id), ("errors", batch.error_file_id)):
@@ -125,11 +146,6 @@ async def _finish(client: Any, b: dict, state: BatchState, poll_seconds: float, 
             path = state.dir / f"{batch.id}.{kind}.jsonl"
             path.write_bytes(content.content)
             files.append(path)
-    if batch.status in ("expired", "cancelled"):
-        log(f"batch {batch.id} {batch.status}: its answered requests are kept; the rest become error records "
-            "(rerun to send them again)")
-    b["files"] = [str(f) for f in files]
-    state.save()
     return files
 
 
@@ -172,7 +188,8 @@ def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], 
                     better = v1_base_url(config.base_url)
                     hint = (f": OpenAI-compatible servers usually serve under /v1; try --base-url "
                             f"{redact(better, config.secrets())}" if better else "; this endpoint has no "
-                            "Files/Batches API (a vLLM server has none): use --export-requests and `vllm run-batch` instead")
+                            "Files/Batches API (a vLLM server has none): use --export-requests and "
+                            "`vllm run-batch` instead")
                 raise LLMError("auth" if e.status_code in (401, 403) else "request",
                                f"the Batch API at {config.public_base_url()} answered {e.status_code}{hint}") from None
             except openai.APIConnectionError as e:

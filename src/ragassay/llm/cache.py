@@ -84,8 +84,9 @@ def cache_key(model: str, messages: list[dict], schema: dict | None, params: dic
     sorted, no spaces). Written out part by part in that order, which is what serialising the whole
     object gives, so that the schema (the same for every call of a stage) can come pre-serialised as
     ``schema_json``; tests hold the two spellings equal."""
+    schema_text = schema_json if schema_json is not None else _canonical(schema)
     payload = (f'{{"endpoint":{_canonical(endpoint)},"messages":{_canonical(messages)},"model":{_canonical(model)},'
-               f'"params":{_canonical(params)},"schema":{schema_json if schema_json is not None else _canonical(schema)}}}')
+               f'"params":{_canonical(params)},"schema":{schema_text}}}')
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -171,7 +172,7 @@ class Cache:
         from here, and a dry run need not compute its requests' keys to know it."""
         return self.db.execute("SELECT 1 FROM answers WHERE model = ? LIMIT 1", (model,)).fetchone() is not None
 
-    def put(self, key: str, model: str, answer: dict, raw: str | None, prompt_tokens: int,
+    def put(self, key: str, model: str | None, answer: dict, raw: str | None, prompt_tokens: int,
             completion_tokens: int, *, endpoint: str | None = None, schema: str | None = None,
             prompt_chars: int | None = None) -> None:
         self.db.execute(

@@ -100,7 +100,8 @@ class LLMConfig:
             if m:
                 out.append(m.group(1))
                 out.extend(p for p in m.group(1).split(":") if len(p) >= 4)
-        return [s for s in out if s and len(s) >= 4]  # a shorter "key" (a local server's "x") would blank out every digit
+        # a shorter "key" (a local server's "x") would blank out every digit
+        return [s for s in out if s and len(s) >= 4]
 
     def public_base_url(self) -> str:
         return redact(self.base_url or "https://api.openai.com/v1", self.secrets())
@@ -124,7 +125,8 @@ def transport_for(config: LLMConfig) -> str:
     does not. httpx stays for respx (which intercepts httpx only) and where aiohttp is missing."""
     choice = (config.transport or os.environ.get("RAGASSAY_HTTP") or "").strip().lower()
     if choice and choice not in TRANSPORTS:
-        raise LLMError("config", f"unknown HTTP transport {choice!r} (RAGASSAY_HTTP): use one of {', '.join(TRANSPORTS)}")
+        raise LLMError("config", f"unknown HTTP transport {choice!r} (RAGASSAY_HTTP): "
+                       f"use one of {', '.join(TRANSPORTS)}")
     if choice == "httpx":
         return "httpx"
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
 
 from pydantic import BaseModel
@@ -14,7 +15,7 @@ from .client import LLM
 from .config import LLMConfig
 from .errors import LLMError
 from .prompts import load_prompt
-from .server_info import asks
+from .server_info import ServerInfo, asks
 from .speed import ANSWER_REPEATS, Speed, Timed, passage, solve
 from .usage import estimate_tokens
 
@@ -45,29 +46,48 @@ async def ping(config: LLMConfig, client=None) -> dict:
     stage = llm.usage.stage("ping")
     calls, completion_tokens = stage.calls, stage.completion_tokens
     speed = await measure_speed(llm, prompt.render(word=word), word) if _measures(config) else None
-    if given.use_cache and given.cache_path and config.model:  # later runs start with the mode found here
-        try:
-            cache = Cache(given.cache_path)
-            try:
-                cache.put_mode(endpoint_id(config.base_url), config.model, llm.mode, llm.mode_reason)
-                if speed is not None:  # and their dry runs say how long they take
-                    cache.put_speed(endpoint_id(config.base_url), config.model, speed)
-            finally:
-                cache.close()
-        except Exception:  # a cache that cannot be written: ping says what it found all the same
-            pass
+    _remember(given, config, llm, speed)
     server = llm.server
     return {"endpoint": config.public_base_url(), "model": config.model, "latency_ms": round(latency, 1),
             "structured_outputs": llm.mode, "structured_outputs_reason": llm.mode_reason,
             "calls": llm.usage.stage("ping").calls,
-            "prompt": prompt.id, "context_tokens": server.context if server else None,
-            "slots": server.slots if server else None, "server_said_by": (server.said_by or None) if server else None,
+            "prompt": prompt.id, **_server_said(server),
             "tokens_per_second": round(completion_tokens / (latency / 1000), 1)
             if completion_tokens and latency > 0 and calls else None,
-            "prompt_tokens_per_second": speed.prompt_per_second if speed else None,
+            **_speeds(speed, _measures(config))}
+
+
+def _remember(given: LLMConfig, config: LLMConfig, llm: LLM, speed: Speed | None) -> None:
+    """Keep the mode found (and the speeds measured) in the cache the user's config names, so that
+    later runs start with that mode and their dry runs say how long they take. A cache that cannot
+    be written changes nothing: ping says what it found all the same."""
+    if not (given.use_cache and given.cache_path and config.model):
+        return
+    try:
+        cache = Cache(given.cache_path)
+        try:
+            cache.put_mode(endpoint_id(config.base_url), config.model, llm.mode, llm.mode_reason)
+            if speed is not None:
+                cache.put_speed(endpoint_id(config.base_url), config.model, speed)
+        finally:
+            cache.close()
+    except Exception:  # a cache that cannot be written: ping says what it found all the same
+        pass
+
+
+def _server_said(server: ServerInfo | None) -> dict:
+    """What a server on this machine said of itself, as ping's result fields (None when it said nothing)."""
+    return {"context_tokens": server.context if server else None,
+            "slots": server.slots if server else None,
+            "server_said_by": (server.said_by or None) if server else None}
+
+
+def _speeds(speed: Speed | None, measures: bool) -> dict:
+    """The measured speeds as ping's result fields, with a note when they were to be measured and could not be."""
+    return {"prompt_tokens_per_second": speed.prompt_per_second if speed else None,
             "answer_tokens_per_second": speed.answer_per_second if speed else None,
             "seconds_per_call": speed.seconds_per_call if speed else None,
-            "speed_note": None if speed is not None or not _measures(config) else
+            "speed_note": None if speed is not None or not measures else
             "not measured: the three timing calls could not tell reading from writing apart (a server that "
             "answers at once, or one whose times vary more than its work): dry runs give no time"}
 
@@ -82,7 +102,6 @@ async def measure_speed(llm: LLM, check: str, word: str) -> Speed | None:
     """Three calls, one at a time, once the mode is settled: the check again, the check after a
     passage to read, the check with a longer word to write back (llm/speed.py solves for the
     speeds). A call that fails leaves the speed unmeasured; ping's answer stands."""
-    import random
     seed = random.randrange(10 ** 6)
     longer = " ".join([word] * ANSWER_REPEATS)
     calls = [([{"role": "user", "content": check}], 50),

@@ -136,6 +136,26 @@ def read_prompt_file(path: str | Path, stage: str) -> Prompt:
     p = Path(path)
     required, optional = PLACEHOLDERS[stage]
     allowed = ", ".join("{{" + n + "}}" for n in (*required, *optional))
+    text = _prompt_text(p)
+    if not text.strip():
+        raise InputError(f"the prompt file is empty: write the {stage} prompt with its placeholders ({allowed})", p)
+    names = set(required) | set(optional)
+    for no, line in enumerate(text.split("\n"), start=1):
+        _check_section_line(line, p, no)
+        _check_placeholders(line, p, no, stage, names, allowed)
+    _check_text_before_sections(text, p)
+    prompt = Prompt(p.stem or p.name, text)
+    missing = [n for n in required if n not in prompt.placeholders]
+    if missing:
+        raise InputError(f"the prompt file lacks {', '.join('{{' + n + '}}' for n in missing)}, which the {stage} "
+                         f"stage needs (required: {', '.join(required)}; allowed: {allowed})", p)
+    return prompt
+
+
+def _prompt_text(p: Path) -> str:
+    """The prompt file's text, decoded as UTF-8 with a byte-order mark dropped and every line end
+    made ``\\n``; a folder, a missing or unreadable file, or bytes that are not UTF-8 are an error
+    naming the file (and, for bad bytes, their line)."""
     if p.is_dir():
         raise InputError(f"a folder, not a prompt file: give a prompt file's path, or one of {', '.join(CHOICES)}", p)
     try:
@@ -150,34 +170,40 @@ def read_prompt_file(path: str | Path, stage: str) -> Prompt:
     except UnicodeDecodeError as e:
         bad_line = data[:e.start].count(b"\n") + 1
         raise InputError(f"the prompt file is not UTF-8 text (byte {e.start}); save it as UTF-8", p, bad_line) from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if not text.strip():
-        raise InputError(f"the prompt file is empty: write the {stage} prompt with its placeholders ({allowed})", p)
-    names = set(required) | set(optional)
-    for no, line in enumerate(text.split("\n"), start=1):
-        role = _ROLE_LIKE.match(line)
-        word = role.group(1).lower() if role else ""
-        if role and (line != f"[{word}]" or word not in ("system", "user")):
-            fix = f"write it as [{word}] alone on its line" if word in ("system", "user") else \
-                "the sections a prompt file has are [system] and [user]"
-            raise InputError(f"{line.strip()!r} is not a section this prompt file can have: {fix}", p, no)
-        for m in _LOOSE.finditer(line):
-            inner = m.group()[2:-2]
-            if not re.fullmatch(r"\w+", inner):
-                raise InputError(f"{m.group()} is not a placeholder as written: write {{{{name}}}} with no spaces, "
-                                 f"one of {allowed}", p, no)
-            if inner not in names:
-                raise InputError(f"{{{{{inner}}}}} is not a placeholder the {stage} stage fills: the allowed ones are "
-                                 f"{allowed} (required: {', '.join(required)})", p, no)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _check_section_line(line: str, p: Path, no: int) -> None:
+    """A line that looks like a section header must be ``[system]`` or ``[user]`` exactly, alone on
+    its line: any other spelling would be sent to the model as text of the section before it."""
+    role = _ROLE_LIKE.match(line)
+    word = role.group(1).lower() if role else ""
+    if role and (line != f"[{word}]" or word not in ("system", "user")):
+        fix = f"write it as [{word}] alone on its line" if word in ("system", "user") else \
+            "the sections a prompt file has are [system] and [user]"
+        raise InputError(f"{line.strip()!r} is not a section this prompt file can have: {fix}", p, no)
+
+
+def _check_placeholders(line: str, p: Path, no: int, stage: str, names: set[str], allowed: str) -> None:
+    """Every ``{{...}}`` on a line must be a placeholder the stage fills, written with no spaces:
+    anything else would reach the model as written, unfilled."""
+    required = PLACEHOLDERS[stage][0]
+    for m in _LOOSE.finditer(line):
+        inner = m.group()[2:-2]
+        if not re.fullmatch(r"\w+", inner):
+            raise InputError(f"{m.group()} is not a placeholder as written: write {{{{name}}}} with no spaces, "
+                             f"one of {allowed}", p, no)
+        if inner not in names:
+            raise InputError(f"{{{{{inner}}}}} is not a placeholder the {stage} stage fills: the allowed ones are "
+                             f"{allowed} (required: {', '.join(required)})", p, no)
+
+
+def _check_text_before_sections(text: str, p: Path) -> None:
+    """Text before the first section line would be left out of every message: an error naming the
+    first line written."""
     first = re.search(r"^\[(system|user)\]\n", text, re.M)
-    if first is not None and text[:first.start()].strip():  # the sections would leave it out of every message
+    if first is not None and text[:first.start()].strip():
         before = text[:first.start()]
         first_line = before[:len(before) - len(before.lstrip())].count("\n") + 1  # the first line written
         raise InputError(f"text before the first [{first.group(1)}] line belongs to no message: move it into a "
                          "section (or start the file with [system] or [user])", p, first_line)
-    prompt = Prompt(p.stem or p.name, text)
-    missing = [n for n in required if n not in prompt.placeholders]
-    if missing:
-        raise InputError(f"the prompt file lacks {', '.join('{{' + n + '}}' for n in missing)}, which the {stage} "
-                         f"stage needs (required: {', '.join(required)}; allowed: {allowed})", p)
-    return prompt

@@ -139,7 +139,7 @@ def clip(text: str, budget: int) -> tuple[str, int]:
 @cache
 def load_prompt(name: str) -> Prompt:
     try:
-        text = resources.files("ragassay").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
+        text = resources.files("ragassay").joinpath("prompts").joinpath(f"{name}.txt").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ValueError(f"no prompt named {name!r} in ragassay/prompts") from None
     return Prompt(name, text)

@@ -53,8 +53,12 @@ def price_for(model: str | None, price_in: float | None = None,
 def cached_price_for(model: str | None, price_in: float | None = None, price_out: float | None = None) -> float | None:
     """The price of a cached input token: the table's for a listed model, else the input price."""
     price = price_for(model, price_in, price_out)
-    if price is None:
-        return None
+    return None if price is None else cached_price(model, price, price_in, price_out)
+
+
+def cached_price(model: str | None, price: tuple[float, float], price_in: float | None = None,
+                 price_out: float | None = None) -> float:
+    """The price of a cached input token for a model whose ``price`` (input, output) is known."""
     if price_in is None and price_out is None:
         name = _known(model, CACHED_PRICES)
         if name:
@@ -98,7 +102,7 @@ class Usage:
         items = [self.stages[stage]] if stage else list(self.stages.values())
         if any(s.unmetered for s in items):
             return None  # a reply without usage has tokens no one counted: not free, unknown
-        cached = cached_price_for(self.model, self.price_in, self.price_out)
+        cached = cached_price(self.model, price, self.price_in, self.price_out)
         total = 0.0
         for s in items:
             full = (s.prompt_tokens - s.cached_tokens) * price[0] + s.cached_tokens * cached + \
@@ -128,7 +132,8 @@ class Usage:
         cost = self.cost()
         money = f"${cost:.4f}" if cost is not None else \
             f"cost unknown (the endpoint reported no token usage for {t.unmetered} calls)" if t.unmetered else \
-            "cost unknown (pass --price-in/--price-out)" if price_flags else f"cost unknown (no price is known for {self.model})"
+            "cost unknown (pass --price-in/--price-out)" if price_flags else \
+            f"cost unknown (no price is known for {self.model})"
         cached = f" ({t.cached_tokens} from the provider's prompt cache)" if t.cached_tokens else ""
         batch = " (Batch API answers at half price)" if t.batch_prompt_tokens and cost is not None else ""
         extracted = f" ({t.extracted} read from JSON inside prose or a fence)" if t.extracted else ""
@@ -140,6 +145,13 @@ class Usage:
 def estimate_tokens(text: str) -> int:
     """Rough token count (4 characters a token): used to pace rate limits, never to bill."""
     return max(1, (len(text) + 3) // 4)
+
+
+def prompt_estimate(body: dict[str, Any]) -> int:
+    """Tokens of a request's messages at 4 characters a token (English text runs 3.5 to 4.5; text
+    in scripts with more tokens a character only raises the server's count above it)."""
+    return sum(estimate_tokens(m.get("content") or "") for m in body.get("messages", ()))
+
 
 
 APPROXIMATE = "approximate: 4 characters a token"

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from ...data.result_models import EstimateResult
 from ...llm.batch import LIMITS
 from ...llm.cache import Cache, endpoint_id
-from ...llm.client import request_key, schema_of
 from ...llm.config import LLMConfig, default_cache_path
+from ...llm.schemas import request_key, schema_of
 from ...llm.server_info import asks
 from ...llm.speed import duration
 from ...llm.usage import BATCH_DISCOUNT, price_for, token_model

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from ...data.records import CandidateRecord, Question
 from ...llm.cache import Cache
-from ...llm.client import request_key
+from ...llm.schemas import request_key
 from ...runtime.engine import Call, OutputStore, Stage, WorkItem
 from .journal import AnswerJournal
 from .stage import GenerateStage
