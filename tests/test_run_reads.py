@@ -23,7 +23,7 @@ MOST = {"chunks.jsonl": 13, "queries.jsonl": 9, "qrels.txt": 7, "answers.jsonl":
 
 def test_a_run_of_the_example_reads_each_input_a_bounded_number_of_times(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    counts, code = run_reads(tmp_path / "example")
+    counts, code = run_reads(tmp_path / "project")
     assert code == 0
     over = {name: counts[name] for name, most in MOST.items() if counts[name] > most}
     assert not over, f"read more often than before: {over}"
