@@ -208,11 +208,13 @@ class QuestionWriter:
     def no_answer_search(self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None,
                          seed: str) -> list[str]:
         """The chunks a candidate with no answer is verified against: its seed, then what BM25 finds for
-        the question (unanswerable) or the premise (false premise); the seed alone while the question is
-        not known (a dry run)."""
+        the question (unanswerable) or the premise (false premise). While the question is not known (a
+        dry run) the seed's own text is the query: as many chunks, of the corpus's lengths, as the run
+        will read, so that the estimate counts the tokens of a verification, not of one chunk."""
         if written is None:
-            return [seed]
-        query = written.question if isinstance(written, UnanswerableQuestion) else written.premise
+            query = self.chunks[seed].text
+        else:
+            query = written.question if isinstance(written, UnanswerableQuestion) else written.premise
         return searched(self.index, query, SEARCH_DEPTH, first=seed)
 
     def verify_no_answer_call(self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None,
