@@ -208,3 +208,16 @@ def test_the_test_set_gives_each_answer_what_it_expects_by_id_counted(tmp_path, 
                                    "answerable": True}) + "\n")
     assert main(["check", str(answers), "--test-set", str(test_set), "-o", str(tmp_path / "e.jsonl"), "--quiet"]) == 1
     assert "says answerable True, its question in" in capsys.readouterr().err
+
+
+@respx.mock
+async def test_an_error_on_an_unanswerable_question_is_counted_with_its_kind(tmp_path):
+    respx.post(URL).mock(return_value=httpx.Response(400, json={"error": {"message": "bad request"}}))
+    items = [item("u1", NOT_SAID, "It costs 90 euros.", answerable=False), item("a1", "30 days", "Thirty days.")]
+    run = await check_answers(items, make_llm(tmp_path, BASE, "grader", use_cache=False), tmp_path / "c.jsonl",
+                              options=CheckOptions(quiet=True))
+    recs = {r["id"]: r for r in run.records}
+    assert recs["u1"]["status"] == "error" and recs["u1"]["expected"] == "abstain" and "expected" not in recs["a1"]
+    b = summarise_checks(run.records)["behaviour"]
+    assert b["questions"] == {"unanswerable": 1, "false_premise": 0, "answerable": 1}
+    assert b["answered_when_unanswerable"]["n"] == 0 and b["answerable"]["errors"] == 1
