@@ -349,11 +349,13 @@ class Checker(Stage):
 
     def error_records(self, work: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         item, _, cuts, _ = work.payload
-        expected = expected_of(item)  # an unanswerable question's error is counted with its kind, not as answerable
-        return [Check(id=item.id, truncated=cuts, label=None, grounded=None, unsupported_claims=[], rationale=None,
-                      decided_by=None, status="error", error=error.reason, model=self.model, prompt=None, samples=[],
-                      fault=None, response_words=len(item.response.split()), key=work.key,
-                      **({} if expected == "answer" else {"expected": expected}))]
+        record = Check(id=item.id, truncated=cuts, label=None, grounded=None, unsupported_claims=[], rationale=None,
+                       decided_by=None, status="error", error=error.reason, model=self.model, prompt=None, samples=[],
+                       fault=None, response_words=len(item.response.split()), key=work.key)
+        expected = expected_of(item)
+        if expected != "answer":  # an unanswerable question's error is counted with its kind, not as answerable
+            record.expected = expected
+        return [record]
 
 
 async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: str | Path, *,
