@@ -20,7 +20,7 @@ _EXPORTS = {
     "agree": "metrics.agreement", "Agreement": "metrics.agreement",
     "run_retriever": "stages.retrieve",
     "check_answers": "stages.check", "read_answers": "stages.check", "label_summary": "metrics.labels",
-    "CheckOptions": "stages.check", "CheckResult": "stages.check",
+    "CheckOptions": "stages.check", "CheckResult": "stages.check_result",
     "judge_run": "stages.judge", "JudgeOptions": "stages.judge", "JudgeResult": "stages.judge",
     "read_query_items": "stages.queries", "Estimate": "runtime.engine", "Backend": "runtime.scaffold",
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
@@ -76,7 +76,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .product.qualify_inputs import qualify
     from .runtime.engine import Estimate
     from .runtime.scaffold import Backend
-    from .stages.check import CheckOptions, CheckResult, check_answers, read_answers
+    from .stages.check import CheckOptions, check_answers, read_answers
+    from .stages.check_result import CheckResult
     from .stages.generate import GenerateResult
     from .stages.judge import JudgeOptions, JudgeResult, judge_run
     from .stages.queries import read_query_items

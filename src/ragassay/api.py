@@ -57,7 +57,6 @@ from .stages.check import (
     Checker,
     CheckJob,
     CheckOptions,
-    CheckResult,
     answer_fields,
     check_result,
     read_answers,
@@ -66,6 +65,7 @@ from .stages.check import (
     retrieval_recall,
 )
 from .stages.check_behaviour import with_test_set
+from .stages.check_result import CheckResult
 from .stages.generate import MIX_NAMES, STYLES, GenerateOptions, GenerateResult
 from .stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
 from .stages.judge import Judge, JudgeJob, JudgeOptions, JudgeResult, model_configs
@@ -213,7 +213,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     unsaid how the answers met the run, qrels and labels (``run`` says it once, before any step).
     ``query_ids`` maps an answer's id to the query id it answers, where the two differ (``run`` matched
     them by question text): the diagnosis then meets the run and qrels by those. Returns a
-    :class:`~ragassay.stages.check.CheckResult` (``.summary`` holds the rates), or the
+    :class:`~ragassay.stages.check_result.CheckResult` (``.summary`` holds the rates), or the
     :class:`~ragassay.runtime.engine.Estimate` of a ``dry_run``.
 
     >>> from ragassay.product.demo import example_dir
