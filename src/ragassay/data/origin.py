@@ -379,10 +379,3 @@ def label_origin(path: str | Path | None, records: Iterable[Mapping] | None = No
     # a sidecar that says only what the labels rest on (a scale, a pool): the lines say who made them
     return lines.replace(scale=side.scale or lines.scale, relevant_from=side.relevant_from or lines.relevant_from,
                          pool=side.pool)
-
-
-def versus(a: Origin, b: Origin, a_count: int | None = None, b_count: int | None = None) -> str:
-    """ "alice, 38 labels vs gpt-4o-mini, judge_relevance@3f2a, 66 labels" """
-    def side(o: Origin, n: int | None) -> str:
-        return o.describe() + (f", {n} labels" if n is not None else "")
-    return f"{side(a, a_count)} vs {side(b, b_count)}"

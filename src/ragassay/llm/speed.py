@@ -81,12 +81,6 @@ def solve(calls: list[Timed]) -> Speed | None:
                  seconds_per_call=round(max(0.0, float(per_call)), 2))
 
 
-def time_range(speed: Speed, calls: int, prompt_tokens: int, answer_low: int, answer_high: int) -> tuple[float, float]:
-    """Seconds for a run, one call at a time: at least with the answers' expected tokens (or none,
-    where unknown), at most with every answer at its ceiling."""
-    return speed.seconds(calls, prompt_tokens, answer_low), speed.seconds(calls, prompt_tokens, answer_high)
-
-
 def duration(seconds: float) -> str:
     """``42 s``, ``12 min``, ``3.4 h``: as precise as an estimate deserves."""
     if seconds < 90:

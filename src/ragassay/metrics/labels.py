@@ -7,7 +7,6 @@ is never a label.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -166,7 +165,3 @@ def human_calibration(records: Sequence[Mapping], human: Mapping[str, str], n_re
         out["rates"][lab] = {"prediction_powered": ppi_mean(llm_all, llm_lab, hum_lab),
                              "llm_only": naive_llm, "human_only": naive_human}
     return out
-
-
-def label_counts(records: Sequence[Mapping]) -> Counter:
-    return Counter(r.get("label") if r.get("status", "ok") == "ok" else "error" for r in records)

@@ -282,15 +282,6 @@ def _progress(total: int, show: bool) -> Callable[[int], None]:
     return update
 
 
-def load_callable(spec: str) -> Retriever:
-    """Load ``package.module:function`` or ``path/to/file.py:function``."""
-    fn = load_retriever(spec)
-    if not callable(fn):
-        module_part, _, attr = spec.rpartition(":")
-        raise InputError(f"{module_part!r} has no callable named {attr!r}")
-    return fn
-
-
 def load_retriever(spec: str) -> Any:
     """Load ``package.module:NAME`` or ``path/to/file.py:NAME``: a function of the query text, a
     LlamaIndex or LangChain retriever object, or a factory making one (:func:`retriever_objects.adapt`
