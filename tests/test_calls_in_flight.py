@@ -31,7 +31,10 @@ def _ask_all(url: str, calls: int, concurrency: int) -> LLM:
 
 @pytest.mark.parametrize("concurrency", [4, 12])
 def test_calls_queued_behind_the_first_answer_go_out_together(concurrency):
-    with FakeLLM(delay=0.15) as server:  # an endpoint on 127.0.0.1 that says nothing of its slots
+    # an endpoint on 127.0.0.1 that says nothing of its slots; each answer takes long enough (0.6 s) that
+    # every call sent together is seen together even on a machine busy with other work (at 0.15 s, a
+    # loaded 2-core machine saw 10 of 12 arrive before the first finished)
+    with FakeLLM(delay=0.6) as server:
         llm = _ask_all(server.url, 3 * concurrency + 1, concurrency)
         peak, calls = server.peak, server.calls
     assert calls == 3 * concurrency + 1 and llm.usage.stage("default").ok == calls
@@ -41,7 +44,7 @@ def test_calls_queued_behind_the_first_answer_go_out_together(concurrency):
 
 
 def test_the_first_call_still_goes_alone():
-    with FakeLLM(delay=0.1, habit="vllm_400") as server:  # the first call finds the mode the server takes
+    with FakeLLM(delay=0.6, habit="vllm_400") as server:  # the first call finds the mode the server takes
         llm = _ask_all(server.url, 9, 8)
         refused = server.statuses.count(400)
     # 9 calls at 8 in flight: the first goes alone and is refused json_schema once, not once per call in flight;
