@@ -56,7 +56,7 @@ def same_answers(a: OutputStore, b: OutputStore) -> None:
 def test_a_rerun_builds_its_store_from_the_index_without_reading_a_line(tmp_path, monkeypatch):
     out = finished(tmp_path)
     reference = scanned(out)
-    monkeypatch.setattr(store_module, "_block_fields", lambda block: pytest.fail("the output was read"))
+    monkeypatch.setattr(store_module, "block_fields", lambda block: pytest.fail("the output was read"))
     monkeypatch.setattr(OutputStore, "_index_lines", lambda *a: pytest.fail("the output was read"))
     store = OutputStore(out, ident)
     assert store._indexed is not None
