@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ...llm.errors import EARLY_FAILURES  # the failures the abort rule counts, said with it
 from ..store import OutputStore  # where outputs live; stages import it with the engine's names
-from .estimates import Estimate, estimate
+from .estimate_report import Estimate
+from .estimates import estimate
 from .lock import OutputLock, lock_folder, run_locked
 from .result import FIXED_REASONS, StageAborted, StageRun, reason_of
 from .run import ABORT_AFTER, contract, failing_alike, flow_note, progress_bar, run_stage
