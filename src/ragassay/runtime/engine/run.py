@@ -234,8 +234,10 @@ def flow_note(llms: Sequence[LLM], started: float) -> str:
     return f"{flying} in flight, {tokens / seconds:.1f} tok/s"
 
 
-def progress_bar(total: int, initial: int, stage: str, quiet: bool):
+def progress_bar(total: int, initial: int, stage: str, quiet: bool) -> Any:
+    """A tqdm bar on stderr counting a stage's items, or None when ``quiet`` or stderr is not a
+    terminal (a log or a pipe would fill with redrawn lines)."""
     if quiet or not sys.stderr.isatty():
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # loaded only when a bar is shown (a terminal): most runs never draw one
     return tqdm(total=total, initial=initial, desc=stage, unit="item", file=sys.stderr, dynamic_ncols=True)
