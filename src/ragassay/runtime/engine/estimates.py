@@ -19,25 +19,25 @@ from .estimate_report import Estimate
 from .work import Call, CallText, Stage, WorkItem, bulk, parsed_answer
 
 
-def estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
+def estimate(items: Sequence[WorkItem], item_done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
              stage: Stage | None = None, share: bool = True) -> Estimate:
-    """Calls, tokens and cost of running ``items`` (those not ``done``) with one config per model.
+    """Calls, tokens and cost of running ``items`` (those not ``item_done``) with one config per model.
 
     Calls whose exact request is in the answer cache cost nothing and are counted apart; for a
     multi-step ``stage``, a cached answer shapes the next step's calls exactly. With ``share``
     (the engine's runs: see :class:`SharedCalls`), a first-step call identical to another item's is
     counted once; later steps are sized from placeholders and always counted."""
     with bulk():
-        return _estimate(items, done, configs, stage, share)
+        return _estimate(items, item_done, configs, stage, share)
 
 
-def _estimate(items: Sequence[WorkItem], done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
+def _estimate(items: Sequence[WorkItem], item_done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
               stage: Stage | None, share: bool) -> Estimate:
     caches = [Cache.read_only(c.cache_path) if c.use_cache else None for c in configs]
     try:
         counting = _Counting(configs, caches, stage, share)
         for it in items:
-            counting.item(it, done)
+            counting.item(it, item_done)
         speeds = [_speed(cfg, m) for cfg, m in zip(configs, counting.models)]
     finally:
         for c in caches:
@@ -66,12 +66,12 @@ class _Counting:
         # without a cache to look calls up in, a stage that can say its calls as texts is not built at all
         self.texts = _TextCounter(self.counters) if stage is not None and not any(self.lookups) else None
 
-    def item(self, it: WorkItem, done: Callable[[WorkItem], bool]) -> None:
+    def item(self, it: WorkItem, item_done: Callable[[WorkItem], bool]) -> None:
         """One item of the plan into the estimate: as the texts of its calls when the stage can say
         them, or from its calls, built for the while they are counted."""
         est = self.est
         est.items += 1
-        if done(it):
+        if item_done(it):
             est.done += 1
             return
         if self.texts is not None and self.stage is not None:

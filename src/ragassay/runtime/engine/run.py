@@ -112,19 +112,20 @@ class StageRunner:
         # abort leaves nothing half-asked
         n_workers = max(1, min(len(self.todo), concurrency))
         workers = [asyncio.create_task(self.worker()) for _ in range(n_workers)]
-        all_done = asyncio.gather(*workers)
-        all_done.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no stray log
+        workers_finished = asyncio.gather(*workers)
+        workers_finished.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no stray log
         stop = asyncio.create_task(state.abort.wait())
         try:
-            await asyncio.wait([cast("asyncio.Future[Any]", all_done), stop], return_when=asyncio.FIRST_COMPLETED)
+            waited: list[asyncio.Future[Any]] = [cast("asyncio.Future[Any]", workers_finished), stop]
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
             if not state.abort.is_set():
-                await all_done  # re-raise a worker's error (a full disk)
+                await workers_finished  # re-raise a worker's error (a full disk)
         finally:
             stop.cancel()
             for w in workers:  # after an abort: calls not yet sent are never sent
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
-            all_done.cancel()
+            workers_finished.cancel()
             if self.bar is not None:
                 self.bar.close()
             store.close_journal()
