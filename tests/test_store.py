@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from helpers import nonempty
 from ragassay.errors import InputError
-from ragassay.runtime import store as store_module
-from ragassay.runtime.store import OutputStore, journal_path
+from ragassay.runtime import store_files
+from ragassay.runtime.store import OutputStore
+from ragassay.runtime.store_lines import journal_path
 
 
 def ident(r: dict) -> str:
@@ -108,7 +109,7 @@ def write_lines(path: Path, records: list[dict], *, ascii_only: bool, blank: boo
        st.booleans(), st.sampled_from([8, 64, 1 << 22]), st.sampled_from(["", '{"key": "k1", "sta']))
 def test_the_store_reads_what_a_parser_reads(tmp_path, monkeypatch, final, journal, ascii_only, blank, crlf, block,
                                              partial):
-    monkeypatch.setattr(store_module, "BLOCK", block)  # lines cross read blocks, and are longer than one
+    monkeypatch.setattr(store_files, "BLOCK", block)  # lines cross read blocks, and are longer than one
     out = tmp_path / "o.jsonl"
     for p in (out, journal_path(out)):
         p.unlink(missing_ok=True)
@@ -217,9 +218,9 @@ def test_the_store_reads_the_same_with_or_without_orjson(tmp_path, monkeypatch, 
     """orjson is optional (the ``fast`` extra): without it every answer is the same."""
     import ragassay.data.lines as io_module
     if not fast:
-        monkeypatch.setattr(store_module, "_orjson", None)
+        monkeypatch.setattr(store_files, "_orjson", None)
         monkeypatch.setattr(io_module, "_orjson", None)
-    elif store_module._orjson is None:
+    elif store_files._orjson is None:
         pytest.skip("orjson is not installed")
     out = tmp_path / "o.jsonl"
     rows = [{"id": i, "key": f"k{i}", "status": "ok" if i % 3 else "error", "n": 18446744073709551616 + i,

@@ -28,8 +28,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from ragassay.errors import InputError
-from ragassay.runtime import store as store_module
-from ragassay.runtime.store import OutputStore, Records, journal_path
+from ragassay.runtime import store_files
+from ragassay.runtime.store import OutputStore
+from ragassay.runtime.store_lines import journal_path
+from ragassay.runtime.store_records import Records
 from ragassay.runtime.store_index import index_path, read_index
 from helpers import nonempty, store_contents
 
@@ -725,9 +727,9 @@ def test_every_position_of_a_read_block_boundary_inside_a_line(tmp_path, monkeyp
     characters and a line end placed so that the block boundary falls on each of their bytes (on
     every third byte with the real 1 MiB block; on all of them with a 4 KiB one)."""
     if block:
-        monkeypatch.setattr(store_module, "BLOCK", block)
+        monkeypatch.setattr(store_files, "BLOCK", block)
     step = 1 if block else 3
-    block = getattr(store_module, "BLOCK", 1 << 20)
+    block = getattr(store_files, "BLOCK", 1 << 20)
     probe = [rag({"id": "p", "key": "k\u00e9\U0001F600", "status": "error", "t": "\u4e2d"}),
              rag({"id": "q", "key": "k2", "status": "ok"}), b"",
              b'{"id":"r","key":"k3","n":{"key":"fake","status":"ok"},"status":"error"}']
@@ -1187,7 +1189,7 @@ SLOW = settings(deadline=None, derandomize=True, database=None,  # the same exam
 @given(files(), st.lists(records(keyed=True), max_size=3))
 def test_every_answer_matches_json_loads_on_generated_files(tmp_path, monkeypatch, capsys, spec, appended):
     """Anything goes: other tools' spacing per level, escaped letters, nested look-alikes."""
-    monkeypatch.setattr(store_module, "BLOCK", spec["block"], raising=False)
+    monkeypatch.setattr(store_files, "BLOCK", spec["block"], raising=False)
     out = Path(tempfile.mkdtemp(dir=tmp_path)) / "o.jsonl"
     write_spec(out, spec)
     read_check_append(out, spec, appended, capsys)
@@ -1201,7 +1203,7 @@ def test_every_answer_and_finalize_on_files_without_the_reported_shapes(tmp_path
     """The same, and finalize with a random plan, on lines without the shapes the sections above
     show the store misreads (look-alike fields, mixed spacing, escaped letters, identities that move):
     what else breaks."""
-    monkeypatch.setattr(store_module, "BLOCK", spec["block"], raising=False)
+    monkeypatch.setattr(store_files, "BLOCK", spec["block"], raising=False)
     out = Path(tempfile.mkdtemp(dir=tmp_path)) / "o.jsonl"
     write_spec(out, spec)
     store = read_check_append(out, spec, appended, capsys)
@@ -1232,7 +1234,7 @@ def test_a_plan_said_first_changes_no_answer(tmp_path, monkeypatch, capsys, spec
     """``expect(plan)`` then appends by plan position: every question, finalize, the index, a
     second round of appends and finalize, and a store read afresh answer as the reference does.
     The plan may hold keys not held, keys of the files and keys the appends add, in any order."""
-    monkeypatch.setattr(store_module, "BLOCK", spec["block"], raising=False)
+    monkeypatch.setattr(store_files, "BLOCK", spec["block"], raising=False)
     out = Path(tempfile.mkdtemp(dir=tmp_path)) / "o.jsonl"
     write_spec(out, spec)
     capsys.readouterr()

@@ -12,10 +12,8 @@ import pytest
 
 from fake_llm import FakeLLM
 from helpers import EXAMPLE, store_contents
-
 from ragassay.cli import main
-from ragassay.runtime import store as store_module
-from ragassay.runtime import store_index
+from ragassay.runtime import store_index, store_keys
 from ragassay.runtime.store import OutputStore
 from ragassay.runtime.store_index import index_path, read_index
 
@@ -56,7 +54,7 @@ def same_answers(a: OutputStore, b: OutputStore) -> None:
 def test_a_rerun_builds_its_store_from_the_index_without_reading_a_line(tmp_path, monkeypatch):
     out = finished(tmp_path)
     reference = scanned(out)
-    monkeypatch.setattr(store_module, "_block_fields", lambda block: pytest.fail("the output was read"))
+    monkeypatch.setattr(store_keys, "block_fields", lambda block: pytest.fail("the output was read"))
     monkeypatch.setattr(OutputStore, "_index_lines", lambda *a: pytest.fail("the output was read"))
     store = OutputStore(out, ident)
     assert store._indexed is not None

@@ -11,60 +11,33 @@ A line plainly in the shape ragassay writes (``json.dumps``'s separators, no nes
 when the store is built. So a line in that shape but edited by hand into invalid JSON is refused
 (one error naming file and line) when its record is read or the output is rewritten, not when the
 store is built: a rerun pays no parse per record.
+
+The store's parts: the line format and a line's packed location (``store_lines.py``), reading the
+two files by location (``store_files.py``), indexing them by key and answering what is held and
+done (``store_keys.py``, the base of :class:`OutputStore`), the lazy list of records a run returns
+(``store_records.py``) and the index file beside a finalized output (``store_index.py``). This
+module loads the store (from the index file when it still describes the output), appends to the
+journal and writes the output at the end.
 """
 
 from __future__ import annotations
 
 import copy
-import gzip
-import json
 import os
-import re
-import sys
-import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import accumulate, repeat
-from operator import lshift, or_
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from ..data.lines import lines_with_long_digit_runs, load_json_line, write_lines_atomic
+from ..data.lines import write_lines_atomic
 from ..data.record_files import check_output_kind
-from ..errors import InputError, OutputError
+from ..errors import OutputError
 from .key_locations import KeyLocations
 from .store_index import digest_of, output_stamp, read_index, remember, remove_index, write_index
-
-_orjson: Any
-try:
-    import orjson as _orjson
-except ImportError:  # optional (the ``fast`` extra)
-    _orjson = None
-
-BLOCK = 1 << 20  # bytes read at a time while scanning a file
-_LENGTH_BITS = 24  # a location packs offset, line length (up to 16 MB; longer lines are read to their end) and file
-_LENGTH_MAX = (1 << _LENGTH_BITS) - 1
-_KEY = re.compile(rb'"key": "([^"\\]*)"')
-_STATUS = re.compile(rb'"status": "([^"\\]*)"')
-_BOM = b"\xef\xbb\xbf"
-
-
-def journal_path(output: str | Path) -> Path:
-    return Path(f"{output}.journal")
-
-
-def record_line(record: dict) -> str:
-    """A record as one JSON line of valid UTF-8: as written, or ASCII-escaped when a string in it
-    holds a lone surrogate (which UTF-8 cannot carry; the escape reads back as the same text)."""
-    line = json.dumps(record, ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(record)
-    return line
-
-
-load_line = load_json_line  # one JSON line, read exactly as ``json.dumps`` wrote it (orjson when installed)
+from .store_keys import KeyedFiles
+from .store_lines import journal_path, pack, record_line
+from .store_records import Records
 
 
 def _kind_of(identity: Callable[[dict], str]) -> str | None:
@@ -73,20 +46,7 @@ def _kind_of(identity: Callable[[dict], str]) -> str | None:
     return getattr(model, "KIND", None) or None
 
 
-def _key_status(line: bytes) -> tuple[str | None, bool]:
-    """The record's key (None when it has none) and whether its status is ok (a record without a
-    status is ok): read off the line when :func:`_block_fields` can, parsed whole otherwise."""
-    fields = _block_fields(line)
-    if fields is not None:
-        return fields[0][0], fields[1][0] == b"ok"
-    r = load_line(line)
-    if not isinstance(r, dict):
-        raise ValueError("not an object")
-    key = r.get("key")
-    return (key if isinstance(key, str) else None), r.get("status", "ok") == "ok"
-
-
-class OutputStore:
+class OutputStore(KeyedFiles):
     """The records of an output: the final file plus the journal of an unfinished run.
 
     Later records supersede earlier ones for the same key. A partial last journal line (a kill
@@ -99,16 +59,13 @@ class OutputStore:
     before a plan is made or a call is sent."""
 
     def __init__(self, output: str | Path, identity: Callable[[dict], str], kind: str | None = None):
-        self.output = Path(output)
-        self.journal = journal_path(output)
+        super().__init__(output, journal_path(output))
         self.identity = identity
         self.kind = kind or _kind_of(identity)
         if self.kind:
             check_output_kind(self.output, self.kind)
             check_output_kind(self.journal, self.kind, journal=True)
-        self._paths = [self.output, self.journal]
-        self._fds: list[int | None] = [None, None]
-        self._f: Any = None
+        self._f: Any = None  # the journal, open for appending while a run writes
         self.appended = False  # records were added by this run
         self._loc = KeyLocations()
         self._load()
@@ -116,11 +73,11 @@ class OutputStore:
     def _load(self) -> None:
         self.close_files()
         plan = self._loc.plan  # (a plan said before the files are read again still holds)
-        self._loc = KeyLocations()  # key -> its newest record's location (see _pack), and the failed keys
+        self._loc = KeyLocations()  # key -> its newest record's location (see pack), and the failed keys
         if plan is not None:
             self._loc.bind(plan)
         self._keyless = 0  # record lines without a key
-        self._memory: list[bytes | None] = [None, None]  # a gzipped output, read whole
+        self._memory = [None, None]  # a gzipped output, read whole
         self._indexed: dict[str, Any] | None = None  # the output's stamp, when its index file was read or written
         self._memos: dict[str, Any] = {}
         self.final_lines = (self._from_index() or self._scan(0)) if self.output.exists() else 0
@@ -141,7 +98,8 @@ class OutputStore:
             keys = index.keys
             self._loc.where.update(zip(keys, index.locations))
             self._loc.failed.update(k for k, ok in zip(keys, index.ok) if not ok)
-        self._keyless = index.lines - len(index.locations)  # (an index is written only when every key's newest line is in the output)
+        # (an index is written only when every key's newest line is in the output)
+        self._keyless = index.lines - len(index.locations)
         self._indexed, self._memos = index.stamp, index.memos
         return index.lines
 
@@ -202,284 +160,6 @@ class OutputStore:
         if self._f is None and self._stamp() != self._stamps:
             self._load()
 
-    # -- scanning
-    def _scan(self, which: int, cut_partial: bool = False) -> int:
-        """Index every record line of one file; returns how many there are. A block of lines all in
-        ragassay's own shape is indexed in C-speed passes (no line parsed, no Python call per line);
-        any other block line by line."""
-        lines = 0
-        for start, block in self._blocks(which, cut_partial, warn=True):
-            n = self._index_block(start, block, which)
-            if n is None:
-                n = self._index_lines(start, block, which)
-            lines += n
-        return lines
-
-    def _index_block(self, start: int, block: bytes, which: int) -> int | None:
-        """Index a block by :func:`_block_fields`; None when it cannot be read so."""
-        fields = _block_fields(block)
-        if fields is None:
-            return None
-        keys, statuses, lengths = fields
-        rows = len(keys)
-        starts = accumulate(map((1).__add__, lengths), initial=start)
-        where = map(or_, map(lshift, starts, repeat(_LENGTH_BITS + 1)), map(lshift, lengths, repeat(1)))
-        loc = self._loc
-        loc.load(zip(keys, map(or_, where, repeat(which)) if which else where))
-        if statuses.count(b"ok") == rows:
-            if loc.failed:
-                loc.failed.difference_update(keys)
-        else:
-            for key, status in zip(keys, statuses):
-                loc.put(key, loc.where[key], status == b"ok")
-        return rows
-
-    def _index_lines(self, start: int, block: bytes, which: int) -> int:
-        lines = 0
-        for offset, line in _split(start, block):
-            try:
-                key, ok = _key_status(line.strip())
-            except (ValueError, UnicodeDecodeError):
-                raise InputError("not valid JSON: this output was not written by ragassay or was edited; "
-                                 "move it away or fix the line", self._paths[which],
-                                 self._line_number(which, offset)) from None
-            lines += 1
-            if key is not None:
-                self._loc.put(key, _pack(offset, len(line), which), ok)
-            else:
-                self._keyless += 1
-        return lines
-
-    def _lines(self, which: int, cut_partial: bool) -> Iterator[tuple[int, bytes]]:
-        """(offset, line) of each non-blank line."""
-        for start, block in self._blocks(which, cut_partial):
-            yield from _split(start, block)
-
-    def _blocks(self, which: int, cut_partial: bool, warn: bool = False) -> Iterator[tuple[int, bytes]]:
-        """(offset, bytes) of runs of whole lines, read a block at a time; a journal's partial last
-        line is left out (``cut_partial``)."""
-        path = self._paths[which]
-        try:
-            f = open(path, "rb")
-        except OSError as e:
-            raise InputError(f"cannot read: {e.strerror or e}", path) from None
-        with f:
-            head = f.read(BLOCK)
-            if head[:2] == b"\x1f\x8b":  # gzipped by hand: read whole, served from memory
-                try:
-                    self._memory[which] = head = gzip.decompress(head + f.read())
-                except (OSError, EOFError, zlib.error) as e:
-                    raise InputError(f"looks gzipped but cannot be decompressed ({e})", path) from None
-            if b"\x00" in head[:8192]:
-                raise InputError("a binary file, expected the JSON Lines ragassay writes", path)
-            start = 3 if head.startswith(_BOM) else 0
-            buf = head[start:]
-            while True:
-                more = b"" if self._memory[which] is not None else f.read(BLOCK)
-                end = len(buf) if not more and not cut_partial else buf.rfind(b"\n") + 1
-                if end:
-                    yield start, buf[:end] if end < len(buf) else buf
-                if not more:
-                    rest = len(buf) - end
-                    if warn and rest and buf[end:].strip():
-                        print(f"{path}: dropped an incomplete last line ({rest} bytes) left by an interrupted "
-                              "run; that item will be redone", file=sys.stderr)
-                    if which == 1:
-                        self._journal_end, self._journal_size = start + end, start + len(buf)
-                    return
-                buf, start = buf[end:] + more, start + end
-
-    # -- the plan
-    def expect(self, plan_keys: Sequence[str]) -> None:
-        """Say this run's plan (its keys all distinct, in order): a record appended with its plan
-        position (``append(records, at_positions)``) is then held as 8 bytes in an array aligned with
-        the plan, not as a dict entry (see :mod:`.key_locations`); every question is answered as
-        before."""
-        self._loc.bind(plan_keys)
-
-    # -- reading
-    def done(self, key: str) -> bool:
-        return key in self._loc and key not in self._loc.failed
-
-    def done_flags(self, keys: Sequence[str]) -> list[bool]:
-        """:meth:`done` of each key, in one pass (for the plan said by :meth:`expect`, by position)."""
-        loc = self._loc
-        flags = list(map(bool, loc.locations_of(keys))) if keys is loc.plan else loc.contains_each(keys)
-        failed = loc.failed
-        return [f and k not in failed for f, k in zip(flags, keys)] if failed else flags
-
-    def has(self, key: str) -> bool:
-        """A record of ``key`` is held, ok or not."""
-        return key in self._loc
-
-    def failed(self, key: str) -> bool:
-        return key in self._loc.failed
-
-    def held_locations(self, keys: Sequence[str]) -> array:
-        """Where the newest record of each of ``keys`` that is held lies, in their order."""
-        return self._planned(keys)[0]
-
-    def failed_records(self, keys: Sequence[str]) -> list[dict]:
-        """The newest records of those of ``keys`` that are not ok, in their order (for the plan
-        said by :meth:`expect`, found by position)."""
-        loc = self._loc
-        failed = loc.failed
-        if not failed:
-            return []
-        if keys is loc.plan:
-            return [self.record_at(loc.at(p, k)) for p, k in enumerate(keys) if k in failed]
-        return [self.record(k) for k in keys if k in failed]
-
-    def __len__(self) -> int:
-        return len(self._loc)
-
-    def keys(self) -> list[str]:
-        """Every key held."""
-        return self._loc.keys()
-
-    def location(self, key: str) -> int:
-        w = self._loc.get(key)
-        if w is None:
-            raise KeyError(key)
-        return w
-
-    def line(self, where: int) -> bytes:
-        """The line at a location, as written."""
-        offset, length, which = _unpack(where)
-        memory = self._memory[which]
-        if memory is not None:
-            end = memory.find(b"\n", offset) if length == _LENGTH_MAX else offset + length
-            return memory[offset:end if end >= 0 else len(memory)]
-        fd = self._fd(which)
-        if length < _LENGTH_MAX:
-            return _pread(fd, length, offset)
-        parts, at = [], offset  # a line longer than a location can say: read to its newline
-        while True:
-            block = _pread(fd, BLOCK, at)
-            nl = block.find(b"\n")
-            if nl >= 0 or not block:
-                parts.append(block[:nl] if nl >= 0 else block)
-                return b"".join(parts)
-            parts.append(block)
-            at += len(block)
-
-    def record_at(self, where: int) -> dict:
-        """The record at a location, parsed: a line that is not a JSON object is one error naming
-        its file and line (an output edited since it was scanned)."""
-        try:
-            r = load_line(self.line(where))
-        except (ValueError, UnicodeDecodeError):
-            r = None
-        if not isinstance(r, dict):
-            offset, _, which = _unpack(where)
-            raise InputError("not a JSON object: this output was not written by ragassay or was edited; "
-                             "move it away or fix the line", self._paths[which], self._line_number(which, offset))
-        return r
-
-    def _runs(self, locations: Sequence[int]) -> Iterator[tuple[int, int, bytes | None, bool]]:
-        """``locations`` cut into runs read at once: (first, past the last, the bytes from the first
-        line's start to the last line's end, whether the lines follow one another with nothing
-        between), or (i, i + 1, None, False) for a line read alone."""
-        i, n = 0, len(locations)
-        shift, mask = _LENGTH_BITS + 1, _LENGTH_MAX
-        while i < n:
-            first = locations[i]
-            start, which = first >> shift, first & 1
-            if self._memory[which] is not None or ((first >> 1) & mask) == mask:
-                yield i, i + 1, None, False
-                i += 1
-                continue
-            j, end, adjacent = i, start, True  # the run of ascending lines of this file within one block
-            while j < n:
-                w = locations[j]
-                off, length = w >> shift, (w >> 1) & mask
-                if w & 1 != which or off < end or off + length - start > BLOCK or length == mask:
-                    break
-                adjacent = adjacent and (j == i or off == end + 1)
-                end = off + length
-                j += 1
-            if j == i:  # one line alone
-                yield i, i + 1, None, False
-                i += 1
-                continue
-            yield i, j, _pread(self._fd(which), end - start, start), adjacent
-            i = j
-
-    def records_at(self, locations: Sequence[int]) -> Iterator[dict]:
-        """The records at ``locations``, in their order. Lines that lie near each other in one file
-        (a finalized output read in plan order) are read a block at a time, not one call each."""
-        shift, mask = _LENGTH_BITS + 1, _LENGTH_MAX
-        for i, j, data, adjacent in self._runs(locations):
-            if data is None:
-                yield self.record_at(locations[i])
-                continue
-            if adjacent and _orjson is not None:  # line after line: split once, each parsed as it is read
-                lines = data.split(b"\n")
-                if len(lines) == j - i:
-                    loads, careful = _orjson.loads, lines_with_long_digit_runs(data)
-                    for row, (w, line) in enumerate(zip(locations[i:j], lines)):
-                        if careful and row in careful:  # (read by the standard library: see load_line)
-                            yield self.record_at(w)
-                            continue
-                        try:
-                            r = loads(line)
-                        except _orjson.JSONDecodeError:
-                            r = None
-                        yield r if type(r) is dict else self.record_at(w)
-                    continue
-            start = locations[i] >> shift
-            for w in locations[i:j]:
-                off = (w >> shift) - start
-                try:
-                    r = load_line(data[off:off + ((w >> 1) & mask)])
-                except (ValueError, UnicodeDecodeError):
-                    r = None
-                yield r if isinstance(r, dict) else self.record_at(w)  # (which raises, naming the line)
-
-    def record(self, key: str) -> dict:
-        return self.record_at(self.location(key))
-
-    def records(self) -> Iterator[dict]:
-        """The newest record of every key, parsed (nothing is looked up until the first is asked)."""
-        for w in self._loc.values():
-            yield self.record_at(w)
-
-    def file_records(self) -> Iterator[dict]:
-        """Every record of the output, then of the journal, parsed, in file order."""
-        for which, present in ((0, self.final_lines), (1, self.journal_lines)):
-            if present:
-                for offset, line in self._lines(which, cut_partial=which == 1):
-                    yield self.record_at(_pack(offset, len(line), which))
-
-    def output_records(self) -> Iterator[dict]:
-        """Every record the output file holds (after :meth:`finalize`: what it wrote)."""
-        if self.final_lines:
-            for offset, line in self._lines(0, cut_partial=False):
-                yield self.record_at(_pack(offset, len(line), 0))
-
-    def _fd(self, which: int) -> int:
-        fd = self._fds[which]
-        if fd is None:
-            try:
-                fd = self._fds[which] = os.open(self._paths[which], os.O_RDONLY | getattr(os, "O_BINARY", 0))
-            except OSError as e:
-                raise InputError(f"cannot read: {e.strerror or e}", self._paths[which]) from None
-        return fd
-
-    def _line_number(self, which: int, offset: int) -> int:
-        memory = self._memory[which]
-        if memory is not None:
-            return memory.count(b"\n", 0, offset) + 1
-        n, at = 1, 0
-        with open(self._paths[which], "rb") as f:
-            while at < offset:
-                block = f.read(min(BLOCK, offset - at))
-                if not block:
-                    break
-                n += block.count(b"\n")
-                at += len(block)
-        return n
-
     def pinned(self, locations: Sequence[int]) -> Records:
         """Records at ``locations``, with the files they are in held open: they stay readable after
         the files are replaced by a later run or removed with a temporary folder."""
@@ -490,12 +170,6 @@ class OutputStore:
         for which in {w & 1 for w in locations}:  # (a location's lowest bit names its file)
             view._fds[which] = os.dup(self._fd(which)) if self._memory[which] is None else None
         return Records(locations, view)
-
-    def close_files(self) -> None:
-        for which, fd in enumerate(self._fds):
-            if fd is not None:
-                os.close(fd)
-                self._fds[which] = None
 
     # -- writing
     def append(self, records: Sequence[dict], at_positions: Iterable[int] | None = None) -> None:
@@ -514,7 +188,7 @@ class OutputStore:
             raise OutputError(self.journal, e) from None
         put = self._loc.put
         for r, line, p in zip(records, lines, repeat(None) if at_positions is None else at_positions):
-            put(r["key"], _pack(at, len(line), 1), r.get("status", "ok") == "ok", p)
+            put(r["key"], pack(at, len(line), 1), r.get("status", "ok") == "ok", p)
             at += len(line) + 1
         self._journal_end = self._journal_size = at
         self.journal_lines += len(lines)
@@ -555,69 +229,61 @@ class OutputStore:
             return self.pinned(self._planned(plan_keys)[0])
         sources, positions = self._planned(plan_keys)
         planned = plan_keys if positions is None else [plan_keys[p] for p in positions]
-        kept = self._kept_elsewhere(planned, sources, distinct=plan_keys is self._loc.plan)
-        kept_at: dict[str, int] = {}  # where the kept records' keys are in the new file
+        untouched = self._untouched_records(planned, sources, distinct=plan_keys is self._loc.plan)
+        untouched_at: dict[str, int] = {}  # where the untouched records' keys are in the new file
         planned_at = array("q")  # and the planned ones', in plan order
-        lines_written = [0]
-
-        def lines() -> Iterator[bytes]:
-            at = 0
-            try:
-                for where, key in kept.values():
-                    line = self.line(where)
-                    if key is not None:
-                        kept_at[key] = _pack(at, len(line), 0)
-                    at += len(line) + 1
-                    yield line
-                for where in sources:  # noqa: F821 (bound above; deleted once the lines are written)
-                    line = self.line(where)
-                    planned_at.append(_pack(at, len(line), 0))
-                    at += len(line) + 1
-                    yield line
-                lines_written[0] = len(kept) + len(sources)  # noqa: F821 (as above)
-            finally:
-                self.close_files()  # before the new file replaces the old (Windows cannot replace an open file)
-
         self._indexed, self._memos = None, {}
         remove_index(self.output)  # (it would describe the old file: ignored, but not left beside the new one)
-        write_lines_atomic(self.output, lines())
+        write_lines_atomic(self.output, self._new_lines(untouched, sources, untouched_at, planned_at))
+        lines_written = len(untouched) + len(sources)
         del sources
         self.journal.unlink(missing_ok=True)
         self._memory = [None, None]
-        # the store now describes the new file: the kept keys in a dict, the planned ones by plan position
+        # the store now describes the new file: the untouched keys in a dict, the planned ones by plan position
         # when the plan was said (expect), in the dict otherwise
         if plan_keys is self._loc.plan:
             aligned = array("q", planned_at) if positions is None else array("q", bytes(8 * len(plan_keys)))
             if positions is not None:
                 for p, w in zip(positions, planned_at):
                     aligned[p] = w
-            self._loc.replace(kept_at, aligned)
+            self._loc.replace(untouched_at, aligned)
         else:
-            self._loc.replace({**dict(zip(planned, planned_at)), **kept_at}, None)
-        self._keyless = sum(1 for _, key in kept.values() if key is None)
-        self.final_lines, self.journal_lines = lines_written[0], 0
+            self._loc.replace({**dict(zip(planned, planned_at)), **untouched_at}, None)
+        self._keyless = sum(1 for _, key in untouched.values() if key is None)
+        self.final_lines, self.journal_lines = lines_written, 0
         self._journal_end = self._journal_size = 0
         self.appended = False  # what it appended is in the output now
-        if kept_at:
-            self._write_index(_Joined(list(kept_at), planned), array("q", kept_at.values()) + planned_at)
+        if untouched_at:
+            self._write_index(_Joined(list(untouched_at), planned), array("q", untouched_at.values()) + planned_at)
         else:
             self._write_index(planned, planned_at)
         self._stamps = self._stamp()
         return self.pinned(planned_at)
 
-    def _planned(self, plan_keys: Sequence[str]) -> tuple[array, array | None]:
-        """(where the newest record of each planned key held lies, in plan order; the plan
-        positions of those, or None when every planned key is held)."""
-        sources = self._loc.locations_of(plan_keys)
-        if not sources.count(0):
-            return sources, None
-        positions = array("q", [p for p, w in enumerate(sources) if w])
-        return array("q", [w for w in sources if w]), positions
+    def _new_lines(self, untouched: dict[str, tuple[int, str | None]], sources: Sequence[int],
+                   untouched_at: dict[str, int], planned_at: array) -> Iterator[bytes]:
+        """The new output's lines: the untouched records, then the planned ones in plan order; where
+        each lands in the new file is noted in ``untouched_at`` (by key) and ``planned_at``."""
+        at = 0
+        try:
+            for where, key in untouched.values():
+                line = self.line(where)
+                if key is not None:
+                    untouched_at[key] = pack(at, len(line), 0)
+                at += len(line) + 1
+                yield line
+            for where in sources:
+                line = self.line(where)
+                planned_at.append(pack(at, len(line), 0))
+                at += len(line) + 1
+                yield line
+        finally:
+            self.close_files()  # before the new file replaces the old (Windows cannot replace an open file)
 
-    def _kept_elsewhere(self, planned: Sequence[str], sources: Sequence[int],
-                        distinct: bool = False) -> dict[str, tuple[int, str | None]]:
+    def _untouched_records(self, planned: Sequence[str], sources: Sequence[int],
+                           distinct: bool = False) -> dict[str, tuple[int, str | None]]:
         """The records a finalize keeps beside the planned ones (``planned`` keys, their newest
-        records at ``sources``): for each identity no planned record has (an interrupted run's
+        records at ``sources``): for each identity the plan does not touch (an interrupted run's
         records of other items, other runs' records), its newest line and key. Found without reading
         a record when every line's key is planned (a first run, a rerun of the same plan): then
         there are none. ``distinct``: the planned keys are known to be all different."""
@@ -626,11 +292,11 @@ class OutputStore:
             return {}
         touched = {self.identity(r) for r in self.records_at(sources)}
         where_of = self._loc.where
-        kept: dict[str, tuple[int, str | None]] = {}  # identity -> its newest line elsewhere (one per identity)
+        untouched: dict[str, tuple[int, str | None]] = {}  # identity -> its newest line (one per identity)
         for which, present in ((0, self.final_lines), (1, self.journal_lines)):
             if present:
                 for offset, line in self._lines(which, cut_partial=which == 1):
-                    where = _pack(offset, len(line), which)
+                    where = pack(offset, len(line), which)
                     r = self.record_at(where)
                     key = r.get("key")
                     if not isinstance(key, str):
@@ -641,8 +307,8 @@ class OutputStore:
                         continue
                     ident = self.identity(r)
                     if ident not in touched:
-                        kept[ident] = (where, key)
-        return kept
+                        untouched[ident] = (where, key)
+        return untouched
 
     def _unchanged(self, plan_keys: Sequence[str]) -> bool:
         """Nothing was journalled, every planned record is in the output, and the output holds one
@@ -671,70 +337,6 @@ class OutputStore:
             pass
 
 
-def _block_fields(block: bytes) -> tuple[list[str], list[bytes], list[int]] | None:
-    """Each line's key, status and length, read without parsing, when every line of ``block`` is
-    plainly in ragassay's shape: braced, with no object nested in it (one ``{``), no ``\\u`` escape,
-    and exactly one ``"key": "..."`` and one ``"status": "..."`` field, each right after ``{`` or
-    ``, `` (so a field, never text: inside a string every quote is escaped). Read in C-speed passes
-    over the block, no Python call per line; None when any line is not so, and the caller parses."""
-    if b"\\u" in block:
-        return None
-    lines = block.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    rows = len(lines)
-    if not rows or list(map(bytes.startswith, lines, repeat(b"{"))).count(True) != rows \
-            or list(map(bytes.endswith, lines, repeat(b"}"))).count(True) != rows \
-            or list(map(bytes.count, lines, repeat(b"{"))).count(1) != rows \
-            or list(map(bytes.count, lines, repeat(b'"key": '))).count(1) != rows \
-            or list(map(bytes.count, lines, repeat(b'"status": '))).count(1) != rows \
-            or _right_after_a_brace_or_comma(block, b'"key": "') != rows \
-            or _right_after_a_brace_or_comma(block, b'"status": "') != rows:
-        return None  # (one of each a line, each right after { or ', ': every line's one field is a field)
-    keys = _KEY.findall(block)
-    statuses = _STATUS.findall(block)
-    lengths = list(map(len, lines))
-    if len(keys) != rows or len(statuses) != rows or max(lengths) >= _LENGTH_MAX:
-        return None
-    try:
-        return b"\n".join(keys).decode("utf-8").split("\n"), statuses, lengths
-    except UnicodeDecodeError:
-        return None
-
-
-def _right_after_a_brace_or_comma(block: bytes, field: bytes) -> int:
-    """How many times ``field`` comes right after ", " or "{" in ``block`` (ragassay's lines never
-    begin with it, so the second count is made only when the first falls short)."""
-    n = block.count(b", " + field)
-    return n if n == block.count(b"\n") else n + block.count(b"{" + field)
-
-
-def _split(start: int, block: bytes) -> Iterator[tuple[int, bytes]]:
-    """(offset, line) of each non-blank line of a run of lines starting at ``start``."""
-    pos = 0
-    for line in block.split(b"\n"):
-        if line.strip():
-            yield start + pos, line
-        pos += len(line) + 1
-
-
-def _pack(offset: int, length: int, which: int) -> int:
-    return (((offset << _LENGTH_BITS) | min(length, _LENGTH_MAX)) << 1) | which
-
-
-def _unpack(where: int) -> tuple[int, int, int]:
-    return where >> (_LENGTH_BITS + 1), (where >> 1) & _LENGTH_MAX, where & 1
-
-
-if hasattr(os, "pread"):
-    def _pread(fd: int, length: int, offset: int) -> bytes:
-        return os.pread(fd, length, offset)
-else:  # pragma: no cover - Windows
-    def _pread(fd: int, length: int, offset: int) -> bytes:
-        os.lseek(fd, offset, os.SEEK_SET)
-        return os.read(fd, length)
-
-
 class _Joined(Sequence):
     """Two sequences read as one (the keys of a new file's index, not copied into one list)."""
 
@@ -755,51 +357,3 @@ class _Joined(Sequence):
     def __iter__(self) -> Iterator[str]:
         yield from self._first
         yield from self._second
-
-
-class Records(Sequence):
-    """Records kept as where their lines are (or as the lines), parsed when read: ``len``, indexing
-    and iteration as a list of dicts (each read gives a fresh dict), without holding a dict, or a
-    line, per record."""
-
-    __slots__ = ("_items", "_store")
-
-    def __init__(self, items: Sequence[Any], store: OutputStore | None = None):
-        self._items = items  # locations in store, or the lines themselves
-        self._store = store
-
-    def _parse(self, item: Any) -> dict:
-        return load_line(item) if self._store is None else self._store.record_at(item)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self._parse(x) for x in self._items[i]]
-        return self._parse(self._items[i])
-
-    def __iter__(self) -> Iterator[dict]:
-        if self._store is None:
-            return (load_line(x) for x in self._items)
-        return self._store.records_at(self._items)
-
-    def memo(self, name: str) -> Any:
-        """What was remembered as ``name`` for exactly these records, while the output they are
-        read from is unchanged (None otherwise, or when they are not read from a store)."""
-        return self._store.memo(name, self._items) if self._store is not None else None
-
-    def remember(self, name: str, value: Any) -> None:
-        """Keep ``value`` (JSON), computed from these records, for a later run with the same ones."""
-        if self._store is not None:
-            self._store.remember(name, self._items, value)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (Records, list, tuple)):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Records({len(self)} records)"

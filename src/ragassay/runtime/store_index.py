@@ -132,7 +132,8 @@ def read_index(output: str | Path) -> Index | None:
             memos = json.loads(rest) if rest else {}
         except ValueError:
             memos = {}  # (a memo being written: only the memos are lost)
-        return Index(key_text, locations, ok, header["lines"], header["stamp"], memos if isinstance(memos, dict) else {})
+        return Index(key_text, locations, ok, header["lines"], header["stamp"],
+                     memos if isinstance(memos, dict) else {})
     except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError):
         return None
 

@@ -15,24 +15,14 @@
 
 from __future__ import annotations
 
+from ...llm.errors import EARLY_FAILURES  # the failures the abort rule counts, said with it
 from ..store import OutputStore  # where outputs live; stages import it with the engine's names
-from .estimates import Estimate, estimate
+from .estimate_report import Estimate
+from .estimates import estimate
 from .lock import OutputLock, lock_folder, run_locked
-from .run import (
-    ABORT_AFTER,
-    EARLY_FAILURES,
-    FIXED_REASONS,
-    SharedCalls,
-    StageAborted,
-    StageRun,
-    contract,
-    failing_alike,
-    flow_note,
-    progress_bar,
-    reason_of,
-    repeated_digests,
-    run_stage,
-)
+from .result import FIXED_REASONS, StageAborted, StageRun, reason_of
+from .run import ABORT_AFTER, contract, failing_alike, flow_note, progress_bar, run_stage
+from .shared_calls import SharedCalls, repeated_digests
 from .work import (
     Call,
     CallText,
@@ -51,9 +41,9 @@ from .work import (
 )
 
 # the package's face: what stages, the scaffold and the API import (plan in work.py, the lock in lock.py,
-# estimating in estimates.py, running in run.py)
+# estimating in estimates.py, running in run.py with shared_calls.py, and what a run did in result.py)
 __all__ = ["ABORT_AFTER", "EARLY_FAILURES", "FIXED_REASONS", "Call", "CallText", "Estimate", "Items", "OutputLock",
-           "OutputStore", "SharedCalls", "Shard", "Stage", "StageAborted", "StageRun", "WorkItem", "bulk", "contract", "estimate",
-           "failing_alike", "fingerprint", "flow_note", "in_shard", "lock_folder", "parse_shard", "parsed_answer",
-           "pending_positions", "progress_bar", "reason_of", "record_keys", "record_keys_at", "repeated_digests",
-           "run_locked", "run_stage"]
+           "OutputStore", "SharedCalls", "Shard", "Stage", "StageAborted", "StageRun", "WorkItem", "bulk", "contract",
+           "estimate", "failing_alike", "fingerprint", "flow_note", "in_shard", "lock_folder", "parse_shard",
+           "parsed_answer", "pending_positions", "progress_bar", "reason_of", "record_keys", "record_keys_at",
+           "repeated_digests", "run_locked", "run_stage"]

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
@@ -18,7 +19,6 @@ from ...errors import RagassayError
 def lock_folder() -> Path:
     """Where output locks live: one folder in the temporary directory, not beside the outputs (a
     user's output folders stay free of hidden files)."""
-    import tempfile
     return Path(tempfile.gettempdir()) / "ragassay-locks"
 
 

@@ -1,29 +1,28 @@
-"""The one runner of every LLM stage: identical calls asked once, records journalled as they come, the
-first failures that look alike stop the run, and the result counted (``StageRun``)."""
+"""The one runner of every LLM stage (:func:`run_stage`): the items of a plan not yet done are sent,
+identical calls asked once (``shared_calls.py``), each item's records journalled as they come, the
+first failures that look alike stop the run, and the result counted (:class:`.result.StageRun`).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from itertools import repeat
-from pathlib import Path
 from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
-from ...data.coerce import to_dataframe
-from ...errors import RagassayError
 from ...llm.batch import Deferred
 from ...llm.client import LLM
 from ...llm.errors import EARLY_FAILURES, BudgetReached, LLMError
 from ..store import OutputStore
 from .lock import OutputLock
-from .work import Call, Items, Stage, WorkItem, pending_positions, record_keys, record_keys_at
+from .result import StageAborted, StageRun, reason_of
+from .shared_calls import SharedCalls
+from .work import Items, Stage, WorkItem, pending_positions, record_keys, record_keys_at
 
 ABORT_AFTER = 3  # this many items failing the same way before any success stops the run
 
@@ -32,167 +31,6 @@ def failing_alike(early: Sequence[LLMError]) -> bool:
     """The abort rule: the first failures (before any answer) are ABORT_AFTER or more, all of one
     kind that says the endpoint cannot be used (a dead endpoint, a refused key, an unknown model)."""
     return len(early) >= ABORT_AFTER and len({type(e) for e in early}) == 1 and isinstance(early[0], EARLY_FAILURES)
-
-
-
-
-class SharedCalls:
-    """Identical calls of one run are asked once. Items with equal inputs under different ids (two
-    chunks with the same text, two answers alike) keep their own records and keys; only the
-    request is shared, so nothing is paid twice, with or without the answer cache.
-
-    An answer is kept while items that planned the same first-step call are still to come (a
-    count made from the plan), and for later steps (whose calls are known only as items run) for
-    the rest of the run. A failed call is not kept: a later item asks again."""
-
-    def __init__(self, items: Iterable[WorkItem]):
-        # first-step calls, by digest (a plan holds no prompts): how many items are still to ask each;
-        # only digests asked more than once are kept. Counted in one array (16 bytes a call, not a
-        # dict entry of ~100): a million calls take 16 MB while they are counted
-        digests = bytearray()
-        for it in items:
-            for c in it.calls:
-                digests += c.digest()
-        self._left: dict[bytes, int] = repeated_digests(digests)
-        self._futures: dict[bytes, asyncio.Future] = {}
-
-    async def ask(self, call: Call, llms: Sequence[LLM], first_step: bool = True) -> BaseModel:
-        digest = call.digest()
-        fut = self._futures.get(digest)
-        if fut is None:
-            fut = asyncio.get_running_loop().create_future()
-            self._futures[digest] = fut
-            try:
-                fut.set_result(await call.ask(llms))
-            except asyncio.CancelledError:
-                fut.cancel()
-                self._futures.pop(digest, None)
-                raise
-            except BaseException as e:  # LLMError, Deferred: every item waiting on it gets it too
-                fut.set_exception(e)
-                self._futures.pop(digest, None)
-        try:
-            return await asyncio.shield(fut) if not fut.done() else fut.result()
-        finally:
-            self._release(digest, first_step)
-
-    def _release(self, digest: bytes, first_step: bool) -> None:
-        left = self._left.get(digest)
-        if left is None:  # a first-step call of one item only: nobody else waits for it
-            if first_step and digest in self._futures and self._futures[digest].done():
-                del self._futures[digest]
-            return
-        if left <= 1:
-            del self._left[digest]
-            self._futures.pop(digest, None)
-        else:
-            self._left[digest] = left - 1
-
-
-def repeated_digests(digests: bytearray) -> dict[bytes, int]:
-    """How many times each 16-byte digest of ``digests`` that comes more than once comes. Its
-    first 8 bytes are sorted to find the candidates (8 bytes a digest while it is done: not a
-    sorted copy of all, 62 MB more at a million digests, measured, against 18), whose whole
-    digests are then counted."""
-    if not digests:
-        return {}
-    import numpy as np
-    heads = np.frombuffer(digests, dtype="<u8")[::2].copy()
-    heads.sort()
-    twice = np.unique(heads[1:][heads[1:] == heads[:-1]])
-    del heads
-    if not twice.size:
-        return {}
-    view = np.frombuffer(digests, dtype="<u8")[::2]
-    at = np.searchsorted(twice, view)
-    np.minimum(at, twice.size - 1, out=at)
-    candidates = np.frombuffer(digests, dtype="V16")[twice[at] == view]
-    counted = Counter(row.tobytes() for row in candidates)
-    return {d: n for d, n in counted.items() if n > 1}
-
-
-class StageAborted(RagassayError):
-    """The first calls all failed the same way (dead endpoint, refused key, unknown model).
-    ``reason`` is the message without where the finished records are kept."""
-
-    def __init__(self, message: str, reason: str = "") -> None:
-        super().__init__(message)
-        self.reason = reason or message
-
-
-@dataclass
-class StageRun:
-    """What one run of a stage did: the records of this plan (one per key, plan order) and counts."""
-
-    stage: str
-    records: Sequence[dict]  # Records (parsed when read) from a run; any list of dicts will do
-    items: int
-    skipped_done: int
-    ok: int
-    errors: int
-    error_reasons: Counter
-    pending: int = 0  # items waiting for batch answers (their requests were exported)
-    stopped: str | None = None  # a spending ceiling stopped the run: why, and what is left
-
-    def to_dataframe(self) -> Any:
-        """The records of this run as a pandas DataFrame (pandas is optional)."""
-        return to_dataframe(list(self.records))
-
-    def __repr__(self) -> str:
-        # short: asyncio.run's signal handling reprs the result of the task it ran (Python 3.11), and a
-        # notebook shows it; a repr of every record would cost seconds on a large run
-        return (f"StageRun({self.stage!r}, {len(self.records)} records: {self.ok} ok, {self.errors} errors, "
-                f"{self.skipped_done} already done, {self.pending} pending)")
-
-    @property
-    def exit_code(self) -> int:
-        """0 every record ok; 3 some error records or items left by a ceiling (a rerun goes on); 1
-        nothing succeeded."""
-        if self.errors == 0 and self.stopped is None:
-            return 0
-        return 1 if self.ok == 0 and self.errors else 3
-
-    def failure_text(self, source: str | Path | None = None) -> str:
-        """The error records' commonest reasons, each input error with a few of its items (and
-        ``source``, the input file, when given); a rerun is advised only for errors a rerun may
-        mend (not an input's, which repeat, nor a setting's, whose reason says what to set)."""
-        if self.stopped and not self.errors:
-            return self.stopped
-        if not self.errors:
-            return ""
-        reasons = "; ".join(f"{n} x {r}{self._items_of(r, source)}" for r, n in self.error_reasons.most_common(3))
-        fixed = sum(n for r, n in self.error_reasons.items() if r.startswith(FIXED_REASONS))
-        inputs = sum(n for r, n in self.error_reasons.items() if r.startswith("input:"))
-        advice = []
-        if fixed < self.errors:
-            advice.append("rerun the same command to retry them" if not fixed else
-                          f"rerun the same command to retry the {self.errors - fixed} others")
-        if inputs:
-            advice.append(f"the {inputs} input error{'s repeat' if inputs != 1 else ' repeats'} on a rerun: mend "
-                          f"{'those items' if inputs != 1 else 'that item'} in the input first")
-        text = (f"{self.errors} of {self.ok + self.errors} {self.stage} records are errors (commonest: {reasons})"
-                + "".join(f"; {a}" for a in advice))
-        return f"{text}\n{self.stopped}" if self.stopped else text
-
-    def _items_of(self, reason: str, source: str | Path | None, shown: int = 3) -> str:
-        """`` (items 'a', 'b' of FILE)``: a few items whose records fail for an input ``reason``."""
-        if not reason.startswith("input:"):
-            return ""
-        ids = [str(r.get("id")) for r in self.records
-               if isinstance(r, dict) and r.get("status") == "error" and reason_of(r) == reason and r.get("id")]
-        if not ids:
-            return ""
-        # an item without an id of its own is named by its line (the id rule's "line-N"): said as the line
-        named = ", ".join(f"line {i[5:]}" if re.fullmatch(r"line-\d+", i) else f"item {i!r}" for i in ids[:shown])
-        return f" ({named}{', ...' if len(ids) > shown else ''}" + (f" of {source})" if source else ")")
-
-
-FIXED_REASONS = ("input:", "config:")  # reasons a rerun of the same command repeats
-
-
-def reason_of(record: dict) -> str:
-    text = str(record.get("error") or "unknown")
-    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def contract(stage: Stage, records: Sequence[BaseModel | dict]) -> list[dict]:
@@ -213,127 +51,177 @@ async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM]
     that plans in rounds from the records of the last (generate) and writes its files itself."""
     with OutputLock(store.output):
         store.refresh()
-        return await _run_stage(stage, items, llms, store, concurrency, quiet, keep_journal)
+        return await StageRunner(stage, items, llms, store, quiet, keep_journal).run(concurrency)
 
 
-async def _run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
-                     concurrency: int | None, quiet: bool, keep_journal: bool = False) -> StageRun:
-    done = store.done
-    plan_keys = record_keys(items)
-    # one record an item, keys distinct: this run's records are kept by plan position (8 bytes each)
-    by_position = isinstance(items, Items) and items.distinct_keys and items.one_record_each
-    if by_position:
-        store.expect(plan_keys)
-    todo = pending_positions(items, done, store.done_flags)  # positions: an item is made when sent, let go after
-    total = len(plan_keys)
-    left = len(todo) if isinstance(items, Items) and items.one_record_each \
-        else sum(len(record_keys_at(items, i)) for i in todo)  # (one key an item: no item read for it)
-    bar = progress_bar(total, total - left, stage.name, quiet)
-    started = time.monotonic()
-    shared = SharedCalls(items[i] for i in todo)
-    queue = iter(todo)
-    early: list[LLMError] = []
-    answered = [False]
-    aborted: list[str] = []
-    budget: list[str] = []  # why a spending ceiling stopped the run
-    abort = asyncio.Event()
+class RunState:
+    """What the workers of one run tell each other, held in one place: whether any item was
+    answered yet, the failures met before that, why the run stopped early or at a ceiling, and how
+    many items wait for batch answers."""
 
-    pending = [0]
+    def __init__(self) -> None:
+        self.answered = False  # an item had its answers: failures after this no longer stop the run
+        self.early: list[LLMError] = []  # the failures before any answer that say the endpoint cannot be used
+        self.aborted: str | None = None  # the abort rule stopped the run: the first of those failures
+        self.budget: str | None = None  # a spending ceiling stopped the run: why
+        self.pending = 0  # items waiting for batch answers (their requests were exported)
+        self.abort = asyncio.Event()  # set when the abort rule stops the run, so the workers are cancelled
 
-    async def do(it: WorkItem) -> list[dict]:
+
+class StageRunner:
+    """One run of a plan's items not yet done: each sent by one of as many workers as calls may be
+    in flight, its records journalled as they come, and the run's :class:`StageRun` made at the end
+    from what the store holds."""
+
+    def __init__(self, stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
+                 quiet: bool, keep_journal: bool = False) -> None:
+        self.stage, self.items, self.llms, self.store = stage, items, llms, store
+        self.keep_journal = keep_journal
+        self.plan_keys = record_keys(items)
+        # one record an item, keys distinct: this run's records are kept by plan position (8 bytes each)
+        self.by_position = isinstance(items, Items) and items.distinct_keys and items.one_record_each
+        if self.by_position:
+            store.expect(self.plan_keys)
+        # positions: an item is made when sent, let go after
+        self.todo = pending_positions(items, store.done, store.done_flags)
+        total = len(self.plan_keys)
+        left = len(self.todo) if isinstance(items, Items) and items.one_record_each \
+            else sum(len(record_keys_at(items, i)) for i in self.todo)  # (one key an item: no item read for it)
+        self.bar = progress_bar(total, total - left, stage.name, quiet)
+        self.started = time.monotonic()
+        self.shared = SharedCalls(items[i] for i in self.todo)
+        self.queue = iter(self.todo)
+        self.state = RunState()
+
+    async def run(self, concurrency: int | None) -> StageRun:
+        """Send every item to do; the run's records and counts, or :class:`StageAborted`."""
+        await self.run_workers(concurrency)
+        if self.state.aborted is not None:
+            reason = (f"stopped early: the first {len(self.state.early)} {self.stage.name} calls all failed the "
+                      f"same way: {self.state.aborted}. Nothing more was sent; fix this and rerun")
+            raise StageAborted(f"{reason} (finished records are kept in {self.store.journal})", reason)
+        return self.result()
+
+    async def run_workers(self, concurrency: int | None) -> None:
+        """Start the workers and wait until they have sent every item, or until the abort rule
+        stops them (then the calls not yet sent are never sent)."""
+        llms, store, state = self.llms, self.store, self.state
+        if concurrency is None:
+            concurrency = llms[0].config.concurrency if llms else 8
+        # as many workers as calls may be in flight: an item is only started when it can be sent, so an
+        # abort leaves nothing half-asked
+        n_workers = max(1, min(len(self.todo), concurrency))
+        workers = [asyncio.create_task(self.worker()) for _ in range(n_workers)]
+        workers_finished = asyncio.gather(*workers)
+        workers_finished.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no stray log
+        stop = asyncio.create_task(state.abort.wait())
         try:
-            return await do_open(it)
+            waited: list[asyncio.Future[Any]] = [cast("asyncio.Future[Any]", workers_finished), stop]
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+            if not state.abort.is_set():
+                await workers_finished  # re-raise a worker's error (a full disk)
+        finally:
+            stop.cancel()
+            for w in workers:  # after an abort: calls not yet sent are never sent
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            workers_finished.cancel()
+            if self.bar is not None:
+                self.bar.close()
+            store.close_journal()
+
+    async def worker(self) -> None:
+        """Take the next item to do and journal its records, until none is left or the run stops."""
+        state, store, bar = self.state, self.store, self.bar
+        while state.aborted is None and state.budget is None:
+            i = next(self.queue, None)
+            if i is None:
+                return
+            records = await self.item_records(self.items[i])
+            store.append(records, repeat(i) if self.by_position else None)
+            if bar is not None:
+                bar.set_postfix_str(flow_note(self.llms, self.started), refresh=False)
+                bar.update(len(records))
+
+    async def item_records(self, it: WorkItem) -> list[dict]:
+        """The records of one item: from its answers, or the stage's error records for a failed call."""
+        try:
+            answers = await self.answers(it)
+            if answers is None:
+                self.state.pending += 1
+                return []
+            return await self.finished(it, answers)
+        except LLMError as e:
+            return self.failed(it, e)
         finally:
             it.close()  # its prompts are not kept past its records
 
-    async def do_open(it: WorkItem) -> list[dict]:
-        try:
-            answers: list[BaseModel] = []
-            calls, first = list(it.open()), True
-            while calls:
-                waiting = False
-                for call in calls:  # every call of a step is asked (or exported) before the item waits
-                    try:
-                        answers.append(await shared.ask(call, llms, first))
-                    except Deferred:
-                        waiting = True
-                if waiting:
-                    pending[0] += 1
-                    return []
-                calls, first = stage.next_calls(it, answers), False
-            try:  # a stage builds its record models in finish: a refused one is caught there too
-                records = await stage.finish(it, answers, llms)
-                if it.calls:
-                    answered[0] = True
-                return contract(stage, records)
-            except ValidationError as e:  # never written as is: an error record that says why
-                if it.calls:
-                    answered[0] = True
-                raise LLMError("invalid", f"the answers made a record outside the data contract: "
-                               f"{e.errors()[0].get('msg', e)}") from None
-        except LLMError as e:
-            if isinstance(e, BudgetReached):  # a spending ceiling: no new item starts; calls already sent (within the
-                if not budget:      # ceiling, so paid for) are awaited and their records kept
-                    budget.append(str(e))
-                return []
-            if not answered[0] and isinstance(e, EARLY_FAILURES):
-                early.append(e)
-                if len(todo) > ABORT_AFTER and failing_alike(early):
-                    aborted.append(str(early[0]).rstrip("."))
-                    abort.set()
-            return contract(stage, stage.error_records(it, e))
+    async def answers(self, it: WorkItem) -> list[BaseModel] | None:
+        """The answers to every call of an item, step by step; None when a call was exported to the
+        Batch API and the item waits for its answer."""
+        answers: list[BaseModel] = []
+        calls, first = list(it.open()), True
+        while calls:
+            waiting = False
+            for call in calls:  # every call of a step is asked (or exported) before the item waits
+                try:
+                    answers.append(await self.shared.ask(call, self.llms, first))
+                except Deferred:
+                    waiting = True
+            if waiting:
+                return None
+            calls, first = self.stage.next_calls(it, answers), False
+        return answers
 
-    async def worker() -> None:
-        while not aborted and not budget:
-            i = next(queue, None)
-            if i is None:
-                return
-            records = await do(items[i])
-            store.append(records, repeat(i) if by_position else None)
-            if bar is not None:
-                bar.set_postfix_str(flow_note(llms, started), refresh=False)
-                bar.update(len(records))
+    async def finished(self, it: WorkItem, answers: list[BaseModel]) -> list[dict]:
+        """The stage's records from an item's answers, checked against the data contract."""
+        try:  # a stage builds its record models in finish: a refused one is caught there too
+            records = await self.stage.finish(it, answers, self.llms)
+            if it.calls:
+                self.state.answered = True
+            return contract(self.stage, records)
+        except ValidationError as e:  # never written as is: an error record that says why
+            if it.calls:
+                self.state.answered = True
+            raise LLMError("invalid", f"the answers made a record outside the data contract: "
+                           f"{e.errors()[0].get('msg', e)}") from None
 
-    if concurrency is None:
-        concurrency = llms[0].config.concurrency if llms else 8
-    # as many workers as calls may be in flight: an item is only started when it can be sent, so an
-    # abort leaves nothing half-asked
-    n_workers = max(1, min(len(todo), concurrency))
-    workers = [asyncio.create_task(worker()) for _ in range(n_workers)]
-    all_done = asyncio.gather(*workers)
-    all_done.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: no stray log
-    stop = asyncio.create_task(abort.wait())
-    try:
-        await asyncio.wait([cast("asyncio.Future[Any]", all_done), stop], return_when=asyncio.FIRST_COMPLETED)
-        if not abort.is_set():
-            await all_done  # re-raise a worker's error (a full disk)
-    finally:
-        stop.cancel()
-        for w in workers:  # after an abort: calls not yet sent are never sent
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        all_done.cancel()
-        if bar is not None:
-            bar.close()
-        store.close_journal()
-    if aborted:
-        reason = (f"stopped early: the first {len(early)} {stage.name} calls all failed the same way: "
-                  f"{aborted[0]}. Nothing more was sent; fix this and rerun")
-        raise StageAborted(f"{reason} (finished records are kept in {store.journal})", reason)
-    records = store.pinned(store.held_locations(plan_keys)) if keep_journal else store.finalize(plan_keys)
-    failed = store.failed_records(plan_keys)
-    reasons = Counter(map(reason_of, failed))
-    not_done = 0
-    if budget:
-        if by_position:
-            flags = store.done_flags(plan_keys)
-            not_done = sum(1 for i in todo if not flags[i])
-        else:
-            not_done = sum(1 for i in todo if not all(map(done, record_keys_at(items, i))))
-    return StageRun(stage.name, records, len(items), len(items) - len(todo), len(records) - len(failed),
-                    len(failed), reasons, pending[0],
-                    stopped=f"{budget[0]}; {not_done} {stage.name} items not done: rerun with a higher ceiling to "
-                            "go on" if budget else None)
+    def failed(self, it: WorkItem, e: LLMError) -> list[dict]:
+        """The error records of an item whose call failed; a ceiling reached, or the abort rule met,
+        stops the run here."""
+        state = self.state
+        if isinstance(e, BudgetReached):  # a spending ceiling: no new item starts; calls already sent (within
+            if state.budget is None:  # the ceiling, so paid for) are awaited and their records kept
+                state.budget = str(e)
+            return []
+        if not state.answered and isinstance(e, EARLY_FAILURES):
+            state.early.append(e)
+            if len(self.todo) > ABORT_AFTER and failing_alike(state.early):
+                if state.aborted is None:
+                    state.aborted = str(state.early[0]).rstrip(".")
+                state.abort.set()
+        return contract(self.stage, self.stage.error_records(it, e))
+
+    def result(self) -> StageRun:
+        """What the run did, from the store once its records are written (or kept in the journal)."""
+        store, stage, items, plan_keys = self.store, self.stage, self.items, self.plan_keys
+        records = store.pinned(store.held_locations(plan_keys)) if self.keep_journal else store.finalize(plan_keys)
+        failed = store.failed_records(plan_keys)
+        reasons = Counter(map(reason_of, failed))
+        stopped = None
+        if self.state.budget is not None:
+            stopped = (f"{self.state.budget}; {self.items_left()} {stage.name} items not done: rerun with a higher "
+                       "ceiling to go on")
+        return StageRun(stage.name, records, len(items), len(items) - len(self.todo), len(records) - len(failed),
+                        len(failed), reasons, self.state.pending, stopped=stopped)
+
+    def items_left(self) -> int:
+        """How many of the items to do have a record not done after the run (a ceiling stopped it)."""
+        if self.by_position:
+            flags = self.store.done_flags(self.plan_keys)
+            return sum(1 for i in self.todo if not flags[i])
+        is_done = self.store.done
+        return sum(1 for i in self.todo if not all(map(is_done, record_keys_at(self.items, i))))
 
 
 def flow_note(llms: Sequence[LLM], started: float) -> str:
@@ -347,8 +235,10 @@ def flow_note(llms: Sequence[LLM], started: float) -> str:
     return f"{flying} in flight, {tokens / seconds:.1f} tok/s"
 
 
-def progress_bar(total: int, initial: int, stage: str, quiet: bool):
+def progress_bar(total: int, initial: int, stage: str, quiet: bool) -> Any:
+    """A tqdm bar on stderr counting a stage's items, or None when ``quiet`` or stderr is not a
+    terminal (a log or a pipe would fill with redrawn lines)."""
     if quiet or not sys.stderr.isatty():
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # loaded only when a bar is shown (a terminal): most runs never draw one
     return tqdm(total=total, initial=initial, desc=stage, unit="item", file=sys.stderr, dynamic_ncols=True)

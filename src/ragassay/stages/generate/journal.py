@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from ...data.records import Chunk
 from ...llm import LLM
 from ...runtime.engine import OutputStore
-from ...runtime.store import record_line
+from ...runtime.store_lines import record_line
 
 
 def candidates_path(output: str | Path) -> Path:

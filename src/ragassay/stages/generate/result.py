@@ -23,7 +23,7 @@ from ...data.origin import (
 )
 from ...data.records import NO_ANSWER, Question
 from ...data.result_models import GenerateSummary
-from ...runtime.store import journal_path
+from ...runtime.store_lines import journal_path
 from .journal import candidates_path
 from .shapes import reject_record
 

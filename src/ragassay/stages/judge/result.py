@@ -14,7 +14,7 @@ import numpy as np
 from ...data.result_models import JudgeSummary
 from ...metrics.agreement import cohen_kappa
 from ...runtime.engine import StageRun
-from ...runtime.store import Records
+from ...runtime.store_records import Records
 
 
 @dataclass
