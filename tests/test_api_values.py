@@ -94,3 +94,15 @@ def test_a_config_value_beside_a_client_is_refused():
                  lambda: ragassay.generate(C, limit=2, llm=client, config=config, dry_run=True)):
         with pytest.raises(TypeError, match="give llm= or config=, not both"):
             call()
+
+
+@pytest.mark.parametrize("keyword", [{"model": "x"}, {"base_url": "http://127.0.0.1:9/v1"}, {"no_cache": True},
+                                     {"concurrency": 2}, {"max_calls": 3}, {"cache": "c.sqlite"}])
+def test_a_keyword_a_client_makes_meaningless_is_refused_saying_the_client_wins(keyword):
+    client = ragassay.LLM(ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", use_cache=False))
+    (name,) = keyword
+    for call in (lambda: ragassay.judge(Q, C, R, llm=client, dry_run=True, **keyword),
+                 lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, llm=client, dry_run=True, **keyword),
+                 lambda: ragassay.generate(C, limit=2, llm=client, dry_run=True, **keyword)):
+        with pytest.raises(TypeError, match=f"{name}: set these on the LLM given as llm= \\(its config is used\\)"):
+            call()

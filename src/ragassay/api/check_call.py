@@ -19,7 +19,7 @@ from ..stages.check_result import CheckResult
 from .check_inputs import answer_items, diagnosis_inputs, people_labels, queries_by_text
 from .inputs import chunks_by_id, source_of
 from .running import output_path, run_job, say_prompt
-from .settings import backend_of, given_clients, llm_config, shard_of, stage_options
+from .settings import backend_of, endpoint, shard_of, stage_options
 
 
 @overload
@@ -90,11 +90,9 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         query_ids = queries_by_text(items, queries, answers, join_warnings)
     diagnosis = diagnosis_inputs(items, answers, run, qrels, depth, query_ids, queries, join_warnings)
     people, human_join = people_labels(human, items, answers, join_warnings)
-    given = given_clients(llm, llm_settings, config)
-    config = given[0].config if given else llm_config(
-        config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
-        cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
-        max_cost=max_cost)
+    given, config = endpoint(llm, config, llm_settings, model, base_url=base_url, timeout=timeout,
+                             concurrency=concurrency, rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache,
+                             price_in=price_in, price_out=price_out, max_calls=max_calls, max_cost=max_cost)
     checker = Checker([config], options)  # (a bad prompt file: an error before any call)
     say_prompt("" if options.prompt == "auto" and checker.full else checker.prompt_reason, "check",
                options.quiet or not config.model)  # no model: only the rules run

@@ -16,7 +16,7 @@ from ..stages.generate import MIX_NAMES, STYLES, GenerateOptions, GenerateResult
 from ..stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
 from .inputs import ordered_chunks
 from .running import output_path, run_job
-from .settings import backend_of, given_clients, llm_config
+from .settings import backend_of, endpoint
 
 
 @overload
@@ -73,11 +73,9 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     if output is not None:  # a questions file only: another stage's output is never replaced
         check_output_kind(output, "question")
     existing = existing_questions(output) if append and output is not None else []
-    given = given_clients(llm, llm_settings, config)
-    config = given[0].config if given else llm_config(
-        config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency, rpm=rpm, tpm=tpm,
-        cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out, max_calls=max_calls,
-        max_cost=max_cost)
+    given, config = endpoint(llm, config, llm_settings, model, base_url=base_url, timeout=timeout,
+                             concurrency=concurrency, rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache,
+                             price_in=price_in, price_out=price_out, max_calls=max_calls, max_cost=max_cost)
     total = wanted(chunk_list, limit, per_chunk, chunks if isinstance(chunks, (str, Path)) else None)
     options = GenerateOptions(total=total, mix=mix_shares, seed=seed, quiet=quiet, max_per_doc=max_per_doc,
                               styles=style_shares, max_calls=max_calls)

@@ -15,7 +15,7 @@ from ..stages.judge import Judge, JudgeJob, JudgeOptions, JudgeResult, model_con
 from ..stages.queries import QueryItem
 from .inputs import chunks_by_id, query_items, source_of
 from .running import output_path, run_job, say_prompt
-from .settings import backend_of, given_clients, llm_config, model_names, shard_of, stage_options
+from .settings import backend_of, endpoint, model_names, shard_of, stage_options
 
 
 @overload
@@ -74,10 +74,9 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
     keep_table = coerce_qrels(keep) if keep is not None else None
-    llms = given_clients(llm, llm_settings, config)
-    config = llm_config(config, model, llm_settings, base_url=base_url, timeout=timeout, concurrency=concurrency,
-                     rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache, price_in=price_in, price_out=price_out,
-                     max_calls=max_calls, max_cost=max_cost)
+    llms, config = endpoint(llm, config, llm_settings, model, base_url=base_url, timeout=timeout,
+                            concurrency=concurrency, rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache,
+                            price_in=price_in, price_out=price_out, max_calls=max_calls, max_cost=max_cost)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, model_names(model))
     chosen = Judge(configs, options)  # a bad prompt file is refused here, before any call
     reason = "" if options.prompt == "auto" and chosen.full else chosen.prompt_reason

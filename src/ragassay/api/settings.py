@@ -67,10 +67,12 @@ def model_names(model: str | Sequence[str] | None) -> list[str] | None:
 
 
 def given_clients(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any],
-                  config: LLMConfig | None = None) -> list[LLM] | None:
+                  config: LLMConfig | None = None, keywords: Mapping[str, Any] | None = None) -> list[LLM] | None:
     """The clients the caller made (``llm=``), or None. ``settings`` are the keywords the function
-    did not name: a keyword of an earlier release says what replaced it, and settings beside
-    ``llm=`` are refused, since that client's own config is what runs."""
+    did not name: a keyword of an earlier release says what replaced it. ``keywords`` are the LLM
+    keywords the function names (``model=``, ``base_url=``, ...): any of them set beside ``llm=`` is
+    refused, as the further settings are, since that client's own config is what runs and the value
+    given would silently go unused."""
     renamed = {k: RENAMED[k] for k in settings if k in RENAMED}
     if renamed:  # keywords of earlier releases: say the name that replaced each
         raise TypeError("; ".join(f"{old}= is now {new}= (the flag's name)" for old, new in renamed.items()))
@@ -78,9 +80,23 @@ def given_clients(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any],
         return None
     if config is not None:  # the client's own config is what runs: the value given would go unused
         raise TypeError("give llm= or config=, not both (an LLM runs with its own config)")
-    if settings:
-        raise TypeError(f"{', '.join(sorted(settings))}: set these on the LLM given as llm= (its config is used)")
-    return [llm] if isinstance(llm, LLM) else list(llm)
+    clients = [llm] if isinstance(llm, LLM) else list(llm)
+    # (no client at all, llm=[], runs the rules only, with the config the keywords make)
+    unused = [k for k, v in (keywords or {}).items() if clients and v != LLM_KEYWORDS.get(k)] + list(settings)
+    if unused:
+        raise TypeError(f"{', '.join(sorted(unused))}: set these on the LLM given as llm= (its config is used)")
+    return clients
+
+
+def endpoint(llm: LLM | Sequence[LLM] | None, config: LLMConfig | None, settings: dict[str, Any],
+             model: str | Sequence[str] | None, **keywords: Any) -> tuple[list[LLM] | None, LLMConfig]:
+    """The caller's clients (``llm=``) and the config that runs: the first client's own, else
+    ``config=`` or the one the LLM keywords make. A keyword that the clients or ``config=`` would
+    leave unused is refused (see :func:`given_clients` and :func:`llm_config`)."""
+    given = given_clients(llm, settings, config, {"model": model, **keywords})
+    if given:
+        return given, given[0].config
+    return given, llm_config(config, model, settings, **keywords)
 
 
 def shard_of(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
