@@ -75,11 +75,13 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """
-    _check_ranges(run, qrels, samples, max_response_chars, max_context_chars)
-    on = backend_of(backend, export_requests, import_results, poll_seconds)
-    options = stage_options(CheckOptions, options, samples=samples, seed=seed, quiet=quiet,
+    if (run is None) != (qrels is None):
+        raise UsageError("the diagnosis needs both --run and --qrels")
+    options = stage_options(CheckOptions, options, "check", samples=samples, seed=seed, quiet=quiet,
                             max_response_chars=max_response_chars, max_context_chars=max_context_chars,
                             shard=shard_of(shard), prompt=str(prompt))
+    _check_ranges(options)
+    on = backend_of(backend, export_requests, import_results, poll_seconds)
     chunk_map = chunks_by_id(chunks)
     items, fields_by_id = answer_items(answers, chunk_map, by)
     set_join = None
@@ -110,13 +112,11 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                        done.batch_note)
 
 
-def _check_ranges(run: Any, qrels: Any, samples: int, max_response_chars: int, max_context_chars: int) -> None:
-    """The command's argument checks, as usage errors raised before anything is read."""
-    if (run is None) != (qrels is None):
-        raise UsageError("the diagnosis needs both --run and --qrels")
-    if samples < 1:
+def _check_ranges(options: CheckOptions) -> None:
+    """The command's argument checks, on the options however they were given, before anything is read."""
+    if options.samples < 1:
         raise UsageError("--samples must be at least 1")
-    if max_response_chars < 1 or max_context_chars < 1:
+    if options.max_response_chars < 1 or options.max_context_chars < 1:
         raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
 
 

@@ -62,14 +62,11 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     >>> est.items, est.calls  # 22 queries x their top 2 chunks, each asked 3 times
     (44, 132)
     """
-    if samples < 1 or batch < 1 or depth < 1:
-        raise UsageError("--samples, --batch and --depth must be at least 1")
-    if max_chunk_chars < 500:
-        raise UsageError("--max-chunk-chars must be at least 500")
+    options = stage_options(JudgeOptions, options, "judge", depth=depth, samples=samples, batch=batch, seed=seed,
+                            tie=tie, max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
+                            cache_friendly=cache_friendly, shard=shard_of(shard), prompt=str(prompt))
+    _judge_ranges(options)
     on = backend_of(backend, export_requests, import_results, poll_seconds)
-    options = stage_options(JudgeOptions, options, depth=depth, samples=samples, batch=batch, seed=seed, tie=tie,
-                             max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
-                             cache_friendly=cache_friendly, shard=shard_of(shard), prompt=str(prompt))
     items, chunk_map = query_items(queries), chunks_by_id(chunks, by_id_only=True)
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
@@ -91,3 +88,11 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     done.result.batch_note = done.batch_note
     return done.result
 
+
+
+def _judge_ranges(options: JudgeOptions) -> None:
+    """The command's argument checks, on the options however they were given, before anything is read."""
+    if options.samples < 1 or options.batch < 1 or options.depth < 1:
+        raise UsageError("--samples, --batch and --depth must be at least 1")
+    if options.max_chunk_chars < 500:
+        raise UsageError("--max-chunk-chars must be at least 500")

@@ -5,6 +5,7 @@ the caller's own clients. A setting given twice (as a keyword and inside a value
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -104,12 +105,20 @@ def shard_of(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
     return parse_shard(shard) if isinstance(shard, str) else shard
 
 
-def stage_options(options_type: type[T], options: T | None, **values: Any) -> T:
-    """The stage's options from the keywords; or ``options=`` as given, when no keyword differs
-    from its default (both at once would leave one of them silently unused)."""
-    if options is None:
-        return options_type(**values)
+def stage_options(options_type: type[T], options: T | None, function: str, **values: Any) -> T:
+    """The stage's options: ``options=`` as given, when no keyword differs from its default (both at
+    once would leave one of them silently unused); else made from the keywords, which are deprecated
+    where they differ from their defaults: the warning names the fields of ``options=`` that replace
+    them (each keyword is the field of the same name)."""
     defaults = {f.name: f.default for f in fields(options_type)}  # type: ignore[arg-type]
+    if options is None:
+        moved = sorted(k for k, v in values.items() if v != {**defaults, "quiet": True}.get(k))
+        if moved:  # (quiet defaults to True in the functions, as no progress bar is the rule there)
+            named = ", ".join(f"{k}=..." for k in moved)
+            warnings.warn(f"ragassay.{function}: the keywords {', '.join(moved)} are deprecated; give "
+                          f"options={options_type.__name__}({named}) (each keyword is the field of the same name)",
+                          DeprecationWarning, stacklevel=3)
+        return options_type(**values)
     clash = sorted(k for k, v in values.items() if k != "quiet" and v != defaults.get(k))
     if clash:
         raise TypeError(f"give {', '.join(clash)} in options= or as keywords, not both")

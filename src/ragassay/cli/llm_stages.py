@@ -9,9 +9,12 @@ from typing import Any
 
 from ..errors import RagassayError
 from ..product.formatting import render_table
+from ..stages.check import CheckOptions
 from ..stages.check_behaviour import behaviour_lines
-from .options import api_arguments, llm_config
+from ..stages.judge import JudgeOptions
+from .options import llm_config
 from .render import render, render_stage
+from .stage_values import stage_arguments
 
 # ---------------------------------------------------------------------------------------- ping
 
@@ -62,7 +65,7 @@ def _ping_text(report: dict) -> str:
 
 def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import judge
-    return render_stage(judge(**api_arguments(args, judge)), args, _judge_text)
+    return render_stage(judge(**stage_arguments(args, judge, JudgeOptions)), args, _judge_text)
 
 
 def _judge_text(result: Any, args: argparse.Namespace) -> str:
@@ -84,7 +87,7 @@ def _fmt_rate(r: dict, unit: str = "answers", total: int | None = None) -> str:
 
 def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import check
-    return render_stage(check(**api_arguments(args, check), announce=True), args, _check_text)
+    return render_stage(check(**stage_arguments(args, check, CheckOptions), announce=True), args, _check_text)
 
 
 def _check_text(done: Any, args: argparse.Namespace) -> str:
@@ -172,7 +175,8 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
 
 def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import generate
-    return render_stage(generate(**api_arguments(args, generate)), args, _generate_text, _generate_json)
+    return render_stage(generate(**stage_arguments(args, generate, None)), args, _generate_text,
+                        _generate_json)
 
 
 def _generate_json(result: Any) -> dict:
