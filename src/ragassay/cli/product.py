@@ -79,7 +79,8 @@ def run_merge(args: argparse.Namespace) -> str | tuple[str, int]:
 
 def _merge_json(m: Any, args: argparse.Namespace) -> dict:
     from ..data.result_models import MergeResult
-    return MergeResult(files=m.files, records=len(m.records), duplicates=m.duplicates, replaced_errors=m.replaced_errors,
+    return MergeResult(files=m.files, records=len(m.records), duplicates=m.duplicates,
+                       replaced_errors=m.replaced_errors,
                        conflicts=m.conflicts, output=str(args.output)).to_dict()
 
 
