@@ -94,3 +94,38 @@ def test_a_config_value_beside_a_client_is_refused():
                  lambda: ragassay.generate(C, limit=2, llm=client, config=config, dry_run=True)):
         with pytest.raises(TypeError, match="give llm= or config=, not both"):
             call()
+
+
+@pytest.mark.parametrize("keyword", [{"model": "x"}, {"base_url": "http://127.0.0.1:9/v1"}, {"no_cache": True},
+                                     {"concurrency": 2}, {"max_calls": 3}, {"cache": "c.sqlite"}])
+def test_a_keyword_a_client_makes_meaningless_is_refused_saying_the_client_wins(keyword):
+    client = ragassay.LLM(ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", use_cache=False))
+    (name,) = keyword
+    for call in (lambda: ragassay.judge(Q, C, R, llm=client, dry_run=True, **keyword),
+                 lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, llm=client, dry_run=True, **keyword),
+                 lambda: ragassay.generate(C, limit=2, llm=client, dry_run=True, **keyword)):
+        with pytest.raises(TypeError, match=f"{name}: set these on the LLM given as llm= \\(its config is used\\)"):
+            call()
+
+
+def test_a_stage_keyword_is_deprecated_naming_its_options_field_and_gives_the_same_result():
+    with pytest.warns(DeprecationWarning, match=r"ragassay\.judge: the keywords depth, samples are deprecated; "
+                                                r"give options=JudgeOptions\(depth=\.\.\., samples=\.\.\.\)"):
+        by_keywords = ragassay.judge(Q, C, R, model="gpt-4o-mini", no_cache=True, depth=2, samples=3, dry_run=True)
+    by_value = ragassay.judge(Q, C, R, model="gpt-4o-mini", no_cache=True, dry_run=True,
+                              options=ragassay.JudgeOptions(depth=2, samples=3, quiet=True))
+    assert by_keywords.to_dict() == by_value.to_dict() and by_value.calls == 132
+    with pytest.warns(DeprecationWarning, match=r"ragassay\.check: the keywords samples are deprecated; "
+                                                r"give options=CheckOptions\(samples=\.\.\.\)"):
+        checked = ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, model="gpt-4o-mini", no_cache=True, samples=3,
+                                 dry_run=True)
+    assert checked.to_dict() == ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, model="gpt-4o-mini",
+                                               no_cache=True, options=ragassay.CheckOptions(samples=3),
+                                               dry_run=True).to_dict()
+
+
+def test_a_stage_options_value_is_checked_as_the_flags_are():
+    with pytest.raises(ragassay.RagassayError, match="--samples, --batch and --depth must be at least 1"):
+        ragassay.judge(Q, C, R, model="m", options=ragassay.JudgeOptions(depth=0), dry_run=True)
+    with pytest.raises(ragassay.RagassayError, match="--samples must be at least 1"):
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, options=ragassay.CheckOptions(samples=0), dry_run=True)

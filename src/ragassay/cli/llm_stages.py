@@ -9,9 +9,12 @@ from typing import Any
 
 from ..errors import RagassayError
 from ..product.formatting import render_table
+from ..stages.check import CheckOptions
 from ..stages.check_behaviour import behaviour_lines
-from .options import api_arguments, llm_config
+from ..stages.judge import JudgeOptions
+from .options import llm_config
 from .render import render, render_stage
+from .stage_values import stage_arguments
 
 # ---------------------------------------------------------------------------------------- ping
 
@@ -51,7 +54,8 @@ def _ping_text(report: dict) -> str:
         lines.append(f"server:              {', '.join(x for x in said if x)} (its {report['server_said_by']})")
     if report.get("prompt_tokens_per_second"):
         lines.append(f"speed:               {report['prompt_tokens_per_second']:,.0f} prompt and "
-                     f"{report['answer_tokens_per_second']:,.1f} answer tokens a second, {report['seconds_per_call']:.1f} s "
+                     f"{report['answer_tokens_per_second']:,.1f} answer tokens a second, "
+                     f"{report['seconds_per_call']:.1f} s "
                      "a call besides, one call at a time (kept in the answer cache: dry runs estimate time from it)")
     if report.get("speed_note"):
         lines.append(f"speed:               {report['speed_note']}")
@@ -62,7 +66,7 @@ def _ping_text(report: dict) -> str:
 
 def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import judge
-    return render_stage(judge(**api_arguments(args, judge)), args, _judge_text)
+    return render_stage(judge(**stage_arguments(args, judge, JudgeOptions)), args, _judge_text)
 
 
 def _judge_text(result: Any, args: argparse.Namespace) -> str:
@@ -84,7 +88,7 @@ def _fmt_rate(r: dict, unit: str = "answers", total: int | None = None) -> str:
 
 def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import check
-    return render_stage(check(**api_arguments(args, check), announce=True), args, _check_text)
+    return render_stage(check(**stage_arguments(args, check, CheckOptions), announce=True), args, _check_text)
 
 
 def _check_text(done: Any, args: argparse.Namespace) -> str:
@@ -99,62 +103,15 @@ def _check_text(done: Any, args: argparse.Namespace) -> str:
 
 def _summary_text(result: dict, args: argparse.Namespace) -> str:
     s = result["summary"]
-    rows = [[lab, s["counts"][lab], _fmt_rate(s["rates"][lab])] for lab in ("correct", "partial", "hallucinated", "abstained")]
-    out = [render_table(["label", "count", "rate [95% CI]"], rows)]
-    words = ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None)
-    waiting = s.get("waiting") or 0
-    out.append(f"{s['graded']} of {s['answers']} answers graded"
-               + (f"; {waiting} waiting for an LLM verdict" if waiting
-                  else "") + f"; {s['errors']} error{'s' if s['errors'] != 1 else ''} (excluded from rates)\n"
-               f"correct given attempted: {_fmt_rate(s['correct_given_attempted'], 'attempted answers')}\n"
-               f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): "
-               f"{_fmt_rate(s['truthfulness'], total=s['answers'])}"
-               + (f"\nmean response words: {words}" if words else ""))
+    out = [_rates_text(s)]
     for f, groups in result.get("breakdown", {}).items():
-        labels = ("correct", "partial", "hallucinated", "abstained")
-        out.append(render_table([f, "graded", *labels],
-                                [[g, v["graded"], *(_fmt_rate(v["rates"][lab]) for lab in labels)]
+        out.append(render_table([f, "graded", *LABELS],
+                                [[g, v["graded"], *(_fmt_rate(v["rates"][lab]) for lab in LABELS)]
                                  for g, v in groups.items()]))
     if "diagnosis" in result:
-        d = result["diagnosis"]
-        c = d["cells"]
-        def cell(k):
-            return f"{c[k]['count']} ({', '.join(c[k]['examples'])})" if c[k]["count"] else "0"
-        met = "".join(f"\n{j['what']}: {j['left']['matched']} of {j['left']['ids']} in {j['left']['role']} are in "
-                      f"{j['right']['role']} ({j['right']['ids']})" for j in d.get("joins", []))
-        not_done = (f"\n{d['not_diagnosed']} graded answers not diagnosed (their question is not in the run or the "
-                    "qrels)" if d.get("not_diagnosed") else "")
-        if not d.get("diagnosed"):  # nothing to say of none: only why
-            out.append(f"diagnosis: {d['advice']}{met}{not_done}")
-        else:
-            out.append(f"diagnosis of {d['diagnosed']} answers: recall@{args.depth} >= {d['threshold']} is good "
-                       f"retrieval; a good answer is a correct one{met}{not_done}\n" +
-                       render_table(["", "good answer", "bad answer"],
-                                    [["good retrieval", cell("good_retrieval_good_answer"),
-                                      cell("good_retrieval_bad_answer")],
-                                     ["bad retrieval", cell("bad_retrieval_good_answer"),
-                                      cell("bad_retrieval_bad_answer")]])
-                       + f"\n=> {d['advice']}")
+        out.append(_diagnosis_text(result["diagnosis"], args.depth))
     if "human" in result:
-        h = result["human"]
-        kappa = f"{h['kappa']:.3f}" if h["kappa"] is not None and h["kappa"] == h["kappa"] else \
-            f"not given ({(h.get('why') or {}).get('kappa') or 'undefined'})"
-        who, grader = (h.get("origin") or {}).get("describe", "unknown"), (h.get("grader") or {}).get("describe", "unknown")
-        if h.get("same_origin"):
-            lines = [f"agreement not measured: the labels given with --human were made by {who}, who also graded "
-                     "these answers; compare labels made by people with the model's"]
-            h = {**h, "rates": {}}
-        else:
-            kind = (h.get("origin") or {}).get("kind", "unknown")
-            j = h.get("join")
-            met = (f" ({j['right']['matched']} of {j['right']['ids']} labels met {j['left']['matched']} of "
-                   f"{j['left']['ids']} answers)" if j and j["right"]["matched"] < j["right"]["ids"] else "")
-            lines = [f"agreement on {h['pairs']} answers{met}, {who}{'' if kind == 'unknown' else f' ({kind})'} vs "
-                     f"{grader}: Cohen's kappa {kappa}"]
-        for lab, r in h["rates"].items():
-            lines.append(f"{lab} rate: prediction-powered {_fmt_rate(r['prediction_powered'])}; "
-                         f"LLM only {_fmt_rate(r['llm_only'])}; {who} only {_fmt_rate(r['human_only'])}")
-        out.append("\n".join(lines))
+        out.append(_human_text(result["human"]))
     if result.get("behaviour"):
         out.append("\n".join(behaviour_lines(result["behaviour"])))
     if "flip_rate" in result:
@@ -168,11 +125,73 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
     return "\n\n".join(out)
 
 
+LABELS = ("correct", "partial", "hallucinated", "abstained")
+
+
+def _rates_text(s: dict) -> str:
+    """The table of labels with their rates, and the counts and rates that rest on them."""
+    rows = [[lab, s["counts"][lab], _fmt_rate(s["rates"][lab])] for lab in LABELS]
+    words = ", ".join(f"{k} {v:.1f}" for k, v in s["mean_response_words"].items() if v is not None)
+    waiting = s.get("waiting") or 0
+    return (render_table(["label", "count", "rate [95% CI]"], rows) + "\n\n"
+            + f"{s['graded']} of {s['answers']} answers graded"
+            + (f"; {waiting} waiting for an LLM verdict" if waiting
+               else "") + f"; {s['errors']} error{'s' if s['errors'] != 1 else ''} (excluded from rates)\n"
+            f"correct given attempted: {_fmt_rate(s['correct_given_attempted'], 'attempted answers')}\n"
+            f"truthfulness (+1 correct, +0.5 partial, 0 abstained, -1 hallucinated): "
+            f"{_fmt_rate(s['truthfulness'], total=s['answers'])}"
+            + (f"\nmean response words: {words}" if words else ""))
+
+
+def _diagnosis_text(d: dict, depth: int) -> str:
+    """Good or bad retrieval against a good or bad answer, with how the answers met the run and qrels."""
+    c = d["cells"]
+
+    def cell(k):
+        return f"{c[k]['count']} ({', '.join(c[k]['examples'])})" if c[k]["count"] else "0"
+    met = "".join(f"\n{j['what']}: {j['left']['matched']} of {j['left']['ids']} in {j['left']['role']} are in "
+                  f"{j['right']['role']} ({j['right']['ids']})" for j in d.get("joins", []))
+    not_done = (f"\n{d['not_diagnosed']} graded answers not diagnosed (their question is not in the run or the "
+                "qrels)" if d.get("not_diagnosed") else "")
+    if not d.get("diagnosed"):  # nothing to say of none: only why
+        return f"diagnosis: {d['advice']}{met}{not_done}"
+    return (f"diagnosis of {d['diagnosed']} answers: recall@{depth} >= {d['threshold']} is good "
+            f"retrieval; a good answer is a correct one{met}{not_done}\n" +
+            render_table(["", "good answer", "bad answer"],
+                         [["good retrieval", cell("good_retrieval_good_answer"), cell("good_retrieval_bad_answer")],
+                          ["bad retrieval", cell("bad_retrieval_good_answer"), cell("bad_retrieval_bad_answer")]])
+            + f"\n=> {d['advice']}")
+
+
+def _human_text(h: dict) -> str:
+    """The agreement with people's labels, and the rates each side gives, or why none is measured."""
+    kappa = f"{h['kappa']:.3f}" if h["kappa"] is not None and h["kappa"] == h["kappa"] else \
+        f"not given ({(h.get('why') or {}).get('kappa') or 'undefined'})"
+    who = (h.get("origin") or {}).get("describe", "unknown")
+    grader = (h.get("grader") or {}).get("describe", "unknown")
+    if h.get("same_origin"):
+        lines = [f"agreement not measured: the labels given with --human were made by {who}, who also graded "
+                 "these answers; compare labels made by people with the model's"]
+        h = {**h, "rates": {}}
+    else:
+        kind = (h.get("origin") or {}).get("kind", "unknown")
+        j = h.get("join")
+        met = (f" ({j['right']['matched']} of {j['right']['ids']} labels met {j['left']['matched']} of "
+               f"{j['left']['ids']} answers)" if j and j["right"]["matched"] < j["right"]["ids"] else "")
+        lines = [f"agreement on {h['pairs']} answers{met}, {who}{'' if kind == 'unknown' else f' ({kind})'} vs "
+                 f"{grader}: Cohen's kappa {kappa}"]
+    for lab, r in h["rates"].items():
+        lines.append(f"{lab} rate: prediction-powered {_fmt_rate(r['prediction_powered'])}; "
+                     f"LLM only {_fmt_rate(r['llm_only'])}; {who} only {_fmt_rate(r['human_only'])}")
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------ generate
 
 def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import generate
-    return render_stage(generate(**api_arguments(args, generate)), args, _generate_text, _generate_json)
+    return render_stage(generate(**stage_arguments(args, generate, None)), args, _generate_text,
+                        _generate_json)
 
 
 def _generate_json(result: Any) -> dict:

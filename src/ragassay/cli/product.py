@@ -4,6 +4,7 @@ arguments are declared in declare_product.py, and this module is imported when o
 from __future__ import annotations
 
 import argparse
+import datetime
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,8 @@ def run_merge(args: argparse.Namespace) -> str | tuple[str, int]:
 
 def _merge_json(m: Any, args: argparse.Namespace) -> dict:
     from ..data.result_models import MergeResult
-    return MergeResult(files=m.files, records=len(m.records), duplicates=m.duplicates, replaced_errors=m.replaced_errors,
+    return MergeResult(files=m.files, records=len(m.records), duplicates=m.duplicates,
+                       replaced_errors=m.replaced_errors,
                        conflicts=m.conflicts, output=str(args.output)).to_dict()
 
 
@@ -115,35 +117,43 @@ def run_history(args: argparse.Namespace) -> str | tuple[str, int]:
 
 
 def _history_text(view: Any) -> str:
-    import datetime
-
-    def when(ts):
-        return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
-    def clip(label):
-        return label if label is None or len(label) <= 40 else label[:39] + "…"
-
-    def qrels(r):
-        q = r.qrels or {}
-        return f"{(q.get('origin') or {}).get('describe', 'unknown')} {str(q.get('digest'))[:8]}" if q else ""
     rows, metric = view.results, view.metric
     if not rows and view.run:
         return f"no tracked result of the run {view.run!r}" + (f" has {metric}" if metric else "")
     if metric is not None:
-        if not rows:
-            return f"no tracked result has {metric}"
-        table = render_table(["#", "time", "run", "qrels (labels by, digest)", "label", "commit", metric, "vs previous",
-                              "vs best"],
-                             [[r.id, when(r.created), r.run or "", qrels(r), clip(r.label) or "", r.commit or "", r.value,
-                               "" if r.delta_previous is None else f"{r.delta_previous:+.4f}",
-                               "" if r.delta_best is None else f"{r.delta_best:+.4f}"] for r in rows])
-        series = list(dict.fromkeys(r.series for r in rows if r.series))
-        note = ("changes are against the previous result of the same run on the same qrels with the same settings; "
-                "a blank change starts a series")
-        return f"{table}\n\n{note}" + (f" ({len(series)} series:\n" + "\n".join(f"  {s}" for s in series) + ")"
-                                         if len(series) > 1 else "")
+        return _metric_history(rows, metric) if rows else f"no tracked result has {metric}"
     return render_table(["#", "time", "kind", "run", "qrels (labels by, digest)", "label", "commit", "metrics"],
-                        [[r.id, when(r.created), r.kind, r.run or "", qrels(r), clip(r.label) or "", r.commit or "",
-                          ", ".join(sorted(r.metrics)[:6]) + (" ..." if len(r.metrics) > 6 else "")] for r in rows])
+                        [[r.id, _when(r.created), r.kind, r.run or "", _qrels_said(r), _clip(r.label) or "",
+                          r.commit or "", ", ".join(sorted(r.metrics)[:6]) + (" ..." if len(r.metrics) > 6 else "")]
+                         for r in rows])
+
+
+def _metric_history(rows: list[Any], metric: str) -> str:
+    """One measure over the tracked results, each against the previous and the best of its series."""
+    table = render_table(["#", "time", "run", "qrels (labels by, digest)", "label", "commit", metric, "vs previous",
+                          "vs best"],
+                         [[r.id, _when(r.created), r.run or "", _qrels_said(r), _clip(r.label) or "", r.commit or "",
+                           r.value, "" if r.delta_previous is None else f"{r.delta_previous:+.4f}",
+                           "" if r.delta_best is None else f"{r.delta_best:+.4f}"] for r in rows])
+    series = list(dict.fromkeys(r.series for r in rows if r.series))
+    note = ("changes are against the previous result of the same run on the same qrels with the same settings; "
+            "a blank change starts a series")
+    return f"{table}\n\n{note}" + (f" ({len(series)} series:\n" + "\n".join(f"  {s}" for s in series) + ")"
+                                    if len(series) > 1 else "")
+
+
+def _when(ts: float) -> str:
+    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def _clip(label: str | None) -> str | None:
+    return label if label is None or len(label) <= 40 else label[:39] + "…"
+
+
+def _qrels_said(r: Any) -> str:
+    """Whose labels a result was scored on, and their digest."""
+    q = r.qrels or {}
+    return f"{(q.get('origin') or {}).get('describe', 'unknown')} {str(q.get('digest'))[:8]}" if q else ""
 
 
 # ---------------------------------------------------------------------------------------- gate

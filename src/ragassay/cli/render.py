@@ -20,9 +20,9 @@ def render(args: argparse.Namespace, as_json: Callable[[], Any], as_text: Callab
 def render_stage(result: Any, args: argparse.Namespace, text: Callable[[Any, argparse.Namespace], str],
                  as_json: Callable[[Any], Any] | None = None) -> str | tuple[str, int]:
     """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON (``as_json(result)``;
-    by default its dict with the batch note) or as ``text``."""
-    from ..runtime.engine import Estimate
-    if isinstance(result, Estimate):
+    by default its dict with the batch note) or as ``text``. The flag that asked for the estimate says
+    which of the two came back, as the function's typed overloads do."""
+    if args.dry_run:
         return render(args, result.to_dict, result.text)
     as_json = as_json or (lambda r: {**r.to_dict(), "batch": r.batch_note or None})
     return render(args, lambda: nan_to_none(as_json(result)), lambda: text(result, args), result.exit_code)
