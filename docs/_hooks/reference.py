@@ -14,6 +14,11 @@ import html
 import re
 import typing
 from pathlib import Path
+from typing import Any
+
+from markdown import Markdown
+from markdown.extensions import Extension
+from markdown.preprocessors import Preprocessor
 
 CLI_MARKER = "<!-- generated: cli -->"
 MEASURES_MARKER = "<!-- generated: measures -->"
@@ -171,6 +176,38 @@ def api_reference() -> str:
     for name in API_NAMES:
         lines += [f"::: ragassay.{ragassay._EXPORTS[name]}.{name}", ""]
     return "\n".join(lines)
+
+
+class DoctestFences(Preprocessor):
+    """Puts a docstring's bare ``>>>`` session (the examples that tests/test_docstrings.py runs) in a
+    ``pycon`` fence, so that its output lines are shown as code and never read as Markdown links."""
+
+    def run(self, lines: list[str]) -> list[str]:
+        out: list[str] = []
+        fenced = in_session = False
+        for line in lines:
+            if line.lstrip().startswith(("```", "~~~")) and not in_session:
+                fenced = not fenced
+            elif not fenced and line.startswith(">>>") and not in_session:
+                out.append("```pycon")
+                in_session = True
+            elif in_session and not line.strip():
+                out.append("```")
+                in_session = False
+            out.append(line)
+        if in_session:
+            out.append("```")
+        return out
+
+
+class DoctestFenceExtension(Extension):
+    def extendMarkdown(self, md: Markdown) -> None:  # noqa: N802 (Python-Markdown's name)
+        md.preprocessors.register(DoctestFences(md), "doctest_fences", 40)
+
+
+def on_config(config: Any, **_: object) -> Any:
+    config.markdown_extensions.append(DoctestFenceExtension())
+    return config
 
 
 def on_page_markdown(markdown: str, **_: object) -> str:
