@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from helpers import EXAMPLE, ROOT
 
+from helpers import EXAMPLE, ROOT
 
 
 def readme_commands() -> list[str]:
@@ -58,3 +58,29 @@ def test_the_site_shows_the_readmes_two_setup_commands_and_no_others():
     shown = [b.strip() for page in sorted((ROOT / "docs").rglob("*.md"))
              for b in re.findall(r"```sh\n(.*?)\n```", page.read_text(encoding="utf-8"), re.S)]
     assert shown and set(shown) <= set(readme_commands())
+
+
+def test_every_yaml_and_json_block_of_the_site_reads_and_its_ragassay_steps_parse():
+    """The blocks that are files, not commands (the CI workflow, an origin file), are valid as written, and
+    each `ragassay` command in the workflow is one the parser takes."""
+    import json
+    import shlex
+
+    import yaml
+
+    from ragassay.cli import build_parser
+
+    fence = re.compile(r"^```(yaml|json)\n(.*?)^```", re.S | re.M)
+    blocks = [(lang, body) for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+              for lang, body in fence.findall(page.read_text(encoding="utf-8"))]
+    assert {lang for lang, _ in blocks} == {"yaml", "json"}
+    steps = []
+    for lang, body in blocks:
+        data = yaml.safe_load(body) if lang == "yaml" else json.loads(body)
+        assert data
+        if lang == "yaml":
+            steps += [s["run"] for job in data["jobs"].values() for s in job["steps"]
+                      if str(s.get("run", "")).startswith("ragassay ")]
+    assert steps
+    for step in steps:
+        build_parser().parse_args(shlex.split(step)[1:])

@@ -1,5 +1,5 @@
-"""The "What `run` does, step by step" table (docs/get-started.md, once the README's), run as a user runs it: each row's commands in
-bash, in order, against the local test server, on the example's chunks with a search function of
+"""The "What `run` does, step by step" table (docs/get-started.md, once the README's), run as a user
+runs it: each row's commands in bash, in order, against the local test server, on the example's chunks with a search function of
 the user's own. What flows between the steps is asserted: every join's counts, who made every file
 of labels, and that nothing calls a model's labels people's. Then the same chain with answers whose
 ids meet none of the generated set's: the step stops, naming both files, before any call."""

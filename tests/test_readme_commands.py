@@ -50,13 +50,13 @@ def fenced_blocks(page: Path) -> list[tuple[str, str, str]]:
     return [(lang, body, "\n".join(lines[end:end + 3])) for lang, body, end in blocks]
 
 
-def shown_commands(page: Path) -> list[tuple[str, list[str], int | None]]:
+def shown_commands(page: Path, kind: str = "") -> list[tuple[str, list[str], int | None]]:
     """(command, the lines the README shows it printing, its exit code when the README gives one),
     from fenced blocks of `$ ` lines; "It exits N" right after a block is the code of its last command."""
     out: list[tuple[str, list[str], int | None]] = []
     for lang, body, after in fenced_blocks(page):
         lines = body.rstrip("\n").split("\n")
-        if lang or not lines[0].startswith("$ "):
+        if lang != kind or not lines[0].startswith("$ "):
             continue
         for line in lines:
             if line.startswith("$ "):
@@ -141,7 +141,8 @@ def test_every_shown_command_prints_what_its_page_says(user_env):
                     continue
                 local = LOCAL.search(command)
                 run = bash(to_fake(command, fake), work, env)
-                printed = run.stdout.replace(fake.url, local.group(0) if local else fake.url).rstrip("\n").split("\n") if run.stdout.strip() else []
+                said = run.stdout.replace(fake.url, local.group(0) if local else fake.url)
+                printed = said.rstrip("\n").split("\n") if said.strip() else []
                 where = (page.name, command)
                 if code is not None:
                     assert run.returncode == code, (where, run.returncode, run.stdout)
@@ -152,6 +153,28 @@ def test_every_shown_command_prints_what_its_page_says(user_env):
                     assert matches(expected, printed), (where, "\n".join(printed))
                 ran += 1
     assert ran >= 20 and skipped == 1
+
+
+def test_every_console_session_runs_on_a_corpus_of_ones_own(user_env):
+    """`console` blocks are a session in a folder of one's own: `my-corpus` holds the example's files
+    without its project file, as a user's corpus would; `cd DIR && ...` moves the session into DIR."""
+    ran = 0
+    with FakeLLM() as fake:
+        for page in nonempty(p for p in pages() if shown_commands(p, "console")):
+            work, env = folder_for(page, user_env)
+            made = bash("ragassay demo --copy my-corpus && rm my-corpus/ragassay.toml", work, env)
+            assert made.returncode == 0, made.stdout
+            cwd = work
+            for command, expected, _ in nonempty(shown_commands(page, "console")):
+                run = bash(to_fake(command, fake), cwd, env)
+                printed = run.stdout.rstrip("\n").split("\n") if run.stdout.strip() else []
+                assert run.returncode in (0, 3), (page.name, command, run.stdout)  # 3: what the fake cannot fill
+                if expected:
+                    assert matches(expected, printed), (page.name, command, "\n".join(printed))
+                moved = re.match(r"cd (\S+) && ", command)
+                cwd = cwd / moved.group(1) if moved else cwd
+                ran += 1
+    assert ran >= 6
 
 
 def test_every_bash_block_runs_against_an_endpoint(user_env):
@@ -190,7 +213,8 @@ def test_every_python_script_runs_against_an_endpoint(user_env):
         for page in nonempty({page for page, _ in scripts}):
             work, env = folder_for(page, user_env)
             for script in nonempty(body for p, body in scripts if p == page):
-                run = subprocess.run(["python", "-c", to_fake(script, fake)], cwd=work, env={**env, "OPENAI_BASE_URL": fake.url},
-                                     capture_output=True, text=True, timeout=300)
+                run = subprocess.run(["python", "-c", to_fake(script, fake)], cwd=work,
+                                     env={**env, "OPENAI_BASE_URL": fake.url}, capture_output=True, text=True,
+                                     timeout=300)
                 assert run.returncode == 0, (page.name, script, run.stderr[-3000:])
                 assert run.stdout.strip(), script

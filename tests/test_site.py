@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ragassay.cli import build_parser
 from helpers import ROOT, nonempty
+from ragassay.cli import build_parser
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -142,7 +142,7 @@ def test_the_records_and_the_api_pages_are_generated(site):
         assert f"<code>{kind}</code>" in records, kind
     api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     for name in nonempty(hooks().API_NAMES):
-        assert f'id="ragassay.' in api and re.search(rf'id="ragassay\.[\w.]+\.{name}"', api), name
+        assert 'id="ragassay.' in api and re.search(rf'id="ragassay\.[\w.]+\.{name}"', api), name
 
 
 # -------------------------------------------------------------------------------------- browser
