@@ -232,3 +232,9 @@ def test_a_browser_opens_the_cli_reference_and_a_how_to(browser, served):
     assert "llama" in page.locator("article").inner_text().lower()
     keep(page, "site-local-model.png")
     page.close()
+
+
+def test_the_home_page_counts_the_measures_of_the_registry():
+    from ragassay.metrics.measures import MEASURES
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert f"the catalogue's {len(MEASURES)} measures" in home
