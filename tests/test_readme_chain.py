@@ -1,5 +1,5 @@
-"""The README's "What `run` does, step by step" table (under "Your own data"), run as a user runs it: each row's commands in
-bash, in order, against the local test server, on the example's chunks with a search function of
+"""The "What `run` does, step by step" table (docs/get-started.md, once the README's), run as a user
+runs it: each row's commands in bash, in order, against the local test server, on the example's chunks with a search function of
 the user's own. What flows between the steps is asserted: every join's counts, who made every file
 of labels, and that nothing calls a model's labels people's. Then the same chain with answers whose
 ids meet none of the generated set's: the step stops, naming both files, before any call."""
@@ -18,7 +18,7 @@ import pytest
 from fake_llm import FakeLLM
 from helpers import EXAMPLE, ROOT, nonempty
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGE = (ROOT / "docs" / "get-started.md").read_text(encoding="utf-8")
 
 MY_SEARCH = '''
 import json, re
@@ -41,8 +41,8 @@ def first_words(query):  # a second, weaker retriever for the comparison
 
 
 def table_steps() -> list[tuple[int, list[str]]]:
-    """(step, its commands) of the README's step-by-step table, in order."""
-    section = README.split("### What `run` does, step by step", 1)[1].split("\n## ", 1)[0]
+    """(step, its commands) of the page's step-by-step table, in order."""
+    section = PAGE.split("## What `run` does, step by step", 1)[1].split("\n## ", 1)[0]
     steps = []
     for line in section.splitlines():
         m = re.match(r"\|\s*(\d+)\s*\|(.*)\|.*\|\s*$", line)

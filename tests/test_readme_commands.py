@@ -1,9 +1,10 @@
-"""Every command the README shows, run as a new user runs it: the wheel built from this checkout is
-installed into a fresh virtual environment (no network: its dependencies are this environment's),
-and from an empty directory holding only what `ragassay demo --copy datasets/example` writes, each
-`$ ...` line of the README runs in bash and must print what the README prints under it (`...`
-stands for lines left out; timings are compared as `N ms`). The `bash` blocks that need a model run
-against the test suite's fake endpoint."""
+"""Every command the README and the documentation site (docs/**.md) show, run as a new user runs it:
+the wheel built from this checkout is installed into a fresh virtual environment (no network: its
+dependencies are this environment's), and for each page, from an empty directory holding only what
+`ragassay demo --copy datasets/example` writes, each `$ ...` line of the page runs in bash and must
+print what the page prints under it (`...` stands for lines left out; timings are compared as
+`N ms`). The `bash` blocks and Python scripts that need a model run against the test suite's fake
+endpoint."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,13 +22,22 @@ import pytest
 from fake_llm import FakeLLM
 from helpers import ROOT, nonempty
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 TIMING = re.compile(r"\d+(?:\.\d+)? ms\b")
+LOCAL = re.compile(r"http://(?:localhost|127\.0\.0\.1):\d+/v1")  # a page's local server: here the fake one
 
 
-def fenced_blocks() -> list[tuple[str, str, str]]:
+def to_fake(text: str, fake: FakeLLM) -> str:
+    return LOCAL.sub(fake.url, text)
+
+
+def pages() -> list[Path]:
+    """The README and every page of the site, the README first."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def fenced_blocks(page: Path) -> list[tuple[str, str, str]]:
     """(language, body, the text after the block up to the next one) of every top-level fenced block."""
-    blocks, lines, i = [], README.split("\n"), 0
+    blocks, lines, i = [], page.read_text(encoding="utf-8").split("\n"), 0
     while i < len(lines):
         if lines[i].startswith("```"):
             lang, j = lines[i][3:].strip(), i + 1
@@ -39,13 +50,13 @@ def fenced_blocks() -> list[tuple[str, str, str]]:
     return [(lang, body, "\n".join(lines[end:end + 3])) for lang, body, end in blocks]
 
 
-def shown_commands() -> list[tuple[str, list[str], int | None]]:
+def shown_commands(page: Path, kind: str = "") -> list[tuple[str, list[str], int | None]]:
     """(command, the lines the README shows it printing, its exit code when the README gives one),
     from fenced blocks of `$ ` lines; "It exits N" right after a block is the code of its last command."""
     out: list[tuple[str, list[str], int | None]] = []
-    for lang, body, after in fenced_blocks():
+    for lang, body, after in fenced_blocks(page):
         lines = body.rstrip("\n").split("\n")
-        if lang or not lines[0].startswith("$ "):
+        if lang != kind or not lines[0].startswith("$ "):
             continue
         for line in lines:
             if line.startswith("$ "):
@@ -59,8 +70,8 @@ def shown_commands() -> list[tuple[str, list[str], int | None]]:
     return out
 
 
-def bash_blocks() -> list[str]:
-    return [body for lang, body, _ in fenced_blocks() if lang == "bash"]
+def bash_blocks(page: Path) -> list[str]:
+    return [body for lang, body, _ in fenced_blocks(page) if lang == "bash"]
 
 
 def matches(expected: list[str], printed: list[str]) -> bool:
@@ -99,6 +110,15 @@ def user_env(built_wheel, tmp_path_factory):
     module = subprocess.run(["python", "-c", "import ragassay; print(ragassay.__file__)"], cwd=work, env=env,
                             capture_output=True, text=True).stdout
     assert module.startswith(str(venv)), module  # the wheel's copy, not this checkout
+    return work, env
+
+
+def folder_for(page: Path, user_env) -> tuple[Path, dict]:
+    """A new empty folder for one page, holding only what `ragassay demo --copy datasets/example` writes:
+    each page's commands start where a reader who opens that page starts."""
+    base, env = user_env
+    name = str(page.relative_to(ROOT)).replace("/", "_").replace(".md", "")
+    work = Path(tempfile.mkdtemp(prefix=name + "-", dir=base))
     copied = subprocess.run(["ragassay", "demo", "--copy", "datasets/example"], cwd=work, env=env,
                             capture_output=True, text=True)
     assert copied.returncode == 0, copied.stderr
@@ -110,60 +130,91 @@ def bash(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
-def test_every_shown_command_prints_what_the_readme_says(user_env):
-    work, env = user_env
-    commands = shown_commands()
-    assert len(commands) >= 15
+def test_every_shown_command_prints_what_its_page_says(user_env):
     ran = skipped = 0
     with FakeLLM() as fake:
-        for command, expected, code in nonempty(commands):
-            if "sk-..." in command:  # a real key and api.openai.com: not from a test
-                skipped += 1
-                continue
-            local = "http://127.0.0.1:8765/v1"  # the README's local server: here the fake one
-            run = bash(command.replace(local, fake.url), work, env)
-            printed = run.stdout.replace(fake.url, local).rstrip("\n").split("\n") if run.stdout.strip() else []
-            if code is not None:
-                assert run.returncode == code, (command, run.returncode, run.stdout)
-            else:  # a command shown failing prints an error; any other succeeds
-                failing = any(w in " ".join(expected) for w in ("error:", "failed"))
-                assert (run.returncode != 0) == failing, (command, run.returncode, run.stdout)
-            if expected:
-                assert matches(expected, printed), (command, "\n".join(printed))
-            ran += 1
-    assert ran >= 15 and skipped == 1
+        for page in nonempty(p for p in pages() if shown_commands(p)):
+            work, env = folder_for(page, user_env)
+            for command, expected, code in nonempty(shown_commands(page)):
+                if "sk-..." in command:  # a real key and api.openai.com: not from a test
+                    skipped += 1
+                    continue
+                local = LOCAL.search(command)
+                run = bash(to_fake(command, fake), work, env)
+                said = run.stdout.replace(fake.url, local.group(0) if local else fake.url)
+                printed = said.rstrip("\n").split("\n") if said.strip() else []
+                where = (page.name, command)
+                if code is not None:
+                    assert run.returncode == code, (where, run.returncode, run.stdout)
+                else:  # a command shown failing prints an error; any other succeeds
+                    failing = any(w in " ".join(expected) for w in ("error:", "failed"))
+                    assert (run.returncode != 0) == failing, (where, run.returncode, run.stdout)
+                if expected:
+                    assert matches(expected, printed), (where, "\n".join(printed))
+                ran += 1
+    assert ran >= 20 and skipped == 1
+
+
+def test_every_console_session_runs_on_a_corpus_of_ones_own(user_env):
+    """`console` blocks are a session in a folder of one's own: `my-corpus` holds the example's files
+    without its project file, as a user's corpus would; `cd DIR && ...` moves the session into DIR."""
+    ran = 0
+    with FakeLLM() as fake:
+        for page in nonempty(p for p in pages() if shown_commands(p, "console")):
+            work, env = folder_for(page, user_env)
+            made = bash("ragassay demo --copy my-corpus && rm my-corpus/ragassay.toml", work, env)
+            assert made.returncode == 0, made.stdout
+            cwd = work
+            for command, expected, _ in nonempty(shown_commands(page, "console")):
+                run = bash(to_fake(command, fake), cwd, env)
+                printed = run.stdout.rstrip("\n").split("\n") if run.stdout.strip() else []
+                assert run.returncode in (0, 3), (page.name, command, run.stdout)  # 3: what the fake cannot fill
+                if expected:
+                    assert matches(expected, printed), (page.name, command, "\n".join(printed))
+                moved = re.match(r"cd (\S+) && ", command)
+                cwd = cwd / moved.group(1) if moved else cwd
+                ran += 1
+    assert ran >= 6
 
 
 def test_every_bash_block_runs_against_an_endpoint(user_env):
-    work, env = user_env
-    blocks = bash_blocks()
-    assert len(blocks) >= 2
+    blocks = [(page, block) for page in pages() for block in bash_blocks(page)]
+    assert len(blocks) >= 3
     with FakeLLM() as fake:
-        for block in nonempty(blocks):
-            if block.startswith("ragassay label"):  # a server: it prints its address, then Ctrl-C stops it
-                label = subprocess.Popen(["bash", "-c", "exec " + block.replace("\\\n", " ")], cwd=work, env=env,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                assert label.stdout.readline().startswith("labelling 30 pairs")
-                assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", label.stdout.readline())
-                label.send_signal(signal.SIGINT)
-                out, err = label.communicate(timeout=30)
-                assert label.returncode == 130 and "labelled 0 of 30" in out, err  # Ctrl-C: 130, as every command
-                continue
-            run = bash(block.replace("\\\n", " "), work, {**env, "OPENAI_BASE_URL": fake.url})
-            assert run.returncode in (0, 3), (block, run.stdout)  # 3: the fake cannot fill every slot of a mix
-            for out in nonempty(re.findall(r"(?:-o|--qrels-out|--coverage-out|--rejects) (\S+)", block)):
-                assert (work / out).exists(), (out, run.stdout)
+        for page in nonempty({page for page, _ in blocks}):
+            work, env = folder_for(page, user_env)
+            for block in nonempty(bash_blocks(page)):
+                run_bash_block(block, work, env, fake)
 
 
-def test_every_python_script_in_the_readme_runs_against_an_endpoint(user_env):
-    """The README's Python blocks that are not `>>>` sessions (those run in test_readme.py) run whole,
-    with the installed wheel, against the fake endpoint."""
-    work, env = user_env
-    scripts = [body for lang, body, _ in fenced_blocks() if lang == "python" and not body.startswith(">>>")]
+def run_bash_block(block: str, work: Path, env: dict, fake: FakeLLM) -> None:
+    if block.startswith("ragassay label"):  # a server: it prints its address, then Ctrl-C stops it
+        label = subprocess.Popen(["bash", "-c", "exec " + to_fake(block, fake).replace("\\\n", " ")], cwd=work, env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert label.stdout.readline().startswith("labelling 30 pairs")
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", label.stdout.readline())
+        label.send_signal(signal.SIGINT)
+        out, err = label.communicate(timeout=30)
+        assert label.returncode == 130 and "labelled 0 of 30" in out, err  # Ctrl-C: 130, as every command
+        return
+    run = bash(to_fake(block, fake).replace("\\\n", " "), work, {**env, "OPENAI_BASE_URL": fake.url})
+    assert run.returncode in (0, 3), (block, run.stdout)  # 3: the fake cannot fill every slot of a mix
+    for out in nonempty(re.findall(r"(?:-o|--qrels-out|--coverage-out|--rejects) (\S+)", block)):
+        assert (work / out).exists(), (out, run.stdout)
+
+
+def test_every_python_script_runs_against_an_endpoint(user_env):
+    """The Python blocks that are not `>>>` sessions (those run in test_readme.py) run whole, with the
+    installed wheel, against the fake endpoint."""
+    scripts = [(page, body) for page in pages() for lang, body, _ in fenced_blocks(page)
+               if lang == "python" and not body.startswith(">>>")]
     assert scripts
     with FakeLLM() as fake:
-        for script in nonempty(scripts):
-            run = subprocess.run(["python", "-c", script], cwd=work, env={**env, "OPENAI_BASE_URL": fake.url},
-                                 capture_output=True, text=True, timeout=300)
-            assert run.returncode == 0, (script, run.stderr[-3000:])
-            assert run.stdout.strip(), script
+        for page in nonempty({page for page, _ in scripts}):
+            work, env = folder_for(page, user_env)
+            for script in nonempty(body for p, body in scripts if p == page):
+                run = subprocess.run(["python", "-c", to_fake(script, fake)], cwd=work,
+                                     env={**env, "OPENAI_BASE_URL": fake.url}, capture_output=True, text=True,
+                                     timeout=300)
+                assert run.returncode == 0, (page.name, script, run.stderr[-3000:])
+                assert run.stdout.strip(), script

@@ -1,5 +1,5 @@
-"""The product's words against its behaviour: the README's flag table against every command's
-parser, the measure lists of --help and the README against the registry, every command's JSON
+"""The product's words against its behaviour: the flag table (docs/reference/flags.md) against every
+command's parser, the measure lists of --help and docs/reference/measures.md against the registry, every command's JSON
 output carrying kind and version, and every --help example run as a user would run it."""
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from ragassay.metrics.measures import measure_names
 from fake_llm import FakeLLM, dead_url
 from helpers import ROOT, nonempty
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+FLAGS_PAGE = (ROOT / "docs" / "reference" / "flags.md").read_text(encoding="utf-8")
+MEASURES_PAGE = (ROOT / "docs" / "reference" / "measures.md").read_text(encoding="utf-8")
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -38,10 +39,10 @@ def takers() -> dict[str, set[str]]:
 
 
 def flag_table() -> list[tuple[list[str], str]]:
-    """(flags, 'taken by' cell) per row of the README's flag table."""
-    start = README.index("**Flags mean one thing in every command**")
+    """(flags, 'taken by' cell) per row of the flag table."""
+    start = FLAGS_PAGE.index("**Flags mean one thing in every command**")
     rows = []
-    for line in README[start:].splitlines()[3:]:
+    for line in FLAGS_PAGE[start:].splitlines()[3:]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
@@ -61,7 +62,7 @@ def test_the_flag_table_is_what_every_parser_takes():
         for flag, part in nonempty(zip(flags, parts)):
             said = every if part.startswith("every command") else \
                 {w for w in re.findall(r"[a-z]+", part.split(";")[0]) if w in every}
-            assert who.get(flag, set()) == said, f"{flag}: the README says {sorted(said)}, the parsers {sorted(who.get(flag, set()))}"
+            assert who.get(flag, set()) == said, f"{flag}: the flag table says {sorted(said)}, the parsers {sorted(who.get(flag, set()))}"
             checked.add(flag)
     shared = {f for f, names in who.items() if len(names) >= 3}
     assert shared <= checked, f"flags of three or more commands missing from the table: {sorted(shared - checked)}"
@@ -70,10 +71,10 @@ def test_the_flag_table_is_what_every_parser_takes():
         assert "json" in fmt.choices, name
 
 
-def test_help_and_readme_list_every_measure_of_the_registry():
+def test_help_and_the_measures_page_list_every_measure_of_the_registry():
     names = measure_names()
     assert len(names) >= 20 and "bpref" in names and "judged@k" in names
-    readme_list = re.search(r"\*\*Metric names\*\* \(case-insensitive\): (.*?) \(the same", README, re.S).group(1)
+    readme_list = re.search(r"\*\*Metric names\*\* \(case-insensitive\): (.*?) \(the same", MEASURES_PAGE, re.S).group(1)
     assert re.findall(r"`([^`]+)`", readme_list) == names
     for command in ("evaluate", "compare"):
         text = " ".join(commands()[command].format_help().split())
