@@ -42,7 +42,7 @@ from ..data.run_asked import read_asked
 from ..data.tables import Qrels, Run, encode_ids
 from ..errors import InputError
 from .evaluate import checked_settings, evaluate
-from .measures import Measure
+from .measures.parsing import Measure
 from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
 from .rests_on import rests_on as rests_on_of
 

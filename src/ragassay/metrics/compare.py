@@ -15,7 +15,7 @@ from ..data.tables import Qrels, Run
 from ..errors import UsageError
 from .evaluate import Evaluation, evaluate
 from .measure_values import Gain
-from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .measures.parsing import DEFAULT_MEASURES, Measure, parse_measures
 from .power import analyse_pilot, check_design
 from .rests_on import compare_rests_on
 from .significance import bootstrap_ci, holm, paired_t_test, randomization_test

@@ -23,7 +23,7 @@ from ..data.roles import refuse_grades_as_run
 from ..data.tables import Qrels, Run
 from ..errors import InputError
 from .measure_values import Gain, MeasureViews, compute_measure, count_rows, ratio
-from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .measures.parsing import DEFAULT_MEASURES, Measure, parse_measures
 from .ranking import RankedRows, query_positions, query_slices, rank_rows
 from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
 from .rests_on import rests_on as rests_on_of

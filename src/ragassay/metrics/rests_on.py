@@ -16,7 +16,7 @@ from typing import Any
 
 from ..data.origin import UNKNOWN, Origin, PoolRun, sidecar_path
 from ..data.pool import member_of, membership
-from .measures import Measure, parse_measure
+from .measures.parsing import Measure, parse_measure
 
 TREC_EVAL_LEVEL = 1  # trec_eval's default: any positive grade is relevant
 

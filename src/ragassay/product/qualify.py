@@ -28,7 +28,7 @@ from ..data.tables import Qrels
 from ..errors import UsageError
 from ..llm.prompt_files import choose_prompt
 from ..metrics.agreement import run_ranking_agreement
-from ..metrics.measures import parse_measure
+from ..metrics.measures.parsing import parse_measure
 from ..metrics.qualification import (
     LabelAgreement,
     PairedDifference,
