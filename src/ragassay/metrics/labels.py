@@ -149,7 +149,8 @@ def human_calibration(records: Sequence[Mapping], human: Mapping[str, str], n_re
     x = np.array([codes[human[q]] for q in both], dtype=np.int64)
     y = np.array([codes[ok[q]] for q in both], dtype=np.int64)
     present = sorted(set(x.tolist()) | set(y.tolist()))
-    one = one_grade_why(x, y, ("people", "the grader"), "answers", lambda i: f"the label {LABELS[i]}")  # a kappa that cannot mean anything: None, and why
+    # a kappa that cannot mean anything: None, and why
+    one = one_grade_why(x, y, ("people", "the grader"), "answers", lambda i: f"the label {LABELS[i]}")
     out: dict = {"pairs": len(both), "kappa": None if one else cohen_kappa(x, y),
                  "labels": [LABELS[i] for i in present],
                  "confusion": confusion_matrix(x, y, present).tolist() if len(both) else [],
