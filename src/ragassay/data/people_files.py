@@ -156,11 +156,7 @@ def read_evouna(path: str | Path, data: bytes | None = None) -> EvounaAnswers:
         out.skipped[why] = out.skipped.get(why, 0) + 1
 
     for index, (no, item) in enumerate(_array_items(data, path)):
-        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
-            raise InputError(f"item {index} of the array: expected an object with a question (EVOUNA's fields: "
-                             "question, golden_answer, answer_MODEL, judge_MODEL, improper)", path, no)
-        gold = item.get("golden_answer")
-        refs = list(dict.fromkeys(p.strip() for p in gold.split("/") if p.strip())) if isinstance(gold, str) else []
+        refs = _evouna_references(item, index, path, no)
         for model in EVOUNA_MODELS:
             if f"judge_{model}" not in item and f"answer_{model}" not in item:
                 continue  # a file of fewer models
@@ -176,6 +172,16 @@ def read_evouna(path: str | Path, data: bytes | None = None) -> EvounaAnswers:
         raise InputError("no answers in file (an EVOUNA file is a JSON array of questions with answer_MODEL and "
                          "judge_MODEL fields)", path)
     return out
+
+
+def _evouna_references(item: Any, index: int, path: str | Path, no: int) -> list[str]:
+    """An EVOUNA question's accepted answers ('/'-separated in ``golden_answer``), once the item is
+    known to be an object with a question."""
+    if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+        raise InputError(f"item {index} of the array: expected an object with a question (EVOUNA's fields: "
+                         "question, golden_answer, answer_MODEL, judge_MODEL, improper)", path, no)
+    gold = item.get("golden_answer")
+    return list(dict.fromkeys(p.strip() for p in gold.split("/") if p.strip())) if isinstance(gold, str) else []
 
 
 def _evouna_unusable(item: dict, judge: Any, response: Any, refs: list[str]) -> str | None:
