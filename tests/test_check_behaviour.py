@@ -14,8 +14,9 @@ import respx
 from fake_llm import chat_reply, make_llm
 from ragassay.cli import main
 from ragassay.data.records import AnswerItem, Check
-from ragassay.stages.check import CheckOptions, check_answers, summarise_checks
+from ragassay.stages.check import CheckOptions, check_answers
 from ragassay.stages.check_behaviour import behaviour_of
+from ragassay.stages.check_summary import summarise_checks
 
 BASE = "http://check.test/v1"
 URL = f"{BASE}/chat/completions"

@@ -33,6 +33,8 @@ PRODUCT_ALLOWED = {"ragassay.product", "ragassay.product.formatting"}
 # cli/declare_*.py) and the few light modules their help texts read (measure names, compare's
 # defaults, the errors).
 HELP_ALLOWED = {"ragassay", "ragassay.__main__", "ragassay.errors", "ragassay.metrics", "ragassay.metrics.measures",
+                "ragassay.metrics.measures.naming", "ragassay.metrics.measures.parsing",
+                "ragassay.metrics.measures.registry",
                 "ragassay.metrics.significance_settings", "ragassay.cli", "ragassay.cli.paths", "ragassay.cli.values",
                 "ragassay.cli.options", "ragassay.cli.handlers"}
 # ... and nothing of these, which a command imports only when it runs

@@ -27,8 +27,8 @@ _EXPORTS = {
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "judge": "api", "check": "api", "generate": "api", "GenerateResult": "stages.generate",
     "qualify": "product.qualify_inputs", "qualify_judge": "product.qualify", "qualify_check": "product.qualify",
-    "Grader": "product.qualify",
-    "Qualification": "product.qualify", "read_graded_pairs": "data.people_samples",
+    "Grader": "product.qualify_results",
+    "Qualification": "product.qualify_results", "read_graded_pairs": "data.people_samples",
     "read_labelled_answers": "data.people_samples", "bundled_pairs": "data.people_samples",
     "bundled_answers": "data.people_samples", "public_pairs": "data.people_samples",
     "InputError": "errors", "MeasureError": "errors", "RagassayError": "errors",
@@ -73,8 +73,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics.evaluate import Evaluation, evaluate
     from .metrics.labels import label_summary
     from .metrics.measures import Measure, parse_measure
-    from .product.qualify import Grader, Qualification, qualify_check, qualify_judge
+    from .product.qualify import qualify_check, qualify_judge
     from .product.qualify_inputs import qualify
+    from .product.qualify_results import Grader, Qualification
     from .runtime.engine import Estimate
     from .runtime.scaffold import Backend
     from .stages.check import CheckOptions, check_answers, read_answers

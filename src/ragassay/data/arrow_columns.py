@@ -65,8 +65,36 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
     if delimiter is None:
         return None
     import pyarrow as pa
-    import pyarrow.csv as csv
     pool = pa.system_memory_pool()  # malloc's: gives memory back, where mimalloc's arenas keep ~100 MB
+    table = _parsed_table(source, ncols, wanted, skip_lines, delimiter, pool)
+    if table is None:
+        return None
+    # largest column first, each dropped from the table once converted: its arrow memory goes back
+    # before the next one is copied out, and the id column is converted chunk by chunk
+    done: dict[int, Any] = {}
+    for c, kind in sorted(wanted, key=lambda w: {"id": 0, "codes": 1}.get(w[1], 2)):
+        col = table.column(f"c{c}")
+        table = table.drop_columns([f"c{c}"])
+        if col.null_count:
+            return None
+        chunks = col.chunks
+        del col
+        value = _converted(kind, chunks)
+        del chunks
+        if value is None:
+            return None
+        done[c] = value
+        del value
+        trim_heap()  # the column's arrow memory is free: give its pages back before the next one
+    return [done[c] for c, _ in wanted]
+
+
+def _parsed_table(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], skip_lines: int,
+                  delimiter: str, pool: Any) -> Any:
+    """The wanted columns as pyarrow parses them, or None when pyarrow refuses the file (the numpy
+    path then reads it and names the line)."""
+    import pyarrow as pa
+    import pyarrow.csv as csv
     names = [f"c{i}" for i in range(ncols)]
     # query ids are dictionary-encoded by the parser itself: codes in first-seen order, no id copied per row
     # grades are read as text and parsed as the numpy path parses them: pyarrow's own integer parser
@@ -85,47 +113,39 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
                                                strings_can_be_null=False, quoted_strings_can_be_null=False,
                                                null_values=[], true_values=[], false_values=[]),
             memory_pool=pool)
-        table = table.unify_dictionaries(memory_pool=pool)  # one dictionary for every chunk of a column
+        return table.unify_dictionaries(memory_pool=pool)  # one dictionary for every chunk of a column
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
-    # largest column first, each dropped from the table once converted: its arrow memory goes back
-    # before the next one is copied out, and the id column is converted chunk by chunk
-    done: dict[int, Any] = {}
-    for c, kind in sorted(wanted, key=lambda w: {"id": 0, "codes": 1}.get(w[1], 2)):
-        col = table.column(f"c{c}")
-        table = table.drop_columns([f"c{c}"])
-        if col.null_count:
-            return None
-        chunks = col.chunks
-        del col
-        if kind == "id":
-            ids = _fixed_width(chunks)
-            if ids is None:
-                return None  # not UTF-8, an empty id or one too long: the numpy path names the line
-            done[c] = ids
-            del ids
-        elif kind == "codes":  # query ids: the codes, and the distinct ids in first-seen order
-            distinct = _fixed_width([chunks[0].dictionary]) if chunks else np.zeros(0, dtype="S8")
-            if distinct is None:
-                return None
-            if len(distinct) and (distinct.view(np.uint8).reshape(len(distinct), -1)[:, 0] == ord("#")).any():
-                return None  # '#' comment lines read as rows: the numpy path skips them
-            done[c] = (_drain([a.indices for a in chunks], np.int32, np.int64), distinct)
-            del chunks
-        else:  # straight from the buffers: ChunkedArray.to_numpy would import pandas (0.3 s)
-            if kind == "int":  # parsed as the numpy path parses them: [-]digits, nothing else
-                values = _plain_integers(chunks)
-                if values is None:
-                    return None  # not a plain decimal integer somewhere: the numpy path judges it, naming the line
-            else:
-                values = _drain(chunks, np.float64, np.float64)
-            if kind == "float" and not np.isfinite(values).all():
-                return None
-            if kind == "int" and len(values) and int(np.abs(values).max()) > INT_LIMIT:
-                return None
-            done[c] = values
-        trim_heap()  # the column's arrow memory is free: give its pages back before the next one
-    return [done[c] for c, _ in wanted]
+
+
+def _converted(kind: str, chunks: list) -> Any:
+    """One column's chunks as numpy, as the kind asks; None when the numpy path must judge the file."""
+    if kind == "id":
+        return _fixed_width(chunks)  # None: not UTF-8, an empty id or one too long: the numpy path names the line
+    if kind == "codes":
+        return _codes(chunks)
+    # straight from the buffers: ChunkedArray.to_numpy would import pandas (0.3 s)
+    if kind == "int":  # parsed as the numpy path parses them: [-]digits, nothing else
+        values = _plain_integers(chunks)
+        if values is None:
+            return None  # not a plain decimal integer somewhere: the numpy path judges it, naming the line
+    else:
+        values = _drain(chunks, np.float64, np.float64)
+    if kind == "float" and not np.isfinite(values).all():
+        return None
+    if kind == "int" and len(values) and int(np.abs(values).max()) > INT_LIMIT:
+        return None
+    return values
+
+
+def _codes(chunks: list) -> tuple[np.ndarray, np.ndarray] | None:
+    """Query ids: the codes, and the distinct ids in first-seen order."""
+    distinct = _fixed_width([chunks[0].dictionary]) if chunks else np.zeros(0, dtype="S8")
+    if distinct is None:
+        return None
+    if len(distinct) and (distinct.view(np.uint8).reshape(len(distinct), -1)[:, 0] == ord("#")).any():
+        return None  # '#' comment lines read as rows: the numpy path skips them
+    return _drain([a.indices for a in chunks], np.int32, np.int64), distinct
 
 
 def _plain_integers(chunks: list) -> np.ndarray | None:

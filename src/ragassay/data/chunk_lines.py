@@ -51,8 +51,8 @@ class ChunkLines:
             what, fields = found
             if self.count == 0 and not self.problems:
                 raise InputError(f"looks like {what}, not chunks: the line has {fields}; give it where its role is "
-                                 "taken (questions and queries: retrieve --queries or judge --queries; answers: check's input; a run or "
-                                 "judgments: RUN / QRELS)", self.path, no)
+                                 "taken (questions and queries: retrieve --queries or judge --queries; answers: "
+                                 "check's input; a run or judgments: RUN / QRELS)", self.path, no)
             self.problems.add(no, f"not a chunk ({what}?): it has {fields}")
             return None
         self.count += 1

@@ -97,6 +97,27 @@ class PoolRun:
             raise ValueError(f"{where}: {e}") from None
 
 
+def _check_scale(low_high: Any) -> None:
+    """A scale is two whole numbers, the lowest first."""
+    if low_high is None:
+        return
+    if (not isinstance(low_high, tuple) or len(low_high) != 2
+            or not all(isinstance(g, int) and not isinstance(g, bool) for g in low_high)
+            or low_high[0] >= low_high[1]):
+        raise ValueError(f"scale: [lowest, highest], two whole numbers, lowest first, got "
+                         f"{json.dumps(list(low_high) if isinstance(low_high, tuple) else low_high)}")
+
+
+def _check_relevant_from(r: Any, scale: tuple[int, int] | None) -> None:
+    """The relevant grade is a whole number of at least 1, and a grade of the scale above its lowest."""
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+        raise ValueError(f"relevant_from: a whole number of at least 1 (grades of 0 and below are never "
+                         f"relevant), got {json.dumps(r)}")
+    if scale is not None and not scale[0] < r <= scale[1]:
+        raise ValueError(f"relevant_from: {r} is not a grade of the scale {scale[0]}-{scale[1]} "
+                         "above its lowest")
+
+
 @dataclass(frozen=True)
 class Origin:
     """Who made a file's labels (no labeller at all means unknown), and what the labels rest on: the
@@ -121,21 +142,9 @@ class Origin:
             raise ValueError("labellers: a tuple of Labeller")
         _text("command", self.command, optional=True)
         _text("date", self.date, optional=True)
-        if self.scale is not None:
-            low_high = self.scale
-            if (not isinstance(low_high, tuple) or len(low_high) != 2
-                    or not all(isinstance(g, int) and not isinstance(g, bool) for g in low_high)
-                    or low_high[0] >= low_high[1]):
-                raise ValueError(f"scale: [lowest, highest], two whole numbers, lowest first, got "
-                                 f"{json.dumps(list(low_high) if isinstance(low_high, tuple) else low_high)}")
+        _check_scale(self.scale)
         if self.relevant_from is not None:
-            r = self.relevant_from
-            if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-                raise ValueError(f"relevant_from: a whole number of at least 1 (grades of 0 and below are never "
-                                 f"relevant), got {json.dumps(r)}")
-            if self.scale is not None and not self.scale[0] < r <= self.scale[1]:
-                raise ValueError(f"relevant_from: {r} is not a grade of the scale {self.scale[0]}-{self.scale[1]} "
-                                 "above its lowest")
+            _check_relevant_from(self.relevant_from, self.scale)
         if self.pool is not None and (not isinstance(self.pool, tuple)
                                       or not all(isinstance(p, PoolRun) for p in self.pool)):
             raise ValueError("pool: a tuple of PoolRun")

@@ -156,28 +156,15 @@ def read_evouna(path: str | Path, data: bytes | None = None) -> EvounaAnswers:
         out.skipped[why] = out.skipped.get(why, 0) + 1
 
     for index, (no, item) in enumerate(_array_items(data, path)):
-        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
-            raise InputError(f"item {index} of the array: expected an object with a question (EVOUNA's fields: "
-                             "question, golden_answer, answer_MODEL, judge_MODEL, improper)", path, no)
-        gold = item.get("golden_answer")
-        refs = list(dict.fromkeys(p.strip() for p in gold.split("/") if p.strip())) if isinstance(gold, str) else []
+        refs = _evouna_references(item, index, path, no)
         for model in EVOUNA_MODELS:
             if f"judge_{model}" not in item and f"answer_{model}" not in item:
                 continue  # a file of fewer models
             judge, response = item.get(f"judge_{model}"), item.get(f"answer_{model}")
-            if item.get("improper") is True:
-                skip("improper question")
-            elif judge is None:
-                skip("no people's judgment")
-            elif not isinstance(judge, bool):
-                skip("judgment not true or false")
-            elif not isinstance(response, str) or not response.strip():
-                skip("no answer text (an empty answer is no test of a grader: the rules call it abstained)")
-            elif not refs:
-                skip("no gold answer")
-            elif not item["question"].strip():
-                skip("no question text")
-            else:
+            why = _evouna_unusable(item, judge, response, refs)
+            if why is not None:
+                skip(why)
+            elif isinstance(response, str):  # (always, once usable: said for the type checker)
                 aid = f"{stem}-{index}-{model}"
                 out.answers.append(AnswerItem(id=aid, question=item["question"], reference=refs, response=response))
                 out.labels[aid] = "correct" if judge else "incorrect"
@@ -185,6 +172,33 @@ def read_evouna(path: str | Path, data: bytes | None = None) -> EvounaAnswers:
         raise InputError("no answers in file (an EVOUNA file is a JSON array of questions with answer_MODEL and "
                          "judge_MODEL fields)", path)
     return out
+
+
+def _evouna_references(item: Any, index: int, path: str | Path, no: int) -> list[str]:
+    """An EVOUNA question's accepted answers ('/'-separated in ``golden_answer``), once the item is
+    known to be an object with a question."""
+    if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+        raise InputError(f"item {index} of the array: expected an object with a question (EVOUNA's fields: "
+                         "question, golden_answer, answer_MODEL, judge_MODEL, improper)", path, no)
+    gold = item.get("golden_answer")
+    return list(dict.fromkeys(p.strip() for p in gold.split("/") if p.strip())) if isinstance(gold, str) else []
+
+
+def _evouna_unusable(item: dict, judge: Any, response: Any, refs: list[str]) -> str | None:
+    """Why one model's answer to an EVOUNA question cannot test a grader, or None when it can."""
+    if item.get("improper") is True:
+        return "improper question"
+    if judge is None:
+        return "no people's judgment"
+    if not isinstance(judge, bool):
+        return "judgment not true or false"
+    if not isinstance(response, str) or not response.strip():
+        return "no answer text (an empty answer is no test of a grader: the rules call it abstained)"
+    if not refs:
+        return "no gold answer"
+    if not item["question"].strip():
+        return "no question text"
+    return None
 
 
 def _array_items(data: bytes, path: str | Path) -> list[tuple[int, Any]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -129,7 +129,8 @@ def _scale(scale: tuple[int, int] | None, relevant_from: int | None, origin: Ori
             low, high = min(0, seen[0]), seen[-1]
             scale = (low, high if high > low else low + 1)
             notes.append(f"scale {scale[0]}-{scale[1]} taken from the grades seen (no sidecar says it)")
-    if not isinstance(relevant_from, int) or isinstance(relevant_from, bool) or not scale[0] < relevant_from <= scale[1]:
+    if (not isinstance(relevant_from, int) or isinstance(relevant_from, bool)
+            or not scale[0] < relevant_from <= scale[1]):
         raise InputError(f"the relevant grade {relevant_from!r} (--relevance-level; relevant_from in Python) is not a "
                          f"grade of the scale {scale[0]}-{scale[1]} above its lowest", path)
     outside = [g for g in seen if not scale[0] <= g <= scale[1]]
@@ -171,32 +172,9 @@ def read_labelled_answers(answers: str | Path, labels: str | Path | None = None,
     Answers without a label, and labels naming no answer, are counted and said."""
     data = read_bytes_checked(answers)
     if is_evouna(data):
-        extra = next((f for f in (labels, second) if f is not None), None)
-        if extra is not None:
-            raise InputError(f"{answers} is EVOUNA's file, which carries its people's labels itself: {extra} would "
-                             "not be read; give the EVOUNA file alone", extra)
-        ev = read_evouna(answers, data)
-        skipped = dict(ev.skipped)
-        notes = [f"{sum(skipped.values())} answers of {answers} are left out ({_reasons(skipped)})"] if skipped else []
-        return LabelledAnswers(
-            answers=ev.answers, labels=ev.labels, binary=True, second=None,
-            source=source or f"EVOUNA {Path(answers).name}: people's true/false on model answers to "
-                             f"{'TriviaQA' if Path(answers).stem.upper().startswith('TQ') else 'Natural Questions'} "
-                             "questions (Wang et al. 2023)",
-            citation=citation or EVOUNA_CITATION, skipped=skipped, notes=tuple(notes),
-            origin=_evouna_origin())
+        return _evouna_answers(answers, data, labels, second, source, citation)
     items, own = _answer_items(answers)
-    if labels is None:
-        if not own:
-            raise InputError("no labels: give a labels file (id and label on each line, as `ragassay label` writes) "
-                             "or a label on each answer", answers)
-        got, binary, said = _own_labels(own, answers)
-        origin = _people_only(label_origin(answers, said), answers)
-        where = answers
-    else:
-        got, binary, said = read_answer_labels(labels)
-        origin = _people_only(label_origin(labels, said), labels)
-        where = labels
+    got, binary, origin, where = _first_labels(answers, labels, own)
     join = Join.of("answer ids", "the answers", (a.id for a in items), "the labels", got, answers,
                    where).require_overlap()
     kept = [a for a in items if a.id in got]
@@ -210,23 +188,63 @@ def read_labelled_answers(answers: str | Path, labels: str | Path | None = None,
     notes = [warned] if warned else []
     second_labels = None
     if second is not None:
-        theirs, second_binary, second_said = read_answer_labels(second)
-        second_origin = _people_only(label_origin(second, second_said), second)
-        if origin.same_as(second_origin):
-            raise InputError(f"made by the same people as {where} ({origin.describe()}): one labeller compared "
-                             "with itself measures nothing", second)
-        if second_binary != binary and any(v != "correct" for v in theirs.values()):
-            kinds = {True: "correct/incorrect", False: "check's four labels"}
-            raise InputError(f"its labels are {kinds[second_binary]}, those of {where} are {kinds[binary]}: labels of "
-                             "two kinds cannot be compared", second)
-        Join.of("answer ids", "the labelled answers", (a.id for a in kept), "the second labels", theirs, where,
-                second).require_overlap()
-        kept_ids = {a.id for a in kept}
-        second_labels = {k: v for k, v in theirs.items() if k in kept_ids}
+        second_labels = _second_labels(second, origin, where, binary, kept)
     return LabelledAnswers(
         answers=kept, labels={a.id: got[a.id] for a in kept}, binary=binary, second=second_labels,
         source=source or f"people's labels in {where} ({origin.describe()}) of the answers in {answers}",
         citation=citation, skipped=skipped, notes=tuple(notes), origin=origin, join=join.to_dict())
+
+
+def _evouna_answers(answers: str | Path, data: bytes, labels: str | Path | None, second: str | Path | None,
+                    source: str | None, citation: str | None) -> LabelledAnswers:
+    """EVOUNA's file, which carries its people's true/false itself (a labels file beside it is refused)."""
+    extra = next((f for f in (labels, second) if f is not None), None)
+    if extra is not None:
+        raise InputError(f"{answers} is EVOUNA's file, which carries its people's labels itself: {extra} would "
+                         "not be read; give the EVOUNA file alone", extra)
+    ev = read_evouna(answers, data)
+    skipped = dict(ev.skipped)
+    notes = [f"{sum(skipped.values())} answers of {answers} are left out ({_reasons(skipped)})"] if skipped else []
+    return LabelledAnswers(
+        answers=ev.answers, labels=ev.labels, binary=True, second=None,
+        source=source or f"EVOUNA {Path(answers).name}: people's true/false on model answers to "
+                         f"{'TriviaQA' if Path(answers).stem.upper().startswith('TQ') else 'Natural Questions'} "
+                         "questions (Wang et al. 2023)",
+        citation=citation or EVOUNA_CITATION, skipped=skipped, notes=tuple(notes),
+        origin=_evouna_origin())
+
+
+def _first_labels(answers: str | Path, labels: str | Path | None, own: Mapping[str, tuple[int, Any, Any]]
+                  ) -> tuple[dict[str, str], bool, Origin, str | Path]:
+    """The first people's labels (from ``labels``, else carried on the answers), whether they are
+    only right or wrong, who made them, and the file they came from."""
+    if labels is None:
+        if not own:
+            raise InputError("no labels: give a labels file (id and label on each line, as `ragassay label` writes) "
+                             "or a label on each answer", answers)
+        got, binary, said = _own_labels(own, answers)
+        return got, binary, _people_only(label_origin(answers, said), answers), answers
+    got, binary, said = read_answer_labels(labels)
+    return got, binary, _people_only(label_origin(labels, said), labels), labels
+
+
+def _second_labels(second: str | Path, origin: Origin, where: str | Path, binary: bool,
+                   kept: Sequence[AnswerItem]) -> dict[str, str]:
+    """A second people's labels of the kept answers, refused when made by the same people or of
+    another kind of label."""
+    theirs, second_binary, second_said = read_answer_labels(second)
+    second_origin = _people_only(label_origin(second, second_said), second)
+    if origin.same_as(second_origin):
+        raise InputError(f"made by the same people as {where} ({origin.describe()}): one labeller compared "
+                         "with itself measures nothing", second)
+    if second_binary != binary and any(v != "correct" for v in theirs.values()):
+        kinds = {True: "correct/incorrect", False: "check's four labels"}
+        raise InputError(f"its labels are {kinds[second_binary]}, those of {where} are {kinds[binary]}: labels of "
+                         "two kinds cannot be compared", second)
+    Join.of("answer ids", "the labelled answers", (a.id for a in kept), "the second labels", theirs, where,
+            second).require_overlap()
+    kept_ids = {a.id for a in kept}
+    return {k: v for k, v in theirs.items() if k in kept_ids}
 
 
 def _evouna_origin() -> Origin:

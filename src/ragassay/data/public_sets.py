@@ -47,23 +47,42 @@ def public_pairs(name: str) -> GradedPairs:
         raise InputError(f"the public set {name!r} is read with ir_datasets, which is not installed: "
                          f"pip install 'ragassay[public]'; {instead}") from None
 
-    def fetched(what: str, get: Any) -> Any:
-        # ir_datasets raises what its downloads raise (OSError, its own errors, HTTP errors): any of them
-        # here means the data could not be had on this machine, said with the way to give the files
-        try:
-            return get()
-        except Exception as e:  # noqa: BLE001 -- a third party's network boundary
-            raise InputError(f"could not fetch the {what} of {dataset_id} with ir_datasets "
-                             f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no message'}); "
-                             f"{instead}") from None
-
-    dataset = fetched("dataset", lambda: ir_datasets.load(dataset_id))
-    queries = fetched("queries", lambda: {str(q.query_id): q.text for q in dataset.queries_iter()})
-    rows = fetched("qrels", lambda: {(str(r.query_id), str(r.doc_id)): int(r.relevance) for r in dataset.qrels_iter()})
+    dataset = _fetched("dataset", lambda: ir_datasets.load(dataset_id), dataset_id, instead)
+    queries = _fetched("queries", lambda: {str(q.query_id): q.text for q in dataset.queries_iter()}, dataset_id,
+                       instead)
+    rows = _fetched("qrels", lambda: {(str(r.query_id), str(r.doc_id)): int(r.relevance)
+                                      for r in dataset.qrels_iter()}, dataset_id, instead)
     if not rows:
         raise InputError(f"ir_datasets gave no qrels for {dataset_id}; {instead}")
     wanted = sorted({cid for _, cid in rows})
-    docs = fetched("passages", lambda: dataset.docs_store().get_many(wanted))
+    docs = _fetched("passages", lambda: dataset.docs_store().get_many(wanted), dataset_id, instead)
+    grades, dropped = _pairs_with_text(rows, queries, docs)
+    notes = _checked_notes(grades, dropped, len(rows), dataset_id)
+    used_q = {q for q, _ in grades}
+    return GradedPairs(
+        queries={q: t for q, t in queries.items() if q in used_q},
+        chunks={cid: Chunk(id=cid, text=docs[cid].text) for _, cid in grades},
+        grades=grades, second=None, scale=TREC_DL_SCALE, relevant_from=TREC_DL_RELEVANT_FROM, source=source,
+        citation=citation, dropped=dropped, notes=notes,
+        origin=Origin(labellers=(Labeller(by="person", name="NIST assessors"),), scale=TREC_DL_SCALE,
+                      relevant_from=TREC_DL_RELEVANT_FROM))
+
+
+def _fetched(what: str, get: Any, dataset_id: str, instead: str) -> Any:
+    """What ``get`` fetches with ir_datasets. It raises what its downloads raise (OSError, its own
+    errors, HTTP errors): any of them here means the data could not be had on this machine, said
+    with the way to give the files."""
+    try:
+        return get()
+    except Exception as e:  # noqa: BLE001 -- a third party's network boundary
+        raise InputError(f"could not fetch the {what} of {dataset_id} with ir_datasets "
+                         f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'no message'}); "
+                         f"{instead}") from None
+
+
+def _pairs_with_text(rows: dict[tuple[str, str], int], queries: dict[str, str], docs: Any
+                     ) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+    """The graded pairs whose query and passage both have text, and how many were dropped, by why."""
     grades: dict[tuple[str, str], int] = {}
     dropped: dict[str, int] = {}
     for (qid, cid), g in rows.items():
@@ -75,16 +94,15 @@ def public_pairs(name: str) -> GradedPairs:
             dropped[why] = dropped.get(why, 0) + 1
         else:
             grades[(qid, cid)] = g
+    return grades, dropped
+
+
+def _checked_notes(grades: dict[tuple[str, str], int], dropped: dict[str, int], total: int,
+                   dataset_id: str) -> tuple[str, ...]:
+    """The note on the pairs left out for want of text, once every grade is known to be on TREC DL's
+    0-3 scale."""
     outside = sorted({g for g in grades.values() if not TREC_DL_SCALE[0] <= g <= TREC_DL_SCALE[1]})
     if outside:
         raise InputError(f"ir_datasets gave grade {outside[0]} for {dataset_id}, outside TREC DL's 0-3")
-    notes = (f"{sum(dropped.values())} of {len(rows)} people-labelled pairs have no text and are left out ("
-             + "; ".join(f"{k}: {v}" for k, v in dropped.items()) + ")",) if dropped else ()
-    used_q = {q for q, _ in grades}
-    return GradedPairs(
-        queries={q: t for q, t in queries.items() if q in used_q},
-        chunks={cid: Chunk(id=cid, text=docs[cid].text) for _, cid in grades},
-        grades=grades, second=None, scale=TREC_DL_SCALE, relevant_from=TREC_DL_RELEVANT_FROM, source=source,
-        citation=citation, dropped=dropped, notes=notes,
-        origin=Origin(labellers=(Labeller(by="person", name="NIST assessors"),), scale=TREC_DL_SCALE,
-                      relevant_from=TREC_DL_RELEVANT_FROM))
+    return (f"{sum(dropped.values())} of {total} people-labelled pairs have no text and are left out ("
+            + "; ".join(f"{k}: {v}" for k, v in dropped.items()) + ")",) if dropped else ()

@@ -400,6 +400,7 @@ def record_model(tag: Any) -> type[WrittenRecord]:
     return RECORDS[kind]
 
 
-__all__ = ["AnswerItem", "CandidateRecord", "Check", "Chunk", "ContextCuts", "Coverage", "Judgment", "LabelEvent", "LabelEventsHeader",
+__all__ = ["AnswerItem", "CandidateRecord", "Check", "Chunk", "ContextCuts", "Coverage", "Judgment", "LabelEvent",
+           "LabelEventsHeader",
            "Nugget", "QrelRow", "Question", "RECORDS", "RECORD_FIELD", "Reject", "RunRow", "Strict", "WrittenRecord",
            "parse_tag", "record_model"]

@@ -123,29 +123,13 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
             aggregate = _needed(result.aggregate, kind, "aggregate", path)
             out = {k: _number(v, k, path) for k, v in aggregate.items()}
         elif isinstance(result, CompareResult):
-            means = _needed(result.means, kind, "means", path)
-            chosen = run or list(means)[-1]
-            if chosen not in means:
-                raise UsageError(f"run {chosen!r} is not in this comparison (runs: {', '.join(means)})")
-            out = {k: _number(v, k, path) for k, v in means[chosen].items()}
-            for r, metrics in means.items():
-                out.update({f"{r}/{k}": _number(v, f"{r}/{k}", path) for k, v in metrics.items()})
+            out = _compare_metrics(result, run, path)
         elif isinstance(result, CheckSummary):
             out = _check_metrics(result, path)
         elif isinstance(result, AgreeResult):
-            if result.same_origin:
-                raise InputError(f"this agree result compares {' and '.join(result.names or ['one labeller'])}, "
-                                 "which share a labeller: it holds no agreement to track or gate", path)
-            for name, value in (("kappa", result.kappa), ("kappa_linear", result.kappa_linear),
-                                ("kappa_quadratic", result.kappa_quadratic),
-                                ("krippendorff_alpha_ordinal", result.krippendorff_alpha_ordinal)):
-                out[name] = _number(value, name, path)
+            out = _agree_metrics(result, path)
         elif isinstance(result, JudgeSummary):
-            grades = _needed(result.grades, kind, "grades", path)
-            total = sum(grades.values()) or None
-            for g, n in grades.items():
-                out[f"grade_{g}_share"] = None if total is None else _number(n, f"grade_{g}", path) / total
-            out["errors"] = _number(_needed(result.errors, kind, "errors", path), "errors", path)
+            out = _judge_metrics(result, path)
         elif isinstance(result, GenerateSummary):
             out = {"accepted": _number(_needed(result.accepted, kind, "accepted", path), "accepted", path),
                    "rejected": _number(_needed(result.rejected, kind, "rejected", path), "rejected", path)}
@@ -154,6 +138,42 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
     except (KeyError, TypeError, AttributeError) as e:
         raise InputError(f"a {kind} result without the expected field {e}; was it edited?", path) from None
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _compare_metrics(result: Any, run: str | None, path: str | Path | None) -> dict[str, float | None]:
+    """The metrics of ``run`` (default: the last run), then ``RUN/metric`` for every run."""
+    means = _needed(result.means, result.kind, "means", path)
+    chosen = run or list(means)[-1]
+    if chosen not in means:
+        raise UsageError(f"run {chosen!r} is not in this comparison (runs: {', '.join(means)})")
+    out = {k: _number(v, k, path) for k, v in means[chosen].items()}
+    for r, metrics in means.items():
+        out.update({f"{r}/{k}": _number(v, f"{r}/{k}", path) for k, v in metrics.items()})
+    return out
+
+
+def _agree_metrics(result: Any, path: str | Path | None) -> dict[str, float | None]:
+    """An agree result's kappas and alpha; refused when the two sides share a labeller."""
+    if result.same_origin:
+        raise InputError(f"this agree result compares {' and '.join(result.names or ['one labeller'])}, "
+                         "which share a labeller: it holds no agreement to track or gate", path)
+    out: dict[str, float | None] = {}
+    for name, value in (("kappa", result.kappa), ("kappa_linear", result.kappa_linear),
+                        ("kappa_quadratic", result.kappa_quadratic),
+                        ("krippendorff_alpha_ordinal", result.krippendorff_alpha_ordinal)):
+        out[name] = _number(value, name, path)
+    return out
+
+
+def _judge_metrics(result: Any, path: str | Path | None) -> dict[str, float | None]:
+    """A judge summary's share of each grade, and its errors."""
+    grades = _needed(result.grades, result.kind, "grades", path)
+    total = sum(grades.values()) or None
+    out: dict[str, float | None] = {}
+    for g, n in grades.items():
+        out[f"grade_{g}_share"] = None if total is None else _number(n, f"grade_{g}", path) / total
+    out["errors"] = _number(_needed(result.errors, result.kind, "errors", path), "errors", path)
+    return out
 
 
 def _check_metrics(result: Any, path: str | Path | None) -> dict[str, float | None]:

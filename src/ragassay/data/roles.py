@@ -76,23 +76,13 @@ def run_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
     Small integers in ranking order are only a warning: a run may score by counts."""
     if fmt not in ("trec3", "beir"):
         return None
-    rows = []
-    for no, f in _rows(head, header):  # (a generator: a run's first score with a fraction ends the look)
-        if len(f) != 3:
-            continue
-        if not _INTEGER.fullmatch(f[2]):
-            return None  # a score with a fraction or an exponent: a run
-        rows.append((no, f))
+    rows = _integer_rows(head, header)
     if not rows:
         return None
     words = _header_words(head, header)
-    if tuple(words) == BEIR_QRELS_HEADER:
-        return Evidence(True, f"its header {' '.join(words)!r} is BEIR's qrels header, and every value under "
-                              "'score' is an integer (a grade)", header)
-    named = [w for w in words if w in GRADE_WORDS]
-    if named:
-        return Evidence(True, f"its header {' '.join(words)!r} names a grade column ({named[0]!r}), and every "
-                              "value in it is an integer", header)
+    by_header = _header_evidence(words, header)
+    if by_header is not None:
+        return by_header
     values = [int(f[2]) for _, f in rows]
     low, high = min(values), max(values)
     if low < SMALLEST_GRADE or high > LARGEST_GRADE:
@@ -101,6 +91,45 @@ def run_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
     if len(rows) >= 2 and low == high:
         return Evidence(True, f"every value in its third column is {low} ({len(rows)} rows read): grades as "
                               "qrels list them; a run whose scores are all equal ranks nothing")
+    rise, tie = _rise_and_tie(rows)
+    if rise is not None and tie is not None:
+        q, low_value, a, high_value, b = rise
+        return Evidence(True, f"every value in its third column is a small integer ({scale}), and within a query "
+                              f"they tie and rise in file order (query {q!r}: {low_value} on line {a}, then "
+                              f"{high_value} on line {b}): grades as qrels list them, not the scores of a ranking", b)
+    return Evidence(False, f"every value in its third column is a small integer ({scale}), as qrels' grades "
+                           "are")
+
+
+def _integer_rows(head: bytes, header: int) -> list[tuple[int, list[str]]] | None:
+    """The first rows of three fields, or None as soon as one's third field is not an integer (a
+    score with a fraction or an exponent: a run)."""
+    rows = []
+    for no, f in _rows(head, header):  # (a generator: a run's first score with a fraction ends the look)
+        if len(f) != 3:
+            continue
+        if not _INTEGER.fullmatch(f[2]):
+            return None
+        rows.append((no, f))
+    return rows
+
+
+def _header_evidence(words: list[str], header: int) -> Evidence | None:
+    """A header that says the file is qrels: BEIR's qrels header, or one naming a grade column."""
+    if tuple(words) == BEIR_QRELS_HEADER:
+        return Evidence(True, f"its header {' '.join(words)!r} is BEIR's qrels header, and every value under "
+                              "'score' is an integer (a grade)", header)
+    named = [w for w in words if w in GRADE_WORDS]
+    if named:
+        return Evidence(True, f"its header {' '.join(words)!r} names a grade column ({named[0]!r}), and every "
+                              "value in it is an integer", header)
+    return None
+
+
+def _rise_and_tie(rows: list[tuple[int, list[str]]]
+                  ) -> tuple[tuple[str, int, int, int, int] | None, tuple[str, int] | None]:
+    """The first value that rises within a query in file order (query, value before, its line, value,
+    line), and the first that ties one seen before in its query (query, line)."""
     last: dict[str, tuple[int, int, set[int]]] = {}  # query -> (its last value, its line, values seen)
     rise = tie = None
     for no, (q, _, v) in ((no, (f[0], f[1], int(f[2]))) for no, f in rows):
@@ -114,13 +143,7 @@ def run_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
             last[q] = (v, no, seen)
         else:
             last[q] = (v, no, {v})
-    if rise is not None and tie is not None:
-        q, low_value, a, high_value, b = rise
-        return Evidence(True, f"every value in its third column is a small integer ({scale}), and within a query "
-                              f"they tie and rise in file order (query {q!r}: {low_value} on line {a}, then "
-                              f"{high_value} on line {b}): grades as qrels list them, not the scores of a ranking", b)
-    return Evidence(False, f"every value in its third column is a small integer ({scale}), as qrels' grades "
-                           "are")
+    return rise, tie
 
 
 def qrels_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:

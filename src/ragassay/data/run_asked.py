@@ -68,18 +68,28 @@ class Asked:
         if data.get("record", RECORD) != RECORD:
             raise ValueError(f"record: {data['record']!r}, expected {RECORD!r}")
         queries = data["queries"]
-        if not isinstance(queries, list) or not all(isinstance(q, str) and q for q in queries):
-            raise ValueError("queries: a list of query ids (non-empty strings)")
-        if len(set(queries)) != len(queries):
-            raise ValueError("queries: a query id is listed twice")
-        for key in ("run_digest", "run", "retriever", "queries_file", "queries_digest", "command", "date"):
-            value = data.get(key)
-            if not (isinstance(value, str) or (value is None and key != "run_digest")):
-                raise ValueError(f"{key}: a string, got {json.dumps(value)}")
+        _check_queries(queries)
+        _check_texts(data)
         k = data.get("k")
         if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
             raise ValueError(f"k: an integer, got {json.dumps(k)}")
         return cls(**{**data, "queries": tuple(queries)})
+
+
+def _check_queries(queries: Any) -> None:
+    """The queries asked are a list of distinct, non-empty query ids."""
+    if not isinstance(queries, list) or not all(isinstance(q, str) and q for q in queries):
+        raise ValueError("queries: a list of query ids (non-empty strings)")
+    if len(set(queries)) != len(queries):
+        raise ValueError("queries: a query id is listed twice")
+
+
+def _check_texts(data: dict) -> None:
+    """The fields that are strings are strings (all but the run's digest may be missing)."""
+    for key in ("run_digest", "run", "retriever", "queries_file", "queries_digest", "command", "date"):
+        value = data.get(key)
+        if not (isinstance(value, str) or (value is None and key != "run_digest")):
+            raise ValueError(f"{key}: a string, got {json.dumps(value)}")
 
 
 def sidecar_path(path: str | Path) -> Path:

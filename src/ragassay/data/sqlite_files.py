@@ -42,8 +42,9 @@ def open_own_database(path: str | Path, own_tables: set[str], what: str, flag: s
     foreign = tables - own_tables - INTERNAL
     if foreign:
         db.close()
-        raise InputError(f"{flag}: an SQLite database of something else (its tables: {', '.join(sorted(foreign)[:5])}), "
-                         f"not a ragassay {what}; ragassay will not write into it: give another path", p)
+        raise InputError(f"{flag}: an SQLite database of something else (its tables: "
+                         f"{', '.join(sorted(foreign)[:5])}), not a ragassay {what}; ragassay will not write "
+                         "into it: give another path", p)
     if write:
         try:
             db.execute("PRAGMA journal_mode=WAL")

@@ -83,7 +83,8 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
 
     Each side's origin (who made its labels) is the one given, else the one its file says, else
     unknown; two sides that share a known labeller (or are one file) are reported as such
-    (``same_origin``), with no statistic. Two sides with no query id in common, or no judged pair, are an error naming both."""
+    (``same_origin``), with no statistic. Two sides with no query id in common, or no judged pair,
+    are an error naming both."""
     ref, cand = coerce_qrels(reference), coerce_qrels(candidate)
     origins = [o if o is not None else (getattr(q, "origin", None) or UNKNOWN)
                for o, q in ((reference_origin, ref), (candidate_origin, cand))]
@@ -340,8 +341,10 @@ def run_ranking_agreement(reference: Qrels, candidate: Qrels,
     a = [s[key] for s in ref_scores]
     b = [s[key] for s in cand_scores]
     flat = constant_why(a, "the reference", key) or constant_why(b, "the candidate", key)
-    out: dict[str, Any] = {"metric": key, "runs": {name: {"reference": x, "candidate": y} for (name, _), x, y in zip(loaded, a, b)},
-           "kendall_tau_b": None if flat else kendall_tau_b(a, b), "spearman_rho": None if flat else spearman_rho(a, b)}
+    out: dict[str, Any] = {"metric": key,
+                           "runs": {name: {"reference": x, "candidate": y} for (name, _), x, y in zip(loaded, a, b)},
+                           "kendall_tau_b": None if flat else kendall_tau_b(a, b),
+                           "spearman_rho": None if flat else spearman_rho(a, b)}
     if flat:
         out["why"] = {"kendall_tau_b": flat, "spearman_rho": flat}
     return out

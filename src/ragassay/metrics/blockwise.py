@@ -30,7 +30,7 @@ from typing import IO, Any, Literal
 
 import numpy as np
 
-from ..data.column_formats import column_shape
+from ..data.column_formats import ColumnShape, column_shape
 from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
 from ..data.column_reading import decode_query_ids
 from ..data.columns import factorize, join_pieces, trim_heap
@@ -42,8 +42,8 @@ from ..data.run_asked import read_asked
 from ..data.tables import Qrels, Run, encode_ids
 from ..errors import InputError
 from .evaluate import checked_settings, evaluate
-from .measures import Measure
-from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
+from .measures.parsing import Measure
+from .rests_on import JUDGED_KEY, PoolStanding, judged_cutoffs, pool_standing, relevance_for
 from .rests_on import rests_on as rests_on_of
 
 Missing = Literal["skip", "zero"]
@@ -240,12 +240,7 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     :func:`ragassay.evaluate` on the same files; ``keep_per_query`` keeps every query's values in a
     temporary file (see :meth:`BlockwiseEvaluation.per_query_blocks`)."""
     measures = checked_settings(metrics, missing, gain, relevance_level)
-    whole = os.path.getsize(qrels) < QRELS_WHOLE if Path(qrels).is_file() else False
-    q_shape = None if whole else column_shape(qrels, "qrels", qrels_format)
-    r_shape = column_shape(run, "run", run_format)
-    if (q_shape is None and not whole) or r_shape is None:
-        raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
-                         "standard input)", run if r_shape is None else qrels)
+    q_shape, r_shape = _file_shapes(qrels, run, qrels_format, run_format)
     asked = read_asked(run)  # the queries the run was asked: those without a row score 0 in their block
     name = r_shape.tag or Path(run).name.split(".")[0] or "run"
     relevance = relevance_for(label_origin(qrels), relevance_level, qrels)
@@ -268,15 +263,7 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     try:  # the qrels next (their errors come before those of the rest of the run), then the rest of the run
         runs.add(first)
         del first
-        if q_shape is None:  # read as in memory (every format, the same checks), so the digest is the same too
-            table = read_qrels(qrels, format=qrels_format)  # type: ignore[arg-type]
-            out.qrels_digest, out.qrels_origin = table.digest(), table.origin
-            pieces: Iterator[Piece] = _table_pieces(table)
-            del table
-        else:
-            pieces = read_pieces(qrels, q_shape, "qrels", piece_bytes)
-        grades = _partition_judgments(pieces, judged, qrels)
-        del pieces
+        grades = _partition_judgments(_qrels_pieces(qrels, q_shape, qrels_format, piece_bytes, out), judged, qrels)
         for piece in run_pieces:
             runs.add(piece)
             del piece
@@ -299,10 +286,40 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
                          f"ids in {run} and the qrels' in {qrels} do not overlap", run)
     out.sums = totals.sums()
     out.relevance = dataclasses.replace(relevance, grades=grades) if grades is not None else relevance
-    out.standing = pool_standing(out.qrels_origin, None, measures, totals.judged_means(),
-                                 pooled.digests() if pooled is not None else None,
-                                 pooled.longest if pooled is not None else None)
+    out.standing = _block_standing(out, measures, totals, pooled)
     return out
+
+
+def _block_standing(out: BlockwiseEvaluation, measures: Sequence[Measure], totals: _Totals,
+                    pooled: _PoolTops | None) -> PoolStanding:
+    """Where the run stands against its labels' pool, known by the fingerprints of its top results."""
+    return pool_standing(out.qrels_origin, None, measures, totals.judged_means(),
+                         pooled.digests() if pooled is not None else None,
+                         pooled.longest if pooled is not None else None)
+
+
+def _file_shapes(qrels: str | Path, run: str | Path, qrels_format: str, run_format: str
+                 ) -> tuple[ColumnShape | None, ColumnShape]:
+    """The column shapes of the two files (the qrels' None when the file is small enough to read
+    whole); refused when either is not a plain file of columns."""
+    whole = os.path.getsize(qrels) < QRELS_WHOLE if Path(qrels).is_file() else False
+    q_shape = None if whole else column_shape(qrels, "qrels", qrels_format)
+    r_shape = column_shape(run, "run", run_format)
+    if (q_shape is None and not whole) or r_shape is None:
+        raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
+                         "standard input)", run if r_shape is None else qrels)
+    return q_shape, r_shape
+
+
+def _qrels_pieces(qrels: str | Path, q_shape: ColumnShape | None, qrels_format: str, piece_bytes: int,
+                  out: BlockwiseEvaluation) -> Iterator[Piece]:
+    """The judgments a piece at a time; a small qrels file is read as in memory (every format, the
+    same checks), so its digest is the same too, and it is kept on ``out``."""
+    if q_shape is None:
+        table = read_qrels(qrels, format=qrels_format)  # type: ignore[arg-type]
+        out.qrels_digest, out.qrels_origin = table.digest(), table.origin
+        return _table_pieces(table)
+    return read_pieces(qrels, q_shape, "qrels", piece_bytes)
 
 
 def _asked_by_part(asked: Sequence[str], parts: int) -> list[list[str]]:
@@ -420,16 +437,11 @@ def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes:
     return int(min(MAX_PARTS, max(1, math.ceil(queries / block_queries))))
 
 
-def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Path, qrels_path: str | Path,
-                 name: str, measures: list[Measure], evaluate: Any, dedupe: bool, *, relevance_level: int,
-                 gain: str, missing: Missing, asked: Sequence[str] = (), pooled: Any = None) -> tuple | None:
-    """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?, count
-    of asked queries without results, the share judged per query) of one partition, or None when it
-    holds no row. ``asked``: the partition's queries the run was asked, each a query of the run even
-    without a row (it scores 0). ``pooled``: the run's top results fingerprinted, block by block."""
-    if r_rows is None and q_rows is None:
-        return None
-    run = qrels = None
+def _block_run(r_rows: Piece | None, run_path: str | Path, name: str, dedupe: bool, asked: Sequence[str]
+               ) -> Run | None:
+    """The partition's run rows as a run (checked, or deduplicated when asked), with the queries it
+    was asked and has no row for; None when it holds neither."""
+    run = None
     if r_rows is not None:
         vocab: dict[bytes, int] = {}
         qidx = factorize(r_rows.queries, vocab)
@@ -440,25 +452,44 @@ def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Pat
             run = Run([], np.zeros(0, np.int64), encode_ids([]), np.zeros(0), name, str(run_path))
         known = set(run.queries)
         run.queries = run.queries + [q for q in asked if q not in known]
+    return run
+
+
+def _unmet_block(qrels: Qrels, run: Run | None, measures: list[Measure], relevance_level: int,
+                 missing: Missing) -> tuple:
+    """A partition whose judged queries the run does not meet: nothing under ``skip``, a 0 for each
+    judged query under ``zero``."""
+    run_only = 0 if run is None else len(run.queries)
+    if missing == "skip":
+        return [], {}, run_only, len(qrels.queries), 0, False, 0, {}
+    relevant = np.bincount(qrels.qidx[qrels.grades >= relevance_level], minlength=len(qrels.queries))
+    order = sorted(range(len(qrels.queries)), key=qrels.queries.__getitem__)
+    queries = [qrels.queries[i] for i in order]
+    values = {str(m): np.zeros(len(queries)) for m in measures}
+    return queries, values, run_only, len(queries), int((relevant == 0).sum()), False, 0, {}
+
+
+def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Path, qrels_path: str | Path,
+                 name: str, measures: list[Measure], evaluate: Any, dedupe: bool, *, relevance_level: int,
+                 gain: str, missing: Missing, asked: Sequence[str] = (), pooled: Any = None) -> tuple | None:
+    """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?, count
+    of asked queries without results, the share judged per query) of one partition, or None when it
+    holds no row. ``asked``: the partition's queries the run was asked, each a query of the run even
+    without a row (it scores 0). ``pooled``: the run's top results fingerprinted, block by block."""
+    if r_rows is None and q_rows is None:
+        return None
+    run = _block_run(r_rows, run_path, name, dedupe, asked)
     if pooled is not None and run is not None:  # the block's rankings, to know the run again in its labels' pool
         pooled.add(run)
-    if q_rows is not None:
-        vocab = {}
-        qidx = factorize(q_rows.queries, vocab)
-        qrels = Qrels(decode_query_ids(vocab, qrels_path), qidx, q_rows.docs, q_rows.values, source=str(qrels_path))
-        qrels.check_unique(q_rows.lines)
-    if qrels is None:
+    if q_rows is None:
         return [], {}, 0 if run is None else len(run.queries), 0, 0, False, 0, {}
+    vocab: dict[bytes, int] = {}
+    qidx = factorize(q_rows.queries, vocab)
+    qrels = Qrels(decode_query_ids(vocab, qrels_path), qidx, q_rows.docs, q_rows.values, source=str(qrels_path))
+    qrels.check_unique(q_rows.lines)
     judged = set(qrels.queries)
     if run is None or not any(q in judged for q in run.queries):
-        run_only = 0 if run is None else len(run.queries)
-        if missing == "skip":
-            return [], {}, run_only, len(qrels.queries), 0, False, 0, {}
-        relevant = np.bincount(qrels.qidx[qrels.grades >= relevance_level], minlength=len(qrels.queries))
-        order = sorted(range(len(qrels.queries)), key=qrels.queries.__getitem__)
-        queries = [qrels.queries[i] for i in order]
-        values = {str(m): np.zeros(len(queries)) for m in measures}
-        return queries, values, run_only, len(queries), int((relevant == 0).sum()), False, 0, {}
+        return _unmet_block(qrels, run, measures, relevance_level, missing)
     ev = evaluate(qrels, run, measures, relevance_level=relevance_level, gain=gain, missing=missing)
     return (ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True,
             len(ev.asked_empty), ev.judged)

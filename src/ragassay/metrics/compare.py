@@ -15,7 +15,7 @@ from ..data.tables import Qrels, Run
 from ..errors import UsageError
 from .evaluate import Evaluation, evaluate
 from .measure_values import Gain
-from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .measures.parsing import DEFAULT_MEASURES, Measure, parse_measures
 from .power import analyse_pilot, check_design
 from .rests_on import compare_rests_on
 from .significance import bootstrap_ci, holm, paired_t_test, randomization_test
@@ -103,16 +103,7 @@ def compare(qrels: Qrels | Mapping | str | Path,
                          f"({alpha:g}): a power of alpha or less asks nothing of the queries")
     check_design(power, alpha, effect)
     qrels = coerce_qrels(qrels)
-    if isinstance(runs, Mapping):
-        named = {str(k): coerce_run(v, str(k)) for k, v in runs.items()}
-    else:
-        loaded = [coerce_run(r) for r in runs]
-        named = {}
-        for r in loaded:
-            key, i = r.name, 2
-            while key in named:
-                key, i = f"{r.name}-{i}", i + 1
-            named[key] = r
+    named = _named_runs(runs)
     if len(named) < 2:
         raise ValueError("compare needs at least two runs")
     measures = DEFAULT_MEASURES if metrics is None else parse_measures(
@@ -125,24 +116,11 @@ def compare(qrels: Qrels | Mapping | str | Path,
 
     run_names = list(named)
     base = aligned[run_names[0]]
-    tests = []
-    for other in run_names[1:]:
-        for m in names:
-            a, b = base.values[m], aligned[other].values[m]
-            d = b - a
-            lo, hi = bootstrap_ci(d, confidence, n_bootstrap, seed)
-            t, p_t = paired_t_test(d)
-            sized = analyse_pilot(d, effect, power, alpha)
-            tests.append(Test(
-                run=other, metric=m, baseline_mean=_mean(a), mean=_mean(b), diff=_mean(d),
-                ci_low=lo, ci_high=hi, p_randomization=randomization_test(d, n_permutations, seed),
-                p_t_test=p_t, t=t, wins=int((d > 0).sum()), ties=int((d == 0).sum()),
-                losses=int((d < 0).sum()), sd_diff=sized.sd_diff, mde=sized.mde,
-                queries_needed=sized.queries_needed, power_note=sized.note))
-    for test, adj in zip(tests, holm([test.p_randomization for test in tests])):
-        test.p_randomization_holm = adj
-    for test, adj in zip(tests, holm([test.p_t_test for test in tests])):
-        test.p_t_test_holm = adj
+    tests = [_paired_test(other, m, base.values[m], aligned[other].values[m], n_permutations=n_permutations,
+                          n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, power=power, alpha=alpha,
+                          effect=effect)
+             for other in run_names[1:] for m in names]
+    _adjust_holm(tests)
     relevance_level = next(iter(evals.values())).relevance_level  # the one every run was scored with
     settings = {"missing": missing, "relevance_level": relevance_level, "gain": gain,
                 "n_permutations": n_permutations, "n_bootstrap": n_bootstrap,
@@ -150,6 +128,43 @@ def compare(qrels: Qrels | Mapping | str | Path,
                 "effect": None if effect is None else abs(effect)}
     return Comparison(run_names, names, common, aligned, tests, settings, qrels,
                       {k: e.counts for k, e in evals.items()}, compare_rests_on(evals, qrels, named))
+
+
+def _named_runs(runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | str | Path]) -> dict[str, Run]:
+    """The runs by name: the keys given, else each run's own name (a name taken twice gets -2, -3...)."""
+    if isinstance(runs, Mapping):
+        return {str(k): coerce_run(v, str(k)) for k, v in runs.items()}
+    loaded = [coerce_run(r) for r in runs]
+    named: dict[str, Run] = {}
+    for r in loaded:
+        key, i = r.name, 2
+        while key in named:
+            key, i = f"{r.name}-{i}", i + 1
+        named[key] = r
+    return named
+
+
+def _paired_test(other: str, m: str, a: np.ndarray, b: np.ndarray, *, n_permutations: int, n_bootstrap: int,
+                 confidence: float, seed: int, power: float, alpha: float, effect: float | None) -> Test:
+    """One run against the baseline on one metric, paired over the queries, and sized."""
+    d = b - a
+    lo, hi = bootstrap_ci(d, confidence, n_bootstrap, seed)
+    t, p_t = paired_t_test(d)
+    sized = analyse_pilot(d, effect, power, alpha)
+    return Test(
+        run=other, metric=m, baseline_mean=_mean(a), mean=_mean(b), diff=_mean(d),
+        ci_low=lo, ci_high=hi, p_randomization=randomization_test(d, n_permutations, seed),
+        p_t_test=p_t, t=t, wins=int((d > 0).sum()), ties=int((d == 0).sum()),
+        losses=int((d < 0).sum()), sd_diff=sized.sd_diff, mde=sized.mde,
+        queries_needed=sized.queries_needed, power_note=sized.note)
+
+
+def _adjust_holm(tests: list[Test]) -> None:
+    """Holm's correction across all the tests at once, of each kind of p-value."""
+    for test, adj in zip(tests, holm([test.p_randomization for test in tests])):
+        test.p_randomization_holm = adj
+    for test, adj in zip(tests, holm([test.p_t_test for test in tests])):
+        test.p_t_test_holm = adj
 
 
 def _mean(x: np.ndarray) -> float:

@@ -23,9 +23,9 @@ from ..data.roles import refuse_grades_as_run
 from ..data.tables import Qrels, Run
 from ..errors import InputError
 from .measure_values import Gain, MeasureViews, compute_measure, count_rows, ratio
-from .measures import DEFAULT_MEASURES, Measure, parse_measures
+from .measures.parsing import DEFAULT_MEASURES, Measure, parse_measures
 from .ranking import RankedRows, query_positions, query_slices, rank_rows
-from .rests_on import JUDGED_KEY, judged_cutoffs, pool_standing, relevance_for
+from .rests_on import JUDGED_KEY, PoolStanding, Relevance, judged_cutoffs, pool_standing, relevance_for
 from .rests_on import rests_on as rests_on_of
 
 Missing = Literal["skip", "zero"]
@@ -163,14 +163,9 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     qrels = coerce_qrels(qrels)
     run = refuse_grades_as_run(qrels, coerce_run(run)) if isinstance(run, (str, Path)) else coerce_run(run)
     measures = checked_settings(metrics, missing, gain, relevance_level)
-    grades = (int(qrels.grades.min()), int(qrels.grades.max())) if len(qrels.grades) else None
-    relevance = relevance_for(qrels.origin, relevance_level, qrels.source, grades)
+    relevance = _relevance(qrels, relevance_level, gain)
     level = relevance.level
     cutoffs = judged_cutoffs(measures)  # how much of the top k was judged: said beside the scores (rests_on)
-    if gain == "exponential":
-        _refuse_overflowing_gains(qrels)
-    if qrels.source is not None and len(qrels) >= DIGEST_SOON_ROWS:
-        qrels.digest_soon()  # the result names the qrels by digest: made beside the scoring
     run_to_qrels = query_positions(qrels, run)
     run_only = [q for q, p in zip(run.queries, run_to_qrels.tolist()) if p < 0]
     query_index, values = _score_slices(qrels, run, run_to_qrels, measures, cutoffs, level, gain)
@@ -180,23 +175,54 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     unscored = _Unscored.of(qrels, run, query_index, judged_queries, missing)
     queries, values = unscored.added(qrels.queries, query_index, values)
 
-    relevant = np.bincount(qrels.qidx, weights=qrels.grades >= level, minlength=len(qrels.queries))
-    evaluated = set(queries)
-    no_relevant = [q for q, nr in zip(qrels.queries, (relevant == 0).tolist()) if nr and q in evaluated]
-    judged = {key: values.pop(key) for key in [JUDGED_KEY.format(k=k) for k in cutoffs]}
-    absent = set(unscored.empty) | set(unscored.missing)
-    if absent:  # a query the run returned nothing for has no share judged (not 0): left out of the mean
-        mask = np.array([q in absent for q in queries], dtype=bool)
-        for v in judged.values():
-            v[mask] = np.nan
-    standing = pool_standing(qrels.origin, run, measures, judged_means(judged))
-    if standing.judged and not any(standing.judged.values()):  # ids that never meet score 0: say it, with ids
-        ran = list(dict.fromkeys(d for _, ids in run.iter_top_ids(3) for d in ids))[:3]
-        labelled = list(dict.fromkeys(d for _, d, _ in qrels.rows()))[:3]
-        standing.unmet = (ran, labelled)
+    no_relevant = _without_relevant(qrels, queries, level)
+    judged = _judged_shares(values, cutoffs, queries, set(unscored.empty) | set(unscored.missing))
+    standing = _standing(qrels, run, measures, judged)
     return Evaluation(run.name, list(measures), queries, values, run_only, unscored.missing,
                       sorted(no_relevant), missing, int(level), gain, qrels, sorted(unscored.empty),
                       relevance=relevance, standing=standing, judged=judged)
+
+
+def _relevance(qrels: Qrels, relevance_level: int | None, gain: Gain) -> Relevance:
+    """The relevant grade and why (said in the result's ``rests_on``), once exponential gains are
+    known to fit a float; the qrels' digest of a large file starts here, beside the scoring."""
+    grades = (int(qrels.grades.min()), int(qrels.grades.max())) if len(qrels.grades) else None
+    relevance = relevance_for(qrels.origin, relevance_level, qrels.source, grades)
+    if gain == "exponential":
+        _refuse_overflowing_gains(qrels)
+    if qrels.source is not None and len(qrels) >= DIGEST_SOON_ROWS:
+        qrels.digest_soon()  # the result names the qrels by digest: made beside the scoring
+    return relevance
+
+
+def _without_relevant(qrels: Qrels, queries: list[str], level: int) -> list[str]:
+    """The evaluated queries whose labels hold no relevant chunk at this level."""
+    relevant = np.bincount(qrels.qidx, weights=qrels.grades >= level, minlength=len(qrels.queries))
+    evaluated = set(queries)
+    return [q for q, nr in zip(qrels.queries, (relevant == 0).tolist()) if nr and q in evaluated]
+
+
+def _judged_shares(values: dict[str, np.ndarray], cutoffs: Sequence[int], queries: list[str],
+                   absent: set[str]) -> dict[str, np.ndarray]:
+    """The shares judged at each cut-off, taken out of ``values``; a query the run returned nothing
+    for has no share judged (not 0), so it is left out of the mean."""
+    judged = {key: values.pop(key) for key in [JUDGED_KEY.format(k=k) for k in cutoffs]}
+    if absent:
+        mask = np.array([q in absent for q in queries], dtype=bool)
+        for v in judged.values():
+            v[mask] = np.nan
+    return judged
+
+
+def _standing(qrels: Qrels, run: Run, measures: Sequence[Measure], judged: Mapping[str, np.ndarray]) -> PoolStanding:
+    """Where the run stands against the pool; when no id of the run meets the labels (every score
+    is 0), a few ids of each side are kept to say so."""
+    standing = pool_standing(qrels.origin, run, measures, judged_means(judged))
+    if standing.judged and not any(standing.judged.values()):
+        ran = list(dict.fromkeys(d for _, ids in run.iter_top_ids(3) for d in ids))[:3]
+        labelled = list(dict.fromkeys(d for _, d, _ in qrels.rows()))[:3]
+        standing.unmet = (ran, labelled)
+    return standing
 
 
 def _refuse_overflowing_gains(qrels: Qrels) -> None:

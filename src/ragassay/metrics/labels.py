@@ -142,13 +142,10 @@ def _normal_quantile(p: float) -> float:
 def human_calibration(records: Sequence[Mapping], human: Mapping[str, str], n_resamples: int = 10_000,
                       seed: int = 0) -> dict:
     """Agreement of the grader with people on the labelled subset, and prediction-powered rates."""
-    ok = {r["id"]: r["label"] for r in records if r.get("status", "ok") == "ok" and r.get("label") in LABELS}
-    both = [q for q in ok if q in human and human[q] in LABELS]
-    codes = {lab: i for i, lab in enumerate(LABELS)}
-    x = np.array([codes[human[q]] for q in both], dtype=np.int64)
-    y = np.array([codes[ok[q]] for q in both], dtype=np.int64)
+    ok, both, x, y = _labelled_pairs(records, human)
     present = sorted(set(x.tolist()) | set(y.tolist()))
-    one = one_grade_why(x, y, ("people", "the grader"), "answers", lambda i: f"the label {LABELS[i]}")  # a kappa that cannot mean anything: None, and why
+    # a kappa that cannot mean anything: None, and why
+    one = one_grade_why(x, y, ("people", "the grader"), "answers", lambda i: f"the label {LABELS[i]}")
     out: dict = {"pairs": len(both), "kappa": None if one else cohen_kappa(x, y),
                  "labels": [LABELS[i] for i in present],
                  "confusion": confusion_matrix(x, y, present).tolist() if len(both) else [],
@@ -157,11 +154,31 @@ def human_calibration(records: Sequence[Mapping], human: Mapping[str, str], n_re
         out["why"] = {"kappa": one}
     unlabeled = [q for q in ok if q not in human]
     for lab in LABELS:  # every label, never a chosen few
-        llm_all = np.array([ok[q] == lab for q in unlabeled], dtype=float)
-        llm_lab = np.array([ok[q] == lab for q in both], dtype=float)
-        hum_lab = np.array([human[q] == lab for q in both], dtype=float)
-        naive_llm = _interval(np.array([v == lab for v in ok.values()], dtype=float), n_resamples, seed)
-        naive_human = _interval(hum_lab, n_resamples, seed)
-        out["rates"][lab] = {"prediction_powered": ppi_mean(llm_all, llm_lab, hum_lab),
-                             "llm_only": naive_llm, "human_only": naive_human}
+        out["rates"][lab] = _label_rates(lab, ok, human, both, unlabeled, n_resamples, seed)
     return out
+
+
+def _labelled_pairs(records: Sequence[Mapping], human: Mapping[str, str]
+                    ) -> tuple[dict[str, str], list[str], np.ndarray, np.ndarray]:
+    """The grader's labels by answer id, the ids people labelled too, and both sides' labels of those
+    as codes (people's, then the grader's)."""
+    ok = {r["id"]: r["label"] for r in records if r.get("status", "ok") == "ok" and r.get("label") in LABELS}
+    both = [q for q in ok if q in human and human[q] in LABELS]
+    codes = {lab: i for i, lab in enumerate(LABELS)}
+    x = np.array([codes[human[q]] for q in both], dtype=np.int64)
+    y = np.array([codes[ok[q]] for q in both], dtype=np.int64)
+    return ok, both, x, y
+
+
+def _label_rates(lab: str, ok: Mapping[str, str], human: Mapping[str, str], both: list[str], unlabeled: list[str],
+                 n_resamples: int, seed: int) -> dict:
+    """One label's rate three ways: prediction-powered (every grader label, corrected by the labelled
+    subset), the grader's alone and people's alone."""
+    llm_all = np.array([ok[q] == lab for q in unlabeled], dtype=float)
+    llm_lab = np.array([ok[q] == lab for q in both], dtype=float)
+    hum_lab = np.array([human[q] == lab for q in both], dtype=float)
+    naive_llm = _interval(np.array([v == lab for v in ok.values()], dtype=float), n_resamples, seed)
+    naive_human = _interval(hum_lab, n_resamples, seed)
+    return {"prediction_powered": ppi_mean(llm_all, llm_lab, hum_lab), "llm_only": naive_llm,
+            "human_only": naive_human}
+

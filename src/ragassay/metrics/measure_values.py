@@ -14,7 +14,8 @@ import numpy as np
 
 from ..data.tables import Qrels, Run
 from . import peer_measures as peer
-from .measures import Measure, gains_table
+from .measures.parsing import Measure, gains_table
+from .measures.registry import CWL_GRADED, TIE_ORDER
 from .peer_order import PeerRows, judged_only_rows, peer_ranking
 from .ranking import RankedRows
 
@@ -65,22 +66,13 @@ def _mapped(grades: np.ndarray, table: dict[int, int]) -> np.ndarray:
     return out
 
 
-# ir_measures' C/W/L measures on graded gains (cwl_eval's): peer_measures.cwl_measure
-CWL_GRADED = frozenset({"inst", "insq", "nerr8", "nerr9", "nerr10", "nerr11", "sdcg", "bpm"})
-
-
-# the order each measure named by a peer ranks in (every other measure: trec_eval's)
-_ORDER = {"compat": "id_ascending", "rbp": "run_order", "ranx_rbp": "run_order", "dcg": "run_order",
-          "dcg_burges": "run_order", "ndcg_burges": "run_order", **{name: "run_order" for name in CWL_GRADED}}
-
-
 def _order_of(m: Measure) -> str:
     """The order a measure ranks tied scores in: its own peer's, else trec_eval's."""
     if m.judged_only:
         return "judged_only"
     if m.name == "judged" and m.k is not None:  # ir_measures' Judged@k: the top k in its order
         return "id_ascending"
-    return _ORDER.get(m.name, "trec")
+    return TIE_ORDER.get(m.name, "trec")
 
 
 class _QueryStats:

@@ -136,12 +136,7 @@ def label_agreement(people: Sequence[Any], model: Sequence[Any], classes: Sequen
         raise ValueError(f"people labelled {len(people)} items and the model {len(model)}: they must be the same items")
     classes, pos = _check_classes(classes, positive)
     unit = unit or ("pairs" if ordinal else "answers")
-    pc, mc = _codes(people, classes, "people"), _codes(model, classes, "the model")
-    if any(c is None for c in pc):
-        raise ValueError("a people's label is None: people's labels are the reference and must all be given")
-    kept = sorted((p, m) for p, m in zip(pc, mc) if m is not None)  # one order, so the items' order changes no resample
-    x = np.array([p for p, _ in kept], dtype=np.int64)
-    y = np.array([m for _, m in kept], dtype=np.int64)
+    x, y = _coded_pairs(people, model, classes)
     n = len(x)
     why: dict[str, str] = {}
     words = _positive_words(classes, pos, ordinal)
@@ -149,16 +144,7 @@ def label_agreement(people: Sequence[Any], model: Sequence[Any], classes: Sequen
     values: dict[str, Any] = {}
     for name, a, b, namer in (("kappa", x, y, _namer(classes, ordinal)),
                               ("kappa_binary", xb, yb, _binary_namer(words))):
-        reason = one_grade_why(a, b, SIDES, unit, namer)
-        values[name] = None if reason else _kappa(a, b)
-        if values[name] is None:
-            why[name] = reason or "chance agreement is already perfect"
-        few = interval_why(n, unit)
-        ci = None if values[name] is None or few else kappa_interval(a, b, CONFIDENCE, n_bootstrap, seed)
-        ci = None if ci is None else [round(v, 12) for v in ci]  # 1.0, not 0.9999999999999997
-        values[name + "_ci"] = ci
-        if ci is None:
-            why[name + "_ci"] = why.get(name) or few or "no resample gave a kappa"
+        values[name], values[name + "_ci"] = _kappa_with_interval(a, b, name, namer, unit, n_bootstrap, seed, why)
     return LabelAgreement(
         n=n, missing=len(people) - n, classes=classes, positive=[classes[i] for i in sorted(pos)],
         positive_words=words, ordinal=ordinal, unit=unit,
@@ -171,6 +157,34 @@ def label_agreement(people: Sequence[Any], model: Sequence[Any], classes: Sequen
         people_counts={c: int((x == i).sum()) for i, c in enumerate(classes)},
         model_counts={c: int((y == i).sum()) for i, c in enumerate(classes)},
         why=why, n_bootstrap=n_bootstrap, seed=seed)
+
+
+def _coded_pairs(people: Sequence[Any], model: Sequence[Any], classes: Sequence[Hashable]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """People's and the model's labels as class codes, the items without a model label left out, in
+    one sorted order so that the items' order changes no resample."""
+    pc, mc = _codes(people, classes, "people"), _codes(model, classes, "the model")
+    if any(c is None for c in pc):
+        raise ValueError("a people's label is None: people's labels are the reference and must all be given")
+    kept = sorted((p, m) for p, m in zip(pc, mc) if m is not None)
+    x = np.array([p for p, _ in kept], dtype=np.int64)
+    y = np.array([m for _, m in kept], dtype=np.int64)
+    return x, y
+
+
+def _kappa_with_interval(a: np.ndarray, b: np.ndarray, name: str, namer: Callable[[int], str], unit: str,
+                         n_bootstrap: int, seed: int, why: dict[str, str]) -> tuple[float | None, list[float] | None]:
+    """One kappa and its bootstrap interval, with the reason in ``why`` for each that cannot be given."""
+    reason = one_grade_why(a, b, SIDES, unit, namer)
+    kappa = None if reason else _kappa(a, b)
+    if kappa is None:
+        why[name] = reason or "chance agreement is already perfect"
+    few = interval_why(len(a), unit)
+    ci = None if kappa is None or few else kappa_interval(a, b, CONFIDENCE, n_bootstrap, seed)
+    ci = None if ci is None else [round(v, 12) for v in ci]  # 1.0, not 0.9999999999999997
+    if ci is None:
+        why[name + "_ci"] = why.get(name) or few or "no resample gave a kappa"
+    return kappa, ci
 
 
 @dataclass(frozen=True)

@@ -94,10 +94,11 @@ class QuerySlice(NamedTuple):
 
 def query_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, rows: int | None = None) -> Iterator[QuerySlice]:
     """The work split by queries: for a run grouped by query over ``rows`` rows (default: over
-    ``SLICE_FROM`` rows, in slices of ``SLICE_ROWS``), slices of about that many rows cut between queries, each with the judgments of its
-    queries alone and query lists of its own (no work per slice grows with the number of queries
-    in the whole run); otherwise the whole run and qrels, once. A query's values depend on its own
-    rows only, so scoring the slices one by one gives every query's values exactly."""
+    ``SLICE_FROM`` rows, in slices of ``SLICE_ROWS``), slices of about that many rows cut between
+    queries, each with the judgments of its queries alone and query lists of its own (no work per
+    slice grows with the number of queries in the whole run); otherwise the whole run and qrels,
+    once. A query's values depend on its own rows only, so scoring the slices one by one gives every
+    query's values exactly."""
     qidx, n = run.qidx, len(run.qidx)
     whole = n <= (SLICE_FROM if rows is None else rows)
     rows = SLICE_ROWS if rows is None else rows

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..data.origin import UNKNOWN, Origin, PoolRun, sidecar_path
 from ..data.pool import member_of, membership
-from .measures import Measure, parse_measure
+from .measures.parsing import Measure, parse_measure
 
 TREC_EVAL_LEVEL = 1  # trec_eval's default: any positive grade is relevant
 
@@ -309,13 +309,28 @@ def rests_on_brief(data: dict[str, Any] | None, only: Sequence[str] | None = Non
     gate's), without the shares judged."""
     if not data:
         return ""
-    parts = []
-    rel = data.get("relevance") or {}
     wanted = None if only is None else {str(parse_measure(m)) for m in only}
-    if [m for m in rel.get("measures") or [] if wanted is None or m in wanted]:
-        parts.append(f"relevant = grade ≥ {rel['level']}")
-        parts += [w.split(":")[0] for w in rel.get("warnings") or []]
     pool = data.get("pool") or {}
+    parts = _relevance_brief(data.get("relevance") or {}, wanted) + _pool_brief(pool, wanted)
+    judged = pool.get("judged") if wanted is None else None
+    judged = judged or {}
+    low = {k: v for k, v in judged.items() if v < 1.0}
+    if low:
+        parts.append("judged: " + ", ".join(f"{_percent(v)} of the top {k.split('@')[1]}" for k, v in low.items()))
+    return "; ".join(parts)
+
+
+def _relevance_brief(rel: dict[str, Any], wanted: set[str] | None) -> list[str]:
+    """The relevance level and its warnings' first words, when a wanted measure rests on the level."""
+    if not [m for m in rel.get("measures") or [] if wanted is None or m in wanted]:
+        return []
+    return [f"relevant = grade ≥ {rel['level']}", *(w.split(":")[0] for w in rel.get("warnings") or [])]
+
+
+def _pool_brief(pool: dict[str, Any], wanted: set[str] | None) -> list[str]:
+    """What the pool says in capitals when the run was pooled alone or left out, and the wanted
+    measures that reach deeper than the pool."""
+    parts = []
     if pool.get("alone"):
         parts.append(f"POOL OF THIS RUN ALONE (depth {pool['depth']}): recall and MAP count only what it found")
     elif pool.get("runs") is not None and pool.get("member") is None and "not checked" not in (pool.get("text") or ""):
@@ -323,12 +338,7 @@ def rests_on_brief(data: dict[str, Any] | None, only: Sequence[str] | None = Non
     deeper = [m for m in pool.get("deeper") or [] if wanted is None or m in wanted]
     if deeper:
         parts.append(f"deeper than the pool's depth {pool['depth']}: {', '.join(deeper)}")
-    judged = pool.get("judged") if wanted is None else None
-    judged = judged or {}
-    low = {k: v for k, v in judged.items() if v < 1.0}
-    if low:
-        parts.append("judged: " + ", ".join(f"{_percent(v)} of the top {k.split('@')[1]}" for k, v in low.items()))
-    return "; ".join(parts)
+    return parts
 
 
 def scale_warning(reference: Origin, candidate: Origin, ref_grades: Sequence[int],

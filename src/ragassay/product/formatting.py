@@ -35,21 +35,38 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str
                  digits: int = 4) -> str:
     """Render rows under headers; numbers right-aligned, text left-aligned."""
     if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(headers)
-        for r in rows:
-            w.writerow([("" if v is None else repr(v) if isinstance(v, float) else v) for v in r])
-        return buf.getvalue().rstrip("\n")
+        return _csv_table(headers, rows)
     cells = [[fmt_value(v, digits) for v in r] for r in rows]
-    numeric = [all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows
-                   if r[i] is not None) and bool(rows) for i in range(len(headers))]
+    numeric = [_numeric_column(rows, i) for i in range(len(headers))]
     if fmt == "markdown":
-        lines = ["| " + " | ".join(headers) + " |",
-                 "|" + "|".join("---:" if numeric[i] else ":---" for i in range(len(headers))) + "|"]
-        lines[0] = "| " + " | ".join(markdown_cell(h) for h in headers) + " |"
-        lines += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in cells]
-        return "\n".join(lines)
+        return _markdown_table(headers, cells, numeric)
+    return _text_table(headers, cells, numeric)
+
+
+def _csv_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """The rows as CSV, floats in full (``repr``) and None as an empty field."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(headers)
+    for r in rows:
+        w.writerow([("" if v is None else repr(v) if isinstance(v, float) else v) for v in r])
+    return buf.getvalue().rstrip("\n")
+
+
+def _numeric_column(rows: Sequence[Sequence[Any]], i: int) -> bool:
+    """Whether column ``i`` holds numbers only (None aside), so it is aligned right."""
+    return all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows
+               if r[i] is not None) and bool(rows)
+
+
+def _markdown_table(headers: Sequence[str], cells: list[list[str]], numeric: list[bool]) -> str:
+    lines = ["| " + " | ".join(markdown_cell(h) for h in headers) + " |",
+             "|" + "|".join("---:" if numeric[i] else ":---" for i in range(len(headers))) + "|"]
+    lines += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in cells]
+    return "\n".join(lines)
+
+
+def _text_table(headers: Sequence[str], cells: list[list[str]], numeric: list[bool]) -> str:
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:

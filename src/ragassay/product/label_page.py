@@ -12,24 +12,31 @@ _PAGE = r"""<!doctype html>
 <style nonce="__NONCE__">
 :root { --fg: #1d2433; --muted: #5b6578; --line: #d8dde6; --accent: #2557d6; --bg: #f6f7f9; --mark: #ffe58a; }
 * { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg); }
-header { display: flex; flex-wrap: wrap; gap: 8px 20px; align-items: baseline; padding: 10px 18px; background: #fff; border-bottom: 1px solid var(--line); }
+body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
+  background: var(--bg); }
+header { display: flex; flex-wrap: wrap; gap: 8px 20px; align-items: baseline; padding: 10px 18px; background: #fff;
+  border-bottom: 1px solid var(--line); }
 header h1 { font-size: 16px; margin: 0; }
 header .muted { color: var(--muted); font-size: 13px; }
-main { display: grid; grid-template-columns: minmax(0, 1fr) 340px; gap: 16px; padding: 16px 18px; max-width: 1280px; margin: 0 auto; }
+main { display: grid; grid-template-columns: minmax(0, 1fr) 340px; gap: 16px; padding: 16px 18px; max-width: 1280px;
+  margin: 0 auto; }
 @media (max-width: 820px) { main { grid-template-columns: minmax(0, 1fr); } }
 section, aside > div { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 14px 16px; }
 aside { display: flex; flex-direction: column; gap: 12px; }
 h2 { font-size: 19px; margin: 0 0 6px; }
 h3 { font-size: 13px; margin: 12px 0 4px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); }
 .need, .answer { color: var(--muted); white-space: pre-wrap; }
-.text { white-space: pre-wrap; max-height: 46vh; overflow: auto; border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; background: #fcfcfd; }
+.text { white-space: pre-wrap; max-height: 46vh; overflow: auto; border: 1px solid var(--line); border-radius: 6px;
+  padding: 10px 12px; background: #fcfcfd; }
 mark { background: var(--mark); padding: 0 1px; border-radius: 2px; }
 .scale { display: grid; gap: 6px; margin-top: 14px; }
-.scale button { display: grid; grid-template-columns: 34px 1fr; gap: 10px; align-items: center; text-align: left; font: inherit; padding: 7px 10px; border: 1px solid var(--line); border-radius: 6px; background: #fff; cursor: pointer; }
+.scale button { display: grid; grid-template-columns: 34px 1fr; gap: 10px; align-items: center; text-align: left;
+  font: inherit; padding: 7px 10px; border: 1px solid var(--line); border-radius: 6px; background: #fff;
+  cursor: pointer; }
 .scale button:hover, .scale button:focus-visible { border-color: var(--accent); outline: none; }
 .scale button.chosen { border-color: var(--accent); background: #eef3ff; }
-.scale kbd { font: 600 14px ui-monospace, monospace; text-align: center; border: 1px solid var(--line); border-radius: 4px; padding: 2px 0; }
+.scale kbd { font: 600 14px ui-monospace, monospace; text-align: center; border: 1px solid var(--line);
+  border-radius: 4px; padding: 2px 0; }
 .feedback { min-height: 1.5em; margin-top: 10px; color: var(--muted); }
 .keys { color: var(--muted); font-size: 13px; }
 .keys kbd { font: 12px ui-monospace, monospace; border: 1px solid var(--line); border-radius: 3px; padding: 0 4px; }
@@ -69,7 +76,8 @@ let S = null, pos = 0, shownAt = performance.now(), chain = Promise.resolve();
 // second key labels the next item, never the same one twice, and none is dropped
 function enqueue(f) { chain = chain.then(f).catch((e) => { $("feedback").textContent = "not saved: " + e.message; }); }
 const $ = (id) => document.getElementById(id);
-function el(tag, text, cls) { const e = document.createElement(tag); if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
+function el(tag, text, cls) { const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text); if (cls) e.className = cls; return e; }
 async function api(path, body) {
   const opts = body === undefined ? { headers: { "X-Token": TOKEN } }
     : { method: "POST", headers: { "X-Token": TOKEN, "Content-Type": "application/json" }, body: JSON.stringify(body) };
@@ -80,8 +88,11 @@ async function api(path, body) {
 }
 function done(key) { return key in S.labels || key in S.skipped; }
 function firstOpen() { const i = S.items.findIndex((it) => !done(it.key)); return i < 0 ? S.items.length : i; }
-const STOP = new Set("the and for are was were with what when where which who how does did can you your from that this have has not but about into than then there their they them its our out any all per".split(" "));
-function queryWords(q) { return Array.from(new Set((q.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) || []).filter((w) => !STOP.has(w)))); }
+const STOP = new Set(
+  ("the and for are was were with what when where which who how does did can you your from that this have has not "
+   + "but about into than then there their they them its our out any all per").split(" "));
+function queryWords(q) {
+  return Array.from(new Set((q.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) || []).filter((w) => !STOP.has(w)))); }
 function highlighted(text, words) {
   const box = document.createDocumentFragment();
   if (!words.length) { box.appendChild(document.createTextNode(text)); return box; }
@@ -98,7 +109,8 @@ function highlighted(text, words) {
 }
 function keyHint() {
   const box = $("keyhint"); box.replaceChildren();
-  const add = (keys, what) => { keys.forEach((k) => { box.appendChild(el("kbd", k)); box.appendChild(document.createTextNode(" ")); }); box.appendChild(document.createTextNode(what + "  ")); };
+  const add = (keys, what) => { keys.forEach((k) => { box.appendChild(el("kbd", k));
+    box.appendChild(document.createTextNode(" ")); }); box.appendChild(document.createTextNode(what + "  ")); };
   add(S.scale.map((s) => s.key), "label \u00b7");
   add(["\u2190", "\u2192"], "move \u00b7");
   add(["u"], "undo \u00b7");
@@ -107,7 +119,8 @@ function keyHint() {
 function render() {
   const item = $("item"); item.replaceChildren();
   keyHint();
-  $("who").textContent = "assessor: " + S.assessor + (S.show_model ? " (model's labels shown)" : " (blind: the model's label shows once you have labelled)");
+  $("who").textContent = "assessor: " + S.assessor + (
+    S.show_model ? " (model's labels shown)" : " (blind: the model's label shows once you have labelled)");
   $("where").textContent = "labels go to " + S.output;
   const p = S.progress;
   $("progress").replaceChildren(
@@ -117,22 +130,28 @@ function render() {
   renderAgreement($("agreement"), S.agreement, "the model");
   const people = Object.entries(S.people);
   $("peoplebox").style.display = people.length ? "" : "none";
-  $("people").replaceChildren(...people.map(([name, a]) => { const d = el("div"); renderAgreement(d, a, name); return d; }));
+  $("people").replaceChildren(...people.map(([name, a]) => { const d = el("div"); renderAgreement(d, a, name);
+    return d; }));
   const scale = $("scale"); scale.replaceChildren();
   if (pos >= S.items.length) {
     item.appendChild(el("h2", "All " + S.items.length + " items are done."));
-    item.appendChild(el("p", "Your labels are in " + S.output + ". Press \u2190 to review, u to undo the last one, or close this tab."));
+    item.appendChild(el("p",
+      "Your labels are in " + S.output + ". Press \u2190 to review, u to undo the last one, or close this tab."));
     return;
   }
   const it = S.items[pos], sh = it.show, mine = S.labels[it.key];
   const reviewing = done(it.key);
-  item.appendChild(el("div", (pos + 1) + " / " + S.items.length + (reviewing ? (it.key in S.skipped ? "  (skipped: " + S.skipped[it.key] + ")" : "  (you labelled this: change it with a key)") : ""), reviewing ? "review" : "keys"));
+  item.appendChild(el("div",
+    (pos + 1) + " / " + S.items.length + (reviewing ? (it.key in S.skipped ? "  (skipped: " + S.skipped[it.key] +
+      ")" : "  (you labelled this: change it with a key)") : ""), reviewing ? "review" : "keys"));
   if (S.task === "pairs") {
     item.appendChild(el("h2", sh.question));
     if (sh.need) item.appendChild(el("div", sh.need, "need"));
-    if (sh.answer) { item.appendChild(el("h3", "What a good answer contains")); item.appendChild(el("div", sh.answer, "answer")); }
+    if (sh.answer) { item.appendChild(el("h3", "What a good answer contains")); item.appendChild(el("div", sh.answer,
+      "answer")); }
     item.appendChild(el("h3", "Chunk " + sh.chunk_id + (sh.title ? " \u2014 " + sh.title : "")));
-    const text = el("div", null, "text"); text.appendChild(highlighted(sh.text, queryWords(sh.question))); item.appendChild(text);
+    const text = el("div", null, "text"); text.appendChild(highlighted(sh.text, queryWords(sh.question)));
+      item.appendChild(text);
   } else {
     item.appendChild(el("h2", sh.question));
     item.appendChild(el("h3", "Reference" + (sh.reference.length > 1 ? " (any of these)" : "")));
@@ -144,7 +163,8 @@ function render() {
       const ctx = el("div", null, "text");
       sh.contexts.forEach((c, i) => {
         const box = el("div", null, "context");
-        box.appendChild(el("div", (c.id === null ? "#" + (i + 1) : c.id) + (c.title ? " \u2014 " + c.title : ""), "ctxid"));
+        box.appendChild(el("div", (c.id === null ? "#" + (i + 1) : c.id) + (c.title ? " \u2014 " + c.title : ""),
+          "ctxid"));
         box.appendChild(c.text === null ? el("div", "(no text: this id is not in the chunks given)", "keys")
                                         : highlighted(c.text, queryWords(sh.question)));
         ctx.appendChild(box);
@@ -159,18 +179,27 @@ function render() {
     b.addEventListener("click", () => enqueue(() => give(s.value)));
     scale.appendChild(b);
   }
-  if (it.model !== null && (S.show_model || reviewing)) $("feedback").textContent = "the model said: " + it.model + (mine !== undefined ? "; you: " + mine : "");
+  if (it.model !== null && (S.show_model || reviewing)) $("feedback").textContent = "the model said: " + it.model + (
+    mine !== undefined ? "; you: " + mine : "");
 }
 function fmt(x) { return x === null || x === undefined ? "\u2013" : x.toFixed(3); }
 function ci(i) { return i ? " [" + fmt(i[0]) + ", " + fmt(i[1]) + "]" : ""; }
 function renderAgreement(box, a, who) {
   box.replaceChildren();
-  if (!a || !a.n) { box.appendChild(el("div", who === "the model" && !S.items.some((i) => i.has_model) ? "no model labels given (pass --judgments or --checks)" : "no labels in common yet")); return; }
-  const rows = [["labels in common", String(a.n)], ["exact agreement", fmt(a.exact)], ["kappa, 4 classes", fmt(a.kappa) + ci(a.interval)],
-                [S.task === "pairs" ? "kappa, grade \u2265 2" : "kappa, correct or not", fmt(a.binary_kappa) + ci(a.binary_interval)]];
+  if (!a || !a.n) { box.appendChild(el("div",
+    who === "the model" && !S.items.some((
+      i) => i.has_model) ? "no model labels given (pass --judgments or --checks)" : "no labels in common yet"));
+      return; }
+  const rows = [["labels in common", String(a.n)], ["exact agreement", fmt(a.exact)], ["kappa, 4 classes",
+    fmt(a.kappa) + ci(a.interval)],
+                [S.task === "pairs" ? "kappa, grade \u2265 2" : "kappa, correct or not",
+                  fmt(a.binary_kappa) + ci(a.binary_interval)]];
   if (who !== "the model") box.appendChild(el("div", who));
-  for (const [k, v] of rows) { const d = el("div", null, "stat"); d.appendChild(el("span", k)); d.appendChild(el("span", v)); box.appendChild(d); }
-  if (a.more_labels !== null) box.appendChild(el("div", a.more_labels === 0 ? "the 95% interval is narrower than " + S.target_width : "about " + a.more_labels + " more labels would narrow the 95% interval to " + S.target_width, "keys"));
+  for (const [k, v] of rows) { const d = el("div", null, "stat"); d.appendChild(el("span", k));
+    d.appendChild(el("span", v)); box.appendChild(d); }
+  if (a.more_labels !== null) box.appendChild(el("div",
+    a.more_labels === 0 ? "the 95% interval is narrower than " + S.target_width : "about " + a.more_labels +
+      " more labels would narrow the 95% interval to " + S.target_width, "keys"));
 }
 async function act(path, body) {
   S = await api(path, body);
@@ -182,7 +211,8 @@ async function give(value) {
   const r = await act("/api/label", { key: it.key, value: value, seconds: (performance.now() - shownAt) / 1000 });
   if (!r) return;
   const d = r.done;
-  $("feedback").textContent = d.model === null || d.model === undefined ? "saved: " + d.value : "saved: " + d.value + " \u2014 the model said " + d.model;
+  $("feedback").textContent = d.model === null || d.model === undefined ? "saved: " + d.value : "saved: " + d.value +
+    " \u2014 the model said " + d.model;
   pos = firstOpen(); shownAt = performance.now(); render();
 }
 async function undo() {
@@ -225,7 +255,8 @@ function onKey(k) {
   else if (k === "s" && pos < S.items.length) openSkip();
 }
 enqueue(async () => {
-  try { S = await api("/api/state"); } catch (e) { $("item").replaceChildren(el("p", "cannot load: " + e.message)); throw e; }
+  try { S = await api("/api/state"); } catch (e) { $("item").replaceChildren(el("p", "cannot load: " + e.message));
+    throw e; }
   pos = firstOpen(); shownAt = performance.now(); render();
 });
 </script>

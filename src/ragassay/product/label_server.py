@@ -47,7 +47,8 @@ class LabelServer:
         self.httpd = ThreadingHTTPServer((host, port), Handler)
         self.httpd.daemon_threads = True
         bound, self.port = self.httpd.server_address[:2]
-        self.host = bytes(bound).decode() if isinstance(bound, (bytes, bytearray)) else bound  # bytes: a Unix socket only
+        # bytes: a Unix socket only
+        self.host = bytes(bound).decode() if isinstance(bound, (bytes, bytearray)) else bound
         self.url = f"http://{self.host}:{self.port}/?token={self.token}"
 
     def serve_forever(self) -> None:
@@ -129,7 +130,8 @@ class LabelServer:
         req.send_header("Content-Type", "text/html; charset=utf-8")
         req.send_header("Content-Security-Policy",
                         f"default-src 'none'; script-src 'nonce-{self.nonce}'; style-src 'nonce-{self.nonce}'; "
-                        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+                        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
+                        "frame-ancestors 'none'")
         self._common_headers(req, len(data))
         req.wfile.write(data)
 

@@ -159,35 +159,46 @@ class LabelBook:
         for no, raw in enumerate(lines, start=1):
             if not raw.strip():
                 continue
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                if no == len(lines) or (no == len(lines) - 1 and not lines[-1].strip()):
-                    continue  # a last line cut by a kill: that label was never acknowledged
-                raise InputError("not a label event: this file was edited or is not ragassay's",
-                                 self.events_path, no) from None
-            try:
-                e = (LabelEventsHeader if isinstance(obj, dict) and "kind" in obj else LabelEvent).model_validate(obj)
-            except ValidationError as err:
-                first = err.errors()[0]
-                where = ".".join(str(x) for x in first.get("loc", ())) or "event"
-                raise InputError(f"not a label event ({where}: {first.get('msg')}): this file was edited or is not "
-                                 "ragassay's", self.events_path, no) from None
+            e = self._read_event(raw, no, lines)
+            if e is None:
+                continue
             if isinstance(e, LabelEventsHeader):
-                if e.task != self.task:
-                    raise UsageError(f"{self.events_path} holds labels of {e.task}, not {self.task}: "
-                                     "give another -o")
-                keys = [k for k in e.keys if k in self.by_key]
-                if keys and set(keys) != set(self.by_key):  # the sample of the first session is kept
-                    self.items = [self.by_key[k] for k in keys]
-                    self.by_key = {it.key: it for it in self.items}
-                    self.sample_info = e.sample or self.sample_info
+                self._resume_sample(e)
                 continue
             who = e.assessor
             if who != self.assessor:
                 raise UsageError(f"{self.output} holds the labels of {who!r}; each person labels into their own file: "
                                  f"give {self.assessor!r} another -o (and --with {self.output} to see how you agree)")
             self._apply(e)
+
+    def _read_event(self, raw: bytes, no: int, lines: list[bytes]) -> LabelEvent | LabelEventsHeader | None:
+        """One line of the events file as an event or the header; None for a last line cut by a kill
+        (that label was never acknowledged). Any other line that is not an event is refused."""
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            if no == len(lines) or (no == len(lines) - 1 and not lines[-1].strip()):
+                return None
+            raise InputError("not a label event: this file was edited or is not ragassay's",
+                             self.events_path, no) from None
+        try:
+            return (LabelEventsHeader if isinstance(obj, dict) and "kind" in obj else LabelEvent).model_validate(obj)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(x) for x in first.get("loc", ())) or "event"
+            raise InputError(f"not a label event ({where}: {first.get('msg')}): this file was edited or is not "
+                             "ragassay's", self.events_path, no) from None
+
+    def _resume_sample(self, e: LabelEventsHeader) -> None:
+        """The header of an earlier session: same task, and its sample kept."""
+        if e.task != self.task:
+            raise UsageError(f"{self.events_path} holds labels of {e.task}, not {self.task}: "
+                             "give another -o")
+        keys = [k for k in e.keys if k in self.by_key]
+        if keys and set(keys) != set(self.by_key):  # the sample of the first session is kept
+            self.items = [self.by_key[k] for k in keys]
+            self.by_key = {it.key: it for it in self.items}
+            self.sample_info = e.sample or self.sample_info
 
     def _apply(self, e: LabelEvent) -> None:
         key = e.key

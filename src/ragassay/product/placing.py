@@ -79,36 +79,56 @@ def _text_id(value: object) -> str | None:
 def source_of(path: Path, table: str, key: str) -> IdSource | None:
     """The ids a placed file uses: a run's or qrels' query and chunk ids, the answers' ids (query ids)
     and context ids, a question set's ids and chunk ids, chunks' ids."""
-    queries: set[str] = set()
-    chunks: set[str] = set()
-    json_lines = path.suffix.lower() in (".jsonl", ".json")
     if table == "runs" or key == "qrels":
-        if json_lines:
-            for obj in _objects(path):
-                q, d = _text_id(obj.get("query_id", obj.get("qid"))), _text_id(obj.get("chunk_id", obj.get("doc_id")))
-                queries.update([q] if q else [])
-                chunks.update([d] if d else [])
-        else:
-            for line in _head_lines(path):
-                fields = line.split()
-                if len(fields) >= 4:  # TREC run or qrels: query, Q0/0, chunk, ...
-                    queries.add(fields[0])
-                    chunks.add(fields[2])
-                elif len(fields) == 3 and fields[:3] != ["query-id", "corpus-id", "score"]:
-                    queries.add(fields[0])
-                    chunks.add(fields[1])
+        json_lines = path.suffix.lower() in (".jsonl", ".json")
+        queries, chunks = _ranking_json_ids(path) if json_lines else _ranking_column_ids(path)
     elif key in ("answers", "queries"):
-        for obj in _objects(path):
-            own = _text_id(obj.get("id", obj.get("query_id", obj.get("_id"))))
-            queries.update([own] if own else [])
-            for field in ("context_ids", "chunk_ids"):
-                if isinstance(obj.get(field), list):
-                    chunks.update(c for c in map(_text_id, obj[field]) if c)
+        queries, chunks = _question_ids(path)
     elif key == "chunks":
-        chunks.update(c for c in (_text_id(o.get("id", o.get("_id", o.get("doc_id")))) for o in _objects(path)) if c)
+        queries = set()
+        chunks = {c for c in (_text_id(o.get("id", o.get("_id", o.get("doc_id")))) for o in _objects(path)) if c}
     else:
         return None
     return IdSource(str(path.name), queries, chunks) if queries or chunks else None
+
+
+def _ranking_json_ids(path: Path) -> tuple[set[str], set[str]]:
+    """The query and chunk ids of a run or qrels in JSON Lines."""
+    queries: set[str] = set()
+    chunks: set[str] = set()
+    for obj in _objects(path):
+        q, d = _text_id(obj.get("query_id", obj.get("qid"))), _text_id(obj.get("chunk_id", obj.get("doc_id")))
+        queries.update([q] if q else [])
+        chunks.update([d] if d else [])
+    return queries, chunks
+
+
+def _ranking_column_ids(path: Path) -> tuple[set[str], set[str]]:
+    """The query and chunk ids of a run or qrels in columns: TREC's four or more, or three."""
+    queries: set[str] = set()
+    chunks: set[str] = set()
+    for line in _head_lines(path):
+        fields = line.split()
+        if len(fields) >= 4:  # TREC run or qrels: query, Q0/0, chunk, ...
+            queries.add(fields[0])
+            chunks.add(fields[2])
+        elif len(fields) == 3 and fields[:3] != ["query-id", "corpus-id", "score"]:
+            queries.add(fields[0])
+            chunks.add(fields[1])
+    return queries, chunks
+
+
+def _question_ids(path: Path) -> tuple[set[str], set[str]]:
+    """The ids of answers or questions (query ids) and the chunk ids they name as context."""
+    queries: set[str] = set()
+    chunks: set[str] = set()
+    for obj in _objects(path):
+        own = _text_id(obj.get("id", obj.get("query_id", obj.get("_id"))))
+        queries.update([own] if own else [])
+        for field in ("context_ids", "chunk_ids"):
+            if isinstance(obj.get(field), list):
+                chunks.update(c for c in map(_text_id, obj[field]) if c)
+    return queries, chunks
 
 
 def ids_of(path: Path) -> set[str]:
@@ -183,5 +203,6 @@ def chunks_note(path: Path) -> str:
         return "documents by doc_id (an ir_datasets docs export: each document is one chunk)"
     why = f"doc_id {repeated!r} repeats" if repeated is not None and not own else "other lines have one"
     shown = ", ".join(map(str, lacking[:5])) + (", ..." if len(lacking) > 5 else "")
-    return (f"chunks, but {len(lacking)} of {own + len(lacking)} records have no 'id' ({why}; record{'s' if len(lacking) > 1 else ''} "
+    records = "records" if len(lacking) > 1 else "record"
+    return (f"chunks, but {len(lacking)} of {own + len(lacking)} records have no 'id' ({why}; {records} "
             f"{shown}): run will refuse them until each chunk has an 'id'")

@@ -16,7 +16,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,90 +28,16 @@ from ..data.tables import Qrels
 from ..errors import UsageError
 from ..llm.prompt_files import choose_prompt
 from ..metrics.agreement import run_ranking_agreement
-from ..metrics.measures import parse_measure
-from ..metrics.qualification import (
-    LabelAgreement,
-    PairedDifference,
-    label_agreement,
-    paired_difference,
-)
+from ..metrics.measures.parsing import parse_measure
+from ..metrics.qualification import label_agreement, paired_difference
 from ..runtime.engine import Estimate
 from ..stages.queries import QueryItem
-from .published_agreement import PublishedFigure, published_for
+from .published_agreement import published_for
+from .qualify_results import Grader, GraderOutcome, Qualification
 
 CHECK_LABELS = ("correct", "partial", "hallucinated", "abstained")
 BINARY_LABELS = ("correct", "incorrect")
 BINARY_RELEVANCE = ("not relevant", "relevant")
-
-
-@dataclass(frozen=True)
-class Grader:
-    """What is qualified: one model with one prompt (a choice of the stage, or a file)."""
-
-    model: str | None
-    prompt: str = "auto"
-
-    def name(self) -> str:
-        prompt = Path(self.prompt).name if ("/" in self.prompt or self.prompt.endswith(".txt")) else self.prompt
-        return f"{self.model or '(default model)'} with prompt {prompt}"
-
-
-@dataclass
-class GraderOutcome:
-    """One grader's labels of the sample and how they agree with people's."""
-
-    grader: Grader
-    output: Path | None
-    prompts: list[str]                      # the prompt ids the records name
-    labels: dict[Any, Any]                  # item -> the grader's label as compared with people's (None: an error)
-    agreement: LabelAgreement
-    errors: int
-    error_reasons: dict[str, int]
-    by_rule: int                            # check: answers the rules decided without a call
-    usage: Mapping[Any, Any]  # model (None when none was named) -> its usage
-    usage_text: str
-    seconds: float
-    paired: PairedDifference | None = None  # against the first grader, on the same items
-    given: dict[Any, Any] = field(default_factory=dict)  # item -> the label as the grader gave it (0-3, 4 labels)
-    ranking: dict | None = None             # Kendall's tau of runs ranked under people's and this grader's labels
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"grader": {"model": self.grader.model, "prompt": self.grader.prompt},
-                "output": str(self.output) if self.output else None, "prompts": self.prompts,
-                "agreement": self.agreement.to_dict(), "errors": self.errors, "error_reasons": self.error_reasons,
-                "decided_by_rule": self.by_rule, "usage": self.usage, "seconds": round(self.seconds, 1),
-                "paired_with_first": self.paired.to_dict() if self.paired else None, "ranking": self.ranking}
-
-
-@dataclass
-class Qualification:
-    """What ``ragassay qualify`` found: the sample, each grader's agreement with people, the
-    ceiling (a second people's labelling of the same items, where there is one), and the
-    published figures to set beside them."""
-
-    task: str
-    source: str
-    citation: str | None
-    sample: dict[str, Any]
-    graders: list[GraderOutcome]
-    ceiling: LabelAgreement | None
-    published: list[PublishedFigure] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    items: list[dict[str, Any]] = field(default_factory=list)  # each sampled item: people's and each grader's label
-
-    @property
-    def exit_code(self) -> int:
-        """0 when every grader labelled every item; 3 when some items are error records; 1 when a
-        grader labelled nothing."""
-        if any(g.agreement.n == 0 for g in self.graders):
-            return 1
-        return 3 if any(g.errors for g in self.graders) else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": "qualify", "version": 1, "task": self.task, "source": self.source, "citation": self.citation, "sample": self.sample,
-                "graders": [g.to_dict() for g in self.graders],
-                "ceiling": self.ceiling.to_dict() if self.ceiling else None,
-                "published": [p.to_dict() for p in self.published], "notes": self.notes, "items": self.items}
 
 
 # ------------------------------------------------------------------------------- relevance
@@ -132,78 +58,142 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
         raise UsageError(f"--relevance-level {pairs.relevant_from} is not a grade of the people's scale {low}-{high} "
                          "above its lowest")
     keys = _sampled(pairs.grades, size, seed)
-    run: dict[str, dict[str, float]] = {}
-    for q, c in keys:  # every sampled pair is in the judged run; its place in it does not matter
-        run.setdefault(q, {})[c] = float(len(keys) - len(run.get(q, {})))
-    depth = max((len(v) for v in run.values()), default=1)
-    queries = [QueryItem(q, pairs.queries[q]) for q in run]
-    chunks = {c: pairs.chunks[c] for _, c in keys}
-    same_scale = tuple(pairs.scale) == JUDGE_SCALE
-    classes: tuple = tuple(range(JUDGE_SCALE[0], JUDGE_SCALE[1] + 1)) if same_scale else BINARY_RELEVANCE
-    positive: set = {g for g in classes if g >= pairs.relevant_from} if same_scale else {BINARY_RELEVANCE[1]}
-
-    def read(grade: int | None, relevant_from: int) -> Any:  # on another scale, only relevant or not meets
-        return grade if grade is None or same_scale else BINARY_RELEVANCE[grade >= relevant_from]
-
-    people = [read(pairs.grades[k], pairs.relevant_from) for k in keys]
-    _both_sides(people, positive, "pair", "give --relevance-level N (the grade from which people's pairs are "
+    run = _sampled_run(keys)
+    scale = _PairScale.of(pairs)
+    people = [scale.read(pairs.grades[k], pairs.relevant_from) for k in keys]
+    _both_sides(people, scale.positive, "pair", "give --relevance-level N (the grade from which people's pairs are "
                 "relevant), or a larger --size")
     notes: list[str] = []
     if runs:
         parse_measure(metric)  # an unknown measure is said before any call
     runs = _runs_meeting(runs, {q for q, _ in keys}, notes)
+    asked = _JudgeAsked(keys, run, pairs, scale, people, runs, metric, seed)
     outcomes: list[GraderOutcome] = []
     estimates: list[Estimate] = []
     for grader in graders:
         out = _output(output, "judgments", grader)
         started = time.monotonic()
-        done = judge(queries, chunks, run, output=out, depth=depth, model=grader.model, prompt=grader.prompt,
-                     dry_run=dry_run, **settings)
+        done = judge(asked.queries(), asked.chunks(), run, output=out, depth=asked.depth(), model=grader.model,
+                     prompt=grader.prompt, dry_run=dry_run, **settings)
         if isinstance(done, Estimate):
             estimates.append(done)
-            continue
-        grades: dict[Any, Any] = {}
-        prompts: Counter[str] = Counter()
-        reasons: Counter[str] = Counter()
-        for r in done.records:
-            key = (r["query_id"], r["chunk_id"])
-            ok = r.get("status") == "ok" and r.get("grade") is not None
-            grades[key] = int(r["grade"]) if ok else None
-            if ok and r.get("prompt"):
-                prompts[r["prompt"]] += 1
-            if not ok:
-                reasons[_reason(r.get("error"))] += 1
-        _unasked(keys, grades, reasons)
-        model = [read(grades.get(k), JUDGE_RELEVANT_FROM) for k in keys]
-        outcome = GraderOutcome(
-            grader, out, sorted(prompts), dict(zip(keys, model)),
-            label_agreement(people, model, classes, positive, ordinal=same_scale, seed=seed, unit="pairs"),
-            sum(reasons.values()), dict(reasons), 0, done.usage, done.usage_text, time.monotonic() - started)
-        outcome.given = {k: grades.get(k) for k in keys}
-        if runs:  # the runs were read and met before any call: what fails now is said, never a lost result
-            outcome.ranking = _ranking(keys, [pairs.grades[k] for k in keys], [grades.get(k) for k in keys], runs,
-                                       metric)
-        outcomes.append(outcome)
+        else:
+            outcomes.append(asked.outcome(grader, out, done, started))
     if dry_run:
         return estimates
-    _pair_with_first(outcomes, people, keys, classes, positive, seed)
+    _pair_with_first(outcomes, people, keys, scale.classes, scale.positive, seed)
+    return _judge_qualification(asked, outcomes, notes)
+
+
+@dataclass(frozen=True)
+class _PairScale:
+    """How people's grades meet the judge's: on the judge's own scale grade by grade, on any other
+    scale only as relevant or not."""
+
+    same_scale: bool
+    classes: tuple
+    positive: set
+
+    @classmethod
+    def of(cls, pairs: GradedPairs) -> _PairScale:
+        same_scale = tuple(pairs.scale) == JUDGE_SCALE
+        if same_scale:
+            classes: tuple = tuple(range(JUDGE_SCALE[0], JUDGE_SCALE[1] + 1))
+            return cls(True, classes, {g for g in classes if g >= pairs.relevant_from})
+        return cls(False, BINARY_RELEVANCE, {BINARY_RELEVANCE[1]})
+
+    def read(self, grade: int | None, relevant_from: int) -> Any:
+        """A grade as compared: itself on the same scale, else relevant or not (None stays None)."""
+        return grade if grade is None or self.same_scale else BINARY_RELEVANCE[grade >= relevant_from]
+
+
+def _sampled_run(keys: list) -> dict[str, dict[str, float]]:
+    """The sampled pairs as a run to judge: every sampled pair is in it, and its place in it does not
+    matter."""
+    run: dict[str, dict[str, float]] = {}
+    for q, c in keys:
+        run.setdefault(q, {})[c] = float(len(keys) - len(run.get(q, {})))
+    return run
+
+
+@dataclass
+class _JudgeAsked:
+    """What every grader of the judge is asked, and what its answers are measured against."""
+
+    keys: list
+    run: dict[str, dict[str, float]]
+    pairs: GradedPairs
+    scale: _PairScale
+    people: list
+    runs: dict[str, Any] | None
+    metric: str
+    seed: int
+
+    def depth(self) -> int:
+        return max((len(v) for v in self.run.values()), default=1)
+
+    def queries(self) -> list[QueryItem]:
+        return [QueryItem(q, self.pairs.queries[q]) for q in self.run]
+
+    def chunks(self) -> dict[str, Any]:
+        return {c: self.pairs.chunks[c] for _, c in self.keys}
+
+    def outcome(self, grader: Grader, out: Path | None, done: Any, started: float) -> GraderOutcome:
+        """One grader's judgments of the sample, read and measured against people's grades."""
+        keys, scale = self.keys, self.scale
+        grades, prompts, reasons = _tally_judgments(done.records)
+        _unasked(keys, grades, reasons)
+        model = [scale.read(grades.get(k), JUDGE_RELEVANT_FROM) for k in keys]
+        outcome = GraderOutcome(
+            grader, out, sorted(prompts), dict(zip(keys, model)),
+            label_agreement(self.people, model, scale.classes, scale.positive, ordinal=scale.same_scale,
+                            seed=self.seed, unit="pairs"),
+            sum(reasons.values()), dict(reasons), 0, done.usage, done.usage_text, time.monotonic() - started)
+        outcome.given = {k: grades.get(k) for k in keys}
+        if self.runs:  # the runs were read and met before any call: what fails now is said, never a lost result
+            outcome.ranking = _ranking(keys, [self.pairs.grades[k] for k in keys], [grades.get(k) for k in keys],
+                                       self.runs, self.metric)
+        return outcome
+
+
+def _tally_judgments(records: Sequence[dict]) -> tuple[dict[Any, Any], Counter[str], Counter[str]]:
+    """Each judged pair's grade (None for an error record), the prompts the records name, and the
+    reasons of the errors."""
+    grades: dict[Any, Any] = {}
+    prompts: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for r in records:
+        key = (r["query_id"], r["chunk_id"])
+        ok = r.get("status") == "ok" and r.get("grade") is not None
+        grades[key] = int(r["grade"]) if ok else None
+        if ok and r.get("prompt"):
+            prompts[r["prompt"]] += 1
+        if not ok:
+            reasons[_reason(r.get("error"))] += 1
+    return grades, prompts, reasons
+
+
+def _judge_qualification(asked: _JudgeAsked, outcomes: list[GraderOutcome], notes: list[str]) -> Qualification:
+    """The judge's qualification: the sample, the ceiling of a second people's labelling, and the
+    notes on how the scales met and what the runs' ranking rests on."""
+    pairs, keys, scale, seed = asked.pairs, asked.keys, asked.scale, asked.seed
     second = pairs.second or {}
     both = [k for k in keys if k in second]
-    ceiling = label_agreement([read(pairs.grades[k], pairs.relevant_from) for k in both],
-                              [read(second[k], pairs.relevant_from) for k in both], classes, positive,
-                              ordinal=same_scale, seed=seed) if both else None
+    ceiling = label_agreement([scale.read(pairs.grades[k], pairs.relevant_from) for k in both],
+                              [scale.read(second[k], pairs.relevant_from) for k in both], scale.classes,
+                              scale.positive, ordinal=scale.same_scale, seed=seed) if both else None
     per_class = Counter(pairs.grades[k] for k in keys)
     sample = {"items": len(keys), "of": len(pairs.grades), "seed": seed, "unit": "pairs",
-              "queries": len(run), "per_class": {str(g): n for g, n in sorted(per_class.items())},
+              "queries": len(asked.run), "per_class": {str(g): n for g, n in sorted(per_class.items())},
               "scale": list(pairs.scale), "relevant_from": pairs.relevant_from,
               "second_labelled": len(both)}
-    if not same_scale:
+    if not scale.same_scale:
         notes.append(f"the people's scale {pairs.scale[0]}-{pairs.scale[1]} is not the judge's "
                      f"{JUDGE_SCALE[0]}-{JUDGE_SCALE[1]}: only relevant or not is compared (people's grade >= "
                      f"{pairs.relevant_from}, the judge's >= {JUDGE_RELEVANT_FROM})")
-    if runs:
+    if asked.runs:
         notes.append(f"the runs' ranking rests on the {len(keys)} sampled pairs only: each run is scored by "
-                     f"{metric} under people's grades of those pairs and under the grader's")
+                     f"{asked.metric} under people's grades of those pairs and under the grader's")
     rows = [{"query_id": q, "chunk_id": c, "people": pairs.grades[(q, c)], "second": second.get((q, c)),
              "graders": [o.given.get((q, c)) for o in outcomes]} for q, c in keys]
     return Qualification("judge", pairs.source, pairs.citation, sample, outcomes, ceiling,
@@ -266,21 +256,7 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
         if isinstance(done, Estimate):
             estimates.append(done)
             continue
-        labels: dict[Any, Any] = {}
-        prompts: Counter[str] = Counter()
-        reasons: Counter[str] = Counter()
-        by_rule = 0
-        given: dict[Any, Any] = {}
-        for r in done.records:
-            label = given[r["id"]] = r.get("label") if r.get("status") == "ok" else None
-            if label is not None and answers.binary:
-                label = "correct" if label == "correct" else "incorrect"
-            labels[r["id"]] = label
-            by_rule += r.get("decided_by") == "rule"
-            if r.get("prompt"):
-                prompts[r["prompt"]] += 1
-            if label is None:
-                reasons[_reason(r.get("error"))] += 1
+        labels, given, prompts, reasons, by_rule = _tally_checks(done.records, answers.binary)
         _unasked(ids, labels, reasons)
         model = [labels.get(k) for k in ids]
         outcomes.append(GraderOutcome(
@@ -291,9 +267,40 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
     if dry_run:
         return estimates
     _pair_with_first(outcomes, people, ids, classes, positive, seed)
+    return _check_qualification(answers, ids, people, outcomes, seed)
+
+
+def _tally_checks(records: Sequence[dict], binary: bool
+                  ) -> tuple[dict[Any, Any], dict[Any, Any], Counter[str], Counter[str], int]:
+    """Each checked answer's label as compared with people's (right or wrong when people said only
+    that) and as the check gave it, the prompts the records name, the reasons of the errors, and
+    how many answers the rules decided without a call."""
+    labels: dict[Any, Any] = {}
+    given: dict[Any, Any] = {}
+    prompts: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    by_rule = 0
+    for r in records:
+        label = given[r["id"]] = r.get("label") if r.get("status") == "ok" else None
+        if label is not None and binary:
+            label = "correct" if label == "correct" else "incorrect"
+        labels[r["id"]] = label
+        by_rule += r.get("decided_by") == "rule"
+        if r.get("prompt"):
+            prompts[r["prompt"]] += 1
+        if label is None:
+            reasons[_reason(r.get("error"))] += 1
+    return labels, given, prompts, reasons, by_rule
+
+
+def _check_qualification(answers: LabelledAnswers, ids: list, people: list, outcomes: list[GraderOutcome],
+                         seed: int) -> Qualification:
+    """The check's qualification: the sample, the ceiling of a second people's labelling, and a note
+    when people said only right or wrong."""
+    classes = BINARY_LABELS if answers.binary else CHECK_LABELS
     second = answers.second or {}
     both = [k for k in ids if k in second]
-    ceiling = label_agreement([answers.labels[k] for k in both], [second[k] for k in both], classes, positive,
+    ceiling = label_agreement([answers.labels[k] for k in both], [second[k] for k in both], classes, {"correct"},
                               ordinal=False, seed=seed) if both else None
     per_class = Counter(people)
     sample = {"items": len(ids), "of": len(answers.labels), "seed": seed, "unit": "answers",

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..data.results import nan_to_none
 from ..metrics.qualification import LabelAgreement, PairedDifference, bias_sentence
 from ..runtime.engine import Estimate
-from .qualify import Grader, GraderOutcome, Qualification
+from .qualify_results import Grader, GraderOutcome, Qualification
 
 
 def write_qualification(result: Qualification, folder: Path) -> Path:
@@ -77,8 +77,8 @@ def _grader_lines(i: int, g: GraderOutcome, unit: str) -> list[str]:
         lines.append(f"  {g.by_rule} of the {unit} were decided by the check's rules without a call")
     if g.errors:
         why = "; ".join(f"{n} x {r}" for r, n in sorted(g.error_reasons.items(), key=lambda x: -x[1]))
-        lines.append(f"  without a label (error records, or not asked): {g.errors} of {a.n + a.missing} {unit}, left out of "
-                     f"the figures ({why})")
+        lines.append(f"  without a label (error records, or not asked): {g.errors} of {a.n + a.missing} {unit}, "
+                     f"left out of the figures ({why})")
     else:
         lines.append(f"  error records: 0 of {a.n + a.missing} {unit}")
     if g.usage_text:

@@ -78,36 +78,49 @@ def _agreement_section(a: dict) -> list[Section]:
                            "about how far to trust the judge. Give qrels labelled by people (ragassay label pairs "
                            "writes them) to measure the judge against."))
     elif a:
-        ref, cand = a.get("names") or ("unknown", "unknown")
-        labels = [str(x) for x in a["labels"]]
-        k, ci = a.get("kappa"), a.get("kappa_ci")
-        kb = (a.get("kappa_binary") or {}).get(">=2")
-        alpha = a.get("krippendorff_alpha_ordinal")
-        why = a.get("why") or {}
-        note = (f"{a['pairs']} pairs graded by both. Cohen's kappa {stat(k, why.get('kappa'))}"
-                + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
-                + f"; binarised at grade >= 2: {stat(kb, (why.get('kappa_binary') or {}).get('>=2'))}; "
-                f"Krippendorff's alpha (ordinal) {stat(alpha, why.get('krippendorff_alpha_ordinal'))}.")
-        if a.get("run_ranking"):
-            rr = a["run_ranking"]
-            note += (f" Ranking of the runs by {rr['metric']}: Kendall's tau "
-                     f"{stat(rr.get('kendall_tau_b'), (rr.get('why') or {}).get('kendall_tau_b'))}.")
-        plots = [svg.heatmap(labels, labels, a["confusion"], f"{ref} grade", f"{cand} grade")]
-        tables = [Table([f"{ref} \\ {cand}"] + labels, [[g] + list(row) for g, row in zip(labels, a["confusion"])])]
-        dis = a.get("disagreements") or []
-        if dis:
-            tables.append(Table(["query", "chunk", ref, cand, "gap"],
-                                [[d["query_id"], d["doc_id"], d["reference"], d["candidate"],
-                                  abs(d["reference"] - d["candidate"])]
-                                 for d in dis], queries=[d["query_id"] for d in dis], filter=True))
-        kinds = [(a.get("origins") or {}).get(side, {}).get("kind", "unknown") for side in ("reference", "candidate")]
-        who = f" Reference: {ref} ({kinds[0]}); candidate: {cand} ({kinds[1]})."
-        if a.get("scale_warning"):
-            who += f" Warning: {a['scale_warning']}."
-        out.append(Section(f"Agreement: {ref} against {cand}", note + who + (" The widest disagreements follow; click "
-                                                                              "one to open its query." if dis else ""),
-                           plots, tables))
+        out.append(_measured_agreement(a))
     return out
+
+
+def _agreement_note(a: dict) -> str:
+    """The agreement's figures in a sentence: kappa with its interval, the binarised kappa, alpha,
+    and Kendall's tau of the runs' ranking when the runs were scored under both."""
+    k, ci = a.get("kappa"), a.get("kappa_ci")
+    kb = (a.get("kappa_binary") or {}).get(">=2")
+    alpha = a.get("krippendorff_alpha_ordinal")
+    why = a.get("why") or {}
+    note = (f"{a['pairs']} pairs graded by both. Cohen's kappa {stat(k, why.get('kappa'))}"
+            + (f" (95% interval {ci[0]:.3f} to {ci[1]:.3f})" if ci else "")
+            + f"; binarised at grade >= 2: {stat(kb, (why.get('kappa_binary') or {}).get('>=2'))}; "
+            f"Krippendorff's alpha (ordinal) {stat(alpha, why.get('krippendorff_alpha_ordinal'))}.")
+    if a.get("run_ranking"):
+        rr = a["run_ranking"]
+        note += (f" Ranking of the runs by {rr['metric']}: Kendall's tau "
+                 f"{stat(rr.get('kendall_tau_b'), (rr.get('why') or {}).get('kendall_tau_b'))}.")
+    return note
+
+
+def _measured_agreement(a: dict) -> Section:
+    """Two labellers' kappa and alpha (and the runs' ranking under each), the heatmap of their
+    grades and the widest disagreements."""
+    ref, cand = a.get("names") or ("unknown", "unknown")
+    labels = [str(x) for x in a["labels"]]
+    note = _agreement_note(a)
+    plots = [svg.heatmap(labels, labels, a["confusion"], f"{ref} grade", f"{cand} grade")]
+    tables = [Table([f"{ref} \\ {cand}"] + labels, [[g] + list(row) for g, row in zip(labels, a["confusion"])])]
+    dis = a.get("disagreements") or []
+    if dis:
+        tables.append(Table(["query", "chunk", ref, cand, "gap"],
+                            [[d["query_id"], d["doc_id"], d["reference"], d["candidate"],
+                              abs(d["reference"] - d["candidate"])]
+                             for d in dis], queries=[d["query_id"] for d in dis], filter=True))
+    kinds = [(a.get("origins") or {}).get(side, {}).get("kind", "unknown") for side in ("reference", "candidate")]
+    who = f" Reference: {ref} ({kinds[0]}); candidate: {cand} ({kinds[1]})."
+    if a.get("scale_warning"):
+        who += f" Warning: {a['scale_warning']}."
+    return Section(f"Agreement: {ref} against {cand}", note + who + (" The widest disagreements follow; click "
+                                                                      "one to open its query." if dis else ""),
+                   plots, tables)
 
 
 def calibration_sections(inp: ReportInputs) -> list[Section]:
@@ -144,7 +157,18 @@ def check_sections(inp: ReportInputs) -> list[Section]:
     agreement with people's answer labels."""
     if inp.check is None:
         return []
-    s = inp.check["summary"]
+    out = [_answer_labels_section(inp.check["summary"])]
+    if inp.check.get("behaviour"):
+        out.append(_behaviour_section(inp.check["behaviour"]))
+    d = inp.check.get("diagnosis")
+    if d:
+        out.append(_diagnosis_section(d))
+    return out + _answer_agreement_sections(inp.check.get("human"))
+
+
+def _answer_labels_section(s: dict) -> Section:
+    """The rate of each label with its interval (a chart when enough answers were decided), and the
+    mean words of the responses under each."""
     labs = ("correct", "partial", "hallucinated", "abstained")
     rate = s["rates"]
     graded, answers = s["graded"], s["answers"]
@@ -158,41 +182,45 @@ def check_sections(inp: ReportInputs) -> list[Section]:
                                f"{shown_rate(s['correct_given_attempted'], 'attempted answers')}.")
     if graded < MIN_INTERVAL:
         note += f" No chart: {graded} decided answers are too few to draw rates from ({MIN_INTERVAL} or more)."
-    out = [Section("Answers: labels", note, plots, [Table(["label", "count", "rate [95% interval], of the decided",
-                                                           "mean words"], rows)])]
-    if inp.check.get("behaviour"):
-        out.append(_behaviour_section(inp.check["behaviour"]))
-    d = inp.check.get("diagnosis")
-    if d:
-        c = d["cells"]
-        rows, queries = [], []
-        for name, good, bad in (("good retrieval", "good_retrieval_good_answer", "good_retrieval_bad_answer"),
-                                ("bad retrieval", "bad_retrieval_good_answer", "bad_retrieval_bad_answer")):
-            rows.append([name, c[good]["count"], c[bad]["count"], ", ".join(c[bad]["examples"])])
-            queries.append(c[bad]["examples"][0] if c[bad]["examples"] else None)
-        out.append(Section("Diagnosis: retrieval x answer",
-                           d["advice"].rstrip(".") + ". Click a row to open its first bad answer.",
-                           tables=[Table(["", "good answer", "bad answer", "bad answers, e.g."], rows,
-                                         queries=queries)]))
-    h = inp.check.get("human")
+    return Section("Answers: labels", note, plots, [Table(["label", "count", "rate [95% interval], of the decided",
+                                                           "mean words"], rows)])
+
+
+def _diagnosis_section(d: dict) -> Section:
+    """Retrieval against answer: good or bad of each, with examples of the bad answers."""
+    c = d["cells"]
+    rows, queries = [], []
+    for name, good, bad in (("good retrieval", "good_retrieval_good_answer", "good_retrieval_bad_answer"),
+                            ("bad retrieval", "bad_retrieval_good_answer", "bad_retrieval_bad_answer")):
+        rows.append([name, c[good]["count"], c[bad]["count"], ", ".join(c[bad]["examples"])])
+        queries.append(c[bad]["examples"][0] if c[bad]["examples"] else None)
+    return Section("Diagnosis: retrieval x answer",
+                   d["advice"].rstrip(".") + ". Click a row to open its first bad answer.",
+                   tables=[Table(["", "good answer", "bad answer", "bad answers, e.g."], rows,
+                                 queries=queries)])
+
+
+def _answer_agreement_sections(h: dict | None) -> list[Section]:
+    """The grader against people's answer labels; when the same labeller made both, why nothing was
+    measured."""
     who = ((h or {}).get("origin") or {}).get("describe", "unknown")
     grader = ((h or {}).get("grader") or {}).get("describe", "the grader")
     if h and h.get("same_origin"):
-        out.append(Section("Answers: agreement not measured",
-                           f"The answer labels set beside the checks were made by {who}, who also graded these "
-                           "answers: they agree by construction. Give labels made by people (ragassay label answers "
-                           "writes them)."))
-    elif h and h.get("pairs"):
-        kind = (h.get("origin") or {}).get("kind", "unknown")
-        rows = [[lab, shown_rate(v["prediction_powered"]), shown_rate(v["llm_only"]), shown_rate(v["human_only"])]
-                for lab, v in h["rates"].items()]
-        out.append(Section(f"Answers: agreement, {who} against {grader}",
-                           f"{h['pairs']} answers labelled by {who} ({kind}); Cohen's kappa {num(h.get('kappa'))}. "
-                           "Prediction-powered rates combine every grader label with the labelled subset's correction.",
-                           [svg.heatmap(h["labels"], h["labels"], h["confusion"], who, "grader")]
-                           if h.get("confusion") else [],
-                           [Table(["label", "prediction-powered", "grader only", f"{who} only"], rows)]))
-    return out
+        return [Section("Answers: agreement not measured",
+                        f"The answer labels set beside the checks were made by {who}, who also graded these "
+                        "answers: they agree by construction. Give labels made by people (ragassay label answers "
+                        "writes them).")]
+    if not (h and h.get("pairs")):
+        return []
+    kind = (h.get("origin") or {}).get("kind", "unknown")
+    rows = [[lab, shown_rate(v["prediction_powered"]), shown_rate(v["llm_only"]), shown_rate(v["human_only"])]
+            for lab, v in h["rates"].items()]
+    return [Section(f"Answers: agreement, {who} against {grader}",
+                    f"{h['pairs']} answers labelled by {who} ({kind}); Cohen's kappa {num(h.get('kappa'))}. "
+                    "Prediction-powered rates combine every grader label with the labelled subset's correction.",
+                    [svg.heatmap(h["labels"], h["labels"], h["confusion"], who, "grader")]
+                    if h.get("confusion") else [],
+                    [Table(["label", "prediction-powered", "grader only", f"{who} only"], rows)])]
 
 
 def _behaviour_section(b: dict) -> Section:

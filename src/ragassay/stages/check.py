@@ -21,16 +21,15 @@ from ..data import peer_files
 from ..data.io import read_records
 from ..data.line_problems import LineProblems
 from ..data.lines import iter_jsonl
-from ..data.origin import UNKNOWN, label_origin, origin_of_records
+from ..data.origin import label_origin
 from ..data.records import AnswerItem, Check, CheckLabel, Chunk
-from ..data.result_models import CheckSummary
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompt_files import choose_prompt, full_schema
 from ..llm.prompts import clip, delimit, load_prompt, shown_id
 from ..llm.reading import Explanation, Explanations
 from ..metrics.evaluate import evaluate
-from ..metrics.labels import LABELS, NO_VERDICT_YET, breakdown, diagnosis, human_calibration, label_summary
+from ..metrics.labels import LABELS, NO_VERDICT_YET
 from ..runtime.engine import (
     Call,
     Estimate,
@@ -49,11 +48,11 @@ from .check_behaviour import (
     Expected,
     PremiseAnswerVerdict,
     behaviour_of,
-    behaviour_summary,
     declined,
     expected_of,
 )
 from .check_rules import decide, notes
+from .check_summary import summarise_checks
 from .short_answers import ShortVerdict
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
@@ -402,40 +401,6 @@ def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, t
                               human_origin=human_origin, recall_caveat=recall_caveat)
     result["error_reasons"] = dict(done.error_reasons.most_common(5))
     return result
-
-
-def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
-                     human: Mapping[str, str] | None = None, by: Sequence[str] = (),
-                     fields: Mapping[str, dict] | None = None, human_origin: Any = None,
-                     recall_caveat: str | None = None) -> dict:
-    """The ``check`` result from check records alone (what ``report`` builds from a checks file).
-    ``recall_caveat``: why the recall cannot judge retrieval (the diagnosis then gives no advice).
-    ``human_origin`` says who made the ``human`` labels (unknown when not given): the agreement
-    names both sides by origin, and gives no statistic when they share a labeller."""
-    ok = sum(1 for r in records if r.get("status") == "ok")
-    reasons = Counter(str(r.get("error") or "unknown") for r in records if r.get("status") != "ok")
-    parts: dict[str, Any] = {}  # what applies to this run only: left off the result otherwise
-    if by:
-        enriched = [{**(fields or {}).get(r["id"], {}), **r} for r in records]
-        parts["breakdown"] = {f: breakdown(enriched, f) for f in by}
-    if recall is not None:
-        labels = {r["id"]: r["label"] for r in records if r["status"] == "ok"}
-        parts["diagnosis"] = diagnosis(labels, recall, threshold, caveat=recall_caveat)
-    if human is not None:
-        theirs = human_origin or UNKNOWN
-        grader = origin_of_records(r for r in records if r.get("status") == "ok" and r.get("decided_by") != "rule")
-        parts["human"] = {**human_calibration(records, human), "origin": theirs.summary(), "grader": grader.summary(),
-                          "same_origin": bool(theirs.shared_with(grader))}
-        if parts["human"]["same_origin"]:
-            parts["human"].update(kappa=None, rates={}, confusion=[])
-    multi = [r for r in records if len(r.get("samples") or []) > 1]
-    if multi:
-        parts["flip_rate"] = sum(1 for r in multi if len(set(r["samples"])) > 1) / len(multi)
-    if (behaviour := behaviour_summary(records)) is not None:
-        parts["behaviour"] = behaviour
-    return CheckSummary(items=len(records), ok=ok, errors=len(records) - ok, error_reasons=dict(reasons.most_common(5)),
-                        truncated=sum(1 for r in records if r.get("truncated")), summary=label_summary(records),
-                        **parts).to_dict()
 
 
 def retrieval_recall(qrels, run, k: int) -> tuple[dict[str, float], str | None]:

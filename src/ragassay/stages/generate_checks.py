@@ -22,10 +22,11 @@ _SCRIPT_FAMILY = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "CJK": "CJK"}  # Japanes
 STOPWORDS = set("""a an and are as at be by can do does for from has have how i if in is it its my of on or
 our the their there this to was what when where which who why will with you your""".split())
 
+# "listed above 50 euros" is a price
 _META = re.compile(r"\b(the|this|that|above|following|given|provided)\s+(passage|passages|text|document|"
-                   r"context|excerpt|article|paragraph|snippet|section)\b|\b(mentioned|described|listed|shown|stated)"
-                   r" above\b(?!\s+(?:\d|[$€£]|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|forty|fifty|"
-                   r"sixty|seventy|eighty|ninety|hundred|a |an ))|\bas above\b", re.I)  # "listed above 50 euros" is a price
+                   r"context|excerpt|article|paragraph|snippet|section)\b|\b(mentioned|described|listed|shown|"
+                   r"stated) above\b(?!\s+(?:\d|[$€£]|one|two|three|four|five|six|seven|eight|nine|ten|twenty|"
+                   r"thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|a |an ))|\bas above\b", re.I)
 
 
 def tokens(text: str) -> list[str]:
@@ -67,7 +68,8 @@ class BM25:
             for t in q:
                 f = d.get(t, 0)
                 if f:
-                    s += self.idf[t] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * length / (self.avg or 1)))
+                    s += self.idf[t] * f * (self.k1 + 1) / (
+                        f + self.k1 * (1 - self.b + self.b * length / (self.avg or 1)))
             out.append(s)
         return out
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -153,49 +154,76 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
     if chunk_ids is not None and not isinstance(chunk_ids, (AbstractSet, Mapping)):
         chunk_ids = frozenset(map(str, chunk_ids))
     show = sys.stderr.isatty() if progress is None else progress
-    q_rows: list[int] = []
-    d_rows: list[str] = []
-    s_rows: list[float] = []
-    latency: dict[str, float] = {}
-    repeated = most = integers = 0
+    got = _Collected()
     qids = list(queries)
     bar = _progress(len(qids), show)
     for qi, qid in enumerate(qids):
-        t0 = time.perf_counter()
-        try:
-            returned = adapted.search(queries[qid])
-        except Exception as e:  # the user's code failed: say on which query, keep the cause
-            raise RagassayError(f"retriever {label!r} failed on query {qid!r}: {type(e).__name__}: {e}") from e
-        results = results_of(returned, label, qid)  # None, a string, a dict: refused, naming them
-        latency[qid] = (time.perf_counter() - t0) * 1000.0
+        results, got.latency[qid] = _search(adapted, label, qid, queries[qid])
         try:
             kept, dropped = _ranked(results, field, qid, k)
         except RagassayError as e:  # a result of another shape: which retriever gave it
             raise RagassayError(f"the retriever {label!r}: {e}") from None
-        integers += sum(1 for item in results[:k] if _integer_id(item))
-        repeated += dropped
-        most = max(most, len(results))
         if chunk_ids is not None:
             _require_chunks(kept, chunk_ids, qid, field, adapted.kind, chunks_source)
-        q_rows += [qi] * len(kept)
-        d_rows += [doc for doc, _ in kept]
-        s_rows += [score for _, score in kept]
+        got.add(qi, kept, results, dropped, k)
         bar(qi + 1)
-    run = Run(qids, np.array(q_rows, dtype=np.int64), encode_ids(d_rows),
-              np.array(s_rows, dtype=np.float64), name or adapted.name, latency_ms=latency)
-    if adapted.kind != "function" and qids and most < k:  # LlamaIndex's similarity_top_k is 2 unless set
-        print(f"warning: the retriever returned at most {most} results for a query, fewer than the {k} asked: "
-              "its own top k cuts the run (LlamaIndex: as_retriever(similarity_top_k=N); LangChain: "
-              "as_retriever(search_kwargs={'k': N}))", file=sys.stderr)
-    if integers and chunk_ids is None:
-        _warn_integers(integers, len(d_rows), d_rows)
-    join = None
-    if chunk_ids is not None:
-        join = Join("chunk ids", Side("the run", None, frozenset(d_rows)),
-                    Side("the chunks", None if chunks_source is None else str(chunks_source),
-                         frozenset(map(str, chunk_ids))))
+    run = Run(qids, np.array(got.q_rows, dtype=np.int64), encode_ids(got.d_rows),
+              np.array(got.s_rows, dtype=np.float64), name or adapted.name, latency_ms=got.latency)
+    got.warn(adapted.kind, bool(qids), k, checked=chunk_ids is not None)
+    join = None if chunk_ids is None else _chunks_join(got.d_rows, chunk_ids, chunks_source)
     return Retrieval(run, adapted.kind, None if adapted.kind == "function" and id_field is None else field.spec,
-                     repeated, join)
+                     got.repeated, join)
+
+
+@dataclass
+class _Collected:
+    """The run's rows as the queries are answered, and the counts said after: repeats dropped, the
+    most results any query got, and the integers returned as ids."""
+
+    q_rows: list[int] = dataclass_field(default_factory=list)
+    d_rows: list[str] = dataclass_field(default_factory=list)
+    s_rows: list[float] = dataclass_field(default_factory=list)
+    latency: dict[str, float] = dataclass_field(default_factory=dict)
+    repeated: int = 0
+    most: int = 0
+    integers: int = 0
+
+    def add(self, qi: int, kept: list[tuple[str, float]], results: list[Any], dropped: int, k: int) -> None:
+        self.integers += sum(1 for item in results[:k] if _integer_id(item))
+        self.repeated += dropped
+        self.most = max(self.most, len(results))
+        self.q_rows += [qi] * len(kept)
+        self.d_rows += [doc for doc, _ in kept]
+        self.s_rows += [score for _, score in kept]
+
+    def warn(self, kind: str, any_query: bool, k: int, checked: bool) -> None:
+        """Said on stderr after the run: a retriever object's own top k cutting the run (LlamaIndex's
+        similarity_top_k is 2 unless set), and integers taken as ids with no chunks to check them."""
+        if kind != "function" and any_query and self.most < k:
+            print(f"warning: the retriever returned at most {self.most} results for a query, fewer than the {k} "
+                  "asked: its own top k cuts the run (LlamaIndex: as_retriever(similarity_top_k=N); LangChain: "
+                  "as_retriever(search_kwargs={'k': N}))", file=sys.stderr)
+        if self.integers and not checked:
+            _warn_integers(self.integers, len(self.d_rows), self.d_rows)
+
+
+def _search(adapted: Any, label: str, qid: str, text: str) -> tuple[list[Any], float]:
+    """One query's results and how long the retriever took, in milliseconds; the user's code failing
+    is said with the query it failed on, its cause kept."""
+    t0 = time.perf_counter()
+    try:
+        returned = adapted.search(text)
+    except Exception as e:
+        raise RagassayError(f"retriever {label!r} failed on query {qid!r}: {type(e).__name__}: {e}") from e
+    results = results_of(returned, label, qid)  # None, a string, a dict: refused, naming them
+    return results, (time.perf_counter() - t0) * 1000.0
+
+
+def _chunks_join(d_rows: list[str], chunk_ids: Collection[str], chunks_source: str | Path | None) -> Join:
+    """How the run's chunk ids met the chunks given to check them."""
+    return Join("chunk ids", Side("the run", None, frozenset(d_rows)),
+                Side("the chunks", None if chunks_source is None else str(chunks_source),
+                     frozenset(map(str, chunk_ids))))
 
 
 def _integer_id(item: Any) -> bool:

@@ -53,22 +53,31 @@ class GenerateResult:
 
     def levels(self) -> list[str]:
         """The mix's buckets said: easy, medium and hard always, the questions with no answer when asked for."""
-        return ["easy", "medium", "hard"] + [k for k in NO_ANSWER if self.target.get(k) or k in self.delivered_levels()]
+        return ["easy", "medium", "hard"] + [k for k in NO_ANSWER
+                                             if self.target.get(k) or k in self.delivered_levels()]
 
     def delivered_levels(self) -> set[str]:
         return {q.difficulty for q in self.accepted}
 
     def summary(self) -> str:
+        return "\n".join(self._count_lines() + self._failure_lines() + self._reuse_lines())
+
+    def _count_lines(self) -> list[str]:
+        """What was accepted by level, kind and style, what was rejected and why, and the unfit chunks."""
         per_level: Counter[str] = Counter(q.difficulty for q in self.accepted)
         kinds = Counter(q.kind for q in self.accepted)
         reasons = Counter(r["reason"].split(":")[0].split(" (")[0] for r in self.rejects)
-        lines = [f"accepted {len(self.accepted)}: " + ", ".join(
+        return [f"accepted {len(self.accepted)}: " + ", ".join(
             f"{k} {per_level.get(k, 0)}/{self.target.get(k, 0)}" for k in self.levels()),
             "kinds: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
             "styles: " + ", ".join(f"{k} {v}" for k, v in sorted(Counter(q.style for q in self.accepted).items())),
             f"rejected {len(self.rejects)}"
             + (": " + "; ".join(f"{k} {v}" for k, v in reasons.most_common()) if reasons else ""),
             f"chunks unfit to ask about: {len(self.unfit_chunks)}"]
+
+    def _failure_lines(self) -> list[str]:
+        """Why the model's answers were unusable, the questions relabelled, and the shortfall."""
+        lines = []
         failed = Counter(r["reason"].split(": ", 1)[1] for r in self.rejects
                          if r["reason"].startswith("model call failed: "))
         if failed:  # say why the model's answers were unusable, not only that they were
@@ -82,6 +91,11 @@ class GenerateResult:
         if short:
             lines.append("fell short of the target: " + ", ".join(f"{k} {v} fewer" for k, v in short.items())
                          + "; the rejects above say why (a rerun with --limit or another --seed tries other chunks)")
+        return lines
+
+    def _reuse_lines(self) -> list[str]:
+        """Why the run stopped, and the answers an earlier run kept."""
+        lines = []
         if self.stopped:
             lines.append(self.stopped)
         if self.reused and not self.asked:
@@ -90,7 +104,7 @@ class GenerateResult:
         elif self.reused:
             lines.append(f"{self.reused} answers kept by an earlier run in {self.answers_file} were used, not asked "
                          f"again; {self.asked} asked now")
-        return "\n".join(lines)
+        return lines
 
     @property
     def shortfall(self) -> dict[str, int]:

@@ -231,27 +231,36 @@ class QuestionWriter:
     def critic_call(self, question: str, style: str) -> Call:
         return Call.of(0, self.critic_messages(question, style), Critique, "verify", 200)
 
+    def _dropped_by_text(self, g: GeneratedQuestion, chunk_ids: list[str], difficulty: Difficulty,
+                         gold: list[str]) -> str | None:
+        """Why a generated question is dropped before its scores are looked at: problems of its text,
+        evidence that is not in the chunks given, or a kind that does not fit its difficulty."""
+        problems = question_problems(g.question, g.answer, [self.chunks[c].text for c in chunk_ids])
+        if problems:
+            return "; ".join(problems)
+        for ev in g.evidence:
+            if ev.chunk_id not in chunk_ids:
+                return f"evidence cites a chunk it was not given ({ev.chunk_id!r})"
+            if not evidence_found(ev.quote, self.chunks[ev.chunk_id].text):
+                return f"evidence quote not found in chunk {ev.chunk_id!r}: {ev.quote[:80]!r}"
+        if difficulty == "hard":
+            if g.kind not in MULTI_HOP:
+                return (f"hard question of no multi-hop type (kind {g.kind!r}; expected bridge, comparison or "
+                        "aggregation)")
+            if len(gold) < 2:
+                return "hard question that cites one passage"
+        elif g.kind in MULTI_HOP:
+            return f"a {difficulty} question of a multi-hop kind ({g.kind!r})"
+        return None
+
     def text_checks(self, g: GeneratedQuestion, chunk_ids: list[str],
                     difficulty: Difficulty) -> tuple[str | None, dict, Difficulty]:
         """The checks that need no model, on a generated question: (why it is dropped or None, the
         scores kept in ``checks``, its label: medium relabelled easy when a gold chunk gives it away)."""
-        problems = question_problems(g.question, g.answer, [self.chunks[c].text for c in chunk_ids])
-        if problems:
-            return "; ".join(problems), {}, difficulty
-        for ev in g.evidence:
-            if ev.chunk_id not in chunk_ids:
-                return f"evidence cites a chunk it was not given ({ev.chunk_id!r})", {}, difficulty
-            if not evidence_found(ev.quote, self.chunks[ev.chunk_id].text):
-                return f"evidence quote not found in chunk {ev.chunk_id!r}: {ev.quote[:80]!r}", {}, difficulty
         gold = cited(g, chunk_ids)
-        if difficulty == "hard":
-            if g.kind not in MULTI_HOP:
-                return (f"hard question of no multi-hop type (kind {g.kind!r}; expected bridge, comparison or "
-                        "aggregation)"), {}, difficulty
-            if len(gold) < 2:
-                return "hard question that cites one passage", {}, difficulty
-        elif g.kind in MULTI_HOP:
-            return f"a {difficulty} question of a multi-hop kind ({g.kind!r})", {}, difficulty
+        dropped = self._dropped_by_text(g, chunk_ids, difficulty, gold)
+        if dropped is not None:
+            return dropped, {}, difficulty
         ranks = {c: self.index.rank_of(g.question, c) for c in gold}
         overlaps = {c: round(overlap(g.question, self.chunks[c].text), 3) for c in gold}
         checks: dict = {"bm25_rank": ranks, "word_overlap": overlaps}

@@ -121,16 +121,31 @@ class JudgeResult:
 
     def text(self) -> str:
         d = self.summary()
+        lines = self._count_lines(d) + self._agreement_lines() + self._note_lines(d) + self._waiting_lines()
+        for stage in (self.relevance, self.coverage):
+            if stage is not None and (stage.errors or stage.stopped):
+                lines.append(stage.failure_text())
+        if self.usage_text:
+            lines.append(self.usage_text)
+        return "\n".join(lines)
+
+    def _count_lines(self, d: JudgeSummary) -> list[str]:
+        """How the queries met the run, the pairs and how they were done, the grades and the coverage."""
         j = self.join
         lines = [] if not j else [f"queries: {j['left']['matched']} of {j['left']['ids']} in the queries file are in "
                                   f"the run ({j['right']['ids']} queries)"]
         lines += [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d.already_done} already done, "
-                 f"{d.decided_by_rule} decided by rule, {self.relevance.errors} "
-                 f"error{'s' if self.relevance.errors != 1 else ''})",
-                 "grades: " + ", ".join(f"{g}: {n}" for g, n in (d.grades or {}).items())]
+                  f"{d.decided_by_rule} decided by rule, {self.relevance.errors} "
+                  f"error{'s' if self.relevance.errors != 1 else ''})",
+                  "grades: " + ", ".join(f"{g}: {n}" for g, n in (d.grades or {}).items())]
         if self.coverage is not None:
             lines.append("coverage: " + ", ".join(f"{k}: {v}" for k, v in (d.coverage or {}).items())
                          + (f", errors: {self.coverage.errors}" if self.coverage.errors else ""))
+        return lines
+
+    def _agreement_lines(self) -> list[str]:
+        """How much several votes, or several jurors, disagreed."""
+        lines = []
         if self.sample_disagreement is not None:
             lines.append(f"votes disagreed on {self.sample_disagreement:.1%} of judged pairs (flip rate); "
                          f"mean spread {self.mean_vote_spread:.2f} grades")
@@ -138,23 +153,28 @@ class JudgeResult:
             kappa = "n/a" if a["kappa_linear"] is None else f"{a['kappa_linear']:.3f}"
             lines.append(f"jurors {jurors}: same grade on {a['agreement']:.1%} of {a['pairs']} pairs, "
                          f"linear kappa {kappa}")
+        return lines
+
+    def _note_lines(self, d: JudgeSummary) -> list[str]:
+        """The chunks judged in windows or cut, and the pairs a batch answer missed."""
+        lines = []
         if d.windowed:
             lines.append(f"{d.windowed} long chunks were judged in windows (the best window's grade)")
         if self.truncated:
             lines.append(f"{self.truncated} chunks were cut to the length budget")
         if self.batch_fallbacks:
             lines.append(f"{self.batch_fallbacks} pairs fell back to pointwise after a batch answer missed them")
+        return lines
+
+    def _waiting_lines(self) -> list[str]:
+        """The items that wait for batch answers."""
+        lines = []
         if self.relevance.pending:
             lines.append(f"{self.relevance.pending} judge items wait for batch answers"
                          + ("; coverage runs once they are in" if self.coverage_waits else ""))
         if self.coverage is not None and self.coverage.pending:
             lines.append(f"{self.coverage.pending} coverage items wait for batch answers (one step per round)")
-        for stage in (self.relevance, self.coverage):
-            if stage is not None and (stage.errors or stage.stopped):
-                lines.append(stage.failure_text())
-        if self.usage_text:
-            lines.append(self.usage_text)
-        return "\n".join(lines)
+        return lines
 
 
 def tally_of(records: Iterable[dict]) -> dict[str, Any]:
