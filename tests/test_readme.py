@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from helpers import EXAMPLE, ROOT
+from helpers import EXAMPLE, ROOT, nonempty
 
 
 def readme_commands() -> list[str]:
@@ -75,7 +75,7 @@ def test_every_yaml_and_json_block_of_the_site_reads_and_its_ragassay_steps_pars
               for lang, body in fence.findall(page.read_text(encoding="utf-8"))]
     assert {lang for lang, _ in blocks} == {"yaml", "json"}
     steps = []
-    for lang, body in blocks:
+    for lang, body in nonempty(blocks):
         data = yaml.safe_load(body) if lang == "yaml" else json.loads(body)
         assert data
         if lang == "yaml":

@@ -108,9 +108,10 @@ _TIES = {"trec": "document id descending", "id_ascending": "document id ascendin
 def measure_rows() -> list[tuple[str, str, str, str, str, str]]:
     """(name, aliases, parameters, peer, tie order, what it measures) for every measure of the registry."""
     from ragassay.metrics import measure_values, measures
+    from ragassay.metrics.measures import registry  # each measure's declarations: spellings, parameters
 
     aliases: dict[str, list[str]] = {}
-    for alias, canonical in measures._ALIASES.items():  # the registry's own table of spellings
+    for alias, canonical in registry.ALIASES.items():  # the registry's own table of spellings
         if alias != canonical:
             aliases.setdefault(canonical, []).append(alias)
     examples: dict[str, str] = {}
@@ -126,7 +127,7 @@ def measure_rows() -> list[tuple[str, str, str, str, str, str]]:
         order = measure_values._order_of(parsed)
         params = [{"required": "`@k` (required)", "optional": "`@k`", "none": ""}[cutoff]]
         params += [f"`{p}`" + ("" if default is None else f" ({default})") + (" required" if default is None else "")
-                   for p, (_, default) in measures._PARAMS.get(name, {}).items()]
+                   for p, (_, default) in registry.PARAMS.get(name, {}).items()]
         params += ["`rel`"] if name in measures.TAKES_REL else []
         params += ["`judged_only`"] if name in measures.TAKES_JUDGED_ONLY else []
         rows.append((f"`{written}`", ", ".join(f"`{a}`" for a in sorted(aliases.get(name, []))),
