@@ -10,19 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from ragassay.cli import main
 from ragassay.data.qrels_files import read_qrels
 from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
 
 from helpers import nonempty
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(params=["numpy", "arrow"])
@@ -70,12 +62,12 @@ def test_one_bad_line_is_said_as_before(tmp_path, parser):
         read_run(path)
 
 
-def test_the_look_stops_at_ten_bad_lines_saying_so(tmp_path, capsys):
+def test_the_look_stops_at_ten_bad_lines_saying_so(tmp_path, cli):
     path = tmp_path / "run.txt"
     path.write_text("".join(f"q{i // 10} Q0 d{i} {i % 10 + 1} {'x' if i % 7 == 3 else '0.5'} t\n" for i in range(400)))
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 d1 1\n")
-    code, out, err = cli(capsys, "evaluate", qrels, path)
+    code, out, err = cli("evaluate", qrels, path)
     bad = [i + 1 for i in range(400) if i % 7 == 3]
     assert code == 1 and out == ""
     assert f"10 lines are wrong: line {bad[0]}: score is not a number: 'x'; line {bad[1]}: " in err
@@ -93,23 +85,23 @@ ANSWERS = [
 ]
 
 
-def test_check_says_every_bad_answer_in_file_order(tmp_path, capsys):
+def test_check_says_every_bad_answer_in_file_order(tmp_path, cli):
     path = tmp_path / "answers.jsonl"
     path.write_text("".join(json.dumps(a, ensure_ascii=False) + "\n" for a in ANSWERS), encoding="utf-8")
-    code, out, err = cli(capsys, "check", path, "-o", tmp_path / "checks.jsonl", "--dry-run")
+    code, out, err = cli("check", path, "-o", tmp_path / "checks.jsonl", "--dry-run")
     assert code == 1 and "Traceback" not in err
     assert "3 lines are wrong: line 2: response" in err and "Field required" in err, err
     assert re.search(r"line 2: .*; line 3: response: .*; line 4: no question", err), err
 
 
-def test_check_says_every_unknown_context_id(tmp_path, capsys):
+def test_check_says_every_unknown_context_id(tmp_path, cli):
     chunks = tmp_path / "chunks.jsonl"
     chunks.write_text(json.dumps({"id": "json.dumps", "text": "Serialize obj to a JSON formatted str."}) + "\n")
     path = tmp_path / "answers.jsonl"
     rows = [{"id": f"a{i}", "question": "q?", "response": "r", "reference": "s", "context_ids": [c]}
             for i, c in enumerate(["json.dumps", "json.nope", "json.dumps", "shlex.nope"])]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    code, out, err = cli(capsys, "check", path, "--chunks", chunks, "-o", tmp_path / "checks.jsonl", "--dry-run")
+    code, out, err = cli("check", path, "--chunks", chunks, "-o", tmp_path / "checks.jsonl", "--dry-run")
     assert code == 1
     assert ("2 lines are wrong: line 2: context id 'json.nope' is not in the chunks file; line 4: context id "
             "'shlex.nope' is not in the chunks file") in err, err

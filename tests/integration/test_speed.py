@@ -11,31 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_llm import FakeLLM  # noqa: E402
 from helpers import EXAMPLE, nonempty  # noqa: E402
-from ragassay.cli import main  # noqa: E402
+from helpers import cli as run_cli  # noqa: E402
 from ragassay.llm.cache import Cache, endpoint_id  # noqa: E402
 from ragassay.llm.speed import Speed, Timed, duration, passage, solve  # noqa: E402
-
-
-class Said:
-    def __init__(self, code: int, out: str, err: str):
-        self.code, self.out, self.err, self.text = code, out, err, out + err
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> Said:
-    """One command in this process: its exit code and what it printed."""
-    import contextlib
-    import io
-    import os
-    out, err = io.StringIO(), io.StringIO()
-    saved = {k: os.environ.get(k) for k in env or {}}
-    os.environ.update(env or {})
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(list(args))
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
-    return Said(code, out.getvalue(), err.getvalue())
 
 
 def _timed(speed: Speed, sizes: list[tuple[int, int]]) -> list[Timed]:

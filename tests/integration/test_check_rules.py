@@ -122,7 +122,7 @@ def test_the_table_covers_every_class_both_ways():
 def load_cases() -> list[dict]:
     """tests/data/check_cases.jsonl: cases written apart from the rules, by someone who saw only
     the principle (what must be decided, what must go to the model)."""
-    path = Path(__file__).parent / "data" / "check_cases.jsonl"
+    path = Path(__file__).parents[1] / "data" / "check_cases.jsonl"
     return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "ragassay"
+SRC = Path(__file__).resolve().parents[2] / "src" / "ragassay"
 
 # modules whose own imports may stay inside functions, each with why (a new one needs a reason)
 DEFERRED_OWN_IMPORTS = {

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 import ragassay
-from ragassay.cli import main
 from ragassay.data.qrels_files import read_qrels
 from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
@@ -77,13 +76,6 @@ def data(tmp_path_factory) -> dict[str, Path]:
             + [root / "beir" / "qrels" / "test.tsv"]}
 
 
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 # ----------------------------------------------------------------------------- qrels given as a run
 
 @pytest.mark.parametrize("parser", ["numpy", "arrow"])
@@ -92,12 +84,12 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
      "trec3"),
     ("beir", r"its header 'query-id corpus-id score' is BEIR's qrels header", "beir"),
 ])
-def test_qrels_given_as_a_run_is_refused_naming_the_evidence(data, capsys, monkeypatch, parser, as_run, evidence,
+def test_qrels_given_as_a_run_is_refused_naming_the_evidence(data, cli, monkeypatch, parser, as_run, evidence,
                                                               forced):
     if parser == "arrow":
         pytest.importorskip("pyarrow")
     monkeypatch.setenv("RAGASSAY_PARSER", parser)
-    code, out, err = cli(capsys, "evaluate", data["qrels"], data[as_run])
+    code, out, err = cli("evaluate", data["qrels"], data[as_run])
     assert code == 1 and out == "" and "Traceback" not in err
     assert re.search(r"error: .*: looks like qrels, not a run: " + evidence, err), err
     assert "give it as QRELS" in err and f"--run-format {forced} (evaluate and compare take it; " in err
@@ -105,54 +97,54 @@ def test_qrels_given_as_a_run_is_refused_naming_the_evidence(data, capsys, monke
     with pytest.raises(InputError, match="looks like qrels, not a run: " + evidence):
         ragassay.evaluate(data["qrels"], data[as_run])
     # and by blocks of queries
-    code, out, err = cli(capsys, "evaluate", data["qrels"], data[as_run], "--block-queries", "3")
+    code, out, err = cli("evaluate", data["qrels"], data[as_run], "--block-queries", "3")
     assert code == 1 and re.search("looks like qrels, not a run: " + evidence, err), err
     # the user's word forces the reading: then it is a run that scores 1.0 against itself
-    code, out, err = cli(capsys, "evaluate", data["qrels"], data[as_run], "--run-format", forced, "-m", "ndcg@10")
+    code, out, err = cli("evaluate", data["qrels"], data[as_run], "--run-format", forced, "-m", "ndcg@10")
     assert code == 0 and re.search(r"^ndcg@10 +1\.0000$", out, re.M), out
     assert read_run(data[as_run], format=forced).to_dict()
 
 
-def test_trec_qrels_given_as_a_run_names_the_line_and_its_four_columns(data, capsys):
-    code, _, err = cli(capsys, "evaluate", data["qrels"], data["qrels"])
+def test_trec_qrels_given_as_a_run_names_the_line_and_its_four_columns(data, cli):
+    code, _, err = cli("evaluate", data["qrels"], data["qrels"])
     first = data["qrels"].read_text().split("\n")[0]
     assert code == 1
     said = f"{data['qrels']}:1: looks like a qrels file, not a run: its line {first!r} has TREC qrels' four " \
            "columns (query, iteration 0, chunk id, integer grade)"
     assert said in err
-    code, _, err = cli(capsys, "evaluate", data["qrels"], data["qrels"], "--block-queries", "2")
+    code, _, err = cli("evaluate", data["qrels"], data["qrels"], "--block-queries", "2")
     assert code == 1 and said in err
     with pytest.raises(InputError, match="looks like a qrels file, not a run"):
         ragassay.compare(data["qrels"], [data["run"], data["qrels"]])
 
 
-def test_compare_refuses_a_qrels_file_among_its_runs(data, capsys):
-    code, _, err = cli(capsys, "compare", data["qrels"], data["run"], data["q3"])
+def test_compare_refuses_a_qrels_file_among_its_runs(data, cli):
+    code, _, err = cli("compare", data["qrels"], data["run"], data["q3"])
     assert code == 1 and "q3.tsv" in err and "looks like qrels, not a run" in err
 
 
-def test_a_real_run_of_three_columns_reads_without_a_word(data, tmp_path, capsys):
+def test_a_real_run_of_three_columns_reads_without_a_word(data, tmp_path, cli):
     rows = [line.split() for line in data["run"].read_text().splitlines()]
     run3 = tmp_path / "run3.tsv"
     run3.write_text("".join(f"{r[0]}\t{r[2]}\t{r[4]}\n" for r in rows))
-    code, out, err = cli(capsys, "evaluate", data["qrels"], run3, "-m", "ndcg@10")
+    code, out, err = cli("evaluate", data["qrels"], run3, "-m", "ndcg@10")
     assert code == 0 and "warning" not in err and "looks like" not in err
     assert read_run(run3).to_dict() == read_run(data["run"]).to_dict()
     # integer scores far above any grade scale (a BM25 times 1000, rounded): a run, silently
     big = tmp_path / "big.tsv"
     big.write_text("".join(f"{r[0]}\t{r[2]}\t{int(float(r[4]) * 1000) + 50}\n" for r in rows))
-    code, _, err = cli(capsys, "evaluate", data["qrels"], big, "-m", "ndcg@10")
+    code, _, err = cli("evaluate", data["qrels"], big, "-m", "ndcg@10")
     assert code == 0 and "warning" not in err
 
 
-def test_small_integer_scores_in_ranking_order_warn_and_are_read(tmp_path, capsys):
+def test_small_integer_scores_in_ranking_order_warn_and_are_read(tmp_path, cli):
     """A retriever scoring by counts of words matched: small integers, tied, but never rising within
     a query in file order; not sure to be qrels, so a warning and the run is read."""
     run = tmp_path / "counts.tsv"
     run.write_text("q1\tjson.dumps\t3\nq1\tjson.loads\t2\nq1\tjson.dump\t2\nq2\tshlex.split\t1\nq2\tshlex.quote\t0\n")
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 json.dumps 1\nq2 0 shlex.split 1\n")
-    code, out, err = cli(capsys, "evaluate", qrels, run, "-m", "ndcg@10")
+    code, out, err = cli("evaluate", qrels, run, "-m", "ndcg@10")
     assert code == 0 and re.search(r"^ndcg@10 +1\.0000$", out, re.M)
     assert "warning: " in err and "every value in its third column is a small integer (0 to 3)" in err
     assert err.count("warning: ") == 1  # said once, though the file is looked at twice
@@ -178,15 +170,15 @@ def test_other_qrels_shapes_given_as_a_run(tmp_path, text, evidence):
 
 # ----------------------------------------------------------------------------- a run given as qrels
 
-def test_a_run_given_as_qrels_is_refused_naming_the_evidence(data, tmp_path, capsys):
-    code, _, err = cli(capsys, "evaluate", data["run"], data["qrels"])
+def test_a_run_given_as_qrels_is_refused_naming_the_evidence(data, tmp_path, cli):
+    code, _, err = cli("evaluate", data["run"], data["qrels"])
     assert code == 1 and f"{data['run']}:1: looks like a run file, not qrels" in err
     assert "has a TREC run's columns (query, Q0, chunk id, rank, score, tag)" in err
     rows = [line.split() for line in data["run"].read_text().splitlines()]
     run3 = tmp_path / "run3.tsv"
     run3.write_text("".join(f"{r[0]}\t{r[2]}\t{r[4]}\n" for r in rows))
     for blocks in ([], ["--block-queries", "2"]):
-        code, _, err = cli(capsys, "evaluate", run3, data["run"], *blocks)
+        code, _, err = cli("evaluate", run3, data["run"], *blocks)
         assert code == 1 and f"{run3}:1: looks like a run, not qrels: the line holds the score {rows[0][4]!r}" in err
     with pytest.raises(InputError, match="looks like a run, not qrels"):
         ragassay.evaluate(run3, data["run"])
@@ -194,16 +186,16 @@ def test_a_run_given_as_qrels_is_refused_naming_the_evidence(data, tmp_path, cap
         read_qrels(run3, format="trec3")
 
 
-def test_json_lines_in_the_wrong_role(data, tmp_path, capsys):
+def test_json_lines_in_the_wrong_role(data, tmp_path, cli):
     run = tmp_path / "run.jsonl"
     run.write_text("".join(json.dumps({"query_id": r[0], "chunk_id": r[2], "score": float(r[4])}) + "\n"
                            for r in (line.split() for line in data["run"].read_text().splitlines())))
     judged = tmp_path / "judgments.jsonl"  # judge's output: grades, no score
     judged.write_text("".join(json.dumps({"query_id": r[0], "chunk_id": r[2], "grade": int(r[3]), "status": "ok"})
                               + "\n" for r in (line.split() for line in data["qrels"].read_text().splitlines())))
-    code, _, err = cli(capsys, "evaluate", run, data["run"])
+    code, _, err = cli("evaluate", run, data["run"])
     assert code == 1 and f"{run}:1: looks like a run, not qrels: the line has 'score' and no 'grade'" in err
-    code, _, err = cli(capsys, "evaluate", data["qrels"], judged)
+    code, _, err = cli("evaluate", data["qrels"], judged)
     assert code == 1 and f"{judged}:1: looks like qrels, not a run: the line has 'grade' and no 'score'" in err
     assert ragassay.evaluate(judged, run, ["ndcg@10"]).aggregate["ndcg@10"] > 0  # each in its role: scored
 
@@ -230,7 +222,7 @@ def test_questions_answers_and_runs_given_as_chunks(tmp_path, data):
         assert e.value.line == 1
 
 
-def test_chunks_given_as_queries(tmp_path, data, capsys):
+def test_chunks_given_as_queries(tmp_path, data, cli):
     from ragassay import read_queries, read_query_items
     with pytest.raises(InputError, match=r"looks like chunks, not queries: the line has 'doc_id' beside 'text'"):
         read_queries(data["chunks"])
@@ -243,7 +235,7 @@ def test_chunks_given_as_queries(tmp_path, data, capsys):
         read_queries(beir_corpus)
     retriever = tmp_path / "search.py"
     retriever.write_text("def search(query):\n    return ['json.dumps']\n")
-    code, _, err = cli(capsys, "retrieve", "--retriever", f"{retriever}:search", "--queries", data["chunks"],
+    code, _, err = cli("retrieve", "--retriever", f"{retriever}:search", "--queries", data["chunks"],
                        "-o", tmp_path / "out.txt")
     assert code == 1 and "looks like chunks, not queries" in err and "--chunks" in err
     # queries in the README's forms still read: {id, text}, {query_id, text}, BEIR's {_id, text, metadata}

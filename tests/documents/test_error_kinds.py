@@ -14,7 +14,7 @@ from helpers import nonempty
 from ragassay.llm import errors
 from ragassay.llm.errors import ERROR_CLASSES, AuthRefused, ErrorKind, LLMError, error_kinds_table
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "ragassay"
+SRC = Path(__file__).resolve().parents[2] / "src" / "ragassay"
 
 
 def _kinds_raised() -> set[str]:

@@ -613,5 +613,5 @@ def test_check_on_an_evouna_shaped_file(tmp_path, capsys):
 # ------------------------------------------------------------------------------ the documentation
 
 def test_the_site_documents_the_qualify_command():
-    readme = (Path(__file__).parent.parent / "docs" / "commands" / "qualify.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[2] / "docs" / "commands" / "qualify.md").read_text(encoding="utf-8")
     assert "ragassay qualify judge" in readme and "ragassay qualify check" in readme

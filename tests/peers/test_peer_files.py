@@ -25,7 +25,7 @@ from ragassay.errors import InputError
 from ragassay.stages.check import read_answers
 from ragassay.stages.queries import read_query_items
 
-PEERS = Path(__file__).parent / "data" / "peers"
+PEERS = Path(__file__).parents[1] / "data" / "peers"
 QUESTIONS = ["How long do refunds take?", "Où est la tour Eiffel ?", "Who signs the \"returns\" form, and when?"]
 RESPONSES = ["Within 14 days.", "À Paris, sur le Champ-de-Mars.", "The customer signs it at pickup."]
 PIPED = "Shipping | handling fees are not refunded."

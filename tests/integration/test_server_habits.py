@@ -21,18 +21,14 @@ requests is asserted.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from fake_llm import FakeLLM
-from helpers import EXAMPLE, nonempty
+from helpers import EXAMPLE, cli, nonempty
 
-from ragassay.cli import main
 
 STAGES = ("judge", "check", "generate")
 BENIGN = ("llama_cpp_python", "vllm_400", "tgi_422", "prose", "loose_reasoning", "no_usage", "loose_decisions")
@@ -45,25 +41,6 @@ SCHEMA_SAYS = "JSON schema:\n"
 
 
 # ----------------------------------------------------------------------------------------- helpers
-
-
-@dataclass
-class Said:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:
-        return self.out + self.err
-
-
-def cli(*args: object) -> Said:
-    """One command as a user types it: its exit code and what it printed on each stream."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return Said(code, out.getvalue(), err.getvalue())
 
 
 OWN_CACHE = Path("cache.sqlite")

@@ -162,7 +162,7 @@ def test_errors_exit_3_and_name_the_reason_then_a_rerun_retries_them(tmp_path, c
 def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path, capsys):
     out = tmp_path / "j.jsonl"
     with FakeLLM(delay=0.05) as server:
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
         first = subprocess.Popen([sys.executable, "-m", "ragassay", *judge_args(tmp_path, server.url, BM25, 5)],
                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         from ragassay.runtime.engine import OutputLock

@@ -4,26 +4,17 @@ blamed the other run), evaluate's tables."""
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 
 import pytest
 
-from helpers import EXAMPLE
-from ragassay.cli import main
+from helpers import EXAMPLE, cli
 from ragassay.data.run_files import read_run
 from ragassay.errors import UsageError
 from ragassay.metrics.agreement import agree
 
 QRELS, SECOND = EXAMPLE / "qrels.txt", EXAMPLE / "qrels_second_assessor.txt"
-
-
-def cli(*args: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

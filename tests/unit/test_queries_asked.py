@@ -10,10 +10,8 @@ trec_eval -c scores a query it is given with no results.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
-import io
 import json
 import math
 import os
@@ -21,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import nonempty
+from helpers import Said, cli, nonempty
 
 import ragassay
-from ragassay.cli import main
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -58,24 +55,6 @@ def loose(query):
 
 METRICS = ("ndcg@10", "map", "recall@10", "p@5", "mrr")
 PYTREC = {"ndcg@10": "ndcg_cut_10", "map": "map", "recall@10": "recall_10", "p@5": "P_5", "mrr": "recip_rank"}
-
-
-@dataclass
-class Said:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def json(self) -> dict:
-        return json.loads(self.out)
-
-
-def cli(*args: object) -> Said:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return Said(code, out.getvalue(), err.getvalue())
 
 
 def _docs() -> list[tuple[str, str]]:

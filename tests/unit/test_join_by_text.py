@@ -10,40 +10,19 @@ sentences of Python standard-library docstrings.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import inspect
-import io
 import json
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from ragassay.cli import main
+from helpers import Said, cli
 from ragassay.data.text_match import match_by_text, normalised
 
 MODULES = ("json", "textwrap", "shutil", "functools", "itertools", "heapq", "bisect", "difflib", "statistics",
            "calendar", "random", "tempfile", "urllib.parse", "copy", "csv")
-
-
-@dataclass
-class Said:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def json(self) -> dict:
-        return json.loads(self.out)
-
-
-def cli(*args: object) -> Said:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return Said(code, out.getvalue(), err.getvalue())
 
 
 def sentences(n: int) -> list[str]:

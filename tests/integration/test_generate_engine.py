@@ -51,7 +51,7 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
     out = tmp_path / "q.jsonl"
     journal, answers = Path(f"{out}.candidates.journal"), Path(f"{out}.answers")
     with FakeLLM(delay=0.2) as server:  # slow enough to kill mid-run on a busy machine
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"),
                                                              os.environ.get("PYTHONPATH", "")])}
         proc = subprocess.Popen([sys.executable, "-m", "ragassay", *generate_args(out, server.url)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

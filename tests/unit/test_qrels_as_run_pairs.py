@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import ragassay
-from ragassay.cli import main
 from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
 
@@ -24,13 +23,6 @@ GRADES = {
     "q-ümlaut": {"unicodedata.normalize": 2, "str.casefold": 1, "codecs.encode": 0},
     "q-diff": {"difflib.unified_diff": 2, "difflib.ndiff": 1},
 }
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def descending() -> list[tuple[str, str, int]]:
@@ -61,12 +53,12 @@ EVIDENCE = (r"looks like qrels, not a run: every one of its 12 \(query, chunk\) 
 
 
 @pytest.mark.parametrize("shape", ["q3", "ranx", "jsonl", "trec"])
-def test_a_run_that_is_the_qrels_is_refused_naming_both_files(files, capsys, shape):
-    code, out, err = cli(capsys, "evaluate", files["qrels"], files[shape])
+def test_a_run_that_is_the_qrels_is_refused_naming_both_files(files, cli, shape):
+    code, out, err = cli("evaluate", files["qrels"], files[shape])
     assert code == 1 and out == "" and "Traceback" not in err
     assert re.search(rf"error: {re.escape(str(files[shape]))}: " + EVIDENCE, err), err
     assert "--run-format" in err and "format= in Python" in err
-    code, out, err = cli(capsys, "compare", files["qrels"], files["q3"], files[shape])
+    code, out, err = cli("compare", files["qrels"], files["q3"], files[shape])
     assert code == 1 and re.search(EVIDENCE, err), err
     with pytest.raises(InputError, match=EVIDENCE):
         ragassay.evaluate(files["qrels"], files[shape])
@@ -75,14 +67,14 @@ def test_a_run_that_is_the_qrels_is_refused_naming_both_files(files, capsys, sha
 
 
 @pytest.mark.parametrize("shape, fmt", [("q3", "trec3"), ("jsonl", "jsonl"), ("trec", "trec")])
-def test_a_format_given_by_name_forces_the_reading(files, capsys, shape, fmt):
-    code, out, err = cli(capsys, "evaluate", files["qrels"], files[shape], "--run-format", fmt, "-m", "ndcg@10")
+def test_a_format_given_by_name_forces_the_reading(files, cli, shape, fmt):
+    code, out, err = cli("evaluate", files["qrels"], files[shape], "--run-format", fmt, "-m", "ndcg@10")
     assert code == 0 and re.search(r"^ndcg@10 +1\.0000$", out, re.M), out + err
     run = read_run(files[shape], format=fmt)  # a Run object is taken as it is
     assert ragassay.evaluate(files["qrels"], run, "ndcg@10").aggregate["ndcg@10"] == pytest.approx(1.0)
 
 
-def test_a_run_of_integer_counts_is_still_a_run(files, capsys, tmp_path):
+def test_a_run_of_integer_counts_is_still_a_run(files, cli, tmp_path):
     """Counts that differ from the grades on one pair, or rank a chunk nobody judged, or are too few
     to be sure, are a run's scores: scored, not refused."""
     rows = descending()
@@ -92,15 +84,15 @@ def test_a_run_of_integer_counts_is_still_a_run(files, capsys, tmp_path):
     for name, these in (("counts", counts), ("unjudged", unjudged), ("few", few)):
         path = tmp_path / f"{name}.tsv"
         path.write_text("".join(f"{q}\t{d}\t{g}\n" for q, d, g in these), encoding="utf-8")
-        code, out, err = cli(capsys, "evaluate", files["qrels"], path, "-m", "ndcg@10")
+        code, out, err = cli("evaluate", files["qrels"], path, "-m", "ndcg@10")
         assert code == 0 and "looks like qrels" not in err, (name, err)
         assert "ndcg@10" in ragassay.evaluate(files["qrels"], path, "ndcg@10").aggregate
 
 
-def test_ranx_qrels_with_fractions_are_refused_as_a_run(tmp_path, capsys, files):
+def test_ranx_qrels_with_fractions_are_refused_as_a_run(tmp_path, cli, files):
     path = tmp_path / "qrels.json"
     path.write_text(json.dumps({"q-json": {"json.dumps": 0.83, "json.loads": 0.5}}), encoding="utf-8")
-    code, out, err = cli(capsys, "evaluate", path, files["q3"])
+    code, out, err = cli("evaluate", path, files["q3"])
     assert code == 1 and out == ""
     assert re.search(r"qrels\.json: query 'q-json', document 'json\.dumps': grade must be an integer .*got 0\.83 "
                      r"\(a value with a fraction is a score: the file looks like a run, not qrels; give it as a RUN\)",

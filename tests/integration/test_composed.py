@@ -12,8 +12,6 @@ Every LLM stage runs against tests/fake_llm.py's local server; nothing touches t
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -22,35 +20,14 @@ import signal
 import subprocess
 import sys
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from fake_llm import FakeLLM
-from helpers import nonempty
+from helpers import cli, nonempty
 
-from ragassay.cli import main
 
 # ----------------------------------------------------------------------------------------- helpers
-
-
-@dataclass
-class Said:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def json(self) -> dict:
-        return json.loads(self.out)
-
-
-def cli(*args: str) -> Said:
-    """One command as a user types it; what it printed on each stream and its exit code."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return Said(code, out.getvalue(), err.getvalue())
 
 
 def llm_args(fake: FakeLLM, model: str = "m") -> list[str]:

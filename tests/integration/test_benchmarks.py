@@ -11,7 +11,7 @@ import pytest
 
 from helpers import nonempty
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "judge_scale.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "judge_scale.py"
 
 
 def test_judge_scale_runs_and_reports_every_figure():

@@ -7,9 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from helpers import nonempty
-
-TESTS = Path(__file__).resolve().parent
+from helpers import TESTS, nonempty
 
 
 def _test_functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -71,13 +69,13 @@ def test_the_loop_rule_catches_a_loop_over_what_may_be_empty_and_passes_a_guarde
 
 
 def test_no_loop_of_assertions_can_pass_by_checking_nothing():
-    found = [line for f in nonempty(sorted(TESTS.glob("test_*.py"))) for line in vacuous_loops(f.read_text(), f.name)]
+    found = [line for f in nonempty(sorted(TESTS.rglob("test_*.py"))) for line in vacuous_loops(f.read_text(), f.name)]
     assert found == [], "wrap the iterable in helpers.nonempty(...):\n" + "\n".join(found)
 
 
 def test_the_example_path_is_spelled_in_one_place():
     """Every test reaches the bundled example through helpers.EXAMPLE: a move of the example is one edit."""
-    spelled = [f"{f.name}:{no}" for f in nonempty(sorted(TESTS.glob("*.py"))) if f.name != "helpers.py"
+    spelled = [f"{f.name}:{no}" for f in nonempty(sorted(TESTS.rglob("*.py"))) if f.name != "helpers.py"
                for no, line in enumerate(f.read_text().splitlines(), 1)
                if re.search(r"/ [\"']example[\"']", line) and f.name != "test_house.py"]
     assert spelled == []
@@ -87,7 +85,7 @@ def test_every_test_builds_its_llm_with_the_one_shared_builder():
     """No test file has a builder of its own that returns an LLM: fake_llm.make_llm is the one (its
     settings are spelled at each call)."""
     builders = []
-    for f in nonempty(sorted(TESTS.glob("test_*.py"))):
+    for f in nonempty(sorted(TESTS.rglob("test_*.py"))):
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                     isinstance(r, ast.Return) and isinstance(r.value, ast.Call)

@@ -3,23 +3,13 @@ evaluate: compare's means and gate's and track's thresholds."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 
 import pytest
 
-from helpers import EXAMPLE
-from ragassay.cli import main
+from helpers import EXAMPLE, cli
 
 QRELS, BM25, TFIDF = EXAMPLE / "qrels.txt", EXAMPLE / "runs" / "bm25.txt", EXAMPLE / "runs" / "tfidf.txt"
-
-
-def cli(*args: object) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_compare_totals_the_counts_as_evaluate_does():
