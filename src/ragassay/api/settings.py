@@ -9,13 +9,19 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from ..llm import LLM, LLMConfig
 from ..runtime.engine import parse_shard
 from ..runtime.scaffold import Backend
 
-T = TypeVar("T")
+class Dataclass(Protocol):
+    """Any dataclass, as :func:`dataclasses.fields` takes it: a stage's options are one."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+O = TypeVar("O", bound=Dataclass)
 
 # keywords the functions took before they took the flags' names
 RENAMED = {"coverage_output": "coverage_out", "k": "depth"}
@@ -100,17 +106,31 @@ def endpoint(llm: LLM | Sequence[LLM] | None, config: LLMConfig | None, settings
     return given, llm_config(config, model, settings, **keywords)
 
 
+def options_and_rest(options_type: type[O], settings: Mapping[str, Any], **values: Any) -> tuple[O, dict[str, Any]]:
+    """For a caller inside ragassay that holds a stage's settings as one dict of keywords (qualify's
+    ``**settings``): the stage's options made from the keywords named like its fields, with ``values``
+    over them and ``quiet`` True unless said (the functions' own default), and the other keywords (the
+    endpoint's), to pass beside ``options=`` without any keyword the functions deprecate."""
+    names = {f.name for f in fields(options_type)}
+    given = {"quiet": True, **{k: v for k, v in settings.items() if k in names}, **values}
+    if isinstance(given.get("shard"), str):
+        given["shard"] = parse_shard(given["shard"])
+    if "prompt" in given:
+        given["prompt"] = str(given["prompt"])
+    return options_type(**given), {k: v for k, v in settings.items() if k not in names}
+
+
 def shard_of(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
     """A shard given as the flag's text (``"1/4"``) or as its pair of numbers."""
     return parse_shard(shard) if isinstance(shard, str) else shard
 
 
-def stage_options(options_type: type[T], options: T | None, function: str, **values: Any) -> T:
+def stage_options(options_type: type[O], options: O | None, function: str, **values: Any) -> O:
     """The stage's options: ``options=`` as given, when no keyword differs from its default (both at
     once would leave one of them silently unused); else made from the keywords, which are deprecated
     where they differ from their defaults: the warning names the fields of ``options=`` that replace
     them (each keyword is the field of the same name)."""
-    defaults = {f.name: f.default for f in fields(options_type)}  # type: ignore[arg-type]
+    defaults = {f.name: f.default for f in fields(options_type)}
     if options is None:
         moved = sorted(k for k, v in values.items() if v != {**defaults, "quiet": True}.get(k))
         if moved:  # (quiet defaults to True in the functions, as no progress bar is the rule there)

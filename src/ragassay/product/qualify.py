@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import check, judge
+from ..api.settings import options_and_rest
 from ..data.coerce import coerce_run
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE
 from ..data.people_samples import GradedPairs, LabelledAnswers, stratified_sample
@@ -31,6 +32,8 @@ from ..metrics.agreement import run_ranking_agreement
 from ..metrics.measures.parsing import parse_measure
 from ..metrics.qualification import label_agreement, paired_difference
 from ..runtime.engine import Estimate
+from ..stages.check import CheckOptions
+from ..stages.judge import JudgeOptions
 from ..stages.queries import QueryItem
 from .published_agreement import published_for
 from .qualify_results import Grader, GraderOutcome, Qualification
@@ -73,8 +76,9 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
     for grader in graders:
         out = _output(output, "judgments", grader)
         started = time.monotonic()
-        done = judge(asked.queries(), asked.chunks(), run, output=out, depth=asked.depth(), model=grader.model,
-                     prompt=grader.prompt, dry_run=dry_run, **settings)
+        options, endpoint = options_and_rest(JudgeOptions, settings, depth=asked.depth(), prompt=grader.prompt)
+        done = judge(asked.queries(), asked.chunks(), run, output=out, model=grader.model, options=options,
+                     dry_run=dry_run, **endpoint)
         if isinstance(done, Estimate):
             estimates.append(done)
         else:
@@ -251,8 +255,9 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
     for grader in graders:
         out = _output(output, "checks", grader)
         started = time.monotonic()
-        done = check(items, output=out, model=grader.model, prompt=grader.prompt, dry_run=dry_run,
-                     join_warnings=False, **settings)
+        options, endpoint = options_and_rest(CheckOptions, settings, prompt=grader.prompt)
+        done = check(items, output=out, model=grader.model, options=options, dry_run=dry_run,
+                     join_warnings=False, **endpoint)
         if isinstance(done, Estimate):
             estimates.append(done)
             continue

@@ -8,6 +8,7 @@ from typing import Any
 
 from ... import api
 from ...data.joins import Join
+from ...stages.check import CheckOptions
 from .context import Context
 from .files import checks_file, read_json, write_json
 from .inputs import read_answer_ids
@@ -40,7 +41,8 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=read_json(summary))
     args: dict[str, Any] = dict(output=out, chunks=ctx.loaded.chunks(p.chunks), human=p.human, depth=p.depth,
-                                join_warnings=False, prompt=p.check_prompt)  # (the joins were said at the start)
+                                join_warnings=False,  # (the joins were said at the start)
+                                options=CheckOptions(prompt=p.check_prompt, quiet=True))
     spent = None if rules_only or ctx.dry_run else ctx.spent()
     if spent:
         return StepResult("check", "skipped", spent, 3)

@@ -11,6 +11,7 @@ from ... import api
 from ...data import io as rio
 from ...data.origin import read_origin, write_origin
 from ...runtime.engine import Estimate
+from ...stages.judge import JudgeOptions
 from .context import Context
 from .llm_steps import after_generate, estimate_text, estimated, failures_said, llm_skip, prompt_id, run_result
 from .pool import pool_run, unjudged
@@ -70,8 +71,8 @@ def _judge_pool(ctx: Context, made: _Pool) -> StepResult:
         errors = f", {said['errors']} error{'s' if said['errors'] != 1 else ''}" if said.get("errors") else ""
         text = f"{pool_of}: {len(pooled)} pairs, all {len(pooled)} judged before, 0 now" + errors
         return StepResult("judge", "up to date", text, kept["exit_code"], result=kept.get("result"))
-    args: dict[str, Any] = dict(output=out, depth=made.deepest, qrels_out=judged, prompt=p.judge_prompt,
-                                **ctx.llm_args())
+    args: dict[str, Any] = dict(output=out, qrels_out=judged, **ctx.llm_args(),
+                                options=JudgeOptions(depth=made.deepest, prompt=p.judge_prompt, quiet=True))
     queries, chunks = ctx.loaded.named_queries(ctx.queries), ctx.loaded.chunks_by_id(p.chunks)
     if ctx.dry_run:
         est = estimated(api.judge(queries, chunks, made.run, dry_run=True, **args))
@@ -169,8 +170,8 @@ def _cover(ctx: Context, name: str, run: Any, covered: _Covered) -> None:
         covered.said.append(f"{name}: {skip.text}")
         covered.code = max(covered.code, skip.exit_code)
         return
-    args: dict[str, Any] = dict(output=judgments, depth=p.depth, coverage_out=out, prompt=p.judge_prompt,
-                                **ctx.llm_args())
+    args: dict[str, Any] = dict(output=judgments, coverage_out=out, **ctx.llm_args(),
+                                options=JudgeOptions(depth=p.depth, prompt=p.judge_prompt, quiet=True))
     queries, chunks = ctx.loaded.named_queries(ctx.queries), ctx.loaded.chunks_by_id(p.chunks)
     if ctx.dry_run:
         est = estimated(api.judge(queries, chunks, _run_of(ctx, run), dry_run=True, **args))
