@@ -8,7 +8,8 @@ import pytest
 
 import ragassay
 from fake_llm import FakeLLM
-from helpers import EXAMPLE
+from helpers import EXAMPLE, nonempty
+from ragassay.stages.generate import GenerateOptions
 
 Q, C, R = EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt"
 
@@ -129,3 +130,64 @@ def test_a_stage_options_value_is_checked_as_the_flags_are():
         ragassay.judge(Q, C, R, model="m", options=ragassay.JudgeOptions(depth=0), dry_run=True)
     with pytest.raises(ragassay.RagassayError, match="--samples must be at least 1"):
         ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, options=ragassay.CheckOptions(samples=0), dry_run=True)
+
+
+def test_generate_takes_its_options_value_and_deprecates_its_stage_keywords():
+    with FakeLLM() as server:
+        config = ragassay.LLMConfig.from_env(model="fake-gen", base_url=server.url, use_cache=False)
+        by_value = ragassay.generate(C, config=config, options=GenerateOptions(limit=2, mix={"easy": 1.0}, quiet=True))
+        sent_by_value = list(server.requests)
+        with pytest.warns(DeprecationWarning, match=r"ragassay\.generate: the keywords limit, mix are deprecated; "
+                                                    r"give options=GenerateOptions\(limit=\.\.\., mix=\.\.\.\)"):
+            by_keywords = ragassay.generate(C, limit=2, mix={"easy": 1.0}, config=config)
+        sent = server.requests[len(sent_by_value):]
+    assert len(sent_by_value) == len(sent) > 0 and {r["model"] for r in server.requests} == {"fake-gen"}
+    assert [q.question for q in by_value.accepted] == [q.question for q in by_keywords.accepted]
+    assert len(by_value.accepted) == 2
+
+
+def test_a_generate_dry_run_with_an_options_value_estimates_what_the_keywords_estimate():
+    by_value = ragassay.generate(C, model="gpt-4o-mini", no_cache=True, dry_run=True,
+                                 options=GenerateOptions(limit=10))
+    with pytest.deprecated_call():
+        by_keywords = ragassay.generate(C, limit=10, model="gpt-4o-mini", no_cache=True, dry_run=True)
+    assert by_value.to_dict() == by_keywords.to_dict() and (by_value.items, by_value.calls) == (10, 46)
+
+
+@pytest.mark.parametrize("keyword", [{"limit": 3}, {"per_chunk": 2.0}, {"mix": "easy=1"}, {"seed": 1},
+                                     {"max_per_doc": 2}, {"styles": {"question": 1.0}}])
+def test_a_generate_keyword_beside_its_options_value_is_refused_naming_it(keyword):
+    (name,) = keyword
+    with pytest.raises(TypeError, match=f"give {name} in options= or as keywords, not both"):
+        ragassay.generate(C, model="m", options=GenerateOptions(limit=2), dry_run=True, **keyword)
+
+
+@pytest.mark.parametrize("field", [{"total": 5}, {"max_calls": 9}])
+def test_a_generate_options_field_generate_works_out_is_refused(field):
+    (name,) = field
+    with pytest.raises(TypeError, match=rf"GenerateOptions\({name}=\.\.\.\) is worked out by generate"):
+        ragassay.generate(C, model="m", options=GenerateOptions(**field), dry_run=True)
+
+
+def test_a_generate_options_value_is_checked_as_the_flags_are():
+    with pytest.raises(ragassay.RagassayError, match="--max-per-doc must be at least 1"):
+        ragassay.generate(C, model="m", options=GenerateOptions(max_per_doc=0), dry_run=True)
+    with pytest.raises(ragassay.RagassayError, match="--mix"):
+        ragassay.generate(C, model="m", options=GenerateOptions(mix={"easy": 0.5}), dry_run=True)
+
+
+def test_the_llm_keywords_are_one_table_every_function_spells_alike():
+    import inspect
+
+    from ragassay.api import LLM_KEYWORDS
+    for function in nonempty([ragassay.judge, ragassay.check, ragassay.generate]):
+        params = inspect.signature(function).parameters
+        assert {k: params[k].default for k in LLM_KEYWORDS} == LLM_KEYWORDS, function.__name__
+
+
+def test_a_model_beside_a_client_is_refused_naming_both():
+    client = ragassay.LLM(ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", use_cache=False))
+    with pytest.raises(TypeError, match=r"model: set these on the LLM given as llm="):
+        ragassay.judge(Q, C, R, llm=client, model="x", dry_run=True)
+    with pytest.raises(TypeError, match=r"model: set these on the LLM given as llm="):
+        ragassay.judge(Q, C, R, llm=[client], model="x", dry_run=True)

@@ -19,7 +19,7 @@ from ..stages.check_result import CheckResult
 from .check_inputs import answer_items, diagnosis_inputs, people_labels, queries_by_text
 from .inputs import chunks_by_id, source_of
 from .running import output_path, run_job, say_prompt
-from .settings import backend_of, endpoint, shard_of, stage_options
+from .settings import backend_of, endpoint, llm_keywords, shard_of, stage_options
 
 
 @overload
@@ -75,6 +75,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """
+    endpoint_keywords = llm_keywords(locals())  # (the twelve LLM keywords as given, before any name is bound)
     if (run is None) != (qrels is None):
         raise UsageError("the diagnosis needs both --run and --qrels")
     options = stage_options(CheckOptions, options, "check", samples=samples, seed=seed, quiet=quiet,
@@ -92,9 +93,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
         query_ids = queries_by_text(items, queries, answers, join_warnings)
     diagnosis = diagnosis_inputs(items, answers, run, qrels, depth, query_ids, queries, join_warnings)
     people, human_join = people_labels(human, items, answers, join_warnings)
-    given, config = endpoint(llm, config, llm_settings, model, base_url=base_url, timeout=timeout,
-                             concurrency=concurrency, rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache,
-                             price_in=price_in, price_out=price_out, max_calls=max_calls, max_cost=max_cost)
+    given, config = endpoint(llm, config, llm_settings, **endpoint_keywords)
     checker = Checker([config], options)  # (a bad prompt file: an error before any call)
     say_prompt("" if options.prompt == "auto" and checker.full else checker.prompt_reason, "check",
                options.quiet or not config.model)  # no model: only the rules run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -13,10 +14,11 @@ from ..llm import LLM, LLMConfig
 from ..runtime.engine import Estimate
 from ..runtime.scaffold import Backend
 from ..stages.generate import MIX_NAMES, STYLES, GenerateOptions, GenerateResult
+from ..stages.generate.shapes import GENERATE_WORKED_OUT
 from ..stages.generate_job import GenerateJob, existing_questions, export_targets, shares, wanted
 from .inputs import ordered_chunks
 from .running import output_path, run_job
-from .settings import backend_of, endpoint
+from .settings import backend_of, endpoint, llm_keywords, stage_options
 
 
 @overload
@@ -42,7 +44,7 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
              price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
              dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
              import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0, quiet: bool = True,
-             llm: LLM | None = None, config: LLMConfig | None = None,
+             llm: LLM | None = None, options: GenerateOptions | None = None, config: LLMConfig | None = None,
              **llm_settings: Any) -> GenerateResult | Estimate:
     """Write easy / medium / hard questions with answers and evidence: ``ragassay generate`` as a call.
 
@@ -63,22 +65,24 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     >>> est.calls_per_step
     [10, 10, 10, 10, 6]
     """
-    mix_shares = shares(mix, MIX_NAMES, "--mix")
-    style_shares = shares(styles, tuple(STYLES), "--styles")
+    endpoint_keywords = llm_keywords(locals())  # (the twelve LLM keywords as given, before any name is bound)
+    given_config = config
+    options = stage_options(GenerateOptions, options, "generate", limit=limit, per_chunk=per_chunk,
+                            mix=shares(mix, MIX_NAMES, "--mix"), styles=shares(styles, tuple(STYLES), "--styles"),
+                            seed=seed, max_per_doc=max_per_doc, quiet=quiet)
+    options = _generate_checked(options)
     targets = export_targets(export)
-    if max_per_doc is not None and max_per_doc < 1:
+    if options.max_per_doc is not None and options.max_per_doc < 1:
         raise UsageError("--max-per-doc must be at least 1")
     on = backend_of(backend, export_requests, import_results, poll_seconds)
     chunk_list = ordered_chunks(chunks)
     if output is not None:  # a questions file only: another stage's output is never replaced
         check_output_kind(output, "question")
     existing = existing_questions(output) if append and output is not None else []
-    given, config = endpoint(llm, config, llm_settings, model, base_url=base_url, timeout=timeout,
-                             concurrency=concurrency, rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache,
-                             price_in=price_in, price_out=price_out, max_calls=max_calls, max_cost=max_cost)
-    total = wanted(chunk_list, limit, per_chunk, chunks if isinstance(chunks, (str, Path)) else None)
-    options = GenerateOptions(total=total, mix=mix_shares, seed=seed, quiet=quiet, max_per_doc=max_per_doc,
-                              styles=style_shares, max_calls=max_calls)
+    given, config = endpoint(llm, config, llm_settings, **endpoint_keywords)
+    total = wanted(chunk_list, options.limit, options.per_chunk, chunks if isinstance(chunks, (str, Path)) else None)
+    # the run's ceiling on generate's own requests is the endpoint's (max_calls=, or the config given)
+    options = replace(options, total=total, max_calls=max_calls if given_config is None else config.max_calls)
     with output_path(output, "questions.jsonl") as out:
         job = GenerateJob(chunk_list, config, out, options=options, existing=existing, rejects=rejects,
                           qrels_out=qrels_out, exports=targets)
@@ -91,3 +95,16 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     result.batch_note = done.batch_note if on.name == "batch" or result.pending else ""
     return result
 
+
+
+def _generate_checked(options: GenerateOptions) -> GenerateOptions:
+    """The options as the flags are checked, however they were given: the shares of levels and styles
+    (a dict given in ``options=`` is checked as the flag's text is), and no field that ``generate``
+    works out itself (it would silently go unused)."""
+    defaults = GenerateOptions()
+    set_here = [name for name in GENERATE_WORKED_OUT if getattr(options, name) != getattr(defaults, name)]
+    if set_here:
+        raise TypeError(f"GenerateOptions({', '.join(f'{n}=...' for n in set_here)}) is worked out by generate: "
+                        "give limit= or per_chunk= in the options, and max_calls as a keyword or in config=")
+    return replace(options, mix=shares(options.mix, MIX_NAMES, "--mix"),
+                   styles=shares(options.styles, tuple(STYLES), "--styles"))

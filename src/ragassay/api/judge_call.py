@@ -15,7 +15,7 @@ from ..stages.judge import Judge, JudgeJob, JudgeOptions, JudgeResult, model_con
 from ..stages.queries import QueryItem
 from .inputs import chunks_by_id, query_items, source_of
 from .running import output_path, run_job, say_prompt
-from .settings import backend_of, endpoint, model_names, shard_of, stage_options
+from .settings import backend_of, endpoint, llm_keywords, model_names, shard_of, stage_options
 
 
 @overload
@@ -62,6 +62,7 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     >>> est.items, est.calls  # 22 queries x their top 2 chunks, each asked 3 times
     (44, 132)
     """
+    endpoint_keywords = llm_keywords(locals())  # (the twelve LLM keywords as given, before any name is bound)
     options = stage_options(JudgeOptions, options, "judge", depth=depth, samples=samples, batch=batch, seed=seed,
                             tie=tie, max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
                             cache_friendly=cache_friendly, shard=shard_of(shard), prompt=str(prompt))
@@ -71,9 +72,7 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     if chunk_map is None:
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
     keep_table = coerce_qrels(keep) if keep is not None else None
-    llms, config = endpoint(llm, config, llm_settings, model, base_url=base_url, timeout=timeout,
-                            concurrency=concurrency, rpm=rpm, tpm=tpm, cache=cache, no_cache=no_cache,
-                            price_in=price_in, price_out=price_out, max_calls=max_calls, max_cost=max_cost)
+    llms, config = endpoint(llm, config, llm_settings, **endpoint_keywords)
     configs = [x.config for x in llms] if llms is not None else model_configs(config, model_names(model))
     chosen = Judge(configs, options)  # a bad prompt file is refused here, before any call
     reason = "" if options.prompt == "auto" and chosen.full else chosen.prompt_reason

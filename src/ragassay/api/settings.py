@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, cast
 
@@ -31,6 +31,15 @@ RENAMED = {"coverage_output": "coverage_out", "k": "depth"}
 LLM_KEYWORDS = {"model": None, "base_url": None, "timeout": None, "concurrency": None, "rpm": None, "tpm": None,
                 "cache": None, "no_cache": False, "price_in": None, "price_out": None, "max_calls": None,
                 "max_cost": None}
+
+
+def llm_keywords(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The LLM keywords a function was called with, taken from its arguments by the names in
+    :data:`LLM_KEYWORDS`: each function's signature spells the keywords out (so that help, type checkers
+    and the command's flags see them), and this is the one place that knows which they are, so that
+    ``judge``, ``check`` and ``generate`` hand the same set to :func:`endpoint`
+    (``tests/integration/test_api_values.py`` checks each signature against the table)."""
+    return {name: arguments[name] for name in LLM_KEYWORDS}
 
 
 def llm_config(given: LLMConfig | None, model: str | Sequence[str] | None, settings: dict[str, Any], *,
@@ -130,7 +139,8 @@ def stage_options(options_type: type[O], options: O | None, function: str, **val
     once would leave one of them silently unused); else made from the keywords, which are deprecated
     where they differ from their defaults: the warning names the fields of ``options=`` that replace
     them (each keyword is the field of the same name)."""
-    defaults = {f.name: f.default for f in fields(options_type)}
+    defaults = {f.name: f.default_factory() if f.default_factory is not MISSING else f.default
+                for f in fields(options_type)}  # (a dict field's default is made by its factory)
     if options is None:
         moved = sorted(k for k, v in values.items() if v != {**defaults, "quiet": True}.get(k))
         if moved:  # (quiet defaults to True in the functions, as no progress bar is the rule there)

@@ -11,6 +11,7 @@ from ..errors import RagassayError
 from ..product.formatting import render_table
 from ..stages.check import CheckOptions
 from ..stages.check_behaviour import behaviour_lines
+from ..stages.generate import GenerateOptions
 from ..stages.judge import JudgeOptions
 from .options import llm_config
 from .render import render, render_stage
@@ -190,7 +191,7 @@ def _human_text(h: dict) -> str:
 
 def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import generate
-    return render_stage(generate(**stage_arguments(args, generate, None)), args, _generate_text,
+    return render_stage(generate(**stage_arguments(args, generate, GenerateOptions)), args, _generate_text,
                         _generate_json)
 
 

@@ -1,5 +1,5 @@
 """The values an LLM command hands its Python twin, built from its flags: the stage's options
-(``JudgeOptions``, ``CheckOptions``) and the ``Backend``, passed as ``options=`` and ``backend=``, so
+(``JudgeOptions``, ``CheckOptions``, ``GenerateOptions``) and the ``Backend``, passed as ``options=`` and ``backend=``, so
 that the command calls the library the way its documentation asks a script to. The other flags go
 by name (``api_arguments``): the endpoint's, since a jury of several ``--model`` flags is a list of
 configs the function makes, and the stage's inputs and outputs."""
@@ -11,29 +11,36 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
+from ..api.settings import LLM_KEYWORDS
 from ..runtime.engine import parse_shard
 from ..runtime.scaffold import Backend
 from ..stages.check import CheckOptions
-from ..stages.judge import JudgeOptions
+from ..stages.generate import MIX_NAMES, STYLES, GenerateOptions
+from ..stages.generate_job import shares
 from .options import api_arguments
 
 # the batch flags a Backend value holds
 BACKEND_FLAGS = ("backend", "export_requests", "import_results", "poll_seconds")
 
+# flags whose text an options field holds as its value (shares by name), read as the function reads them
+FIELD_VALUES: dict[str, Callable[[Any], Any]] = {"mix": lambda text: shares(text, MIX_NAMES, "--mix"),
+                                                 "styles": lambda text: shares(text, tuple(STYLES), "--styles")}
+
 
 def stage_arguments(args: argparse.Namespace, function: Callable[..., Any],
-                    options_type: type[JudgeOptions] | type[CheckOptions] | None) -> dict[str, Any]:
+                    options_type: type[JudgeOptions] | type[CheckOptions] | type[GenerateOptions]) -> dict[str, Any]:
     """``function``'s arguments from the command's flags: ``options=`` the stage's options (the flags
-    named like its fields), ``backend=`` a Backend, and every other flag by its name."""
+    named like its fields, an LLM flag such as ``--max-calls`` excepted: it goes to the endpoint),
+    ``backend=`` a Backend, and every other flag by its name."""
     given = api_arguments(args, function)
     values: dict[str, Any] = {"backend": Backend(args.backend, args.export_requests, tuple(args.import_results),
                                                  args.poll_seconds)}
-    taken = set(BACKEND_FLAGS)
-    if options_type is not None:
-        names = {f.name for f in fields(options_type)} & set(given)
-        settings = {name: given[name] for name in names}
-        settings["shard"] = parse_shard(args.shard) if getattr(args, "shard", None) else None
-        settings["prompt"] = str(settings.get("prompt", "auto"))
-        values["options"] = options_type(**settings)
-        taken |= names | {"shard"}
+    names = {f.name for f in fields(options_type)} & set(given) - set(LLM_KEYWORDS)
+    settings = {name: FIELD_VALUES.get(name, lambda value: value)(given[name]) for name in names}
+    if "shard" in given:
+        settings["shard"] = parse_shard(args.shard) if args.shard else None
+    if "prompt" in given:
+        settings["prompt"] = str(given["prompt"])
+    values["options"] = options_type(**settings)
+    taken = set(BACKEND_FLAGS) | names | {"shard"}
     return {**{k: v for k, v in given.items() if k not in taken}, **values}

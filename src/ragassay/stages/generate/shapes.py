@@ -87,7 +87,14 @@ STYLES = {
 
 @dataclass
 class GenerateOptions:
-    """What a question set is asked for: its size, its mix of levels and styles, and what it may spend."""
+    """What a question set is asked for: its size, its mix of levels and styles, and what it may spend.
+
+    ``ragassay.generate(options=...)`` takes it as ``JudgeOptions`` is taken, its fields named like the
+    command's flags: ``limit`` questions, else ``per_chunk`` for each chunk fit to ask about; ``mix`` and
+    ``styles`` as shares by name. Two fields are worked out by ``ragassay.generate`` and are not given
+    there: ``total``, the number the run aims for (from ``limit`` and ``per_chunk`` once the chunks are
+    read), and ``max_calls``, the endpoint's ceiling (``max_calls=`` or the config's). The stage itself
+    reads ``total``."""
 
     total: int = 30
     mix: dict[str, float] = field(default_factory=lambda: {"easy": 0.4, "medium": 0.4, "hard": 0.2})
@@ -98,6 +105,12 @@ class GenerateOptions:
     styles: dict[str, float] = field(default_factory=lambda: {"question": 0.4, "keywords": 0.25, "lowercase": 0.15,
                                                              "task": 0.2})
     quiet: bool = False
+    limit: int | None = None             # the questions wanted (--limit); None: per_chunk for each chunk fit
+    per_chunk: float = 1.0               # questions per chunk fit to ask about, when no limit is given
+
+
+# the fields of GenerateOptions that ragassay.generate works out itself: given in options=, each is refused
+GENERATE_WORKED_OUT = ("total", "max_calls")
 
 
 def cited(generated: GeneratedQuestion, offered: Sequence[str]) -> list[str]:
