@@ -15,13 +15,14 @@ from ..llm import LLM, LLMConfig
 from ..runtime.engine import parse_shard
 from ..runtime.scaffold import Backend
 
+
 class Dataclass(Protocol):
     """Any dataclass, as :func:`dataclasses.fields` takes it: a stage's options are one."""
 
     __dataclass_fields__: ClassVar[dict[str, Any]]
 
 
-O = TypeVar("O", bound=Dataclass)
+Options = TypeVar("Options", bound=Dataclass)
 
 # keywords the functions took before they took the flags' names
 RENAMED = {"coverage_output": "coverage_out", "k": "depth"}
@@ -115,7 +116,8 @@ def endpoint(llm: LLM | Sequence[LLM] | None, config: LLMConfig | None, settings
     return given, llm_config(config, model, settings, **keywords)
 
 
-def options_and_rest(options_type: type[O], settings: Mapping[str, Any], **values: Any) -> tuple[O, dict[str, Any]]:
+def options_and_rest(options_type: type[Options], settings: Mapping[str, Any],
+                     **values: Any) -> tuple[Options, dict[str, Any]]:
     """For a caller inside ragassay that holds a stage's settings as one dict of keywords (qualify's
     ``**settings``): the stage's options made from the keywords named like its fields, with ``values``
     over them and ``quiet`` True unless said (the functions' own default), and the other keywords (the
@@ -134,7 +136,7 @@ def shard_of(shard: str | tuple[int, int] | None) -> tuple[int, int] | None:
     return parse_shard(shard) if isinstance(shard, str) else shard
 
 
-def stage_options(options_type: type[O], options: O | None, function: str, **values: Any) -> O:
+def stage_options(options_type: type[Options], options: Options | None, function: str, **values: Any) -> Options:
     """The stage's options: ``options=`` as given, when no keyword differs from its default (both at
     once would leave one of them silently unused); else made from the keywords, which are deprecated
     where they differ from their defaults: the warning names the fields of ``options=`` that replace

@@ -1,8 +1,8 @@
 """The values an LLM command hands its Python twin, built from its flags: the stage's options
-(``JudgeOptions``, ``CheckOptions``, ``GenerateOptions``) and the ``Backend``, passed as ``options=`` and ``backend=``, so
-that the command calls the library the way its documentation asks a script to. The other flags go
-by name (``api_arguments``): the endpoint's, since a jury of several ``--model`` flags is a list of
-configs the function makes, and the stage's inputs and outputs."""
+(``JudgeOptions``, ``CheckOptions``, ``GenerateOptions``) and the ``Backend``, passed as ``options=``
+and ``backend=``, so that the command calls the library the way its documentation asks a script to.
+The other flags go by name (``api_arguments``): the endpoint's, since a jury of several ``--model``
+flags is a list of configs the function makes, and the stage's inputs and outputs."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ..runtime.scaffold import Backend
 from ..stages.check import CheckOptions
 from ..stages.generate import MIX_NAMES, STYLES, GenerateOptions
 from ..stages.generate_job import shares
+from ..stages.judge import JudgeOptions
 from .options import api_arguments
 
 # the batch flags a Backend value holds
