@@ -191,3 +191,19 @@ def test_a_model_beside_a_client_is_refused_naming_both():
         ragassay.judge(Q, C, R, llm=client, model="x", dry_run=True)
     with pytest.raises(TypeError, match=r"model: set these on the LLM given as llm="):
         ragassay.judge(Q, C, R, llm=[client], model="x", dry_run=True)
+
+
+def test_check_says_a_partial_join_where_the_caller_says(capsys):
+    labels = {"q01": "correct", "nobody": "correct"}  # one label meets no answer: the warning
+    said: list[str] = []
+    ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, human=labels, model="gpt-4o-mini", no_cache=True,
+                   dry_run=True, warn=said.append)
+    assert said == ["answer ids: 1 of 2 in the --human labels are not in the answers (e.g. nobody)"]
+    assert capsys.readouterr().err == ""
+    ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, human=labels, model="gpt-4o-mini", no_cache=True,
+                   dry_run=True)
+    assert capsys.readouterr().err == f"warning: {said[0]}\n"  # by default on stderr, as the command says it
+    for quiet in ({"warn": None}, {"join_warnings": False}):  # (join_warnings=False: the earlier spelling)
+        ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, human=labels, model="gpt-4o-mini", no_cache=True,
+                       dry_run=True, **quiet)
+        assert capsys.readouterr().err == ""

@@ -16,7 +16,15 @@ from ..runtime.scaffold import Backend
 from ..stages.check import Checker, CheckJob, CheckOptions, check_result, read_labels_origin
 from ..stages.check_behaviour import with_test_set
 from ..stages.check_result import CheckResult
-from .check_inputs import answer_items, diagnosis_inputs, people_labels, queries_by_text
+from .check_inputs import (
+    Say,
+    answer_items,
+    diagnosis_inputs,
+    on_stderr,
+    people_labels,
+    queries_by_text,
+    say_join,
+)
 from .inputs import chunks_by_id, source_of
 from .running import output_path, run_job, say_prompt
 from .settings import backend_of, endpoint, llm_keywords, shard_of, stage_options
@@ -46,7 +54,7 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
           import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
           shard: str | tuple[int, int] | None = None, quiet: bool = True, announce: bool = False,
           llm: LLM | None = None, options: CheckOptions | None = None, config: LLMConfig | None = None,
-          join_warnings: bool = True,
+          join_warnings: bool = True, warn: Say = on_stderr,
           query_ids: Mapping[str, str] | None = None, queries: str | Path | Mapping[str, str] | None = None,
           test_set: str | Path | None = None, **llm_settings: Any) -> CheckResult | Estimate:
     """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
@@ -61,8 +69,11 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     default: with ``run`` and ``qrels``, the diagnosis uses recall@``depth`` of the gold chunks;
     ``by=["field"]`` breaks rates down. With no endpoint configured at all, the rules run and the
     other answers are error records that a rerun with an endpoint fills in (``announce=True`` says
-    so on stderr, as the command does). ``quiet`` defaults to True here. ``join_warnings=False`` leaves
-    unsaid how the answers met the run, qrels and labels (``run`` says it once, before any step).
+    so on stderr, as the command does). ``quiet`` defaults to True here. ``warn`` is where a partial
+    overlap of the answers with the run, qrels, labels or test set is said (each a sentence; by default a
+    ``warning:`` line on stderr, as the command says it): a function of your own collects them, ``None``
+    says nothing (``ragassay run`` counts every join once, before any step, naming its files, so its check
+    step passes None); ``join_warnings=False`` is the earlier spelling of ``warn=None``.
     ``query_ids`` maps an answer's id to the query id it answers, where the two differ (``run`` matched
     them by question text): the diagnosis then meets the run and qrels by those. Returns a
     :class:`~ragassay.stages.check_result.CheckResult` (``.summary`` holds the rates), or the
@@ -82,17 +93,18 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
                             max_response_chars=max_response_chars, max_context_chars=max_context_chars,
                             shard=shard_of(shard), prompt=str(prompt))
     _check_ranges(options)
+    say = warn if join_warnings else None  # (join_warnings=False, the earlier spelling of warn=None)
     on = backend_of(backend, export_requests, import_results, poll_seconds)
     chunk_map = chunks_by_id(chunks)
     items, fields_by_id = answer_items(answers, chunk_map, by)
     set_join = None
     if test_set is not None:
         items, set_join = with_test_set(items, test_set, source_of(answers))
-        set_join.warn(not join_warnings, sides=("left",))
+        say_join(set_join, say, ("left",))
     if queries is not None and query_ids is None and run is not None:  # answers under other ids than the run's
-        query_ids = queries_by_text(items, queries, answers, join_warnings)
-    diagnosis = diagnosis_inputs(items, answers, run, qrels, depth, query_ids, queries, join_warnings)
-    people, human_join = people_labels(human, items, answers, join_warnings)
+        query_ids = queries_by_text(items, queries, answers, say)
+    diagnosis = diagnosis_inputs(items, answers, run, qrels, depth, query_ids, queries, say)
+    people, human_join = people_labels(human, items, answers, say)
     given, config = endpoint(llm, config, llm_settings, **endpoint_keywords)
     checker = Checker([config], options)  # (a bad prompt file: an error before any call)
     say_prompt("" if options.prompt == "auto" and checker.full else checker.prompt_reason, "check",

@@ -5,7 +5,7 @@ answers when the answers carry other ids than the queries."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,23 @@ from ..data.text_match import answers_to_queries
 from ..errors import InputError, UsageError
 from ..stages.check import answer_fields, read_answers, read_human_labels, retrieval_recall
 from .inputs import source_of
+
+# where ragassay.check says how its inputs met the answers: a function given each warning, or None to say
+# nothing (the caller said them itself, as ``ragassay run`` does once for every step, naming its files)
+Say = Callable[[str], None] | None
+
+
+def on_stderr(warning: str) -> None:
+    """A warning said as a command says it: one line on stderr."""
+    print(f"warning: {warning}", file=sys.stderr)
+
+
+def say_join(join: Join, say: Say, sides: tuple[str, ...]) -> Join:
+    """``join``'s warning (some ids of ``sides`` found no partner) handed to ``say``; returns the join."""
+    warning = join.warning(sides)
+    if warning and say is not None:
+        say(warning)
+    return join
 
 
 def answer_items(answers: str | Path | Sequence[AnswerItem | dict], chunks: Mapping[str, Chunk] | None,
@@ -58,7 +75,7 @@ def _breakdown_fields(raw: Sequence[tuple[int, dict]], by: Sequence[str]) -> dic
 
 
 def queries_by_text(items: Sequence[AnswerItem], queries: str | Path | Mapping[str, str], answers: Any,
-                    warn: bool) -> dict[str, str] | None:
+                    say: Say) -> dict[str, str] | None:
     """Each answer's query id, when the answers' ids meet none of the queries' but their questions are
     the queries' texts (data/text_match.py: counted, and said as a warning); None when the ids meet."""
     texts = dict(queries) if isinstance(queries, Mapping) else read_queries(queries)
@@ -66,8 +83,8 @@ def queries_by_text(items: Sequence[AnswerItem], queries: str | Path | Mapping[s
                                None if isinstance(queries, Mapping) else queries, setting="--queries")
     if found is None:
         return None
-    if warn:
-        print(f"warning: {found.sentence()}", file=sys.stderr)
+    if say is not None:
+        say(found.sentence())
     return dict(found.pairs)
 
 
@@ -82,7 +99,7 @@ class Diagnosis:
 
 
 def diagnosis_inputs(items: Sequence[AnswerItem], answers: Any, run: Any, qrels: Any, depth: int,
-                     query_ids: Mapping[str, str] | None, queries: Any, join_warnings: bool) -> Diagnosis:
+                     query_ids: Mapping[str, str] | None, queries: Any, say: Say) -> Diagnosis:
     """The diagnosis meets answers with the run and the qrels by query id: each join is counted, and
     none in common is an error that names the way out (``queries=``, to match by question text)."""
     if run is None:
@@ -99,10 +116,10 @@ def diagnosis_inputs(items: Sequence[AnswerItem], answers: Any, run: Any, qrels:
         raise InputError(f"{e.message} If the answers ask the queries' questions under other ids, give the "
                          "queries (--queries FILE; queries= in Python) to match them by question text", e.path) \
             from None
-    joins = [Join.of("query ids", "the answers", ids, "the run", run_t.queries, source_of(answers), source_of(run))
-             .require_overlap().warn(not join_warnings, sides=("left",)),
-             Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, source_of(answers),
-                     source_of(qrels)).require_overlap().warn(not join_warnings, sides=("left",))]
+    joins = [say_join(Join.of("query ids", "the answers", ids, "the run", run_t.queries, source_of(answers),
+                              source_of(run)).require_overlap(), say, ("left",)),
+             say_join(Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, source_of(answers),
+                              source_of(qrels)).require_overlap(), say, ("left",))]
     in_run = set(run_t.queries)  # an answer whose question the run does not hold is not diagnosed
     all_recall, caveat = retrieval_recall(qrels_t, run_t, depth)
     by_query = {q: v for q, v in all_recall.items() if q in in_run}
@@ -111,13 +128,12 @@ def diagnosis_inputs(items: Sequence[AnswerItem], answers: Any, run: Any, qrels:
 
 
 def people_labels(human: str | Path | Mapping[str, str] | None, items: Sequence[AnswerItem], answers: Any,
-                  join_warnings: bool) -> tuple[dict[str, str] | None, Join | None]:
+                  say: Say) -> tuple[dict[str, str] | None, Join | None]:
     """People's labels of a sample of the answers, and how they met the answers: labels of no answer
     are the warning."""
     if human is None:
         return None, None
     people = read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)
-    join = Join.of("answer ids", "the answers", [a.id for a in items], "the --human labels", people,
-                   source_of(answers), source_of(human)).require_overlap().warn(not join_warnings,
-                                                                                sides=("right",))
+    join = say_join(Join.of("answer ids", "the answers", [a.id for a in items], "the --human labels", people,
+                            source_of(answers), source_of(human)).require_overlap(), say, ("right",))
     return people, join

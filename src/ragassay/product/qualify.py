@@ -256,8 +256,7 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
         out = _output(output, "checks", grader)
         started = time.monotonic()
         options, endpoint = options_and_rest(CheckOptions, settings, prompt=grader.prompt)
-        done = check(items, output=out, model=grader.model, options=options, dry_run=dry_run,
-                     join_warnings=False, **endpoint)
+        done = check(items, output=out, model=grader.model, options=options, dry_run=dry_run, **endpoint)
         if isinstance(done, Estimate):
             estimates.append(done)
             continue

@@ -41,7 +41,7 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=read_json(summary))
     args: dict[str, Any] = dict(output=out, chunks=ctx.loaded.chunks(p.chunks), human=p.human, depth=p.depth,
-                                join_warnings=False,  # (the joins were said at the start)
+                                warn=None,  # (the run said every join at the start, naming its files)
                                 options=CheckOptions(prompt=p.check_prompt, quiet=True))
     spent = None if rules_only or ctx.dry_run else ctx.spent()
     if spent:
