@@ -26,6 +26,7 @@ _EXPORTS = {
     "LLM": "llm", "LLMConfig": "llm", "LLMError": "llm",
     "Measure": "metrics.measures", "parse_measure": "metrics.measures",
     "judge": "api", "check": "api", "generate": "api", "GenerateResult": "stages.generate",
+    "GenerateOptions": "stages.generate",
     "qualify": "product.qualify_inputs", "qualify_judge": "product.qualify", "qualify_check": "product.qualify",
     "Grader": "product.qualify_results",
     "Qualification": "product.qualify_results", "read_graded_pairs": "data.people_samples",
@@ -80,7 +81,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .runtime.scaffold import Backend
     from .stages.check import CheckOptions, check_answers, read_answers
     from .stages.check_result import CheckResult
-    from .stages.generate import GenerateResult
+    from .stages.generate import GenerateOptions, GenerateResult
     from .stages.judge import JudgeOptions, JudgeResult, judge_run
     from .stages.queries import read_query_items
     from .stages.retrieve import run_retriever

@@ -8,7 +8,8 @@ API) and return a typed result (``.records``, ``.to_dataframe()``, ``.usage`` as
 a script and inside a notebook, whose own event loop is already running.
 
 Settings may also be given as values, built once and reused: ``options=`` the stage's options
-(:class:`~ragassay.JudgeOptions`, :class:`~ragassay.CheckOptions`), ``config=`` an
+(:class:`~ragassay.JudgeOptions`, :class:`~ragassay.CheckOptions`, :class:`~ragassay.GenerateOptions`),
+``config=`` an
 :class:`~ragassay.LLMConfig` (the endpoint, model, limits and cache, used as given), ``backend=`` a
 :class:`~ragassay.Backend`. A keyword that one of those values holds, given beside it, is a
 ``TypeError``: one of the two would silently go unused.
@@ -18,8 +19,8 @@ A dry run of the bundled example, offline (no endpoint, no key):
 >>> import ragassay
 >>> from ragassay.product.demo import example_dir
 >>> ex = example_dir()
->>> est = ragassay.judge(ex / "queries.jsonl", ex / "chunks.jsonl", ex / "runs" / "bm25.txt", depth=5,
-...                      model="gpt-4o-mini", no_cache=True, dry_run=True)
+>>> est = ragassay.judge(ex / "queries.jsonl", ex / "chunks.jsonl", ex / "runs" / "bm25.txt",
+...                      options=ragassay.JudgeOptions(depth=5), model="gpt-4o-mini", no_cache=True, dry_run=True)
 >>> est.items, est.calls  # the top 5 of 22 queries (two have only 3 and 4): one call each
 (107, 107)
 >>> est = ragassay.check(ex / "answers.jsonl", chunks=ex / "chunks.jsonl", model="gpt-4o-mini", no_cache=True,

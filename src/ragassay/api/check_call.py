@@ -81,8 +81,9 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
 
     >>> from ragassay.product.demo import example_dir
     >>> ex = example_dir()
-    >>> est = check(ex / "answers.jsonl", chunks=ex / "chunks.jsonl", samples=3, model="gpt-4o-mini",
-    ...             no_cache=True, dry_run=True)
+    >>> from ragassay import CheckOptions
+    >>> est = check(ex / "answers.jsonl", chunks=ex / "chunks.jsonl", options=CheckOptions(samples=3),
+    ...             model="gpt-4o-mini", no_cache=True, dry_run=True)
     >>> est.decided_without_call, est.calls  # 2 decided by rule; 14 answers asked 3 times each
     (2, 42)
     """

@@ -59,7 +59,9 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     ``.usage`` as numbers), or the :class:`~ragassay.runtime.engine.Estimate` of a ``dry_run``.
 
     >>> from ragassay.product.demo import example_dir
-    >>> est = generate(example_dir() / "chunks.jsonl", limit=10, model="gpt-4o-mini", no_cache=True, dry_run=True)
+    >>> from ragassay import GenerateOptions
+    >>> est = generate(example_dir() / "chunks.jsonl", options=GenerateOptions(limit=10), model="gpt-4o-mini",
+    ...                no_cache=True, dry_run=True)
     >>> est.items, est.calls  # 8 single-chunk candidates x 4 calls; 2 hard ones x (4 + one per chunk offered)
     (10, 46)
     >>> est.calls_per_step

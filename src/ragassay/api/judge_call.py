@@ -57,8 +57,9 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
 
     >>> from ragassay.product.demo import example_dir
     >>> ex = example_dir()
-    >>> est = judge(ex / "queries.jsonl", ex / "chunks.jsonl", ex / "runs" / "bm25.txt", depth=2, samples=3,
-    ...             model="gpt-4o-mini", no_cache=True, dry_run=True)
+    >>> from ragassay import JudgeOptions
+    >>> est = judge(ex / "queries.jsonl", ex / "chunks.jsonl", ex / "runs" / "bm25.txt",
+    ...             options=JudgeOptions(depth=2, samples=3), model="gpt-4o-mini", no_cache=True, dry_run=True)
     >>> est.items, est.calls  # 22 queries x their top 2 chunks, each asked 3 times
     (44, 132)
     """

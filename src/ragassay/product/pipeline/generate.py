@@ -9,6 +9,7 @@ from typing import Any
 
 from ... import api
 from ...errors import RagassayError, UsageError
+from ...stages.generate import GenerateOptions
 from .context import Context
 from .llm_steps import estimate_text, estimated, llm_skip, run_result
 from .results import StepResult, not_selected
@@ -49,8 +50,9 @@ def _generated(ctx: Context, questions: Path, sample: bool) -> StepResult:
     kept = None if ctx.append else ctx.state.fresh("generate", digest, [questions])
     if kept:
         return StepResult("generate", "up to date", kept["text"], kept["exit_code"], result=kept.get("result"))
-    args = dict(output=questions, limit=limit, append=ctx.append and questions.exists(),
-                rejects=ctx.out / "rejects.jsonl", qrels_out=ctx.out / "questions.qrels", **ctx.llm_args())
+    args = dict(output=questions, append=ctx.append and questions.exists(), rejects=ctx.out / "rejects.jsonl",
+                qrels_out=ctx.out / "questions.qrels", **ctx.llm_args(),
+                options=GenerateOptions(limit=limit, quiet=True))
     if ctx.dry_run:
         est = estimated(api.generate(ctx.loaded.chunks(p.chunks), dry_run=True, **args))
         ctx.generating = not sample
