@@ -72,7 +72,10 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
     options = stage_options(GenerateOptions, options, "generate", limit=limit, per_chunk=per_chunk,
                             mix=shares(mix, MIX_NAMES, "--mix"), styles=shares(styles, tuple(STYLES), "--styles"),
                             seed=seed, max_per_doc=max_per_doc, quiet=quiet)
-    options = _generate_checked(options)
+    _refuse_worked_out(options)
+    # a dict given in options= is checked as the flag's text is
+    options = replace(options, mix=shares(options.mix, MIX_NAMES, "--mix"),
+                      styles=shares(options.styles, tuple(STYLES), "--styles"))
     targets = export_targets(export)
     if options.max_per_doc is not None and options.max_per_doc < 1:
         raise UsageError("--max-per-doc must be at least 1")
@@ -99,14 +102,11 @@ def generate(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk], 
 
 
 
-def _generate_checked(options: GenerateOptions) -> GenerateOptions:
-    """The options as the flags are checked, however they were given: the shares of levels and styles
-    (a dict given in ``options=`` is checked as the flag's text is), and no field that ``generate``
-    works out itself (it would silently go unused)."""
+def _refuse_worked_out(options: GenerateOptions) -> None:
+    """A field of the options that ``generate`` works out itself, given in ``options=``, is refused: it
+    would silently go unused."""
     defaults = GenerateOptions()
     set_here = [name for name in GENERATE_WORKED_OUT if getattr(options, name) != getattr(defaults, name)]
     if set_here:
         raise TypeError(f"GenerateOptions({', '.join(f'{n}=...' for n in set_here)}) is worked out by generate: "
                         "give limit= or per_chunk= in the options, and max_calls as a keyword or in config=")
-    return replace(options, mix=shares(options.mix, MIX_NAMES, "--mix"),
-                   styles=shares(options.styles, tuple(STYLES), "--styles"))

@@ -15,7 +15,7 @@ from ..stages.generate import GenerateOptions
 from ..stages.judge import JudgeOptions
 from .options import llm_config
 from .render import render, render_stage
-from .stage_values import stage_arguments
+from .stage_values import generate_values, stage_arguments
 
 # ---------------------------------------------------------------------------------------- ping
 
@@ -191,8 +191,8 @@ def _human_text(h: dict) -> str:
 
 def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import generate
-    return render_stage(generate(**stage_arguments(args, generate, GenerateOptions)), args, _generate_text,
-                        _generate_json)
+    done = generate(**stage_arguments(args, generate, GenerateOptions, generate_values(args)))
+    return render_stage(done, args, _generate_text, _generate_json)
 
 
 def _generate_json(result: Any) -> dict:

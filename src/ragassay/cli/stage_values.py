@@ -7,7 +7,7 @@ flags is a list of configs the function makes, and the stage's inputs and output
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -23,21 +23,25 @@ from .options import api_arguments
 # the batch flags a Backend value holds
 BACKEND_FLAGS = ("backend", "export_requests", "import_results", "poll_seconds")
 
-# flags whose text an options field holds as its value (shares by name), read as the function reads them
-FIELD_VALUES: dict[str, Callable[[Any], Any]] = {"mix": lambda text: shares(text, MIX_NAMES, "--mix"),
-                                                 "styles": lambda text: shares(text, tuple(STYLES), "--styles")}
+
+def generate_values(args: argparse.Namespace) -> dict[str, Any]:
+    """generate's flags whose text a ``GenerateOptions`` field holds as a value: the shares by name of
+    ``--mix`` and ``--styles``, read as the function reads them (a wrong share is the same usage error)."""
+    return {"mix": shares(args.mix, MIX_NAMES, "--mix"), "styles": shares(args.styles, tuple(STYLES), "--styles")}
 
 
 def stage_arguments(args: argparse.Namespace, function: Callable[..., Any],
-                    options_type: type[JudgeOptions] | type[CheckOptions] | type[GenerateOptions]) -> dict[str, Any]:
+                    options_type: type[JudgeOptions] | type[CheckOptions] | type[GenerateOptions],
+                    values_of_text: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``function``'s arguments from the command's flags: ``options=`` the stage's options (the flags
-    named like its fields, an LLM flag such as ``--max-calls`` excepted: it goes to the endpoint),
-    ``backend=`` a Backend, and every other flag by its name."""
+    named like its fields, an LLM flag such as ``--max-calls`` excepted: it goes to the endpoint; a
+    flag's text read into its field's value where ``values_of_text`` holds it), ``backend=`` a Backend,
+    and every other flag by its name."""
     given = api_arguments(args, function)
     values: dict[str, Any] = {"backend": Backend(args.backend, args.export_requests, tuple(args.import_results),
                                                  args.poll_seconds)}
     names = {f.name for f in fields(options_type)} & set(given) - set(LLM_KEYWORDS)
-    settings = {name: FIELD_VALUES.get(name, lambda value: value)(given[name]) for name in names}
+    settings = {name: (values_of_text or {}).get(name, given[name]) for name in names}
     if "shard" in given:
         settings["shard"] = parse_shard(args.shard) if args.shard else None
     if "prompt" in given:
