@@ -157,8 +157,8 @@ def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -
     text = str(value)
     space = next((c for c in text if c.isspace()), None)
     if not text or space is not None:
-        said = f" ({char_name(space)})" if space is not None else ""
-        raise InputError(f"{what} {text!r} is empty or contains whitespace{said}, which TREC files cannot hold; "
+        which_space = f" ({char_name(space)})" if space is not None else ""
+        raise InputError(f"{what} {text!r} is empty or contains whitespace{which_space}, which TREC files cannot hold; "
                          "rename it", path, line)
     return text
 

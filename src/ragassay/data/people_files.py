@@ -252,7 +252,7 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
                   field_name: str = "label") -> tuple[dict[str, str], bool, list[dict]]:
     """:func:`read_answer_labels` of (line, object) rows: a labels file's lines, or answers' own."""
     labels: dict[str, str] = {}
-    said: list[dict] = []
+    line_origins: list[dict] = []
     lines: dict[str, int] = {}
     problems = LineProblems(path) if problems is None else problems
     kinds: dict[str, int] = {}  # "binary" / "check" -> the first line that needs it
@@ -279,7 +279,7 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
             kinds.setdefault("check", no)
         labels[aid] = value
         lines[aid] = no
-        said.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
+        line_origins.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
     problems.raise_if_any()
     if len(kinds) == 2:
         raise InputError(f"labels of two kinds in one file: 'incorrect' (line {kinds['binary']}) is binary, but line "
@@ -287,4 +287,4 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
                          path, max(kinds.values()))
     if not labels:
         raise InputError("no labels in file", path)
-    return labels, "binary" in kinds, said
+    return labels, "binary" in kinds, line_origins

@@ -34,7 +34,7 @@ class Evidence:
     """What the content says: ``sure`` refuses, otherwise a warning; ``line`` where it shows, if one."""
 
     sure: bool
-    said: str
+    evidence: str
     line: int | None = None
 
 
@@ -181,9 +181,9 @@ def check_columns(head: bytes, path: str | Path, kind: str, fmt: str, header: in
     if found is None:
         return
     if found.sure:
-        raise InputError(f"looks like {other}, not {given}: {found.said}; {advice}, or {flag} {fmt} ({takers}; "
+        raise InputError(f"looks like {other}, not {given}: {found.evidence}; {advice}, or {flag} {fmt} ({takers}; "
                          f"format={fmt!r} in Python) if it really is {given}", path, found.line)
-    print(f"warning: {path}: read as a run, though {found.said}; if it is qrels, it goes where qrels are read "
+    print(f"warning: {path}: read as a run, though {found.evidence}; if it is qrels, it goes where qrels are read "
           "(the QRELS of evaluate, compare and agree)", file=sys.stderr)
 
 
@@ -293,10 +293,10 @@ def refuse_grades_as_run(qrels: Any, run: Any, qrels_path: str | Path | None = N
     naming both files and the way to force the reading (``--run-format`` / ``format=``). Asked only
     of a run whose format was detected, not given by name."""
     qrels_file = qrels_path or qrels.source or "the qrels"
-    said = grades_evidence(qrels, run, str(qrels_file))
-    if said is None:
+    evidence = grades_evidence(qrels, run, str(qrels_file))
+    if evidence is None:
         return run
     run_file = run_path or run.source or "the run"
-    raise InputError(f"looks like qrels, not a run: {said}; give a run of a retriever's results; --run-format "
+    raise InputError(f"looks like qrels, not a run: {evidence}; give a run of a retriever's results; --run-format "
                      f"names its format if {run_file} really is a run (trec, trec3, jsonl or beir; format= in Python, "
                      "where a Run object or a dict is taken as it is)", run_file)

@@ -378,9 +378,9 @@ class _Totals:
         for key in self.judged_keys:
             shares = judged_values.get(key)
             if shares is not None:
-                kept = shares[~np.isnan(shares)]
-                self.judged[key].add(kept.tolist())
-                self.judged_counts[key] += len(kept)
+                measured = shares[~np.isnan(shares)]
+                self.judged[key].add(measured.tolist())
+                self.judged_counts[key] += len(measured)
         if out.spool is not None:
             np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
             np.save(out.spool, np.stack([values[str(m)] for m in self.measures], axis=1))

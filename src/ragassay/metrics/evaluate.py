@@ -317,9 +317,9 @@ def judged_means(judged: Mapping[str, np.ndarray]) -> dict[str, float]:
     cut-off where it returned nothing for any query is left out)."""
     out = {}
     for key, v in judged.items():
-        kept = v[~np.isnan(v)]
-        if len(kept):
-            out[key] = math.fsum(kept.tolist()) / len(kept)
+        measured = v[~np.isnan(v)]
+        if len(measured):
+            out[key] = math.fsum(measured.tolist()) / len(measured)
     return out
 
 

@@ -55,9 +55,9 @@ class Relevance:
                     "relevant' (the judge's 1 and TREC Deep Learning's mean 'on the topic, not an answer'), give the "
                     "grade that counts (relevance_level in ragassay.toml; evaluate, compare and report take "
                     "--relevance-level N)")
-        said = (f"the labels say their scale{scale} but not the grade they count from" if self.scale
-                else "the labels do not say their scale")
-        return f"{head} (trec_eval's default: {said}{hint})"
+        why = (f"the labels say their scale{scale} but not the grade they count from" if self.scale
+               else "the labels do not say their scale")
+        return f"{head} (trec_eval's default: {why}{hint})"
 
     def warnings(self) -> list[str]:
         """What makes the binary measures mean nothing, or less than they seem."""
@@ -236,15 +236,15 @@ def rests_on(relevance: Relevance, standing: PoolStanding, measures: Sequence[Me
 
 def _relevance_lines(rel: dict[str, Any]) -> list[str]:
     """The relevant grade beside the measures that use it, and its warnings, as text lines."""
-    said = [f"{rel['text']}: {', '.join(rel['measures'])}"] if rel.get("measures") else []
-    return said + [f"warning: {w}" for w in rel.get("warnings") or []]
+    lines = [f"{rel['text']}: {', '.join(rel['measures'])}"] if rel.get("measures") else []
+    return lines + [f"warning: {w}" for w in rel.get("warnings") or []]
 
 
 def _pool_lines(pool: dict[str, Any], name: str = "") -> list[str]:
     """A run's standing to its pool and its flags, as text lines (``name``: the run's, in a comparison)."""
     prefix = f"{name}: " if name else ""
-    said = [f"{prefix}{pool['text']}"] if pool.get("text") else []
-    return said + [f"warning: {prefix}{f}" for f in pool.get("flags") or []]
+    lines = [f"{prefix}{pool['text']}"] if pool.get("text") else []
+    return lines + [f"warning: {prefix}{f}" for f in pool.get("flags") or []]
 
 
 def rests_on_lines(data: dict[str, Any] | None) -> list[str]:

@@ -243,12 +243,12 @@ def _answers_note(s: dict) -> str:
     (no endpoint was given; not a failure) apart from errors."""
     waiting = s.get("waiting") or 0
     errors = s["errors"]
-    said = [f"{s['graded']} of {s['answers']} answers decided"]
+    parts = [f"{s['graded']} of {s['answers']} answers decided"]
     if waiting:
-        said.append(f"{waiting} waiting for an LLM verdict (no endpoint was given: a run with one decides them)")
+        parts.append(f"{waiting} waiting for an LLM verdict (no endpoint was given: a run with one decides them)")
     if errors:
-        said.append(f"{errors} not graded (errors: the checks file has each reason)")
-    return "; ".join(said) + f". Every rate is of the {s['graded']} decided, not of all {s['answers']}."
+        parts.append(f"{errors} not graded (errors: the checks file has each reason)")
+    return "; ".join(parts) + f". Every rate is of the {s['graded']} decided, not of all {s['answers']}."
 
 
 def generate_sections(inp: ReportInputs) -> list[Section]:

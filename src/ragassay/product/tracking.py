@@ -72,7 +72,8 @@ def gate(values: Mapping[str, float], mins: Mapping[str, float], maxs: Mapping[s
 
 def git_commit(cwd: str | Path = ".") -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                             timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
@@ -181,10 +182,10 @@ def _series_name(r: TrackedResult, metric: str | None = None) -> str:
     q = r.qrels or {}
     origin = (q.get("origin") or {}).get("describe", "unknown")
     settings = r.settings or {}
-    said = ", ".join(f"relevant = grade ≥ {settings[k]}" if k == "relevance_level" else f"{k} {settings[k]}"
-                     for k in _settings_of(metric) if k in settings)
+    settings_text = ", ".join(f"relevant = grade ≥ {settings[k]}" if k == "relevance_level" else f"{k} {settings[k]}"
+                              for k in _settings_of(metric) if k in settings)
     name = f"{r.run or r.kind} on qrels {q.get('digest', '?')[:8]} ({origin})" if q else (r.run or r.kind)
-    return f"{name}, {said}" if said and r.kind in ("evaluate", "compare") else name
+    return f"{name}, {settings_text}" if settings_text and r.kind in ("evaluate", "compare") else name
 
 
 # ------------------------------------------------------- what the track, history and gate commands call
