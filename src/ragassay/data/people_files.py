@@ -1,9 +1,12 @@
-"""The files people's labels come in, read for :mod:`.people_samples`: the texts of only the chunks a
-set of labels names (a passage collection may hold millions: MS MARCO's is 8.8M lines), EVOUNA's
-JSON array of answers with people's true/false, and a file of people's labels of answers.
+"""The files that people's labels come in, read for :mod:`.people_samples`.
 
-Each reader names the file and line of what it cannot read, and says every bad line at once
-(:class:`.line_problems.LineProblems`); nothing is skipped without being counted by the caller.
+They are: the texts of only the chunks that a set of labels names (a passage collection may hold
+millions, as MS MARCO's 8.8 million lines do, so reading all of it would waste memory); EVOUNA's
+JSON array of answers with people's true or false; and a file of people's labels of answers.
+
+Each reader names the file and line of what it cannot read, and reports every bad line at once
+(:class:`.line_problems.LineProblems`), so that a user fixes a file in one pass. Nothing is skipped
+without the caller counting it.
 """
 
 from __future__ import annotations

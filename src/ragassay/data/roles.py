@@ -1,13 +1,14 @@
-"""What a file's content says of its role: qrels given as a run, a run as qrels, questions or
-queries as chunks, chunks as queries.
+"""What a file's content says about the role it plays: qrels given as a run, a run given as qrels,
+questions or queries given as chunks, and chunks given as queries.
 
-A reader is told which role a file plays by the argument it was given as; a file in the wrong role
-is often still readable (qrels' three columns read as a run score ndcg 1.0 against themselves), so
-the content is asked as well. Only what is sure refuses: a header that names the other role's
-columns, a line in the other role's TREC shape, values no ranking written in order has. What is
-only likely is a warning. The checks read the head of the file (what the reader parsed already,
-at most 64 KB), never a second pass over the whole file, and a format given by name
-(``--run-format``, ``--qrels-format``, ``format=``) skips them: the user's word forces a reading.
+A reader is told which role a file plays by the argument it was given as. A file in the wrong role
+can often still be read, and then gives a wrong answer without any error: qrels' three columns read
+as a run score an nDCG of 1.0 against themselves. So the content is asked as well. Only what is sure
+refuses the file: a header that names the other role's columns, a line in the other role's TREC
+shape, or values that no ranking written in order has. What is only likely is a warning. The checks
+read the head of the file, which the reader has parsed already (at most 64 KB), and never make a
+second pass over the whole file. A format given by name (``--run-format``, ``--qrels-format``,
+``format=``) skips them, because the user's word decides how the file is read.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Columnar qrels and runs: one numpy array per column, not a dict per query.
+"""Qrels and runs held as columns: one numpy array per column rather than a dict per query.
 
-Query ids are kept as a small list (``queries``) plus an integer code per row; document ids are a
-fixed-width UTF-8 bytes array, so a 2-million-line run costs a few tens of megabytes and every
-metric can be computed over all queries at once.
+Query ids are kept once, in a small list (``queries``), and each row holds only an integer code
+into it; document ids are one fixed-width UTF-8 bytes array. A run of two million lines then costs
+a few tens of megabytes, and every metric can be computed over all queries at
+once with array operations rather than a Python loop per query.
 """
 
 from __future__ import annotations

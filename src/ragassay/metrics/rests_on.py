@@ -1,10 +1,11 @@
-"""What a score rests on, said beside it: the grade from which a label counts as relevant, the pool
+"""What a score rests on, shown beside it: the grade from which a label counts as relevant, the pool
 of runs whose top results were judged, and how much of a run's own top k was judged at all.
 
-Exact arithmetic on the wrong premise flatters: the judge's grade 1 means "on the topic, but does
-not answer", so counting it as relevant gives a retriever credit for near misses; and a run scored
-on a pool only it made has, by construction, found every relevant chunk the labels know. Neither
-can be seen in the number, so each is carried beside it (text, JSON, report).
+Exact arithmetic on a wrong premise flatters a retriever. The judge's grade 1 means "on the topic,
+but does not answer", so counting it as relevant gives a retriever credit for near misses. A run
+scored on a pool that only it made has, by construction, found every relevant chunk the labels
+know. Neither can be seen in the number itself, so each is carried beside it, in the text, the JSON
+and the report.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
-"""The report's sections on what the LLM stages and people wrote: the judge's grades, coverage and
-agreement, the calibration `ragassay label` measured, the answers' labels and diagnosis, a generated
-set's mix, and who made each file of labels."""
+"""The report's sections on what the LLM stages and people wrote.
+
+They show the judge's grades, its coverage and agreement, the calibration that ``ragassay label``
+measured, the answers' labels and their diagnosis, a generated set's mix, and who made each file of
+labels. The report (``report.py``) assembles its sections by subject, and these are the ones on
+labels and answers; the runs' sections are in ``report_runs.py``.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
-"""Results over time (``track``, ``history``) and a CI gate (``gate``) on the JSON of evaluate,
-compare and check."""
+"""Results over time (``track`` and ``history``) and a gate for CI (``gate``), read from the JSON
+that evaluate, compare and check write.
+
+``track`` adds a result's metrics, settings and git commit to a SQLite history, so that a team can
+see a metric move from one commit to the next; ``history`` reads that back. ``gate`` checks one
+result against minimum and maximum thresholds, so that a CI job fails when a metric falls below
+what the team accepts.
+"""
 
 from __future__ import annotations
 

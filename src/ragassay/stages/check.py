@@ -1,9 +1,11 @@
-"""``check``: label RAG answers correct / partial / hallucinated / abstained, and say why.
+"""The ``check`` stage: it labels each RAG answer correct, partial, hallucinated or abstained, and
+says why.
 
-Rules decide only what they cannot get wrong without a call (the response is an accepted answer
-as written; the response says nothing at all); the LLM grades the rest against the reference and,
-when given, the retrieved context. A grader failure is a ``status: error`` record, counted and
-excluded from rates, never a label.
+Rules decide an answer only where they cannot be wrong without asking a model: when the response is
+an accepted answer exactly as written, or when it says nothing at all. Every other answer is graded
+by the LLM against the reference and, when one is given, the retrieved context. A grader that fails
+writes a record with ``status: error``; such records are counted and left out of every rate, and
+never turned into a label, because a failure read as a label would change the rates unseen.
 """
 
 from __future__ import annotations

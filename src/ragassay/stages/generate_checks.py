@@ -1,7 +1,9 @@
-"""Checks on generated questions that need no model: a BM25 index over the chunks, word overlap,
-copying, self-containment, length, language, near-duplicates, and the difficulty mix.
+"""Checks on generated questions that need no model.
 
-Every check returns a reason string when a question fails, so a drop is always explained.
+They cover a BM25 index over the chunks, word overlap, copying, self-containment, length, language,
+near-duplicates and the difficulty mix. Every check returns a reason in words when a question fails,
+so that every question dropped from a set is explained. The rule by which two questions are the same
+question lives here, once (:func:`likeness`), and the test-set report uses it too.
 """
 
 from __future__ import annotations

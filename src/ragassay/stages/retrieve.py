@@ -1,11 +1,13 @@
-"""Turn a user's retriever into a run: ``run_retriever(retriever, queries, k)``.
+"""Turning a user's retriever into a run: ``run_retriever(retriever, queries, k)``.
 
-The retriever is a function of the query text returning ranked ids, or ``(id, score)`` pairs, best
-first; or a LlamaIndex or LangChain retriever object, or a factory making one
+The retriever may be a function of the query text that returns ranked ids or ``(id, score)`` pairs,
+best first; a LlamaIndex or LangChain retriever object; or a factory that makes one
 (:mod:`~ragassay.stages.retriever_objects` says how each is called and where a result's chunk id is
-found). Results without scores (ids, LangChain documents, LlamaIndex nodes scored None) get
-``k - rank + 1`` (so trec_eval ranks them as returned); per-query latency is recorded. Given the chunk
-ids, every returned id must be one of them, and the run and the chunks meet with a count of each side.
+found). Results without scores (plain ids, LangChain documents, LlamaIndex nodes scored None) get
+the score ``k - rank + 1``, so that trec_eval ranks them in the order they were returned. The
+latency of each query is recorded. When the chunk ids are given, every returned id must be one of
+them, and the run and the chunks are joined with a count of each side, so that a retriever built
+on another corpus is caught before it is scored.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
-"""Counting what a run will cost before it runs (:func:`estimate`): calls, tokens (what a repeated
-prefix saves), dollars and time, read from the plan and the answer cache (read-only) with no endpoint
-and no key. What is counted is an :class:`.estimate_report.Estimate`."""
+"""What a run will cost before it runs (:func:`estimate`): its calls, its tokens, its price in
+dollars and its time.
+
+The figures are read from the plan and from the answer cache, which is only read here, so a dry run
+needs no endpoint and no key and changes nothing. The tokens count what a repeated prompt prefix
+saves on a server that keeps its last prompt. The result is an :class:`.estimate_report.Estimate`.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,11 @@
-"""What a stage plans: the calls an item needs (``Call``, ``CallText``), the item itself (``WorkItem``) and a
-plan of many (``Items``, packed), shards of a run, and the ``Stage`` base every LLM stage extends."""
+"""What a stage plans, in the terms the engine runs it by.
+
+A :class:`Call` (or its text form, :class:`CallText`) is one request exactly as it will be sent. A
+:class:`WorkItem` is one unit of a stage's work: the calls it needs and the record key it writes.
+:class:`Items` holds a plan of many items packed, so that a plan of a million pairs does not hold a
+million objects. The module also reads ``--shard`` and provides the :class:`Stage` base that every
+LLM stage extends, so the engine can run any stage the same way.
+"""
 
 from __future__ import annotations
 

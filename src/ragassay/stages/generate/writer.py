@@ -1,7 +1,11 @@
-"""What a question set is written from (:class:`QuestionWriter`): the chunks fit to ask about, the
-order candidates are drawn in (documents in proportion to their size, no document too often, hard
-questions' groups of related chunks, styles in their shares), the prompts and calls of each step,
-and the checks of a written question that need no model."""
+"""What a question set is written from (:class:`QuestionWriter`).
+
+The writer decides which chunks are fit to ask about and the order in which candidates are drawn:
+documents in proportion to their size, no document too often, groups of related chunks for hard
+questions, and styles in their shares, so that a set covers the corpus rather than its largest
+document. It also builds the prompts and calls of each step and runs the checks on a written
+question that need no model.
+"""
 
 from __future__ import annotations
 
