@@ -21,8 +21,8 @@ class Background(Generic[T]):
         self._value: T | None = None
         self._made = False
         self._make = make
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
 
     def _run(self) -> None:
         self._value = self._make()
@@ -31,5 +31,5 @@ class Background(Generic[T]):
     def result(self) -> T | None:
         """The value, once the thread has finished; None when the function raised (the caller then
         does the work itself, as it would have without the thread)."""
-        self._thread.join()
+        self.thread.join()
         return self._value if self._made else None

@@ -164,7 +164,8 @@ class Qrels:
         """Start :meth:`digest` on another thread (hashing lets go of the GIL): a large qrels' digest,
         a few tenths of a second, is then made while the run is scored and is ready when the result
         is written. The digest is of the arrays as they are now (a changed array is hashed again)."""
-        self._digest_job = (self._content(), Background(self._hashed, "qrels digest"))
+        job = Background(self._hashed, "qrels digest")
+        self._digest_job = (self._content(), job, job.thread)  # (the thread is named: a test looks for it)
 
     def _content(self) -> tuple:
         return (self.queries, self.qidx, self.doc_ids, self.grades)
