@@ -71,7 +71,7 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
         return None
     # largest column first, each dropped from the table once converted: its arrow memory goes back
     # before the next one is copied out, and the id column is converted chunk by chunk
-    done: dict[int, Any] = {}
+    converted: dict[int, Any] = {}
     for c, kind in sorted(wanted, key=lambda w: {"id": 0, "codes": 1}.get(w[1], 2)):
         col = table.column(f"c{c}")
         table = table.drop_columns([f"c{c}"])
@@ -83,10 +83,10 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
         del chunks
         if value is None:
             return None
-        done[c] = value
+        converted[c] = value
         del value
         trim_heap()  # the column's arrow memory is free: give its pages back before the next one
-    return [done[c] for c, _ in wanted]
+    return [converted[c] for c, _ in wanted]
 
 
 def _parsed_table(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], skip_lines: int,

@@ -24,8 +24,8 @@ def dataset_member(path: str | Path, role: Literal["qrels", "chunks", "queries"]
         if splits:  # which split is meant is the user's choice (BEIR's own loader asks for one too)
             names = ", ".join(s.name for s in splits)
             test = p / "qrels" / "test.tsv"
-            said = "" if test in splits else " and no test.tsv"
-            raise InputError(f"a BEIR folder with several qrels splits{said}; name one, e.g. "
+            test_note = "" if test in splits else " and no test.tsv"
+            raise InputError(f"a BEIR folder with several qrels splits{test_note}; name one, e.g. "
                              f"{test if test in splits else splits[0]} (the splits: {names})", p)
     else:
         for name in (BEIR_FILES[role], BEIR_FILES[role] + ".gz"):

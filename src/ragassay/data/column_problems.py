@@ -36,9 +36,9 @@ def every_bad_line(data: bytes, start: int, first_line: int, ncols: int, most: i
         nl = data.find(b"\n", pos)
         end = n if nl < 0 else nl
         line, pos, line_no = data[pos:end], end + 1, line_no + 1
-        said = line_problem(line, line_no, ncols, most, wanted, path, max_field)
-        if said is not None:
-            problems.add(line_no, said)
+        problem = line_problem(line, line_no, ncols, most, wanted, path, max_field)
+        if problem is not None:
+            problems.add(line_no, problem)
     if not problems:
         return first
     error = problems.error()

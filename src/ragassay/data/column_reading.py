@@ -11,13 +11,13 @@ from __future__ import annotations
 import codecs
 import os
 import re
-import threading
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
 from . import arrow_columns
+from .background import Background
 from .columns import INT_LIMIT, parse_floats, parse_plain_integers
 
 GRADE_LIMIT = INT_LIMIT
@@ -79,15 +79,11 @@ class WholeReadScan:
     parse lets go of the GIL, the scan reads at memchr speed): the scan costs no time of its own."""
 
     def __init__(self, path: str | Path):
-        self._said: list[bool] = []
-        self._thread = threading.Thread(target=lambda: self._said.append(whole_read_needed(Path(path))),
-                                        name="whole-read scan", daemon=True)
-        self._thread.start()
+        self._scan = Background(lambda: whole_read_needed(Path(path)), "whole-read scan")
 
     def needed(self) -> bool:
         """Whether the whole-file read must judge the file (also when the scan itself failed)."""
-        self._thread.join()
-        return self._said != [False]
+        return self._scan.result() is not False
 
 
 def whole_read_needed(path: Path) -> bool:

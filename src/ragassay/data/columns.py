@@ -1,9 +1,10 @@
-"""Fast, vectorised splitting of whitespace-separated files (TREC runs and qrels).
+"""Fast splitting of whitespace-separated files, the TREC runs and qrels, into numpy columns.
 
-A 2-million-line run is split without creating one Python object per token: the file's bytes
-become a uint8 array, token boundaries are found with numpy, and each column is gathered into a
-fixed-width bytes array (``S`` dtype). Widths are rounded up to 8 bytes so columns can be hashed
-as uint64 words (see :func:`hash_bytes`).
+A run of two million lines would cost hundreds of megabytes and many seconds if every token became
+a Python object, so none does. The file's bytes become a uint8 array, numpy finds where the tokens
+begin and end, and each column is gathered into one fixed-width bytes array (``S`` dtype). The
+widths are rounded up to 8 bytes so that a column can be compared and hashed as uint64 words
+(see :func:`hash_bytes`), which is many times faster than comparing it byte by byte.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
-"""A text input's bytes and lines, JSON Lines parsed with file and line in every error, ids checked,
-and files written atomically: the layer every reader and writer of ``data/`` stands on. It imports
-none of them (``io``, ``origin``, ``peer_files`` and ``run_asked`` all import it), so their import
-graph has no circle."""
+"""A text input's bytes and lines, and the files ragassay writes.
+
+This module reads JSON Lines with the file and line named in every error, checks ids, and writes
+files atomically so that a killed process never leaves half a file. It is the layer that every
+reader and writer in ``data/`` stands on, and it imports none of them (``io``, ``origin``,
+``peer_files`` and ``run_asked`` all import it), so that their imports cannot form a circle.
+"""
 
 from __future__ import annotations
 
@@ -157,8 +160,8 @@ def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -
     text = str(value)
     space = next((c for c in text if c.isspace()), None)
     if not text or space is not None:
-        said = f" ({char_name(space)})" if space is not None else ""
-        raise InputError(f"{what} {text!r} is empty or contains whitespace{said}, which TREC files cannot hold; "
+        which_space = f" ({char_name(space)})" if space is not None else ""
+        raise InputError(f"{what} {text!r} is empty or contains whitespace{which_space}, which TREC files cannot hold; "
                          "rename it", path, line)
     return text
 

@@ -1,11 +1,13 @@
 """Who made a file of labels: people (by name) or a model (its name, prompt version, endpoint host
-and date), kept beside every file of labels ragassay writes and read by every reader of labels.
+and date). Every file of labels that ragassay writes keeps its origin beside it, and every reader
+of labels reads it.
 
-A TREC qrels file cannot hold it, so it goes in a sidecar, ``FILE.origin.json``, which a plain TREC
-reader never sees; JSON Lines records say it on each line (judge's and check's records carry
-``model`` and ``prompt``; ``label``'s answer labels carry ``assessor``). A file that says nothing is
-of **unknown** origin: never "people". Agreement is always between two origins, and two files made
-by the same labeller are said to be so, never scored as two labellers agreeing perfectly.
+A TREC qrels file cannot hold an origin, so it goes in a sidecar, ``FILE.origin.json``, which a
+plain TREC reader never sees. JSON Lines records state it on each line: judge's and check's records
+carry ``model`` and ``prompt``, and ``label``'s answer labels carry ``assessor``. A file that says
+nothing is of **unknown** origin, never taken to be people's. Agreement is always measured between
+two origins, and when two files were made by the same labeller the result says so, rather than
+scoring them as two labellers who agree perfectly.
 """
 
 from __future__ import annotations

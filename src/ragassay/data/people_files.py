@@ -1,9 +1,12 @@
-"""The files people's labels come in, read for :mod:`.people_samples`: the texts of only the chunks a
-set of labels names (a passage collection may hold millions: MS MARCO's is 8.8M lines), EVOUNA's
-JSON array of answers with people's true/false, and a file of people's labels of answers.
+"""The files that people's labels come in, read for :mod:`.people_samples`.
 
-Each reader names the file and line of what it cannot read, and says every bad line at once
-(:class:`.line_problems.LineProblems`); nothing is skipped without being counted by the caller.
+They are: the texts of only the chunks that a set of labels names (a passage collection may hold
+millions, as MS MARCO's 8.8 million lines do, so reading all of it would waste memory); EVOUNA's
+JSON array of answers with people's true or false; and a file of people's labels of answers.
+
+Each reader names the file and line of what it cannot read, and reports every bad line at once
+(:class:`.line_problems.LineProblems`), so that a user fixes a file in one pass. Nothing is skipped
+without the caller counting it.
 """
 
 from __future__ import annotations
@@ -252,7 +255,7 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
                   field_name: str = "label") -> tuple[dict[str, str], bool, list[dict]]:
     """:func:`read_answer_labels` of (line, object) rows: a labels file's lines, or answers' own."""
     labels: dict[str, str] = {}
-    said: list[dict] = []
+    line_origins: list[dict] = []
     lines: dict[str, int] = {}
     problems = LineProblems(path) if problems is None else problems
     kinds: dict[str, int] = {}  # "binary" / "check" -> the first line that needs it
@@ -279,7 +282,7 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
             kinds.setdefault("check", no)
         labels[aid] = value
         lines[aid] = no
-        said.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
+        line_origins.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
     problems.raise_if_any()
     if len(kinds) == 2:
         raise InputError(f"labels of two kinds in one file: 'incorrect' (line {kinds['binary']}) is binary, but line "
@@ -287,4 +290,4 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
                          path, max(kinds.values()))
     if not labels:
         raise InputError("no labels in file", path)
-    return labels, "binary" in kinds, said
+    return labels, "binary" in kinds, line_origins

@@ -82,8 +82,8 @@ def read_graded_pairs(qrels: str | Path, queries: str | Path, chunks: str | Path
     notes += assumed
     second_grades, second_origin, join = None, None, None
     if second is not None:
-        second_grades, second_origin, join, said = _second(second, origin, grades, qrels)
-        notes += said
+        second_grades, second_origin, join, second_notes = _second(second, origin, grades, qrels)
+        notes += second_notes
         if second_origin.scale is not None and origin.scale is not None and second_origin.scale != origin.scale:
             raise InputError(f"the second assessor's scale {second_origin.scale[0]}-{second_origin.scale[1]} is not "
                              f"the first's ({origin.scale[0]}-{origin.scale[1]}, {qrels}): grades on two scales "
@@ -150,12 +150,12 @@ def _second(path: str | Path, first: Origin, grades: Mapping[tuple[str, str], in
     theirs = {(qid, cid): int(g) for qid, docs in q.to_dict().items() for cid, g in docs.items()}
     join = Join.of("pairs", "the first people's pairs with texts", (f"{a} {b}" for a, b in grades),
                    "the second people's pairs", (f"{a} {b}" for a, b in theirs), first_path, path).require_overlap()
-    kept = {k: g for k, g in theirs.items() if k in grades}
-    said = []
-    if len(kept) < len(theirs):
-        said.append(f"{len(theirs) - len(kept)} of the second people's {len(theirs)} pairs are not among the first's "
-                    "pairs with texts and are left out")
-    return kept, origin, join.to_dict(), said
+    shared = {k: g for k, g in theirs.items() if k in grades}
+    notes = []
+    if len(shared) < len(theirs):
+        notes.append(f"{len(theirs) - len(shared)} of the second people's {len(theirs)} pairs are not among the "
+                     "first's pairs with texts and are left out")
+    return shared, origin, join.to_dict(), notes
 
 
 def _reasons(counts: Mapping[str, int]) -> str:
@@ -177,10 +177,10 @@ def read_labelled_answers(answers: str | Path, labels: str | Path | None = None,
     got, binary, origin, where = _first_labels(answers, labels, own)
     join = Join.of("answer ids", "the answers", (a.id for a in items), "the labels", got, answers,
                    where).require_overlap()
-    kept = [a for a in items if a.id in got]
+    labelled = [a for a in items if a.id in got]
     skipped = {}
-    if len(kept) < len(items):
-        skipped["answers without a label"] = len(items) - len(kept)
+    if len(labelled) < len(items):
+        skipped["answers without a label"] = len(items) - len(labelled)
     stray = len(set(got) - {a.id for a in items})
     if stray:
         skipped["labels naming no answer"] = stray
@@ -188,9 +188,9 @@ def read_labelled_answers(answers: str | Path, labels: str | Path | None = None,
     notes = [warned] if warned else []
     second_labels = None
     if second is not None:
-        second_labels = _second_labels(second, origin, where, binary, kept)
+        second_labels = _second_labels(second, origin, where, binary, labelled)
     return LabelledAnswers(
-        answers=kept, labels={a.id: got[a.id] for a in kept}, binary=binary, second=second_labels,
+        answers=labelled, labels={a.id: got[a.id] for a in labelled}, binary=binary, second=second_labels,
         source=source or f"people's labels in {where} ({origin.describe()}) of the answers in {answers}",
         citation=citation, skipped=skipped, notes=tuple(notes), origin=origin, join=join.to_dict())
 
@@ -222,14 +222,14 @@ def _first_labels(answers: str | Path, labels: str | Path | None, own: Mapping[s
         if not own:
             raise InputError("no labels: give a labels file (id and label on each line, as `ragassay label` writes) "
                              "or a label on each answer", answers)
-        got, binary, said = _own_labels(own, answers)
-        return got, binary, _people_only(label_origin(answers, said), answers), answers
-    got, binary, said = read_answer_labels(labels)
-    return got, binary, _people_only(label_origin(labels, said), labels), labels
+        got, binary, line_origins = _own_labels(own, answers)
+        return got, binary, _people_only(label_origin(answers, line_origins), answers), answers
+    got, binary, line_origins = read_answer_labels(labels)
+    return got, binary, _people_only(label_origin(labels, line_origins), labels), labels
 
 
 def _second_labels(second: str | Path, origin: Origin, where: str | Path, binary: bool,
-                   kept: Sequence[AnswerItem]) -> dict[str, str]:
+                   labelled: Sequence[AnswerItem]) -> dict[str, str]:
     """A second people's labels of the kept answers, refused when made by the same people or of
     another kind of label."""
     theirs, second_binary, second_said = read_answer_labels(second)
@@ -241,9 +241,9 @@ def _second_labels(second: str | Path, origin: Origin, where: str | Path, binary
         kinds = {True: "correct/incorrect", False: "check's four labels"}
         raise InputError(f"its labels are {kinds[second_binary]}, those of {where} are {kinds[binary]}: labels of "
                          "two kinds cannot be compared", second)
-    Join.of("answer ids", "the labelled answers", (a.id for a in kept), "the second labels", theirs, where,
+    Join.of("answer ids", "the labelled answers", (a.id for a in labelled), "the second labels", theirs, where,
             second).require_overlap()
-    kept_ids = {a.id for a in kept}
+    kept_ids = {a.id for a in labelled}
     return {k: v for k, v in theirs.items() if k in kept_ids}
 
 

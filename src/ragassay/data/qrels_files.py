@@ -64,8 +64,8 @@ def read_qrels(path: str | Path, format: QrelsFormat = "auto") -> Qrels:
     elif fmt in ("beir", "trec3"):
         out = _read_columns_qrels(data, path, ncols=3, q_col=0, d_col=1, g_col=2, skip=header_line(data))
     elif fmt == "jsonl":
-        out, said = _read_jsonl_qrels(data, path, format == "auto")
-        out.origin = label_origin(path, said)
+        out, line_origins = _read_jsonl_qrels(data, path, format == "auto")
+        out.origin = label_origin(path, line_origins)
         return out
     else:
         raise InputError(f"unknown qrels format {format!r}: use trec, trec3, jsonl or beir", path)
@@ -99,9 +99,9 @@ def _fast_column_qrels(path: str | Path, head: bytes, format: QrelsFormat) -> Qr
 
 def _read_jsonl_qrels(data: bytes, path: str | Path, check_role: bool = True) -> tuple[Qrels, list[dict]]:
     """JSON Lines qrels, and what each line says of who made it (assessor, model, prompt)."""
-    rows, said = [], []
+    rows, line_origins = [], []
     for no, obj in iter_jsonl(data, path, keep_float_text=True):
-        said.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
+        line_origins.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
         q = required_field(obj, ("query_id", "qid"), path, no)
         d = required_field(obj, ("chunk_id", "doc_id", "docid"), path, no)
         if check_role and (evidence := roles.jsonl_qrels_evidence(obj)) is not None:
@@ -121,7 +121,7 @@ def _read_jsonl_qrels(data: bytes, path: str | Path, check_role: bool = True) ->
         if abs(g) > GRADE_LIMIT:
             raise InputError(f"grade {g} is out of range (at most {GRADE_LIMIT} either side of 0)", path, no)
         rows.append((check_id(q, "query id", path, no), check_id(d, "chunk id", path, no), int(g), no))
-    return _qrels_from_rows(rows, path), said
+    return _qrels_from_rows(rows, path), line_origins
 
 
 def _qrels_from_rows(rows: list[tuple[str, str, int, int]], path: str | Path) -> Qrels:

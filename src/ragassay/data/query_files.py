@@ -22,16 +22,24 @@ def read_queries(path: str | Path) -> dict[str, str]:
     its queries.jsonl.
     """
     path = dataset_member(path, "queries")
-    data = read_bytes_checked(path)
+    return queries_in(read_bytes_checked(path), path)
+
+
+def queries_in(data: bytes, path: str | Path, objects: dict[str, dict] | None = None) -> dict[str, str]:
+    """The queries in a file's bytes, which the caller has read already, by the rules of
+    :func:`read_queries`. When ``objects`` is given and the file is ragassay's JSON Lines, it receives
+    each query's whole line by id, so that a caller who wants the other fields of a line (the test-set
+    report wants generate's) neither reads nor parses the file a second time."""
     if not is_ragassay_queries(data):  # RAGAS, DeepEval, LlamaIndex: ids by peer_files' rule
         return {q.id: q.text for q in peer_queries(path, data)}
     line, _ = first_line(data)
-    return _jsonl_queries(data, path) if line.startswith("{") else _tsv_queries(data, path)
+    return _jsonl_queries(data, path, objects) if line.startswith("{") else _tsv_queries(data, path)
 
 
-def _jsonl_queries(data: bytes, path: str | Path) -> dict[str, str]:
+def _jsonl_queries(data: bytes, path: str | Path, objects: dict[str, dict] | None = None) -> dict[str, str]:
     """ragassay's JSON Lines queries (an id and a question, query or text on each line), every bad line
-    said at the end; a line that reads as a chunk before any query is read refuses the file as chunks."""
+    said at the end; a line that reads as a chunk before any query is read refuses the file as chunks.
+    ``objects``, when given, receives each query's line by id."""
     out: dict[str, str] = {}
     first: dict[str, int] = {}
     problems = LineProblems(path)  # every bad line, said at the end
@@ -52,6 +60,8 @@ def _jsonl_queries(data: bytes, path: str | Path) -> dict[str, str]:
             continue
         out[str(qid)] = text
         first[str(qid)] = no
+        if objects is not None:
+            objects[str(qid)] = obj
     problems.raise_if_any()
     return out
 

@@ -1,16 +1,17 @@
-"""The data contract: one pydantic model per kind of JSON Lines record (README.md gives each command's fields).
+"""The data contract: one pydantic model for each kind of JSON Lines record (README.md gives each
+command's fields).
 
-Every stage reads and writes these; a field's meaning never depends on which stage wrote it.
-Records that come out of an LLM stage carry ``status`` (ok | error) and, on error, ``error`` with
-the reason and a null label: a failure is never disguised as a default grade.
+Every stage reads and writes these models, and a field means the same thing whichever stage wrote
+it. Records that come out of an LLM stage carry ``status`` (ok or error) and, on an error, ``error``
+with the reason and a null label, so that a failure is never disguised as a default grade.
 
 Two families of models live here. The inputs users write themselves (chunks, run and qrels rows,
-answers to check) keep any extra field they carry: a corpus with a ``url`` per chunk is still a
+answers to check) keep any extra field they carry, so a corpus with a ``url`` per chunk is still a
 corpus. The records ragassay writes (questions, rejects, judgments, coverage, checks) declare every
 field (``extra="forbid"``) and name their own kind on every line in ``record`` (``judgment@1``), so
-a reader knows a file's kind from any one of its lines: a one-record file is read right, and a
-question's own ``kind`` (factoid, comparison ...) is never taken for the file's. :data:`RECORDS` is
-their registry; lines written before ``record`` existed are read as the kind their reader expects.
+that a reader knows a file's kind from any one of its lines: a file of one record is read right, and
+a question's own ``kind`` (factoid, comparison, ...) is never taken for the file's. :data:`RECORDS`
+is their registry; lines written before ``record`` existed are read as the kind their reader expects.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
-"""What a file's content says of its role: qrels given as a run, a run as qrels, questions or
-queries as chunks, chunks as queries.
+"""What a file's content says about the role it plays: qrels given as a run, a run given as qrels,
+questions or queries given as chunks, and chunks given as queries.
 
-A reader is told which role a file plays by the argument it was given as; a file in the wrong role
-is often still readable (qrels' three columns read as a run score ndcg 1.0 against themselves), so
-the content is asked as well. Only what is sure refuses: a header that names the other role's
-columns, a line in the other role's TREC shape, values no ranking written in order has. What is
-only likely is a warning. The checks read the head of the file (what the reader parsed already,
-at most 64 KB), never a second pass over the whole file, and a format given by name
-(``--run-format``, ``--qrels-format``, ``format=``) skips them: the user's word forces a reading.
+A reader is told which role a file plays by the argument it was given as. A file in the wrong role
+can often still be read, and then gives a wrong answer without any error: qrels' three columns read
+as a run score an nDCG of 1.0 against themselves. So the content is asked as well. Only what is sure
+refuses the file: a header that names the other role's columns, a line in the other role's TREC
+shape, or values that no ranking written in order has. What is only likely is a warning. The checks
+read the head of the file, which the reader has parsed already (at most 64 KB), and never make a
+second pass over the whole file. A format given by name (``--run-format``, ``--qrels-format``,
+``format=``) skips them, because the user's word decides how the file is read.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Evidence:
     """What the content says: ``sure`` refuses, otherwise a warning; ``line`` where it shows, if one."""
 
     sure: bool
-    said: str
+    evidence: str
     line: int | None = None
 
 
@@ -181,9 +182,9 @@ def check_columns(head: bytes, path: str | Path, kind: str, fmt: str, header: in
     if found is None:
         return
     if found.sure:
-        raise InputError(f"looks like {other}, not {given}: {found.said}; {advice}, or {flag} {fmt} ({takers}; "
+        raise InputError(f"looks like {other}, not {given}: {found.evidence}; {advice}, or {flag} {fmt} ({takers}; "
                          f"format={fmt!r} in Python) if it really is {given}", path, found.line)
-    print(f"warning: {path}: read as a run, though {found.said}; if it is qrels, it goes where qrels are read "
+    print(f"warning: {path}: read as a run, though {found.evidence}; if it is qrels, it goes where qrels are read "
           "(the QRELS of evaluate, compare and agree)", file=sys.stderr)
 
 
@@ -293,10 +294,10 @@ def refuse_grades_as_run(qrels: Any, run: Any, qrels_path: str | Path | None = N
     naming both files and the way to force the reading (``--run-format`` / ``format=``). Asked only
     of a run whose format was detected, not given by name."""
     qrels_file = qrels_path or qrels.source or "the qrels"
-    said = grades_evidence(qrels, run, str(qrels_file))
-    if said is None:
+    evidence = grades_evidence(qrels, run, str(qrels_file))
+    if evidence is None:
         return run
     run_file = run_path or run.source or "the run"
-    raise InputError(f"looks like qrels, not a run: {said}; give a run of a retriever's results; --run-format "
+    raise InputError(f"looks like qrels, not a run: {evidence}; give a run of a retriever's results; --run-format "
                      f"names its format if {run_file} really is a run (trec, trec3, jsonl or beir; format= in Python, "
                      "where a Run object or a dict is taken as it is)", run_file)

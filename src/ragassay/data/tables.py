@@ -1,8 +1,9 @@
-"""Columnar qrels and runs: one numpy array per column, not a dict per query.
+"""Qrels and runs held as columns: one numpy array per column rather than a dict per query.
 
-Query ids are kept as a small list (``queries``) plus an integer code per row; document ids are a
-fixed-width UTF-8 bytes array, so a 2-million-line run costs a few tens of megabytes and every
-metric can be computed over all queries at once.
+Query ids are kept once, in a small list (``queries``), and each row holds only an integer code
+into it; document ids are one fixed-width UTF-8 bytes array. A run of two million lines then costs
+a few tens of megabytes, and every metric can be computed over all queries at
+once with array operations rather than a Python loop per query.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 import numpy as np
 
 from ..errors import InputError
+from .background import Background
 from .columns import INT_LIMIT, hash_bytes, mix
 from .origin import UNKNOWN, Origin
 
@@ -153,20 +155,17 @@ class Qrels:
         another order gives another digest, so history never draws a trend it cannot vouch for."""
         job = getattr(self, "_digest_job", None)
         if job is not None and all(a is b for a, b in zip(job[0], self._content())):
-            job[2].join()
-            if job[1]:
-                return job[1][0]
+            made = job[1].result()
+            if made is not None:
+                return made
         return self._hashed()
 
     def digest_soon(self) -> None:
         """Start :meth:`digest` on another thread (hashing lets go of the GIL): a large qrels' digest,
         a few tenths of a second, is then made while the run is scored and is ready when the result
         is written. The digest is of the arrays as they are now (a changed array is hashed again)."""
-        import threading
-        done: list[str] = []
-        thread = threading.Thread(target=lambda: done.append(self._hashed()), name="qrels digest", daemon=True)
-        self._digest_job = (self._content(), done, thread)
-        thread.start()
+        job = Background(self._hashed, "qrels digest")
+        self._digest_job = (self._content(), job, job.thread)  # (the thread is named: a test looks for it)
 
     def _content(self) -> tuple:
         return (self.queries, self.qidx, self.doc_ids, self.grades)
@@ -223,11 +222,11 @@ class Run:
     def row_keys(self) -> np.ndarray:
         """Each row's 64-bit (query, document) hash, made once and kept: the duplicate check and
         every join to qrels use the same keys. Made again if ``qidx`` or ``doc_ids`` is replaced."""
-        kept = getattr(self, "_keys", None)  # (a subclass may not call __init__)
-        if kept is None or kept[0] is not self.qidx or kept[1] is not self.doc_ids:
-            kept = (self.qidx, self.doc_ids, row_keys(self.qidx, self.doc_ids))
-            self._keys = kept
-        return kept[2]
+        cached = getattr(self, "_keys", None)  # (a subclass may not call __init__)
+        if cached is None or cached[0] is not self.qidx or cached[1] is not self.doc_ids:
+            cached = (self.qidx, self.doc_ids, row_keys(self.qidx, self.doc_ids))
+            self._keys = cached
+        return cached[2]
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, str, float]], name: str = "run",
@@ -273,8 +272,8 @@ class Run:
         q, d = self.qidx[order], self.doc_ids[order]
         keep = np.ones(len(order), dtype=bool)
         keep[1:] = (q[1:] != q[:-1]) | (d[1:] != d[:-1])
-        kept = np.sort(order[keep])
-        return Run(self.queries, self.qidx[kept], self.doc_ids[kept], self.scores[kept],
+        rows = np.sort(order[keep])
+        return Run(self.queries, self.qidx[rows], self.doc_ids[rows], self.scores[rows],
                    self.name, self.source, self.latency_ms)
 
     def __len__(self) -> int:

@@ -44,19 +44,19 @@ class TextMatch:
     def sentence(self) -> str:
         """ "the answers met the queries by question text, not by id: 16 of 16 matched; ids differ (a000 ↔ q000)" """
         first = next(iter(self.pairs.items()), None)
-        said = (f"{self.left_role} met {self.right_role} by question text, not by id: {self.matched} of "
+        text = (f"{self.left_role} met {self.right_role} by question text, not by id: {self.matched} of "
                 f"{self.left_total} matched")
         if first is not None:
-            said += f"; ids differ ({first[0]} ↔ {first[1]})"
+            text += f"; ids differ ({first[0]} ↔ {first[1]})"
         if self.unmatched:
-            said += (f"; {len(self.unmatched)} of {self.left_role}' questions are no text of {self.right_role} "
+            text += (f"; {len(self.unmatched)} of {self.left_role}' questions are no text of {self.right_role} "
                      f"(e.g. {', '.join(sorted(self.unmatched)[:3])})")
         if self.ambiguous:
             a, ids = sorted(self.ambiguous.items())[0]
-            said += (f"; {len(self.ambiguous)} of {self.left_role}' questions are the text of more than one of "
+            text += (f"; {len(self.ambiguous)} of {self.left_role}' questions are the text of more than one of "
                      f"{self.right_role} (e.g. {a}: {', '.join(ids)}), so they are not matched: which one would be "
                      "a guess")
-        return said
+        return text
 
     def to_dict(self) -> dict:
         return {"by": "text", "left": {"role": self.left_role, "ids": self.left_total, "matched": self.matched},
@@ -112,9 +112,9 @@ def answers_to_queries(answers: Mapping[str, str], queries: Mapping[str, str], h
            f"none of the {found.left_total} answers' questions is the text of a query (compared exactly, case and "
            "whitespace aside)")
     if how == "text":
-        said = f"the answers ({side[0]}) by question text ({setting}): "
+        head = f"the answers ({side[0]}) by question text ({setting}): "
     else:
-        said = (f"no query ids in common between {side[0]} and {side[1]} (the answers: {join.left.some()}; the "
+        head = (f"no query ids in common between {side[0]} and {side[1]} (the answers: {join.left.some()}; the "
                 f"queries: {join.right.some()}), nor texts: ")
-    raise InputError(f"{said}{why}. Are they from the same set? Give the answers the queries' ids, or questions "
+    raise InputError(f"{head}{why}. Are they from the same set? Give the answers the queries' ids, or questions "
                      "that are the queries' texts")

@@ -54,10 +54,10 @@ def root_cause(e: BaseException) -> str:
     openai wrapper's ("Connection error.")."""
     text = str(e)
     for cause in _causes(e)[1:]:
-        said = str(cause).strip()
-        if said.startswith("<"):  # an object's repr (aiohttp's raw message), not words
-            said = type(cause).__name__
-        text = re.sub(r"^\d{3}, message:\s*", "", said) or text  # aiohttp's parser errors are not HTTP statuses
+        message = str(cause).strip()
+        if message.startswith("<"):  # an object's repr (aiohttp's raw message), not words
+            message = type(cause).__name__
+        text = re.sub(r"^\d{3}, message:\s*", "", message) or text  # aiohttp's parser errors are not HTTP statuses
     return " ".join(text.split())[:300]
 
 

@@ -99,8 +99,8 @@ def _auto(stage: str, model: str | Sequence[str | None] | None) -> tuple[Prompt,
     large = [(n, b) for n, b in sizes if b is not None and b > SMALL_MAX_BILLIONS]
     full = load_prompt(BUNDLED[stage]["full"])
     if unknown:
-        said = f"the model's name ({unknown[0] or 'none given'}) does not say its size"
-        return full, f"full prompt: {said}; --prompt short for a small local model"
+        reason = f"the model's name ({unknown[0] or 'none given'}) does not say its size"
+        return full, f"full prompt: {reason}; --prompt short for a small local model"
     if large:
         n, b = large[0]
         return full, (f"full prompt: the model's name says {_size_text(b)} parameters (more than "

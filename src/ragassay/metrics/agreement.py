@@ -1,7 +1,11 @@
-"""How well two sets of graded labels agree, e.g. an LLM judge against human assessors.
+"""How well two sets of graded labels agree, for example an LLM judge against human assessors.
 
-Computed on the (query, document) pairs both sides judged. Weighted kappas and Krippendorff's
-alpha use the grade values themselves (a 0-vs-3 disagreement weighs three times a 0-vs-1 one).
+The statistics are computed only on the (query, document) pairs that both sides judged, because a
+pair only one side judged says nothing about agreement. Weighted kappas and Krippendorff's alpha use
+the grade values themselves, so that a disagreement of 0 against 3 weighs three times as much as one
+of 0 against 1. When both sides were made by the same labeller, no statistic is given at all
+(:data:`SAME_ORIGIN_HIDDEN`), since one labeller compared with itself would only look like perfect
+agreement.
 """
 
 from __future__ import annotations

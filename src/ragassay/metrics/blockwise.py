@@ -1,20 +1,20 @@
-"""Evaluate a run too large to hold: read and scored by blocks of queries, in memory that does not
-grow with the number of queries.
+"""Evaluating a run too large to hold in memory: it is read and scored by blocks of queries, in
+memory that does not grow with the number of queries.
 
 Both files are read a piece at a time (:mod:`ragassay.data.column_pieces`, with every check of the
-whole-file readers) and each row goes, by a hash of its query id, to one of a number of temporary
-files (anonymous, gone when closed): all rows of a query land in one partition, whatever the order
-of the files (grouped by query, sorted, shuffled, a query split across the file). Each partition is
-then one block: a :class:`Run` and a :class:`Qrels` checked for duplicates (naming their lines)
-and scored by :func:`ragassay.metrics.evaluate.evaluate`, so every query's values are the
-in-memory ones exactly. The means are summed across blocks with exact partial sums (``math.fsum``),
-so they equal the in-memory means (which sum exactly too) to the last bit.
+whole-file readers). Each row goes, by a hash of its query id, to one of a number of temporary files
+(anonymous, and gone when closed), so all rows of a query land in one partition whatever the order
+of the files (grouped by query, sorted, shuffled, or a query split across the file). Each partition
+is then one block: a :class:`Run` and a :class:`Qrels` checked for duplicates (naming their lines)
+and scored by :func:`ragassay.metrics.evaluate.evaluate`, so that every query's values are exactly
+the in-memory ones. The means are summed across blocks with exact partial sums (``math.fsum``), so
+that they equal the in-memory means, which are summed exactly too, to the last bit.
 
-A qrels file under ``QRELS_WHOLE`` bytes (most are far smaller than their runs) is read whole, by
-:func:`ragassay.read_qrels` (any format), and its rows partitioned: the result then carries the
-same qrels digest as in memory. Bigger qrels, and every run, must be plain TREC / three-column
-files to go this way; gzip, JSON Lines, standard input and the peers' formats are read whole.
-Temporary files take about as much disk as the two files.
+A qrels file under ``QRELS_WHOLE`` bytes (most qrels are far smaller than their runs) is read whole
+by :func:`ragassay.read_qrels`, in any format, and its rows are partitioned; the result then carries
+the same qrels digest as in memory. Bigger qrels, and every run, must be plain TREC or three-column
+files to go this way; gzip, JSON Lines, standard input and the peers' formats are read whole. The
+temporary files take about as much disk as the two files.
 """
 
 from __future__ import annotations
@@ -378,9 +378,9 @@ class _Totals:
         for key in self.judged_keys:
             shares = judged_values.get(key)
             if shares is not None:
-                kept = shares[~np.isnan(shares)]
-                self.judged[key].add(kept.tolist())
-                self.judged_counts[key] += len(kept)
+                measured = shares[~np.isnan(shares)]
+                self.judged[key].add(measured.tolist())
+                self.judged_counts[key] += len(measured)
         if out.spool is not None:
             np.save(out.spool, np.array([q.encode("utf-8") for q in queries]))
             np.save(out.spool, np.stack([values[str(m)] for m in self.measures], axis=1))

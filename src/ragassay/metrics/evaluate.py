@@ -1,10 +1,10 @@
 """Ranking metrics over all queries at once, with trec_eval's conventions.
 
 Every metric is a handful of numpy operations over the judged rows of the whole run (``bincount``
-by query), never a Python loop per query (:mod:`measure_values`). Sums run in rank order, as
-trec_eval's loops do, so values match trec_eval to the last few bits. This module takes the inputs,
-scores the run a slice of queries at a time, adds the queries the run left out and says what the
-scores rest on.
+by query), never a Python loop per query (:mod:`measure_values`), so that a run of millions of rows
+is scored quickly. Sums run in rank order, as trec_eval's loops do, so that the values match
+trec_eval's to the last few bits. This module takes the inputs, scores the run one slice of queries
+at a time, adds the queries the run left out, and says what the scores rest on.
 """
 
 from __future__ import annotations
@@ -317,9 +317,9 @@ def judged_means(judged: Mapping[str, np.ndarray]) -> dict[str, float]:
     cut-off where it returned nothing for any query is left out)."""
     out = {}
     for key, v in judged.items():
-        kept = v[~np.isnan(v)]
-        if len(kept):
-            out[key] = math.fsum(kept.tolist()) / len(kept)
+        measured = v[~np.isnan(v)]
+        if len(measured):
+            out[key] = math.fsum(measured.tolist()) / len(measured)
     return out
 
 

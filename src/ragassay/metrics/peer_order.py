@@ -70,8 +70,8 @@ def judged_only_rows(rows: RankedRows) -> RankedRows:
     scores it: a judgment below 0 (trec_eval's "pooled but unjudged") goes too; a kept row's rank
     counts only the kept rows above it, a ranking's size only its kept rows."""
     keep = rows.grade >= 0
-    kept = RankedRows(rows.group[keep], rows.rank[keep], rows.grade[keep], rows.size, rows.query_index,
-                      rows.run_only)
-    rank = kept.cumsum_in_query(np.ones(len(kept.group), dtype=np.int64)) - 1
-    size = np.bincount(kept.group, minlength=len(rows.size)).astype(rows.size.dtype)
-    return RankedRows(kept.group, rank.astype(rows.rank.dtype), kept.grade, size, rows.query_index, rows.run_only)
+    judged = RankedRows(rows.group[keep], rows.rank[keep], rows.grade[keep], rows.size, rows.query_index,
+                        rows.run_only)
+    rank = judged.cumsum_in_query(np.ones(len(judged.group), dtype=np.int64)) - 1
+    size = np.bincount(judged.group, minlength=len(rows.size)).astype(rows.size.dtype)
+    return RankedRows(judged.group, rank.astype(rows.rank.dtype), judged.grade, size, rows.query_index, rows.run_only)

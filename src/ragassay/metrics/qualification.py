@@ -166,9 +166,9 @@ def _coded_pairs(people: Sequence[Any], model: Sequence[Any], classes: Sequence[
     pc, mc = _codes(people, classes, "people"), _codes(model, classes, "the model")
     if any(c is None for c in pc):
         raise ValueError("a people's label is None: people's labels are the reference and must all be given")
-    kept = sorted((p, m) for p, m in zip(pc, mc) if m is not None)
-    x = np.array([p for p, _ in kept], dtype=np.int64)
-    y = np.array([m for _, m in kept], dtype=np.int64)
+    graded = sorted((p, m) for p, m in zip(pc, mc) if m is not None)
+    x = np.array([p for p, _ in graded], dtype=np.int64)
+    y = np.array([m for _, m in graded], dtype=np.int64)
     return x, y
 
 
@@ -294,10 +294,10 @@ def paired_difference(people: Sequence[Any], a: Sequence[Any], b: Sequence[Any],
     ac, bc = _codes(a, classes, "judge a"), _codes(b, classes, "judge b")
     if any(c is None for c in pc):
         raise ValueError("a people's label is None: people's labels are the reference and must all be given")
-    kept = sorted((p, s, t) for p, s, t in zip(pc, ac, bc) if s is not None and t is not None)  # as above
-    x = np.array([k[0] for k in kept], dtype=np.int64)
-    ya = np.array([k[1] for k in kept], dtype=np.int64)
-    yb = np.array([k[2] for k in kept], dtype=np.int64)
+    graded = sorted((p, s, t) for p, s, t in zip(pc, ac, bc) if s is not None and t is not None)  # as above
+    x = np.array([k[0] for k in graded], dtype=np.int64)
+    ya = np.array([k[1] for k in graded], dtype=np.int64)
+    yb = np.array([k[2] for k in graded], dtype=np.int64)
     n, levels = len(x), len(classes)
     binary = [np.isin(v, list(pos)).astype(np.int64) for v in (x, ya, yb)]
     deltas = binary_deltas = None

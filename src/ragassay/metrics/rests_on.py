@@ -1,10 +1,11 @@
-"""What a score rests on, said beside it: the grade from which a label counts as relevant, the pool
+"""What a score rests on, shown beside it: the grade from which a label counts as relevant, the pool
 of runs whose top results were judged, and how much of a run's own top k was judged at all.
 
-Exact arithmetic on the wrong premise flatters: the judge's grade 1 means "on the topic, but does
-not answer", so counting it as relevant gives a retriever credit for near misses; and a run scored
-on a pool only it made has, by construction, found every relevant chunk the labels know. Neither
-can be seen in the number, so each is carried beside it (text, JSON, report).
+Exact arithmetic on a wrong premise flatters a retriever. The judge's grade 1 means "on the topic,
+but does not answer", so counting it as relevant gives a retriever credit for near misses. A run
+scored on a pool that only it made has, by construction, found every relevant chunk the labels
+know. Neither can be seen in the number itself, so each is carried beside it, in the text, the JSON
+and the report.
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ class Relevance:
                     "relevant' (the judge's 1 and TREC Deep Learning's mean 'on the topic, not an answer'), give the "
                     "grade that counts (relevance_level in ragassay.toml; evaluate, compare and report take "
                     "--relevance-level N)")
-        said = (f"the labels say their scale{scale} but not the grade they count from" if self.scale
-                else "the labels do not say their scale")
-        return f"{head} (trec_eval's default: {said}{hint})"
+        why = (f"the labels say their scale{scale} but not the grade they count from" if self.scale
+               else "the labels do not say their scale")
+        return f"{head} (trec_eval's default: {why}{hint})"
 
     def warnings(self) -> list[str]:
         """What makes the binary measures mean nothing, or less than they seem."""
@@ -236,15 +237,15 @@ def rests_on(relevance: Relevance, standing: PoolStanding, measures: Sequence[Me
 
 def _relevance_lines(rel: dict[str, Any]) -> list[str]:
     """The relevant grade beside the measures that use it, and its warnings, as text lines."""
-    said = [f"{rel['text']}: {', '.join(rel['measures'])}"] if rel.get("measures") else []
-    return said + [f"warning: {w}" for w in rel.get("warnings") or []]
+    lines = [f"{rel['text']}: {', '.join(rel['measures'])}"] if rel.get("measures") else []
+    return lines + [f"warning: {w}" for w in rel.get("warnings") or []]
 
 
 def _pool_lines(pool: dict[str, Any], name: str = "") -> list[str]:
     """A run's standing to its pool and its flags, as text lines (``name``: the run's, in a comparison)."""
     prefix = f"{name}: " if name else ""
-    said = [f"{prefix}{pool['text']}"] if pool.get("text") else []
-    return said + [f"warning: {prefix}{f}" for f in pool.get("flags") or []]
+    lines = [f"{prefix}{pool['text']}"] if pool.get("text") else []
+    return lines + [f"warning: {prefix}{f}" for f in pool.get("flags") or []]
 
 
 def rests_on_lines(data: dict[str, Any] | None) -> list[str]:

@@ -27,12 +27,12 @@ def randomization_test(d: np.ndarray, n_permutations: int = 10_000, seed: int = 
     tol = 1e-12 * max(1.0, float(np.abs(d).sum()))
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_CELLS // n)
-    hits, done = 0, 0
-    while done < n_permutations:
-        m = min(chunk, n_permutations - done)
+    hits, drawn = 0, 0
+    while drawn < n_permutations:
+        m = min(chunk, n_permutations - drawn)
         signs = rng.integers(0, 2, size=(m, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
         hits += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
-        done += m
+        drawn += m
     return (hits + 1) / (n_permutations + 1)
 
 
@@ -46,11 +46,11 @@ def bootstrap_ci(d: np.ndarray, confidence: float = 0.95, n_resamples: int = 10_
     rng = np.random.default_rng(seed)
     chunk = max(1, _CHUNK_CELLS // n)
     means = np.empty(n_resamples)
-    done = 0
-    while done < n_resamples:
-        m = min(chunk, n_resamples - done)
-        means[done:done + m] = d[rng.integers(0, n, size=(m, n))].mean(axis=1)
-        done += m
+    drawn = 0
+    while drawn < n_resamples:
+        m = min(chunk, n_resamples - drawn)
+        means[drawn:drawn + m] = d[rng.integers(0, n, size=(m, n))].mean(axis=1)
+        drawn += m
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return float(lo), float(hi)

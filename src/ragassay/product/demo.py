@@ -63,11 +63,12 @@ def run_demo(out: str | Path, data: str | Path | None = None, flags: Mapping[str
     ``out`` with its state there too: the installed example is only read. ``flags``: the LLM flags
     (``model``, ``base_url``, ``concurrency``, ...), as ``run`` takes them."""
     ex = find_example(data)
-    done = run_project(ex / PROJECT_FILE, out=out, flags=_demo_cache(ex / PROJECT_FILE, flags or {}, log), log=log)
-    for line in done.usage_lines():
+    project_run = run_project(ex / PROJECT_FILE, out=out, flags=_demo_cache(ex / PROJECT_FILE, flags or {}, log),
+                              log=log)
+    for line in project_run.usage_lines():
         log(line)
-    return DemoResult(skipped=done.without_llm, failed=[f"{s.step}: {s.text}" for s in done.steps if s.exit_code],
-                      report=done.report)
+    failed = [f"{s.step}: {s.text}" for s in project_run.steps if s.exit_code]
+    return DemoResult(skipped=project_run.without_llm, failed=failed, report=project_run.report)
 
 
 def demo(out: str | Path | None = None, data: str | Path | None = None, copy: str | Path | None = None,

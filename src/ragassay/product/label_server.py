@@ -100,14 +100,14 @@ class LabelServer:
         return data
 
     def _act(self, act: str, body: dict[str, Any]) -> dict[str, Any]:
-        done: dict[str, Any] = {}
+        change: dict[str, Any] = {}
         if act == "label":
-            done = self.book.label(str(body["key"]), body["value"], float(body.get("seconds") or 0.0))
+            change = self.book.label(str(body["key"]), body["value"], float(body.get("seconds") or 0.0))
         elif act == "skip":
             self.book.skip(str(body["key"]), str(body.get("reason") or ""))
         else:
-            done = {"undone": self.book.undo()}
-        return {**self.state(), "done": done}
+            change = {"undone": self.book.undo()}
+        return {**self.state(), "done": change}
 
     def state(self) -> dict[str, Any]:
         """What the page shows. Blind by default: the model's grade of an item is sent only once the

@@ -73,9 +73,14 @@ def agreement(person: Sequence[Any], other: Sequence[Any], binary: Any, target_w
     out["exact"] = float((x == y).mean())
     names = {i: v for v, i in codes.items()}
     sides = ("this person", "the other side")
-    for name, a, b, said in (("", x, y, lambda g: f"the label {names[g]}"),
-                             ("binary_", bx, by, lambda g: "one side of the cut (all " + ("yes)" if g else "no)"))):
-        why = one_grade_why(a, b, sides, "labels", said)  # one class on a side: 0 by construction, so none
+    def label_words(g: int) -> str:
+        return f"the label {names[g]}"
+
+    def side_words(g: int) -> str:
+        return "one side of the cut (all " + ("yes)" if g else "no)")
+
+    for name, a, b, words in (("", x, y, label_words), ("binary_", bx, by, side_words)):
+        why = one_grade_why(a, b, sides, "labels", words)  # one class on a side: 0 by construction, so none
         k = float("nan") if why else cohen_kappa(a, b)
         out[f"{name}kappa"] = None if math.isnan(k) else k
         out[f"{name}interval"] = None if why else kappa_interval(a, b, seed=seed)

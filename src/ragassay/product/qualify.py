@@ -77,12 +77,12 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
         out = _output(output, "judgments", grader)
         started = time.monotonic()
         options, endpoint = options_and_rest(JudgeOptions, settings, depth=asked.depth(), prompt=grader.prompt)
-        done = judge(asked.queries(), asked.chunks(), run, output=out, model=grader.model, options=options,
+        judged = judge(asked.queries(), asked.chunks(), run, output=out, model=grader.model, options=options,
                      dry_run=dry_run, **endpoint)
-        if isinstance(done, Estimate):
-            estimates.append(done)
+        if isinstance(judged, Estimate):
+            estimates.append(judged)
         else:
-            outcomes.append(asked.outcome(grader, out, done, started))
+            outcomes.append(asked.outcome(grader, out, judged, started))
     if dry_run:
         return estimates
     _pair_with_first(outcomes, people, keys, scale.classes, scale.positive, seed)
@@ -142,17 +142,17 @@ class _JudgeAsked:
     def chunks(self) -> dict[str, Any]:
         return {c: self.pairs.chunks[c] for _, c in self.keys}
 
-    def outcome(self, grader: Grader, out: Path | None, done: Any, started: float) -> GraderOutcome:
+    def outcome(self, grader: Grader, out: Path | None, judged: Any, started: float) -> GraderOutcome:
         """One grader's judgments of the sample, read and measured against people's grades."""
         keys, scale = self.keys, self.scale
-        grades, prompts, reasons = _tally_judgments(done.records)
+        grades, prompts, reasons = _tally_judgments(judged.records)
         _unasked(keys, grades, reasons)
         model = [scale.read(grades.get(k), JUDGE_RELEVANT_FROM) for k in keys]
         outcome = GraderOutcome(
             grader, out, sorted(prompts), dict(zip(keys, model)),
             label_agreement(self.people, model, scale.classes, scale.positive, ordinal=scale.same_scale,
                             seed=self.seed, unit="pairs"),
-            sum(reasons.values()), dict(reasons), 0, done.usage, done.usage_text, time.monotonic() - started)
+            sum(reasons.values()), dict(reasons), 0, judged.usage, judged.usage_text, time.monotonic() - started)
         outcome.given = {k: grades.get(k) for k in keys}
         if self.runs:  # the runs were read and met before any call: what fails now is said, never a lost result
             outcome.ranking = _ranking(keys, [self.pairs.grades[k] for k in keys], [grades.get(k) for k in keys],
@@ -209,16 +209,16 @@ def _runs_meeting(runs: Mapping[str, Any] | None, sampled: set[str], notes: list
     call (a run that meets no sampled query ranks nothing the sample can score)."""
     if not runs:
         return None
-    kept = {}
+    meeting = {}
     for name, run in runs.items():
         if sampled & set(coerce_run(run).queries):
-            kept[name] = run
+            meeting[name] = run
         else:
             notes.append(f"run {name} left out of the ranking: it ranks none of the sampled queries")
-    if len(kept) < 2:
-        notes.append(f"no ranking of runs: {len(kept)} run(s) meet the sampled queries, and a ranking needs two")
+    if len(meeting) < 2:
+        notes.append(f"no ranking of runs: {len(meeting)} run(s) meet the sampled queries, and a ranking needs two")
         return None
-    return kept
+    return meeting
 
 
 def _ranking(keys: list, people: list, model: list, runs: Mapping[str, Any], metric: str) -> dict | None:
@@ -256,17 +256,17 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
         out = _output(output, "checks", grader)
         started = time.monotonic()
         options, endpoint = options_and_rest(CheckOptions, settings, prompt=grader.prompt)
-        done = check(items, output=out, model=grader.model, options=options, dry_run=dry_run, **endpoint)
-        if isinstance(done, Estimate):
-            estimates.append(done)
+        checked = check(items, output=out, model=grader.model, options=options, dry_run=dry_run, **endpoint)
+        if isinstance(checked, Estimate):
+            estimates.append(checked)
             continue
-        labels, given, prompts, reasons, by_rule = _tally_checks(done.records, answers.binary)
+        labels, given, prompts, reasons, by_rule = _tally_checks(checked.records, answers.binary)
         _unasked(ids, labels, reasons)
         model = [labels.get(k) for k in ids]
         outcomes.append(GraderOutcome(
             grader, out, sorted(prompts), dict(zip(ids, model)),
             label_agreement(people, model, classes, positive, ordinal=False, seed=seed, unit="answers"),
-            sum(reasons.values()), dict(reasons), by_rule, done.usage, done.usage_text,
+            sum(reasons.values()), dict(reasons), by_rule, checked.usage, checked.usage_text,
             time.monotonic() - started, given={k: given.get(k) for k in ids}))
     if dry_run:
         return estimates

@@ -38,7 +38,7 @@ class QualifyEstimates:
     task: str
     graders: list[Grader]
     estimates: list[Estimate]
-    said: list[str]
+    data_notes: list[str]
     exit_code: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -47,7 +47,7 @@ class QualifyEstimates:
                             for g, e in zip(self.graders, self.estimates)]}
 
     def text(self) -> str:
-        return estimates_text(self.estimates, self.graders, self.said)
+        return estimates_text(self.estimates, self.graders, self.data_notes)
 
 
 @dataclass
@@ -96,19 +96,19 @@ def qualify(task: str, output: str | Path, *, qrels: str | None = None, queries:
     result: Qualification | list[Estimate]
     if task == "judge":
         pairs = _pairs(qrels, queries, chunks, second, public, relevance_level)
-        said = [f"data: {pairs.source}", *pairs.notes,
-                f"sample: {min(size, len(pairs.grades))} of {len(pairs.grades)} pairs, stratified by the people's "
-                f"grade, seed {seed}"]
+        data_notes = [f"data: {pairs.source}", *pairs.notes,
+                      f"sample: {min(size, len(pairs.grades))} of {len(pairs.grades)} pairs, stratified by the "
+                      f"people's grade, seed {seed}"]
         result = qualify_judge(pairs, graders, size=size, seed=seed, output=output, runs=_runs(runs),
                                metric=metric, dry_run=dry_run, **settings)
     else:
         labelled = _answers(answers, labels)
-        said = [f"data: {labelled.source}", *labelled.notes,
-                f"sample: {min(size, len(labelled.labels))} of {len(labelled.labels)} answers, stratified by the "
-                f"people's label, seed {seed}"]
+        data_notes = [f"data: {labelled.source}", *labelled.notes,
+                      f"sample: {min(size, len(labelled.labels))} of {len(labelled.labels)} answers, stratified "
+                      f"by the people's label, seed {seed}"]
         result = qualify_check(labelled, graders, size=size, seed=seed, output=output, dry_run=dry_run, **settings)
     if isinstance(result, list):
-        return QualifyEstimates(task, graders, result, said)
+        return QualifyEstimates(task, graders, result, data_notes)
     return WrittenQualification(result, write_qualification(result, Path(output)))
 
 

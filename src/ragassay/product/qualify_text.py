@@ -23,9 +23,9 @@ def write_qualification(result: Qualification, folder: Path) -> Path:
     return path
 
 
-def estimates_text(estimates: Sequence[Estimate], graders: Sequence[Grader], said: Sequence[str] = ()) -> str:
+def estimates_text(estimates: Sequence[Estimate], graders: Sequence[Grader], data_notes: Sequence[str] = ()) -> str:
     """Each grader's dry run, after what the data says of itself (its source, what was dropped or assumed)."""
-    lines = list(said)
+    lines = list(data_notes)
     for i, (g, e) in enumerate(zip(graders, estimates), 1):
         lines.append(f"grader {i}: {g.name()}")
         lines.extend("  " + line for line in e.text().splitlines())
@@ -86,8 +86,8 @@ def _grader_lines(i: int, g: GraderOutcome, unit: str) -> list[str]:
     if g.ranking is not None:
         r = g.ranking
         tau = r.get("kendall_tau_b")
-        said = f"{tau:.2f}" if tau is not None else f"not defined ({(r.get('why') or {}).get('kendall_tau_b')})"
-        lines.append(f"  {len(r['runs'])} runs ranked by {r['metric']}: Kendall's tau {said}")
+        tau_text = f"{tau:.2f}" if tau is not None else f"not defined ({(r.get('why') or {}).get('kendall_tau_b')})"
+        lines.append(f"  {len(r['runs'])} runs ranked by {r['metric']}: Kendall's tau {tau_text}")
     if g.paired is not None:
         lines += ["  " + line for line in _paired_lines(g.paired)]
     if g.output is not None:

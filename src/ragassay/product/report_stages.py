@@ -1,6 +1,10 @@
-"""The report's sections on what the LLM stages and people wrote: the judge's grades, coverage and
-agreement, the calibration `ragassay label` measured, the answers' labels and diagnosis, a generated
-set's mix, and who made each file of labels."""
+"""The report's sections on what the LLM stages and people wrote.
+
+They show the judge's grades, its coverage and agreement, the calibration that ``ragassay label``
+measured, the answers' labels and their diagnosis, a generated set's mix, and who made each file of
+labels. The report (``report.py``) assembles its sections by subject, and these are the ones on
+labels and answers; the runs' sections are in ``report_runs.py``.
+"""
 
 from __future__ import annotations
 
@@ -243,12 +247,12 @@ def _answers_note(s: dict) -> str:
     (no endpoint was given; not a failure) apart from errors."""
     waiting = s.get("waiting") or 0
     errors = s["errors"]
-    said = [f"{s['graded']} of {s['answers']} answers decided"]
+    parts = [f"{s['graded']} of {s['answers']} answers decided"]
     if waiting:
-        said.append(f"{waiting} waiting for an LLM verdict (no endpoint was given: a run with one decides them)")
+        parts.append(f"{waiting} waiting for an LLM verdict (no endpoint was given: a run with one decides them)")
     if errors:
-        said.append(f"{errors} not graded (errors: the checks file has each reason)")
-    return "; ".join(said) + f". Every rate is of the {s['graded']} decided, not of all {s['answers']}."
+        parts.append(f"{errors} not graded (errors: the checks file has each reason)")
+    return "; ".join(parts) + f". Every rate is of the {s['graded']} decided, not of all {s['answers']}."
 
 
 def generate_sections(inp: ReportInputs) -> list[Section]:

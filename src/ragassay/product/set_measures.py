@@ -21,14 +21,21 @@ from typing import Any
 
 import numpy as np
 
+from ..data.beir_folders import dataset_member
 from ..data.lines import iter_jsonl, read_bytes_checked
-from ..data.query_files import read_queries
+from ..data.query_files import queries_in
 from ..metrics.power import minimum_detectable_effect
-from ..stages.generate_checks import BM25, STOPWORDS, content_words, length_in_words, tokens
-from ..stages.text_match import loose_text
+from ..stages.generate_checks import (
+    BM25,
+    DUPLICATE_SIMILARITY,
+    STOPWORDS,
+    content_words,
+    length_in_words,
+    same_question_pairs,
+    tokens,
+)
 
 TOP = 10  # the depth at which a gold chunk counts as found by the lexical ranker
-DUPLICATE_SIMILARITY = 0.8  # content-word Jaccard at which two questions are near-duplicates
 ASSUMED_SDS = (0.1, 0.2, 0.3)  # sd of per-query nDCG differences, when no two runs say it
 POWER, ALPHA = 0.8, 0.05
 
@@ -51,14 +58,14 @@ def read_set(path: str | Path) -> list[SetQuestion]:
     """The questions of a test set: ids and texts by the queries reader's rules (so every format it
     takes works), and, from JSON Lines, the fields generate writes (difficulty, kind, style,
     answerable, checks, chunk_ids)."""
-    texts = read_queries(path)
+    member = dataset_member(path, "queries")
+    data = read_bytes_checked(member)  # read once: the queries and their lines' other fields come from it
     extra: dict[str, dict[str, Any]] = {}
-    data = read_bytes_checked(path) if Path(path).is_file() else b""
-    if data.lstrip()[:1] == b"{":
-        for _, obj in iter_jsonl(data, path):
-            qid = next((obj[k] for k in ("id", "query_id", "_id", "qid") if k in obj), None)
-            if qid is not None:
-                extra[str(qid)] = obj
+    texts = queries_in(data, member, extra)
+    if not (Path(path).is_file() and data.lstrip()[:1] == b"{"):
+        extra = {}  # a folder's queries, stdin or a TSV file carry none of generate's fields
+    elif not extra:  # a peer's JSON Lines (RAGAS, DeepEval, ...): its lines by the ids they name
+        extra = _lines_by_id(data, path)
     out = []
     for qid, text in texts.items():
         obj = extra.get(qid, {})
@@ -78,6 +85,16 @@ def read_set(path: str | Path) -> list[SetQuestion]:
             )
         )
     return out
+
+
+def _lines_by_id(data: bytes, path: str | Path) -> dict[str, dict[str, Any]]:
+    """Each JSON line of ``data`` by the id it names, for the fields generate writes beside a question."""
+    lines: dict[str, dict[str, Any]] = {}
+    for _, obj in iter_jsonl(data, path):
+        qid = next((obj[k] for k in ("id", "query_id", "_id", "qid") if k in obj), None)
+        if qid is not None:
+            lines[str(qid)] = obj
+    return lines
 
 
 def _str_or_none(value: Any) -> str | None:
@@ -140,21 +157,7 @@ def lexical_profile(ranks: Sequence[int]) -> dict[str, Any]:
 def near_duplicates(questions: Sequence[SetQuestion], limit: int = 5) -> dict[str, Any]:
     """Pairs of questions that are the same words (loosely compared) or share at least 80% of their
     content words; the first ``limit`` pairs as examples."""
-    words = [content_words(q.text) for q in questions]
-    loose = [loose_text(q.text) for q in questions]
-    by_word: dict[str, list[int]] = {}
-    for i, ws in enumerate(words):
-        for w in ws:
-            by_word.setdefault(w, []).append(i)
-    pairs = []
-    for i in range(len(questions)):
-        near = {j for w in words[i] for j in by_word[w] if j > i}
-        near |= {j for j in range(i + 1, len(questions)) if loose[j] == loose[i]}
-        for j in sorted(near):
-            same = loose[i] == loose[j]
-            union = words[i] | words[j]
-            if same or (union and len(words[i] & words[j]) / len(union) >= DUPLICATE_SIMILARITY):
-                pairs.append((questions[i].id, questions[j].id))
+    pairs = [(questions[i].id, questions[j].id) for i, j in same_question_pairs([q.text for q in questions])]
     return {
         "pairs": len(pairs),
         "questions_in_pairs": len({q for p in pairs for q in p}),

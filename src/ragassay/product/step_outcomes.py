@@ -101,13 +101,13 @@ def last_line(steps: Sequence[Any]) -> str | None:
 
 # ------------------------------------------------------------------- a retriever that failed
 
-def retriever_failed(ctx: Any, name: str, error: BaseException, said: list[str], results: dict) -> None:
+def retriever_failed(ctx: Any, name: str, error: BaseException, step_lines: list[str], results: dict) -> None:
     """One retriever of several failed (it raised, or returned what is no ranking): the others' runs
     still stand and go on to be judged and scored. This one is named with its reason, and its run
     file from before (if any) is not scored as if it were today's."""
     ctx.runs.pop(name, None)
     reason = short_reason(str(error))
-    said.append(f"{name} FAILED: {reason}")
+    step_lines.append(f"{name} FAILED: {reason}")
     results[name] = {"failed": reason}
     failures = getattr(ctx, "failed_retrievers", None)
     if failures is None:

@@ -1,5 +1,11 @@
-"""Results over time (``track``, ``history``) and a CI gate (``gate``) on the JSON of evaluate,
-compare and check."""
+"""Results over time (``track`` and ``history``) and a gate for CI (``gate``), read from the JSON
+that evaluate, compare and check write.
+
+``track`` adds a result's metrics, settings and git commit to a SQLite history, so that a team can
+see a metric move from one commit to the next; ``history`` reads that back. ``gate`` checks one
+result against minimum and maximum thresholds, so that a CI job fails when a metric falls below
+what the team accepts.
+"""
 
 from __future__ import annotations
 
@@ -72,7 +78,8 @@ def gate(values: Mapping[str, float], mins: Mapping[str, float], maxs: Mapping[s
 
 def git_commit(cwd: str | Path = ".") -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                             timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
@@ -181,10 +188,10 @@ def _series_name(r: TrackedResult, metric: str | None = None) -> str:
     q = r.qrels or {}
     origin = (q.get("origin") or {}).get("describe", "unknown")
     settings = r.settings or {}
-    said = ", ".join(f"relevant = grade ≥ {settings[k]}" if k == "relevance_level" else f"{k} {settings[k]}"
-                     for k in _settings_of(metric) if k in settings)
+    settings_text = ", ".join(f"relevant = grade ≥ {settings[k]}" if k == "relevance_level" else f"{k} {settings[k]}"
+                              for k in _settings_of(metric) if k in settings)
     name = f"{r.run or r.kind} on qrels {q.get('digest', '?')[:8]} ({origin})" if q else (r.run or r.kind)
-    return f"{name}, {said}" if said and r.kind in ("evaluate", "compare") else name
+    return f"{name}, {settings_text}" if settings_text and r.kind in ("evaluate", "compare") else name
 
 
 # ------------------------------------------------------- what the track, history and gate commands call

@@ -1,9 +1,11 @@
-"""``check``: label RAG answers correct / partial / hallucinated / abstained, and say why.
+"""The ``check`` stage: it labels each RAG answer correct, partial, hallucinated or abstained, and
+says why.
 
-Rules decide only what they cannot get wrong without a call (the response is an accepted answer
-as written; the response says nothing at all); the LLM grades the rest against the reference and,
-when given, the retrieved context. A grader failure is a ``status: error`` record, counted and
-excluded from rates, never a label.
+Rules decide an answer only where they cannot be wrong without asking a model: when the response is
+an accepted answer exactly as written, or when it says nothing at all. Every other answer is graded
+by the LLM against the reference and, when one is given, the retrieved context. A grader that fails
+writes a record with ``status: error``; such records are counted and left out of every rate, and
+never turned into a label, because a failure read as a label would change the rates unseen.
 """
 
 from __future__ import annotations
@@ -255,7 +257,7 @@ class Checker(Stage):
         """Several samples are several distinct requests: sample i sends seed + i (one sends none)."""
         return self.options.seed + sample if self.options.samples > 1 else None
 
-    def plan(self, items: Sequence[AnswerItem], done: Callable[[str], bool] = lambda key: False) -> list[WorkItem]:
+    def plan(self, items: Sequence[AnswerItem], is_done: Callable[[str], bool] = lambda key: False) -> list[WorkItem]:
         """One item per answer id. The key holds the id (its record is its own) and everything that
         changes the verdict; two answers with the same texts send the same requests, which the
         engine asks once. An answer already checked gets no prompt (a rerun costs its key only)."""
@@ -263,16 +265,17 @@ class Checker(Stage):
         out = []
         for it in items:
             expected = expected_of(it)
-            said = () if expected == "answer" else (expected, it.premise, self.premise_prompt.id,  # keys kept
-                                                    self.abstention_prompt.id)
+            # an answer expected to be given keeps the key it had before behaviours were checked
+            behaviour_key = () if expected == "answer" else (expected, it.premise, self.premise_prompt.id,
+                                                             self.abstention_prompt.id)
             key = fingerprint("check", it.id, self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
                               [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
                               o.seed if o.samples > 1 else None, o.max_tokens, o.max_context_chars,
-                              o.max_response_chars, self._recall(it), *said)
+                              o.max_response_chars, self._recall(it), *behaviour_key)
             long_why = self.too_long(it)
             ruled = None if long_why else decide(references(it), it.response, it.question)
             calls, cuts = [], None
-            if ruled is None and long_why is None and not done(key):
+            if ruled is None and long_why is None and not is_done(key):
                 if expected == "answer":
                     messages, cuts = self.prompt_and_cuts(it)
                 else:
@@ -295,10 +298,10 @@ class Checker(Stage):
         expected = expected_of(item)
         if ruled is not None:
             graded, why = ruled  # a response that is the reference as written corrects the premise the reference does
-            label, said = self.behaviour(expected, graded, graded == "correct")
+            label, behaviour_fields = self.behaviour(expected, graded, graded == "correct")
             return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=why, decided_by="rule",
                           status="ok", error=None, model=None, prompt=None, samples=[],
-                          fault=fault_of(label, False, None, self._recall(item)), **said)]
+                          fault=fault_of(label, False, None, self._recall(item)), **behaviour_fields)]
         if not answers:
             raise LLMError("config", f"{NO_VERDICT_YET} "
                            "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
@@ -307,27 +310,27 @@ class Checker(Stage):
             votes: list[CheckLabel] = ["abstained" if declined(v) else "hallucinated" for v in verdicts]
             vote = majority_label(votes)
             chosen = verdicts[votes.index(vote)]
-            label, said = self.behaviour(expected, vote)
-            said["graded_label"] = None  # the grader said declined or not, no label of its own
+            label, behaviour_fields = self.behaviour(expected, vote)
+            behaviour_fields["graded_label"] = None  # the grader said declined or not, no label of its own
             return [Check(**base, label=label, grounded=None, unsupported_claims=[],
                           rationale=f"answer given: {chosen.answer_given!r}; declined: {chosen.declined}",
                           decided_by="llm", status="ok", error=None, model=self.model,
-                          prompt=self.abstention_prompt.id, samples=list[str](votes), fault=None, **said)]
+                          prompt=self.abstention_prompt.id, samples=list[str](votes), fault=None, **behaviour_fields)]
         graded = majority_label([v.label for v in verdicts])
         chosen = next(v for v in verdicts if v.label == graded)
         if isinstance(chosen, PremiseAnswerVerdict):
-            label, said = self.behaviour(expected, graded, chosen.premise_corrected)
+            label, behaviour_fields = self.behaviour(expected, graded, chosen.premise_corrected)
             return [Check(**base, label=label, grounded=None, unsupported_claims=[],
                           rationale=f"the response says: {chosen.response_fact!r}",
                           decided_by="llm", status="ok", error=None, model=self.model, prompt=self.premise_prompt.id,
                           samples=[v.label for v in verdicts], fault=fault_of(label, False, None, self._recall(item)),
-                          **said)]
-        label, said = self.behaviour(expected, graded)
+                          **behaviour_fields)]
+        label, behaviour_fields = self.behaviour(expected, graded)
         if not isinstance(chosen, AnswerVerdict):  # the short schema: the label alone, grounding not asked
             return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=chosen.reasoning,
                           decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
                           samples=[v.label for v in verdicts], fault=fault_of(label, False, None, self._recall(item)),
-                          context_has_answer=None, **said)]
+                          context_has_answer=None, **behaviour_fields)]
         has_context = bool(self.contexts(item))
         grounded = chosen.grounded if has_context else None
         has_answer = chosen.context_has_answer if has_context else None
@@ -336,7 +339,8 @@ class Checker(Stage):
                       rationale=f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
                                 f"comparison: {chosen.comparison}",
                       decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
-                      samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer, **said)]
+                      samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer,
+                      **behaviour_fields)]
 
     @staticmethod
     def behaviour(expected: Expected, graded: Any, premise_corrected: bool | None = None) -> tuple[Any, dict]:
@@ -390,16 +394,16 @@ def plan_check(items: Sequence[AnswerItem], config: LLMConfig | None, output: st
                     lambda w: store.done(w.key), [config])
 
 
-def check_result(done: StageRun, *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
+def check_result(stage_run: StageRun, *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
                  human: Mapping[str, str] | None = None, by: Sequence[str] = (),
                  fields: Mapping[str, dict] | None = None, human_origin: Any = None,
                  recall_caveat: str | None = None) -> dict:
     """The typed result of a check run (kind ``check``): label rates with intervals, and when given,
     the retrieval/generation diagnosis (``recall``: recall@k per answer id), agreement with people
     (``human``) and breakdowns by answer fields (``by``, looked up in ``fields``)."""
-    result = summarise_checks(done.records, recall=recall, threshold=threshold, human=human, by=by, fields=fields,
+    result = summarise_checks(stage_run.records, recall=recall, threshold=threshold, human=human, by=by, fields=fields,
                               human_origin=human_origin, recall_caveat=recall_caveat)
-    result["error_reasons"] = dict(done.error_reasons.most_common(5))
+    result["error_reasons"] = dict(stage_run.error_reasons.most_common(5))
     return result
 
 

@@ -75,17 +75,17 @@ def with_test_set(items: Sequence[AnswerItem], test_set: str | Path,
     """The answers with ``answerable`` and ``premise`` taken from the test set they answer (generate's
     questions, or any JSON Lines with ``id``), met by id and counted; an answer that says otherwise
     than its question is an error naming both (neither is guessed right)."""
-    said: dict[str, dict[str, Any]] = {}
+    expected_by_id: dict[str, dict[str, Any]] = {}
     for no, obj in iter_jsonl(test_set):
         qid = obj.get("id", obj.get("query_id"))
         if qid is None:
             raise InputError("a test-set line needs an id (the answers meet it by id)", test_set, no)
-        said[str(qid)] = {k: obj[k] for k in ("answerable", "premise") if obj.get(k) is not None}
-    join = Join.of("question ids", "the answers", [a.id for a in items], "the test set", said, answers_source,
-                   test_set).require_overlap()
+        expected_by_id[str(qid)] = {k: obj[k] for k in ("answerable", "premise") if obj.get(k) is not None}
+    join = Join.of("question ids", "the answers", [a.id for a in items], "the test set", expected_by_id,
+                   answers_source, test_set).require_overlap()
     out = []
     for item in items:
-        given = said.get(item.id, {})
+        given = expected_by_id.get(item.id, {})
         for key, value in given.items():
             mine = getattr(item, key)
             if mine is not None and mine != value:

@@ -123,9 +123,9 @@ class CoverageStage(Stage):
         return out
 
     def plan(self, retrieved: Sequence[tuple[QueryItem, list[Chunk], list[Chunk]]],
-             known: Mapping[str, dict] | None = None, done: Callable[[str], bool] | None = None) -> list[WorkItem]:
+             known: Mapping[str, dict] | None = None, is_done: Callable[[str], bool] | None = None) -> list[WorkItem]:
         """``retrieved``: (query, the run's top chunks, chunks judged relevant to the query);
-        ``known``: nuggets already made for a question (see :meth:`known_nuggets`); ``done``: whether
+        ``known``: nuggets already made for a question (see :meth:`known_nuggets`); ``is_done``: whether
         the output holds a key. A query whose record was made with new nuggets keeps that key: the
         nuggets its own record holds do not make it new work on the next run."""
         items = []
@@ -134,7 +134,7 @@ class CoverageStage(Stage):
             fresh = fingerprint("coverage", q.id, self.prompt_id, self.run_name, q.text, source,
                                 [(c.id, c.title, c.text) for c in chunks], self.config.model, self.passages.max_chars,
                                 self.max_tokens)
-            if done is not None and done(fresh):
+            if is_done is not None and is_done(fresh):
                 items.append(WorkItem(fresh, [], (q, chunks, None)))
                 continue
             reuse = (known or {}).get(q.id)

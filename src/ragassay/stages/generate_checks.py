@@ -1,7 +1,9 @@
-"""Checks on generated questions that need no model: a BM25 index over the chunks, word overlap,
-copying, self-containment, length, language, near-duplicates, and the difficulty mix.
+"""Checks on generated questions that need no model.
 
-Every check returns a reason string when a question fails, so a drop is always explained.
+They cover a BM25 index over the chunks, word overlap, copying, self-containment, length, language,
+near-duplicates and the difficulty mix. Every check returns a reason in words when a question fails,
+so that every question dropped from a set is explained. The rule by which two questions are the same
+question lives here, once (:func:`likeness`), and the test-set report uses it too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .text_match import loose_text as normalize
 
@@ -185,16 +188,70 @@ def evidence_found(quote: str, chunk_text: str) -> bool:
     return bool(nq) and nq in normalize(chunk_text)
 
 
-def near_duplicate(question: str, earlier: Sequence[str], threshold: float = 0.8) -> str | None:
-    nq = normalize(question)
-    mine = content_words(question)
-    for other in earlier:
-        if nq == normalize(other):
-            return f"duplicate of an earlier question: {other!r}"
-        theirs = content_words(other)
-        if mine and theirs and len(mine & theirs) / len(mine | theirs) >= threshold:
-            return f"near-duplicate of an earlier question: {other!r}"
+# -------------------------------------------------------------------- the same question twice
+
+DUPLICATE_SIMILARITY = 0.8  # content-word Jaccard at which two questions are near-duplicates
+
+
+@dataclass(frozen=True)
+class QuestionWords:
+    """What the same-question rule compares of a question: its text loosely compared (case, accents'
+    compatibility forms, edge punctuation and a leading article aside) and its content words. Built
+    once per question, so that comparing one question with many does not tokenize it again."""
+
+    loose: str
+    words: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> QuestionWords:
+        return cls(normalize(text), frozenset(content_words(text)))
+
+
+def likeness(a: QuestionWords, b: QuestionWords, threshold: float = DUPLICATE_SIMILARITY) -> str | None:
+    """The one rule by which two questions are the same question: ``"duplicate"`` when they are the
+    same words loosely compared, ``"near-duplicate"`` when they share at least ``threshold`` of their
+    content words (Jaccard), else None. generate drops a candidate by it, and the test-set report
+    counts the pairs it finds, so both say the same thing of the same two questions."""
+    if a.loose == b.loose:
+        return "duplicate"
+    if a.words and b.words and len(a.words & b.words) / len(a.words | b.words) >= threshold:
+        return "near-duplicate"
     return None
+
+
+def same_question(a: str, b: str, threshold: float = DUPLICATE_SIMILARITY) -> bool:
+    """Whether two question texts are the same question by :func:`likeness`."""
+    return likeness(QuestionWords.of(a), QuestionWords.of(b), threshold) is not None
+
+
+def near_duplicate(question: str, earlier: Sequence[str], threshold: float = DUPLICATE_SIMILARITY) -> str | None:
+    """Why ``question`` repeats one of the ``earlier`` questions (the first it repeats), or None."""
+    mine = QuestionWords.of(question)
+    for other in earlier:
+        kind = likeness(mine, QuestionWords.of(other), threshold)
+        if kind is not None:
+            return f"{kind} of an earlier question: {other!r}"
+    return None
+
+
+def same_question_pairs(texts: Sequence[str], threshold: float = DUPLICATE_SIMILARITY) -> list[tuple[int, int]]:
+    """Every pair ``(i, j)``, ``i < j``, of ``texts`` that :func:`likeness` calls the same question,
+    ordered by ``i`` then ``j``. Only questions that share a content word or a loose text can be the
+    same, so each question is compared only with those, found through an inverted index: a set of a
+    thousand questions is then not a million comparisons."""
+    asked = [QuestionWords.of(t) for t in texts]
+    by_word: dict[str, list[int]] = {}
+    by_loose: dict[str, list[int]] = {}
+    for i, q in enumerate(asked):
+        for w in q.words:
+            by_word.setdefault(w, []).append(i)
+        by_loose.setdefault(q.loose, []).append(i)
+    pairs = []
+    for i, q in enumerate(asked):
+        near = {j for w in q.words for j in by_word[w] if j > i}
+        near.update(j for j in by_loose[q.loose] if j > i)
+        pairs += [(i, j) for j in sorted(near) if likeness(q, asked[j], threshold) is not None]
+    return pairs
 
 
 def mix_counts(total: int, mix: dict[str, float]) -> dict[str, int]:

@@ -1,11 +1,13 @@
-"""Turn a user's retriever into a run: ``run_retriever(retriever, queries, k)``.
+"""Turning a user's retriever into a run: ``run_retriever(retriever, queries, k)``.
 
-The retriever is a function of the query text returning ranked ids, or ``(id, score)`` pairs, best
-first; or a LlamaIndex or LangChain retriever object, or a factory making one
+The retriever may be a function of the query text that returns ranked ids or ``(id, score)`` pairs,
+best first; a LlamaIndex or LangChain retriever object; or a factory that makes one
 (:mod:`~ragassay.stages.retriever_objects` says how each is called and where a result's chunk id is
-found). Results without scores (ids, LangChain documents, LlamaIndex nodes scored None) get
-``k - rank + 1`` (so trec_eval ranks them as returned); per-query latency is recorded. Given the chunk
-ids, every returned id must be one of them, and the run and the chunks meet with a count of each side.
+found). Results without scores (plain ids, LangChain documents, LlamaIndex nodes scored None) get
+the score ``k - rank + 1``, so that trec_eval ranks them in the order they were returned. The
+latency of each query is recorded. When the chunk ids are given, every returned id must be one of
+them, and the run and the chunks are joined with a count of each side, so that a retriever built
+on another corpus is caught before it is scored.
 """
 
 from __future__ import annotations
@@ -86,15 +88,15 @@ def retrieve(retriever: Any, queries: str | Path | Mapping[str, str] | Iterable[
         raise UsageError(f"k must be at least 1, got {k}")
     spec = retriever if isinstance(retriever, str) else None
     made = load_retriever(spec) if spec is not None else retriever
-    done = retrieve_run(made, _query_texts(queries), k, name or (spec.rpartition(":")[2] if spec else None),
-                        False if quiet else None, id_field=id_field, chunk_ids=_chunk_ids(chunks),
-                        chunks_source=str(chunks) if isinstance(chunks, (str, Path)) else None)
+    retrieval = retrieve_run(made, _query_texts(queries), k, name or (spec.rpartition(":")[2] if spec else None),
+                             False if quiet else None, id_field=id_field, chunk_ids=_chunk_ids(chunks),
+                             chunks_source=str(chunks) if isinstance(chunks, (str, Path)) else None)
     if output is None:
-        return done
-    about = {"retriever": spec or done.kind, "k": k, "command": "retrieve",
+        return retrieval
+    about = {"retriever": spec or retrieval.kind, "k": k, "command": "retrieve",
              "queries_file": str(queries) if isinstance(queries, (str, Path)) else None,
              "queries_digest": _file_digest(queries) if isinstance(queries, (str, Path)) else None}
-    return write_run_files(done, output, about)
+    return write_run_files(retrieval, output, about)
 
 
 def _file_digest(path: str | Path) -> str | None:
@@ -160,12 +162,12 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
     for qi, qid in enumerate(qids):
         results, got.latency[qid] = _search(adapted, label, qid, queries[qid])
         try:
-            kept, dropped = _ranked(results, field, qid, k)
+            ranked, dropped = _ranked(results, field, qid, k)
         except RagassayError as e:  # a result of another shape: which retriever gave it
             raise RagassayError(f"the retriever {label!r}: {e}") from None
         if chunk_ids is not None:
-            _require_chunks(kept, chunk_ids, qid, field, adapted.kind, chunks_source)
-        got.add(qi, kept, results, dropped, k)
+            _require_chunks(ranked, chunk_ids, qid, field, adapted.kind, chunks_source)
+        got.add(qi, ranked, results, dropped, k)
         bar(qi + 1)
     run = Run(qids, np.array(got.q_rows, dtype=np.int64), encode_ids(got.d_rows),
               np.array(got.s_rows, dtype=np.float64), name or adapted.name, latency_ms=got.latency)
@@ -188,13 +190,13 @@ class _Collected:
     most: int = 0
     integers: int = 0
 
-    def add(self, qi: int, kept: list[tuple[str, float]], results: list[Any], dropped: int, k: int) -> None:
+    def add(self, qi: int, ranked: list[tuple[str, float]], results: list[Any], dropped: int, k: int) -> None:
         self.integers += sum(1 for item in results[:k] if _integer_id(item))
         self.repeated += dropped
         self.most = max(self.most, len(results))
-        self.q_rows += [qi] * len(kept)
-        self.d_rows += [doc for doc, _ in kept]
-        self.s_rows += [score for _, score in kept]
+        self.q_rows += [qi] * len(ranked)
+        self.d_rows += [doc for doc, _ in ranked]
+        self.s_rows += [score for _, score in ranked]
 
     def warn(self, kind: str, any_query: bool, k: int, checked: bool) -> None:
         """Said on stderr after the run: a retriever object's own top k cutting the run (LlamaIndex's
@@ -281,10 +283,10 @@ def _score(score: Any, qid: str) -> float:
     return value
 
 
-def _require_chunks(kept: list[tuple[str, float]], chunk_ids: Collection[str], qid: str, field: IdField,
+def _require_chunks(ranked: list[tuple[str, float]], chunk_ids: Collection[str], qid: str, field: IdField,
                     kind: str, source: str | Path | None) -> None:
     """Every id returned must be a chunk id: the first that is not stops the run, naming where it was read."""
-    for rank, (doc, _) in enumerate(kept, start=1):
+    for rank, (doc, _) in enumerate(ranked, start=1):
         if doc not in chunk_ids:
             read = "returned" if kind == "function" else f"read from its {field.spec}"
             fix = ("return the chunk ids of that file" if kind == "function" else
@@ -299,14 +301,14 @@ def _require_chunks(kept: list[tuple[str, float]], chunk_ids: Collection[str], q
 
 def _progress(total: int, show: bool) -> Callable[[int], None]:
     if not show or total == 0:
-        return lambda done: None
+        return lambda answered: None
     start = time.perf_counter()
 
-    def update(done: int) -> None:
-        if done == total or done % max(1, total // 100) == 0:
-            rate = done / max(time.perf_counter() - start, 1e-9)
-            end = "\n" if done == total else ""
-            print(f"\rretrieving: {done}/{total} queries ({rate:.1f}/s)", end=end, file=sys.stderr, flush=True)
+    def update(answered: int) -> None:
+        if answered == total or answered % max(1, total // 100) == 0:
+            rate = answered / max(time.perf_counter() - start, 1e-9)
+            end = "\n" if answered == total else ""
+            print(f"\rretrieving: {answered}/{total} queries ({rate:.1f}/s)", end=end, file=sys.stderr, flush=True)
     return update
 
 

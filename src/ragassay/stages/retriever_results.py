@@ -26,19 +26,19 @@ def shown(value: Any, limit: int = 80) -> str:
 def results_of(value: Any, retriever: str, qid: str) -> list[Any]:
     """``value`` as the list of its results, or a RagassayError naming ``retriever``, ``qid`` and
     what was returned."""
-    said = f"the retriever {retriever!r} returned"
+    returned = f"the retriever {retriever!r} returned"
     if value is None:
-        raise RagassayError(f"{said} None for query {qid!r}: it must return {_SHAPE}; does the function "
+        raise RagassayError(f"{returned} None for query {qid!r}: it must return {_SHAPE}; does the function "
                             "end without a return?")
     if isinstance(value, (str, bytes)):
-        raise RagassayError(f"{said} a string ({shown(value)}) for query {qid!r}, not a list: it must return "
+        raise RagassayError(f"{returned} a string ({shown(value)}) for query {qid!r}, not a list: it must return "
                             f"{_SHAPE} (one id is [{shown(value, 40)}])")
     if isinstance(value, Mapping):
         keys = ", ".join(shown(k, 30) for k in list(value)[:5]) + (", ..." if len(value) > 5 else "")
-        raise RagassayError(f"{said} a {type(value).__name__} (keys: {keys or 'none'}) for query {qid!r}, not a "
+        raise RagassayError(f"{returned} a {type(value).__name__} (keys: {keys or 'none'}) for query {qid!r}, not a "
                             f"list: it must return {_SHAPE} (a dict of id -> score: list(d.items()))")
     if not isinstance(value, Iterable):
-        raise RagassayError(f"{said} {shown(value)} ({type(value).__name__}) for query {qid!r}: it must return "
+        raise RagassayError(f"{returned} {shown(value)} ({type(value).__name__}) for query {qid!r}: it must return "
                             f"{_SHAPE}")
     try:
         return list(value)

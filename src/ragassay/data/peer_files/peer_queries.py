@@ -55,9 +55,10 @@ def peer_queries(path: str | Path, data: bytes) -> list[PeerQuery]:
         single_turn(fields, row, path)
         text = fields.get("question", fields.get("text"))
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{row.said}the query text is empty", path, row.line)
+            raise InputError(f"{row.message_prefix}the query text is empty", path, row.line)
         if qid in seen:
-            raise InputError(f"{row.said}query id {qid!r} appears twice (first at {seen[qid]})", path, row.line)
+            raise InputError(f"{row.message_prefix}query id {qid!r} appears twice (first at {seen[qid]})", path,
+                             row.line)
         seen[qid] = row.where
         ref = fields.get("reference")
         out.append(PeerQuery(qid, text, ref if isinstance(ref, str) and ref.strip() else None))

@@ -55,7 +55,7 @@ class PeerRow:
     fields: dict[str, Any]
 
     @property
-    def said(self) -> str:
+    def message_prefix(self) -> str:
         """The prefix a message gives the row: ``element 2: ``, ``row 4: ``; none for a JSON line,
         whose line the error names already (``a.jsonl:7: line 7`` said it twice)."""
         return "" if self.where == f"line {self.line}" else f"{self.where}: "

@@ -48,7 +48,7 @@ def answer_rows(path: str | Path, problems: Any = None) -> list[tuple[int, dict[
         try:
             single_turn(fields, r, path)
             if "question" not in fields:
-                raise InputError(f"{r.said}no question (a field named question, user_input, input or query; "
+                raise InputError(f"{r.message_prefix}no question (a field named question, user_input, input or query; "
                                  f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
         except InputError as e:
             if problems is None:
@@ -63,7 +63,7 @@ def single_turn(fields: Mapping[str, Any], row: PeerRow, path: str | Path) -> No
     """Refuse, by name, a conversation: RAGAS's MultiTurnSample (``user_input`` a list of messages) or
     DeepEval's ConversationalGolden (``scenario``, ``turns``). ragassay reads single-turn samples."""
     if isinstance(fields.get("question"), list) or "scenario" in fields and "question" not in fields:
-        raise InputError(f"{row.said}a multi-turn sample (a conversation: user_input as a list of messages, "
+        raise InputError(f"{row.message_prefix}a multi-turn sample (a conversation: user_input as a list of messages, "
                          "or DeepEval's scenario and turns); ragassay reads single-turn samples", path, row.line)
 
 

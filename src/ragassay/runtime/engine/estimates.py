@@ -1,10 +1,15 @@
-"""Counting what a run will cost before it runs (:func:`estimate`): calls, tokens (what a repeated
-prefix saves), dollars and time, read from the plan and the answer cache (read-only) with no endpoint
-and no key. What is counted is an :class:`.estimate_report.Estimate`."""
+"""What a run will cost before it runs (:func:`estimate`): its calls, its tokens, its price in
+dollars and its time.
+
+The figures are read from the plan and from the answer cache, which is only read here, so a dry run
+needs no endpoint and no key and changes nothing. The tokens count what a repeated prompt prefix
+saves on a server that keeps its last prompt. The result is an :class:`.estimate_report.Estimate`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,6 +22,18 @@ from ...llm.speed import Speed
 from ...llm.usage import price_for, token_model
 from .estimate_report import Estimate
 from .work import Call, CallText, Stage, WorkItem, bulk, parsed_answer
+
+
+@dataclass
+class ModelTokens:
+    """What the calls to one model will send and receive, summed over the plan: the price and the
+    time of a run are worked out per model from these counts."""
+
+    input: int = 0  # input tokens, every prompt counted whole
+    output: int = 0  # output tokens, every answer at its max_tokens
+    expected: int = 0  # output tokens the answers are expected to take (0 where not known)
+    calls: int = 0
+    unshared: int = 0  # input tokens a server still reads when it reuses a prefix shared with the call before
 
 
 def estimate(items: Sequence[WorkItem], item_done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
@@ -61,7 +78,7 @@ class _Counting:
         self.lookups = [c if c is not None and c.holds_model(m) else None for c, m in zip(caches, models)]
         self.est = Estimate(tokenizer=self.counters[0].method if self.counters else "", models=models)
         # input, output ceiling, output expected, calls, input not shared with the start of the model's call before
-        self.tokens_per_model = [[0, 0, 0, 0, 0] for _ in configs]
+        self.tokens_per_model = [ModelTokens() for _ in configs]
         self.planned: set[bytes] = set()  # digests: identical calls are asked once (see SharedCalls), counted once
         # without a cache to look calls up in, a stage that can say its calls as texts is not built at all
         self.texts = _TextCounter(self.counters) if stage is not None and not any(self.lookups) else None
@@ -128,7 +145,7 @@ class _Counting:
         return None
 
 
-def _count_sent(est: Estimate, tokens_per_model: list[list[int]], step: int, model: int,
+def _count_sent(est: Estimate, tokens_per_model: list[ModelTokens], step: int, model: int,
                 tokens: tuple[int, int, int | None], parts: list[str]) -> None:
     """A call that will be sent, into the estimate and its model's row: ``tokens`` are its input,
     its output ceiling and the output its prompt took before (None when not known); ``parts`` its
@@ -140,12 +157,12 @@ def _count_sent(est: Estimate, tokens_per_model: list[list[int]], step: int, mod
     est.output_tokens += t_out
     est.output_tokens_expected += expected or 0
     est.expected_unknown += expected is None
-    row = tokens_per_model[model]
-    row[0] += t_in
-    row[1] += t_out
-    row[2] += expected or 0
-    row[3] += 1
-    row[4] += _fresh(est, model, parts, t_in)
+    counts = tokens_per_model[model]
+    counts.input += t_in
+    counts.output += t_out
+    counts.expected += expected or 0
+    counts.calls += 1
+    counts.unshared += _fresh(est, model, parts, t_in)
 
 
 class _TextCounter:
@@ -158,7 +175,7 @@ class _TextCounter:
         self.exact: list[dict[str, int]] = [{} for _ in counters]
         self.schemas: dict[type, str] = {}
 
-    def count(self, call: CallText, est: Estimate, tokens_per_model: list[list[int]], planned: set,
+    def count(self, call: CallText, est: Estimate, tokens_per_model: list[ModelTokens], planned: set,
               share: bool) -> None:
         """One call said as texts into the estimate (counted once when ``share`` and met before)."""
         if not est.calls_per_step:
@@ -206,10 +223,11 @@ class _TextCounter:
         return t_in
 
 
-def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[list[int]]) -> Estimate:
+def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[ModelTokens]) -> Estimate:
     cost: float | None = 0.0
     low: float | None = 0.0
-    for cfg, (t_in, t_out, t_expected, _, _) in zip(configs, tokens_per_model):
+    for cfg, counts in zip(configs, tokens_per_model):
+        t_in, t_out, t_expected = counts.input, counts.output, counts.expected
         price = price_for(cfg.model, cfg.price_in, cfg.price_out)
         if t_in or t_out:
             cost = None if price is None or cost is None else cost + (t_in * price[0] + t_out * price[1]) / 1e6
@@ -271,27 +289,27 @@ def _fresh(est: Estimate, model: int, parts: list[str], tokens: int) -> int:
 
 
 def _timed(est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | None],
-           tokens_per_model: list[list[int]]) -> Estimate:
+           tokens_per_model: list[ModelTokens]) -> Estimate:
     """The run's time, one call at a time, at the speeds ``ping`` measured of each model called (none
     when a model called was never measured): at least with the answers' expected tokens (nothing for
     those not known yet), at most with every answer at its max_tokens. A model on a server of this
     machine or its network that was never measured is named (a hosted API's time is not estimated)."""
     est.last_prompts = {}
-    called = [(speed, row) for speed, row in zip(speeds, tokens_per_model) if row[3]]
-    measured = [(speed, row) for speed, row in called if speed is not None]
+    called = [(speed, counts) for speed, counts in zip(speeds, tokens_per_model) if counts.calls]
+    measured = [(speed, counts) for speed, counts in called if speed is not None]
     if not called or len(measured) < len(called):
         est.unmeasured = _unmeasured(configs, speeds, tokens_per_model)
         return est
-    est.seconds_low = sum(speed.seconds(row[3], row[4], row[2]) for speed, row in measured)
-    est.input_tokens_unshared = sum(row[4] for _, row in measured)
-    est.seconds_high = sum(speed.seconds(row[3], row[0], row[1]) for speed, row in measured)
+    est.seconds_low = sum(speed.seconds(c.calls, c.unshared, c.expected) for speed, c in measured)
+    est.input_tokens_unshared = sum(c.unshared for _, c in measured)
+    est.seconds_high = sum(speed.seconds(c.calls, c.input, c.output) for speed, c in measured)
     est.speeds = [speed.summary() for speed, _ in measured]
     return est
 
 
 def _unmeasured(configs: Sequence[LLMConfig], speeds: list[Speed | None],
-                tokens_per_model: list[list[int]]) -> list[str]:
+                tokens_per_model: list[ModelTokens]) -> list[str]:
     """The models called whose speed was never measured, on a server of this machine or its network
     (a hosted API's time is not estimated, so its model is not named)."""
-    return [c.model or "" for c, speed, row in zip(configs, speeds, tokens_per_model)
-            if row[3] and speed is None and asks(c.base_url)]
+    return [c.model or "" for c, speed, counts in zip(configs, speeds, tokens_per_model)
+            if counts.calls and speed is None and asks(c.base_url)]

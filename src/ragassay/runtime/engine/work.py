@@ -1,5 +1,11 @@
-"""What a stage plans: the calls an item needs (``Call``, ``CallText``), the item itself (``WorkItem``) and a
-plan of many (``Items``, packed), shards of a run, and the ``Stage`` base every LLM stage extends."""
+"""What a stage plans, in the terms the engine runs it by.
+
+A :class:`Call` (or its text form, :class:`CallText`) is one request exactly as it will be sent. A
+:class:`WorkItem` is one unit of a stage's work: the calls it needs and the record key it writes.
+:class:`Items` holds a plan of many items packed, so that a plan of a million pairs does not hold a
+million objects. The module also reads ``--shard`` and provides the :class:`Stage` base that every
+LLM stage extends, so the engine can run any stage the same way.
+"""
 
 from __future__ import annotations
 
@@ -262,16 +268,16 @@ class Items(Sequence):
         """Every item writes one record, its key's: :meth:`record_keys` is aligned with the items."""
         return not self._keys.has_none
 
-    def pending_positions(self, done: Callable[[str], bool],
+    def pending_positions(self, is_done: Callable[[str], bool],
                           done_flags: Callable[[Sequence[str]], list[bool]] | None = None) -> array:
         """See :func:`pending_positions`."""
         keys, a = self._keys, self._a
         if not keys.has_none:
-            flags = done_flags(keys) if done_flags is not None else list(map(done, keys))
+            flags = done_flags(keys) if done_flags is not None else list(map(is_done, keys))
             return array("q", compress(range(len(flags)), map(not_, flags)))
         out = array("q")
         for i, key in enumerate(keys):
-            if not (done(key) if key is not None else all(map(done, a[i].record_keys))):
+            if not (is_done(key) if key is not None else all(map(is_done, a[i].record_keys))):
                 out.append(i)
         return out
 
@@ -298,14 +304,14 @@ def record_keys_at(items: Sequence[WorkItem], i: int) -> Sequence[str]:
     return items.record_keys_at(i) if isinstance(items, Items) else items[i].record_keys
 
 
-def pending_positions(items: Sequence[WorkItem], done: Callable[[str], bool],
+def pending_positions(items: Sequence[WorkItem], is_done: Callable[[str], bool],
                       done_flags: Callable[[Sequence[str]], list[bool]] | None = None) -> array:
-    """Where the items with a record not done (by ``done``) are, in order, as 8-byte integers; an
-    item done when planned is checked again (another process may have changed the output since).
-    ``done_flags``: ``done`` of many keys at once, when there is such a thing."""
+    """Where the items with a record not yet done (by ``is_done``) are, in order, as 8-byte integers.
+    An item that was done when planned is checked again, because another process may have changed the
+    output since. ``done_flags`` answers ``is_done`` for many keys at once, when the store can."""
     if isinstance(items, Items):
-        return items.pending_positions(done, done_flags)
-    return array("q", [i for i, it in enumerate(items) if not all(map(done, it.record_keys))])
+        return items.pending_positions(is_done, done_flags)
+    return array("q", [i for i, it in enumerate(items) if not all(map(is_done, it.record_keys))])
 
 
 class Stage:

@@ -21,7 +21,7 @@ from .journal import AnsweredFirst, AnswerJournal, answers_path, journal_store
 from .result import GenerateResult
 from .shapes import LEVEL_ORDER, SEED_USES, Difficulty, GenerateOptions, ceiling_for, reject_record
 from .stage import GenerateStage
-from .writer import QuestionWriter
+from .writer import QuestionWriter, SeedDraws
 
 _BUDGET_TAIL = re.compile(r"; \d+ generate items not done: rerun with a higher ceiling to go on$")
 
@@ -115,7 +115,8 @@ class Generator(QuestionWriter):
         opts = self.options
         rng = random.Random(opts.seed)
         target = mix_counts(opts.total, opts.mix)
-        pool, cursor = self.stratified(rng), [0]
+        seeds = SeedDraws(self.stratified(rng))
+        pool = seeds.chunks
         self.reset_styles()
         accepted: list[Question | Assumed] = []
         rejects: list[dict] = []
@@ -132,11 +133,11 @@ class Generator(QuestionWriter):
                     stopped = (f"stopped at the ceiling of {ceiling} generate calls ({calls_made()} made); "
                                "--max-calls N raises it")
                     break
-                first_draw = cursor[0]
-                wave, used = self.wave(level, min(want - have(level), max_tries - tries), pool, cursor, rng)
+                first_draw = seeds.drawn
+                wave, used = self.wave(level, min(want - have(level), max_tries - tries), seeds, rng)
                 tries += used
                 if not wave:
-                    if cursor[0] >= len(pool) * SEED_USES:
+                    if seeds.spent():
                         stopped = (f"stopped: every usable chunk has seeded {SEED_USES} candidates; add chunks or "
                                    "lower --limit")
                     break

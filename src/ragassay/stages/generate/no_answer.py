@@ -127,14 +127,14 @@ def verification_failed(level: str, verdict: BaseModel | None, found: list[str],
     if verdict is None:
         return None
     if level == "unanswerable":
-        said = cast(SearchVerdict, verdict)
-        if not said.answerable:
+        search = cast(SearchVerdict, verdict)
+        if not search.answerable:
             return None
-        where = [c for c, t in zip(found, texts) if said.quote.strip() and evidence_found(said.quote, t)]
+        where = [c for c, t in zip(found, texts) if search.quote.strip() and evidence_found(search.quote, t)]
         if where:
-            return f"answered by the corpus: chunk {where[0]} says {said.quote.strip()[:160]!r}"
+            return f"answered by the corpus: chunk {where[0]} says {search.quote.strip()[:160]!r}"
         return (f"unsure: the model says the {len(found)} chunks BM25 found for it ({', '.join(found)}) answer it, "
-                f"with a quote found in none of them: {said.quote.strip()[:120]!r}")
+                f"with a quote found in none of them: {search.quote.strip()[:120]!r}")
     premise = cast(PremiseVerdict, verdict)
     if premise.supported:
         return f"the premise is stated as true in the chunks found for it ({', '.join(found)}): {premise.reason}"

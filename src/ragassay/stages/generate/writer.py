@@ -1,13 +1,18 @@
-"""What a question set is written from (:class:`QuestionWriter`): the chunks fit to ask about, the
-order candidates are drawn in (documents in proportion to their size, no document too often, hard
-questions' groups of related chunks, styles in their shares), the prompts and calls of each step,
-and the checks of a written question that need no model."""
+"""What a question set is written from (:class:`QuestionWriter`).
+
+The writer decides which chunks are fit to ask about and the order in which candidates are drawn:
+documents in proportion to their size, no document too often, groups of related chunks for hard
+questions, and styles in their shares, so that a set covers the corpus rather than its largest
+document. It also builds the prompts and calls of each step and runs the checks on a written
+question that need no model.
+"""
 
 from __future__ import annotations
 
 import heapq
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ...data.records import Chunk, Question
 from ...llm import LLMConfig
@@ -36,6 +41,21 @@ from .shapes import (
     SameAnswer,
     cited,
 )
+
+
+@dataclass
+class SeedDraws:
+    """The chunks that seed candidates, in their stratified order, and how many seeds have been drawn
+    from them. Each chunk seeds at most ``SEED_USES`` candidates, so the draws walk the list that many
+    times; the count is shared by every wave of a run, which is why it is an object the waves update
+    and not a number each wave would have to hand back."""
+
+    chunks: list[str]
+    drawn: int = 0
+
+    def spent(self) -> bool:
+        """Whether every chunk has seeded its share of candidates."""
+        return self.drawn >= len(self.chunks) * SEED_USES
 
 
 class QuestionWriter:
@@ -127,13 +147,13 @@ class QuestionWriter:
         """:meth:`first_waves` with each candidate's draw (where its wave began, its place in it)
         and how many times its first chunk seeded a candidate before, as :meth:`run` numbers them."""
         rng = random.Random(self.options.seed)
-        pool, cursor = self.stratified(rng), [0]
+        seeds = SeedDraws(self.stratified(rng))
         out = []
         for level in LEVEL_ORDER:
             want = mix_counts(self.options.total, self.options.mix).get(level, 0)
-            first_draw = cursor[0]
+            first_draw = seeds.drawn
             out += [(level, g, self.next_style(), (first_draw, i), use)
-                    for i, (g, use) in enumerate(self.wave(level, want, pool, cursor, rng)[0])]
+                    for i, (g, use) in enumerate(self.wave(level, want, seeds, rng)[0])]
         self.reset_styles()
         return out
 
@@ -153,18 +173,19 @@ class QuestionWriter:
         self._style_counts[style] = self._style_counts.get(style, 0) + 1
         return style
 
-    def wave(self, level: str, n: int, pool: list[str], cursor: list[int],
-              rng: random.Random) -> tuple[list[tuple[list[str], int]], int]:
+    def wave(self, level: str, n: int, seeds: SeedDraws,
+             rng: random.Random) -> tuple[list[tuple[list[str], int]], int]:
         """The next ``n`` candidates of a level (fewer when a hard group cannot be formed), each as
         its chunk ids and how many times its first chunk seeded a candidate before; and how many
         tries that used."""
         wave, tries = [], 0
+        pool = seeds.chunks
         for _ in range(n if pool else 0):
-            if cursor[0] >= len(pool) * SEED_USES:
+            if seeds.spent():
                 break  # every chunk has seeded its share of candidates: the chunks are spent
-            use, at = divmod(cursor[0], len(pool))
+            use, at = divmod(seeds.drawn, len(pool))
             cid = pool[at]
-            cursor[0] += 1
+            seeds.drawn += 1
             tries += 1
             group = self.group_for(cid, rng) if level == "hard" else [cid]
             if group:

@@ -1,7 +1,10 @@
-"""The judge's stage on the engine (:class:`RelevanceStage`): a pair judged alone, or a group of one
-query's pairs in one call (``--batch``), planned from keys without building a prompt for a pair
-already done; answers turned into judgment records, a long chunk graded by its best window and a
-pair a batch answer missed asked alone."""
+"""The judge's stage on the engine (:class:`RelevanceStage`).
+
+A pair is judged alone, or a group of one query's pairs is judged in one call (``--batch``). The
+plan is made from the keys, without building a prompt for a pair that is already done, so that a
+rerun of finished work costs little. The answers are turned into judgment records: a long chunk is
+graded by its best window, and a pair that a batched answer left out is asked again on its own.
+"""
 
 from __future__ import annotations
 
