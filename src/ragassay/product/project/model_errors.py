@@ -90,24 +90,34 @@ def walk(loc: tuple[int | str, ...]) -> Where:
     for part in loc:
         if isinstance(part, str):
             where.key = part
-        if isinstance(node, type) and issubclass(node, Section):
-            where.table = node
-            field = node.model_fields.get(part) if isinstance(part, str) else None
-            if field is None:  # a key the table does not declare
-                break
-            where.says = _says(field.metadata) or where.says
-            node, says = _unwrap(field.annotation)
-        elif get_origin(node) is dict and isinstance(part, str):
-            node, says = _unwrap(get_args(node)[1])
-            if isinstance(node, type) and issubclass(node, Section) and node.NAMED_BY_ENTRY:
-                where.entry = part
-        elif get_origin(node) is list and isinstance(part, int):
-            node, says = _unwrap(get_args(node)[0])
-            where.in_list = True
-        else:
+        node = _step(node, part, where)
+        if node is None:
             break
-        where.says = says or where.says
     return where
+
+
+def _step(node: Any, part: int | str, where: Where) -> Any:
+    """The type one step of a location leads to from ``node`` (a table's key, a dict's key or a list's
+    index), noting on ``where`` what that step says; None where the types end (an undeclared key)."""
+    says: Says | None = None
+    if isinstance(node, type) and issubclass(node, Section):
+        where.table = node
+        field = node.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:  # a key the table does not declare
+            return None
+        where.says = _says(field.metadata) or where.says
+        node, says = _unwrap(field.annotation)
+    elif get_origin(node) is dict and isinstance(part, str):
+        node, says = _unwrap(get_args(node)[1])
+        if isinstance(node, type) and issubclass(node, Section) and node.NAMED_BY_ENTRY:
+            where.entry = part
+    elif get_origin(node) is list and isinstance(part, int):
+        node, says = _unwrap(get_args(node)[0])
+        where.in_list = True
+    else:
+        return None
+    where.says = says or where.says
+    return node
 
 
 def _says(metadata: Iterable[Any]) -> Says | None:
