@@ -16,7 +16,8 @@ The package: ``model`` (the project as read), ``toml_file`` (TOML and the line o
 ``sections`` (one pydantic model per table: each key's type, range, default and the words its error
 says), ``model_errors`` (pydantic's error said as ``ragassay.toml:LINE: key: why``), ``reading``
 (``read_project``: the file validated by the models, then the checks across tables), ``finding`` (what
-``init`` finds in a folder) and ``writing`` (the text ``init`` writes or appends). This module only names what callers outside use.
+``init`` finds in a folder) and ``writing`` (the text ``init`` writes or appends). This module only
+names what callers outside use.
 """
 
 from .finding import Findings, Found, scan
