@@ -7,10 +7,13 @@ Flags mean the same in every command: ``-m/--metric``, ``--format``, ``--relevan
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from .. import __version__
 from ..errors import MeasureError, RagassayError, UsageError
@@ -94,37 +97,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     or a run stopped early; 2 usage error; 130 stopped by Ctrl-C and 143 by SIGTERM, with one line
     said and what was done kept. Handlers return the text to print, or (text, exit code).
 
-    SIGTERM is taken over first of all, before the parser imports the commands' declarations and
-    the command its handler's modules: from then on, a SIGTERM at any moment ends the same way."""
-    previous = _on_sigterm()
-    _UNRAISABLE.append(sys.unraisablehook)
-    sys.unraisablehook = _terminated_anyway
-    try:
-        code = _run(argv)
-        return _stopped(143) if _DROPPED else code
-    except _Terminated:
-        return _stopped(143)
-    except KeyboardInterrupt:
-        _quiet_unawaited()
-        return _stopped(130)
-    except BaseException as e:
-        if not (_TERMINATING and _cancelled(e)) and not _RAISED:
-            raise
-        return _stopped(143)
-    finally:
-        _ENDING.append(True)
-        for again in _AGAIN:  # cancelled, or fired: then its signal is handled while _ENDING holds
-            again.cancel()
-            again.join()
-        _AGAIN.clear()
-        _DROPPED.clear()
-        _RAISED.clear()
-        _TERMINATING.clear()
-        sys.unraisablehook = _UNRAISABLE.pop()
-        if previous is not None:
-            import signal
-            signal.signal(signal.SIGTERM, previous)
-        _ENDING.clear()
+    SIGTERM is taken over first of all (:class:`SigtermWatch`), before the parser imports the commands'
+    declarations and the command its handler's modules: from then on, a SIGTERM at any moment ends
+    the same way."""
+    with SigtermWatch() as watch:
+        try:
+            code = _run(argv)
+            return _stopped(143) if watch.dropped else code
+        except _Terminated:
+            return _stopped(143)
+        except KeyboardInterrupt:
+            _quiet_unawaited()
+            return _stopped(130)
+        except BaseException as e:
+            if not watch.ends_as_sigterm(e):
+                raise
+            return _stopped(143)
 
 
 def _stopped(code: int) -> int:
@@ -199,12 +187,105 @@ class _Terminated(KeyboardInterrupt):
     exit_code = 143
 
 
-_UNRAISABLE: list = []  # the hook main() found, given back when it ends
-_DROPPED: list[bool] = []  # a SIGTERM raised where Python dropped the exception
-_AGAIN: list = []  # the timers that send a dropped SIGTERM again
-_ENDING: list[bool] = []  # main() is giving the handlers back: a late SIGTERM changes nothing
-_TERMINATING: list[bool] = []  # SIGTERM came while an event loop ran: its tasks were cancelled
-_RAISED: list[bool] = []  # SIGTERM raised _Terminated: whatever exception ends the command now ends it as SIGTERM
+class SigtermWatch:
+    """What a running command and its SIGTERM handler tell each other, from the moment :func:`main`
+    takes SIGTERM over to the moment it gives it back (``with SigtermWatch() as watch``). The handler
+    is a plain function of the module (:func:`_raise_terminated`), so it finds the watch in force as
+    ``SigtermWatch.active``; a watch entered inside another gives the outer one back when it ends."""
+
+    active: ClassVar[SigtermWatch | None] = None
+
+    def __init__(self) -> None:
+        self.dropped = False  # a SIGTERM raised where Python dropped the exception
+        self.resends: list[threading.Timer] = []  # the timers that send a dropped SIGTERM again
+        self.ending = False  # main() is giving the handlers back: a late SIGTERM changes nothing
+        self.terminating = False  # SIGTERM came while an event loop ran: its tasks were cancelled
+        self.raised = False  # SIGTERM raised _Terminated: whatever exception ends the command now ends it so
+        self.previous_handler: Any = None  # the SIGTERM handler found, given back (None: not the main thread)
+        self.previous_hook: Callable[[sys.UnraisableHookArgs], Any] = sys.unraisablehook
+        self.outer: SigtermWatch | None = None
+
+    def __enter__(self) -> SigtermWatch:
+        """SIGTERM taken over first of all (nothing but ``signal`` imported on the way: the sooner it
+        is in place, the fewer moments of a start a SIGTERM can kill outright), then the hook that
+        catches a SIGTERM Python dropped."""
+        self.outer, SigtermWatch.active = SigtermWatch.active, self
+        self.previous_handler = _take_sigterm()
+        self.previous_hook = sys.unraisablehook
+        sys.unraisablehook = self.unraisable
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.ending = True
+        for again in self.resends:  # cancelled, or fired: then its signal is handled while ending holds
+            again.cancel()
+            again.join()
+        sys.unraisablehook = self.previous_hook
+        if self.previous_handler is not None:
+            signal.signal(signal.SIGTERM, self.previous_handler)
+        SigtermWatch.active = self.outer
+
+    def ends_as_sigterm(self, e: BaseException) -> bool:
+        """Whether ``e``, ending the command, is the SIGTERM's doing: the cancellation of a loop's
+        tasks it asked for, or any exception once it raised (see :meth:`on_sigterm`)."""
+        return (self.terminating and _cancelled(e)) or self.raised
+
+    def on_sigterm(self) -> None:
+        """Inside a running event loop, raising here would tear a task apart mid-step (asyncio then
+        prints "Exception ignored" tracebacks): its tasks are cancelled instead, so journals close in
+        order, and :func:`main` ends the command as for Ctrl-C. Elsewhere it raises at once."""
+        # (asyncio as far as it is imported: a SIGTERM that comes while it is being imported finds it
+        # half made, and no loop can be running yet)
+        running = getattr(sys.modules.get("asyncio"), "get_running_loop", None)
+        try:
+            loop = running() if running is not None else None
+        except RuntimeError:
+            loop = None
+        if self.ending:
+            return
+        _quiet_unawaited()
+        if loop is None or self.terminating:  # no loop, or a second SIGTERM: end now
+            # raised inside C code that does not expect it (the import system building an ImportError
+            # that ssl catches), _Terminated can come out as another exception ("TypeError: expected a
+            # message argument"): main() ends any exception after this one as a SIGTERM
+            self.raised = True
+            raise _Terminated()
+        self.terminating = True
+        loop.call_soon_threadsafe(_cancel_every_task, loop)
+
+    def unraisable(self, unraisable: sys.UnraisableHookArgs) -> None:
+        """A signal handler runs wherever the interpreter is, and that can be a place whose exceptions
+        Python only reports and drops (a weakref callback freeing an import lock, a ``__del__``): the
+        command would then go on and exit 0. Such a dropped SIGTERM is said nowhere and sent again from
+        another thread, so that the handler runs once more in ordinary code (:func:`main` also ends
+        with 143 if the command finishes first); anything else goes to the hook main() found."""
+        if isinstance(getattr(unraisable, "exc_value", None), _Terminated):
+            self.dropped = True
+            self.send_again()
+            return
+        self.previous_hook(unraisable)
+
+    def send_again(self) -> None:
+        """SIGTERM sent to this process once more, from a timer thread, in a hundredth of a second."""
+        again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM))
+        again.daemon = True
+        self.resends.append(again)
+        again.start()
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    """The SIGTERM handler while a command runs: what the watch in force does with it (outside any
+    command, with no watch, it raises :class:`_Terminated` at once)."""
+    (SigtermWatch.active or SigtermWatch()).on_sigterm()
+
+
+def _take_sigterm() -> Any:
+    """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only), returning the
+    handler it replaces."""
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread (a notebook's worker, a test's thread): signals are not ours
+        return None
 
 
 def _quiet_unawaited() -> None:
@@ -213,53 +294,6 @@ def _quiet_unawaited() -> None:
     of it as it is collected, after the one line a stop says. Nothing of ours is lost by it."""
     import warnings
     warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    """Inside a running event loop, raising here would tear a task apart mid-step (asyncio then
-    prints "Exception ignored" tracebacks): its tasks are cancelled instead, so journals close in
-    order, and :func:`main` ends the command as for Ctrl-C. Elsewhere it raises at once."""
-    # (asyncio as far as it is imported: a SIGTERM that comes while it is being imported finds it
-    # half made, and no loop can be running yet)
-    running = getattr(sys.modules.get("asyncio"), "get_running_loop", None)
-    try:
-        loop = running() if running is not None else None
-    except RuntimeError:
-        loop = None
-    if _ENDING:
-        return
-    _quiet_unawaited()
-    if loop is None or _TERMINATING:  # no loop, or a second SIGTERM: end now
-        # raised inside C code that does not expect it (the import system building an ImportError
-        # that ssl catches), _Terminated can come out as another exception ("TypeError: expected a
-        # message argument"): main() ends any exception after this one as a SIGTERM
-        _RAISED.append(True)
-        raise _Terminated()
-    _TERMINATING.append(True)
-    loop.call_soon_threadsafe(_cancel_every_task, loop)
-
-
-def _terminated_anyway(unraisable: sys.UnraisableHookArgs) -> None:
-    """A signal handler runs wherever the interpreter is, and that can be a place whose exceptions
-    Python only reports and drops (a weakref callback freeing an import lock, a ``__del__``): the
-    command would then go on and exit 0. Such a dropped SIGTERM is said nowhere and sent again from
-    another thread, so that the handler runs once more in ordinary code (:func:`main` also ends
-    with 143 if the command finishes first); anything else goes to the hook main() found."""
-    if isinstance(getattr(unraisable, "exc_value", None), _Terminated):
-        _DROPPED.append(True)
-        _send_sigterm_again()
-        return
-    (_UNRAISABLE[-1] if _UNRAISABLE else sys.__unraisablehook__)(unraisable)
-
-
-def _send_sigterm_again() -> None:
-    import os
-    import signal
-    import threading
-    again = threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGTERM))
-    again.daemon = True
-    _AGAIN.append(again)
-    again.start()
 
 
 def _cancelled(e: BaseException) -> bool:
@@ -272,17 +306,6 @@ def _cancel_every_task(loop: asyncio.AbstractEventLoop) -> None:
     import asyncio
     for task in asyncio.all_tasks(loop):
         task.cancel()
-
-
-def _on_sigterm():
-    """Turn SIGTERM into :class:`_Terminated` while a command runs (main thread only); the previous
-    handler is given back. Nothing but ``signal`` is imported on the way: the sooner it is in place,
-    the fewer moments of a start a SIGTERM can kill outright."""
-    import signal
-    try:
-        return signal.signal(signal.SIGTERM, _raise_terminated)
-    except ValueError:  # not the main thread (a notebook's worker, a test's thread): signals are not ours
-        return None
 
 
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

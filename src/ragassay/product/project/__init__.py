@@ -13,8 +13,11 @@ The file is TOML, read with :mod:`tomllib` (Python 3.11+; on 3.10 the ``tomli`` 
 hand, with comments.
 
 The package: ``model`` (the project as read), ``toml_file`` (TOML and the line of a key),
-``reading`` (``read_project``: every key checked), ``finding`` (what ``init`` finds in a folder) and
-``writing`` (the text ``init`` writes or appends). This module only names what callers outside use.
+``sections`` (one pydantic model per table: each key's type, range, default and the words its error
+says), ``model_errors`` (pydantic's error said as ``ragassay.toml:LINE: key: why``), ``reading``
+(``read_project``: the file validated by the models, then the checks across tables), ``finding`` (what
+``init`` finds in a folder) and ``writing`` (the text ``init`` writes or appends). This module only
+names what callers outside use.
 """
 
 from .finding import Findings, Found, scan

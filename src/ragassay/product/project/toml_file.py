@@ -34,35 +34,62 @@ def loads_toml(text: str, path: Path | None = None) -> dict[str, Any]:
 
 
 def load_toml(path: Path) -> dict[str, Any]:
-    """The TOML file as a dict."""
+    """The TOML file as a dict; a byte that is not UTF-8 is an error naming its line."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        data = path.read_bytes()
+    except OSError as e:
         raise InputError(f"cannot read the project file: {e}", path) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"cannot read the project file: {e}", path, data.count(b"\n", 0, e.start) + 1) from None
     return loads_toml(text, path)
 
 
-def line_in(path: Path, table: str, key: str) -> int | None:
-    """The line that sets ``key`` inside ``[table]`` (for messages)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return None
-    inside = False
-    for no, line in enumerate(lines, start=1):
-        header = re.match(r"^\s*\[\s*([^\]]+?)\s*\]", line)
+_KEY = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
+_DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
+_HEADER = re.compile(rf"^\s*\[\[?\s*({_DOTTED})\s*\]\]?\s*(?:#.*)?$")
+_SETS = re.compile(rf"^\s*({_DOTTED})\s*=")
+
+
+def _parts(dotted: str) -> tuple[str, ...]:
+    """A dotted TOML key as its parts, quotes taken off (``a."b.c"`` is ``("a", "b.c")``)."""
+    return tuple(part[1:-1] if part[0] in "\"'" else part for part in re.findall(_KEY, dotted))
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Where each key of a TOML text is set (or its table opened): the full path of the key, table
+    included, to its first line. Keys inside inline tables are not listed: their table's line stands
+    for them."""
+    lines: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    for no, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER.match(line)
         if header:
-            inside = header.group(1) == table
-        elif inside and re.match(rf"^\s*{re.escape(key)}\s*=", line):
-            return no
-    return None
+            table = _parts(header.group(1))
+            for end in range(1, len(table) + 1):
+                lines.setdefault(table[:end], no)
+            continue
+        sets = _SETS.match(line)
+        if sets:
+            lines.setdefault(table + _parts(sets.group(1)), no)
+    return lines
 
 
-def line_of(path: Path, key: str) -> int | None:
-    """The first line that sets ``key`` (for messages)."""
+def line_at(path: Path, where: tuple[str | int, ...]) -> int | None:
+    """The line of the file that sets the key at ``where`` (table names, then keys; a list's index stands
+    for the list): the key's own line, else the line of the nearest table around it that the file
+    names, so that a missing key names its table's line."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = key_lines(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return None
-    pattern = re.compile(rf"^\s*\[?\s*{re.escape(key)}\s*[\]=]")
-    return next((no for no, line in enumerate(lines, start=1) if pattern.match(line)), None)
+    keys: list[str] = []
+    for part in where:
+        if not isinstance(part, str):
+            break
+        keys.append(part)
+    for end in range(len(keys), 0, -1):
+        if tuple(keys[:end]) in lines:
+            return lines[tuple(keys[:end])]
+    return None
