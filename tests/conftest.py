@@ -17,6 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import sys
+import tempfile
+
+# Where PYTHONDONTWRITEBYTECODE is set (as on the shared test machine), every process would recompile what it
+# imports and pytest would rewrite the asserts of every test file again in each xdist worker: about 10 s of each
+# worker's collection and half a second of each child process that imports ragassay. The bytecode goes instead
+# to a folder outside the checkout (sys.pycache_prefix, which pytest's assert rewriting honours too), so the
+# checkout stays as clean as the variable meant and child processes and workers (which inherit the environment)
+# reuse it. Nothing a test asserts depends on whether a module was compiled now or read from its cache.
+if sys.dont_write_bytecode:
+    sys.pycache_prefix = os.path.join(tempfile.gettempdir(), "ragassay-test-pycache")
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_pyfunc_call(pyfuncitem):
@@ -35,7 +50,6 @@ def pytest_configure(config):
     monkeypatch, so that a test's ``monkeypatch.undo()`` keeps it); a test served by the fake model
     (tests/fake_llm.py) runs on the default transport, aiohttp, which FakeLLM switches on while it
     serves."""
-    import os
     os.environ["RAGASSAY_HTTP"] = "httpx"
 
 
@@ -43,7 +57,6 @@ def pytest_configure(config):
 def _private_cache_dir(tmp_path_factory, monkeypatch):
     """No test writes to the user's real cache (~/.cache/ragassay); and each test starts on httpx,
     whatever an earlier one left (see pytest_configure)."""
-    import os
     os.environ["RAGASSAY_HTTP"] = "httpx"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
