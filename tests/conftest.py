@@ -217,7 +217,8 @@ test_words_match::test_every_flag_a_message_suggests_is_taken_by_each_command_th
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     """Mark each test by its file (MARKS); the tests of the built wheel also go to one xdist worker
-    together, so that the wheel is built once in a run, not once per worker."""
+    together, so that the wheel is built once in a run, not once per worker, and so do the tests of one
+    file that share an expensive module-scoped fixture (SHARED_SETUP)."""
     for item in items:
         module = item.path.stem
         for mark, modules in MARKS.items():
@@ -231,6 +232,21 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("wheel"))
         elif module in RANX_MODULES and "ranx" in _source(item):
             item.add_marker(pytest.mark.xdist_group("ranx"))
+        elif module in SHARED_SETUP and _module_scoped(item):
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
+# The files whose module-scoped fixture is expensive (the chain of commands on a real corpus, about 35 s; the
+# documentation site built by mkdocs, about 8 s): a module-scoped fixture is built once per process, so their
+# tests that use it go to one xdist worker together, or each worker would build it again. The files whose shared
+# fixture takes a second or two are left out: their tests balance better spread over the workers.
+SHARED_SETUP = {"test_chain_real_text", "test_site"}
+
+
+def _module_scoped(item) -> bool:
+    """Whether a test uses a module-scoped fixture."""
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 # ranx builds its Qrels and Run in numba's typed dicts, whose code is compiled in each new process (about
