@@ -17,6 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import sys
+import tempfile
+
+# Where PYTHONDONTWRITEBYTECODE is set (as on the shared test machine), every process would recompile what it
+# imports and pytest would rewrite the asserts of every test file again in each xdist worker: about 10 s of each
+# worker's collection and half a second of each child process that imports ragassay. The bytecode goes instead
+# to a folder outside the checkout (sys.pycache_prefix, which pytest's assert rewriting honours too), so the
+# checkout stays as clean as the variable meant and child processes and workers (which inherit the environment)
+# reuse it. Nothing a test asserts depends on whether a module was compiled now or read from its cache.
+if sys.dont_write_bytecode:
+    sys.pycache_prefix = os.path.join(tempfile.gettempdir(), "ragassay-test-pycache")
+    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_pyfunc_call(pyfuncitem):
@@ -35,7 +50,6 @@ def pytest_configure(config):
     monkeypatch, so that a test's ``monkeypatch.undo()`` keeps it); a test served by the fake model
     (tests/fake_llm.py) runs on the default transport, aiohttp, which FakeLLM switches on while it
     serves."""
-    import os
     os.environ["RAGASSAY_HTTP"] = "httpx"
 
 
@@ -43,7 +57,6 @@ def pytest_configure(config):
 def _private_cache_dir(tmp_path_factory, monkeypatch):
     """No test writes to the user's real cache (~/.cache/ragassay); and each test starts on httpx,
     whatever an earlier one left (see pytest_configure)."""
-    import os
     os.environ["RAGASSAY_HTTP"] = "httpx"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
@@ -204,7 +217,8 @@ test_words_match::test_every_flag_a_message_suggests_is_taken_by_each_command_th
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     """Mark each test by its file (MARKS); the tests of the built wheel also go to one xdist worker
-    together, so that the wheel is built once in a run, not once per worker."""
+    together, so that the wheel is built once in a run, not once per worker, and so do the tests of one
+    file that share an expensive module-scoped fixture (SHARED_SETUP)."""
     for item in items:
         module = item.path.stem
         for mark, modules in MARKS.items():
@@ -218,6 +232,21 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("wheel"))
         elif module in RANX_MODULES and "ranx" in _source(item):
             item.add_marker(pytest.mark.xdist_group("ranx"))
+        elif module in SHARED_SETUP and _module_scoped(item):
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
+# The files whose module-scoped fixture is expensive (the chain of commands on a real corpus, about 35 s; the
+# documentation site built by mkdocs, about 8 s): a module-scoped fixture is built once per process, so their
+# tests that use it go to one xdist worker together, or each worker would build it again. The files whose shared
+# fixture takes a second or two are left out: their tests balance better spread over the workers.
+SHARED_SETUP = {"test_chain_real_text", "test_site"}
+
+
+def _module_scoped(item) -> bool:
+    """Whether a test uses a module-scoped fixture."""
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 # ranx builds its Qrels and Run in numba's typed dicts, whose code is compiled in each new process (about

@@ -96,14 +96,19 @@ def user_env(built_wheel, tmp_path_factory):
     dependencies visible through a .pth file, and an empty working directory."""
     base = tmp_path_factory.mktemp("user")
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # pip runs without the tester's PYTHON* variables, as the user's commands do: with PYTHONPATH pointing at
+    # the checkout's src (a way of running the tests) and src/ragassay.egg-info left there by a test that
+    # builds in the clone, pip found ragassay "already installed" and put no `ragassay` script in the venv
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean)
     site = next((venv / "lib").glob("python*/site-packages"))
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--no-deps", "--no-index", str(built_wheel)], check=True, capture_output=True, text=True)
+                    "--no-deps", "--no-index", str(built_wheel)], check=True, capture_output=True, text=True,
+                   env=clean)
     work = base / "empty"
     work.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGASSAY_", "PYTHON"))}
+    env = {k: v for k, v in clean.items() if not k.startswith(("OPENAI_", "RAGASSAY_"))}
     env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '')}", XDG_CACHE_HOME=str(base / "cache"), HOME=str(base))
     where = subprocess.run(["ragassay", "--version"], cwd=work, env=env, capture_output=True, text=True)
     assert where.returncode == 0 and where.stdout.startswith("ragassay "), where.stderr
