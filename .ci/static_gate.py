@@ -4,8 +4,8 @@ what is not yet clean (long lines, complex functions, mypy's errors) so that no 
     python .ci/static_gate.py            # fails naming each file and rule that got worse or is new
     python .ci/static_gate.py --update   # writes the current counts as the new baseline (only ever lower them)
 
-ruff's rules other than E501 and C901 (pyflakes, imports sorted, pyupgrade, bugbear, warnings) must
-report nothing at all. The ratcheted counts live in .ci/static_baseline.json, keyed by file and rule;
+ruff's rules other than E501 (pyflakes, imports sorted, pyupgrade, bugbear, warnings, and McCabe's
+complexity above 15 for any function) must report nothing at all. The ratcheted counts live in .ci/static_baseline.json, keyed by file and rule;
 the goal of issue 47 is an empty file."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / ".ci" / "static_baseline.json"
-RATCHETED = {"E501", "C901"}
+RATCHETED = {"E501"}
 
 
 def ruff_findings() -> list[dict]:

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 PAIRS_PER_GRADE = 20  # 80 pairs: a small model at ~10 s a call finishes each prompt in about 15 min
+HELD_PER_GRADE = 40  # 160 held-out pairs, none of the 80 above: the prompts were written looking at those 80
 ANSWERS_PER_LABEL = 40
 
 UMBRELA_FILE = "src/umbrela/prompts/prompt_templates/qrel_zeroshot_bing.yaml"
@@ -55,18 +56,21 @@ Is the candidate answer correct? Answer with JSON: {"label": "correct"} if yes, 
 """
 
 
-def dl19_sample(folder: Path, out: Path, seed: int = 46) -> list[str]:
-    """PAIRS_PER_GRADE judged pairs of each grade, drawn with ``seed``: qrels, queries and passages."""
+def dl19_sample(folder: Path, out: Path, seed: int = 46, per_grade: int = PAIRS_PER_GRADE,
+                exclude: frozenset[tuple[str, str]] = frozenset(), name: str = "dl19") -> list[str]:
+    """``per_grade`` judged pairs of each grade, drawn with ``seed`` from the pairs not in ``exclude``:
+    qrels, queries and passages written to ``out`` as NAME.qrels, NAME.queries.jsonl, NAME.chunks.jsonl."""
     rng = random.Random(seed)
     by_grade: dict[int, list[tuple[str, str, int]]] = {}
     for line in (folder / "2019qrels-pass.txt").read_text().splitlines():
         q, _, d, g = line.split()
-        by_grade.setdefault(int(g), []).append((q, d, int(g)))
+        if (q, d) not in exclude:
+            by_grade.setdefault(int(g), []).append((q, d, int(g)))
     picked = []
     for g in sorted(by_grade):
         rows = sorted(by_grade[g])
         rng.shuffle(rows)
-        picked += rows[:PAIRS_PER_GRADE]
+        picked += rows[:per_grade]
     queries = dict(line.split("\t", 1) for line in (folder / "msmarco-test2019-queries.tsv").read_text().splitlines())
     wanted = {d for _, d, _ in picked}
     docs = {}
@@ -75,11 +79,16 @@ def dl19_sample(folder: Path, out: Path, seed: int = 46) -> list[str]:
         if obj["docid"] in wanted:
             docs[obj["docid"]] = obj["doc"]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "dl19.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in sorted(picked)))
-    (out / "dl19.queries.jsonl").write_text("".join(json.dumps({"id": q, "text": queries[q]}) + "\n"
-                                                    for q in sorted({q for q, _, _ in picked})))
-    (out / "dl19.chunks.jsonl").write_text("".join(json.dumps({"id": d, "text": docs[d]}) + "\n" for d in sorted(wanted)))
-    return [str(out / "dl19.qrels"), str(out / "dl19.queries.jsonl"), str(out / "dl19.chunks.jsonl")]
+    (out / f"{name}.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in sorted(picked)))
+    (out / f"{name}.queries.jsonl").write_text("".join(json.dumps({"id": q, "text": queries[q].strip()}) + "\n"
+                                                       for q in sorted({q for q, _, _ in picked})))
+    (out / f"{name}.chunks.jsonl").write_text("".join(json.dumps({"id": d, "text": docs[d]}) + "\n"
+                                                      for d in sorted(wanted)))
+    return [str(out / f"{name}.qrels"), str(out / f"{name}.queries.jsonl"), str(out / f"{name}.chunks.jsonl")]
+
+
+def pairs_in(qrels: str) -> frozenset[tuple[str, str]]:
+    return frozenset(tuple(line.split()[0::2][:2]) for line in Path(qrels).read_text().splitlines())
 
 
 def evouna_heldout(folder: Path, out: Path, seed: int = 2026) -> list[str]:
@@ -120,6 +129,7 @@ def main() -> int:
     args = ap.parse_args()
     out = args.out
     qrels, queries, chunks = dl19_sample(args.dl19, out)
+    held = dl19_sample(args.dl19, out, seed=2027, per_grade=HELD_PER_GRADE, exclude=pairs_in(qrels), name="dl19-held")
     answers, labels = evouna_heldout(args.evouna, out)
     (out / "umbrela_zeroshot.txt").write_text(umbrela_prompt(args.umbrela), encoding="utf-8")
     (out / "yes_no.txt").write_text(YES_NO)
@@ -128,6 +138,9 @@ def main() -> int:
         ["qualify", "judge", "--qrels", qrels, "--queries", queries, "--chunks", chunks, "--relevance-level", "2",
          "--size", str(4 * PAIRS_PER_GRADE), "--prompt", "full", "--prompt", "short", "--prompt",
          str(out / "umbrela_zeroshot.txt"), "-o", str(out / "judge"), *llm],
+        ["qualify", "judge", "--qrels", held[0], "--queries", held[1], "--chunks", held[2], "--relevance-level", "2",
+         "--size", str(4 * HELD_PER_GRADE), "--prompt", "short", "--prompt", str(out / "umbrela_zeroshot.txt"),
+         "-o", str(out / "judge-held"), *llm],
         ["qualify", "check", "--answers", answers, "--labels", labels, "--size", str(2 * ANSWERS_PER_LABEL),
          "--prompt", "short", "--prompt", str(out / "yes_no.txt"), "--prompt", "full", "-o", str(out / "check"), *llm],
     ]
