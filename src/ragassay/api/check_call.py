@@ -31,32 +31,65 @@ from .settings import backend_of, endpoint, llm_keywords, shard_of, stage_option
 
 
 @overload
-def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: Literal[False] = False,
-          **keywords: Any) -> CheckResult: ...
+def check(
+    answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: Literal[False] = False, **keywords: Any
+) -> CheckResult: ...
 @overload
-def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: Literal[True],
-          **keywords: Any) -> Estimate: ...
+def check(
+    answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: Literal[True], **keywords: Any
+) -> Estimate: ...
 @overload
-def check(answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: bool,
-          **keywords: Any) -> CheckResult | Estimate: ...
+def check(
+    answers: str | Path | Sequence[AnswerItem | dict], *, dry_run: bool, **keywords: Any
+) -> CheckResult | Estimate: ...
 
 
-def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Path | None = None,
-          chunks: Any = None, run: Any = None, qrels: Any = None, depth: int = 10, retrieval_threshold: float = 0.5,
-          human: str | Path | Mapping[str, str] | None = None, by: Sequence[str] | None = None, samples: int = 1,
-          seed: int = 0, max_response_chars: int = 32000, max_context_chars: int = 12000,
-          prompt: str | Path = "auto", model: str | Sequence[str] | None = None, base_url: str | None = None,
-          timeout: float | None = None,
-          concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
-          cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
-          price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
-          dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
-          import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
-          shard: str | tuple[int, int] | None = None, quiet: bool = True, announce: bool = False,
-          llm: LLM | None = None, options: CheckOptions | None = None, config: LLMConfig | None = None,
-          join_warnings: bool = True, warn: Say = on_stderr,
-          query_ids: Mapping[str, str] | None = None, queries: str | Path | Mapping[str, str] | None = None,
-          test_set: str | Path | None = None, **llm_settings: Any) -> CheckResult | Estimate:
+def check(
+    answers: str | Path | Sequence[AnswerItem | dict],
+    *,
+    output: str | Path | None = None,
+    chunks: Any = None,
+    run: Any = None,
+    qrels: Any = None,
+    depth: int = 10,
+    retrieval_threshold: float = 0.5,
+    human: str | Path | Mapping[str, str] | None = None,
+    by: Sequence[str] | None = None,
+    samples: int = 1,
+    seed: int = 0,
+    max_response_chars: int = 32000,
+    max_context_chars: int = 12000,
+    prompt: str | Path = "auto",
+    model: str | Sequence[str] | None = None,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    concurrency: int | None = None,
+    rpm: float | None = None,
+    tpm: float | None = None,
+    cache: str | Path | None = None,
+    no_cache: bool = False,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
+    dry_run: bool = False,
+    backend: str | Backend = "live",
+    export_requests: str | Path | None = None,
+    import_results: Sequence[str | Path] = (),
+    poll_seconds: float = 30.0,
+    shard: str | tuple[int, int] | None = None,
+    quiet: bool = True,
+    announce: bool = False,
+    llm: LLM | None = None,
+    options: CheckOptions | None = None,
+    config: LLMConfig | None = None,
+    join_warnings: bool = True,
+    warn: Say = on_stderr,
+    query_ids: Mapping[str, str] | None = None,
+    queries: str | Path | Mapping[str, str] | None = None,
+    test_set: str | Path | None = None,
+    **llm_settings: Any,
+) -> CheckResult | Estimate:
     """Label answers correct / partial / hallucinated / abstained: ``ragassay check`` as a call.
 
     ``test_set``: the question set the answers answer (generate's questions): each answer takes its
@@ -90,9 +123,18 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     endpoint_keywords = llm_keywords(locals())  # (the twelve LLM keywords as given, before any name is bound)
     if (run is None) != (qrels is None):
         raise UsageError("the diagnosis needs both --run and --qrels")
-    options = stage_options(CheckOptions, options, "check", samples=samples, seed=seed, quiet=quiet,
-                            max_response_chars=max_response_chars, max_context_chars=max_context_chars,
-                            shard=shard_of(shard), prompt=str(prompt))
+    options = stage_options(
+        CheckOptions,
+        options,
+        "check",
+        samples=samples,
+        seed=seed,
+        quiet=quiet,
+        max_response_chars=max_response_chars,
+        max_context_chars=max_context_chars,
+        shard=shard_of(shard),
+        prompt=str(prompt),
+    )
     _check_ranges(options)
     say = warn if join_warnings else None  # (join_warnings=False, the earlier spelling of warn=None)
     on = backend_of(backend, export_requests, import_results, poll_seconds)
@@ -108,20 +150,32 @@ def check(answers: str | Path | Sequence[AnswerItem | dict], *, output: str | Pa
     people, human_join = people_labels(human, items, answers, say)
     given, config = endpoint(llm, config, llm_settings, **endpoint_keywords)
     checker = Checker([config], options)  # (a bad prompt file: an error before any call)
-    say_prompt("" if options.prompt == "auto" and checker.full else checker.prompt_reason, "check",
-               options.quiet or not config.model)  # no model: only the rules run
+    say_prompt(
+        "" if options.prompt == "auto" and checker.full else checker.prompt_reason,
+        "check",
+        options.quiet or not config.model,
+    )  # no model: only the rules run
     with output_path(output, "checks.jsonl") as out:
-        job = CheckJob(items, config, out, options=options, chunks=chunk_map, gold_recall=diagnosis.recall,
-                       announce=announce)
+        job = CheckJob(
+            items, config, out, options=options, chunks=chunk_map, gold_recall=diagnosis.recall, announce=announce
+        )
         done = run_job(job, on, dry_run, given, temporary=output is None)
     if isinstance(done, Estimate):
         return done
-    summary = check_result(done.result, recall=diagnosis.recall, recall_caveat=diagnosis.caveat,
-                           threshold=retrieval_threshold, human=people, by=by or (), fields=fields_by_id,
-                           human_origin=read_labels_origin(human) if isinstance(human, (str, Path)) else None)
+    summary = check_result(
+        done.result,
+        recall=diagnosis.recall,
+        recall_caveat=diagnosis.caveat,
+        threshold=retrieval_threshold,
+        human=people,
+        by=by or (),
+        fields=fields_by_id,
+        human_origin=read_labels_origin(human) if isinstance(human, (str, Path)) else None,
+    )
     _with_joins(summary, diagnosis.joins, set_join, human_join)
-    return CheckResult(done.result, summary, done.usage_numbers(), done.usage_text() if done.usage else "",
-                       done.batch_note)
+    return CheckResult(
+        done.result, summary, done.usage_numbers(), done.usage_text() if done.usage else "", done.batch_note
+    )
 
 
 def _check_ranges(options: CheckOptions) -> None:
@@ -132,8 +186,7 @@ def _check_ranges(options: CheckOptions) -> None:
         raise UsageError("--max-response-chars and --max-context-chars must be at least 1")
 
 
-def _with_joins(summary: dict[str, Any], joins: Sequence[Join], set_join: Join | None,
-                human_join: Join | None) -> None:
+def _with_joins(summary: dict[str, Any], joins: Sequence[Join], set_join: Join | None, human_join: Join | None) -> None:
     """Each part of the summary says how its inputs met the answers (counted), where that part exists."""
     if joins and summary.get("diagnosis") is not None:
         summary["diagnosis"]["joins"] = [j.to_dict() for j in joins]

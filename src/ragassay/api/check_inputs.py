@@ -38,8 +38,9 @@ def say_join(join: Join, say: Say, sides: tuple[str, ...]) -> Join:
     return join
 
 
-def answer_items(answers: str | Path | Sequence[AnswerItem | dict], chunks: Mapping[str, Chunk] | None,
-                 by: Sequence[str] | None) -> tuple[list[AnswerItem], dict[str, dict] | None]:
+def answer_items(
+    answers: str | Path | Sequence[AnswerItem | dict], chunks: Mapping[str, Chunk] | None, by: Sequence[str] | None
+) -> tuple[list[AnswerItem], dict[str, dict] | None]:
     """The answers to check and, for a breakdown (``by``), each answer's fields by id. A field no
     answer has is a usage error, found before anything is spent: a breakdown by nothing means nothing."""
     if isinstance(answers, (str, Path)):
@@ -52,12 +53,15 @@ def answer_items(answers: str | Path | Sequence[AnswerItem | dict], chunks: Mapp
     return items, _breakdown_fields(raw, by)
 
 
-def _given_answers(given: list[AnswerItem | dict],
-                   chunks: Mapping[str, Chunk] | None) -> tuple[list[AnswerItem], list[tuple[int, dict]]]:
+def _given_answers(
+    given: list[AnswerItem | dict], chunks: Mapping[str, Chunk] | None
+) -> tuple[list[AnswerItem], list[tuple[int, dict]]]:
     """Answers given as objects, validated, with their raw fields; a context named by id needs the chunks."""
     raw = [(no, a if isinstance(a, dict) else a.model_dump()) for no, a in enumerate(given, start=1)]
-    items = [a if isinstance(a, AnswerItem) else AnswerItem.model_validate(answer_fields(a, no))
-             for no, a in enumerate(given, start=1)]
+    items = [
+        a if isinstance(a, AnswerItem) else AnswerItem.model_validate(answer_fields(a, no))
+        for no, a in enumerate(given, start=1)
+    ]
     missing = [c for a in items for c in (a.context_ids or []) if a.contexts is None and c not in (chunks or {})]
     if missing:
         raise InputError(f"context id {missing[0]!r} needs chunks=... to look its text up")
@@ -74,13 +78,20 @@ def _breakdown_fields(raw: Sequence[tuple[int, dict]], by: Sequence[str]) -> dic
     return fields_by_id
 
 
-def queries_by_text(items: Sequence[AnswerItem], queries: str | Path | Mapping[str, str], answers: Any,
-                    say: Say) -> dict[str, str] | None:
+def queries_by_text(
+    items: Sequence[AnswerItem], queries: str | Path | Mapping[str, str], answers: Any, say: Say
+) -> dict[str, str] | None:
     """Each answer's query id, when the answers' ids meet none of the queries' but their questions are
     the queries' texts (data/text_match.py: counted, and said as a warning); None when the ids meet."""
     texts = dict(queries) if isinstance(queries, Mapping) else read_queries(queries)
-    found = answers_to_queries({a.id: a.question for a in items}, texts, "auto", source_of(answers),
-                               None if isinstance(queries, Mapping) else queries, setting="--queries")
+    found = answers_to_queries(
+        {a.id: a.question for a in items},
+        texts,
+        "auto",
+        source_of(answers),
+        None if isinstance(queries, Mapping) else queries,
+        setting="--queries",
+    )
     if found is None:
         return None
     if say is not None:
@@ -98,8 +109,16 @@ class Diagnosis:
     caveat: str | None = None
 
 
-def diagnosis_inputs(items: Sequence[AnswerItem], answers: Any, run: Any, qrels: Any, depth: int,
-                     query_ids: Mapping[str, str] | None, queries: Any, say: Say) -> Diagnosis:
+def diagnosis_inputs(
+    items: Sequence[AnswerItem],
+    answers: Any,
+    run: Any,
+    qrels: Any,
+    depth: int,
+    query_ids: Mapping[str, str] | None,
+    queries: Any,
+    say: Say,
+) -> Diagnosis:
     """The diagnosis meets answers with the run and the qrels by query id: each join is counted, and
     none in common is an error that names the way out (``queries=``, to match by question text)."""
     if run is None:
@@ -108,18 +127,33 @@ def diagnosis_inputs(items: Sequence[AnswerItem], answers: Any, run: Any, qrels:
     asks = {a.id: (query_ids or {}).get(a.id, a.id) for a in items}  # the query each answer answers
     ids = list(asks.values())
     try:
-        Join.of("query ids", "the answers", ids, "the run", run_t.queries, source_of(answers),
-                source_of(run)).require_overlap()
+        Join.of(
+            "query ids", "the answers", ids, "the run", run_t.queries, source_of(answers), source_of(run)
+        ).require_overlap()
     except InputError as e:  # the way out, when the answers ask the run's questions under other ids
         if queries is not None:
             raise
-        raise InputError(f"{e.message} If the answers ask the queries' questions under other ids, give the "
-                         "queries (--queries FILE; queries= in Python) to match them by question text", e.path) \
-            from None
-    joins = [say_join(Join.of("query ids", "the answers", ids, "the run", run_t.queries, source_of(answers),
-                              source_of(run)).require_overlap(), say, ("left",)),
-             say_join(Join.of("query ids", "the answers", ids, "the qrels", qrels_t.queries, source_of(answers),
-                              source_of(qrels)).require_overlap(), say, ("left",))]
+        raise InputError(
+            f"{e.message} If the answers ask the queries' questions under other ids, give the "
+            "queries (--queries FILE; queries= in Python) to match them by question text",
+            e.path,
+        ) from None
+    joins = [
+        say_join(
+            Join.of(
+                "query ids", "the answers", ids, "the run", run_t.queries, source_of(answers), source_of(run)
+            ).require_overlap(),
+            say,
+            ("left",),
+        ),
+        say_join(
+            Join.of(
+                "query ids", "the answers", ids, "the qrels", qrels_t.queries, source_of(answers), source_of(qrels)
+            ).require_overlap(),
+            say,
+            ("left",),
+        ),
+    ]
     in_run = set(run_t.queries)  # an answer whose question the run does not hold is not diagnosed
     all_recall, caveat = retrieval_recall(qrels_t, run_t, depth)
     by_query = {q: v for q, v in all_recall.items() if q in in_run}
@@ -127,13 +161,25 @@ def diagnosis_inputs(items: Sequence[AnswerItem], answers: Any, run: Any, qrels:
     return Diagnosis(joins, recall, caveat)
 
 
-def people_labels(human: str | Path | Mapping[str, str] | None, items: Sequence[AnswerItem], answers: Any,
-                  say: Say) -> tuple[dict[str, str] | None, Join | None]:
+def people_labels(
+    human: str | Path | Mapping[str, str] | None, items: Sequence[AnswerItem], answers: Any, say: Say
+) -> tuple[dict[str, str] | None, Join | None]:
     """People's labels of a sample of the answers, and how they met the answers: labels of no answer
     are the warning."""
     if human is None:
         return None, None
     people = read_human_labels(human) if isinstance(human, (str, Path)) else dict(human)
-    join = say_join(Join.of("answer ids", "the answers", [a.id for a in items], "the --human labels", people,
-                            source_of(answers), source_of(human)).require_overlap(), say, ("right",))
+    join = say_join(
+        Join.of(
+            "answer ids",
+            "the answers",
+            [a.id for a in items],
+            "the --human labels",
+            people,
+            source_of(answers),
+            source_of(human),
+        ).require_overlap(),
+        say,
+        ("right",),
+    )
     return people, join

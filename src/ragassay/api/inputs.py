@@ -29,8 +29,9 @@ def query_items(queries: str | Path | Sequence[QueryItem] | Mapping[str, str]) -
     return list(queries)
 
 
-def chunks_by_id(chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | None,
-                 by_id_only: bool = False) -> Mapping[str, Chunk] | None:
+def chunks_by_id(
+    chunks: str | Path | Sequence[Chunk | dict] | Mapping[str, Chunk] | None, by_id_only: bool = False
+) -> Mapping[str, Chunk] | None:
     """The chunks by id. ``by_id_only``: the stage only looks chunks up by id, so a large file is
     read as a :class:`~ragassay.data.chunk_table.ChunkTable` (where each lies, not the chunks)."""
     if chunks is None:

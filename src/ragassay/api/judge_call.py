@@ -19,31 +19,76 @@ from .settings import backend_of, endpoint, llm_keywords, model_names, shard_of,
 
 
 @overload
-def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
-          dry_run: Literal[False] = False, **keywords: Any) -> JudgeResult: ...
+def judge(
+    queries: str | Path | Sequence[QueryItem] | Mapping[str, str],
+    chunks: Any,
+    run: Any,
+    *,
+    dry_run: Literal[False] = False,
+    **keywords: Any,
+) -> JudgeResult: ...
 @overload
-def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
-          dry_run: Literal[True], **keywords: Any) -> Estimate: ...
+def judge(
+    queries: str | Path | Sequence[QueryItem] | Mapping[str, str],
+    chunks: Any,
+    run: Any,
+    *,
+    dry_run: Literal[True],
+    **keywords: Any,
+) -> Estimate: ...
 @overload
-def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
-          dry_run: bool, **keywords: Any) -> JudgeResult | Estimate: ...
+def judge(
+    queries: str | Path | Sequence[QueryItem] | Mapping[str, str],
+    chunks: Any,
+    run: Any,
+    *,
+    dry_run: bool,
+    **keywords: Any,
+) -> JudgeResult | Estimate: ...
 
 
-def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks: Any, run: Any, *,
-          output: str | Path | None = None, depth: int = 10, qrels_out: str | Path | None = None,
-          coverage_out: str | Path | None = None, keep: Any = None, samples: int = 1, seed: int = 0,
-          tie: str = "lower", batch: int = 1, max_chunk_chars: int = 6000, long_chunks: str = "windows",
-          cache_friendly: bool = False, prompt: str | Path = "auto", model: str | Sequence[str] | None = None,
-          base_url: str | None = None,
-          timeout: float | None = None,
-          concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
-          cache: str | Path | None = None, no_cache: bool = False, price_in: float | None = None,
-          price_out: float | None = None, max_calls: int | None = None, max_cost: float | None = None,
-          dry_run: bool = False, backend: str | Backend = "live", export_requests: str | Path | None = None,
-          import_results: Sequence[str | Path] = (), poll_seconds: float = 30.0,
-          shard: str | tuple[int, int] | None = None, quiet: bool = True, llm: LLM | Sequence[LLM] | None = None,
-          options: JudgeOptions | None = None, config: LLMConfig | None = None,
-          **llm_settings: Any) -> JudgeResult | Estimate:
+def judge(
+    queries: str | Path | Sequence[QueryItem] | Mapping[str, str],
+    chunks: Any,
+    run: Any,
+    *,
+    output: str | Path | None = None,
+    depth: int = 10,
+    qrels_out: str | Path | None = None,
+    coverage_out: str | Path | None = None,
+    keep: Any = None,
+    samples: int = 1,
+    seed: int = 0,
+    tie: str = "lower",
+    batch: int = 1,
+    max_chunk_chars: int = 6000,
+    long_chunks: str = "windows",
+    cache_friendly: bool = False,
+    prompt: str | Path = "auto",
+    model: str | Sequence[str] | None = None,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    concurrency: int | None = None,
+    rpm: float | None = None,
+    tpm: float | None = None,
+    cache: str | Path | None = None,
+    no_cache: bool = False,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    max_calls: int | None = None,
+    max_cost: float | None = None,
+    dry_run: bool = False,
+    backend: str | Backend = "live",
+    export_requests: str | Path | None = None,
+    import_results: Sequence[str | Path] = (),
+    poll_seconds: float = 30.0,
+    shard: str | tuple[int, int] | None = None,
+    quiet: bool = True,
+    llm: LLM | Sequence[LLM] | None = None,
+    options: JudgeOptions | None = None,
+    config: LLMConfig | None = None,
+    **llm_settings: Any,
+) -> JudgeResult | Estimate:
     """Grade the top ``depth`` chunks of every query in ``run`` 0-3: ``ragassay judge`` as a call.
 
     ``queries``, ``chunks``, ``run`` and ``keep`` may be files, dicts, lists or DataFrames; every
@@ -64,9 +109,22 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     (44, 132)
     """
     endpoint_keywords = llm_keywords(locals())  # (the twelve LLM keywords as given, before any name is bound)
-    options = stage_options(JudgeOptions, options, "judge", depth=depth, samples=samples, batch=batch, seed=seed,
-                            tie=tie, max_chunk_chars=max_chunk_chars, long_chunks=long_chunks, quiet=quiet,
-                            cache_friendly=cache_friendly, shard=shard_of(shard), prompt=str(prompt))
+    options = stage_options(
+        JudgeOptions,
+        options,
+        "judge",
+        depth=depth,
+        samples=samples,
+        batch=batch,
+        seed=seed,
+        tie=tie,
+        max_chunk_chars=max_chunk_chars,
+        long_chunks=long_chunks,
+        quiet=quiet,
+        cache_friendly=cache_friendly,
+        shard=shard_of(shard),
+        prompt=str(prompt),
+    )
     _judge_ranges(options)
     on = backend_of(backend, export_requests, import_results, poll_seconds)
     items, chunk_map = query_items(queries), chunks_by_id(chunks, by_id_only=True)
@@ -78,16 +136,25 @@ def judge(queries: str | Path | Sequence[QueryItem] | Mapping[str, str], chunks:
     chosen = Judge(configs, options)  # a bad prompt file is refused here, before any call
     reason = "" if options.prompt == "auto" and chosen.full else chosen.prompt_reason
     with output_path(output, "judgments.jsonl") as out:
-        job = JudgeJob(items, chunk_map, run, configs, out, options=options, keep=keep_table,
-                       qrels_out=qrels_out, coverage_out=coverage_out, sources=(source_of(queries), source_of(run)),
-                       judge=chosen)
+        job = JudgeJob(
+            items,
+            chunk_map,
+            run,
+            configs,
+            out,
+            options=options,
+            keep=keep_table,
+            qrels_out=qrels_out,
+            coverage_out=coverage_out,
+            sources=(source_of(queries), source_of(run)),
+            judge=chosen,
+        )
         say_prompt(reason, "judge", options.quiet)  # once every input was read: a bad file is one line
         done = run_job(job, on, dry_run, llms, temporary=output is None)
     if isinstance(done, Estimate):
         return done
     done.result.batch_note = done.batch_note
     return done.result
-
 
 
 def _judge_ranges(options: JudgeOptions) -> None:

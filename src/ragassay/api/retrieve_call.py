@@ -12,10 +12,17 @@ from ..stages.retrieve import Retrieval
 from ..stages.retrieve import retrieve as run_and_write
 
 
-def retrieve(retriever: Any, queries: str | Path | Sequence[QueryItem] | Mapping[str, str], *,
-             chunks: str | Path | Sequence[Chunk | dict | str] | Mapping[str, Chunk] | None = None,
-             id_field: str | None = None, k: int = 100, output: str | Path | None = None, name: str | None = None,
-             quiet: bool = False) -> Retrieval:
+def retrieve(
+    retriever: Any,
+    queries: str | Path | Sequence[QueryItem] | Mapping[str, str],
+    *,
+    chunks: str | Path | Sequence[Chunk | dict | str] | Mapping[str, Chunk] | None = None,
+    id_field: str | None = None,
+    k: int = 100,
+    output: str | Path | None = None,
+    name: str | None = None,
+    quiet: bool = False,
+) -> Retrieval:
     """Run a retriever over the queries: what ``ragassay retrieve`` calls. Returns a
     :class:`~ragassay.stages.retrieve.Retrieval` whose ``.run`` is the run (``.to_dict()`` the
     command's result).
@@ -29,5 +36,6 @@ def retrieve(retriever: Any, queries: str | Path | Sequence[QueryItem] | Mapping
     theirs (the first that is not stops the run, naming it) and ``.chunks`` counts how they met.
     ``output`` writes the run (TREC) and its latency beside it.
     """
-    return run_and_write(retriever, queries, chunks=chunks, id_field=id_field, k=k, output=output, name=name,
-                         quiet=quiet)
+    return run_and_write(
+        retriever, queries, chunks=chunks, id_field=id_field, k=k, output=output, name=name, quiet=quiet
+    )

@@ -43,8 +43,9 @@ def say_prompt(reason: str, stage: str, quiet: bool) -> None:
         print(f"{stage}: {reason}", file=sys.stderr)
 
 
-def run_job(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | None,
-            temporary: bool) -> Estimate | StageOutcome[Any]:
+def run_job(
+    job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM] | None, temporary: bool
+) -> Estimate | StageOutcome[Any]:
     """The scaffold, where no event loop runs; a stop names no journal that a temporary output lost."""
     try:
         return in_own_thread(lambda: run_llm_stage(job, backend, dry_run=dry_run, llms=llms))
@@ -52,8 +53,11 @@ def run_job(job: StageJob[Any], backend: Backend, dry_run: bool, llms: list[LLM]
         if not temporary:
             raise
         # the journal lived in a temporary folder that is gone when the error is seen
-        raise StageAborted(f"{e.reason} (the answer cache keeps every answer received; pass output=... to keep "
-                           "the finished records too)", e.reason) from None
+        raise StageAborted(
+            f"{e.reason} (the answer cache keeps every answer received; pass output=... to keep "
+            "the finished records too)",
+            e.reason,
+        ) from None
 
 
 @contextmanager

@@ -29,9 +29,20 @@ RENAMED = {"coverage_output": "coverage_out", "k": "depth"}
 
 
 # the LLM keywords a config given as config= holds, with their defaults (a keyword beside it would go unused)
-LLM_KEYWORDS = {"model": None, "base_url": None, "timeout": None, "concurrency": None, "rpm": None, "tpm": None,
-                "cache": None, "no_cache": False, "price_in": None, "price_out": None, "max_calls": None,
-                "max_cost": None}
+LLM_KEYWORDS = {
+    "model": None,
+    "base_url": None,
+    "timeout": None,
+    "concurrency": None,
+    "rpm": None,
+    "tpm": None,
+    "cache": None,
+    "no_cache": False,
+    "price_in": None,
+    "price_out": None,
+    "max_calls": None,
+    "max_cost": None,
+}
 
 
 def llm_keywords(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -43,8 +54,15 @@ def llm_keywords(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {name: arguments[name] for name in LLM_KEYWORDS}
 
 
-def llm_config(given: LLMConfig | None, model: str | Sequence[str] | None, settings: dict[str, Any], *,
-               cache: str | Path | None, no_cache: bool, **flags: Any) -> LLMConfig:
+def llm_config(
+    given: LLMConfig | None,
+    model: str | Sequence[str] | None,
+    settings: dict[str, Any],
+    *,
+    cache: str | Path | None,
+    no_cache: bool,
+    **flags: Any,
+) -> LLMConfig:
     """The endpoint's config: ``config=`` as given (the caller's value, used as it is), or one made from
     the LLM flags' values (the first model of a jury) and any further ``LLMConfig`` settings, with
     unset values from the environment (``OPENAI_BASE_URL``, ...)."""
@@ -55,20 +73,31 @@ def llm_config(given: LLMConfig | None, model: str | Sequence[str] | None, setti
             raise TypeError(f"give {', '.join(clash)} in config= or as keywords, not both")
         return given
     models = model_names(model)
-    return LLMConfig.from_env(**{**settings, **flags, "model": models[0] if models else None,
-                                 "cache_path": Path(cache) if cache is not None else settings.get("cache_path"),
-                                 "use_cache": not no_cache and settings.get("use_cache", True)})
+    return LLMConfig.from_env(
+        **{
+            **settings,
+            **flags,
+            "model": models[0] if models else None,
+            "cache_path": Path(cache) if cache is not None else settings.get("cache_path"),
+            "use_cache": not no_cache and settings.get("use_cache", True),
+        }
+    )
 
 
-def backend_of(backend: str | Backend, export_requests: str | Path | None, import_results: Sequence[str | Path],
-               poll_seconds: float) -> Backend:
+def backend_of(
+    backend: str | Backend,
+    export_requests: str | Path | None,
+    import_results: Sequence[str | Path],
+    poll_seconds: float,
+) -> Backend:
     """Where the calls go: ``backend=`` as a :class:`~ragassay.runtime.scaffold.Backend` value, or its name
     with the batch keywords beside it (not both: one of them would go unused). Usage errors are raised
     here, before anything is read or sent."""
     if isinstance(backend, Backend):
         if export_requests is not None or tuple(import_results) or poll_seconds != 30.0:
-            raise TypeError("give export_requests, import_results and poll_seconds in backend= or as keywords, "
-                            "not both")
+            raise TypeError(
+                "give export_requests, import_results and poll_seconds in backend= or as keywords, not both"
+            )
         on = backend
     else:  # a name: Backend.check() refuses one it does not know
         on = Backend(cast(Any, backend), export_requests, tuple(import_results), poll_seconds)
@@ -83,8 +112,12 @@ def model_names(model: str | Sequence[str] | None) -> list[str] | None:
     return [model] if isinstance(model, str) else list(model) or None
 
 
-def given_clients(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any],
-                  config: LLMConfig | None = None, keywords: Mapping[str, Any] | None = None) -> list[LLM] | None:
+def given_clients(
+    llm: LLM | Sequence[LLM] | None,
+    settings: Mapping[str, Any],
+    config: LLMConfig | None = None,
+    keywords: Mapping[str, Any] | None = None,
+) -> list[LLM] | None:
     """The clients the caller made (``llm=``), or None. ``settings`` are the keywords the function
     did not name: a keyword of an earlier release says what replaced it. ``keywords`` are the LLM
     keywords the function names (``model=``, ``base_url=``, ...): any of them set beside ``llm=`` is
@@ -105,8 +138,13 @@ def given_clients(llm: LLM | Sequence[LLM] | None, settings: Mapping[str, Any],
     return clients
 
 
-def endpoint(llm: LLM | Sequence[LLM] | None, config: LLMConfig | None, settings: dict[str, Any],
-             model: str | Sequence[str] | None, **keywords: Any) -> tuple[list[LLM] | None, LLMConfig]:
+def endpoint(
+    llm: LLM | Sequence[LLM] | None,
+    config: LLMConfig | None,
+    settings: dict[str, Any],
+    model: str | Sequence[str] | None,
+    **keywords: Any,
+) -> tuple[list[LLM] | None, LLMConfig]:
     """The caller's clients (``llm=``) and the config that runs: the first client's own, else
     ``config=`` or the one the LLM keywords make. A keyword that the clients or ``config=`` would
     leave unused is refused (see :func:`given_clients` and :func:`llm_config`)."""
@@ -116,8 +154,9 @@ def endpoint(llm: LLM | Sequence[LLM] | None, config: LLMConfig | None, settings
     return given, llm_config(config, model, settings, **keywords)
 
 
-def options_and_rest(options_type: type[Options], settings: Mapping[str, Any],
-                     **values: Any) -> tuple[Options, dict[str, Any]]:
+def options_and_rest(
+    options_type: type[Options], settings: Mapping[str, Any], **values: Any
+) -> tuple[Options, dict[str, Any]]:
     """For a caller inside ragassay that holds a stage's settings as one dict of keywords (qualify's
     ``**settings``): the stage's options made from the keywords named like its fields, with ``values``
     over them and ``quiet`` True unless said (the functions' own default), and the other keywords (the
@@ -141,15 +180,19 @@ def stage_options(options_type: type[Options], options: Options | None, function
     once would leave one of them silently unused); else made from the keywords, which are deprecated
     where they differ from their defaults: the warning names the fields of ``options=`` that replace
     them (each keyword is the field of the same name)."""
-    defaults = {f.name: f.default_factory() if f.default_factory is not MISSING else f.default
-                for f in fields(options_type)}  # (a dict field's default is made by its factory)
+    defaults = {
+        f.name: f.default_factory() if f.default_factory is not MISSING else f.default for f in fields(options_type)
+    }  # (a dict field's default is made by its factory)
     if options is None:
         moved = sorted(k for k, v in values.items() if v != {**defaults, "quiet": True}.get(k))
         if moved:  # (quiet defaults to True in the functions, as no progress bar is the rule there)
             named = ", ".join(f"{k}=..." for k in moved)
-            warnings.warn(f"ragassay.{function}: the keywords {', '.join(moved)} are deprecated; give "
-                          f"options={options_type.__name__}({named}) (each keyword is the field of the same name)",
-                          DeprecationWarning, stacklevel=3)
+            warnings.warn(
+                f"ragassay.{function}: the keywords {', '.join(moved)} are deprecated; give "
+                f"options={options_type.__name__}({named}) (each keyword is the field of the same name)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         return options_type(**values)
     clash = sorted(k for k, v in values.items() if k != "quiet" and v != defaults.get(k))
     if clash:

@@ -22,6 +22,7 @@ from .paths import check_outputs, lock_outputs, make_output_folders
 if TYPE_CHECKING:  # asyncio is imported only by the commands that run a loop
     import asyncio
 
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # exit 2 with usage, as argparse does, and a did-you-mean
         self.print_usage(sys.stderr)
@@ -32,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
         unknown flags from the top parser, after the command's own parser has passed them on)."""
         import difflib
         import re
+
         m = re.search(r"invalid choice: '([^']+)'", message)
         if m:
             choices = [c for a in self._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices]
@@ -39,8 +41,9 @@ class _Parser(argparse.ArgumentParser):
             return f"; did you mean {close[0]!r}?" if close else ""
         m = re.search(r"unrecognized arguments: (\S+)", message)
         if m and m.group(1).startswith("-") and "did you mean" not in message and "is a flag of" not in message:
-            parsers = [self] + [p for a in self._actions if isinstance(a, argparse._SubParsersAction)
-                                for p in a.choices.values()]
+            parsers = [self] + [
+                p for a in self._actions if isinstance(a, argparse._SubParsersAction) for p in a.choices.values()
+            ]
             flags = sorted({o for p in parsers for a in p._actions for o in a.option_strings})
             close = difflib.get_close_matches(m.group(1).split("=")[0], flags, n=1)
             return f"; did you mean {close[0]}?" if close else ""
@@ -51,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ragassay",
         description="Build and grade ground truth for retrieval and RAG: metrics exact to trec_eval, "
-                    "significance tests, judge agreement.")
+        "significance tests, judge agreement.",
+    )
     parser.add_argument("--version", action="version", version=f"ragassay {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -65,28 +69,50 @@ def build_parser() -> argparse.ArgumentParser:
         declare_qualify,
         declare_set_quality,
     )
-    for register in (declare_product.demo, declare_metrics.evaluate, declare_metrics.compare, declare_metrics.agree,
-                     declare_metrics.retrieve, declare_llm_stages.generate, declare_set_quality.quality,
-                     declare_llm_stages.remap,
-                     declare_llm_stages.judge, declare_llm_stages.check, declare_label.label, declare_product.merge,
-                     declare_product.report, declare_product.track, declare_product.history, declare_product.gate,
-                     declare_llm_stages.ping, declare_qualify.qualify, declare_product.init, declare_product.run):
+
+    for register in (
+        declare_product.demo,
+        declare_metrics.evaluate,
+        declare_metrics.compare,
+        declare_metrics.agree,
+        declare_metrics.retrieve,
+        declare_llm_stages.generate,
+        declare_set_quality.quality,
+        declare_llm_stages.remap,
+        declare_llm_stages.judge,
+        declare_llm_stages.check,
+        declare_label.label,
+        declare_product.merge,
+        declare_product.report,
+        declare_product.track,
+        declare_product.history,
+        declare_product.gate,
+        declare_llm_stages.ping,
+        declare_qualify.qualify,
+        declare_product.init,
+        declare_product.run,
+    ):
         register(sub)
     for command in sub.choices.values():
         _shared_flags(command)
     return parser
 
 
-_EXAMPLE_FILES = ("(the example's files: 'ragassay demo --copy datasets/example' writes them into any directory; "
-                  "a clone has them already)")
+_EXAMPLE_FILES = (
+    "(the example's files: 'ragassay demo --copy datasets/example' writes them into any directory; "
+    "a clone has them already)"
+)
 
 
 def _shared_flags(p: argparse.ArgumentParser) -> None:
     """What every command takes, whatever its area: --quiet, and a note on where the help's example
     files come from (they exist in a clone; outside one, `demo --copy` writes them)."""
     if not any("--quiet" in a.option_strings for a in p._actions):
-        p.add_argument("--quiet", action="store_true", help="no progress on stderr (this command shows none: "
-                       "taken so that every command accepts the same flags)")
+        p.add_argument(
+            "--quiet",
+            action="store_true",
+            help="no progress on stderr (this command shows none: taken so that every command accepts the same flags)",
+        )
     if p.epilog and "datasets/example/" in p.epilog:
         p.epilog += " " + _EXAMPLE_FILES
 
@@ -141,11 +167,15 @@ def _run(argv: Sequence[str] | None) -> int:
             out = args.handler(args)
     except (UsageError, MeasureError) as e:
         from .hints import own_hints  # the lazy boundary: --help imports no more than it needs
-        print(f"ragassay {args.command}: error: {own_hints(e, command_parser)}\n(see 'ragassay {args.command} --help')",
-              file=sys.stderr)
+
+        print(
+            f"ragassay {args.command}: error: {own_hints(e, command_parser)}\n(see 'ragassay {args.command} --help')",
+            file=sys.stderr,
+        )
         return 2
     except RagassayError as e:
         from .hints import own_hints
+
         print(f"ragassay {args.command}: error: {own_hints(e, command_parser)}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `ragassay evaluate ... | head`
@@ -166,13 +196,15 @@ def _run(argv: Sequence[str] | None) -> int:
 def _unrecognized(parser: argparse.ArgumentParser, command: str, extras: list[str]) -> str:
     """What the command does not take, and the nearest flag it does take, or which commands take it."""
     import difflib
+
     flag = extras[0].split("=")[0]
     message = f"unrecognized arguments: {' '.join(extras)}"
     if not flag.startswith("-"):
         return message
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    others = sorted(name for name, p in sub.choices.items()
-                    if name != command and any(flag in a.option_strings for a in p._actions))
+    others = sorted(
+        name for name, p in sub.choices.items() if name != command and any(flag in a.option_strings for a in p._actions)
+    )
     if others:  # a real flag, of other commands: say so rather than guess a look-alike
         return f"{message}; {flag} is a flag of {', '.join(others)}, not of {command}"
     mine = sorted({o for a in sub.choices[command]._actions for o in a.option_strings})
@@ -293,6 +325,7 @@ def _quiet_unawaited() -> None:
     (anyio's connection attempts, cancelled between being made and being awaited): Python would warn
     of it as it is collected, after the one line a stop says. Nothing of ours is lost by it."""
     import warnings
+
     warnings.filterwarnings("ignore", message=r"coroutine .* was never awaited", category=RuntimeWarning)
 
 
@@ -304,6 +337,7 @@ def _cancelled(e: BaseException) -> bool:
 
 def _cancel_every_task(loop: asyncio.AbstractEventLoop) -> None:
     import asyncio
+
     for task in asyncio.all_tasks(loop):
         task.cancel()
 

@@ -70,8 +70,12 @@ def quality(sub: Any) -> None:
             "easy=0.3,medium=0.4,hard=0.3, to show beside the mix got",
         )
     )
-    p.add_argument("--qrels-format", choices=FILE_FORMATS, default="auto",
-                   help="format of the qrels files, --qrels and --log-qrels (default: detected)")
+    p.add_argument(
+        "--qrels-format",
+        choices=FILE_FORMATS,
+        default="auto",
+        help="format of the qrels files, --qrels and --log-qrels (default: detected)",
+    )
     p.add_argument("--run-format", choices=FILE_FORMATS, default="auto", help="format of the runs (default: detected)")
     add_format_option(p, ("table", "json"))
     p.set_defaults(handler=Handler("ragassay.cli.set_quality", "run_quality"))

@@ -27,6 +27,7 @@ class Handler:
     @property
     def __wrapped__(self) -> Callable[[argparse.Namespace], Any]:
         from importlib import import_module
+
         return getattr(import_module(self.__module__), self.__name__)
 
     def __call__(self, args: argparse.Namespace) -> Any:

@@ -22,8 +22,11 @@ def flags_of(parser: argparse.ArgumentParser) -> set[str]:
 
 def slots_of(parser: argparse.ArgumentParser) -> set[str]:
     """Every flag and every positional (by its metavar as --help shows it: QRELS, RUN) the command takes."""
-    positional = {str(a.metavar or a.dest).upper() for a in parser._actions
-                  if not a.option_strings and not isinstance(a, argparse._SubParsersAction)}
+    positional = {
+        str(a.metavar or a.dest).upper()
+        for a in parser._actions
+        if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+    }
     return flags_of(parser) | positional
 
 

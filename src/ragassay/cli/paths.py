@@ -68,9 +68,9 @@ def role_of(action: argparse.Action) -> str | None:
 
 @dataclass(frozen=True)
 class FileArg:
-    flag: str        # as the user would write it: -o, --qrels-out, ANSWERS
+    flag: str  # as the user would write it: -o, --qrels-out, ANSWERS
     path: Path
-    text: str        # the path as the user wrote it, for messages
+    text: str  # the path as the user wrote it, for messages
 
     def same_file(self, other: FileArg) -> bool:
         a, b = _real(self.path), _real(other.path)
@@ -104,7 +104,9 @@ def _values(value: object) -> Iterator[str]:
             yield from _values(v)
 
 
-def file_args(parser: argparse.ArgumentParser, args: argparse.Namespace, command: str) -> tuple[list[FileArg], list[FileArg]]:
+def file_args(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, command: str
+) -> tuple[list[FileArg], list[FileArg]]:
     """(inputs, outputs) of one parsed command, from the declarations alone: an input is a
     declared input (or a module's ``.py`` file) that exists; an output is a declared output."""
     inputs, outputs = [], []
@@ -147,19 +149,23 @@ def check_outputs(parser: argparse.ArgumentParser, args: argparse.Namespace, com
             os.stat(out.path)
         except OSError as e:
             if e.errno not in (errno.ENOENT, errno.ENOTDIR):  # too long a name, a loop, no permission
-                raise UsageError(f"{out.flag} {out.text[:80]}{'...' if len(out.text) > 80 else ''}: cannot be "
-                                 f"written ({e.strerror})") from None
+                raise UsageError(
+                    f"{out.flag} {out.text[:80]}{'...' if len(out.text) > 80 else ''}: cannot be written ({e.strerror})"
+                ) from None
         if out.path.is_dir() or out.text.endswith(("/", os.sep)):
             raise UsageError(f"{out.flag} {out.text} is a directory: give the path of a file to write")
     for i, out in enumerate(outputs):
         for inp in inputs:
             if out.same_file(inp):
-                raise UsageError(f"{out.flag} {out.text} is also the input {inp.flag} {inp.text}: writing it would "
-                                 "destroy that input; write to another file")
-        for other in outputs[i + 1:]:
+                raise UsageError(
+                    f"{out.flag} {out.text} is also the input {inp.flag} {inp.text}: writing it would "
+                    "destroy that input; write to another file"
+                )
+        for other in outputs[i + 1 :]:
             if out.same_file(other):
-                raise UsageError(f"{out.flag} {out.text} and {other.flag} {other.text} are one file: each output "
-                                 "needs its own")
+                raise UsageError(
+                    f"{out.flag} {out.text} and {other.flag} {other.text} are one file: each output needs its own"
+                )
     return outputs
 
 
@@ -183,5 +189,6 @@ def lock_outputs(outputs: list[FileArg], stack: ExitStack) -> None:
     files = [out.path for out in outputs if not out.path.is_dir()]
     if files:
         from ..runtime.engine import OutputLock
+
         for path in files:
             stack.enter_context(OutputLock(path))

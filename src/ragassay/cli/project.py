@@ -11,14 +11,24 @@ from .render import render
 
 def run_init(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..product.project import init_project
+
     done = init_project(args.dir, update=args.update)
     return render(args, done.to_dict, done.text)
 
 
 def run_run(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..product.pipeline import run_project
-    done = run_project(args.file, only=args.only, start=args.start, dry_run=args.dry_run, append=args.append,
-                       out=args.out, flags=vars(args), log=_step_log(args))
+
+    done = run_project(
+        args.file,
+        only=args.only,
+        start=args.start,
+        dry_run=args.dry_run,
+        append=args.append,
+        out=args.out,
+        flags=vars(args),
+        log=_step_log(args),
+    )
     return render(args, done.to_dict, lambda: done.text(steps=False), done.exit_code)
 
 

@@ -13,8 +13,10 @@ from .render import render
 
 def run_qualify(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..product.qualify_inputs import qualify
+
     if Path(args.output).exists() and not Path(args.output).is_dir():
-        raise UsageError(f"-o {args.output} is a file: qualify writes a folder (each grader's records and "
-                         "qualification.json)")
+        raise UsageError(
+            f"-o {args.output} is a file: qualify writes a folder (each grader's records and qualification.json)"
+        )
     result = qualify(**api_arguments(args, qualify))
     return render(args, result.to_dict, result.text, result.exit_code)

@@ -11,14 +11,19 @@ from ..data.results import nan_to_none
 from ..product.formatting import to_json
 
 
-def render(args: argparse.Namespace, as_json: Callable[[], Any], as_text: Callable[[], str],
-           code: int = 0) -> str | tuple[str, int]:
+def render(
+    args: argparse.Namespace, as_json: Callable[[], Any], as_text: Callable[[], str], code: int = 0
+) -> str | tuple[str, int]:
     """``as_json()`` as JSON with ``--format json``, else ``as_text()``; with the exit code."""
     return to_json(as_json()) if args.format == "json" else as_text(), code
 
 
-def render_stage(result: Any, args: argparse.Namespace, text: Callable[[Any, argparse.Namespace], str],
-                 as_json: Callable[[Any], Any] | None = None) -> str | tuple[str, int]:
+def render_stage(
+    result: Any,
+    args: argparse.Namespace,
+    text: Callable[[Any, argparse.Namespace], str],
+    as_json: Callable[[Any], Any] | None = None,
+) -> str | tuple[str, int]:
     """An LLM stage's output: its estimate (``--dry-run``), or its result as JSON (``as_json(result)``;
     by default its dict with the batch note) or as ``text``. The flag that asked for the estimate says
     which of the two came back, as the function's typed overloads do."""

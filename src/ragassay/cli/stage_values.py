@@ -30,16 +30,20 @@ def generate_values(args: argparse.Namespace) -> dict[str, Any]:
     return {"mix": shares(args.mix, MIX_NAMES, "--mix"), "styles": shares(args.styles, tuple(STYLES), "--styles")}
 
 
-def stage_arguments(args: argparse.Namespace, function: Callable[..., Any],
-                    options_type: type[JudgeOptions] | type[CheckOptions] | type[GenerateOptions],
-                    values_of_text: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def stage_arguments(
+    args: argparse.Namespace,
+    function: Callable[..., Any],
+    options_type: type[JudgeOptions] | type[CheckOptions] | type[GenerateOptions],
+    values_of_text: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """``function``'s arguments from the command's flags: ``options=`` the stage's options (the flags
     named like its fields, an LLM flag such as ``--max-calls`` excepted: it goes to the endpoint; a
     flag's text read into its field's value where ``values_of_text`` holds it), ``backend=`` a Backend,
     and every other flag by its name."""
     given = api_arguments(args, function)
-    values: dict[str, Any] = {"backend": Backend(args.backend, args.export_requests, tuple(args.import_results),
-                                                 args.poll_seconds)}
+    values: dict[str, Any] = {
+        "backend": Backend(args.backend, args.export_requests, tuple(args.import_results), args.poll_seconds)
+    }
     names = {f.name for f in fields(options_type)} & set(given) - set(LLM_KEYWORDS)
     settings = {name: (values_of_text or {}).get(name, given[name]) for name in names}
     if "shard" in given:

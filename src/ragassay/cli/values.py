@@ -17,7 +17,8 @@ def _number(text: str, kind: type) -> float:
         value = kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+            f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+        ) from None
     if kind is float and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     return value
@@ -29,6 +30,7 @@ def _ranged(kind: type, ok: Callable[[float], bool], what: str) -> Callable[[str
         if not ok(value):
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
         return value
+
     parse.__name__ = what  # argparse names the type in some messages
     return parse
 

@@ -38,7 +38,7 @@ def _delimiter(data: bytes, skip_lines: int) -> str | None:
         if start == 0:
             return None
     end = data.find(b"\n", start)
-    line = data[start:end if end >= 0 else len(data)].rstrip(b"\r")
+    line = data[start : end if end >= 0 else len(data)].rstrip(b"\r")
     if b"\r" in line or not line or line[:1].isspace() or line[-1:].isspace():
         return None
     if b"\t" in line and b" " not in line:
@@ -48,8 +48,9 @@ def _delimiter(data: bytes, skip_lines: int) -> str | None:
     return None
 
 
-def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], skip_lines: int = 0,
-         head: bytes | None = None) -> list[np.ndarray] | None:
+def read(
+    source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], skip_lines: int = 0, head: bytes | None = None
+) -> list[np.ndarray] | None:
     """Columns of a clean file with exactly ``ncols`` fields per line, or None (use the numpy path).
     ``source`` is the file's bytes, or its path (then pyarrow streams it and ``head``, the file's
     first bytes, tells the delimiter): reading by path keeps the whole file out of memory.
@@ -65,6 +66,7 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
     if delimiter is None:
         return None
     import pyarrow as pa
+
     pool = pa.system_memory_pool()  # malloc's: gives memory back, where mimalloc's arenas keep ~100 MB
     table = _parsed_table(source, ncols, wanted, skip_lines, delimiter, pool)
     if table is None:
@@ -89,30 +91,49 @@ def read(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], ski
     return [converted[c] for c, _ in wanted]
 
 
-def _parsed_table(source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], skip_lines: int,
-                  delimiter: str, pool: Any) -> Any:
+def _parsed_table(
+    source: bytes | str, ncols: int, wanted: Sequence[tuple[int, str]], skip_lines: int, delimiter: str, pool: Any
+) -> Any:
     """The wanted columns as pyarrow parses them, or None when pyarrow refuses the file (the numpy
     path then reads it and names the line)."""
     import pyarrow as pa
     import pyarrow.csv as csv
+
     names = [f"c{i}" for i in range(ncols)]
     # query ids are dictionary-encoded by the parser itself: codes in first-seen order, no id copied per row
     # grades are read as text and parsed as the numpy path parses them: pyarrow's own integer parser
     # takes "0x10" as 16, where the numpy path (and trec_eval) refuse it
-    types = {"id": pa.binary(), "codes": pa.dictionary(pa.int32(), pa.binary()), "float": pa.float64(),
-             "int": pa.binary()}
+    types = {
+        "id": pa.binary(),
+        "codes": pa.dictionary(pa.int32(), pa.binary()),
+        "float": pa.float64(),
+        "int": pa.binary(),
+    }
     try:
         table = csv.read_csv(
             pa.BufferReader(source) if isinstance(source, bytes) else source,
-            read_options=csv.ReadOptions(column_names=names, skip_rows=skip_lines, block_size=1 << 22,
-                                         use_threads=ARROW_THREADS),
-            parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
-                                           escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
-            convert_options=csv.ConvertOptions(column_types={f"c{c}": types[k] for c, k in wanted},
-                                               include_columns=[f"c{c}" for c, _ in wanted],
-                                               strings_can_be_null=False, quoted_strings_can_be_null=False,
-                                               null_values=[], true_values=[], false_values=[]),
-            memory_pool=pool)
+            read_options=csv.ReadOptions(
+                column_names=names, skip_rows=skip_lines, block_size=1 << 22, use_threads=ARROW_THREADS
+            ),
+            parse_options=csv.ParseOptions(
+                delimiter=delimiter,
+                quote_char=False,
+                double_quote=False,
+                escape_char=False,
+                newlines_in_values=False,
+                ignore_empty_lines=True,
+            ),
+            convert_options=csv.ConvertOptions(
+                column_types={f"c{c}": types[k] for c, k in wanted},
+                include_columns=[f"c{c}" for c, _ in wanted],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
+                true_values=[],
+                false_values=[],
+            ),
+            memory_pool=pool,
+        )
         return table.unify_dictionaries(memory_pool=pool)  # one dictionary for every chunk of a column
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
@@ -156,9 +177,9 @@ def _plain_integers(chunks: list) -> np.ndarray | None:
     while chunks:
         chunk = chunks.pop(0)
         offsets, data = _offsets(chunk), chunk.buffers()[2]
-        digits = np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]] if data is not None else None
+        digits = np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]] if data is not None else None
         if digits is not None and bool((np.diff(offsets) == 1).all()) and bool(((digits >= 48) & (digits <= 57)).all()):
-            out[pos:pos + len(chunk)] = digits - 48  # every grade one digit (the usual 0-3): read as they are
+            out[pos : pos + len(chunk)] = digits - 48  # every grade one digit (the usual 0-3): read as they are
             pos += len(chunk)
             continue
         text = _fixed_width([chunk])
@@ -167,7 +188,7 @@ def _plain_integers(chunks: list) -> np.ndarray | None:
         values, plain = parse_plain_integers(text)
         if not plain.all():
             return None
-        out[pos:pos + len(values)] = values
+        out[pos : pos + len(values)] = values
         pos += len(values)
     return out
 
@@ -179,7 +200,7 @@ def _drain(arrays: list, source: type, dtype: type) -> np.ndarray:
     pos = freed = 0
     while arrays:
         arr = arrays.pop(0)
-        out[pos:pos + len(arr)] = np.frombuffer(arr.buffers()[1], dtype=source)[arr.offset:arr.offset + len(arr)]
+        out[pos : pos + len(arr)] = np.frombuffer(arr.buffers()[1], dtype=source)[arr.offset : arr.offset + len(arr)]
         pos += len(arr)
         freed += arr.nbytes
         del arr
@@ -193,9 +214,10 @@ def _utf8(arr) -> bool:
     """Whether a binary array's bytes are UTF-8: all ASCII (one scan of the data buffer, no copy),
     or else a validating cast (whose copy is dropped at once)."""
     import pyarrow as pa
+
     data = arr.buffers()[2]
     buf = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-    if not any((buf[i:i + (1 << 22)] >= 0x80).any() for i in range(0, len(buf), 1 << 22)):  # 4 MB at a time
+    if not any((buf[i : i + (1 << 22)] >= 0x80).any() for i in range(0, len(buf), 1 << 22)):  # 4 MB at a time
         return True
     try:
         arr.cast(pa.string(), memory_pool=pa.system_memory_pool())
@@ -224,7 +246,7 @@ def _fixed_width(chunks: list) -> np.ndarray | None:
         chunk = chunks.pop(0)
         offsets, data_buf = _offsets(chunk), chunk.buffers()[2]
         buf = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
-        gather(buf, offsets[:-1], offsets[1:], out=out[pos:pos + len(chunk)])
+        gather(buf, offsets[:-1], offsets[1:], out=out[pos : pos + len(chunk)])
         pos += len(chunk)
         freed += chunk.nbytes
         del chunk, offsets, data_buf, buf
@@ -235,4 +257,4 @@ def _fixed_width(chunks: list) -> np.ndarray | None:
 
 
 def _offsets(chunk) -> np.ndarray:
-    return np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset:chunk.offset + len(chunk) + 1]
+    return np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset : chunk.offset + len(chunk) + 1]

@@ -5,6 +5,7 @@ and asking for the value later hides their time behind the work done meanwhile. 
 by this small object rather than by a list the thread appends to, so a reader sees at once what the
 thread leaves behind: one value, or nothing when the function raised.
 """
+
 from __future__ import annotations
 
 import threading

@@ -1,5 +1,4 @@
-"""A BEIR dataset folder given where one of its files is meant: the file that plays the role.
-"""
+"""A BEIR dataset folder given where one of its files is meant: the file that plays the role."""
 
 from __future__ import annotations
 
@@ -25,11 +24,15 @@ def dataset_member(path: str | Path, role: Literal["qrels", "chunks", "queries"]
             names = ", ".join(s.name for s in splits)
             test = p / "qrels" / "test.tsv"
             test_note = "" if test in splits else " and no test.tsv"
-            raise InputError(f"a BEIR folder with several qrels splits{test_note}; name one, e.g. "
-                             f"{test if test in splits else splits[0]} (the splits: {names})", p)
+            raise InputError(
+                f"a BEIR folder with several qrels splits{test_note}; name one, e.g. "
+                f"{test if test in splits else splits[0]} (the splits: {names})",
+                p,
+            )
     else:
         for name in (BEIR_FILES[role], BEIR_FILES[role] + ".gz"):
             if (p / name).is_file():
                 return p / name
-    raise InputError(f"is a directory: expected a {role} file, or a BEIR folder (corpus.jsonl, queries.jsonl, "
-                     "qrels/test.tsv)", p)
+    raise InputError(
+        f"is a directory: expected a {role} file, or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)", p
+    )

@@ -1,5 +1,4 @@
-"""The chunks reader: JSON Lines (BEIR corpus lines too), a BEIR folder, or LlamaIndex's corpus.
-"""
+"""The chunks reader: JSON Lines (BEIR corpus lines too), a BEIR folder, or LlamaIndex's corpus."""
 
 from __future__ import annotations
 
@@ -19,8 +18,10 @@ def read_chunks(path: str | Path) -> list[Any]:
     path = dataset_member(path, "chunks")
     corpus = llamaindex_corpus(path)
     if corpus is not None:  # LlamaIndex's EmbeddingQAFinetuneDataset: {"corpus": {id: text}, ...}
-        return [validate_record({"id": check_id(k, "chunk id", path, None), "text": v}, Chunk, path, None)
-                for k, v in corpus.items()]
+        return [
+            validate_record({"id": check_id(k, "chunk id", path, None), "text": v}, Chunk, path, None)
+            for k, v in corpus.items()
+        ]
     lines = ChunkLines(path, validate_record)  # the id rule (no id invented), every bad line said at the end
     out = []
     for no, obj in iter_jsonl(path, problems=lines.problems):

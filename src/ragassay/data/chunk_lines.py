@@ -50,17 +50,24 @@ class ChunkLines:
         if found is not None:
             what, fields = found
             if self.count == 0 and not self.problems:
-                raise InputError(f"looks like {what}, not chunks: the line has {fields}; give it where its role is "
-                                 "taken (questions and queries: retrieve --queries or judge --queries; answers: "
-                                 "check's input; a run or judgments: RUN / QRELS)", self.path, no)
+                raise InputError(
+                    f"looks like {what}, not chunks: the line has {fields}; give it where its role is "
+                    "taken (questions and queries: retrieve --queries or judge --queries; answers: "
+                    "check's input; a run or judgments: RUN / QRELS)",
+                    self.path,
+                    no,
+                )
             self.problems.add(no, f"not a chunk ({what}?): it has {fields}")
             return None
         self.count += 1
         own = "id" in obj or "_id" in obj
         if not own:
             if "doc_id" not in obj:
-                self.problems.add(no, "no 'id' (a chunk needs one: 'id', or BEIR's '_id'; its fields: "
-                                      f"{', '.join(sorted(obj)) or 'none'})")
+                self.problems.add(
+                    no,
+                    "no 'id' (a chunk needs one: 'id', or BEIR's '_id'; its fields: "
+                    f"{', '.join(sorted(obj)) or 'none'})",
+                )
                 return None
             obj = {**obj, "id": obj["doc_id"]}  # the declared id of a docs export, if the whole file is one
         elif "id" not in obj:
@@ -86,12 +93,19 @@ class ChunkLines:
         without an id are one problem, its reason said once and their lines listed after it."""
         if len(self.from_doc) == 1 and self.own:
             no, doc = self.from_doc[0]
-            self.problems.add(no, f"no 'id': its doc_id {doc!r} names the document the chunk comes from, not the "
-                                  "chunk (other lines have an 'id'); give this chunk an 'id'")
+            self.problems.add(
+                no,
+                f"no 'id': its doc_id {doc!r} names the document the chunk comes from, not the "
+                "chunk (other lines have an 'id'); give this chunk an 'id'",
+            )
         elif self.from_doc and self.own:
-            self.problems.add(None, no_id_said(
-                [no for no, _ in self.from_doc], "other lines have an 'id', so a doc_id names the document a "
-                                                 "chunk comes from, not the chunk"))
+            self.problems.add(
+                None,
+                no_id_said(
+                    [no for no, _ in self.from_doc],
+                    "other lines have an 'id', so a doc_id names the document a chunk comes from, not the chunk",
+                ),
+            )
         elif self.from_doc:
             lines: dict[str, list[int]] = defaultdict(list)
             for no, doc in self.from_doc:
@@ -99,10 +113,15 @@ class ChunkLines:
             repeated = next(((doc, at) for doc, at in lines.items() if len(at) > 1), None)
             if repeated is not None:  # not a docs export: every line without an id is wrong, not only repeats
                 doc, at = repeated
-                self.problems.add(None, no_id_said(
-                    [no for no, _ in self.from_doc], f"no line has one, and doc_id {doc!r} is on {len(at)} lines "
-                                                     f"(first {at[0]} and {at[1]}): a doc_id names the document the "
-                                                     "chunks were cut from, shared by its chunks, not a chunk"))
+                self.problems.add(
+                    None,
+                    no_id_said(
+                        [no for no, _ in self.from_doc],
+                        f"no line has one, and doc_id {doc!r} is on {len(at)} lines "
+                        f"(first {at[0]} and {at[1]}): a doc_id names the document the "
+                        "chunks were cut from, shared by its chunks, not a chunk",
+                    ),
+                )
         if self.problems:
             e = self.problems.error()
             if e.line is None and self.from_doc:  # (the lines are listed in the message; the first is where to go)
@@ -117,7 +136,10 @@ SHOWN_LINES = 10
 
 def no_id_said(lines: list[int], why: str) -> str:
     """The one problem of the lines without an ``id``: the reason once, then the lines (the first 10)."""
-    shown = ", ".join(map(str, lines[:SHOWN_LINES])) + (f", ... ({len(lines)} lines)" if len(lines) > SHOWN_LINES
-                                                       else "")
-    return (f"{len(lines)} line{'s have' if len(lines) != 1 else ' has'} no 'id' ({why}); give each chunk an 'id' "
-            f"(or BEIR's '_id'): line{'s' if len(lines) != 1 else ''} {shown}")
+    shown = ", ".join(map(str, lines[:SHOWN_LINES])) + (
+        f", ... ({len(lines)} lines)" if len(lines) > SHOWN_LINES else ""
+    )
+    return (
+        f"{len(lines)} line{'s have' if len(lines) != 1 else ' has'} no 'id' ({why}); give each chunk an 'id' "
+        f"(or BEIR's '_id'): line{'s' if len(lines) != 1 else ''} {shown}"
+    )

@@ -66,8 +66,12 @@ class ChunkTable(Mapping):
         except InputError:
             chunk = None
         if chunk is None or chunk.id != chunk_id:
-            raise InputError("the chunks file was changed while this run was reading it (this line no longer "
-                             f"holds chunk {chunk_id!r}); run again on the file as it is now", self.path, no)
+            raise InputError(
+                "the chunks file was changed while this run was reading it (this line no longer "
+                f"holds chunk {chunk_id!r}); run again on the file as it is now",
+                self.path,
+                no,
+            )
         return chunk
 
     def __contains__(self, chunk_id: object) -> bool:

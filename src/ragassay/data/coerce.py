@@ -60,7 +60,8 @@ def to_dataframe(records: list[dict] | list[Any], columns: list[str] | None = No
     try:
         import pandas as pd
     except ImportError:
-        raise ImportError("to_dataframe() needs pandas: pip install 'ragassay[notebook]' "
-                          "(or pip install pandas)") from None
+        raise ImportError(
+            "to_dataframe() needs pandas: pip install 'ragassay[notebook]' (or pip install pandas)"
+        ) from None
     rows = [r.model_dump(mode="json") if hasattr(r, "model_dump") else r for r in records]
     return pd.DataFrame(rows, columns=columns)

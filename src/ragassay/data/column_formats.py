@@ -19,10 +19,38 @@ from .lines import UTF8_BOM
 QrelsFormat = Literal["auto", "trec", "trec3", "jsonl", "beir"]
 RunFormat = Literal["auto", "trec", "trec3", "jsonl", "beir"]
 # A first line made only of these words is a header, whatever the format: skipped, never a row.
-HEADER_WORDS = frozenset({"query-id", "corpus-id", "score", "query_id", "qid", "queryid", "query", "docid",
-                          "doc_id", "docno", "doc", "document", "chunk_id", "corpus_id", "iter", "iteration",
-                          "q0", "rank", "tag", "run", "relevance", "rel", "grade", "label", "judgment",
-                          "judgement", "sim", "similarity"})
+HEADER_WORDS = frozenset(
+    {
+        "query-id",
+        "corpus-id",
+        "score",
+        "query_id",
+        "qid",
+        "queryid",
+        "query",
+        "docid",
+        "doc_id",
+        "docno",
+        "doc",
+        "document",
+        "chunk_id",
+        "corpus_id",
+        "iter",
+        "iteration",
+        "q0",
+        "rank",
+        "tag",
+        "run",
+        "relevance",
+        "rel",
+        "grade",
+        "label",
+        "judgment",
+        "judgement",
+        "sim",
+        "similarity",
+    }
+)
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 
@@ -66,8 +94,7 @@ def detect_format(data: bytes, kind: str) -> str:
     if header:
         line, no = first_line(data, after=header)
         if not line:
-            raise InputError(f"only a header line, no {'results' if kind == 'run' else 'judgments'}",
-                             None, header)
+            raise InputError(f"only a header line, no {'results' if kind == 'run' else 'judgments'}", None, header)
     fields = line.split()
     if len(fields) == 3:
         return "beir" if header else "trec3"
@@ -82,9 +109,13 @@ def _undetected(line: str, no: int, fields: list[str], kind: str) -> InputError:
     other = "run" if kind == "qrels" else "qrels"
     evidence = roles.trec_line_evidence(fields, kind)
     if evidence is not None:
-        return InputError(f"looks like a {other} file, not {'a run' if kind == 'run' else 'qrels'}: its line "
-                          f"{line[:100]!r} {evidence}; give it as {other.upper()} (are the arguments in the right "
-                          "order?)", None, no)
+        return InputError(
+            f"looks like a {other} file, not {'a run' if kind == 'run' else 'qrels'}: its line "
+            f"{line[:100]!r} {evidence}; give it as {other.upper()} (are the arguments in the right "
+            "order?)",
+            None,
+            no,
+        )
     hint = ""
     if len(fields) == (4 if kind == "run" else 6):
         hint = f" (this looks like a {other} file: are the arguments in the right order?)"
@@ -93,7 +124,10 @@ def _undetected(line: str, no: int, fields: list[str], kind: str) -> InputError:
         f"cannot tell the format of this {kind} file from its line {line[:100]!r}: expected TREC "
         f"({shape}), three columns (qid docid {'score' if kind == 'run' else 'grade'}, with or without a "
         f"header), JSON Lines or BEIR TSV{hint}; "
-        + ("--run-format" if kind == "run" else "--qrels-format") + " names it (format= in Python)", None)
+        + ("--run-format" if kind == "run" else "--qrels-format")
+        + " names it (format= in Python)",
+        None,
+    )
 
 
 def resolve_format(data: bytes, path: str | Path, kind: str, format: str, check_role: bool = True) -> str:
@@ -110,6 +144,7 @@ def resolve_format(data: bytes, path: str | Path, kind: str, format: str, check_
         head = roles.head_of(data)
         roles.check_columns(head, path, kind, fmt, header_line(head))
     return fmt
+
 
 def column_layout(data: bytes, fmt: str) -> tuple[bool, int, str | None]:
     """(six-column TREC?, header line to skip or 0, the TREC tag of the first row) of a run file."""
@@ -145,15 +180,16 @@ def _column_head(path: str | Path) -> bytes | None:
         return None
     head = head.removeprefix(UTF8_BOM)
     if len(head) >= (1 << 16) - 3:
-        head = head[:head.rfind(b"\n") + 1]
+        head = head[: head.rfind(b"\n") + 1]
     head = blank_comments(head)
     if not head.strip() or head.lstrip().startswith(b"{"):
         return None
     return head
 
 
-def column_shape(path: str | Path, kind: Literal["qrels", "run"], format: str = "auto",
-                 check_role: bool = True) -> ColumnShape | None:
+def column_shape(
+    path: str | Path, kind: Literal["qrels", "run"], format: str = "auto", check_role: bool = True
+) -> ColumnShape | None:
     """The layout of a plain (not gzipped) TREC or three-column ``kind`` file, told from its first
     64 KB, or None when the file is something else (standard input, gzip, JSON Lines, a peer's
     format, binary): such files are read whole by :func:`read_qrels` / :func:`read_run`."""

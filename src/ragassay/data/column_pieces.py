@@ -39,8 +39,9 @@ def _scores(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.ndarray:
     return parse_floats(col, lines, path, "score")
 
 
-def read_pieces(path: str | Path, shape: ColumnShape, kind: Literal["qrels", "run"],
-                piece_bytes: int = PIECE_BYTES) -> Iterator[Piece]:
+def read_pieces(
+    path: str | Path, shape: ColumnShape, kind: Literal["qrels", "run"], piece_bytes: int = PIECE_BYTES
+) -> Iterator[Piece]:
     """The pieces of a plain column file laid out as ``shape`` (see :func:`io.column_shape`), in
     file order; pieces holding no row (blank or comment lines only) are not given."""
     convert = parse_grades if kind == "qrels" else _scores
@@ -82,8 +83,13 @@ def read_pieces(path: str | Path, shape: ColumnShape, kind: Literal["qrels", "ru
             del fast
             try:
                 (queries, docs, values), lines = read_columns(
-                    blank_comments(data), shape.ncols, path, wanted, skip_lines=shape.skip if first else 0,
-                    max_cols=shape.max_cols)
+                    blank_comments(data),
+                    shape.ncols,
+                    path,
+                    wanted,
+                    skip_lines=shape.skip if first else 0,
+                    max_cols=shape.max_cols,
+                )
             except InputError as e:
                 raise InputError(e.message, path, None if e.line is None else e.line + before) from None
             first = False
@@ -98,15 +104,20 @@ def read_pieces(path: str | Path, shape: ColumnShape, kind: Literal["qrels", "ru
                 break
 
 
-def _arrow_piece(data: bytes, shape: ColumnShape, kind: str,
-                 skip: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _arrow_piece(
+    data: bytes, shape: ColumnShape, kind: str, skip: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The columns of a clean piece read by pyarrow's parser (see :mod:`arrow_columns`), or None:
     then the numpy splitter reads it, and names the line of anything wrong."""
     if reader_path(len(data)) != "arrow" or b"\n\n" in data or data.startswith(b"\n") or b"#" in data:
         return None
     ncols = 6 if shape.fmt == "trec" and kind == "run" else shape.ncols
-    columns = arrow_columns.read(data, ncols, [(shape.q_col, "id"), (shape.d_col, "id"),
-                                               (shape.v_col, "int" if kind == "qrels" else "float")], skip)
+    columns = arrow_columns.read(
+        data,
+        ncols,
+        [(shape.q_col, "id"), (shape.d_col, "id"), (shape.v_col, "int" if kind == "qrels" else "float")],
+        skip,
+    )
     if columns is None:
         return None
     queries, docs, values = columns
@@ -117,15 +128,25 @@ def _check_text(data: bytes, path: str | Path, before: int) -> None:
     """What :func:`io.read_bytes_checked` refuses in a whole file, refused in a piece of one."""
     crs = data.count(b"\r")
     if crs and crs != data.count(b"\r\n"):
-        at = next(i for i in range(len(data)) if data[i] == 13 and data[i + 1:i + 2] != b"\n")
-        raise InputError("has lines ended by a lone carriage return (\\r, old Mac style), which would be read as "
-                         "one long line; convert the line ends to \\n", path, before + data.count(b"\n", 0, at) + 1)
+        at = next(i for i in range(len(data)) if data[i] == 13 and data[i + 1 : i + 2] != b"\n")
+        raise InputError(
+            "has lines ended by a lone carriage return (\\r, old Mac style), which would be read as "
+            "one long line; convert the line ends to \\n",
+            path,
+            before + data.count(b"\n", 0, at) + 1,
+        )
     if b"\x00" in data:
-        raise InputError("a binary file, expected text (JSON Lines, TREC or TSV)", path,
-                         before + data.count(b"\n", 0, data.index(b"\x00")) + 1)
+        raise InputError(
+            "a binary file, expected text (JSON Lines, TREC or TSV)",
+            path,
+            before + data.count(b"\n", 0, data.index(b"\x00")) + 1,
+        )
     if not data.isascii():
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"not valid UTF-8 text (byte 0x{data[e.start]:02x}); save the file as UTF-8", path,
-                             before + data.count(b"\n", 0, e.start) + 1) from None
+            raise InputError(
+                f"not valid UTF-8 text (byte 0x{data[e.start]:02x}); save the file as UTF-8",
+                path,
+                before + data.count(b"\n", 0, e.start) + 1,
+            ) from None

@@ -23,9 +23,17 @@ from .line_problems import CAP, LineProblems
 _FIELD = re.compile(rb"[^\x00-\x20]+")  # the column reader splits on every byte up to a space
 
 
-def every_bad_line(data: bytes, start: int, first_line: int, ncols: int, most: int | None,
-                   wanted: Sequence[tuple[int, Any]], path: str | Path, first: InputError,
-                   max_field: int) -> InputError:
+def every_bad_line(
+    data: bytes,
+    start: int,
+    first_line: int,
+    ncols: int,
+    most: int | None,
+    wanted: Sequence[tuple[int, Any]],
+    path: str | Path,
+    first: InputError,
+    max_field: int,
+) -> InputError:
     """One error saying the bad lines of ``data`` from byte ``start`` (line ``first_line``) on, in
     file order: the look stops at the ``CAP``-th bad line (saying the lines after it were not read).
     ``first`` is the reader's own error, returned when the lines show nothing more."""
@@ -48,8 +56,15 @@ def every_bad_line(data: bytes, start: int, first_line: int, ncols: int, most: i
     return error
 
 
-def line_problem(line: bytes, line_no: int, ncols: int, most: int | None, wanted: Sequence[tuple[int, Any]],
-                 path: str | Path, max_field: int) -> str | None:
+def line_problem(
+    line: bytes,
+    line_no: int,
+    ncols: int,
+    most: int | None,
+    wanted: Sequence[tuple[int, Any]],
+    path: str | Path,
+    max_field: int,
+) -> str | None:
     """What is wrong with one line, in the column reader's words; None when it reads."""
     fields = _FIELD.findall(line)
     if not fields:

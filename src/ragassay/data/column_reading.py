@@ -23,7 +23,6 @@ from .columns import INT_LIMIT, parse_floats, parse_plain_integers
 GRADE_LIMIT = INT_LIMIT
 
 
-
 ARROW_MIN_BYTES = 4 << 20  # smaller files: the numpy splitter is as fast, and pyarrow's import is saved
 
 
@@ -37,8 +36,9 @@ def reader_path(size: int | None = None) -> str:
     return "arrow" if arrow_columns.available() else "numpy"
 
 
-def arrow_table_columns(source: bytes | str, ncols: int, wanted: list[tuple[int, str]], skip: int,
-                   head: bytes | None = None) -> list[np.ndarray] | None:
+def arrow_table_columns(
+    source: bytes | str, ncols: int, wanted: list[tuple[int, str]], skip: int, head: bytes | None = None
+) -> list[np.ndarray] | None:
     if reader_path(len(source) if isinstance(source, bytes) else Path(source).stat().st_size) != "arrow":
         return None
     cols = arrow_columns.read(source, ncols, wanted, skip, head)
@@ -64,7 +64,7 @@ def plain_file_head(path: str | Path) -> bytes | None:
     if head[:2] == b"\x1f\x8b" or head.startswith(b"\xef\xbb\xbf") or b"\x00" in head or not head.strip():
         return None
     if len(head) == 1 << 16:
-        head = head[:head.rfind(b"\n") + 1]  # whole lines only
+        head = head[: head.rfind(b"\n") + 1]  # whole lines only
     if not head.strip() or b"\r" in head:
         return None  # a first line longer than 64 KB, or line ends with \r: the full path judges them
     try:
@@ -135,8 +135,12 @@ def parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nda
             long = np.flatnonzero(np.char.str_len(col) > 10)
             if len(long):
                 i = int(long[0])
-                raise InputError(f"grade {col[i].decode('utf-8', 'replace')!r} is out of range (at most "
-                                 f"{GRADE_LIMIT} either side of 0)", path, int(lines[i]))
+                raise InputError(
+                    f"grade {col[i].decode('utf-8', 'replace')!r} is out of range (at most "
+                    f"{GRADE_LIMIT} either side of 0)",
+                    path,
+                    int(lines[i]),
+                )
         try:
             values = col.astype(np.int64)
         except (ValueError, OverflowError):
@@ -145,8 +149,9 @@ def parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nda
         big = np.flatnonzero(np.abs(values) > GRADE_LIMIT)
         if len(big):
             i = int(big[0])
-            raise InputError(f"grade {int(values[i])} is out of range (at most {GRADE_LIMIT} either side of 0)",
-                             path, int(lines[i]))
+            raise InputError(
+                f"grade {int(values[i])} is out of range (at most {GRADE_LIMIT} either side of 0)", path, int(lines[i])
+            )
         return values
     # not all plain integers: "3.0" is an integer written as a float; anything else ("1e2", "2.5",
     # "three") is named with its line. trec_eval would read "1e2" as 1, a float reader as 100:
@@ -155,18 +160,19 @@ def parse_grades(col: np.ndarray, lines: np.ndarray, path: str | Path) -> np.nda
     for i, raw in enumerate(col.tolist()):
         m = INTEGRAL.fullmatch(raw)
         if m is None:
-            raise InputError(f"grade must be an integer, got {raw.decode('utf-8', 'replace')!r}", path,
-                             int(lines[i]))
+            raise InputError(f"grade must be an integer, got {raw.decode('utf-8', 'replace')!r}", path, int(lines[i]))
         out[i] = int(m.group(1))
     big = np.flatnonzero(np.abs(out) > GRADE_LIMIT)
     if len(big):
         i = int(big[0])
-        raise InputError(f"grade {int(out[i])} is out of range (at most {GRADE_LIMIT} either side of 0)", path,
-                         int(lines[i]))
+        raise InputError(
+            f"grade {int(out[i])} is out of range (at most {GRADE_LIMIT} either side of 0)", path, int(lines[i])
+        )
     return out
 
 
 INTEGRAL = re.compile(rb"\s*([+-]?\d{1,18})(?:\.0*)?\s*")  # 3, +3, -3, 3.0, 3.
+
 
 def decode_query_ids(vocab: dict[bytes, int], path: str | Path) -> list[str]:
     """The query ids of a splitter's vocabulary (bytes in first-seen order) as text."""

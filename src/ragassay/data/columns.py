@@ -33,6 +33,7 @@ def trim_heap() -> None:
     if _MALLOC_TRIM is None:
         try:
             import ctypes
+
             _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
         except (OSError, AttributeError):
             _MALLOC_TRIM = False
@@ -89,7 +90,7 @@ def gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, out: np.ndarra
     near_end = range(safe, n) if in_order else np.flatnonzero(ends - 1 > last).tolist()
     for i in near_end:  # rows whose last word would reach past buf (a few, at its end): byte by byte
         flat[i] = 0
-        flat[i, :ends[i] - starts[i]] = buf[starts[i]:ends[i]]
+        flat[i, : ends[i] - starts[i]] = buf[starts[i] : ends[i]]
     return result
 
 
@@ -133,9 +134,14 @@ INT_LIMIT = 2**31 - 1  # grades beyond this are not grades (and would overflow a
 MAX_FIELD_BYTES = 4096  # an id or number longer than this is not one: the file is not what it claims
 
 
-def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path,
-                 wanted: Sequence[tuple[int, Converter | None]],
-                 skip_lines: int = 0, max_cols: int | None | bool = False) -> tuple[list[np.ndarray], np.ndarray]:
+def read_columns(
+    data: bytes | list[bytes],
+    ncols: int,
+    path: str | Path,
+    wanted: Sequence[tuple[int, Converter | None]],
+    skip_lines: int = 0,
+    max_cols: int | None | bool = False,
+) -> tuple[list[np.ndarray], np.ndarray]:
     """Split a whitespace-separated file whose lines all have ``ncols`` fields into columns
     (``max_cols``: lines may have from ``ncols`` up to this many fields, None for any number; the
     fields past ``ncols`` are ignored).
@@ -176,9 +182,14 @@ def read_columns(data: bytes | list[bytes], ncols: int, path: str | Path,
     return columns, join_pieces([p[1] for p in parts])
 
 
-def _split_block(buf_all: np.ndarray, ncols: int, most: int | None, path: str | Path,
-                 wanted: Sequence[tuple[int, Converter | None]],
-                 block: tuple[int, int, int]) -> tuple[list[np.ndarray], np.ndarray]:
+def _split_block(
+    buf_all: np.ndarray,
+    ncols: int,
+    most: int | None,
+    path: str | Path,
+    wanted: Sequence[tuple[int, Converter | None]],
+    block: tuple[int, int, int],
+) -> tuple[list[np.ndarray], np.ndarray]:
     """One block's wanted columns (converted) and each row's line number."""
     start, end, first_line = block
     buf = buf_all[start:end]
@@ -187,8 +198,12 @@ def _split_block(buf_all: np.ndarray, ncols: int, most: int | None, path: str | 
     for c, _ in wanted:
         long = np.flatnonzero(ends[:, c] - starts[:, c] > MAX_FIELD_BYTES)
         if len(long):
-            raise InputError(f"a field of {int(ends[long[0], c] - starts[long[0], c])} bytes: not an id or a "
-                             "number (is this the right file?)", path, int(lines[long[0]]))
+            raise InputError(
+                f"a field of {int(ends[long[0], c] - starts[long[0], c])} bytes: not an id or a "
+                "number (is this the right file?)",
+                path,
+                int(lines[long[0]]),
+            )
     tail = buf_all[start:]
     cols = []
     for c, convert in wanted:
@@ -220,8 +235,9 @@ def _cut_blocks(data: bytes, skip_lines: int) -> list[tuple[int, int, int]]:
     return blocks
 
 
-def _block_rows(buf: np.ndarray, ncols: int, most: int | None, path: str | Path,
-                first_line: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _block_rows(
+    buf: np.ndarray, ncols: int, most: int | None, path: str | Path, first_line: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The start and end of each row's fields in a block, and each row's 0-based line in it; a line
     with the wrong number of fields raises, naming it."""
     padded = np.ones(len(buf) + 2, dtype=np.int8)
@@ -253,7 +269,7 @@ def join_pieces(pieces: list[np.ndarray]) -> np.ndarray:
     pieces.reverse()
     while pieces:  # each piece taken out of the list as it is copied, so it is freed then
         x = pieces.pop()
-        out[pos:pos + len(x)] = x
+        out[pos : pos + len(x)] = x
         pos += len(x)
         freed += x.nbytes
         del x
@@ -275,8 +291,8 @@ def _row_lines(starts: np.ndarray, newlines: np.ndarray, ncols: int) -> np.ndarr
     rows = len(grid)
     if rows and len(newlines) in (rows, rows - 1):  # no blank line: row i must lie on line i
         after = np.empty(rows, dtype=np.int64)
-        after[:len(newlines)] = newlines[:rows]
-        after[len(newlines):] = np.iinfo(np.int64).max  # a last line without its newline
+        after[: len(newlines)] = newlines[:rows]
+        after[len(newlines) :] = np.iinfo(np.int64).max  # a last line without its newline
         if bool((grid[1:, 0] > after[:-1]).all()) and bool((grid[:, -1] < after).all()):
             return np.arange(rows, dtype=np.int64)
     first = np.searchsorted(newlines, grid[:, 0])
@@ -287,9 +303,16 @@ def _row_lines(starts: np.ndarray, newlines: np.ndarray, ncols: int) -> np.ndarr
     return first
 
 
-def _variable_rows(tok_starts: np.ndarray, tok_ends: np.ndarray, newlines: np.ndarray, ncols: int,
-                   most: int | None, buf: np.ndarray, path: str | Path,
-                   line_no: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _variable_rows(
+    tok_starts: np.ndarray,
+    tok_ends: np.ndarray,
+    newlines: np.ndarray,
+    ncols: int,
+    most: int | None,
+    buf: np.ndarray,
+    path: str | Path,
+    line_no: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of lines with ``ncols`` to ``most`` fields: the first ``ncols`` fields of each."""
     token_line = np.searchsorted(newlines, tok_starts)
     first = np.flatnonzero(np.r_[True, token_line[1:] != token_line[:-1]]) if len(token_line) else np.zeros(0, np.int64)
@@ -301,14 +324,18 @@ def _variable_rows(tok_starts: np.ndarray, tok_ends: np.ndarray, newlines: np.nd
         hi = int(newlines[i]) if i < len(newlines) else len(buf)
         text = bytes(buf[lo:hi]).decode("utf-8", "replace").strip()
         want = f"{ncols} or more" if most is None else f"{ncols} to {most}"
-        raise InputError(f"expected {want} whitespace-separated columns, found {int(counts[bad[0]])}: {text[:120]!r}",
-                         path, line_no + i)
+        raise InputError(
+            f"expected {want} whitespace-separated columns, found {int(counts[bad[0]])}: {text[:120]!r}",
+            path,
+            line_no + i,
+        )
     take = first[:, None] + np.arange(ncols)
     return tok_starts[take], tok_ends[take], token_line[first]
 
 
-def _raise_bad_line(buf: np.ndarray, starts: np.ndarray, newlines: np.ndarray, ncols: int,
-                    path: str | Path, line_no: int) -> NoReturn:
+def _raise_bad_line(
+    buf: np.ndarray, starts: np.ndarray, newlines: np.ndarray, ncols: int, path: str | Path, line_no: int
+) -> NoReturn:
     """The first line with another number of fields than ``ncols``, raised with its text."""
     token_line = np.searchsorted(newlines, starts)
     n_lines = len(newlines) + (1 if len(buf) and buf[-1] != 10 else 0)
@@ -317,8 +344,9 @@ def _raise_bad_line(buf: np.ndarray, starts: np.ndarray, newlines: np.ndarray, n
     lo = 0 if i == 0 else int(newlines[i - 1]) + 1
     hi = int(newlines[i]) if i < len(newlines) else len(buf)
     text = bytes(buf[lo:hi]).decode("utf-8", "replace").strip()
-    raise InputError(f"expected {ncols} whitespace-separated columns, found {int(counts[i])}: {text[:120]!r}",
-                     path, line_no + i)
+    raise InputError(
+        f"expected {ncols} whitespace-separated columns, found {int(counts[i])}: {text[:120]!r}", path, line_no + i
+    )
 
 
 _POW10_FLOAT = 10.0 ** np.arange(16)
@@ -401,8 +429,9 @@ def _parse_floats_slowly(col: np.ndarray, lines: np.ndarray, path: str | Path, w
         try:
             v = float(raw)
         except ValueError:
-            raise InputError(f"{what} is not a number: {raw.decode('utf-8', 'replace')!r}", path,
-                             int(lines[i])) from None
+            raise InputError(
+                f"{what} is not a number: {raw.decode('utf-8', 'replace')!r}", path, int(lines[i])
+            ) from None
         if not np.isfinite(v):
             raise InputError(f"{what} must be finite, got {raw.decode('utf-8', 'replace')!r}", path, int(lines[i]))
     raise AssertionError("unreachable")  # pragma: no cover
@@ -428,8 +457,9 @@ def factorize(col: np.ndarray, vocab: dict[bytes, int]) -> np.ndarray:
     else:
         np.not_equal(col[1:], col[:-1], out=change[1:])
     heads = np.flatnonzero(change)
-    head_codes = np.fromiter((vocab.setdefault(v, len(vocab)) for v in col[heads].tolist()),
-                             dtype=np.int64, count=len(heads))
+    head_codes = np.fromiter(
+        (vocab.setdefault(v, len(vocab)) for v in col[heads].tolist()), dtype=np.int64, count=len(heads)
+    )
     return np.repeat(head_codes, np.diff(np.append(heads, n)))
 
 

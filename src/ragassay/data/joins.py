@@ -21,7 +21,7 @@ SHOWN = 3  # ids of each side named in a message
 
 @dataclass(frozen=True)
 class Side:
-    role: str          # what the side is, in words: "the answers", "the run"
+    role: str  # what the side is, in words: "the answers", "the run"
     source: str | None  # the file, when there is one
     ids: frozenset[str]
 
@@ -37,15 +37,27 @@ class Side:
 @dataclass(frozen=True)
 class Join:
     """How two id sets met: ``what`` names the ids ("query ids")."""
+
     what: str
     left: Side
     right: Side
 
     @classmethod
-    def of(cls, what: str, left_role: str, left_ids: Iterable[str], right_role: str, right_ids: Iterable[str],
-           left_source: object = None, right_source: object = None) -> Join:
-        return cls(what, Side(left_role, _text(left_source), frozenset(map(str, left_ids))),
-                   Side(right_role, _text(right_source), frozenset(map(str, right_ids))))
+    def of(
+        cls,
+        what: str,
+        left_role: str,
+        left_ids: Iterable[str],
+        right_role: str,
+        right_ids: Iterable[str],
+        left_source: object = None,
+        right_source: object = None,
+    ) -> Join:
+        return cls(
+            what,
+            Side(left_role, _text(left_source), frozenset(map(str, left_ids))),
+            Side(right_role, _text(right_source), frozenset(map(str, right_ids))),
+        )
 
     @property
     def matched(self) -> int:
@@ -57,14 +69,18 @@ class Join:
 
     def to_dict(self) -> dict:
         m = self.matched
-        return {"what": self.what,
-                "left": {"role": self.left.role, "file": self.left.source, "ids": len(self.left.ids), "matched": m},
-                "right": {"role": self.right.role, "file": self.right.source, "ids": len(self.right.ids), "matched": m}}
+        return {
+            "what": self.what,
+            "left": {"role": self.left.role, "file": self.left.source, "ids": len(self.left.ids), "matched": m},
+            "right": {"role": self.right.role, "file": self.right.source, "ids": len(self.right.ids), "matched": m},
+        }
 
     def counts(self) -> str:
         """ "16 of 16 answers' query ids are in the run's 50" """
-        return (f"{self.what}: {self.matched} of {len(self.left.ids)} in {self.left.role} met "
-                f"{len(self.right.ids)} in {self.right.role}")
+        return (
+            f"{self.what}: {self.matched} of {len(self.left.ids)} in {self.left.role} met "
+            f"{len(self.right.ids)} in {self.right.role}"
+        )
 
     def require_overlap(self) -> Join:
         """Raise when the two sides hold ids and none meet: an error naming both files and a few
@@ -73,7 +89,8 @@ class Join:
             raise InputError(
                 f"no {self.what} in common between {self.left.name()} and {self.right.name()} "
                 f"({self.left.role}: {self.left.some()}; {self.right.role}: {self.right.some()}); "
-                "are they from the same set?")
+                "are they from the same set?"
+            )
         return self
 
     def warning(self, sides: tuple[str, ...] = ("left", "right")) -> str | None:
@@ -86,11 +103,15 @@ class Join:
         lost_right = self.right.ids - self.left.ids if "right" in sides else frozenset()
         parts = []
         if lost_left:
-            parts.append(f"{len(lost_left)} of {len(self.left.ids)} in {self.left.role} are not in "
-                         f"{self.right.role} (e.g. {self.left.some(self.right.ids)})")
+            parts.append(
+                f"{len(lost_left)} of {len(self.left.ids)} in {self.left.role} are not in "
+                f"{self.right.role} (e.g. {self.left.some(self.right.ids)})"
+            )
         if lost_right:
-            parts.append(f"{len(lost_right)} of {len(self.right.ids)} in {self.right.role} are not in "
-                         f"{self.left.role} (e.g. {self.right.some(self.left.ids)})")
+            parts.append(
+                f"{len(lost_right)} of {len(self.right.ids)} in {self.right.role} are not in "
+                f"{self.left.role} (e.g. {self.right.some(self.left.ids)})"
+            )
         return f"{self.what}: " + "; ".join(parts) if parts else None
 
     def warn(self, quiet: bool = False, sides: tuple[str, ...] = ("left", "right")) -> Join:

@@ -41,11 +41,10 @@ class LineProblems:
         if len(found) == 1:
             line, message = found[0]
             return InputError(message, self.path, line)
-        shown = found[:self.cap]
+        shown = found[: self.cap]
         lines = "; ".join(f"line {line}: {message}" if line is not None else message for line, message in shown)
         more = len(found) - len(shown)
-        e = InputError(f"{len(found)} lines are wrong: {lines}" + (f"; ... and {more} more" if more else ""),
-                       self.path)
+        e = InputError(f"{len(found)} lines are wrong: {lines}" + (f"; ... and {more} more" if more else ""), self.path)
         e.line = found[0][0]
         return e
 

@@ -64,15 +64,22 @@ def _check_line_ends_and_encoding(data: bytes, p: Path) -> None:
     naming the line of the first one."""
     crs = data.count(b"\r")
     if crs and crs != data.count(b"\r\n"):  # \n and \r\n end lines; a lone \r would join them into one
-        at = next(i for i in _find_all(data, b"\r") if data[i + 1:i + 2] != b"\n")
-        raise InputError("has lines ended by a lone carriage return (\\r, old Mac style), which would be read as "
-                         "one long line; convert the line ends to \\n", p, data.count(b"\n", 0, at) + 1)
+        at = next(i for i in _find_all(data, b"\r") if data[i + 1 : i + 2] != b"\n")
+        raise InputError(
+            "has lines ended by a lone carriage return (\\r, old Mac style), which would be read as "
+            "one long line; convert the line ends to \\n",
+            p,
+            data.count(b"\n", 0, at) + 1,
+        )
     if not data.isascii():  # one C-speed scan; decode only files that have non-ASCII bytes
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"not valid UTF-8 text (byte 0x{data[e.start]:02x}); save the file as UTF-8", p,
-                             data.count(b"\n", 0, e.start) + 1) from None
+            raise InputError(
+                f"not valid UTF-8 text (byte 0x{data[e.start]:02x}); save the file as UTF-8",
+                p,
+                data.count(b"\n", 0, e.start) + 1,
+            ) from None
 
 
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -121,14 +128,19 @@ def streamed_lines_at(path: str | Path) -> Iterator[tuple[int, bytes]]:
                 line, start = line[3:], 3
             crs = line.count(b"\r")
             if crs and crs != line.endswith(b"\r\n"):
-                raise InputError("has lines ended by a lone carriage return (\\r, old Mac style), which would be "
-                                 "read as one long line; convert the line ends to \\n", p, no)
+                raise InputError(
+                    "has lines ended by a lone carriage return (\\r, old Mac style), which would be "
+                    "read as one long line; convert the line ends to \\n",
+                    p,
+                    no,
+                )
             if not line.isascii():
                 try:
                     line.decode("utf-8")
                 except UnicodeDecodeError as e:
-                    raise InputError(f"not valid UTF-8 text (byte 0x{line[e.start]:02x}); save the file as UTF-8",
-                                     p, no) from None
+                    raise InputError(
+                        f"not valid UTF-8 text (byte 0x{line[e.start]:02x}); save the file as UTF-8", p, no
+                    ) from None
             if blank and not line.isspace():
                 blank = False
             yield start, line
@@ -146,6 +158,7 @@ def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
 @lru_cache(maxsize=1)
 def _stdin_bytes() -> bytes:
     import sys
+
     return sys.stdin.buffer.read()
 
 
@@ -154,24 +167,40 @@ def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -
     fraction, a list or an object (their text would be an id nobody wrote); refused too when TREC
     files could not hold it (empty, or with whitespace)."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (type(None), bool, float, list, dict)) \
+        shown = (
+            json.dumps(value, ensure_ascii=False)
+            if isinstance(value, (type(None), bool, float, list, dict))
             else repr(value)
+        )
         raise InputError(f"{what} must be a string, got {shown[:60]}", path, line)
     text = str(value)
     space = next((c for c in text if c.isspace()), None)
     if not text or space is not None:
         which_space = f" ({char_name(space)})" if space is not None else ""
-        raise InputError(f"{what} {text!r} is empty or contains whitespace{which_space}, which TREC files cannot hold; "
-                         "rename it", path, line)
+        raise InputError(
+            f"{what} {text!r} is empty or contains whitespace{which_space}, which TREC files cannot hold; rename it",
+            path,
+            line,
+        )
     return text
 
 
 def char_name(c: str) -> str:
     """A character as a person can find it in an editor: ``U+2028 LINE SEPARATOR``."""
     import unicodedata
-    names = {"\t": "TAB", "\n": "LINE FEED", "\r": "CARRIAGE RETURN", "\x0b": "LINE TABULATION",
-             "\x0c": "FORM FEED", "\x1c": "FILE SEPARATOR", "\x1d": "GROUP SEPARATOR", "\x1e": "RECORD SEPARATOR",
-             "\x1f": "UNIT SEPARATOR", "\x85": "NEXT LINE"}  # control characters have no unicodedata name
+
+    names = {
+        "\t": "TAB",
+        "\n": "LINE FEED",
+        "\r": "CARRIAGE RETURN",
+        "\x0b": "LINE TABULATION",
+        "\x0c": "FORM FEED",
+        "\x1c": "FILE SEPARATOR",
+        "\x1d": "GROUP SEPARATOR",
+        "\x1e": "RECORD SEPARATOR",
+        "\x1f": "UNIT SEPARATOR",
+        "\x85": "NEXT LINE",
+    }  # control characters have no unicodedata name
     return f"U+{ord(c):04X} {names.get(c) or unicodedata.name(c, 'a control character')}"
 
 
@@ -186,8 +215,9 @@ class WrittenFloat(float):
         return value
 
 
-def iter_jsonl(data: bytes | str | Path, path: str | Path | None = None,
-               keep_float_text: bool = False, problems: Any = None) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(
+    data: bytes | str | Path, path: str | Path | None = None, keep_float_text: bool = False, problems: Any = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)`` for each non-blank line; bad JSON names file and line. With
     ``keep_float_text``, numbers with a fraction or exponent are :class:`WrittenFloat`. With
     ``problems`` (a :class:`~ragassay.data.line_problems.LineProblems`), a line that is not a JSON
@@ -227,8 +257,12 @@ def parse_json_object(raw: bytes, path: str | Path | None, no: int, parse_float:
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path, no)
     if b"\\u" in raw and _SURROGATE_ESCAPE.search(raw) and not _encodable(obj):
-        raise InputError("a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair): half "
-                         "of a UTF-16 pair is not a character; fix or drop that escape", path, no)
+        raise InputError(
+            "a string holds a lone surrogate escape (\\ud800 to \\udfff without its pair): half "
+            "of a UTF-16 pair is not a character; fix or drop that escape",
+            path,
+            no,
+        )
     return obj
 
 

@@ -36,10 +36,11 @@ LABELLER_KINDS = ("person", "model", "unknown")
 class Labeller:
     """One person, or one model asked with one prompt (or, inside a file that mixes labels, a part
     whose maker is not known)."""
-    by: str                         # person, model or unknown
-    name: str                       # the assessor's name, or the model's
-    prompt: str | None = None       # a model's prompt, name@version
-    endpoint: str | None = None     # a model's endpoint host (never a key or a path)
+
+    by: str  # person, model or unknown
+    name: str  # the assessor's name, or the model's
+    prompt: str | None = None  # a model's prompt, name@version
+    endpoint: str | None = None  # a model's endpoint host (never a key or a path)
 
     def __post_init__(self) -> None:
         if self.by not in LABELLER_KINDS:
@@ -77,6 +78,7 @@ class Labeller:
 class PoolRun:
     """One run whose top ``depth`` results were judged into a file of labels. ``digest`` fingerprints
     those top results (``pool_digest``), so a run is known again whatever its file is called."""
+
     name: str
     digest: str
     depth: int
@@ -103,21 +105,27 @@ def _check_scale(low_high: Any) -> None:
     """A scale is two whole numbers, the lowest first."""
     if low_high is None:
         return
-    if (not isinstance(low_high, tuple) or len(low_high) != 2
-            or not all(isinstance(g, int) and not isinstance(g, bool) for g in low_high)
-            or low_high[0] >= low_high[1]):
-        raise ValueError(f"scale: [lowest, highest], two whole numbers, lowest first, got "
-                         f"{json.dumps(list(low_high) if isinstance(low_high, tuple) else low_high)}")
+    if (
+        not isinstance(low_high, tuple)
+        or len(low_high) != 2
+        or not all(isinstance(g, int) and not isinstance(g, bool) for g in low_high)
+        or low_high[0] >= low_high[1]
+    ):
+        raise ValueError(
+            f"scale: [lowest, highest], two whole numbers, lowest first, got "
+            f"{json.dumps(list(low_high) if isinstance(low_high, tuple) else low_high)}"
+        )
 
 
 def _check_relevant_from(r: Any, scale: tuple[int, int] | None) -> None:
     """The relevant grade is a whole number of at least 1, and a grade of the scale above its lowest."""
     if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-        raise ValueError(f"relevant_from: a whole number of at least 1 (grades of 0 and below are never "
-                         f"relevant), got {json.dumps(r)}")
+        raise ValueError(
+            f"relevant_from: a whole number of at least 1 (grades of 0 and below are never "
+            f"relevant), got {json.dumps(r)}"
+        )
     if scale is not None and not scale[0] < r <= scale[1]:
-        raise ValueError(f"relevant_from: {r} is not a grade of the scale {scale[0]}-{scale[1]} "
-                         "above its lowest")
+        raise ValueError(f"relevant_from: {r} is not a grade of the scale {scale[0]}-{scale[1]} above its lowest")
 
 
 @dataclass(frozen=True)
@@ -126,12 +134,13 @@ class Origin:
     scale they were given on and the grade from which one counts as relevant (the judge's 0-3 counts
     from 2, TREC Deep Learning's convention for the same scale), and, for labels made by judging
     runs' top results, which runs and how deep (the pool)."""
+
     record: str = ORIGIN_RECORD
     labellers: tuple[Labeller, ...] = ()
-    command: str | None = None      # the ragassay command that wrote the file
-    date: str | None = None         # when, ISO 8601 (UTC)
-    scale: tuple[int, int] | None = None    # the lowest and the highest grade of the labellers' scale
-    relevant_from: int | None = None        # a label counts as relevant from this grade up
+    command: str | None = None  # the ragassay command that wrote the file
+    date: str | None = None  # when, ISO 8601 (UTC)
+    scale: tuple[int, int] | None = None  # the lowest and the highest grade of the labellers' scale
+    relevant_from: int | None = None  # a label counts as relevant from this grade up
     pool: tuple[PoolRun, ...] | None = None  # the runs judged into the file, each to its depth
     # queries of the set with no relevant chunk by design (generate's unanswerable questions): they have
     # no line in the file, and a run that answers them is not a run of another set
@@ -147,11 +156,13 @@ class Origin:
         _check_scale(self.scale)
         if self.relevant_from is not None:
             _check_relevant_from(self.relevant_from, self.scale)
-        if self.pool is not None and (not isinstance(self.pool, tuple)
-                                      or not all(isinstance(p, PoolRun) for p in self.pool)):
+        if self.pool is not None and (
+            not isinstance(self.pool, tuple) or not all(isinstance(p, PoolRun) for p in self.pool)
+        ):
             raise ValueError("pool: a tuple of PoolRun")
-        if self.no_relevant is not None and (not isinstance(self.no_relevant, tuple)
-                                             or not all(isinstance(q, str) for q in self.no_relevant)):
+        if self.no_relevant is not None and (
+            not isinstance(self.no_relevant, tuple) or not all(isinstance(q, str) for q in self.no_relevant)
+        ):
             raise ValueError("no_relevant: a list of query ids")
 
     @property
@@ -189,13 +200,17 @@ class Origin:
 
     def to_dict(self) -> dict[str, Any]:
         """The sidecar's JSON (every field, in declared order)."""
-        return {"record": self.record, "labellers": [lab.to_dict() for lab in self.labellers],
-                "command": self.command, "date": self.date,
-                "scale": list(self.scale) if self.scale is not None else None,
-                "relevant_from": self.relevant_from,
-                "pool": [p.to_dict() for p in self.pool] if self.pool is not None else None,
-                # said only by a set that has such queries: every other sidecar reads as it always did
-                **({"no_relevant": list(self.no_relevant)} if self.no_relevant is not None else {})}
+        return {
+            "record": self.record,
+            "labellers": [lab.to_dict() for lab in self.labellers],
+            "command": self.command,
+            "date": self.date,
+            "scale": list(self.scale) if self.scale is not None else None,
+            "relevant_from": self.relevant_from,
+            "pool": [p.to_dict() for p in self.pool] if self.pool is not None else None,
+            # said only by a set that has such queries: every other sidecar reads as it always did
+            **({"no_relevant": list(self.no_relevant)} if self.no_relevant is not None else {}),
+        }
 
     def replace(self, **changes: Any) -> Origin:
         return dataclasses.replace(self, **changes)
@@ -289,11 +304,15 @@ def people(*names: str, command: str | None = None) -> Origin:
     return Origin(labellers=tuple(Labeller(by="person", name=n) for n in names), command=command, date=today())
 
 
-def model_origin(models: Iterable[str], prompt: str | None, base_url: str | None = None,
-                 command: str | None = None) -> Origin:
+def model_origin(
+    models: Iterable[str], prompt: str | None, base_url: str | None = None, command: str | None = None
+) -> Origin:
     host = endpoint_host(base_url)
-    return Origin(labellers=tuple(Labeller(by="model", name=m, prompt=prompt, endpoint=host) for m in models),
-                  command=command, date=today())
+    return Origin(
+        labellers=tuple(Labeller(by="model", name=m, prompt=prompt, endpoint=host) for m in models),
+        command=command,
+        date=today(),
+    )
 
 
 def merged(*origins: Origin, command: str | None = None) -> Origin:
@@ -307,10 +326,14 @@ def merged(*origins: Origin, command: str | None = None) -> Origin:
     scales = {o.scale for o in origins if o.scale is not None}
     relevant = {o.relevant_from for o in origins if o.relevant_from is not None}
     pools = [p for o in origins for p in (o.pool or ())]
-    return Origin(labellers=tuple(seen.values()), command=command, date=today(),
-                  scale=next(iter(scales)) if len(scales) == 1 else None,
-                  relevant_from=next(iter(relevant)) if len(relevant) == 1 and len(scales) <= 1 else None,
-                  pool=tuple({(p.name, p.digest, p.depth): p for p in pools}.values()) or None)
+    return Origin(
+        labellers=tuple(seen.values()),
+        command=command,
+        date=today(),
+        scale=next(iter(scales)) if len(scales) == 1 else None,
+        relevant_from=next(iter(relevant)) if len(relevant) == 1 and len(scales) <= 1 else None,
+        pool=tuple({(p.name, p.digest, p.depth): p for p in pools}.values()) or None,
+    )
 
 
 def sidecar_path(path: str | Path) -> Path:
@@ -346,8 +369,9 @@ def read_origin(path: str | Path | None) -> Origin:
     try:
         return Origin.from_dict(json.loads(data))
     except (ValueError, TypeError) as e:  # JSON's errors and the fields' (a wrong type, kind or name)
-        raise InputError(f"not an origin file ragassay can read ({str(e).splitlines()[0]}); delete it or "
-                         f"write it again", side) from None
+        raise InputError(
+            f"not an origin file ragassay can read ({str(e).splitlines()[0]}); delete it or write it again", side
+        ) from None
 
 
 SILENT = "lines that name no labeller"
@@ -375,8 +399,12 @@ def origin_of_records(records: Iterable[Mapping], command: str | None = None) ->
     unknown = (Labeller(by="unknown", name=SILENT),) if silent else ()
     # the judge's own records (``record: judgment@1`` on every line) are on the judge's scale
     judged = bool(kinds) and all(str(k).split("@")[0] == "judgment" for k in kinds) and not silent
-    return Origin(labellers=(*seen.values(), *unknown), command=command,
-                  scale=JUDGE_SCALE if judged else None, relevant_from=JUDGE_RELEVANT_FROM if judged else None)
+    return Origin(
+        labellers=(*seen.values(), *unknown),
+        command=command,
+        scale=JUDGE_SCALE if judged else None,
+        relevant_from=JUDGE_RELEVANT_FROM if judged else None,
+    )
 
 
 def label_origin(path: str | Path | None, records: Iterable[Mapping] | None = None) -> Origin:
@@ -388,5 +416,6 @@ def label_origin(path: str | Path | None, records: Iterable[Mapping] | None = No
     if side.scale is None and side.relevant_from is None and side.pool is None:
         return lines
     # a sidecar that says only what the labels rest on (a scale, a pool): the lines say who made them
-    return lines.replace(scale=side.scale or lines.scale, relevant_from=side.relevant_from or lines.relevant_from,
-                         pool=side.pool)
+    return lines.replace(
+        scale=side.scale or lines.scale, relevant_from=side.relevant_from or lines.relevant_from, pool=side.pool
+    )

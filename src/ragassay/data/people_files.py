@@ -60,8 +60,12 @@ def _jsonl_chunks(path: str | Path, wanted: set[str]) -> dict[str, Chunk]:
                 raise InputError(f"looks like {found[0]}, not chunks: the line has {found[1]}", path, no)
             name = next((k for k in CHUNK_ID_FIELDS if k in obj), None)
             if name is None:
-                raise InputError(f"no chunk id (any of {', '.join(CHUNK_ID_FIELDS)} would do; keys present: "
-                                 f"{', '.join(sorted(obj)) or 'none'})", path, no)
+                raise InputError(
+                    f"no chunk id (any of {', '.join(CHUNK_ID_FIELDS)} would do; keys present: "
+                    f"{', '.join(sorted(obj)) or 'none'})",
+                    path,
+                    no,
+                )
             cid = check_id(obj[name], "chunk id", path, no)
             seen += 1
             if cid not in wanted:
@@ -69,8 +73,9 @@ def _jsonl_chunks(path: str | Path, wanted: set[str]) -> dict[str, Chunk]:
             text_name = next((k for k in CHUNK_TEXT_FIELDS if k in obj), None)
             text = obj.get(text_name) if text_name else None
             if not isinstance(text, str):
-                raise InputError(f"chunk {cid!r} has no text (a string in any of {', '.join(CHUNK_TEXT_FIELDS)})",
-                                 path, no)
+                raise InputError(
+                    f"chunk {cid!r} has no text (a string in any of {', '.join(CHUNK_TEXT_FIELDS)})", path, no
+                )
             if cid in first:
                 raise InputError(f"chunk id {cid!r} appears twice (first on line {first[cid]})", path, no)
         except InputError as e:
@@ -132,6 +137,7 @@ EVOUNA_MODELS = ("fid", "gpt35", "chatgpt", "gpt4", "newbing")  # the answering 
 @dataclass
 class EvounaAnswers:
     """The answers of one EVOUNA file that people judged, with their labels, and what was left out."""
+
     answers: list[AnswerItem]
     labels: dict[str, str]
     skipped: dict[str, int] = field(default_factory=dict)  # why -> answers left out
@@ -172,8 +178,10 @@ def read_evouna(path: str | Path, data: bytes | None = None) -> EvounaAnswers:
                 out.answers.append(AnswerItem(id=aid, question=item["question"], reference=refs, response=response))
                 out.labels[aid] = "correct" if judge else "incorrect"
     if not out.answers and not out.skipped:
-        raise InputError("no answers in file (an EVOUNA file is a JSON array of questions with answer_MODEL and "
-                         "judge_MODEL fields)", path)
+        raise InputError(
+            "no answers in file (an EVOUNA file is a JSON array of questions with answer_MODEL and judge_MODEL fields)",
+            path,
+        )
     return out
 
 
@@ -181,8 +189,12 @@ def _evouna_references(item: Any, index: int, path: str | Path, no: int) -> list
     """An EVOUNA question's accepted answers ('/'-separated in ``golden_answer``), once the item is
     known to be an object with a question."""
     if not isinstance(item, dict) or not isinstance(item.get("question"), str):
-        raise InputError(f"item {index} of the array: expected an object with a question (EVOUNA's fields: "
-                         "question, golden_answer, answer_MODEL, judge_MODEL, improper)", path, no)
+        raise InputError(
+            f"item {index} of the array: expected an object with a question (EVOUNA's fields: "
+            "question, golden_answer, answer_MODEL, judge_MODEL, improper)",
+            path,
+            no,
+        )
     gold = item.get("golden_answer")
     return list(dict.fromkeys(p.strip() for p in gold.split("/") if p.strip())) if isinstance(gold, str) else []
 
@@ -212,7 +224,7 @@ def _array_items(data: bytes, path: str | Path) -> list[tuple[int, Any]]:
         raise InputError("not valid UTF-8 text", path, data.count(b"\n", 0, e.start) + 1) from None
     decoder = json.JSONDecoder()
     at = len(text) - len(text.lstrip())
-    if text[at:at + 1] != "[":
+    if text[at : at + 1] != "[":
         raise InputError("expected a JSON array", path, 1)
     at += 1
     out: list[tuple[int, Any]] = []
@@ -233,6 +245,7 @@ def _array_items(data: bytes, path: str | Path) -> list[tuple[int, Any]]:
 
 # ------------------------------------------------------------------------------ answer labels
 
+
 def read_answer_labels(path: str | Path, field_name: str = "label") -> tuple[dict[str, str], bool, list[dict]]:
     """People's labels of answers: JSON Lines with ``id`` and ``label`` (what ``ragassay label``
     writes for answers, with ``assessor``). Check's four labels give a 4-class set; ``correct`` /
@@ -246,13 +259,18 @@ def _answer_id(value: Any, path: str | Path, line: int) -> str:
     """An answer's id as check reads it: any non-empty string (spaces allowed: answers are never
     written to a TREC file) or a JSON integer; never null, true/false, a fraction, a list or an object."""
     if isinstance(value, bool) or not isinstance(value, (str, int)) or (isinstance(value, str) and not value.strip()):
-        raise InputError(f"answer id must be a non-empty string, got {json.dumps(value, ensure_ascii=False)[:60]}",
-                         path, line)
+        raise InputError(
+            f"answer id must be a non-empty string, got {json.dumps(value, ensure_ascii=False)[:60]}", path, line
+        )
     return str(value)
 
 
-def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, problems: LineProblems | None = None,
-                  field_name: str = "label") -> tuple[dict[str, str], bool, list[dict]]:
+def answer_labels(
+    rows: Iterable[tuple[int, dict[str, Any]]],
+    path: str | Path,
+    problems: LineProblems | None = None,
+    field_name: str = "label",
+) -> tuple[dict[str, str], bool, list[dict]]:
     """:func:`read_answer_labels` of (line, object) rows: a labels file's lines, or answers' own."""
     labels: dict[str, str] = {}
     line_origins: list[dict] = []
@@ -269,8 +287,12 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
                 value = value.strip().lower()
                 value = {"true": "correct", "false": "incorrect"}.get(value, value)
             if value not in CHECK_LABELS and value not in BINARY_LABELS:
-                raise InputError(f"{field_name} {json.dumps(obj.get(field_name))}: expected one of "
-                                 f"{', '.join(CHECK_LABELS)} (check's), or correct/incorrect, true/false", path, no)
+                raise InputError(
+                    f"{field_name} {json.dumps(obj.get(field_name))}: expected one of "
+                    f"{', '.join(CHECK_LABELS)} (check's), or correct/incorrect, true/false",
+                    path,
+                    no,
+                )
             if aid in lines:
                 raise InputError(f"answer id {aid!r} is labelled twice (first on line {lines[aid]})", path, no)
         except InputError as e:
@@ -285,9 +307,12 @@ def answer_labels(rows: Iterable[tuple[int, dict[str, Any]]], path: str | Path, 
         line_origins.append({k: obj.get(k) for k in ("assessor", "model", "prompt", "record")})
     problems.raise_if_any()
     if len(kinds) == 2:
-        raise InputError(f"labels of two kinds in one file: 'incorrect' (line {kinds['binary']}) is binary, but line "
-                         f"{kinds['check']} has one of check's labels ({', '.join(CHECK_LABELS[1:])}); use one kind",
-                         path, max(kinds.values()))
+        raise InputError(
+            f"labels of two kinds in one file: 'incorrect' (line {kinds['binary']}) is binary, but line "
+            f"{kinds['check']} has one of check's labels ({', '.join(CHECK_LABELS[1:])}); use one kind",
+            path,
+            max(kinds.values()),
+        )
     if not labels:
         raise InputError("no labels in file", path)
     return labels, "binary" in kinds, line_origins

@@ -19,6 +19,7 @@ from .origin import PoolRun
 class PoolDigest:
     """A fingerprint of each query's top chunk ids in rank order, built a query at a time in any order
     of the queries (a file read by blocks gives them block by block): the sum of one hash per query."""
+
     MODULUS = 1 << 128
 
     def __init__(self) -> None:
@@ -38,7 +39,7 @@ def pool_digest(top: Mapping[str, list[str]] | Iterable[tuple[str, list[str]]]) 
     """The fingerprint of a run's top chunk ids (``PoolDigest``): equal for two runs exactly when they
     put the same chunks at the same places down to the depth given, whatever order the queries come in."""
     digest = PoolDigest()
-    for qid, ids in (top.items() if isinstance(top, Mapping) else top):
+    for qid, ids in top.items() if isinstance(top, Mapping) else top:
         digest.add(qid, ids)
     return digest.hexdigest()
 

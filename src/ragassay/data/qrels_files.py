@@ -82,8 +82,13 @@ def _fast_column_qrels(path: str | Path, head: bytes, format: QrelsFormat) -> Qr
         return None
     trec = fmt == "trec"
     scan = WholeReadScan(path)
-    fast = arrow_table_columns(str(path), 4 if trec else 3, [(0, "codes"), (2 if trec else 1, "id"),
-                                                             (3 if trec else 2, "int")], header_line(head), head)
+    fast = arrow_table_columns(
+        str(path),
+        4 if trec else 3,
+        [(0, "codes"), (2 if trec else 1, "id"), (3 if trec else 2, "int")],
+        header_line(head),
+        head,
+    )
     if scan.needed() or fast is None:  # a lone \r or bytes not UTF-8 somewhere: the whole-file read names the line
         return None
     (qidx, distinct), docs, grades = fast
@@ -105,14 +110,16 @@ def _read_jsonl_qrels(data: bytes, path: str | Path, check_role: bool = True) ->
         q = required_field(obj, ("query_id", "qid"), path, no)
         d = required_field(obj, ("chunk_id", "doc_id", "docid"), path, no)
         if check_role and (evidence := roles.jsonl_qrels_evidence(obj)) is not None:
-            raise roles.refuse_role(path, no, "a run, not qrels", evidence, "give it as a RUN (are the arguments in "
-                                    "the right order?)")
+            raise roles.refuse_role(
+                path, no, "a run, not qrels", evidence, "give it as a RUN (are the arguments in the right order?)"
+            )
         g = required_field(obj, ("grade", "relevance"), path, no)
         if g is None:
             if obj.get("status") == "error":
                 continue  # a failed judgment carries no grade: it is not a judgment
-            raise InputError("grade is null: a judgment needs an integer grade (a failed judgment says "
-                             "\"status\": \"error\")", path, no)
+            raise InputError(
+                'grade is null: a judgment needs an integer grade (a failed judgment says "status": "error")', path, no
+            )
         if isinstance(g, WrittenFloat) and INTEGRAL.fullmatch(g.text.encode()):
             g = int(g)  # 3.0: an integer written as a float (pandas writes them so)
         if isinstance(g, bool) or not isinstance(g, int):  # 1e2, 2.5, "2", true: not integers as written
@@ -128,14 +135,16 @@ def _qrels_from_rows(rows: list[tuple[str, str, int, int]], path: str | Path) ->
     if not rows:
         raise InputError("no judgments in file", path)
     queries, qidx = query_codes(r[0] for r in rows)
-    out = Qrels(queries, qidx, encode_ids(r[1] for r in rows),
-                np.array([r[2] for r in rows], dtype=np.int64), source=str(path))
+    out = Qrels(
+        queries, qidx, encode_ids(r[1] for r in rows), np.array([r[2] for r in rows], dtype=np.int64), source=str(path)
+    )
     out.check_unique(np.array([r[3] for r in rows], dtype=np.int64))
     return out
 
 
-def _read_columns_qrels(data: bytes, path: str | Path, ncols: int, q_col: int, d_col: int,
-                        g_col: int, skip: int) -> Qrels:
+def _read_columns_qrels(
+    data: bytes, path: str | Path, ncols: int, q_col: int, d_col: int, g_col: int, skip: int
+) -> Qrels:
     fast = arrow_table_columns(data, ncols, [(q_col, "codes"), (d_col, "id"), (g_col, "int")], skip)
     if fast is not None:
         (qidx, distinct), docs, grades = fast
@@ -146,7 +155,8 @@ def _read_columns_qrels(data: bytes, path: str | Path, ncols: int, q_col: int, d
         except InputError:
             pass  # read again below: the numpy splitter names the lines
     (qcol, docs, grades), lines = read_columns(
-        data, ncols, path, [(q_col, None), (d_col, None), (g_col, parse_grades)], skip_lines=skip)
+        data, ncols, path, [(q_col, None), (d_col, None), (g_col, parse_grades)], skip_lines=skip
+    )
     if not len(lines):
         raise InputError("no judgments in file", path)
     vocab: dict[bytes, int] = {}

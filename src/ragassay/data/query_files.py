@@ -1,5 +1,4 @@
-"""The queries reader: ragassay's JSON Lines or TSV, a BEIR folder, or a peer's test set.
-"""
+"""The queries reader: ragassay's JSON Lines or TSV, a BEIR folder, or a peer's test set."""
 
 from __future__ import annotations
 
@@ -46,8 +45,13 @@ def _jsonl_queries(data: bytes, path: str | Path, objects: dict[str, dict] | Non
     for no, obj in iter_jsonl(data, path, problems=problems):
         evidence = roles.query_line_evidence(obj)
         if evidence is not None and not out and not problems:
-            raise roles.refuse_role(path, no, "chunks, not queries", f"the line {evidence}",
-                                    "give it as --chunks (queries: id and question, query or text)")
+            raise roles.refuse_role(
+                path,
+                no,
+                "chunks, not queries",
+                f"the line {evidence}",
+                "give it as --chunks (queries: id and question, query or text)",
+            )
         try:
             qid = check_id(required_field(obj, ("id", "query_id", "_id", "qid"), path, no), "query id", path, no)
             text = required_field(obj, ("question", "query", "text"), path, no)

@@ -37,27 +37,37 @@ def legacy_kind(obj: dict[str, Any]) -> str | None:
     return next((kind for kind, need in LEGACY_FIELDS if need <= fields), None)
 
 
-def parse_record(obj: dict[str, Any], path: str | Path | None = None, line: int | None = None,
-                 kind: str | None = None) -> WrittenRecord:
+def parse_record(
+    obj: dict[str, Any], path: str | Path | None = None, line: int | None = None, kind: str | None = None
+) -> WrittenRecord:
     """One line as its model: by its own ``record``, else as ``kind`` (a legacy line of a file whose
     kind is known). A line that breaks its kind's contract is an error naming file and line."""
     try:
         model = record_model(obj[RECORD_FIELD]) if RECORD_FIELD in obj else RECORDS[kind or ""]
     except (ValueError, KeyError):
         if RECORD_FIELD in obj:
-            raise InputError(f"{RECORD_FIELD!r} is {obj[RECORD_FIELD]!r}, not a kind of record ragassay writes "
-                             f"({', '.join(RECORDS)})", path, line) from None
-        raise InputError(f"not a ragassay record (no {RECORD_FIELD!r} field, and not the fields of any kind: "
-                         f"{', '.join(RECORDS)})", path, line) from None
+            raise InputError(
+                f"{RECORD_FIELD!r} is {obj[RECORD_FIELD]!r}, not a kind of record ragassay writes "
+                f"({', '.join(RECORDS)})",
+                path,
+                line,
+            ) from None
+        raise InputError(
+            f"not a ragassay record (no {RECORD_FIELD!r} field, and not the fields of any kind: {', '.join(RECORDS)})",
+            path,
+            line,
+        ) from None
     try:
         return model.model_validate(obj)
     except ValidationError as e:
-        raise InputError(f"breaks the {model.KIND} record contract: {validation_message(e.errors()[0])}", path,
-                         line) from None
+        raise InputError(
+            f"breaks the {model.KIND} record contract: {validation_message(e.errors()[0])}", path, line
+        ) from None
 
 
-def read_record_file(path: str | Path, lines: Iterable[tuple[int, dict[str, Any]]] | None = None,
-                     kinds: Iterable[str] | None = None) -> tuple[str, list[WrittenRecord]]:
+def read_record_file(
+    path: str | Path, lines: Iterable[tuple[int, dict[str, Any]]] | None = None, kinds: Iterable[str] | None = None
+) -> tuple[str, list[WrittenRecord]]:
     """The kind of a records file and its records, each parsed into that kind's model. Every line
     must be of one kind (the first line's); ``kinds`` limits which are accepted. ``lines`` are the
     file's parsed lines when the caller has read them already."""
@@ -65,15 +75,16 @@ def read_record_file(path: str | Path, lines: Iterable[tuple[int, dict[str, Any]
     kind: str | None = None
     first_line = 0
     out: list[WrittenRecord] = []
-    for no, obj in (lines if lines is not None else iter_jsonl(path)):
+    for no, obj in lines if lines is not None else iter_jsonl(path):
         record = parse_record(obj, path, no, kind or legacy_kind(obj))
         if kind is None:
             if record.KIND not in allowed:
                 raise InputError(f"a file of {record.KIND} records; this reads {', '.join(allowed)} records", path, no)
             kind, first_line = record.KIND, no
         elif record.KIND != kind:
-            raise InputError(f"a {record.KIND} record in a file of {kind} records (line {first_line}): one kind "
-                             "per file", path, no)
+            raise InputError(
+                f"a {record.KIND} record in a file of {kind} records (line {first_line}): one kind per file", path, no
+            )
         out.append(record)
     if kind is None:
         raise InputError("no records in file", path)
@@ -89,8 +100,10 @@ def check_output_kind(path: str | Path, kind: str, journal: bool = False) -> Non
     held = file_holds(path, kind)
     if held is not None:
         where = f"{path} (the journal of an unfinished run)" if journal else str(path)
-        raise UsageError(f"{where} holds {held}, not the {kind} records this command writes there: give "
-                         "another output file (or move that one away)")
+        raise UsageError(
+            f"{where} holds {held}, not the {kind} records this command writes there: give "
+            "another output file (or move that one away)"
+        )
 
 
 def file_holds(path: str | Path, kind: str) -> str | None:
@@ -134,6 +147,7 @@ def _first_text_line(path: Path) -> tuple[int, bytes] | None:
     byte-order mark dropped); None when there is none, or no file."""
     import gzip
     import zlib
+
     try:
         f = open(path, "rb")
     except OSError:

@@ -1,5 +1,4 @@
-"""JSON Lines validated as ragassay's records (pydantic models), every bad line said at once.
-"""
+"""JSON Lines validated as ragassay's records (pydantic models), every bad line said at once."""
 
 from __future__ import annotations
 
@@ -14,9 +13,15 @@ from .line_problems import LineProblems
 from .lines import iter_jsonl
 
 
-def read_records(path: str | Path, model: Any, what: str,
-                 prepare: Any = None, rows: Iterable[tuple[int, dict[str, Any]]] | None = None,
-                 after: Any = None, problems: Any = None) -> list[tuple[int, Any]]:
+def read_records(
+    path: str | Path,
+    model: Any,
+    what: str,
+    prepare: Any = None,
+    rows: Iterable[tuple[int, dict[str, Any]]] | None = None,
+    after: Any = None,
+    problems: Any = None,
+) -> list[tuple[int, Any]]:
     """Validate each JSONL line as ``model`` (a pydantic class with an ``id``); ids must be unique.
 
     Returns ``(line number, record)`` pairs; ``prepare(object, line number)`` may rewrite each raw
@@ -28,7 +33,7 @@ def read_records(path: str | Path, model: Any, what: str,
     out: list[tuple[int, Any]] = []
     seen: dict[str, int] = {}
     problems = LineProblems(path) if problems is None else problems  # every bad line, said at the end in file order
-    for no, obj in (iter_jsonl(path, problems=problems) if rows is None else rows):
+    for no, obj in iter_jsonl(path, problems=problems) if rows is None else rows:
         try:
             if prepare is not None:
                 obj = prepare(obj, no)
@@ -81,6 +86,8 @@ def validation_message(err: Mapping[str, Any], spelling: Callable[[str], str] | 
         parts[0] = spelling(parts[0])
     loc = ".".join(parts) or "record"
     if err.get("type") == "extra_forbidden":
-        return (f"{loc}: not a field ragassay writes in this record (its records are read back exactly as "
-                "written: keep your own fields in another file, joined by id)")
+        return (
+            f"{loc}: not a field ragassay writes in this record (its records are read back exactly as "
+            "written: keep your own fields in another file, joined by id)"
+        )
     return f"{loc}: {err.get('msg')}"

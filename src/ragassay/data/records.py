@@ -90,8 +90,10 @@ class WrittenRecord(Strict):
         if kind != cls.KIND:
             raise ValueError(f"a {kind} record where a {cls.KIND} record belongs")
         if version > cls.VERSION:
-            raise ValueError(f"a {kind} record of version {version}, written by a newer ragassay (this one reads "
-                             f"up to {cls.VERSION}); upgrade ragassay")
+            raise ValueError(
+                f"a {kind} record of version {version}, written by a newer ragassay (this one reads "
+                f"up to {cls.VERSION}); upgrade ragassay"
+            )
         return cls.tag()
 
 
@@ -181,8 +183,19 @@ class Judgment(WrittenRecord):
     window by window ``windows``, ``window_grades`` and the ``best_window`` [start, end]."""
 
     KIND = "judgment"
-    OPTIONAL = frozenset({"truncated", "seeds", "temperature", "juror_grades", "batch_position", "batch_size",
-                          "windows", "window_grades", "best_window"})
+    OPTIONAL = frozenset(
+        {
+            "truncated",
+            "seeds",
+            "temperature",
+            "juror_grades",
+            "batch_position",
+            "batch_size",
+            "windows",
+            "window_grades",
+            "best_window",
+        }
+    )
 
     query_id: str
     chunk_id: str
@@ -268,8 +281,10 @@ class AnswerItem(_Record):
     def _reference_given(cls, v: str | list[str]) -> str | list[str]:
         refs = [v] if isinstance(v, str) else v
         if not refs or not all(r.strip() for r in refs):
-            raise ValueError("the reference must be a non-empty string (or a non-empty list of non-empty accepted "
-                             "answers): there is nothing to grade against")
+            raise ValueError(
+                "the reference must be a non-empty string (or a non-empty list of non-empty accepted "
+                "answers): there is nothing to grade against"
+            )
         return v
 
 
@@ -389,8 +404,9 @@ class LabelEvent(Strict):
 
 
 # every record ragassay writes, by the kind its lines carry
-RECORDS: dict[str, type[WrittenRecord]] = {m.KIND: m for m in (Question, Reject, Judgment, Coverage, Check,
-                                                                CandidateRecord)}
+RECORDS: dict[str, type[WrittenRecord]] = {
+    m.KIND: m for m in (Question, Reject, Judgment, Coverage, Check, CandidateRecord)
+}
 
 
 def record_model(tag: Any) -> type[WrittenRecord]:
@@ -401,7 +417,25 @@ def record_model(tag: Any) -> type[WrittenRecord]:
     return RECORDS[kind]
 
 
-__all__ = ["AnswerItem", "CandidateRecord", "Check", "Chunk", "ContextCuts", "Coverage", "Judgment", "LabelEvent",
-           "LabelEventsHeader",
-           "Nugget", "QrelRow", "Question", "RECORDS", "RECORD_FIELD", "Reject", "RunRow", "Strict", "WrittenRecord",
-           "parse_tag", "record_model"]
+__all__ = [
+    "AnswerItem",
+    "CandidateRecord",
+    "Check",
+    "Chunk",
+    "ContextCuts",
+    "Coverage",
+    "Judgment",
+    "LabelEvent",
+    "LabelEventsHeader",
+    "Nugget",
+    "QrelRow",
+    "Question",
+    "RECORDS",
+    "RECORD_FIELD",
+    "Reject",
+    "RunRow",
+    "Strict",
+    "WrittenRecord",
+    "parse_tag",
+    "record_model",
+]

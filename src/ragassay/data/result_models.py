@@ -275,10 +275,10 @@ class RemapSummary(Result):
 class DemoResult(Result):
     KIND = "demo"
     kind: Literal["demo"] = "demo"
-    copied: list[str] | None = None     # --copy: the files written
-    skipped: list[str] | None = None    # a run: the LLM stages skipped for want of an endpoint
-    failed: list[str] | None = None     # the stages that failed, each with its reason
-    report: str | None = None           # the report written
+    copied: list[str] | None = None  # --copy: the files written
+    skipped: list[str] | None = None  # a run: the LLM stages skipped for want of an endpoint
+    failed: list[str] | None = None  # the stages that failed, each with its reason
+    report: str | None = None  # the report written
 
     @property
     def exit_code(self) -> int:
@@ -329,13 +329,13 @@ class TrackedResult(BaseModel):
     kind: str
     source: str | None
     metrics: dict[str, float]
-    run: str | None = None                 # the run whose metrics these are (evaluate, compare)
-    qrels: dict[str, Any] | None = None    # the qrels they were scored on: file, digest, origin
+    run: str | None = None  # the run whose metrics these are (evaluate, compare)
+    qrels: dict[str, Any] | None = None  # the qrels they were scored on: file, digest, origin
     settings: dict[str, Any] | None = None
     value: float | None = None
-    delta_previous: float | None = None    # against the previous result of the same series
-    delta_best: float | None = None        # against the best of the same series so far
-    series: str | None = None              # the series: run, qrels and settings in words
+    delta_previous: float | None = None  # against the previous result of the same series
+    delta_best: float | None = None  # against the best of the same series so far
+    series: str | None = None  # the series: run, qrels and settings in words
 
 
 class HistoryResult(Result):
@@ -362,16 +362,53 @@ class GateResult(Result):
         return 0 if self.passed else 1
 
 
-RESULTS: dict[str, type[Result]] = {m.KIND: m for m in (
-    EvaluateResult, CompareResult, AgreeResult, JudgeSummary, CheckSummary, GenerateSummary, CalibrationResult,
-    EstimateResult, RetrieveResult, PingResult, RemapSummary, DemoResult, ReportResult, MergeResult, TrackResult,
-    HistoryResult, GateResult)}
+RESULTS: dict[str, type[Result]] = {
+    m.KIND: m
+    for m in (
+        EvaluateResult,
+        CompareResult,
+        AgreeResult,
+        JudgeSummary,
+        CheckSummary,
+        GenerateSummary,
+        CalibrationResult,
+        EstimateResult,
+        RetrieveResult,
+        PingResult,
+        RemapSummary,
+        DemoResult,
+        ReportResult,
+        MergeResult,
+        TrackResult,
+        HistoryResult,
+        GateResult,
+    )
+}
 
 
-__all__ = ["AgreeResult", "CalibrationResult", "CheckSummary", "CompareResult", "DemoResult", "EstimateResult",
-           "EvaluateResult", "GateResult", "GenerateSummary", "HistoryResult", "JudgeSummary", "MergeResult",
-           "PingResult", "RESULTS", "RESULT_VERSION", "RemapSummary", "ReportResult", "Result", "RetrieveResult",
-           "TrackResult", "TrackedResult"]
+__all__ = [
+    "AgreeResult",
+    "CalibrationResult",
+    "CheckSummary",
+    "CompareResult",
+    "DemoResult",
+    "EstimateResult",
+    "EvaluateResult",
+    "GateResult",
+    "GenerateSummary",
+    "HistoryResult",
+    "JudgeSummary",
+    "MergeResult",
+    "PingResult",
+    "RESULTS",
+    "RESULT_VERSION",
+    "RemapSummary",
+    "ReportResult",
+    "Result",
+    "RetrieveResult",
+    "TrackResult",
+    "TrackedResult",
+]
 
 
 class QualityResult(Result):

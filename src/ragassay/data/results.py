@@ -38,6 +38,7 @@ def read_result(path: str | Path) -> Result:
 
     from .lines import read_bytes_checked
     from .result_models import RESULT_VERSION, RESULTS
+
     data = read_bytes_checked(path)
     try:
         obj = json.loads(data)
@@ -46,19 +47,26 @@ def read_result(path: str | Path) -> Result:
     except json.JSONDecodeError as e:
         raise InputError(f"not valid JSON: {e.msg}", path, e.lineno) from None
     if not isinstance(obj, dict) or obj.get("kind") not in KINDS:
-        raise InputError("not a ragassay result (no known 'kind'): write one with "
-                         f"'ragassay {{{', '.join(KINDS)}}} ... --format json > result.json'", path)
+        raise InputError(
+            "not a ragassay result (no known 'kind'): write one with "
+            f"'ragassay {{{', '.join(KINDS)}}} ... --format json > result.json'",
+            path,
+        )
     version = obj.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= RESULT_VERSION:
-        raise InputError(f"result version {version!r} is not one this ragassay reads (1..{RESULT_VERSION}); "
-                         "upgrade ragassay or rewrite the result", path)
+        raise InputError(
+            f"result version {version!r} is not one this ragassay reads (1..{RESULT_VERSION}); "
+            "upgrade ragassay or rewrite the result",
+            path,
+        )
     try:
         return RESULTS[obj["kind"]].model_validate(obj)
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err.get("loc", ())) or obj["kind"]
-        raise InputError(f"this {obj['kind']} result breaks its shape ({where}: {err.get('msg')}); was it "
-                         "edited?", path) from None
+        raise InputError(
+            f"this {obj['kind']} result breaks its shape ({where}: {err.get('msg')}); was it edited?", path
+        ) from None
 
 
 def load_result(path: str | Path) -> dict[str, Any]:
@@ -72,8 +80,10 @@ def _number(value: Any, name: str, path: str | Path | None) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InputError(f"metric {name!r} is {value!r}, not a finite number; this result was not written by "
-                         "ragassay or was edited", path)
+        raise InputError(
+            f"metric {name!r} is {value!r}, not a finite number; this result was not written by ragassay or was edited",
+            path,
+        )
     return float(value)
 
 
@@ -82,6 +92,7 @@ def as_result(result: Result | Mapping[str, Any], path: str | Path | None = None
     from pydantic import ValidationError
 
     from .result_models import RESULTS, Result
+
     if isinstance(result, Result):
         return result
     kind = result.get("kind")
@@ -92,8 +103,9 @@ def as_result(result: Result | Mapping[str, Any], path: str | Path | None = None
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err.get("loc", ())) or kind
-        raise InputError(f"this {kind} result breaks its shape ({where}: {err.get('msg')}); was it edited?",
-                         path) from None
+        raise InputError(
+            f"this {kind} result breaks its shape ({where}: {err.get('msg')}); was it edited?", path
+        ) from None
 
 
 def _needed(value: Any, kind: str, name: str, path: str | Path | None) -> Any:
@@ -102,8 +114,9 @@ def _needed(value: Any, kind: str, name: str, path: str | Path | None) -> Any:
     return value
 
 
-def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
-                   path: str | Path | None = None) -> dict[str, float]:
+def result_metrics(
+    result: Result | Mapping[str, Any], run: str | None = None, path: str | Path | None = None
+) -> dict[str, float]:
     """{metric name: value} of a result, by its kind. compare: the metrics of ``run`` (default: the
     last run) plus ``RUN/metric`` for every run; check: label rates; judge: grade shares and errors."""
     from .result_models import (
@@ -115,6 +128,7 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
         GenerateSummary,
         JudgeSummary,
     )
+
     result = as_result(result, path)
     kind = result.kind
     out: dict[str, float | None] = {}
@@ -131,8 +145,10 @@ def result_metrics(result: Result | Mapping[str, Any], run: str | None = None,
         elif isinstance(result, JudgeSummary):
             out = _judge_metrics(result, path)
         elif isinstance(result, GenerateSummary):
-            out = {"accepted": _number(_needed(result.accepted, kind, "accepted", path), "accepted", path),
-                   "rejected": _number(_needed(result.rejected, kind, "rejected", path), "rejected", path)}
+            out = {
+                "accepted": _number(_needed(result.accepted, kind, "accepted", path), "accepted", path),
+                "rejected": _number(_needed(result.rejected, kind, "rejected", path), "rejected", path),
+            }
         elif isinstance(result, CalibrationResult):  # people against the model (ragassay label)
             out = _calibration_metrics(result, path)
     except (KeyError, TypeError, AttributeError) as e:
@@ -155,12 +171,18 @@ def _compare_metrics(result: Any, run: str | None, path: str | Path | None) -> d
 def _agree_metrics(result: Any, path: str | Path | None) -> dict[str, float | None]:
     """An agree result's kappas and alpha; refused when the two sides share a labeller."""
     if result.same_origin:
-        raise InputError(f"this agree result compares {' and '.join(result.names or ['one labeller'])}, "
-                         "which share a labeller: it holds no agreement to track or gate", path)
+        raise InputError(
+            f"this agree result compares {' and '.join(result.names or ['one labeller'])}, "
+            "which share a labeller: it holds no agreement to track or gate",
+            path,
+        )
     out: dict[str, float | None] = {}
-    for name, value in (("kappa", result.kappa), ("kappa_linear", result.kappa_linear),
-                        ("kappa_quadratic", result.kappa_quadratic),
-                        ("krippendorff_alpha_ordinal", result.krippendorff_alpha_ordinal)):
+    for name, value in (
+        ("kappa", result.kappa),
+        ("kappa_linear", result.kappa_linear),
+        ("kappa_quadratic", result.kappa_quadratic),
+        ("krippendorff_alpha_ordinal", result.krippendorff_alpha_ordinal),
+    ):
         out[name] = _number(value, name, path)
     return out
 
@@ -191,8 +213,9 @@ def _check_metrics(result: Any, path: str | Path | None) -> dict[str, float | No
             out[name] = _number(b[name]["value"], name, path)
     if b.get("answerable"):
         out["answerable_correct_rate"] = _number(b["answerable"]["rates"]["correct"]["value"], "correct", path)
-        out["answerable_hallucination_rate"] = _number(b["answerable"]["rates"]["hallucinated"]["value"],
-                                                       "hallucinated", path)
+        out["answerable_hallucination_rate"] = _number(
+            b["answerable"]["rates"]["hallucinated"]["value"], "hallucinated", path
+        )
     return out
 
 
@@ -200,9 +223,11 @@ def _calibration_metrics(result: Any, path: str | Path | None) -> dict[str, floa
     """A calibration's kappa with the model (and its interval) and how many labels it rests on."""
     a = _needed(result.model_agreement, result.kind, "model_agreement", path)  # labeling's agreement table
     progress = _needed(result.progress, result.kind, "progress", path)
-    out = {"kappa": _number(a["kappa"], "kappa", path), "kappa_binary": _number(a["binary_kappa"],
-                                                                              "kappa_binary", path),
-           "labelled": _number(progress["labelled"], "labelled", path)}
+    out = {
+        "kappa": _number(a["kappa"], "kappa", path),
+        "kappa_binary": _number(a["binary_kappa"], "kappa_binary", path),
+        "labelled": _number(progress["labelled"], "labelled", path),
+    }
     if a.get("interval"):
         out["kappa_ci_low"] = _number(a["interval"][0], "kappa_ci_low", path)
         out["kappa_ci_high"] = _number(a["interval"][1], "kappa_ci_high", path)
@@ -212,6 +237,7 @@ def _calibration_metrics(result: Any, path: str | Path | None) -> dict[str, floa
 def result_errors(result: Result | Mapping[str, Any]) -> int:
     """Items of a stage result that ended without a label (error records); 0 for metric results."""
     from .result_models import CheckSummary, GenerateSummary, JudgeSummary
+
     result = as_result(result)
     if isinstance(result, (CheckSummary, JudgeSummary, GenerateSummary)):
         value = getattr(result, "errors", 0)

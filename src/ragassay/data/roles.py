@@ -44,13 +44,13 @@ def head_of(data: bytes) -> bytes:
     if len(data) <= HEAD_BYTES:
         return data
     head = data[:HEAD_BYTES]
-    return head[:head.rfind(b"\n") + 1] or head
+    return head[: head.rfind(b"\n") + 1] or head
 
 
 def _rows(head: bytes, header: int) -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of the data rows of ``head`` after the header line (blank and ``#``
     lines skipped), at most ``HEAD_ROWS``; a last line cut by the 64 KB limit is left out."""
-    lines = head.split(b"\n", HEAD_ROWS + header + 64)[:HEAD_ROWS + header + 64]
+    lines = head.split(b"\n", HEAD_ROWS + header + 64)[: HEAD_ROWS + header + 64]
     if len(head) >= HEAD_BYTES and not head.endswith(b"\n") and len(lines) < HEAD_ROWS + header + 64:
         lines = lines[:-1]
     given = 0
@@ -90,16 +90,22 @@ def run_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
         return None
     scale = f"{low} to {high}" if low != high else str(low)
     if len(rows) >= 2 and low == high:
-        return Evidence(True, f"every value in its third column is {low} ({len(rows)} rows read): grades as "
-                              "qrels list them; a run whose scores are all equal ranks nothing")
+        return Evidence(
+            True,
+            f"every value in its third column is {low} ({len(rows)} rows read): grades as "
+            "qrels list them; a run whose scores are all equal ranks nothing",
+        )
     rise, tie = _rise_and_tie(rows)
     if rise is not None and tie is not None:
         q, low_value, a, high_value, b = rise
-        return Evidence(True, f"every value in its third column is a small integer ({scale}), and within a query "
-                              f"they tie and rise in file order (query {q!r}: {low_value} on line {a}, then "
-                              f"{high_value} on line {b}): grades as qrels list them, not the scores of a ranking", b)
-    return Evidence(False, f"every value in its third column is a small integer ({scale}), as qrels' grades "
-                           "are")
+        return Evidence(
+            True,
+            f"every value in its third column is a small integer ({scale}), and within a query "
+            f"they tie and rise in file order (query {q!r}: {low_value} on line {a}, then "
+            f"{high_value} on line {b}): grades as qrels list them, not the scores of a ranking",
+            b,
+        )
+    return Evidence(False, f"every value in its third column is a small integer ({scale}), as qrels' grades are")
 
 
 def _integer_rows(head: bytes, header: int) -> list[tuple[int, list[str]]] | None:
@@ -118,17 +124,25 @@ def _integer_rows(head: bytes, header: int) -> list[tuple[int, list[str]]] | Non
 def _header_evidence(words: list[str], header: int) -> Evidence | None:
     """A header that says the file is qrels: BEIR's qrels header, or one naming a grade column."""
     if tuple(words) == BEIR_QRELS_HEADER:
-        return Evidence(True, f"its header {' '.join(words)!r} is BEIR's qrels header, and every value under "
-                              "'score' is an integer (a grade)", header)
+        return Evidence(
+            True,
+            f"its header {' '.join(words)!r} is BEIR's qrels header, and every value under "
+            "'score' is an integer (a grade)",
+            header,
+        )
     named = [w for w in words if w in GRADE_WORDS]
     if named:
-        return Evidence(True, f"its header {' '.join(words)!r} names a grade column ({named[0]!r}), and every "
-                              "value in it is an integer", header)
+        return Evidence(
+            True,
+            f"its header {' '.join(words)!r} names a grade column ({named[0]!r}), and every value in it is an integer",
+            header,
+        )
     return None
 
 
-def _rise_and_tie(rows: list[tuple[int, list[str]]]
-                  ) -> tuple[tuple[str, int, int, int, int] | None, tuple[str, int] | None]:
+def _rise_and_tie(
+    rows: list[tuple[int, list[str]]],
+) -> tuple[tuple[str, int, int, int, int] | None, tuple[str, int] | None]:
     """The first value that rises within a query in file order (query, value before, its line, value,
     line), and the first that ties one seen before in its query (query, line)."""
     last: dict[str, tuple[int, int, set[int]]] = {}  # query -> (its last value, its line, values seen)
@@ -153,8 +167,7 @@ def qrels_evidence(head: bytes, fmt: str, header: int) -> Evidence | None:
         return None
     for (no, f), _ in zip(_rows(head, header), range(100)):  # (a run's scores show in its first rows)
         if len(f) == 3 and not _INTEGER.fullmatch(f[2]) and _fraction(f[2]):
-            return Evidence(True, f"the line holds the score {f[2]!r} in its third column, not an integer grade",
-                            no)
+            return Evidence(True, f"the line holds the score {f[2]!r} in its third column, not an integer grade", no)
     return None
 
 
@@ -182,20 +195,31 @@ def check_columns(head: bytes, path: str | Path, kind: str, fmt: str, header: in
     if found is None:
         return
     if found.sure:
-        raise InputError(f"looks like {other}, not {given}: {found.evidence}; {advice}, or {flag} {fmt} ({takers}; "
-                         f"format={fmt!r} in Python) if it really is {given}", path, found.line)
-    print(f"warning: {path}: read as a run, though {found.evidence}; if it is qrels, it goes where qrels are read "
-          "(the QRELS of evaluate, compare and agree)", file=sys.stderr)
+        raise InputError(
+            f"looks like {other}, not {given}: {found.evidence}; {advice}, or {flag} {fmt} ({takers}; "
+            f"format={fmt!r} in Python) if it really is {given}",
+            path,
+            found.line,
+        )
+    print(
+        f"warning: {path}: read as a run, though {found.evidence}; if it is qrels, it goes where qrels are read "
+        "(the QRELS of evaluate, compare and agree)",
+        file=sys.stderr,
+    )
 
 
 def trec_line_evidence(fields: list[str], kind: str) -> str | None:
     """Why a first line in the other role's TREC shape is that role (the four columns of TREC qrels
     given as a run, a TREC run's six given as qrels); None when it is not."""
     if kind == "run" and len(fields) == 4 and fields[1] == "0" and _INTEGER.fullmatch(fields[3]):
-        return ("has TREC qrels' four columns (query, iteration 0, chunk id, integer grade) and no rank, "
-                "score or tag")
-    if kind == "qrels" and len(fields) in (5, 6) and fields[1].upper() == "Q0" and _number(fields[3]) \
-            and _number(fields[4]):
+        return "has TREC qrels' four columns (query, iteration 0, chunk id, integer grade) and no rank, score or tag"
+    if (
+        kind == "qrels"
+        and len(fields) in (5, 6)
+        and fields[1].upper() == "Q0"
+        and _number(fields[3])
+        and _number(fields[4])
+    ):
         return "has a TREC run's columns (query, Q0, chunk id, rank, score" + (", tag)" if len(fields) == 6 else ")")
     return None
 
@@ -275,21 +299,29 @@ def grades_evidence(qrels: Any, run: Any, qrels_name: str = "the qrels") -> str 
     "run" scores ndcg 1.0 against itself, whatever its file's shape (three columns, ranx's JSON).
     Cheap: looked at only when every score is an integer and the run has no more rows than the qrels."""
     import numpy as np
+
     scores = np.asarray(run.scores)
-    if len(scores) < FEWEST_ROWS_OF_GRADES or len(scores) > len(qrels.grades) or \
-            not bool(np.all(np.isfinite(scores) & (scores == np.floor(scores)))):
+    if (
+        len(scores) < FEWEST_ROWS_OF_GRADES
+        or len(scores) > len(qrels.grades)
+        or not bool(np.all(np.isfinite(scores) & (scores == np.floor(scores))))
+    ):
         return None
-    grade_of = {(qrels.queries[q], d): g for q, d, g in
-                zip(qrels.qidx.tolist(), qrels.doc_ids.tolist(), qrels.grades.tolist())}
+    grade_of = {
+        (qrels.queries[q], d): g for q, d, g in zip(qrels.qidx.tolist(), qrels.doc_ids.tolist(), qrels.grades.tolist())
+    }
     for q, d, s in zip(run.qidx.tolist(), run.doc_ids.tolist(), scores.tolist()):
         if grade_of.get((run.queries[q], d)) != s:
             return None
-    return (f"every one of its {len(scores)} (query, chunk) pairs is judged in {qrels_name} and its score equals "
-            "that pair's grade there: these are the qrels' own grades, and scored against them every measure is 1.0")
+    return (
+        f"every one of its {len(scores)} (query, chunk) pairs is judged in {qrels_name} and its score equals "
+        "that pair's grade there: these are the qrels' own grades, and scored against them every measure is 1.0"
+    )
 
 
-def refuse_grades_as_run(qrels: Any, run: Any, qrels_path: str | Path | None = None,
-                         run_path: str | Path | None = None) -> Any:
+def refuse_grades_as_run(
+    qrels: Any, run: Any, qrels_path: str | Path | None = None, run_path: str | Path | None = None
+) -> Any:
     """``run`` unchanged, unless it is the qrels' own grades (:func:`grades_evidence`): then an error
     naming both files and the way to force the reading (``--run-format`` / ``format=``). Asked only
     of a run whose format was detected, not given by name."""
@@ -298,6 +330,9 @@ def refuse_grades_as_run(qrels: Any, run: Any, qrels_path: str | Path | None = N
     if evidence is None:
         return run
     run_file = run_path or run.source or "the run"
-    raise InputError(f"looks like qrels, not a run: {evidence}; give a run of a retriever's results; --run-format "
-                     f"names its format if {run_file} really is a run (trec, trec3, jsonl or beir; format= in Python, "
-                     "where a Run object or a dict is taken as it is)", run_file)
+    raise InputError(
+        f"looks like qrels, not a run: {evidence}; give a run of a retriever's results; --run-format "
+        f"names its format if {run_file} really is a run (trec, trec3, jsonl or beir; format= in Python, "
+        "where a Run object or a dict is taken as it is)",
+        run_file,
+    )

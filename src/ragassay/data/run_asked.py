@@ -36,11 +36,12 @@ _said: set[tuple[str, str]] = set()  # (sidecar, digest) pairs already warned ab
 @dataclass(frozen=True)
 class Asked:
     """What a run file was asked: ``queries`` (every query id, in the order asked) and who asked."""
+
     queries: tuple[str, ...]
-    run_digest: str                     # the run file's bytes, as written (see file_digest)
+    run_digest: str  # the run file's bytes, as written (see file_digest)
     record: str = RECORD
-    run: str | None = None              # the run's name (its TREC tag)
-    retriever: str | None = None        # MODULE:NAME or the kind of object it was
+    run: str | None = None  # the run's name (its TREC tag)
+    retriever: str | None = None  # MODULE:NAME or the kind of object it was
     queries_file: str | None = None
     queries_digest: str | None = None
     k: int | None = None
@@ -48,10 +49,18 @@ class Asked:
     date: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"record": self.record, "run": self.run, "retriever": self.retriever,
-                "queries_file": self.queries_file, "queries_digest": self.queries_digest, "k": self.k,
-                "command": self.command, "date": self.date, "run_digest": self.run_digest,
-                "queries": list(self.queries)}
+        return {
+            "record": self.record,
+            "run": self.run,
+            "retriever": self.retriever,
+            "queries_file": self.queries_file,
+            "queries_digest": self.queries_digest,
+            "k": self.k,
+            "command": self.command,
+            "date": self.date,
+            "run_digest": self.run_digest,
+            "queries": list(self.queries),
+        }
 
     @classmethod
     def from_dict(cls, data: Any) -> Asked:
@@ -144,8 +153,9 @@ def read_asked(path: str | Path | None, quiet: bool = False) -> Asked | None:
     try:
         asked = Asked.from_dict(json.loads(side.read_bytes()))
     except (ValueError, TypeError) as e:
-        raise InputError(f"not a run sidecar ragassay can read ({str(e).splitlines()[0]}); delete it or write the run "
-                         "again", side) from None
+        raise InputError(
+            f"not a run sidecar ragassay can read ({str(e).splitlines()[0]}); delete it or write the run again", side
+        ) from None
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", side) from None
     try:
@@ -155,9 +165,12 @@ def read_asked(path: str | Path | None, quiet: bool = False) -> Asked | None:
     if now != asked.run_digest:
         if not quiet and (str(side), now) not in _said:
             _said.add((str(side), now))
-            print(f"warning: {side.name} does not describe {Path(path).name} (the run file changed after it was "
-                  f"written), so the queries it says were asked are ignored: queries without results in the run "
-                  f"file are not known; delete {side.name} or write the run again", file=sys.stderr)
+            print(
+                f"warning: {side.name} does not describe {Path(path).name} (the run file changed after it was "
+                f"written), so the queries it says were asked are ignored: queries without results in the run "
+                f"file are not known; delete {side.name} or write the run again",
+                file=sys.stderr,
+            )
         return None
     return asked
 

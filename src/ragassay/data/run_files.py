@@ -24,8 +24,7 @@ from .run_asked import read_asked, with_asked
 from .tables import Run, encode_ids, query_codes
 
 
-def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
-             name: str | None = None) -> Run:
+def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False, name: str | None = None) -> Run:
     """Read a retrieval run: TREC six columns (``qid Q0 docid rank score tag``), JSONL or TSV.
 
     Documents are ranked by score (descending, ties by document id descending, as trec_eval
@@ -37,8 +36,14 @@ def read_run(path: str | Path, format: RunFormat = "auto", dedupe: bool = False,
     if str(path) != "-" and Path(path).is_file() and os.path.getsize(path) == 0:
         asked = read_asked(path)
         if asked is not None:  # every query asked returned nothing: the file is empty, the run is not
-            return Run(list(asked.queries), np.zeros(0, np.int64), encode_ids([]), np.zeros(0),
-                       name or asked.run or Path(path).name.split(".")[0] or "run", str(path))
+            return Run(
+                list(asked.queries),
+                np.zeros(0, np.int64),
+                encode_ids([]),
+                np.zeros(0),
+                name or asked.run or Path(path).name.split(".")[0] or "run",
+                str(path),
+            )
     return with_asked(_read_run_file(path, format, dedupe, name), path)
 
 
@@ -79,8 +84,9 @@ def _default_name(path: str | Path) -> str:
     return "stdin" if str(path) == "-" else (Path(path).name.split(".")[0] or "run")
 
 
-def _fast_column_run(path: str | Path, head: bytes, format: RunFormat, dedupe: bool, name: str | None,
-                     default_name: str) -> Run | None:
+def _fast_column_run(
+    path: str | Path, head: bytes, format: RunFormat, dedupe: bool, name: str | None, default_name: str
+) -> Run | None:
     """The run of a plain column file parsed by pyarrow, or None when the whole-file read must read it
     instead: pyarrow is not used, a scan found what only that read can name (a lone \\r, bytes not
     UTF-8), or the rows hold a problem whose line only the numpy splitter knows."""
@@ -89,8 +95,9 @@ def _fast_column_run(path: str | Path, head: bytes, format: RunFormat, dedupe: b
         return None
     trec, skip, tag = column_layout(head, fmt)
     scan = WholeReadScan(path)
-    fast = arrow_table_columns(str(path), 6 if trec else 3,
-                               [(0, "codes"), (2 if trec else 1, "id"), (4 if trec else 2, "float")], skip, head)
+    fast = arrow_table_columns(
+        str(path), 6 if trec else 3, [(0, "codes"), (2 if trec else 1, "id"), (4 if trec else 2, "float")], skip, head
+    )
     if scan.needed() or fast is None:  # a lone \r or bytes not UTF-8 somewhere: the whole-file read names the line
         return None
     (qidx, distinct), docs, scores = fast
@@ -104,16 +111,21 @@ def _fast_column_run(path: str | Path, head: bytes, format: RunFormat, dedupe: b
     return run
 
 
-def _column_run(holder: list[bytes], path: str | Path, fmt: str, name: str | None,
-                default_name: str) -> tuple[Run, np.ndarray]:
+def _column_run(
+    holder: list[bytes], path: str | Path, fmt: str, name: str | None, default_name: str
+) -> tuple[Run, np.ndarray]:
     """A run in TREC or three columns split by numpy, and the line of each row. ``holder`` hands over
     the file's bytes, which :func:`read_columns` frees once they are split."""
     trec, skip, tag = column_layout(holder[0], fmt)
     # TREC: qid Q0 docid rank score, then the tag (optional) and any fields after it (ignored)
     (qcol, docs, scores), lines = read_columns(
-        holder, 5 if trec else 3, path,
-        [(0, None), (2 if trec else 1, None), (4 if trec else 2, parse_scores)], skip_lines=skip,
-        max_cols=None if trec else 3)
+        holder,
+        5 if trec else 3,
+        path,
+        [(0, None), (2 if trec else 1, None), (4 if trec else 2, parse_scores)],
+        skip_lines=skip,
+        max_cols=None if trec else 3,
+    )
     if not len(lines):
         raise InputError("no results in file", path)
     vocab: dict[bytes, int] = {}

@@ -16,8 +16,9 @@ from ..errors import InputError
 INTERNAL = {"sqlite_sequence", "sqlite_stat1", "sqlite_stat4"}
 
 
-def open_own_database(path: str | Path, own_tables: set[str], what: str, flag: str,
-                      write: bool = True) -> sqlite3.Connection:
+def open_own_database(
+    path: str | Path, own_tables: set[str], what: str, flag: str, write: bool = True
+) -> sqlite3.Connection:
     """A connection to ``path``, a ragassay ``what`` (whose tables are ``own_tables``), created when
     missing (``write``). Raises :class:`InputError` for anything else."""
     p = Path(path)
@@ -37,14 +38,18 @@ def open_own_database(path: str | Path, own_tables: set[str], what: str, flag: s
         db = sqlite3.connect(p, timeout=30.0, isolation_level=None, check_same_thread=False)
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as e:
-        raise InputError(f"{flag}: not an SQLite database, so not a ragassay {what} ({e}); give another path",
-                         p) from None
+        raise InputError(
+            f"{flag}: not an SQLite database, so not a ragassay {what} ({e}); give another path", p
+        ) from None
     foreign = tables - own_tables - INTERNAL
     if foreign:
         db.close()
-        raise InputError(f"{flag}: an SQLite database of something else (its tables: "
-                         f"{', '.join(sorted(foreign)[:5])}), not a ragassay {what}; ragassay will not write "
-                         "into it: give another path", p)
+        raise InputError(
+            f"{flag}: an SQLite database of something else (its tables: "
+            f"{', '.join(sorted(foreign)[:5])}), not a ragassay {what}; ragassay will not write "
+            "into it: give another path",
+            p,
+        )
     if write:
         try:
             db.execute("PRAGMA journal_mode=WAL")

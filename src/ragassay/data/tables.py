@@ -31,8 +31,9 @@ def query_codes(query_ids: Iterable[str]) -> tuple[list[str], np.ndarray]:
     return list(vocab), codes
 
 
-def _first_duplicate(qidx: np.ndarray, docs: np.ndarray, queries: list[str], lines: np.ndarray | None,
-                     keys: np.ndarray | None = None) -> tuple[int, str, str, str, int | None] | None:
+def _first_duplicate(
+    qidx: np.ndarray, docs: np.ndarray, queries: list[str], lines: np.ndarray | None, keys: np.ndarray | None = None
+) -> tuple[int, str, str, str, int | None] | None:
     """(count, document, query, " (first on line N)", line) of the first repeated pair, or None."""
     first, again = find_duplicates(qidx, docs, keys)
     if not len(again):
@@ -40,8 +41,13 @@ def _first_duplicate(qidx: np.ndarray, docs: np.ndarray, queries: list[str], lin
     i = int(np.argmin(again))
     f, a = int(first[i]), int(again[i])
     where = f" (first on line {int(lines[f])})" if lines is not None else ""
-    return (len(again), docs[a].decode("utf-8", "replace"), queries[qidx[a]], where,
-            int(lines[a]) if lines is not None else None)
+    return (
+        len(again),
+        docs[a].decode("utf-8", "replace"),
+        queries[qidx[a]],
+        where,
+        int(lines[a]) if lines is not None else None,
+    )
 
 
 def _nested(queries: list[str], qidx: np.ndarray, docs: np.ndarray, values: np.ndarray) -> dict[str, dict]:
@@ -60,12 +66,13 @@ def row_keys(qidx: np.ndarray, docs: np.ndarray) -> np.ndarray:
     steps, so the hashing's temporaries stay a few MB whatever the run's size."""
     out = np.empty(len(docs), dtype=np.uint64)
     for lo in range(0, len(docs), KEY_STEP):
-        out[lo:lo + KEY_STEP] = mix(hash_bytes(docs[lo:lo + KEY_STEP]), qidx[lo:lo + KEY_STEP])
+        out[lo : lo + KEY_STEP] = mix(hash_bytes(docs[lo : lo + KEY_STEP]), qidx[lo : lo + KEY_STEP])
     return out
 
 
-def find_duplicates(qidx: np.ndarray, docs: np.ndarray,
-                    keys: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def find_duplicates(
+    qidx: np.ndarray, docs: np.ndarray, keys: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Pairs of rows ``(first, again)`` that repeat the same (query, document); ``keys``, when
     given, are the rows' :func:`row_keys` (left unchanged)."""
     empty = np.zeros(0, dtype=np.int64)
@@ -112,8 +119,9 @@ class Qrels:
     ``{query: {doc: grade}}``) or :meth:`from_rows`.
     """
 
-    def __init__(self, queries: list[str], qidx: np.ndarray, doc_ids: np.ndarray,
-                 grades: np.ndarray, source: str | None = None):
+    def __init__(
+        self, queries: list[str], qidx: np.ndarray, doc_ids: np.ndarray, grades: np.ndarray, source: str | None = None
+    ):
         self.queries = queries
         self.qidx = np.asarray(qidx, dtype=np.int64)
         self.doc_ids = doc_ids
@@ -143,8 +151,12 @@ class Qrels:
         dup = _first_duplicate(self.qidx, self.doc_ids, self.queries, lines)
         if dup:
             _, doc, query, where, line = dup
-            raise InputError(f"document {doc!r} is judged twice for query {query!r}{where}; "
-                             "keep one judgment per query and document", self.source, line)
+            raise InputError(
+                f"document {doc!r} is judged twice for query {query!r}{where}; "
+                "keep one judgment per query and document",
+                self.source,
+                line,
+            )
 
     def __len__(self) -> int:
         return len(self.grades)
@@ -172,6 +184,7 @@ class Qrels:
 
     def _hashed(self) -> str:
         import hashlib
+
         h = hashlib.blake2b(digest_size=12)
         h.update("\n".join(self.queries).encode("utf-8", "surrogatepass"))
         for a in (self.qidx, self.grades):  # the arrays' own buffers: no copy of a large qrels
@@ -207,9 +220,16 @@ class Run:
     latency when the run was produced by ``run_retriever``.
     """
 
-    def __init__(self, queries: list[str], qidx: np.ndarray, doc_ids: np.ndarray,
-                 scores: np.ndarray, name: str = "run", source: str | None = None,
-                 latency_ms: dict[str, float] | None = None):
+    def __init__(
+        self,
+        queries: list[str],
+        qidx: np.ndarray,
+        doc_ids: np.ndarray,
+        scores: np.ndarray,
+        name: str = "run",
+        source: str | None = None,
+        latency_ms: dict[str, float] | None = None,
+    ):
         self.queries = queries
         self.qidx = np.asarray(qidx, dtype=np.int64)
         self.doc_ids = doc_ids
@@ -229,8 +249,9 @@ class Run:
         return cached[2]
 
     @classmethod
-    def from_rows(cls, rows: Iterable[tuple[str, str, float]], name: str = "run",
-                  dedupe: bool = False, source: str | None = None) -> Run:
+    def from_rows(
+        cls, rows: Iterable[tuple[str, str, float]], name: str = "run", dedupe: bool = False, source: str | None = None
+    ) -> Run:
         rows = list(rows)
         queries, qidx = query_codes(r[0] for r in rows)
         docs = encode_ids(r[1] for r in rows)
@@ -260,7 +281,9 @@ class Run:
                 f"document {doc!r} is listed twice for query {query!r}{where}; {count} duplicate(s) in all. "
                 "trec_eval refuses such runs; evaluate and compare take --dedupe (dedupe=True in Python) to keep "
                 "each document's highest score",
-                self.source, line)
+                self.source,
+                line,
+            )
         return self
 
     def deduplicated(self) -> Run:
@@ -273,8 +296,15 @@ class Run:
         keep = np.ones(len(order), dtype=bool)
         keep[1:] = (q[1:] != q[:-1]) | (d[1:] != d[:-1])
         rows = np.sort(order[keep])
-        return Run(self.queries, self.qidx[rows], self.doc_ids[rows], self.scores[rows],
-                   self.name, self.source, self.latency_ms)
+        return Run(
+            self.queries,
+            self.qidx[rows],
+            self.doc_ids[rows],
+            self.scores[rows],
+            self.name,
+            self.source,
+            self.latency_ms,
+        )
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -352,7 +382,7 @@ def trec_order(qidx: np.ndarray, scores: np.ndarray, docs: np.ndarray) -> np.nda
     if grouped and bool(np.all(~same_q | (scores[1:] <= scores[:-1]))):
         order = None
     else:
-        order = (_sort_within_groups(qidx, scores) if grouped else None)
+        order = _sort_within_groups(qidx, scores) if grouped else None
         if order is None:
             order = np.lexsort((-scores, qidx))
     q, s = (qidx, scores) if order is None else (qidx[order], scores[order])

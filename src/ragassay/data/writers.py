@@ -19,8 +19,9 @@ from .tables import Qrels, Run
 
 def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
     """Write records (pydantic models or dicts) as JSON Lines, atomically; returns how many."""
-    lines = [json.dumps(r.model_dump(mode="json") if hasattr(r, "model_dump") else r, ensure_ascii=False)
-             for r in records]
+    lines = [
+        json.dumps(r.model_dump(mode="json") if hasattr(r, "model_dump") else r, ensure_ascii=False) for r in records
+    ]
     write_lines_atomic(path, lines)
     return len(lines)
 
@@ -46,10 +47,13 @@ def write_qrels(path: str | Path, qrels: Qrels | Mapping[str, Mapping[str, int]]
     """Write qrels in TREC format (``qid 0 docid grade``), sorted; the one qrels writer. Returns rows.
     ``origin`` (:class:`ragassay.data.origin.Origin`: who made the labels) is written beside it, in
     ``PATH.origin.json``, which TREC readers never see; without one, a stale sidecar is removed."""
-    rows = qrels.rows() if isinstance(qrels, Qrels) else (
-        (q, d, g) for q, docs in qrels.items() for d, g in docs.items())
-    lines = [f"{check_id(q, 'query id', None, None)} 0 {check_id(d, 'chunk id', None, None)} {int(g)}"
-             for q, d, g in sorted(rows)]
+    rows = (
+        qrels.rows() if isinstance(qrels, Qrels) else ((q, d, g) for q, docs in qrels.items() for d, g in docs.items())
+    )
+    lines = [
+        f"{check_id(q, 'query id', None, None)} 0 {check_id(d, 'chunk id', None, None)} {int(g)}"
+        for q, d, g in sorted(rows)
+    ]
     write_lines_atomic(path, lines)
     if origin is not None:
         write_origin(path, origin)

@@ -1,7 +1,7 @@
 """Regenerate runs/bm25.txt and runs/tfidf.txt (top 10 per query) from the two retrievers.
 
-    pip install -e '.[example]'
-    python datasets/example/make_runs.py
+pip install -e '.[example]'
+python datasets/example/make_runs.py
 """
 
 from pathlib import Path

@@ -18,13 +18,17 @@ import numpy as np
 
 HERE = Path(__file__).parent
 TOKEN = re.compile(r"[a-z0-9]+")
-STOPWORDS = set("a an and are as at be by can do does for from have how i if in is it my of on or "
-                "the to was what when where which who will with you your".split())
+STOPWORDS = set(
+    "a an and are as at be by can do does for from have how i if in is it my of on or "
+    "the to was what when where which who will with you your".split()
+)
 
 
 @lru_cache(maxsize=1)
 def _chunks() -> tuple[list[str], list[str]]:
-    rows = [json.loads(line) for line in (HERE / "chunks.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [
+        json.loads(line) for line in (HERE / "chunks.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     return [r["id"] for r in rows], [f"{r.get('title', '')}. {r['text']}" for r in rows]
 
 
@@ -69,6 +73,7 @@ def tfidf(query: str, k: int = 100) -> list[tuple[str, float]]:
 @lru_cache(maxsize=1)
 def _bm25_index():
     import bm25s
+
     ids, texts = _chunks()
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False)
@@ -78,8 +83,10 @@ def _bm25_index():
 def bm25(query: str, k: int = 100) -> list[tuple[str, float]]:
     """BM25 (bm25s defaults: k1=1.5, b=0.75, Lucene idf) with English stopwords."""
     import bm25s
+
     ids, retriever = _bm25_index()
     k = min(k, len(ids))
-    docs, scores = retriever.retrieve(bm25s.tokenize([query], stopwords="en", show_progress=False),
-                                      k=k, show_progress=False)
+    docs, scores = retriever.retrieve(
+        bm25s.tokenize([query], stopwords="en", show_progress=False), k=k, show_progress=False
+    )
     return [(ids[int(d)], round(float(s), 6)) for d, s in zip(docs[0], scores[0]) if s > 0]

@@ -27,6 +27,25 @@ from .errors import (
 )
 from .usage import Usage
 
-__all__ = ["AnswerRefused", "AnswerTruncated", "AuthRefused", "BatchAnswerMissing", "BudgetReached", "Cache",
-           "ContextExceeded", "EndpointUnreachable", "ErrorKind", "InputTooLong", "InternalError", "InvalidAnswer",
-           "LLM", "LLMConfig", "LLMError", "NoEndpoint", "PromptCut", "RequestRejected", "Usage", "make_client"]
+__all__ = [
+    "AnswerRefused",
+    "AnswerTruncated",
+    "AuthRefused",
+    "BatchAnswerMissing",
+    "BudgetReached",
+    "Cache",
+    "ContextExceeded",
+    "EndpointUnreachable",
+    "ErrorKind",
+    "InputTooLong",
+    "InternalError",
+    "InvalidAnswer",
+    "LLM",
+    "LLMConfig",
+    "LLMError",
+    "NoEndpoint",
+    "PromptCut",
+    "RequestRejected",
+    "Usage",
+    "make_client",
+]

@@ -60,12 +60,12 @@ def cached_tokens(usage: Any, prompt_tokens: int) -> int:
     return min(n, prompt_tokens)
 
 
-
 def reask_text(kind: str, problem: str) -> str:
     extra = " Keep it shorter so that it fits." if kind == "truncated" else ""
-    return (f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
-            f"that follows the required schema.{extra}")
-
+    return (
+        f"Your previous reply could not be used: {problem}. Reply again with only a JSON object "
+        f"that follows the required schema.{extra}"
+    )
 
 
 class AnswerReading(LLMState):
@@ -74,6 +74,7 @@ class AnswerReading(LLMState):
     def _from_batch(self, line: dict, key: str, response_model: type[T], su: Any) -> T:
         """An answer read from a batch output line: parsed exactly as a live answer, then cached."""
         from openai.types.chat import ChatCompletion
+
         why = failure_of(line)
         if why is not None:
             su.failed += 1
@@ -140,10 +141,15 @@ class AnswerReading(LLMState):
             if content and content in replies:  # the same bytes again (temperature 0): a re-ask would too
                 break
             replies.append(content)
-            convo = convo + [{"role": "assistant", "content": content},
-                             {"role": "user", "content": reask_text(problem_kind, problem)}]
-        again = " (the last reply repeated an earlier one byte for byte: not asked again)" \
-            if tries < self.config.max_reasks + 1 else ""
+            convo = convo + [
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": reask_text(problem_kind, problem)},
+            ]
+        again = (
+            " (the last reply repeated an earlier one byte for byte: not asked again)"
+            if tries < self.config.max_reasks + 1
+            else ""
+        )
         raise LLMError(problem_kind, f"no usable answer after {tries} tries{again}: {problem}", attempts=tries)
 
     def _parse(self, choice: Any, response_model: type[T]) -> tuple[str, str, T | None]:
@@ -179,6 +185,9 @@ class AnswerReading(LLMState):
             return  # a server that counts nothing says nothing: no rule can decide
         why = self._reads.cut(read, prompt_estimate(body))  # see llm/cut_prompts.py
         if why is not None:
-            raise LLMError("cut", f"{why}: it cut the prompt (and with it the instructions at its start), so its "
-                           "answer is not used; raise the server's context, e.g. Ollama's num_ctx, or send shorter "
-                           "prompts")
+            raise LLMError(
+                "cut",
+                f"{why}: it cut the prompt (and with it the instructions at its start), so its "
+                "answer is not used; raise the server's context, e.g. Ollama's num_ctx, or send shorter "
+                "prompts",
+            )

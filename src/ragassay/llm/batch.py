@@ -24,8 +24,8 @@ from ..data.lines import iter_jsonl, read_bytes_checked, write_lines_atomic
 from ..errors import InputError
 
 CHAT_URL = "/v1/chat/completions"
-MAX_LINES = 50_000            # the Batch API's limits per input file
-MAX_BYTES = 190 * 1024 ** 2   # (200 MB, with room to spare)
+MAX_LINES = 50_000  # the Batch API's limits per input file
+MAX_BYTES = 190 * 1024**2  # (200 MB, with room to spare)
 LIMITS = {"lines": MAX_LINES, "bytes": MAX_BYTES}  # per input file, as an estimate states them
 
 
@@ -89,8 +89,9 @@ def request_line(key: str, body: dict[str, Any]) -> dict[str, Any]:
     return {"custom_id": key, "method": "POST", "url": CHAT_URL, "body": body}
 
 
-def write_requests(path: str | Path, lines: list[dict], max_lines: int = MAX_LINES,
-                   max_bytes: int = MAX_BYTES) -> list[Path]:
+def write_requests(
+    path: str | Path, lines: list[dict], max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES
+) -> list[Path]:
     """Write request lines to ``path``, split into ``name.2.jsonl``, ``name.3.jsonl``... where one
     file would pass the Batch API's limits (lines or bytes per file). Returns the files written."""
     path = Path(path)

@@ -66,9 +66,17 @@ def split(lines: list[dict], max_lines: int = MAX_LINES, max_bytes: int = MAX_BY
     return [b"".join(f) for f in files]
 
 
-async def send_round(client: Any, lines: list[dict], state: BatchState, *, poll_seconds: float = 30.0,
-                     sleep: Callable[[float], Awaitable[None]] | None = None, log: Callable[[str], None] | None = None,
-                     max_lines: int | None = None, max_bytes: int | None = None) -> list[Path]:
+async def send_round(
+    client: Any,
+    lines: list[dict],
+    state: BatchState,
+    *,
+    poll_seconds: float = 30.0,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+    log: Callable[[str], None] | None = None,
+    max_lines: int | None = None,
+    max_bytes: int | None = None,
+) -> list[Path]:
     """Answer ``lines`` through the Batch API (or resume the batches already made for exactly these
     requests); returns the downloaded output and error files."""
     log = log or (lambda m: print(m, file=sys.stderr, flush=True))
@@ -80,8 +88,12 @@ async def send_round(client: Any, lines: list[dict], state: BatchState, *, poll_
         state.rounds.append(rnd)
         for i, data in enumerate(split(lines, max_lines or LIMITS["lines"], max_bytes or LIMITS["bytes"]), start=1):
             uploaded = await client.files.create(file=(f"ragassay-{digest}-{i}.jsonl", data), purpose="batch")
-            batch = await client.batches.create(input_file_id=uploaded.id, endpoint=CHAT_URL, completion_window="24h",
-                                                metadata={"ragassay_requests": digest, "part": str(i)})
+            batch = await client.batches.create(
+                input_file_id=uploaded.id,
+                endpoint=CHAT_URL,
+                completion_window="24h",
+                metadata={"ragassay_requests": digest, "part": str(i)},
+            )
             rnd["batches"].append({"id": batch.id, "input_file_id": uploaded.id, "status": batch.status, "files": []})
             state.save()  # before anything else can fail: a rerun resumes this batch, never makes a second
             n = data.count(b"\n")
@@ -103,12 +115,17 @@ async def _finish(client: Any, b: dict, state: BatchState, poll_seconds: float, 
         errors = _batch_errors(batch)
         state.rounds = [r for r in state.rounds if b not in r["batches"]]  # a rerun makes a new batch
         state.save()
-        raise LLMError("batch", f"batch {batch.id} failed: {errors or 'no reason given'}; nothing was answered. "
-                                "Fix this and rerun (a new batch is made)")
+        raise LLMError(
+            "batch",
+            f"batch {batch.id} failed: {errors or 'no reason given'}; nothing was answered. "
+            "Fix this and rerun (a new batch is made)",
+        )
     files = await _download(client, batch, state)
     if batch.status in ("expired", "cancelled"):
-        log(f"batch {batch.id} {batch.status}: its answered requests are kept; the rest become error records "
-            "(rerun to send them again)")
+        log(
+            f"batch {batch.id} {batch.status}: its answered requests are kept; the rest become error records "
+            "(rerun to send them again)"
+        )
     b["files"] = [str(f) for f in files]
     state.save()
     return files
@@ -132,8 +149,10 @@ async def _wait_for(client: Any, b: dict, poll_seconds: float, sleep, log) -> An
 
 def _batch_errors(batch: Any) -> str:
     """The reasons a failed batch gives, on one line (at most 600 characters)."""
-    return "; ".join(f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
-                     for e in (batch.errors.data if batch.errors and batch.errors.data else []))[:600]
+    return "; ".join(
+        f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
+        for e in (batch.errors.data if batch.errors and batch.errors.data else [])
+    )[:600]
 
 
 async def _download(client: Any, batch: Any, state: BatchState) -> list[Path]:
@@ -160,8 +179,14 @@ def unanswered(lines: list[dict], files: list[Path]) -> list[dict]:
     return [x for x in lines if x["custom_id"] not in seen]
 
 
-def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], *, poll_seconds: float = 30.0,
-               sleep: Callable[[float], Awaitable[None]] | None = None) -> tuple[Any, str]:
+def run_rounds(
+    config: Any,
+    output: str | Path,
+    run_once: Callable[[Any], Any],
+    *,
+    poll_seconds: float = 30.0,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+) -> tuple[Any, str]:
     """Run a stage through the Batch API: ``run_once(box)`` runs it once collecting the calls it
     still needs; those are sent (:func:`send_round`), their answers imported, and the stage run
     again, until a run needs nothing. Returns that last run's result and a one-line summary."""
@@ -186,25 +211,41 @@ def run_rounds(config: Any, output: str | Path, run_once: Callable[[Any], Any], 
                 hint = ""
                 if e.status_code in (404, 405):  # no such path: a base URL without /v1, or no Batch API there
                     better = v1_base_url(config.base_url)
-                    hint = (f": OpenAI-compatible servers usually serve under /v1; try --base-url "
-                            f"{redact(better, config.secrets())}" if better else "; this endpoint has no "
-                            "Files/Batches API (a vLLM server has none): use --export-requests and "
-                            "`vllm run-batch` instead")
-                raise LLMError("auth" if e.status_code in (401, 403) else "request",
-                               f"the Batch API at {config.public_base_url()} answered {e.status_code}{hint}") from None
+                    hint = (
+                        f": OpenAI-compatible servers usually serve under /v1; try --base-url "
+                        f"{redact(better, config.secrets())}"
+                        if better
+                        else "; this endpoint has no "
+                        "Files/Batches API (a vLLM server has none): use --export-requests and "
+                        "`vllm run-batch` instead"
+                    )
+                raise LLMError(
+                    "auth" if e.status_code in (401, 403) else "request",
+                    f"the Batch API at {config.public_base_url()} answered {e.status_code}{hint}",
+                ) from None
             except openai.APIConnectionError as e:
-                raise LLMError("transport", f"could not reach the Batch API at {config.public_base_url()} "
-                                            f"({type(e).__name__}); batches already made are kept in {state.path} "
-                                            "and resumed by a rerun") from None
+                raise LLMError(
+                    "transport",
+                    f"could not reach the Batch API at {config.public_base_url()} "
+                    f"({type(e).__name__}); batches already made are kept in {state.path} "
+                    "and resumed by a rerun",
+                ) from None
             finally:
                 await client.close()
+
         files = asyncio.run(go())
         for f in files:
             box.import_file(f)
         for line in unanswered(lines, files):  # never wait twice for a line the batch did not return
-            box.results[line["custom_id"]] = {"custom_id": line["custom_id"], "response": None,
-                                              "error": {"code": "missing", "message": "the batch returned no line"}}
+            box.results[line["custom_id"]] = {
+                "custom_id": line["custom_id"],
+                "response": None,
+                "error": {"code": "missing", "message": "the batch returned no line"},
+            }
         rounds += 1
         sent += len(lines)
-    return result, (f"batch backend: {rounds} round(s), {sent} requests sent; batches in {state.path}"
-                    if rounds else f"batch backend: nothing left to send (batches in {state.path})")
+    return result, (
+        f"batch backend: {rounds} round(s), {sent} requests sent; batches in {state.path}"
+        if rounds
+        else f"batch backend: nothing left to send (batches in {state.path})"
+    )

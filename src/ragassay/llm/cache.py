@@ -67,6 +67,7 @@ def endpoint_id(base_url: str | None) -> str:
     """A base URL as the cache knows it: scheme and host in lower case, no credentials, no default
     port, no trailing slash; the OpenAI API when none is set (the openai client's default)."""
     from urllib.parse import urlsplit
+
     url = urlsplit((base_url or "https://api.openai.com/v1").strip())
     scheme = url.scheme.lower()
     host = (url.hostname or "").lower()
@@ -78,15 +79,23 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def cache_key(model: str, messages: list[dict], schema: dict | None, params: dict, endpoint: str = "",
-              schema_json: str | None = None) -> str:
+def cache_key(
+    model: str,
+    messages: list[dict],
+    schema: dict | None,
+    params: dict,
+    endpoint: str = "",
+    schema_json: str | None = None,
+) -> str:
     """sha256 of ``{"endpoint", "messages", "model", "params", "schema"}`` as canonical JSON (keys
     sorted, no spaces). Written out part by part in that order, which is what serialising the whole
     object gives, so that the schema (the same for every call of a stage) can come pre-serialised as
     ``schema_json``; tests hold the two spellings equal."""
     schema_text = schema_json if schema_json is not None else _canonical(schema)
-    payload = (f'{{"endpoint":{_canonical(endpoint)},"messages":{_canonical(messages)},"model":{_canonical(model)},'
-               f'"params":{_canonical(params)},"schema":{schema_text}}}')
+    payload = (
+        f'{{"endpoint":{_canonical(endpoint)},"messages":{_canonical(messages)},"model":{_canonical(model)},'
+        f'"params":{_canonical(params)},"schema":{schema_text}}}'
+    )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -114,8 +123,9 @@ class Cache:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self._migrate()
         except sqlite3.Error as e:
-            raise InputError(f"--cache: the answer cache cannot be used ({e}); give another path or --no-cache",
-                             self.path) from None
+            raise InputError(
+                f"--cache: the answer cache cannot be used ({e}); give another path or --no-cache", self.path
+            ) from None
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -131,8 +141,9 @@ class Cache:
                 raise
 
     def get(self, key: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT answer, raw, prompt_tokens, completion_tokens FROM answers WHERE key = ?",
-                              (key,)).fetchone()
+        row = self.db.execute(
+            "SELECT answer, raw, prompt_tokens, completion_tokens FROM answers WHERE key = ?", (key,)
+        ).fetchone()
         if row is None:
             return None
         return {"answer": json.loads(row[0]), "raw": row[1], "prompt_tokens": row[2], "completion_tokens": row[3]}
@@ -140,31 +151,38 @@ class Cache:
     def get_mode(self, endpoint: str, model: str) -> tuple[str, str] | None:
         """(mode, why) an earlier run found ``model`` at ``endpoint`` to take; None when none did."""
         try:
-            row = self.db.execute("SELECT mode, reason FROM modes WHERE endpoint = ? AND model = ?",
-                                  (endpoint, model)).fetchone()
+            row = self.db.execute(
+                "SELECT mode, reason FROM modes WHERE endpoint = ? AND model = ?", (endpoint, model)
+            ).fetchone()
         except sqlite3.Error:  # a read-only cache of an older version: no memory, not a failure
             return None
         return (row[0], row[1] or "") if row else None
 
     def put_mode(self, endpoint: str, model: str, mode: str, reason: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO modes (endpoint, model, mode, reason, created) VALUES (?, ?, ?, ?, ?)",
-                        (endpoint, model, mode, reason, time.time()))
+        self.db.execute(
+            "INSERT OR REPLACE INTO modes (endpoint, model, mode, reason, created) VALUES (?, ?, ?, ?, ?)",
+            (endpoint, model, mode, reason, time.time()),
+        )
         self.db.commit()
 
     def get_speed(self, endpoint: str, model: str) -> Speed | None:
         """What ``ping`` last measured of ``model`` at ``endpoint``; None when it never did."""
         try:
-            row = self.db.execute("SELECT prompt_per_second, answer_per_second, seconds_per_call, created FROM speeds "
-                                  "WHERE endpoint = ? AND model = ?", (endpoint, model)).fetchone()
+            row = self.db.execute(
+                "SELECT prompt_per_second, answer_per_second, seconds_per_call, created FROM speeds "
+                "WHERE endpoint = ? AND model = ?",
+                (endpoint, model),
+            ).fetchone()
         except sqlite3.Error:  # a read-only cache of an older version: nothing measured
             return None
         return Speed(*row) if row else None
 
     def put_speed(self, endpoint: str, model: str, speed: Speed) -> None:
-        self.db.execute("INSERT OR REPLACE INTO speeds (endpoint, model, prompt_per_second, answer_per_second, "
-                        "seconds_per_call, created) VALUES (?, ?, ?, ?, ?, ?)",
-                        (endpoint, model, speed.prompt_per_second, speed.answer_per_second, speed.seconds_per_call,
-                         speed.measured))
+        self.db.execute(
+            "INSERT OR REPLACE INTO speeds (endpoint, model, prompt_per_second, answer_per_second, "
+            "seconds_per_call, created) VALUES (?, ?, ?, ?, ?, ?)",
+            (endpoint, model, speed.prompt_per_second, speed.answer_per_second, speed.seconds_per_call, speed.measured),
+        )
         self.db.commit()
 
     def holds_model(self, model: str) -> bool:
@@ -172,14 +190,35 @@ class Cache:
         from here, and a dry run need not compute its requests' keys to know it."""
         return self.db.execute("SELECT 1 FROM answers WHERE model = ? LIMIT 1", (model,)).fetchone() is not None
 
-    def put(self, key: str, model: str | None, answer: dict, raw: str | None, prompt_tokens: int,
-            completion_tokens: int, *, endpoint: str | None = None, schema: str | None = None,
-            prompt_chars: int | None = None) -> None:
+    def put(
+        self,
+        key: str,
+        model: str | None,
+        answer: dict,
+        raw: str | None,
+        prompt_tokens: int,
+        completion_tokens: int,
+        *,
+        endpoint: str | None = None,
+        schema: str | None = None,
+        prompt_chars: int | None = None,
+    ) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO answers (key, model, answer, raw, prompt_tokens, completion_tokens, created,"
             " endpoint, schema, prompt_chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, model, json.dumps(answer, ensure_ascii=False), raw, prompt_tokens, completion_tokens, time.time(),
-             endpoint, schema, prompt_chars))
+            (
+                key,
+                model,
+                json.dumps(answer, ensure_ascii=False),
+                raw,
+                prompt_tokens,
+                completion_tokens,
+                time.time(),
+                endpoint,
+                schema,
+                prompt_chars,
+            ),
+        )
 
     def calibration(self, model: str, endpoint: str) -> tuple[int, int, int, dict[str, tuple[float, int]]]:
         """What this endpoint's model really counted, for estimates: (answers, prompt tokens, prompt
@@ -195,11 +234,18 @@ class Cache:
         for where, args in (("model = ? AND endpoint = ?", (model, endpoint)), ("model = ?", (model,))):
             n, tokens, chars = self.db.execute(
                 f"SELECT COUNT(*), SUM(prompt_tokens), SUM(prompt_chars) FROM answers WHERE {where} "
-                "AND prompt_chars > 0 AND prompt_tokens > 0", args).fetchone()
+                "AND prompt_chars > 0 AND prompt_tokens > 0",
+                args,
+            ).fetchone()
             if n:
-                out = {row[0]: (float(row[1]), int(row[2])) for row in self.db.execute(
-                    f"SELECT schema, AVG(completion_tokens), COUNT(*) FROM answers WHERE {where} "
-                    "AND schema IS NOT NULL AND completion_tokens > 0 GROUP BY schema", args)}
+                out = {
+                    row[0]: (float(row[1]), int(row[2]))
+                    for row in self.db.execute(
+                        f"SELECT schema, AVG(completion_tokens), COUNT(*) FROM answers WHERE {where} "
+                        "AND schema IS NOT NULL AND completion_tokens > 0 GROUP BY schema",
+                        args,
+                    )
+                }
                 return int(n), int(tokens), int(chars), out
         return 0, 0, 0, {}
 

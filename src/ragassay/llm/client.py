@@ -43,9 +43,13 @@ T = TypeVar("T", bound=BaseModel)
 class LLM(AnswerReading, ModeProbe, Transport, SendLimits):
     """Ask an endpoint for typed answers. One instance per run; share it between stages."""
 
-    def __init__(self, config: LLMConfig, client: Any = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        config: LLMConfig,
+        client: Any = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         config.check(endpoint=client is None)
         self.config = config
         self._given_client = client
@@ -84,9 +88,17 @@ class LLM(AnswerReading, ModeProbe, Transport, SendLimits):
 
     # ------------------------------------------------------------------------------- public
 
-    async def ask(self, messages: list[dict[str, str]], response_model: type[T], *, stage: str = "default",
-                  max_tokens: int | None = None, temperature: float | None = None,
-                  seed: int | None = None, sample: int = 0) -> T:
+    async def ask(
+        self,
+        messages: list[dict[str, str]],
+        response_model: type[T],
+        *,
+        stage: str = "default",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        sample: int = 0,
+    ) -> T:
         """Return ``response_model`` parsed from the answer to ``messages``; raise :class:`LLMError`.
 
         ``sample`` > 0 asks again for an independent answer (it is part of the cache key, not sent).
@@ -114,7 +126,8 @@ class LLM(AnswerReading, ModeProbe, Transport, SendLimits):
                 raise Deferred(key)
         try:
             answer, raw, usage_in, usage_out, first_try = await self._ask_until_valid(
-                messages, response_model, params, su)
+                messages, response_model, params, su
+            )
         except LLMError as e:
             # a ceiling stops asks before they are sent: the stage says how many are left
             if not isinstance(e, BudgetReached):
@@ -131,8 +144,16 @@ class LLM(AnswerReading, ModeProbe, Transport, SendLimits):
             self._cache_failed(e)
             return None
 
-    def _keep(self, key: str, answer: BaseModel, raw: str, tokens_in: int, tokens_out: int,
-              messages: list[dict[str, str]] | None, response_model: type[BaseModel]) -> None:
+    def _keep(
+        self,
+        key: str,
+        answer: BaseModel,
+        raw: str,
+        tokens_in: int,
+        tokens_out: int,
+        messages: list[dict[str, str]] | None,
+        response_model: type[BaseModel],
+    ) -> None:
         """Store an answer in the cache. A cache that cannot be written (a full disk, a file made
         read-only mid-run) does not cost the answer: the stage journals its record before anything
         else, so the run goes on without the cache and a rerun asks for nothing already received.
@@ -142,9 +163,17 @@ class LLM(AnswerReading, ModeProbe, Transport, SendLimits):
             return
         chars = None if messages is None else request_chars(messages, self._schema(response_model)[3])
         try:
-            self.cache.put(key, self.config.model, answer.model_dump(mode="json"), raw, tokens_in, tokens_out,
-                           endpoint=endpoint_id(self.config.base_url), schema=response_model.__name__,
-                           prompt_chars=chars)
+            self.cache.put(
+                key,
+                self.config.model,
+                answer.model_dump(mode="json"),
+                raw,
+                tokens_in,
+                tokens_out,
+                endpoint=endpoint_id(self.config.base_url),
+                schema=response_model.__name__,
+                prompt_chars=chars,
+            )
         except sqlite3.Error as e:
             self._cache_failed(e)
 
@@ -152,25 +181,33 @@ class LLM(AnswerReading, ModeProbe, Transport, SendLimits):
         cache = self.cache
         if cache is None:
             return
-        print(f"warning: the answer cache {cache.path} cannot be used any more ({e}); this run goes on without "
-              "it (every answer is still kept in the output's journal)", file=sys.stderr)
+        print(
+            f"warning: the answer cache {cache.path} cannot be used any more ({e}); this run goes on without "
+            "it (every answer is still kept in the output's journal)",
+            file=sys.stderr,
+        )
         try:
             cache.close()
         except sqlite3.Error:
             pass
         self.cache = None
 
-    def params(self, max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
-               sample: int = 0) -> dict[str, Any]:
+    def params(
+        self, max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None, sample: int = 0
+    ) -> dict[str, Any]:
         """The answer-changing parameters of one call, as they enter the cache key."""
-        params: dict[str, Any] = {"temperature": self.config.temperature if temperature is None else temperature,
-                                  "max_tokens": max_tokens, "seed": seed}
+        params: dict[str, Any] = {
+            "temperature": self.config.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+        }
         if sample:
             params["sample"] = sample
         return params
 
-    def request_key(self, messages: list[dict[str, str]], response_model: type[BaseModel],
-                    params: dict[str, Any]) -> str:
+    def request_key(
+        self, messages: list[dict[str, str]], response_model: type[BaseModel], params: dict[str, Any]
+    ) -> str:
         """The cache key of a call: pure, so a dry run finds the same key the run will use."""
         return request_key(self.config.model or "", messages, response_model, params, self.config.base_url)
 

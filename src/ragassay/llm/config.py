@@ -33,18 +33,18 @@ class LLMConfig:
     concurrency: int = 8
     rpm: float | None = None
     tpm: float | None = None
-    max_attempts: int = 6          # transport attempts per call (first try included)
-    deadline: float = 300.0        # seconds per call, across its retries
-    max_reasks: int = 2            # re-asks after an invalid answer
-    max_wait: float = 60.0         # cap on any single back-off or Retry-After wait
+    max_attempts: int = 6  # transport attempts per call (first try included)
+    deadline: float = 300.0  # seconds per call, across its retries
+    max_reasks: int = 2  # re-asks after an invalid answer
+    max_wait: float = 60.0  # cap on any single back-off or Retry-After wait
     cache_path: Path | None = None
     use_cache: bool = True
     price_in: float | None = None  # USD per million input tokens (overrides the price table)
     price_out: float | None = None
     temperature: float = 0.0
-    max_calls: int | None = None   # spending ceilings: no request is sent past them (LLMError "budget")
+    max_calls: int | None = None  # spending ceilings: no request is sent past them (LLMError "budget")
     max_cost: float | None = None  # USD
-    transport: str | None = None   # "aiohttp" or "httpx"; None: see transport_for
+    transport: str | None = None  # "aiohttp" or "httpx"; None: see transport_for
     # which of concurrency and timeout were set (a flag, the Python API): the others may follow what a
     # server on this machine says it can serve (llm/server_info.py)
     given: frozenset = frozenset()
@@ -73,24 +73,36 @@ class LLMConfig:
         """Raise one clear message when there is nothing usable to call (``endpoint=False``: only
         the model is needed, for a run that exports batch requests and calls nothing)."""
         if endpoint and not self.api_key and not self.base_url:
-            raise LLMError("config", "no LLM endpoint configured: set OPENAI_API_KEY (for api.openai.com) "
-                           "or OPENAI_BASE_URL / --base-url (for a local or compatible server such as "
-                           "vLLM, Ollama or llama.cpp, which need no key)")
+            raise LLMError(
+                "config",
+                "no LLM endpoint configured: set OPENAI_API_KEY (for api.openai.com) "
+                "or OPENAI_BASE_URL / --base-url (for a local or compatible server such as "
+                "vLLM, Ollama or llama.cpp, which need no key)",
+            )
         if self.base_url and not re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", self.base_url):
-            raise LLMError("config", f"the base URL {redact(self.base_url, self.secrets())!r} has no scheme: did you "
-                           f"mean http://{redact(self.base_url, self.secrets())}?")
+            raise LLMError(
+                "config",
+                f"the base URL {redact(self.base_url, self.secrets())!r} has no scheme: did you "
+                f"mean http://{redact(self.base_url, self.secrets())}?",
+            )
         if self.base_url and not re.match(r"^https?://", self.base_url, re.I):
             scheme = self.base_url.split("://", 1)[0]
-            raise LLMError("config", f"the base URL {redact(self.base_url, self.secrets())!r} is not http:// or "
-                           f"https:// ({scheme}:// cannot carry the API)")
+            raise LLMError(
+                "config",
+                f"the base URL {redact(self.base_url, self.secrets())!r} is not http:// or "
+                f"https:// ({scheme}:// cannot carry the API)",
+            )
         if not self.model:
             raise LLMError("config", "no model given: pass --model or set RAGASSAY_MODEL")
         if self.concurrency < 1:
             raise LLMError("config", "concurrency must be at least 1")
         if self.max_cost is not None:
             if price_for(self.model, self.price_in, self.price_out) is None:
-                raise LLMError("config", f"--max-cost needs a price for model {self.model!r}: pass --price-in and "
-                               "--price-out (USD per million tokens)")
+                raise LLMError(
+                    "config",
+                    f"--max-cost needs a price for model {self.model!r}: pass --price-in and "
+                    "--price-out (USD per million tokens)",
+                )
 
     def secrets(self) -> list[str]:
         """Strings that must never be written anywhere: the key, and credentials in the base URL."""
@@ -125,8 +137,9 @@ def transport_for(config: LLMConfig) -> str:
     does not. httpx stays for respx (which intercepts httpx only) and where aiohttp is missing."""
     choice = (config.transport or os.environ.get("RAGASSAY_HTTP") or "").strip().lower()
     if choice and choice not in TRANSPORTS:
-        raise LLMError("config", f"unknown HTTP transport {choice!r} (RAGASSAY_HTTP): "
-                       f"use one of {', '.join(TRANSPORTS)}")
+        raise LLMError(
+            "config", f"unknown HTTP transport {choice!r} (RAGASSAY_HTTP): use one of {', '.join(TRANSPORTS)}"
+        )
     if choice == "httpx":
         return "httpx"
     try:
@@ -146,13 +159,20 @@ def make_client(config: LLMConfig, http_client: Any = None):
 
     config.check()
     import httpx
+
     # connecting gets at most 10 s (a host that does not answer at all is reported quickly); reading
     # the answer gets the whole --timeout (a model may think for a while)
     timeout = httpx.Timeout(config.timeout, connect=min(10.0, config.timeout))
     if http_client is None:
         import openai
+
         limits = httpx.Limits(max_connections=config.concurrency, max_keepalive_connections=config.concurrency)
         factory = openai.DefaultAioHttpClient if transport_for(config) == "aiohttp" else openai.DefaultAsyncHttpxClient
         http_client = factory(timeout=timeout, limits=limits)
-    return AsyncOpenAI(api_key=config.api_key or LOCAL_PLACEHOLDER_KEY, base_url=config.base_url,
-                       timeout=timeout, max_retries=0, http_client=http_client)
+    return AsyncOpenAI(
+        api_key=config.api_key or LOCAL_PLACEHOLDER_KEY,
+        base_url=config.base_url,
+        timeout=timeout,
+        max_retries=0,
+        http_client=http_client,
+    )

@@ -13,15 +13,15 @@ reading, so the prompts read at it never calibrate the rule that is meant to cat
 
 from __future__ import annotations
 
-CUT_SHARE = 0.6        # a server that read less than this share of the estimated prompt cut it (a real
-                       # tokenizer reads English at 0.9 to 1.3 of the 4-characters estimate)
-CUT_CALIBRATION = 5    # whole prompts of a server before its own usual share is the measure
-CUT_CALIBRATED = 0.6   # then, under this part of its usual share is a cut
-CUT_CAPPED = 0.85      # prompts of other sizes read as one count, the larger under this part of the usual share: capped
-CUT_SPREAD = 0.15      # sizes further apart than this share of the larger are "other sizes"
-CUT_MIN_TOKENS = 200   # shorter prompts are left alone: a chat template's own tokens can outweigh the estimate's error
-CUT_MIN_READ = 256     # a count below any real context (Ollama's smallest num_ctx in use is 512, its default 2,048)
-                       # says the server's usage is not a count of what it read (a proxy, a stub): no rule decides
+CUT_SHARE = 0.6  # a server that read less than this share of the estimated prompt cut it (a real
+# tokenizer reads English at 0.9 to 1.3 of the 4-characters estimate)
+CUT_CALIBRATION = 5  # whole prompts of a server before its own usual share is the measure
+CUT_CALIBRATED = 0.6  # then, under this part of its usual share is a cut
+CUT_CAPPED = 0.85  # prompts of other sizes read as one count, the larger under this part of the usual share: capped
+CUT_SPREAD = 0.15  # sizes further apart than this share of the larger are "other sizes"
+CUT_MIN_TOKENS = 200  # shorter prompts are left alone: a chat template's own tokens can outweigh the estimate's error
+CUT_MIN_READ = 256  # a count below any real context (Ollama's smallest num_ctx in use is 512, its default 2,048)
+# says the server's usage is not a count of what it read (a proxy, a stub): no rule decides
 
 
 class ReadCounts:
@@ -29,13 +29,17 @@ class ReadCounts:
 
     def __init__(self) -> None:
         self.sizes: dict[int, list[int]] = {}  # a reported count -> the estimated sizes of the prompts read as it
-        self.ceilings: set[int] = set()        # counts reported for prompts of other sizes: where it cuts
+        self.ceilings: set[int] = set()  # counts reported for prompts of other sizes: where it cuts
 
     def usual(self) -> float | None:
         """The median share this server reads of a prompt's estimate, from prompts read at a count
         no prompt of another size was read at (never from a ceiling); None until there are enough."""
-        ratios = sorted(read / sent for read, sizes in self.sizes.items()
-                        if read not in self.ceilings and not _apart(min(sizes), max(sizes)) for sent in sizes)
+        ratios = sorted(
+            read / sent
+            for read, sizes in self.sizes.items()
+            if read not in self.ceilings and not _apart(min(sizes), max(sizes))
+            for sent in sizes
+        )
         return ratios[len(ratios) // 2] if len(ratios) >= CUT_CALIBRATION else None
 
     def cut(self, read: int, sent: int) -> str | None:
@@ -59,8 +63,11 @@ class ReadCounts:
         if read in self.ceilings and read < short * sent:
             near = max(other, key=lambda s: abs(s - sent)) if other else max(sizes[:-1] or [sent])
             low, high = sorted((near, sent))
-            return (f"prompts of about {low:,} and {high:,} tokens were both read as {read:,}" if low != high else
-                    f"the server read {read:,} of about {sent:,} prompt tokens, the count it stops at")
+            return (
+                f"prompts of about {low:,} and {high:,} tokens were both read as {read:,}"
+                if low != high
+                else f"the server read {read:,} of about {sent:,} prompt tokens, the count it stops at"
+            )
         return None
 
 

@@ -143,14 +143,34 @@ class InternalError(LLMError):
     kind = ErrorKind.INTERNAL.value
 
 
-ERROR_CLASSES: dict[str, type[LLMError]] = {c.kind: c for c in (
-    NoEndpoint, AuthRefused, EndpointUnreachable, RequestRejected, InvalidAnswer, AnswerRefused, AnswerTruncated,
-    BatchAnswerMissing, PromptCut, ContextExceeded, BudgetReached, InputTooLong, InternalError)}
+ERROR_CLASSES: dict[str, type[LLMError]] = {
+    c.kind: c
+    for c in (
+        NoEndpoint,
+        AuthRefused,
+        EndpointUnreachable,
+        RequestRejected,
+        InvalidAnswer,
+        AnswerRefused,
+        AnswerTruncated,
+        BatchAnswerMissing,
+        PromptCut,
+        ContextExceeded,
+        BudgetReached,
+        InputTooLong,
+        InternalError,
+    )
+}
 
 # the first failures that stop a run when they look alike: a dead endpoint, a refused key or request, a server
 # that cuts every prompt or cannot hold one (the endpoint, not the item, is the problem)
-EARLY_FAILURES: tuple[type[LLMError], ...] = (EndpointUnreachable, AuthRefused, RequestRejected, PromptCut,
-                                              ContextExceeded)
+EARLY_FAILURES: tuple[type[LLMError], ...] = (
+    EndpointUnreachable,
+    AuthRefused,
+    RequestRejected,
+    PromptCut,
+    ContextExceeded,
+)
 
 
 def error_kinds_table() -> str:

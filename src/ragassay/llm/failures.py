@@ -14,18 +14,23 @@ from .openai_calls import openai
 
 # words of a refusal that is about the response format (any status: llama-cpp-python answers a
 # json_schema response_format with HTTP 500, others 400, 422 or 501)
-_FORMAT_WORDS = re.compile(r"response_format|response format|json_schema|json_object|json schema|grammar|structured"
-                           r"|\bschema\b|'text' or 'json_object'", re.I)
+_FORMAT_WORDS = re.compile(
+    r"response_format|response format|json_schema|json_object|json schema|grammar|structured"
+    r"|\bschema\b|'text' or 'json_object'",
+    re.I,
+)
 # a refusal for length, in each server's words: OpenAI, vLLM and llama-cpp-python ("maximum context length is N
 # tokens"), llama-server ("exceeds the available context size (N tokens)"), SGLang ("longer than the model's
 # context length (N tokens)"), LM Studio ("context length of only N tokens"), TGI ("`inputs` tokens +
 # `max_new_tokens` must be <= N", "`inputs` must have less than N tokens"; TGI's "`max_new_tokens` must be <= N"
 # alone is about the answer's budget, not the context, and is not one)
-_CONTEXT_WORDS = re.compile(r"context length|context window|maximum context|too many tokens|prompt is too long"
-                            r"|exceeds the (?:model's )?(?:maximum|context|available context)|context size"
-                            r"|inputs`? tokens \+ `?max_new_tokens`? must be <="
-                            r"|inputs`? must have less than \d+ tokens",
-                            re.I)
+_CONTEXT_WORDS = re.compile(
+    r"context length|context window|maximum context|too many tokens|prompt is too long"
+    r"|exceeds the (?:model's )?(?:maximum|context|available context)|context size"
+    r"|inputs`? tokens \+ `?max_new_tokens`? must be <="
+    r"|inputs`? must have less than \d+ tokens",
+    re.I,
+)
 FORMAT_REFUSAL_STATUSES = (400, 422, 500, 501)
 
 
@@ -78,14 +83,17 @@ def transient(e: BaseException) -> bool:
         return True
     # 501 Not Implemented and 505 HTTP Version Not Supported say what the server cannot do: asking
     # again changes nothing
-    return isinstance(e, openai.APIStatusError) and (e.status_code in (408, 409)
-                                                      or (e.status_code >= 500 and e.status_code not in (501, 505)))
+    return isinstance(e, openai.APIStatusError) and (
+        e.status_code in (408, 409) or (e.status_code >= 500 and e.status_code not in (501, 505))
+    )
 
 
-
-_CONTEXT_LIMIT = re.compile(r"(?:maximum context length|context length|context window|n_ctx|num_ctx|context size"
-                            r"|max_new_tokens`? must be <=|inputs`? must have less than)"
-                            r"[^0-9]{0,40}?(\d[\d,]{2,})\s*(?:tokens)?", re.I)
+_CONTEXT_LIMIT = re.compile(
+    r"(?:maximum context length|context length|context window|n_ctx|num_ctx|context size"
+    r"|max_new_tokens`? must be <=|inputs`? must have less than)"
+    r"[^0-9]{0,40}?(\d[\d,]{2,})\s*(?:tokens)?",
+    re.I,
+)
 
 
 def named_context(text: str) -> int | None:
@@ -132,15 +140,21 @@ def error_detail(e: openai.APIStatusError) -> str:
     body = getattr(e, "body", None)
     if isinstance(body, dict):
         err = body.get("error")  # OpenAI's {"error": {"message"}}, vLLM's {"message"}, TGI's {"error": "..."}
-        msg = err.get("message") if isinstance(err, dict) else body.get("message") or \
-            (err if isinstance(err, str) else None)
+        msg = (
+            err.get("message")
+            if isinstance(err, dict)
+            else body.get("message") or (err if isinstance(err, str) else None)
+        )
         if msg:
             return " ".join(str(msg).split())[:300]
     text = str(e)
     if re.search(r"<!doctype html|<html|<body", text, re.I):
         title = re.search(r"<title>(.*?)</title>", text, re.I | re.S)
-        return "an HTML page" + (f" ({' '.join(title.group(1).split())[:120]!r})" if title else "") + \
-            ", not the API's JSON: is the base URL the API's root (it usually ends in /v1)?"
+        return (
+            "an HTML page"
+            + (f" ({' '.join(title.group(1).split())[:120]!r})" if title else "")
+            + ", not the API's JSON: is the base URL the API's root (it usually ends in /v1)?"
+        )
     return " ".join(text.split())[:300]
 
 
@@ -156,7 +170,7 @@ def v1_base_url(base_url: str | None) -> str | None:
     if segments and segments[-1] == "v1":
         return None
     if "v1" in segments:
-        segments = segments[:segments.index("v1") + 1]
+        segments = segments[: segments.index("v1") + 1]
     elif any(re.fullmatch(r"v\d+\w*", s) for s in segments):
         return None
     else:

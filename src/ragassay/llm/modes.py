@@ -51,23 +51,35 @@ class ModeProbe(LLMState):
         except sqlite3.Error as e:
             self._cache_failed(e)
 
-    def request_body(self, convo: list[dict[str, str]], response_model: type[BaseModel], params: dict[str, Any],
-                     mode: str | None = None) -> dict[str, Any]:
+    def request_body(
+        self,
+        convo: list[dict[str, str]],
+        response_model: type[BaseModel],
+        params: dict[str, Any],
+        mode: str | None = None,
+    ) -> dict[str, Any]:
         """The exact chat request of a call: what the live path sends and a batch line carries."""
         name, schema, strict, schema_text = self._schema(response_model)
         mode = mode or self.mode
         messages = list(convo)
         if mode != "json_schema":  # the schema goes into the instructions too
-            messages = [{"role": "system", "content": "Reply with one JSON object, and nothing else, "
-                         f"that follows this JSON schema:\n{schema_text}"}] + messages
+            messages = [
+                {
+                    "role": "system",
+                    "content": "Reply with one JSON object, and nothing else, "
+                    f"that follows this JSON schema:\n{schema_text}",
+                }
+            ] + messages
         body: dict[str, Any] = {"model": self.config.model, "messages": messages, "temperature": params["temperature"]}
         if params["max_tokens"] is not None:
             body["max_tokens"] = params["max_tokens"]
         if params["seed"] is not None:
             body["seed"] = params["seed"]
         if mode == "json_schema":
-            body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": name, "schema": schema, "strict": strict}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": name, "schema": schema, "strict": strict},
+            }
         elif mode == "json_object_schema":  # llama.cpp's servers make a grammar of the schema
             body["response_format"] = {"type": "json_object", "schema": schema}
         elif mode == "json_object":
@@ -114,9 +126,12 @@ class ModeProbe(LLMState):
                 try:
                     completion = await create(client, body, self.call_timeout(body))
                 except (json.JSONDecodeError, UnicodeDecodeError) as e:  # a JSON content type over a body that is not
-                    raise LLMError("transport", f"the endpoint at {self.config.public_base_url()} answered with a body "
-                                   f"that is not JSON ({type(e).__name__}: {str(e)[:80]}), not a chat completion; "
-                                   "is the base URL the API's root (it usually ends in /v1)?") from None
+                    raise LLMError(
+                        "transport",
+                        f"the endpoint at {self.config.public_base_url()} answered with a body "
+                        f"that is not JSON ({type(e).__name__}: {str(e)[:80]}), not a chat completion; "
+                        "is the base URL the API's root (it usually ends in /v1)?",
+                    ) from None
                 not_completion = self._not_a_completion(completion)
                 if not_completion:
                     raise LLMError("transport", not_completion)
@@ -132,8 +147,9 @@ class ModeProbe(LLMState):
                 # (and, once one succeeds, later runs) takes the next mode; each mode is tried at most once
                 if self.mode == mode:
                     self.mode = MODES[MODES.index(mode) + 1]
-                    self.mode_reason = (f"{mode} was refused (HTTP {e.status_code}: "
-                                        f"{self._redact(error_detail(e))[:160]})")
+                    self.mode_reason = (
+                        f"{mode} was refused (HTTP {e.status_code}: {self._redact(error_detail(e))[:160]})"
+                    )
                     self._mode_unsaved = True
                 continue
             finally:

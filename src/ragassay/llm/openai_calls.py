@@ -12,6 +12,7 @@ class DeferredOpenAI:
 
     def __getattr__(self, name: str) -> Any:
         import openai as module
+
         return getattr(module, name)
 
 
@@ -26,6 +27,7 @@ async def create(client: Any, body: dict[str, Any], timeout: float | None = None
     that is not an ``AsyncOpenAI`` (a test double) is called the ordinary way."""
     if isinstance(client, openai.AsyncOpenAI):
         from openai.types.chat import ChatCompletion
+
         options = {"timeout": timeout} if timeout is not None else {}
         return await client.post("/chat/completions", cast_to=ChatCompletion, body=body, options=options)
     return await client.chat.completions.create(**body)

@@ -30,16 +30,19 @@ async def ping(config: LLMConfig, client=None) -> dict:
     given = config
     # no cache: the probe starts from json_schema, to say what the server takes now
     # (a minute a call; five on a server of this machine, where a small model on a busy laptop is slow)
-    config = dataclasses.replace(config, use_cache=False, max_attempts=2,
-                                 deadline=min(config.deadline, 300 if _measures(config) else 60))
+    config = dataclasses.replace(
+        config, use_cache=False, max_attempts=2, deadline=min(config.deadline, 300 if _measures(config) else 60)
+    )
     llm = LLM(config, client=client)
     prompt = load_prompt("ping")
     word = "lanternfish"
     _ = llm.client.chat.completions  # the openai client loads its resources lazily: not part of latency
     import openai.types.chat  # noqa: F401
+
     start = time.perf_counter()
-    answer = await llm.ask([{"role": "user", "content": prompt.render(word=word)}], PingAnswer, stage="ping",
-                           max_tokens=50)
+    answer = await llm.ask(
+        [{"role": "user", "content": prompt.render(word=word)}], PingAnswer, stage="ping", max_tokens=50
+    )
     latency = (time.perf_counter() - start) * 1000
     if not answer.ok or answer.echo.strip() != word:
         raise LLMError("invalid", f"the model answered but did not follow the instruction (echo={answer.echo!r})")
@@ -48,13 +51,20 @@ async def ping(config: LLMConfig, client=None) -> dict:
     speed = await measure_speed(llm, prompt.render(word=word), word) if _measures(config) else None
     _remember(given, config, llm, speed)
     server = llm.server
-    return {"endpoint": config.public_base_url(), "model": config.model, "latency_ms": round(latency, 1),
-            "structured_outputs": llm.mode, "structured_outputs_reason": llm.mode_reason,
-            "calls": llm.usage.stage("ping").calls,
-            "prompt": prompt.id, **_server_said(server),
-            "tokens_per_second": round(completion_tokens / (latency / 1000), 1)
-            if completion_tokens and latency > 0 and calls else None,
-            **_speeds(speed, _measures(config))}
+    return {
+        "endpoint": config.public_base_url(),
+        "model": config.model,
+        "latency_ms": round(latency, 1),
+        "structured_outputs": llm.mode,
+        "structured_outputs_reason": llm.mode_reason,
+        "calls": llm.usage.stage("ping").calls,
+        "prompt": prompt.id,
+        **_server_said(server),
+        "tokens_per_second": round(completion_tokens / (latency / 1000), 1)
+        if completion_tokens and latency > 0 and calls
+        else None,
+        **_speeds(speed, _measures(config)),
+    }
 
 
 def _remember(given: LLMConfig, config: LLMConfig, llm: LLM, speed: Speed | None) -> None:
@@ -77,19 +87,24 @@ def _remember(given: LLMConfig, config: LLMConfig, llm: LLM, speed: Speed | None
 
 def _server_said(server: ServerInfo | None) -> dict:
     """What a server on this machine said of itself, as ping's result fields (None when it said nothing)."""
-    return {"context_tokens": server.context if server else None,
-            "slots": server.slots if server else None,
-            "server_said_by": (server.said_by or None) if server else None}
+    return {
+        "context_tokens": server.context if server else None,
+        "slots": server.slots if server else None,
+        "server_said_by": (server.said_by or None) if server else None,
+    }
 
 
 def _speeds(speed: Speed | None, measures: bool) -> dict:
     """The measured speeds as ping's result fields, with a note when they were to be measured and could not be."""
-    return {"prompt_tokens_per_second": speed.prompt_per_second if speed else None,
-            "answer_tokens_per_second": speed.answer_per_second if speed else None,
-            "seconds_per_call": speed.seconds_per_call if speed else None,
-            "speed_note": None if speed is not None or not measures else
-            "not measured: the three timing calls could not tell reading from writing apart (a server that "
-            "answers at once, or one whose times vary more than its work): dry runs give no time"}
+    return {
+        "prompt_tokens_per_second": speed.prompt_per_second if speed else None,
+        "answer_tokens_per_second": speed.answer_per_second if speed else None,
+        "seconds_per_call": speed.seconds_per_call if speed else None,
+        "speed_note": None
+        if speed is not None or not measures
+        else "not measured: the three timing calls could not tell reading from writing apart (a server that "
+        "answers at once, or one whose times vary more than its work): dry runs give no time",
+    }
 
 
 def _measures(config: LLMConfig) -> bool:
@@ -102,12 +117,19 @@ async def measure_speed(llm: LLM, check: str, word: str) -> Speed | None:
     """Three calls, one at a time, once the mode is settled: the check again, the check after a
     passage to read, the check with a longer word to write back (llm/speed.py solves for the
     speeds). A call that fails leaves the speed unmeasured; ping's answer stands."""
-    seed = random.randrange(10 ** 6)
+    seed = random.randrange(10**6)
     longer = " ".join([word] * ANSWER_REPEATS)
-    calls = [([{"role": "user", "content": check}], 50),
-            ([{"role": "system", "content": "Background text, only to be read:\n" + passage(seed)},
-              {"role": "user", "content": check}], 50),
-            ([{"role": "user", "content": check.replace(word, longer)}], 40 + 4 * ANSWER_REPEATS)]
+    calls = [
+        ([{"role": "user", "content": check}], 50),
+        (
+            [
+                {"role": "system", "content": "Background text, only to be read:\n" + passage(seed)},
+                {"role": "user", "content": check},
+            ],
+            50,
+        ),
+        ([{"role": "user", "content": check.replace(word, longer)}], 40 + 4 * ANSWER_REPEATS),
+    ]
     timed = []
     for messages, max_tokens in calls:
         before = dataclasses.replace(llm.usage.stage("ping"))

@@ -62,8 +62,9 @@ def _size_text(billions: float) -> str:
     return f"{billions:g}B"
 
 
-def choose_prompt(stage: str, choice: str = "auto", model: str | Sequence[str | None] | None = None, *,
-                  full_only: str | None = None) -> tuple[Prompt, str]:
+def choose_prompt(
+    stage: str, choice: str = "auto", model: str | Sequence[str | None] | None = None, *, full_only: str | None = None
+) -> tuple[Prompt, str]:
     """The prompt a ``stage`` ("judge" or "check") run uses for ``choice`` ("auto", "full",
     "short" or a path to a prompt file) with ``model`` (a name, or a jury's names: ``auto`` picks
     the short prompt only when every name says the model is small), and a one-line reason for
@@ -78,8 +79,10 @@ def choose_prompt(stage: str, choice: str = "auto", model: str | Sequence[str | 
     if full_only is not None:
         if choice == "auto":
             return load_prompt(BUNDLED[stage]["full"]), f"full prompt: {full_only}"
-        raise UsageError(f"--prompt {choice}: {full_only}, which only the full prompt can do; use --prompt full "
-                         "(or auto), or drop the option that needs it")
+        raise UsageError(
+            f"--prompt {choice}: {full_only}, which only the full prompt can do; use --prompt full "
+            "(or auto), or drop the option that needs it"
+        )
     if choice == "short":
         return load_prompt(BUNDLED[stage]["short"]), "short prompt (--prompt short); --prompt full for the full rubric"
     if choice == "auto":
@@ -103,18 +106,22 @@ def _auto(stage: str, model: str | Sequence[str | None] | None) -> tuple[Prompt,
         return full, f"full prompt: {reason}; --prompt short for a small local model"
     if large:
         n, b = large[0]
-        return full, (f"full prompt: the model's name says {_size_text(b)} parameters (more than "
-                      f"{SMALL_MAX_BILLIONS:g}B); --prompt short for the short one")
+        return full, (
+            f"full prompt: the model's name says {_size_text(b)} parameters (more than "
+            f"{SMALL_MAX_BILLIONS:g}B); --prompt short for the short one"
+        )
     biggest = max(b for _, b in sizes if b is not None)
     pick = SMALL_MODEL_PROMPT.get(stage, "full")
     jury = " (every juror's)" if len(sizes) > 1 else ""
     if pick == "short":
         return load_prompt(BUNDLED[stage]["short"]), (
             f"short prompt: the model's name{jury} says {_size_text(biggest)} parameters; --prompt full for the "
-            "full rubric")
+            "full rubric"
+        )
     return load_prompt(BUNDLED[stage][pick]), (
         f"{pick} prompt: the model's name{jury} says {_size_text(biggest)} parameters, and {pick} is what auto "
-        "picks for small models; --prompt short for the short one")
+        "picks for small models; --prompt short for the short one"
+    )
 
 
 def full_schema(stage: str, prompt: Prompt) -> bool:
@@ -147,8 +154,11 @@ def read_prompt_file(path: str | Path, stage: str) -> Prompt:
     prompt = Prompt(p.stem or p.name, text)
     missing = [n for n in required if n not in prompt.placeholders]
     if missing:
-        raise InputError(f"the prompt file lacks {', '.join('{{' + n + '}}' for n in missing)}, which the {stage} "
-                         f"stage needs (required: {', '.join(required)}; allowed: {allowed})", p)
+        raise InputError(
+            f"the prompt file lacks {', '.join('{{' + n + '}}' for n in missing)}, which the {stage} "
+            f"stage needs (required: {', '.join(required)}; allowed: {allowed})",
+            p,
+        )
     return prompt
 
 
@@ -161,14 +171,15 @@ def _prompt_text(p: Path) -> str:
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise InputError(f"no such prompt file (a prompt is one of {', '.join(CHOICES)}, or a prompt file's "
-                         "path)", p) from None
+        raise InputError(
+            f"no such prompt file (a prompt is one of {', '.join(CHOICES)}, or a prompt file's path)", p
+        ) from None
     except OSError as e:
         raise InputError(f"the prompt file cannot be read ({e.strerror or e})", p) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        bad_line = data[:e.start].count(b"\n") + 1
+        bad_line = data[: e.start].count(b"\n") + 1
         raise InputError(f"the prompt file is not UTF-8 text (byte {e.start}); save it as UTF-8", p, bad_line) from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
@@ -179,8 +190,11 @@ def _check_section_line(line: str, p: Path, no: int) -> None:
     role = _ROLE_LIKE.match(line)
     word = role.group(1).lower() if role else ""
     if role and (line != f"[{word}]" or word not in ("system", "user")):
-        fix = f"write it as [{word}] alone on its line" if word in ("system", "user") else \
-            "the sections a prompt file has are [system] and [user]"
+        fix = (
+            f"write it as [{word}] alone on its line"
+            if word in ("system", "user")
+            else "the sections a prompt file has are [system] and [user]"
+        )
         raise InputError(f"{line.strip()!r} is not a section this prompt file can have: {fix}", p, no)
 
 
@@ -191,19 +205,30 @@ def _check_placeholders(line: str, p: Path, no: int, stage: str, names: set[str]
     for m in _LOOSE.finditer(line):
         inner = m.group()[2:-2]
         if not re.fullmatch(r"\w+", inner):
-            raise InputError(f"{m.group()} is not a placeholder as written: write {{{{name}}}} with no spaces, "
-                             f"one of {allowed}", p, no)
+            raise InputError(
+                f"{m.group()} is not a placeholder as written: write {{{{name}}}} with no spaces, one of {allowed}",
+                p,
+                no,
+            )
         if inner not in names:
-            raise InputError(f"{{{{{inner}}}}} is not a placeholder the {stage} stage fills: the allowed ones are "
-                             f"{allowed} (required: {', '.join(required)})", p, no)
+            raise InputError(
+                f"{{{{{inner}}}}} is not a placeholder the {stage} stage fills: the allowed ones are "
+                f"{allowed} (required: {', '.join(required)})",
+                p,
+                no,
+            )
 
 
 def _check_text_before_sections(text: str, p: Path) -> None:
     """Text before the first section line would be left out of every message: an error naming the
     first line written."""
     first = re.search(r"^\[(system|user)\]\n", text, re.M)
-    if first is not None and text[:first.start()].strip():
-        before = text[:first.start()]
-        first_line = before[:len(before) - len(before.lstrip())].count("\n") + 1  # the first line written
-        raise InputError(f"text before the first [{first.group(1)}] line belongs to no message: move it into a "
-                         "section (or start the file with [system] or [user])", p, first_line)
+    if first is not None and text[: first.start()].strip():
+        before = text[: first.start()]
+        first_line = before[: len(before) - len(before.lstrip())].count("\n") + 1  # the first line written
+        raise InputError(
+            f"text before the first [{first.group(1)}] line belongs to no message: move it into a "
+            "section (or start the file with [system] or [user])",
+            p,
+            first_line,
+        )

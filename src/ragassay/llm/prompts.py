@@ -68,8 +68,10 @@ class Prompt:
         texts joined (:meth:`messages` joins them). An estimate counts a prompt from its pieces,
         each distinct text once, without building it."""
         self._check_values(values)
-        return [(role, _stripped([p if i % 2 == 0 else str(values[p]) for i, p in enumerate(parts)]))
-                for role, parts in self._sections]
+        return [
+            (role, _stripped([p if i % 2 == 0 else str(values[p]) for i, p in enumerate(parts)]))
+            for role, parts in self._sections
+        ]
 
 
 _ROLE = re.compile(r"^\[(system|user)\]\n", re.M)

@@ -104,8 +104,9 @@ def json_candidates(text: str) -> Iterator[tuple[Any, str]]:
         pos = stop  # an object found: the next starts after it (its inner objects are parts, not answers)
 
 
-def read_answer(text: str, response_model: type[T],
-                clean: Callable[[Any], Any] = lambda data: data) -> tuple[T | None, str, str]:
+def read_answer(
+    text: str, response_model: type[T], clean: Callable[[Any], Any] = lambda data: data
+) -> tuple[T | None, str, str]:
     """(the answer, how it was found, the problem when there is none). The answer is the first
     candidate that validates (after ``clean``); a reply whose candidates validate to different
     answers (prose weighing two grades) has none: which one it meant is not sure, so it decides
@@ -120,15 +121,22 @@ def read_answer(text: str, response_model: type[T],
         try:
             answer = response_model.model_validate(clean(data))
         except ValidationError as e:
-            errors = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or 'answer'}: {err['msg']}"
-                               for err in e.errors()[:8])
+            errors = "; ".join(
+                f"{'.'.join(str(x) for x in err['loc']) or 'answer'}: {err['msg']}" for err in e.errors()[:8]
+            )
             first_problem = first_problem or f"the JSON does not match the schema: {errors}"
             continue
         if how == "whole":
             return answer, how, ""
         if found and answer != found[0][0]:
-            return None, "", ("the reply holds more than one answer that differ (e.g. two grades in its prose): "
-                              "reply with one JSON object only")
+            return (
+                None,
+                "",
+                (
+                    "the reply holds more than one answer that differ (e.g. two grades in its prose): "
+                    "reply with one JSON object only"
+                ),
+            )
         found.append((answer, how))
     if found:
         return found[0][0], found[0][1], ""

@@ -23,8 +23,13 @@ def schema_of(response_model: type[BaseModel]) -> tuple[str, dict, bool, str]:
     return name, schema, strict, json.dumps(schema, ensure_ascii=False)
 
 
-def request_key(model: str, messages: list[dict[str, str]], response_model: type[BaseModel],
-                params: dict[str, Any], base_url: str | None = None) -> str:
+def request_key(
+    model: str,
+    messages: list[dict[str, str]],
+    response_model: type[BaseModel],
+    params: dict[str, Any],
+    base_url: str | None = None,
+) -> str:
     """The cache key of one call, for the endpoint at ``base_url``; needs no client, so plans and
     dry runs compute it offline."""
     return cache_key(model, messages, None, params, endpoint_id(base_url), schema_json=_schema_json(response_model))

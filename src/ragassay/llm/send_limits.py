@@ -23,14 +23,20 @@ class SendLimits(LLMState):
         if c.max_cost is not None:
             unmetered = self.usage.total().unmetered
             if unmetered:
-                raise LLMError("budget", f"stopped: --max-cost ${c.max_cost:g} cannot be held, the endpoint reports no "
-                               f"token usage ({unmetered} replies without it); use --max-calls instead")
+                raise LLMError(
+                    "budget",
+                    f"stopped: --max-cost ${c.max_cost:g} cannot be held, the endpoint reports no "
+                    f"token usage ({unmetered} replies without it); use --max-calls instead",
+                )
             spent = self.usage.cost() or 0.0
             if spent >= c.max_cost or (worst and spent + self._reserved + worst > c.max_cost):
-                raise LLMError("budget", f"stopped at the --max-cost ${c.max_cost:g} ceiling (${spent:.4f} spent"
-                               + (f", ${self._reserved:.4f} more in flight" if self._reserved else "")
-                               + (f"; the next call could cost ${worst:.4f}" if worst and spent < c.max_cost else "")
-                               + ")")
+                raise LLMError(
+                    "budget",
+                    f"stopped at the --max-cost ${c.max_cost:g} ceiling (${spent:.4f} spent"
+                    + (f", ${self._reserved:.4f} more in flight" if self._reserved else "")
+                    + (f"; the next call could cost ${worst:.4f}" if worst and spent < c.max_cost else "")
+                    + ")",
+                )
 
     def _worst_cost(self, body: dict[str, Any]) -> float:
         """The most this request can cost (USD), counted high on purpose: its prompt at a token for every
@@ -54,6 +60,9 @@ class SendLimits(LLMState):
             return
         est = prompt_estimate(body)
         if est > 1.25 * self.context_limit:
-            raise LLMError("context", f"the prompt is about {est:,} tokens and the server's context is "
-                           f"{self.context_limit:,} (it said so in an earlier reply): not sent; give the server a "
-                           "longer context or send shorter prompts")
+            raise LLMError(
+                "context",
+                f"the prompt is about {est:,} tokens and the server's context is "
+                f"{self.context_limit:,} (it said so in an earlier reply): not sent; give the server a "
+                "longer context or send shorter prompts",
+            )

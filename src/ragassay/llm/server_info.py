@@ -25,9 +25,9 @@ ASK_TIMEOUT = 3.0  # seconds for each question: a server that takes longer to sa
 
 @dataclass
 class ServerInfo:
-    context: int | None = None   # tokens a prompt and its answer may take
-    slots: int | None = None     # calls served at once
-    said_by: str = ""            # which of the server's pages said it
+    context: int | None = None  # tokens a prompt and its answer may take
+    slots: int | None = None  # calls served at once
+    said_by: str = ""  # which of the server's pages said it
 
     def known(self) -> bool:
         return self.context is not None or self.slots is not None
@@ -38,6 +38,7 @@ def asks(base_url: str | None) -> bool:
     link-local address, ``localhost``, a ``.local`` name): the servers people run themselves. A
     hosted API is never asked."""
     import ipaddress
+
     if not base_url:
         return False  # api.openai.com
     host = (urlsplit(base_url).hostname or "").lower()
@@ -68,8 +69,9 @@ def read_props(data: Any) -> ServerInfo:
         return ServerInfo()
     settings = data.get("default_generation_settings")
     n_ctx = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
-    return ServerInfo(context=n_ctx or _positive(data.get("n_ctx")), slots=_positive(data.get("total_slots")),
-                      said_by="/props")
+    return ServerInfo(
+        context=n_ctx or _positive(data.get("n_ctx")), slots=_positive(data.get("total_slots")), said_by="/props"
+    )
 
 
 def read_models(data: Any, model: str | None) -> ServerInfo:
@@ -98,6 +100,7 @@ async def discover(base_url: str, model: str | None, headers: dict[str, str] | N
     All the questions together take at most ``ASK_TIMEOUT``: a server that does not answer one is
     not asked the next (a port that accepts and never answers costs the run 3 s, not 3 s a page)."""
     import asyncio
+
     try:
         return await asyncio.wait_for(_discover(base_url, model, headers), ASK_TIMEOUT)
     except Exception:  # (asyncio.TimeoutError among them) whatever goes wrong, the server is used as before
@@ -106,6 +109,7 @@ async def discover(base_url: str, model: str | None, headers: dict[str, str] | N
 
 async def _discover(base_url: str, model: str | None, headers: dict[str, str] | None) -> ServerInfo:
     import httpx
+
     root = _root(base_url)
     found = ServerInfo()
     async with httpx.AsyncClient(timeout=ASK_TIMEOUT, headers=headers or {}, follow_redirects=False) as client:

@@ -37,13 +37,18 @@ class Speed:
 
     def seconds(self, calls: int, prompt_tokens: int, answer_tokens: int) -> float:
         """The time ``calls`` calls take one after another with these many tokens in all."""
-        return calls * self.seconds_per_call + prompt_tokens / self.prompt_per_second + \
-            answer_tokens / self.answer_per_second
+        return (
+            calls * self.seconds_per_call
+            + prompt_tokens / self.prompt_per_second
+            + answer_tokens / self.answer_per_second
+        )
 
     def summary(self) -> str:
         day = time.strftime("%Y-%m-%d", time.localtime(self.measured))
-        return (f"{self.prompt_per_second:,.0f} prompt and {self.answer_per_second:,.1f} answer tokens a second, "
-                f"{self.seconds_per_call:.1f} s a call besides (measured by ping on {day}, one call at a time)")
+        return (
+            f"{self.prompt_per_second:,.0f} prompt and {self.answer_per_second:,.1f} answer tokens a second, "
+            f"{self.seconds_per_call:.1f} s a call besides (measured by ping on {day}, one call at a time)"
+        )
 
 
 @dataclass(frozen=True)
@@ -58,8 +63,11 @@ class Timed:
 def passage(seed: int) -> str:
     """A text to read that no earlier prompt began with: numbered sentences carrying ``seed``."""
     words = ("river", "lamp", "orchard", "copper", "harbour", "violin", "glacier", "meadow", "lantern", "quarry")
-    return " ".join(f"Note {seed}-{i}: the {words[i % 10]} by the {words[(i * 7 + seed) % 10]} was counted "
-                    f"{(seed + i * 13) % 97} times." for i in range(PASSAGE_SENTENCES))
+    return " ".join(
+        f"Note {seed}-{i}: the {words[i % 10]} by the {words[(i * 7 + seed) % 10]} was counted "
+        f"{(seed + i * 13) % 97} times."
+        for i in range(PASSAGE_SENTENCES)
+    )
 
 
 def solve(calls: list[Timed]) -> Speed | None:
@@ -77,8 +85,11 @@ def solve(calls: list[Timed]) -> Speed | None:
     (per_call, per_prompt, per_answer), *_ = np.linalg.lstsq(a, t, rcond=None)
     if per_prompt <= 0 or per_answer <= 0:
         return None  # noise larger than what the sizes tell: no figure rather than a wrong one
-    return Speed(prompt_per_second=round(float(1 / per_prompt), 1), answer_per_second=round(float(1 / per_answer), 2),
-                 seconds_per_call=round(max(0.0, float(per_call)), 2))
+    return Speed(
+        prompt_per_second=round(float(1 / per_prompt), 1),
+        answer_per_second=round(float(1 / per_answer), 2),
+        seconds_per_call=round(max(0.0, float(per_call)), 2),
+    )
 
 
 def duration(seconds: float) -> str:

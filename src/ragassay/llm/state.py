@@ -53,6 +53,7 @@ class LLMState:
     _reads: ReadCounts
 
     if TYPE_CHECKING:  # defined by the part that owns each; declared here so the others can call them
+
         @property
         def client(self) -> Any: ...
 
@@ -74,8 +75,16 @@ class LLMState:
 
         def _read_all(self, completion: Any, body: dict[str, Any]) -> None: ...
 
-        def _keep(self, key: str, answer: BaseModel, raw: str, tokens_in: int, tokens_out: int,
-                  messages: list[dict[str, str]] | None, response_model: type[BaseModel]) -> None: ...
+        def _keep(
+            self,
+            key: str,
+            answer: BaseModel,
+            raw: str,
+            tokens_in: int,
+            tokens_out: int,
+            messages: list[dict[str, str]] | None,
+            response_model: type[BaseModel],
+        ) -> None: ...
 
         def _cache_failed(self, e: Exception) -> None: ...
 

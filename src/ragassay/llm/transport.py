@@ -72,6 +72,7 @@ class Transport(LLMState):
                 yield
             finally:
                 await client.close()
+
         gen = closer()
         own[1] = gen
         await gen.__anext__()  # started: the loop now finalizes it when it shuts down
@@ -151,9 +152,13 @@ class Transport(LLMState):
                 try:
                     return await asyncio.wait_for(self._send(convo, response_model, params, su), left)
                 except asyncio.TimeoutError:
-                    raise LLMError("transport", f"no complete answer from {self.config.public_base_url()} within the "
-                                   f"{self.config.deadline:g} s a call may take ({attempt_no} attempt(s)); the server "
-                                   "may be overloaded or not reading the request", attempt_no) from None
+                    raise LLMError(
+                        "transport",
+                        f"no complete answer from {self.config.public_base_url()} within the "
+                        f"{self.config.deadline:g} s a call may take ({attempt_no} attempt(s)); the server "
+                        "may be overloaded or not reading the request",
+                        attempt_no,
+                    ) from None
                 finally:
                     self.in_flight -= 1
 
@@ -171,19 +176,30 @@ class Transport(LLMState):
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.config.max_attempts) | stop_after_delay(self.config.deadline) | dead_endpoint,
-            wait=self._wait, retry=retry_if_exception(transient), sleep=self._sleep, reraise=True)
+            wait=self._wait,
+            retry=retry_if_exception(transient),
+            sleep=self._sleep,
+            reraise=True,
+        )
         try:
             return await retrying(once)
         except openai.APIStatusError as e:
             raise self._status_error(e, attempt_no) from None
         except openai.APIConnectionError as e:
             if timed_out(e):
-                raise LLMError("transport", f"no answer from {self.config.public_base_url()} within "
-                               f"{self.config.timeout:g} s ({attempt_no} attempt(s)): is the server up and serving "
-                               "this API? A slow model may need a longer --timeout", attempt_no) from None
+                raise LLMError(
+                    "transport",
+                    f"no answer from {self.config.public_base_url()} within "
+                    f"{self.config.timeout:g} s ({attempt_no} attempt(s)): is the server up and serving "
+                    "this API? A slow model may need a longer --timeout",
+                    attempt_no,
+                ) from None
             what = "could not connect to" if never_connected(e) else "the connection broke off with"
-            raise LLMError("transport", f"{what} {self.config.public_base_url()} after {attempt_no} "
-                           f"attempt(s): {self._redact(root_cause(e))}", attempt_no) from None
+            raise LLMError(
+                "transport",
+                f"{what} {self.config.public_base_url()} after {attempt_no} attempt(s): {self._redact(root_cause(e))}",
+                attempt_no,
+            ) from None
 
     def _not_a_completion(self, reply: Any) -> str | None:
         """Why a reply is not a chat completion (an HTML page, plain text, another JSON shape), in
@@ -202,8 +218,10 @@ class Transport(LLMState):
                 what = f"plain text ({snippet!r})" if snippet else "an empty body"
         else:
             what = "JSON without a 'choices' list"
-        return (f"{where} answered HTTP 200 with {what}, not a chat completion; is the base URL the API's root "
-                "(it usually ends in /v1)?")
+        return (
+            f"{where} answered HTTP 200 with {what}, not a chat completion; is the base URL the API's root "
+            "(it usually ends in /v1)?"
+        )
 
     def _semaphore(self) -> asyncio.Semaphore:
         """One semaphore per event loop: the same LLM serves several ``asyncio.run`` calls (stages
@@ -232,20 +250,31 @@ class Transport(LLMState):
     def _status_error(self, e: openai.APIStatusError, attempts: int) -> LLMError:
         detail = self._redact(error_detail(e))
         if e.status_code in (401, 403):
-            return LLMError("auth", f"the endpoint refused the credentials (HTTP {e.status_code}): {detail}. "
-                            "Check OPENAI_API_KEY / --base-url", attempts)
+            return LLMError(
+                "auth",
+                f"the endpoint refused the credentials (HTTP {e.status_code}): {detail}. "
+                "Check OPENAI_API_KEY / --base-url",
+                attempts,
+            )
         if transient(e):
             return LLMError("transport", f"HTTP {e.status_code} after {attempts} attempt(s): {detail}", attempts)
         better = v1_base_url(self.config.base_url) if e.status_code in (404, 405) else None
         if better:  # no such path: most often a base URL without the API's /v1
-            return LLMError("request", f"{self.config.public_base_url()} answered {e.status_code} for "
-                            "/chat/completions: "
-                            f"OpenAI-compatible servers usually serve under /v1; try --base-url {self._redact(better)} "
-                            f"(the server said: {detail})", attempts)
+            return LLMError(
+                "request",
+                f"{self.config.public_base_url()} answered {e.status_code} for "
+                "/chat/completions: "
+                f"OpenAI-compatible servers usually serve under /v1; try --base-url {self._redact(better)} "
+                f"(the server said: {detail})",
+                attempts,
+            )
         limit = named_context(f"{e} {detail}") if e.status_code in (400, 413, 422) else None
         if limit is not None:  # vLLM's and llama-server's "maximum context length is N tokens"
             self.context_limit = limit
-            return LLMError("context", f"the prompt does not fit the server's context of {limit} tokens (HTTP "
-                            f"{e.status_code}: {detail}); give the server a longer context or send shorter prompts",
-                            attempts)
+            return LLMError(
+                "context",
+                f"the prompt does not fit the server's context of {limit} tokens (HTTP "
+                f"{e.status_code}: {detail}); give the server a longer context or send shorter prompts",
+                attempts,
+            )
         return LLMError("request", f"the endpoint rejected the request (HTTP {e.status_code}): {detail}", attempts)

@@ -23,9 +23,14 @@ PRICES: dict[str, tuple[float, float]] = {
 # ``prompt_tokens_details.cached_tokens``), same date. A model not listed here, or priced by
 # --price-in, pays the full input price for them: no discount is assumed that was not published.
 CACHED_PRICES: dict[str, float] = {
-    "gpt-4o": 1.25, "gpt-4o-mini": 0.075,
-    "gpt-4.1": 0.50, "gpt-4.1-mini": 0.10, "gpt-4.1-nano": 0.025,
-    "gpt-5": 0.125, "gpt-5-mini": 0.025, "gpt-5-nano": 0.005,
+    "gpt-4o": 1.25,
+    "gpt-4o-mini": 0.075,
+    "gpt-4.1": 0.50,
+    "gpt-4.1-mini": 0.10,
+    "gpt-4.1-nano": 0.025,
+    "gpt-5": 0.125,
+    "gpt-5-mini": 0.025,
+    "gpt-5-nano": 0.005,
 }
 BATCH_DISCOUNT = 0.5  # the OpenAI Batch API charges half the live price, input and output
 
@@ -42,8 +47,9 @@ def _known(model: str | None, table: dict[str, Any]) -> str | None:
     return None
 
 
-def price_for(model: str | None, price_in: float | None = None,
-              price_out: float | None = None) -> tuple[float, float] | None:
+def price_for(
+    model: str | None, price_in: float | None = None, price_out: float | None = None
+) -> tuple[float, float] | None:
     if price_in is not None or price_out is not None:
         return (price_in or 0.0, price_out or 0.0)
     name = _known(model, PRICES)
@@ -56,8 +62,9 @@ def cached_price_for(model: str | None, price_in: float | None = None, price_out
     return None if price is None else cached_price(model, price, price_in, price_out)
 
 
-def cached_price(model: str | None, price: tuple[float, float], price_in: float | None = None,
-                 price_out: float | None = None) -> float:
+def cached_price(
+    model: str | None, price: tuple[float, float], price_in: float | None = None, price_out: float | None = None
+) -> float:
     """The price of a cached input token for a model whose ``price`` (input, output) is known."""
     if price_in is None and price_out is None:
         name = _known(model, CACHED_PRICES)
@@ -68,19 +75,19 @@ def cached_price(model: str | None, price: tuple[float, float], price_in: float 
 
 @dataclass
 class StageUsage:
-    calls: int = 0           # HTTP requests sent (retries and re-asks included)
-    cached: int = 0          # answers served from the cache
-    retried: int = 0         # transport retries
-    reasked: int = 0         # re-asks after an invalid answer
-    failed: int = 0          # asks that ended in LLMError (not those a spending ceiling stopped: the stage says them)
-    ok: int = 0              # asks that returned an answer (cached or not)
+    calls: int = 0  # HTTP requests sent (retries and re-asks included)
+    cached: int = 0  # answers served from the cache
+    retried: int = 0  # transport retries
+    reasked: int = 0  # re-asks after an invalid answer
+    failed: int = 0  # asks that ended in LLMError (not those a spending ceiling stopped: the stage says them)
+    ok: int = 0  # asks that returned an answer (cached or not)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cached_tokens: int = 0        # of prompt_tokens, served from the provider's prompt cache
+    cached_tokens: int = 0  # of prompt_tokens, served from the provider's prompt cache
     batch_prompt_tokens: int = 0  # of prompt_tokens and completion_tokens, answered through the Batch API
     batch_completion_tokens: int = 0
-    extracted: int = 0            # answers whose JSON was found inside prose or a fence (llm/reading.py)
-    unmetered: int = 0            # replies that carried no token usage: their tokens, and so the cost, are unknown
+    extracted: int = 0  # answers whose JSON was found inside prose or a fence (llm/reading.py)
+    unmetered: int = 0  # replies that carried no token usage: their tokens, and so the cost, are unknown
 
 
 @dataclass
@@ -105,8 +112,11 @@ class Usage:
         cached = cached_price(self.model, price, self.price_in, self.price_out)
         total = 0.0
         for s in items:
-            full = (s.prompt_tokens - s.cached_tokens) * price[0] + s.cached_tokens * cached + \
-                s.completion_tokens * price[1]
+            full = (
+                (s.prompt_tokens - s.cached_tokens) * price[0]
+                + s.cached_tokens * cached
+                + s.completion_tokens * price[1]
+            )
             batch_share = s.batch_prompt_tokens * price[0] + s.batch_completion_tokens * price[1]
             total += full - batch_share * (1 - BATCH_DISCOUNT)
         return total / 1e6
@@ -121,8 +131,12 @@ class Usage:
     def to_dict(self) -> dict[str, Any]:
         """The numbers behind :meth:`summary`: totals, the cost (None without a price) and each stage."""
         from dataclasses import asdict
-        return {**asdict(self.total()), "cost_usd": self.cost(),
-                "stages": {name: asdict(s) for name, s in self.stages.items()}}
+
+        return {
+            **asdict(self.total()),
+            "cost_usd": self.cost(),
+            "stages": {name: asdict(s) for name, s in self.stages.items()},
+        }
 
     def summary(self, price_flags: bool = True) -> str:
         """One line: answers, calls, tokens and cost. An unknown cost names the flags that give a
@@ -130,16 +144,23 @@ class Usage:
         stages do, the demo does not)."""
         t = self.total()
         cost = self.cost()
-        money = f"${cost:.4f}" if cost is not None else \
-            f"cost unknown (the endpoint reported no token usage for {t.unmetered} calls)" if t.unmetered else \
-            "cost unknown (pass --price-in/--price-out)" if price_flags else \
-            f"cost unknown (no price is known for {self.model})"
+        money = (
+            f"${cost:.4f}"
+            if cost is not None
+            else f"cost unknown (the endpoint reported no token usage for {t.unmetered} calls)"
+            if t.unmetered
+            else "cost unknown (pass --price-in/--price-out)"
+            if price_flags
+            else f"cost unknown (no price is known for {self.model})"
+        )
         cached = f" ({t.cached_tokens} from the provider's prompt cache)" if t.cached_tokens else ""
         batch = " (Batch API answers at half price)" if t.batch_prompt_tokens and cost is not None else ""
         extracted = f" ({t.extracted} read from JSON inside prose or a fence)" if t.extracted else ""
-        return (f"{t.ok} answers ({t.cached} from cache){extracted}, {t.failed} failed; {t.calls} calls, "
-                f"{t.retried} retries, {t.reasked} re-asks; tokens in {t.prompt_tokens}{cached}, out "
-                f"{t.completion_tokens}; {money}{batch}")
+        return (
+            f"{t.ok} answers ({t.cached} from cache){extracted}, {t.failed} failed; {t.calls} calls, "
+            f"{t.retried} retries, {t.reasked} re-asks; tokens in {t.prompt_tokens}{cached}, out "
+            f"{t.completion_tokens}; {money}{batch}"
+        )
 
 
 def estimate_tokens(text: str) -> int:
@@ -153,10 +174,9 @@ def prompt_estimate(body: dict[str, Any]) -> int:
     return sum(estimate_tokens(m.get("content") or "") for m in body.get("messages", ()))
 
 
-
 APPROXIMATE = "approximate: 4 characters a token"
 MIN_CALIBRATION = 10  # answers of a model in the cache before its own characters-per-token ratio is used
-MIN_EXPECTED = 3      # answers of one prompt's schema before their mean length is the expected output
+MIN_EXPECTED = 3  # answers of one prompt's schema before their mean length is the expected output
 
 
 def request_chars(messages: list[dict[str, Any]], schema_text: str) -> int:
@@ -195,8 +215,12 @@ def token_model(model: str | None, cache: Any = None, endpoint: str = "") -> Tok
     answers = sum(k for s, (_, k) in out.items() if s in expected)
     if n >= MIN_CALIBRATION:
         ratio = chars / tokens
-        return TokenModel(f"calibrated: {ratio:.2f} characters a token, from {n} answers of {model} in the cache",
-                          chars_per_token=ratio, expected_out=expected, answers=answers)
+        return TokenModel(
+            f"calibrated: {ratio:.2f} characters a token, from {n} answers of {model} in the cache",
+            chars_per_token=ratio,
+            expected_out=expected,
+            answers=answers,
+        )
     exact, name = exact_counter(model)
     if exact is not None:
         return TokenModel(f"tiktoken {name}", exact, expected_out=expected, answers=answers)
@@ -208,6 +232,7 @@ def exact_counter(model: str | None) -> tuple[Callable[[str], int] | None, str]:
     loaded (they are downloaded once, so offline they may be missing); else (None, "")."""
     try:
         import tiktoken
+
         try:
             enc = tiktoken.encoding_for_model((model or "").split("/")[-1])
         except KeyError:

@@ -36,23 +36,23 @@ class Agreement:
     only_reference: int
     only_candidate: int
     labels: list[int]
-    confusion: list[list[int]]          # rows: reference grade, columns: candidate grade
+    confusion: list[list[int]]  # rows: reference grade, columns: candidate grade
     reference_distribution: dict[int, int]
     candidate_distribution: dict[int, int]
     exact_agreement: float
-    kappa: float | None                 # None (with ``why``) where no kappa can mean anything
+    kappa: float | None  # None (with ``why``) where no kappa can mean anything
     kappa_linear: float | None
     kappa_quadratic: float | None
     kappa_binary: dict[int, float | None]  # threshold -> kappa of (grade >= threshold)
     krippendorff_alpha_ordinal: float | None
     run_ranking: dict | None = field(default=None)
-    kappa_ci: list[float] | None = None      # 95% percentile bootstrap over pairs (seed 0)
+    kappa_ci: list[float] | None = None  # 95% percentile bootstrap over pairs (seed 0)
     disagreements: list[dict] = field(default_factory=list)  # the widest gaps first, at most 50
     origins: dict = field(default_factory=dict)  # "reference", "candidate": who made each (Origin.summary())
-    same_origin: bool = False                    # both made by the same labellers: nothing was measured
-    join: dict = field(default_factory=dict)     # how the two files' query ids met (data/joins.py)
-    why: dict = field(default_factory=dict)      # statistic -> why it is None (kappa_binary: threshold -> why)
-    scale_warning: str | None = None             # the two files are not on one scale (metrics/rests_on.py)
+    same_origin: bool = False  # both made by the same labellers: nothing was measured
+    join: dict = field(default_factory=dict)  # how the two files' query ids met (data/joins.py)
+    why: dict = field(default_factory=dict)  # statistic -> why it is None (kappa_binary: threshold -> why)
+    scale_warning: str | None = None  # the two files are not on one scale (metrics/rests_on.py)
 
     @property
     def names(self) -> list[str]:
@@ -65,8 +65,7 @@ class Agreement:
         return out
 
     def to_dict(self) -> dict:
-        d = {**self.__dict__, "kappa_binary": {f">={k}": v for k, v in self.kappa_binary.items()},
-             "names": self.names}
+        d = {**self.__dict__, "kappa_binary": {f">={k}": v for k, v in self.kappa_binary.items()}, "names": self.names}
         if self.why.get("kappa_binary"):
             d["why"] = {**self.why, "kappa_binary": {f">={k}": v for k, v in self.why["kappa_binary"].items()}}
         if self.same_origin:  # one labeller against itself: no statistic of agreement is shown
@@ -74,14 +73,24 @@ class Agreement:
         return nan_to_none(AgreeResult(**d).to_dict())
 
 
-SAME_ORIGIN_HIDDEN = ("exact_agreement", "kappa", "kappa_linear", "kappa_quadratic", "krippendorff_alpha_ordinal",
-                      "kappa_ci")
+SAME_ORIGIN_HIDDEN = (
+    "exact_agreement",
+    "kappa",
+    "kappa_linear",
+    "kappa_quadratic",
+    "krippendorff_alpha_ordinal",
+    "kappa_ci",
+)
 
 
-def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | str | Path,
-          runs: Sequence[Run | str | Path] | Mapping[str, Run] | None = None,
-          metric: str = "ndcg@10", reference_origin: Origin | None = None,
-          candidate_origin: Origin | None = None) -> Agreement:
+def agree(
+    reference: Qrels | Mapping | str | Path,
+    candidate: Qrels | Mapping | str | Path,
+    runs: Sequence[Run | str | Path] | Mapping[str, Run] | None = None,
+    metric: str = "ndcg@10",
+    reference_origin: Origin | None = None,
+    candidate_origin: Origin | None = None,
+) -> Agreement:
     """Agreement of two qrels on the pairs both judged; with ``runs``, whether they rank the runs
     the same way (Kendall's tau-b and Spearman's rho of the runs' mean ``metric``).
 
@@ -90,15 +99,18 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
     (``same_origin``), with no statistic. Two sides with no query id in common, or no judged pair,
     are an error naming both."""
     ref, cand = coerce_qrels(reference), coerce_qrels(candidate)
-    origins = [o if o is not None else (getattr(q, "origin", None) or UNKNOWN)
-               for o, q in ((reference_origin, ref), (candidate_origin, cand))]
+    origins = [
+        o if o is not None else (getattr(q, "origin", None) or UNKNOWN)
+        for o, q in ((reference_origin, ref), (candidate_origin, cand))
+    ]
     one_file = _one_file(ref.source, cand.source)
     if one_file and candidate_origin is None and reference_origin is None:  # a hard link has no sidecar of its
-        known = [o for o in origins if o.known]                              # own: one file, one labeller
+        known = [o for o in origins if o.known]  # own: one file, one labeller
         if known:
             origins = [known[0], known[0]]
-    join = Join.of("query ids", "the reference", ref.queries, "the candidate", cand.queries,
-                   ref.source, cand.source).require_overlap()
+    join = Join.of(
+        "query ids", "the reference", ref.queries, "the candidate", cand.queries, ref.source, cand.source
+    ).require_overlap()
     ref_d, cand_d = ref.to_dict(), cand.to_dict()
     a, b, where = [], [], []
     only_ref = 0
@@ -113,8 +125,11 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
                 only_ref += 1
     only_cand = len(cand) - len(a)
     if not a:
-        raise InputError(f"{join.matched} query ids are in both, but no (query, document) pair was judged on both "
-                         f"sides: nothing to compare", cand.source or ref.source)
+        raise InputError(
+            f"{join.matched} query ids are in both, but no (query, document) pair was judged on both "
+            f"sides: nothing to compare",
+            cand.source or ref.source,
+        )
     x, y = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
     labels = sorted(set(a) | set(b))
     conf = confusion_matrix(x, y, labels)
@@ -123,19 +138,31 @@ def agree(reference: Qrels | Mapping | str | Path, candidate: Qrels | Mapping | 
         ranking = run_ranking_agreement(ref, cand, runs, metric)
     values, binary, why = _statistics(x, y)
     return Agreement(
-        pairs=len(a), only_reference=only_ref, only_candidate=only_cand, labels=labels,
+        pairs=len(a),
+        only_reference=only_ref,
+        only_candidate=only_cand,
+        labels=labels,
         confusion=conf.tolist(),
         reference_distribution={g: int((x == g).sum()) for g in labels},
         candidate_distribution={g: int((y == g).sum()) for g in labels},
         exact_agreement=float((x == y).mean()) if len(x) else float("nan"),
-        kappa=values["kappa"], kappa_linear=values["kappa_linear"],
-        kappa_quadratic=values["kappa_quadratic"], kappa_binary=binary,
-        krippendorff_alpha_ordinal=values["krippendorff_alpha_ordinal"], run_ranking=ranking,
-        kappa_ci=values["kappa_ci"], disagreements=widest_disagreements(x, y, where), why=why,
-        origins={"reference": {**origins[0].summary(), "file": ref.source},
-                 "candidate": {**origins[1].summary(), "file": cand.source}},
-        same_origin=bool(origins[0].shared_with(origins[1])) or one_file, join=join.to_dict(),
-        scale_warning=scale_warning(origins[0], origins[1], ref.grades.tolist(), cand.grades.tolist()))
+        kappa=values["kappa"],
+        kappa_linear=values["kappa_linear"],
+        kappa_quadratic=values["kappa_quadratic"],
+        kappa_binary=binary,
+        krippendorff_alpha_ordinal=values["krippendorff_alpha_ordinal"],
+        run_ranking=ranking,
+        kappa_ci=values["kappa_ci"],
+        disagreements=widest_disagreements(x, y, where),
+        why=why,
+        origins={
+            "reference": {**origins[0].summary(), "file": ref.source},
+            "candidate": {**origins[1].summary(), "file": cand.source},
+        },
+        same_origin=bool(origins[0].shared_with(origins[1])) or one_file,
+        join=join.to_dict(),
+        scale_warning=scale_warning(origins[0], origins[1], ref.grades.tolist(), cand.grades.tolist()),
+    )
 
 
 def _statistics(x: np.ndarray, y: np.ndarray) -> tuple[dict, dict, dict]:
@@ -183,17 +210,18 @@ def _one_file(a: str | None, b: str | None) -> bool:
         return False
 
 
-def widest_disagreements(x: np.ndarray, y: np.ndarray, where: Sequence[tuple[str, str]],
-                         limit: int = 50) -> list[dict]:
+def widest_disagreements(x: np.ndarray, y: np.ndarray, where: Sequence[tuple[str, str]], limit: int = 50) -> list[dict]:
     """The pairs the two sides grade furthest apart (then by query and document id)."""
     gap = np.abs(x - y)
     order = sorted((i for i in range(len(x)) if gap[i] > 0), key=lambda i: (-gap[i], where[i]))[:limit]
-    return [{"query_id": where[i][0], "doc_id": where[i][1], "reference": int(x[i]), "candidate": int(y[i])}
-            for i in order]
+    return [
+        {"query_id": where[i][0], "doc_id": where[i][1], "reference": int(x[i]), "candidate": int(y[i])} for i in order
+    ]
 
 
-def kappa_interval(x: np.ndarray, y: np.ndarray, confidence: float = 0.95, n_bootstrap: int = 2000,
-                   seed: int = 0) -> list[float] | None:
+def kappa_interval(
+    x: np.ndarray, y: np.ndarray, confidence: float = 0.95, n_bootstrap: int = 2000, seed: int = 0
+) -> list[float] | None:
     """Percentile bootstrap interval of Cohen's kappa, resampling pairs; None when undefined."""
     n = len(x)
     if n < 2:
@@ -249,7 +277,7 @@ def cohen_kappa(x: np.ndarray, y: np.ndarray, weights: str | None = None) -> flo
     elif weights == "linear":
         w = diff
     elif weights == "quadratic":
-        w = diff ** 2
+        w = diff**2
     else:
         raise ValueError(f"weights must be None, 'linear' or 'quadratic', got {weights!r}")
     denominator = float((w * expected).sum())
@@ -319,13 +347,14 @@ def _average_ranks(v: np.ndarray) -> np.ndarray:
         j = i
         while j + 1 < len(v) and sorted_v[j + 1] == sorted_v[i]:
             j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
         i = j + 1
     return ranks
 
 
-def run_ranking_agreement(reference: Qrels, candidate: Qrels,
-                          runs: Sequence[Run | str | Path] | Mapping[str, Run], metric: str) -> dict:
+def run_ranking_agreement(
+    reference: Qrels, candidate: Qrels, runs: Sequence[Run | str | Path] | Mapping[str, Run], metric: str
+) -> dict:
     """Score every run under both qrels; do the two orderings of the runs agree?"""
     items = list(runs.items()) if isinstance(runs, Mapping) else [(None, r) for r in runs]
     loaded: list[tuple[str, Run]] = []
@@ -345,12 +374,12 @@ def run_ranking_agreement(reference: Qrels, candidate: Qrels,
     a = [s[key] for s in ref_scores]
     b = [s[key] for s in cand_scores]
     flat = constant_why(a, "the reference", key) or constant_why(b, "the candidate", key)
-    out: dict[str, Any] = {"metric": key,
-                           "runs": {name: {"reference": x, "candidate": y} for (name, _), x, y in zip(loaded, a, b)},
-                           "kendall_tau_b": None if flat else kendall_tau_b(a, b),
-                           "spearman_rho": None if flat else spearman_rho(a, b)}
+    out: dict[str, Any] = {
+        "metric": key,
+        "runs": {name: {"reference": x, "candidate": y} for (name, _), x, y in zip(loaded, a, b)},
+        "kendall_tau_b": None if flat else kendall_tau_b(a, b),
+        "spearman_rho": None if flat else spearman_rho(a, b),
+    }
     if flat:
         out["why"] = {"kendall_tau_b": flat, "spearman_rho": flat}
     return out
-
-

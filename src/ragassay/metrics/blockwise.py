@@ -54,8 +54,13 @@ BLOCK_ROWS = 1_000_000  # run rows a block holds when the number of queries per 
 MAX_PARTS = 4096
 
 
-def blockwise_wanted(qrels: str | Path, run: str | Path, block_queries: int | None = None,
-                     qrels_format: str = "auto", run_format: str = "auto") -> bool:
+def blockwise_wanted(
+    qrels: str | Path,
+    run: str | Path,
+    block_queries: int | None = None,
+    qrels_format: str = "auto",
+    run_format: str = "auto",
+) -> bool:
     """Whether :func:`evaluate_files` reads by blocks: when ``block_queries`` is given, or when
     the two files hold ``BLOCKWISE_FROM`` bytes or more; and only when both are plain column files."""
     try:
@@ -65,8 +70,9 @@ def blockwise_wanted(qrels: str | Path, run: str | Path, block_queries: int | No
     if block_queries is None and size < BLOCKWISE_FROM:
         return False
     small = os.path.getsize(qrels) < QRELS_WHOLE and Path(qrels).is_file()
-    return (small or column_shape(qrels, "qrels", qrels_format, check_role=False) is not None) \
-        and column_shape(run, "run", run_format, check_role=False) is not None  # (evaluate_files checks roles)
+    return (small or column_shape(qrels, "qrels", qrels_format, check_role=False) is not None) and column_shape(
+        run, "run", run_format, check_role=False
+    ) is not None  # (evaluate_files checks roles)
 
 
 @dataclass
@@ -88,7 +94,7 @@ class BlockwiseEvaluation:
     qrels_file: str
     qrels_origin: Any = None
     relevance: Any = None  # rests_on.Relevance
-    standing: Any = None   # rests_on.PoolStanding (the run is not held against the pool: it is not in memory)
+    standing: Any = None  # rests_on.PoolStanding (the run is not held against the pool: it is not in memory)
     qrels_digest: str | None = None
     blocks: int = 0
     longest_query: int = 0
@@ -103,16 +109,22 @@ class BlockwiseEvaluation:
     def aggregate(self) -> dict[str, float]:
         """Means over the evaluated queries; counts (num_ret, ...) totalled, as in ``Evaluation``."""
         summed = {str(m) for m in self.measures if m.summed}
-        return {name: (total if name in summed else total / self.evaluated) if self.evaluated else 0.0
-                for name, total in self.sums.items()}
+        return {
+            name: (total if name in summed else total / self.evaluated) if self.evaluated else 0.0
+            for name, total in self.sums.items()
+        }
 
     asked_empty: int = 0  # judged queries the run was asked (its RUN.run.json) that returned nothing
 
     @property
     def counts(self) -> dict[str, int]:
-        return {"evaluated": self.evaluated, "run_queries_without_qrels": self.run_only,
-                "qrels_queries_missing_from_run": self.missing, "asked_without_results": self.asked_empty,
-                "queries_without_relevant": self.no_relevant}
+        return {
+            "evaluated": self.evaluated,
+            "run_queries_without_qrels": self.run_only,
+            "qrels_queries_missing_from_run": self.missing,
+            "asked_without_results": self.asked_empty,
+            "queries_without_relevant": self.no_relevant,
+        }
 
     def per_query_blocks(self) -> Iterator[tuple[list[str], np.ndarray]]:
         """(query ids, values: one row per query, one column per metric) of each block, in the
@@ -130,14 +142,22 @@ class BlockwiseEvaluation:
         rows = {}
         if per_query:
             names = self.metric_names
-            rows = {q: dict(zip(names, row)) for ids, values in self.per_query_blocks()
-                    for q, row in zip(ids, values.tolist())}
+            rows = {
+                q: dict(zip(names, row))
+                for ids, values in self.per_query_blocks()
+                for q, row in zip(ids, values.tolist())
+            }
         return evaluate_result(
-            run=self.run_name, aggregate=self.aggregate, **({"per_query": rows} if per_query else {}),
+            run=self.run_name,
+            aggregate=self.aggregate,
+            **({"per_query": rows} if per_query else {}),
             counts=self.counts,
             settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
-            qrels={"file": self.qrels_file, "digest": self.qrels_digest,
-                   "origin": (self.qrels_origin or UNKNOWN).summary()},
+            qrels={
+                "file": self.qrels_file,
+                "digest": self.qrels_digest,
+                "origin": (self.qrels_origin or UNKNOWN).summary(),
+            },
             rests_on=self.rests_on,
         )
 
@@ -161,7 +181,7 @@ class _Partitions:
         order = np.argsort(part.astype(np.int16 if self.parts < 1 << 15 else np.int64), kind="stable")  # radix
         bounds = np.searchsorted(part[order], np.arange(self.parts + 1))
         for p in np.flatnonzero(np.diff(bounds)).tolist():
-            take = order[bounds[p]:bounds[p + 1]]
+            take = order[bounds[p] : bounds[p + 1]]
             f = self.files[p]
             if f is None:
                 f = self.files[p] = tempfile.TemporaryFile(prefix="ragassay-block-")
@@ -230,11 +250,21 @@ class _Sum:
         return math.fsum(self.parts)
 
 
-def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | Measure] | str | None = None, *,
-                   relevance_level: int | None = None, gain: str = "linear", missing: Missing = "skip",
-                   qrels_format: str = "auto", run_format: str = "auto", dedupe: bool = False,
-                   block_queries: int | None = None, keep_per_query: bool = False,
-                   piece_bytes: int = PIECE_BYTES) -> BlockwiseEvaluation:
+def evaluate_files(
+    qrels: str | Path,
+    run: str | Path,
+    metrics: Iterable[str | Measure] | str | None = None,
+    *,
+    relevance_level: int | None = None,
+    gain: str = "linear",
+    missing: Missing = "skip",
+    qrels_format: str = "auto",
+    run_format: str = "auto",
+    dedupe: bool = False,
+    block_queries: int | None = None,
+    keep_per_query: bool = False,
+    piece_bytes: int = PIECE_BYTES,
+) -> BlockwiseEvaluation:
     """Evaluate the run file against the qrels file by blocks of about ``block_queries`` queries
     (by default, as many as hold about a million run rows), with the values and errors of
     :func:`ragassay.evaluate` on the same files; ``keep_per_query`` keeps every query's values in a
@@ -248,8 +278,20 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
     judged_keys = [JUDGED_KEY.format(k=k) for k in judged_cutoffs(measures)]  # beside the scores, as in memory
     pool = label_origin(qrels).pool
     pooled = _PoolTops({m.depth for m in pool}) if pool else None
-    out = BlockwiseEvaluation(name, list(measures), {str(m): 0.0 for m in measures}, 0, 0, 0, 0, missing,
-                              int(relevance_level), gain, str(qrels), label_origin(qrels))
+    out = BlockwiseEvaluation(
+        name,
+        list(measures),
+        {str(m): 0.0 for m in measures},
+        0,
+        0,
+        0,
+        0,
+        missing,
+        int(relevance_level),
+        gain,
+        str(qrels),
+        label_origin(qrels),
+    )
     totals = _Totals(measures, judged_keys)
     run_pieces = read_pieces(run, r_shape, "run", piece_bytes)
     first = next(run_pieces, None)
@@ -271,9 +313,21 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         overlap = False
         for p in range(parts):
             r_rows, q_rows = runs.take(p), judged.take(p)
-            block = _score_block(r_rows, q_rows, run, qrels, name, measures, evaluate, dedupe,
-                                 relevance_level=relevance_level, gain=gain, missing=missing, asked=asked_in[p],
-                                 pooled=pooled)
+            block = _score_block(
+                r_rows,
+                q_rows,
+                run,
+                qrels,
+                name,
+                measures,
+                evaluate,
+                dedupe,
+                relevance_level=relevance_level,
+                gain=gain,
+                missing=missing,
+                asked=asked_in[p],
+                pooled=pooled,
+            )
             del r_rows, q_rows
             if block is not None:
                 overlap |= totals.add(out, block)
@@ -282,37 +336,50 @@ def evaluate_files(qrels: str | Path, run: str | Path, metrics: Iterable[str | M
         runs.close()
         judged.close()
     if not overlap:
-        raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
-                         f"ids in {run} and the qrels' in {qrels} do not overlap", run)
+        raise InputError(
+            "No queries with both results and relevance info (trec_eval's words): the run's query "
+            f"ids in {run} and the qrels' in {qrels} do not overlap",
+            run,
+        )
     out.sums = totals.sums()
     out.relevance = dataclasses.replace(relevance, grades=grades) if grades is not None else relevance
     out.standing = _block_standing(out, measures, totals, pooled)
     return out
 
 
-def _block_standing(out: BlockwiseEvaluation, measures: Sequence[Measure], totals: _Totals,
-                    pooled: _PoolTops | None) -> PoolStanding:
+def _block_standing(
+    out: BlockwiseEvaluation, measures: Sequence[Measure], totals: _Totals, pooled: _PoolTops | None
+) -> PoolStanding:
     """Where the run stands against its labels' pool, known by the fingerprints of its top results."""
-    return pool_standing(out.qrels_origin, None, measures, totals.judged_means(),
-                         pooled.digests() if pooled is not None else None,
-                         pooled.longest if pooled is not None else None)
+    return pool_standing(
+        out.qrels_origin,
+        None,
+        measures,
+        totals.judged_means(),
+        pooled.digests() if pooled is not None else None,
+        pooled.longest if pooled is not None else None,
+    )
 
 
-def _file_shapes(qrels: str | Path, run: str | Path, qrels_format: str, run_format: str
-                 ) -> tuple[ColumnShape | None, ColumnShape]:
+def _file_shapes(
+    qrels: str | Path, run: str | Path, qrels_format: str, run_format: str
+) -> tuple[ColumnShape | None, ColumnShape]:
     """The column shapes of the two files (the qrels' None when the file is small enough to read
     whole); refused when either is not a plain file of columns."""
     whole = os.path.getsize(qrels) < QRELS_WHOLE if Path(qrels).is_file() else False
     q_shape = None if whole else column_shape(qrels, "qrels", qrels_format)
     r_shape = column_shape(run, "run", run_format)
     if (q_shape is None and not whole) or r_shape is None:
-        raise InputError("reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or "
-                         "standard input)", run if r_shape is None else qrels)
+        raise InputError(
+            "reading by blocks takes plain TREC or three-column files (not gzip, JSON Lines or standard input)",
+            run if r_shape is None else qrels,
+        )
     return q_shape, r_shape
 
 
-def _qrels_pieces(qrels: str | Path, q_shape: ColumnShape | None, qrels_format: str, piece_bytes: int,
-                  out: BlockwiseEvaluation) -> Iterator[Piece]:
+def _qrels_pieces(
+    qrels: str | Path, q_shape: ColumnShape | None, qrels_format: str, piece_bytes: int, out: BlockwiseEvaluation
+) -> Iterator[Piece]:
     """The judgments a piece at a time; a small qrels file is read as in memory (every format, the
     same checks), so its digest is the same too, and it is kept on ``out``."""
     if q_shape is None:
@@ -392,8 +459,9 @@ class _Totals:
 
     def judged_means(self) -> dict[str, float]:
         """The mean share judged at each cut-off over the queries with a share (none: left out)."""
-        return {key: self.judged[key].value / self.judged_counts[key] for key in self.judged_keys
-                if self.judged_counts[key]}
+        return {
+            key: self.judged[key].value / self.judged_counts[key] for key in self.judged_keys if self.judged_counts[key]
+        }
 
 
 class _PoolTops:
@@ -437,8 +505,7 @@ def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes:
     return int(min(MAX_PARTS, max(1, math.ceil(queries / block_queries))))
 
 
-def _block_run(r_rows: Piece | None, run_path: str | Path, name: str, dedupe: bool, asked: Sequence[str]
-               ) -> Run | None:
+def _block_run(r_rows: Piece | None, run_path: str | Path, name: str, dedupe: bool, asked: Sequence[str]) -> Run | None:
     """The partition's run rows as a run (checked, or deduplicated when asked), with the queries it
     was asked and has no row for; None when it holds neither."""
     run = None
@@ -455,8 +522,9 @@ def _block_run(r_rows: Piece | None, run_path: str | Path, name: str, dedupe: bo
     return run
 
 
-def _unmet_block(qrels: Qrels, run: Run | None, measures: list[Measure], relevance_level: int,
-                 missing: Missing) -> tuple:
+def _unmet_block(
+    qrels: Qrels, run: Run | None, measures: list[Measure], relevance_level: int, missing: Missing
+) -> tuple:
     """A partition whose judged queries the run does not meet: nothing under ``skip``, a 0 for each
     judged query under ``zero``."""
     run_only = 0 if run is None else len(run.queries)
@@ -469,9 +537,22 @@ def _unmet_block(qrels: Qrels, run: Run | None, measures: list[Measure], relevan
     return queries, values, run_only, len(queries), int((relevant == 0).sum()), False, 0, {}
 
 
-def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Path, qrels_path: str | Path,
-                 name: str, measures: list[Measure], evaluate: Any, dedupe: bool, *, relevance_level: int,
-                 gain: str, missing: Missing, asked: Sequence[str] = (), pooled: Any = None) -> tuple | None:
+def _score_block(
+    r_rows: Piece | None,
+    q_rows: Piece | None,
+    run_path: str | Path,
+    qrels_path: str | Path,
+    name: str,
+    measures: list[Measure],
+    evaluate: Any,
+    dedupe: bool,
+    *,
+    relevance_level: int,
+    gain: str,
+    missing: Missing,
+    asked: Sequence[str] = (),
+    pooled: Any = None,
+) -> tuple | None:
     """(queries, values by metric, run-only count, missing count, no-relevant count, overlap?, count
     of asked queries without results, the share judged per query) of one partition, or None when it
     holds no row. ``asked``: the partition's queries the run was asked, each a query of the run even
@@ -491,5 +572,13 @@ def _score_block(r_rows: Piece | None, q_rows: Piece | None, run_path: str | Pat
     if run is None or not any(q in judged for q in run.queries):
         return _unmet_block(qrels, run, measures, relevance_level, missing)
     ev = evaluate(qrels, run, measures, relevance_level=relevance_level, gain=gain, missing=missing)
-    return (ev.queries, ev.values, len(ev.run_only), len(ev.missing), len(ev.no_relevant), True,
-            len(ev.asked_empty), ev.judged)
+    return (
+        ev.queries,
+        ev.values,
+        len(ev.run_only),
+        len(ev.missing),
+        len(ev.no_relevant),
+        True,
+        len(ev.asked_empty),
+        ev.judged,
+    )

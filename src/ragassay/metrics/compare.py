@@ -41,10 +41,10 @@ class Test:
     losses: int
     p_randomization_holm: float = float("nan")
     p_t_test_holm: float = float("nan")
-    sd_diff: float | None = None         # sd of the per-query differences (the pilot's, for sizing)
-    mde: float | None = None             # smallest difference these queries detect at the power asked for
-    queries_needed: int | None = None    # queries needed to detect the effect asked for (None: none asked)
-    power_note: str = ""                 # why mde or queries_needed is missing, when it is
+    sd_diff: float | None = None  # sd of the per-query differences (the pilot's, for sizing)
+    mde: float | None = None  # smallest difference these queries detect at the power asked for
+    queries_needed: int | None = None  # queries needed to detect the effect asked for (None: none asked)
+    power_note: str = ""  # why mde or queries_needed is missing, when it is
 
 
 @dataclass
@@ -58,28 +58,45 @@ class Comparison:
     tests: list[Test]
     settings: dict = field(default_factory=dict)
     qrels: Any = field(default=None, repr=False)  # the qrels scored against: named in the JSON (file, digest, origin)
-    counts: dict = field(default_factory=dict)    # run -> how its queries met the qrels (Evaluation.counts)
+    counts: dict = field(default_factory=dict)  # run -> how its queries met the qrels (Evaluation.counts)
     rests_on: dict | None = None  # the relevant grade, each run's pool standing, unique relevant (rests_on.py)
 
     @property
     def means(self) -> dict[str, dict[str, float]]:
         """Each run's aggregate as evaluate gives it: a mean, or a total for the counts (num_rel...)."""
-        return {name: {m: ev.aggregate[m] if len(ev.queries) else 0.0 for m in self.metrics}
-                for name, ev in self.evaluations.items()}
+        return {
+            name: {m: ev.aggregate[m] if len(ev.queries) else 0.0 for m in self.metrics}
+            for name, ev in self.evaluations.items()
+        }
 
     def to_dict(self) -> dict:
-        return CompareResult(baseline=self.runs[0], queries=len(self.queries), means=self.means,
-                             tests=[t.__dict__ for t in self.tests], settings=self.settings,
-                             qrels=self.qrels.describe() if self.qrels is not None else None,
-                             counts=self.counts or None, rests_on=self.rests_on).to_dict()
+        return CompareResult(
+            baseline=self.runs[0],
+            queries=len(self.queries),
+            means=self.means,
+            tests=[t.__dict__ for t in self.tests],
+            settings=self.settings,
+            qrels=self.qrels.describe() if self.qrels is not None else None,
+            counts=self.counts or None,
+            rests_on=self.rests_on,
+        ).to_dict()
 
 
-def compare(qrels: Qrels | Mapping | str | Path,
-            runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | str | Path],
-            metrics: Iterable[str | Measure] | str | None = None, *, missing: Literal["skip", "zero"] = "zero",
-            relevance_level: int | None = None, gain: Gain = "linear", n_permutations: int = N_PERMUTATIONS,
-            n_bootstrap: int = N_BOOTSTRAP, confidence: float = 0.95, seed: int = SEED,
-            power: float = 0.8, effect: float | None = None) -> Comparison:
+def compare(
+    qrels: Qrels | Mapping | str | Path,
+    runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | str | Path],
+    metrics: Iterable[str | Measure] | str | None = None,
+    *,
+    missing: Literal["skip", "zero"] = "zero",
+    relevance_level: int | None = None,
+    gain: Gain = "linear",
+    n_permutations: int = N_PERMUTATIONS,
+    n_bootstrap: int = N_BOOTSTRAP,
+    confidence: float = 0.95,
+    seed: int = SEED,
+    power: float = 0.8,
+    effect: float | None = None,
+) -> Comparison:
     """Compare two or more runs; the first is the baseline every other run is tested against.
 
     Tests are paired over queries: a randomization (sign-flip) test with ``n_permutations`` and a
@@ -99,35 +116,70 @@ def compare(qrels: Qrels | Mapping | str | Path,
     """
     alpha = round(1.0 - confidence, 12)  # the tests' level, as the interval's
     if not alpha < power:
-        raise UsageError(f"the power to aim for ({power:g}) must be above the tests' alpha, 1 - confidence "
-                         f"({alpha:g}): a power of alpha or less asks nothing of the queries")
+        raise UsageError(
+            f"the power to aim for ({power:g}) must be above the tests' alpha, 1 - confidence "
+            f"({alpha:g}): a power of alpha or less asks nothing of the queries"
+        )
     check_design(power, alpha, effect)
     qrels = coerce_qrels(qrels)
     named = _named_runs(runs)
     if len(named) < 2:
         raise ValueError("compare needs at least two runs")
-    measures = DEFAULT_MEASURES if metrics is None else parse_measures(
-        metrics if isinstance(metrics, str) else list(metrics))
+    measures = (
+        DEFAULT_MEASURES if metrics is None else parse_measures(metrics if isinstance(metrics, str) else list(metrics))
+    )
     names = [str(m) for m in measures]
-    evals = {k: evaluate(qrels, r, measures, relevance_level=relevance_level, gain=gain, missing=missing)
-             for k, r in named.items()}
+    evals = {
+        k: evaluate(qrels, r, measures, relevance_level=relevance_level, gain=gain, missing=missing)
+        for k, r in named.items()
+    }
     common = sorted(set.intersection(*(set(e.queries) for e in evals.values())))
     aligned = {k: _restrict(e, common) for k, e in evals.items()}
 
     run_names = list(named)
     base = aligned[run_names[0]]
-    tests = [_paired_test(other, m, base.values[m], aligned[other].values[m], n_permutations=n_permutations,
-                          n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, power=power, alpha=alpha,
-                          effect=effect)
-             for other in run_names[1:] for m in names]
+    tests = [
+        _paired_test(
+            other,
+            m,
+            base.values[m],
+            aligned[other].values[m],
+            n_permutations=n_permutations,
+            n_bootstrap=n_bootstrap,
+            confidence=confidence,
+            seed=seed,
+            power=power,
+            alpha=alpha,
+            effect=effect,
+        )
+        for other in run_names[1:]
+        for m in names
+    ]
     _adjust_holm(tests)
     relevance_level = next(iter(evals.values())).relevance_level  # the one every run was scored with
-    settings = {"missing": missing, "relevance_level": relevance_level, "gain": gain,
-                "n_permutations": n_permutations, "n_bootstrap": n_bootstrap,
-                "confidence": confidence, "seed": seed, "power": power, "alpha": alpha,
-                "effect": None if effect is None else abs(effect)}
-    return Comparison(run_names, names, common, aligned, tests, settings, qrels,
-                      {k: e.counts for k, e in evals.items()}, compare_rests_on(evals, qrels, named))
+    settings = {
+        "missing": missing,
+        "relevance_level": relevance_level,
+        "gain": gain,
+        "n_permutations": n_permutations,
+        "n_bootstrap": n_bootstrap,
+        "confidence": confidence,
+        "seed": seed,
+        "power": power,
+        "alpha": alpha,
+        "effect": None if effect is None else abs(effect),
+    }
+    return Comparison(
+        run_names,
+        names,
+        common,
+        aligned,
+        tests,
+        settings,
+        qrels,
+        {k: e.counts for k, e in evals.items()},
+        compare_rests_on(evals, qrels, named),
+    )
 
 
 def _named_runs(runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | str | Path]) -> dict[str, Run]:
@@ -144,19 +196,44 @@ def _named_runs(runs: Mapping[str, Run | Mapping | str | Path] | Sequence[Run | 
     return named
 
 
-def _paired_test(other: str, m: str, a: np.ndarray, b: np.ndarray, *, n_permutations: int, n_bootstrap: int,
-                 confidence: float, seed: int, power: float, alpha: float, effect: float | None) -> Test:
+def _paired_test(
+    other: str,
+    m: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    n_permutations: int,
+    n_bootstrap: int,
+    confidence: float,
+    seed: int,
+    power: float,
+    alpha: float,
+    effect: float | None,
+) -> Test:
     """One run against the baseline on one metric, paired over the queries, and sized."""
     d = b - a
     lo, hi = bootstrap_ci(d, confidence, n_bootstrap, seed)
     t, p_t = paired_t_test(d)
     sized = analyse_pilot(d, effect, power, alpha)
     return Test(
-        run=other, metric=m, baseline_mean=_mean(a), mean=_mean(b), diff=_mean(d),
-        ci_low=lo, ci_high=hi, p_randomization=randomization_test(d, n_permutations, seed),
-        p_t_test=p_t, t=t, wins=int((d > 0).sum()), ties=int((d == 0).sum()),
-        losses=int((d < 0).sum()), sd_diff=sized.sd_diff, mde=sized.mde,
-        queries_needed=sized.queries_needed, power_note=sized.note)
+        run=other,
+        metric=m,
+        baseline_mean=_mean(a),
+        mean=_mean(b),
+        diff=_mean(d),
+        ci_low=lo,
+        ci_high=hi,
+        p_randomization=randomization_test(d, n_permutations, seed),
+        p_t_test=p_t,
+        t=t,
+        wins=int((d > 0).sum()),
+        ties=int((d == 0).sum()),
+        losses=int((d < 0).sum()),
+        sd_diff=sized.sd_diff,
+        mde=sized.mde,
+        queries_needed=sized.queries_needed,
+        power_note=sized.note,
+    )
 
 
 def _adjust_holm(tests: list[Test]) -> None:
@@ -176,10 +253,19 @@ def _restrict(ev: Evaluation, queries: list[str]) -> Evaluation:
         return ev
     pos = {q: i for i, q in enumerate(ev.queries)}
     idx = np.array([pos[q] for q in queries], dtype=np.int64)
-    return Evaluation(ev.run_name, ev.measures, queries, {k: v[idx] for k, v in ev.values.items()},
-                      ev.run_only, ev.missing, [q for q in ev.no_relevant if q in set(queries)],
-                      ev.missing_policy, ev.relevance_level, ev.gain,
-                      asked_empty=[q for q in ev.asked_empty if q in set(queries)])
+    return Evaluation(
+        ev.run_name,
+        ev.measures,
+        queries,
+        {k: v[idx] for k, v in ev.values.items()},
+        ev.run_only,
+        ev.missing,
+        [q for q in ev.no_relevant if q in set(queries)],
+        ev.missing_policy,
+        ev.relevance_level,
+        ev.gain,
+        asked_empty=[q for q in ev.asked_empty if q in set(queries)],
+    )
 
 
 def runs_by_name(runs: Sequence[Run], paths: Sequence[str]) -> dict[str, Run]:
@@ -204,11 +290,15 @@ def sizing_table(result: Mapping[str, Any]) -> tuple[list[str], list[list[Any]],
     effect = settings.get("effect")
     tests = result.get("tests") or []
     headers = ["run", "metric", "sd (diff)", "MDE"] + ([f"queries for {effect:g}"] if effect else [])
-    rows = [[t["run"], t["metric"], t.get("sd_diff"), t.get("mde")] + ([t.get("queries_needed")] if effect else [])
-            for t in tests]
-    notes = [f"MDE: the smallest difference these {result.get('queries')} queries detect with power "
-             f"{settings['power']:g} at alpha {settings['alpha']:g} (two-sided paired t-test, exact, from the sd "
-             "of the per-query differences: Sakai's topic set size design).",
-             "The randomization test's figures are taken to be the t-test's: it matches the t-test at these sizes."]
+    rows = [
+        [t["run"], t["metric"], t.get("sd_diff"), t.get("mde")] + ([t.get("queries_needed")] if effect else [])
+        for t in tests
+    ]
+    notes = [
+        f"MDE: the smallest difference these {result.get('queries')} queries detect with power "
+        f"{settings['power']:g} at alpha {settings['alpha']:g} (two-sided paired t-test, exact, from the sd "
+        "of the per-query differences: Sakai's topic set size design).",
+        "The randomization test's figures are taken to be the t-test's: it matches the t-test at these sizes.",
+    ]
     notes += [f"{t['run']} {t['metric']}: {t['power_note']}" for t in tests if t.get("power_note")]
     return headers, rows, notes

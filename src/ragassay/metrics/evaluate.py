@@ -53,7 +53,7 @@ class Evaluation:
     qrels: Any = field(default=None, repr=False)  # the qrels scored against: named in the JSON (file, digest, origin)
     asked_empty: list[str] = field(default_factory=list)  # judged queries the run was asked that returned nothing
     relevance: Any = None  # rests_on.Relevance: the relevant grade and where it comes from
-    standing: Any = None   # rests_on.PoolStanding: the pool the labels were judged from, and the share judged
+    standing: Any = None  # rests_on.PoolStanding: the pool the labels were judged from, and the share judged
     judged: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # that share per query, by cut-off
 
     @property
@@ -73,8 +73,10 @@ class Evaluation:
         are totalled instead, as trec_eval and ir_measures total them. The sum is exact (``math.fsum``),
         so a mean does not hang on the order of the queries: metrics/blockwise.py's equal these."""
         summed = {str(m) for m in self.measures if m.summed}
-        return {name: (float(v.sum()) if name in summed else math.fsum(v.tolist()) / len(v)) if len(v) else 0.0
-                for name, v in self.values.items()}
+        return {
+            name: (float(v.sum()) if name in summed else math.fsum(v.tolist()) / len(v)) if len(v) else 0.0
+            for name, v in self.values.items()
+        }
 
     @property
     def per_query(self) -> dict[str, dict[str, float]]:
@@ -100,7 +102,8 @@ class Evaluation:
     def to_dict(self, per_query: bool = True) -> dict:
         """The result as JSON-ready data; ``per_query=False`` leaves out the per-query values."""
         return evaluate_result(
-            run=self.run_name, aggregate=self.aggregate,
+            run=self.run_name,
+            aggregate=self.aggregate,
             **({"per_query": self.per_query} if per_query else {}),
             counts=self.counts,
             settings={"relevance_level": self.relevance_level, "gain": self.gain, "missing": self.missing_policy},
@@ -113,12 +116,14 @@ EXPONENT_LIMIT = 512  # 2 ** 1024 is past the largest float: grades below 512 ke
 DIGEST_SOON_ROWS = 1 << 20  # qrels this large have their digest made on another thread while the run is scored
 
 
-def checked_settings(metrics: str | Iterable[str | Measure] | None, missing: str, gain: str,
-                     relevance_level: Any) -> list:
+def checked_settings(
+    metrics: str | Iterable[str | Measure] | None, missing: str, gain: str, relevance_level: Any
+) -> list:
     """The measures asked for (the default ones when none), once the other settings are checked:
     what every way of evaluating (in memory, by blocks) takes the same way."""
-    measures = DEFAULT_MEASURES if metrics is None else parse_measures(
-        metrics if isinstance(metrics, str) else list(metrics))
+    measures = (
+        DEFAULT_MEASURES if metrics is None else parse_measures(metrics if isinstance(metrics, str) else list(metrics))
+    )
     if missing not in ("skip", "zero"):
         raise ValueError(f"missing must be 'skip' or 'zero', got {missing!r}")
     if gain not in ("linear", "exponential"):
@@ -128,16 +133,21 @@ def checked_settings(metrics: str | Iterable[str | Measure] | None, missing: str
     if isinstance(relevance_level, bool) or int(relevance_level) != relevance_level:
         raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
     if relevance_level < 1:  # trec_eval's and pytrec_eval's too: a grade of 0 or below is never relevant
-        raise ValueError(f"relevance_level must be at least 1 (grades of 0 and below are not relevant), "
-                         f"got {relevance_level!r}")
+        raise ValueError(
+            f"relevance_level must be at least 1 (grades of 0 and below are not relevant), got {relevance_level!r}"
+        )
     return measures
 
 
-
-
-def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Path,
-             metrics: Iterable[str | Measure] | str | None = None, *, relevance_level: int | None = None,
-             gain: Gain = "linear", missing: Missing = "skip") -> Evaluation:
+def evaluate(
+    qrels: Qrels | Mapping | str | Path,
+    run: Run | Mapping | str | Path,
+    metrics: Iterable[str | Measure] | str | None = None,
+    *,
+    relevance_level: int | None = None,
+    gain: Gain = "linear",
+    missing: Missing = "skip",
+) -> Evaluation:
     """Evaluate a run against qrels.
 
     ``qrels`` and ``run`` may be objects from :func:`read_qrels` / :func:`read_run`, file paths,
@@ -178,9 +188,23 @@ def evaluate(qrels: Qrels | Mapping | str | Path, run: Run | Mapping | str | Pat
     no_relevant = _without_relevant(qrels, queries, level)
     judged = _judged_shares(values, cutoffs, queries, set(unscored.empty) | set(unscored.missing))
     standing = _standing(qrels, run, measures, judged)
-    return Evaluation(run.name, list(measures), queries, values, run_only, unscored.missing,
-                      sorted(no_relevant), missing, int(level), gain, qrels, sorted(unscored.empty),
-                      relevance=relevance, standing=standing, judged=judged)
+    return Evaluation(
+        run.name,
+        list(measures),
+        queries,
+        values,
+        run_only,
+        unscored.missing,
+        sorted(no_relevant),
+        missing,
+        int(level),
+        gain,
+        qrels,
+        sorted(unscored.empty),
+        relevance=relevance,
+        standing=standing,
+        judged=judged,
+    )
 
 
 def _relevance(qrels: Qrels, relevance_level: int | None, gain: Gain) -> Relevance:
@@ -202,8 +226,9 @@ def _without_relevant(qrels: Qrels, queries: list[str], level: int) -> list[str]
     return [q for q, nr in zip(qrels.queries, (relevant == 0).tolist()) if nr and q in evaluated]
 
 
-def _judged_shares(values: dict[str, np.ndarray], cutoffs: Sequence[int], queries: list[str],
-                   absent: set[str]) -> dict[str, np.ndarray]:
+def _judged_shares(
+    values: dict[str, np.ndarray], cutoffs: Sequence[int], queries: list[str], absent: set[str]
+) -> dict[str, np.ndarray]:
     """The shares judged at each cut-off, taken out of ``values``; a query the run returned nothing
     for has no share judged (not 0), so it is left out of the mean."""
     judged = {key: values.pop(key) for key in [JUDGED_KEY.format(k=k) for k in cutoffs]}
@@ -229,14 +254,24 @@ def _refuse_overflowing_gains(qrels: Qrels) -> None:
     """An exponential gain of a grade of 512 or more is more than a float holds: refused, naming the grade."""
     if len(qrels.grades) and int(qrels.grades.max()) >= EXPONENT_LIMIT:
         at = int(np.argmax(qrels.grades))
-        raise InputError(f"grade {int(qrels.grades[at])} (query {qrels.queries[qrels.qidx[at]]!r}) makes an "
-                         "exponential "
-                         f"gain of 2^{int(qrels.grades[at])} - 1, more than a float holds: use linear gain, or grades "
-                         f"under {EXPONENT_LIMIT}", qrels.source)
+        raise InputError(
+            f"grade {int(qrels.grades[at])} (query {qrels.queries[qrels.qidx[at]]!r}) makes an "
+            "exponential "
+            f"gain of 2^{int(qrels.grades[at])} - 1, more than a float holds: use linear gain, or grades "
+            f"under {EXPONENT_LIMIT}",
+            qrels.source,
+        )
 
 
-def _score_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, measures: Sequence[Measure],
-                  cutoffs: Sequence[int], level: int, gain: Gain) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _score_slices(
+    qrels: Qrels,
+    run: Run,
+    run_to_qrels: np.ndarray,
+    measures: Sequence[Measure],
+    cutoffs: Sequence[int],
+    level: int,
+    gain: Gain,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Every measure (and the share judged at each cut-off) of every query the run and the qrels share,
     with each value's query as its position in the qrels. Scored a slice of queries at a time (one slice
     unless the run is large and grouped by query): each query's values come from its own rows, and the
@@ -251,8 +286,11 @@ def _score_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, measures: Se
         indexes.append(part.qrels_index[rows.query_index])
         del rows, views
     query_index = np.concatenate(indexes)
-    values = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]} if parts else \
-        {key: np.zeros(0) for key in [str(m) for m in measures] + [JUDGED_KEY.format(k=k) for k in cutoffs]}
+    values = (
+        {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+        if parts
+        else {key: np.zeros(0) for key in [str(m) for m in measures] + [JUDGED_KEY.format(k=k) for k in cutoffs]}
+    )
     return query_index, values
 
 
@@ -260,9 +298,12 @@ def _refuse_no_overlap(qrels: Qrels, run: Run) -> None:
     """No query with both results and labels: refused in trec_eval's words, with a few ids of each side."""
     run_file = f" in {run.source}" if run.source else ""
     qrels_file = f" in {qrels.source}" if qrels.source else ""
-    raise InputError("No queries with both results and relevance info (trec_eval's words): the run's query "
-                     f"ids{run_file} ({_sample(run.queries)}) and the qrels'{qrels_file} ({_sample(qrels.queries)}) "
-                     "do not overlap", run.source or qrels.source)
+    raise InputError(
+        "No queries with both results and relevance info (trec_eval's words): the run's query "
+        f"ids{run_file} ({_sample(run.queries)}) and the qrels'{qrels_file} ({_sample(qrels.queries)}) "
+        "do not overlap",
+        run.source or qrels.source,
+    )
 
 
 @dataclass
@@ -276,16 +317,18 @@ class _Unscored:
     zero_missing: bool
 
     @classmethod
-    def of(cls, qrels: Qrels, run: Run, query_index: np.ndarray, judged_queries: dict[str, int],
-           missing: Missing) -> _Unscored:
+    def of(
+        cls, qrels: Qrels, run: Run, query_index: np.ndarray, judged_queries: dict[str, int], missing: Missing
+    ) -> _Unscored:
         present = set(query_index.tolist())
         asked = [q for q in run.queries if q in judged_queries]
         empty_ids = {q for q in asked if judged_queries[q] not in present} if len(asked) > len(present) else set()
         missing_ids = [q for i, q in enumerate(qrels.queries) if i not in present and q not in empty_ids]
         return cls(empty_ids, missing_ids, missing == "zero")
 
-    def added(self, qrels_queries: list[str], query_index: np.ndarray,
-              values: dict[str, np.ndarray]) -> tuple[list[str], dict[str, np.ndarray]]:
+    def added(
+        self, qrels_queries: list[str], query_index: np.ndarray, values: dict[str, np.ndarray]
+    ) -> tuple[list[str], dict[str, np.ndarray]]:
         """The evaluated queries, sorted, and their values: the scored ones, then a 0 for each query
         the run answered with nothing and (when ``zero`` is asked) for each it never mentions."""
         qids = [qrels_queries[i] for i in query_index.tolist()]
@@ -298,8 +341,6 @@ class _Unscored:
         order = sorted(range(len(qids)), key=qids.__getitem__)
         idx = np.array(order, dtype=np.int64)
         return [qids[i] for i in order], {k: v[idx] for k, v in values.items()}
-
-
 
 
 def _judged_share(rows: RankedRows, k: int, n: int) -> np.ndarray:

@@ -20,8 +20,13 @@ from .rates import MIN_INTERVAL
 SIDES = ("the reference", "the candidate")
 
 
-def one_grade_why(x: np.ndarray, y: np.ndarray, sides: Sequence[str] = SIDES, unit: str = "pairs",
-                  grade: Callable[[int], str] = lambda g: f"grade {g}") -> str | None:
+def one_grade_why(
+    x: np.ndarray,
+    y: np.ndarray,
+    sides: Sequence[str] = SIDES,
+    unit: str = "pairs",
+    grade: Callable[[int], str] = lambda g: f"grade {g}",
+) -> str | None:
     """Why no kappa (weighted or not) of ``x`` against ``y`` means anything: no pairs, or a side
     that gives every item one grade (``grade`` names a code: answers' labels are coded 0..3)."""
     if len(x) == 0:
@@ -29,10 +34,12 @@ def one_grade_why(x: np.ndarray, y: np.ndarray, sides: Sequence[str] = SIDES, un
     for side, v in zip(sides, (x, y)):
         grades = np.unique(v)
         if len(grades) == 1:
-            return (f"{side} give{'' if side == 'people' else 's'} all {len(v)} shared {unit} "
-                    f"{grade(int(grades[0]))}: kappa measures agreement "
-                    "beyond chance, and with one grade on a side chance explains all of it (kappa is 0 or undefined "
-                    "by construction, whatever the other side did)")
+            return (
+                f"{side} give{'' if side == 'people' else 's'} all {len(v)} shared {unit} "
+                f"{grade(int(grades[0]))}: kappa measures agreement "
+                "beyond chance, and with one grade on a side chance explains all of it (kappa is 0 or undefined "
+                "by construction, whatever the other side did)"
+            )
     return None
 
 
@@ -45,8 +52,10 @@ def binary_why(x: np.ndarray, y: np.ndarray, threshold: int, sides: Sequence[str
         above = int((v >= threshold).sum())
         if above in (0, len(v)):
             where = "at or above" if above else "below"
-            return (f"{side} puts all {len(v)} shared pairs {where} grade {threshold}: one class on a side, so "
-                    "kappa is 0 or undefined by construction")
+            return (
+                f"{side} puts all {len(v)} shared pairs {where} grade {threshold}: one class on a side, so "
+                "kappa is 0 or undefined by construction"
+            )
     return None
 
 
@@ -58,8 +67,10 @@ def alpha_why(x: np.ndarray, y: np.ndarray, sides: Sequence[str] = SIDES) -> str
     for side, v in zip(sides, (x, y)):
         grades = np.unique(v)
         if len(grades) == 1:
-            return (f"{side} gives all {len(v)} shared pairs grade {int(grades[0])}: with one grade on a side, alpha "
-                    "measures the other side's spread, not agreement")
+            return (
+                f"{side} gives all {len(v)} shared pairs grade {int(grades[0])}: with one grade on a side, alpha "
+                "measures the other side's spread, not agreement"
+            )
     return None
 
 

@@ -50,8 +50,9 @@ class MeasureViews:
             rows, qrels = self.ranked(order), self.qrels
             if gains:  # mapped first, as ir_measures hands trec_eval the mapped qrels; -J then drops what is below 0
                 rows = self.ranked("trec" if order == "judged_only" else order)
-                rows = RankedRows(rows.group, rows.rank, _mapped(rows.grade, gains), rows.size, rows.query_index,
-                                  rows.run_only)
+                rows = RankedRows(
+                    rows.group, rows.rank, _mapped(rows.grade, gains), rows.size, rows.query_index, rows.run_only
+                )
                 rows = judged_only_rows(rows) if order == "judged_only" else rows
                 qrels = Qrels(qrels.queries, qrels.qidx, qrels.doc_ids, _mapped(qrels.grades, gains))
             self._stats[key] = _QueryStats(qrels, rows, level, "linear" if gains else self.gain)
@@ -112,6 +113,7 @@ class _QueryStats:
             if k is not None:
                 w = np.where(rank < k, w, 0.0)
             return np.bincount(qq, weights=w, minlength=len(q.queries))[self.rows.query_index]
+
         return self.cached(("idcg", k), build)
 
 
@@ -124,8 +126,10 @@ def _ideal_order(qidx: np.ndarray, grades: np.ndarray, nq: int) -> tuple[np.ndar
     top = int(gg.max()) if len(gg) else 0
     if len(gg) and nq * top <= 4 * len(gg) + 4096:
         counts = np.bincount(qq * top + (top - gg), minlength=nq * top)  # per query: grade top, top-1, ..., 1
-        return (np.repeat(np.repeat(np.arange(nq, dtype=np.int64), top), counts),
-                np.repeat(np.tile(np.arange(top, 0, -1, dtype=np.int64), nq), counts))
+        return (
+            np.repeat(np.repeat(np.arange(nq, dtype=np.int64), top), counts),
+            np.repeat(np.tile(np.arange(top, 0, -1, dtype=np.int64), nq), counts),
+        )
     order = np.lexsort((-gg, qq))
     return qq[order], gg[order]
 
@@ -157,9 +161,27 @@ def compute_measure(m: Measure, views: MeasureViews, level: int, n: int) -> np.n
     return _compute_trec(m, s.rows, s, n)
 
 
-_PEER_MEASURES = frozenset({"set_ap", "set_relative_p", "num_ret", "num_rel", "num_rel_ret", "num_q", "iprec", "infap",
-                            "rbp",
-                            "ranx_rbp", "dcg", "dcg_burges", "ndcg_burges", "compat"}) | CWL_GRADED
+_PEER_MEASURES = (
+    frozenset(
+        {
+            "set_ap",
+            "set_relative_p",
+            "num_ret",
+            "num_rel",
+            "num_rel_ret",
+            "num_q",
+            "iprec",
+            "infap",
+            "rbp",
+            "ranx_rbp",
+            "dcg",
+            "dcg_burges",
+            "ndcg_burges",
+            "compat",
+        }
+    )
+    | CWL_GRADED
+)
 
 
 def _compute_peer(m: Measure, views: MeasureViews, order: str, s: _QueryStats, level: int, n: int) -> np.ndarray:
@@ -185,8 +207,16 @@ def _compute_peer(m: Measure, views: MeasureViews, order: str, s: _QueryStats, l
     if name == "rbp":
         return peer.cwl_rbp(rows, level, float(m.required("p")), n)
     if name in CWL_GRADED:
-        return peer.cwl_measure(name, rows, n, min_rel=int(m.required("min_rel")), max_rel=int(m.required("max_rel")),
-                                t=float(m.param("t", "1.0")), p=float(m.param("p", "0.9")), k=k)
+        return peer.cwl_measure(
+            name,
+            rows,
+            n,
+            min_rel=int(m.required("min_rel")),
+            max_rel=int(m.required("max_rel")),
+            t=float(m.param("t", "1.0")),
+            p=float(m.param("p", "0.9")),
+            k=k,
+        )
     if name == "ranx_rbp":
         return peer.ranx_rbp(rows, level, float(m.required("p")), n)
     if name in ("dcg", "dcg_burges", "ndcg_burges"):
@@ -195,8 +225,15 @@ def _compute_peer(m: Measure, views: MeasureViews, order: str, s: _QueryStats, l
         return dcg if name != "ndcg_burges" else ratio(dcg, peer.ranx_ideal_dcg(views.qrels, rows, level, k, burges))
     if name == "compat":
         found = views.peer[order]
-        return peer.compatibility(rows, found.qrels_row, views.run.scores[found.run_row], views.qrels,
-                                  float(m.required("p")), m.param("normalize", "true") == "true", n)
+        return peer.compatibility(
+            rows,
+            found.qrels_row,
+            views.run.scores[found.run_row],
+            views.qrels,
+            float(m.required("p")),
+            m.param("normalize", "true") == "true",
+            n,
+        )
     raise AssertionError(f"no implementation for {m}")  # every name of _PEER_MEASURES is handled above
 
 
@@ -270,9 +307,8 @@ def _err(rows: RankedRows, in_k: np.ndarray, n: int) -> np.ndarray:
     the user did not stop earlier, r = (2^grade - 1) / 16, grades below 0 as 0 and above 4 as 4.
     An unjudged row has r = 0: it neither adds nor changes the chance of going on."""
     g = np.clip(rows.grade, 0, ERR_MAX_GRADE).astype(np.float64)
-    r = (np.exp2(g) - 1.0) / 2.0 ** ERR_MAX_GRADE
+    r = (np.exp2(g) - 1.0) / 2.0**ERR_MAX_GRADE
     keep = np.log1p(-np.where(in_k, r, 0.0))  # log of the chance of going on past each row
     before = rows.cumsum_in_query(keep) - keep  # log P(not stopped above this row)
     w = np.where(in_k, r * np.exp(before) / (rows.rank + 1.0), 0.0)
     return np.bincount(rows.group, weights=w, minlength=n)
-

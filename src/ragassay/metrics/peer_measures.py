@@ -17,8 +17,9 @@ INFAP_EPSILON = 0.00001  # trec_eval's
 INST_BLOCK = 2048  # queries scored at a time by INST (a block is INST_BLOCK x 1000 floats)
 
 
-def interpolated_precision(rows: RankedRows, rel: np.ndarray, rel_before: np.ndarray, num_rel: np.ndarray,
-                           n: int, recall: float) -> np.ndarray:
+def interpolated_precision(
+    rows: RankedRows, rel: np.ndarray, rel_before: np.ndarray, num_rel: np.ndarray, n: int, recall: float
+) -> np.ndarray:
     """trec_eval's iprec_at_recall: the best precision at or below the rank where the run holds
     ``floor(recall * R + 0.9)`` relevant documents (at least one); 0 when it never holds that many."""
     need = np.maximum(np.floor(recall * num_rel + 0.9), 1.0)
@@ -42,8 +43,9 @@ def inferred_ap(rows: RankedRows, level: int, num_rel: np.ndarray, n: int) -> np
     j = rows.rank.astype(np.float64)
     safe_j = np.where(j > 0, j, 1.0)
     before = rel_so_far - 1.0
-    term = (1.0 / (j + 1.0) + (j / (j + 1.0)) * ((before + nonrel_above + unjudged_above) / safe_j)
-            * ((before + INFAP_EPSILON) / (before + nonrel_above + 2 * INFAP_EPSILON)))
+    term = 1.0 / (j + 1.0) + (j / (j + 1.0)) * ((before + nonrel_above + unjudged_above) / safe_j) * (
+        (before + INFAP_EPSILON) / (before + nonrel_above + 2 * INFAP_EPSILON)
+    )
     term = np.where(j == 0, 1.0, term)
     total = np.bincount(rows.group[relevant], weights=term[relevant], minlength=n)
     return np.where(num_rel > 0, total / np.where(num_rel > 0, num_rel, 1.0), total)
@@ -54,7 +56,7 @@ def cwl_rbp(rows: RankedRows, level: int, p: float, n: int) -> np.ndarray:
     0, at least the level), weights p^(i-1) over the first 1000 ranks, divided by their sum."""
     gain = (np.maximum(rows.grade, 0) >= level) & (rows.rank < CWL_DEPTH)
     w = np.power(p, rows.rank[gain].astype(np.float64))
-    return np.bincount(rows.group[gain], weights=w, minlength=n) * ((1.0 - p) / (1.0 - p ** CWL_DEPTH))
+    return np.bincount(rows.group[gain], weights=w, minlength=n) * ((1.0 - p) / (1.0 - p**CWL_DEPTH))
 
 
 def cwl_gains(grades: np.ndarray, min_rel: int, max_rel: int) -> np.ndarray:
@@ -84,8 +86,17 @@ def cwl_utility(rows: RankedRows, gain: np.ndarray, n: int, go_on) -> np.ndarray
     return out
 
 
-def cwl_measure(name: str, rows: RankedRows, n: int, *, min_rel: int, max_rel: int, t: float = 1.0,
-                p: float = 0.9, k: int | None = None) -> np.ndarray:
+def cwl_measure(
+    name: str,
+    rows: RankedRows,
+    n: int,
+    *,
+    min_rel: int,
+    max_rel: int,
+    t: float = 1.0,
+    p: float = 0.9,
+    k: int | None = None,
+) -> np.ndarray:
     """ir_measures' C/W/L measures on graded gains, as cwl_eval defines each one's chance of going
     on past rank i (G_i the gain so far, g_i the gain at i):
 
@@ -95,6 +106,7 @@ def cwl_measure(name: str, rows: RankedRows, n: int, *, min_rel: int, max_rel: i
     - SDCG@k: log2(i + 1) / log2(i + 2) before rank k (a scaled DCG@k)
     - BPM(T)@k: 1 while G_i < T and i < k (the static Bejewelled player, one unit of cost a document)
     """
+
     def before_k(position: np.ndarray) -> np.ndarray:
         return position < (k or 0)
 
@@ -108,8 +120,9 @@ def cwl_measure(name: str, rows: RankedRows, n: int, *, min_rel: int, max_rel: i
         "nerr9": lambda g, cum, i: np.where(before_k(i), i / (i + 1.0) * (1.0 - g), 0.0),
         "nerr10": lambda g, cum, i: p * (1.0 - g),
         "nerr11": lambda g, cum, i: insq(i) * (1.0 - g),
-        "sdcg": lambda g, cum, i: np.broadcast_to(np.where(before_k(i), np.log2(i + 1.0) / np.log2(i + 2.0), 0.0),
-                                                  g.shape),
+        "sdcg": lambda g, cum, i: np.broadcast_to(
+            np.where(before_k(i), np.log2(i + 1.0) / np.log2(i + 2.0), 0.0), g.shape
+        ),
         "bpm": lambda g, cum, i: ((cum < t) & before_k(i)).astype(np.float64),
     }
     return cwl_utility(rows, cwl_gains(rows.grade, min_rel, max_rel), n, rules[name])
@@ -152,8 +165,9 @@ def ranx_rbp(rows: RankedRows, level: int, p: float, n: int) -> np.ndarray:
     return (1.0 - p) * np.bincount(rows.group[keep], weights=w, minlength=n)
 
 
-def compatibility(rows: RankedRows, qrels_row: np.ndarray, row_scores: np.ndarray, qrels: Qrels, p: float,
-                  normalize: bool, n: int) -> np.ndarray:
+def compatibility(
+    rows: RankedRows, qrels_row: np.ndarray, row_scores: np.ndarray, qrels: Qrels, p: float, normalize: bool, n: int
+) -> np.ndarray:
     """ir_measures' Compat: rank-biased overlap of the ranking (``rows`` in ir_measures' order) with the
     ideal one, to the depth of the longer of the two, over the ideal's own overlap when normalised.
 

@@ -60,8 +60,9 @@ def peer_ranking(qrels: Qrels, run: Run, ties: TieOrder) -> PeerRows:
     evaluated = np.flatnonzero((run_to_qrels >= 0) & (size_by_code > 0))
     start = (np.cumsum(size_by_code) - size_by_code)[evaluated]
     run_row = order[start[found.group] + found.rank] if len(found.group) else np.zeros(0, dtype=np.int64)
-    rows = RankedRows(found.group, found.rank, qrels.grades[qrels_row].astype(np.int32), found.size,
-                      found.query_index, found.run_only)
+    rows = RankedRows(
+        found.group, found.rank, qrels.grades[qrels_row].astype(np.int32), found.size, found.query_index, found.run_only
+    )
     return PeerRows(rows, qrels_row, run_row)
 
 
@@ -70,8 +71,7 @@ def judged_only_rows(rows: RankedRows) -> RankedRows:
     scores it: a judgment below 0 (trec_eval's "pooled but unjudged") goes too; a kept row's rank
     counts only the kept rows above it, a ranking's size only its kept rows."""
     keep = rows.grade >= 0
-    judged = RankedRows(rows.group[keep], rows.rank[keep], rows.grade[keep], rows.size, rows.query_index,
-                        rows.run_only)
+    judged = RankedRows(rows.group[keep], rows.rank[keep], rows.grade[keep], rows.size, rows.query_index, rows.run_only)
     rank = judged.cumsum_in_query(np.ones(len(judged.group), dtype=np.int64)) - 1
     size = np.bincount(judged.group, minlength=len(rows.size)).astype(rows.size.dtype)
     return RankedRows(judged.group, rank.astype(rows.rank.dtype), judged.grade, size, rows.query_index, rows.run_only)

@@ -33,10 +33,11 @@ from .significance import regularized_incomplete_beta
 
 Design = Literal["one-way", "two-way"]
 MAX_QUERIES = 10**7  # beyond this "queries needed" is out of reach (None, said in the note), not searched for
-_TOL = 1e-13         # the tail a series may drop
+_TOL = 1e-13  # the tail a series may drop
 
 
 # --------------------------------------------------------------------------- distributions
+
 
 def normal_cdf(z: float) -> float:
     """P(Z <= z), standard normal."""
@@ -45,12 +46,16 @@ def normal_cdf(z: float) -> float:
 
 def _beta_step(a: float, b: float, x: float) -> float:
     """I_x(a, b) - I_x(a + 1, b) = x^a (1 - x)^b Gamma(a + b) / (Gamma(a + 1) Gamma(b))."""
-    return math.exp(math.lgamma(a + b) - math.lgamma(a + 1.0) - math.lgamma(b)
-                    + a * math.log(x) + b * math.log1p(-x))
+    return math.exp(math.lgamma(a + b) - math.lgamma(a + 1.0) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
 
 
-def _poisson_beta_mixture(lam: float, x: float, b: float, a0: float, coef: Callable[[int], float],
-                          ) -> float:
+def _poisson_beta_mixture(
+    lam: float,
+    x: float,
+    b: float,
+    a0: float,
+    coef: Callable[[int], float],
+) -> float:
     """sum over j >= 0 of coef(j) * I_x(a0 + j, b), with coef(j) carrying Poisson(lam)-like weights.
 
     Summed from the Poisson mode outwards (forwards until the rest is below ``_TOL``, backwards to
@@ -195,6 +200,7 @@ def _root(f: Callable[[float], float], lo: float, hi: float, xtol: float) -> flo
 
 # ------------------------------------------------------------------------- paired t-test
 
+
 def check_design(power: float, alpha: float, effect: float | None = None) -> None:
     """Refuse (``UsageError``) a design no number of queries answers: alpha outside (0, 1), a power
     not above alpha or not below 1, an effect of 0 (None: no effect asked for)."""
@@ -203,15 +209,19 @@ def check_design(power: float, alpha: float, effect: float | None = None) -> Non
     if not 0.0 < alpha < 1.0:
         raise UsageError(f"alpha must be strictly between 0 and 1, got {alpha}")
     if not alpha < power < 1.0:
-        raise UsageError(f"the power to aim for must be above alpha ({alpha}) and below 1, got {power}: "
-                         "a test rejects a true null with probability alpha, so a power of alpha or less "
-                         "asks nothing, and a power of 1 needs infinitely many queries")
+        raise UsageError(
+            f"the power to aim for must be above alpha ({alpha}) and below 1, got {power}: "
+            "a test rejects a true null with probability alpha, so a power of alpha or less "
+            "asks nothing, and a power of 1 needs infinitely many queries"
+        )
 
 
 def _check_effect(effect: float) -> float:
     if effect is None or math.isnan(effect) or effect == 0 or math.isinf(effect):
-        raise UsageError(f"the difference to detect must be a non-zero finite number, got {effect}: "
-                         "no number of queries detects a difference of 0")
+        raise UsageError(
+            f"the difference to detect must be a non-zero finite number, got {effect}: "
+            "no number of queries detects a difference of 0"
+        )
     return abs(float(effect))
 
 
@@ -284,6 +294,7 @@ def minimum_detectable_effect(n: int, sd: float, power: float = 0.8, alpha: floa
 
 # ---------------------------------------------------------------------------- one pilot
 
+
 @dataclass
 class PowerAnalysis:
     """What a pilot's per-query differences say about the size of a comparison.
@@ -303,8 +314,10 @@ class PowerAnalysis:
     mde: float | None = None
     queries_needed: int | None = None
     note: str = ""
-    method: str = ("paired t-test, exact (noncentral t); the randomization test's figures are taken to be "
-                   "the t-test's, which it matches at these sizes")
+    method: str = (
+        "paired t-test, exact (noncentral t); the randomization test's figures are taken to be "
+        "the t-test's, which it matches at these sizes"
+    )
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -313,16 +326,22 @@ class PowerAnalysis:
         """One line: what the current queries detect, and what the asked-for difference needs."""
         if self.mde is None:
             return self.note
-        out = (f"{self.queries} queries detect a difference of {self.mde:.4f} or more at power "
-               f"{self.power:g} (alpha {self.alpha:g})")
+        out = (
+            f"{self.queries} queries detect a difference of {self.mde:.4f} or more at power "
+            f"{self.power:g} (alpha {self.alpha:g})"
+        )
         if self.effect is not None:
-            out += (f"; to detect {self.effect:g} you need {self.queries_needed} queries" if self.queries_needed
-                    else f"; {self.note}")
+            out += (
+                f"; to detect {self.effect:g} you need {self.queries_needed} queries"
+                if self.queries_needed
+                else f"; {self.note}"
+            )
         return out
 
 
-def analyse_pilot(d: Sequence[float] | np.ndarray, effect: float | None = None, power: float = 0.8,
-                  alpha: float = 0.05) -> PowerAnalysis:
+def analyse_pilot(
+    d: Sequence[float] | np.ndarray, effect: float | None = None, power: float = 0.8, alpha: float = 0.05
+) -> PowerAnalysis:
     """Size a comparison from a pilot's per-query differences ``d`` (run B minus run A, paired by query).
 
     Refuses (``UsageError``) a power not above ``alpha`` or not below 1, an effect of 0, and NaN in
@@ -334,19 +353,35 @@ def analyse_pilot(d: Sequence[float] | np.ndarray, effect: float | None = None, 
     d = np.asarray(d, dtype=np.float64).ravel()
     nans = int(np.isnan(d).sum())
     if nans:
-        raise UsageError(f"{nans} of the pilot's {len(d)} per-query differences are NaN: "
-                         "score every query (or drop it from both runs) before sizing a comparison")
+        raise UsageError(
+            f"{nans} of the pilot's {len(d)} per-query differences are NaN: "
+            "score every query (or drop it from both runs) before sizing a comparison"
+        )
     n = len(d)
     if n < 2:
-        return PowerAnalysis(n, None, float(d.mean()) if n else None, power, alpha, wanted,
-                             note=f"a pilot of {n} {'query' if n == 1 else 'queries'} has no variance to "
-                                  "size a comparison with (at least 2 are needed)")
+        return PowerAnalysis(
+            n,
+            None,
+            float(d.mean()) if n else None,
+            power,
+            alpha,
+            wanted,
+            note=f"a pilot of {n} {'query' if n == 1 else 'queries'} has no variance to "
+            "size a comparison with (at least 2 are needed)",
+        )
     mean = float(d.mean())
     if bool(np.all(d == d[0])):
-        return PowerAnalysis(n, 0.0, mean, power, alpha, wanted,
-                             note=f"every query has the same difference ({d[0]:+.4f}): the differences have "
-                                  "no variance, so the pilot cannot size a comparison; use a pilot whose runs "
-                                  "differ query by query")
+        return PowerAnalysis(
+            n,
+            0.0,
+            mean,
+            power,
+            alpha,
+            wanted,
+            note=f"every query has the same difference ({d[0]:+.4f}): the differences have "
+            "no variance, so the pilot cannot size a comparison; use a pilot whose runs "
+            "differ query by query",
+        )
     sd = float(d.std(ddof=1))
     mde = minimum_detectable_effect(n, sd, power, alpha)
     needed, note = None, ""
@@ -357,8 +392,12 @@ def analyse_pilot(d: Sequence[float] | np.ndarray, effect: float | None = None, 
     return PowerAnalysis(n, sd, mean, power, alpha, wanted, mde=mde, queries_needed=needed, note=note)
 
 
-def pairwise_analyses(scores: Mapping[str, Sequence[float] | np.ndarray], effect: float | None = None,
-                      power: float = 0.8, alpha: float = 0.05) -> dict[tuple[str, str], PowerAnalysis]:
+def pairwise_analyses(
+    scores: Mapping[str, Sequence[float] | np.ndarray],
+    effect: float | None = None,
+    power: float = 0.8,
+    alpha: float = 0.05,
+) -> dict[tuple[str, str], PowerAnalysis]:
     """Every pair of runs (in the given order, B minus A) sized from one pilot: ``scores`` maps a run
     to its per-query scores, aligned on the same queries. The set that serves every pair needs the
     largest of their ``queries_needed``."""
@@ -366,11 +405,13 @@ def pairwise_analyses(scores: Mapping[str, Sequence[float] | np.ndarray], effect
     if len(lengths) > 1:
         raise UsageError(f"the runs' per-query scores must cover the same queries; got lengths {sorted(lengths)}")
     arrays = {k: np.asarray(v, dtype=np.float64) for k, v in scores.items()}
-    return {(a, b): analyse_pilot(arrays[b] - arrays[a], effect, power, alpha)
-            for a, b in combinations(list(arrays), 2)}
+    return {
+        (a, b): analyse_pilot(arrays[b] - arrays[a], effect, power, alpha) for a, b in combinations(list(arrays), 2)
+    }
 
 
 # ------------------------------------------------------------------- m runs: one-way ANOVA
+
 
 def ncf_cdf(f: float, df1: float, df2: float, nc: float) -> float:
     """P(F <= f), noncentral F with ``df1``, ``df2`` degrees of freedom and noncentrality ``nc``:
@@ -399,8 +440,9 @@ def f_isf(tail: float, df1: float, df2: float) -> float:
     return _root(lambda f: (1.0 - ncf_cdf(f, df1, df2, 0.0)) - tail, 0.0, hi, 1e-14)
 
 
-def anova_power(n: float, runs: int, min_range: float, residual_variance: float, alpha: float = 0.05,
-                design: Design = "one-way") -> float:
+def anova_power(
+    n: float, runs: int, min_range: float, residual_variance: float, alpha: float = 0.05, design: Design = "one-way"
+) -> float:
     """Power of the ANOVA F-test over ``runs`` systems with ``n`` queries each to detect means whose
     best and worst differ by ``min_range`` (the others in the middle, the least favourable case):
     noncentrality n * min_range^2 / (2 * residual_variance) (Sakai 2016). ``design`` "one-way"
@@ -422,11 +464,16 @@ def residual_variance(scores: np.ndarray, design: Design = "one-way") -> float:
     if design == "one-way":
         return float(((scores - scores.mean(axis=1, keepdims=True)) ** 2).sum() / (m * (n - 1)))
     left = scores - scores.mean(axis=1, keepdims=True) - scores.mean(axis=0, keepdims=True) + scores.mean()
-    return float((left ** 2).sum() / ((m - 1) * (n - 1)))
+    return float((left**2).sum() / ((m - 1) * (n - 1)))
 
 
-def anova_queries_needed(scores: np.ndarray | Mapping[str, Sequence[float]], min_range: float,
-                         power: float = 0.8, alpha: float = 0.05, design: Design = "one-way") -> int | None:
+def anova_queries_needed(
+    scores: np.ndarray | Mapping[str, Sequence[float]],
+    min_range: float,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    design: Design = "one-way",
+) -> int | None:
     """Queries needed so that ANOVA over the pilot's runs detects a best-to-worst difference of
     ``min_range`` with ``power`` (Sakai 2016's m-system design). ``scores`` is runs x queries (or
     run -> per-query scores); the variance is the pilot's residual variance under ``design``.
@@ -446,8 +493,10 @@ def anova_queries_needed(scores: np.ndarray | Mapping[str, Sequence[float]], min
         raise UsageError("the pilot's scores hold NaN: score every query before sizing a comparison")
     var = residual_variance(matrix, design)
     if not var > 1e-15 * max(1.0, float(np.abs(matrix).max())) ** 2:  # rounding noise of an exact 0
-        raise UsageError(f"the pilot has no {design} residual variance to size a comparison with "
-                         "(every query tells the runs apart by the same amount)")
+        raise UsageError(
+            f"the pilot has no {design} residual variance to size a comparison with "
+            "(every query tells the runs apart by the same amount)"
+        )
     m = matrix.shape[0]
     n = 2
     while anova_power(n, m, min_range, var, alpha, design) < power:

@@ -25,11 +25,15 @@ from .rates import MIN_INTERVAL
 
 SIDES = ("people", "the model")
 CONFIDENCE = 0.95
-P_METHOD = ("paired bootstrap: the same resampled items for both judges; two-sided p = twice the smaller share "
-            "of resampled differences at or below 0 and at or above 0, each share (count + 1) / (resamples + 1), "
-            "at most 1 (so the smallest p it can give is 2 / (resamples + 1))")
-MCNEMAR_METHOD = ("McNemar's exact test: of the items exactly one judge labels as people do, the share the first "
-                  "judge gets right against 1/2, two-sided exact binomial")
+P_METHOD = (
+    "paired bootstrap: the same resampled items for both judges; two-sided p = twice the smaller share "
+    "of resampled differences at or below 0 and at or above 0, each share (count + 1) / (resamples + 1), "
+    "at most 1 (so the smallest p it can give is 2 / (resamples + 1))"
+)
+MCNEMAR_METHOD = (
+    "McNemar's exact test: of the items exactly one judge labels as people do, the share the first "
+    "judge gets right against 1/2, two-sided exact binomial"
+)
 
 
 def _kappa(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -91,23 +95,24 @@ class LabelAgreement:
     """How a model's labels agree with people's on the items both labelled (``n``); ``missing``
     items had no model label (error records). Kappas are None where they cannot mean anything, with
     the reason in ``why`` (keys: "kappa", "kappa_ci", "kappa_binary", "kappa_binary_ci")."""
+
     n: int
     missing: int
     classes: list
-    positive: list                       # the classes the binary view counts as positive
-    positive_words: str                  # "grade >= 2", "correct"
+    positive: list  # the classes the binary view counts as positive
+    positive_words: str  # "grade >= 2", "correct"
     ordinal: bool
-    unit: str                            # what an item is called: "pairs", "answers"
-    kappa: float | None                  # unweighted Cohen's kappa over all classes
-    kappa_ci: list[float] | None         # 95% percentile bootstrap over items
-    kappa_binary: float | None           # Cohen's kappa of positive vs not
+    unit: str  # what an item is called: "pairs", "answers"
+    kappa: float | None  # unweighted Cohen's kappa over all classes
+    kappa_ci: list[float] | None  # 95% percentile bootstrap over items
+    kappa_binary: float | None  # Cohen's kappa of positive vs not
     kappa_binary_ci: list[float] | None
-    exact_agreement: float | None        # share of items labelled alike (None for no items)
-    binary_agreement: float | None       # share of items on the same side of the binary cut
-    confusion: list[list[int]]           # rows people, columns model, both in ``classes`` order
-    above: int | None                    # ordinal only: items the model put above people's label
+    exact_agreement: float | None  # share of items labelled alike (None for no items)
+    binary_agreement: float | None  # share of items on the same side of the binary cut
+    confusion: list[list[int]]  # rows people, columns model, both in ``classes`` order
+    above: int | None  # ordinal only: items the model put above people's label
     below: int | None
-    people_counts: dict                  # class -> items people gave it (of the ``n``)
+    people_counts: dict  # class -> items people gave it (of the ``n``)
     model_counts: dict
     why: dict[str, str] = field(default_factory=dict)
     n_bootstrap: int = 2000
@@ -122,9 +127,17 @@ class LabelAgreement:
         return nan_to_none(d)
 
 
-def label_agreement(people: Sequence[Any], model: Sequence[Any], classes: Sequence[Hashable],
-                    positive: Any, *, ordinal: bool, n_bootstrap: int = 2000, seed: int = 0,
-                    unit: str | None = None) -> LabelAgreement:
+def label_agreement(
+    people: Sequence[Any],
+    model: Sequence[Any],
+    classes: Sequence[Hashable],
+    positive: Any,
+    *,
+    ordinal: bool,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    unit: str | None = None,
+) -> LabelAgreement:
     """Agreement of ``model``'s labels with ``people``'s, item by item (equal-length sequences).
 
     ``positive``: the classes the binary view counts as positive (relevance: the grades from the
@@ -142,25 +155,39 @@ def label_agreement(people: Sequence[Any], model: Sequence[Any], classes: Sequen
     words = _positive_words(classes, pos, ordinal)
     xb, yb = np.isin(x, list(pos)).astype(np.int64), np.isin(y, list(pos)).astype(np.int64)
     values: dict[str, Any] = {}
-    for name, a, b, namer in (("kappa", x, y, _namer(classes, ordinal)),
-                              ("kappa_binary", xb, yb, _binary_namer(words))):
+    for name, a, b, namer in (
+        ("kappa", x, y, _namer(classes, ordinal)),
+        ("kappa_binary", xb, yb, _binary_namer(words)),
+    ):
         values[name], values[name + "_ci"] = _kappa_with_interval(a, b, name, namer, unit, n_bootstrap, seed, why)
     return LabelAgreement(
-        n=n, missing=len(people) - n, classes=classes, positive=[classes[i] for i in sorted(pos)],
-        positive_words=words, ordinal=ordinal, unit=unit,
-        kappa=values["kappa"], kappa_ci=values["kappa_ci"],
-        kappa_binary=values["kappa_binary"], kappa_binary_ci=values["kappa_binary_ci"],
+        n=n,
+        missing=len(people) - n,
+        classes=classes,
+        positive=[classes[i] for i in sorted(pos)],
+        positive_words=words,
+        ordinal=ordinal,
+        unit=unit,
+        kappa=values["kappa"],
+        kappa_ci=values["kappa_ci"],
+        kappa_binary=values["kappa_binary"],
+        kappa_binary_ci=values["kappa_binary_ci"],
         exact_agreement=float((x == y).mean()) if n else None,
         binary_agreement=float((xb == yb).mean()) if n else None,
         confusion=confusion_matrix(x, y, list(range(len(classes)))).tolist(),
-        above=int((y > x).sum()) if ordinal else None, below=int((y < x).sum()) if ordinal else None,
+        above=int((y > x).sum()) if ordinal else None,
+        below=int((y < x).sum()) if ordinal else None,
         people_counts={c: int((x == i).sum()) for i, c in enumerate(classes)},
         model_counts={c: int((y == i).sum()) for i, c in enumerate(classes)},
-        why=why, n_bootstrap=n_bootstrap, seed=seed)
+        why=why,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+    )
 
 
-def _coded_pairs(people: Sequence[Any], model: Sequence[Any], classes: Sequence[Hashable]
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _coded_pairs(
+    people: Sequence[Any], model: Sequence[Any], classes: Sequence[Hashable]
+) -> tuple[np.ndarray, np.ndarray]:
     """People's and the model's labels as class codes, the items without a model label left out, in
     one sorted order so that the items' order changes no resample."""
     pc, mc = _codes(people, classes, "people"), _codes(model, classes, "the model")
@@ -172,8 +199,16 @@ def _coded_pairs(people: Sequence[Any], model: Sequence[Any], classes: Sequence[
     return x, y
 
 
-def _kappa_with_interval(a: np.ndarray, b: np.ndarray, name: str, namer: Callable[[int], str], unit: str,
-                         n_bootstrap: int, seed: int, why: dict[str, str]) -> tuple[float | None, list[float] | None]:
+def _kappa_with_interval(
+    a: np.ndarray,
+    b: np.ndarray,
+    name: str,
+    namer: Callable[[int], str],
+    unit: str,
+    n_bootstrap: int,
+    seed: int,
+    why: dict[str, str],
+) -> tuple[float | None, list[float] | None]:
     """One kappa and its bootstrap interval, with the reason in ``why`` for each that cannot be given."""
     reason = one_grade_why(a, b, SIDES, unit, namer)
     kappa = None if reason else _kappa(a, b)
@@ -192,12 +227,13 @@ class KappaDifference:
     """One kappa of two judges against people, and their difference ``a - b`` with a paired
     bootstrap interval and p-value; None with ``why`` where either kappa or the resampling cannot
     mean anything."""
+
     a: float | None
     b: float | None
     difference: float | None
     ci: list[float] | None
     p_value: float | None
-    resamples: int               # resamples where both kappas were defined (what ci and p rest on)
+    resamples: int  # resamples where both kappas were defined (what ci and p rest on)
     why: str | None = None
 
 
@@ -206,6 +242,7 @@ class PairedDifference:
     """Two judges (two prompts, two models) on the same items against people: which agrees better.
     ``n`` items had both judges' labels; ``missing`` lacked one or both (``missing_a``,
     ``missing_b``: lacked that judge's)."""
+
     n: int
     missing: int
     missing_a: int
@@ -214,11 +251,11 @@ class PairedDifference:
     positive: list
     kappa: KappaDifference
     kappa_binary: KappaDifference
-    exact_a: float | None         # share of items each judge labels as people do
+    exact_a: float | None  # share of items each judge labels as people do
     exact_b: float | None
-    only_a_right: int             # a labels as people do, b does not
+    only_a_right: int  # a labels as people do, b does not
     only_b_right: int
-    mcnemar_p: float              # exact two-sided; 1.0 when no item splits them
+    mcnemar_p: float  # exact two-sided; 1.0 when no item splits them
     p_method: str = P_METHOD
     mcnemar_method: str = MCNEMAR_METHOD
     n_bootstrap: int = 2000
@@ -245,8 +282,9 @@ def _resampled_kappas(x: np.ndarray, y: np.ndarray, levels: int, idx: np.ndarray
         return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
 
 
-def _difference(x: np.ndarray, ya: np.ndarray, yb: np.ndarray, deltas: np.ndarray | None,
-                namer: Callable[[int], str], unit: str) -> KappaDifference:
+def _difference(
+    x: np.ndarray, ya: np.ndarray, yb: np.ndarray, deltas: np.ndarray | None, namer: Callable[[int], str], unit: str
+) -> KappaDifference:
     ka_why = one_grade_why(x, ya, ("people", "judge a"), unit, namer)
     kb_why = one_grade_why(x, yb, ("people", "judge b"), unit, namer)
     ka = None if ka_why else _kappa(x, ya)
@@ -263,8 +301,14 @@ def _difference(x: np.ndarray, ya: np.ndarray, yb: np.ndarray, deltas: np.ndarra
     alpha = (1 - CONFIDENCE) / 2
     low = (int((d <= 0).sum()) + 1) / (len(d) + 1)
     high = (int((d >= 0).sum()) + 1) / (len(d) + 1)
-    return KappaDifference(ka, kb, diff, [float(np.quantile(d, alpha)), float(np.quantile(d, 1 - alpha))],
-                           min(1.0, 2 * min(low, high)), len(d))
+    return KappaDifference(
+        ka,
+        kb,
+        diff,
+        [float(np.quantile(d, alpha)), float(np.quantile(d, 1 - alpha))],
+        min(1.0, 2 * min(low, high)),
+        len(d),
+    )
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
@@ -274,21 +318,30 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     if total == 0:
         return 1.0
     k = min(only_a, only_b)
-    tail = sum(math.comb(total, i) for i in range(k + 1)) / 2 ** total
+    tail = sum(math.comb(total, i) for i in range(k + 1)) / 2**total
     return min(1.0, 2 * tail)
 
 
-def paired_difference(people: Sequence[Any], a: Sequence[Any], b: Sequence[Any], classes: Sequence[Hashable],
-                      positive: Any, *, n_bootstrap: int = 2000, seed: int = 0,
-                      unit: str = "items") -> PairedDifference:
+def paired_difference(
+    people: Sequence[Any],
+    a: Sequence[Any],
+    b: Sequence[Any],
+    classes: Sequence[Hashable],
+    positive: Any,
+    *,
+    n_bootstrap: int = 2000,
+    seed: int = 0,
+    unit: str = "items",
+) -> PairedDifference:
     """Whether judge ``a`` agrees with ``people`` better than judge ``b`` on the same items: the
     difference of their kappas (over all classes, and positive vs not) with a paired bootstrap
     (each resample draws the same items for both, so what the items share cancels), and McNemar's
     exact test of "labels the item as people do". Items where either judge has no label (None) are
     left out and counted; people's labels must all be given."""
     if not len(people) == len(a) == len(b):
-        raise ValueError(f"people labelled {len(people)} items, judge a {len(a)} and judge b {len(b)}: "
-                         "they must be the same items")
+        raise ValueError(
+            f"people labelled {len(people)} items, judge a {len(a)} and judge b {len(b)}: they must be the same items"
+        )
     classes, pos = _check_classes(classes, positive)
     pc = _codes(people, classes, "people")
     ac, bc = _codes(a, classes, "judge a"), _codes(b, classes, "judge b")
@@ -308,34 +361,45 @@ def paired_difference(people: Sequence[Any], a: Sequence[Any], b: Sequence[Any],
         for start in range(0, n_bootstrap, step):
             idx = rng.integers(0, n, size=(min(step, n_bootstrap - start), n))
             parts.append(_resampled_kappas(x, ya, levels, idx) - _resampled_kappas(x, yb, levels, idx))
-            binary_parts.append(_resampled_kappas(binary[0], binary[1], 2, idx)
-                                - _resampled_kappas(binary[0], binary[2], 2, idx))
+            binary_parts.append(
+                _resampled_kappas(binary[0], binary[1], 2, idx) - _resampled_kappas(binary[0], binary[2], 2, idx)
+            )
         deltas, binary_deltas = np.concatenate(parts), np.concatenate(binary_parts)
     words = _positive_words(classes, pos, False)
     right_a, right_b = ya == x, yb == x
     only_a, only_b = int((right_a & ~right_b).sum()), int((~right_a & right_b).sum())
     return PairedDifference(
-        n=n, missing=len(people) - n, missing_a=sum(c is None for c in ac), missing_b=sum(c is None for c in bc),
-        classes=classes, positive=[classes[i] for i in sorted(pos)],
+        n=n,
+        missing=len(people) - n,
+        missing_a=sum(c is None for c in ac),
+        missing_b=sum(c is None for c in bc),
+        classes=classes,
+        positive=[classes[i] for i in sorted(pos)],
         kappa=_difference(x, ya, yb, deltas, _namer(classes, False), unit),
         kappa_binary=_difference(binary[0], binary[1], binary[2], binary_deltas, _binary_namer(words), unit),
-        exact_a=float(right_a.mean()) if n else None, exact_b=float(right_b.mean()) if n else None,
-        only_a_right=only_a, only_b_right=only_b, mcnemar_p=mcnemar_exact(only_a, only_b),
-        n_bootstrap=n_bootstrap, seed=seed)
+        exact_a=float(right_a.mean()) if n else None,
+        exact_b=float(right_b.mean()) if n else None,
+        only_a_right=only_a,
+        only_b_right=only_b,
+        mcnemar_p=mcnemar_exact(only_a, only_b),
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+    )
 
 
 @dataclass(frozen=True)
 class RankingAgreement:
     """Whether people's labels and the model's rank the systems alike: Kendall's tau-b (and
     Spearman's rho) of the systems' scores under each, over the ``systems`` scored under both."""
+
     n: int
     systems: list[str]
     tau: float | None
     rho: float | None
     why: str | None
-    only_people: list[str]        # systems scored under people's labels only
+    only_people: list[str]  # systems scored under people's labels only
     only_model: list[str]
-    unscored: list[str]           # a score that is not a number (NaN) on either side: left out
+    unscored: list[str]  # a score that is not a number (NaN) on either side: left out
 
     def to_dict(self) -> dict:
         """JSON-safe (no NaN)."""
@@ -345,28 +409,41 @@ class RankingAgreement:
 MIN_SYSTEMS = 3
 
 
-def system_ranking_agreement(people_scores: Mapping[str, float], model_scores: Mapping[str, float],
-                             measure: str | None = None) -> RankingAgreement:
+def system_ranking_agreement(
+    people_scores: Mapping[str, float], model_scores: Mapping[str, float], measure: str | None = None
+) -> RankingAgreement:
     """Kendall's tau-b between the systems' scores under people's labels and under the model's (the
     same measure, named by ``measure`` in the reasons), over the systems both scored; None with the
     reason under 3 systems or when one side scores every system alike."""
+
     def finite(v: Any) -> bool:
         return v is not None and math.isfinite(float(v))
+
     both = sorted(set(people_scores) & set(model_scores))
     unscored = [s for s in both if not (finite(people_scores[s]) and finite(model_scores[s]))]
     systems = [s for s in both if s not in unscored]
     a = [float(people_scores[s]) for s in systems]
     b = [float(model_scores[s]) for s in systems]
     what = measure or "on the measure"
-    why = (f"{len(systems)} system{'' if len(systems) == 1 else 's'} scored under both: a ranking agreement needs "
-           f"{MIN_SYSTEMS} or more" if len(systems) < MIN_SYSTEMS else None)
+    why = (
+        f"{len(systems)} system{'' if len(systems) == 1 else 's'} scored under both: a ranking agreement needs "
+        f"{MIN_SYSTEMS} or more"
+        if len(systems) < MIN_SYSTEMS
+        else None
+    )
     why = why or constant_why(a, "people's labels", what) or constant_why(b, "the model's labels", what)
     tau = None if why else kendall_tau_b(a, b)
     rho = None if why else spearman_rho(a, b)
     return RankingAgreement(
-        n=len(systems), systems=systems, tau=tau, rho=rho, why=why,
+        n=len(systems),
+        systems=systems,
+        tau=tau,
+        rho=rho,
+        why=why,
         only_people=sorted(set(people_scores) - set(model_scores)),
-        only_model=sorted(set(model_scores) - set(people_scores)), unscored=unscored)
+        only_model=sorted(set(model_scores) - set(people_scores)),
+        unscored=unscored,
+    )
 
 
 def _percent(k: int, n: int) -> str:
@@ -394,13 +471,14 @@ def bias_sentence(agreement: LabelAgreement, unit: str | None = None) -> str:
         return f"no {unit} labelled by both people and the model"
     if agreement.ordinal:
         above, below = agreement.above or 0, agreement.below or 0
-        return (f"grades above people's on {_percent(above, n)} of {unit} ({above} of {n}), "
-                f"below on {_percent(below, n)} ({below})")
+        return (
+            f"grades above people's on {_percent(above, n)} of {unit} ({above} of {n}), "
+            f"below on {_percent(below, n)} ({below})"
+        )
     conf, classes = agreement.confusion, agreement.classes
     cells = [(conf[i][j], -i, -j) for i in range(len(classes)) for j in range(len(classes)) if i != j]
     count, i, j = max(cells, default=(0, 0, 0))
     if count == 0:
         return f"labels as people do on all {n} {unit}"
     i, j = -i, -j
-    return (f"called {classes[j]} where people said {classes[i]}: {count} of {n}; "
-            f"the reverse: {conf[j][i]}")
+    return f"called {classes[j]} where people said {classes[i]}: {count} of {n}; the reverse: {conf[j][i]}"

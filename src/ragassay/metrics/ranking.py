@@ -27,12 +27,12 @@ LOOKUP_ROWS = 1 << 17
 class RankedRows:
     """The judged rows of a run, sorted by query then rank, and the size of every ranking."""
 
-    group: np.ndarray        # per judged row: index of its query among the evaluated queries
-    rank: np.ndarray         # per judged row: 0-based rank within its query
-    grade: np.ndarray        # per judged row: its grade in the qrels
-    size: np.ndarray         # per evaluated query: how many documents the run lists for it
+    group: np.ndarray  # per judged row: index of its query among the evaluated queries
+    rank: np.ndarray  # per judged row: 0-based rank within its query
+    grade: np.ndarray  # per judged row: its grade in the qrels
+    size: np.ndarray  # per evaluated query: how many documents the run lists for it
     query_index: np.ndarray  # per evaluated query: its index in qrels.queries
-    run_only: list[str]      # run queries that have no judgments (ignored, as trec_eval does)
+    run_only: list[str]  # run queries that have no judgments (ignored, as trec_eval does)
 
     def cumsum_in_query(self, x: np.ndarray) -> np.ndarray:
         """Running sum of ``x`` over the rows of each query (inclusive), restarting at each query."""
@@ -85,6 +85,7 @@ class QuerySlice(NamedTuple):
     """Some queries of a run with their judgments, as tables of their own: ``run`` (its query codes
     are the whole run's minus ``first_code``), ``qrels`` (its query ``i`` is ``qrels_index[i]`` of
     the whole qrels) and ``run_to_qrels`` between the two (:func:`query_positions`)."""
+
     run: Run
     qrels: Qrels
     first_code: int
@@ -120,15 +121,22 @@ def query_slices(qrels: Qrels, run: Run, run_to_qrels: np.ndarray, rows: int | N
         first, last = int(qidx[lo]), int(qidx[hi - 1])
         a, b = np.searchsorted(ordered, [first, last + 1])
         at = slice(int(a), int(b)) if order is None else order[a:b]
-        local = run_to_qrels[first:last + 1]  # the slice's queries: their places in the whole qrels
+        local = run_to_qrels[first : last + 1]  # the slice's queries: their places in the whole qrels
         judged = np.flatnonzero(local >= 0)
         local_qrels = np.full(last + 1 - first, -1, dtype=np.int64)
         local_qrels[judged] = np.arange(len(judged))
         yield QuerySlice(
-            Run(run.queries[first:last + 1], qidx[lo:hi] - first, run.doc_ids[lo:hi], run.scores[lo:hi], run.name),
-            Qrels([run.queries[first + j] for j in judged.tolist()], local_qrels[ordered[a:b] - first],
-                  qrels.doc_ids[at], qrels.grades[at]),
-            first, local[judged], local_qrels)
+            Run(run.queries[first : last + 1], qidx[lo:hi] - first, run.doc_ids[lo:hi], run.scores[lo:hi], run.name),
+            Qrels(
+                [run.queries[first + j] for j in judged.tolist()],
+                local_qrels[ordered[a:b] - first],
+                qrels.doc_ids[at],
+                qrels.grades[at],
+            ),
+            first,
+            local[judged],
+            local_qrels,
+        )
         lo = hi
 
 
@@ -141,7 +149,7 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
     pos = 0
     while parts:
         part = parts.pop(0)
-        out[pos:pos + len(part)] = part
+        out[pos : pos + len(part)] = part
         pos += len(part)
     return out
 
@@ -217,7 +225,7 @@ def _lookup(qrels: Qrels, run: Run, run_to_qrels: np.ndarray) -> tuple[np.ndarra
         if grouped:  # this step's queries are one range of codes: a table of their judgments alone
             part = (int(np.searchsorted(code, qidx[lo], "left")), int(np.searchsorted(code, qidx[hi - 1], "right")))
         if index is None or grouped:
-            made = _key_index(qkeys[part[0]:part[1]])
+            made = _key_index(qkeys[part[0] : part[1]])
             if made is False:
                 return _lookup_dict(qrels, run_to_qrels[qidx], docs)  # a true 64-bit collision: be exact instead
             index = made

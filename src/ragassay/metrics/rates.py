@@ -35,8 +35,9 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     return low, 1.0 if successes == n else min(1.0, centre + half)
 
 
-def rate(values: np.ndarray, unit: str = "answers", n_resamples: int = 10_000, seed: int = 0,
-         binary: bool = True) -> dict[str, Any]:
+def rate(
+    values: np.ndarray, unit: str = "answers", n_resamples: int = 10_000, seed: int = 0, binary: bool = True
+) -> dict[str, Any]:
     """The mean of ``values`` with its denominator ``n`` and a 95% interval when the items carry one
     (bootstrap; Wilson for a 0/1 rate whose items are all alike); ``why`` says what was withheld."""
     n = len(values)
@@ -52,8 +53,10 @@ def rate(values: np.ndarray, unit: str = "answers", n_resamples: int = 10_000, s
             out["ci_low"], out["ci_high"] = wilson(int(values.sum()), n)
             out["method"] = "wilson"
         else:
-            out["why"] = (f"all {n} {unit} score alike: resampling them gives an interval of no width, which "
-                          "would claim certainty")
+            out["why"] = (
+                f"all {n} {unit} score alike: resampling them gives an interval of no width, which "
+                "would claim certainty"
+            )
     else:
         out["ci_low"], out["ci_high"] = bootstrap_ci(values, 0.95, n_resamples, seed)
     return out
@@ -71,8 +74,13 @@ def rate_text(r: Mapping[str, Any] | None, unit: str = "answers", total: int | N
         why = (r or {}).get("why") or f"no {unit} to rest on"
         return f"none ({why})"
     n = r.get("n")
-    base = "" if n is None else " from " + (f"{n} of {total}" if total is not None and total != n else f"{n}") \
+    base = (
+        ""
+        if n is None
+        else " from "
+        + (f"{n} of {total}" if total is not None and total != n else f"{n}")
         + f" {_unit(unit, n if total is None else total)}"
+    )
     if r.get("ci_low") is not None and r.get("ci_high") is not None:
         return f"{r['value']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]{base}"
     if n is not None and n < MIN_INTERVAL:

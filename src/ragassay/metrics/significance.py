@@ -36,8 +36,9 @@ def randomization_test(d: np.ndarray, n_permutations: int = 10_000, seed: int = 
     return (hits + 1) / (n_permutations + 1)
 
 
-def bootstrap_ci(d: np.ndarray, confidence: float = 0.95, n_resamples: int = 10_000,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    d: np.ndarray, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of mean(d), resampling queries with replacement."""
     d = np.asarray(d, dtype=np.float64)
     n = len(d)
@@ -49,7 +50,7 @@ def bootstrap_ci(d: np.ndarray, confidence: float = 0.95, n_resamples: int = 10_
     drawn = 0
     while drawn < n_resamples:
         m = min(chunk, n_resamples - drawn)
-        means[drawn:drawn + m] = d[rng.integers(0, n, size=(m, n))].mean(axis=1)
+        means[drawn : drawn + m] = d[rng.integers(0, n, size=(m, n))].mean(axis=1)
         drawn += m
     alpha = (1.0 - confidence) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
@@ -97,8 +98,7 @@ def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                 + a * math.log(x) + b * math.log1p(-x))
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
     if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast only below this point
         return 1.0 - regularized_incomplete_beta(b, a, 1.0 - x)
     tiny = 1e-300
@@ -106,8 +106,10 @@ def regularized_incomplete_beta(a: float, b: float, x: float) -> float:
     dd = 1.0 / (dd if abs(dd) > tiny else tiny)
     f = dd
     for m in range(1, 10_000):
-        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
             dd = 1.0 + numerator * dd
             dd = 1.0 / (dd if abs(dd) > tiny else tiny)
             c = 1.0 + numerator / c

@@ -21,8 +21,11 @@ def find_example(explicit: str | Path | None = None) -> Path:
     if (c / PROJECT_FILE).exists():
         return c
     if explicit:
-        raise InputError(f"not an example dataset: it needs its project file {PROJECT_FILE} (the bundled "
-                         "example's names chunks.jsonl, queries.jsonl, qrels.txt, answers.jsonl, retrievers.py)", c)
+        raise InputError(
+            f"not an example dataset: it needs its project file {PROJECT_FILE} (the bundled "
+            "example's names chunks.jsonl, queries.jsonl, qrels.txt, answers.jsonl, retrievers.py)",
+            c,
+        )
     raise InputError("the bundled example is missing from this installation; reinstall ragassay", c)
 
 
@@ -31,6 +34,10 @@ def copy_example(directory: str | Path) -> list[Path]:
     src, dest = example_dir(), Path(directory)
     if dest.exists() and any(dest.iterdir()):
         raise InputError("exists and is not empty; choose a new directory", dest)
-    shutil.copytree(src, dest, dirs_exist_ok=True,  # (not what a run in a clone's example left there)
-                    ignore=shutil.ignore_patterns("__pycache__", ".ragassay", "ragassay-out"))
+    shutil.copytree(
+        src,
+        dest,
+        dirs_exist_ok=True,  # (not what a run in a clone's example left there)
+        ignore=shutil.ignore_patterns("__pycache__", ".ragassay", "ragassay-out"),
+    )
     return sorted(p for p in dest.rglob("*") if p.is_file())

@@ -39,8 +39,9 @@ def _demo_cache(project: Path, flags: Mapping[str, Any], log: Callable[[str], No
         return flags  # a cache the user chose: its errors are theirs to see
     model = settings.get("model")
     try:
-        config = LLMConfig.from_env(model=model[0] if isinstance(model, list) and model else model,
-                                    base_url=settings.get("base_url"))
+        config = LLMConfig.from_env(
+            model=model[0] if isinstance(model, list) and model else model, base_url=settings.get("base_url")
+        )
         config.check()
     except (LLMError, InputError):
         return flags  # no endpoint: no LLM stage opens the cache
@@ -57,29 +58,42 @@ def _demo_cache(project: Path, flags: Mapping[str, Any], log: Callable[[str], No
     return flags
 
 
-def run_demo(out: str | Path, data: str | Path | None = None, flags: Mapping[str, Any] | None = None,
-             log: Callable[[str], None] = print) -> DemoResult:
+def run_demo(
+    out: str | Path,
+    data: str | Path | None = None,
+    flags: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] = print,
+) -> DemoResult:
     """``ragassay run`` over the example's project file (``data``'s, or the bundled one), writing into
     ``out`` with its state there too: the installed example is only read. ``flags``: the LLM flags
     (``model``, ``base_url``, ``concurrency``, ...), as ``run`` takes them."""
     ex = find_example(data)
-    project_run = run_project(ex / PROJECT_FILE, out=out, flags=_demo_cache(ex / PROJECT_FILE, flags or {}, log),
-                              log=log)
+    project_run = run_project(
+        ex / PROJECT_FILE, out=out, flags=_demo_cache(ex / PROJECT_FILE, flags or {}, log), log=log
+    )
     for line in project_run.usage_lines():
         log(line)
     failed = [f"{s.step}: {s.text}" for s in project_run.steps if s.exit_code]
     return DemoResult(skipped=project_run.without_llm, failed=failed, report=project_run.report)
 
 
-def demo(out: str | Path | None = None, data: str | Path | None = None, copy: str | Path | None = None,
-         flags: Mapping[str, Any] | None = None, log: Callable[[str], None] = print) -> DemoResult:
+def demo(
+    out: str | Path | None = None,
+    data: str | Path | None = None,
+    copy: str | Path | None = None,
+    flags: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] = print,
+) -> DemoResult:
     """``ragassay demo``: write the bundled example's files to ``copy``, or run the example's project
     file (or the example-shaped ``data``'s) into ``out`` (default ``ragassay-demo``)."""
     if copy:
         given = [k for k in FLAG_KEYS if (flags or {}).get(k) not in (None, False, [], ())]
         if given:  # said, not ignored: a copy runs nothing
-            raise UsageError("--copy only writes the bundled example's files and calls no model: "
-                             + ", ".join("--" + k.replace("_", "-") for k in given) + " would do nothing; give them to "
-                             "a demo run (or to 'ragassay run' in the copy)")
+            raise UsageError(
+                "--copy only writes the bundled example's files and calls no model: "
+                + ", ".join("--" + k.replace("_", "-") for k in given)
+                + " would do nothing; give them to "
+                "a demo run (or to 'ragassay run' in the copy)"
+            )
         return DemoResult(copied=[str(f) for f in copy_example(copy)])
     return run_demo(out or "ragassay-demo", data, flags, log=log)

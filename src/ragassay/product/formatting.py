@@ -27,12 +27,11 @@ def fmt_p(p: float | None, digits: int = 3) -> str:
     ``0.000`` (a permutation test's p-value is at least 1/(permutations + 1), never zero)."""
     if p is None or p != p:
         return "nan" if p is not None else ""
-    floor = 10.0 ** -digits
+    floor = 10.0**-digits
     return f"< {floor:.{digits}f}" if p < floor else f"{p:.{digits}f}"
 
 
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table",
-                 digits: int = 4) -> str:
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str = "table", digits: int = 4) -> str:
     """Render rows under headers; numbers right-aligned, text left-aligned."""
     if fmt == "csv":
         return _csv_table(headers, rows)
@@ -55,13 +54,16 @@ def _csv_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def _numeric_column(rows: Sequence[Sequence[Any]], i: int) -> bool:
     """Whether column ``i`` holds numbers only (None aside), so it is aligned right."""
-    return all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows
-               if r[i] is not None) and bool(rows)
+    return all(
+        isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows if r[i] is not None
+    ) and bool(rows)
 
 
 def _markdown_table(headers: Sequence[str], cells: list[list[str]], numeric: list[bool]) -> str:
-    lines = ["| " + " | ".join(markdown_cell(h) for h in headers) + " |",
-             "|" + "|".join("---:" if numeric[i] else ":---" for i in range(len(headers))) + "|"]
+    lines = [
+        "| " + " | ".join(markdown_cell(h) for h in headers) + " |",
+        "|" + "|".join("---:" if numeric[i] else ":---" for i in range(len(headers))) + "|",
+    ]
     lines += ["| " + " | ".join(markdown_cell(c) for c in r) + " |" for r in cells]
     return "\n".join(lines)
 
@@ -70,8 +72,10 @@ def _text_table(headers: Sequence[str], cells: list[list[str]], numeric: list[bo
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i])
-                         for i, v in enumerate(values)).rstrip()
+        return "  ".join(
+            v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for i, v in enumerate(values)
+        ).rstrip()
+
     out = [line(list(headers)), line(["-" * w for w in widths])]
     out += [line(r) for r in cells]
     return "\n".join(out)
@@ -90,6 +94,7 @@ def to_json(obj: Any) -> str:
 
 def _default(o: Any) -> Any:
     import numpy as np
+
     if isinstance(o, np.generic):
         return o.item()
     if isinstance(o, np.ndarray):

@@ -43,11 +43,11 @@ class LabelItem:
     """One thing to label: a (query, chunk) pair or an answer, with what the page shows of it."""
 
     key: str
-    show: dict[str, Any]        # the texts on screen (question, need, title, text / reference, response, contexts:
-                                # each {"id", "title", "text"}, the id and title None for a context given as text)
-    model: Any = None           # the model's grade or label, when known
-    stratum: str = "all"        # what the sample was stratified by
-    group: str = ""             # the query (pairs) or question (answers): samples spread over these
+    show: dict[str, Any]  # the texts on screen (question, need, title, text / reference, response, contexts:
+    # each {"id", "title", "text"}, the id and title None for a context given as text)
+    model: Any = None  # the model's grade or label, when known
+    stratum: str = "all"  # what the sample was stratified by
+    group: str = ""  # the query (pairs) or question (answers): samples spread over these
 
 
 def pair_key(query_id: str, chunk_id: str) -> str:
@@ -55,8 +55,14 @@ def pair_key(query_id: str, chunk_id: str) -> str:
     return f"{query_id}\t{chunk_id}"
 
 
-def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = None,
-               judgments: Sequence[Judgment | Mapping[str, Any]] | None = None, depth: int = 10) -> list[LabelItem]:
+def pair_items(
+    queries: Sequence[Any],
+    chunks: Mapping[str, Any],
+    *,
+    run: Any = None,
+    judgments: Sequence[Judgment | Mapping[str, Any]] | None = None,
+    depth: int = 10,
+) -> list[LabelItem]:
     """The pairs a person may grade: every judged pair with its grade (``judgments``: judge's
     records, as models or as their JSON), or the top ``depth`` of each query in ``run`` (no model
     grade; stratified by rank)."""
@@ -70,9 +76,23 @@ def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = 
             missing.append(qid if q is None else cid)
             return
         need = "\n".join(t for t in (q.description, q.narrative) if t)
-        out.append(LabelItem(pair_key(qid, cid), {"query_id": qid, "chunk_id": cid, "question": q.text,
-                                                  "need": need, "answer": q.answer or "", "title": c.title or "",
-                                                  "text": c.text}, model, stratum, qid))
+        out.append(
+            LabelItem(
+                pair_key(qid, cid),
+                {
+                    "query_id": qid,
+                    "chunk_id": cid,
+                    "question": q.text,
+                    "need": need,
+                    "answer": q.answer or "",
+                    "title": c.title or "",
+                    "text": c.text,
+                },
+                model,
+                stratum,
+                qid,
+            )
+        )
 
     if judgments is not None:
         seen = set()
@@ -92,8 +112,11 @@ def pair_items(queries: Sequence[Any], chunks: Mapping[str, Any], *, run: Any = 
     return out
 
 
-def answer_items(answers: Sequence[Any], checks: Sequence[Check | Mapping[str, Any]] | None = None,
-                 chunks: Mapping[str, Any] | None = None) -> list[LabelItem]:
+def answer_items(
+    answers: Sequence[Any],
+    checks: Sequence[Check | Mapping[str, Any]] | None = None,
+    chunks: Mapping[str, Any] | None = None,
+) -> list[LabelItem]:
     """The answers a person may label, with the model's label from ``check``'s records (as models or
     as their JSON) when given, and the context each answer was made from: its ``contexts``, or its
     ``context_ids`` looked up in ``chunks`` (as check reads them)."""
@@ -102,9 +125,21 @@ def answer_items(answers: Sequence[Any], checks: Sequence[Check | Mapping[str, A
     for a in answers:
         refs = [a.reference] if isinstance(a.reference, str) else list(a.reference)
         label = model.get(a.id)
-        out.append(LabelItem(a.id, {"id": a.id, "question": a.question, "reference": refs, "response": a.response,
-                                    "contexts": answer_contexts(a, chunks)}, label,
-                             f"label {label}" if label else "all", a.question))
+        out.append(
+            LabelItem(
+                a.id,
+                {
+                    "id": a.id,
+                    "question": a.question,
+                    "reference": refs,
+                    "response": a.response,
+                    "contexts": answer_contexts(a, chunks),
+                },
+                label,
+                f"label {label}" if label else "all",
+                a.question,
+            )
+        )
     return out
 
 
@@ -120,8 +155,13 @@ def answer_contexts(answer: Any, chunks: Mapping[str, Any] | None) -> list[dict[
     out = []
     for cid in ids:
         chunk = (chunks or {}).get(cid)
-        out.append({"id": cid, "title": getattr(chunk, "title", None) or None,
-                    "text": chunk.text if chunk is not None else None})
+        out.append(
+            {
+                "id": cid,
+                "title": getattr(chunk, "title", None) or None,
+                "text": chunk.text if chunk is not None else None,
+            }
+        )
     return out
 
 
@@ -144,8 +184,12 @@ def draw_sample(items: Sequence[LabelItem], n: int | None, seed: int = 0) -> tup
     order = list(chosen)
     rng.shuffle(order)  # grade order would tell the person the model's grade
     taken = Counter(it.stratum for it in order)
-    info = {"seed": seed, "n": len(order), "population": len(items),
-            "strata": {s: {"population": len(v), "sampled": taken[s]} for s, v in sorted(strata.items())}}
+    info = {
+        "seed": seed,
+        "n": len(order),
+        "population": len(items),
+        "strata": {s: {"population": len(v), "sampled": taken[s]} for s, v in sorted(strata.items())},
+    }
     return order, info
 
 
@@ -181,4 +225,3 @@ def _spread(items: Sequence[LabelItem], k: int, rng: random.Random) -> list[Labe
             if groups[g] and len(out) < k:
                 out.append(groups[g].pop())
     return out
-

@@ -116,22 +116,39 @@ class LabelServer:
         items = []
         for it in b.items:
             visible = self.show_model or it.key in b.labels
-            items.append({"key": it.key, "show": it.show, "model": it.model if visible else None,
-                          "has_model": it.model is not None})
-        return {"task": b.task, "assessor": b.assessor, "show_model": self.show_model,
-                "scale": [{"value": v, "key": k, "meaning": m} for v, k, m in b.scale],
-                "items": items, "labels": b.labels, "skipped": b.skipped, "progress": b.progress(),
-                "agreement": b.agreement_with_model(), "people": b.agreement_with_others(),
-                "target_width": b.target_width, "output": str(b.output)}
+            items.append(
+                {
+                    "key": it.key,
+                    "show": it.show,
+                    "model": it.model if visible else None,
+                    "has_model": it.model is not None,
+                }
+            )
+        return {
+            "task": b.task,
+            "assessor": b.assessor,
+            "show_model": self.show_model,
+            "scale": [{"value": v, "key": k, "meaning": m} for v, k, m in b.scale],
+            "items": items,
+            "labels": b.labels,
+            "skipped": b.skipped,
+            "progress": b.progress(),
+            "agreement": b.agreement_with_model(),
+            "people": b.agreement_with_others(),
+            "target_width": b.target_width,
+            "output": str(b.output),
+        }
 
     def _send_page(self, req: BaseHTTPRequestHandler) -> None:
         data = page(self.token, self.nonce).encode("utf-8")
         req.send_response(200)
         req.send_header("Content-Type", "text/html; charset=utf-8")
-        req.send_header("Content-Security-Policy",
-                        f"default-src 'none'; script-src 'nonce-{self.nonce}'; style-src 'nonce-{self.nonce}'; "
-                        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
-                        "frame-ancestors 'none'")
+        req.send_header(
+            "Content-Security-Policy",
+            f"default-src 'none'; script-src 'nonce-{self.nonce}'; style-src 'nonce-{self.nonce}'; "
+            "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
+            "frame-ancestors 'none'",
+        )
         self._common_headers(req, len(data))
         req.wfile.write(data)
 
@@ -165,8 +182,9 @@ class SessionEnd:
     exit_code: int = 0
 
 
-def label_session(book: LabelBook, *, port: int = 0, show_model: bool = False, open_browser: bool = True,
-                  say: TextIO | None = None) -> SessionEnd:
+def label_session(
+    book: LabelBook, *, port: int = 0, show_model: bool = False, open_browser: bool = True, say: TextIO | None = None
+) -> SessionEnd:
     """Serve ``book`` until Ctrl-C (or SIGTERM) and return its ``calibration`` result with the exit
     code of a stopped command. From the first line printed (to ``say``, the URL among them) a stop
     at any moment is the ordinary way to end: every label is on disk already, a label being written
@@ -178,12 +196,17 @@ def label_session(book: LabelBook, *, port: int = 0, show_model: bool = False, o
     server = LabelServer(book, port=port, show_model=show_model)
     code = 0
     try:
-        print(f"labelling {len(book.items)} {'pairs' if book.task == 'pairs' else 'answers'} as {book.assessor}; "
-              f"labels go to {book.output} the moment they are given. Open:", file=say, flush=True)
+        print(
+            f"labelling {len(book.items)} {'pairs' if book.task == 'pairs' else 'answers'} as {book.assessor}; "
+            f"labels go to {book.output} the moment they are given. Open:",
+            file=say,
+            flush=True,
+        )
         print(server.url, file=say, flush=True)
         print("(Ctrl-C stops; rerun the same command to go on)", file=sys.stderr, flush=True)
         if open_browser:
             import webbrowser
+
             webbrowser.open(server.url)
         server.serve_forever()
     except KeyboardInterrupt as stop:
@@ -193,6 +216,10 @@ def label_session(book: LabelBook, *, port: int = 0, show_model: bool = False, o
         with server.lock:  # a label a request is writing now is written whole before the book closes
             book.close()
     if code:
-        print(f"{STOPPED.get(code, 'stopped')}; every label given is saved: a rerun of the same command resumes "
-              "where this one stopped", file=sys.stderr, flush=True)
+        print(
+            f"{STOPPED.get(code, 'stopped')}; every label given is saved: a rerun of the same command resumes "
+            "where this one stopped",
+            file=sys.stderr,
+            flush=True,
+        )
     return SessionEnd(book.calibration(), code)

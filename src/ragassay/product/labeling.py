@@ -55,14 +55,22 @@ EVENTS_VERSION = 1
 # -------------------------------------------------------------------------------- agreement
 
 
-def agreement(person: Sequence[Any], other: Sequence[Any], binary: Any, target_width: float = 0.1,
-              seed: int = 0) -> dict[str, Any]:
+def agreement(
+    person: Sequence[Any], other: Sequence[Any], binary: Any, target_width: float = 0.1, seed: int = 0
+) -> dict[str, Any]:
     """Cohen's kappa between two label lists (4 classes, and binarised by ``binary``), with 95%
     bootstrap intervals, and about how many more labels would narrow the 4-class interval to
     ``target_width`` (the width shrinks as one over the square root of the count)."""
     n = len(person)
-    out: dict[str, Any] = {"n": n, "exact": None, "kappa": None, "interval": None, "binary_kappa": None,
-                           "binary_interval": None, "more_labels": None}
+    out: dict[str, Any] = {
+        "n": n,
+        "exact": None,
+        "kappa": None,
+        "interval": None,
+        "binary_kappa": None,
+        "binary_interval": None,
+        "more_labels": None,
+    }
     if n == 0:
         return out
     codes = {v: i for i, v in enumerate(sorted({str(v) for v in list(person) + list(other)}))}
@@ -73,6 +81,7 @@ def agreement(person: Sequence[Any], other: Sequence[Any], binary: Any, target_w
     out["exact"] = float((x == y).mean())
     names = {i: v for v, i in codes.items()}
     sides = ("this person", "the other side")
+
     def label_words(g: int) -> str:
         return f"the label {names[g]}"
 
@@ -139,8 +148,11 @@ class LabelBook:
         self._replay()
         self._events = open(self.events_path, "a", encoding="utf-8")
         if self.events_path.stat().st_size == 0:
-            self._append(LabelEventsHeader(version=EVENTS_VERSION, task=self.task, sample=self.sample_info,
-                                           keys=[it.key for it in self.items]))
+            self._append(
+                LabelEventsHeader(
+                    version=EVENTS_VERSION, task=self.task, sample=self.sample_info, keys=[it.key for it in self.items]
+                )
+            )
         self.write_outputs()
 
     # -- state
@@ -172,8 +184,10 @@ class LabelBook:
                 continue
             who = e.assessor
             if who != self.assessor:
-                raise UsageError(f"{self.output} holds the labels of {who!r}; each person labels into their own file: "
-                                 f"give {self.assessor!r} another -o (and --with {self.output} to see how you agree)")
+                raise UsageError(
+                    f"{self.output} holds the labels of {who!r}; each person labels into their own file: "
+                    f"give {self.assessor!r} another -o (and --with {self.output} to see how you agree)"
+                )
             self._apply(e)
 
     def _read_event(self, raw: bytes, no: int, lines: list[bytes]) -> LabelEvent | LabelEventsHeader | None:
@@ -184,21 +198,24 @@ class LabelBook:
         except ValueError:
             if no == len(lines) or (no == len(lines) - 1 and not lines[-1].strip()):
                 return None
-            raise InputError("not a label event: this file was edited or is not ragassay's",
-                             self.events_path, no) from None
+            raise InputError(
+                "not a label event: this file was edited or is not ragassay's", self.events_path, no
+            ) from None
         try:
             return (LabelEventsHeader if isinstance(obj, dict) and "kind" in obj else LabelEvent).model_validate(obj)
         except ValidationError as err:
             first = err.errors()[0]
             where = ".".join(str(x) for x in first.get("loc", ())) or "event"
-            raise InputError(f"not a label event ({where}: {first.get('msg')}): this file was edited or is not "
-                             "ragassay's", self.events_path, no) from None
+            raise InputError(
+                f"not a label event ({where}: {first.get('msg')}): this file was edited or is not ragassay's",
+                self.events_path,
+                no,
+            ) from None
 
     def _resume_sample(self, e: LabelEventsHeader) -> None:
         """The header of an earlier session: same task, and its sample kept."""
         if e.task != self.task:
-            raise UsageError(f"{self.events_path} holds labels of {e.task}, not {self.task}: "
-                             "give another -o")
+            raise UsageError(f"{self.events_path} holds labels of {e.task}, not {self.task}: give another -o")
         keys = [k for k in e.keys if k in self.by_key]
         if keys and set(keys) != set(self.by_key):  # the sample of the first session is kept
             self.items = [self.by_key[k] for k in keys]
@@ -238,8 +255,15 @@ class LabelBook:
         if key not in self.by_key:
             raise UsageError(f"no item {key!r} in this sample")
         value = self.valid(value)
-        event = LabelEvent(event="label", key=key, value=value, assessor=self.assessor, time=_now(),
-                           seconds=round(max(0.0, float(seconds)), 3), **self._ids(key))
+        event = LabelEvent(
+            event="label",
+            key=key,
+            value=value,
+            assessor=self.assessor,
+            time=_now(),
+            seconds=round(max(0.0, float(seconds)), 3),
+            **self._ids(key),
+        )
         self._append(event)
         self._apply(event)
         self.write_outputs()
@@ -248,8 +272,9 @@ class LabelBook:
     def skip(self, key: str, reason: str) -> None:
         if key not in self.by_key:
             raise UsageError(f"no item {key!r} in this sample")
-        event = LabelEvent(event="skip", key=key, reason=reason.strip()[:500], assessor=self.assessor, time=_now(),
-                           **self._ids(key))
+        event = LabelEvent(
+            event="skip", key=key, reason=reason.strip()[:500], assessor=self.assessor, time=_now(), **self._ids(key)
+        )
         self._append(event)
         self._apply(event)
         self.write_outputs()
@@ -278,42 +303,59 @@ class LabelBook:
             for key, value in list(self.prior.items()) + list(self.labels.items()):
                 q, c = key.split("\t", 1)
                 qrels.setdefault(q, {})[c] = int(value)
-            write_qrels(self.output, qrels, origin=people(self.assessor, command="label").replace(
-                scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM))
+            write_qrels(
+                self.output,
+                qrels,
+                origin=people(self.assessor, command="label").replace(
+                    scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM
+                ),
+            )
         else:
             rows = list(self.prior.items()) + list(self.labels.items())
-            write_lines_atomic(self.output, [json.dumps({"id": k, "label": v, "assessor": self.assessor},
-                                                        ensure_ascii=False) for k, v in rows])
+            write_lines_atomic(
+                self.output,
+                [json.dumps({"id": k, "label": v, "assessor": self.assessor}, ensure_ascii=False) for k, v in rows],
+            )
         write_lines_atomic(self.calibration_path, [json.dumps(self.calibration(), indent=1, ensure_ascii=False)])
 
     def agreement_with_model(self) -> dict[str, Any]:
         keys = [k for k in self.labels if self.by_key[k].model is not None]
         binary = pair_relevant if self.task == "pairs" else answer_correct
-        return agreement([self.labels[k] for k in keys], [self.by_key[k].model for k in keys], binary,
-                         self.target_width)
+        return agreement(
+            [self.labels[k] for k in keys], [self.by_key[k].model for k in keys], binary, self.target_width
+        )
 
     def agreement_with_others(self) -> dict[str, dict[str, Any]]:
         binary = pair_relevant if self.task == "pairs" else answer_correct
         out = {}
         for name, theirs in self.others.items():
             keys = [k for k in self.labels if k in theirs]
-            out[name] = agreement([self.labels[k] for k in keys], [theirs[k] for k in keys], binary,
-                                  self.target_width)
+            out[name] = agreement([self.labels[k] for k in keys], [theirs[k] for k in keys], binary, self.target_width)
         return out
 
     def progress(self) -> dict[str, Any]:
         times = [s for s in self.seconds.values() if s > 0]
-        return {"total": len(self.items), "labelled": len(self.labels), "skipped": len(self.skipped),
-                "left": len(self.items) - len(self.labels) - len(self.skipped),
-                "seconds_per_label": round(sum(times) / len(times), 1) if times else None}
+        return {
+            "total": len(self.items),
+            "labelled": len(self.labels),
+            "skipped": len(self.skipped),
+            "left": len(self.items) - len(self.labels) - len(self.skipped),
+            "seconds_per_label": round(sum(times) / len(times), 1) if times else None,
+        }
 
     def calibration(self) -> dict[str, Any]:
         """The ``calibration`` result: the sample, its strata, and the agreement so far."""
         return CalibrationResult(
-            task=self.task, assessor=self.assessor, output=str(self.output), sample=self.sample_info,
-            progress=self.progress(), model_agreement=self.agreement_with_model(),
-            people_agreement=self.agreement_with_others(), target_width=self.target_width,
-            binary="grade >= 2" if self.task == "pairs" else "correct or not").to_dict()
+            task=self.task,
+            assessor=self.assessor,
+            output=str(self.output),
+            sample=self.sample_info,
+            progress=self.progress(),
+            model_agreement=self.agreement_with_model(),
+            people_agreement=self.agreement_with_others(),
+            target_width=self.target_width,
+            binary="grade >= 2" if self.task == "pairs" else "correct or not",
+        ).to_dict()
 
 
 def read_other_labels(path: str | Path, task: str) -> dict[str, Any]:
@@ -329,12 +371,24 @@ def _labels_and_origin(path: str | Path, task: str) -> tuple[dict[str, Any], Any
     return read_human_labels(path), read_labels_origin(path)
 
 
-def open_label_book(task: Task, output: str | Path, *, answers: str | Path | None = None,
-                    queries: str | Path | None = None, chunks: str | Path | None = None,
-                    run: str | Path | None = None, judgments: str | Path | None = None,
-                    checks: str | Path | None = None, depth: int = 10, sample: int | None = None, seed: int = 0,
-                    assessor: str | None = None, prior: str | Path | None = None,
-                    others: Sequence[str | Path] = (), target_width: float = 0.1) -> LabelBook:
+def open_label_book(
+    task: Task,
+    output: str | Path,
+    *,
+    answers: str | Path | None = None,
+    queries: str | Path | None = None,
+    chunks: str | Path | None = None,
+    run: str | Path | None = None,
+    judgments: str | Path | None = None,
+    checks: str | Path | None = None,
+    depth: int = 10,
+    sample: int | None = None,
+    seed: int = 0,
+    assessor: str | None = None,
+    prior: str | Path | None = None,
+    others: Sequence[str | Path] = (),
+    target_width: float = 0.1,
+) -> LabelBook:
     """``ragassay label``'s book from its files: the items to label (pairs from a run or from
     judge's judgments; answers, with check's labels when given), minus those ``prior`` labels,
     sampled; other people's labels to compare with. Resumes what ``output`` already holds."""
@@ -355,20 +409,30 @@ def open_label_book(task: Task, output: str | Path, *, answers: str | Path | Non
     return LabelBook(task, drawn, Path(output), assessor, info, before, theirs, target_width)
 
 
-def _pair_items_of_files(queries: str | Path | None, chunks: str | Path | None, run: str | Path | None,
-                         judgments: str | Path | None, depth: int) -> list[LabelItem]:
+def _pair_items_of_files(
+    queries: str | Path | None,
+    chunks: str | Path | None,
+    run: str | Path | None,
+    judgments: str | Path | None,
+    depth: int,
+) -> list[LabelItem]:
     """The pairs to grade, read from the queries and chunks with the run or the judge's judgments."""
     if queries is None or chunks is None:  # the command checks it first, in the same words
         raise UsageError("label pairs needs --queries, --chunks and one of --run or --judgments")
     chunk_map = {c.id: c for c in read_chunks(chunks)}
-    graded = [r for r in read_record_file(judgments, kinds=("judgment",))[1] if isinstance(r, Judgment)] \
-        if judgments else None
-    return pair_items(read_query_items(queries), chunk_map, run=read_run(run) if run else None,
-                      judgments=graded, depth=depth)
+    graded = (
+        [r for r in read_record_file(judgments, kinds=("judgment",))[1] if isinstance(r, Judgment)]
+        if judgments
+        else None
+    )
+    return pair_items(
+        read_query_items(queries), chunk_map, run=read_run(run) if run else None, judgments=graded, depth=depth
+    )
 
 
-def _answer_items_of_files(answers: str | Path | None, chunks: str | Path | None,
-                           checks: str | Path | None) -> list[LabelItem]:
+def _answer_items_of_files(
+    answers: str | Path | None, chunks: str | Path | None, checks: str | Path | None
+) -> list[LabelItem]:
     """The answers to label, with their contexts from the chunks and the model's labels from check's records."""
     if answers is None:  # the command checks it first, in the same words
         raise UsageError("label answers needs ANSWERS (and takes --checks, --chunks), not --queries/--run/--judgments")
@@ -383,8 +447,10 @@ def _other_labeller(path: str | Path, origin: Any, assessor: str) -> str:
     if origin is None or not origin.known:
         return f"unknown ({Path(path).name})"
     if any(lab.by == "person" and lab.name == assessor for lab in origin.labellers):
-        raise UsageError(f"--with {path} holds labels by {assessor}, who is labelling now: comparing {assessor} "
-                         "with themselves measures no agreement; give another person's labels")
+        raise UsageError(
+            f"--with {path} holds labels by {assessor}, who is labelling now: comparing {assessor} "
+            "with themselves measures no agreement; give another person's labels"
+        )
     return origin.describe()
 
 

@@ -49,17 +49,25 @@ def merge_records(paths: Sequence[str | Path]) -> Merged:
         for no, obj in iter_jsonl(path):
             kind = legacy_kind(obj) if RECORD_FIELD not in obj else None
             if RECORD_FIELD not in obj and kind not in MERGED_KINDS:
-                raise InputError("not a record of a ragassay stage (judgments, coverage, checks or questions)",
-                                 path, no)
+                raise InputError(
+                    "not a record of a ragassay stage (judgments, coverage, checks or questions)", path, no
+                )
             rec = parse_record(obj, path, no, kind)
             if rec.KIND not in MERGED_KINDS:
-                raise InputError(f"a {rec.KIND} record: merge combines the judgments, coverage, checks or questions "
-                                 "of shards", path, no)
+                raise InputError(
+                    f"a {rec.KIND} record: merge combines the judgments, coverage, checks or questions of shards",
+                    path,
+                    no,
+                )
             if first is None:
                 first = (rec.KIND, path, no)
             elif rec.KIND != first[0]:
-                raise InputError(f"a {rec.KIND} record, but {first[1]}:{first[2]} holds {first[0]} records: merge "
-                                 "the outputs of one stage at a time", path, no)
+                raise InputError(
+                    f"a {rec.KIND} record, but {first[1]}:{first[2]} holds {first[0]} records: merge "
+                    "the outputs of one stage at a time",
+                    path,
+                    no,
+                )
             key = rec.merge_key()
             if not key:
                 raise InputError("a record without a 'key' (or 'id'): not a ragassay stage output", path, no)

@@ -158,18 +158,26 @@ def decide(path: Path, sources: list[IdSource]) -> tuple[str | None, str]:
     if d >= HOLDS and q < HOLDS:
         return "chunks", f"chunk texts by id: their ids hold {d:.0%} of the chunk ids of {d_from}"
     if not sources:
-        return None, "texts by id (id, text), as chunks and queries both are, and no run, qrels or answers here " \
-                     "use ids to tell which"
+        return (
+            None,
+            "texts by id (id, text), as chunks and queries both are, and no run, qrels or answers here "
+            "use ids to tell which",
+        )
     if q >= HOLDS:
-        return None, (f"texts by id whose ids hold {q:.0%} of the query ids of {q_from} and {d:.0%} of the chunk "
-                      f"ids of {d_from}: cannot tell chunks from queries")
-    return None, ("texts by id whose ids meet few ids of the runs, qrels or answers here (at most "
-                  f"{max(q, d):.0%}): cannot tell chunks from queries")
+        return None, (
+            f"texts by id whose ids hold {q:.0%} of the query ids of {q_from} and {d:.0%} of the chunk "
+            f"ids of {d_from}: cannot tell chunks from queries"
+        )
+    return None, (
+        "texts by id whose ids meet few ids of the runs, qrels or answers here (at most "
+        f"{max(q, d):.0%}): cannot tell chunks from queries"
+    )
 
 
 def shares_no_ids(path: Path, other: Path) -> bool:
     """Whether the texts by id in ``path`` share no id with the file ``other`` (read as far as
     :data:`ID_READ_BYTES`), and hold at least one: a file of other things than those chunks."""
+
     def ids(p: Path) -> set[str]:
         out = set()
         for obj in _objects(p):
@@ -177,6 +185,7 @@ def shares_no_ids(path: Path, other: Path) -> bool:
             if i is not None:
                 out.add(i)
         return out
+
     mine = ids(path)
     return bool(mine) and not mine & ids(other)
 
@@ -204,5 +213,7 @@ def chunks_note(path: Path) -> str:
     why = f"doc_id {repeated!r} repeats" if repeated is not None and not own else "other lines have one"
     shown = ", ".join(map(str, lacking[:5])) + (", ..." if len(lacking) > 5 else "")
     records = "records" if len(lacking) > 1 else "record"
-    return (f"chunks, but {len(lacking)} of {own + len(lacking)} records have no 'id' ({why}; {records} "
-            f"{shown}): run will refuse them until each chunk has an 'id'")
+    return (
+        f"chunks, but {len(lacking)} of {own + len(lacking)} records have no 'id' ({why}; {records} "
+        f"{shown}): run will refuse them until each chunk has an 'id'"
+    )

@@ -46,10 +46,18 @@ BINARY_RELEVANCE = ("not relevant", "relevant")
 # ------------------------------------------------------------------------------- relevance
 
 
-def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | None = 150, seed: int = 0,
-                  output: str | Path | None = None, runs: Mapping[str, Any] | None = None,
-                  metric: str = "ndcg_cut_10", dry_run: bool = False, **settings: Any
-                  ) -> Qualification | list[Estimate]:
+def qualify_judge(
+    pairs: GradedPairs,
+    graders: Sequence[Grader],
+    *,
+    size: int | None = 150,
+    seed: int = 0,
+    output: str | Path | None = None,
+    runs: Mapping[str, Any] | None = None,
+    metric: str = "ndcg_cut_10",
+    dry_run: bool = False,
+    **settings: Any,
+) -> Qualification | list[Estimate]:
     """Judge a stratified, seeded sample of ``pairs`` with each grader and measure agreement.
 
     ``settings`` are the judge's LLM keywords (``base_url=``, ``timeout=``, ``cache=``, ...).
@@ -58,14 +66,20 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
     _check_graders(graders, "judge")
     low, high = pairs.scale
     if not low < pairs.relevant_from <= high:
-        raise UsageError(f"--relevance-level {pairs.relevant_from} is not a grade of the people's scale {low}-{high} "
-                         "above its lowest")
+        raise UsageError(
+            f"--relevance-level {pairs.relevant_from} is not a grade of the people's scale {low}-{high} "
+            "above its lowest"
+        )
     keys = _sampled(pairs.grades, size, seed)
     run = _sampled_run(keys)
     scale = _PairScale.of(pairs)
     people = [scale.read(pairs.grades[k], pairs.relevant_from) for k in keys]
-    _both_sides(people, scale.positive, "pair", "give --relevance-level N (the grade from which people's pairs are "
-                "relevant), or a larger --size")
+    _both_sides(
+        people,
+        scale.positive,
+        "pair",
+        "give --relevance-level N (the grade from which people's pairs are relevant), or a larger --size",
+    )
     notes: list[str] = []
     if runs:
         parse_measure(metric)  # an unknown measure is said before any call
@@ -77,8 +91,16 @@ def qualify_judge(pairs: GradedPairs, graders: Sequence[Grader], *, size: int | 
         out = _output(output, "judgments", grader)
         started = time.monotonic()
         options, endpoint = options_and_rest(JudgeOptions, settings, depth=asked.depth(), prompt=grader.prompt)
-        judged = judge(asked.queries(), asked.chunks(), run, output=out, model=grader.model, options=options,
-                     dry_run=dry_run, **endpoint)
+        judged = judge(
+            asked.queries(),
+            asked.chunks(),
+            run,
+            output=out,
+            model=grader.model,
+            options=options,
+            dry_run=dry_run,
+            **endpoint,
+        )
         if isinstance(judged, Estimate):
             estimates.append(judged)
         else:
@@ -149,14 +171,31 @@ class _JudgeAsked:
         _unasked(keys, grades, reasons)
         model = [scale.read(grades.get(k), JUDGE_RELEVANT_FROM) for k in keys]
         outcome = GraderOutcome(
-            grader, out, sorted(prompts), dict(zip(keys, model)),
-            label_agreement(self.people, model, scale.classes, scale.positive, ordinal=scale.same_scale,
-                            seed=self.seed, unit="pairs"),
-            sum(reasons.values()), dict(reasons), 0, judged.usage, judged.usage_text, time.monotonic() - started)
+            grader,
+            out,
+            sorted(prompts),
+            dict(zip(keys, model)),
+            label_agreement(
+                self.people,
+                model,
+                scale.classes,
+                scale.positive,
+                ordinal=scale.same_scale,
+                seed=self.seed,
+                unit="pairs",
+            ),
+            sum(reasons.values()),
+            dict(reasons),
+            0,
+            judged.usage,
+            judged.usage_text,
+            time.monotonic() - started,
+        )
         outcome.given = {k: grades.get(k) for k in keys}
         if self.runs:  # the runs were read and met before any call: what fails now is said, never a lost result
-            outcome.ranking = _ranking(keys, [self.pairs.grades[k] for k in keys], [grades.get(k) for k in keys],
-                                       self.runs, self.metric)
+            outcome.ranking = _ranking(
+                keys, [self.pairs.grades[k] for k in keys], [grades.get(k) for k in keys], self.runs, self.metric
+            )
         return outcome
 
 
@@ -183,25 +222,62 @@ def _judge_qualification(asked: _JudgeAsked, outcomes: list[GraderOutcome], note
     pairs, keys, scale, seed = asked.pairs, asked.keys, asked.scale, asked.seed
     second = pairs.second or {}
     both = [k for k in keys if k in second]
-    ceiling = label_agreement([scale.read(pairs.grades[k], pairs.relevant_from) for k in both],
-                              [scale.read(second[k], pairs.relevant_from) for k in both], scale.classes,
-                              scale.positive, ordinal=scale.same_scale, seed=seed) if both else None
+    ceiling = (
+        label_agreement(
+            [scale.read(pairs.grades[k], pairs.relevant_from) for k in both],
+            [scale.read(second[k], pairs.relevant_from) for k in both],
+            scale.classes,
+            scale.positive,
+            ordinal=scale.same_scale,
+            seed=seed,
+        )
+        if both
+        else None
+    )
     per_class = Counter(pairs.grades[k] for k in keys)
-    sample = {"items": len(keys), "of": len(pairs.grades), "seed": seed, "unit": "pairs",
-              "queries": len(asked.run), "per_class": {str(g): n for g, n in sorted(per_class.items())},
-              "scale": list(pairs.scale), "relevant_from": pairs.relevant_from,
-              "second_labelled": len(both)}
+    sample = {
+        "items": len(keys),
+        "of": len(pairs.grades),
+        "seed": seed,
+        "unit": "pairs",
+        "queries": len(asked.run),
+        "per_class": {str(g): n for g, n in sorted(per_class.items())},
+        "scale": list(pairs.scale),
+        "relevant_from": pairs.relevant_from,
+        "second_labelled": len(both),
+    }
     if not scale.same_scale:
-        notes.append(f"the people's scale {pairs.scale[0]}-{pairs.scale[1]} is not the judge's "
-                     f"{JUDGE_SCALE[0]}-{JUDGE_SCALE[1]}: only relevant or not is compared (people's grade >= "
-                     f"{pairs.relevant_from}, the judge's >= {JUDGE_RELEVANT_FROM})")
+        notes.append(
+            f"the people's scale {pairs.scale[0]}-{pairs.scale[1]} is not the judge's "
+            f"{JUDGE_SCALE[0]}-{JUDGE_SCALE[1]}: only relevant or not is compared (people's grade >= "
+            f"{pairs.relevant_from}, the judge's >= {JUDGE_RELEVANT_FROM})"
+        )
     if asked.runs:
-        notes.append(f"the runs' ranking rests on the {len(keys)} sampled pairs only: each run is scored by "
-                     f"{asked.metric} under people's grades of those pairs and under the grader's")
-    rows = [{"query_id": q, "chunk_id": c, "people": pairs.grades[(q, c)], "second": second.get((q, c)),
-             "graders": [o.given.get((q, c)) for o in outcomes]} for q, c in keys]
-    return Qualification("judge", pairs.source, pairs.citation, sample, outcomes, ceiling,
-                         published_for("judge"), notes + list(pairs.notes), rows)
+        notes.append(
+            f"the runs' ranking rests on the {len(keys)} sampled pairs only: each run is scored by "
+            f"{asked.metric} under people's grades of those pairs and under the grader's"
+        )
+    rows = [
+        {
+            "query_id": q,
+            "chunk_id": c,
+            "people": pairs.grades[(q, c)],
+            "second": second.get((q, c)),
+            "graders": [o.given.get((q, c)) for o in outcomes],
+        }
+        for q, c in keys
+    ]
+    return Qualification(
+        "judge",
+        pairs.source,
+        pairs.citation,
+        sample,
+        outcomes,
+        ceiling,
+        published_for("judge"),
+        notes + list(pairs.notes),
+        rows,
+    )
 
 
 def _runs_meeting(runs: Mapping[str, Any] | None, sampled: set[str], notes: list[str]) -> dict[str, Any] | None:
@@ -236,9 +312,16 @@ def _ranking(keys: list, people: list, model: list, runs: Mapping[str, Any], met
 # -------------------------------------------------------------------------------- answers
 
 
-def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: int | None = 100, seed: int = 0,
-                  output: str | Path | None = None, dry_run: bool = False, **settings: Any
-                  ) -> Qualification | list[Estimate]:
+def qualify_check(
+    answers: LabelledAnswers,
+    graders: Sequence[Grader],
+    *,
+    size: int | None = 100,
+    seed: int = 0,
+    output: str | Path | None = None,
+    dry_run: bool = False,
+    **settings: Any,
+) -> Qualification | list[Estimate]:
     """Check a stratified, seeded sample of people-labelled answers with each grader and measure
     agreement. People's labels that are only right or wrong (``answers.binary``) are met by the
     check's labels read the same way: correct is right; partial, hallucinated and abstained are not."""
@@ -263,19 +346,31 @@ def qualify_check(answers: LabelledAnswers, graders: Sequence[Grader], *, size: 
         labels, given, prompts, reasons, by_rule = _tally_checks(checked.records, answers.binary)
         _unasked(ids, labels, reasons)
         model = [labels.get(k) for k in ids]
-        outcomes.append(GraderOutcome(
-            grader, out, sorted(prompts), dict(zip(ids, model)),
-            label_agreement(people, model, classes, positive, ordinal=False, seed=seed, unit="answers"),
-            sum(reasons.values()), dict(reasons), by_rule, checked.usage, checked.usage_text,
-            time.monotonic() - started, given={k: given.get(k) for k in ids}))
+        outcomes.append(
+            GraderOutcome(
+                grader,
+                out,
+                sorted(prompts),
+                dict(zip(ids, model)),
+                label_agreement(people, model, classes, positive, ordinal=False, seed=seed, unit="answers"),
+                sum(reasons.values()),
+                dict(reasons),
+                by_rule,
+                checked.usage,
+                checked.usage_text,
+                time.monotonic() - started,
+                given={k: given.get(k) for k in ids},
+            )
+        )
     if dry_run:
         return estimates
     _pair_with_first(outcomes, people, ids, classes, positive, seed)
     return _check_qualification(answers, ids, people, outcomes, seed)
 
 
-def _tally_checks(records: Sequence[dict], binary: bool
-                  ) -> tuple[dict[Any, Any], dict[Any, Any], Counter[str], Counter[str], int]:
+def _tally_checks(
+    records: Sequence[dict], binary: bool
+) -> tuple[dict[Any, Any], dict[Any, Any], Counter[str], Counter[str], int]:
     """Each checked answer's label as compared with people's (right or wrong when people said only
     that) and as the check gave it, the prompts the records name, the reasons of the errors, and
     how many answers the rules decided without a call."""
@@ -297,27 +392,52 @@ def _tally_checks(records: Sequence[dict], binary: bool
     return labels, given, prompts, reasons, by_rule
 
 
-def _check_qualification(answers: LabelledAnswers, ids: list, people: list, outcomes: list[GraderOutcome],
-                         seed: int) -> Qualification:
+def _check_qualification(
+    answers: LabelledAnswers, ids: list, people: list, outcomes: list[GraderOutcome], seed: int
+) -> Qualification:
     """The check's qualification: the sample, the ceiling of a second people's labelling, and a note
     when people said only right or wrong."""
     classes = BINARY_LABELS if answers.binary else CHECK_LABELS
     second = answers.second or {}
     both = [k for k in ids if k in second]
-    ceiling = label_agreement([answers.labels[k] for k in both], [second[k] for k in both], classes, {"correct"},
-                              ordinal=False, seed=seed) if both else None
+    ceiling = (
+        label_agreement(
+            [answers.labels[k] for k in both], [second[k] for k in both], classes, {"correct"}, ordinal=False, seed=seed
+        )
+        if both
+        else None
+    )
     per_class = Counter(people)
-    sample = {"items": len(ids), "of": len(answers.labels), "seed": seed, "unit": "answers",
-              "per_class": {c: per_class.get(c, 0) for c in classes}, "binary": answers.binary,
-              "second_labelled": len(both)}
+    sample = {
+        "items": len(ids),
+        "of": len(answers.labels),
+        "seed": seed,
+        "unit": "answers",
+        "per_class": {c: per_class.get(c, 0) for c in classes},
+        "binary": answers.binary,
+        "second_labelled": len(both),
+    }
     notes = []
     if answers.binary:
-        notes.append("people said only right or wrong: the check's 'correct' is read as right, and 'partial', "
-                     "'hallucinated' and 'abstained' as wrong")
-    rows = [{"id": k, "people": answers.labels[k], "second": second.get(k),
-             "graders": [o.given.get(k) for o in outcomes]} for k in ids]
-    return Qualification("check", answers.source, answers.citation, sample, outcomes, ceiling,
-                         published_for("check"), notes + list(answers.notes), rows)
+        notes.append(
+            "people said only right or wrong: the check's 'correct' is read as right, and 'partial', "
+            "'hallucinated' and 'abstained' as wrong"
+        )
+    rows = [
+        {"id": k, "people": answers.labels[k], "second": second.get(k), "graders": [o.given.get(k) for o in outcomes]}
+        for k in ids
+    ]
+    return Qualification(
+        "check",
+        answers.source,
+        answers.citation,
+        sample,
+        outcomes,
+        ceiling,
+        published_for("check"),
+        notes + list(answers.notes),
+        rows,
+    )
 
 
 # ------------------------------------------------------------------------------- shared
@@ -341,8 +461,10 @@ def _both_sides(people: Sequence, positive: set, what: str, flag: str) -> None:
     sides = {p in positive for p in people}
     if len(sides) == 1:
         side = "relevant" if sides == {True} else "not relevant"
-        raise UsageError(f"every sampled {what} is {side} by people's labels: agreement with them cannot be measured "
-                         f"beyond chance; {flag}")
+        raise UsageError(
+            f"every sampled {what} is {side} by people's labels: agreement with them cannot be measured "
+            f"beyond chance; {flag}"
+        )
 
 
 def _sampled(labels: Mapping[Any, Hashable], size: int | None, seed: int) -> list:
@@ -374,8 +496,10 @@ def _reason(error: Any) -> str:
     return text.split(":")[0][:80] if ":" in text else text[:80]
 
 
-NOT_ASKED = ("not asked: the run stopped before it (a --max-calls or --max-cost ceiling, or answers still to come "
-             "from a batch); rerun to finish")
+NOT_ASKED = (
+    "not asked: the run stopped before it (a --max-calls or --max-cost ceiling, or answers still to come "
+    "from a batch); rerun to finish"
+)
 
 
 def _unasked(keys: Sequence, labels: dict, reasons: Counter[str]) -> None:
@@ -385,8 +509,9 @@ def _unasked(keys: Sequence, labels: dict, reasons: Counter[str]) -> None:
         reasons[NOT_ASKED] += missing
 
 
-def _pair_with_first(outcomes: list[GraderOutcome], people: list, keys: list, classes: Sequence,
-                     positive: set, seed: int) -> None:
+def _pair_with_first(
+    outcomes: list[GraderOutcome], people: list, keys: list, classes: Sequence, positive: set, seed: int
+) -> None:
     """Each grader after the first is compared with the first on the same items (paired)."""
     if len(outcomes) < 2:
         return

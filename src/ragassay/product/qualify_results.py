@@ -34,25 +34,33 @@ class GraderOutcome:
 
     grader: Grader
     output: Path | None
-    prompts: list[str]                      # the prompt ids the records name
-    labels: dict[Any, Any]                  # item -> the grader's label as compared with people's (None: an error)
+    prompts: list[str]  # the prompt ids the records name
+    labels: dict[Any, Any]  # item -> the grader's label as compared with people's (None: an error)
     agreement: LabelAgreement
     errors: int
     error_reasons: dict[str, int]
-    by_rule: int                            # check: answers the rules decided without a call
+    by_rule: int  # check: answers the rules decided without a call
     usage: Mapping[Any, Any]  # model (None when none was named) -> its usage
     usage_text: str
     seconds: float
     paired: PairedDifference | None = None  # against the first grader, on the same items
     given: dict[Any, Any] = field(default_factory=dict)  # item -> the label as the grader gave it (0-3, 4 labels)
-    ranking: dict | None = None             # Kendall's tau of runs ranked under people's and this grader's labels
+    ranking: dict | None = None  # Kendall's tau of runs ranked under people's and this grader's labels
 
     def to_dict(self) -> dict[str, Any]:
-        return {"grader": {"model": self.grader.model, "prompt": self.grader.prompt},
-                "output": str(self.output) if self.output else None, "prompts": self.prompts,
-                "agreement": self.agreement.to_dict(), "errors": self.errors, "error_reasons": self.error_reasons,
-                "decided_by_rule": self.by_rule, "usage": self.usage, "seconds": round(self.seconds, 1),
-                "paired_with_first": self.paired.to_dict() if self.paired else None, "ranking": self.ranking}
+        return {
+            "grader": {"model": self.grader.model, "prompt": self.grader.prompt},
+            "output": str(self.output) if self.output else None,
+            "prompts": self.prompts,
+            "agreement": self.agreement.to_dict(),
+            "errors": self.errors,
+            "error_reasons": self.error_reasons,
+            "decided_by_rule": self.by_rule,
+            "usage": self.usage,
+            "seconds": round(self.seconds, 1),
+            "paired_with_first": self.paired.to_dict() if self.paired else None,
+            "ranking": self.ranking,
+        }
 
 
 @dataclass
@@ -80,7 +88,16 @@ class Qualification:
         return 3 if any(g.errors for g in self.graders) else 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "qualify", "version": 1, "task": self.task, "source": self.source, "citation": self.citation,
-                "sample": self.sample, "graders": [g.to_dict() for g in self.graders],
-                "ceiling": self.ceiling.to_dict() if self.ceiling else None,
-                "published": [p.to_dict() for p in self.published], "notes": self.notes, "items": self.items}
+        return {
+            "kind": "qualify",
+            "version": 1,
+            "task": self.task,
+            "source": self.source,
+            "citation": self.citation,
+            "sample": self.sample,
+            "graders": [g.to_dict() for g in self.graders],
+            "ceiling": self.ceiling.to_dict() if self.ceiling else None,
+            "published": [p.to_dict() for p in self.published],
+            "notes": self.notes,
+            "items": self.items,
+        }

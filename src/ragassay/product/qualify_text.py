@@ -37,13 +37,17 @@ def qualification_text(q: Qualification, written: Path | None = None) -> str:
     unit = s["unit"]
     if q.task == "judge":
         spread = ", ".join(f"grade {c}: {n}" for c, n in s["per_class"].items())
-        what = (f"{s['items']} pairs of {s['queries']} queries (of {s['of']} people-labelled pairs), people's scale "
-                f"{s['scale'][0]}-{s['scale'][1]}, relevant from grade {s['relevant_from']}")
+        what = (
+            f"{s['items']} pairs of {s['queries']} queries (of {s['of']} people-labelled pairs), people's scale "
+            f"{s['scale'][0]}-{s['scale'][1]}, relevant from grade {s['relevant_from']}"
+        )
     else:
         spread = ", ".join(f"{c}: {n}" for c, n in s["per_class"].items())
         what = f"{s['items']} answers (of {s['of']} people-labelled answers)"
-    lines = [f"qualify {q.task} on {what}; stratified by the people's label, seed {s['seed']} ({spread})",
-             f"data: {q.source}" + (f" ({q.citation})" if q.citation else "")]
+    lines = [
+        f"qualify {q.task} on {what}; stratified by the people's label, seed {s['seed']} ({spread})",
+        f"data: {q.source}" + (f" ({q.citation})" if q.citation else ""),
+    ]
     lines += [f"note: {n}" for n in q.notes]
     for i, g in enumerate(q.graders, 1):
         lines.append("")
@@ -51,11 +55,18 @@ def qualification_text(q: Qualification, written: Path | None = None) -> str:
     if q.ceiling is not None:
         c = q.ceiling
         over_all = f"{_kappa(c.kappa, c.kappa_ci, c.why.get('kappa'))}; " if len(c.classes) > 2 else ""
-        lines += ["", (f"ceiling: a second people's labelling of {c.n} of these {unit}: {over_all}at "
-                      f"{c.positive_words}: {_kappa(c.kappa_binary, c.kappa_binary_ci, c.why.get('kappa_binary'))}")]
+        lines += [
+            "",
+            (
+                f"ceiling: a second people's labelling of {c.n} of these {unit}: {over_all}at "
+                f"{c.positive_words}: {_kappa(c.kappa_binary, c.kappa_binary_ci, c.why.get('kappa_binary'))}"
+            ),
+        ]
     if q.published:
-        lines += ["", ("published figures (measured on the data they name, not on this sample: reference points, "
-                      "not targets):")]
+        lines += [
+            "",
+            ("published figures (measured on the data they name, not on this sample: reference points, not targets):"),
+        ]
         lines += [f"  - {p.grader} on {p.data}: {p.figure} ({p.source})" for p in q.published]
     if written is not None:
         lines += ["", f"qualification: {written}"]
@@ -68,8 +79,10 @@ def _grader_lines(i: int, g: GraderOutcome, unit: str) -> list[str]:
     lines = [f"grader {i}: {g.grader.name()} (records name prompt {prompts})"]
     if len(a.classes) > 2:  # with two labels, the kappa over all labels is the binary one: said once
         lines.append(f"  kappa over all labels: {_kappa(a.kappa, a.kappa_ci, a.why.get('kappa'))}")
-    lines += [f"  kappa at {a.positive_words}: {_kappa(a.kappa_binary, a.kappa_binary_ci, a.why.get('kappa_binary'))}",
-              f"  labelled as people did: {_share(a.exact_agreement)} of {a.n} {unit}"]
+    lines += [
+        f"  kappa at {a.positive_words}: {_kappa(a.kappa_binary, a.kappa_binary_ci, a.why.get('kappa_binary'))}",
+        f"  labelled as people did: {_share(a.exact_agreement)} of {a.n} {unit}",
+    ]
     if a.n:
         lines.append(f"  {bias_sentence(a, unit)}")
     lines += ["  " + row for row in _confusion(a)]
@@ -77,8 +90,10 @@ def _grader_lines(i: int, g: GraderOutcome, unit: str) -> list[str]:
         lines.append(f"  {g.by_rule} of the {unit} were decided by the check's rules without a call")
     if g.errors:
         why = "; ".join(f"{n} x {r}" for r, n in sorted(g.error_reasons.items(), key=lambda x: -x[1]))
-        lines.append(f"  without a label (error records, or not asked): {g.errors} of {a.n + a.missing} {unit}, "
-                     f"left out of the figures ({why})")
+        lines.append(
+            f"  without a label (error records, or not asked): {g.errors} of {a.n + a.missing} {unit}, "
+            f"left out of the figures ({why})"
+        )
     else:
         lines.append(f"  error records: 0 of {a.n + a.missing} {unit}")
     if g.usage_text:
@@ -105,8 +120,10 @@ def _paired_lines(p: PairedDifference) -> list[str]:
         ci = f", interval {d.ci[0]:+.2f} to {d.ci[1]:+.2f}" if d.ci else ""
         pv = f", p = {_p(d.p_value)}" if d.p_value is not None else ""
         out.append(f"  {name}: {d.difference:+.2f}{ci}{pv}")
-    out.append(f"  labelled as people did: {_share(p.exact_a)} against {_share(p.exact_b)}; only this grader right on "
-               f"{p.only_a_right}, only grader 1 on {p.only_b_right} (McNemar's exact p = {_p(p.mcnemar_p)})")
+    out.append(
+        f"  labelled as people did: {_share(p.exact_a)} against {_share(p.exact_b)}; only this grader right on "
+        f"{p.only_a_right}, only grader 1 on {p.only_b_right} (McNemar's exact p = {_p(p.mcnemar_p)})"
+    )
     return out
 
 

@@ -41,23 +41,42 @@ __all__ = ["ReportInputs", "Section", "Table", "build_report", "labelled_by", "l
 
 # ------------------------------------------------------------------------------------ assembly
 
+
 def build_report(inp: ReportInputs, title: str = "ragassay report", joins: list | None = None) -> Report:
     joins = input_joins(inp) if joins is None else joins
     evals, per = per_query(inp)
     pages = query_pages(inp, per)
-    sections = (joins_section(joins) + labellers_section(inp) + runs_section(inp, evals)
-                + queries_section(inp, evals, per, pages)
-                + compare_sections(inp, evals) + judge_sections(inp) + calibration_sections(inp) + check_sections(inp)
-                + generate_sections(inp))
+    sections = (
+        joins_section(joins)
+        + labellers_section(inp)
+        + runs_section(inp, evals)
+        + queries_section(inp, evals, per, pages)
+        + compare_sections(inp, evals)
+        + judge_sections(inp)
+        + calibration_sections(inp)
+        + check_sections(inp)
+        + generate_sections(inp)
+    )
     if not sections:
-        raise InputError("nothing to report: give --qrels and --run, or result files from evaluate, compare, judge, "
-                         "check or generate")
-    return Report(title, sections, {"runs": [r.name for r in inp.runs], "labels": page_labels(inp), "queries": pages,
-                                    "chunks": chunk_texts(inp, pages) if pages else {}})
+        raise InputError(
+            "nothing to report: give --qrels and --run, or result files from evaluate, compare, judge, "
+            "check or generate"
+        )
+    return Report(
+        title,
+        sections,
+        {
+            "runs": [r.name for r in inp.runs],
+            "labels": page_labels(inp),
+            "queries": pages,
+            "chunks": chunk_texts(inp, pages) if pages else {},
+        },
+    )
 
 
-def write_report(inp: ReportInputs, output: str | Path, fmt: str = "html", title: str = "ragassay report",
-                 joins: list | None = None) -> Path:
+def write_report(
+    inp: ReportInputs, output: str | Path, fmt: str = "html", title: str = "ragassay report", joins: list | None = None
+) -> Path:
     report = build_report(inp, title, joins)
     text = render_html(report) if fmt == "html" else render_markdown(report)
     out = Path(output)
@@ -79,24 +98,44 @@ class ReportFile:
         return ReportResult(output=str(self.path), format=self.format, bytes=self.bytes).to_dict()
 
 
-def make_report(files: Sequence[str | Path], output: str | Path, *, qrels: str | Path | None = None,
-                runs: RunFiles = (), chunks: str | Path | None = None, queries: str | Path | None = None,
-                answers: str | Path | None = None, human: str | Path | None = None, fmt: str | None = None,
-                title: str = "ragassay report", people_qrels: str | Path | None = None,
-                relevance_level: int | None = None) -> ReportFile:
+def make_report(
+    files: Sequence[str | Path],
+    output: str | Path,
+    *,
+    qrels: str | Path | None = None,
+    runs: RunFiles = (),
+    chunks: str | Path | None = None,
+    queries: str | Path | None = None,
+    answers: str | Path | None = None,
+    human: str | Path | None = None,
+    fmt: str | None = None,
+    title: str = "ragassay report",
+    people_qrels: str | Path | None = None,
+    relevance_level: int | None = None,
+) -> ReportFile:
     """Read ragassay's outputs (``files``, with the qrels, runs and texts they refer to) and write
     one report to ``output``: ``fmt`` html or markdown, else by the output's suffix (.md is markdown).
 
     ``runs``: a mapping {name: path} names each run; a sequence of paths names each by its TREC tag
     (else its file name). ``people_qrels``: a second qrels shown beside ``qrels`` (see ``load_inputs``).
     ``relevance_level``: the grade binary measures count from (default: the qrels' own, else 1)."""
-    inputs = load_inputs(files, qrels=qrels, runs=runs, chunks=chunks, queries=queries, answers=answers, human=human,
-                         people_qrels=people_qrels)
+    inputs = load_inputs(
+        files,
+        qrels=qrels,
+        runs=runs,
+        chunks=chunks,
+        queries=queries,
+        answers=answers,
+        human=human,
+        people_qrels=people_qrels,
+    )
     inputs.relevance_level = relevance_level
-    file_format = fmt if fmt in ("html", "markdown") else \
-        ("markdown" if Path(output).suffix.lower() in (".md", ".markdown") else "html")
+    file_format = (
+        fmt
+        if fmt in ("html", "markdown")
+        else ("markdown" if Path(output).suffix.lower() in (".md", ".markdown") else "html")
+    )
     joins = input_joins(inputs)  # counted once: for the report's section and for the warnings said
     path = write_report(inputs, output, file_format, title, joins)
     warnings = [w for w in (j.warning(sides) for j, sides in joins) if w]
     return ReportFile(path, file_format, path.stat().st_size, warnings)
-

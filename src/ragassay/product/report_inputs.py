@@ -32,7 +32,7 @@ class ReportInputs:
     qrels: Any = None
     people_qrels: Any = None  # a second qrels shown beside the first (people's beside the judge's pool)
     runs: list = field(default_factory=list)
-    chunks: dict = field(default_factory=dict)          # id -> Chunk
+    chunks: dict = field(default_factory=dict)  # id -> Chunk
     queries: dict[str, str] = field(default_factory=dict)
     answers: dict[str, Any] = field(default_factory=dict)  # id -> AnswerItem
     human_labels: dict[str, str] = field(default_factory=dict)
@@ -50,11 +50,15 @@ class ReportInputs:
     rejects: list[Reject] = field(default_factory=list)
     relevance_level: int | None = None  # the grade binary measures count from (None: the qrels' own, else 1)
 
-
     def records_of(self, kind: str) -> list:
         """The list the records of ``kind`` go to."""
-        lists: dict[str, list] = {"judgment": self.judgments, "coverage": self.coverage, "check": self.checks,
-                                  "question": self.questions, "reject": self.rejects}
+        lists: dict[str, list] = {
+            "judgment": self.judgments,
+            "coverage": self.coverage,
+            "check": self.checks,
+            "question": self.questions,
+            "reject": self.rejects,
+        }
         return lists[kind]
 
 
@@ -105,18 +109,26 @@ def read_runs(runs: RunFiles) -> list:
         run = read_run(path, name=name)
         if run.name in seen:
             how = "the name given" if name is not None else "its TREC tag (or file name)"
-            raise InputError(f"two runs are named {run.name!r} ({how}; the other is {seen[run.name]}): give each "
-                             "run its own name (NAME=PATH in ragassay report; a mapping {name: path} from Python)",
-                             path)
+            raise InputError(
+                f"two runs are named {run.name!r} ({how}; the other is {seen[run.name]}): give each "
+                "run its own name (NAME=PATH in ragassay report; a mapping {name: path} from Python)",
+                path,
+            )
         seen[run.name] = path
         out.append(run)
     return out
 
 
-def load_inputs(paths: Sequence[str | Path] = (), qrels: str | Path | None = None, runs: RunFiles = (),
-                chunks: str | Path | None = None, queries: str | Path | None = None,
-                answers: str | Path | None = None, human: str | Path | None = None,
-                people_qrels: str | Path | None = None) -> ReportInputs:
+def load_inputs(
+    paths: Sequence[str | Path] = (),
+    qrels: str | Path | None = None,
+    runs: RunFiles = (),
+    chunks: str | Path | None = None,
+    queries: str | Path | None = None,
+    answers: str | Path | None = None,
+    human: str | Path | None = None,
+    people_qrels: str | Path | None = None,
+) -> ReportInputs:
     """Read everything a report can show; each file is checked and named in any error.
 
     ``runs`` is a mapping {name: path} that names each run, or a sequence of paths (each run named by
@@ -162,8 +174,11 @@ def _add_file(inp: ReportInputs, p: Path) -> None:
         return
     lines = list(iter_jsonl(data, p))
     if not lines or (RECORD_FIELD not in lines[0][1] and legacy_kind(lines[0][1]) is None):
-        raise InputError("neither a ragassay result (JSON with a 'kind') nor records the report reads "
-                         "(judgments, coverage, checks, questions or rejects, as JSON Lines)", p)
+        raise InputError(
+            "neither a ragassay result (JSON with a 'kind') nor records the report reads "
+            "(judgments, coverage, checks, questions or rejects, as JSON Lines)",
+            p,
+        )
     kind, records = read_record_file(p, lines, REPORTED_RECORDS)
     inp.records_of(kind).extend(records)
 
@@ -181,14 +196,21 @@ def _add_result(inp: ReportInputs, p: Path) -> None:
     elif kind == "calibration":
         inp.calibration.append(result)
     else:
-        raise InputError(f"a {kind} result: the report shows judge's judgments and coverage files "
-                         "themselves, not the summary", p)
+        raise InputError(
+            f"a {kind} result: the report shows judge's judgments and coverage files themselves, not the summary", p
+        )
 
 
 def _check_summary(inp: ReportInputs) -> dict:
     """The check result from its records: rates always; the diagnosis with qrels and a run (the
     first run, at depth 10, as ``check`` does by default); agreement with people's labels."""
-    recall, caveat = retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else \
-        (None, None)
-    return summarise_checks([c.model_dump() for c in inp.checks], recall=recall, human=inp.human_labels or None,
-                            human_origin=inp.human_origin, recall_caveat=caveat)
+    recall, caveat = (
+        retrieval_recall(inp.qrels, inp.runs[0], 10) if inp.qrels is not None and inp.runs else (None, None)
+    )
+    return summarise_checks(
+        [c.model_dump() for c in inp.checks],
+        recall=recall,
+        human=inp.human_labels or None,
+        human_origin=inp.human_origin,
+        recall_caveat=caveat,
+    )

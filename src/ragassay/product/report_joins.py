@@ -28,14 +28,50 @@ def _qrels_joins(inp: ReportInputs) -> list[tuple[Join, tuple[str, ...]]]:
     if inp.qrels is None:
         return joins
     for r in inp.runs:
-        joins.append((Join.of("query ids", f"the run {r.name}", r.queries, "the qrels", inp.qrels.queries,
-                              r.source, inp.qrels.source), ("left", "right")))
+        joins.append(
+            (
+                Join.of(
+                    "query ids",
+                    f"the run {r.name}",
+                    r.queries,
+                    "the qrels",
+                    inp.qrels.queries,
+                    r.source,
+                    inp.qrels.source,
+                ),
+                ("left", "right"),
+            )
+        )
     if inp.people_qrels is not None:
-        joins.append((Join.of("query ids", "the second qrels", inp.people_qrels.queries, "the qrels",
-                              inp.qrels.queries, inp.people_qrels.source, inp.qrels.source), ()))
+        joins.append(
+            (
+                Join.of(
+                    "query ids",
+                    "the second qrels",
+                    inp.people_qrels.queries,
+                    "the qrels",
+                    inp.qrels.queries,
+                    inp.people_qrels.source,
+                    inp.qrels.source,
+                ),
+                (),
+            )
+        )
     if inp.judgments:
-        joins.append((Join.of("query ids", "the judgments", {j.query_id for j in inp.judgments}, "the qrels",
-                              inp.qrels.queries, None, inp.qrels.source), ("left",)))
+        joins.append(
+            (
+                Join.of(
+                    "query ids",
+                    "the judgments",
+                    {j.query_id for j in inp.judgments},
+                    "the qrels",
+                    inp.qrels.queries,
+                    None,
+                    inp.qrels.source,
+                ),
+                ("left",),
+            )
+        )
     return joins
 
 
@@ -44,12 +80,15 @@ def _page_joins(inp: ReportInputs) -> list[tuple[Join, tuple[str, ...]]]:
     joins: list[tuple[Join, tuple[str, ...]]] = []
     if inp.queries and inp.runs:  # the query pages' questions
         asked = {q for r in inp.runs for q in r.queries}
-        joins.append((Join.of("query ids", "the runs", asked, "the queries", list(inp.queries), None, None),
-                      ("left",)))
+        joins.append((Join.of("query ids", "the runs", asked, "the queries", list(inp.queries), None, None), ("left",)))
     if inp.chunks and inp.runs:  # the chunk texts the pages show beside each run's results
         retrieved = {d.decode("utf-8") for r in inp.runs for d in np.unique(r.doc_ids).tolist()}
-        joins.append((Join.of("chunk ids", "the runs' results", retrieved, "the chunks", list(inp.chunks), None, None),
-                      ("left",)))
+        joins.append(
+            (
+                Join.of("chunk ids", "the runs' results", retrieved, "the chunks", list(inp.chunks), None, None),
+                ("left",),
+            )
+        )
     return joins
 
 
@@ -58,12 +97,35 @@ def _answer_joins(inp: ReportInputs) -> list[tuple[Join, tuple[str, ...]]]:
     joins: list[tuple[Join, tuple[str, ...]]] = []
     answered = _answered_queries(inp)
     if answered and inp.runs:
-        joins.append((Join.of("query ids", "the checked answers" if inp.checks else "the answers", answered,
-                              f"the run {inp.runs[0].name}", inp.runs[0].queries, None, inp.runs[0].source),
-                      ("left",)))
+        joins.append(
+            (
+                Join.of(
+                    "query ids",
+                    "the checked answers" if inp.checks else "the answers",
+                    answered,
+                    f"the run {inp.runs[0].name}",
+                    inp.runs[0].queries,
+                    None,
+                    inp.runs[0].source,
+                ),
+                ("left",),
+            )
+        )
     if inp.human_labels and inp.checks:
-        joins.append((Join.of("answer ids", "the checks", {c.id for c in inp.checks}, "the answer labels",
-                              inp.human_labels, None, None), ()))  # people label a sample: counts only
+        joins.append(
+            (
+                Join.of(
+                    "answer ids",
+                    "the checks",
+                    {c.id for c in inp.checks},
+                    "the answer labels",
+                    inp.human_labels,
+                    None,
+                    None,
+                ),
+                (),
+            )
+        )  # people label a sample: counts only
     return joins
 
 
@@ -85,6 +147,6 @@ def joins_section(joins: list) -> list[Section]:
     rows = [[j.what, j.left.role, len(j.left.ids), j.right.role, len(j.right.ids), j.matched] for j, _ in joins]
     warnings = [w for w in (j.warning(sides) for j, sides in joins) if w]
     note = "How the files met by id: each side's count and how many met." + (
-        " " + " ".join(w[0].upper() + w[1:] + "." for w in warnings) if warnings else "")
+        " " + " ".join(w[0].upper() + w[1:] + "." for w in warnings) if warnings else ""
+    )
     return [Section("Inputs: what met", note, tables=[Table(["ids", "side", "ids", "other side", "ids", "met"], rows)])]
-

@@ -11,7 +11,7 @@ class Table:
     headers: list[str]
     rows: list[list[Any]]
     queries: list[str | None] | None = None  # per row: the query it opens (HTML)
-    filter: bool = False                     # a search box above it (HTML)
+    filter: bool = False  # a search box above it (HTML)
 
 
 @dataclass

@@ -144,8 +144,11 @@ def table_html(t: Table, table_id: str) -> str:
     def numeric(i: int) -> bool:
         vals = [r[i] for r in t.rows if i < len(r) and r[i] not in ("", None)]
         return bool(vals) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
-    head = "".join(f"<th class=num>{html.escape(h)}</th>" if numeric(i) else f"<th>{html.escape(h)}</th>"
-                   for i, h in enumerate(t.headers))
+
+    head = "".join(
+        f"<th class=num>{html.escape(h)}</th>" if numeric(i) else f"<th>{html.escape(h)}</th>"
+        for i, h in enumerate(t.headers)
+    )
     rows = []
     for n, r in enumerate(t.rows):
         q = t.queries[n] if t.queries else None
@@ -156,10 +159,15 @@ def table_html(t: Table, table_id: str) -> str:
             rows.append(f"<tr data-q='{html.escape(str(q), quote=True)}'>{cells}</tr>")
         else:
             rows.append(f"<tr>{cells}</tr>")
-    search = ("<input class=filter type=search placeholder='filter rows' aria-label='filter rows' "
-              f"data-table='{table_id}'>" if t.filter else "")
-    return (f"{search}<div class=scroll><table class=sortable id='{table_id}'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></div>")
+    search = (
+        f"<input class=filter type=search placeholder='filter rows' aria-label='filter rows' data-table='{table_id}'>"
+        if t.filter
+        else ""
+    )
+    return (
+        f"{search}<div class=scroll><table class=sortable id='{table_id}'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def data_block(data: Any) -> str:
@@ -172,7 +180,7 @@ def data_block(data: Any) -> str:
 def read_data_block(page: str) -> Any:
     """The data behind a report's query pages (for tests and for tools that read reports)."""
     start = page.index("id='report-data'>") + len("id='report-data'>")
-    return json.loads(gzip.decompress(base64.b64decode(page[start:page.index("</script>", start)])))
+    return json.loads(gzip.decompress(base64.b64decode(page[start : page.index("</script>", start)])))
 
 
 def render_html(report: Report) -> str:
@@ -189,13 +197,15 @@ def render_html(report: Report) -> str:
         parts += [table_html(t, f"t{i}-{j}") for j, t in enumerate(s.tables)]
         body.append("".join(parts) + "</section>")
     title = html.escape(report.title)
-    return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
-            "<meta name=viewport content='width=device-width,initial-scale=1'>"
-            f"<title>{title}</title><style>{CSS}</style></head><body><main><h1>{title}</h1>"
-            f"<p class=meta>Made by ragassay. Metrics follow trec_eval's conventions. Click any query to open it.</p>"
-            f"<nav>{nav}</nav>{''.join(body)}</main><aside id=panel hidden aria-label='query'></aside>"
-            f"<script type='application/json' id='report-data'>{data_block(report.pages)}</script>"
-            f"<script>{SCRIPT}</script></body></html>")
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width,initial-scale=1'>"
+        f"<title>{title}</title><style>{CSS}</style></head><body><main><h1>{title}</h1>"
+        f"<p class=meta>Made by ragassay. Metrics follow trec_eval's conventions. Click any query to open it.</p>"
+        f"<nav>{nav}</nav>{''.join(body)}</main><aside id=panel hidden aria-label='query'></aside>"
+        f"<script type='application/json' id='report-data'>{data_block(report.pages)}</script>"
+        f"<script>{SCRIPT}</script></body></html>"
+    )
 
 
 MARKDOWN_ROWS = 20  # rows of a per-query table in Markdown (a pull-request comment, not an archive)
@@ -219,4 +229,5 @@ def render_markdown(report: Report) -> str:
             if len(rows) < len(t.rows):
                 parts.append(f"(the first {len(rows)} of {len(t.rows)} rows; the HTML report has every one)")
         return "\n\n".join(parts)
+
     return f"# {markdown_cell(report.title)}\n\n" + "\n\n".join(section(s) for s in report.sections) + "\n"

@@ -16,20 +16,23 @@ from .report_model import Section, Table
 from .report_stages import judge_grades
 from .report_words import clip, labelled_by
 
-TOP_SHOWN = 10      # chunks per run on a query's page
-TEXT_CLIP = 600     # characters of a chunk's text kept for a query's page
+TOP_SHOWN = 10  # chunks per run on a query's page
+TEXT_CLIP = 600  # characters of a chunk's text kept for a query's page
 
 
 def page_labels(inp: ReportInputs) -> dict[str, str]:
     """The names the query pages give each file of labels (the script reads them: it names nothing itself)."""
-    out = {"qrels": labelled_by(inp.qrels.origin if inp.qrels is not None else None),
-           "answers": labelled_by(inp.human_origin)}
+    out = {
+        "qrels": labelled_by(inp.qrels.origin if inp.qrels is not None else None),
+        "answers": labelled_by(inp.human_origin),
+    }
     if inp.people_qrels is not None:
         out["second"] = labelled_by(inp.people_qrels.origin)
     return out
 
 
 # ------------------------------------------------------------------------------- the table
+
 
 def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> list[Section]:
     """One row per query with a page, worst first by the first run's ndcg@10, with the answer's label and
@@ -50,13 +53,21 @@ def queries_section(inp: ReportInputs, evals: list, per: dict, pages: dict) -> l
     rows = [_query_row(q, pages[q], runs, per, labels, cov) for q in order]
     plots = []
     if evals:
-        plots.append(svg.strip_plot([(r.name, [(v, q) for q, v in zip(ev.queries, ev.values["ndcg@10"].tolist())])
-                                     for r, ev in zip(inp.runs, evals)],
-                                    "ndcg@10 per query (click a dot to open the query)"))
+        plots.append(
+            svg.strip_plot(
+                [
+                    (r.name, [(v, q) for q, v in zip(ev.queries, ev.values["ndcg@10"].tolist())])
+                    for r, ev in zip(inp.runs, evals)
+                ],
+                "ndcg@10 per query (click a dot to open the query)",
+            )
+        )
     graders = [labelled_by(q.origin) for q in (inp.qrels, inp.people_qrels) if q is not None] + ["the judge"]
-    note = (f"{len(rows)} queries{_outside_runs(inp, order)}, worst first. Click a row or a dot to open the query: its "
-            f"chunks as graded by {', by '.join(graders)}, the answer and its label. Click a column to sort; type to "
-            "filter.")
+    note = (
+        f"{len(rows)} queries{_outside_runs(inp, order)}, worst first. Click a row or a dot to open the query: its "
+        f"chunks as graded by {', by '.join(graders)}, the answer and its label. Click a column to sort; type to "
+        "filter."
+    )
     return [Section("Queries", note, plots, [Table(headers, rows, queries=list(order), filter=True)])]
 
 
@@ -74,8 +85,7 @@ def _first_run_coverage(inp: ReportInputs, runs: list[str]) -> dict[str, str]:
     return cov
 
 
-def _query_row(q: str, page: dict, runs: list[str], per: dict, labels: dict[str, str],
-               cov: dict[str, str]) -> list:
+def _query_row(q: str, page: dict, runs: list[str], per: dict, labels: dict[str, str], cov: dict[str, str]) -> list:
     """One query's row: its id, clipped question, each run's ndcg@10, the difference of two runs, its
     answer's label and its coverage (the last three only when the table has those columns)."""
     vals = [per.get(q, {}).get(r, {}).get("ndcg@10") for r in runs]
@@ -95,11 +105,14 @@ def _outside_runs(inp: ReportInputs, order: list[str]) -> str:
     outside = [q for q in order if in_runs and q not in in_runs]
     if not outside:
         return ""
-    return (f" ({len(order) - len(outside)} in the runs, {len(outside)} only in other inputs: "
-            f"{', '.join(outside[:3])}{', ...' if len(outside) > 3 else ''})")
+    return (
+        f" ({len(order) - len(outside)} in the runs, {len(outside)} only in other inputs: "
+        f"{', '.join(outside[:3])}{', ...' if len(outside) > 3 else ''})"
+    )
 
 
 # ------------------------------------------------------------------------------- the pages
+
 
 def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
     """Per query, what its page shows (only ids and clipped texts; the page is drawn by the script)."""
@@ -110,10 +123,25 @@ def query_pages(inp: ReportInputs, per: dict) -> dict[str, Any]:
         return {}
     # the queries file (or a generated set) gives texts, not pages: a page is for a query with results,
     # judgments, an answer or coverage
-    ids = set(gold) | set(second or {}) | {q for rk in ranked.values() for q in rk} | set(inp.answers) \
-        | {c.id for c in inp.checks} | {c.query_id for c in inp.coverage}
-    sources = _PageSources(inp, per, gold, second, judge_grades(inp), ranked, {c.id: c for c in inp.checks},
-                           {q.id: q for q in inp.questions}, _coverage_by_query(inp))
+    ids = (
+        set(gold)
+        | set(second or {})
+        | {q for rk in ranked.values() for q in rk}
+        | set(inp.answers)
+        | {c.id for c in inp.checks}
+        | {c.query_id for c in inp.coverage}
+    )
+    sources = _PageSources(
+        inp,
+        per,
+        gold,
+        second,
+        judge_grades(inp),
+        ranked,
+        {c.id: c for c in inp.checks},
+        {q.id: q for q in inp.questions},
+        _coverage_by_query(inp),
+    )
     return {q: sources.page(q) for q in sorted(ids)}
 
 
@@ -122,8 +150,10 @@ def _coverage_by_query(inp: ReportInputs) -> dict[str, dict]:
     coverage: dict[str, dict] = {}
     for c in inp.coverage:
         coverage.setdefault(c.query_id, {})[c.run or "run"] = {
-            "label": c.coverage or "error", "error": c.error,
-            "nuggets": [[n.text, n.vital, n.support] for n in c.nuggets]}
+            "label": c.coverage or "error",
+            "error": c.error,
+            "nuggets": [[n.text, n.vital, n.support] for n in c.nuggets],
+        }
     return coverage
 
 
@@ -132,13 +162,13 @@ class _PageSources:
     """What every query's page is drawn from, gathered once for all the pages."""
 
     inp: ReportInputs
-    per: dict                                   # query -> run -> the page's metrics
-    gold: dict[str, dict[str, int]]             # the qrels
-    second: dict[str, dict[str, int]] | None    # the second qrels, when given
-    judged: dict[tuple[str, str], int]          # the judge's grades
-    ranked: dict[str, dict[str, list]]          # run -> query -> ranked (chunk, score)
+    per: dict  # query -> run -> the page's metrics
+    gold: dict[str, dict[str, int]]  # the qrels
+    second: dict[str, dict[str, int]] | None  # the second qrels, when given
+    judged: dict[tuple[str, str], int]  # the judge's grades
+    ranked: dict[str, dict[str, list]]  # run -> query -> ranked (chunk, score)
     checks: dict[str, Check]
-    questions: dict[str, Any]                   # a generated set's questions by id
+    questions: dict[str, Any]  # a generated set's questions by id
     coverage: dict[str, dict]
 
     def page(self, q: str) -> dict[str, Any]:
@@ -162,14 +192,16 @@ class _PageSources:
             out["gold"] = _relevant_first(self.gold[q])
         if self.second and self.second.get(q):
             out["second"] = _relevant_first(self.second[q])
-        out["runs"] = {name: [self._graded(q, d) for d, _ in rk.get(q, [])[:TOP_SHOWN]]
-                       for name, rk in self.ranked.items()}
+        out["runs"] = {
+            name: [self._graded(q, d) for d, _ in rk.get(q, [])[:TOP_SHOWN]] for name, rk in self.ranked.items()
+        }
         return out
 
     def _graded(self, q: str, d: str) -> list:
         """A retrieved chunk with the qrels' grade, the judge's and (when given) the second qrels'."""
-        return [d, self.gold.get(q, {}).get(d), self.judged.get((q, d))] \
-            + ([self.second.get(q, {}).get(d)] if self.second is not None else [])
+        return [d, self.gold.get(q, {}).get(d), self.judged.get((q, d))] + (
+            [self.second.get(q, {}).get(d)] if self.second is not None else []
+        )
 
     def _answer(self, q: str, a: Any) -> dict[str, Any]:
         """The reference and the system's answer (or a generated question's answer) and the check's verdict."""
@@ -181,8 +213,15 @@ class _PageSources:
             out["reference"] = self.questions[q].answer
         if q in self.checks:
             c = self.checks[q]
-            shown = {"label": c.label, "grounded": c.grounded, "rationale": c.rationale, "decided_by": c.decided_by,
-                     "unsupported_claims": c.unsupported_claims, "fault": c.fault, "error": c.error}
+            shown = {
+                "label": c.label,
+                "grounded": c.grounded,
+                "rationale": c.rationale,
+                "decided_by": c.decided_by,
+                "unsupported_claims": c.unsupported_claims,
+                "fault": c.fault,
+                "error": c.error,
+            }
             out["check"] = {k: v for k, v in shown.items() if v not in (None, [], "")}
         return out
 

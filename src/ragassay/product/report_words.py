@@ -44,4 +44,3 @@ def stat(v: float | None, why: str | None) -> str:
 def shown_rate(r: dict, unit: str = "answers", total: int | None = None) -> str:
     """A rate with the items it rests on, its interval or why it has none (metrics.rates)."""
     return rate_text(r, unit, total)
-

@@ -58,10 +58,19 @@ class SetQuality:
 
     def to_dict(self) -> dict[str, Any]:
         """The result as JSON prints it: kind and version first, like every command's."""
-        return QualityResult(command=self.command, questions=self.questions, rests_on=self.rests_on,
-                             difficulty=self.difficulty, checks=self.checks, duplicates=self.duplicates,
-                             coverage=self.coverage, mix=self.mix, power=self.power, log=self.log,
-                             notes=self.notes).to_dict()
+        return QualityResult(
+            command=self.command,
+            questions=self.questions,
+            rests_on=self.rests_on,
+            difficulty=self.difficulty,
+            checks=self.checks,
+            duplicates=self.duplicates,
+            coverage=self.coverage,
+            mix=self.mix,
+            power=self.power,
+            log=self.log,
+            notes=self.notes,
+        ).to_dict()
 
 
 def set_quality(
@@ -122,7 +131,10 @@ def set_quality(
 
 
 def _gold(
-    questions: Sequence[SetQuestion], qrels: str | Path | None, table: Qrels | None, level: int | None,
+    questions: Sequence[SetQuestion],
+    qrels: str | Path | None,
+    table: Qrels | None,
+    level: int | None,
     queries: str | Path,
 ) -> tuple[dict[str, set[str]], dict[str, Any]]:
     """Each question's relevant chunks, and what they rest on: the qrels at their relevant grade, or
@@ -213,8 +225,9 @@ def _log_distance(
     }
     if log_qrels is not None and log_table is not None:
         rel = relevance_for(log_table.origin, level, log_qrels)
-        judged = {q: [d for d, g in docs.items() if g >= rel.level]
-                  for q, docs in log_table.to_dict().items() if q in real}
+        judged = {
+            q: [d for d, g in docs.items() if g >= rel.level] for q, docs in log_table.to_dict().items() if q in real
+        }
         ranks = [r for q, docs in judged.items() if docs and (r := ranker.best_rank(real[q], sorted(docs))) is not None]
         out["log_lexical"] = {**lexical_profile(ranks), "relevant_grade": rel.level}
     return out

@@ -21,10 +21,23 @@ from ..errors import RagassayError
 
 # the steps that read what an LLM step writes, each with the words its skip says when that is missing:
 # skipped so after the LLM step failed, it says the failure was the cause
-NEEDS = {"generate": {"retrieve": "no queries", "agree": "no judged pool", "evaluate": "nothing to score on",
-                      "compare": "nothing to score on", "track": "no results", "report": "nothing to report"},
-         "judge": {"agree": "no judged pool", "evaluate": "nothing to score on", "compare": "nothing to score on",
-                   "track": "no results", "report": "nothing to report"}}
+NEEDS = {
+    "generate": {
+        "retrieve": "no queries",
+        "agree": "no judged pool",
+        "evaluate": "nothing to score on",
+        "compare": "nothing to score on",
+        "track": "no results",
+        "report": "nothing to report",
+    },
+    "judge": {
+        "agree": "no judged pool",
+        "evaluate": "nothing to score on",
+        "compare": "nothing to score on",
+        "track": "no results",
+        "report": "nothing to report",
+    },
+}
 
 
 def short_reason(text: str, limit: int = 240) -> str:
@@ -32,7 +45,7 @@ def short_reason(text: str, limit: int = 240) -> str:
     engine's "stopped early: " and the advice that follows."""
     reason = text.strip().removeprefix("stopped early: ")
     reason = reason.split(". Nothing more was sent")[0].split("\n")[0].rstrip(".")
-    return reason if len(reason) <= limit else reason[:limit - 1].rstrip() + "…"
+    return reason if len(reason) <= limit else reason[: limit - 1].rstrip() + "…"
 
 
 def go_on_without_model(ctx: Any, failed: Any, rerun: Callable[[Any, bool], Any]) -> Any:
@@ -42,8 +55,7 @@ def go_on_without_model(ctx: Any, failed: Any, rerun: Callable[[Any, bool], Any]
     line saying what the rules did."""
     if failed.step == "generate" and ctx.project.queries is not None:
         return failed  # a sample beside the project's queries, read by no later step: they go on as they would
-    ctx.no_llm = f"{failed.step} failed before it ({short_reason(failed.text)}); no model is called after a " \
-                 "failed step"
+    ctx.no_llm = f"{failed.step} failed before it ({short_reason(failed.text)}); no model is called after a failed step"
     ctx.failed_llm = failed
     if failed.step != "check":
         return failed
@@ -81,8 +93,13 @@ def said_after(ctx: Any, step: Any) -> Any:
         return step
     if step.status == "skipped" and missing in step.text and cause not in step.text:
         step.text += f" ({cause} before it, so what it writes is missing)"
-    elif failed.step == "judge" and step.step in ("evaluate", "compare") and step.status in ("ran", "up to date") \
-            and ctx.project.qrels is not None and ctx.metric_qrels() == ctx.project.qrels:
+    elif (
+        failed.step == "judge"
+        and step.step in ("evaluate", "compare")
+        and step.status in ("ran", "up to date")
+        and ctx.project.qrels is not None
+        and ctx.metric_qrels() == ctx.project.qrels
+    ):
         step.text += "; not on the judged pool: judge failed"
     return step
 
@@ -95,11 +112,13 @@ def last_line(steps: Sequence[Any]) -> str | None:
         return None
     first = failed[0]
     others = [s for s in steps if s.exit_code and s is not first]
-    return (f"stopped at {first.step}: {short_reason(first.text)} (exit {first.exit_code})"
-            + ("; also " + ", ".join(f"{s.step} ({s.status}, exit {s.exit_code})" for s in others) if others else ""))
+    return f"stopped at {first.step}: {short_reason(first.text)} (exit {first.exit_code})" + (
+        "; also " + ", ".join(f"{s.step} ({s.status}, exit {s.exit_code})" for s in others) if others else ""
+    )
 
 
 # ------------------------------------------------------------------- a retriever that failed
+
 
 def retriever_failed(ctx: Any, name: str, error: BaseException, step_lines: list[str], results: dict) -> None:
     """One retriever of several failed (it raised, or returned what is no ranking): the others' runs
@@ -123,8 +142,9 @@ def retrieve_failed(ctx: Any, step: Any) -> Any:
         return step
     named = "; ".join(f"{name}: {reason}" for name, reason in failures.items())
     step.status, step.exit_code = "failed", 1
-    stood = [n for n in ctx.project.retrievers if n not in failures and n in ctx.runs] + \
-        [n for n in ctx.runs if n not in ctx.project.retrievers]
+    stood = [n for n in ctx.project.retrievers if n not in failures and n in ctx.runs] + [
+        n for n in ctx.runs if n not in ctx.project.retrievers
+    ]
     step.text = f"{named}\n(the other runs stand: {', '.join(stood) or 'none'}; {step.text})"
     step.runs_stand = bool(stood)
     return step

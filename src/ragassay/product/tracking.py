@@ -38,8 +38,10 @@ def parse_thresholds(items: list[str] | None, flag: str) -> dict[str, float]:
         except ValueError:
             raise UsageError(f"{flag} {item!r}: {value!r} is not a number") from None
         if out[name.strip()] != out[name.strip()] or out[name.strip()] in (float("inf"), float("-inf")):
-            raise UsageError(f"{flag} {item!r}: the threshold must be a finite number (nan passes no test, "
-                             "and an infinite one tests nothing)")
+            raise UsageError(
+                f"{flag} {item!r}: the threshold must be a finite number (nan passes no test, "
+                "and an infinite one tests nothing)"
+            )
     return out
 
 
@@ -53,14 +55,21 @@ def canonical(name: str) -> str:
     return f"{prefix}/{base}" if slash else base
 
 
-def gate(values: Mapping[str, float], mins: Mapping[str, float], maxs: Mapping[str, float],
-         errors: int = 0, allow_errors: int = 0) -> list[str]:
+def gate(
+    values: Mapping[str, float],
+    mins: Mapping[str, float],
+    maxs: Mapping[str, float],
+    errors: int = 0,
+    allow_errors: int = 0,
+) -> list[str]:
     """Failed thresholds, as sentences; empty when all hold. A missing metric fails, and so does a
     stage result with more error (ungraded) items than ``allow_errors``."""
     failures = []
     if errors > allow_errors:
-        failures.append(f"{errors} items of this result are errors (ungraded), more than --allow-errors "
-                        f"{allow_errors}: rerun the stage to retry them")
+        failures.append(
+            f"{errors} items of this result are errors (ungraded), more than --allow-errors "
+            f"{allow_errors}: rerun the stage to retry them"
+        )
     for name, limit in mins.items():
         key = canonical(name)
         if key not in values:
@@ -78,8 +87,9 @@ def gate(values: Mapping[str, float], mins: Mapping[str, float], maxs: Mapping[s
 
 def git_commit(cwd: str | Path = ".") -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True,
-                             timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
@@ -101,14 +111,32 @@ class History:
         except sqlite3.Error as e:
             raise InputError(f"--db: the history cannot be used ({e}); give another path", self.path) from None
 
-    def add(self, kind: str, metrics: Mapping[str, float], label: str | None, source: str,
-            settings: Mapping | None = None, commit: str | None = None, run: str | None = None,
-            qrels: Mapping | None = None) -> int:
+    def add(
+        self,
+        kind: str,
+        metrics: Mapping[str, float],
+        label: str | None,
+        source: str,
+        settings: Mapping | None = None,
+        commit: str | None = None,
+        run: str | None = None,
+        qrels: Mapping | None = None,
+    ) -> int:
         cur = self.db.execute(
             "INSERT INTO results (created, label, commit_id, kind, source, metrics, settings, run, qrels) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (time.time(), label, commit, kind, source, json.dumps(dict(metrics)), json.dumps(settings or {}), run,
-             json.dumps(dict(qrels)) if qrels else None))
+            (
+                time.time(),
+                label,
+                commit,
+                kind,
+                source,
+                json.dumps(dict(metrics)),
+                json.dumps(settings or {}),
+                run,
+                json.dumps(dict(qrels)) if qrels else None,
+            ),
+        )
         if cur.lastrowid is None:  # sqlite gives the row id of every INSERT
             raise RuntimeError("the history database gave no id for the row it stored")
         return int(cur.lastrowid)
@@ -117,14 +145,24 @@ class History:
         """Every tracked result in order (only those of the run named ``run``, when given)."""
         out = []
         for rid, created, label, commit, kind, source, metrics, settings, run_name, qrels in self.db.execute(
-                "SELECT id, created, label, commit_id, kind, source, metrics, settings, run, qrels FROM results "
-                "ORDER BY id"):
+            "SELECT id, created, label, commit_id, kind, source, metrics, settings, run, qrels FROM results ORDER BY id"
+        ):
             if run is not None and run_name != run:
                 continue
-            out.append(TrackedResult(id=rid, created=created, label=label, commit=commit, kind=kind, source=source,
-                                     metrics=json.loads(metrics), run=run_name,
-                                     qrels=json.loads(qrels) if qrels else None,
-                                     settings=json.loads(settings) if settings else None))
+            out.append(
+                TrackedResult(
+                    id=rid,
+                    created=created,
+                    label=label,
+                    commit=commit,
+                    kind=kind,
+                    source=source,
+                    metrics=json.loads(metrics),
+                    run=run_name,
+                    qrels=json.loads(qrels) if qrels else None,
+                    settings=json.loads(settings) if settings else None,
+                )
+            )
         return out
 
     def trend(self, metric: str, run: str | None = None) -> list[TrackedResult]:
@@ -143,9 +181,16 @@ class History:
             v = r.metrics[key]
             series = _series(r, key)
             p, b = (prev.get(series), best.get(series)) if series is not None else (None, None)
-            out.append(r.model_copy(update={"value": v, "delta_previous": None if p is None else v - p,
-                                            "delta_best": None if b is None else v - b,
-                                            "series": None if series is None else _series_name(r, key)}))
+            out.append(
+                r.model_copy(
+                    update={
+                        "value": v,
+                        "delta_previous": None if p is None else v - p,
+                        "delta_best": None if b is None else v - b,
+                        "series": None if series is None else _series_name(r, key),
+                    }
+                )
+            )
             if series is not None:
                 prev[series] = v
                 best[series] = v if b is None else (min(b, v) if lower_is_better else max(b, v))
@@ -188,16 +233,21 @@ def _series_name(r: TrackedResult, metric: str | None = None) -> str:
     q = r.qrels or {}
     origin = (q.get("origin") or {}).get("describe", "unknown")
     settings = r.settings or {}
-    settings_text = ", ".join(f"relevant = grade ≥ {settings[k]}" if k == "relevance_level" else f"{k} {settings[k]}"
-                              for k in _settings_of(metric) if k in settings)
+    settings_text = ", ".join(
+        f"relevant = grade ≥ {settings[k]}" if k == "relevance_level" else f"{k} {settings[k]}"
+        for k in _settings_of(metric)
+        if k in settings
+    )
     name = f"{r.run or r.kind} on qrels {q.get('digest', '?')[:8]} ({origin})" if q else (r.run or r.kind)
     return f"{name}, {settings_text}" if settings_text and r.kind in ("evaluate", "compare") else name
 
 
 # ------------------------------------------------------- what the track, history and gate commands call
 
-def track(result: str | Path, db: str | Path = DEFAULT_DB, label: str | None = None,
-          run: str | None = None) -> TrackResult:
+
+def track(
+    result: str | Path, db: str | Path = DEFAULT_DB, label: str | None = None, run: str | None = None
+) -> TrackResult:
     """Add the result JSON ``result`` (of evaluate, compare, check, ...) to the history ``db``: its
     metrics (of the run ``run`` in a compare result), settings, the time and the git commit."""
     parsed = read_result(result)
@@ -206,12 +256,21 @@ def track(result: str | Path, db: str | Path = DEFAULT_DB, label: str | None = N
     qrels = getattr(parsed, "qrels", None)
     h = History(db)
     try:
-        rid = h.add(parsed.kind, metrics, label, str(result), getattr(parsed, "settings", None), git_commit(),
-                    run=run_name, qrels=qrels)
+        rid = h.add(
+            parsed.kind,
+            metrics,
+            label,
+            str(result),
+            getattr(parsed, "settings", None),
+            git_commit(),
+            run=run_name,
+            qrels=qrels,
+        )
     finally:
         h.close()
-    return TrackResult(id=rid, result_kind=parsed.kind, metrics=metrics, label=label, db=str(db), run=run_name,
-                       qrels=qrels)
+    return TrackResult(
+        id=rid, result_kind=parsed.kind, metrics=metrics, label=label, db=str(db), run=run_name, qrels=qrels
+    )
 
 
 def result_run(parsed: object, run: str | None = None) -> str | None:
@@ -240,8 +299,7 @@ def read_history(db: str | Path = DEFAULT_DB, metric: str | None = None, run: st
             _known_run(run, h.rows(), db)
         if metric:
             _known_metric(metric, h.rows(run))
-        return HistoryResult(metric=metric or None, run=run,
-                             results=h.trend(metric, run) if metric else h.rows(run))
+        return HistoryResult(metric=metric or None, run=run, results=h.trend(metric, run) if metric else h.rows(run))
     finally:
         h.close()
 
@@ -250,14 +308,21 @@ def _known_run(run: str, rows: list[TrackedResult], db: str | Path) -> None:
     """A run name the history has no result of is an InputError naming the runs it has (with the
     nearest): an empty answer would read as "no results yet" when the name is what is wrong."""
     import difflib
+
     names = sorted({r.run for r in rows if r.run})
     if run in names:
         return
     close = difflib.get_close_matches(run, names, n=1, cutoff=0.6)
-    has = f"the runs it has: {', '.join(names[:20])}{', ...' if len(names) > 20 else ''}" if names else \
-        "it has no result that names a run"
-    raise InputError(f"no tracked result of the run {run!r} in this history; {has}"
-                     + (f"; did you mean {close[0]!r}?" if close else ""), db)
+    has = (
+        f"the runs it has: {', '.join(names[:20])}{', ...' if len(names) > 20 else ''}"
+        if names
+        else "it has no result that names a run"
+    )
+    raise InputError(
+        f"no tracked result of the run {run!r} in this history; {has}"
+        + (f"; did you mean {close[0]!r}?" if close else ""),
+        db,
+    )
 
 
 def _known_metric(metric: str, rows: list[TrackedResult]) -> None:
@@ -277,8 +342,13 @@ def _known_metric(metric: str, rows: list[TrackedResult]) -> None:
         raise UsageError(f"--metric {metric!r} is not a metric of any tracked result{hint}") from None
 
 
-def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str, float], run: str | None = None,
-                allow_errors: int = 0) -> GateResult:
+def gate_result(
+    result: str | Path,
+    mins: Mapping[str, float],
+    maxs: Mapping[str, float],
+    run: str | None = None,
+    allow_errors: int = 0,
+) -> GateResult:
     """Check the result JSON ``result`` against the thresholds (see :func:`gate`). A threshold name
     close to one of the result's metrics but not in it is a UsageError (a typo, not a failed gate)."""
     import difflib
@@ -291,9 +361,14 @@ def gate_result(result: str | Path, mins: Mapping[str, float], maxs: Mapping[str
         if close:
             raise UsageError(f"{name!r} is not in this {parsed.kind} result; did you mean {close[0]!r}?")
     failures = gate(values, mins, maxs, result_errors(parsed), allow_errors)
-    return GateResult(passed=not failures, failures=failures, result_kind=parsed.kind,
-                      run=_gated_runs(parsed, run, [*mins, *maxs]), qrels=getattr(parsed, "qrels", None),
-                      rests_on=getattr(parsed, "rests_on", None))
+    return GateResult(
+        passed=not failures,
+        failures=failures,
+        result_kind=parsed.kind,
+        run=_gated_runs(parsed, run, [*mins, *maxs]),
+        qrels=getattr(parsed, "qrels", None),
+        rests_on=getattr(parsed, "rests_on", None),
+    )
 
 
 def _gated_runs(parsed: object, run: str | None, names: list[str]) -> str | None:
@@ -306,8 +381,10 @@ def _gated_runs(parsed: object, run: str | None, names: list[str]) -> str | None
     named = [n.split("/", 1)[0] for n in names if "/" in n and n.split("/", 1)[0] in means]
     if run is not None and any(r != run for r in named):
         other = next(r for r in named if r != run)
-        raise UsageError(f"a threshold names the run {other!r} and the run asked for is {run!r}: name the run "
-                         "one way (RUN/metric, or the run option with bare metric names)")
+        raise UsageError(
+            f"a threshold names the run {other!r} and the run asked for is {run!r}: name the run "
+            "one way (RUN/metric, or the run option with bare metric names)"
+        )
     bare = any("/" not in n or n.split("/", 1)[0] not in means for n in names)
     runs = list(dict.fromkeys(named + ([result_run(parsed, run)] if bare else [])))
     return ", ".join(r for r in runs if r) or None

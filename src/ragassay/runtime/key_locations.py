@@ -34,12 +34,12 @@ class KeyLocations:
 
     def __init__(self) -> None:
         self._where: dict[str, int] = {}  # keys read from the files, or appended outside the plan
-        self.failed: set[str] = set()    # keys whose newest record is not ok
+        self.failed: set[str] = set()  # keys whose newest record is not ok
         self._packed: tuple[bytes, int, array] | None = None  # keys of an index not yet in the dict (see hold_packed)
-        self._cursor = 0                 # how many of those were asked for, in order
+        self._cursor = 0  # how many of those were asked for, in order
         self._plan: Sequence[str] | None = None
-        self._at = array("q")            # a location per plan position (0: none)
-        self._count = 0                  # plan positions holding a location
+        self._at = array("q")  # a location per plan position (0: none)
+        self._count = 0  # plan positions holding a location
         self._positions: dict[str, int] | None = None  # key -> plan position of those, made on first need
 
     @property
@@ -49,8 +49,12 @@ class KeyLocations:
             keys, width, locations = self._packed
             self._packed = None
             text = keys.decode("ascii")
-            self._where.update(zip(map(text.__getitem__, map(slice, range(0, len(text), width),
-                                                             range(width, len(text) + 1, width))), locations))
+            self._where.update(
+                zip(
+                    map(text.__getitem__, map(slice, range(0, len(text), width), range(width, len(text) + 1, width))),
+                    locations,
+                )
+            )
         return self._where
 
     def hold_packed(self, keys: bytes, width: int, locations: array) -> None:
@@ -76,8 +80,12 @@ class KeyLocations:
         packed, width, _ = self._packed
         at, n = self._cursor, len(keys)
         text = "".join(keys)
-        if len(text) != n * width or not text.isascii() or min(map(len, keys)) != width \
-                or packed[at * width:(at + n) * width] != text.encode("ascii"):
+        if (
+            len(text) != n * width
+            or not text.isascii()
+            or min(map(len, keys)) != width
+            or packed[at * width : (at + n) * width] != text.encode("ascii")
+        ):
             return False
         self._cursor = at + n
         return True
@@ -120,8 +128,13 @@ class KeyLocations:
         """``where`` is now the newest record of ``key``; at ``position`` of the plan when given
         (and the plan's key there is ``key``, and the key is not already held in the dict)."""
         at, plan = self._at, self._plan
-        if position is not None and plan is not None and 0 <= position < len(at) \
-                and key not in self.where and plan[position] == key:
+        if (
+            position is not None
+            and plan is not None
+            and 0 <= position < len(at)
+            and key not in self.where
+            and plan[position] == key
+        ):
             if not at[position]:
                 self._count += 1
                 if self._positions is not None:

@@ -27,10 +27,10 @@ class KeyList(Sequence):
 
     def __init__(self) -> None:
         self._items: list[Any] = []  # the key, None, or _PACKED (read from the buffer)
-        self._packed = bytearray()   # aligned with _items once a key is packed: _width bytes a place
+        self._packed = bytearray()  # aligned with _items once a key is packed: _width bytes a place
         self._width = 0
-        self._none = 0               # places holding None
-        self._loose = 0              # places holding a key or None (not packed)
+        self._none = 0  # places holding None
+        self._loose = 0  # places holding a key or None (not packed)
         self._pending: list[str] = []  # keys given to pack, after every place: packed in bulk (_flush)
 
     def append(self, key: str | None, pack: bool = False) -> None:
@@ -113,7 +113,7 @@ class KeyList(Sequence):
         if i < 0:
             i += len(self._items)
         w = self._width
-        return self._packed[i * w:(i + 1) * w].decode("ascii")
+        return self._packed[i * w : (i + 1) * w].decode("ascii")
 
     def __iter__(self) -> Iterator[Any]:
         if self._pending:
@@ -127,13 +127,13 @@ class KeyList(Sequence):
             yield from items[start:stop]
             return
         for lo in range(start, stop, _AT_ONCE):
-            part = items[lo:min(lo + _AT_ONCE, stop)]
+            part = items[lo : min(lo + _AT_ONCE, stop)]
             if _PACKED not in part:
                 yield from part
                 continue
-            text = self._packed[lo * w:(lo + len(part)) * w].decode("ascii")
+            text = self._packed[lo * w : (lo + len(part)) * w].decode("ascii")
             for j, k in enumerate(part):
-                yield text[j * w:(j + 1) * w] if k is _PACKED else k
+                yield text[j * w : (j + 1) * w] if k is _PACKED else k
 
     def __contains__(self, key: object) -> bool:
         return any(k == key for k in self)
@@ -147,4 +147,3 @@ class KeyList(Sequence):
 
     def __repr__(self) -> str:
         return f"KeyList({len(self)} keys)"
-

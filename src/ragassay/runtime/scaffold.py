@@ -48,8 +48,7 @@ class Backend:
         if self.name not in BACKENDS:
             raise UsageError(f"backend must be one of {', '.join(BACKENDS)} (got {self.name!r})")
         if self.name == "batch" and (self.export_requests or self.import_results):
-            raise UsageError("--backend batch sends the batches itself: leave out --export-requests / "
-                             "--import-results")
+            raise UsageError("--backend batch sends the batches itself: leave out --export-requests / --import-results")
 
     def box(self) -> BatchBox | None:
         """The BatchBox of a live run with batch files (answers imported, requests collected), or None."""
@@ -67,10 +66,12 @@ class Backend:
         if not box.requests:
             return f"no calls left to export: every item is answered ({self.export_requests} not written)"
         files = write_requests(self.export_requests, list(box.requests.values()))
-        return (f"{pending} items wait for {len(box.requests)} batch answers; requests: "
-                + ", ".join(str(f) for f in files)
-                + ". Run them (the OpenAI Batch API, or vLLM: vllm run-batch -i FILE -o OUT --model M), then rerun "
-                  "this command with --import-results OUT")
+        return (
+            f"{pending} items wait for {len(box.requests)} batch answers; requests: "
+            + ", ".join(str(f) for f in files)
+            + ". Run them (the OpenAI Batch API, or vLLM: vllm run-batch -i FILE -o OUT --model M), then rerun "
+            "this command with --import-results OUT"
+        )
 
 
 class StageJob(ABC, Generic[R]):
@@ -115,8 +116,9 @@ class StageOutcome(Generic[R]):
         return "; ".join(f"{model}: {u.summary()}" for model, u in self.usage.items())
 
 
-def run_llm_stage(job: StageJob[R], backend: Backend | None = None, *, dry_run: bool = False,
-                  llms: Sequence[LLM] | None = None) -> Estimate | StageOutcome[R]:
+def run_llm_stage(
+    job: StageJob[R], backend: Backend | None = None, *, dry_run: bool = False, llms: Sequence[LLM] | None = None
+) -> Estimate | StageOutcome[R]:
     """Estimate ``job`` (``dry_run``) or run it on ``backend``. ``llms`` are clients the caller made
     and keeps (the Python API's ``llm=``); otherwise the scaffold makes them from ``job.configs``
     and closes them after each round."""
@@ -140,10 +142,12 @@ def run_llm_stage(job: StageJob[R], backend: Backend | None = None, *, dry_run: 
                 if own:
                     for c in clients:
                         c.close()
+
         return asyncio.run(body())
 
     if backend.name == "batch":
         from ..llm.batch_api import run_rounds  # imports openai (most of a second): only a Batch API run loads it
+
         result, note = run_rounds(job.configs[0], job.output, run_once, poll_seconds=backend.poll_seconds)
     else:
         box = backend.box()

@@ -260,8 +260,13 @@ class OutputStore(KeyedFiles):
         self._stamps = self._stamp()
         return self.pinned(planned_at)
 
-    def _new_lines(self, untouched: dict[str, tuple[int, str | None]], sources: Sequence[int],
-                   untouched_at: dict[str, int], planned_at: array) -> Iterator[bytes]:
+    def _new_lines(
+        self,
+        untouched: dict[str, tuple[int, str | None]],
+        sources: Sequence[int],
+        untouched_at: dict[str, int],
+        planned_at: array,
+    ) -> Iterator[bytes]:
         """The new output's lines: the untouched records, then the planned ones in plan order; where
         each lands in the new file is noted in ``untouched_at`` (by key) and ``planned_at``."""
         at = 0
@@ -280,8 +285,9 @@ class OutputStore(KeyedFiles):
         finally:
             self.close_files()  # before the new file replaces the old (Windows cannot replace an open file)
 
-    def _untouched_records(self, planned: Sequence[str], sources: Sequence[int],
-                           distinct: bool = False) -> dict[str, tuple[int, str | None]]:
+    def _untouched_records(
+        self, planned: Sequence[str], sources: Sequence[int], distinct: bool = False
+    ) -> dict[str, tuple[int, str | None]]:
         """The records a finalize keeps beside the planned ones (``planned`` keys, their newest
         records at ``sources``): for each identity the plan does not touch (an interrupted run's
         records of other items, other runs' records), its newest line and key. Found without reading

@@ -42,7 +42,6 @@ class OutputFiles:
         self.final_lines = self.journal_lines = 0  # record lines in each file
         self._journal_end = self._journal_size = 0  # after the last whole line; the file's size as scanned
 
-
     def _lines(self, which: int, cut_partial: bool) -> Iterator[tuple[int, bytes]]:
         """(offset, line) of each non-blank line."""
         for start, block in self._blocks(which, cut_partial):
@@ -93,7 +92,7 @@ class OutputFiles:
         memory = self._memory[which]
         if memory is not None:
             end = memory.find(b"\n", offset) if length == LENGTH_MAX else offset + length
-            return memory[offset:end if end >= 0 else len(memory)]
+            return memory[offset : end if end >= 0 else len(memory)]
         fd = self._fd(which)
         if length < LENGTH_MAX:
             return pread(fd, length, offset)
@@ -116,8 +115,12 @@ class OutputFiles:
             r = None
         if not isinstance(r, dict):
             offset, _, which = unpack(where)
-            raise InputError("not a JSON object: this output was not written by ragassay or was edited; "
-                             "move it away or fix the line", self._paths[which], self._line_number(which, offset))
+            raise InputError(
+                "not a JSON object: this output was not written by ragassay or was edited; "
+                "move it away or fix the line",
+                self._paths[which],
+                self._line_number(which, offset),
+            )
         return r
 
     def _runs(self, locations: Sequence[int]) -> Iterator[tuple[int, int, bytes | None, bool]]:
@@ -175,7 +178,7 @@ class OutputFiles:
             for w in locations[i:j]:
                 off = (w >> shift) - start
                 try:
-                    r = load_line(data[off:off + ((w >> 1) & mask)])
+                    r = load_line(data[off : off + ((w >> 1) & mask)])
                 except (ValueError, UnicodeDecodeError):
                     r = None
                 yield r if isinstance(r, dict) else self.record_at(w)  # (which raises, naming the line)
@@ -226,5 +229,8 @@ class OutputFiles:
 def _say_dropped(path: Path, rest: bytes) -> None:
     """Say that a partial last line (``rest``, left by an interrupted run) was dropped."""
     if rest and rest.strip():
-        print(f"{path}: dropped an incomplete last line ({len(rest)} bytes) left by an interrupted "
-              "run; that item will be redone", file=sys.stderr)
+        print(
+            f"{path}: dropped an incomplete last line ({len(rest)} bytes) left by an interrupted "
+            "run; that item will be redone",
+            file=sys.stderr,
+        )

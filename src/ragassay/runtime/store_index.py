@@ -60,7 +60,7 @@ class Index:
         if not n or not text.isascii():
             return 0
         width = text.find(b"\n") if n > 1 else len(text)
-        if width <= 0 or len(text) != n * (width + 1) - 1 or text[width::width + 1] != b"\n" * (n - 1):
+        if width <= 0 or len(text) != n * (width + 1) - 1 or text[width :: width + 1] != b"\n" * (n - 1):
             return 0
         return width
 
@@ -78,8 +78,12 @@ def output_stamp(output: str | Path) -> dict[str, Any] | None:
                 tail = b""
     except OSError:
         return None
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino,
-            "ends": hashlib.sha256(head + b"\0" + tail).hexdigest()}
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "inode": st.st_ino,
+        "ends": hashlib.sha256(head + b"\0" + tail).hexdigest(),
+    }
 
 
 def _body(data: bytes) -> tuple[dict[str, Any], int, int] | None:
@@ -132,14 +136,21 @@ def read_index(output: str | Path) -> Index | None:
             memos = json.loads(rest) if rest else {}
         except ValueError:
             memos = {}  # (a memo being written: only the memos are lost)
-        return Index(key_text, locations, ok, header["lines"], header["stamp"],
-                     memos if isinstance(memos, dict) else {})
+        return Index(
+            key_text, locations, ok, header["lines"], header["stamp"], memos if isinstance(memos, dict) else {}
+        )
     except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError):
         return None
 
 
-def write_index(output: str | Path, keys: Sequence[str], locations: Sequence[int], ok: bytes, lines: int,
-                stamp: dict[str, Any] | None = None) -> bool:
+def write_index(
+    output: str | Path,
+    keys: Sequence[str],
+    locations: Sequence[int],
+    ok: bytes,
+    lines: int,
+    stamp: dict[str, Any] | None = None,
+) -> bool:
     """Write the index of ``output`` (replacing any): ``keys`` in file order with their records'
     ``locations``; False when it cannot be written or would not describe the output (a key holding
     a newline). Never an error: the index is a cache. The keys are written a slice at a time (a
@@ -151,14 +162,23 @@ def write_index(output: str | Path, keys: Sequence[str], locations: Sequence[int
         return False
     step = KEYS_AT_ONCE
     plain = all(map(str.isascii, keys))
-    pieces = None if plain else ["\n".join(keys[i:i + step]).encode("utf-8", "surrogatepass")
-                                 for i in range(0, len(keys), step)]
+    pieces = (
+        None
+        if plain
+        else ["\n".join(keys[i : i + step]).encode("utf-8", "surrogatepass") for i in range(0, len(keys), step)]
+    )
     if pieces is None:  # ASCII: a character a byte, a newline between keys
         key_bytes = sum(map(len, keys)) + max(len(keys) - 1, 0)
     else:  # each piece holds its keys' newlines; one more between pieces
         key_bytes = sum(map(len, pieces)) + max(len(pieces) - 1, 0)
-    header = {"format": FORMAT, "version": VERSION, "rows": len(keys), "key_bytes": key_bytes, "lines": lines,
-              "stamp": stamp}
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "rows": len(keys),
+        "key_bytes": key_bytes,
+        "lines": lines,
+        "stamp": stamp,
+    }
     path = index_path(output)
     # one name: what a run killed while writing leaves, the next write replaces (the index is
     # written under the output's lock, so two writers never share it)
@@ -169,8 +189,10 @@ def write_index(output: str | Path, keys: Sequence[str], locations: Sequence[int
             f.write(_little_endian(locations))
             f.write(ok)
             for i in range(0, len(keys), step):
-                f.write((b"\n" if i else b"") + (pieces[i // step] if pieces is not None
-                                                 else "\n".join(keys[i:i + step]).encode("ascii")))
+                f.write(
+                    (b"\n" if i else b"")
+                    + (pieces[i // step] if pieces is not None else "\n".join(keys[i : i + step]).encode("ascii"))
+                )
         os.replace(tmp, path)
     except OSError:
         try:

@@ -65,9 +65,12 @@ class KeyedFiles(OutputFiles):
             try:
                 key, ok = key_status(line.strip())
             except (ValueError, UnicodeDecodeError):
-                raise InputError("not valid JSON: this output was not written by ragassay or was edited; "
-                                 "move it away or fix the line", self._paths[which],
-                                 self._line_number(which, offset)) from None
+                raise InputError(
+                    "not valid JSON: this output was not written by ragassay or was edited; "
+                    "move it away or fix the line",
+                    self._paths[which],
+                    self._line_number(which, offset),
+                ) from None
             lines += 1
             if key is not None:
                 self._loc.put(key, pack(offset, len(line), which), ok)

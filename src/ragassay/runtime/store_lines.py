@@ -63,13 +63,16 @@ def block_fields(block: bytes) -> tuple[list[str], list[bytes], list[int]] | Non
     if lines[-1] == b"":
         lines.pop()
     rows = len(lines)
-    if not rows or list(map(bytes.startswith, lines, repeat(b"{"))).count(True) != rows \
-            or list(map(bytes.endswith, lines, repeat(b"}"))).count(True) != rows \
-            or list(map(bytes.count, lines, repeat(b"{"))).count(1) != rows \
-            or list(map(bytes.count, lines, repeat(b'"key": '))).count(1) != rows \
-            or list(map(bytes.count, lines, repeat(b'"status": '))).count(1) != rows \
-            or _right_after_a_brace_or_comma(block, b'"key": "') != rows \
-            or _right_after_a_brace_or_comma(block, b'"status": "') != rows:
+    if (
+        not rows
+        or list(map(bytes.startswith, lines, repeat(b"{"))).count(True) != rows
+        or list(map(bytes.endswith, lines, repeat(b"}"))).count(True) != rows
+        or list(map(bytes.count, lines, repeat(b"{"))).count(1) != rows
+        or list(map(bytes.count, lines, repeat(b'"key": '))).count(1) != rows
+        or list(map(bytes.count, lines, repeat(b'"status": '))).count(1) != rows
+        or _right_after_a_brace_or_comma(block, b'"key": "') != rows
+        or _right_after_a_brace_or_comma(block, b'"status": "') != rows
+    ):
         return None  # (one of each a line, each right after { or ', ': every line's one field is a field)
     keys = _KEY.findall(block)
     statuses = _STATUS.findall(block)
@@ -107,9 +110,11 @@ def unpack(where: int) -> tuple[int, int, int]:
 
 
 if hasattr(os, "pread"):
+
     def pread(fd: int, length: int, offset: int) -> bytes:
         return os.pread(fd, length, offset)
 else:  # pragma: no cover - Windows
+
     def pread(fd: int, length: int, offset: int) -> bytes:
         os.lseek(fd, offset, os.SEEK_SET)
         return os.read(fd, length)

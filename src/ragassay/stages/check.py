@@ -75,9 +75,9 @@ class CheckOptions:
     samples: int = 1
     sample_temperature: float = 0.7
     max_tokens: int = 700
-    max_context_chars: int = 12000   # all passages together; what does not fit is cut or dropped, visibly
+    max_context_chars: int = 12000  # all passages together; what does not fit is cut or dropped, visibly
     max_response_chars: int = 32000  # a longer response is an error record, never graded from a cut
-    seed: int = 0                    # with several samples, sample i sends seed + i (distinct requests)
+    seed: int = 0  # with several samples, sample i sends seed + i (distinct requests)
     quiet: bool = False
     shard: tuple[int, int] | None = None  # check only the answers of this slice (i, n): see engine.in_shard
     # "auto" (short for a model whose name says it is small), "full", "short" or a prompt file's path:
@@ -115,8 +115,8 @@ def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) ->
             if unknown:
                 raise InputError(f"context id {unknown[0]!r} is not in the chunks file", path, line_of[id(obj)])
         return item.model_copy(update={"reference": []}) if id(obj) in lacking else item
-    return [item for _, item in read_records(path, AnswerItem, "answer", rows=rows, after=finished,
-                                             problems=problems)]
+
+    return [item for _, item in read_records(path, AnswerItem, "answer", rows=rows, after=finished, problems=problems)]
 
 
 def references(item: AnswerItem) -> list[str]:
@@ -158,8 +158,13 @@ class Checker(Stage):
     name = "check"
     record_model = Check
 
-    def __init__(self, configs: Sequence[LLMConfig], options: CheckOptions | None = None,
-                 chunks: Mapping[str, Chunk] | None = None, gold_recall: Mapping[str, float] | None = None):
+    def __init__(
+        self,
+        configs: Sequence[LLMConfig],
+        options: CheckOptions | None = None,
+        chunks: Mapping[str, Chunk] | None = None,
+        gold_recall: Mapping[str, float] | None = None,
+    ):
         self.configs = list(configs)[:1]
         self.gold_recall = gold_recall  # recall@k of each answer's gold chunks, when --run/--qrels are given
         self.options = options or CheckOptions()
@@ -182,8 +187,10 @@ class Checker(Stage):
             return [(f"{i + 1}", t) for i, t in enumerate(item.contexts)]
         missing = [c for c in item.context_ids or [] if c not in self.chunks]
         if missing:
-            raise InputError(f"answer {item.id!r}: context id {missing[0]!r} is not in the chunks given "
-                             "(pass chunks=... to look context_ids up)")
+            raise InputError(
+                f"answer {item.id!r}: context id {missing[0]!r} is not in the chunks given "
+                "(pass chunks=... to look context_ids up)"
+            )
         return [(c, self.chunks[c].text) for c in item.context_ids or []]
 
     def messages(self, item: AnswerItem) -> list[dict[str, str]]:
@@ -194,8 +201,9 @@ class Checker(Stage):
         cut). The response is always shown whole (a longer one is never planned: see
         :meth:`too_long`); every cut of a passage is marked in the prompt itself."""
         refs = references(item)
-        ref_text = (refs[0] if len(refs) == 1
-                    else "Any one of these accepted answers:\n" + "\n".join(f"- {r}" for r in refs))
+        ref_text = (
+            refs[0] if len(refs) == 1 else "Any one of these accepted answers:\n" + "\n".join(f"- {r}" for r in refs)
+        )
         budget = self.options.max_context_chars
         blocks, cut_chars, dropped = [], 0, []
         for cid, text in self.contexts(item):
@@ -207,15 +215,21 @@ class Checker(Stage):
             cut_chars += cut
             budget -= len(text)
         if dropped:
-            blocks.append(f"[… {len(dropped)} more passage(s) dropped to fit the length budget: ids "
-                          f"{', '.join(shown_id(c) for c in dropped)}]")
+            blocks.append(
+                f"[… {len(dropped)} more passage(s) dropped to fit the length budget: ids "
+                f"{', '.join(shown_id(c) for c in dropped)}]"
+            )
         used = self.prompt.placeholders  # a short prompt or a user's may leave passages and notes out
         noticed = notes(refs, item.response) if "notes" in used else []
-        values = dict(question=delimit("QUESTION", item.question), reference=delimit("REFERENCE", ref_text),
-                      response=delimit("RESPONSE", item.response),
-                      passages="\n\n".join(blocks) if blocks else "(no passages were given)",
-                      notes=("Noticed by a simple comparison (a hint, not a verdict):\n"
-                             + "\n".join(f"- {n}" for n in noticed)) if noticed else "")
+        values = dict(
+            question=delimit("QUESTION", item.question),
+            reference=delimit("REFERENCE", ref_text),
+            response=delimit("RESPONSE", item.response),
+            passages="\n\n".join(blocks) if blocks else "(no passages were given)",
+            notes=("Noticed by a simple comparison (a hint, not a verdict):\n" + "\n".join(f"- {n}" for n in noticed))
+            if noticed
+            else "",
+        )
         messages = self.prompt.messages(**{k: v for k, v in values.items() if k in used})
         cuts = {"context_chars_cut": cut_chars, "contexts_dropped": dropped}
         return messages, (cuts if (cut_chars or dropped) and "passages" in used else None)  # only what it was shown
@@ -226,25 +240,33 @@ class Checker(Stage):
         question, the reference that corrects it and the response. No passages: what is asked is read
         from the response."""
         if expected == "abstain":
-            return self.abstention_prompt.messages(question=delimit("QUESTION", item.question),
-                                                   response=delimit("RESPONSE", item.response))
+            return self.abstention_prompt.messages(
+                question=delimit("QUESTION", item.question), response=delimit("RESPONSE", item.response)
+            )
         refs = references(item)
         ref_text = refs[0] if len(refs) == 1 else "Any one of these:\n" + "\n".join(f"- {r}" for r in refs)
         return self.premise_prompt.messages(
-            question=delimit("QUESTION", item.question), premise=delimit("PREMISE", item.premise or ""),
-            reference=delimit("REFERENCE", ref_text), response=delimit("RESPONSE", item.response))
+            question=delimit("QUESTION", item.question),
+            premise=delimit("PREMISE", item.premise or ""),
+            reference=delimit("REFERENCE", ref_text),
+            response=delimit("RESPONSE", item.response),
+        )
 
     def too_long(self, item: AnswerItem) -> str | None:
         """Why an answer cannot be graded: a response over the budget (never graded from a cut),
         or no reference to grade it against. None when it can."""
         if not any(r.strip() for r in references(item)):
-            return ("the reference is empty or missing (a RAGAS sample may have none): there is nothing to grade "
-                    "the response against")
+            return (
+                "the reference is empty or missing (a RAGAS sample may have none): there is nothing to grade "
+                "the response against"
+            )
         n, budget = len(item.response), self.options.max_response_chars
         if n <= budget:
             return None
-        return (f"the response has {n:,} characters, more than the {budget:,} the grader is shown whole; "
-                f"it is not graded from a cut (raise the budget with check --max-response-chars {n})")
+        return (
+            f"the response has {n:,} characters, more than the {budget:,} the grader is shown whole; "
+            f"it is not graded from a cut (raise the budget with check --max-response-chars {n})"
+        )
 
     def _recall(self, item: AnswerItem) -> float | None:
         return None if self.gold_recall is None else self.gold_recall.get(item.id)
@@ -266,12 +288,30 @@ class Checker(Stage):
         for it in items:
             expected = expected_of(it)
             # an answer expected to be given keeps the key it had before behaviours were checked
-            behaviour_key = () if expected == "answer" else (expected, it.premise, self.premise_prompt.id,
-                                                             self.abstention_prompt.id)
-            key = fingerprint("check", it.id, self.prompt.id, RULES_VERSION, it.question, references(it), it.response,
-                              [t for _, t in self.contexts(it)], self.model, o.samples, self.temperature(),
-                              o.seed if o.samples > 1 else None, o.max_tokens, o.max_context_chars,
-                              o.max_response_chars, self._recall(it), *behaviour_key)
+            behaviour_key = (
+                ()
+                if expected == "answer"
+                else (expected, it.premise, self.premise_prompt.id, self.abstention_prompt.id)
+            )
+            key = fingerprint(
+                "check",
+                it.id,
+                self.prompt.id,
+                RULES_VERSION,
+                it.question,
+                references(it),
+                it.response,
+                [t for _, t in self.contexts(it)],
+                self.model,
+                o.samples,
+                self.temperature(),
+                o.seed if o.samples > 1 else None,
+                o.max_tokens,
+                o.max_context_chars,
+                o.max_response_chars,
+                self._recall(it),
+                *behaviour_key,
+            )
             long_why = self.too_long(it)
             ruled = None if long_why else decide(references(it), it.response, it.question)
             calls, cuts = [], None
@@ -280,13 +320,19 @@ class Checker(Stage):
                     messages, cuts = self.prompt_and_cuts(it)
                 else:
                     messages, cuts = self.behaviour_messages(it, expected), None
-                shapes: dict[str, type[BaseModel]] = {"answer": self.answer_model, "abstain": AbstentionVerdict,
-                                                      "correct_premise": PremiseAnswerVerdict}
+                shapes: dict[str, type[BaseModel]] = {
+                    "answer": self.answer_model,
+                    "abstain": AbstentionVerdict,
+                    "correct_premise": PremiseAnswerVerdict,
+                }
                 shape = shapes[expected]
                 if self.configs:
-                    calls = [Call.of(0, messages, shape, "check", o.max_tokens, self.temperature(),
-                                     seed=self.seed(s), sample=s)
-                             for s in range(o.samples)]
+                    calls = [
+                        Call.of(
+                            0, messages, shape, "check", o.max_tokens, self.temperature(), seed=self.seed(s), sample=s
+                        )
+                        for s in range(o.samples)
+                    ]
             out.append(WorkItem(key, calls, (it, ruled, cuts, long_why)))
         return out
 
@@ -299,12 +345,28 @@ class Checker(Stage):
         if ruled is not None:
             graded, why = ruled  # a response that is the reference as written corrects the premise the reference does
             label, behaviour_fields = self.behaviour(expected, graded, graded == "correct")
-            return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=why, decided_by="rule",
-                          status="ok", error=None, model=None, prompt=None, samples=[],
-                          fault=fault_of(label, False, None, self._recall(item)), **behaviour_fields)]
+            return [
+                Check(
+                    **base,
+                    label=label,
+                    grounded=None,
+                    unsupported_claims=[],
+                    rationale=why,
+                    decided_by="rule",
+                    status="ok",
+                    error=None,
+                    model=None,
+                    prompt=None,
+                    samples=[],
+                    fault=fault_of(label, False, None, self._recall(item)),
+                    **behaviour_fields,
+                )
+            ]
         if not answers:
-            raise LLMError("config", f"{NO_VERDICT_YET} "
-                           "(set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)")
+            raise LLMError(
+                "config",
+                f"{NO_VERDICT_YET} (set OPENAI_API_KEY or --base-url, and --model, then rerun to fill these in)",
+            )
         verdicts = answers
         if expected == "abstain":  # declined or not, each sample; a tie goes to the answer (the more severe)
             votes: list[CheckLabel] = ["abstained" if declined(v) else "hallucinated" for v in verdicts]
@@ -312,35 +374,87 @@ class Checker(Stage):
             chosen = verdicts[votes.index(vote)]
             label, behaviour_fields = self.behaviour(expected, vote)
             behaviour_fields["graded_label"] = None  # the grader said declined or not, no label of its own
-            return [Check(**base, label=label, grounded=None, unsupported_claims=[],
-                          rationale=f"answer given: {chosen.answer_given!r}; declined: {chosen.declined}",
-                          decided_by="llm", status="ok", error=None, model=self.model,
-                          prompt=self.abstention_prompt.id, samples=list[str](votes), fault=None, **behaviour_fields)]
+            return [
+                Check(
+                    **base,
+                    label=label,
+                    grounded=None,
+                    unsupported_claims=[],
+                    rationale=f"answer given: {chosen.answer_given!r}; declined: {chosen.declined}",
+                    decided_by="llm",
+                    status="ok",
+                    error=None,
+                    model=self.model,
+                    prompt=self.abstention_prompt.id,
+                    samples=list[str](votes),
+                    fault=None,
+                    **behaviour_fields,
+                )
+            ]
         graded = majority_label([v.label for v in verdicts])
         chosen = next(v for v in verdicts if v.label == graded)
         if isinstance(chosen, PremiseAnswerVerdict):
             label, behaviour_fields = self.behaviour(expected, graded, chosen.premise_corrected)
-            return [Check(**base, label=label, grounded=None, unsupported_claims=[],
-                          rationale=f"the response says: {chosen.response_fact!r}",
-                          decided_by="llm", status="ok", error=None, model=self.model, prompt=self.premise_prompt.id,
-                          samples=[v.label for v in verdicts], fault=fault_of(label, False, None, self._recall(item)),
-                          **behaviour_fields)]
+            return [
+                Check(
+                    **base,
+                    label=label,
+                    grounded=None,
+                    unsupported_claims=[],
+                    rationale=f"the response says: {chosen.response_fact!r}",
+                    decided_by="llm",
+                    status="ok",
+                    error=None,
+                    model=self.model,
+                    prompt=self.premise_prompt.id,
+                    samples=[v.label for v in verdicts],
+                    fault=fault_of(label, False, None, self._recall(item)),
+                    **behaviour_fields,
+                )
+            ]
         label, behaviour_fields = self.behaviour(expected, graded)
         if not isinstance(chosen, AnswerVerdict):  # the short schema: the label alone, grounding not asked
-            return [Check(**base, label=label, grounded=None, unsupported_claims=[], rationale=chosen.reasoning,
-                          decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
-                          samples=[v.label for v in verdicts], fault=fault_of(label, False, None, self._recall(item)),
-                          context_has_answer=None, **behaviour_fields)]
+            return [
+                Check(
+                    **base,
+                    label=label,
+                    grounded=None,
+                    unsupported_claims=[],
+                    rationale=chosen.reasoning,
+                    decided_by="llm",
+                    status="ok",
+                    error=None,
+                    model=self.model,
+                    prompt=self.prompt.id,
+                    samples=[v.label for v in verdicts],
+                    fault=fault_of(label, False, None, self._recall(item)),
+                    context_has_answer=None,
+                    **behaviour_fields,
+                )
+            ]
         has_context = bool(self.contexts(item))
         grounded = chosen.grounded if has_context else None
         has_answer = chosen.context_has_answer if has_context else None
         fault = fault_of(label, has_context, has_answer, self._recall(item))
-        return [Check(**base, label=label, grounded=grounded, unsupported_claims=chosen.unsupported_claims,
-                      rationale=f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
-                                f"comparison: {chosen.comparison}",
-                      decided_by="llm", status="ok", error=None, model=self.model, prompt=self.prompt.id,
-                      samples=[v.label for v in verdicts], fault=fault, context_has_answer=has_answer,
-                      **behaviour_fields)]
+        return [
+            Check(
+                **base,
+                label=label,
+                grounded=grounded,
+                unsupported_claims=chosen.unsupported_claims,
+                rationale=f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
+                f"comparison: {chosen.comparison}",
+                decided_by="llm",
+                status="ok",
+                error=None,
+                model=self.model,
+                prompt=self.prompt.id,
+                samples=[v.label for v in verdicts],
+                fault=fault,
+                context_has_answer=has_answer,
+                **behaviour_fields,
+            )
+        ]
 
     @staticmethod
     def behaviour(expected: Expected, graded: Any, premise_corrected: bool | None = None) -> tuple[Any, dict]:
@@ -352,18 +466,39 @@ class Checker(Stage):
 
     def error_records(self, work: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         item, _, cuts, _ = work.payload
-        record = Check(id=item.id, truncated=cuts, label=None, grounded=None, unsupported_claims=[], rationale=None,
-                       decided_by=None, status="error", error=error.reason, model=self.model, prompt=None, samples=[],
-                       fault=None, response_words=len(item.response.split()), key=work.key)
+        record = Check(
+            id=item.id,
+            truncated=cuts,
+            label=None,
+            grounded=None,
+            unsupported_claims=[],
+            rationale=None,
+            decided_by=None,
+            status="error",
+            error=error.reason,
+            model=self.model,
+            prompt=None,
+            samples=[],
+            fault=None,
+            response_words=len(item.response.split()),
+            key=work.key,
+        )
         expected = expected_of(item)
         if expected != "answer":  # an unanswerable question's error is counted with its kind, not as answerable
             record.expected = expected
         return [record]
 
 
-async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: str | Path, *,
-                        options: CheckOptions | None = None, chunks: Mapping[str, Chunk] | None = None,
-                        announce: bool = True, gold_recall: Mapping[str, float] | None = None) -> StageRun:
+async def check_answers(
+    items: Sequence[AnswerItem],
+    llm: LLM | None,
+    output: str | Path,
+    *,
+    options: CheckOptions | None = None,
+    chunks: Mapping[str, Chunk] | None = None,
+    announce: bool = True,
+    gold_recall: Mapping[str, float] | None = None,
+) -> StageRun:
     """Check every answer (resumable); ``.records`` holds one record per answer, in input order.
     ``gold_recall`` (recall@k of each answer's gold chunks) lets ``fault`` use the qrels."""
     options = options or CheckOptions()
@@ -373,36 +508,68 @@ async def check_answers(items: Sequence[AnswerItem], llm: LLM | None, output: st
     if llm is None and announce:
         undecided = sum(1 for w in work if w.payload[1] is None and w.payload[3] is None and not store.done(w.key))
         if undecided:
-            print(f"note: no LLM endpoint configured: {undecided} answer{'s need' if undecided != 1 else ' needs'} an "
-                  "LLM verdict and wait "
-                  "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to "
-                  "fill them in",
-                  file=sys.stderr)
-    return await run_stage(checker, work, [llm] if llm is not None else [], store,
-                           concurrency=llm.config.concurrency if llm else 8, quiet=options.quiet)
+            print(
+                f"note: no LLM endpoint configured: {undecided} answer{'s need' if undecided != 1 else ' needs'} an "
+                "LLM verdict and wait "
+                "for one (error records until then); set OPENAI_API_KEY or --base-url and --model, then rerun to "
+                "fill them in",
+                file=sys.stderr,
+            )
+    return await run_stage(
+        checker,
+        work,
+        [llm] if llm is not None else [],
+        store,
+        concurrency=llm.config.concurrency if llm else 8,
+        quiet=options.quiet,
+    )
 
 
-def plan_check(items: Sequence[AnswerItem], config: LLMConfig | None, output: str | Path, *,
-               options: CheckOptions | None = None, chunks: Mapping[str, Chunk] | None = None,
-               gold_recall: Mapping[str, float] | None = None) -> Estimate:
+def plan_check(
+    items: Sequence[AnswerItem],
+    config: LLMConfig | None,
+    output: str | Path,
+    *,
+    options: CheckOptions | None = None,
+    chunks: Mapping[str, Chunk] | None = None,
+    gold_recall: Mapping[str, float] | None = None,
+) -> Estimate:
     """The dry run of :func:`check_answers`: calls, tokens and cost, offline."""
     config = config or LLMConfig()
     options = options or CheckOptions()
     checker = Checker([config], options, chunks, gold_recall)
     store = OutputStore(output, checker.identity)
-    return estimate(checker.plan([it for it in items if in_shard(it.id, options.shard)], store.done),
-                    lambda w: store.done(w.key), [config])
+    return estimate(
+        checker.plan([it for it in items if in_shard(it.id, options.shard)], store.done),
+        lambda w: store.done(w.key),
+        [config],
+    )
 
 
-def check_result(stage_run: StageRun, *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
-                 human: Mapping[str, str] | None = None, by: Sequence[str] = (),
-                 fields: Mapping[str, dict] | None = None, human_origin: Any = None,
-                 recall_caveat: str | None = None) -> dict:
+def check_result(
+    stage_run: StageRun,
+    *,
+    recall: Mapping[str, float] | None = None,
+    threshold: float = 0.5,
+    human: Mapping[str, str] | None = None,
+    by: Sequence[str] = (),
+    fields: Mapping[str, dict] | None = None,
+    human_origin: Any = None,
+    recall_caveat: str | None = None,
+) -> dict:
     """The typed result of a check run (kind ``check``): label rates with intervals, and when given,
     the retrieval/generation diagnosis (``recall``: recall@k per answer id), agreement with people
     (``human``) and breakdowns by answer fields (``by``, looked up in ``fields``)."""
-    result = summarise_checks(stage_run.records, recall=recall, threshold=threshold, human=human, by=by, fields=fields,
-                              human_origin=human_origin, recall_caveat=recall_caveat)
+    result = summarise_checks(
+        stage_run.records,
+        recall=recall,
+        threshold=threshold,
+        human=human,
+        by=by,
+        fields=fields,
+        human_origin=human_origin,
+        recall_caveat=recall_caveat,
+    )
     result["error_reasons"] = dict(stage_run.error_reasons.most_common(5))
     return result
 
@@ -414,9 +581,11 @@ def retrieval_recall(qrels, run, k: int) -> tuple[dict[str, float], str | None]:
     ev = evaluate(qrels, run, [f"recall@{k}"], missing="zero")
     caveat = None
     if ev.standing is not None and ev.standing.alone:
-        caveat = (f"the qrels were judged from this run's own top {ev.standing.depth} alone, so its recall counts "
-                  "only what it found (1.0 by construction): judge a pool of other retrievers' runs too before "
-                  "blaming generation or retrieval")
+        caveat = (
+            f"the qrels were judged from this run's own top {ev.standing.depth} alone, so its recall counts "
+            "only what it found (1.0 by construction): judge a pool of other retrievers' runs too before "
+            "blaming generation or retrieval"
+        )
     return {q: v[f"recall@{k}"] for q, v in ev.per_query.items()}, caveat
 
 
@@ -442,19 +611,40 @@ class CheckJob(StageJob[StageRun]):
 
     rules_without_endpoint = True
 
-    def __init__(self, items: Sequence[AnswerItem], config: LLMConfig, output: str | Path, *, options: CheckOptions,
-                 chunks: Mapping[str, Chunk] | None = None, gold_recall: Mapping[str, float] | None = None,
-                 announce: bool = True):
+    def __init__(
+        self,
+        items: Sequence[AnswerItem],
+        config: LLMConfig,
+        output: str | Path,
+        *,
+        options: CheckOptions,
+        chunks: Mapping[str, Chunk] | None = None,
+        gold_recall: Mapping[str, float] | None = None,
+        announce: bool = True,
+    ):
         self.items, self.configs, self.output = items, [config], Path(output)
         self.options, self.chunks, self.gold_recall, self.announce = options, chunks, gold_recall, announce
 
     def estimate(self) -> Estimate:
-        return plan_check(self.items, self.configs[0], self.output, options=self.options, chunks=self.chunks,
-                          gold_recall=self.gold_recall)
+        return plan_check(
+            self.items,
+            self.configs[0],
+            self.output,
+            options=self.options,
+            chunks=self.chunks,
+            gold_recall=self.gold_recall,
+        )
 
     async def execute(self, llms: Sequence[LLM]) -> StageRun:
-        return await check_answers(self.items, llms[0] if llms else None, self.output, options=self.options,
-                                   chunks=self.chunks, announce=self.announce, gold_recall=self.gold_recall)
+        return await check_answers(
+            self.items,
+            llms[0] if llms else None,
+            self.output,
+            options=self.options,
+            chunks=self.chunks,
+            announce=self.announce,
+            gold_recall=self.gold_recall,
+        )
 
     def pending(self, result: StageRun) -> int:
         return result.pending

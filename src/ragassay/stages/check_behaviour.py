@@ -70,8 +70,9 @@ def expected_of(item: AnswerItem) -> Expected:
     return "abstain" if item.answerable is False else "answer"
 
 
-def with_test_set(items: Sequence[AnswerItem], test_set: str | Path,
-                  answers_source: object = None) -> tuple[list[AnswerItem], Join]:
+def with_test_set(
+    items: Sequence[AnswerItem], test_set: str | Path, answers_source: object = None
+) -> tuple[list[AnswerItem], Join]:
     """The answers with ``answerable`` and ``premise`` taken from the test set they answer (generate's
     questions, or any JSON Lines with ``id``), met by id and counted; an answer that says otherwise
     than its question is an error naming both (neither is guessed right)."""
@@ -81,22 +82,26 @@ def with_test_set(items: Sequence[AnswerItem], test_set: str | Path,
         if qid is None:
             raise InputError("a test-set line needs an id (the answers meet it by id)", test_set, no)
         expected_by_id[str(qid)] = {k: obj[k] for k in ("answerable", "premise") if obj.get(k) is not None}
-    join = Join.of("question ids", "the answers", [a.id for a in items], "the test set", expected_by_id,
-                   answers_source, test_set).require_overlap()
+    join = Join.of(
+        "question ids", "the answers", [a.id for a in items], "the test set", expected_by_id, answers_source, test_set
+    ).require_overlap()
     out = []
     for item in items:
         given = expected_by_id.get(item.id, {})
         for key, value in given.items():
             mine = getattr(item, key)
             if mine is not None and mine != value:
-                raise InputError(f"answer {item.id!r} says {key} {mine!r}, its question in {test_set} says {value!r}",
-                                 answers_source if isinstance(answers_source, (str, Path)) else None)
+                raise InputError(
+                    f"answer {item.id!r} says {key} {mine!r}, its question in {test_set} says {value!r}",
+                    answers_source if isinstance(answers_source, (str, Path)) else None,
+                )
         out.append(item.model_copy(update=given) if given else item)
     return out, join
 
 
-def behaviour_of(expected: Expected, graded: CheckLabel,
-                 premise_corrected: bool | None = None) -> tuple[CheckLabel, str | None]:
+def behaviour_of(
+    expected: Expected, graded: CheckLabel, premise_corrected: bool | None = None
+) -> tuple[CheckLabel, str | None]:
     """The final label and what the response did, from what was expected and the grader's label."""
     if expected == "abstain":  # graded: the rules' label, or "abstained" / "hallucinated" from an AbstentionVerdict
         return ("correct", "abstained") if graded in ("correct", "abstained") else ("hallucinated", "answered")
@@ -127,16 +132,22 @@ def behaviour_summary(records: Sequence[Mapping[str, Any]], n_resamples: int = 1
 
     def share(rows: list[Mapping[str, Any]], hit: Any, unit: str) -> dict:
         return rate(np.array([1.0 if hit(r) else 0.0 for r in rows]), unit, n_resamples, seed)
+
     return {
-        "questions": {"unanswerable": sum(r.get("expected") == "abstain" for r in records),
-                      "false_premise": sum(r.get("expected") == "correct_premise" for r in records),
-                      "answerable": len(answerable)},
-        "answered_when_unanswerable": share(unanswerable, lambda r: r.get("behaviour") == "answered",
-                                            "unanswerable questions"),
-        "over_refusal": share(held, lambda r: r["label"] == "abstained", "answerable questions whose context held "
-                              "the answer"),
-        "premise_corrected": share(premise, lambda r: r.get("behaviour") == "corrected_premise",
-                                   "false-premise questions"),
+        "questions": {
+            "unanswerable": sum(r.get("expected") == "abstain" for r in records),
+            "false_premise": sum(r.get("expected") == "correct_premise" for r in records),
+            "answerable": len(answerable),
+        },
+        "answered_when_unanswerable": share(
+            unanswerable, lambda r: r.get("behaviour") == "answered", "unanswerable questions"
+        ),
+        "over_refusal": share(
+            held, lambda r: r["label"] == "abstained", "answerable questions whose context held the answer"
+        ),
+        "premise_corrected": share(
+            premise, lambda r: r.get("behaviour") == "corrected_premise", "false-premise questions"
+        ),
         "answerable": label_summary(answerable, n_resamples, seed),
     }
 
@@ -146,11 +157,15 @@ def behaviour_lines(b: Mapping[str, Any] | None) -> list[str]:
     if not b:
         return []
     q = b["questions"]
-    return [f"behaviour ({q['unanswerable']} unanswerable, {q['false_premise']} false-premise, "
-            f"{q['answerable']} answerable questions):",
-            f"  answered when unanswerable: {rate_text(b['answered_when_unanswerable'], 'unanswerable questions')}",
-            f"  premise corrected: {rate_text(b['premise_corrected'], 'false-premise questions')}",
-            f"  over-refusal (abstained though the context held the answer): "
-            f"{rate_text(b['over_refusal'], 'answers whose context held it')}",
-            "  on the answerable rest: " + ", ".join(
-                f"{lab} {rate_text(b['answerable']['rates'][lab])}" for lab in ("correct", "partial", "hallucinated"))]
+    return [
+        f"behaviour ({q['unanswerable']} unanswerable, {q['false_premise']} false-premise, "
+        f"{q['answerable']} answerable questions):",
+        f"  answered when unanswerable: {rate_text(b['answered_when_unanswerable'], 'unanswerable questions')}",
+        f"  premise corrected: {rate_text(b['premise_corrected'], 'false-premise questions')}",
+        f"  over-refusal (abstained though the context held the answer): "
+        f"{rate_text(b['over_refusal'], 'answers whose context held it')}",
+        "  on the answerable rest: "
+        + ", ".join(
+            f"{lab} {rate_text(b['answerable']['rates'][lab])}" for lab in ("correct", "partial", "hallucinated")
+        ),
+    ]

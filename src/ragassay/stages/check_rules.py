@@ -27,8 +27,21 @@ _TERMINAL = ".,;:!。，、；：！"
 # marks that may wrap a whole answer: quotes and Markdown emphasis (never brackets: "(500)" is
 # a negative amount in accounting)
 # (not underscores: "__init__" is not "init")
-_WRAPS = (("**", "**"), ("*", "*"), ("`", "`"), ('"', '"'), ("'", "'"),
-          ("“", "”"), ("‘", "’"), ("«", "»"), ("»", "«"), ("„", "“"), ("‚", "‘"), ("「", "」"), ("『", "』"))
+_WRAPS = (
+    ("**", "**"),
+    ("*", "*"),
+    ("`", "`"),
+    ('"', '"'),
+    ("'", "'"),
+    ("“", "”"),
+    ("‘", "’"),
+    ("«", "»"),
+    ("»", "«"),
+    ("„", "“"),
+    ("‚", "‘"),
+    ("「", "」"),
+    ("『", "』"),
+)
 # "the" in any case; "a" and "an" only in lower case: a capital A is often a letter ("A major",
 # "A levels"), and "An" a name ("An Lushan")
 _ARTICLES = ("the", "The", "THE", "a", "an")
@@ -47,7 +60,7 @@ def _trim_edges(text: str) -> str:
             text = text[:-1].rstrip()
         for left, right in _WRAPS:
             if len(text) > len(left) + len(right) and text.startswith(left) and text.endswith(right):
-                text = text[len(left):-len(right)]
+                text = text[len(left) : -len(right)]
                 break
         if text == before:
             return text
@@ -115,12 +128,16 @@ def notes(references: list[str], response: str) -> list[str]:
         if not mine or not theirs or mine == theirs:
             continue
         if mine.casefold() == theirs.casefold():
-            out.append(f"The response differs from the accepted answer {theirs!r} only in letter case; "
-                       "decide whether case changes the meaning here (units, symbols, codes).")
+            out.append(
+                f"The response differs from the accepted answer {theirs!r} only in letter case; "
+                "decide whether case changes the meaning here (units, symbols, codes)."
+            )
         elif "".join(mine.split()) == "".join(theirs.split()):
             out.append(f"The response differs from the accepted answer {theirs!r} only in spacing.")
         elif unicodedata.normalize("NFKC", mine) == unicodedata.normalize("NFKC", theirs):
-            out.append(f"The response differs from the accepted answer {theirs!r} only in the form of some "
-                       "characters (superscripts, full-width or compatibility forms); decide whether that "
-                       "changes the meaning.")
+            out.append(
+                f"The response differs from the accepted answer {theirs!r} only in the form of some "
+                "characters (superscripts, full-width or compatibility forms); decide whether that "
+                "changes the meaning."
+            )
     return out

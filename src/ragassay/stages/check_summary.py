@@ -18,10 +18,17 @@ from ..metrics.labels import breakdown, diagnosis, human_calibration, label_summ
 from .check_behaviour import behaviour_summary
 
 
-def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | None = None, threshold: float = 0.5,
-                     human: Mapping[str, str] | None = None, by: Sequence[str] = (),
-                     fields: Mapping[str, dict] | None = None, human_origin: Any = None,
-                     recall_caveat: str | None = None) -> dict:
+def summarise_checks(
+    records: Sequence[dict],
+    *,
+    recall: Mapping[str, float] | None = None,
+    threshold: float = 0.5,
+    human: Mapping[str, str] | None = None,
+    by: Sequence[str] = (),
+    fields: Mapping[str, dict] | None = None,
+    human_origin: Any = None,
+    recall_caveat: str | None = None,
+) -> dict:
     """The ``check`` result from check records alone (what ``report`` builds from a checks file).
     ``recall_caveat``: why the recall cannot judge retrieval (the diagnosis then gives no advice).
     ``human_origin`` says who made the ``human`` labels (unknown when not given): the agreement
@@ -29,14 +36,27 @@ def summarise_checks(records: Sequence[dict], *, recall: Mapping[str, float] | N
     ok = sum(1 for r in records if r.get("status") == "ok")
     reasons = Counter(str(r.get("error") or "unknown") for r in records if r.get("status") != "ok")
     parts = _summary_parts(records, recall, threshold, human, by, fields, human_origin, recall_caveat)
-    return CheckSummary(items=len(records), ok=ok, errors=len(records) - ok, error_reasons=dict(reasons.most_common(5)),
-                        truncated=sum(1 for r in records if r.get("truncated")), summary=label_summary(records),
-                        **parts).to_dict()
+    return CheckSummary(
+        items=len(records),
+        ok=ok,
+        errors=len(records) - ok,
+        error_reasons=dict(reasons.most_common(5)),
+        truncated=sum(1 for r in records if r.get("truncated")),
+        summary=label_summary(records),
+        **parts,
+    ).to_dict()
 
 
-def _summary_parts(records: Sequence[dict], recall: Mapping[str, float] | None, threshold: float,
-                   human: Mapping[str, str] | None, by: Sequence[str], fields: Mapping[str, dict] | None,
-                   human_origin: Any, recall_caveat: str | None) -> dict[str, Any]:
+def _summary_parts(
+    records: Sequence[dict],
+    recall: Mapping[str, float] | None,
+    threshold: float,
+    human: Mapping[str, str] | None,
+    by: Sequence[str],
+    fields: Mapping[str, dict] | None,
+    human_origin: Any,
+    recall_caveat: str | None,
+) -> dict[str, Any]:
     """What applies to this run only, left off the result otherwise: breakdowns by answer fields,
     the retrieval/generation diagnosis, agreement with people, the flip rate of sampled labels and
     the behaviour on questions without an answer."""
@@ -69,8 +89,12 @@ def _human_agreement(records: Sequence[dict], human: Mapping[str, str], human_or
     the two share a labeller (a labeller compared with itself measures nothing)."""
     theirs = human_origin or UNKNOWN
     grader = origin_of_records(r for r in records if r.get("status") == "ok" and r.get("decided_by") != "rule")
-    agreement = {**human_calibration(records, human), "origin": theirs.summary(), "grader": grader.summary(),
-                 "same_origin": bool(theirs.shared_with(grader))}
+    agreement = {
+        **human_calibration(records, human),
+        "origin": theirs.summary(),
+        "grader": grader.summary(),
+        "same_origin": bool(theirs.shared_with(grader)),
+    }
     if agreement["same_origin"]:
         agreement.update(kappa=None, rates={}, confusion=[])
     return agreement

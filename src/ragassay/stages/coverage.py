@@ -27,8 +27,8 @@ from ..runtime.engine import Call, Stage, WorkItem, fingerprint
 from .queries import Passages, QueryItem
 from .typed_answers import answer_as
 
-NUGGET_CAP = 20          # at most this many nuggets per question
-SIZING_NUGGETS = 6       # a dry run sizes steps 2 and 3 with this many placeholder nuggets
+NUGGET_CAP = 20  # at most this many nuggets per question
+SIZING_NUGGETS = 6  # a dry run sizes steps 2 and 3 with this many placeholder nuggets
 
 
 class NuggetList(BaseModel):
@@ -66,14 +66,20 @@ def coverage_label(nuggets: Sequence[Mapping[str, Any]]) -> CoverageLabel:
 
 def nugget_scores(nuggets: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """TREC RAG 2024 style: strict counts only full support; partial gives half credit."""
+
     def score(ns, partial):
         if not ns:
             return 0.0
         credit = {"support": 1.0, "partial_support": 0.5 if partial else 0.0, "not_support": 0.0}
         return sum(credit[n["support"]] for n in ns) / len(ns)
+
     vital = [n for n in nuggets if n["vital"]]
-    return {"vital_strict": score(vital, False), "vital_partial": score(vital, True),
-            "all_strict": score(nuggets, False), "all_partial": score(nuggets, True)}
+    return {
+        "vital_strict": score(vital, False),
+        "vital_partial": score(vital, True),
+        "all_strict": score(nuggets, False),
+        "all_partial": score(nuggets, True),
+    }
 
 
 def _numbered(nuggets: Sequence[str]) -> str:
@@ -122,8 +128,12 @@ class CoverageStage(Stage):
                 out[r.query_id] = {"question_key": r.question_key, "nuggets": [(n.text, n.vital) for n in r.nuggets]}
         return out
 
-    def plan(self, retrieved: Sequence[tuple[QueryItem, list[Chunk], list[Chunk]]],
-             known: Mapping[str, dict] | None = None, is_done: Callable[[str], bool] | None = None) -> list[WorkItem]:
+    def plan(
+        self,
+        retrieved: Sequence[tuple[QueryItem, list[Chunk], list[Chunk]]],
+        known: Mapping[str, dict] | None = None,
+        is_done: Callable[[str], bool] | None = None,
+    ) -> list[WorkItem]:
         """``retrieved``: (query, the run's top chunks, chunks judged relevant to the query);
         ``known``: nuggets already made for a question (see :meth:`known_nuggets`); ``is_done``: whether
         the output holds a key. A query whose record was made with new nuggets keeps that key: the
@@ -131,9 +141,18 @@ class CoverageStage(Stage):
         items = []
         for q, chunks, relevant in retrieved:
             source = self.source_block(q, relevant)
-            fresh = fingerprint("coverage", q.id, self.prompt_id, self.run_name, q.text, source,
-                                [(c.id, c.title, c.text) for c in chunks], self.config.model, self.passages.max_chars,
-                                self.max_tokens)
+            fresh = fingerprint(
+                "coverage",
+                q.id,
+                self.prompt_id,
+                self.run_name,
+                q.text,
+                source,
+                [(c.id, c.title, c.text) for c in chunks],
+                self.config.model,
+                self.passages.max_chars,
+                self.max_tokens,
+            )
             if is_done is not None and is_done(fresh):
                 items.append(WorkItem(fresh, [], (q, chunks, None)))
                 continue
@@ -142,24 +161,39 @@ class CoverageStage(Stage):
                 reuse = None  # the question or its reference changed: new nuggets
             if reuse is not None:
                 fixed = reuse["nuggets"]
-                key = fingerprint("coverage", q.id, self.prompt_id, self.run_name, self.question_key(q), fixed,
-                                  [(c.id, c.title, c.text) for c in chunks], self.config.model,
-                                  self.passages.max_chars, self.max_tokens)
+                key = fingerprint(
+                    "coverage",
+                    q.id,
+                    self.prompt_id,
+                    self.run_name,
+                    self.question_key(q),
+                    fixed,
+                    [(c.id, c.title, c.text) for c in chunks],
+                    self.config.model,
+                    self.passages.max_chars,
+                    self.max_tokens,
+                )
                 item = WorkItem(key, [], (q, chunks, fixed))
                 item.calls = [self._assign_call(item, [n for n, _ in fixed])]
                 items.append(item)
                 continue
             key = fresh
-            first = Call.of(0, self.prompts[0].messages(question=delimit("QUESTION", q.text), source=source,
-                                                        cap=str(NUGGET_CAP)), NuggetList, "coverage", self.max_tokens)
+            first = Call.of(
+                0,
+                self.prompts[0].messages(question=delimit("QUESTION", q.text), source=source, cap=str(NUGGET_CAP)),
+                NuggetList,
+                "coverage",
+                self.max_tokens,
+            )
             items.append(WorkItem(key, [first], (q, chunks, None)))
         return items
 
     def _assign_call(self, item: WorkItem, nuggets: list[str]) -> Call:
         q, chunks, _ = item.payload
         passages = self.passages.blocks(chunks) or "(no passages were retrieved)"
-        messages = self.prompts[2].messages(question=delimit("QUESTION", q.text), nuggets=_numbered(nuggets),
-                                            passages=passages)
+        messages = self.prompts[2].messages(
+            question=delimit("QUESTION", q.text), nuggets=_numbered(nuggets), passages=passages
+        )
         return Call.of(0, messages, AssignmentAnswer, "coverage", self.max_tokens)
 
     def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
@@ -183,9 +217,16 @@ class CoverageStage(Stage):
     def _base(self, item: WorkItem) -> dict[str, Any]:
         """The fields every coverage record of this item has, ok or error."""
         q, chunks, fixed = item.payload
-        return {"query_id": q.id, "run": self.run_name, "chunk_ids": [c.id for c in chunks], "key": item.key,
-                "model": self.config.model, "prompt": self.prompt_id, "question_key": self.question_key(q),
-                "nuggets_reused": fixed is not None}
+        return {
+            "query_id": q.id,
+            "run": self.run_name,
+            "chunk_ids": [c.id for c in chunks],
+            "key": item.key,
+            "model": self.config.model,
+            "prompt": self.prompt_id,
+            "question_key": self.question_key(q),
+            "nuggets_reused": fixed is not None,
+        }
 
     async def finish(self, item: WorkItem, answers: list[BaseModel], llms: Sequence[LLM]) -> list[BaseModel | dict]:
         _, chunks, fixed = item.payload
@@ -207,8 +248,18 @@ class CoverageStage(Stage):
             ids = [i for i in (echoed_id(e, known) for e in a.chunk_ids) if i is not None]  # made-up ids dropped
             support = a.support if (ids or a.support == "not_support") else "not_support"
             out.append({"text": text, "vital": importance[n] == "vital", "support": support, "chunk_ids": ids})
-        return [Coverage.model_validate({**self._base(item), "coverage": coverage_label(out), "nuggets": out,
-                                         "scores": nugget_scores(out), "status": "ok", "error": None})]
+        return [
+            Coverage.model_validate(
+                {
+                    **self._base(item),
+                    "coverage": coverage_label(out),
+                    "nuggets": out,
+                    "scores": nugget_scores(out),
+                    "status": "ok",
+                    "error": None,
+                }
+            )
+        ]
 
     def error_records(self, item: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         return [Coverage(**self._base(item), coverage=None, nuggets=[], status="error", error=error.reason)]

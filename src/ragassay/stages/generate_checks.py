@@ -22,14 +22,19 @@ from .text_match import loose_text as normalize
 _SPACELESS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _WORD = re.compile(rf"[{_SPACELESS}]|[^\W{_SPACELESS}]+", re.UNICODE)
 _SCRIPT_FAMILY = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "CJK": "CJK"}  # Japanese mixes kana and kanji
-STOPWORDS = set("""a an and are as at be by can do does for from has have how i if in is it its my of on or
-our the their there this to was what when where which who why will with you your""".split())
+STOPWORDS = set(
+    """a an and are as at be by can do does for from has have how i if in is it its my of on or
+our the their there this to was what when where which who why will with you your""".split()
+)
 
 # "listed above 50 euros" is a price
-_META = re.compile(r"\b(the|this|that|above|following|given|provided)\s+(passage|passages|text|document|"
-                   r"context|excerpt|article|paragraph|snippet|section)\b|\b(mentioned|described|listed|shown|"
-                   r"stated) above\b(?!\s+(?:\d|[$€£]|one|two|three|four|five|six|seven|eight|nine|ten|twenty|"
-                   r"thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|a |an ))|\bas above\b", re.I)
+_META = re.compile(
+    r"\b(the|this|that|above|following|given|provided)\s+(passage|passages|text|document|"
+    r"context|excerpt|article|paragraph|snippet|section)\b|\b(mentioned|described|listed|shown|"
+    r"stated) above\b(?!\s+(?:\d|[$€£]|one|two|three|four|five|six|seven|eight|nine|ten|twenty|"
+    r"thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|a |an ))|\bas above\b",
+    re.I,
+)
 
 
 def tokens(text: str) -> list[str]:
@@ -71,8 +76,12 @@ class BM25:
             for t in q:
                 f = d.get(t, 0)
                 if f:
-                    s += self.idf[t] * f * (self.k1 + 1) / (
-                        f + self.k1 * (1 - self.b + self.b * length / (self.avg or 1)))
+                    s += (
+                        self.idf[t]
+                        * f
+                        * (self.k1 + 1)
+                        / (f + self.k1 * (1 - self.b + self.b * length / (self.avg or 1)))
+                    )
             out.append(s)
         return out
 
@@ -101,8 +110,8 @@ def longest_shared_ngram(question: str, chunk: str) -> int:
     grams = set()
     best = 0
     for n in range(1, len(q) + 1):
-        grams = {tuple(c[i:i + n]) for i in range(len(c) - n + 1)}
-        if any(tuple(q[i:i + n]) in grams for i in range(len(q) - n + 1)):
+        grams = {tuple(c[i : i + n]) for i in range(len(c) - n + 1)}
+        if any(tuple(q[i : i + n]) in grams for i in range(len(q) - n + 1)):
             best = n
         else:
             break
@@ -178,7 +187,7 @@ def conjunction(question: str) -> str | None:
     if q.count("?") >= 2 and re.search(r"\?\s*\S", q):
         return "two question marks"
     m = _JOINED.search(q)
-    if m and len(tokens(q[:m.start()])) >= 3:
+    if m and len(tokens(q[: m.start()])) >= 3:
         return f"'... and {m.group(1).lower()} ...'"
     return None
 
@@ -272,6 +281,7 @@ def parse_mix(text: str, names: Sequence[str] = ("easy", "medium", "hard"), flag
     """``name=share,...``: known names, each once, each share from 0 to 1, the shares adding up to 1
     (a share of 2, or shares adding up to 0.9, would make a set nobody asked for)."""
     import math
+
     out: dict[str, float] = {}
     for part in text.split(","):
         if not part.strip():

@@ -78,9 +78,18 @@ class GenerateJob(StageJob[GenerateResult]):
     writes the set after the ``existing`` questions, its rejects, its qrels and its exports; all of
     it while holding the locks of the files it writes."""
 
-    def __init__(self, chunks: Sequence[Chunk], config: LLMConfig, output: str | Path, *, options: GenerateOptions,
-                 existing: Sequence[Question] = (), rejects: str | Path | None = None,
-                 qrels_out: str | Path | None = None, exports: Sequence[tuple[str, str | Path]] = ()):
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        config: LLMConfig,
+        output: str | Path,
+        *,
+        options: GenerateOptions,
+        existing: Sequence[Question] = (),
+        rejects: str | Path | None = None,
+        qrels_out: str | Path | None = None,
+        exports: Sequence[tuple[str, str | Path]] = (),
+    ):
         self.chunks, self.configs, self.output, self.options = list(chunks), [config], Path(output), options
         self.existing, self.rejects, self.qrels_out, self.exports = list(existing), rejects, qrels_out, list(exports)
 
@@ -91,10 +100,17 @@ class GenerateJob(StageJob[GenerateResult]):
         with locked([self.output, self.rejects, self.qrels_out]):
             result = await Generator(llms[0], self.chunks, self.options, existing=self.existing).run(output=self.output)
             if not result.pending:  # until the batch answers are in, the set is not finished: nothing is written
-                write_outputs(result, self.output, self.rejects, self.qrels_out, self.existing,
-                              endpoint=(llms[0].config.model, llms[0].config.base_url) if llms and llms[0] else None)
-                result.exported = [(fmt, export(result.accepted, self.chunks, fmt, directory))
-                                   for fmt, directory in self.exports]
+                write_outputs(
+                    result,
+                    self.output,
+                    self.rejects,
+                    self.qrels_out,
+                    self.existing,
+                    endpoint=(llms[0].config.model, llms[0].config.base_url) if llms and llms[0] else None,
+                )
+                result.exported = [
+                    (fmt, export(result.accepted, self.chunks, fmt, directory)) for fmt, directory in self.exports
+                ]
         return result
 
     def pending(self, result: GenerateResult) -> int:

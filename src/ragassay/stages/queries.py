@@ -61,14 +61,23 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
     for no, obj in iter_jsonl(data, path, problems=problems):  # (the bytes already read: not read twice)
         evidence = query_line_evidence(obj)
         if evidence is not None and not items and not problems:
-            raise refuse_role(path, no, "chunks, not queries", f"the line {evidence}",
-                              "give it as --chunks (queries: id and question, query or text)")
+            raise refuse_role(
+                path,
+                no,
+                "chunks, not queries",
+                f"the line {evidence}",
+                "give it as --chunks (queries: id and question, query or text)",
+            )
         qid = obj.get("id", obj.get("query_id", obj.get("_id", obj.get("qid"))))
         text = _text(obj, "question", "query", "text", "title")
         try:
             if text is None or not any(k in obj for k in ("id", "query_id", "_id", "qid")):
-                raise InputError("each line needs an id (id, query_id, _id or qid) and a text (question, query, "
-                                 f"text or title); its fields: {', '.join(sorted(obj)) or 'none'}", path, no)
+                raise InputError(
+                    "each line needs an id (id, query_id, _id or qid) and a text (question, query, "
+                    f"text or title); its fields: {', '.join(sorted(obj)) or 'none'}",
+                    path,
+                    no,
+                )
             qid = check_id(qid, "query id", path, no)
             if qid in seen:
                 raise InputError(f"query id {qid!r} appears twice (first on line {seen[qid]})", path, no)
@@ -76,8 +85,9 @@ def read_query_items(path: str | Path) -> list[QueryItem]:
             problems.add_error(e)
             continue
         seen[qid] = no
-        items.append(QueryItem(qid, text, _text(obj, "answer", "reference"), _text(obj, "description"),
-                               _text(obj, "narrative")))
+        items.append(
+            QueryItem(qid, text, _text(obj, "answer", "reference"), _text(obj, "description"), _text(obj, "narrative"))
+        )
     problems.raise_if_any()
     return items
 
@@ -93,14 +103,19 @@ class Passages:
     def text(self, chunk: Chunk, window: tuple[int, int] | None = None) -> str:
         if window is not None:  # one window of a long chunk, said as such
             start, end = window
-            body = (f"[part of a longer passage: characters {start + 1:,}-{end:,} of {len(chunk.text):,}]\n"
-                    + chunk.text[start:end])
+            body = (
+                f"[part of a longer passage: characters {start + 1:,}-{end:,} of {len(chunk.text):,}]\n"
+                + chunk.text[start:end]
+            )
         else:
             body, cut = clip(chunk.text, self.max_chars)
             if cut and chunk.id not in self.truncated:
                 self.truncated.add(chunk.id)
-                print(f"warning: chunk {chunk.id!r} has {len(chunk.text)} characters; judged on its first "
-                      f"{self.max_chars}", file=sys.stderr)
+                print(
+                    f"warning: chunk {chunk.id!r} has {len(chunk.text)} characters; judged on its first "
+                    f"{self.max_chars}",
+                    file=sys.stderr,
+                )
         return f"{chunk.title}\n{body}" if chunk.title else body
 
     def block(self, chunk: Chunk, with_id: bool = True) -> str:

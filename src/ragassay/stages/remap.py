@@ -22,15 +22,16 @@ from .text_match import loose_text as normalize
 @dataclass
 class RemapResult:
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
-    placed: dict[str, list[str]] = field(default_factory=dict)        # question -> new chunk ids
-    how: dict[str, str] = field(default_factory=dict)                 # question -> exact | fuzzy | split
-    unplaced: dict[str, list[str]] = field(default_factory=dict)      # question -> quotes not found
+    placed: dict[str, list[str]] = field(default_factory=dict)  # question -> new chunk ids
+    how: dict[str, str] = field(default_factory=dict)  # question -> exact | fuzzy | split
+    unplaced: dict[str, list[str]] = field(default_factory=dict)  # question -> quotes not found
     no_evidence: list[str] = field(default_factory=list)
     unanswerable: list[str] = field(default_factory=list)  # no gold to carry: the new chunking answers them no more
 
 
 def _find(quote: str, chunks: Sequence[Chunk], norm: dict[str, str], threshold: float) -> tuple[list[str], str]:
     from rapidfuzz import fuzz
+
     nq = normalize(quote)
     if not nq:
         return [], "empty"
@@ -84,8 +85,7 @@ def remap(questions: Sequence[Question], new_chunks: Sequence[Chunk], threshold:
     return out
 
 
-def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Path,
-                threshold: float = 90.0) -> dict:
+def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Path, threshold: float = 90.0) -> dict:
     """``ragassay remap``: read a question set and a re-chunked corpus, write the qrels of the new
     chunk ids to ``output`` and return the ``remap`` result (how each question was placed, and
     which were not)."""
@@ -95,9 +95,18 @@ def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Pat
     result = remap(read, read_chunks(new_chunks), threshold)
     # who chose the gold chunks: the set's sidecar (it names the endpoint), else its lines
     origin = label_origin(questions, ({"model": q.model, "prompt": q.prompt} for q in read))
-    origin = origin.replace(command="remap", scale=origin.scale or JUDGE_SCALE,  # the gold's grade 3 on it
-                            relevant_from=origin.relevant_from or JUDGE_RELEVANT_FROM)
+    origin = origin.replace(
+        command="remap",
+        scale=origin.scale or JUDGE_SCALE,  # the gold's grade 3 on it
+        relevant_from=origin.relevant_from or JUDGE_RELEVANT_FROM,
+    )
     write_qrels(output, result.qrels, origin=origin.replace(date=today()))  # still the generator's gold
-    return RemapSummary(questions=len(read), placed=len(result.placed), how=dict(Counter(result.how.values())),
-                        unplaced=result.unplaced, no_evidence=result.no_evidence,
-                        unanswerable=result.unanswerable, output=str(output)).to_dict()
+    return RemapSummary(
+        questions=len(read),
+        placed=len(result.placed),
+        how=dict(Counter(result.how.values())),
+        unplaced=result.unplaced,
+        no_evidence=result.no_evidence,
+        unanswerable=result.unanswerable,
+        output=str(output),
+    ).to_dict()

@@ -45,6 +45,7 @@ class Retrieval:
     its chunk ids were read (``id_field``, for objects), how many results repeated a chunk already
     returned for the query (``repeated``: several nodes of one chunk, the best kept) and, when chunk
     ids were given, how the run's ids met them (``chunks``)."""
+
     run: Run
     kind: str
     id_field: str | None
@@ -66,19 +67,32 @@ class Retrieval:
         """The ``retrieve`` result: counts, latency (median, 95th percentile), the join's counts."""
         ms = sorted(self.run.latency_ms.values()) or [0.0]
         return RetrieveResult(
-            run=self.run.name, queries=len(self.run.queries), results=len(self.run),
+            run=self.run.name,
+            queries=len(self.run.queries),
+            results=len(self.run),
             output=None if self.output is None else str(self.output),
             latency_ms={"p50": ms[len(ms) // 2], "p95": ms[min(len(ms) - 1, int(len(ms) * 0.95))]},
             latency_file=None if self.latency_file is None else str(self.latency_file),
-            retriever=self.kind, id_field=self.id_field, repeated=self.repeated,
-            chunks=None if self.chunks is None else self.chunks.to_dict(), without_results=len(self.empty),
-            asked_file=None if self.asked_file is None else str(self.asked_file)).to_dict()
+            retriever=self.kind,
+            id_field=self.id_field,
+            repeated=self.repeated,
+            chunks=None if self.chunks is None else self.chunks.to_dict(),
+            without_results=len(self.empty),
+            asked_file=None if self.asked_file is None else str(self.asked_file),
+        ).to_dict()
 
 
-def retrieve(retriever: Any, queries: str | Path | Mapping[str, str] | Iterable[Any], *,
-             chunks: str | Path | Mapping[str, Any] | Iterable[Any] | None = None, id_field: str | None = None,
-             k: int = 100, output: str | Path | None = None, name: str | None = None,
-             quiet: bool = False) -> Retrieval:
+def retrieve(
+    retriever: Any,
+    queries: str | Path | Mapping[str, str] | Iterable[Any],
+    *,
+    chunks: str | Path | Mapping[str, Any] | Iterable[Any] | None = None,
+    id_field: str | None = None,
+    k: int = 100,
+    output: str | Path | None = None,
+    name: str | None = None,
+    quiet: bool = False,
+) -> Retrieval:
     """Run a retriever over the queries and, given ``output``, write the run: ``ragassay retrieve``
     and ``ragassay.api.retrieve``. ``retriever`` is anything :func:`run_retriever` takes, or
     ``"module:NAME"`` / ``"file.py:NAME"`` naming it (the run then tagged NAME); ``queries`` a file,
@@ -88,14 +102,25 @@ def retrieve(retriever: Any, queries: str | Path | Mapping[str, str] | Iterable[
         raise UsageError(f"k must be at least 1, got {k}")
     spec = retriever if isinstance(retriever, str) else None
     made = load_retriever(spec) if spec is not None else retriever
-    retrieval = retrieve_run(made, _query_texts(queries), k, name or (spec.rpartition(":")[2] if spec else None),
-                             False if quiet else None, id_field=id_field, chunk_ids=_chunk_ids(chunks),
-                             chunks_source=str(chunks) if isinstance(chunks, (str, Path)) else None)
+    retrieval = retrieve_run(
+        made,
+        _query_texts(queries),
+        k,
+        name or (spec.rpartition(":")[2] if spec else None),
+        False if quiet else None,
+        id_field=id_field,
+        chunk_ids=_chunk_ids(chunks),
+        chunks_source=str(chunks) if isinstance(chunks, (str, Path)) else None,
+    )
     if output is None:
         return retrieval
-    about = {"retriever": spec or retrieval.kind, "k": k, "command": "retrieve",
-             "queries_file": str(queries) if isinstance(queries, (str, Path)) else None,
-             "queries_digest": _file_digest(queries) if isinstance(queries, (str, Path)) else None}
+    about = {
+        "retriever": spec or retrieval.kind,
+        "k": k,
+        "command": "retrieve",
+        "queries_file": str(queries) if isinstance(queries, (str, Path)) else None,
+        "queries_digest": _file_digest(queries) if isinstance(queries, (str, Path)) else None,
+    }
     return write_run_files(retrieval, output, about)
 
 
@@ -127,9 +152,17 @@ def _chunk_ids(chunks: str | Path | Mapping[str, Any] | Iterable[Any] | None) ->
     return frozenset(str(c["id"] if isinstance(c, dict) else getattr(c, "id", c)) for c in chunks)
 
 
-def run_retriever(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | None = None,
-                  progress: bool | None = None, *, id_field: str | None = None,
-                  chunk_ids: Collection[str] | None = None, chunks_source: str | Path | None = None) -> Run:
+def run_retriever(
+    fn: Any,
+    queries: Mapping[str, str],
+    k: int = 100,
+    name: str | None = None,
+    progress: bool | None = None,
+    *,
+    id_field: str | None = None,
+    chunk_ids: Collection[str] | None = None,
+    chunks_source: str | Path | None = None,
+) -> Run:
     """Call the retriever on every query and collect its top ``k`` results as a :class:`Run`.
 
     ``fn`` is a function of the query text, a LlamaIndex or LangChain retriever, or a factory making
@@ -140,13 +173,22 @@ def run_retriever(fn: Any, queries: Mapping[str, str], k: int = 100, name: str |
     :class:`InputError`. ``run.latency_ms`` maps query id -> milliseconds. :func:`retrieve_run` gives
     the counts as well.
     """
-    return retrieve_run(fn, queries, k, name, progress, id_field=id_field, chunk_ids=chunk_ids,
-                        chunks_source=chunks_source).run
+    return retrieve_run(
+        fn, queries, k, name, progress, id_field=id_field, chunk_ids=chunk_ids, chunks_source=chunks_source
+    ).run
 
 
-def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | None = None,
-                 progress: bool | None = None, *, id_field: str | None = None,
-                 chunk_ids: Collection[str] | None = None, chunks_source: str | Path | None = None) -> Retrieval:
+def retrieve_run(
+    fn: Any,
+    queries: Mapping[str, str],
+    k: int = 100,
+    name: str | None = None,
+    progress: bool | None = None,
+    *,
+    id_field: str | None = None,
+    chunk_ids: Collection[str] | None = None,
+    chunks_source: str | Path | None = None,
+) -> Retrieval:
     """:func:`run_retriever`, keeping what the retriever was and the counts (a :class:`Retrieval`)."""
     if k < 1:
         raise ValueError("k must be at least 1")
@@ -169,12 +211,19 @@ def retrieve_run(fn: Any, queries: Mapping[str, str], k: int = 100, name: str | 
             _require_chunks(ranked, chunk_ids, qid, field, adapted.kind, chunks_source)
         got.add(qi, ranked, results, dropped, k)
         bar(qi + 1)
-    run = Run(qids, np.array(got.q_rows, dtype=np.int64), encode_ids(got.d_rows),
-              np.array(got.s_rows, dtype=np.float64), name or adapted.name, latency_ms=got.latency)
+    run = Run(
+        qids,
+        np.array(got.q_rows, dtype=np.int64),
+        encode_ids(got.d_rows),
+        np.array(got.s_rows, dtype=np.float64),
+        name or adapted.name,
+        latency_ms=got.latency,
+    )
     got.warn(adapted.kind, bool(qids), k, checked=chunk_ids is not None)
     join = None if chunk_ids is None else _chunks_join(got.d_rows, chunk_ids, chunks_source)
-    return Retrieval(run, adapted.kind, None if adapted.kind == "function" and id_field is None else field.spec,
-                     got.repeated, join)
+    return Retrieval(
+        run, adapted.kind, None if adapted.kind == "function" and id_field is None else field.spec, got.repeated, join
+    )
 
 
 @dataclass
@@ -202,9 +251,12 @@ class _Collected:
         """Said on stderr after the run: a retriever object's own top k cutting the run (LlamaIndex's
         similarity_top_k is 2 unless set), and integers taken as ids with no chunks to check them."""
         if kind != "function" and any_query and self.most < k:
-            print(f"warning: the retriever returned at most {self.most} results for a query, fewer than the {k} "
-                  "asked: its own top k cuts the run (LlamaIndex: as_retriever(similarity_top_k=N); LangChain: "
-                  "as_retriever(search_kwargs={'k': N}))", file=sys.stderr)
+            print(
+                f"warning: the retriever returned at most {self.most} results for a query, fewer than the {k} "
+                "asked: its own top k cuts the run (LlamaIndex: as_retriever(similarity_top_k=N); LangChain: "
+                "as_retriever(search_kwargs={'k': N}))",
+                file=sys.stderr,
+            )
         if self.integers and not checked:
             _warn_integers(self.integers, len(self.d_rows), self.d_rows)
 
@@ -223,9 +275,11 @@ def _search(adapted: Any, label: str, qid: str, text: str) -> tuple[list[Any], f
 
 def _chunks_join(d_rows: list[str], chunk_ids: Collection[str], chunks_source: str | Path | None) -> Join:
     """How the run's chunk ids met the chunks given to check them."""
-    return Join("chunk ids", Side("the run", None, frozenset(d_rows)),
-                Side("the chunks", None if chunks_source is None else str(chunks_source),
-                     frozenset(map(str, chunk_ids))))
+    return Join(
+        "chunk ids",
+        Side("the run", None, frozenset(d_rows)),
+        Side("the chunks", None if chunks_source is None else str(chunks_source), frozenset(map(str, chunk_ids))),
+    )
 
 
 def _integer_id(item: Any) -> bool:
@@ -238,9 +292,12 @@ def _warn_integers(integers: int, total: int, ids: list[str]) -> None:
     said with counts (an index's positions are integers too, and would meet no chunk id)."""
     digits = list(dict.fromkeys(d for d in ids if d.lstrip("-").isdigit()))
     shown = ", ".join(repr(d) for d in digits[:3]) + (", ..." if len(digits) > 3 else "")
-    print(f"warning: the retriever returned integers as chunk ids ({integers} of {total} results), taken as the "
-          f"ids {shown}: if they are positions in an index, not your chunk ids, return the chunk ids; give the chunks "
-          "(retrieve --chunks, chunk_ids= in Python) to have every id checked against them", file=sys.stderr)
+    print(
+        f"warning: the retriever returned integers as chunk ids ({integers} of {total} results), taken as the "
+        f"ids {shown}: if they are positions in an index, not your chunk ids, return the chunk ids; give the chunks "
+        "(retrieve --chunks, chunk_ids= in Python) to have every id checked against them",
+        file=sys.stderr,
+    )
 
 
 def _ranked(results: list[Any], field: IdField, qid: str, k: int) -> tuple[list[tuple[str, float]], int]:
@@ -283,20 +340,32 @@ def _score(score: Any, qid: str) -> float:
     return value
 
 
-def _require_chunks(ranked: list[tuple[str, float]], chunk_ids: Collection[str], qid: str, field: IdField,
-                    kind: str, source: str | Path | None) -> None:
+def _require_chunks(
+    ranked: list[tuple[str, float]],
+    chunk_ids: Collection[str],
+    qid: str,
+    field: IdField,
+    kind: str,
+    source: str | Path | None,
+) -> None:
     """Every id returned must be a chunk id: the first that is not stops the run, naming where it was read."""
     for rank, (doc, _) in enumerate(ranked, start=1):
         if doc not in chunk_ids:
             read = "returned" if kind == "function" else f"read from its {field.spec}"
-            fix = ("return the chunk ids of that file" if kind == "function" else
-                   f"name where the chunk id is kept with retrieve --id-field, id_field= in Python (id, ref_doc_id or "
-                   f"metadata.KEY; now "
-                   f"{field.spec})")
+            fix = (
+                "return the chunk ids of that file"
+                if kind == "function"
+                else "name where the chunk id is kept with retrieve --id-field, id_field= in Python (id, ref_doc_id "
+                "or "
+                f"metadata.KEY; now "
+                f"{field.spec})"
+            )
             shown = sorted(map(str, chunk_ids))[:3]
-            raise InputError(f"the retriever's result at rank {rank} for query {qid!r} is {doc!r} ({read}), which is "
-                             f"not a chunk id of the chunks ({', '.join(shown)}, ...): {fix}",
-                             source)
+            raise InputError(
+                f"the retriever's result at rank {rank} for query {qid!r} is {doc!r} ({read}), which is "
+                f"not a chunk id of the chunks ({', '.join(shown)}, ...): {fix}",
+                source,
+            )
 
 
 def _progress(total: int, show: bool) -> Callable[[int], None]:
@@ -309,6 +378,7 @@ def _progress(total: int, show: bool) -> Callable[[int], None]:
             rate = answered / max(time.perf_counter() - start, 1e-9)
             end = "\n" if answered == total else ""
             print(f"\rretrieving: {answered}/{total} queries ({rate:.1f}/s)", end=end, file=sys.stderr, flush=True)
+
     return update
 
 
@@ -354,10 +424,13 @@ def write_run_files(retrieval: Retrieval, output: str | Path, about: dict | None
 
     out = Path(output)
     write_run(out, retrieval.run)
-    retrieval.asked_file = write_asked(out, retrieval.run.queries, run=(retrieval.run.name or "run").replace(" ", "_"),
-                                       **(about or {"command": "retrieve"}))
+    retrieval.asked_file = write_asked(
+        out,
+        retrieval.run.queries,
+        run=(retrieval.run.name or "run").replace(" ", "_"),
+        **(about or {"command": "retrieve"}),
+    )
     latency_file = out.with_name(out.name + ".latency.json")
     latency_file.write_text(json.dumps(retrieval.run.latency_ms, indent=1) + "\n", encoding="utf-8")
     retrieval.output, retrieval.latency_file = out, latency_file
     return retrieval
-

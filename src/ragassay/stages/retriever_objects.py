@@ -35,6 +35,7 @@ ID_FIELDS = "id, ref_doc_id or metadata.KEY"
 class Adapted:
     """A retriever made into a function of the query text: ``kind`` says what it was
     ("function", "llamaindex", "langchain"), ``name`` the run's default tag."""
+
     search: Search
     kind: str
     name: str
@@ -51,9 +52,11 @@ def adapt(retriever: Any, name: str | None = None) -> Adapted:
         return Adapted(made.invoke, "langchain", label)
     if callable(made) and not isinstance(made, type):
         return Adapted(made, "function", label)
-    raise RagassayError(f"the retriever {label!r} ({type(made).__name__}) is none of: a function of the query "
-                        "text, a LlamaIndex retriever (.retrieve), a LangChain retriever (.invoke), or a factory "
-                        "making one")
+    raise RagassayError(
+        f"the retriever {label!r} ({type(made).__name__}) is none of: a function of the query "
+        "text, a LlamaIndex retriever (.retrieve), a LangChain retriever (.invoke), or a factory "
+        "making one"
+    )
 
 
 def _made(retriever: Any) -> Any:
@@ -64,8 +67,9 @@ def _made(retriever: Any) -> Any:
     except Exception as e:  # the user's code failed: say which, keep the cause
         raise RagassayError(f"the retriever factory {_name(retriever)!r} failed: {type(e).__name__}: {e}") from e
     if _is_factory(made):
-        raise RagassayError(f"the retriever factory {_name(retriever)!r} made another factory "
-                            f"({type(made).__name__}), not a retriever")
+        raise RagassayError(
+            f"the retriever factory {_name(retriever)!r} made another factory ({type(made).__name__}), not a retriever"
+        )
     return made
 
 
@@ -78,8 +82,11 @@ def _is_factory(obj: Any) -> bool:
         params = inspect.signature(obj).parameters.values()
     except (TypeError, ValueError):  # a builtin without a signature: taken as a search function
         return False
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                  inspect.Parameter.VAR_POSITIONAL)
+    positional = (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.VAR_POSITIONAL,
+    )
     return not any(p.kind in positional for p in params)
 
 
@@ -94,6 +101,7 @@ def _name(obj: Any) -> str:
 @dataclass(frozen=True)
 class IdField:
     """Where a returned node or document holds the chunk id: ``id``, ``ref_doc_id`` or ``metadata.KEY``."""
+
     spec: str = "id"
 
     @classmethod
@@ -103,8 +111,10 @@ class IdField:
             return cls()
         if spec in ("id", "ref_doc_id") or (spec.startswith("metadata.") and len(spec) > len("metadata.")):
             return cls(spec)
-        raise UsageError(f"the id field (retrieve --id-field, id_field= in Python) must be {ID_FIELDS} "
-                         f"(e.g. metadata.chunk_id), got {spec!r}")
+        raise UsageError(
+            f"the id field (retrieve --id-field, id_field= in Python) must be {ID_FIELDS} "
+            f"(e.g. metadata.chunk_id), got {spec!r}"
+        )
 
     @property
     def key(self) -> str | None:
@@ -116,6 +126,7 @@ class IdField:
 class Found:
     """One result read: its chunk id, its score (None: the retriever gave none) and whether it came
     as a node or document (a node's id may repeat: several nodes cut from one chunk)."""
+
     chunk_id: str
     score: Any
     from_object: bool
@@ -137,8 +148,10 @@ def read_result(item: Any, field: IdField, qid: str, rank: int) -> Found:
         if node is not None:  # LlamaIndex's NodeWithScore
             return Found(object_id(node, field, qid, rank), getattr(item, "score", None), True)
         return Found(object_id(item, field, qid, rank), None, True)
-    raise RagassayError(f"retriever results must be ids or (id, score) pairs, LlamaIndex nodes or LangChain "
-                        f"documents; got {item!r} for query {qid!r}")
+    raise RagassayError(
+        f"retriever results must be ids or (id, score) pairs, LlamaIndex nodes or LangChain "
+        f"documents; got {item!r} for query {qid!r}"
+    )
 
 
 def _plain_id(x: Any) -> bool:
@@ -146,8 +159,11 @@ def _plain_id(x: Any) -> bool:
 
 
 def _node_or_document(x: Any) -> bool:
-    return (getattr(x, "node", None) is not None or hasattr(x, "page_content")
-            or (hasattr(x, "node_id") and hasattr(x, "metadata")))
+    return (
+        getattr(x, "node", None) is not None
+        or hasattr(x, "page_content")
+        or (hasattr(x, "node_id") and hasattr(x, "metadata"))
+    )
 
 
 def object_id(obj: Any, field: IdField, qid: str, rank: int) -> str:
@@ -161,9 +177,11 @@ def object_id(obj: Any, field: IdField, qid: str, rank: int) -> str:
         where = f"metadata[{field.key!r}]"
     elif field.spec == "ref_doc_id":
         if langchain:
-            raise RagassayError(f"the id field ref_doc_id is LlamaIndex's; the retriever returned a {what} for "
-                                f"query {qid!r}: name a key of its metadata with retrieve --id-field metadata.KEY "
-                                f"({_keys(metadata)})")
+            raise RagassayError(
+                f"the id field ref_doc_id is LlamaIndex's; the retriever returned a {what} for "
+                f"query {qid!r}: name a key of its metadata with retrieve --id-field metadata.KEY "
+                f"({_keys(metadata)})"
+            )
         value, where = getattr(obj, "ref_doc_id", None), "ref_doc_id"
     else:
         value = getattr(obj, "id", None) if langchain else getattr(obj, "node_id", getattr(obj, "id_", None))
@@ -171,9 +189,11 @@ def object_id(obj: Any, field: IdField, qid: str, rank: int) -> str:
     if _plain_id(value) and str(value) != "":
         return str(value)
     shown = "has none" if value is None or value == "" else f"holds {value!r}, not an id"
-    raise RagassayError(f"the {what} at rank {rank} for query {qid!r} has no chunk id: its {where} {shown}; name "
-                        f"where your chunk ids are with retrieve --id-field, id_field= in Python ({ID_FIELDS}; "
-                        f"{_keys(metadata)})")
+    raise RagassayError(
+        f"the {what} at rank {rank} for query {qid!r} has no chunk id: its {where} {shown}; name "
+        f"where your chunk ids are with retrieve --id-field, id_field= in Python ({ID_FIELDS}; "
+        f"{_keys(metadata)})"
+    )
 
 
 def _keys(metadata: Any) -> str:

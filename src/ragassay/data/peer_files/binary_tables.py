@@ -1,5 +1,4 @@
-"""ranx's binary saves: Parquet, read by pyarrow when it is installed; LZ4, refused with the reason.
-"""
+"""ranx's binary saves: Parquet, read by pyarrow when it is installed; LZ4, refused with the reason."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from .table_columns import TableColumns, named_columns
 
 PARQUET_MAGIC = b"PAR1"
 LZ4_MAGIC = b"\x04\x22\x4d\x18"
-
 
 
 def binary_table_kind(path: str | Path) -> str | None:
@@ -29,8 +27,11 @@ def binary_table_columns(path: str | Path, kind: str, what: str) -> TableColumns
     """The columns of a Parquet file (ranx's ``kind="parquet"``: q_id, doc_id, score; or ir_measures'
     column names). An LZ4 file (ranx's run ``kind="lz4"``) is refused, saying why."""
     if kind == "lz4":
-        raise InputError(f"an LZ4-compressed file (ranx's kind='lz4'): ragassay does not read LZ4; save the {what} "
-                         "with kind='json', 'trec' or 'parquet', or decompress it first", path)
+        raise InputError(
+            f"an LZ4-compressed file (ranx's kind='lz4'): ragassay does not read LZ4; save the {what} "
+            "with kind='json', 'trec' or 'parquet', or decompress it first",
+            path,
+        )
     try:
         import pyarrow.parquet as pq
     except ImportError:

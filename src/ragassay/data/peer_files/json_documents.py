@@ -55,7 +55,6 @@ def _single_line(data: bytes) -> bool:
     return data.strip().count(b"\n") == 0
 
 
-
 def whole_object(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line), dict)

@@ -1,5 +1,4 @@
-"""Queries from a peer's test set or goldens, and the corpus of LlamaIndex's finetuning dataset.
-"""
+"""Queries from a peer's test set or goldens, and the corpus of LlamaIndex's finetuning dataset."""
 
 from __future__ import annotations
 
@@ -57,8 +56,9 @@ def peer_queries(path: str | Path, data: bytes) -> list[PeerQuery]:
         if not isinstance(text, str) or not text.strip():
             raise InputError(f"{row.message_prefix}the query text is empty", path, row.line)
         if qid in seen:
-            raise InputError(f"{row.message_prefix}query id {qid!r} appears twice (first at {seen[qid]})", path,
-                             row.line)
+            raise InputError(
+                f"{row.message_prefix}query id {qid!r} appears twice (first at {seen[qid]})", path, row.line
+            )
         seen[qid] = row.where
         ref = fields.get("reference")
         out.append(PeerQuery(qid, text, ref if isinstance(ref, str) and ref.strip() else None))
@@ -79,7 +79,7 @@ def _keyed_queries(document: dict, path: str | Path) -> list[PeerQuery]:
         answer = answers.get(qid)
         out.append(PeerQuery(qid, text, answer if isinstance(answer, str) and answer.strip() else None))
     if not out:
-        raise InputError("no queries in file (its \"queries\" is empty)", path)
+        raise InputError('no queries in file (its "queries" is empty)', path)
     return out
 
 

@@ -25,8 +25,11 @@ def json_table_columns(data: bytes, path: str | Path, what: str) -> TableColumns
     if document is None:
         return None
     if not document:
-        raise InputError(f"an empty JSON object: no {'judgments' if what == 'qrels' else 'results'} "
-                         f"(expected {_ranx_shape(what)})", path, 1)
+        raise InputError(
+            f"an empty JSON object: no {'judgments' if what == 'qrels' else 'results'} (expected {_ranx_shape(what)})",
+            path,
+            1,
+        )
     if isinstance(document.get("relevant_docs"), dict) and "queries" in document:
         return _relevant_docs_columns(document, path, what)
     return _nested_columns(document, data, path, what)
@@ -47,8 +50,9 @@ def _one_json_object(data: bytes) -> dict[str, Any] | None:
 def _relevant_docs_columns(document: dict[str, Any], path: str | Path, what: str) -> TableColumns:
     """LlamaIndex's ``relevant_docs`` as qrels, each listed document of grade 1 (never a run)."""
     if what != "qrels":
-        raise InputError("a LlamaIndex dataset (queries, corpus, relevant_docs): its relevant_docs are qrels, "
-                         "not a run", path)
+        raise InputError(
+            "a LlamaIndex dataset (queries, corpus, relevant_docs): its relevant_docs are qrels, not a run", path
+        )
     bad = next((q for q, docs in document["relevant_docs"].items() if not isinstance(docs, list)), None)
     if bad is not None:
         raise InputError(f"relevant_docs of query {bad!r} must be a list of ids", path)
@@ -78,13 +82,21 @@ _KEY = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"\s*:')
 
 def _ranx_shape(what: str) -> str:
     value = "grade" if what == "qrels" else "score"
-    return (f"ranx's {{query: {{document: {value}}}}}, e.g. {{\"q1\": {{\"d1\": {1 if what == 'qrels' else 0.5}}}}}, "
-            f"or JSON Lines of query_id, chunk_id, {value}")
+    return (
+        f'ranx\'s {{query: {{document: {value}}}}}, e.g. {{"q1": {{"d1": {1 if what == "qrels" else 0.5}}}}}, '
+        f"or JSON Lines of query_id, chunk_id, {value}"
+    )
 
 
 def _json_kind(value: Any) -> str:
-    kind = {list: "a list", str: "a string", bool: "true/false", type(None): "null", int: "a number",
-            float: "a number"}.get(type(value), type(value).__name__)
+    kind = {
+        list: "a list",
+        str: "a string",
+        bool: "true/false",
+        type(None): "null",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
     return f"{kind} ({json.dumps(value, ensure_ascii=False, default=str)[:60]})"
 
 
@@ -105,13 +117,19 @@ def _exact_ranx_columns(data: bytes, path: str | Path, what: str) -> TableColumn
     seen: set[str] = set()
     for q, inner in document:
         if q in seen:
-            raise InputError(f"query {q!r} is given twice in this JSON object (JSON keeps only the last): "
-                             f"keep one {q!r} holding all its documents{_lines_of(data, q)}", path)
+            raise InputError(
+                f"query {q!r} is given twice in this JSON object (JSON keeps only the last): "
+                f"keep one {q!r} holding all its documents{_lines_of(data, q)}",
+                path,
+            )
         seen.add(q)
         if what == "qrels" and len({d for d, _ in inner}) < len(inner):
             twice = next(d for n, (d, _) in enumerate(inner) if any(d == e for e, _ in inner[:n]))
-            raise InputError(f"document {twice!r} is judged twice for query {q!r}{_lines_of(data, twice, q)}; "
-                             "keep one judgment per query and document (JSON keeps only the last)", path)
+            raise InputError(
+                f"document {twice!r} is judged twice for query {q!r}{_lines_of(data, twice, q)}; "
+                "keep one judgment per query and document (JSON keeps only the last)",
+                path,
+            )
         for d, v in inner:
             queries.append(q)
             docs.append(d)
@@ -125,8 +143,11 @@ def _grade_as_written(value: Any, q: str, d: str, path: str | Path) -> Any:
         return value
     m = re.fullmatch(r"([+-]?\d{1,18})(?:\.0*)?", value.text)
     if m is None:
-        raise InputError(f"query {q!r}, document {d!r}: grade must be an integer within ±{INT_LIMIT}, "
-                         f"got {value.text}{score_said(float(value))}", path)
+        raise InputError(
+            f"query {q!r}, document {d!r}: grade must be an integer within ±{INT_LIMIT}, "
+            f"got {value.text}{score_said(float(value))}",
+            path,
+        )
     return int(m.group(1))
 
 
@@ -140,6 +161,7 @@ def _lines_of(data: bytes, key: str, within: str | None = None) -> str:
             return ""
         start = outer.end()
     needle = json.dumps(key, ensure_ascii=False).encode()
-    lines = [data.count(b"\n", 0, m.start()) + 1
-             for m in re.compile(re.escape(needle) + rb"\s*:").finditer(data, start)][:2]
+    lines = [
+        data.count(b"\n", 0, m.start()) + 1 for m in re.compile(re.escape(needle) + rb"\s*:").finditer(data, start)
+    ][:2]
     return f" (lines {lines[0]} and {lines[1]})" if len(lines) == 2 else ""

@@ -19,24 +19,55 @@ METADATA_FIELDS = ("additional_metadata", "metadata")
 QUESTION_FIELDS = ("question", "query", "text", "user_input", "input")
 
 # DeepEval's camelCase spellings (model_dump(by_alias=True)) of the fields read here
-CAMEL_FIELDS = {"actualOutput": "actual_output", "expectedOutput": "expected_output",
-                "retrievalContext": "retrieval_context", "additionalMetadata": "additional_metadata",
-                "retrievedContexts": "retrieved_contexts", "referenceContexts": "reference_contexts",
-                "userInput": "user_input", "retrievedContextIds": "retrieved_context_ids",
-                "referenceAnswer": "reference_answer"}
+CAMEL_FIELDS = {
+    "actualOutput": "actual_output",
+    "expectedOutput": "expected_output",
+    "retrievalContext": "retrieval_context",
+    "additionalMetadata": "additional_metadata",
+    "retrievedContexts": "retrieved_contexts",
+    "referenceContexts": "reference_contexts",
+    "userInput": "user_input",
+    "retrievedContextIds": "retrieved_context_ids",
+    "referenceAnswer": "reference_answer",
+}
 # the fields of a RAGAS sample, a DeepEval test case or golden and a LlamaIndex example, as ragassay names them
-PEER_TO_OURS = {"user_input": "question", "input": "question", "query": "question",
-                "actual_output": "response",
-                "expected_output": "reference", "reference_answer": "reference",
-                "retrieved_contexts": "contexts", "retrieval_context": "contexts",
-                "retrieved_context_ids": "context_ids"}
+PEER_TO_OURS = {
+    "user_input": "question",
+    "input": "question",
+    "query": "question",
+    "actual_output": "response",
+    "expected_output": "reference",
+    "reference_answer": "reference",
+    "retrieved_contexts": "contexts",
+    "retrieval_context": "contexts",
+    "retrieved_context_ids": "context_ids",
+}
 # DeepEval joins these lists with "|" in its CSV and JSONL files, and splits them so when it loads them
 PIPE_LISTS = frozenset({"context", "retrieval_context"})
 # RAGAS writes these lists into its CSV as Python's text of the list
-LITERAL_CELLS = frozenset({"retrieved_contexts", "reference_contexts", "retrieved_context_ids",
-                           "reference_context_ids", "multi_responses", "rubrics", "reference_tool_calls"})
-JSON_CELLS = frozenset({"additional_metadata", "metadata", "custom_column_key_values", "tools_called",
-                        "expected_tools", "expectations", "turns", "persona"})
+LITERAL_CELLS = frozenset(
+    {
+        "retrieved_contexts",
+        "reference_contexts",
+        "retrieved_context_ids",
+        "reference_context_ids",
+        "multi_responses",
+        "rubrics",
+        "reference_tool_calls",
+    }
+)
+JSON_CELLS = frozenset(
+    {
+        "additional_metadata",
+        "metadata",
+        "custom_column_key_values",
+        "tools_called",
+        "expected_tools",
+        "expectations",
+        "turns",
+        "persona",
+    }
+)
 # a text DeepEval writes for a RetrievedContextData: the passage is what follows deepeval_context=
 DEEPEVAL_MARKER = "deepeval_source="
 DEEPEVAL_CONTEXT = ",deepeval_context="
@@ -49,9 +80,9 @@ class PeerRow:
     """One sample of a peer's file: where it is, and its fields as the peer means them (lists read,
     camelCase spelled in snake_case, nulls left out)."""
 
-    line: int      # where the row starts in the file
+    line: int  # where the row starts in the file
     position: int  # N of line-N: the line (JSONL), element (JSON array) or row after the header (CSV)
-    where: str     # how a message names it: "line 3", "element 2", "row 4"
+    where: str  # how a message names it: "line 3", "element 2", "row 4"
     fields: dict[str, Any]
 
     @property
@@ -62,6 +93,7 @@ class PeerRow:
 
 
 # ----------------------------------------------------------------------------------- the id rule
+
 
 def row_id(obj: Mapping[str, Any], position: int) -> Any:
     """The id of a row (see the module's id rule): its own id field, else the ``id`` in its
@@ -179,8 +211,9 @@ def _literal(value: Any, key: str, path: str | Path, line: int) -> Any:
     try:
         return ast.literal_eval(value)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        raise InputError(f"column {key}: expected a list as RAGAS writes it (['a', 'b']), got {value[:60]!r}",
-                         path, line) from None
+        raise InputError(
+            f"column {key}: expected a list as RAGAS writes it (['a', 'b']), got {value[:60]!r}", path, line
+        ) from None
 
 
 def _json_cell(value: Any) -> Any:

@@ -30,8 +30,9 @@ def sample_rows(path: str | Path, data: bytes | None = None) -> list[PeerRow]:
         document = json_document(data)
         if document is not None:
             return _object_rows(document, data, path)
-        return [PeerRow(no, no, f"line {no}", peer_fields(obj, path, no, "jsonl"))
-                for no, obj in iter_jsonl(data, path)]
+        return [
+            PeerRow(no, no, f"line {no}", peer_fields(obj, path, no, "jsonl")) for no, obj in iter_jsonl(data, path)
+        ]
     return _csv_rows(data, path)
 
 
@@ -48,8 +49,12 @@ def answer_rows(path: str | Path, problems: Any = None) -> list[tuple[int, dict[
         try:
             single_turn(fields, r, path)
             if "question" not in fields:
-                raise InputError(f"{r.message_prefix}no question (a field named question, user_input, input or query; "
-                                 f"it has {', '.join(sorted(r.fields)) or 'none'})", path, r.line)
+                raise InputError(
+                    f"{r.message_prefix}no question (a field named question, user_input, input or query; "
+                    f"it has {', '.join(sorted(r.fields)) or 'none'})",
+                    path,
+                    r.line,
+                )
         except InputError as e:
             if problems is None:
                 raise
@@ -63,8 +68,12 @@ def single_turn(fields: Mapping[str, Any], row: PeerRow, path: str | Path) -> No
     """Refuse, by name, a conversation: RAGAS's MultiTurnSample (``user_input`` a list of messages) or
     DeepEval's ConversationalGolden (``scenario``, ``turns``). ragassay reads single-turn samples."""
     if isinstance(fields.get("question"), list) or "scenario" in fields and "question" not in fields:
-        raise InputError(f"{row.message_prefix}a multi-turn sample (a conversation: user_input as a list of messages, "
-                         "or DeepEval's scenario and turns); ragassay reads single-turn samples", path, row.line)
+        raise InputError(
+            f"{row.message_prefix}a multi-turn sample (a conversation: user_input as a list of messages, "
+            "or DeepEval's scenario and turns); ragassay reads single-turn samples",
+            path,
+            row.line,
+        )
 
 
 def _row(item: tuple[int, int, dict[str, Any], str | Path]) -> PeerRow:
@@ -77,15 +86,23 @@ def _object_rows(document: dict, data: bytes, path: str | Path) -> list[PeerRow]
         if isinstance(document.get(key), list):
             return [_row(r) for r in _array_rows(data, path, "element", key)]
     if "queries" in document and isinstance(document["queries"], dict):
-        raise InputError("a LlamaIndex dataset of queries (queries, corpus, relevant_docs or responses): it holds no "
-                         "answers to check: give it where queries are read (judge, retrieve, generate's sets); "
-                         "its relevant_docs are qrels for evaluate", path)
-    raise InputError("a JSON object, not a list of samples: expected JSON Lines (one sample a line), a JSON array of "
-                     "samples, or a LlamaIndex dataset ({\"examples\": [...]})", path, 1)
+        raise InputError(
+            "a LlamaIndex dataset of queries (queries, corpus, relevant_docs or responses): it holds no "
+            "answers to check: give it where queries are read (judge, retrieve, generate's sets); "
+            "its relevant_docs are qrels for evaluate",
+            path,
+        )
+    raise InputError(
+        "a JSON object, not a list of samples: expected JSON Lines (one sample a line), a JSON array of "
+        'samples, or a LlamaIndex dataset ({"examples": [...]})',
+        path,
+        1,
+    )
 
 
-def _array_rows(data: bytes, path: str | Path, what: str, key: str | None = None
-                ) -> Iterator[tuple[int, int, dict[str, Any], str | Path]]:
+def _array_rows(
+    data: bytes, path: str | Path, what: str, key: str | None = None
+) -> Iterator[tuple[int, int, dict[str, Any], str | Path]]:
     """(line, element number, object, path) of each element of a JSON array (or of the array under
     ``key`` in a JSON object), each element's line found as it is parsed."""
     text = data.decode("utf-8")
@@ -109,6 +126,7 @@ def _array_rows(data: bytes, path: str | Path, what: str, key: str | None = None
         line += text.count("\n", counted, offset)
         counted = offset
         return line
+
     while True:
         at = _skip_space(text, at)
         if at < len(text) and text[at] == "]" and n == 0:
@@ -137,7 +155,7 @@ def _find_key_array(text: str, key: str) -> int | None:
     if i < 0:
         return None
     j = text.find("[", i)
-    return j if j >= 0 and not text[i + len(key) + 2:j].strip(" \t\r\n:") else None
+    return j if j >= 0 and not text[i + len(key) + 2 : j].strip(" \t\r\n:") else None
 
 
 def _skip_space(text: str, at: int) -> int:
@@ -161,8 +179,12 @@ def _csv_rows(data: bytes, path: str | Path) -> list[PeerRow]:
     except (StopIteration, csv.Error):
         header = []
     if len(header) < 2 or not any(h.strip() in QUESTION_FIELDS for h in header):
-        raise InputError("cannot tell the format: expected JSON Lines, a JSON array of samples, or a CSV file whose "
-                         f"header names a question column ({', '.join(QUESTION_FIELDS)})", path, 1)
+        raise InputError(
+            "cannot tell the format: expected JSON Lines, a JSON array of samples, or a CSV file whose "
+            f"header names a question column ({', '.join(QUESTION_FIELDS)})",
+            path,
+            1,
+        )
     names = [h.strip() for h in header]
     out = []
     previous = reader.line_num

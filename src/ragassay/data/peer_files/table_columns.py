@@ -58,11 +58,13 @@ def qrels_from_columns(cols: TableColumns, path: str | Path | None = None) -> An
     grades = _numbers(cols, path, "grade")
     if not (np.floor(grades) == grades).all() or (np.abs(grades) > INT_LIMIT).any():
         i = int(np.flatnonzero((np.floor(grades) != grades) | (np.abs(grades) > INT_LIMIT))[0])
-        raise InputError(f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: grade must be an integer within "
-                         f"±{INT_LIMIT}, got {_shown(cols.values[i])}{score_said(grades[i])}", path)
+        raise InputError(
+            f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: grade must be an integer within "
+            f"±{INT_LIMIT}, got {_shown(cols.values[i])}{score_said(grades[i])}",
+            path,
+        )
     docs = encode_ids(_checked_ids(cols.docs, "document id", path, cols.table))
-    out = Qrels(queries, qidx, docs, grades.astype(np.int64),
-                source=None if path is None else str(path))
+    out = Qrels(queries, qidx, docs, grades.astype(np.int64), source=None if path is None else str(path))
     if not len(out.grades):
         raise InputError("no judgments", path)
     out.check_unique()
@@ -75,10 +77,19 @@ def run_from_columns(cols: TableColumns, name: str, path: str | Path | None = No
     scores = _numbers(cols, path, "score")
     if not np.isfinite(scores).all():
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raise InputError(f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: score must be a finite number, "
-                         f"got {_shown(cols.values[i])}", path)
-    run = Run(queries, qidx, encode_ids(_checked_ids(cols.docs, "document id", path, cols.table)), scores, name,
-              None if path is None else str(path))
+        raise InputError(
+            f"query {cols.queries[i]!r}, document {cols.docs[i]!r}: score must be a finite number, "
+            f"got {_shown(cols.values[i])}",
+            path,
+        )
+    run = Run(
+        queries,
+        qidx,
+        encode_ids(_checked_ids(cols.docs, "document id", path, cols.table)),
+        scores,
+        name,
+        None if path is None else str(path),
+    )
     if not len(run.scores):
         raise InputError("no results", path)
     known = set(run.queries)  # a query given with an empty ranking stays a query of the run (it scores 0)
@@ -115,8 +126,7 @@ def _numbers(cols: TableColumns, path: str | Path | None, what: str) -> np.ndarr
     """The values as floats when every one is a number (not a boolean); else an error naming the first
     that is not."""
     kinds = set(map(type, cols.values))
-    if all(issubclass(k, (int, float, np.integer, np.floating)) and not issubclass(k, (bool, np.bool_))
-           for k in kinds):
+    if all(issubclass(k, (int, float, np.integer, np.floating)) and not issubclass(k, (bool, np.bool_)) for k in kinds):
         return np.array(cols.values, dtype=np.float64)
     for q, d, v in zip(cols.queries, cols.docs, cols.values):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
@@ -151,8 +161,11 @@ def named_columns(columns: Mapping[str, list[Any]], what: str, path: str | Path 
         for n in names:
             if n in cols:
                 return cols[n]
-        raise InputError(f"a {what} table needs a column named one of {', '.join(names)} "
-                         f"(it has {', '.join(map(str, columns))})", path)
+        raise InputError(
+            f"a {what} table needs a column named one of {', '.join(names)} (it has {', '.join(map(str, columns))})",
+            path,
+        )
+
     q, d = pick(QUERY_COLUMNS), pick(DOC_COLUMNS)
     v = pick(GRADE_COLUMNS if what == "qrels" else SCORE_COLUMNS)
     return TableColumns(_texts(columns[q]), _texts(columns[d]), list(columns[v]), table=True)

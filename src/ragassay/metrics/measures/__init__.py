@@ -16,5 +16,18 @@ from .parsing import (
 )
 from .registry import MEASURES, SUMMED, TAKES_JUDGED_ONLY, TAKES_REL
 
-__all__ = ["DEFAULT_MEASURES", "MEASURES", "SUMMED", "TAKES_JUDGED_ONLY", "TAKES_REL", "Measure", "edit_distance",
-           "gains_table", "measure_names", "parse_measure", "parse_measures", "split_measure_list", "suggestions"]
+__all__ = [
+    "DEFAULT_MEASURES",
+    "MEASURES",
+    "SUMMED",
+    "TAKES_JUDGED_ONLY",
+    "TAKES_REL",
+    "Measure",
+    "edit_distance",
+    "gains_table",
+    "measure_names",
+    "parse_measure",
+    "parse_measures",
+    "split_measure_list",
+    "suggestions",
+]

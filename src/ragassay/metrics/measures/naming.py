@@ -12,8 +12,10 @@ import re
 from .registry import ALIASES, EXAMPLES, MEASURES
 
 # a written name: the measure, its parameters in parentheses, and a cutoff after @, _ or .
-NAME_SHAPE = re.compile(r"^(?P<name>[^(@]+?)(?:\((?P<params>[^)]*)\))?"
-                        r"(?:(?P<sep>@|_|\.)(?P<k>\d+(?:\.\d+)?|\.\d+))?$")
+NAME_SHAPE = re.compile(
+    r"^(?P<name>[^(@]+?)(?:\((?P<params>[^)]*)\))?"
+    r"(?:(?P<sep>@|_|\.)(?P<k>\d+(?:\.\d+)?|\.\d+))?$"
+)
 
 
 def measure_names() -> list[str]:
@@ -40,8 +42,9 @@ def unknown_metric(raw: str) -> str:
     if close:
         more = f" (or {', '.join(repr(c) for c in close[1:])})" if len(close) > 1 else ""
         return f"unknown metric {raw!r}; did you mean {close[0]!r}?{more}"
-    return (f"unknown metric {raw!r}; known: {', '.join(measure_names())} "
-            "(trec_eval, ir_measures and ranx names work too)")
+    return (
+        f"unknown metric {raw!r}; known: {', '.join(measure_names())} (trec_eval, ir_measures and ranx names work too)"
+    )
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -81,8 +84,9 @@ def suggestions(raw: str, n: int = 3) -> list[str]:
         d = edit_distance(name, alias)
         if d > max(1, len(name) // 3):
             continue
-        forms = ([(canonical, wants_k)] if need != "required" else []) + \
-                ([(f"{canonical}@{k or 10}", not wants_k)] if need != "none" else [])
+        forms = ([(canonical, wants_k)] if need != "required" else []) + (
+            [(f"{canonical}@{k or 10}", not wants_k)] if need != "none" else []
+        )
         for form, off in forms:
             key = (d, int(off), order[canonical])
             if form not in scored or key < scored[form]:
@@ -91,5 +95,4 @@ def suggestions(raw: str, n: int = 3) -> list[str]:
     if not ranked:
         return []
     best = scored[ranked[0]]
-    return [f for f in ranked
-            if scored[f][0] == best[0] and (scored[f][1] == best[1] or scored[f][2] == best[2])][:n]
+    return [f for f in ranked if scored[f][0] == best[0] and (scored[f][1] == best[1] or scored[f][2] == best[2])][:n]

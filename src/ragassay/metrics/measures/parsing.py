@@ -107,8 +107,10 @@ def _written_parts(raw: str) -> tuple[str, str | None, dict[str, str]]:
     if canonical == "rbp" and sep == "." and params is None:  # ranx's spelling: rbp.95 is p = 0.95
         canonical, given["p"], k = "ranx_rbp", f"0.{k}" if "." not in k else k, None
     elif canonical == "rbp" and k is not None:
-        raise MeasureError(f"{raw!r}: ir_measures' RBP takes no cutoff (its cwl_eval provider scores the first 1000 "
-                           "ranks); ranx's RBP with persistence 0.95 is written rbp.95")
+        raise MeasureError(
+            f"{raw!r}: ir_measures' RBP takes no cutoff (its cwl_eval provider scores the first 1000 "
+            "ranks); ranx's RBP with persistence 0.95 is written rbp.95"
+        )
     return canonical, k, given
 
 
@@ -187,12 +189,12 @@ def _renamed_by_params(canonical: str, given: dict[str, str], raw: str) -> str:
         dcg = given.pop("dcg")
         if dcg == "exp-log2":
             if given:
-                raise MeasureError(f"in {raw!r}: nDCG(dcg=exp-log2) is ranx's ndcg_burges and takes no other "
-                                   "parameter")
+                raise MeasureError(f"in {raw!r}: nDCG(dcg=exp-log2) is ranx's ndcg_burges and takes no other parameter")
             return "ndcg_burges"
         if dcg != "log2":
-            raise MeasureError(f"in {raw!r}: dcg= is log2 (trec_eval's nDCG) or exp-log2 (ranx's ndcg_burges), "
-                               f"got {dcg!r}")
+            raise MeasureError(
+                f"in {raw!r}: dcg= is log2 (trec_eval's nDCG) or exp-log2 (ranx's ndcg_burges), got {dcg!r}"
+            )
     if canonical == "sdcg" and given.get("dcg", "log2") == "log2":
         given.pop("dcg", None)  # ir_measures' only SDCG formulation
     if canonical == "set_f1" and "beta" in given:
@@ -209,8 +211,10 @@ def _other_params(canonical: str, given: dict[str, str], raw: str) -> dict[str, 
     out: dict[str, str] = {}
     if "judged_only" in given and _boolean(given.pop("judged_only"), raw):
         if canonical not in TAKES_JUDGED_ONLY:
-            raise MeasureError(f"{canonical!r} takes no judged_only (got {raw!r}); it is taken by: "
-                               + ", ".join(sorted(TAKES_JUDGED_ONLY)))
+            raise MeasureError(
+                f"{canonical!r} takes no judged_only (got {raw!r}); it is taken by: "
+                + ", ".join(sorted(TAKES_JUDGED_ONLY))
+            )
         out["judged_only"] = "true"
     if canonical == "ndcg" and "gains" in given:
         table = _gains_pairs(given.pop("gains"), raw)
@@ -231,8 +235,16 @@ def _refuse_undeclared(canonical: str, given: dict[str, str], spec: dict[str, tu
     """Refuse a parameter the measure does not take, naming the ones it does."""
     for key in given:
         if key not in spec:
-            allowed = ", ".join([*spec, *(["rel"] if canonical in TAKES_REL else []),
-                                 *(["judged_only"] if canonical in TAKES_JUDGED_ONLY else [])]) or "none"
+            allowed = (
+                ", ".join(
+                    [
+                        *spec,
+                        *(["rel"] if canonical in TAKES_REL else []),
+                        *(["judged_only"] if canonical in TAKES_JUDGED_ONLY else []),
+                    ]
+                )
+                or "none"
+            )
             raise MeasureError(f"in {raw!r}: {canonical!r} takes no parameter {key!r} (it takes: {allowed})")
 
 
@@ -240,8 +252,9 @@ def _declared_param(canonical: str, key: str, kind: str, value: object, raw: str
     """One declared parameter's canonical text (``value`` is what was written, else the default);
     None for a flag left at true, which the name does not show."""
     if value is None:
-        raise MeasureError(f"{raw!r} needs {key}=..., e.g. {canonical}({key}=3)" if kind == "int" else
-                           f"{raw!r} needs {key}=...")
+        raise MeasureError(
+            f"{raw!r} needs {key}=..., e.g. {canonical}({key}=3)" if kind == "int" else f"{raw!r} needs {key}=..."
+        )
     if kind == "bool":
         flag = _boolean(value, raw) if isinstance(value, str) else bool(value)
         return None if flag else "false"
@@ -297,8 +310,7 @@ def _recall_level(k: str, raw: str) -> str:
     """A recall level of at most two decimals between 0 and 1 (ir_measures hands trec_eval the level
     rounded to two decimals, so a third would not be the level computed there)."""
     if not re.fullmatch(r"(?:0|1)?(?:\.\d{1,2})?|0*1(?:\.0*)?", k) or float(k) > 1.0:
-        raise MeasureError(f"in {raw!r}: the recall level is between 0 and 1 with at most two decimals, e.g. "
-                           "iprec@0.5")
+        raise MeasureError(f"in {raw!r}: the recall level is between 0 and 1 with at most two decimals, e.g. iprec@0.5")
     return repr(float(k))
 
 
@@ -310,8 +322,9 @@ def _rel_param(value: str | None, canonical: str, raw: str) -> int | None:
     if canonical not in TAKES_REL:
         raise MeasureError(f"{canonical!r} uses the grades themselves and takes no rel= (got {raw!r})")
     if int(value) < 1:
-        raise MeasureError(f"in {raw!r}: rel is a relevance level of at least 1 (grades of 0 and below are not "
-                           f"relevant), got {value}")
+        raise MeasureError(
+            f"in {raw!r}: rel is a relevance level of at least 1 (grades of 0 and below are not relevant), got {value}"
+        )
     return int(value)
 
 
@@ -322,7 +335,7 @@ def parse_measures(texts: Sequence[str | Measure] | str) -> list[Measure]:
         texts = [texts]
     out: list[Measure] = []
     for t in texts:
-        for part in (split_measure_list(t) if isinstance(t, str) else [t]):
+        for part in split_measure_list(t) if isinstance(t, str) else [t]:
             m = parse_measure(part)
             if m not in out:
                 out.append(m)
@@ -332,4 +345,5 @@ def parse_measures(texts: Sequence[str | Measure] | str) -> list[Measure]:
 
 
 DEFAULT_MEASURES = parse_measures(
-    ["p@5", "p@10", "recall@10", "recall@100", "f1@10", "hit_rate@10", "mrr", "mrr@10", "ndcg@10", "map"])
+    ["p@5", "p@10", "recall@10", "recall@100", "f1@10", "hit_rate@10", "mrr", "mrr@10", "ndcg@10", "map"]
+)

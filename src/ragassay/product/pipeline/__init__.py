@@ -34,5 +34,15 @@ from .pool import pool
 from .results import PipelineResult, StepResult
 from .run import LLM_STEPS, STEPS, run_project
 
-__all__ = ["FLAG_KEYS", "LLM_STEPS", "STEPS", "Context", "PipelineResult", "StepResult", "endpoint_state",
-           "llm_settings", "pool", "run_project"]
+__all__ = [
+    "FLAG_KEYS",
+    "LLM_STEPS",
+    "STEPS",
+    "Context",
+    "PipelineResult",
+    "StepResult",
+    "endpoint_state",
+    "llm_settings",
+    "pool",
+    "run_project",
+]

@@ -24,12 +24,22 @@ def agree_step(ctx: Context, selected: bool) -> StepResult:
         return not_selected("agree")
     sides = _sides(ctx)
     if not sides:
-        return StepResult("agree", "skipped", "nothing to measure the qrels against: no judged pool (an LLM judges "
-                                              "it) and no second labelling ([agree] second)")
+        return StepResult(
+            "agree",
+            "skipped",
+            "nothing to measure the qrels against: no judged pool (an LLM judges "
+            "it) and no second labelling ([agree] second)",
+        )
     if ctx.dry_run:
-        return StepResult("agree", "estimated", f"{p.qrels.name} against " + " and ".join(
-            "the judged pool" if name == "pool" or other is None else other.name for name, other in sides)
-            + ", offline")
+        return StepResult(
+            "agree",
+            "estimated",
+            f"{p.qrels.name} against "
+            + " and ".join(
+                "the judged pool" if name == "pool" or other is None else other.name for name, other in sides
+            )
+            + ", offline",
+        )
     runs = list(ctx.runs.values()) if len(ctx.runs) > 1 else None  # do they rank the runs alike
     said, results, fresh = [], {}, True
     for name, other in sides:
@@ -88,6 +98,8 @@ def _agreement_text(a: dict[str, Any]) -> str:
         return f"{ref} vs {cand}: one labeller on both sides, no kappa ({a['pairs']} pairs)"
     ranking = a.get("run_ranking") or {}
     tau = ranking.get("kendall_tau_b")
-    return (f"{ref} vs {cand}: {kappa_words(a)} on {a['pairs']} pairs"
-            + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else "")
-            + (f"; warning: {a['scale_warning']}" if a.get("scale_warning") else ""))
+    return (
+        f"{ref} vs {cand}: {kappa_words(a)} on {a['pairs']} pairs"
+        + (f", Kendall tau of the runs {tau:.2f}" if tau is not None else "")
+        + (f"; warning: {a['scale_warning']}" if a.get("scale_warning") else "")
+    )

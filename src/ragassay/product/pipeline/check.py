@@ -27,10 +27,19 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
     out, summary = checks_file(ctx), ctx.out / "check.json"
     rules_only = ctx.no_llm is not None  # without an endpoint the rules decide what they can
     run_name, run, qrels = _diagnosed_with(ctx)
-    digest = ctx.digests.of(p.answers, p.chunks, p.human, run, qrels,
-                            depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"),
-                            rules_only=rules_only, prompt=prompt_id(ctx, "check"),
-                            **({"by_text": sorted(ctx.answer_queries.items())} if ctx.answer_queries else {}))
+    digest = ctx.digests.of(
+        p.answers,
+        p.chunks,
+        p.human,
+        run,
+        qrels,
+        depth=p.depth,
+        model=ctx.llm.get("model"),
+        base_url=ctx.llm.get("base_url"),
+        rules_only=rules_only,
+        prompt=prompt_id(ctx, "check"),
+        **({"by_text": sorted(ctx.answer_queries.items())} if ctx.answer_queries else {}),
+    )
     verdicts_of = ctx.digests.of(p.answers, p.chunks)  # what a verdict depends on, whoever gives it
     if rules_only:
         ctx.without_llm.append("check (LLM verdicts)")
@@ -40,9 +49,14 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
         return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=read_json(summary))
-    args: dict[str, Any] = dict(output=out, chunks=ctx.loaded.chunks(p.chunks), human=p.human, depth=p.depth,
-                                warn=None,  # (the run said every join at the start, naming its files)
-                                options=CheckOptions(prompt=p.check_prompt, quiet=True))
+    args: dict[str, Any] = dict(
+        output=out,
+        chunks=ctx.loaded.chunks(p.chunks),
+        human=p.human,
+        depth=p.depth,
+        warn=None,  # (the run said every join at the start, naming its files)
+        options=CheckOptions(prompt=p.check_prompt, quiet=True),
+    )
     spent = None if rules_only or ctx.dry_run else ctx.spent()
     if spent:
         return StepResult("check", "skipped", spent, 3)
@@ -62,9 +76,15 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
 
 def _checked(ctx: Context, answers: Path, run: Path | None, qrels: Path | None, args: dict[str, Any]) -> Any:
     """The answers checked, handed the run and qrels the pipeline read (each read once a run)."""
-    return run_result(api.check(answers, run=None if run is None else ctx.loaded.run(run),
-                                qrels=None if qrels is None else ctx.loaded.qrels(qrels), query_ids=ctx.answer_queries,
-                                **args))
+    return run_result(
+        api.check(
+            answers,
+            run=None if run is None else ctx.loaded.run(run),
+            qrels=None if qrels is None else ctx.loaded.qrels(qrels),
+            query_ids=ctx.answer_queries,
+            **args,
+        )
+    )
 
 
 def _cannot_check(ctx: Context, selected: bool) -> StepResult | None:
@@ -93,31 +113,46 @@ def _llm_verdicts_kept(ctx: Context, verdicts_of: str, summary: Path) -> StepRes
     """Offline, the verdicts an LLM gave before on these very answers stand (shown, not replaced by
     the rules' own file); None when there are none to keep."""
     earlier = ctx.state.steps.get("check") or {}
-    if (earlier.get("result") or {}).get("verdicts_of") == verdicts_of and not earlier.get("exit_code") \
-            and (ctx.out / "checks.jsonl").exists() and summary.exists():
+    if (
+        (earlier.get("result") or {}).get("verdicts_of") == verdicts_of
+        and not earlier.get("exit_code")
+        and (ctx.out / "checks.jsonl").exists()
+        and summary.exists()
+    ):
         ctx.llm_checks_kept = True  # an LLM checked these very answers before: its verdicts stand, shown
-        return StepResult("check", "up to date", f"{earlier['text']}: the verdicts an LLM gave before "
-                          "(checks.jsonl), kept; no endpoint now to check anything again", result=read_json(summary))
+        return StepResult(
+            "check",
+            "up to date",
+            f"{earlier['text']}: the verdicts an LLM gave before "
+            "(checks.jsonl), kept; no endpoint now to check anything again",
+            result=read_json(summary),
+        )
     return None
 
 
 def _estimated(ctx: Context, answers: Path, args: dict[str, Any], rules_only: bool) -> StepResult:
     """A dry run's check: its calls, or offline what the rules decide without one."""
     est = estimated(api.check(answers, dry_run=True, **args))
-    said = f"{est.decided_without_call} answers decided by rule, offline; the others need an LLM verdict " \
-           f"({ctx.no_llm})" if rules_only else estimate_text(est)
+    said = (
+        f"{est.decided_without_call} answers decided by rule, offline; the others need an LLM verdict ({ctx.no_llm})"
+        if rules_only
+        else estimate_text(est)
+    )
     return StepResult("check", "estimated", said, 0, None if rules_only else est.to_dict())
 
 
 def _checked_text(done: Any, rules_only: bool) -> str:
     """The step's line: how many answers were graded and how, or decided by rule and left waiting."""
     rates = done.summary.get("summary") or {}
-    counts = ", ".join(f"{rates.get('counts', {}).get(k, 0)} {k}"
-                       for k in ("correct", "partial", "hallucinated", "abstained"))
+    counts = ", ".join(
+        f"{rates.get('counts', {}).get(k, 0)} {k}" for k in ("correct", "partial", "hallucinated", "abstained")
+    )
     if rules_only:
-        return (f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers decided by rule ({counts}); "
-                f"the other {rates.get('waiting', 0)} need an LLM verdict"
-                + (f"; {rates['errors']} failed" if rates.get("errors") else ""))
+        return (
+            f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers decided by rule ({counts}); "
+            f"the other {rates.get('waiting', 0)} need an LLM verdict"
+            + (f"; {rates['errors']} failed" if rates.get("errors") else "")
+        )
     return f"{rates.get('graded', 0)} of {rates.get('answers', 0)} answers graded ({counts})" + failures_said(done.run)
 
 
@@ -125,10 +160,20 @@ def _say_joins(ctx: Context, answers: Path, run_name: str, run: Path, qrels: Pat
     """How the answers meet the run and qrels the check diagnoses with (a retriever's run, the judged
     pool: not counted at the start), said unless the start said it already."""
     ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(answers)]
-    for join in (Join.of("query ids", "the answers", ids, f"the run {run_name}", ctx.loaded.run(run).queries,
-                         ctx.project.answers, run),
-                 Join.of("query ids", "the answers", ids, "the qrels", ctx.loaded.qrels(qrels).queries,
-                         ctx.project.answers, qrels)):
+    for join in (
+        Join.of(
+            "query ids",
+            "the answers",
+            ids,
+            f"the run {run_name}",
+            ctx.loaded.run(run).queries,
+            ctx.project.answers,
+            run,
+        ),
+        Join.of(
+            "query ids", "the answers", ids, "the qrels", ctx.loaded.qrels(qrels).queries, ctx.project.answers, qrels
+        ),
+    ):
         warning = join.warning(("left",))
         if warning and warning not in ctx.said:
             ctx.said.add(warning)

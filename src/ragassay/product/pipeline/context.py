@@ -15,8 +15,20 @@ from .loaded import Loaded
 from .results import StepResult
 from .state import Digests, State
 
-FLAG_KEYS = ("model", "base_url", "timeout", "concurrency", "rpm", "tpm", "cache", "no_cache", "price_in",
-             "price_out", "max_calls", "max_cost")
+FLAG_KEYS = (
+    "model",
+    "base_url",
+    "timeout",
+    "concurrency",
+    "rpm",
+    "tpm",
+    "cache",
+    "no_cache",
+    "price_in",
+    "price_out",
+    "max_calls",
+    "max_cost",
+)
 
 
 def llm_settings(project: Project, flags: Mapping[str, Any]) -> dict[str, Any]:
@@ -35,14 +47,20 @@ def llm_settings(project: Project, flags: Mapping[str, Any]) -> dict[str, Any]:
 def endpoint_state(settings: Mapping[str, Any], dry_run: bool) -> str | None:
     """None when the LLM stages can run (a dry run needs a model only); else why they are skipped."""
     model = settings.get("model")
-    config = LLMConfig.from_env(model=model[0] if isinstance(model, list) else model,
-                                base_url=settings.get("base_url"), price_in=settings.get("price_in"),
-                                price_out=settings.get("price_out"), max_cost=settings.get("max_cost"))
+    config = LLMConfig.from_env(
+        model=model[0] if isinstance(model, list) else model,
+        base_url=settings.get("base_url"),
+        price_in=settings.get("price_in"),
+        price_out=settings.get("price_out"),
+        max_cost=settings.get("max_cost"),
+    )
     if not config.model:
         return "no model given ([llm] model in the project file, --model or RAGASSAY_MODEL)"
     if not dry_run and not config.api_key and not config.base_url:
-        return "no LLM endpoint configured ([llm] base_url in the project file, --base-url, OPENAI_BASE_URL or " \
-               "OPENAI_API_KEY)"
+        return (
+            "no LLM endpoint configured ([llm] base_url in the project file, --base-url, OPENAI_BASE_URL or "
+            "OPENAI_API_KEY)"
+        )
     config.check(endpoint=not dry_run)  # any other setting that cannot work (a URL without a scheme, ...) stops here
     return None
 
@@ -57,23 +75,23 @@ class Context:
     digests: Digests
     log: Callable[[str], None]
     append: bool = False
-    generating: bool = False                                   # a dry run's generate step will write questions
-    judging: bool = False                                      # a dry run's judge step will judge pairs
-    pooling: bool = False                                      # a dry run's judge step will write the pool's qrels
+    generating: bool = False  # a dry run's generate step will write questions
+    judging: bool = False  # a dry run's judge step will judge pairs
+    pooling: bool = False  # a dry run's judge step will write the pool's qrels
     queries: Path | None = None
-    runs: dict[str, Path] = field(default_factory=dict)       # every run's file, once it exists
+    runs: dict[str, Path] = field(default_factory=dict)  # every run's file, once it exists
     memory_runs: dict[str, Any] = field(default_factory=dict)  # a dry run's retrievals, not written
-    judged: Path | None = None                                 # the pool's qrels, once judged
-    without_llm: list[str] = field(default_factory=list)       # what was not done for want of an endpoint
-    unjudged: tuple[int, int] | None = None                    # (pairs of the pool not graded, pairs in it), when any
-    warnings: list[str] = field(default_factory=list)          # said by the steps, added to the run's
-    said: set[str] = field(default_factory=set)                # every warning said so far (each is said once)
-    llm_checks_kept: bool = False                              # offline: an LLM's verdicts on these answers stand
-    answer_queries: dict[str, str] | None = None               # answer id -> query id, when met by question text
-    failed_llm: StepResult | None = None                       # the LLM step that failed (the rest go on without it)
-    spent_calls: int = 0                                       # requests the LLM steps of this run sent so far
-    spent_cost: float = 0.0                                    # and what they cost (where a price is known)
-    loaded: Loaded = field(default_factory=Loaded)             # the files read so far, parsed once
+    judged: Path | None = None  # the pool's qrels, once judged
+    without_llm: list[str] = field(default_factory=list)  # what was not done for want of an endpoint
+    unjudged: tuple[int, int] | None = None  # (pairs of the pool not graded, pairs in it), when any
+    warnings: list[str] = field(default_factory=list)  # said by the steps, added to the run's
+    said: set[str] = field(default_factory=set)  # every warning said so far (each is said once)
+    llm_checks_kept: bool = False  # offline: an LLM's verdicts on these answers stand
+    answer_queries: dict[str, str] | None = None  # answer id -> query id, when met by question text
+    failed_llm: StepResult | None = None  # the LLM step that failed (the rest go on without it)
+    spent_calls: int = 0  # requests the LLM steps of this run sent so far
+    spent_cost: float = 0.0  # and what they cost (where a price is known)
+    loaded: Loaded = field(default_factory=Loaded)  # the files read so far, parsed once
 
     @property
     def out(self) -> Path:
@@ -107,8 +125,7 @@ class Context:
     def pool_qrels(self) -> Path | None:
         """The judged pool's qrels, when the judge graded some pair of it (a judge whose every record
         is an error writes an empty file: nothing to score on)."""
-        return self.judged if self.judged is not None and self.judged.exists() and self.judged.stat().st_size \
-            else None
+        return self.judged if self.judged is not None and self.judged.exists() and self.judged.stat().st_size else None
 
     def metric_qrels(self) -> Path | None:
         """What runs are scored on: the judged pool when there is one, else people's qrels."""

@@ -26,8 +26,12 @@ def generate_step(ctx: Context, selected: bool) -> StepResult:
     if not selected:
         return not_selected("generate")
     if not sample and not p.generate_limit:
-        return StepResult("generate", "skipped", "[generate] limit = 0: no questions are written; name the queries "
-                                                 "in [data] queries (or set a limit to generate)")
+        return StepResult(
+            "generate",
+            "skipped",
+            "[generate] limit = 0: no questions are written; name the queries "
+            "in [data] queries (or set a limit to generate)",
+        )
     if p.chunks is None:
         raise UsageError("no queries and no chunks to write questions from: name them in [data]")
     skip = llm_skip(ctx, "generate")
@@ -50,18 +54,25 @@ def _generated(ctx: Context, questions: Path, sample: bool) -> StepResult:
     kept = None if ctx.append else ctx.state.fresh("generate", digest, [questions])
     if kept:
         return StepResult("generate", "up to date", kept["text"], kept["exit_code"], result=kept.get("result"))
-    args = dict(output=questions, append=ctx.append and questions.exists(), rejects=ctx.out / "rejects.jsonl",
-                qrels_out=ctx.out / "questions.qrels", **ctx.llm_args(),
-                options=GenerateOptions(limit=limit, quiet=True))
+    args = dict(
+        output=questions,
+        append=ctx.append and questions.exists(),
+        rejects=ctx.out / "rejects.jsonl",
+        qrels_out=ctx.out / "questions.qrels",
+        **ctx.llm_args(),
+        options=GenerateOptions(limit=limit, quiet=True),
+    )
     if ctx.dry_run:
         est = estimated(api.generate(ctx.loaded.chunks(p.chunks), dry_run=True, **args))
         ctx.generating = not sample
         return StepResult("generate", "estimated", estimate_text(est), 0, est.to_dict())
     done = run_result(api.generate(ctx.loaded.chunks(p.chunks), **args))
     ctx.spend(done)
-    text = (f"a sample of {limit} beside the project's queries (not retrieved): " if sample else "") \
-        + f"{len(done.accepted)} questions accepted, {len(done.rejects)} rejected" \
+    text = (
+        (f"a sample of {limit} beside the project's queries (not retrieved): " if sample else "")
+        + f"{len(done.accepted)} questions accepted, {len(done.rejects)} rejected"
         + "".join(f"; {why}" for why in _generate_shortfall(done))
+    )
     if not sample:
         ctx.queries = questions
     ctx.state.done("generate", digest, done.exit_code, text, done.to_dict())
@@ -72,6 +83,9 @@ def _generate_shortfall(done: Any) -> list[str]:
     """Why a generate run wrote fewer questions than asked: stopped early, or short of a difficulty."""
     said = [done.stopped] if done.stopped else []
     if done.shortfall and not done.stopped:
-        said.append("fell short of the target (" + ", ".join(f"{k} {v} fewer" for k, v in done.shortfall.items())
-                    + "); rejects.jsonl says why")
+        said.append(
+            "fell short of the target ("
+            + ", ".join(f"{k} {v} fewer" for k, v in done.shortfall.items())
+            + "); rejects.jsonl says why"
+        )
     return said

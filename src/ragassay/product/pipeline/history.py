@@ -24,8 +24,12 @@ def track_step(ctx: Context, selected: bool) -> StepResult:
         return StepResult("track", "skipped", "no results to track")
     if partial_pool(ctx, ctx.metric_qrels()):  # a history keeps results to compare over time: not partial ones
         missing, pairs = ctx.unjudged or (0, 0)
-        return StepResult("track", "skipped", f"the scores are of part of the pool ({missing} of {pairs} pairs not "
-                                              "judged yet): not kept in the history until the judge finishes")
+        return StepResult(
+            "track",
+            "skipped",
+            f"the scores are of part of the pool ({missing} of {pairs} pairs not "
+            "judged yet): not kept in the history until the judge finishes",
+        )
     db = ctx.project.state_dir / "history.sqlite"
     said = []
     for result in results:
@@ -51,8 +55,13 @@ def gate_step(ctx: Context, selected: bool) -> StepResult:
         return StepResult("gate", "estimated", "offline")
     if partial_pool(ctx, ctx.metric_qrels()):  # a threshold is not passed on part of the pool
         missing, pairs = ctx.unjudged or (0, 0)
-        return StepResult("gate", "skipped", f"the scores are of part of the pool ({missing} of {pairs} pairs not "
-                                             "judged yet): no verdict until the judge finishes", 3)
+        return StepResult(
+            "gate",
+            "skipped",
+            f"the scores are of part of the pool ({missing} of {pairs} pairs not "
+            "judged yet): no verdict until the judge finishes",
+            3,
+        )
     names = [p.gate_run] if p.gate_run else list(ctx.runs)
     failures, rests = [], []
     for name in names:
@@ -67,5 +76,6 @@ def gate_step(ctx: Context, selected: bool) -> StepResult:
     said = f" [{'; '.join(rests)}]" if rests else ""
     if failures:
         return StepResult("gate", "failed", "; ".join(failures) + said, 1)
-    return StepResult("gate", "ran", f"passed: {len(p.gate_min) + len(p.gate_max)} threshold(s) hold for "
-                                     f"{len(names)} run(s){said}")
+    return StepResult(
+        "gate", "ran", f"passed: {len(p.gate_min) + len(p.gate_max)} threshold(s) hold for {len(names)} run(s){said}"
+    )

@@ -23,14 +23,18 @@ def check_inputs(ctx: Context, result: PipelineResult) -> None:
     p = ctx.project
     ctx.queries = p.queries
     query_texts = ctx.loaded.queries(p.queries) if p.queries is not None else None
-    ids = _Ids(list(query_texts) if query_texts is not None else None,
-               read_answer_ids(p.answers) if p.answers is not None else None, query_texts is not None)
+    ids = _Ids(
+        list(query_texts) if query_texts is not None else None,
+        read_answer_ids(p.answers) if p.answers is not None else None,
+        query_texts is not None,
+    )
     human_ids = ids.answers  # people label answers by the answers' own ids
     by_text = _by_text(ctx, query_texts, ids)
     joins = _run_joins(ctx, ids) + _qrels_joins(ctx, ids) + _answer_joins(ctx, ids, human_ids)
     result.joins = [j.to_dict() for j, _ in joins] + ([by_text.to_dict()] if by_text is not None else [])
     result.warnings = ([by_text.sentence()] if by_text is not None else []) + [
-        w for w in (j.warning(sides) for j, sides in joins) if w]
+        w for w in (j.warning(sides) for j, sides in joins) if w
+    ]
     _label_origins(ctx, result)
 
 
@@ -52,6 +56,7 @@ def _by_text(ctx: Context, query_texts: dict[str, str] | None, ids: _Ids) -> Tex
 class _Ids:
     """The ids the joins are counted on: the queries', the answers' (each by the query it answers)
     and whether a queries file is named (an answer that meets nothing may then be matched by text)."""
+
     queries: list[str] | None
     answers: list[str] | None
     queries_named: bool
@@ -67,11 +72,24 @@ def _run_joins(ctx: Context, ids: _Ids) -> list[_Sided]:
     for name, f in p.runs.items():
         run = ctx.loaded.run(f)
         if ids.queries is not None:
-            joins.append((Join.of("query ids", "the queries", ids.queries, f"the run {name}", run.queries, p.queries,
-                                  f).require_overlap(), ("left",)))
+            joins.append(
+                (
+                    Join.of(
+                        "query ids", "the queries", ids.queries, f"the run {name}", run.queries, p.queries, f
+                    ).require_overlap(),
+                    ("left",),
+                )
+            )
         if ids.answers is not None:
-            joins.append((_answers_met(Join.of("query ids", "the answers", ids.answers, f"the run {name}", run.queries,
-                                               p.answers, f), ids.queries_named), ("left",)))
+            joins.append(
+                (
+                    _answers_met(
+                        Join.of("query ids", "the answers", ids.answers, f"the run {name}", run.queries, p.answers, f),
+                        ids.queries_named,
+                    ),
+                    ("left",),
+                )
+            )
     return joins
 
 
@@ -83,11 +101,24 @@ def _qrels_joins(ctx: Context, ids: _Ids) -> list[_Sided]:
         return []
     qrels = ctx.loaded.qrels(p.qrels)
     if ids.queries is not None:
-        joins.append((Join.of("query ids", "the queries", ids.queries, "the qrels", qrels.queries, p.queries,
-                              p.qrels).require_overlap(), ("right",)))
+        joins.append(
+            (
+                Join.of(
+                    "query ids", "the queries", ids.queries, "the qrels", qrels.queries, p.queries, p.qrels
+                ).require_overlap(),
+                ("right",),
+            )
+        )
     if ids.answers is not None:
-        joins.append((_answers_met(Join.of("query ids", "the answers", ids.answers, "the qrels", qrels.queries,
-                                           p.answers, p.qrels), ids.queries_named), ("left",)))
+        joins.append(
+            (
+                _answers_met(
+                    Join.of("query ids", "the answers", ids.answers, "the qrels", qrels.queries, p.answers, p.qrels),
+                    ids.queries_named,
+                ),
+                ("left",),
+            )
+        )
     return joins
 
 
@@ -97,15 +128,44 @@ def _answer_joins(ctx: Context, ids: _Ids, human_ids: list[str] | None) -> list[
     p = ctx.project
     joins: list[_Sided] = []
     if human_ids is not None and p.human is not None:  # people label some answers: labels of none stop here
-        joins.append((Join.of("answer ids", "the answers", human_ids, "the human labels", read_human_labels(p.human),
-                              p.answers, p.human).require_overlap(), ("right",)))
+        joins.append(
+            (
+                Join.of(
+                    "answer ids",
+                    "the answers",
+                    human_ids,
+                    "the human labels",
+                    read_human_labels(p.human),
+                    p.answers,
+                    p.human,
+                ).require_overlap(),
+                ("right",),
+            )
+        )
     if ids.answers is not None and ids.queries is not None:
-        joins.append((Join.of("query ids", "the answers", ids.answers, "the queries", ids.queries, p.answers,
-                              p.queries).require_overlap(), ("left",)))
+        joins.append(
+            (
+                Join.of(
+                    "query ids", "the answers", ids.answers, "the queries", ids.queries, p.answers, p.queries
+                ).require_overlap(),
+                ("left",),
+            )
+        )
     if p.qrels is not None and p.second_qrels is not None:
-        joins.append((Join.of("query ids", "the qrels", ctx.loaded.qrels(p.qrels).queries, "the second qrels",
-                              ctx.loaded.qrels(p.second_qrels).queries, p.qrels, p.second_qrels).require_overlap(),
-                       ("right",)))
+        joins.append(
+            (
+                Join.of(
+                    "query ids",
+                    "the qrels",
+                    ctx.loaded.qrels(p.qrels).queries,
+                    "the second qrels",
+                    ctx.loaded.qrels(p.second_qrels).queries,
+                    p.qrels,
+                    p.second_qrels,
+                ).require_overlap(),
+                ("right",),
+            )
+        )
     return joins
 
 
@@ -138,8 +198,11 @@ def _answers_met(join: Any, queries_named: bool) -> Any:
     except InputError as e:
         if queries_named:
             raise
-        raise InputError(f"{e.message} If the answers ask the queries' questions under other ids, name the queries "
-                         "in [data] queries: the answers are then matched to them by question text", e.path) from None
+        raise InputError(
+            f"{e.message} If the answers ask the queries' questions under other ids, name the queries "
+            "in [data] queries: the answers are then matched to them by question text",
+            e.path,
+        ) from None
 
 
 def _answer_questions(path: Path) -> dict[str, str]:

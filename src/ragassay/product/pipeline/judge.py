@@ -34,14 +34,18 @@ def judge_step(ctx: Context, selected: bool) -> StepResult:
         return StepResult("judge", "skipped", "the judge reads the chunks: name them in [data] chunks")
     made = pool_run(ctx)
     if made is None or ctx.queries is None:
-        return StepResult("judge", "skipped", "no runs to pool" if ctx.queries is not None else
-                          "no queries yet (generate writes them)")
+        return StepResult(
+            "judge",
+            "skipped",
+            "no runs to pool" if ctx.queries is not None else "no queries yet (generate writes them)",
+        )
     return _judge_pool(ctx, _Pool(*made))
 
 
 @dataclass
 class _Pool:
     """The pool as a run, its deepest query's pool, the pairs in all and the runs it was made from."""
+
     run: Any
     deepest: int
     pairs: int
@@ -59,8 +63,14 @@ def _judge_pool(ctx: Context, made: _Pool) -> StepResult:
     assert ctx.queries is not None and p.chunks is not None  # (said by judge_step otherwise)
     out, judged = ctx.out / "judgments.jsonl", ctx.out / "judged.qrels"
     pooled = made.pooled()
-    digest = ctx.digests.of(ctx.queries, p.chunks, pool=pooled, model=ctx.llm.get("model"),
-                            base_url=ctx.llm.get("base_url"), prompt=prompt_id(ctx, "judge"))
+    digest = ctx.digests.of(
+        ctx.queries,
+        p.chunks,
+        pool=pooled,
+        model=ctx.llm.get("model"),
+        base_url=ctx.llm.get("base_url"),
+        prompt=prompt_id(ctx, "judge"),
+    )
     kept = ctx.state.fresh("judge", digest, [out, judged])
     runs = len(set(ctx.runs) | set(ctx.memory_runs))
     pool_of = f"the pool of {runs} run's top {p.depth}" if runs == 1 else f"the pool of {runs} runs' top {p.depth}"
@@ -71,15 +81,20 @@ def _judge_pool(ctx: Context, made: _Pool) -> StepResult:
         errors = f", {said['errors']} error{'s' if said['errors'] != 1 else ''}" if said.get("errors") else ""
         text = f"{pool_of}: {len(pooled)} pairs, all {len(pooled)} judged before, 0 now" + errors
         return StepResult("judge", "up to date", text, kept["exit_code"], result=kept.get("result"))
-    args: dict[str, Any] = dict(output=out, qrels_out=judged, **ctx.llm_args(),
-                                options=JudgeOptions(depth=made.deepest, prompt=p.judge_prompt, quiet=True))
+    args: dict[str, Any] = dict(
+        output=out,
+        qrels_out=judged,
+        **ctx.llm_args(),
+        options=JudgeOptions(depth=made.deepest, prompt=p.judge_prompt, quiet=True),
+    )
     queries, chunks = ctx.loaded.named_queries(ctx.queries), ctx.loaded.chunks_by_id(p.chunks)
     if ctx.dry_run:
         est = estimated(api.judge(queries, chunks, made.run, dry_run=True, **args))
         ctx.judging = est.calls > 0
         ctx.pooling = True
-        return StepResult("judge", "estimated", f"{pool_of}: {made.pairs} pairs; " + estimate_text(est), 0,
-                          est.to_dict())
+        return StepResult(
+            "judge", "estimated", f"{pool_of}: {made.pairs} pairs; " + estimate_text(est), 0, est.to_dict()
+        )
     pool_path = ctx.out / "pool.txt"  # what was judged, for the user to read (the judge is handed the run itself)
     rio.write_run(pool_path, made.run)
     made.run.source = str(pool_path)  # (a message about the pool names the file written)
@@ -88,9 +103,10 @@ def _judge_pool(ctx: Context, made: _Pool) -> StepResult:
         write_origin(judged, read_origin(judged).replace(pool=made.members))
     ctx.spend(done)
     s = done.summary()
-    text = (f"{pool_of}: {s.pairs} pairs, {s.already_done} judged before, "
-            f"{max((s.judged or 0) - (s.already_done or 0), 0)} now, {s.errors} error{'s' if s.errors != 1 else ''}") \
-        + failures_said(done.relevance)
+    text = (
+        f"{pool_of}: {s.pairs} pairs, {s.already_done} judged before, "
+        f"{max((s.judged or 0) - (s.already_done or 0), 0)} now, {s.errors} error{'s' if s.errors != 1 else ''}"
+    ) + failures_said(done.relevance)
     ctx.judged = judged
     ctx.unjudged = unjudged(pooled, judged)
     ctx.state.done("judge", digest, done.exit_code, text, done.to_dict())
@@ -123,15 +139,21 @@ def _coverage_ceiling(ctx: Context, runs: int) -> StepResult:
     """A dry run's coverage when the judge will run first: at most so many calls."""
     asked = len(ctx.loaded.queries(ctx.queries)) if ctx.queries is not None else 0
     most = asked * (2 + runs)
-    return StepResult("coverage", "estimated", f"after judge: at most {most} calls (nuggets and their importance "
-                      f"for each of {asked} queries, then each of {runs} runs' support), fewer where the "
-                      "judge finds no relevant passage (a dry run once the judgments are written says)", 0,
-                      {"calls": most, "at_most": True})
+    return StepResult(
+        "coverage",
+        "estimated",
+        f"after judge: at most {most} calls (nuggets and their importance "
+        f"for each of {asked} queries, then each of {runs} runs' support), fewer where the "
+        "judge finds no relevant passage (a dry run once the judgments are written says)",
+        0,
+        {"calls": most, "at_most": True},
+    )
 
 
 @dataclass
 class _Covered:
     """What the coverage step said of each run, its exit code, a dry run's estimates and the usage."""
+
     said: list[str] = field(default_factory=list)
     code: int = 0
     estimates: list[Estimate] = field(default_factory=list)
@@ -148,8 +170,14 @@ class _Covered:
             estimate = total.to_dict()
         ran = len(self.said) - sum(s.endswith(" up to date") for s in self.said)
         status = "up to date" if not ran else "estimated" if dry_run else "ran"
-        return StepResult("coverage", status, "; ".join(self.said), self.code, estimate,
-                          {"usage_text": "; ".join(self.usage)} if self.usage else None)
+        return StepResult(
+            "coverage",
+            status,
+            "; ".join(self.said),
+            self.code,
+            estimate,
+            {"usage_text": "; ".join(self.usage)} if self.usage else None,
+        )
 
 
 def _cover(ctx: Context, name: str, run: Any, covered: _Covered) -> None:
@@ -157,9 +185,16 @@ def _cover(ctx: Context, name: str, run: Any, covered: _Covered) -> None:
     p = ctx.project
     assert ctx.queries is not None and p.chunks is not None  # (said by coverage_step otherwise)
     out, judgments = ctx.out / "coverage.jsonl", ctx.out / "judgments.jsonl"
-    digest = ctx.digests.of(run if isinstance(run, Path) else None, ctx.queries, p.chunks, ctx.judged,
-                            depth=p.depth, model=ctx.llm.get("model"), base_url=ctx.llm.get("base_url"),
-                            prompt=prompt_id(ctx, "judge"))
+    digest = ctx.digests.of(
+        run if isinstance(run, Path) else None,
+        ctx.queries,
+        p.chunks,
+        ctx.judged,
+        depth=p.depth,
+        model=ctx.llm.get("model"),
+        base_url=ctx.llm.get("base_url"),
+        prompt=prompt_id(ctx, "judge"),
+    )
     kept = ctx.state.fresh(f"coverage:{name}", digest, [out]) if isinstance(run, Path) else None
     if kept:
         covered.said.append(f"{name} up to date")
@@ -170,8 +205,12 @@ def _cover(ctx: Context, name: str, run: Any, covered: _Covered) -> None:
         covered.said.append(f"{name}: {skip.text}")
         covered.code = max(covered.code, skip.exit_code)
         return
-    args: dict[str, Any] = dict(output=judgments, coverage_out=out, **ctx.llm_args(),
-                                options=JudgeOptions(depth=p.depth, prompt=p.judge_prompt, quiet=True))
+    args: dict[str, Any] = dict(
+        output=judgments,
+        coverage_out=out,
+        **ctx.llm_args(),
+        options=JudgeOptions(depth=p.depth, prompt=p.judge_prompt, quiet=True),
+    )
     queries, chunks = ctx.loaded.named_queries(ctx.queries), ctx.loaded.chunks_by_id(p.chunks)
     if ctx.dry_run:
         est = estimated(api.judge(queries, chunks, _run_of(ctx, run), dry_run=True, **args))
@@ -183,8 +222,11 @@ def _cover(ctx: Context, name: str, run: Any, covered: _Covered) -> None:
     covered.code = max(covered.code, done.exit_code)
     covered.usage += [f"{name}: {done.usage_text}"] if done.usage_text else []
     ctx.state.done(f"coverage:{name}", digest, done.exit_code, "")
-    covered.said.append(f"{name}: " + ", ".join(f"{k} {v}" for k, v in (done.summary().coverage or {}).items())
-                        + (failures_said(done.coverage) if done.coverage is not None else ""))
+    covered.said.append(
+        f"{name}: "
+        + ", ".join(f"{k} {v}" for k, v in (done.summary().coverage or {}).items())
+        + (failures_said(done.coverage) if done.coverage is not None else "")
+    )
 
 
 def _run_of(ctx: Context, run: Any) -> Any:

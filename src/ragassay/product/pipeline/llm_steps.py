@@ -16,10 +16,15 @@ T = TypeVar("T")
 
 def estimate_text(e: Any) -> str:
     cost = "cost unknown (no price)" if e.cost_usd is None else f"at most ${e.cost_usd:.4f}"
-    time = "" if e.seconds_high is None or not e.calls else \
-        f", {e.seconds_low or 0:.0f}-{e.seconds_high:.0f} s one call at a time"
-    return (f"{e.calls} calls ({e.done} items done already, {e.cached} answered from the cache), "
-            f"{e.input_tokens} input tokens, at most {e.output_tokens} output tokens, {cost}{time}")
+    time = (
+        ""
+        if e.seconds_high is None or not e.calls
+        else f", {e.seconds_low or 0:.0f}-{e.seconds_high:.0f} s one call at a time"
+    )
+    return (
+        f"{e.calls} calls ({e.done} items done already, {e.cached} answered from the cache), "
+        f"{e.input_tokens} input tokens, at most {e.output_tokens} output tokens, {cost}{time}"
+    )
 
 
 def failures_said(run: Any) -> str:
@@ -46,8 +51,11 @@ def after_generate(ctx: Context, name: str) -> StepResult | None:
     """In a dry run whose generate step will write (more) questions: what the later LLM steps cost
     is known only once they are written."""
     if ctx.dry_run and ctx.generating:
-        return StepResult(name, "estimated", "after generate writes the questions: its calls depend on them "
-                                             "(a dry run once they are written says)")
+        return StepResult(
+            name,
+            "estimated",
+            "after generate writes the questions: its calls depend on them (a dry run once they are written says)",
+        )
     return None
 
 

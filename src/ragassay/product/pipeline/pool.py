@@ -37,8 +37,7 @@ def pool_run(ctx: Context) -> tuple[Any, int, int, tuple] | None:
     if not runs or ctx.queries is None:
         return None
     pooled = pool(runs, ctx.project.depth, list(ctx.loaded.queries(ctx.queries)))
-    run = Run.from_dict({q: {c: float(len(cs) - i) for i, c in enumerate(cs)} for q, cs in pooled.items()},
-                        name="pool")
+    run = Run.from_dict({q: {c: float(len(cs) - i) for i, c in enumerate(cs)} for q, cs in pooled.items()}, name="pool")
     members = tuple(pooled_run(name, r, ctx.project.depth) for name, r in runs.items())
     return run, max((len(cs) for cs in pooled.values()), default=1), sum(len(cs) for cs in pooled.values()), members
 
@@ -46,7 +45,8 @@ def pool_run(ctx: Context) -> tuple[Any, int, int, tuple] | None:
 def unjudged(pooled: list[tuple[str, str]], judged: Path) -> tuple[int, int] | None:
     """(pairs of the pool the judge has not graded, pairs in the pool), or None when it graded all: a
     judge stopped at a ceiling, or whose calls failed, leaves the runs scored on part of the pool."""
-    graded = {(q, c) for q, c, _ in rio.read_qrels(judged).rows()} if judged.exists() and judged.stat().st_size \
-        else set()
+    graded = (
+        {(q, c) for q, c, _ in rio.read_qrels(judged).rows()} if judged.exists() and judged.stat().st_size else set()
+    )
     missing = sum((q, c) not in graded for q, c in pooled)
     return (missing, len(pooled)) if missing else None

@@ -17,9 +17,21 @@ def _reported_files(ctx: Context) -> list[Path]:
     p, out = ctx.project, ctx.out
     evaluated = sorted((out / "evaluate").glob("*.json")) if len(ctx.runs) < 2 else []
     agreed = [out / f"agree_{name}.json" for name in ("second", "pool")] if p.qrels is not None else []
-    return [f for f in (out / "compare.json", out / "check.json", checks_file(ctx), out / "judgments.jsonl",
-                        out / "coverage.jsonl", *agreed, out / "questions.jsonl", out / "rejects.jsonl", *evaluated)
-            if f.exists() and f.stat().st_size]
+    return [
+        f
+        for f in (
+            out / "compare.json",
+            out / "check.json",
+            checks_file(ctx),
+            out / "judgments.jsonl",
+            out / "coverage.jsonl",
+            *agreed,
+            out / "questions.jsonl",
+            out / "rejects.jsonl",
+            *evaluated,
+        )
+        if f.exists() and f.stat().st_size
+    ]
 
 
 def report_step(ctx: Context, selected: bool) -> StepResult:
@@ -35,16 +47,39 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
     if not files and not runs:
         return StepResult("report", "skipped", "nothing to report yet")
     html, md = out / "report.html", out / "report.md"
-    digest = ctx.digests.of(*files, qrels, sidecar(qrels), people, *runs.values(), p.chunks, ctx.queries, p.answers,
-                            p.human, title=p.title, names=list(runs), relevance_level=p.relevance_level)
+    digest = ctx.digests.of(
+        *files,
+        qrels,
+        sidecar(qrels),
+        people,
+        *runs.values(),
+        p.chunks,
+        ctx.queries,
+        p.answers,
+        p.human,
+        title=p.title,
+        names=list(runs),
+        relevance_level=p.relevance_level,
+    )
     kept = ctx.state.fresh("report", digest, [html, md])
     if kept:  # said with this run's paths (the kept ones were relative to where that run was started)
-        return StepResult("report", "up to date", f"{html} and {md}",
-                          result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)})
+        return StepResult(
+            "report",
+            "up to date",
+            f"{html} and {md}",
+            result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)},
+        )
     common: dict[str, Any] = dict(
-        qrels=qrels if runs else None, runs=runs, people_qrels=people, chunks=p.chunks, queries=ctx.queries,
-        answers=p.answers, human=p.human, title=p.title or f"ragassay: {p.root.resolve().name}",
-        relevance_level=p.relevance_level)
+        qrels=qrels if runs else None,
+        runs=runs,
+        people_qrels=people,
+        chunks=p.chunks,
+        queries=ctx.queries,
+        answers=p.answers,
+        human=p.human,
+        title=p.title or f"ragassay: {p.root.resolve().name}",
+        relevance_level=p.relevance_level,
+    )
     written = make_report(files, html, **common)
     make_report(files, md, fmt="markdown", **common)
     text = f"{written.path} and {md}"

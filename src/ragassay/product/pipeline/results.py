@@ -11,6 +11,7 @@ from .. import step_outcomes as outcomes
 @dataclass
 class StepResult:
     """One step: ``status`` is ran, up to date, skipped, not selected, estimated or failed."""
+
     step: str
     status: str
     text: str = ""
@@ -19,13 +20,20 @@ class StepResult:
     result: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "status": self.status, "text": self.text, "exit_code": self.exit_code,
-                "estimate": self.estimate, "result": self.result}
+        return {
+            "step": self.step,
+            "status": self.status,
+            "text": self.text,
+            "exit_code": self.exit_code,
+            "estimate": self.estimate,
+            "result": self.result,
+        }
 
 
 @dataclass
 class PipelineResult:
     """Every step's result, the joins counted at the start and who labelled each file of labels."""
+
     project: str
     dry_run: bool
     steps: list[StepResult] = field(default_factory=list)
@@ -52,15 +60,25 @@ class PipelineResult:
 
     def usage_lines(self) -> list[str]:
         """What each LLM step that called a model used: answers, calls, tokens, cost."""
-        said = [(s.step, s.result.get("usage_text")) for s in self.steps
-                if s.status == "ran" and isinstance(s.result, dict)]
+        said = [
+            (s.step, s.result.get("usage_text")) for s in self.steps if s.status == "ran" and isinstance(s.result, dict)
+        ]
         return [f"usage     {name}: {text}" for name, text in said if text]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "run", "version": 1, "project": self.project, "dry_run": self.dry_run,
-                "exit_code": self.exit_code,
-                "calls": self.calls if self.dry_run else None, "joins": self.joins, "warnings": self.warnings,
-                "origins": self.origins, "without_llm": self.without_llm, "steps": [s.to_dict() for s in self.steps]}
+        return {
+            "kind": "run",
+            "version": 1,
+            "project": self.project,
+            "dry_run": self.dry_run,
+            "exit_code": self.exit_code,
+            "calls": self.calls if self.dry_run else None,
+            "joins": self.joins,
+            "warnings": self.warnings,
+            "origins": self.origins,
+            "without_llm": self.without_llm,
+            "steps": [s.to_dict() for s in self.steps],
+        }
 
     def text(self, steps: bool = True) -> str:
         """The summary; ``steps``: each step's line too (a log said them as they ended otherwise)."""
@@ -69,8 +87,10 @@ class PipelineResult:
         if self.dry_run:
             ran = any(s.step == "retrieve" and s.status == "estimated" for s in self.steps)
             bound = any((s.estimate or {}).get("at_most") for s in self.steps)
-            lines.append(f"dry run: no model was called{' (the retrievers ran, to know the pool)' if ran else ''}; "
-                         f"{'at most ' if bound else ''}{self.calls} calls in all")
+            lines.append(
+                f"dry run: no model was called{' (the retrievers ran, to know the pool)' if ran else ''}; "
+                f"{'at most ' if bound else ''}{self.calls} calls in all"
+            )
         failed = [s for s in self.steps if s.exit_code]
         stopped = outcomes.last_line(self.steps)  # a failed step: "stopped at STEP: reason", last
         if stopped or failed:

@@ -20,8 +20,9 @@ def retrieve_step(ctx: Context, selected: bool) -> StepResult:
     run retrieves in memory, offline, to know the pool)."""
     p = ctx.project
     ctx.runs = dict(p.runs)
-    ctx.runs.update({name: path for name in p.retrievers
-                     if (path := ctx.out / "runs" / f"{name}.txt").exists()})  # written before: until rerun
+    ctx.runs.update(
+        {name: path for name in p.retrievers if (path := ctx.out / "runs" / f"{name}.txt").exists()}
+    )  # written before: until rerun
     if not p.retrievers:
         return StepResult("retrieve", "skipped", "no retrievers in the project")
     if ctx.queries is None:
@@ -35,8 +36,7 @@ def retrieve_step(ctx: Context, selected: bool) -> StepResult:
     return outcomes.retrieve_failed(ctx, StepResult("retrieve", status, "; ".join(said), result=results))
 
 
-def _retrieve_one(ctx: Context, name: str, spec: str, selected: bool, said: list[str],
-                  results: dict[str, Any]) -> bool:
+def _retrieve_one(ctx: Context, name: str, spec: str, selected: bool, said: list[str], results: dict[str, Any]) -> bool:
     """One retriever run (or kept, or its fallback run file read), said in ``said`` and its result
     kept in ``results``; whether it ran (a fallback counts as a run, a failure does not)."""
     p = ctx.project
@@ -54,8 +54,9 @@ def _retrieve_one(ctx: Context, name: str, spec: str, selected: bool, said: list
     if not ctx.dry_run:  # a dry run writes nothing
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        done = api.retrieve(spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True,
-                            output=None if ctx.dry_run else path)
+        done = api.retrieve(
+            spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True, output=None if ctx.dry_run else path
+        )
     except RagassayError as e:
         missing = _missing_module(e)
         if missing is None or name not in p.fallbacks:
@@ -101,5 +102,7 @@ def _fell_back(ctx: Context, name: str, path: Path, missing: str) -> str:
     else:
         shutil.copyfile(fallback, path)
         ctx.runs[name] = path
-    return (f"{name}: {missing} is not installed, so the run file {fallback.name} is read in its place "
-            f"({len(run)} results for {len(run.queries)} queries)")
+    return (
+        f"{name}: {missing} is not installed, so the run file {fallback.name} is read in its place "
+        f"({len(run)} results for {len(run.queries)} queries)"
+    )

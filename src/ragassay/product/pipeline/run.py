@@ -27,8 +27,19 @@ from .retrieve import retrieve_step
 from .scores import compare_step, evaluate_step
 from .state import Digests, State
 
-STEPS = ("generate", "retrieve", "judge", "coverage", "agree", "check", "evaluate", "compare", "report", "track",
-         "gate")
+STEPS = (
+    "generate",
+    "retrieve",
+    "judge",
+    "coverage",
+    "agree",
+    "check",
+    "evaluate",
+    "compare",
+    "report",
+    "track",
+    "gate",
+)
 LLM_STEPS = ("generate", "judge", "coverage", "check")
 
 
@@ -37,20 +48,32 @@ def one_step(flag: str, value: str | Sequence[str] | None) -> str | None:
     a step misspelt is said with the close match."""
     values = [value] if isinstance(value, str) else list(value or [])
     if len(values) > 1:
-        raise UsageError(f"{flag} given {len(values)} times ({', '.join(values)}): give one step "
-                         f"(--only STEP runs one, --from STEP the steps from one on)")
+        raise UsageError(
+            f"{flag} given {len(values)} times ({', '.join(values)}): give one step "
+            f"(--only STEP runs one, --from STEP the steps from one on)"
+        )
     step = values[0] if values else None
     if step is not None and step not in STEPS:
         close = difflib.get_close_matches(step, STEPS, n=1, cutoff=0.6)
-        raise UsageError(f"{flag} {step}: no such step" + (f"; did you mean {close[0]!r}?" if close else "")
-                         + f" (steps: {', '.join(STEPS)})")
+        raise UsageError(
+            f"{flag} {step}: no such step"
+            + (f"; did you mean {close[0]!r}?" if close else "")
+            + f" (steps: {', '.join(STEPS)})"
+        )
     return step
 
 
-def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | None = None,
-                start: str | Sequence[str] | None = None, dry_run: bool = False, append: bool = False,
-                out: str | Path | None = None, flags: Mapping[str, Any] | None = None,
-                log: Callable[[str], None] = lambda m: None) -> PipelineResult:
+def run_project(
+    path: str | Path | None = None,
+    *,
+    only: str | Sequence[str] | None = None,
+    start: str | Sequence[str] | None = None,
+    dry_run: bool = False,
+    append: bool = False,
+    out: str | Path | None = None,
+    flags: Mapping[str, Any] | None = None,
+    log: Callable[[str], None] = lambda m: None,
+) -> PipelineResult:
     """Run the project file's pipeline (``ragassay run``). ``only`` one step, or every step from
     ``start`` (each given once: a list of several is an error); ``flags`` the LLM flags (``model``,
     ``base_url``, ``concurrency``, ...) over the [llm] table; ``append`` generates more questions even
@@ -61,14 +84,23 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
         raise UsageError("--only and --from: give one of them")
     project = _project(path, out, dry_run)
     if append and project.queries is not None:
-        raise UsageError("--append grows the questions run generated; this project names its own queries "
-                         "([data] queries)")
+        raise UsageError(
+            "--append grows the questions run generated; this project names its own queries ([data] queries)"
+        )
     settings = llm_settings(project, flags or {})
-    ctx = Context(project, dry_run, settings, endpoint_state(settings, dry_run), State(
-        project.state_dir / "state.json"), Digests(), log, append)
+    ctx = Context(
+        project,
+        dry_run,
+        settings,
+        endpoint_state(settings, dry_run),
+        State(project.state_dir / "state.json"),
+        Digests(),
+        log,
+        append,
+    )
     result = PipelineResult(str(project.path), dry_run)
     check_inputs(ctx, result)
-    selected = [only] if only else list(STEPS[STEPS.index(start):]) if start else list(STEPS)
+    selected = [only] if only else list(STEPS[STEPS.index(start) :]) if start else list(STEPS)
     lock = None if dry_run else project_lock(project)  # a dry run writes nothing, and reads without a lock
     try:
         if not dry_run:
@@ -88,9 +120,18 @@ def run_project(path: str | Path | None = None, *, only: str | Sequence[str] | N
 
 
 STEP_FUNCTIONS: dict[str, Callable[[Context, bool], StepResult]] = {
-    "generate": generate_step, "retrieve": retrieve_step, "judge": judge_step, "coverage": coverage_step,
-    "agree": agree_step, "check": check_step, "evaluate": evaluate_step, "compare": compare_step,
-    "report": report_step, "track": track_step, "gate": gate_step}
+    "generate": generate_step,
+    "retrieve": retrieve_step,
+    "judge": judge_step,
+    "coverage": coverage_step,
+    "agree": agree_step,
+    "check": check_step,
+    "evaluate": evaluate_step,
+    "compare": compare_step,
+    "report": report_step,
+    "track": track_step,
+    "gate": gate_step,
+}
 
 
 def _project(path: str | Path | None, out: str | Path | None, dry_run: bool) -> Project:
@@ -100,8 +141,10 @@ def _project(path: str | Path | None, out: str | Path | None, dry_run: bool) -> 
     if out is not None:
         project = project.moved(out)
     elif not dry_run and is_bundled_example(project.root):
-        raise UsageError(f"{project.path} is the bundled example, inside the installed package: give --out DIR for "
-                         "its outputs (or run 'ragassay demo', which writes to ragassay-demo)")
+        raise UsageError(
+            f"{project.path} is the bundled example, inside the installed package: give --out DIR for "
+            "its outputs (or run 'ragassay demo', which writes to ragassay-demo)"
+        )
     return project
 
 
@@ -137,5 +180,7 @@ def project_lock(project: Project) -> Any:
     except RagassayError as e:
         said = re.search(r"is being written by (.*); wait for it", str(e))
         holder = said.group(1) if said else "another process"
-        raise RagassayError(f"another run of this project is under way ({holder}); wait for it to finish, or "
-                            "give this one its own folder with --out DIR") from None
+        raise RagassayError(
+            f"another run of this project is under way ({holder}); wait for it to finish, or "
+            "give this one its own folder with --out DIR"
+        ) from None

@@ -20,8 +20,11 @@ def _scored(ctx: Context, name: str) -> StepResult | None:
     """Why a metrics step cannot run (no qrels, no runs), or None. In a dry run the judge step
     estimated writes the pool's qrels, and the retrievers after generate write runs."""
     if ctx.metric_qrels() is None and not ctx.pooling:
-        return StepResult(name, "skipped", "nothing to score on: no judged pool (an LLM judges it) and no people's "
-                                           "qrels ([data] qrels)")
+        return StepResult(
+            name,
+            "skipped",
+            "nothing to score on: no judged pool (an LLM judges it) and no people's qrels ([data] qrels)",
+        )
     if not ctx.runs and not ctx.memory_runs and not (ctx.dry_run and ctx.generating and ctx.project.retrievers):
         return StepResult(name, "skipped", "no runs")
     return None
@@ -31,8 +34,11 @@ def _said_scores(name: str, result: Mapping[str, Any] | None) -> str:
     """ "bm25: ndcg@10 0.7935, map 0.6800 [relevant = grade ≥ 2; POOL OF THIS RUN ALONE ...]" """
     r = result or {}
     brief = rests_on_brief(r.get("rests_on"))
-    return f"{name}: " + ", ".join(f"{m} {v:.4f}" for m, v in (r.get("aggregate") or {}).items()) + \
-        (f" [{brief}]" if brief else "")
+    return (
+        f"{name}: "
+        + ", ".join(f"{m} {v:.4f}" for m, v in (r.get("aggregate") or {}).items())
+        + (f" [{brief}]" if brief else "")
+    )
 
 
 def _relevant_said(cmp: Any, metric: str) -> str:
@@ -59,8 +65,14 @@ def evaluate_step(ctx: Context, selected: bool) -> StepResult:
     said, results = [], {}  # each run's result as 'ragassay evaluate --format json' prints it
     for name, run in ctx.runs.items():
         path = ctx.out / "evaluate" / f"{name}.json"
-        digest = ctx.digests.of(qrels, sidecar(qrels), run, metrics=ctx.project.metrics, name=name,
-                                relevance_level=ctx.project.relevance_level)
+        digest = ctx.digests.of(
+            qrels,
+            sidecar(qrels),
+            run,
+            metrics=ctx.project.metrics,
+            name=name,
+            relevance_level=ctx.project.relevance_level,
+        )
         if ctx.state.fresh(f"evaluate:{name}", digest, [path]):
             results[name] = read_json(path)
             continue
@@ -72,8 +84,9 @@ def evaluate_step(ctx: Context, selected: bool) -> StepResult:
         said.append(_said_scores(name, results[name]))
     partial = partial_pool(ctx, qrels)
     shown = said or [_said_scores(name, r) for name, r in results.items()]  # up to date: the kept results, said alike
-    return StepResult("evaluate", "ran" if said else "up to date", "; ".join(shown) + f" (on {qrels.name})" + partial,
-                      result=results)
+    return StepResult(
+        "evaluate", "ran" if said else "up to date", "; ".join(shown) + f" (on {qrels.name})" + partial, result=results
+    )
 
 
 def partial_pool(ctx: Context, qrels: Path | None) -> str:
@@ -81,8 +94,10 @@ def partial_pool(ctx: Context, qrels: Path | None) -> str:
     if ctx.unjudged is None or qrels is None or qrels != ctx.pool_qrels():
         return ""
     missing, pairs = ctx.unjudged
-    return (f"; PARTIAL: {missing} of the pool's {pairs} pairs are not judged yet, so these scores are of part of "
-            "it (a rerun finishes the judge)")
+    return (
+        f"; PARTIAL: {missing} of the pool's {pairs} pairs are not judged yet, so these scores are of part of "
+        "it (a rerun finishes the judge)"
+    )
 
 
 def compare_step(ctx: Context, selected: bool) -> StepResult:
@@ -97,17 +112,30 @@ def compare_step(ctx: Context, selected: bool) -> StepResult:
         return StepResult("compare", "estimated", f"{scored_on(ctx)}, offline")
     qrels, path = ctx.metric_qrels(), ctx.out / "compare.json"
     assert qrels is not None  # (only a dry run scores on a pool not judged yet)
-    digest = ctx.digests.of(qrels, sidecar(qrels), *ctx.runs.values(), names=list(ctx.runs),
-                            metrics=ctx.project.metrics, relevance_level=ctx.project.relevance_level)
+    digest = ctx.digests.of(
+        qrels,
+        sidecar(qrels),
+        *ctx.runs.values(),
+        names=list(ctx.runs),
+        metrics=ctx.project.metrics,
+        relevance_level=ctx.project.relevance_level,
+    )
     kept = ctx.state.fresh("compare", digest, [path])
     if kept:
         return StepResult("compare", "up to date", kept["text"] + partial_pool(ctx, qrels), result=read_json(path))
     cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics, relevance_level=ctx.project.relevance_level)
     written = write_json(path, cmp.to_dict())
     first = ctx.project.metrics[0]
-    text = "; ".join(f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p {_p_said(t.p_randomization)}"
-                     + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "") + ")"
-                     for t in cmp.tests if t.metric == first) + f" (on {qrels.name}{_relevant_said(cmp, first)})"
+    text = (
+        "; ".join(
+            f"{t.run} - {cmp.runs[0]} {t.metric} {t.diff:+.4f} (p {_p_said(t.p_randomization)}"
+            + (f", detects {t.mde:.3f} at 80% power" if t.mde is not None else "")
+            + ")"
+            for t in cmp.tests
+            if t.metric == first
+        )
+        + f" (on {qrels.name}{_relevant_said(cmp, first)})"
+    )
     ctx.state.done("compare", digest, 0, text)
     return StepResult("compare", "ran", text + partial_pool(ctx, qrels), result=written)
 

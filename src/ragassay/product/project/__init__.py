@@ -26,6 +26,24 @@ from .reading import LLM_KEYS, find_project, read_project
 from .toml_file import load_toml, loads_toml
 from .writing import InitResult, init_project, may_be_queries, render_project, update_text
 
-__all__ = ["DEFAULT_METRICS", "DEFAULT_OUT", "LLM_KEYS", "PROJECT_FILE", "SINGLE_ROLES", "STATE_DIR", "Found",
-           "Findings", "InitResult", "Project", "find_project", "init_project", "load_toml", "loads_toml",
-           "may_be_queries", "read_project", "render_project", "scan", "update_text"]
+__all__ = [
+    "DEFAULT_METRICS",
+    "DEFAULT_OUT",
+    "LLM_KEYS",
+    "PROJECT_FILE",
+    "SINGLE_ROLES",
+    "STATE_DIR",
+    "Found",
+    "Findings",
+    "InitResult",
+    "Project",
+    "find_project",
+    "init_project",
+    "load_toml",
+    "loads_toml",
+    "may_be_queries",
+    "read_project",
+    "render_project",
+    "scan",
+    "update_text",
+]

@@ -22,24 +22,30 @@ from .model import PROJECT_FILE, RUN_SUFFIXES, SINGLE_ROLES, SKIPPED_DIRS
 @dataclass
 class Found:
     """One file and the role it can fill (``key`` in ``table``), with a note said beside it."""
-    path: str          # relative to the folder, with '/'
-    table: str         # data, runs, retrievers
-    key: str           # chunks ... or a run's / retriever's name
-    value: str         # what the TOML holds: the path, or path:function
+
+    path: str  # relative to the folder, with '/'
+    table: str  # data, runs, retrievers
+    key: str  # chunks ... or a run's / retriever's name
+    value: str  # what the TOML holds: the path, or path:function
     note: str = ""
 
     def to_dict(self) -> dict[str, str]:
-        return {"file": self.path, "role": f"{self.table}.{self.key}" if self.table != "data" else self.key,
-                "value": self.value, "note": self.note}
+        return {
+            "file": self.path,
+            "role": f"{self.table}.{self.key}" if self.table != "data" else self.key,
+            "value": self.value,
+            "note": self.note,
+        }
 
 
 @dataclass
 class Findings:
     """What a folder holds: files placed, files that could fill a role another fills too (each
     with its choices), files not placed (with why)."""
+
     placed: list[Found] = field(default_factory=list)
     ambiguous: list[tuple[Found, str]] = field(default_factory=list)  # (the file, why it is not chosen)
-    unplaced: list[tuple[str, str]] = field(default_factory=list)     # (file, why)
+    unplaced: list[tuple[str, str]] = field(default_factory=list)  # (file, why)
 
 
 def scan(folder: str | Path, skip: Sequence[Path] = ()) -> Findings:
@@ -51,8 +57,12 @@ def scan(folder: str | Path, skip: Sequence[Path] = ()) -> Findings:
     beir = _beir_folders(root)
     for f in sorted(root.rglob("*")):
         rel = f.relative_to(root)
-        if not f.is_file() or any(part.startswith(".") or part in SKIPPED_DIRS for part in rel.parts) \
-                or f.resolve() in skipped or any(f.resolve().is_relative_to(s) for s in skipped):
+        if (
+            not f.is_file()
+            or any(part.startswith(".") or part in SKIPPED_DIRS for part in rel.parts)
+            or f.resolve() in skipped
+            or any(f.resolve().is_relative_to(s) for s in skipped)
+        ):
             continue
         name = rel.as_posix()
         if name == PROJECT_FILE or name.endswith((".origin.json", ".latency.json", ".journal", ".lock")):
@@ -76,20 +86,27 @@ def _place_texts(root: Path, candidates: list[Found]) -> tuple[list[Found], list
     if not texts:
         return candidates, []
     rest = [c for c in candidates if c not in texts]
-    sources = [s for s in (placing.source_of(root / c.path, c.table, c.key) for c in rest
-                           if c.table in ("data", "runs")) if s is not None]
+    sources = [
+        s
+        for s in (placing.source_of(root / c.path, c.table, c.key) for c in rest if c.table in ("data", "runs"))
+        if s is not None
+    ]
     undecided = _by_ids(root, texts, sources, rest)
     chunk_files = [c for c in rest if c.table == "data" and c.key == "chunks"]
     lone = _lone_texts(root, undecided[0][0], bool(sources), chunk_files) if len(undecided) == 1 else None
     if lone is not None:
         return rest + [lone], []
-    choices = [(Found(c.path, "data", role, c.value, ""), f"{why}; uncomment the role it plays")
-               for c, why in undecided for role in ("chunks", "queries")]
+    choices = [
+        (Found(c.path, "data", role, c.value, ""), f"{why}; uncomment the role it plays")
+        for c, why in undecided
+        for role in ("chunks", "queries")
+    ]
     return rest, choices
 
 
-def _by_ids(root: Path, texts: list[Found], sources: list[placing.IdSource],
-            placed: list[Found]) -> list[tuple[Found, str]]:
+def _by_ids(
+    root: Path, texts: list[Found], sources: list[placing.IdSource], placed: list[Found]
+) -> list[tuple[Found, str]]:
     """Each file of texts the ids the other files name place as chunks or queries, added to
     ``placed``; those they do not tell are returned, each with why."""
     undecided: list[tuple[Found, str]] = []
@@ -107,11 +124,22 @@ def _lone_texts(root: Path, c: Found, ids_named: bool, chunk_files: list[Found])
     file names ids and there are no other chunks, the queries when beside the chunks it shares none of
     their ids; None when neither tells (it is then left as a choice)."""
     if not ids_named and not chunk_files:
-        return Found(c.path, "data", "chunks", c.value, "chunk texts by id (the only file of texts here, and "
-                                                        "no run, qrels or answers to tell it from queries by id)")
+        return Found(
+            c.path,
+            "data",
+            "chunks",
+            c.value,
+            "chunk texts by id (the only file of texts here, and "
+            "no run, qrels or answers to tell it from queries by id)",
+        )
     if len(chunk_files) == 1 and placing.shares_no_ids(root / c.path, root / chunk_files[0].path):
-        return Found(c.path, "data", "queries", c.value,  # beside the chunks, sharing none of their ids
-                     f"texts by id beside the chunks ({chunk_files[0].path}), sharing none of their ids")
+        return Found(
+            c.path,
+            "data",
+            "queries",
+            c.value,  # beside the chunks, sharing none of their ids
+            f"texts by id beside the chunks ({chunk_files[0].path}), sharing none of their ids",
+        )
     return None
 
 
@@ -145,8 +173,15 @@ def _retrievers(f: Path, name: str) -> tuple[list[Found], str]:
             required = len(positional) - len(args.defaults)
             kw_required = [a for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
             if required == 1 and not kw_required:
-                found.append(Found(name, "retrievers", node.name, f"{name}:{node.name}",
-                                   f"a function of one argument, {positional[0].arg}"))
+                found.append(
+                    Found(
+                        name,
+                        "retrievers",
+                        node.name,
+                        f"{name}:{node.name}",
+                        f"a function of one argument, {positional[0].arg}",
+                    )
+                )
     return found, "a Python file with no public function of one argument (a query)"
 
 
@@ -202,8 +237,9 @@ def _texts_role(f: Path, name: str, keys: set[str]) -> Found | None:
 
 def _labelled_role(f: Path, name: str, keys: set[str]) -> Found | None:
     """Answers, labels of answers, a run, qrels or questions, by their fields."""
-    if "response" in keys or ("answer" in keys and ({"contexts", "ground_truth", "reference"} & keys)
-                              and "chunk_ids" not in keys):
+    if "response" in keys or (
+        "answer" in keys and ({"contexts", "ground_truth", "reference"} & keys) and "chunk_ids" not in keys
+    ):
         return Found(name, "data", "answers", name, "answers to check: question, reference, response")
     if "label" in keys and "id" in keys and len(keys) <= 4:
         return Found(name, "data", "human", name, "labels of the answers" + _labels_who(f))
@@ -212,8 +248,9 @@ def _labelled_role(f: Path, name: str, keys: set[str]) -> Found | None:
     if {"query_id", "chunk_id", "grade"} <= keys:
         return Found(name, "data", "qrels", name, "qrels (JSON Lines)" + _who(f))
     if ("question" in keys or "query" in keys) and ({"id", "_id"} & keys):
-        return Found(name, "data", "queries", name, "questions" + (" with reference answers"
-                                                                    if "answer" in keys else ""))
+        return Found(
+            name, "data", "queries", name, "questions" + (" with reference answers" if "answer" in keys else "")
+        )
     return None
 
 
@@ -290,8 +327,13 @@ def _settle(candidates: list[Found], unplaced: list[tuple[str, str]]) -> Finding
         out.placed.append(c)
     for c in (c for c in candidates if c.table == "runs"):
         if c.key in {r.key for r in retrievers}:
-            out.ambiguous.append((c, f"the retriever {c.key} makes a run of this name: run writes it; uncomment "
-                                     "(under another name) to keep this file as a run of its own"))
+            out.ambiguous.append(
+                (
+                    c,
+                    f"the retriever {c.key} makes a run of this name: run writes it; uncomment "
+                    "(under another name) to keep this file as a run of its own",
+                )
+            )
             continue
         c.key = unique_name(c.key, names, c)
         out.placed.append(c)

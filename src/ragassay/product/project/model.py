@@ -20,6 +20,7 @@ RUN_SUFFIXES = {".txt", ".trec", ".run", ".tsv", ".qrels", ""}
 @dataclass
 class Project:
     """A project file, read and checked: every path absolute (relative ones are to the file's folder)."""
+
     path: Path
     out: Path
     depth: int = 10
@@ -37,20 +38,20 @@ class Project:
     #                                                           packages are missing
     llm: dict[str, Any] = field(default_factory=dict)
     generate_limit: int = 20
-    generate_sample: int = 0            # questions to write although the project has queries (read, not retrieved)
-    second_qrels: Path | None = None    # a second labelling of the pairs: agree measures [data] qrels against it
-    title: str | None = None            # the report's title
-    state: Path | None = None           # where the state and history go, when not beside the project file
+    generate_sample: int = 0  # questions to write although the project has queries (read, not retrieved)
+    second_qrels: Path | None = None  # a second labelling of the pairs: agree measures [data] qrels against it
+    title: str | None = None  # the report's title
+    state: Path | None = None  # where the state and history go, when not beside the project file
     coverage: bool = False
     check_run: str | None = None
-    judge_prompt: str = "auto"          # [judge] prompt: auto, full, short, or a prompt file (absolute)
-    check_prompt: str = "auto"          # [check] prompt: the same for check
-    answers_match: str = "auto"         # answers meet queries by id; with none met, by question text ("id": never)
+    judge_prompt: str = "auto"  # [judge] prompt: auto, full, short, or a prompt file (absolute)
+    check_prompt: str = "auto"  # [check] prompt: the same for check
+    answers_match: str = "auto"  # answers meet queries by id; with none met, by question text ("id": never)
     gate_min: dict[str, float] = field(default_factory=dict)
     gate_max: dict[str, float] = field(default_factory=dict)
     gate_run: str | None = None
     allow_errors: int = 0
-    keep_going: bool = False            # a failed LLM step does not stop the steps after it
+    keep_going: bool = False  # a failed LLM step does not stop the steps after it
 
     @property
     def root(self) -> Path:

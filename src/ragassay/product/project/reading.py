@@ -64,14 +64,30 @@ def _project(path: Path, file: ProjectFile, llm: dict[str, Any]) -> Project:
     def at(name: str | None) -> Path | None:
         return None if name is None else root / name
 
-    proj = Project(path=path, out=root / file.out, depth=file.depth, k=file.k, metrics=list(file.metrics),
-                   relevance_level=file.relevance_level, keep_going=file.keep_going,
-                   chunks=at(data.chunks), queries=at(data.queries), answers=at(data.answers), human=at(data.human),
-                   qrels=at(data.qrels), answers_match=data.answers_match,
-                   runs={name: root / f for name, f in file.runs.items()},
-                   generate_limit=file.generate.limit, generate_sample=file.generate.sample,
-                   second_qrels=at(file.agree.second), title=file.report.title, coverage=file.judge.coverage,
-                   check_run=file.check.run, gate_run=file.gate.run, allow_errors=file.gate.allow_errors)
+    proj = Project(
+        path=path,
+        out=root / file.out,
+        depth=file.depth,
+        k=file.k,
+        metrics=list(file.metrics),
+        relevance_level=file.relevance_level,
+        keep_going=file.keep_going,
+        chunks=at(data.chunks),
+        queries=at(data.queries),
+        answers=at(data.answers),
+        human=at(data.human),
+        qrels=at(data.qrels),
+        answers_match=data.answers_match,
+        runs={name: root / f for name, f in file.runs.items()},
+        generate_limit=file.generate.limit,
+        generate_sample=file.generate.sample,
+        second_qrels=at(file.agree.second),
+        title=file.report.title,
+        coverage=file.judge.coverage,
+        check_run=file.check.run,
+        gate_run=file.gate.run,
+        allow_errors=file.gate.allow_errors,
+    )
     for name, retriever in file.retrievers.items():
         module, _, function = retriever.function.rpartition(":")
         proj.retrievers[name] = f"{root / module}:{function}"
@@ -100,19 +116,27 @@ def _check_needs(proj: Project) -> None:
     second labelling needs people's qrels to be measured against."""
     p = proj.path
     if proj.generate_sample and proj.queries is None:
-        raise _bad(p, ("generate", "sample"), "[generate] sample writes questions beside the project's own "
-                   "queries; this project has none ([data] queries): [generate] limit sets how many run writes")
+        raise _bad(
+            p,
+            ("generate", "sample"),
+            "[generate] sample writes questions beside the project's own "
+            "queries; this project has none ([data] queries): [generate] limit sets how many run writes",
+        )
     if proj.second_qrels is not None and proj.qrels is None:
-        raise _bad(p, ("agree", "second"),
-                   "[agree] second is measured against people's qrels: name them in [data] qrels")
+        raise _bad(
+            p, ("agree", "second"), "[agree] second is measured against people's qrels: name them in [data] qrels"
+        )
 
 
 def _check_runs_named(proj: Project) -> None:
     """The run named in [check] or [gate] is a run of the project."""
     p, names = proj.path, proj.run_names()
     if proj.check_run is not None and proj.check_run not in names:
-        raise _bad(p, ("check", "run"), f"[check] run {proj.check_run!r} is not a run of this project "
-                                        f"({', '.join(names) or 'none'})")
+        raise _bad(
+            p,
+            ("check", "run"),
+            f"[check] run {proj.check_run!r} is not a run of this project ({', '.join(names) or 'none'})",
+        )
     if proj.gate_run is not None and proj.gate_run not in names:
         raise _bad(p, ("gate", "run"), f"[gate] run {proj.gate_run!r} is not a run of this project")
 

@@ -40,13 +40,16 @@ FLAG = Says("must be true or false")
 FILE_NAME = Says("must be a file name in quotes, got {value!r}")
 TABLE = Says("must be a table ([{key}])")
 LLM_VALUE = Says("has the wrong type: {value!r}", range="must be above 0, got {value!r}")
-MATCH_WORDS = (f"is one of {', '.join(repr(m) for m in MATCH_SETTINGS)} (by id, then by question text when no id "
-               "meets; by id only; by question text), got {value!r}")
+MATCH_WORDS = (
+    f"is one of {', '.join(repr(m) for m in MATCH_SETTINGS)} (by id, then by question text when no id "
+    "meets; by id only; by question text), got {value!r}"
+)
 PROMPT_WORDS = f"must be one of {', '.join(CHOICES)} or a prompt file's name, in quotes, got {{value!r}}"
-THRESHOLD_WORDS = "a threshold is \"METRIC=VALUE\", got {value!r}"
-RETRIEVER_WORDS = "a retriever is \"file.py:function\", got {value!r}"
-RETRIEVER_TABLE_WORDS = ("a retriever's table holds function = \"file.py:function\" and, if wanted, fallback = "
-                         "\"run file\"; got {got}")
+THRESHOLD_WORDS = 'a threshold is "METRIC=VALUE", got {value!r}'
+RETRIEVER_WORDS = 'a retriever is "file.py:function", got {value!r}'
+RETRIEVER_TABLE_WORDS = (
+    'a retriever\'s table holds function = "file.py:function" and, if wanted, fallback = "run file"; got {got}'
+)
 
 
 def folder_of(info: ValidationInfo) -> Path:
@@ -132,8 +135,9 @@ Prompt = Annotated[str, Field(min_length=1), AfterValidator(prompt_choice), Says
 Positive = Annotated[float, Field(gt=0), LLM_VALUE]
 Count = Annotated[int, Field(gt=0), LLM_VALUE]
 Text = Annotated[str, LLM_VALUE]
-Thresholds = Annotated[list[Annotated[str, AfterValidator(threshold)]],
-                       Says("must be a list like [\"ndcg@10=0.5\"]", item=THRESHOLD_WORDS)]
+Thresholds = Annotated[
+    list[Annotated[str, AfterValidator(threshold)]], Says('must be a list like ["ndcg@10=0.5"]', item=THRESHOLD_WORDS)
+]
 
 
 class Section(BaseModel):
@@ -233,8 +237,9 @@ class Report(Section):
     """[report]: the report's title."""
 
     NAME = "report"
-    title: Annotated[Annotated[str, Field(pattern=r"\S")] | None, Says("must be a title in quotes, got {value!r}")] \
-        = None
+    title: Annotated[Annotated[str, Field(pattern=r"\S")] | None, Says("must be a title in quotes, got {value!r}")] = (
+        None
+    )
 
 
 class Gate(Section):
@@ -253,8 +258,12 @@ class ProjectFile(Section):
     out: Annotated[str, Field(min_length=1), Says("must be a folder name in quotes, got {value!r}")] = DEFAULT_OUT
     depth: Whole1 = 10
     k: Whole1 = 100
-    metrics: Annotated[list[str], Field(min_length=1), AfterValidator(metric_names),
-                       Says("must be a list of metric names, e.g. [\"ndcg@10\", \"map\"]")] = list(DEFAULT_METRICS)
+    metrics: Annotated[
+        list[str],
+        Field(min_length=1),
+        AfterValidator(metric_names),
+        Says('must be a list of metric names, e.g. ["ndcg@10", "map"]'),
+    ] = list(DEFAULT_METRICS)
     relevance_level: Whole1 | None = None
     keep_going: Flag = False
     data: Annotated[Data, TABLE] = Data()
@@ -270,6 +279,16 @@ class ProjectFile(Section):
 
 
 LLM_KEYS: dict[str, type | tuple[type, ...]] = {
-    "model": str, "base_url": str, "timeout": (int, float), "concurrency": int, "rpm": (int, float),
-    "tpm": (int, float), "cache": str, "no_cache": bool, "price_in": (int, float), "price_out": (int, float),
-    "max_calls": int, "max_cost": (int, float)}
+    "model": str,
+    "base_url": str,
+    "timeout": (int, float),
+    "concurrency": int,
+    "rpm": (int, float),
+    "tpm": (int, float),
+    "cache": str,
+    "no_cache": bool,
+    "price_in": (int, float),
+    "price_out": (int, float),
+    "max_calls": int,
+    "max_cost": (int, float),
+}

@@ -18,8 +18,9 @@ def _toml(path: Path | None = None) -> Any:
         try:
             import tomli as toml  # type: ignore[no-redef,unused-ignore]  # (tomli on 3.10 only)
         except ModuleNotFoundError:
-            raise InputError("reading the project file needs Python 3.11 or the tomli package on 3.10 "
-                             "(pip install tomli)", path) from None
+            raise InputError(
+                "reading the project file needs Python 3.11 or the tomli package on 3.10 (pip install tomli)", path
+            ) from None
     return toml
 
 

@@ -33,27 +33,27 @@ metrics = ["ndcg@10", "map", "recall@10", "mrr"]
 
 _SECTIONS: dict[str, str] = {
     "data": "# the files the pipeline reads{no_queries}\n"
-            "# (qrels: labels of query x chunk; human: labels of the answers; who made each: FILE.origin.json or its "
-            "lines)",
+    "# (qrels: labels of query x chunk; human: labels of the answers; who made each: FILE.origin.json or its "
+    "lines)",
     "runs": "# runs made elsewhere (TREC or JSON Lines): name = file",
     "retrievers": "# functions of a query returning chunk ids or (id, score) pairs, best first:\n"
-                  "# name = \"file.py:function\"",
+    '# name = "file.py:function"',
     "llm": "# the endpoint for generate, judge and check (flags and OPENAI_* / RAGASSAY_MODEL override these)\n"
-           "# model = \"gpt-4o-mini\"\n# base_url = \"http://localhost:8000/v1\"\n# concurrency = 8\n"
-           "# price_in = 0.15    # USD per million input tokens\n# price_out = 0.6\n"
-           "# max_cost = 1.0    # stop before spending more",
+    '# model = "gpt-4o-mini"\n# base_url = "http://localhost:8000/v1"\n# concurrency = 8\n'
+    "# price_in = 0.15    # USD per million input tokens\n# price_out = 0.6\n"
+    "# max_cost = 1.0    # stop before spending more",
     "generate": "# limit = 20    # questions to write when the project has no queries\n"
-                "# sample = 10    # questions to write although it has queries (a set to read: not retrieved)",
+    "# sample = 10    # questions to write although it has queries (a set to read: not retrieved)",
     "judge": "# coverage = true    # also each run's coverage of each query's nuggets (more calls)\n"
-             "# prompt = \"auto\"    # full, short (small local models), or your prompt file; auto: short when the\n"
-             "#                     # model's name says 14B parameters or fewer",
-    "check": "# run = \"NAME\"    # the run whose recall explains the answers (default: the first)\n"
-             "# prompt = \"auto\"    # as [judge] prompt",
+    '# prompt = "auto"    # full, short (small local models), or your prompt file; auto: short when the\n'
+    "#                     # model's name says 14B parameters or fewer",
+    "check": '# run = "NAME"    # the run whose recall explains the answers (default: the first)\n'
+    '# prompt = "auto"    # as [judge] prompt',
     "agree": "# people's qrels against the judged pool, always; and against a second labelling of the same pairs:\n"
-             "# second = \"FILE\"",
+    '# second = "FILE"',
     "report": "# title = \"...\"    # the report's title (default: this folder's name)",
-    "gate": "# fail the run (exit 1) when a metric of a run crosses a threshold\n# min = [\"ndcg@10=0.5\"]\n"
-            "# max = []\n# run = \"NAME\"    # only this run (default: every run)",
+    "gate": '# fail the run (exit 1) when a metric of a run crosses a threshold\n# min = ["ndcg@10=0.5"]\n'
+    '# max = []\n# run = "NAME"    # only this run (default: every run)',
 }
 
 
@@ -78,12 +78,19 @@ def render_project(findings: Findings, out: str = DEFAULT_OUT) -> str:
         if table == "data":  # questions are generated only when no file gives them
             has_queries = any(f.key == "queries" for f in findings.placed if f.table == table)
             may_be = [f.path for f, _ in findings.ambiguous if f.table == table and f.key == "queries"]
-            comment = comment.format(no_queries="" if has_queries else
-                                     f"; no queries placed: {' or '.join(may_be)} may hold them (uncomment "
-                                     "below)" if may_be else "; no queries: run generates questions from the chunks")
+            comment = comment.format(
+                no_queries=""
+                if has_queries
+                else f"; no queries placed: {' or '.join(may_be)} may hold them (uncomment below)"
+                if may_be
+                else "; no queries: run generates questions from the chunks"
+            )
         if table == "generate" and may_be_queries(findings):  # no questions written while a file may hold them
-            lines.insert(0, f"limit = 0    # no questions are generated while {' or '.join(may_be_queries(findings))} "
-                            "may hold the queries: name them in [data], or set a limit to generate")
+            lines.insert(
+                0,
+                f"limit = 0    # no questions are generated while {' or '.join(may_be_queries(findings))} "
+                "may hold the queries: name them in [data], or set a limit to generate",
+            )
         text += f"\n[{table}]\n{comment}\n" + "".join(line + "\n" for line in lines)
     if findings.unplaced:
         text += "\n# not placed:\n" + "".join(f"#   {name}: {why}\n" for name, why in findings.unplaced)
@@ -111,7 +118,8 @@ def update_text(text: str, findings: Findings) -> tuple[str, Findings]:
     added = Findings(
         placed=[f for f in findings.placed if not _mentioned(text, f.value)],
         ambiguous=[(f, w) for f, w in findings.ambiguous if not _mentioned(text, f.value)],
-        unplaced=[(n, w) for n, w in findings.unplaced if not _mentioned(text, n)])
+        unplaced=[(n, w) for n, w in findings.unplaced if not _mentioned(text, n)],
+    )
     current = loads_toml(text)
     stamp = f"added by init --update on {datetime.date.today().isoformat()}"
     lines = text.splitlines()
@@ -120,8 +128,9 @@ def update_text(text: str, findings: Findings) -> tuple[str, Findings]:
         for f in (f for f in added.placed if f.table == table):
             taken = f.key in current.get(table, {})
             if table == "data" and taken:  # the role is filled: the new file is a choice, not a replacement
-                entries.append(_entry(f, f"{stamp}; [data] {f.key} is set already: uncomment to use this one",
-                                      commented=True))
+                entries.append(
+                    _entry(f, f"{stamp}; [data] {f.key} is set already: uncomment to use this one", commented=True)
+                )
             else:
                 f.key = unique_name(f.key, set(current.get(table, {})) | {e.split(" ")[0] for e in entries}, f)
                 entries.append(_entry(f, stamp))
@@ -155,16 +164,22 @@ def quote_arg(text: str) -> str:
 @dataclass
 class InitResult:
     """What ``ragassay init`` wrote and found."""
+
     path: Path
     updated: bool
     findings: Findings
 
     def to_dict(self) -> dict[str, Any]:
         f = self.findings
-        return {"kind": "init", "version": 1, "project": str(self.path), "updated": self.updated,
-                "placed": [x.to_dict() for x in f.placed],
-                "ambiguous": [{**x.to_dict(), "why": why} for x, why in f.ambiguous],
-                "unplaced": [{"file": n, "why": why} for n, why in f.unplaced]}
+        return {
+            "kind": "init",
+            "version": 1,
+            "project": str(self.path),
+            "updated": self.updated,
+            "placed": [x.to_dict() for x in f.placed],
+            "ambiguous": [{**x.to_dict(), "why": why} for x, why in f.ambiguous],
+            "unplaced": [{"file": n, "why": why} for n, why in f.unplaced],
+        }
 
     def text(self) -> str:
         f = self.findings
@@ -193,8 +208,10 @@ def init_project(folder: str | Path | None = None, update: bool = False) -> Init
         raise InputError("not a folder", root)
     path = root / PROJECT_FILE
     if path.exists() and not update:
-        raise UsageError(f"{path} exists: 'ragassay init --update' adds the files that appeared since (keeping "
-                         "your edits); remove it to start again")
+        raise UsageError(
+            f"{path} exists: 'ragassay init --update' adds the files that appeared since (keeping "
+            "your edits); remove it to start again"
+        )
     if update and not path.exists():
         raise UsageError(f"{path} does not exist yet: 'ragassay init' (without --update) writes it")
     out = DEFAULT_OUT
@@ -205,9 +222,13 @@ def init_project(folder: str | Path | None = None, update: bool = False) -> Init
     if not update and not findings.placed and not findings.ambiguous:  # a file of comments only helps no one
         said = "".join(f"\n  {name}: {why}" for name, why in findings.unplaced[:10])
         more = len(findings.unplaced) - 10
-        raise InputError("found nothing ragassay can use (chunks, queries, answers, qrels, runs or retriever "
-                         "functions); no project file written" + (":" + said if said else ": the folder is empty")
-                         + (f"\n  ... and {more} more" if more > 0 else ""), root)
+        raise InputError(
+            "found nothing ragassay can use (chunks, queries, answers, qrels, runs or retriever "
+            "functions); no project file written"
+            + (":" + said if said else ": the folder is empty")
+            + (f"\n  ... and {more} more" if more > 0 else ""),
+            root,
+        )
     if not update:
         path.write_text(render_project(findings, out), encoding="utf-8")
         return InitResult(path, False, findings)

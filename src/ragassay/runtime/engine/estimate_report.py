@@ -36,7 +36,7 @@ class Estimate:
     note: str = ""
     calls_per_step: list[int] = field(default_factory=list)  # a multi-step stage's calls, step by step
     batch: bool = False  # priced and shaped for --backend batch
-    seconds_low: float | None = None   # one call at a time at the speeds ping measured (llm/speed.py)
+    seconds_low: float | None = None  # one call at a time at the speeds ping measured (llm/speed.py)
     seconds_high: float | None = None
     speeds: list[str] = field(default_factory=list)  # the measured speeds the time comes from
     unmeasured: list[str] = field(default_factory=list)  # models called whose speed was never measured
@@ -48,24 +48,38 @@ class Estimate:
     def batch_plan(self) -> dict[str, Any]:
         """Rounds (one per step with calls), requests and batch files per round, and the batch price."""
         rounds = [n for n in self.calls_per_step if n]
-        return {"rounds": len(rounds), "requests_per_round": rounds,
-                "batches_per_round": [-(-n // LIMITS["lines"]) for n in rounds],
-                "cost_usd": None if self.cost_usd is None else round(self.cost_usd * self.BATCH_DISCOUNT, 6),
-                "cost_usd_low": None if self.cost_usd_low is None
-                else round(self.cost_usd_low * self.BATCH_DISCOUNT, 6)}
+        return {
+            "rounds": len(rounds),
+            "requests_per_round": rounds,
+            "batches_per_round": [-(-n // LIMITS["lines"]) for n in rounds],
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd * self.BATCH_DISCOUNT, 6),
+            "cost_usd_low": None if self.cost_usd_low is None else round(self.cost_usd_low * self.BATCH_DISCOUNT, 6),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return EstimateResult(
-            calls=self.calls, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
+            calls=self.calls,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
             cost_usd=None if self.cost_usd is None else round(self.cost_usd, 6),
-            output_tokens_expected=self.output_tokens_expected, expected_unknown=self.expected_unknown,
-            cost_usd_low=None if self.cost_usd_low is None else round(self.cost_usd_low, 6), items=self.items,
-            done=self.done, cached=self.cached, shared=self.shared, decided_without_call=self.decided_without_call,
-            tokenizer=self.tokenizer, models=self.models, note=self.note,
+            output_tokens_expected=self.output_tokens_expected,
+            expected_unknown=self.expected_unknown,
+            cost_usd_low=None if self.cost_usd_low is None else round(self.cost_usd_low, 6),
+            items=self.items,
+            done=self.done,
+            cached=self.cached,
+            shared=self.shared,
+            decided_without_call=self.decided_without_call,
+            tokenizer=self.tokenizer,
+            models=self.models,
+            note=self.note,
             seconds_low=None if self.seconds_low is None else round(self.seconds_low, 1),
             seconds_high=None if self.seconds_high is None else round(self.seconds_high, 1),
-            speeds=self.speeds or None, speed_unmeasured=self.unmeasured or None,
-            input_tokens_unshared=self.input_tokens_unshared, **self._batch_part()).to_dict()
+            speeds=self.speeds or None,
+            speed_unmeasured=self.unmeasured or None,
+            input_tokens_unshared=self.input_tokens_unshared,
+            **self._batch_part(),
+        ).to_dict()
 
     def _batch_part(self) -> dict[str, Any]:
         """The Batch API's plan, when the stage is sent that way (the field is left off otherwise)."""
@@ -73,32 +87,53 @@ class Estimate:
 
     def add(self, other: Estimate) -> Estimate:
         """Two plans run one after the other (judge's relevance, then coverage)."""
-        counts = ("items", "done", "decided_without_call", "calls", "cached", "shared", "input_tokens",
-                  "output_tokens", "output_tokens_expected", "expected_unknown")
-        return Estimate(**{k: getattr(self, k) + getattr(other, k) for k in counts},
-                        cost_usd=None if self.cost_usd is None or other.cost_usd is None
-                        else self.cost_usd + other.cost_usd,
-                        cost_usd_low=None if self.cost_usd_low is None or other.cost_usd_low is None
-                        else self.cost_usd_low + other.cost_usd_low,
-                        tokenizer=self.tokenizer or other.tokenizer, models=self.models or other.models,
-                        note="; ".join(n for n in (self.note, other.note) if n),
-                        calls_per_step=self.calls_per_step + other.calls_per_step, batch=self.batch or other.batch,
-                        seconds_low=None if self.seconds_low is None or other.seconds_low is None
-                        else self.seconds_low + other.seconds_low,
-                        seconds_high=None if self.seconds_high is None or other.seconds_high is None
-                        else self.seconds_high + other.seconds_high,
-                        speeds=list(dict.fromkeys(self.speeds + other.speeds)),
-                        unmeasured=list(dict.fromkeys(self.unmeasured + other.unmeasured)))
+        counts = (
+            "items",
+            "done",
+            "decided_without_call",
+            "calls",
+            "cached",
+            "shared",
+            "input_tokens",
+            "output_tokens",
+            "output_tokens_expected",
+            "expected_unknown",
+        )
+        return Estimate(
+            **{k: getattr(self, k) + getattr(other, k) for k in counts},
+            cost_usd=None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd,
+            cost_usd_low=None
+            if self.cost_usd_low is None or other.cost_usd_low is None
+            else self.cost_usd_low + other.cost_usd_low,
+            tokenizer=self.tokenizer or other.tokenizer,
+            models=self.models or other.models,
+            note="; ".join(n for n in (self.note, other.note) if n),
+            calls_per_step=self.calls_per_step + other.calls_per_step,
+            batch=self.batch or other.batch,
+            seconds_low=None
+            if self.seconds_low is None or other.seconds_low is None
+            else self.seconds_low + other.seconds_low,
+            seconds_high=None
+            if self.seconds_high is None or other.seconds_high is None
+            else self.seconds_high + other.seconds_high,
+            speeds=list(dict.fromkeys(self.speeds + other.speeds)),
+            unmeasured=list(dict.fromkeys(self.unmeasured + other.unmeasured)),
+        )
 
     def _output_text(self) -> str:
         if not self.calls:
             return "output tokens: 0"
         ceiling = f"at most {self.output_tokens} (every answer at its max_tokens)"
         if self.expected_unknown == self.calls:
-            return (f"output tokens: {ceiling}; what answers take is not known yet (it is learnt from the "
-                    "answer cache once this model has answered these prompts)")
-        part = "" if not self.expected_unknown else \
-            f" for the {self.calls - self.expected_unknown} calls whose prompts this model answered before"
+            return (
+                f"output tokens: {ceiling}; what answers take is not known yet (it is learnt from the "
+                "answer cache once this model has answered these prompts)"
+            )
+        part = (
+            ""
+            if not self.expected_unknown
+            else f" for the {self.calls - self.expected_unknown} calls whose prompts this model answered before"
+        )
         return f"output tokens: expected {self.output_tokens_expected}{part} (from the answer cache), {ceiling}"
 
     def _cost_text(self, high: float | None, low: float | None) -> str:
@@ -115,31 +150,43 @@ class Estimate:
         if self.seconds_high is not None and self.calls:
             low, high = duration(self.seconds_low or 0.0), duration(self.seconds_high)
             span = high if low == high else f"{low} to {high}"
-            answers = "the answers' expected tokens" if not self.expected_unknown else \
-                "no answer tokens for answers not known yet"
-            return (f"time: {span}, one call at a time (the least with {answers} and each prompt's start shared "
-                    "with the one before kept by the server, as llama.cpp keeps it; the most with every prompt read "
-                    f"whole and every answer at its max_tokens); at {'; '.join(self.speeds)}")
+            answers = (
+                "the answers' expected tokens"
+                if not self.expected_unknown
+                else "no answer tokens for answers not known yet"
+            )
+            return (
+                f"time: {span}, one call at a time (the least with {answers} and each prompt's start shared "
+                "with the one before kept by the server, as llama.cpp keeps it; the most with every prompt read "
+                f"whole and every answer at its max_tokens); at {'; '.join(self.speeds)}"
+            )
         if self.unmeasured and self.calls:
-            return (f"time: not estimated: the speed of {', '.join(self.unmeasured)} at this endpoint was never "
-                    "measured ('ragassay ping' with the same endpoint and model measures it)")
+            return (
+                f"time: not estimated: the speed of {', '.join(self.unmeasured)} at this endpoint was never "
+                "measured ('ragassay ping' with the same endpoint and model measures it)"
+            )
         return ""
 
     def text(self) -> str:
-        lines = [f"dry run: nothing was called. {self.items} items ({self.done} already done, "
-                 f"{self.decided_without_call} decided without a call)",
-                 f"calls: {self.calls} ({self.cached} more answered from the cache, free"
-                 + (f"; {self.shared} more shared by items with identical inputs" if self.shared else "") + ")",
-                 f"input tokens: {self.input_tokens} ({self.tokenizer}); {self._output_text()}",
-                 f"cost: {self._cost_text(self.cost_usd, self.cost_usd_low)}"]
+        lines = [
+            f"dry run: nothing was called. {self.items} items ({self.done} already done, "
+            f"{self.decided_without_call} decided without a call)",
+            f"calls: {self.calls} ({self.cached} more answered from the cache, free"
+            + (f"; {self.shared} more shared by items with identical inputs" if self.shared else "")
+            + ")",
+            f"input tokens: {self.input_tokens} ({self.tokenizer}); {self._output_text()}",
+            f"cost: {self._cost_text(self.cost_usd, self.cost_usd_low)}",
+        ]
         time_said = self._time_text()
         if time_said:
             lines.append(time_said)
         if self.batch:
             b = self.batch_plan()
-            lines.append(f"batch backend: {b['rounds']} round(s), one per step; requests per round "
-                         f"{b['requests_per_round']} in {sum(b['batches_per_round'])} batch file(s); cost at the "
-                         f"Batch API price (half the live price): {self._cost_text(b['cost_usd'], b['cost_usd_low'])}")
+            lines.append(
+                f"batch backend: {b['rounds']} round(s), one per step; requests per round "
+                f"{b['requests_per_round']} in {sum(b['batches_per_round'])} batch file(s); cost at the "
+                f"Batch API price (half the live price): {self._cost_text(b['cost_usd'], b['cost_usd_low'])}"
+            )
         if self.note:
             lines.append(self.note)
         return "\n".join(lines)

@@ -36,8 +36,13 @@ class ModelTokens:
     unshared: int = 0  # input tokens a server still reads when it reuses a prefix shared with the call before
 
 
-def estimate(items: Sequence[WorkItem], item_done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
-             stage: Stage | None = None, share: bool = True) -> Estimate:
+def estimate(
+    items: Sequence[WorkItem],
+    item_done: Callable[[WorkItem], bool],
+    configs: Sequence[LLMConfig],
+    stage: Stage | None = None,
+    share: bool = True,
+) -> Estimate:
     """Calls, tokens and cost of running ``items`` (those not ``item_done``) with one config per model.
 
     Calls whose exact request is in the answer cache cost nothing and are counted apart; for a
@@ -48,8 +53,13 @@ def estimate(items: Sequence[WorkItem], item_done: Callable[[WorkItem], bool], c
         return _estimate(items, item_done, configs, stage, share)
 
 
-def _estimate(items: Sequence[WorkItem], item_done: Callable[[WorkItem], bool], configs: Sequence[LLMConfig],
-              stage: Stage | None, share: bool) -> Estimate:
+def _estimate(
+    items: Sequence[WorkItem],
+    item_done: Callable[[WorkItem], bool],
+    configs: Sequence[LLMConfig],
+    stage: Stage | None,
+    share: bool,
+) -> Estimate:
     caches = [Cache.read_only(c.cache_path) if c.use_cache else None for c in configs]
     try:
         counting = _Counting(configs, caches, stage, share)
@@ -69,8 +79,9 @@ class _Counting:
     digests of the first-step calls met so far, and the tokens each model is sent. Held in one
     object so that counting an item, a step and a call are each a small method."""
 
-    def __init__(self, configs: Sequence[LLMConfig], caches: list[Cache | None], stage: Stage | None,
-                 share: bool) -> None:
+    def __init__(
+        self, configs: Sequence[LLMConfig], caches: list[Cache | None], stage: Stage | None, share: bool
+    ) -> None:
         self.configs, self.stage, self.share = configs, stage, share
         self.models = models = [c.model or "" for c in configs]
         self.counters = [token_model(m, cache, endpoint_id(c.base_url)) for m, cache, c in zip(models, caches, configs)]
@@ -131,8 +142,13 @@ class _Counting:
                 return None
             self.planned.add(digest)
         params = call.params(cfg.temperature)
-        hit = None if cache is None else cache.get(request_key(self.models[call.model], call.message_list,
-                                                               call.response_model, params, cfg.base_url))
+        hit = (
+            None
+            if cache is None
+            else cache.get(
+                request_key(self.models[call.model], call.message_list, call.response_model, params, cfg.base_url)
+            )
+        )
         if hit is not None:
             est.cached += 1
             return parsed_answer(hit, call.response_model)
@@ -140,13 +156,20 @@ class _Counting:
         t_in = tokens.input_tokens(call.message_list, schema_of(call.response_model)[3])
         t_out = call.max_tokens or 1000
         expected = tokens.output_tokens(call.response_model.__name__, t_out)
-        _count_sent(est, self.tokens_per_model, step, call.model, (t_in, t_out, expected),
-                    _message_parts(call.message_list))
+        _count_sent(
+            est, self.tokens_per_model, step, call.model, (t_in, t_out, expected), _message_parts(call.message_list)
+        )
         return None
 
 
-def _count_sent(est: Estimate, tokens_per_model: list[ModelTokens], step: int, model: int,
-                tokens: tuple[int, int, int | None], parts: list[str]) -> None:
+def _count_sent(
+    est: Estimate,
+    tokens_per_model: list[ModelTokens],
+    step: int,
+    model: int,
+    tokens: tuple[int, int, int | None],
+    parts: list[str],
+) -> None:
     """A call that will be sent, into the estimate and its model's row: ``tokens`` are its input,
     its output ceiling and the output its prompt took before (None when not known); ``parts`` its
     messages' texts in order, to count what its prompt shares with the call before."""
@@ -175,8 +198,9 @@ class _TextCounter:
         self.exact: list[dict[str, int]] = [{} for _ in counters]
         self.schemas: dict[type, str] = {}
 
-    def count(self, call: CallText, est: Estimate, tokens_per_model: list[ModelTokens], planned: set,
-              share: bool) -> None:
+    def count(
+        self, call: CallText, est: Estimate, tokens_per_model: list[ModelTokens], planned: set, share: bool
+    ) -> None:
         """One call said as texts into the estimate (counted once when ``share`` and met before)."""
         if not est.calls_per_step:
             est.calls_per_step.append(0)
@@ -195,8 +219,14 @@ class _TextCounter:
         t_in = self.input_tokens(call, schema)
         t_out = call.max_tokens or 1000
         expected = tokens.output_tokens(call.response_model.__name__, t_out)
-        _count_sent(est, tokens_per_model, 0, call.model, (t_in, t_out, expected),
-                    [t for role, texts in call.pieces for t in (role, *texts)])
+        _count_sent(
+            est,
+            tokens_per_model,
+            0,
+            call.model,
+            (t_in, t_out, expected),
+            [t for role, texts in call.pieces for t in (role, *texts)],
+        )
 
     def input_tokens(self, call: CallText, schema: str) -> int:
         """The prompt's tokens: each text counted once by the model's tokenizer (4 more a message),
@@ -234,8 +264,9 @@ def _priced(est: Estimate, configs: Sequence[LLMConfig], tokens_per_model: list[
             low = None if price is None or low is None else low + (t_in * price[0] + t_expected * price[1]) / 1e6
     est.cost_usd = cost  # 0 when nothing is sent; None when a model that will be called has no price
     est.cost_usd_low = low
-    ceilings = [f"--max-calls {c.max_calls}" for c in configs[:1] if c.max_calls] + \
-               [f"--max-cost ${c.max_cost:g}" for c in configs[:1] if c.max_cost]
+    ceilings = [f"--max-calls {c.max_calls}" for c in configs[:1] if c.max_calls] + [
+        f"--max-cost ${c.max_cost:g}" for c in configs[:1] if c.max_cost
+    ]
     if ceilings:
         est.note = "; ".join(x for x in (est.note, "the run stops at " + " or ".join(ceilings)) if x)
     return est
@@ -288,8 +319,9 @@ def _fresh(est: Estimate, model: int, parts: list[str], tokens: int) -> int:
     return round(tokens * (1 - _shared_chars(before, parts) / total))
 
 
-def _timed(est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | None],
-           tokens_per_model: list[ModelTokens]) -> Estimate:
+def _timed(
+    est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | None], tokens_per_model: list[ModelTokens]
+) -> Estimate:
     """The run's time, one call at a time, at the speeds ``ping`` measured of each model called (none
     when a model called was never measured): at least with the answers' expected tokens (nothing for
     those not known yet), at most with every answer at its max_tokens. A model on a server of this
@@ -307,9 +339,13 @@ def _timed(est: Estimate, configs: Sequence[LLMConfig], speeds: list[Speed | Non
     return est
 
 
-def _unmeasured(configs: Sequence[LLMConfig], speeds: list[Speed | None],
-                tokens_per_model: list[ModelTokens]) -> list[str]:
+def _unmeasured(
+    configs: Sequence[LLMConfig], speeds: list[Speed | None], tokens_per_model: list[ModelTokens]
+) -> list[str]:
     """The models called whose speed was never measured, on a server of this machine or its network
     (a hosted API's time is not estimated, so its model is not named)."""
-    return [c.model or "" for c, speed, counts in zip(configs, speeds, tokens_per_model)
-            if counts.calls and speed is None and asks(c.base_url)]
+    return [
+        c.model or ""
+        for c, speed, counts in zip(configs, speeds, tokens_per_model)
+        if counts.calls and speed is None and asks(c.base_url)
+    ]

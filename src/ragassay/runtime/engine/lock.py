@@ -93,8 +93,10 @@ class OutputLock:
         if f.writable():
             f.seek(0)
             f.truncate()
-            f.write(f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-                    f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})")
+            f.write(
+                f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+                f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})"
+            )
             f.flush()
         return f
 
@@ -109,8 +111,9 @@ class OutputLock:
             f.seek(0)
             holder = f.read().strip() or "another process"
             f.close()
-            raise RagassayError(f"{self.output} is being written by {holder}; wait for it to finish or "
-                                "write to another file") from None
+            raise RagassayError(
+                f"{self.output} is being written by {holder}; wait for it to finish or write to another file"
+            ) from None
         return f
 
     def release(self) -> None:

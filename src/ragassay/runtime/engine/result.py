@@ -46,8 +46,10 @@ class StageRun:
     def __repr__(self) -> str:
         # short: asyncio.run's signal handling reprs the result of the task it ran (Python 3.11), and a
         # notebook shows it; a repr of every record would cost seconds on a large run
-        return (f"StageRun({self.stage!r}, {len(self.records)} records: {self.ok} ok, {self.errors} errors, "
-                f"{self.skipped_done} already done, {self.pending} pending)")
+        return (
+            f"StageRun({self.stage!r}, {len(self.records)} records: {self.ok} ok, {self.errors} errors, "
+            f"{self.skipped_done} already done, {self.pending} pending)"
+        )
 
     @property
     def exit_code(self) -> int:
@@ -66,8 +68,10 @@ class StageRun:
         if not self.errors:
             return ""
         reasons = "; ".join(f"{n} x {r}{self._items_of(r, source)}" for r, n in self.error_reasons.most_common(3))
-        text = (f"{self.errors} of {self.ok + self.errors} {self.stage} records are errors (commonest: {reasons})"
-                + "".join(f"; {a}" for a in self._advice()))
+        text = (
+            f"{self.errors} of {self.ok + self.errors} {self.stage} records are errors (commonest: {reasons})"
+            + "".join(f"; {a}" for a in self._advice())
+        )
         return f"{text}\n{self.stopped}" if self.stopped else text
 
     def _advice(self) -> list[str]:
@@ -77,19 +81,27 @@ class StageRun:
         inputs = sum(n for r, n in self.error_reasons.items() if r.startswith("input:"))
         advice: list[str] = []
         if fixed < self.errors:
-            advice.append("rerun the same command to retry them" if not fixed else
-                          f"rerun the same command to retry the {self.errors - fixed} others")
+            advice.append(
+                "rerun the same command to retry them"
+                if not fixed
+                else f"rerun the same command to retry the {self.errors - fixed} others"
+            )
         if inputs:
-            advice.append(f"the {inputs} input error{'s repeat' if inputs != 1 else ' repeats'} on a rerun: mend "
-                          f"{'those items' if inputs != 1 else 'that item'} in the input first")
+            advice.append(
+                f"the {inputs} input error{'s repeat' if inputs != 1 else ' repeats'} on a rerun: mend "
+                f"{'those items' if inputs != 1 else 'that item'} in the input first"
+            )
         return advice
 
     def _items_of(self, reason: str, source: str | Path | None, shown: int = 3) -> str:
         """`` (items 'a', 'b' of FILE)``: a few items whose records fail for an input ``reason``."""
         if not reason.startswith("input:"):
             return ""
-        ids = [str(r.get("id")) for r in self.records
-               if isinstance(r, dict) and r.get("status") == "error" and reason_of(r) == reason and r.get("id")]
+        ids = [
+            str(r.get("id"))
+            for r in self.records
+            if isinstance(r, dict) and r.get("status") == "error" and reason_of(r) == reason and r.get("id")
+        ]
         if not ids:
             return ""
         # an item without an id of its own is named by its line (the id rule's "line-N"): said as the line

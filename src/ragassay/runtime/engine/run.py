@@ -42,8 +42,16 @@ def contract(stage: Stage, records: Sequence[BaseModel | dict]) -> list[dict]:
     return [stage.record_model.model_validate(r).model_dump(mode="json") for r in records]
 
 
-async def run_stage(stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore, *,
-                    concurrency: int | None = None, quiet: bool = False, keep_journal: bool = False) -> StageRun:
+async def run_stage(
+    stage: Stage,
+    items: Sequence[WorkItem],
+    llms: Sequence[LLM],
+    store: OutputStore,
+    *,
+    concurrency: int | None = None,
+    quiet: bool = False,
+    keep_journal: bool = False,
+) -> StageRun:
     """Run every item not already done in ``store``; write its output once, at the end. The output
     is locked for the whole run: a second process on it fails at once, before sending anything.
 
@@ -73,8 +81,15 @@ class StageRunner:
     in flight, its records journalled as they come, and the run's :class:`StageRun` made at the end
     from what the store holds."""
 
-    def __init__(self, stage: Stage, items: Sequence[WorkItem], llms: Sequence[LLM], store: OutputStore,
-                 quiet: bool, keep_journal: bool = False) -> None:
+    def __init__(
+        self,
+        stage: Stage,
+        items: Sequence[WorkItem],
+        llms: Sequence[LLM],
+        store: OutputStore,
+        quiet: bool,
+        keep_journal: bool = False,
+    ) -> None:
         self.stage, self.items, self.llms, self.store = stage, items, llms, store
         self.keep_journal = keep_journal
         self.plan_keys = record_keys(items)
@@ -85,8 +100,11 @@ class StageRunner:
         # positions: an item is made when sent, let go after
         self.todo = pending_positions(items, store.done, store.done_flags)
         total = len(self.plan_keys)
-        left = len(self.todo) if isinstance(items, Items) and items.one_record_each \
-            else sum(len(record_keys_at(items, i)) for i in self.todo)  # (one key an item: no item read for it)
+        left = (
+            len(self.todo)
+            if isinstance(items, Items) and items.one_record_each
+            else sum(len(record_keys_at(items, i)) for i in self.todo)
+        )  # (one key an item: no item read for it)
         self.bar = progress_bar(total, total - left, stage.name, quiet)
         self.started = time.monotonic()
         self.shared = SharedCalls(items[i] for i in self.todo)
@@ -97,8 +115,10 @@ class StageRunner:
         """Send every item to do; the run's records and counts, or :class:`StageAborted`."""
         await self.run_workers(concurrency)
         if self.state.aborted is not None:
-            reason = (f"stopped early: the first {len(self.state.early)} {self.stage.name} calls all failed the "
-                      f"same way: {self.state.aborted}. Nothing more was sent; fix this and rerun")
+            reason = (
+                f"stopped early: the first {len(self.state.early)} {self.stage.name} calls all failed the "
+                f"same way: {self.state.aborted}. Nothing more was sent; fix this and rerun"
+            )
             raise StageAborted(f"{reason} (finished records are kept in {self.store.journal})", reason)
         return self.result()
 
@@ -183,8 +203,9 @@ class StageRunner:
         except ValidationError as e:  # never written as is: an error record that says why
             if it.calls:
                 self.state.answered = True
-            raise LLMError("invalid", f"the answers made a record outside the data contract: "
-                           f"{e.errors()[0].get('msg', e)}") from None
+            raise LLMError(
+                "invalid", f"the answers made a record outside the data contract: {e.errors()[0].get('msg', e)}"
+            ) from None
 
     def failed(self, it: WorkItem, e: LLMError) -> list[dict]:
         """The error records of an item whose call failed; a ceiling reached, or the abort rule met,
@@ -210,10 +231,21 @@ class StageRunner:
         reasons = Counter(map(reason_of, failed))
         stopped = None
         if self.state.budget is not None:
-            stopped = (f"{self.state.budget}; {self.items_left()} {stage.name} items not done: rerun with a higher "
-                       "ceiling to go on")
-        return StageRun(stage.name, records, len(items), len(items) - len(self.todo), len(records) - len(failed),
-                        len(failed), reasons, self.state.pending, stopped=stopped)
+            stopped = (
+                f"{self.state.budget}; {self.items_left()} {stage.name} items not done: rerun with a higher "
+                "ceiling to go on"
+            )
+        return StageRun(
+            stage.name,
+            records,
+            len(items),
+            len(items) - len(self.todo),
+            len(records) - len(failed),
+            len(failed),
+            reasons,
+            self.state.pending,
+            stopped=stopped,
+        )
 
     def items_left(self) -> int:
         """How many of the items to do have a record not done after the run (a ceiling stopped it)."""
@@ -241,4 +273,5 @@ def progress_bar(total: int, initial: int, stage: str, quiet: bool) -> Any:
     if quiet or not sys.stderr.isatty():
         return None
     from tqdm import tqdm  # loaded only when a bar is shown (a terminal): most runs never draw one
+
     return tqdm(total=total, initial=initial, desc=stage, unit="item", file=sys.stderr, dynamic_ncols=True)

@@ -76,6 +76,7 @@ def repeated_digests(digests: bytearray) -> dict[bytes, int]:
     if not digests:
         return {}
     import numpy as np  # heavy: loaded only when a run has calls to count, not when the engine is imported
+
     heads = np.frombuffer(digests, dtype="<u8")[::2].copy()
     heads.sort()
     twice = np.unique(heads[1:][heads[1:] == heads[:-1]])

@@ -64,9 +64,17 @@ class Call:
     sample: int = 0
 
     @classmethod
-    def of(cls, model: int, messages: Sequence[dict[str, str]], response_model: type[BaseModel], stage: str,
-           max_tokens: int | None, temperature: float | None = None, seed: int | None = None,
-           sample: int = 0) -> Call:
+    def of(
+        cls,
+        model: int,
+        messages: Sequence[dict[str, str]],
+        response_model: type[BaseModel],
+        stage: str,
+        max_tokens: int | None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        sample: int = 0,
+    ) -> Call:
         frozen = tuple(tuple(sorted(m.items())) for m in messages)
         return cls(model, frozen, response_model, stage, max_tokens, temperature, seed, sample)
 
@@ -85,23 +93,42 @@ class Call:
         return [dict(m) for m in self.messages]
 
     def params(self, default_temperature: float) -> dict[str, Any]:
-        params: dict[str, Any] = {"temperature": default_temperature if self.temperature is None else self.temperature,
-                                  "max_tokens": self.max_tokens, "seed": self.seed}
+        params: dict[str, Any] = {
+            "temperature": default_temperature if self.temperature is None else self.temperature,
+            "max_tokens": self.max_tokens,
+            "seed": self.seed,
+        }
         if self.sample:
             params["sample"] = self.sample
         return params
 
     async def ask(self, llms: Sequence[LLM]) -> BaseModel:
-        return await llms[self.model].ask(self.message_list, self.response_model, stage=self.stage,
-                                          max_tokens=self.max_tokens, temperature=self.temperature,
-                                          seed=self.seed, sample=self.sample)
+        return await llms[self.model].ask(
+            self.message_list,
+            self.response_model,
+            stage=self.stage,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            sample=self.sample,
+        )
 
 
 def _request_head(call: Call | CallText, *more: int) -> str:
     """What names a request besides its messages: model, answer schema, stage, sampling."""
     rm = call.response_model
-    return repr((call.model, f"{rm.__module__}.{rm.__qualname__}", call.stage, call.max_tokens, call.temperature,
-                 call.seed, call.sample, *more))
+    return repr(
+        (
+            call.model,
+            f"{rm.__module__}.{rm.__qualname__}",
+            call.stage,
+            call.max_tokens,
+            call.temperature,
+            call.seed,
+            call.sample,
+            *more,
+        )
+    )
 
 
 class CallText(NamedTuple):
@@ -168,8 +195,15 @@ class WorkItem:
 
     __slots__ = ("key", "payload", "record_keys", "_calls", "_build")
 
-    def __init__(self, key: str, calls: list[Call] | None = None, payload: Any = None,
-                 record_keys: list[str] | None = None, *, build: Callable[[], list[Call]] | None = None):
+    def __init__(
+        self,
+        key: str,
+        calls: list[Call] | None = None,
+        payload: Any = None,
+        record_keys: list[str] | None = None,
+        *,
+        build: Callable[[], list[Call]] | None = None,
+    ):
         self.key = key
         self.payload = payload
         self.record_keys: Sequence[str] = record_keys or (key,)  # (a tuple: the common case, light)
@@ -268,8 +302,9 @@ class Items(Sequence):
         """Every item writes one record, its key's: :meth:`record_keys` is aligned with the items."""
         return not self._keys.has_none
 
-    def pending_positions(self, is_done: Callable[[str], bool],
-                          done_flags: Callable[[Sequence[str]], list[bool]] | None = None) -> array:
+    def pending_positions(
+        self, is_done: Callable[[str], bool], done_flags: Callable[[Sequence[str]], list[bool]] | None = None
+    ) -> array:
         """See :func:`pending_positions`."""
         keys, a = self._keys, self._a
         if not keys.has_none:
@@ -304,8 +339,11 @@ def record_keys_at(items: Sequence[WorkItem], i: int) -> Sequence[str]:
     return items.record_keys_at(i) if isinstance(items, Items) else items[i].record_keys
 
 
-def pending_positions(items: Sequence[WorkItem], is_done: Callable[[str], bool],
-                      done_flags: Callable[[Sequence[str]], list[bool]] | None = None) -> array:
+def pending_positions(
+    items: Sequence[WorkItem],
+    is_done: Callable[[str], bool],
+    done_flags: Callable[[Sequence[str]], list[bool]] | None = None,
+) -> array:
     """Where the items with a record not yet done (by ``is_done``) are, in order, as 8-byte integers.
     An item that was done when planned is checked again, because another process may have changed the
     output since. ``done_flags`` answers ``is_done`` for many keys at once, when the store can."""

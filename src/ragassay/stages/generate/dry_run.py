@@ -47,9 +47,14 @@ class Simulation:
     answers it from its journal, or shares it within a wave). Calls built from an answer not known
     yet hold placeholders: they are counted each, never taken for one another."""
 
-    def __init__(self, gen: QuestionWriter, stage: GenerateStage, store: OutputStore | None,
-                 answers: AnswerJournal | None,
-                 cache: Cache | None):
+    def __init__(
+        self,
+        gen: QuestionWriter,
+        stage: GenerateStage,
+        store: OutputStore | None,
+        answers: AnswerJournal | None,
+        cache: Cache | None,
+    ):
         self.gen, self.stage, self.store, self.answers, self.cache = gen, stage, store, answers, cache
         self.planned: list[WorkItem] = []
         self.sent = 0  # requests the run sends (not answered by the set's answers or the cache)
@@ -79,7 +84,7 @@ class Simulation:
                 known = known and all(a is not None for a in answers)
                 calls = self.stage.next_calls(it, answers)
             if cand.level == "hard":
-                self.open_singles += sum(1 for a in answers[4:4 + len(cand.group)] if a is None)
+                self.open_singles += sum(1 for a in answers[4 : 4 + len(cand.group)] if a is None)
             now = self.stage.progress(cand, answers)
             self.stage.forget(cand)
             if now.reject is not None:
@@ -100,8 +105,9 @@ class Simulation:
         if digest in self._met:
             return self._met[digest], False
         cfg = self.gen.config
-        key = request_key(cfg.model or "", call.message_list, call.response_model, call.params(cfg.temperature),
-                          cfg.base_url)
+        key = request_key(
+            cfg.model or "", call.message_list, call.response_model, call.params(cfg.temperature), cfg.base_url
+        )
         answer = self.answers.get(key, call.response_model) if self.answers is not None else None
         if answer is not None:
             self._met[digest] = answer
@@ -142,4 +148,3 @@ def without_waiting(coroutine: Awaitable[Any]) -> Any:
         return stop.value
     coroutine.close()  # type: ignore[attr-defined]
     raise RuntimeError("a dry run's waves waited for something")
-

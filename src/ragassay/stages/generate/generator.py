@@ -30,8 +30,14 @@ class Generator(QuestionWriter):
     """Plans and runs a question set. ``llm`` may be None to plan or estimate only (``config`` then
     names the model)."""
 
-    def __init__(self, llm: LLM | None, chunks: Sequence[Chunk], options: GenerateOptions,
-                 config: LLMConfig | None = None, existing: Sequence[Question] = ()):
+    def __init__(
+        self,
+        llm: LLM | None,
+        chunks: Sequence[Chunk],
+        options: GenerateOptions,
+        config: LLMConfig | None = None,
+        existing: Sequence[Question] = (),
+    ):
         super().__init__(chunks, options, llm.config if llm is not None else (config or LLMConfig()), existing)
         self.llm = llm
 
@@ -57,18 +63,27 @@ class Generator(QuestionWriter):
         finally:
             if cache is not None:
                 cache.close()
-        est = estimate(sim.planned, lambda it: not it.payload, [self.config], stage=PlannedCalls(),
-                       share=False)  # identical requests are counted once already (see Simulation)
+        est = estimate(
+            sim.planned, lambda it: not it.payload, [self.config], stage=PlannedCalls(), share=False
+        )  # identical requests are counted once already (see Simulation)
         target = mix_counts(self.options.total, self.options.mix)
         worst = sum(int(n * self.options.attempts_per_question) + 1 for n in target.values() if n)
-        known = (f"; {answers.held} answers are kept in {answers.path.name} from earlier runs"
-                 if answers is not None and answers.held else "")
-        est.note = (f"target {target}{known}; the calls above are the run's when every answer not known yet passes "
-                    f"its check; otherwise each rejected candidate costs another try (at most about {worst} "
-                    f"candidates in all), and a hard question's passage that answers alone one more comparison "
-                    f"(at most {sim.open_singles}); the upper bound is generate's ceiling of {ceiling} calls "
-                    + ("(--max-calls)" if self.options.max_calls else
-                       "(its default: 3x the calls of every first candidate accepted, --max-calls N to change)"))
+        known = (
+            f"; {answers.held} answers are kept in {answers.path.name} from earlier runs"
+            if answers is not None and answers.held
+            else ""
+        )
+        est.note = (
+            f"target {target}{known}; the calls above are the run's when every answer not known yet passes "
+            f"its check; otherwise each rejected candidate costs another try (at most about {worst} "
+            f"candidates in all), and a hard question's passage that answers alone one more comparison "
+            f"(at most {sim.open_singles}); the upper bound is generate's ceiling of {ceiling} calls "
+            + (
+                "(--max-calls)"
+                if self.options.max_calls
+                else "(its default: 3x the calls of every first candidate accepted, --max-calls N to change)"
+            )
+        )
         return est
 
     # -- the whole set
@@ -99,6 +114,7 @@ class Generator(QuestionWriter):
             if wave_run.pending:  # the wave's next step is exported: the next round goes on from here
                 return Decided([], stopped, wave_run.pending)
             return Decided([stage.outcome(record) for record in wave_run.records], stopped)  # plan order
+
         try:
             result = await self._draw(stage, decide, self.calls_made, ceiling, bar)
         finally:
@@ -108,8 +124,14 @@ class Generator(QuestionWriter):
         result.reused, result.asked, result.answers_file = journal.reused, journal.asked, str(journal.path)
         return result
 
-    async def _draw(self, stage: GenerateStage, decide: Callable[[list[WorkItem]], Awaitable[Decided]],
-                    calls_made: Callable[[], int], ceiling: int, bar: Any = None) -> GenerateResult:
+    async def _draw(
+        self,
+        stage: GenerateStage,
+        decide: Callable[[list[WorkItem]], Awaitable[Decided]],
+        calls_made: Callable[[], int],
+        ceiling: int,
+        bar: Any = None,
+    ) -> GenerateResult:
         """The waves of a run, each decided by ``decide`` (the engine in a run; what is known of the
         answers in a dry run, where a question not known yet stands as accepted at its level)."""
         opts = self.options
@@ -124,44 +146,66 @@ class Generator(QuestionWriter):
 
         def have(level: str) -> int:
             return sum(1 for q in accepted if q.difficulty == level)
+
         for level in LEVEL_ORDER:
             want = target.get(level, 0)
             tries = 0
             max_tries = int(want * opts.attempts_per_question) + 1
             while have(level) < want and tries < max_tries and pool:
                 if calls_made() >= ceiling:
-                    stopped = (f"stopped at the ceiling of {ceiling} generate calls ({calls_made()} made); "
-                               "--max-calls N raises it")
+                    stopped = (
+                        f"stopped at the ceiling of {ceiling} generate calls ({calls_made()} made); "
+                        "--max-calls N raises it"
+                    )
                     break
                 first_draw = seeds.drawn
                 wave, used = self.wave(level, min(want - have(level), max_tries - tries), seeds, rng)
                 tries += used
                 if not wave:
                     if seeds.spent():
-                        stopped = (f"stopped: every usable chunk has seeded {SEED_USES} candidates; add chunks or "
-                                   "lower --limit")
+                        stopped = (
+                            f"stopped: every usable chunk has seeded {SEED_USES} candidates; add chunks or "
+                            "lower --limit"
+                        )
                     break
-                items = [stage.item(level, group, self.next_style(), (first_draw, i), use)
-                         for i, (group, use) in enumerate(wave)]
+                items = [
+                    stage.item(level, group, self.next_style(), (first_draw, i), use)
+                    for i, (group, use) in enumerate(wave)
+                ]
                 decided = await decide(items)
                 stopped = decided.stopped or stopped
                 if decided.pending:
-                    return GenerateResult([q for q in accepted if isinstance(q, Question)], rejects, dict(self.unfit),
-                                          target, pending=decided.pending)
+                    return GenerateResult(
+                        [q for q in accepted if isinstance(q, Question)],
+                        rejects,
+                        dict(self.unfit),
+                        target,
+                        pending=decided.pending,
+                    )
                 self._take(decided, level, target, accepted, rejects, bar)
                 if stopped:
                     break
             if stopped:
                 break
-        return GenerateResult([q for q in accepted if isinstance(q, Question)], rejects, dict(self.unfit), target,
-                              stopped=stopped)
+        return GenerateResult(
+            [q for q in accepted if isinstance(q, Question)], rejects, dict(self.unfit), target, stopped=stopped
+        )
 
-    def _take(self, decided: Decided, level: Difficulty, target: dict[str, int], accepted: list[Question | Assumed],
-              rejects: list[dict], bar: Any) -> None:
+    def _take(
+        self,
+        decided: Decided,
+        level: Difficulty,
+        target: dict[str, int],
+        accepted: list[Question | Assumed],
+        rejects: list[dict],
+        bar: Any,
+    ) -> None:
         """A wave's outcomes into the set, in plan order: a reject kept with its reason, a question
         accepted unless it nearly repeats an earlier one or its level's quota is already full."""
+
         def have(level: str) -> int:
             return sum(1 for q in accepted if q.difficulty == level)
+
         for q, rej in decided.outcomes:
             if q is None:
                 if rej is not None:
@@ -172,8 +216,11 @@ class Generator(QuestionWriter):
             full = have(q.difficulty) >= target.get(q.difficulty, 0)
             if (dup or full) and isinstance(q, Question):
                 reason = dup or f"the {q.difficulty} quota is already full (asked as {level})"
-                rejects.append(reject_record(q.chunk_ids, q.difficulty, q.question, q.answer, reason, q.checks,
-                                             style=q.style, kind=q.kind))
+                rejects.append(
+                    reject_record(
+                        q.chunk_ids, q.difficulty, q.question, q.answer, reason, q.checks, style=q.style, kind=q.kind
+                    )
+                )
             elif not full:
                 accepted.append(q)
                 if bar is not None:
@@ -191,7 +238,7 @@ class Generator(QuestionWriter):
         """Three times the calls the target needs when every first candidate is accepted: room for
         rejections, never a runaway (a --limit far above what the chunks can give)."""
         stage = GenerateStage(self)
-        items = [stage.item(level, group, style, draw, use)
-                 for level, group, style, draw, use in self.first_candidates()]
+        items = [
+            stage.item(level, group, style, draw, use) for level, group, style, draw, use in self.first_candidates()
+        ]
         return ceiling_for(estimate(items, lambda it: False, [self.config], stage=stage, share=False).calls)
-

@@ -82,8 +82,11 @@ class AnswerJournal:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            if (isinstance(entry, dict) and isinstance(entry.get("request"), str)
-                    and isinstance(entry.get("answer"), dict)):
+            if (
+                isinstance(entry, dict)
+                and isinstance(entry.get("request"), str)
+                and isinstance(entry.get("answer"), dict)
+            ):
                 self._lines[entry["request"]] = line
         self._earlier = set(self._lines)
 
@@ -135,14 +138,28 @@ class AnsweredFirst:
         self.llm, self.journal = llm, journal
         self.config = llm.config
 
-    async def ask(self, messages: list[dict[str, str]], response_model: type[BaseModel], *, stage: str = "default",
-                  max_tokens: int | None = None, temperature: float | None = None, seed: int | None = None,
-                  sample: int = 0) -> BaseModel:
+    async def ask(
+        self,
+        messages: list[dict[str, str]],
+        response_model: type[BaseModel],
+        *,
+        stage: str = "default",
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        sample: int = 0,
+    ) -> BaseModel:
         key = self.llm.request_key(messages, response_model, self.llm.params(max_tokens, temperature, seed, sample))
         answer = self.journal.get(key, response_model)
         if answer is None:
-            answer = await self.llm.ask(messages, response_model, stage=stage, max_tokens=max_tokens,
-                                        temperature=temperature, seed=seed, sample=sample)
+            answer = await self.llm.ask(
+                messages,
+                response_model,
+                stage=stage,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+                sample=sample,
+            )
             self.journal.put(key, answer)
         return answer
-

@@ -101,9 +101,18 @@ class NoAnswerDraft:
 
     def reject(self, reason: str, checks: dict) -> Progress:
         w = self.written
-        return Progress(reject=reject_record(list(self.cand.group), self.cand.level, w.question if w else None,
-                                             w.answer if w else None, reason, checks, style=self.cand.style,
-                                             kind=self.cand.level))
+        return Progress(
+            reject=reject_record(
+                list(self.cand.group),
+                self.cand.level,
+                w.question if w else None,
+                w.answer if w else None,
+                reason,
+                checks,
+                style=self.cand.style,
+                kind=self.cand.level,
+            )
+        )
 
 
 def text_problems(written: UnanswerableQuestion | FalsePremiseQuestion, seed_text: str) -> str | None:
@@ -133,8 +142,10 @@ def verification_failed(level: str, verdict: BaseModel | None, found: list[str],
         where = [c for c, t in zip(found, texts) if search.quote.strip() and evidence_found(search.quote, t)]
         if where:
             return f"answered by the corpus: chunk {where[0]} says {search.quote.strip()[:160]!r}"
-        return (f"unsure: the model says the {len(found)} chunks BM25 found for it ({', '.join(found)}) answer it, "
-                f"with a quote found in none of them: {search.quote.strip()[:120]!r}")
+        return (
+            f"unsure: the model says the {len(found)} chunks BM25 found for it ({', '.join(found)}) answer it, "
+            f"with a quote found in none of them: {search.quote.strip()[:120]!r}"
+        )
     premise = cast(PremiseVerdict, verdict)
     if premise.supported:
         return f"the premise is stated as true in the chunks found for it ({', '.join(found)}): {premise.reason}"
@@ -149,8 +160,13 @@ def verification_checks(verdict: BaseModel | None) -> dict:
     if isinstance(verdict, SearchVerdict):
         return {"answered_by_search": verdict.answerable, "search_quote": verdict.quote}
     if isinstance(verdict, PremiseVerdict):
-        return {"premise_check": {"contradicted": verdict.contradicted, "supported": verdict.supported,
-                                  "reason": verdict.reason}}
+        return {
+            "premise_check": {
+                "contradicted": verdict.contradicted,
+                "supported": verdict.supported,
+                "reason": verdict.reason,
+            }
+        }
     return {}
 
 
@@ -174,9 +190,19 @@ def accepted(draft: NoAnswerDraft, checks: dict, model: str | None, prompt: str)
     level = draft.cand.level
     gold = [draft.seed] if isinstance(w, FalsePremiseQuestion) else []
     question = Question(
-        id=question_id(gold, level, w.question), question=w.question.strip(), answer=w.answer.strip(),
-        difficulty=level, kind=level, chunk_ids=gold, grades={c: 3 for c in gold}, style=draft.cand.style,
-        checks=checks, model=model, prompt=prompt, answerable=False)
+        id=question_id(gold, level, w.question),
+        question=w.question.strip(),
+        answer=w.answer.strip(),
+        difficulty=level,
+        kind=level,
+        chunk_ids=gold,
+        grades={c: 3 for c in gold},
+        style=draft.cand.style,
+        checks=checks,
+        model=model,
+        prompt=prompt,
+        answerable=False,
+    )
     if isinstance(w, FalsePremiseQuestion):  # set so that the line says them (an unanswerable one has neither)
         question.premise, question.evidence = w.premise.strip(), [w.correction.strip()]
     return Progress(question=question)

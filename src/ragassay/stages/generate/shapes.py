@@ -78,10 +78,9 @@ CRITIC_MIN = 3  # a question scoring below this on any point is dropped
 STYLES = {
     "question": "a well-formed question in a full sentence.",
     "keywords": "a short keyword query of 3 to 6 words, no question mark, the way people type into a search box "
-                "(e.g. 'refund time gift card').",
+    "(e.g. 'refund time gift card').",
     "lowercase": "a casual question typed quickly: all lower case, little punctuation, one small typo.",
-    "task": "a task the user wants to get done, starting 'how do i' or 'how can i' (e.g. 'how do i return a "
-            "gift').",
+    "task": "a task the user wants to get done, starting 'how do i' or 'how can i' (e.g. 'how do i return a gift').",
 }
 
 
@@ -99,14 +98,15 @@ class GenerateOptions:
     total: int = 30
     mix: dict[str, float] = field(default_factory=lambda: {"easy": 0.4, "medium": 0.4, "hard": 0.2})
     seed: int = 0
-    attempts_per_question: float = 2.0   # candidate chunks tried per wanted question, at most
-    max_calls: int | None = None         # a ceiling on generate's requests (default: 3x the target's estimate)
-    max_per_doc: int | None = None       # candidates per document before others run out (default: total / 4)
-    styles: dict[str, float] = field(default_factory=lambda: {"question": 0.4, "keywords": 0.25, "lowercase": 0.15,
-                                                             "task": 0.2})
+    attempts_per_question: float = 2.0  # candidate chunks tried per wanted question, at most
+    max_calls: int | None = None  # a ceiling on generate's requests (default: 3x the target's estimate)
+    max_per_doc: int | None = None  # candidates per document before others run out (default: total / 4)
+    styles: dict[str, float] = field(
+        default_factory=lambda: {"question": 0.4, "keywords": 0.25, "lowercase": 0.15, "task": 0.2}
+    )
     quiet: bool = False
-    limit: int | None = None             # the questions wanted (--limit); None: per_chunk for each chunk fit
-    per_chunk: float = 1.0               # questions per chunk fit to ask about, when no limit is given
+    limit: int | None = None  # the questions wanted (--limit); None: per_chunk for each chunk fit
+    per_chunk: float = 1.0  # questions per chunk fit to ask about, when no limit is given
 
 
 # the fields of GenerateOptions that ragassay.generate works out itself: given in options=, each is refused
@@ -133,9 +133,24 @@ def question_id(chunk_ids: Sequence[str], difficulty: str, question: str) -> str
     return f"q-{h}"
 
 
-
-def reject_record(chunk_ids: Sequence[str], difficulty: Difficulty | None, question: str | None, answer: str | None,
-                  reason: str, scores: dict | None = None, style: str | None = None, kind: str | None = None) -> dict:
+def reject_record(
+    chunk_ids: Sequence[str],
+    difficulty: Difficulty | None,
+    question: str | None,
+    answer: str | None,
+    reason: str,
+    scores: dict | None = None,
+    style: str | None = None,
+    kind: str | None = None,
+) -> dict:
     """A reject, in the one shape every cause of a reject shares (:class:`Reject`)."""
-    return Reject(chunk_ids=list(chunk_ids), difficulty=difficulty, question=question, answer=answer, style=style,
-                  kind=kind, reason=reason, scores=scores or {}).model_dump(mode="json")
+    return Reject(
+        chunk_ids=list(chunk_ids),
+        difficulty=difficulty,
+        question=question,
+        answer=answer,
+        style=style,
+        kind=kind,
+        reason=reason,
+        scores=scores or {},
+    ).model_dump(mode="json")

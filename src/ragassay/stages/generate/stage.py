@@ -55,9 +55,20 @@ class GenerateStage(Stage):
         checks rank its chunks against."""
         g = self.gen
         cand = Candidate(level, tuple(group), style)
-        key = fingerprint("generate", level, list(group), style, draw, [g.chunks[c].text for c in group],
-                          [g.chunks[c].title for c in group], g.config.model, g.config.temperature,
-                          [p.id for p in g.prompts_of(level)], use, g.corpus)
+        key = fingerprint(
+            "generate",
+            level,
+            list(group),
+            style,
+            draw,
+            [g.chunks[c].text for c in group],
+            [g.chunks[c].title for c in group],
+            g.config.model,
+            g.config.temperature,
+            [p.id for p in g.prompts_of(level)],
+            use,
+            g.corpus,
+        )
         if level in NO_ANSWER:
             return WorkItem(key, payload=cand, build=lambda: [g.no_answer_call(group[0], level, style, use)])
         return WorkItem(key, payload=cand, build=lambda: [g.question_call(list(group), level, style, use)])
@@ -76,8 +87,14 @@ class GenerateStage(Stage):
         if not self.answered and isinstance(error, EARLY_FAILURES):
             self.failures.append(error)
         c: Candidate = item.payload
-        return [{"key": item.key, "status": "error", "error": error.reason,
-                 "reject": reject_record(c.group, c.level, None, None, f"model call failed: {error.reason}")}]
+        return [
+            {
+                "key": item.key,
+                "status": "error",
+                "error": error.reason,
+                "reject": reject_record(c.group, c.level, None, None, f"model call failed: {error.reason}"),
+            }
+        ]
 
     def forget(self, cand: Candidate) -> None:
         """Drop the text checks kept for a candidate whose outcome is known."""
@@ -96,8 +113,10 @@ class GenerateStage(Stage):
         """The engine's abort rule across waves (a wave may be smaller than the rule's count): the
         first calls all failed the same way, and nothing has answered yet."""
         if not self.answered and failing_alike(self.failures):
-            raise StageAborted(f"stopped early: the first {len(self.failures)} generate calls all failed the same "
-                               f"way: {str(self.failures[0]).rstrip('.')}. Nothing more was sent; fix this and rerun")
+            raise StageAborted(
+                f"stopped early: the first {len(self.failures)} generate calls all failed the same "
+                f"way: {str(self.failures[0]).rstrip('.')}. Nothing more was sent; fix this and rerun"
+            )
 
     def progress(self, cand: Candidate, answers: Sequence[BaseModel | None]) -> Progress:
         """The candidate after ``answers`` (in call order): the calls of its next step, or its
@@ -157,8 +176,12 @@ class GenerateStage(Stage):
             if why := text_problems(written, g.chunks[draft.seed].text):
                 return draft.reject(why, checks)
         found = g.no_answer_search(cand.level, written, draft.seed)
-        checks["searched"] = {"ranker": "bm25", "depth": SEARCH_DEPTH, "chunk_ids": found,
-                              "query": "question" if cand.level == "unanswerable" else "premise"}
+        checks["searched"] = {
+            "ranker": "bm25",
+            "depth": SEARCH_DEPTH,
+            "chunk_ids": found,
+            "query": "question" if cand.level == "unanswerable" else "premise",
+        }
         if len(answers) == 1:
             return Progress([g.verify_no_answer_call(cand.level, written, found)])
         checks.update(verification_checks(answers[1]))
@@ -188,4 +211,3 @@ def _echoed(generated: GeneratedQuestion, chunk_ids: Sequence[str]) -> Generated
     for ev in out.evidence:
         ev.chunk_id = echoed_id(ev.chunk_id, chunk_ids) or ev.chunk_id
     return out
-

@@ -73,10 +73,16 @@ class Answered:
 
         def at(i: int) -> BaseModel | None:
             return answers[i] if i < n else None
-        return cls(step, cast("GeneratedQuestion | None", at(0)), cast("BlindAnswer | None", at(1)),
-                   cast("SameAnswer | None", at(2)), cast("Critique | None", at(3)),
-                   cast("list[BlindAnswer | None]", list(answers[4:4 + offered])),
-                   cast("list[SameAnswer | None]", list(answers[4 + offered:])))
+
+        return cls(
+            step,
+            cast("GeneratedQuestion | None", at(0)),
+            cast("BlindAnswer | None", at(1)),
+            cast("SameAnswer | None", at(2)),
+            cast("Critique | None", at(3)),
+            cast("list[BlindAnswer | None]", list(answers[4 : 4 + offered])),
+            cast("list[SameAnswer | None]", list(answers[4 + offered :])),
+        )
 
 
 @dataclass
@@ -117,8 +123,18 @@ class Draft:
 
     def reject(self, reason: str) -> Progress:
         g, c = self.generated, self.cand
-        return Progress(reject=reject_record(list(c.group), c.level, g.question if g else None, g.answer if g else None,
-                                             reason, dict(self.checks), style=c.style, kind=g.kind if g else None))
+        return Progress(
+            reject=reject_record(
+                list(c.group),
+                c.level,
+                g.question if g else None,
+                g.answer if g else None,
+                reason,
+                dict(self.checks),
+                style=c.style,
+                kind=g.kind if g else None,
+            )
+        )
 
     def blind_failed(self, blind: BlindAnswer | None) -> str | None:
         """Why the blind answer drops the question (it cannot be answered from its gold chunks), or None."""
@@ -139,8 +155,7 @@ class Draft:
         """Why the critic drops the question (a score below ``CRITIC_MIN``), or None."""
         if critique is None:
             return None
-        scores = {"self_contained": critique.self_contained, "clear": critique.clear,
-                  "realistic": critique.realistic}
+        scores = {"self_contained": critique.self_contained, "clear": critique.clear, "realistic": critique.realistic}
         self.checks["critic"] = {**scores, "reason": critique.reason}
         low = [k for k, v in scores.items() if v < CRITIC_MIN]
         return f"the critic scored it low on {', '.join(low)}: {critique.reason}" if low else None
@@ -150,8 +165,10 @@ class Draft:
         or None. A chunk answers alone when it said it could and its answer was the same: each such
         claim was compared, in the order of the chunks offered."""
         verdicts = iter(compared)
-        singles = {c: bool(s is not None and s.answerable and getattr(next(verdicts), "same", False))
-                   for c, s in zip(self.cand.group, alone)}
+        singles = {
+            c: bool(s is not None and s.answerable and getattr(next(verdicts), "same", False))
+            for c, s in zip(self.cand.group, alone)
+        }
         self.checks["single_chunk_answerable"] = singles
         if not any(singles.values()):
             return None
@@ -165,7 +182,19 @@ class Draft:
         if g is None:
             return Progress()
         gold = self.gold
-        return Progress(question=Question(
-            id=question_id(gold, self.label, g.question), question=g.question.strip(), answer=g.answer.strip(),
-            difficulty=self.label, kind=g.kind, chunk_ids=gold, grades=gold_grades(g, gold), style=self.cand.style,
-            evidence=[e.quote for e in g.evidence], checks=self.checks, model=model, prompt=prompt))
+        return Progress(
+            question=Question(
+                id=question_id(gold, self.label, g.question),
+                question=g.question.strip(),
+                answer=g.answer.strip(),
+                difficulty=self.label,
+                kind=g.kind,
+                chunk_ids=gold,
+                grades=gold_grades(g, gold),
+                style=self.cand.style,
+                evidence=[e.quote for e in g.evidence],
+                checks=self.checks,
+                model=model,
+                prompt=prompt,
+            )
+        )

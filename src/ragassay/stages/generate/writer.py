@@ -63,8 +63,9 @@ class QuestionWriter:
     are made from and its written question checked against (:class:`~.generator.Generator` adds
     the model and the run)."""
 
-    def __init__(self, chunks: Sequence[Chunk], options: GenerateOptions, config: LLMConfig,
-                 existing: Sequence[Question] = ()):
+    def __init__(
+        self, chunks: Sequence[Chunk], options: GenerateOptions, config: LLMConfig, existing: Sequence[Question] = ()
+    ):
         self.existing = list(existing)  # a set being grown (--append): no duplicate of these, their chunks last
         self.config = config
         self.options = options
@@ -152,8 +153,10 @@ class QuestionWriter:
         for level in LEVEL_ORDER:
             want = mix_counts(self.options.total, self.options.mix).get(level, 0)
             first_draw = seeds.drawn
-            out += [(level, g, self.next_style(), (first_draw, i), use)
-                    for i, (g, use) in enumerate(self.wave(level, want, seeds, rng)[0])]
+            out += [
+                (level, g, self.next_style(), (first_draw, i), use)
+                for i, (g, use) in enumerate(self.wave(level, want, seeds, rng)[0])
+            ]
         self.reset_styles()
         return out
 
@@ -169,12 +172,12 @@ class QuestionWriter:
 
         def behind(k: str) -> float:  # how far this style is below its share after the next draw
             return mix[k] * n / total - self._style_counts.get(k, 0)
+
         style = max(mix, key=behind)  # ties: the first in the mix
         self._style_counts[style] = self._style_counts.get(style, 0) + 1
         return style
 
-    def wave(self, level: str, n: int, seeds: SeedDraws,
-             rng: random.Random) -> tuple[list[tuple[list[str], int]], int]:
+    def wave(self, level: str, n: int, seeds: SeedDraws, rng: random.Random) -> tuple[list[tuple[list[str], int]], int]:
         """The next ``n`` candidates of a level (fewer when a hard group cannot be formed), each as
         its chunk ids and how many times its first chunk seeded a candidate before; and how many
         tries that used."""
@@ -196,6 +199,7 @@ class QuestionWriter:
         def one(c: str) -> str:
             chunk = self.chunks[c]
             return delimit(f"PASSAGE id={shown_id(c)}", f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text)
+
         return "\n\n".join(one(c) for c in chunk_ids)
 
     def question_messages(self, chunk_ids: list[str], difficulty: str, style: str = "question") -> list[dict[str, str]]:
@@ -206,8 +210,11 @@ class QuestionWriter:
         return self.v_prompt.messages(question=delimit("QUESTION", question), passages=self._passages(chunk_ids))
 
     def compare_messages(self, question: str, proposed: str, blind: str) -> list[dict[str, str]]:
-        return self.c_prompt.messages(question=delimit("QUESTION", question), first=delimit("FIRST ANSWER", proposed),
-                                      second=delimit("SECOND ANSWER", blind))
+        return self.c_prompt.messages(
+            question=delimit("QUESTION", question),
+            first=delimit("FIRST ANSWER", proposed),
+            second=delimit("SECOND ANSWER", blind),
+        )
 
     def critic_messages(self, question: str, style: str) -> list[dict[str, str]]:
         return self.critic_prompt.messages(style=STYLES[style], question=delimit("QUESTION", question))
@@ -215,19 +222,34 @@ class QuestionWriter:
     def question_call(self, chunk_ids: list[str], difficulty: str, style: str, sample: int = 0) -> Call:
         """``sample``: a chunk's second try as a seed is another sample of the same prompt, not the
         same request (which the answer cache, and the set's own answers, would answer alike)."""
-        return Call.of(0, self.question_messages(chunk_ids, difficulty, style), GeneratedQuestion, "generate", 600,
-                       max(self.config.temperature, 0.7), sample=sample)
+        return Call.of(
+            0,
+            self.question_messages(chunk_ids, difficulty, style),
+            GeneratedQuestion,
+            "generate",
+            600,
+            max(self.config.temperature, 0.7),
+            sample=sample,
+        )
 
     def no_answer_call(self, seed: str, level: str, style: str, sample: int = 0) -> Call:
         """The first call of an unanswerable or false-premise candidate: the question written from its seed."""
         unanswerable = level == "unanswerable"
         prompt = self.unanswerable_prompt if unanswerable else self.false_premise_prompt
         shape = UnanswerableQuestion if unanswerable else FalsePremiseQuestion
-        return Call.of(0, prompt.messages(passages=self._passages([seed]), style=STYLES[style]), shape, "generate",
-                       600, max(self.config.temperature, 0.7), sample=sample)
+        return Call.of(
+            0,
+            prompt.messages(passages=self._passages([seed]), style=STYLES[style]),
+            shape,
+            "generate",
+            600,
+            max(self.config.temperature, 0.7),
+            sample=sample,
+        )
 
-    def no_answer_search(self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None,
-                         seed: str) -> list[str]:
+    def no_answer_search(
+        self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None, seed: str
+    ) -> list[str]:
         """The chunks a candidate with no answer is verified against: its seed, then what BM25 finds for
         the question (unanswerable) or the premise (false premise). While the question is not known (a
         dry run) the seed's own text is the query: as many chunks, of the corpus's lengths, as the run
@@ -238,8 +260,9 @@ class QuestionWriter:
             query = written.question if isinstance(written, UnanswerableQuestion) else written.premise
         return searched(self.index, query, SEARCH_DEPTH, first=seed)
 
-    def verify_no_answer_call(self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None,
-                              found: list[str]) -> Call:
+    def verify_no_answer_call(
+        self, level: str, written: UnanswerableQuestion | FalsePremiseQuestion | None, found: list[str]
+    ) -> Call:
         prompt = self.search_prompt if level == "unanswerable" else self.premise_prompt
         return verification_call(prompt.messages(**verify_messages(level, written, self._passages(found))), level)
 
@@ -252,8 +275,9 @@ class QuestionWriter:
     def critic_call(self, question: str, style: str) -> Call:
         return Call.of(0, self.critic_messages(question, style), Critique, "verify", 200)
 
-    def _dropped_by_text(self, g: GeneratedQuestion, chunk_ids: list[str], difficulty: Difficulty,
-                         gold: list[str]) -> str | None:
+    def _dropped_by_text(
+        self, g: GeneratedQuestion, chunk_ids: list[str], difficulty: Difficulty, gold: list[str]
+    ) -> str | None:
         """Why a generated question is dropped before its scores are looked at: problems of its text,
         evidence that is not in the chunks given, or a kind that does not fit its difficulty."""
         problems = question_problems(g.question, g.answer, [self.chunks[c].text for c in chunk_ids])
@@ -266,16 +290,18 @@ class QuestionWriter:
                 return f"evidence quote not found in chunk {ev.chunk_id!r}: {ev.quote[:80]!r}"
         if difficulty == "hard":
             if g.kind not in MULTI_HOP:
-                return (f"hard question of no multi-hop type (kind {g.kind!r}; expected bridge, comparison or "
-                        "aggregation)")
+                return (
+                    f"hard question of no multi-hop type (kind {g.kind!r}; expected bridge, comparison or aggregation)"
+                )
             if len(gold) < 2:
                 return "hard question that cites one passage"
         elif g.kind in MULTI_HOP:
             return f"a {difficulty} question of a multi-hop kind ({g.kind!r})"
         return None
 
-    def text_checks(self, g: GeneratedQuestion, chunk_ids: list[str],
-                    difficulty: Difficulty) -> tuple[str | None, dict, Difficulty]:
+    def text_checks(
+        self, g: GeneratedQuestion, chunk_ids: list[str], difficulty: Difficulty
+    ) -> tuple[str | None, dict, Difficulty]:
         """The checks that need no model, on a generated question: (why it is dropped or None, the
         scores kept in ``checks``, its label: medium relabelled easy when a gold chunk gives it away)."""
         gold = cited(g, chunk_ids)
@@ -295,4 +321,3 @@ class QuestionWriter:
             checks["relabelled"] = "medium -> easy: gold chunk is BM25 rank 1 with most of the question's words"
             return None, checks, "easy"
         return None, checks, difficulty
-

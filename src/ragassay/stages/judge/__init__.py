@@ -21,6 +21,24 @@ from .prompt import BatchAnswer, BatchItem, Judge, RelevanceAnswer, median_grade
 from .relevance import RelevanceStage
 from .result import JudgeResult
 
-__all__ = ["BatchAnswer", "BatchItem", "Judge", "JudgeJob", "JudgeOptions", "JudgePlan", "JudgeResult", "PairIds",
-           "RelevanceAnswer", "RelevanceStage", "RunTop", "build_llms", "execute_judge", "fit_to_context",
-           "judge_run", "median_grade", "model_configs", "plan_judge", "plan_pairs"]
+__all__ = [
+    "BatchAnswer",
+    "BatchItem",
+    "Judge",
+    "JudgeJob",
+    "JudgeOptions",
+    "JudgePlan",
+    "JudgeResult",
+    "PairIds",
+    "RelevanceAnswer",
+    "RelevanceStage",
+    "RunTop",
+    "build_llms",
+    "execute_judge",
+    "fit_to_context",
+    "judge_run",
+    "median_grade",
+    "model_configs",
+    "plan_judge",
+    "plan_pairs",
+]

@@ -27,20 +27,33 @@ from .prompt import Judge
 from .result import JudgeResult
 
 
-async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str | Path | None = None,
-                        announce_unknown: bool = True) -> JudgeResult:
+async def execute_judge(
+    plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str | Path | None = None, announce_unknown: bool = True
+) -> JudgeResult:
     """Run a plan made by :func:`plan_judge` with one LLM per config; write qrels when asked.
     ``announce_unknown``: warn of run queries missing from the queries (a job has said it with counts)."""
     if plan.unknown_queries and announce_unknown:
-        print(f"warning: {len(plan.unknown_queries)} run queries are not in the queries file and are not judged "
-              f"(first: {plan.unknown_queries[0]!r})", file=sys.stderr)
+        print(
+            f"warning: {len(plan.unknown_queries)} run queries are not in the queries file and are not judged "
+            f"(first: {plan.unknown_queries[0]!r})",
+            file=sys.stderr,
+        )
     options = plan.judge.options
     concurrency = llms[0].config.concurrency if llms else 8
-    rel = await run_stage(plan.relevance, plan.relevance_items, llms, plan.relevance_store,
-                          concurrency=concurrency, quiet=options.quiet)
+    rel = await run_stage(
+        plan.relevance, plan.relevance_items, llms, plan.relevance_store, concurrency=concurrency, quiet=options.quiet
+    )
     if rel.pending:  # judgments wait for a batch: no qrels yet, and coverage (whose sources use them) waits too
-        return JudgeResult(rel, None, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks,
-                           *_usage(llms), coverage_waits=plan.coverage is not None)
+        return JudgeResult(
+            rel,
+            None,
+            plan.pairs,
+            plan.kept,
+            len(plan.judge.truncated),
+            plan.judge.batch_fallbacks,
+            *_usage(llms),
+            coverage_waits=plan.coverage is not None,
+        )
     if qrels_out is not None:
         # the qrels say what the judgments file says: every pair judged into it, by this run or an
         # earlier one (another retriever's run judged into the same files), and people's labels
@@ -57,10 +70,17 @@ async def execute_judge(plan: JudgePlan, llms: Sequence[LLM], *, qrels_out: str 
     cov = None
     if plan.coverage is not None and plan.coverage_store is not None:
         plan.plan_coverage(plan.relevance_store.records())  # with this run's grades too
-        cov = await run_stage(plan.coverage, plan.coverage_items, llms[:1], plan.coverage_store,
-                              concurrency=concurrency, quiet=options.quiet)
-    return JudgeResult(rel, cov, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks,
-                       *_usage(llms))
+        cov = await run_stage(
+            plan.coverage,
+            plan.coverage_items,
+            llms[:1],
+            plan.coverage_store,
+            concurrency=concurrency,
+            quiet=options.quiet,
+        )
+    return JudgeResult(
+        rel, cov, plan.pairs, plan.kept, len(plan.judge.truncated), plan.judge.batch_fallbacks, *_usage(llms)
+    )
 
 
 def _qrels_origin(graders: set[tuple[str, str]], llms: Sequence[LLM], plan: JudgePlan, before: Any = None):
@@ -69,32 +89,58 @@ def _qrels_origin(graders: set[tuple[str, str]], llms: Sequence[LLM], plan: Judg
     judge's scale; and the pool: this run to its depth, with the runs judged into the file before."""
     hosts = {llm.config.model: endpoint_host(llm.config.base_url) for llm in llms}
     one_host = next(iter(set(hosts.values()))) if len(set(hosts.values())) == 1 else None  # a jury at one endpoint
-    mine = Origin(labellers=tuple(Labeller(by="model", name=m, prompt=p, endpoint=hosts.get(m, one_host))
-                                  for m, p in sorted(graders, key=lambda g: (str(g[0]), str(g[1])))))
+    mine = Origin(
+        labellers=tuple(
+            Labeller(by="model", name=m, prompt=p, endpoint=hosts.get(m, one_host))
+            for m, p in sorted(graders, key=lambda g: (str(g[0]), str(g[1])))
+        )
+    )
     earlier = tuple(before.pool or ()) if before is not None and before.command == "judge" else ()
     pool = tuple({(p.name, p.digest, p.depth): p for p in (*earlier, *([plan.pool] if plan.pool else []))}.values())
     mine = mine.replace(scale=JUDGE_SCALE, relevant_from=JUDGE_RELEVANT_FROM, pool=pool or None)
     if not plan.keep:
         return merged(mine, command="judge")
-    labels = plan.keep_origin if plan.keep_origin is not None and plan.keep_origin.known else \
-        Origin(labellers=(Labeller(by="unknown", name="--keep labels of unknown origin"),))
+    labels = (
+        plan.keep_origin
+        if plan.keep_origin is not None and plan.keep_origin.known
+        else Origin(labellers=(Labeller(by="unknown", name="--keep labels of unknown origin"),))
+    )
     return merged(mine, labels, command="judge")
 
 
 def _usage(llms: Sequence[LLM]) -> tuple[dict[str, Any], str]:
     """What each juror used: as numbers, and as the line the command prints (a run's model is always
     named: the config refuses none)."""
-    return ({llm.config.model or "": llm.usage.to_dict() for llm in llms},
-            "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms))
+    return (
+        {llm.config.model or "": llm.usage.to_dict() for llm in llms},
+        "; ".join(f"{llm.config.model}: {llm.usage.summary()}" for llm in llms),
+    )
 
 
-async def judge_run(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
-                    llms: Sequence[LLM], output: str | Path, *, options: JudgeOptions | None = None,
-                    keep=None, qrels_out: str | Path | None = None,
-                    coverage_out: str | Path | None = None) -> JudgeResult:
+async def judge_run(
+    queries: Sequence[QueryItem],
+    chunks: Sequence[Chunk] | Mapping[str, Chunk],
+    run,
+    llms: Sequence[LLM],
+    output: str | Path,
+    *,
+    options: JudgeOptions | None = None,
+    keep=None,
+    qrels_out: str | Path | None = None,
+    coverage_out: str | Path | None = None,
+) -> JudgeResult:
     """Judge the top of ``run``; write judgments (and qrels, coverage) and return what was done."""
-    plan = plan_judge(queries, chunks, run, [llm.config for llm in llms], output, options=options, keep=keep,
-                      coverage_out=coverage_out, with_coverage=False)  # (planned once the grades are in)
+    plan = plan_judge(
+        queries,
+        chunks,
+        run,
+        [llm.config for llm in llms],
+        output,
+        options=options,
+        keep=keep,
+        coverage_out=coverage_out,
+        with_coverage=False,
+    )  # (planned once the grades are in)
     return await execute_judge(plan, llms, qrels_out=qrels_out)
 
 
@@ -112,18 +158,36 @@ class JudgeJob(StageJob[JudgeResult]):
     """A judge run for the scaffold (:func:`ragassay.runtime.scaffold.run_llm_stage`): planned again
     on every round, since a batch round changes what the outputs hold."""
 
-    def __init__(self, queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, configs: Sequence[LLMConfig],
-                 output: str | Path, *, options: JudgeOptions, keep=None, qrels_out: str | Path | None = None,
-                 coverage_out: str | Path | None = None, sources: tuple[str | None, str | None] = (None, None),
-                 judge: Judge | None = None):
+    def __init__(
+        self,
+        queries: Sequence[QueryItem],
+        chunks: Mapping[str, Chunk],
+        run,
+        configs: Sequence[LLMConfig],
+        output: str | Path,
+        *,
+        options: JudgeOptions,
+        keep=None,
+        qrels_out: str | Path | None = None,
+        coverage_out: str | Path | None = None,
+        sources: tuple[str | None, str | None] = (None, None),
+        judge: Judge | None = None,
+    ):
         """``judge``: a :class:`Judge` made for these configs and options and not used yet (the caller's,
         made to refuse a bad prompt file early), which the first plan then uses instead of making one."""
         self.queries, self.chunks, self.keep = queries, chunks, keep
         self.run = RunTop.of(coerce_run(run), options.depth, chunks)  # (the table itself is let go)
         give_back_freed()
         # the queries meet the run by id: counted, and none in common is an error before any call
-        self.join = Join.of("query ids", "the queries", (q.id for q in queries), "the run", self.run.top,
-                            sources[0], sources[1] or getattr(run, "source", None)).require_overlap()
+        self.join = Join.of(
+            "query ids",
+            "the queries",
+            (q.id for q in queries),
+            "the run",
+            self.run.top,
+            sources[0],
+            sources[1] or getattr(run, "source", None),
+        ).require_overlap()
         self.join.warn()
         self.configs, self.output, self.options = list(configs), Path(output), options
         self.qrels_out, self.coverage_out = qrels_out, coverage_out
@@ -141,9 +205,18 @@ class JudgeJob(StageJob[JudgeResult]):
     def plan(self, with_coverage: bool = True) -> JudgePlan:
         """This round's plan; ``with_coverage``: coverage planned now, from the judgments the output
         holds (an estimate), rather than by the run once its grades are in."""
-        return plan_judge(self.queries, self.chunks, self.run, self.configs, self.output, options=self.options,
-                          keep=self.keep, coverage_out=self.coverage_out, judge=self._judge(),
-                          with_coverage=with_coverage)
+        return plan_judge(
+            self.queries,
+            self.chunks,
+            self.run,
+            self.configs,
+            self.output,
+            options=self.options,
+            keep=self.keep,
+            coverage_out=self.coverage_out,
+            judge=self._judge(),
+            with_coverage=with_coverage,
+        )
 
     def estimate(self) -> Estimate:
         return self.plan().estimate()
@@ -154,10 +227,14 @@ class JudgeJob(StageJob[JudgeResult]):
         if fitted is not self.options:
             self.options = fitted
             if not fitted.quiet:
-                print(f"judge: the server's context is {context:,} tokens: chunks longer than "
-                      f"{fitted.max_chunk_chars:,} characters are judged in windows of that size", file=sys.stderr)
-        result = await execute_judge(self.plan(with_coverage=False), llms, qrels_out=self.qrels_out,
-                                     announce_unknown=False)
+                print(
+                    f"judge: the server's context is {context:,} tokens: chunks longer than "
+                    f"{fitted.max_chunk_chars:,} characters are judged in windows of that size",
+                    file=sys.stderr,
+                )
+        result = await execute_judge(
+            self.plan(with_coverage=False), llms, qrels_out=self.qrels_out, announce_unknown=False
+        )
         result.join = self.join.to_dict()
         return result
 
@@ -171,5 +248,3 @@ class JudgeJob(StageJob[JudgeResult]):
         judge = self._unused_judge = self._judge()  # (still unused: the plan takes it)
         longest = max(self.queries, key=lambda q: len(q.text) + len(q.need_block()) + len(q.expected_block()))
         return sum(estimate_tokens(m["content"]) for m in judge.relevance_messages(longest, Chunk(id="x", text="")))
-
-

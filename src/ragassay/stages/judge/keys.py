@@ -11,6 +11,7 @@ from typing import Any
 _orjson: ModuleType | None
 try:
     import orjson as _orjson_module
+
     _orjson = _orjson_module
 except ImportError:  # optional (the ``fast`` extra)
     _orjson = None

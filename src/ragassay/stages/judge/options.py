@@ -12,14 +12,14 @@ from typing import Literal
 class JudgeOptions:
     depth: int = 10
     samples: int = 1
-    batch: int = 1                 # 1 = pointwise (one call per pair)
-    max_chunk_chars: int = 6000    # longer chunks: judged in windows of this size (or cut, with long_chunks="cut")
+    batch: int = 1  # 1 = pointwise (one call per pair)
+    max_chunk_chars: int = 6000  # longer chunks: judged in windows of this size (or cut, with long_chunks="cut")
     long_chunks: Literal["windows", "cut"] = "windows"
     window_overlap: int = 300
     max_tokens: int = 600
     sample_temperature: float = 0.7
-    seed: int = 0                  # sample i sends seed + i, so votes can be reproduced
-    tie: Literal["lower", "higher", "round-half-even"] = "lower"   # the median of an even number of votes
+    seed: int = 0  # sample i sends seed + i, so votes can be reproduced
+    tie: Literal["lower", "higher", "round-half-even"] = "lower"  # the median of an even number of votes
     quiet: bool = False
     shard: tuple[int, int] | None = None  # judge only the queries of this slice (i, n): see engine.in_shard
     # pointwise prompts with six worked examples in their fixed part, which then passes the 1,024

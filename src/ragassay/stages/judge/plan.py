@@ -81,8 +81,13 @@ class PairIds(Sequence):
                 yield qid, top
 
 
-def plan_pairs(queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, depth: int,
-               keep: Mapping[str, Mapping[str, int]] | None = None):
+def plan_pairs(
+    queries: Sequence[QueryItem],
+    chunks: Mapping[str, Chunk],
+    run,
+    depth: int,
+    keep: Mapping[str, Mapping[str, int]] | None = None,
+):
     """The (query, chunk) pairs to judge: the top ``depth`` of each query in the run, minus pairs
     already labelled in ``keep``. Run chunk ids missing from the chunks file are an error. Returns
     the pairs (a :class:`PairIds`), the pairs people labelled, each query's top ids and the run's queries that
@@ -108,9 +113,11 @@ def plan_pairs(queries: Sequence[QueryItem], chunks: Mapping[str, Chunk], run, d
         per_query[qid] = known
     if unknown:
         qid, cid = unknown[0]
-        raise InputError(f"the run lists chunk {cid!r} (query {qid!r}) that is not in the chunks file; "
-                         f"{len(unknown)} such pair(s){_integer_ids(unknown, chunks)}. Judge against the chunks "
-                         "the run was made from")
+        raise InputError(
+            f"the run lists chunk {cid!r} (query {qid!r}) that is not in the chunks file; "
+            f"{len(unknown)} such pair(s){_integer_ids(unknown, chunks)}. Judge against the chunks "
+            "the run was made from"
+        )
     return PairIds(per_query, set(labelled)), labelled, per_query, missing_queries
 
 
@@ -123,8 +130,10 @@ def _integer_ids(unknown: list[tuple[str, str]], chunks: Mapping[str, Chunk]) ->
     sample = [c for c, _ in zip(chunks, range(50))]
     if not sample or any(c.lstrip("-").isdigit() for c in sample):
         return ""
-    return (f"; {ints} of them are integers while the chunks' ids are not (e.g. {sample[0]!r}): positions in "
-            "an index rather than chunk ids?")
+    return (
+        f"; {ints} of them are integers while the chunks' ids are not (e.g. {sample[0]!r}): positions in "
+        "an index rather than chunk ids?"
+    )
 
 
 def _all_done(store: OutputStore) -> Callable[[WorkItem], bool]:
@@ -160,8 +169,9 @@ class JudgePlan:
         approximately)."""
         est = estimate(self.relevance_items, _all_done(self.relevance_store), self.judge.configs, self.relevance)
         if self.coverage is not None and self.coverage_store is not None:
-            est = est.add(estimate(self.coverage_items, _all_done(self.coverage_store), self.judge.configs[:1],
-                                   self.coverage))
+            est = est.add(
+                estimate(self.coverage_items, _all_done(self.coverage_store), self.judge.configs[:1], self.coverage)
+            )
         return est
 
     def plan_coverage(self, judged: Iterable[dict]) -> None:
@@ -170,23 +180,40 @@ class JudgePlan:
         if self.coverage is None or self.coverage_store is None:
             return
         relevant: dict[str, list[str]] = {}
-        pairs = [(r["query_id"], r["chunk_id"]) for r in judged
-                 if r.get("status") == "ok" and (r.get("grade") or 0) >= 2 and r["chunk_id"] in self.chunks]
+        pairs = [
+            (r["query_id"], r["chunk_id"])
+            for r in judged
+            if r.get("status") == "ok" and (r.get("grade") or 0) >= 2 and r["chunk_id"] in self.chunks
+        ]
         for qid, cid in sorted(pairs):
             relevant.setdefault(qid, []).append(cid)
         known = self.coverage.known_nuggets(self.coverage_store.file_records())
         chunks = self.chunks
         if isinstance(chunks, ChunkTable):  # each read makes a new chunk: one per id, shared by the items
             chunks = SharedChunks(chunks)
-        self.coverage_items = self.coverage.plan([
-            (self.queries[q], [chunks[c] for c in top], [chunks[c] for c in relevant.get(q, [])[:10]])
-            for q, top in self.per_query.items()], known, self.coverage_store.done)
+        self.coverage_items = self.coverage.plan(
+            [
+                (self.queries[q], [chunks[c] for c in top], [chunks[c] for c in relevant.get(q, [])[:10]])
+                for q, top in self.per_query.items()
+            ],
+            known,
+            self.coverage_store.done,
+        )
 
 
-def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
-               configs: Sequence[LLMConfig], output: str | Path, *, options: JudgeOptions | None = None,
-               keep=None, coverage_out: str | Path | None = None, judge: Judge | None = None,
-               with_coverage: bool = True) -> JudgePlan:
+def plan_judge(
+    queries: Sequence[QueryItem],
+    chunks: Sequence[Chunk] | Mapping[str, Chunk],
+    run,
+    configs: Sequence[LLMConfig],
+    output: str | Path,
+    *,
+    options: JudgeOptions | None = None,
+    keep=None,
+    coverage_out: str | Path | None = None,
+    judge: Judge | None = None,
+    with_coverage: bool = True,
+) -> JudgePlan:
     """Pure: inputs and what ``output`` already holds -> the items and calls of a judge run.
 
     ``judge``: the :class:`Judge` to plan with, made for these configs and options and not yet used
@@ -194,13 +221,33 @@ def plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[s
     already holds (what an estimate prices); a run passes False, since it plans coverage once its
     own grades are in (:func:`~ragassay.stages.judge.job.execute_judge`)."""
     with bulk():
-        return _plan_judge(queries, chunks, run, configs, output, options=options or JudgeOptions(), keep=keep,
-                           coverage_out=coverage_out, judge=judge, with_coverage=with_coverage)
+        return _plan_judge(
+            queries,
+            chunks,
+            run,
+            configs,
+            output,
+            options=options or JudgeOptions(),
+            keep=keep,
+            coverage_out=coverage_out,
+            judge=judge,
+            with_coverage=with_coverage,
+        )
 
 
-def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[str, Chunk], run,
-                configs: Sequence[LLMConfig], output: str | Path, *, options: JudgeOptions, keep,
-                coverage_out: str | Path | None, judge: Judge | None, with_coverage: bool) -> JudgePlan:
+def _plan_judge(
+    queries: Sequence[QueryItem],
+    chunks: Sequence[Chunk] | Mapping[str, Chunk],
+    run,
+    configs: Sequence[LLMConfig],
+    output: str | Path,
+    *,
+    options: JudgeOptions,
+    keep,
+    coverage_out: str | Path | None,
+    judge: Judge | None,
+    with_coverage: bool,
+) -> JudgePlan:
     if not isinstance(run, RunTop):
         run = RunTop.of(coerce_run(run), options.depth, chunks)
     chunk_map = chunks if isinstance(chunks, Mapping) else {c.id: c for c in chunks}
@@ -221,8 +268,23 @@ def _plan_judge(queries: Sequence[QueryItem], chunks: Sequence[Chunk] | Mapping[
         cov = CoverageStage(configs[0], judge.passages, run.name, options.max_tokens * 2)
         cov_store = OutputStore(coverage_out, cov.identity)
     give_back_freed()  # (what planning let go: the keys' encoded parts)
-    plan = JudgePlan(judge, rel, items, store, cov, [], cov_store, len(pairs) + len(labelled), len(labelled),
-                     keep_dict, unknown_queries, qmap, chunk_map, per_query, getattr(keep_qrels, "origin", None))
+    plan = JudgePlan(
+        judge,
+        rel,
+        items,
+        store,
+        cov,
+        [],
+        cov_store,
+        len(pairs) + len(labelled),
+        len(labelled),
+        keep_dict,
+        unknown_queries,
+        qmap,
+        chunk_map,
+        per_query,
+        getattr(keep_qrels, "origin", None),
+    )
     plan.pool = PoolRun(name=run.name or "run", digest=pool_digest(run.top), depth=run.depth)
     if with_coverage:
         plan.plan_coverage(store.records())

@@ -97,8 +97,13 @@ class Judge:
         """The pointwise prompt (options.prompt) and why it was chosen; batches and the cache-friendly
         form exist for the full prompt only."""
         o = self.options
-        full_only = (f"--batch {o.batch} grades several passages in one call" if o.batch > 1 else
-                     "--cache-friendly opens the full prompt with worked examples" if o.cache_friendly else None)
+        full_only = (
+            f"--batch {o.batch} grades several passages in one call"
+            if o.batch > 1
+            else "--cache-friendly opens the full prompt with worked examples"
+            if o.cache_friendly
+            else None
+        )
         return choose_prompt("judge", o.prompt, [c.model for c in self.configs], full_only=full_only)
 
     def filled(self, **values: str) -> dict[str, str]:
@@ -115,27 +120,39 @@ class Judge:
     def model_names(self) -> str:
         return ",".join(c.model or "" for c in self.configs)
 
-    def relevance_messages(self, query: QueryItem, chunk: Chunk,
-                           window: tuple[int, int] | None = None) -> list[dict[str, str]]:
-        return self.rel_prompt.messages(**self.filled(**self.query_values(query),
-                                                      passage=self.passage_block(chunk, window)))
+    def relevance_messages(
+        self, query: QueryItem, chunk: Chunk, window: tuple[int, int] | None = None
+    ) -> list[dict[str, str]]:
+        return self.rel_prompt.messages(
+            **self.filled(**self.query_values(query), passage=self.passage_block(chunk, window))
+        )
 
     def query_values(self, query: QueryItem) -> dict[str, str]:
         if self.full:
-            return {"query": delimit("QUERY", query.text), "need": query.need_block(),
-                    "expected": query.expected_block()}
+            return {
+                "query": delimit("QUERY", query.text),
+                "need": query.need_block(),
+                "expected": query.expected_block(),
+            }
         # a short prompt or a user's: a need or note the query lacks is left out, not said absent
         need = "\n".join(t for t in (query.description, query.narrative) if t)
-        return {"query": delimit("QUERY", query.text), "need": delimit("NEED", need) if need else "",
-                "expected": delimit("WHAT A GOOD ANSWER CONTAINS", query.answer) if query.answer else ""}
+        return {
+            "query": delimit("QUERY", query.text),
+            "need": delimit("NEED", need) if need else "",
+            "expected": delimit("WHAT A GOOD ANSWER CONTAINS", query.answer) if query.answer else "",
+        }
 
     def passage_block(self, chunk: Chunk, window: tuple[int, int] | None = None) -> str:
         return delimit("PASSAGE", self.passages.text(chunk, window))
 
     def batch_messages(self, query: QueryItem, chunks: Sequence[Chunk]) -> list[dict[str, str]]:
-        return self.batch_prompt.messages(query=delimit("QUERY", query.text), need=query.need_block(),
-                                          expected=query.expected_block(), passages=self.passages.blocks(list(chunks)),
-                                          ids=", ".join(shown_id(c.id) for c in chunks))
+        return self.batch_prompt.messages(
+            query=delimit("QUERY", query.text),
+            need=query.need_block(),
+            expected=query.expected_block(),
+            passages=self.passages.blocks(list(chunks)),
+            ids=", ".join(shown_id(c.id) for c in chunks),
+        )
 
     def windows(self, chunk: Chunk) -> list[tuple[int, int]] | None:
         """Overlapping windows covering a chunk longer than the budget (None when it fits, or when
@@ -155,9 +172,16 @@ class Judge:
     def settings(self) -> dict[str, Any]:
         """The answer-changing parameters every key includes."""
         o = self.options
-        return {"models": [c.model for c in self.configs], "samples": o.samples,
-                "temperatures": [self.temperature(i) for i in range(len(self.configs))], "seed": o.seed, "tie": o.tie,
-                "max_chunk_chars": o.max_chunk_chars, "long_chunks": o.long_chunks, "max_tokens": o.max_tokens}
+        return {
+            "models": [c.model for c in self.configs],
+            "samples": o.samples,
+            "temperatures": [self.temperature(i) for i in range(len(self.configs))],
+            "seed": o.seed,
+            "tie": o.tie,
+            "max_chunk_chars": o.max_chunk_chars,
+            "long_chunks": o.long_chunks,
+            "max_tokens": o.max_tokens,
+        }
 
     def pair_fingerprint(self, query: QueryItem, chunk: Chunk, prompt_id: str) -> str:
         """The key of one pair's record: its identity (query id, chunk id) and everything that
@@ -165,8 +189,9 @@ class Judge:
         identical requests are asked once (the engine shares them)."""
         return self.query_keys(query, [chunk.id], prompt_id, {chunk.id: chunk})[0]
 
-    def query_keys(self, query: QueryItem, ids: Sequence[str], prompt_id: str,
-                   chunks: Mapping[str, Chunk]) -> list[str]:
+    def query_keys(
+        self, query: QueryItem, ids: Sequence[str], prompt_id: str, chunks: Mapping[str, Chunk]
+    ) -> list[str]:
         """The keys of one query's pairs with the chunks ``ids`` names in ``chunks`` (each
         :meth:`pair_fingerprint`), the query's part hashed once: a plan goes query by query."""
         tails = self._tails
@@ -203,27 +228,32 @@ class Judge:
         """Each sample of several sends its own seed (a single answer sends none, as before)."""
         return self.options.seed + sample if self.options.samples > 1 else None
 
-    def relevance_calls(self, messages: list[dict[str, str]], response_model: type[BaseModel],
-                        max_tokens: int) -> list[Call]:
-        return [Call.of(m, messages, response_model, "judge", max_tokens, self.temperature(m), seed=self.seed(s),
-                        sample=s)
-                for m in range(len(self.configs)) for s in range(self.options.samples)]
+    def relevance_calls(
+        self, messages: list[dict[str, str]], response_model: type[BaseModel], max_tokens: int
+    ) -> list[Call]:
+        return [
+            Call.of(m, messages, response_model, "judge", max_tokens, self.temperature(m), seed=self.seed(s), sample=s)
+            for m in range(len(self.configs))
+            for s in range(self.options.samples)
+        ]
 
     def combine(self, votes: list[int]) -> tuple[int, dict[str, int] | None]:
         """The pair's grade: each juror's median over its samples, then the median over jurors,
         ties by the stated rule. Also each juror's grade when there is a jury."""
         per = self.options.samples
-        jurors = [median_grade(votes[i:i + per], self.options.tie) for i in range(0, len(votes), per)]
+        jurors = [median_grade(votes[i : i + per], self.options.tie) for i in range(0, len(votes), per)]
         grade = median_grade(jurors, self.options.tie)
         names = [c.model or str(i) for i, c in enumerate(self.configs)]
         return grade, (dict(zip(names, jurors)) if len(jurors) > 1 else None)
 
-    def from_votes(self, qid: str, cid: str, votes: list[int], answers: list[Any], prompt: str,
-                   key: str) -> Judgment:
+    def from_votes(self, qid: str, cid: str, votes: list[int], answers: list[Any], prompt: str, key: str) -> Judgment:
         grade, jurors = self.combine(votes)
         chosen = min(zip(answers, votes), key=lambda av: abs(av[1] - grade))[0]  # a reasoning that fits the grade
-        reasoning = (f"intent: {chosen.intent}\nmatch: {chosen.match}\ntrust: {chosen.trust}"
-                     if hasattr(chosen, "intent") else chosen.reasoning)  # the short schema's is optional
+        reasoning = (
+            f"intent: {chosen.intent}\nmatch: {chosen.match}\ntrust: {chosen.trust}"
+            if hasattr(chosen, "intent")
+            else chosen.reasoning
+        )  # the short schema's is optional
         sampled: dict[str, Any] = {}  # only sampled votes and juries have these
         if self.options.samples > 1:
             sampled.update(seeds=[self.seed(s) for s in range(self.options.samples)], temperature=self.temperature(0))
@@ -231,14 +261,45 @@ class Judge:
             sampled["juror_grades"] = jurors
         return self.record(qid, cid, grade, votes, reasoning, "llm", prompt, key, **sampled)
 
-    def record(self, qid: str, cid: str, grade: int, votes: list[int], reasoning: str,
-               decided_by: Literal["rule", "llm"],
-               prompt: str, key: str, **sampled: Any) -> Judgment:
-        return Judgment(query_id=qid, chunk_id=cid, key=key, grade=grade, reasoning=reasoning, status="ok", error=None,
-                        model=self.model_names, prompt=prompt, samples=votes, decided_by=decided_by,
-                        truncated=cid in self.truncated, **sampled)
+    def record(
+        self,
+        qid: str,
+        cid: str,
+        grade: int,
+        votes: list[int],
+        reasoning: str,
+        decided_by: Literal["rule", "llm"],
+        prompt: str,
+        key: str,
+        **sampled: Any,
+    ) -> Judgment:
+        return Judgment(
+            query_id=qid,
+            chunk_id=cid,
+            key=key,
+            grade=grade,
+            reasoning=reasoning,
+            status="ok",
+            error=None,
+            model=self.model_names,
+            prompt=prompt,
+            samples=votes,
+            decided_by=decided_by,
+            truncated=cid in self.truncated,
+            **sampled,
+        )
 
     def error_record(self, qid: str, cid: str, e: LLMError, key: str) -> Judgment:
-        return Judgment(query_id=qid, chunk_id=cid, key=key, grade=None, reasoning=None, status="error",
-                        error=e.reason, model=self.model_names, prompt=None, samples=[], decided_by=None)
-
+        return Judgment(
+            query_id=qid,
+            chunk_id=cid,
+            key=key,
+            grade=None,
+            reasoning=None,
+            status="error",
+            error=e.reason,
+            model=self.model_names,
+            prompt=None,
+            samples=[],
+            decided_by=None,
+        )

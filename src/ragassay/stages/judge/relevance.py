@@ -72,8 +72,9 @@ class RelevanceStage(Stage):
     def identity(self, record: dict) -> str:
         return pair_key(record["query_id"], record["chunk_id"])
 
-    def _pointwise(self, q: QueryItem, c: Chunk, is_done: Callable[[str], bool] = lambda key: False,
-                   key: str | None = None) -> WorkItem:
+    def _pointwise(
+        self, q: QueryItem, c: Chunk, is_done: Callable[[str], bool] = lambda key: False, key: str | None = None
+    ) -> WorkItem:
         """One pair alone: no call for an empty chunk; one set of calls per window of a long one. A
         pair already done keeps its place in the plan (its record is this run's too) but no prompt
         is built for it: a rerun of a finished judgment costs its keys only."""
@@ -100,23 +101,32 @@ class RelevanceStage(Stage):
         memo = self._text_memo
         if memo.get("query_id") != p.query.id:  # this query's messages around its passage, made once
             memo["query_id"] = p.query.id
-            memo["around"] = tuple((role, "".join(texts).split(_SLOT)) for role, texts in
-                                   j.rel_prompt.pieces(**j.filled(**j.query_values(p.query), passage=_SLOT)))
+            memo["around"] = tuple(
+                (role, "".join(texts).split(_SLOT))
+                for role, texts in j.rel_prompt.pieces(**j.filled(**j.query_values(p.query), passage=_SLOT))
+            )
         passages = memo.setdefault("passages", {})
         if len(passages) > 20_000:  # bounded: a plan goes query by query, passages recur at random
             passages.clear()
         shapes = memo.get("shapes")
         if shapes is None:  # (model, temperature, seed, sample) of each call of one prompt
-            shapes = memo["shapes"] = [(m, j.temperature(m), j.seed(smp), smp) for m in range(len(j.configs))
-                                       for smp in range(j.options.samples)]
+            shapes = memo["shapes"] = [
+                (m, j.temperature(m), j.seed(smp), smp)
+                for m in range(len(j.configs))
+                for smp in range(j.options.samples)
+            ]
         out = []
         max_tokens = j.options.max_tokens
-        for window in (p.windows or (None,)):
+        for window in p.windows or (None,):
             block = passages.get((p.chunk.id, window))
             if block is None:
                 block = passages[(p.chunk.id, window)] = j.passage_block(p.chunk, window)
-            pieces = tuple([(role, tuple(x for i, part in enumerate(parts) for x in ((block, part) if i else (part,))))
-                            for role, parts in memo["around"]])  # (a prompt file may show the passage twice)
+            pieces = tuple(
+                [
+                    (role, tuple(x for i, part in enumerate(parts) for x in ((block, part) if i else (part,))))
+                    for role, parts in memo["around"]
+                ]
+            )  # (a prompt file may show the passage twice)
             for m, temperature, seed, smp in shapes:
                 out.append(CallText(m, pieces, j.answer_model, "judge", max_tokens, temperature, seed, smp))
         return out
@@ -129,11 +139,18 @@ class RelevanceStage(Stage):
         j = self.judge
         if windows is None:
             return j.relevance_calls(j.relevance_messages(q, c), j.answer_model, j.options.max_tokens)
-        return [call for w in windows
-                for call in j.relevance_calls(j.relevance_messages(q, c, w), j.answer_model, j.options.max_tokens)]
+        return [
+            call
+            for w in windows
+            for call in j.relevance_calls(j.relevance_messages(q, c, w), j.answer_model, j.options.max_tokens)
+        ]
 
-    def plan_queries(self, groups: Iterable[tuple[QueryItem, Sequence[str]]], chunks: Mapping[str, Chunk],
-                     done_flags: Callable[[Sequence[str]], list[bool]]) -> Items:
+    def plan_queries(
+        self,
+        groups: Iterable[tuple[QueryItem, Sequence[str]]],
+        chunks: Mapping[str, Chunk],
+        done_flags: Callable[[Sequence[str]], list[bool]],
+    ) -> Items:
         """What :meth:`plan` makes of the pairs of each query with its chunks (named by id, looked
         up in ``chunks``), in order, when pairs are judged alone (no ``--batch``): a query's keys
         made and looked up together (a rerun of a finished judgment costs little more than its
@@ -193,14 +210,15 @@ class RelevanceStage(Stage):
                 items.add(WorkItem(p.key, [], [p]))
             live = [p for p in ps if p.chunk.text.strip()]
             for i in range(0, len(live), o.batch):
-                group = live[i:i + o.batch]
+                group = live[i : i + o.batch]
                 # shown in an order fixed by the group's content, not the run's ranking, so the rank a
                 # retriever gave a chunk does not become a position effect on its grade
                 random.Random(fingerprint(*[p.key for p in group])).shuffle(group)
                 messages = j.batch_messages(queries[qid], [p.chunk for p in group])
                 calls = j.relevance_calls(messages, BatchAnswer, o.max_tokens * len(group))
-                items.add(WorkItem(fingerprint(*[p.key for p in group]), calls, group,
-                                   record_keys=[p.key for p in group]))
+                items.add(
+                    WorkItem(fingerprint(*[p.key for p in group]), calls, group, record_keys=[p.key for p in group])
+                )
         return items
 
     async def finish(self, item: WorkItem, answers: list[Any], llms: Sequence[LLM]) -> list[BaseModel | dict]:
@@ -211,21 +229,22 @@ class RelevanceStage(Stage):
         if not item.calls:
             p = pairs[0]
             if p.chunk.text.strip():  # planned as done (no prompt built), yet asked: never a made-up grade
-                raise LLMError("internal", "this pair was planned as already judged but its record is missing; "
-                                           "rerun to judge it")
+                raise LLMError(
+                    "internal", "this pair was planned as already judged but its record is missing; rerun to judge it"
+                )
             prompt = j.rel_prompt.id if j.options.batch <= 1 else j.batch_prompt.id
-            return [j.record(p.query.id, p.chunk.id, 0, [], "empty chunk: graded 0 without a call", "rule",
-                             prompt, p.key)]
+            return [
+                j.record(p.query.id, p.chunk.id, 0, [], "empty chunk: graded 0 without a call", "rule", prompt, p.key)
+            ]
         first = pairs[0]
         if first.windows is not None:
             return [self._best_window(first, first.windows, answers)]
         if len(pairs) == 1 and item.calls[0].response_model is not BatchAnswer:
             p = pairs[0]
-            return [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers], answers, j.rel_prompt.id,
-                                 p.key)]
-        batch_answers = answers[:len(item.calls)]
+            return [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers], answers, j.rel_prompt.id, p.key)]
+        batch_answers = answers[: len(item.calls)]
         votes, reasons, missing = self._batch_votes(pairs, batch_answers)
-        alone = iter(self._alone(answers[len(item.calls):], len(missing)))
+        alone = iter(self._alone(answers[len(item.calls) :], len(missing)))
         out: list[BaseModel | dict] = []
         for position, p in enumerate(pairs):
             cid = p.chunk.id
@@ -260,7 +279,7 @@ class RelevanceStage(Stage):
     def _alone(self, answers: Sequence[Any], n_pairs: int) -> list[list[Any]]:
         """The pointwise answers of the pairs a batch missed, split per pair."""
         per = len(self.judge.configs) * self.judge.options.samples
-        return [list(answers[i * per:(i + 1) * per]) for i in range(n_pairs)]
+        return [list(answers[i * per : (i + 1) * per]) for i in range(n_pairs)]
 
     def next_calls(self, item: WorkItem, answers: Sequence[BaseModel | None]) -> list[Call]:
         """After a batch answer: each pair it missed is asked alone (part of the plan, so a batch
@@ -275,22 +294,36 @@ class RelevanceStage(Stage):
         _, _, missing = self._batch_votes(pairs, answers)
         j.batch_fallbacks += len(missing)
         by_id = {p.chunk.id: p for p in pairs}
-        return [call for cid in missing for call in
-                j.relevance_calls(j.relevance_messages(by_id[cid].query, by_id[cid].chunk), j.answer_model,
-                                  j.options.max_tokens)]
+        return [
+            call
+            for cid in missing
+            for call in j.relevance_calls(
+                j.relevance_messages(by_id[cid].query, by_id[cid].chunk), j.answer_model, j.options.max_tokens
+            )
+        ]
 
     def _best_window(self, p: _Pair, windows: list[tuple[int, int]], answers: list[Any]) -> Judgment:
         """A long chunk is as useful as its most useful part: the grade of its best window."""
         j = self.judge
         per = len(answers) // len(windows)
-        records = [j.from_votes(p.query.id, p.chunk.id, [a.grade for a in answers[i:i + per]], answers[i:i + per],
-                                j.rel_prompt.id, p.key) for i in range(0, len(answers), per)]
+        records = [
+            j.from_votes(
+                p.query.id,
+                p.chunk.id,
+                [a.grade for a in answers[i : i + per]],
+                answers[i : i + per],
+                j.rel_prompt.id,
+                p.key,
+            )
+            for i in range(0, len(answers), per)
+        ]
         best = max(range(len(records)), key=lambda i: records[i].grade or 0)
         start, end = windows[best]
         # "samples" keeps the best window's votes (samples and jurors): windows are parts of one
         # passage, not votes, and must not count as disagreement
-        return records[best].model_copy(update={"windows": len(windows), "window_grades": [r.grade for r in records],
-                                                "best_window": [start, end]})
+        return records[best].model_copy(
+            update={"windows": len(windows), "window_grades": [r.grade for r in records], "best_window": [start, end]}
+        )
 
     def error_records(self, item: WorkItem, error: LLMError) -> list[BaseModel | dict]:
         return [self.judge.error_record(p.query.id, p.chunk.id, error, p.key) for p in item.payload or []]
@@ -310,4 +343,3 @@ class SharedChunks(dict):
     def __missing__(self, chunk_id: str) -> Chunk:
         chunk = self[chunk_id] = self.table[chunk_id]
         return chunk
-

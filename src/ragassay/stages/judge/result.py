@@ -108,16 +108,30 @@ class JudgeResult:
         """The typed result (kind ``judge``): counts, grades, coverage labels, usage as numbers."""
         cov = Counter(r["coverage"] for r in self.coverage.records if r["status"] == "ok") if self.coverage else None
         return JudgeSummary(
-            pairs=self.pairs, kept=self.kept, judged=self.relevance.ok, errors=self.errors,
-            already_done=self.relevance.skipped_done, decided_by_rule=self._tally()["decided_by_rule"],
+            pairs=self.pairs,
+            kept=self.kept,
+            judged=self.relevance.ok,
+            errors=self.errors,
+            already_done=self.relevance.skipped_done,
+            decided_by_rule=self._tally()["decided_by_rule"],
             grades={str(g): self._tally()["grades"].get(g, 0) for g in range(4)},
             coverage=None if cov is None else {k: cov.get(k, 0) for k in ("FULL", "PARTIAL", "NONE")},
-            sample_disagreement=self.sample_disagreement, mean_vote_spread=self.mean_vote_spread,
-            juror_agreement=self.juror_agreement, truncated=self.truncated, windowed=self._tally()["windowed"],
-            batch_fallbacks=self.batch_fallbacks, pending=self.pending,
-            error_reasons=dict((self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage
-                                                                else Counter())).most_common(5)),
-            usage=self.usage, usage_text=self.usage_text, join=self.join)
+            sample_disagreement=self.sample_disagreement,
+            mean_vote_spread=self.mean_vote_spread,
+            juror_agreement=self.juror_agreement,
+            truncated=self.truncated,
+            windowed=self._tally()["windowed"],
+            batch_fallbacks=self.batch_fallbacks,
+            pending=self.pending,
+            error_reasons=dict(
+                (
+                    self.relevance.error_reasons + (self.coverage.error_reasons if self.coverage else Counter())
+                ).most_common(5)
+            ),
+            usage=self.usage,
+            usage_text=self.usage_text,
+            join=self.join,
+        )
 
     def text(self) -> str:
         d = self.summary()
@@ -132,27 +146,41 @@ class JudgeResult:
     def _count_lines(self, d: JudgeSummary) -> list[str]:
         """How the queries met the run, the pairs and how they were done, the grades and the coverage."""
         j = self.join
-        lines = [] if not j else [f"queries: {j['left']['matched']} of {j['left']['ids']} in the queries file are in "
-                                  f"the run ({j['right']['ids']} queries)"]
-        lines += [f"pairs: {self.pairs} ({self.kept} kept from --keep, {d.already_done} already done, "
-                  f"{d.decided_by_rule} decided by rule, {self.relevance.errors} "
-                  f"error{'s' if self.relevance.errors != 1 else ''})",
-                  "grades: " + ", ".join(f"{g}: {n}" for g, n in (d.grades or {}).items())]
+        lines = (
+            []
+            if not j
+            else [
+                f"queries: {j['left']['matched']} of {j['left']['ids']} in the queries file are in "
+                f"the run ({j['right']['ids']} queries)"
+            ]
+        )
+        lines += [
+            f"pairs: {self.pairs} ({self.kept} kept from --keep, {d.already_done} already done, "
+            f"{d.decided_by_rule} decided by rule, {self.relevance.errors} "
+            f"error{'s' if self.relevance.errors != 1 else ''})",
+            "grades: " + ", ".join(f"{g}: {n}" for g, n in (d.grades or {}).items()),
+        ]
         if self.coverage is not None:
-            lines.append("coverage: " + ", ".join(f"{k}: {v}" for k, v in (d.coverage or {}).items())
-                         + (f", errors: {self.coverage.errors}" if self.coverage.errors else ""))
+            lines.append(
+                "coverage: "
+                + ", ".join(f"{k}: {v}" for k, v in (d.coverage or {}).items())
+                + (f", errors: {self.coverage.errors}" if self.coverage.errors else "")
+            )
         return lines
 
     def _agreement_lines(self) -> list[str]:
         """How much several votes, or several jurors, disagreed."""
         lines = []
         if self.sample_disagreement is not None:
-            lines.append(f"votes disagreed on {self.sample_disagreement:.1%} of judged pairs (flip rate); "
-                         f"mean spread {self.mean_vote_spread:.2f} grades")
+            lines.append(
+                f"votes disagreed on {self.sample_disagreement:.1%} of judged pairs (flip rate); "
+                f"mean spread {self.mean_vote_spread:.2f} grades"
+            )
         for jurors, a in (self.juror_agreement or {}).items():
             kappa = "n/a" if a["kappa_linear"] is None else f"{a['kappa_linear']:.3f}"
-            lines.append(f"jurors {jurors}: same grade on {a['agreement']:.1%} of {a['pairs']} pairs, "
-                         f"linear kappa {kappa}")
+            lines.append(
+                f"jurors {jurors}: same grade on {a['agreement']:.1%} of {a['pairs']} pairs, linear kappa {kappa}"
+            )
         return lines
 
     def _note_lines(self, d: JudgeSummary) -> list[str]:
@@ -170,8 +198,10 @@ class JudgeResult:
         """The items that wait for batch answers."""
         lines = []
         if self.relevance.pending:
-            lines.append(f"{self.relevance.pending} judge items wait for batch answers"
-                         + ("; coverage runs once they are in" if self.coverage_waits else ""))
+            lines.append(
+                f"{self.relevance.pending} judge items wait for batch answers"
+                + ("; coverage runs once they are in" if self.coverage_waits else "")
+            )
         if self.coverage is not None and self.coverage.pending:
             lines.append(f"{self.coverage.pending} coverage items wait for batch answers (one step per round)")
         return lines
@@ -195,10 +225,14 @@ def tally_of(records: Iterable[dict]) -> dict[str, Any]:
             votes.append(r["samples"])
         if r.get("juror_grades"):
             jurors.append(r["juror_grades"])
-    return {"grades": dict(grades), "decided_by_rule": rule, "windowed": windowed,
-            "sample_disagreement": sum(1 for v in votes if len(set(v)) > 1) / len(votes) if votes else None,
-            "mean_vote_spread": sum(max(v) - min(v) for v in votes) / len(votes) if votes else None,
-            "juror_agreement": juror_agreement_of(jurors)}
+    return {
+        "grades": dict(grades),
+        "decided_by_rule": rule,
+        "windowed": windowed,
+        "sample_disagreement": sum(1 for v in votes if len(set(v)) > 1) / len(votes) if votes else None,
+        "mean_vote_spread": sum(max(v) - min(v) for v in votes) / len(votes) if votes else None,
+        "juror_agreement": juror_agreement_of(jurors),
+    }
 
 
 def juror_agreement_of(rows: list[dict[str, int]]) -> dict[str, dict[str, Any]] | None:
@@ -207,11 +241,14 @@ def juror_agreement_of(rows: list[dict[str, int]]) -> dict[str, dict[str, Any]] 
     names = list(rows[0])
     out = {}
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             x, y = [r[a] for r in rows], [r[b] for r in rows]
             kappa = cohen_kappa(np.asarray(x), np.asarray(y), "linear")
-            out[f"{a} vs {b}"] = {"pairs": len(rows), "agreement": sum(u == v for u, v in zip(x, y)) / len(rows),
-                                  "kappa_linear": None if kappa != kappa else kappa}
+            out[f"{a} vs {b}"] = {
+                "pairs": len(rows),
+                "agreement": sum(u == v for u, v in zip(x, y)) / len(rows),
+                "kappa_linear": None if kappa != kappa else kappa,
+            }
     return out
 
 
@@ -224,10 +261,14 @@ def tally_from_json(value: Any) -> dict[str, Any] | None:
     """:func:`tally_to_json` read back; None when it is not one (the tally is then counted again)."""
     try:
         grades = {g: int(n) for g, n in value["grades"]}
-        out = {"grades": grades, "decided_by_rule": int(value["decided_by_rule"]), "windowed": int(value["windowed"]),
-               "sample_disagreement": value["sample_disagreement"], "mean_vote_spread": value["mean_vote_spread"],
-               "juror_agreement": value["juror_agreement"]}
+        out = {
+            "grades": grades,
+            "decided_by_rule": int(value["decided_by_rule"]),
+            "windowed": int(value["windowed"]),
+            "sample_disagreement": value["sample_disagreement"],
+            "mean_vote_spread": value["mean_vote_spread"],
+            "juror_agreement": value["juror_agreement"],
+        }
     except (KeyError, TypeError, ValueError):
         return None
     return out
-
