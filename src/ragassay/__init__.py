@@ -28,7 +28,7 @@ _EXPORTS = {
     "Agreement": "metrics.agreement",
     "run_retriever": "stages.retrieve",
     "check_answers": "stages.check",
-    "read_answers": "stages.check",
+    "read_answers": "stages.answer_files",
     "label_summary": "metrics.labels",
     "CheckOptions": "stages.check",
     "CheckResult": "stages.check_result",
@@ -108,7 +108,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .product.qualify_results import Grader, Qualification
     from .runtime.engine import Estimate
     from .runtime.scaffold import Backend
-    from .stages.check import CheckOptions, check_answers, read_answers
+    from .stages.answer_files import read_answers
+    from .stages.check import CheckOptions, check_answers
     from .stages.check_result import CheckResult
     from .stages.generate import GenerateOptions, GenerateResult
     from .stages.judge import JudgeOptions, JudgeResult, judge_run

@@ -11,7 +11,8 @@ import respx
 from fake_llm import chat_reply
 from fake_llm import make_llm
 
-from ragassay.stages.check import CheckOptions, check_answers, majority_label, read_answers
+from ragassay.stages.answer_files import read_answers
+from ragassay.stages.check import CheckOptions, check_answers, majority_label
 from ragassay.metrics.labels import diagnosis, human_calibration, label_summary, ppi_mean
 from ragassay.data.records import AnswerItem, Check, Chunk
 from helpers import EXAMPLE

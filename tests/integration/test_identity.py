@@ -22,7 +22,8 @@ import ragassay
 from ragassay.cli import main
 from ragassay.data.records import AnswerItem, Chunk
 from ragassay.llm.prompts import _defuse, delimit, echoed_id, shown_id
-from ragassay.stages.check import CheckOptions, check_answers, plan_check
+from ragassay.stages.check import CheckOptions, check_answers
+from ragassay.stages.check_job import plan_check
 from ragassay.stages.judge import JudgeOptions, judge_run, plan_judge
 from ragassay.stages.queries import QueryItem
 

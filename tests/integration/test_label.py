@@ -168,7 +168,7 @@ def test_agreement_is_undefined_not_invented_when_everyone_says_one_thing():
 
 def test_other_peoples_labels_and_answers(tmp_path):
     from ragassay.product.labeling import answer_items
-    from ragassay.stages.check import read_answers
+    from ragassay.stages.answer_files import read_answers
     answers = read_answers(EXAMPLE / "answers.jsonl", {c.id: c for c in ragassay.read_chunks(EXAMPLE / "chunks.jsonl")})
     items = answer_items(answers, [{"id": a.id, "status": "ok", "label": "correct"} for a in answers])
     sample, info = draw_sample(items, 6, seed=1)
@@ -180,7 +180,7 @@ def test_other_peoples_labels_and_answers(tmp_path):
     book.label(sample[1].key, "h")  # the key of a label is taken as the label
     assert book.labels == {sample[0].key: "correct", sample[1].key: "hallucinated"}
     assert book.agreement_with_others()["bob"]["n"] == 2
-    from ragassay.stages.check import read_human_labels
+    from ragassay.stages.answer_files import read_human_labels
     assert read_human_labels(tmp_path / "alice.jsonl") == book.labels
 
 
@@ -518,7 +518,7 @@ def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_pat
     wait_progress(page, "4 of 4 labelled")
     expect(page.locator("#agreement")).to_contain_text("labels in common4")
     run.stop()
-    from ragassay.stages.check import read_human_labels
+    from ragassay.stages.answer_files import read_human_labels
     labels = read_human_labels(tmp_path / "people.jsonl")
     assert sorted(labels.values()) == ["abstained", "correct", "hallucinated", "partial"]
     # in another process: playwright keeps an event loop running in this one; the fake model labels every

@@ -361,7 +361,7 @@ def test_a_second_person_s_answer_labels(answers, tmp_path):
 
 def test_the_bundled_answers_are_an_even_evouna_sample_check_can_read():
     from ragassay.data.people_samples import SAMPLES
-    from ragassay.stages.check import read_answers
+    from ragassay.stages.answer_files import read_answers
     la = bundled_answers()
     assert len(la.answers) == 200 and Counter(la.labels.values()) == {"correct": 100, "incorrect": 100}
     cells = Counter((la.labels[a.id], a.id.split("-")[0], a.id.rsplit("-", 1)[1]) for a in la.answers)

@@ -305,7 +305,7 @@ NOT_PRINTED = [
     ("llm.batch_api:run_rounds", ("--export-requests",), ("run", "demo"), "run calls live, never the Batch API"),
     ("stages.judge.result:JudgeResult", ("--keep",), ("run", "demo"), "text(): run prints its own line of a judge run"),
     ("stages.judge.job:_qrels_origin", ("--keep",), ("run", "demo"), "only for kept labels: run keeps none"),
-    ("stages.check:read_answers", ("--chunks",), ("run", "demo"), "run checks answers only with the chunks"),
+    ("stages.answer_files:read_answers", ("--chunks",), ("run", "demo"), "run checks answers only with the chunks"),
     # a clause that begins with a flag is advice to the command at hand, said only when it takes the flag
     ("data.column_formats:_undetected", ("--run-format",), ("agree", "check", "demo", "judge", "label", "qualify", "report", "run"),
      "cli/hints.py drops '--run-format names it' for a command without it"),

@@ -22,7 +22,7 @@ from ragassay.data.qrels_files import read_qrels
 from ragassay.data.query_files import read_queries
 from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
-from ragassay.stages.check import read_answers
+from ragassay.stages.answer_files import read_answers
 from ragassay.stages.queries import read_query_items
 
 PEERS = Path(__file__).parents[1] / "data" / "peers"

@@ -23,7 +23,7 @@ from ragassay.data.query_files import read_queries
 from ragassay.data.record_files import read_record_file
 from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
-from ragassay.stages.check import read_answers, read_human_labels
+from ragassay.stages.answer_files import read_answers, read_human_labels
 from ragassay.stages.queries import read_query_items
 
 BOM = b"\xef\xbb\xbf"

@@ -13,8 +13,10 @@ from ..errors import UsageError
 from ..llm import LLM, LLMConfig
 from ..runtime.engine import Estimate
 from ..runtime.scaffold import Backend
-from ..stages.check import Checker, CheckJob, CheckOptions, check_result, read_labels_origin
+from ..stages.answer_files import read_labels_origin
+from ..stages.check import Checker, CheckOptions
 from ..stages.check_behaviour import with_test_set
+from ..stages.check_job import CheckJob, check_result
 from ..stages.check_result import CheckResult
 from .check_inputs import (
     Say,

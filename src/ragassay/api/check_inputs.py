@@ -17,7 +17,7 @@ from ..data.query_files import read_queries
 from ..data.records import AnswerItem, Chunk
 from ..data.text_match import answers_to_queries
 from ..errors import InputError, UsageError
-from ..stages.check import answer_fields, read_answers, read_human_labels, retrieval_recall
+from ..stages.answer_files import answer_fields, read_answers, read_human_labels, retrieval_recall
 from .inputs import source_of
 
 # where ragassay.check says how its inputs met the answers: a function given each warning, or None to say

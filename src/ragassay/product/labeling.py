@@ -35,7 +35,7 @@ from ..data.writers import write_qrels
 from ..errors import InputError, UsageError
 from ..metrics.agreement import cohen_kappa, kappa_interval
 from ..metrics.kappa_meaning import one_grade_why
-from ..stages.check import read_answers, read_human_labels, read_labels_origin
+from ..stages.answer_files import read_answers, read_human_labels, read_labels_origin
 from ..stages.queries import read_query_items
 from .label_items import (
     ANSWER_SCALE,

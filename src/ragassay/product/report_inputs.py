@@ -23,7 +23,7 @@ from ..data.records import RECORD_FIELD, Check, Coverage, Judgment, Question, Re
 from ..data.results import load_result
 from ..data.run_files import read_run
 from ..errors import InputError
-from ..stages.check import read_answers, read_human_labels, read_labels_origin, retrieval_recall
+from ..stages.answer_files import read_answers, read_human_labels, read_labels_origin, retrieval_recall
 from ..stages.check_summary import summarise_checks
 
 

@@ -19,32 +19,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..data import peer_files
-from ..data.io import read_records
-from ..data.line_problems import LineProblems
-from ..data.lines import iter_jsonl
-from ..data.origin import label_origin
 from ..data.records import AnswerItem, Check, CheckLabel, Chunk
 from ..errors import InputError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.prompt_files import choose_prompt, full_schema
 from ..llm.prompts import clip, delimit, load_prompt, shown_id
 from ..llm.reading import Explanation, Explanations
-from ..metrics.evaluate import evaluate
-from ..metrics.labels import LABELS, NO_VERDICT_YET
+from ..metrics.labels import NO_VERDICT_YET
 from ..runtime.engine import (
     Call,
-    Estimate,
     OutputStore,
     Stage,
     StageRun,
     WorkItem,
-    estimate,
     fingerprint,
     in_shard,
     run_stage,
 )
-from ..runtime.scaffold import StageJob
 from .check_behaviour import (
     AbstentionVerdict,
     Expected,
@@ -54,7 +45,6 @@ from .check_behaviour import (
     expected_of,
 )
 from .check_rules import decide, notes
-from .check_summary import summarise_checks
 from .short_answers import ShortVerdict
 
 SEVERITY = {"hallucinated": 3, "partial": 2, "abstained": 1, "correct": 0}
@@ -83,40 +73,6 @@ class CheckOptions:
     # "auto" (short for a model whose name says it is small), "full", "short" or a prompt file's path:
     # see llm/prompt_files.py; every prompt but the full one is answered in the short schema
     prompt: str = "auto"
-
-
-def answer_fields(obj: dict, no: int) -> dict:
-    """An answer in ragassay's fields, or RAGAS's, DeepEval's or LlamaIndex's: theirs are renamed to
-    ours, and a row without an id gets one by the rule every reader of peers' files shares
-    (:mod:`ragassay.data.peer_files`: its metadata's id, else ``line-N``)."""
-    return peer_files.answer_fields(obj, no)
-
-
-def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) -> list[AnswerItem]:
-    """Answers to check (ragassay, RAGAS, DeepEval or LlamaIndex fields; JSON Lines, a JSON array or CSV,
-    as :func:`ragassay.data.peer_files.sample_rows` reads them); ``context_ids`` are resolved to texts
-    with ``chunks``. A sample that gives no reference (RAGAS's may have none) is read with an empty
-    list of references: its record is an error ("nothing to grade against"), never a label."""
-    problems = LineProblems(path)  # every bad answer, said at once in file order (up to a cap)
-    rows, lacking, line_of = [], set(), {}
-    for no, obj in peer_files.answer_rows(path, problems):
-        if obj.get("reference") is None:  # validated with a stand-in, then given no reference at all
-            obj = {**obj, "reference": "-"}
-            lacking.add(id(obj))
-        rows.append((no, obj))
-        line_of[id(obj)] = no
-
-    def finished(item: AnswerItem, obj: dict) -> AnswerItem:
-        """The item given no reference when it had none; its context ids looked up (a bad one is its line's error)."""
-        if item.context_ids and item.contexts is None:
-            if chunks is None:
-                raise InputError("context_ids need --chunks to look the texts up", path, line_of[id(obj)])
-            unknown = [c for c in item.context_ids if c not in chunks]
-            if unknown:
-                raise InputError(f"context id {unknown[0]!r} is not in the chunks file", path, line_of[id(obj)])
-        return item.model_copy(update={"reference": []}) if id(obj) in lacking else item
-
-    return [item for _, item in read_records(path, AnswerItem, "answer", rows=rows, after=finished, problems=problems)]
 
 
 def references(item: AnswerItem) -> list[str]:
@@ -523,128 +479,3 @@ async def check_answers(
         concurrency=llm.config.concurrency if llm else 8,
         quiet=options.quiet,
     )
-
-
-def plan_check(
-    items: Sequence[AnswerItem],
-    config: LLMConfig | None,
-    output: str | Path,
-    *,
-    options: CheckOptions | None = None,
-    chunks: Mapping[str, Chunk] | None = None,
-    gold_recall: Mapping[str, float] | None = None,
-) -> Estimate:
-    """The dry run of :func:`check_answers`: calls, tokens and cost, offline."""
-    config = config or LLMConfig()
-    options = options or CheckOptions()
-    checker = Checker([config], options, chunks, gold_recall)
-    store = OutputStore(output, checker.identity)
-    return estimate(
-        checker.plan([it for it in items if in_shard(it.id, options.shard)], store.done),
-        lambda w: store.done(w.key),
-        [config],
-    )
-
-
-def check_result(
-    stage_run: StageRun,
-    *,
-    recall: Mapping[str, float] | None = None,
-    threshold: float = 0.5,
-    human: Mapping[str, str] | None = None,
-    by: Sequence[str] = (),
-    fields: Mapping[str, dict] | None = None,
-    human_origin: Any = None,
-    recall_caveat: str | None = None,
-) -> dict:
-    """The typed result of a check run (kind ``check``): label rates with intervals, and when given,
-    the retrieval/generation diagnosis (``recall``: recall@k per answer id), agreement with people
-    (``human``) and breakdowns by answer fields (``by``, looked up in ``fields``)."""
-    result = summarise_checks(
-        stage_run.records,
-        recall=recall,
-        threshold=threshold,
-        human=human,
-        by=by,
-        fields=fields,
-        human_origin=human_origin,
-        recall_caveat=recall_caveat,
-    )
-    result["error_reasons"] = dict(stage_run.error_reasons.most_common(5))
-    return result
-
-
-def retrieval_recall(qrels, run, k: int) -> tuple[dict[str, float], str | None]:
-    """Per question, recall@k of the gold chunks (the retrieval half of the diagnosis), and why that
-    recall cannot tell good retrieval from bad, when it cannot: labels judged from this run alone
-    hold no relevant chunk it missed, so its recall is 1 wherever it found one (None otherwise)."""
-    ev = evaluate(qrels, run, [f"recall@{k}"], missing="zero")
-    caveat = None
-    if ev.standing is not None and ev.standing.alone:
-        caveat = (
-            f"the qrels were judged from this run's own top {ev.standing.depth} alone, so its recall counts "
-            "only what it found (1.0 by construction): judge a pool of other retrievers' runs too before "
-            "blaming generation or retrieval"
-        )
-    return {q: v[f"recall@{k}"] for q, v in ev.per_query.items()}, caveat
-
-
-def read_labels_origin(path: str | Path):
-    """Who made a file of answer labels: its sidecar, else each line's ``assessor`` (or ``model``), else unknown."""
-    return label_origin(path, (obj for _, obj in iter_jsonl(path)))
-
-
-def read_human_labels(path: str | Path) -> dict[str, str]:
-    """People's labels: JSONL lines with ``id`` and ``label``."""
-    out = {}
-    for no, obj in iter_jsonl(path):
-        if "id" not in obj or obj.get("label") not in LABELS:
-            raise InputError(f"each line needs an id and a label, one of {', '.join(LABELS)}", path, no)
-        out[str(obj["id"])] = obj["label"]
-    return out
-
-
-class CheckJob(StageJob[StageRun]):
-    """A check run for the scaffold (:func:`ragassay.runtime.scaffold.run_llm_stage`). With no
-    endpoint at all it runs on no LLM: the rules decide what they can and the other answers are
-    error records that a rerun with an endpoint fills in."""
-
-    rules_without_endpoint = True
-
-    def __init__(
-        self,
-        items: Sequence[AnswerItem],
-        config: LLMConfig,
-        output: str | Path,
-        *,
-        options: CheckOptions,
-        chunks: Mapping[str, Chunk] | None = None,
-        gold_recall: Mapping[str, float] | None = None,
-        announce: bool = True,
-    ):
-        self.items, self.configs, self.output = items, [config], Path(output)
-        self.options, self.chunks, self.gold_recall, self.announce = options, chunks, gold_recall, announce
-
-    def estimate(self) -> Estimate:
-        return plan_check(
-            self.items,
-            self.configs[0],
-            self.output,
-            options=self.options,
-            chunks=self.chunks,
-            gold_recall=self.gold_recall,
-        )
-
-    async def execute(self, llms: Sequence[LLM]) -> StageRun:
-        return await check_answers(
-            self.items,
-            llms[0] if llms else None,
-            self.output,
-            options=self.options,
-            chunks=self.chunks,
-            announce=self.announce,
-            gold_recall=self.gold_recall,
-        )
-
-    def pending(self, result: StageRun) -> int:
-        return result.pending

@@ -12,7 +12,7 @@ from ...data.origin import label_origin, read_origin
 from ...data.peer_files import answer_rows
 from ...data.text_match import TextMatch, answers_to_queries
 from ...errors import InputError
-from ...stages.check import read_human_labels
+from ...stages.answer_files import read_human_labels
 from .context import Context
 from .results import PipelineResult
 
