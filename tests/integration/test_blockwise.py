@@ -16,7 +16,8 @@ import pytrec_eval
 import ragassay
 from helpers import nonempty
 from ragassay.errors import InputError
-from ragassay.metrics.blockwise import blockwise_wanted, evaluate_files, partition_of
+from ragassay.metrics.block_partitions import partition_of
+from ragassay.metrics.blockwise import blockwise_wanted, evaluate_files
 
 METRICS = "ndcg@10,p@5,recall@100,map,mrr,bpref,num_ret,num_rel_ret"
 

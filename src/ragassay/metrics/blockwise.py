@@ -20,7 +20,6 @@ temporary files take about as much disk as the two files.
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -33,7 +32,7 @@ import numpy as np
 from ..data.column_formats import ColumnShape, column_shape
 from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
 from ..data.column_reading import decode_query_ids
-from ..data.columns import factorize, join_pieces, trim_heap
+from ..data.columns import factorize, trim_heap
 from ..data.origin import UNKNOWN, label_origin
 from ..data.pool import PoolDigest
 from ..data.qrels_files import read_qrels
@@ -41,6 +40,14 @@ from ..data.result_version import evaluate_result
 from ..data.run_asked import read_asked
 from ..data.tables import Qrels, Run, encode_ids
 from ..errors import InputError
+from .block_partitions import (
+    ExactSum,
+    Partitions,
+    asked_by_part,
+    partition_count,
+    partition_judgments,
+    table_pieces,
+)
 from .evaluate import checked_settings, evaluate
 from .measures.parsing import Measure
 from .rests_on import JUDGED_KEY, PoolStanding, judged_cutoffs, pool_standing, relevance_for
@@ -50,8 +57,6 @@ Missing = Literal["skip", "zero"]
 
 BLOCKWISE_FROM = 1 << 30  # run + qrels bytes from which ``evaluate`` reads by blocks of queries
 QRELS_WHOLE = 128 << 20  # a qrels file smaller than this is read whole: its digest is the in-memory one
-BLOCK_ROWS = 1_000_000  # run rows a block holds when the number of queries per block is not given
-MAX_PARTS = 4096
 
 
 def blockwise_wanted(
@@ -168,88 +173,6 @@ class BlockwiseEvaluation:
         return rests_on_of(self.relevance, self.standing, self.measures)
 
 
-class _Partitions:
-    """Rows sent to ``parts`` anonymous temporary files by a hash of their query id."""
-
-    def __init__(self, parts: int):
-        self.parts = parts
-        self.files: list[IO[bytes] | None] = [None] * parts
-        self.groups = [0] * parts
-
-    def add(self, piece: Piece) -> None:
-        part = partition_of(piece.queries, self.parts)
-        order = np.argsort(part.astype(np.int16 if self.parts < 1 << 15 else np.int64), kind="stable")  # radix
-        bounds = np.searchsorted(part[order], np.arange(self.parts + 1))
-        for p in np.flatnonzero(np.diff(bounds)).tolist():
-            take = order[bounds[p] : bounds[p + 1]]
-            f = self.files[p]
-            if f is None:
-                f = self.files[p] = tempfile.TemporaryFile(prefix="ragassay-block-")
-            for column in piece:
-                np.save(f, column[take])
-            self.groups[p] += 1
-
-    def take(self, p: int) -> Piece | None:
-        """The rows of partition ``p`` in file order (its file is closed: it takes no more rows)."""
-        f = self.files[p]
-        if f is None:
-            return None
-        f.seek(0)
-        groups = [Piece(*(np.load(f) for _ in range(4))) for _ in range(self.groups[p])]
-        f.close()
-        self.files[p] = None
-        return Piece(*(join_pieces([g[i] for g in groups]) for i in range(4)))
-
-    def close(self) -> None:
-        for f in self.files:
-            if f is not None:
-                f.close()
-
-
-def partition_of(ids: np.ndarray, parts: int) -> np.ndarray:
-    """The partition (0 to ``parts``-1) of each id of a zero-padded ``S`` array: a hash of its
-    8-byte words, skipping words of zeros, so an id hashes alike whatever the padding of its array."""
-    width = ids.dtype.itemsize
-    if width % 8:
-        ids = ids.astype(f"S{(width + 7) // 8 * 8}")
-        width = ids.dtype.itemsize
-    words = np.ascontiguousarray(ids).view(np.uint64).reshape(len(ids), width // 8)
-    h = np.full(len(ids), 0x9E3779B97F4A7C15, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(words.shape[1]):
-            w = words[:, j]
-            mixed = (h ^ w) * np.uint64(0xBF58476D1CE4E5B9)
-            mixed ^= mixed >> np.uint64(31)
-            h = np.where(w != 0, mixed, h)
-        h ^= h >> np.uint64(29)
-        h *= np.uint64(0x94D049BB133111EB)
-        h ^= h >> np.uint64(32)
-    return (h % np.uint64(parts)).astype(np.int64)
-
-
-class _Sum:
-    """A running sum held exactly, as floats whose sum is the exact total (each the rounded rest of
-    the ones before), so the total read at the end is the correctly rounded sum of every value, as
-    ``math.fsum`` gives it for the whole column in memory."""
-
-    def __init__(self) -> None:
-        self.parts: list[float] = []
-
-    def add(self, values: list[float]) -> None:
-        terms = self.parts + values
-        parts: list[float] = []
-        while True:  # a few rounds: each takes about 53 more bits of the exact total
-            rest = math.fsum(terms + [-p for p in parts])
-            if rest == 0.0:
-                break
-            parts.append(rest)
-        self.parts = parts
-
-    @property
-    def value(self) -> float:
-        return math.fsum(self.parts)
-
-
 def evaluate_files(
     qrels: str | Path,
     run: str | Path,
@@ -297,15 +220,15 @@ def evaluate_files(
     first = next(run_pieces, None)
     if first is None:
         raise InputError("no results in file", run)
-    parts = _parts(first, os.path.getsize(run), block_queries, piece_bytes)
-    runs, judged = _Partitions(parts), _Partitions(parts)
-    asked_in = _asked_by_part(asked.queries if asked is not None else [], parts)
+    parts = partition_count(first, os.path.getsize(run), block_queries, piece_bytes)
+    runs, judged = Partitions(parts), Partitions(parts)
+    asked_in = asked_by_part(asked.queries if asked is not None else [], parts)
     if keep_per_query:
         out.spool = tempfile.TemporaryFile(prefix="ragassay-per-query-")
     try:  # the qrels next (their errors come before those of the rest of the run), then the rest of the run
         runs.add(first)
         del first
-        grades = _partition_judgments(_qrels_pieces(qrels, q_shape, qrels_format, piece_bytes, out), judged, qrels)
+        grades = partition_judgments(_qrels_pieces(qrels, q_shape, qrels_format, piece_bytes, out), judged, qrels)
         for piece in run_pieces:
             runs.add(piece)
             del piece
@@ -385,36 +308,8 @@ def _qrels_pieces(
     if q_shape is None:
         table = read_qrels(qrels, format=qrels_format)  # type: ignore[arg-type]
         out.qrels_digest, out.qrels_origin = table.digest(), table.origin
-        return _table_pieces(table)
+        return table_pieces(table)
     return read_pieces(qrels, q_shape, "qrels", piece_bytes)
-
-
-def _asked_by_part(asked: Sequence[str], parts: int) -> list[list[str]]:
-    """The queries the run was asked, each in the partition its id hashes to."""
-    asked_in: list[list[str]] = [[] for _ in range(parts)]
-    if asked:
-        for q, p in zip(asked, partition_of(encode_ids(list(asked)), parts).tolist()):
-            asked_in[p].append(q)
-    return asked_in
-
-
-def _partition_judgments(pieces: Iterator[Piece], judged: _Partitions, qrels: str | Path) -> tuple[int, int] | None:
-    """Every judgment put in its partition, a piece at a time; the labels' lowest and highest grade
-    (for what the relevant grade says), None when no judgment holds a grade. No judgment at all is an error."""
-    any_judgment = False
-    low: int | None = None
-    high: int | None = None
-    for piece in pieces:
-        judged.add(piece)
-        any_judgment = True
-        if len(piece.values):  # the labels' range of grades, for what the relevant grade says
-            lo, hi = int(piece.values.min()), int(piece.values.max())
-            low, high = lo if low is None else min(low, lo), hi if high is None else max(high, hi)
-        del piece  # (before the next is read) and its pages back at once: the peak is that of one piece
-        trim_heap()
-    if not any_judgment:
-        raise InputError("no judgments in file", qrels)
-    return (low, high) if low is not None and high is not None else None
 
 
 class _Totals:
@@ -423,8 +318,8 @@ class _Totals:
 
     def __init__(self, measures: list[Measure], judged_keys: list[str]):
         self.measures, self.judged_keys = measures, judged_keys
-        self.values = {str(m): _Sum() for m in measures}
-        self.judged = {key: _Sum() for key in judged_keys}
+        self.values = {str(m): ExactSum() for m in measures}
+        self.judged = {key: ExactSum() for key in judged_keys}
         self.judged_counts = dict.fromkeys(judged_keys, 0)
 
     def add(self, out: BlockwiseEvaluation, block: tuple) -> bool:
@@ -481,28 +376,6 @@ class _PoolTops:
 
     def digests(self) -> dict[int, str]:
         return {d: p.hexdigest() for d, p in self.parts.items()}
-
-
-def _table_pieces(table: Qrels, rows: int = 1 << 20) -> Iterator[Piece]:
-    """The rows of qrels read whole, as pieces (their duplicates were refused, with their lines, as
-    they were read: the line numbers given here are 0)."""
-    ids = encode_ids(table.queries)
-    for lo in range(0, len(table), rows):
-        hi = min(len(table), lo + rows)
-        yield Piece(ids[table.qidx[lo:hi]], table.doc_ids[lo:hi], table.grades[lo:hi], np.zeros(hi - lo, np.int64))
-
-
-def _parts(first: Piece, run_bytes: int, block_queries: int | None, piece_bytes: int) -> int:
-    """How many partitions, from the first piece of the run: about ``block_queries`` queries each
-    (by default about ``BLOCK_ROWS`` run rows each)."""
-    rows_here = len(first.lines)
-    queries_here = len(np.unique(first.queries))
-    scale = max(1.0, run_bytes / max(piece_bytes, 1))
-    rows = rows_here * scale
-    if block_queries is None:
-        return int(min(MAX_PARTS, max(1, math.ceil(rows / BLOCK_ROWS))))
-    queries = min(queries_here * scale, rows)
-    return int(min(MAX_PARTS, max(1, math.ceil(queries / block_queries))))
 
 
 def _block_run(r_rows: Piece | None, run_path: str | Path, name: str, dedupe: bool, asked: Sequence[str]) -> Run | None:
