@@ -51,6 +51,28 @@ def pytest_configure(config):
     (tests/fake_llm.py) runs on the default transport, aiohttp, which FakeLLM switches on while it
     serves."""
     os.environ["RAGASSAY_HTTP"] = "httpx"
+    if getattr(config, "workerinput", None) is not None and config.getvalue("loadgroup"):
+        config.pluginmanager.register(GroupSuffix(), "ragassay-xdist-group-suffix")
+
+
+class GroupSuffix:
+    """Puts a test's xdist_group name into its node id in an xdist worker, where pytest-xdist fails to.
+
+    With ``--dist loadgroup`` the controller sends the tests whose node ids end in the same ``@group`` to one
+    worker. pytest-xdist 3.8 writes that suffix into ``item._nodeid``, which pytest 9.2 no longer reads (a node
+    keeps its id as a NodeId in ``item._id``), so no test had a group: the built wheel was built once per
+    worker, and the chain of commands on real text (about 35 s) and ranx's compiled code were made again in
+    each worker. This hook runs after xdist's (trylast) and adds the suffix only where it is still missing,
+    so it does nothing on a pytest whose ids xdist can still change. Which worker runs a test changes
+    nothing a test asserts."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        for item in items:
+            names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                            for mark in item.iter_markers("xdist_group")})
+            if names and "@" not in item.nodeid:
+                item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(names)}")  # NodeId.parse
 
 
 @pytest.fixture(autouse=True)
