@@ -76,8 +76,9 @@ class GroupSuffix:
         for item in items:
             names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
                             for mark in item.iter_markers("xdist_group")})
-            if names and "@" not in item.nodeid:
-                item._id = type(item._id).parse(f"{item.nodeid}@{'_'.join(names)}")  # NodeId.parse
+            suffix = f"@{'_'.join(names)}"
+            if names and not item.nodeid.endswith(suffix):  # an "@" in a parameter (ndcg@10) is not a group
+                item._id = type(item._id).parse(item.nodeid + suffix)  # NodeId.parse
 
 
 @pytest.fixture(autouse=True)
