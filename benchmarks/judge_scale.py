@@ -133,8 +133,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp)
             # every process runs from bytecode, as an installed package does (pip compiles a wheel's
-            # modules when it installs them), not from source compiled again on each start
-            env["PYTHONPYCACHEPREFIX"] = str(d / "pycache")
+            # modules when it installs them), not from source compiled again on each start; a bytecode folder
+            # the caller already set (the test suite's, shared by its processes) serves as well as a new one
+            env.setdefault("PYTHONPYCACHEPREFIX", str(d / "pycache"))
             subprocess.run([sys.executable, "-c", "import ragassay.cli, ragassay.stages.judge, ragassay.llm.client"],
                            env=env, check=True)
             make_inputs(d, args.pairs)

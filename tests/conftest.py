@@ -16,10 +16,15 @@ The tests live in folders by kind:
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import hashlib
 import inspect
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 # Where PYTHONDONTWRITEBYTECODE is set (as on the shared test machine), every process would recompile what it
 # imports and pytest would rewrite the asserts of every test file again in each xdist worker: about 10 s of each
@@ -51,6 +56,29 @@ def pytest_configure(config):
     (tests/fake_llm.py) runs on the default transport, aiohttp, which FakeLLM switches on while it
     serves."""
     os.environ["RAGASSAY_HTTP"] = "httpx"
+    if getattr(config, "workerinput", None) is not None and config.getvalue("loadgroup"):
+        config.pluginmanager.register(GroupSuffix(), "ragassay-xdist-group-suffix")
+
+
+class GroupSuffix:
+    """Puts a test's xdist_group name into its node id in an xdist worker, where pytest-xdist fails to.
+
+    With ``--dist loadgroup`` the controller sends the tests whose node ids end in the same ``@group`` to one
+    worker. pytest-xdist 3.8 writes that suffix into ``item._nodeid``, which pytest 9.2 no longer reads (a node
+    keeps its id as a NodeId in ``item._id``), so no test had a group: the built wheel was built once per
+    worker, and the chain of commands on real text (about 35 s) and ranx's compiled code were made again in
+    each worker. This hook runs after xdist's (trylast) and adds the suffix only where it is still missing,
+    so it does nothing on a pytest whose ids xdist can still change. Which worker runs a test changes
+    nothing a test asserts."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        for item in items:
+            names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                            for mark in item.iter_markers("xdist_group")})
+            suffix = f"@{'_'.join(names)}"
+            if names and not item.nodeid.endswith(suffix):  # an "@" in a parameter (ndcg@10) is not a group
+                item._id = type(item._id).parse(item.nodeid + suffix)  # NodeId.parse
 
 
 @pytest.fixture(autouse=True)
@@ -72,26 +100,58 @@ def parser(request, monkeypatch):
     return request.param
 
 
+# What the wheel is built from: the checkout without what a build or a run leaves in it. setuptools reuses
+# build/lib, so a module deleted or moved since the last build (runtime/engine.py became a package) would ship
+# beside its replacement: the wheel is built from a copy without these.
+WHEEL_SOURCE_IGNORE = shutil.ignore_patterns(
+    "build", "dist", ".venv*", "*.egg-info", "__pycache__", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+    ".hypothesis", ".import_linter_cache", "ragassay-demo", ".ragassay", "out")
+
+
+def wheel_source_digest(root: Path) -> str:
+    """A hash of every file the wheel is built from (the files shutil.copytree copies with
+    WHEEL_SOURCE_IGNORE, by path and content) and of the Python that builds it, so that two processes share
+    a wheel only when they would build the same one."""
+    digest = hashlib.sha256(f"{sys.executable}\0{sys.version}\0".encode())
+    for folder, dirs, files in os.walk(root):
+        ignored = WHEEL_SOURCE_IGNORE(folder, dirs + files)
+        dirs[:] = sorted(d for d in dirs if d not in ignored)
+        for name in sorted(f for f in files if f not in ignored):
+            path = Path(folder, name)
+            digest.update(f"{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes() if path.is_file() else b"")
+            digest.update(b"\0")
+    return digest.hexdigest()[:24]
+
+
 @pytest.fixture(scope="session")
-def built_wheel(tmp_path_factory):
-    """The wheel of this checkout, built once per session with no network (--no-deps,
-    --no-build-isolation: setuptools comes from the test extras)."""
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
+def built_wheel():
+    """The wheel of this checkout, built with no network (--no-deps, --no-build-isolation: setuptools comes
+    from the test extras) once for every process that asks for it: the xdist workers share it through a
+    folder in the temporary directory named by the hash of its source, and the first to take the folder's
+    lock builds it while the others wait. A wheel is moved into place only once it is whole, so a wheel found
+    there is one built from exactly these files; the tests only read it (or install it into a venv of their
+    own)."""
     root = Path(__file__).resolve().parents[1]
-    wheels = tmp_path_factory.mktemp("wheels")
-    # built from a copy without build/: setuptools reuses build/lib, so a module deleted or moved since the
-    # last build (runtime/engine.py became a package) would ship beside its replacement
-    source = tmp_path_factory.mktemp("source") / "ragassay"
-    shutil.copytree(root, source, ignore=shutil.ignore_patterns(
-        "build", "dist", ".venv*", "*.egg-info", "__pycache__", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-        ".hypothesis", ".import_linter_cache", "ragassay-demo", ".ragassay", "out"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(wheels), str(source)], check=True, capture_output=True, text=True)
-    (wheel,) = wheels.glob("ragassay-*.whl")
-    return wheel
+    shared = Path(tempfile.gettempdir()) / "ragassay-test-wheels" / wheel_source_digest(root)
+    shared.mkdir(parents=True, exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            found = list((shared / "wheel").glob("ragassay-*.whl"))
+            if found:
+                return found[0]
+            work = Path(tempfile.mkdtemp(prefix="build-", dir=shared))
+            source = work / "ragassay"
+            shutil.copytree(root, source, ignore=WHEEL_SOURCE_IGNORE)
+            subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                            str(work / "wheel"), str(source)], check=True, capture_output=True, text=True)
+            (wheel,) = (work / "wheel").glob("ragassay-*.whl")
+            os.replace(work / "wheel", shared / "wheel")
+            shutil.rmtree(work, ignore_errors=True)
+            return shared / "wheel" / wheel.name
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 # Markers by test file (the module's name): a file is listed when any of its tests needs what the marker
@@ -216,9 +276,9 @@ test_words_match::test_every_flag_a_message_suggests_is_taken_by_each_command_th
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test by its file (MARKS); the tests of the built wheel also go to one xdist worker
-    together, so that the wheel is built once in a run, not once per worker, and so do the tests of one
-    file that share an expensive module-scoped fixture (SHARED_SETUP)."""
+    """Mark each test by its file (MARKS); the tests of one file that share an expensive module-scoped
+    fixture (SHARED_SETUP) go to one xdist worker together, and so do the tests that use ranx. The tests of
+    the built wheel may run on any worker: the workers share one wheel (see built_wheel)."""
     for item in items:
         module = item.path.stem
         for mark, modules in MARKS.items():
@@ -229,8 +289,7 @@ def pytest_collection_modifyitems(config, items):
         if "built_wheel" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.subprocess)
-            item.add_marker(pytest.mark.xdist_group("wheel"))
-        elif module in RANX_MODULES and "ranx" in _source(item):
+        if module in RANX_MODULES and "ranx" in _source(item):
             item.add_marker(pytest.mark.xdist_group("ranx"))
         elif module in SHARED_SETUP and _module_scoped(item):
             item.add_marker(pytest.mark.xdist_group(module))

@@ -15,11 +15,15 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "judge_scale.py"
 
 
 def test_judge_scale_runs_and_reports_every_figure():
-    out = subprocess.run([sys.executable, str(BENCH), "--pairs", "300", "--concurrency", "8"],
+    """The benchmark runs end to end and prints every figure it promises (no goal is stated at this size). The
+    plan is 30 pairs (3 queries at depth 10): this test checks that each figure is reported and plausible, not
+    how fast a large judgment goes, and every one of its processes (dry run, first run, rerun, the bare peer)
+    still starts, sends or reads what it would at 100,000 pairs."""
+    out = subprocess.run([sys.executable, str(BENCH), "--pairs", "30", "--concurrency", "8"],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     text = out.stdout
-    assert text.startswith("judge, 300 pairs")
+    assert text.startswith("judge, 30 pairs")
     for label in ("dry run", "first run", "rerun (all done)"):
         line = next(l for l in text.splitlines() if l.strip().startswith(label))
         seconds, mb = map(float, re.findall(r"([\d.]+) (?:s|MB)", line)[:2])

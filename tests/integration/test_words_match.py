@@ -357,6 +357,12 @@ def _not_printed() -> dict[tuple[str, str, str], str]:
             for where, flags, names, why in NOT_PRINTED for flag in flags for command in names}
 
 
+# The reach of every command (reached, flag_sites) is worked out once per process and kept (lru_cache), about
+# 4 s: the tests that read it go to one xdist worker together, so that it is worked out once in a run.
+SHARES_THE_REACH = pytest.mark.xdist_group("test_words_match_reach")
+
+
+@SHARES_THE_REACH
 def test_every_flag_a_message_suggests_is_taken_by_each_command_that_can_print_it():
     excused, wrong = _not_printed(), []
     for module, name, line, flag, text, at in nonempty(flag_sites()):
@@ -377,6 +383,7 @@ def test_every_flag_a_message_suggests_is_taken_by_each_command_that_can_print_i
     assert wrong == [], "\n".join(wrong)
 
 
+@SHARES_THE_REACH
 def test_every_not_printed_entry_is_needed():
     """Each excuse names a message the reach finds for a command that does not take its flag."""
     sites = {(m, n, f) for m, n, _, f, text, at in flag_sites() if owners(text, at) is None}
@@ -388,6 +395,7 @@ def test_every_not_printed_entry_is_needed():
         assert not takes(command, flag), f"{command} takes {flag} now: the entry is not needed"
 
 
+@SHARES_THE_REACH
 def test_the_reach_is_neither_empty_nor_everything():
     """The analysis finds what a command runs, and not what it cannot: judge reads runs, the demo
     prints usage, evaluate calls no model, ping judges nothing."""
