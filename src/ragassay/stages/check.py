@@ -330,85 +330,89 @@ class Checker(Stage):
             chosen = verdicts[votes.index(vote)]
             label, behaviour_fields = self.behaviour(expected, vote)
             behaviour_fields["graded_label"] = None  # the grader said declined or not, no label of its own
-            return [
-                Check(
-                    **base,
-                    label=label,
-                    grounded=None,
-                    unsupported_claims=[],
-                    rationale=f"answer given: {chosen.answer_given!r}; declined: {chosen.declined}",
-                    decided_by="llm",
-                    status="ok",
-                    error=None,
-                    model=self.model,
-                    prompt=self.abstention_prompt.id,
-                    samples=list[str](votes),
-                    fault=None,
-                    **behaviour_fields,
-                )
-            ]
+            return self.graded_by_llm(
+                base,
+                label,
+                f"answer given: {chosen.answer_given!r}; declined: {chosen.declined}",
+                prompt=self.abstention_prompt.id,
+                samples=list[str](votes),
+                fault=None,
+                grounded=None,
+                unsupported_claims=[],
+                **behaviour_fields,
+            )
         graded = majority_label([v.label for v in verdicts])
         chosen = next(v for v in verdicts if v.label == graded)
         if isinstance(chosen, PremiseAnswerVerdict):
             label, behaviour_fields = self.behaviour(expected, graded, chosen.premise_corrected)
-            return [
-                Check(
-                    **base,
-                    label=label,
-                    grounded=None,
-                    unsupported_claims=[],
-                    rationale=f"the response says: {chosen.response_fact!r}",
-                    decided_by="llm",
-                    status="ok",
-                    error=None,
-                    model=self.model,
-                    prompt=self.premise_prompt.id,
-                    samples=[v.label for v in verdicts],
-                    fault=fault_of(label, False, None, self._recall(item)),
-                    **behaviour_fields,
-                )
-            ]
+            return self.graded_by_llm(
+                base,
+                label,
+                f"the response says: {chosen.response_fact!r}",
+                prompt=self.premise_prompt.id,
+                samples=[v.label for v in verdicts],
+                fault=fault_of(label, False, None, self._recall(item)),
+                grounded=None,
+                unsupported_claims=[],
+                **behaviour_fields,
+            )
         label, behaviour_fields = self.behaviour(expected, graded)
         if not isinstance(chosen, AnswerVerdict):  # the short schema: the label alone, grounding not asked
-            return [
-                Check(
-                    **base,
-                    label=label,
-                    grounded=None,
-                    unsupported_claims=[],
-                    rationale=chosen.reasoning,
-                    decided_by="llm",
-                    status="ok",
-                    error=None,
-                    model=self.model,
-                    prompt=self.prompt.id,
-                    samples=[v.label for v in verdicts],
-                    fault=fault_of(label, False, None, self._recall(item)),
-                    context_has_answer=None,
-                    **behaviour_fields,
-                )
-            ]
+            return self.graded_by_llm(
+                base,
+                label,
+                chosen.reasoning,
+                prompt=self.prompt.id,
+                samples=[v.label for v in verdicts],
+                fault=fault_of(label, False, None, self._recall(item)),
+                grounded=None,
+                unsupported_claims=[],
+                context_has_answer=None,
+                **behaviour_fields,
+            )
         has_context = bool(self.contexts(item))
         grounded = chosen.grounded if has_context else None
         has_answer = chosen.context_has_answer if has_context else None
         fault = fault_of(label, has_context, has_answer, self._recall(item))
+        return self.graded_by_llm(
+            base,
+            label,
+            f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\ncomparison: {chosen.comparison}",
+            prompt=self.prompt.id,
+            samples=[v.label for v in verdicts],
+            fault=fault,
+            grounded=grounded,
+            unsupported_claims=chosen.unsupported_claims,
+            context_has_answer=has_answer,
+            **behaviour_fields,
+        )
+
+    def graded_by_llm(
+        self,
+        base: dict,
+        label: Any,
+        rationale: str | None,
+        *,
+        prompt: str,
+        samples: list,
+        fault: str | None,
+        **fields: Any,
+    ) -> list[BaseModel | dict]:
+        """The one record of an answer the grader labelled: what every such record says alike (decided
+        by the LLM, ok, no error, this run's model) is written here once; the caller gives the rest."""
         return [
             Check(
                 **base,
                 label=label,
-                grounded=grounded,
-                unsupported_claims=chosen.unsupported_claims,
-                rationale=f"reference: {chosen.reference_facts}\nresponse: {chosen.response_claims}\n"
-                f"comparison: {chosen.comparison}",
+                rationale=rationale,
                 decided_by="llm",
                 status="ok",
                 error=None,
                 model=self.model,
-                prompt=self.prompt.id,
-                samples=[v.label for v in verdicts],
+                prompt=prompt,
+                samples=samples,
                 fault=fault,
-                context_has_answer=has_answer,
-                **behaviour_fields,
+                **fields,
             )
         ]
 
