@@ -88,7 +88,8 @@ def dl19_sample(folder: Path, out: Path, seed: int = 46, per_grade: int = PAIRS_
 
 
 def pairs_in(qrels: str) -> frozenset[tuple[str, str]]:
-    return frozenset(tuple(line.split()[0::2][:2]) for line in Path(qrels).read_text().splitlines())
+    """The (query, passage) pairs a TREC qrels file judges: what the held-out sample leaves out."""
+    return frozenset((cols[0], cols[2]) for cols in (line.split() for line in Path(qrels).read_text().splitlines()))
 
 
 def evouna_heldout(folder: Path, out: Path, seed: int = 2026) -> list[str]:
