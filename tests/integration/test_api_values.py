@@ -9,7 +9,13 @@ import pytest
 import ragassay
 from fake_llm import FakeLLM
 from helpers import EXAMPLE, nonempty
+from ragassay.api import check_call, generate_call, judge_call
+from ragassay.api.settings import LLM_KEYWORDS
+from ragassay.cli import build_parser
+from ragassay.cli.stage_values import generate_values, stage_arguments
+from ragassay.stages.check import CheckOptions
 from ragassay.stages.generate import GenerateOptions
+from ragassay.stages.judge import JudgeOptions
 
 Q, C, R = EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl", EXAMPLE / "runs" / "bm25.txt"
 
@@ -42,6 +48,58 @@ def test_check_and_generate_take_a_config_value_too():
     assert asked == 14 and checked.usage["fake-check"]["calls"] == 14  # 2 of 16 answers decided by rule
     assert {r["model"] for r in server.requests} == {"fake-check"}
     assert made.usage["fake-check"]["calls"] == len(server.requests) - asked > 0
+
+
+def test_a_jury_given_as_configs_judges_as_a_jury_of_models_does():
+    with FakeLLM() as server:
+        jurors = [ragassay.LLMConfig.from_env(model=m, base_url=server.url, use_cache=False) for m in ("j-a", "j-b")]
+        by_values = ragassay.judge(Q, C, R, config=jurors, options=ragassay.JudgeOptions(depth=1, quiet=True))
+        sent_by_values = sorted(r["model"] for r in server.requests)
+        server.requests.clear()
+        by_models = ragassay.judge(
+            Q, C, R, model=["j-a", "j-b"], base_url=server.url, no_cache=True, options=ragassay.JudgeOptions(depth=1)
+        )
+        sent_by_models = sorted(r["model"] for r in server.requests)
+    assert sent_by_values == sent_by_models == ["j-a"] * 22 + ["j-b"] * 22
+    assert by_values.usage["j-a"]["calls"] == by_values.usage["j-b"]["calls"] == 22
+    assert [(r["query_id"], r["chunk_id"], r["grade"], r.get("grades")) for r in by_values.records] == [
+        (r["query_id"], r["chunk_id"], r["grade"], r.get("grades")) for r in by_models.records
+    ]
+
+
+def test_an_empty_list_of_configs_is_refused_not_read_as_no_endpoint():
+    with pytest.raises(TypeError, match="config= holds no LLMConfig"):
+        ragassay.judge(Q, C, R, config=[], dry_run=True)
+
+
+@pytest.mark.parametrize(
+    ("command", "models", "expected"),
+    [("judge", ["m1", "m2"], ["m1", "m2"]), ("judge", ["m1"], "m1"), ("check", ["m1", "m2"], "m1"),
+     ("generate", ["m1"], "m1")],
+)
+def test_the_command_hands_its_endpoint_flags_as_config_values(command, models, expected, monkeypatch):
+    """The LLM flags reach the function as ``config=`` (a list for judge's jury, else the first model's
+    config, as the keywords would make), and no LLM keyword goes beside it."""
+    function, options_type = {
+        "judge": (judge_call.judge, JudgeOptions),
+        "check": (check_call.check, CheckOptions),
+        "generate": (generate_call.generate, GenerateOptions),
+    }[command]
+    inputs = {
+        "judge": ["--queries", str(Q), "--chunks", str(C), "--run", str(R), "-o", "j.jsonl"],
+        "check": [str(EXAMPLE / "answers.jsonl"), "-o", "c.jsonl"],
+        "generate": [str(C), "-o", "q.jsonl"],
+    }[command]
+    flags = [f for m in models for f in ("--model", m)] + ["--base-url", "http://127.0.0.1:9/v1", "--max-calls", "7"]
+    args = build_parser().parse_args([command, *inputs, *flags])
+    extra = (generate_values(args),) if command == "generate" else ()
+    given = stage_arguments(args, function, options_type, *extra)
+    assert not set(given) & set(LLM_KEYWORDS)
+    config = given["config"]
+    named = [c.model for c in config] if isinstance(config, list) else config.model
+    assert named == expected
+    for c in config if isinstance(config, list) else [config]:
+        assert (c.base_url, c.max_calls) == ("http://127.0.0.1:9/v1", 7)
 
 
 @pytest.mark.parametrize("keyword", [{"model": "other"}, {"base_url": "http://127.0.0.1:9/v1"}, {"no_cache": True},

@@ -15,7 +15,7 @@ from ..stages.judge import Judge, JudgeJob, JudgeOptions, JudgeResult, model_con
 from ..stages.queries import QueryItem
 from .inputs import chunks_by_id, query_items, source_of
 from .running import output_path, run_job, say_prompt
-from .settings import backend_of, endpoint, llm_keywords, model_names, shard_of, stage_options
+from .settings import backend_of, config_list, endpoint, llm_keywords, model_names, shard_of, stage_options
 
 
 @overload
@@ -86,7 +86,7 @@ def judge(
     quiet: bool = True,
     llm: LLM | Sequence[LLM] | None = None,
     options: JudgeOptions | None = None,
-    config: LLMConfig | None = None,
+    config: LLMConfig | Sequence[LLMConfig] | None = None,
     **llm_settings: Any,
 ) -> JudgeResult | Estimate:
     """Grade the top ``depth`` chunks of every query in ``run`` 0-3: ``ragassay judge`` as a call.
@@ -94,8 +94,10 @@ def judge(
     ``queries``, ``chunks``, ``run`` and ``keep`` may be files, dicts, lists or DataFrames; every
     other keyword is the command's flag of the same name, with its default (``depth=5``,
     ``samples=3``, ``coverage_out=``, ``backend="batch"``, ``max_calls=``, ...). A list of models
-    makes a jury. Without ``output`` the records live only in the result (the answer cache still
-    makes a rerun free). ``quiet`` (no progress bar) is the one default that differs: True here.
+    makes a jury, and so does a list of :class:`~ragassay.LLMConfig` values given as ``config=`` (one
+    per juror, what the command builds from its flags). Without ``output`` the records live only in
+    the result (the answer cache still makes a rerun free). ``quiet`` (no progress bar) is the one
+    default that differs: True here.
     ``llm=`` gives clients you made (kept open); further LLM settings (``max_attempts=``, ...) go
     to :class:`~ragassay.LLMConfig`. Returns a :class:`~ragassay.stages.judge.JudgeResult`, or the
     :class:`~ragassay.runtime.engine.Estimate` of a ``dry_run``.
@@ -109,6 +111,7 @@ def judge(
     (44, 132)
     """
     endpoint_keywords = llm_keywords(locals())  # (the twelve LLM keywords as given, before any name is bound)
+    given_configs = config
     options = stage_options(
         JudgeOptions,
         options,
@@ -132,7 +135,10 @@ def judge(
         raise InputError("judge needs the chunks the run retrieved (chunks=...)")
     keep_table = coerce_qrels(keep) if keep is not None else None
     llms, config = endpoint(llm, config, llm_settings, **endpoint_keywords)
-    configs = [x.config for x in llms] if llms is not None else model_configs(config, model_names(model))
+    if llms is not None:
+        configs = [x.config for x in llms]
+    else:  # a jury given as configs, else one config per model named
+        configs = config_list(given_configs) or model_configs(config, model_names(model))
     chosen = Judge(configs, options)  # a bad prompt file is refused here, before any call
     reason = "" if options.prompt == "auto" and chosen.full else chosen.prompt_reason
     with output_path(output, "judgments.jsonl") as out:

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, cast
 from ..llm import LLM, LLMConfig
 from ..runtime.engine import parse_shard
 from ..runtime.scaffold import Backend
+from ..stages.judge import model_configs
 
 
 class Dataclass(Protocol):
@@ -55,7 +56,7 @@ def llm_keywords(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def llm_config(
-    given: LLMConfig | None,
+    given: LLMConfig | Sequence[LLMConfig] | None,
     model: str | Sequence[str] | None,
     settings: dict[str, Any],
     *,
@@ -63,15 +64,18 @@ def llm_config(
     no_cache: bool,
     **flags: Any,
 ) -> LLMConfig:
-    """The endpoint's config: ``config=`` as given (the caller's value, used as it is), or one made from
-    the LLM flags' values (the first model of a jury) and any further ``LLMConfig`` settings, with
-    unset values from the environment (``OPENAI_BASE_URL``, ...)."""
+    """The endpoint's config: ``config=`` as given (the caller's value, used as it is; the first of a
+    jury's), or one made from the LLM flags' values (the first model of a jury) and any further
+    ``LLMConfig`` settings, with unset values from the environment (``OPENAI_BASE_URL``, ...)."""
     if given is not None:
         values = {**flags, "model": model, "cache": cache, "no_cache": no_cache}
         clash = sorted([k for k, v in values.items() if v != LLM_KEYWORDS.get(k)] + list(settings))
         if clash:
             raise TypeError(f"give {', '.join(clash)} in config= or as keywords, not both")
-        return given
+        jury = config_list(given)
+        if not jury:
+            raise TypeError("config= holds no LLMConfig: give one, or a list of them for a jury")
+        return jury[0]
     models = model_names(model)
     return LLMConfig.from_env(
         **{
@@ -82,6 +86,21 @@ def llm_config(
             "use_cache": not no_cache and settings.get("use_cache", True),
         }
     )
+
+
+def config_list(config: LLMConfig | Sequence[LLMConfig] | None) -> list[LLMConfig] | None:
+    """``config=`` as a list: a jury's configs as given, one config as a list of one, or None."""
+    if config is None:
+        return None
+    return [config] if isinstance(config, LLMConfig) else list(config)
+
+
+def flag_configs(model: str | Sequence[str] | None, **keywords: Any) -> list[LLMConfig]:
+    """The configs the LLM flags make, one per model named (several ``--model`` flags make a jury),
+    the other settings shared: what a function makes of the same values given as keywords, so that the
+    command can hand the function ``config=`` and still run exactly what the keywords would run."""
+    first = llm_config(None, model, {}, **keywords)
+    return model_configs(first, model_names(model))
 
 
 def backend_of(
@@ -115,7 +134,7 @@ def model_names(model: str | Sequence[str] | None) -> list[str] | None:
 def given_clients(
     llm: LLM | Sequence[LLM] | None,
     settings: Mapping[str, Any],
-    config: LLMConfig | None = None,
+    config: LLMConfig | Sequence[LLMConfig] | None = None,
     keywords: Mapping[str, Any] | None = None,
 ) -> list[LLM] | None:
     """The clients the caller made (``llm=``), or None. ``settings`` are the keywords the function
@@ -140,7 +159,7 @@ def given_clients(
 
 def endpoint(
     llm: LLM | Sequence[LLM] | None,
-    config: LLMConfig | None,
+    config: LLMConfig | Sequence[LLMConfig] | None,
     settings: dict[str, Any],
     model: str | Sequence[str] | None,
     **keywords: Any,

@@ -1,17 +1,18 @@
 """The values an LLM command hands its Python twin, built from its flags: the stage's options
 (``JudgeOptions``, ``CheckOptions``, ``GenerateOptions``) and the ``Backend``, passed as ``options=``
-and ``backend=``, so that the command calls the library the way its documentation asks a script to.
-The other flags go by name (``api_arguments``): the endpoint's, since a jury of several ``--model``
-flags is a list of configs the function makes, and the stage's inputs and outputs."""
+and ``backend=``, and the endpoint's ``LLMConfig`` as ``config=`` (a list of them for judge's jury of
+several ``--model`` flags), so that the command calls the library the way its documentation asks a
+script to. The other flags, the stage's inputs and outputs, go by name (``api_arguments``)."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from ..api.settings import LLM_KEYWORDS
+from ..api.settings import LLM_KEYWORDS, flag_configs
 from ..runtime.engine import parse_shard
 from ..runtime.scaffold import Backend
 from ..stages.check import CheckOptions
@@ -39,7 +40,8 @@ def stage_arguments(
     """``function``'s arguments from the command's flags: ``options=`` the stage's options (the flags
     named like its fields, an LLM flag such as ``--max-calls`` excepted: it goes to the endpoint; a
     flag's text read into its field's value where ``values_of_text`` holds it), ``backend=`` a Backend,
-    and every other flag by its name."""
+    ``config=`` the endpoint's config (judge: one per model of a jury; check and generate ask the first
+    model, as their keywords do) and every other flag by its name."""
     given = api_arguments(args, function)
     values: dict[str, Any] = {
         "backend": Backend(args.backend, args.export_requests, tuple(args.import_results), args.poll_seconds)
@@ -51,5 +53,8 @@ def stage_arguments(
     if "prompt" in given:
         settings["prompt"] = str(given["prompt"])
     values["options"] = options_type(**settings)
-    taken = set(BACKEND_FLAGS) | names | {"shard"}
+    if "config" in inspect.signature(function).parameters:  # the endpoint's flags as its config value(s)
+        configs = flag_configs(**{name: given[name] for name in LLM_KEYWORDS})
+        values["config"] = configs if options_type is JudgeOptions and len(configs) > 1 else configs[0]
+    taken = set(BACKEND_FLAGS) | names | {"shard"} | set(LLM_KEYWORDS)
     return {**{k: v for k, v in given.items() if k not in taken}, **values}
