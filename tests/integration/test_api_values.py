@@ -98,7 +98,7 @@ def test_the_command_hands_its_endpoint_flags_as_config_values(command, models, 
     config = given["config"]
     named = [c.model for c in config] if isinstance(config, list) else config.model
     assert named == expected
-    for c in config if isinstance(config, list) else [config]:
+    for c in nonempty(config if isinstance(config, list) else [config]):
         assert (c.base_url, c.max_calls) == ("http://127.0.0.1:9/v1", 7)
 
 
