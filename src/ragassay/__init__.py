@@ -50,7 +50,7 @@ _EXPORTS = {
     "GenerateOptions": "stages.generate",
     "qualify": "product.qualify_inputs",
     "qualify_judge": "product.qualify",
-    "qualify_check": "product.qualify",
+    "qualify_check": "product.qualify_answers",
     "Grader": "product.qualify_results",
     "Qualification": "product.qualify_results",
     "read_graded_pairs": "data.people_samples",
@@ -103,7 +103,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs
     from .metrics.evaluate import Evaluation, evaluate
     from .metrics.labels import label_summary
     from .metrics.measures import Measure, parse_measure
-    from .product.qualify import qualify_check, qualify_judge
+    from .product.qualify import qualify_judge
+    from .product.qualify_answers import qualify_check
     from .product.qualify_inputs import qualify
     from .product.qualify_results import Grader, Qualification
     from .runtime.engine import Estimate

@@ -12,9 +12,6 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "ragassay"
 # modules whose own imports may stay inside functions, each with why (a new one needs a reason)
 DEFERRED_OWN_IMPORTS = {
     "cli": "the CLI's lazy boundary: --help and a command's parsing import none of the library",
-    "runtime/scaffold.py": "the Batch API's module imports openai, which takes most of a second: a dry run or a "
-                           "rerun of finished work never loads it (tests/test_overhead.py)",
-    "data/results.py": "result models (pydantic) load only when a result is read back, not when evaluate writes one",
 }
 
 

@@ -12,9 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragassay.data.columns import KeyIndex, factorize, gather, parse_floats, parse_plain_decimals, parse_plain_integers
-from ragassay.errors import InputError
 from helpers import nonempty
+from ragassay.data.column_bytes import gather
+from ragassay.data.column_keys import KeyIndex, factorize
+from ragassay.data.column_numbers import parse_floats, parse_plain_decimals, parse_plain_integers
+from ragassay.errors import InputError
 
 tokens = st.lists(st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\0", b"x")), min_size=1, max_size=30)
 

@@ -16,10 +16,10 @@ from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.errors import UsageError
 from ragassay.metrics.compare import compare, sizing_table
+from ragassay.metrics.noncentral import ncf_cdf, nct_cdf, t_isf
 from ragassay.metrics.power import (MAX_QUERIES, analyse_pilot, anova_power, anova_queries_needed,
-                                    minimum_detectable_effect, ncf_cdf, nct_cdf, pairwise_analyses,
-                                    queries_needed, queries_needed_exact, residual_variance, t_isf,
-                                    t_test_power)
+                                    minimum_detectable_effect, pairwise_analyses, queries_needed,
+                                    queries_needed_exact, residual_variance, t_test_power)
 from ragassay.metrics.significance import paired_t_test, randomization_test
 from ragassay.product.report import compare_sections
 from ragassay.product.report_inputs import ReportInputs
@@ -391,6 +391,6 @@ def test_a_huge_difference_needs_two_queries_and_is_computed_at_once(effect):
                                        (3.0, 2, 240.5), (1.0, 1, 79.0)])
 def test_the_noncentral_t_far_from_its_mass_equals_scipys(t, df, nc):
     scipy_stats = pytest.importorskip("scipy.stats")
-    from ragassay.metrics.power import nct_cdf
+    from ragassay.metrics.noncentral import nct_cdf
     assert nct_cdf(t, df, nc) == pytest.approx(float(scipy_stats.nct.cdf(t, df, nc)), abs=1e-9)
     assert nct_cdf(-t, df, nc) == pytest.approx(float(scipy_stats.nct.cdf(-t, df, nc)), abs=1e-9)

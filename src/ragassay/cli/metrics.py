@@ -8,8 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..data.json_numbers import nan_to_none
 from ..data.origin import read_origin
-from ..data.results import nan_to_none
 from ..errors import UsageError
 from ..product.formatting import render_table
 from .render import render

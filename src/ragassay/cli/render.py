@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ..data.results import nan_to_none
+from ..data.json_numbers import nan_to_none
 from ..product.formatting import to_json
 
 

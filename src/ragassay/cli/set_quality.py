@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..data.results import nan_to_none
+from ..data.json_numbers import nan_to_none
 from ..product.set_quality import set_quality
 from ..product.set_quality_text import quality_text
 from .render import render

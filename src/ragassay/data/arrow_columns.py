@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .columns import INT_LIMIT, MAX_FIELD_BYTES, TRIM_BYTES, gather, parse_plain_integers, round8, trim_heap
+from .column_bytes import TRIM_BYTES, gather, round8, trim_heap
+from .column_numbers import INT_LIMIT, parse_plain_integers
+from .columns import MAX_FIELD_BYTES
 
 # pyarrow parses on all cores: on the 2-core machine a 73 MB run is evaluated ~17% faster end to end
 # for ~26 MB more at the peak (benchmarks/metrics_speed.py); RAGASSAY_ARROW_THREADS=0 parses on one.

@@ -18,8 +18,9 @@ import numpy as np
 from ..errors import InputError
 from . import arrow_columns
 from .column_formats import ColumnShape, blank_comments
+from .column_numbers import parse_floats
 from .column_reading import parse_grades, reader_path
-from .columns import parse_floats, read_columns
+from .columns import read_columns
 from .lines import UTF8_BOM
 
 PIECE_BYTES = 16 << 20  # a piece and its columns: a few tens of MB at the peak, whatever the file size

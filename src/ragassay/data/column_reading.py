@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import InputError
 from . import arrow_columns
 from .background import Background
-from .columns import INT_LIMIT, parse_floats, parse_plain_integers
+from .column_numbers import INT_LIMIT, parse_floats, parse_plain_integers
 
 GRADE_LIMIT = INT_LIMIT
 

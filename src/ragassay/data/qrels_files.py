@@ -14,7 +14,9 @@ import numpy as np
 from ..errors import InputError
 from . import roles
 from .beir_folders import dataset_member
+from .column_bytes import trim_heap
 from .column_formats import QrelsFormat, blank_comments, header_line, resolve_format
+from .column_keys import factorize
 from .column_reading import (
     GRADE_LIMIT,
     INTEGRAL,
@@ -25,7 +27,7 @@ from .column_reading import (
     parse_grades,
     plain_file_head,
 )
-from .columns import factorize, read_columns, trim_heap
+from .columns import read_columns
 from .lines import WrittenFloat, check_id, iter_jsonl, read_bytes_checked, required_field
 from .origin import label_origin
 from .peer_files.binary_tables import binary_table_columns, binary_table_kind

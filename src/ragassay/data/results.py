@@ -7,24 +7,25 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import ValidationError
 
 from ..errors import InputError, UsageError
-
-if TYPE_CHECKING:
-    from .result_models import Result
-
-
-def nan_to_none(obj: Any) -> Any:
-    """JSON has no NaN or infinity: a value that is not a finite number becomes null."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: nan_to_none(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [nan_to_none(v) for v in obj]
-    return obj
-
+from .json_numbers import nan_to_none as nan_to_none  # product/pipeline/files.py still imports it from here
+from .lines import read_bytes_checked
+from .result_models import (
+    RESULT_VERSION,
+    RESULTS,
+    AgreeResult,
+    CalibrationResult,
+    CheckSummary,
+    CompareResult,
+    EvaluateResult,
+    GenerateSummary,
+    JudgeSummary,
+    Result,
+)
 
 # the kinds of result that track, gate and report read: the ones with metrics or rates to follow
 KINDS = ("evaluate", "compare", "agree", "judge", "check", "generate", "calibration")
@@ -34,11 +35,6 @@ def read_result(path: str | Path) -> Result:
     """A result file written with ``--format json``, parsed into the model its ``kind`` names; any
     other JSON (another kind, an unknown version, a field no command writes) is refused with the
     reason."""
-    from pydantic import ValidationError
-
-    from .lines import read_bytes_checked
-    from .result_models import RESULT_VERSION, RESULTS
-
     data = read_bytes_checked(path)
     try:
         obj = json.loads(data)
@@ -89,10 +85,6 @@ def _number(value: Any, name: str, path: str | Path | None) -> float | None:
 
 def as_result(result: Result | Mapping[str, Any], path: str | Path | None = None) -> Result:
     """A result as its kind's model (a mapping, e.g. a result built in a notebook, is parsed)."""
-    from pydantic import ValidationError
-
-    from .result_models import RESULTS, Result
-
     if isinstance(result, Result):
         return result
     kind = result.get("kind")
@@ -119,16 +111,6 @@ def result_metrics(
 ) -> dict[str, float]:
     """{metric name: value} of a result, by its kind. compare: the metrics of ``run`` (default: the
     last run) plus ``RUN/metric`` for every run; check: label rates; judge: grade shares and errors."""
-    from .result_models import (
-        AgreeResult,
-        CalibrationResult,
-        CheckSummary,
-        CompareResult,
-        EvaluateResult,
-        GenerateSummary,
-        JudgeSummary,
-    )
-
     result = as_result(result, path)
     kind = result.kind
     out: dict[str, float | None] = {}
@@ -236,8 +218,6 @@ def _calibration_metrics(result: Any, path: str | Path | None) -> dict[str, floa
 
 def result_errors(result: Result | Mapping[str, Any]) -> int:
     """Items of a stage result that ended without a label (error records); 0 for metric results."""
-    from .result_models import CheckSummary, GenerateSummary, JudgeSummary
-
     result = as_result(result)
     if isinstance(result, (CheckSummary, JudgeSummary, GenerateSummary)):
         value = getattr(result, "errors", 0)

@@ -13,9 +13,11 @@ import numpy as np
 
 from ..errors import InputError
 from . import roles
+from .column_bytes import trim_heap
 from .column_formats import RunFormat, blank_comments, column_layout, resolve_format
+from .column_keys import factorize
 from .column_reading import WholeReadScan, arrow_table_columns, decode_ids, decode_vocab, parse_scores, plain_file_head
-from .columns import factorize, read_columns, trim_heap
+from .columns import read_columns
 from .lines import check_id, iter_jsonl, read_bytes_checked, required_field
 from .peer_files.binary_tables import binary_table_columns, binary_table_kind
 from .peer_files.ranx_json import json_table_columns

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import InputError
 from .background import Background
-from .columns import INT_LIMIT, hash_bytes, mix
+from .column_keys import hash_bytes, mix
+from .column_numbers import INT_LIMIT
 from .origin import UNKNOWN, Origin
 
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from ..data.coerce import coerce_qrels, coerce_run
 from ..data.joins import Join
+from ..data.json_numbers import nan_to_none
 from ..data.origin import UNKNOWN, Origin
 from ..data.result_models import AgreeResult
-from ..data.results import nan_to_none
 from ..data.tables import Qrels, Run
 from ..errors import InputError, UsageError
 from .evaluate import evaluate

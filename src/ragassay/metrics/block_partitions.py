@@ -15,8 +15,8 @@ from typing import IO
 
 import numpy as np
 
+from ..data.column_bytes import join_pieces, trim_heap
 from ..data.column_pieces import Piece
-from ..data.columns import join_pieces, trim_heap
 from ..data.tables import Qrels, encode_ids
 from ..errors import InputError
 

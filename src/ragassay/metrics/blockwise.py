@@ -29,10 +29,11 @@ from typing import IO, Any, Literal
 
 import numpy as np
 
+from ..data.column_bytes import trim_heap
 from ..data.column_formats import ColumnShape, column_shape
+from ..data.column_keys import factorize
 from ..data.column_pieces import PIECE_BYTES, Piece, read_pieces
 from ..data.column_reading import decode_query_ids
-from ..data.columns import factorize, trim_heap
 from ..data.origin import UNKNOWN, label_origin
 from ..data.pool import PoolDigest
 from ..data.qrels_files import read_qrels

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.results import nan_to_none
+from ..data.json_numbers import nan_to_none
 from .agreement import cohen_kappa, confusion_matrix, kappa_interval, kendall_tau_b, spearman_rho
 from .kappa_meaning import constant_why, interval_why, one_grade_why
 from .rates import MIN_INTERVAL

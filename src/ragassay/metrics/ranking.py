@@ -15,7 +15,8 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from ..data.columns import KeyIndex, round8, to_width, trim_heap
+from ..data.column_bytes import round8, to_width, trim_heap
+from ..data.column_keys import KeyIndex
 from ..data.tables import Qrels, Run, row_keys, trec_order
 
 # run rows joined to the qrels per step: for a run grouped by query, the hash table holds only the

@@ -1,5 +1,6 @@
-"""Qualify a judge against people: run judge (or check) with a model and a prompt on a sample that
-people labelled, and say how the two agree.
+"""Qualify a judge against people: run judge with a model and a prompt on a sample of pairs that
+people graded, and say how the two agree (the check is qualified the same way in
+:mod:`.qualify_answers`, on what :mod:`.qualify_sampling` gives both).
 
 A team choosing a model for its judge needs that figure on real queries before it trusts the
 model's labels; the bundled example's agreement says nothing about their model. The sample is
@@ -11,39 +12,39 @@ records that name the prompt's version.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..api import check, judge
+from ..api import judge
 from ..api.settings import options_and_rest
 from ..data.coerce import coerce_run
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE
-from ..data.people_samples import GradedPairs, LabelledAnswers, stratified_sample
+from ..data.people_samples import GradedPairs
 from ..data.tables import Qrels
 from ..errors import UsageError
-from ..llm.prompt_files import choose_prompt
 from ..metrics.agreement import run_ranking_agreement
 from ..metrics.measures.parsing import parse_measure
-from ..metrics.qualification import label_agreement, paired_difference
+from ..metrics.qualification import label_agreement
 from ..runtime.engine import Estimate
-from ..stages.check import CheckOptions
 from ..stages.judge import JudgeOptions
 from ..stages.queries import QueryItem
 from .published_agreement import published_for
 from .qualify_results import Grader, GraderOutcome, Qualification
+from .qualify_sampling import (
+    both_sides,
+    check_graders,
+    count_unasked,
+    draw_sample,
+    error_reason,
+    grader_output,
+    pair_with_first,
+)
 
-CHECK_LABELS = ("correct", "partial", "hallucinated", "abstained")
-BINARY_LABELS = ("correct", "incorrect")
 BINARY_RELEVANCE = ("not relevant", "relevant")
-
-
-# ------------------------------------------------------------------------------- relevance
 
 
 def qualify_judge(
@@ -63,18 +64,18 @@ def qualify_judge(
     ``settings`` are the judge's LLM keywords (``base_url=``, ``timeout=``, ``cache=``, ...).
     ``runs`` (name -> run) adds Kendall's tau between the runs ranked by ``metric`` under people's
     grades and under the grader's, both on the sampled pairs only (the figure says so)."""
-    _check_graders(graders, "judge")
+    check_graders(graders, "judge")
     low, high = pairs.scale
     if not low < pairs.relevant_from <= high:
         raise UsageError(
             f"--relevance-level {pairs.relevant_from} is not a grade of the people's scale {low}-{high} "
             "above its lowest"
         )
-    keys = _sampled(pairs.grades, size, seed)
+    keys = draw_sample(pairs.grades, size, seed)
     run = _sampled_run(keys)
     scale = _PairScale.of(pairs)
     people = [scale.read(pairs.grades[k], pairs.relevant_from) for k in keys]
-    _both_sides(
+    both_sides(
         people,
         scale.positive,
         "pair",
@@ -88,7 +89,7 @@ def qualify_judge(
     outcomes: list[GraderOutcome] = []
     estimates: list[Estimate] = []
     for grader in graders:
-        out = _output(output, "judgments", grader)
+        out = grader_output(output, "judgments", grader)
         started = time.monotonic()
         options, endpoint = options_and_rest(JudgeOptions, settings, depth=asked.depth(), prompt=grader.prompt)
         judged = judge(
@@ -107,7 +108,7 @@ def qualify_judge(
             outcomes.append(asked.outcome(grader, out, judged, started))
     if dry_run:
         return estimates
-    _pair_with_first(outcomes, people, keys, scale.classes, scale.positive, seed)
+    pair_with_first(outcomes, people, keys, scale.classes, scale.positive, seed)
     return _judge_qualification(asked, outcomes, notes)
 
 
@@ -168,7 +169,7 @@ class _JudgeAsked:
         """One grader's judgments of the sample, read and measured against people's grades."""
         keys, scale = self.keys, self.scale
         grades, prompts, reasons = _tally_judgments(judged.records)
-        _unasked(keys, grades, reasons)
+        count_unasked(keys, grades, reasons)
         model = [scale.read(grades.get(k), JUDGE_RELEVANT_FROM) for k in keys]
         outcome = GraderOutcome(
             grader,
@@ -212,7 +213,7 @@ def _tally_judgments(records: Sequence[dict]) -> tuple[dict[Any, Any], Counter[s
         if ok and r.get("prompt"):
             prompts[r["prompt"]] += 1
         if not ok:
-            reasons[_reason(r.get("error"))] += 1
+            reasons[error_reason(r.get("error"))] += 1
     return grades, prompts, reasons
 
 
@@ -307,214 +308,3 @@ def _ranking(keys: list, people: list, model: list, runs: Mapping[str, Any], met
     if len(runs) < 2 or not cand:
         return None
     return run_ranking_agreement(Qrels.from_dict(ref), Qrels.from_dict(cand), runs, metric)
-
-
-# -------------------------------------------------------------------------------- answers
-
-
-def qualify_check(
-    answers: LabelledAnswers,
-    graders: Sequence[Grader],
-    *,
-    size: int | None = 100,
-    seed: int = 0,
-    output: str | Path | None = None,
-    dry_run: bool = False,
-    **settings: Any,
-) -> Qualification | list[Estimate]:
-    """Check a stratified, seeded sample of people-labelled answers with each grader and measure
-    agreement. People's labels that are only right or wrong (``answers.binary``) are met by the
-    check's labels read the same way: correct is right; partial, hallucinated and abstained are not."""
-    _check_graders(graders, "check")
-    ids = _sampled(answers.labels, size, seed)
-    by_id = {a.id: a for a in answers.answers}
-    items = [by_id[i] for i in ids]
-    classes = BINARY_LABELS if answers.binary else CHECK_LABELS
-    positive = {"correct"}
-    people = [answers.labels[i] for i in ids]
-    _both_sides(people, positive, "answer", "give people's labels of both kinds, or a larger --size")
-    outcomes: list[GraderOutcome] = []
-    estimates: list[Estimate] = []
-    for grader in graders:
-        out = _output(output, "checks", grader)
-        started = time.monotonic()
-        options, endpoint = options_and_rest(CheckOptions, settings, prompt=grader.prompt)
-        checked = check(items, output=out, model=grader.model, options=options, dry_run=dry_run, **endpoint)
-        if isinstance(checked, Estimate):
-            estimates.append(checked)
-            continue
-        labels, given, prompts, reasons, by_rule = _tally_checks(checked.records, answers.binary)
-        _unasked(ids, labels, reasons)
-        model = [labels.get(k) for k in ids]
-        outcomes.append(
-            GraderOutcome(
-                grader,
-                out,
-                sorted(prompts),
-                dict(zip(ids, model)),
-                label_agreement(people, model, classes, positive, ordinal=False, seed=seed, unit="answers"),
-                sum(reasons.values()),
-                dict(reasons),
-                by_rule,
-                checked.usage,
-                checked.usage_text,
-                time.monotonic() - started,
-                given={k: given.get(k) for k in ids},
-            )
-        )
-    if dry_run:
-        return estimates
-    _pair_with_first(outcomes, people, ids, classes, positive, seed)
-    return _check_qualification(answers, ids, people, outcomes, seed)
-
-
-def _tally_checks(
-    records: Sequence[dict], binary: bool
-) -> tuple[dict[Any, Any], dict[Any, Any], Counter[str], Counter[str], int]:
-    """Each checked answer's label as compared with people's (right or wrong when people said only
-    that) and as the check gave it, the prompts the records name, the reasons of the errors, and
-    how many answers the rules decided without a call."""
-    labels: dict[Any, Any] = {}
-    given: dict[Any, Any] = {}
-    prompts: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
-    by_rule = 0
-    for r in records:
-        label = given[r["id"]] = r.get("label") if r.get("status") == "ok" else None
-        if label is not None and binary:
-            label = "correct" if label == "correct" else "incorrect"
-        labels[r["id"]] = label
-        by_rule += r.get("decided_by") == "rule"
-        if r.get("prompt"):
-            prompts[r["prompt"]] += 1
-        if label is None:
-            reasons[_reason(r.get("error"))] += 1
-    return labels, given, prompts, reasons, by_rule
-
-
-def _check_qualification(
-    answers: LabelledAnswers, ids: list, people: list, outcomes: list[GraderOutcome], seed: int
-) -> Qualification:
-    """The check's qualification: the sample, the ceiling of a second people's labelling, and a note
-    when people said only right or wrong."""
-    classes = BINARY_LABELS if answers.binary else CHECK_LABELS
-    second = answers.second or {}
-    both = [k for k in ids if k in second]
-    ceiling = (
-        label_agreement(
-            [answers.labels[k] for k in both], [second[k] for k in both], classes, {"correct"}, ordinal=False, seed=seed
-        )
-        if both
-        else None
-    )
-    per_class = Counter(people)
-    sample = {
-        "items": len(ids),
-        "of": len(answers.labels),
-        "seed": seed,
-        "unit": "answers",
-        "per_class": {c: per_class.get(c, 0) for c in classes},
-        "binary": answers.binary,
-        "second_labelled": len(both),
-    }
-    notes = []
-    if answers.binary:
-        notes.append(
-            "people said only right or wrong: the check's 'correct' is read as right, and 'partial', "
-            "'hallucinated' and 'abstained' as wrong"
-        )
-    rows = [
-        {"id": k, "people": answers.labels[k], "second": second.get(k), "graders": [o.given.get(k) for o in outcomes]}
-        for k in ids
-    ]
-    return Qualification(
-        "check",
-        answers.source,
-        answers.citation,
-        sample,
-        outcomes,
-        ceiling,
-        published_for("check"),
-        notes + list(answers.notes),
-        rows,
-    )
-
-
-# ------------------------------------------------------------------------------- shared
-
-
-def _check_graders(graders: Sequence[Grader], stage: str) -> None:
-    """Every grader is sound before any of them is asked anything: a prompt file of the second
-    grader that names an unknown placeholder must not wait for the first grader's calls."""
-    if not graders:
-        raise UsageError("qualify needs at least one model and prompt to qualify")
-    seen = set()
-    for g in graders:
-        if g in seen:
-            raise UsageError(f"{g.name()} is given twice: each grader is asked once")
-        seen.add(g)
-        choose_prompt(stage, g.prompt, g.model)  # raises, naming the file and line, on a bad prompt file
-
-
-def _both_sides(people: Sequence, positive: set, what: str, flag: str) -> None:
-    """People's labels on one side of the relevant cut measure nothing beyond chance: said before any call."""
-    sides = {p in positive for p in people}
-    if len(sides) == 1:
-        side = "relevant" if sides == {True} else "not relevant"
-        raise UsageError(
-            f"every sampled {what} is {side} by people's labels: agreement with them cannot be measured "
-            f"beyond chance; {flag}"
-        )
-
-
-def _sampled(labels: Mapping[Any, Hashable], size: int | None, seed: int) -> list:
-    if not labels:
-        raise UsageError("the people-labelled data holds no item to qualify on")
-    return stratified_sample(labels, len(labels) if size is None else min(size, len(labels)), seed)
-
-
-def _output(output: str | Path | None, stem: str, grader: Grader) -> Path | None:
-    """Each grader's records under a name made of its model and prompt, never of its place in the
-    command: the same grader finds its records again when prompts are reordered or one is added."""
-    if output is None:
-        return None
-    folder = Path(output)
-    folder.mkdir(parents=True, exist_ok=True)
-    prompt = grader.prompt
-    if prompt not in ("auto", "full", "short"):  # a file: its stem, and a hash of where it is
-        path = str(Path(prompt).expanduser().resolve())
-        prompt = f"{Path(prompt).stem}-{hashlib.sha256(path.encode('utf-8')).hexdigest()[:6]}"
-    name = re.sub(r"[^\w.-]+", "_", f"{grader.model or 'default-model'}.{prompt}")
-    return folder / f"{stem}.{name}.jsonl"
-
-
-def _reason(error: Any) -> str:
-    """An error record's reason, shortened to its kind (the first clause), for a tally."""
-    text = str(error or "no label").strip()
-    if text == NOT_ASKED:
-        return text
-    return text.split(":")[0][:80] if ":" in text else text[:80]
-
-
-NOT_ASKED = (
-    "not asked: the run stopped before it (a --max-calls or --max-cost ceiling, or answers still to come "
-    "from a batch); rerun to finish"
-)
-
-
-def _unasked(keys: Sequence, labels: dict, reasons: Counter[str]) -> None:
-    """Sampled items the stage wrote no record of are missing from the figures, and counted so."""
-    missing = sum(1 for k in keys if k not in labels)
-    if missing:
-        reasons[NOT_ASKED] += missing
-
-
-def _pair_with_first(
-    outcomes: list[GraderOutcome], people: list, keys: list, classes: Sequence, positive: set, seed: int
-) -> None:
-    """Each grader after the first is compared with the first on the same items (paired)."""
-    if len(outcomes) < 2:
-        return
-    first = [outcomes[0].labels.get(k) for k in keys]
-    for o in outcomes[1:]:
-        o.paired = paired_difference(people, [o.labels.get(k) for k in keys], first, classes, positive, seed=seed)

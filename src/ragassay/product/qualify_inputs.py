@@ -21,7 +21,8 @@ from ..data.people_samples import (
 from ..data.run_files import read_run
 from ..errors import UsageError
 from ..runtime.engine import Estimate
-from .qualify import qualify_check, qualify_judge
+from .qualify import qualify_judge
+from .qualify_answers import qualify_check
 from .qualify_results import Grader, Qualification
 from .qualify_text import estimates_text, qualification_text, write_qualification
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data.results import nan_to_none
+from ..data.json_numbers import nan_to_none
 from ..metrics.qualification import LabelAgreement, PairedDifference, bias_sentence
 from ..runtime.engine import Estimate
 from .qualify_results import Grader, GraderOutcome, Qualification

@@ -21,6 +21,7 @@ from typing import Any, Generic, Literal, TypeVar
 from ..errors import UsageError
 from ..llm import LLM, LLMConfig, LLMError
 from ..llm.batch import BatchBox, OfflineClient, write_requests
+from ..llm.batch_api import run_rounds
 from ..llm.errors import NoEndpoint
 from ..llm.usage import Usage
 from .engine import Estimate
@@ -146,8 +147,6 @@ def run_llm_stage(
         return asyncio.run(body())
 
     if backend.name == "batch":
-        from ..llm.batch_api import run_rounds  # imports openai (most of a second): only a Batch API run loads it
-
         result, note = run_rounds(job.configs[0], job.output, run_once, poll_seconds=backend.poll_seconds)
     else:
         box = backend.box()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ..columns import INT_LIMIT
+from ..column_numbers import INT_LIMIT
 from ..lines import WrittenFloat
 from .json_documents import whole_json
 from .table_columns import TableColumns, score_said

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ..columns import INT_LIMIT
+from ..column_numbers import INT_LIMIT
 from ..lines import check_id
 from ..tables import Qrels, Run, encode_ids
 from .sample_fields import digits
