@@ -19,9 +19,10 @@ from ..data.lines import iter_jsonl, read_bytes_checked
 from ..data.qrels_files import read_qrels
 from ..data.query_files import read_queries
 from ..data.record_files import legacy_kind, read_record_file
-from ..data.records import RECORD_FIELD, Check, Coverage, Judgment, Question, Reject
+from ..data.records import RECORD_FIELD, Check, Chunk, Coverage, Judgment, Question, Reject
 from ..data.results import load_result
 from ..data.run_files import read_run
+from ..data.tables import Qrels, Run
 from ..errors import InputError
 from ..stages.answer_files import read_answers, read_human_labels, read_labels_origin, retrieval_recall
 from ..stages.check_summary import summarise_checks
@@ -64,7 +65,7 @@ class ReportInputs:
 
 REPORTED_RECORDS = ("judgment", "coverage", "check", "question", "reject")
 
-RunFiles = Mapping[str, "str | Path"] | Sequence["str | Path"]
+RunFiles = Mapping[str, "str | Path | Run"] | Sequence["str | Path | Run"]
 
 
 class NamedRun(str):
@@ -90,7 +91,7 @@ def run_argument(text: str) -> str:
     return NamedRun(path, name)
 
 
-def named_run_files(runs: RunFiles) -> list[tuple[str | None, str | Path]]:
+def named_run_files(runs: RunFiles) -> list[tuple[str | None, str | Path | Run]]:
     """(name, path) of each run: a mapping names every run; in a sequence, a :class:`NamedRun` has
     its name and a plain path none (the run's TREC tag, else its file name, names it)."""
     if isinstance(runs, Mapping):
@@ -102,17 +103,17 @@ def read_runs(runs: RunFiles) -> list:
     """The runs, each named as the caller said (else by its tag or file name); two runs of one name
     are an error naming the second file."""
     out: list = []
-    seen: dict[str, str | Path] = {}
+    seen: dict[str, str | Path | Run] = {}
     for name, path in named_run_files(runs):
         if name is not None and not name.strip():
-            raise InputError("a run's name is empty: give each run a name", path)
-        run = read_run(path, name=name)
+            raise InputError("a run's name is empty: give each run a name", path if not isinstance(path, Run) else None)
+        run = read_run(path, name=name) if not isinstance(path, Run) else path
         if run.name in seen:
             how = "the name given" if name is not None else "its TREC tag (or file name)"
             raise InputError(
                 f"two runs are named {run.name!r} ({how}; the other is {seen[run.name]}): give each "
                 "run its own name (NAME=PATH in ragassay report; a mapping {name: path} from Python)",
-                path,
+                path if not isinstance(path, Run) else path.source,
             )
         seen[run.name] = path
         out.append(run)
@@ -121,29 +122,37 @@ def read_runs(runs: RunFiles) -> list:
 
 def load_inputs(
     paths: Sequence[str | Path] = (),
-    qrels: str | Path | None = None,
+    qrels: str | Path | Qrels | None = None,
     runs: RunFiles = (),
-    chunks: str | Path | None = None,
-    queries: str | Path | None = None,
+    chunks: str | Path | Sequence[Chunk] | None = None,
+    queries: str | Path | Mapping[str, str] | None = None,
     answers: str | Path | None = None,
     human: str | Path | None = None,
-    people_qrels: str | Path | None = None,
+    people_qrels: str | Path | Qrels | None = None,
 ) -> ReportInputs:
     """Read everything a report can show; each file is checked and named in any error.
 
     ``runs`` is a mapping {name: path} that names each run, or a sequence of paths (each run named by
     its TREC tag, else its file name; a :class:`NamedRun` by its own name). ``people_qrels`` is a
     second qrels shown beside ``qrels`` on every query page (people's grades beside the judge's pool
-    the metrics are computed on); each is labelled by who made it (``FILE.origin.json``)."""
+    the metrics are computed on); each is labelled by who made it (``FILE.origin.json``).
+
+    The qrels, runs, chunks and queries may be handed over as objects already read (a :class:`Qrels`,
+    a :class:`Run` named as it is to be shown, the chunks, the queries' texts by id): the pipeline
+    reads each of its inputs once and hands the same objects to every step."""
     inp = ReportInputs()
-    if qrels:
-        inp.qrels = read_qrels(qrels)
-    if people_qrels:
-        inp.people_qrels = read_qrels(people_qrels)
+    inp.qrels = qrels if isinstance(qrels, Qrels) else read_qrels(qrels) if qrels else None
+    inp.people_qrels = (
+        people_qrels if isinstance(people_qrels, Qrels) else read_qrels(people_qrels) if people_qrels else None
+    )
     inp.runs = read_runs(runs)
-    if chunks:
+    if chunks is not None and not isinstance(chunks, (str, Path)):
+        inp.chunks = {c.id: c for c in chunks}
+    elif chunks:
         inp.chunks = {c.id: c for c in read_chunks(chunks)}
-    if queries:
+    if queries is not None and not isinstance(queries, (str, Path)):
+        inp.queries = dict(queries)  # a copy: a generated set's own questions are added to it below
+    elif queries:
         inp.queries = read_queries(queries)
     if answers:
         inp.answers = {a.id: a for a in read_answers(answers, inp.chunks or None)}

@@ -7,6 +7,7 @@ cache keys each object by the file's size and modification time as well as its p
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -51,6 +52,13 @@ class Loaded:
     def run(self, path: Path) -> Run:
         """A run file, as ``read_run`` reads it (ranked, its tag as its name)."""
         return self._get("run", path, rio.read_run)
+
+    def named_run(self, path: Path, name: str) -> Run:
+        """A run file as :meth:`run` reads it, named as the project names it (what ``read_run(path,
+        name=name)`` gives): a shallow copy, so the run read once keeps its own name."""
+        run = copy.copy(self.run(path))
+        run.name = name
+        return run
 
     def qrels(self, path: Path) -> Qrels:
         """A qrels file, as ``read_qrels`` reads it."""

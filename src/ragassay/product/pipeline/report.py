@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from ..report import make_report
+from ..report import report_of
+from ..report_inputs import load_inputs
 from .context import Context
 from .files import checks_file, sidecar
 from .results import StepResult, not_selected
@@ -69,19 +68,20 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
             f"{html} and {md}",
             result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)},
         )
-    common: dict[str, Any] = dict(
-        qrels=qrels if runs else None,
-        runs=runs,
-        people_qrels=people,
-        chunks=p.chunks,
-        queries=ctx.queries,
+    loaded = ctx.loaded  # every input as the steps before read it: read once, written twice
+    inputs = load_inputs(
+        files,
+        qrels=loaded.qrels(qrels) if runs and qrels is not None else None,
+        runs={name: loaded.named_run(f, name) for name, f in runs.items()},
+        people_qrels=loaded.qrels(people) if people is not None else None,
+        chunks=loaded.chunks(p.chunks) if p.chunks is not None else None,
+        queries=loaded.queries(ctx.queries) if ctx.queries is not None else None,
         answers=p.answers,
         human=p.human,
-        title=p.title or f"ragassay: {p.root.resolve().name}",
-        relevance_level=p.relevance_level,
     )
-    written = make_report(files, html, **common)
-    make_report(files, md, fmt="markdown", **common)
+    title = p.title or f"ragassay: {p.root.resolve().name}"
+    written = report_of(inputs, html, title=title, relevance_level=p.relevance_level)
+    report_of(inputs, md, fmt="markdown", title=title, relevance_level=p.relevance_level)
     text = f"{written.path} and {md}"
     done = {"html": str(html), "markdown": str(md), "warnings": written.warnings}
     ctx.state.done("report", digest, 0, text, done)
