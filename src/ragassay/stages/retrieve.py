@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,15 +103,91 @@ def retrieve(
         raise UsageError(f"k must be at least 1, got {k}")
     spec = retriever if isinstance(retriever, str) else None
     made = load_retriever(spec) if spec is not None else retriever
+    texts, chunk_ids = _query_texts(queries), _chunk_ids(chunks)
+    queries_file = queries if isinstance(queries, (str, Path)) else None
+    return _retrieved(
+        made,
+        spec,
+        texts,
+        _Given(
+            chunk_ids,
+            str(chunks) if isinstance(chunks, (str, Path)) else None,
+            None if queries_file is None else str(queries_file),
+            None if queries_file is None else partial(_file_digest, queries_file),
+        ),
+        id_field=id_field,
+        k=k,
+        output=output,
+        name=name,
+        quiet=quiet,
+    )
+
+
+def retrieve_texts(
+    retriever: Any,
+    queries: Mapping[str, str],
+    *,
+    chunk_ids: Collection[str] | None = None,
+    chunks_file: str | Path | None = None,
+    queries_file: str | Path | None = None,
+    queries_digest: str | None = None,
+    id_field: str | None = None,
+    k: int = 100,
+    output: str | Path | None = None,
+    name: str | None = None,
+    quiet: bool = False,
+) -> Retrieval:
+    """:func:`retrieve` handed the query texts and the chunk ids already read (the pipeline reads each
+    input once for all its retrievers), with the files they were read from: ``chunks_file`` names the
+    chunks in the join and its errors, ``queries_file`` and ``queries_digest`` (the queries file's
+    :func:`~ragassay.data.run_asked.file_digest`) are what the run's ``RUN.run.json`` records, as
+    :func:`retrieve` given those files would write them."""
+    if k < 1:
+        raise UsageError(f"k must be at least 1, got {k}")
+    spec = retriever if isinstance(retriever, str) else None
+    made = load_retriever(spec) if spec is not None else retriever
+    given = _Given(
+        chunk_ids,
+        None if chunks_file is None else str(chunks_file),
+        None if queries_file is None else str(queries_file),
+        None if queries_file is None else (lambda: queries_digest),
+    )
+    return _retrieved(made, spec, queries, given, id_field=id_field, k=k, output=output, name=name, quiet=quiet)
+
+
+@dataclass
+class _Given:
+    """What a retrieval is checked against and its sidecar names: the chunk ids and their file, the
+    queries' file and how to take its digest (taken once the run is written, as it always was)."""
+
+    chunk_ids: Collection[str] | None
+    chunks_file: str | None
+    queries_file: str | None
+    queries_digest: Callable[[], str | None] | None
+
+
+def _retrieved(
+    made: Any,
+    spec: str | None,
+    texts: Mapping[str, str],
+    given: _Given,
+    *,
+    id_field: str | None,
+    k: int,
+    output: str | Path | None,
+    name: str | None,
+    quiet: bool,
+) -> Retrieval:
+    """The retriever run over the query texts and, given ``output``, its run written with its sidecars."""
     retrieval = retrieve_run(
         made,
-        _query_texts(queries),
+        texts,
         k,
         name or (spec.rpartition(":")[2] if spec else None),
         False if quiet else None,
         id_field=id_field,
-        chunk_ids=_chunk_ids(chunks),
-        chunks_source=str(chunks) if isinstance(chunks, (str, Path)) else None,
+        chunk_ids=given.chunk_ids,
+        chunks_source=given.chunks_file,
     )
     if output is None:
         return retrieval
@@ -118,8 +195,8 @@ def retrieve(
         "retriever": spec or retrieval.kind,
         "k": k,
         "command": "retrieve",
-        "queries_file": str(queries) if isinstance(queries, (str, Path)) else None,
-        "queries_digest": _file_digest(queries) if isinstance(queries, (str, Path)) else None,
+        "queries_file": given.queries_file,
+        "queries_digest": given.queries_digest() if given.queries_digest is not None else None,
     }
     return write_run_files(retrieval, output, about)
 

@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ...data.run_asked import asked_digest, file_digest
+
 
 class State:
     """The digest of each step's inputs when it last ran, and its exit code (``.ragassay/state.json``)."""
@@ -45,6 +47,7 @@ class Digests:
         self.seen: dict[Path, str] = {}
         # a file's digest as a reader read it, by its real path, with the (mtime, size) it had then
         self.read: dict[str, tuple[tuple[int, int], str]] = {}
+        self.asked: dict[str, tuple[tuple[int, int], str]] = {}  # the same bytes' digest as a run's sidecar names it
 
     def heard(self, path: Path, data: bytes) -> None:
         """Keep the digest of bytes a reader read (``data.lines.watching_reads`` hands them here), so
@@ -53,6 +56,7 @@ class Digests:
         real = os.path.realpath(path)
         if stamp is not None and self.read.get(real, (None,))[0] != stamp:
             self.read[real] = (stamp, hashlib.sha256(data).hexdigest())
+            self.asked[real] = (stamp, asked_digest(data))
 
     def file(self, path: Path | None) -> str | None:
         if path is None or not path.exists():
@@ -68,6 +72,17 @@ class Digests:
                     h.update(block)
             self.seen[path] = h.hexdigest()
         return self.seen[path]
+
+    def queries_digest(self, path: Path) -> str | None:
+        """The digest a retriever's run sidecar (``RUN.run.json``) records of its queries file, taken
+        from the bytes the run read when it parsed the file, else from the file."""
+        kept = self.asked.get(os.path.realpath(path))
+        if kept is not None and kept[0] == _stamp(path):
+            return kept[1]
+        try:
+            return file_digest(path)
+        except OSError:
+            return None
 
     def of(self, *files: Path | None, **settings: Any) -> str:
         parts = {"files": [self.file(f) for f in files], "settings": settings}
