@@ -409,7 +409,12 @@ def origin_of_records(records: Iterable[Mapping], command: str | None = None) ->
 
 def label_origin(path: str | Path | None, records: Iterable[Mapping] | None = None) -> Origin:
     """A file's origin: its sidecar when it has one, else what its lines say, else unknown."""
-    side = read_origin(path)
+    return origin_with_records(read_origin(path), records)
+
+
+def origin_with_records(side: Origin, records: Iterable[Mapping] | None = None) -> Origin:
+    """:func:`label_origin` of a sidecar already read (``side``, what :func:`read_origin` gave): the
+    records are read only when the sidecar does not say who made the labels."""
     if side.known or records is None:
         return side
     lines = origin_of_records(records)

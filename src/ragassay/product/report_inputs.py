@@ -19,7 +19,8 @@ from ..data.lines import iter_jsonl, read_bytes_checked
 from ..data.qrels_files import read_qrels
 from ..data.query_files import read_queries
 from ..data.record_files import legacy_kind, read_record_file
-from ..data.records import RECORD_FIELD, Check, Chunk, Coverage, Judgment, Question, Reject
+from ..data.origin import Origin
+from ..data.records import RECORD_FIELD, AnswerItem, Check, Chunk, Coverage, Judgment, Question, Reject
 from ..data.results import load_result
 from ..data.run_files import read_run
 from ..data.tables import Qrels, Run
@@ -126,9 +127,10 @@ def load_inputs(
     runs: RunFiles = (),
     chunks: str | Path | Sequence[Chunk] | None = None,
     queries: str | Path | Mapping[str, str] | None = None,
-    answers: str | Path | None = None,
-    human: str | Path | None = None,
+    answers: str | Path | Sequence[AnswerItem] | None = None,
+    human: str | Path | Mapping[str, str] | None = None,
     people_qrels: str | Path | Qrels | None = None,
+    human_origin: Origin | None = None,
 ) -> ReportInputs:
     """Read everything a report can show; each file is checked and named in any error.
 
@@ -138,8 +140,9 @@ def load_inputs(
     the metrics are computed on); each is labelled by who made it (``FILE.origin.json``).
 
     The qrels, runs, chunks and queries may be handed over as objects already read (a :class:`Qrels`,
-    a :class:`Run` named as it is to be shown, the chunks, the queries' texts by id): the pipeline
-    reads each of its inputs once and hands the same objects to every step."""
+    a :class:`Run` named as it is to be shown, the chunks, the queries' texts by id, the answers, people's
+    labels by answer id with ``human_origin`` saying who made them): the pipeline reads each of its
+    inputs once and hands the same objects to every step."""
     inp = ReportInputs()
     inp.qrels = qrels if isinstance(qrels, Qrels) else read_qrels(qrels) if qrels else None
     inp.people_qrels = (
@@ -154,9 +157,13 @@ def load_inputs(
         inp.queries = dict(queries)  # a copy: a generated set's own questions are added to it below
     elif queries:
         inp.queries = read_queries(queries)
-    if answers:
+    if answers is not None and not isinstance(answers, (str, Path)):
+        inp.answers = {a.id: a for a in answers}
+    elif answers:
         inp.answers = {a.id: a for a in read_answers(answers, inp.chunks or None)}
-    if human:
+    if human is not None and not isinstance(human, (str, Path)):
+        inp.human_labels, inp.human_origin = dict(human), human_origin
+    elif human:
         inp.human_labels = read_human_labels(human)
         inp.human_origin = read_labels_origin(human)
     for p in paths:

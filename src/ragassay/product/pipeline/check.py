@@ -159,7 +159,7 @@ def _checked_text(done: Any, rules_only: bool) -> str:
 def _say_joins(ctx: Context, answers: Path, run_name: str, run: Path, qrels: Path) -> None:
     """How the answers meet the run and qrels the check diagnoses with (a retriever's run, the judged
     pool: not counted at the start), said unless the start said it already."""
-    ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(answers)]
+    ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(ctx, answers)]
     for join in (
         Join.of(
             "query ids",

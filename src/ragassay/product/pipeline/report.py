@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from ...data.lines import iter_jsonl
+from ...data.origin import Origin, origin_with_records
 from ..report import report_of
 from ..report_inputs import load_inputs
 from .context import Context
@@ -69,15 +71,17 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
             result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)},
         )
     loaded = ctx.loaded  # every input as the steps before read it: read once, written twice
+    chunks = loaded.chunks(p.chunks) if p.chunks is not None else []
     inputs = load_inputs(
         files,
         qrels=loaded.qrels(qrels) if runs and qrels is not None else None,
         runs={name: loaded.named_run(f, name) for name, f in runs.items()},
         people_qrels=loaded.qrels(people) if people is not None else None,
-        chunks=loaded.chunks(p.chunks) if p.chunks is not None else None,
+        chunks=chunks,
         queries=loaded.queries(ctx.queries) if ctx.queries is not None else None,
-        answers=p.answers,
-        human=p.human,
+        answers=loaded.answers(p.answers, {c.id: c for c in chunks} or None) if p.answers is not None else None,
+        human=loaded.human_labels(p.human) if p.human is not None else None,
+        human_origin=human_origin(ctx, p.human) if p.human is not None else None,
     )
     title = p.title or f"ragassay: {p.root.resolve().name}"
     written = report_of(inputs, html, title=title, relevance_level=p.relevance_level)
@@ -86,3 +90,9 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
     done = {"html": str(html), "markdown": str(md), "warnings": written.warnings}
     ctx.state.done("report", digest, 0, text, done)
     return StepResult("report", "ran", text, 0, result=done)
+
+
+def human_origin(ctx: Context, human: Path) -> Origin:
+    """Who made people's labels, as the report says it (``read_labels_origin``): the sidecar the run
+    read at the start, else what the labels' lines say (read only then)."""
+    return origin_with_records(ctx.loaded.origin(human), (obj for _, obj in iter_jsonl(human)))
