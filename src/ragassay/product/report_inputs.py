@@ -21,7 +21,7 @@ from ..data.query_files import read_queries
 from ..data.record_files import legacy_kind, read_record_file
 from ..data.origin import Origin
 from ..data.records import RECORD_FIELD, AnswerItem, Check, Chunk, Coverage, Judgment, Question, Reject
-from ..data.results import load_result
+from ..data.results import as_result, load_result
 from ..data.run_files import read_run
 from ..data.tables import Qrels, Run
 from ..errors import InputError
@@ -131,6 +131,7 @@ def load_inputs(
     human: str | Path | Mapping[str, str] | None = None,
     people_qrels: str | Path | Qrels | None = None,
     human_origin: Origin | None = None,
+    results: Mapping[Path, Any] | None = None,
 ) -> ReportInputs:
     """Read everything a report can show; each file is checked and named in any error.
 
@@ -142,7 +143,8 @@ def load_inputs(
     The qrels, runs, chunks and queries may be handed over as objects already read (a :class:`Qrels`,
     a :class:`Run` named as it is to be shown, the chunks, the queries' texts by id, the answers, people's
     labels by answer id with ``human_origin`` saying who made them): the pipeline reads each of its
-    inputs once and hands the same objects to every step."""
+    inputs once and hands the same objects to every step. ``results``: results already read (or
+    written) by the file they are in, for files of ``paths`` that are not read again."""
     inp = ReportInputs()
     inp.qrels = qrels if isinstance(qrels, Qrels) else read_qrels(qrels) if qrels else None
     inp.people_qrels = (
@@ -167,7 +169,11 @@ def load_inputs(
         inp.human_labels = read_human_labels(human)
         inp.human_origin = read_labels_origin(human)
     for p in paths:
-        _add_file(inp, Path(p))
+        given = (results or {}).get(Path(p))
+        if given is not None:
+            _put_result(inp, as_result(given, p).to_dict(), Path(p))
+        else:
+            _add_file(inp, Path(p))
     for q in inp.questions:  # a generated set brings its own question texts and reference answers
         inp.queries.setdefault(q.id, q.question)
     if inp.checks and inp.check is None:  # check's records alone: the label rates, diagnosis and people too
@@ -201,7 +207,11 @@ def _add_file(inp: ReportInputs, p: Path) -> None:
 
 def _add_result(inp: ReportInputs, p: Path) -> None:
     """A result file, by its kind; judge's summary is refused (the report reads its records instead)."""
-    result = load_result(p)  # checks kind and version
+    _put_result(inp, load_result(p), p)  # checks kind and version
+
+
+def _put_result(inp: ReportInputs, result: dict[str, Any], p: Path) -> None:
+    """A result, read from its file or handed over, put where its kind belongs."""
     kind = result["kind"]
     if kind == "evaluate":
         inp.evaluate.append(result)

@@ -82,6 +82,7 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
         answers=loaded.answers(p.answers, {c.id: c for c in chunks} or None) if p.answers is not None else None,
         human=loaded.human_labels(p.human) if p.human is not None else None,
         human_origin=human_origin(ctx, p.human) if p.human is not None else None,
+        results=ctx.results,  # the results the steps wrote (or read) this run: not read again
     )
     title = p.title or f"ragassay: {p.root.resolve().name}"
     written = report_of(inputs, html, title=title, relevance_level=p.relevance_level)

@@ -74,7 +74,7 @@ def evaluate_step(ctx: Context, selected: bool) -> StepResult:
             relevance_level=ctx.project.relevance_level,
         )
         if ctx.state.fresh(f"evaluate:{name}", digest, [path]):
-            results[name] = read_json(path)
+            results[name] = read_json(ctx, path)
             continue
         ev = evaluate(
             ctx.loaded.qrels(qrels),
@@ -85,7 +85,7 @@ def evaluate_step(ctx: Context, selected: bool) -> StepResult:
         )
         ev.run_name = name  # the project's name for it, as compare, the report, track and history say it
         path.parent.mkdir(parents=True, exist_ok=True)
-        results[name] = write_json(path, ev.to_dict())
+        results[name] = write_json(ctx, path, ev.to_dict())
         ctx.state.done(f"evaluate:{name}", digest, 0, "")
         said.append(_said_scores(name, results[name]))
     partial = partial_pool(ctx, qrels)
@@ -128,14 +128,14 @@ def compare_step(ctx: Context, selected: bool) -> StepResult:
     )
     kept = ctx.state.fresh("compare", digest, [path])
     if kept:
-        return StepResult("compare", "up to date", kept["text"] + partial_pool(ctx, qrels), result=read_json(path))
+        return StepResult("compare", "up to date", kept["text"] + partial_pool(ctx, qrels), result=read_json(ctx, path))
     cmp = compare(
         ctx.loaded.qrels(qrels),
         {name: ctx.loaded.named_run(f, name) for name, f in ctx.runs.items()},
         ctx.project.metrics,
         relevance_level=ctx.project.relevance_level,
     )
-    written = write_json(path, cmp.to_dict())
+    written = write_json(ctx, path, cmp.to_dict())
     first = ctx.project.metrics[0]
     text = (
         "; ".join(
