@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from fake_llm import FakeLLM
-
 from ragassay.product.bundled_example import copy_example
 from ragassay.product.pipeline import run_project
 

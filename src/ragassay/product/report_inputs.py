@@ -16,10 +16,10 @@ from typing import Any
 
 from ..data.chunk_files import read_chunks
 from ..data.lines import iter_jsonl, read_bytes_checked
+from ..data.origin import Origin
 from ..data.qrels_files import read_qrels
 from ..data.query_files import read_queries
 from ..data.record_files import legacy_kind, read_record_file
-from ..data.origin import Origin
 from ..data.records import RECORD_FIELD, AnswerItem, Check, Chunk, Coverage, Judgment, Question, Reject
 from ..data.results import as_result, load_result
 from ..data.run_files import read_run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 from ...data.lines import iter_jsonl
 from ...data.origin import Origin, origin_with_records
 from ..report import report_of
