@@ -29,7 +29,12 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     signature, not text), or one clear error naming the file: missing, a directory, unreadable,
     binary, or (unless ``allow_empty``) empty. Every reader of text files starts here (or at
     :func:`streamed_lines_at`, which drops the mark too), so none sees it."""
-    data, p = _raw_bytes(path)
+    return checked_bytes(*_raw_bytes(path), allow_empty=allow_empty)
+
+
+def checked_bytes(data: bytes, p: Path, allow_empty: bool = False) -> bytes:
+    """:func:`read_bytes_checked` of a file's bytes already read (``p`` names it in any error): a
+    caller that hashed the bytes, as the pipeline's state does, parses the same ones."""
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)

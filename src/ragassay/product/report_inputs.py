@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.chunk_files import read_chunks
-from ..data.lines import iter_jsonl, read_bytes_checked
+from ..data.lines import checked_bytes, iter_jsonl, read_bytes_checked
 from ..data.origin import Origin
 from ..data.qrels_files import read_qrels
 from ..data.query_files import read_queries
@@ -132,6 +132,7 @@ def load_inputs(
     people_qrels: str | Path | Qrels | None = None,
     human_origin: Origin | None = None,
     results: Mapping[Path, Any] | None = None,
+    read: Mapping[Path, bytes] | None = None,
 ) -> ReportInputs:
     """Read everything a report can show; each file is checked and named in any error.
 
@@ -144,7 +145,8 @@ def load_inputs(
     a :class:`Run` named as it is to be shown, the chunks, the queries' texts by id, the answers, people's
     labels by answer id with ``human_origin`` saying who made them): the pipeline reads each of its
     inputs once and hands the same objects to every step. ``results``: results already read (or
-    written) by the file they are in, for files of ``paths`` that are not read again."""
+    written) by the file they are in, and ``read`` the bytes of files already read, for files of
+    ``paths`` that are not read again."""
     inp = ReportInputs()
     inp.qrels = qrels if isinstance(qrels, Qrels) else read_qrels(qrels) if qrels else None
     inp.people_qrels = (
@@ -173,7 +175,7 @@ def load_inputs(
         if given is not None:
             _put_result(inp, as_result(given, p).to_dict(), Path(p))
         else:
-            _add_file(inp, Path(p))
+            _add_file(inp, Path(p), (read or {}).get(Path(p)))
     for q in inp.questions:  # a generated set brings its own question texts and reference answers
         inp.queries.setdefault(q.id, q.question)
     if inp.checks and inp.check is None:  # check's records alone: the label rates, diagnosis and people too
@@ -181,10 +183,10 @@ def load_inputs(
     return inp
 
 
-def _add_file(inp: ReportInputs, p: Path) -> None:
+def _add_file(inp: ReportInputs, p: Path, raw: bytes | None = None) -> None:
     """One of the report's files: a result (evaluate, agree, compare, check, generate, calibration) or
     a file of records (judgments, coverage, checks, questions, rejects), each put where it belongs."""
-    data = read_bytes_checked(p)
+    data = read_bytes_checked(p) if raw is None else checked_bytes(raw, p)
     try:
         whole = json.loads(data)  # one JSON document: a result (or a one-line JSONL file)
     except (json.JSONDecodeError, UnicodeDecodeError):

@@ -49,6 +49,9 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
     if not files and not runs:
         return StepResult("report", "skipped", "nothing to report yet")
     html, md = out / "report.html", out / "report.md"
+    read = {f: f.read_bytes() for f in files if f not in ctx.results}  # read once: hashed here, parsed below
+    for f, data in read.items():
+        ctx.digests.heard(f, data)
     digest = ctx.digests.of(
         *files,
         qrels,
@@ -84,6 +87,7 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
         human=loaded.human_labels(p.human) if p.human is not None else None,
         human_origin=human_origin(ctx, p.human) if p.human is not None else None,
         results=ctx.results,  # the results the steps wrote (or read) this run: not read again
+        read=read,
     )
     title = p.title or f"ragassay: {p.root.resolve().name}"
     written = report_of(inputs, html, title=title, relevance_level=p.relevance_level)

@@ -131,7 +131,7 @@ def compare_step(ctx: Context, selected: bool) -> StepResult:
         return StepResult("compare", "up to date", kept["text"] + partial_pool(ctx, qrels), result=read_json(ctx, path))
     cmp = compare(
         ctx.loaded.qrels(qrels),
-        {name: ctx.loaded.named_run(f, name) for name, f in ctx.runs.items()},
+        {name: ctx.loaded.run(f) for name, f in ctx.runs.items()},  # (named by the keys, as a file was)
         ctx.project.metrics,
         relevance_level=ctx.project.relevance_level,
     )
