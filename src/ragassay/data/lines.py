@@ -80,9 +80,15 @@ def _raw_bytes(path: str | Path) -> tuple[bytes, Path]:
         data = p.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", p) from None
-    for watcher in _READ_WATCHERS.get():
-        watcher(p, data)
+    tell_watchers(p, data)
     return data, p
+
+
+def tell_watchers(path: Path, data: bytes) -> None:
+    """Hand a file's bytes, just read, to whoever is watching reads (see :func:`watching_reads`): a
+    reader that does not go through this module's readers, as a sidecar's does, calls it itself."""
+    for watcher in _READ_WATCHERS.get():
+        watcher(path, data)
 
 
 def _check_line_ends_and_encoding(data: bytes, p: Path) -> None:

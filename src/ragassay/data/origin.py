@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InputError
-from .lines import write_lines_atomic
+from .lines import tell_watchers, write_lines_atomic
 
 SIDECAR_SUFFIX = ".origin.json"
 ORIGIN_RECORD = "origin@1"
@@ -366,6 +366,7 @@ def read_origin(path: str | Path | None) -> Origin:
             data = side.read_bytes()
         except OSError:
             return UNKNOWN
+    tell_watchers(side, data)  # (the pipeline's state takes the sidecar's digest from this read)
     try:
         return Origin.from_dict(json.loads(data))
     except (ValueError, TypeError) as e:  # JSON's errors and the fields' (a wrong type, kind or name)
