@@ -148,23 +148,11 @@ def load_inputs(
     written) by the file they are in, and ``read`` the bytes of files already read, for files of
     ``paths`` that are not read again."""
     inp = ReportInputs()
-    inp.qrels = qrels if isinstance(qrels, Qrels) else read_qrels(qrels) if qrels else None
-    inp.people_qrels = (
-        people_qrels if isinstance(people_qrels, Qrels) else read_qrels(people_qrels) if people_qrels else None
-    )
+    inp.qrels, inp.people_qrels = _qrels_of(qrels), _qrels_of(people_qrels)
     inp.runs = read_runs(runs)
-    if chunks is not None and not isinstance(chunks, (str, Path)):
-        inp.chunks = {c.id: c for c in chunks}
-    elif chunks:
-        inp.chunks = {c.id: c for c in read_chunks(chunks)}
-    if queries is not None and not isinstance(queries, (str, Path)):
-        inp.queries = dict(queries)  # a copy: a generated set's own questions are added to it below
-    elif queries:
-        inp.queries = read_queries(queries)
-    if answers is not None and not isinstance(answers, (str, Path)):
-        inp.answers = {a.id: a for a in answers}
-    elif answers:
-        inp.answers = {a.id: a for a in read_answers(answers, inp.chunks or None)}
+    inp.chunks = _chunks_of(chunks)
+    inp.queries = _queries_of(queries)
+    inp.answers = _answers_of(answers, inp.chunks)
     if human is not None and not isinstance(human, (str, Path)):
         inp.human_labels, inp.human_origin = dict(human), human_origin
     elif human:
@@ -181,6 +169,35 @@ def load_inputs(
     if inp.checks and inp.check is None:  # check's records alone: the label rates, diagnosis and people too
         inp.check = _check_summary(inp)
     return inp
+
+
+def _qrels_of(given: str | Path | Qrels | None) -> Qrels | None:
+    """Qrels handed over, or read from their file (None when none is given)."""
+    if isinstance(given, Qrels):
+        return given
+    return read_qrels(given) if given else None
+
+
+def _chunks_of(given: str | Path | Sequence[Chunk] | None) -> dict[str, Chunk]:
+    """The chunks by id, handed over or read from their file."""
+    if given is not None and not isinstance(given, (str, Path)):
+        return {c.id: c for c in given}
+    return {c.id: c for c in read_chunks(given)} if given else {}
+
+
+def _queries_of(given: str | Path | Mapping[str, str] | None) -> dict[str, str]:
+    """The queries' texts by id: a copy of those handed over (a generated set's own questions are
+    added to it), or read from their file."""
+    if given is not None and not isinstance(given, (str, Path)):
+        return dict(given)
+    return read_queries(given) if given else {}
+
+
+def _answers_of(given: str | Path | Sequence[AnswerItem] | None, chunks: dict[str, Chunk]) -> dict[str, Any]:
+    """The answers by id, handed over or read from their file (their context ids looked up in ``chunks``)."""
+    if given is not None and not isinstance(given, (str, Path)):
+        return {a.id: a for a in given}
+    return {a.id: a for a in read_answers(given, chunks or None)} if given else {}
 
 
 def _add_file(inp: ReportInputs, p: Path, raw: bytes | None = None) -> None:
