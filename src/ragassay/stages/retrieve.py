@@ -111,7 +111,7 @@ def retrieve(
             chunk_ids,
             str(chunks) if isinstance(chunks, (str, Path)) else None,
             None if file is None else str(file),
-            None if file is None else _file_digest(file),
+            None if file is None or output is None else _file_digest(file),  # (only a run written names it)
         ),
         id_field=id_field,
         k=k,
