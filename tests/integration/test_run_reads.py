@@ -12,7 +12,8 @@ step reading an input again shows up here. What is still opened more than once, 
 
 - ``chunks.jsonl`` 4: the example's own retrievers read it (once each, in their code), and the reader
   sniffs the first 64 KB for a LlamaIndex corpus before the whole read;
-- a run file 4: written, then its digest for its sidecar, then sniffed, read and its sidecar read;
+- a run file 4: hashed for its sidecar once written, then sniffed (4 bytes), read, and hashed again to
+  check that its sidecar still describes it;
 - qrels 2: the reader sniffs the head (for pyarrow's streaming path) before the whole read; their
   sidecar 2: once with the qrels, once for who labelled them;
 - answers and people's labels 2: the run's joins read them once, ``api.check`` once more (it takes a
