@@ -211,7 +211,7 @@ def test_every_path_gives_the_retriever_one_score(corpus, tmp_path, monkeypatch,
     scores["evaluate by blocks"] = blocks["aggregate"]["ndcg@10"]
     assert blocks["counts"]["asked_without_results"] == 4 and blocks["counts"]["evaluated"] == 20
 
-    from ragassay.stages.retrieve import load_retriever
+    from ragassay.stages.retriever_loading import load_retriever
     made = ragassay.run_retriever(load_retriever(f"{corpus.retrievers}:overlap"), ragassay.read_queries(corpus.queries))
     scores["run_retriever + evaluate"] = ragassay.evaluate(qrels20, made, ["ndcg@10"]).aggregate["ndcg@10"]
     scores["read_run + evaluate"] = ragassay.evaluate(qrels20, ragassay.read_run(run), ["ndcg@10"]).aggregate["ndcg@10"]
@@ -272,7 +272,7 @@ def test_a_query_never_asked_is_still_missing_but_an_asked_one_is_not(corpus, tm
 
 
 def test_the_python_api_writes_what_it_was_asked_beside_a_run(corpus, tmp_path):
-    from ragassay.stages.retrieve import load_retriever
+    from ragassay.stages.retriever_loading import load_retriever
     made = ragassay.run_retriever(load_retriever(f"{corpus.retrievers}:overlap"), ragassay.read_queries(corpus.queries))
     path = tmp_path / "api.run"
     ragassay.write_run(path, made)

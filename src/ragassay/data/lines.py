@@ -14,7 +14,9 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,12 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     signature, not text), or one clear error naming the file: missing, a directory, unreadable,
     binary, or (unless ``allow_empty``) empty. Every reader of text files starts here (or at
     :func:`streamed_lines_at`, which drops the mark too), so none sees it."""
-    data, p = _raw_bytes(path)
+    return checked_bytes(*_raw_bytes(path), allow_empty=allow_empty)
+
+
+def checked_bytes(data: bytes, p: Path, allow_empty: bool = False) -> bytes:
+    """:func:`read_bytes_checked` of a file's bytes already read (``p`` names it in any error): a
+    caller that hashed the bytes, as the pipeline's state does, parses the same ones."""
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
@@ -43,6 +50,22 @@ def read_bytes_checked(path: str | Path, allow_empty: bool = False) -> bytes:
     return data
 
 
+ReadWatcher = Callable[[Path, bytes], None]
+_READ_WATCHERS: ContextVar[tuple[ReadWatcher, ...]] = ContextVar("read_watchers", default=())
+
+
+@contextmanager
+def watching_reads(watcher: ReadWatcher) -> Iterator[None]:
+    """While the block runs, hand ``watcher`` every file's bytes as a reader of this module reads them
+    (before gzip is undone). A caller that needs a file's digest, as the pipeline's state does, then
+    takes it from the read that parsed the file instead of opening the file once more to hash it."""
+    token = _READ_WATCHERS.set((*_READ_WATCHERS.get(), watcher))
+    try:
+        yield
+    finally:
+        _READ_WATCHERS.reset(token)
+
+
 def _raw_bytes(path: str | Path) -> tuple[bytes, Path]:
     """The bytes of a file (or of standard input, read once so two readers of one command see the same
     bytes) and the path errors name; a missing, unreadable file or a directory is one error."""
@@ -54,9 +77,18 @@ def _raw_bytes(path: str | Path) -> tuple[bytes, Path]:
     if p.is_dir():
         raise InputError("is a directory, expected a file", p)
     try:
-        return p.read_bytes(), p
+        data = p.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", p) from None
+    tell_watchers(p, data)
+    return data, p
+
+
+def tell_watchers(path: Path, data: bytes) -> None:
+    """Hand a file's bytes, just read, to whoever is watching reads (see :func:`watching_reads`): a
+    reader that does not go through this module's readers, as a sidecar's does, calls it itself."""
+    for watcher in _READ_WATCHERS.get():
+        watcher(path, data)
 
 
 def _check_line_ends_and_encoding(data: bytes, p: Path) -> None:

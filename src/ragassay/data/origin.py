@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import InputError
-from .lines import write_lines_atomic
+from .lines import tell_watchers, write_lines_atomic
 
 SIDECAR_SUFFIX = ".origin.json"
 ORIGIN_RECORD = "origin@1"
@@ -366,6 +366,7 @@ def read_origin(path: str | Path | None) -> Origin:
             data = side.read_bytes()
         except OSError:
             return UNKNOWN
+    tell_watchers(side, data)  # (the pipeline's state takes the sidecar's digest from this read)
     try:
         return Origin.from_dict(json.loads(data))
     except (ValueError, TypeError) as e:  # JSON's errors and the fields' (a wrong type, kind or name)
@@ -409,7 +410,12 @@ def origin_of_records(records: Iterable[Mapping], command: str | None = None) ->
 
 def label_origin(path: str | Path | None, records: Iterable[Mapping] | None = None) -> Origin:
     """A file's origin: its sidecar when it has one, else what its lines say, else unknown."""
-    side = read_origin(path)
+    return origin_with_records(read_origin(path), records)
+
+
+def origin_with_records(side: Origin, records: Iterable[Mapping] | None = None) -> Origin:
+    """:func:`label_origin` of a sidecar already read (``side``, what :func:`read_origin` gave): the
+    records are read only when the sidecar does not say who made the labels."""
     if side.known or records is None:
         return side
     lines = origin_of_records(records)

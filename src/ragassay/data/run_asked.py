@@ -114,6 +114,11 @@ def file_digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def asked_digest(data: bytes) -> str:
+    """:func:`file_digest` of bytes already read (a caller that read the file takes it from them)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def write_asked(path: str | Path, queries: Sequence[str], **about: Any) -> Path:
     """Write ``RUN.run.json`` beside the run file at ``path`` (already written): the queries asked
     and ``about`` (run, retriever, queries_file, queries_digest, k, command), with the run's digest."""

@@ -129,6 +129,19 @@ def make_report(
         human=human,
         people_qrels=people_qrels,
     )
+    return report_of(inputs, output, fmt=fmt, title=title, relevance_level=relevance_level)
+
+
+def report_of(
+    inputs: ReportInputs,
+    output: str | Path,
+    *,
+    fmt: str | None = None,
+    title: str = "ragassay report",
+    relevance_level: int | None = None,
+) -> ReportFile:
+    """Write one report of inputs already read (:func:`make_report` reads them from files): the
+    pipeline reads its inputs once and writes the HTML and the Markdown report from the same ones."""
     inputs.relevance_level = relevance_level
     file_format = (
         fmt

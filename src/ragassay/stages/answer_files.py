@@ -6,7 +6,7 @@ running a check."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..data import peer_files
@@ -27,14 +27,21 @@ def answer_fields(obj: dict, no: int) -> dict:
     return peer_files.answer_fields(obj, no)
 
 
-def read_answers(path: str | Path, chunks: Mapping[str, Chunk] | None = None) -> list[AnswerItem]:
+def read_answers(
+    path: str | Path,
+    chunks: Mapping[str, Chunk] | None = None,
+    rows: Sequence[tuple[int, dict]] | None = None,
+) -> list[AnswerItem]:
     """Answers to check (ragassay, RAGAS, DeepEval or LlamaIndex fields; JSON Lines, a JSON array or CSV,
     as :func:`ragassay.data.peer_files.sample_rows` reads them); ``context_ids`` are resolved to texts
     with ``chunks``. A sample that gives no reference (RAGAS's may have none) is read with an empty
-    list of references: its record is an error ("nothing to grade against"), never a label."""
+    list of references: its record is an error ("nothing to grade against"), never a label. ``rows``:
+    the file's rows as :func:`ragassay.data.peer_files.answer_rows` gave them to a caller that read
+    them already (each row passed its checks), so that the file is not read again."""
     problems = LineProblems(path)  # every bad answer, said at once in file order (up to a cap)
+    given = peer_files.answer_rows(path, problems) if rows is None else rows
     rows, lacking, line_of = [], set(), {}
-    for no, obj in peer_files.answer_rows(path, problems):
+    for no, obj in given:
         if obj.get("reference") is None:  # validated with a stand-in, then given no reference at all
             obj = {**obj, "reference": "-"}
             lacking.add(id(obj))

@@ -12,8 +12,6 @@ on another corpus is caught before it is scored.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
 import sys
 import time
@@ -33,8 +31,9 @@ from ..data.result_models import RetrieveResult
 from ..data.run_asked import file_digest, write_asked
 from ..data.tables import Run, encode_ids
 from ..errors import InputError, RagassayError, UsageError
+from .retriever_loading import load_retriever
 from .retriever_objects import IdField, adapt, read_result
-from .retriever_results import near_files, near_names, results_of
+from .retriever_results import results_of
 
 Retriever = Callable[[str], Iterable[Any]]
 
@@ -102,15 +101,100 @@ def retrieve(
         raise UsageError(f"k must be at least 1, got {k}")
     spec = retriever if isinstance(retriever, str) else None
     made = load_retriever(spec) if spec is not None else retriever
+    texts, chunk_ids = _query_texts(queries), _chunk_ids(chunks)
+    file = queries if isinstance(queries, (str, Path)) else None
+    return _retrieved(
+        made,
+        spec,
+        _Inputs(
+            texts,
+            chunk_ids,
+            str(chunks) if isinstance(chunks, (str, Path)) else None,
+            None if file is None else str(file),
+            None if file is None or output is None else _file_digest(file),  # (only a run written names it)
+        ),
+        id_field=id_field,
+        k=k,
+        output=output,
+        name=name,
+        quiet=quiet,
+    )
+
+
+def retrieve_texts(
+    retriever: Any,
+    queries: Mapping[str, str],
+    *,
+    chunk_ids: Collection[str] | None = None,
+    chunks_file: str | Path | None = None,
+    queries_file: str | Path | None = None,
+    queries_digest: str | None = None,
+    id_field: str | None = None,
+    k: int = 100,
+    output: str | Path | None = None,
+    name: str | None = None,
+    quiet: bool = False,
+) -> Retrieval:
+    """:func:`retrieve` handed the query texts and chunk ids already read (the pipeline reads each
+    input once for all its retrievers) and the files they came from: ``chunks_file`` names the chunks
+    in the join and its errors; ``queries_file`` and ``queries_digest`` (its ``file_digest``) are what
+    the run's ``RUN.run.json`` records, as :func:`retrieve` given those files writes them."""
+    if k < 1:
+        raise UsageError(f"k must be at least 1, got {k}")
+    spec = retriever if isinstance(retriever, str) else None
+    made = load_retriever(spec) if spec is not None else retriever
+    return _retrieved(
+        made,
+        spec,
+        _Inputs(
+            queries,
+            chunk_ids,
+            None if chunks_file is None else str(chunks_file),
+            None if queries_file is None else str(queries_file),
+            queries_digest,
+        ),
+        id_field=id_field,
+        k=k,
+        output=output,
+        name=name,
+        quiet=quiet,
+    )
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What a retriever is run over and what its run's files name: the query texts, the chunk ids
+    returned ids must be one of (named by their file), and the queries' file and its digest."""
+
+    texts: Mapping[str, str]
+    chunk_ids: Collection[str] | None
+    chunks_file: str | None
+    queries_file: str | None
+    queries_digest: str | None
+
+
+def _retrieved(
+    made: Any,
+    spec: str | None,
+    given: _Inputs,
+    *,
+    id_field: str | None,
+    k: int,
+    output: str | Path | None,
+    name: str | None,
+    quiet: bool,
+) -> Retrieval:
+    """The retriever run over the query texts, checked against the chunk ids, and, given ``output``,
+    its run written with its sidecars naming the queries' file and digest."""
     retrieval = retrieve_run(
         made,
-        _query_texts(queries),
+        given.texts,
         k,
         name or (spec.rpartition(":")[2] if spec else None),
         False if quiet else None,
         id_field=id_field,
-        chunk_ids=_chunk_ids(chunks),
-        chunks_source=str(chunks) if isinstance(chunks, (str, Path)) else None,
+        chunk_ids=given.chunk_ids,
+        chunks_source=given.chunks_file,
     )
     if output is None:
         return retrieval
@@ -118,8 +202,8 @@ def retrieve(
         "retriever": spec or retrieval.kind,
         "k": k,
         "command": "retrieve",
-        "queries_file": str(queries) if isinstance(queries, (str, Path)) else None,
-        "queries_digest": _file_digest(queries) if isinstance(queries, (str, Path)) else None,
+        "queries_file": given.queries_file,
+        "queries_digest": given.queries_digest,
     }
     return write_run_files(retrieval, output, about)
 
@@ -380,39 +464,6 @@ def _progress(total: int, show: bool) -> Callable[[int], None]:
             print(f"\rretrieving: {answered}/{total} queries ({rate:.1f}/s)", end=end, file=sys.stderr, flush=True)
 
     return update
-
-
-def load_retriever(spec: str) -> Any:
-    """Load ``package.module:NAME`` or ``path/to/file.py:NAME``: a function of the query text, a
-    LlamaIndex or LangChain retriever object, or a factory making one (:func:`retriever_objects.adapt`
-    tells them apart when the run starts)."""
-    module_part, sep, attr = spec.rpartition(":")
-    if not sep or not module_part or not attr:
-        raise InputError(f"retriever must look like 'package.module:function' or 'file.py:function', got {spec!r}")
-    try:
-        if module_part.endswith(".py"):
-            path = Path(module_part)
-            if not path.exists():
-                raise InputError(f"no such file {module_part!r} (of the retriever {spec!r}){near_files(path)}")
-            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
-            assert mod_spec is not None and mod_spec.loader is not None  # (a .py path always has both)
-            module = importlib.util.module_from_spec(mod_spec)
-            sys.path.insert(0, str(path.resolve().parent))
-            try:
-                mod_spec.loader.exec_module(module)
-            finally:
-                sys.path.pop(0)
-        else:
-            if "" not in sys.path:
-                sys.path.insert(0, "")
-            module = importlib.import_module(module_part)
-    except InputError:
-        raise
-    except Exception as e:
-        raise RagassayError(f"could not import {module_part!r}: {type(e).__name__}: {e}") from e
-    if not hasattr(module, attr):
-        raise InputError(f"{module_part!r} has nothing named {attr!r}{near_names(module, attr)}")
-    return getattr(module, attr)
 
 
 def write_run_files(retrieval: Retrieval, output: str | Path, about: dict | None = None) -> Retrieval:

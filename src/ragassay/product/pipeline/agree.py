@@ -74,7 +74,7 @@ def _measured(ctx: Context, name: str, other: Path | None, runs: list[Path] | No
     digest = ctx.digests.of(p.qrels, other, *(runs or []))
     kept = ctx.state.fresh(f"agree:{name}", digest, [path])
     if kept:
-        return kept["text"], read_json(path), True
+        return kept["text"], read_json(ctx, path), True
     path.unlink(missing_ok=True)  # (a comparison that cannot be made leaves none for the report)
     try:
         assert other is not None  # (only a dry run measures against a pool not judged yet)
@@ -85,7 +85,7 @@ def _measured(ctx: Context, name: str, other: Path | None, runs: list[Path] | No
             raise
         return f"{p.qrels.name} against the judged pool: not measured, {e.message}", None, False
     result = made.to_dict()
-    write_json(path, result)
+    write_json(ctx, path, result)
     text = _agreement_text(result)
     ctx.state.done(f"agree:{name}", digest, 0, text)
     return text, result, False

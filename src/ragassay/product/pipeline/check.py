@@ -48,7 +48,7 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
             return earlier
     kept = ctx.state.fresh("check", digest, [out, summary])
     if kept:  # its result is the summary it wrote
-        return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=read_json(summary))
+        return StepResult("check", "up to date", kept["text"], kept["exit_code"], result=read_json(ctx, summary))
     args: dict[str, Any] = dict(
         output=out,
         chunks=ctx.loaded.chunks(p.chunks),
@@ -67,7 +67,7 @@ def check_step(ctx: Context, selected: bool) -> StepResult:
         _say_joins(ctx, p.answers, run_name, run, qrels)
     done = _checked(ctx, p.answers, run, qrels, args)
     ctx.spend(done)
-    written = write_json(summary, done.to_dict())
+    written = write_json(ctx, summary, done.to_dict())
     code = 0 if rules_only else done.exit_code  # an answer waiting for a verdict is not an error of this run
     text = _checked_text(done, rules_only)
     ctx.state.done("check", digest, code, text, None if rules_only else {"verdicts_of": verdicts_of})
@@ -125,7 +125,7 @@ def _llm_verdicts_kept(ctx: Context, verdicts_of: str, summary: Path) -> StepRes
             "up to date",
             f"{earlier['text']}: the verdicts an LLM gave before "
             "(checks.jsonl), kept; no endpoint now to check anything again",
-            result=read_json(summary),
+            result=read_json(ctx, summary),
         )
     return None
 
@@ -159,7 +159,7 @@ def _checked_text(done: Any, rules_only: bool) -> str:
 def _say_joins(ctx: Context, answers: Path, run_name: str, run: Path, qrels: Path) -> None:
     """How the answers meet the run and qrels the check diagnoses with (a retriever's run, the judged
     pool: not counted at the start), said unless the start said it already."""
-    ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(answers)]
+    ids = [(ctx.answer_queries or {}).get(a, a) for a in read_answer_ids(ctx, answers)]
     for join in (
         Join.of(
             "query ids",

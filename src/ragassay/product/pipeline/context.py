@@ -92,6 +92,7 @@ class Context:
     spent_calls: int = 0  # requests the LLM steps of this run sent so far
     spent_cost: float = 0.0  # and what they cost (where a price is known)
     loaded: Loaded = field(default_factory=Loaded)  # the files read so far, parsed once
+    results: dict[Path, Any] = field(default_factory=dict)  # each result JSON a step wrote or read, by its file
 
     @property
     def out(self) -> Path:

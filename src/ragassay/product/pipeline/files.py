@@ -4,6 +4,7 @@ sidecar beside a file of labels, and which file holds the check's records."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,20 +14,30 @@ from ..formatting import to_json
 from .context import Context
 
 
-def read_json(path: Path) -> Any:
-    """A result a step wrote (None when it cannot be read: the step's line still says what it did)."""
+def read_json(ctx: Context, path: Path) -> Any:
+    """A result a step wrote in an earlier run, read once (None when it cannot be read: the step's line
+    still says what it did); kept in ``ctx.results`` for the report, with its digest for the state."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        value = json.loads(data)
     except (OSError, ValueError):
         return None
+    ctx.digests.heard(path, data)
+    ctx.results[path] = value
+    return value
 
 
-def write_json(path: Path, data: Any) -> Any:
+def write_json(ctx: Context, path: Path, data: Any) -> Any:
     """Write a result as JSON (NaN as null) and return it as written, the value a step's result holds:
-    what the file says, without reading it back."""
-    text = to_json(nan_to_none(data))
-    path.write_text(text + "\n", encoding="utf-8")
-    return json.loads(text)
+    what the file says, without reading it back. The report is handed the value and the state the
+    digest of the bytes written (``ctx.results``, ``ctx.digests``), so no step reads the file again."""
+    text = to_json(nan_to_none(data)) + "\n"
+    encoded = text.replace("\n", os.linesep).encode("utf-8")  # as a file written in text mode holds it
+    path.write_bytes(encoded)
+    ctx.digests.heard(path, encoded)
+    value = json.loads(text)
+    ctx.results[path] = value
+    return value
 
 
 def sidecar(path: Path | None) -> Path | None:

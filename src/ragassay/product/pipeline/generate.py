@@ -50,6 +50,7 @@ def _generated(ctx: Context, questions: Path, sample: bool) -> StepResult:
     p = ctx.project
     assert p.chunks is not None  # (said by generate_step otherwise)
     limit = p.generate_sample if sample else p.generate_limit
+    chunks = ctx.loaded.chunks(p.chunks)  # read before the digest, which is taken from this read
     digest = ctx.digests.of(p.chunks, limit=limit, model=ctx.llm.get("model"))
     kept = None if ctx.append else ctx.state.fresh("generate", digest, [questions])
     if kept:
@@ -63,10 +64,10 @@ def _generated(ctx: Context, questions: Path, sample: bool) -> StepResult:
         options=GenerateOptions(limit=limit, quiet=True),
     )
     if ctx.dry_run:
-        est = estimated(api.generate(ctx.loaded.chunks(p.chunks), dry_run=True, **args))
+        est = estimated(api.generate(chunks, dry_run=True, **args))
         ctx.generating = not sample
         return StepResult("generate", "estimated", estimate_text(est), 0, est.to_dict())
-    done = run_result(api.generate(ctx.loaded.chunks(p.chunks), **args))
+    done = run_result(api.generate(chunks, **args))
     ctx.spend(done)
     text = (
         (f"a sample of {limit} beside the project's queries (not retrieved): " if sample else "")

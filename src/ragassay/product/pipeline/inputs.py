@@ -8,11 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ...data.joins import Join
-from ...data.origin import label_origin, read_origin
-from ...data.peer_files import answer_rows
 from ...data.text_match import TextMatch, answers_to_queries
 from ...errors import InputError
-from ...stages.answer_files import read_human_labels
 from .context import Context
 from .results import PipelineResult
 
@@ -25,7 +22,7 @@ def check_inputs(ctx: Context, result: PipelineResult) -> None:
     query_texts = ctx.loaded.queries(p.queries) if p.queries is not None else None
     ids = _Ids(
         list(query_texts) if query_texts is not None else None,
-        read_answer_ids(p.answers) if p.answers is not None else None,
+        read_answer_ids(ctx, p.answers) if p.answers is not None else None,
         query_texts is not None,
     )
     human_ids = ids.answers  # people label answers by the answers' own ids
@@ -44,7 +41,7 @@ def _by_text(ctx: Context, query_texts: dict[str, str] | None, ids: _Ids) -> Tex
     p = ctx.project
     if p.answers is None or query_texts is None:
         return None
-    by_text = answers_to_queries(_answer_questions(p.answers), query_texts, p.answers_match, p.answers, p.queries)
+    by_text = answers_to_queries(_answer_questions(ctx, p.answers), query_texts, p.answers_match, p.answers, p.queries)
     if by_text is None:
         return None
     ctx.answer_queries = by_text.pairs
@@ -135,7 +132,7 @@ def _answer_joins(ctx: Context, ids: _Ids, human_ids: list[str] | None) -> list[
                     "the answers",
                     human_ids,
                     "the human labels",
-                    read_human_labels(p.human),
+                    ctx.loaded.human_labels(p.human),
                     p.answers,
                     p.human,
                 ).require_overlap(),
@@ -173,11 +170,11 @@ def _label_origins(ctx: Context, result: PipelineResult) -> None:
     """Who labelled each file of labels, and the warnings of the joins, said before any step."""
     p = ctx.project
     if p.qrels is not None:
-        result.origins[p.qrels.name] = read_origin(p.qrels).describe()
+        result.origins[p.qrels.name] = ctx.loaded.origin(p.qrels).describe()
     if p.second_qrels is not None:
-        result.origins[p.second_qrels.name] = read_origin(p.second_qrels).describe()
-    if p.human is not None:
-        result.origins[p.human.name] = label_origin(p.human).describe()
+        result.origins[p.second_qrels.name] = ctx.loaded.origin(p.second_qrels).describe()
+    if p.human is not None:  # (its sidecar alone: label_origin without the lines)
+        result.origins[p.human.name] = ctx.loaded.origin(p.human).describe()
     for name, who in result.origins.items():
         ctx.log(f"labels   {name} by {who}")
     for warning in result.warnings:
@@ -185,9 +182,10 @@ def _label_origins(ctx: Context, result: PipelineResult) -> None:
         ctx.said.add(warning)
 
 
-def read_answer_ids(path: Path) -> list[str]:
-    """The answers' ids (read as check reads them: ragassay, RAGAS or DeepEval fields)."""
-    return [str(obj["id"]) for _, obj in answer_rows(path)]
+def read_answer_ids(ctx: Context, path: Path) -> list[str]:
+    """The answers' ids (read as check reads them: ragassay, RAGAS or DeepEval fields), from the
+    rows the run read once."""
+    return [str(obj["id"]) for _, obj in ctx.loaded.answer_rows(path)]
 
 
 def _answers_met(join: Any, queries_named: bool) -> Any:
@@ -205,6 +203,6 @@ def _answers_met(join: Any, queries_named: bool) -> Any:
         ) from None
 
 
-def _answer_questions(path: Path) -> dict[str, str]:
+def _answer_questions(ctx: Context, path: Path) -> dict[str, str]:
     """Each answer's question by its id (read as check reads them)."""
-    return {str(obj["id"]): str(obj["question"]) for _, obj in answer_rows(path)}
+    return {str(obj["id"]): str(obj["question"]) for _, obj in ctx.loaded.answer_rows(path)}

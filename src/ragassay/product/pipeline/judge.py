@@ -76,7 +76,7 @@ def _judge_pool(ctx: Context, made: _Pool) -> StepResult:
     pool_of = f"the pool of {runs} run's top {p.depth}" if runs == 1 else f"the pool of {runs} runs' top {p.depth}"
     if kept:  # every pair of the pool was judged before this run, none now
         ctx.judged = judged
-        ctx.unjudged = unjudged(pooled, judged)
+        ctx.unjudged = unjudged(ctx, pooled, judged)
         said = kept.get("result") or {}
         errors = f", {said['errors']} error{'s' if said['errors'] != 1 else ''}" if said.get("errors") else ""
         text = f"{pool_of}: {len(pooled)} pairs, all {len(pooled)} judged before, 0 now" + errors
@@ -108,7 +108,7 @@ def _judge_pool(ctx: Context, made: _Pool) -> StepResult:
         f"{max((s.judged or 0) - (s.already_done or 0), 0)} now, {s.errors} error{'s' if s.errors != 1 else ''}"
     ) + failures_said(done.relevance)
     ctx.judged = judged
-    ctx.unjudged = unjudged(pooled, judged)
+    ctx.unjudged = unjudged(ctx, pooled, judged)
     ctx.state.done("judge", digest, done.exit_code, text, done.to_dict())
     return StepResult("judge", "ran", text, done.exit_code, result=done.to_dict())
 

@@ -7,6 +7,7 @@ cache keys each object by the file's size and modification time as well as its p
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,7 +18,11 @@ from ...data.beir_folders import dataset_member
 from ...data.chunk_files import read_chunks
 from ...data.chunk_table import chunk_source
 from ...data.lines import streamable
+from ...data.origin import Origin, read_origin
+from ...data.peer_files import answer_rows
+from ...data.records import AnswerItem
 from ...data.tables import Qrels, Run
+from ...stages.answer_files import read_answers, read_human_labels
 from ...stages.queries import QueryItem, read_query_items
 
 T = TypeVar("T")
@@ -52,6 +57,13 @@ class Loaded:
         """A run file, as ``read_run`` reads it (ranked, its tag as its name)."""
         return self._get("run", path, rio.read_run)
 
+    def named_run(self, path: Path, name: str) -> Run:
+        """A run file as :meth:`run` reads it, named as the project names it (what ``read_run(path,
+        name=name)`` gives): a shallow copy, so the run read once keeps its own name."""
+        run = copy.copy(self.run(path))
+        run.name = name
+        return run
+
     def qrels(self, path: Path) -> Qrels:
         """A qrels file, as ``read_qrels`` reads it."""
         return self._get("qrels", path, rio.read_qrels)
@@ -67,6 +79,24 @@ class Loaded:
         if streamable(dataset_member(path, "chunks")):
             return self._get("chunks by id", path, chunk_source)
         return {c.id: c for c in self.chunks(path)}
+
+    def answer_rows(self, path: Path) -> list[tuple[int, dict[str, Any]]]:
+        """The answers' rows (line, fields in ragassay's names), as ``answer_rows`` reads them: the
+        joins at the start, the check's and the report's answers are all made from this one read."""
+        return self._get("answer rows", path, answer_rows)
+
+    def answers(self, path: Path, chunks: Mapping[str, Any] | None) -> list[AnswerItem]:
+        """The answers as the report reads them (``read_answers``), made from :meth:`answer_rows`."""
+        return read_answers(path, chunks, rows=self.answer_rows(path))
+
+    def human_labels(self, path: Path) -> dict[str, str]:
+        """People's labels of the answers by answer id, as ``read_human_labels`` reads them."""
+        return self._get("human labels", path, read_human_labels)
+
+    def origin(self, path: Path) -> Origin:
+        """What a file's sidecar (``FILE.origin.json``) says of who made its labels (``read_origin``),
+        read once a run; keyed by the labels file, which a step that rewrites its sidecar rewrites too."""
+        return self._get("origin", path, read_origin)
 
     def named_queries(self, path: Path) -> NamedQueries:
         """:meth:`query_items` named by their file, for a stage's messages."""

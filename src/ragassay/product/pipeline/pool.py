@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...data import io as rio
 from ...data.pool import pooled_run
 from ...data.tables import Run
 from .context import Context
@@ -42,11 +41,12 @@ def pool_run(ctx: Context) -> tuple[Any, int, int, tuple] | None:
     return run, max((len(cs) for cs in pooled.values()), default=1), sum(len(cs) for cs in pooled.values()), members
 
 
-def unjudged(pooled: list[tuple[str, str]], judged: Path) -> tuple[int, int] | None:
+def unjudged(ctx: Context, pooled: list[tuple[str, str]], judged: Path) -> tuple[int, int] | None:
     """(pairs of the pool the judge has not graded, pairs in the pool), or None when it graded all: a
-    judge stopped at a ceiling, or whose calls failed, leaves the runs scored on part of the pool."""
+    judge stopped at a ceiling, or whose calls failed, leaves the runs scored on part of the pool. The
+    judged qrels are read once, for this and every later step."""
     graded = (
-        {(q, c) for q, c, _ in rio.read_qrels(judged).rows()} if judged.exists() and judged.stat().st_size else set()
+        {(q, c) for q, c, _ in ctx.loaded.qrels(judged).rows()} if judged.exists() and judged.stat().st_size else set()
     )
     missing = sum((q, c) not in graded for q, c in pooled)
     return (missing, len(pooled)) if missing else None

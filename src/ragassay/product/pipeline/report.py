@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ..report import make_report
+from ...data.lines import iter_jsonl
+from ...data.origin import Origin, origin_with_records
+from ..report import report_of
+from ..report_inputs import ReportInputs, load_inputs
 from .context import Context
 from .files import checks_file, sidecar
 from .results import StepResult, not_selected
@@ -47,6 +49,7 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
     if not files and not runs:
         return StepResult("report", "skipped", "nothing to report yet")
     html, md = out / "report.html", out / "report.md"
+    read = _read_once(ctx, files)
     digest = ctx.digests.of(
         *files,
         qrels,
@@ -69,20 +72,54 @@ def report_step(ctx: Context, selected: bool) -> StepResult:
             f"{html} and {md}",
             result={**(kept.get("result") or {}), "html": str(html), "markdown": str(md)},
         )
-    common: dict[str, Any] = dict(
-        qrels=qrels if runs else None,
-        runs=runs,
-        people_qrels=people,
-        chunks=p.chunks,
-        queries=ctx.queries,
-        answers=p.answers,
-        human=p.human,
-        title=p.title or f"ragassay: {p.root.resolve().name}",
-        relevance_level=p.relevance_level,
-    )
-    written = make_report(files, html, **common)
-    make_report(files, md, fmt="markdown", **common)
+    inputs = _report_inputs(ctx, files, read, qrels if runs else None, runs, people)
+    title = p.title or f"ragassay: {p.root.resolve().name}"
+    written = report_of(inputs, html, title=title, relevance_level=p.relevance_level)
+    report_of(inputs, md, fmt="markdown", title=title, relevance_level=p.relevance_level)
     text = f"{written.path} and {md}"
     done = {"html": str(html), "markdown": str(md), "warnings": written.warnings}
     ctx.state.done("report", digest, 0, text, done)
     return StepResult("report", "ran", text, 0, result=done)
+
+
+def _read_once(ctx: Context, files: list[Path]) -> dict[Path, bytes]:
+    """The bytes of the reported files that no step handed over (its records), read once: the
+    state's digest is taken from them, and the report parses the same bytes."""
+    read = {f: f.read_bytes() for f in files if f not in ctx.results}
+    for f, data in read.items():
+        ctx.digests.heard(f, data)
+    return read
+
+
+def _report_inputs(
+    ctx: Context,
+    files: list[Path],
+    read: dict[Path, bytes],
+    qrels: Path | None,
+    runs: dict[str, Path],
+    people: Path | None,
+) -> ReportInputs:
+    """What the report shows, from the objects the steps before read (each input read once a run,
+    then written out twice): the results the steps wrote are handed over, and the record files read
+    for the digest (``read``) are parsed from the same bytes."""
+    p, loaded = ctx.project, ctx.loaded
+    chunks = loaded.chunks(p.chunks) if p.chunks is not None else []
+    return load_inputs(
+        files,
+        qrels=loaded.qrels(qrels) if qrels is not None else None,
+        runs={name: loaded.named_run(f, name) for name, f in runs.items()},
+        people_qrels=loaded.qrels(people) if people is not None else None,
+        chunks=chunks,
+        queries=loaded.queries(ctx.queries) if ctx.queries is not None else None,
+        answers=loaded.answers(p.answers, {c.id: c for c in chunks} or None) if p.answers is not None else None,
+        human=loaded.human_labels(p.human) if p.human is not None else None,
+        human_origin=human_origin(ctx, p.human) if p.human is not None else None,
+        results=ctx.results,
+        read=read,
+    )
+
+
+def human_origin(ctx: Context, human: Path) -> Origin:
+    """Who made people's labels, as the report says it (``read_labels_origin``): the sidecar the run
+    read at the start, else what the labels' lines say (read only then)."""
+    return origin_with_records(ctx.loaded.origin(human), (obj for _, obj in iter_jsonl(human)))

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ... import api
 from ...data import io as rio
 from ...errors import RagassayError
+from ...stages.retrieve import retrieve_texts
 from .. import step_outcomes as outcomes
 from .context import Context
 from .results import StepResult
@@ -54,8 +54,17 @@ def _retrieve_one(ctx: Context, name: str, spec: str, selected: bool, said: list
     if not ctx.dry_run:  # a dry run writes nothing
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        done = api.retrieve(
-            spec, ctx.queries, chunks=p.chunks, k=p.k, name=name, quiet=True, output=None if ctx.dry_run else path
+        done = retrieve_texts(  # the queries and chunks as the run read them once, for every retriever
+            spec,
+            ctx.loaded.queries(ctx.queries),
+            chunk_ids=None if p.chunks is None else ctx.loaded.chunks_by_id(p.chunks),
+            chunks_file=p.chunks,
+            queries_file=ctx.queries,
+            queries_digest=None if ctx.dry_run else ctx.digests.queries_digest(ctx.queries),
+            k=p.k,
+            name=name,
+            quiet=True,
+            output=None if ctx.dry_run else path,
         )
     except RagassayError as e:
         missing = _missing_module(e)

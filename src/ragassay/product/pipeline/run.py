@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...data.lines import watching_reads
 from ...errors import RagassayError, UsageError
 from ...runtime.engine import OutputLock
 from .. import step_outcomes as outcomes
@@ -99,24 +100,29 @@ def run_project(
         append,
     )
     result = PipelineResult(str(project.path), dry_run)
-    check_inputs(ctx, result)
-    selected = [only] if only else list(STEPS[STEPS.index(start) :]) if start else list(STEPS)
-    lock = None if dry_run else project_lock(project)  # a dry run writes nothing, and reads without a lock
+    with watching_reads(ctx.digests.heard):  # a file's digest is taken from the read that parsed it
+        check_inputs(ctx, result)
+        _run_steps(ctx, result, [only] if only else list(STEPS[STEPS.index(start) :]) if start else list(STEPS))
+    result.without_llm = ctx.without_llm
+    result.warnings += ctx.warnings
+    return result
+
+
+def _run_steps(ctx: Context, result: PipelineResult, selected: list[str]) -> None:
+    """Every step in order, run or skipped, under the project's lock, until one stops the run."""
+    lock = None if ctx.dry_run else project_lock(ctx.project)  # a dry run writes nothing, and reads without a lock
     try:
-        if not dry_run:
+        if not ctx.dry_run:
             ctx.out.mkdir(parents=True, exist_ok=True)
         for name in STEPS:
             step = _step(ctx, name, name in selected)
             result.steps.append(step)
-            log(step_line(step))
+            ctx.log(step_line(step))
             if outcomes.stops_the_run(step, LLM_STEPS):
                 break
     finally:
         if lock is not None:
             lock.release()
-    result.without_llm = ctx.without_llm
-    result.warnings += ctx.warnings
-    return result
 
 
 STEP_FUNCTIONS: dict[str, Callable[[Context, bool], StepResult]] = {

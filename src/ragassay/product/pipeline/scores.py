@@ -74,12 +74,18 @@ def evaluate_step(ctx: Context, selected: bool) -> StepResult:
             relevance_level=ctx.project.relevance_level,
         )
         if ctx.state.fresh(f"evaluate:{name}", digest, [path]):
-            results[name] = read_json(path)
+            results[name] = read_json(ctx, path)
             continue
-        ev = evaluate(qrels, run, ctx.project.metrics, missing="zero", relevance_level=ctx.project.relevance_level)
+        ev = evaluate(
+            ctx.loaded.qrels(qrels),
+            ctx.loaded.run(run),
+            ctx.project.metrics,
+            missing="zero",
+            relevance_level=ctx.project.relevance_level,
+        )
         ev.run_name = name  # the project's name for it, as compare, the report, track and history say it
         path.parent.mkdir(parents=True, exist_ok=True)
-        results[name] = write_json(path, ev.to_dict())
+        results[name] = write_json(ctx, path, ev.to_dict())
         ctx.state.done(f"evaluate:{name}", digest, 0, "")
         said.append(_said_scores(name, results[name]))
     partial = partial_pool(ctx, qrels)
@@ -122,9 +128,14 @@ def compare_step(ctx: Context, selected: bool) -> StepResult:
     )
     kept = ctx.state.fresh("compare", digest, [path])
     if kept:
-        return StepResult("compare", "up to date", kept["text"] + partial_pool(ctx, qrels), result=read_json(path))
-    cmp = compare(qrels, dict(ctx.runs), ctx.project.metrics, relevance_level=ctx.project.relevance_level)
-    written = write_json(path, cmp.to_dict())
+        return StepResult("compare", "up to date", kept["text"] + partial_pool(ctx, qrels), result=read_json(ctx, path))
+    cmp = compare(
+        ctx.loaded.qrels(qrels),
+        {name: ctx.loaded.run(f) for name, f in ctx.runs.items()},  # (named by the keys, as a file was)
+        ctx.project.metrics,
+        relevance_level=ctx.project.relevance_level,
+    )
+    written = write_json(ctx, path, cmp.to_dict())
     first = ctx.project.metrics[0]
     text = (
         "; ".join(

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+from ...data.run_asked import asked_digest, file_digest
 
 
 class State:
@@ -37,15 +40,32 @@ class State:
 
 
 class Digests:
-    """File contents' digests, each file read once a run."""
+    """File contents' digests, each file hashed once a run: from the bytes a reader already read when
+    the run parsed the file (see :meth:`heard`), else read here."""
 
     def __init__(self) -> None:
         self.seen: dict[Path, str] = {}
+        # a file's digest as a reader read it, by its real path, with the (mtime, size) it had then
+        self.read: dict[str, tuple[tuple[int, int], str]] = {}
+        self.asked: dict[str, tuple[tuple[int, int], str]] = {}  # the same bytes' digest as a run's sidecar names it
+
+    def heard(self, path: Path, data: bytes) -> None:
+        """Keep the digest of bytes a reader read (``data.lines.watching_reads`` hands them here), so
+        that the digest of a file the run parsed costs no open of its own."""
+        stamp = _stamp(path)
+        real = os.path.realpath(path)
+        if stamp is not None and self.read.get(real, (None,))[0] != stamp:
+            self.read[real] = (stamp, hashlib.sha256(data).hexdigest())
+            self.asked[real] = (stamp, asked_digest(data))
 
     def file(self, path: Path | None) -> str | None:
         if path is None or not path.exists():
             return None
         if path not in self.seen:
+            kept = self.read.get(os.path.realpath(path))
+            if kept is not None and kept[0] == _stamp(path):
+                self.seen[path] = kept[1]
+                return kept[1]
             h = hashlib.sha256()
             with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
@@ -53,6 +73,26 @@ class Digests:
             self.seen[path] = h.hexdigest()
         return self.seen[path]
 
+    def queries_digest(self, path: Path) -> str | None:
+        """The digest a retriever's run sidecar (``RUN.run.json``) records of its queries file, taken
+        from the bytes the run read when it parsed the file, else from the file."""
+        kept = self.asked.get(os.path.realpath(path))
+        if kept is not None and kept[0] == _stamp(path):
+            return kept[1]
+        try:
+            return file_digest(path)
+        except OSError:
+            return None
+
     def of(self, *files: Path | None, **settings: Any) -> str:
         parts = {"files": [self.file(f) for f in files], "settings": settings}
         return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """A file's modification time and size (what tells a file read before from one rewritten since)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
