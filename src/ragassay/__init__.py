@@ -6,6 +6,7 @@ Names are imported lazily so that ``import ragassay`` and the CLI start fast.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -70,7 +71,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ragassay' has no attribute {name!r}")
-    from importlib import import_module
 
     value = getattr(import_module(f".{module}", __name__), name)
     globals()[name] = value

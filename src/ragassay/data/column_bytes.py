@@ -7,6 +7,7 @@ A column's width is rounded up to 8 bytes so that it can be compared and hashed 
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 import numpy as np
@@ -19,8 +20,6 @@ def trim_heap() -> None:
     global _MALLOC_TRIM
     if _MALLOC_TRIM is None:
         try:
-            import ctypes
-
             _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
         except (OSError, AttributeError):
             _MALLOC_TRIM = False

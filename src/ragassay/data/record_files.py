@@ -8,7 +8,9 @@ only place where a kind is told from keys.
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -145,9 +147,6 @@ _HEAD_LIMIT = 64 << 20  # a first line longer than this is not looked for furthe
 def _first_text_line(path: Path) -> tuple[int, bytes] | None:
     """The number and bytes (stripped) of the first non-blank line of a file (gzip undone, a UTF-8
     byte-order mark dropped); None when there is none, or no file."""
-    import gzip
-    import zlib
-
     try:
         f = open(path, "rb")
     except OSError:

@@ -8,6 +8,7 @@ once with array operations rather than a Python loop per query.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
@@ -184,8 +185,6 @@ class Qrels:
         return (self.queries, self.qidx, self.doc_ids, self.grades)
 
     def _hashed(self) -> str:
-        import hashlib
-
         h = hashlib.blake2b(digest_size=12)
         h.update("\n".join(self.queries).encode("utf-8", "surrogatepass"))
         for a in (self.qidx, self.grades):  # the arrays' own buffers: no copy of a large qrels

@@ -16,6 +16,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..data.sqlite_files import open_own_database
 from ..errors import InputError
@@ -66,8 +67,6 @@ MIGRATIONS = [
 def endpoint_id(base_url: str | None) -> str:
     """A base URL as the cache knows it: scheme and host in lower case, no credentials, no default
     port, no trailing slash; the OpenAI API when none is set (the openai client's default)."""
-    from urllib.parse import urlsplit
-
     url = urlsplit((base_url or "https://api.openai.com/v1").strip())
     scheme = url.scheme.lower()
     host = (url.hostname or "").lower()

@@ -14,6 +14,8 @@ default number of calls in flight (a ``--concurrency`` given wins).
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import json
 import re
 from dataclasses import dataclass
@@ -37,8 +39,6 @@ def asks(base_url: str | None) -> bool:
     """Whether the endpoint is a server on this machine or its network (a loopback, private or
     link-local address, ``localhost``, a ``.local`` name): the servers people run themselves. A
     hosted API is never asked."""
-    import ipaddress
-
     if not base_url:
         return False  # api.openai.com
     host = (urlsplit(base_url).hostname or "").lower()
@@ -99,8 +99,6 @@ async def discover(base_url: str, model: str | None, headers: dict[str, str] | N
     """Ask the server at ``base_url`` (see the module); an empty ServerInfo when it says nothing.
     All the questions together take at most ``ASK_TIMEOUT``: a server that does not answer one is
     not asked the next (a port that accepts and never answers costs the run 3 s, not 3 s a page)."""
-    import asyncio
-
     try:
         return await asyncio.wait_for(_discover(base_url, model, headers), ASK_TIMEOUT)
     except Exception:  # (asyncio.TimeoutError among them) whatever goes wrong, the server is used as before

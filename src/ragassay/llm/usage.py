@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # USD per million tokens (input, output), list prices as published on 2026-11-01. Override with
@@ -130,8 +130,6 @@ class Usage:
 
     def to_dict(self) -> dict[str, Any]:
         """The numbers behind :meth:`summary`: totals, the cost (None without a price) and each stage."""
-        from dataclasses import asdict
-
         return {
             **asdict(self.total()),
             "cost_usd": self.cost(),

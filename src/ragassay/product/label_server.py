@@ -9,6 +9,7 @@ import json
 import secrets
 import sys
 import threading
+import webbrowser
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
@@ -205,8 +206,6 @@ def label_session(
         print(server.url, file=say, flush=True)
         print("(Ctrl-C stops; rerun the same command to go on)", file=sys.stderr, flush=True)
         if open_browser:
-            import webbrowser
-
             webbrowser.open(server.url)
         server.serve_forever()
     except KeyboardInterrupt as stop:

@@ -9,6 +9,7 @@ what the team accepts.
 
 from __future__ import annotations
 
+import difflib
 import json
 import sqlite3
 import subprocess
@@ -307,8 +308,6 @@ def read_history(db: str | Path = DEFAULT_DB, metric: str | None = None, run: st
 def _known_run(run: str, rows: list[TrackedResult], db: str | Path) -> None:
     """A run name the history has no result of is an InputError naming the runs it has (with the
     nearest): an empty answer would read as "no results yet" when the name is what is wrong."""
-    import difflib
-
     names = sorted({r.run for r in rows if r.run})
     if run in names:
         return
@@ -328,8 +327,6 @@ def _known_run(run: str, rows: list[TrackedResult], db: str | Path) -> None:
 def _known_metric(metric: str, rows: list[TrackedResult]) -> None:
     """A metric name that is neither a measure ragassay knows nor any tracked result's metric is a
     UsageError (with the nearest name tracked): a typo, not an empty history."""
-    import difflib
-
     tracked = sorted({name for r in rows for name in r.metrics})
     if canonical(metric) in tracked:
         return
@@ -351,8 +348,6 @@ def gate_result(
 ) -> GateResult:
     """Check the result JSON ``result`` against the thresholds (see :func:`gate`). A threshold name
     close to one of the result's metrics but not in it is a UsageError (a typo, not a failed gate)."""
-    import difflib
-
     parsed = read_result(result)
     values = result_metrics(parsed, run, result)
     for name in [*mins, *maxs]:

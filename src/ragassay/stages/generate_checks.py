@@ -280,8 +280,6 @@ def mix_counts(total: int, mix: dict[str, float]) -> dict[str, int]:
 def parse_mix(text: str, names: Sequence[str] = ("easy", "medium", "hard"), flag: str = "--mix") -> dict[str, float]:
     """``name=share,...``: known names, each once, each share from 0 to 1, the shares adding up to 1
     (a share of 2, or shares adding up to 0.9, would make a set nobody asked for)."""
-    import math
-
     out: dict[str, float] = {}
     for part in text.split(","):
         if not part.strip():

@@ -8,9 +8,12 @@ silently dropped.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from rapidfuzz import fuzz
 
 from ..data.io import read_chunks, read_records, write_qrels
 from ..data.origin import JUDGE_RELEVANT_FROM, JUDGE_SCALE, label_origin, today
@@ -30,8 +33,6 @@ class RemapResult:
 
 
 def _find(quote: str, chunks: Sequence[Chunk], norm: dict[str, str], threshold: float) -> tuple[list[str], str]:
-    from rapidfuzz import fuzz
-
     nq = normalize(quote)
     if not nq:
         return [], "empty"
@@ -89,8 +90,6 @@ def remap_files(questions: str | Path, new_chunks: str | Path, output: str | Pat
     """``ragassay remap``: read a question set and a re-chunked corpus, write the qrels of the new
     chunk ids to ``output`` and return the ``remap`` result (how each question was placed, and
     which were not)."""
-    from collections import Counter
-
     read = [q for _, q in read_records(questions, Question, "question")]
     result = remap(read, read_chunks(new_chunks), threshold)
     # who chose the gold chunks: the set's sidecar (it names the endpoint), else its lines

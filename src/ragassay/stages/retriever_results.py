@@ -9,7 +9,9 @@ and what came back.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ..errors import RagassayError
@@ -59,8 +61,6 @@ def results_of(value: Any, retriever: str, qid: str) -> list[Any]:
 def near_names(module: Any, attr: str) -> str:
     """``; did you mean 'search'?`` for a name the module lacks: its public callables closest to
     ``attr`` (or, when none is close, the few it has)."""
-    import difflib
-
     names = sorted(
         n
         for n, v in vars(module).items()
@@ -78,9 +78,6 @@ def near_names(module: Any, attr: str) -> str:
 def near_files(path: Any) -> str:
     """``; did you mean 'retrievers.py'?`` for a missing file: the Python files beside where it was
     looked for whose names are closest."""
-    import difflib
-    from pathlib import Path
-
     folder = Path(path).parent
     try:
         files = sorted(p.name for p in folder.iterdir() if p.suffix == ".py")

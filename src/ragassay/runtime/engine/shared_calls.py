@@ -9,6 +9,7 @@ import asyncio
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 from pydantic import BaseModel
 
 from ...llm.client import LLM
@@ -75,7 +76,6 @@ def repeated_digests(digests: bytearray) -> dict[bytes, int]:
     digests are then counted."""
     if not digests:
         return {}
-    import numpy as np  # heavy: loaded only when a run has calls to count, not when the engine is imported
 
     heads = np.frombuffer(digests, dtype="<u8")[::2].copy()
     heads.sort()
