@@ -13,6 +13,8 @@ import io
 import json
 import os
 import re
+import sys
+import unicodedata
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -189,8 +191,6 @@ def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
 
 @lru_cache(maxsize=1)
 def _stdin_bytes() -> bytes:
-    import sys
-
     return sys.stdin.buffer.read()
 
 
@@ -219,8 +219,6 @@ def check_id(value: Any, what: str, path: str | Path | None, line: int | None) -
 
 def char_name(c: str) -> str:
     """A character as a person can find it in an editor: ``U+2028 LINE SEPARATOR``."""
-    import unicodedata
-
     names = {
         "\t": "TAB",
         "\n": "LINE FEED",

@@ -12,7 +12,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import InputError, UsageError
-from .json_numbers import nan_to_none as nan_to_none  # product/pipeline/files.py still imports it from here
 from .lines import read_bytes_checked
 from .result_models import (
     RESULT_VERSION,

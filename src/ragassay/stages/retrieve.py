@@ -12,6 +12,7 @@ on another corpus is caught before it is scored.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
@@ -471,8 +472,6 @@ def write_run_files(retrieval: Retrieval, output: str | Path, about: dict | None
     returned nothing is a query of the run all the same, which a TREC file cannot say; ``about``
     names the retriever and the queries) and each query's latency (``OUTPUT.latency.json``);
     returns the retrieval, which now names the files."""
-    import json
-
     out = Path(output)
     write_run(out, retrieval.run)
     retrieval.asked_file = write_asked(

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ...data.json_numbers import nan_to_none
 from ...data.origin import sidecar_path
-from ...data.results import nan_to_none
 from ..formatting import to_json
 from .context import Context
 
