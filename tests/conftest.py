@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -153,6 +154,37 @@ def built_wheel():
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
+
+
+@pytest.fixture(scope="session")
+def wheel_venv(built_wheel):
+    """A virtual environment with the built wheel installed by pip (so its ``ragassay`` script is the
+    wheel's), its dependencies visible through a .pth file: made once for every process that asks for it,
+    beside the wheel it holds, by the first to take the lock (the others wait and reuse it). Making one takes
+    about 3 s a process; the tests run their commands in it and write only in folders of their own. The
+    marker file is written last, so a venv without it (a run stopped while making it) is made again."""
+    venv = built_wheel.parent.parent / "venv"
+    made = venv.parent / "venv.made"
+    with open(venv.parent / "venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if made.exists():
+                return venv
+            shutil.rmtree(venv, ignore_errors=True)
+            # pip runs without the tester's PYTHON* variables, as the user's commands do: with PYTHONPATH pointing
+            # at the checkout's src (a way of running the tests) and src/ragassay.egg-info left there by a test
+            # that builds in the clone, pip found ragassay "already installed" and put no `ragassay` script in it
+            clean = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean)
+            site = next((venv / "lib").glob("python*/site-packages"))
+            (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+            subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                            "--no-deps", "--no-index", str(built_wheel)], check=True, capture_output=True, text=True,
+                           env=clean)
+            made.touch()
+            return venv
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 # Markers by test file (the module's name): a file is listed when any of its tests needs what the marker
 # names, so `-m "not subprocess"` may leave out a few tests that would have run without one. A test

@@ -12,8 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -91,21 +89,12 @@ def matches(expected: list[str], printed: list[str]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def user_env(built_wheel, tmp_path_factory):
-    """A fresh venv with the wheel installed by pip (so the `ragassay` script is the wheel's), its
-    dependencies visible through a .pth file, and an empty working directory."""
+def user_env(wheel_venv, tmp_path_factory):
+    """The venv with the wheel installed by pip (tests/conftest.py: wheel_venv, made once for all
+    workers), a home and a cache of this module's own, and an empty working directory."""
     base = tmp_path_factory.mktemp("user")
-    venv = base / "venv"
-    # pip runs without the tester's PYTHON* variables, as the user's commands do: with PYTHONPATH pointing at
-    # the checkout's src (a way of running the tests) and src/ragassay.egg-info left there by a test that
-    # builds in the clone, pip found ragassay "already installed" and put no `ragassay` script in the venv
+    venv = wheel_venv
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean)
-    site = next((venv / "lib").glob("python*/site-packages"))
-    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--no-deps", "--no-index", str(built_wheel)], check=True, capture_output=True, text=True,
-                   env=clean)
     work = base / "empty"
     work.mkdir()
     env = {k: v for k, v in clean.items() if not k.startswith(("OPENAI_", "RAGASSAY_"))}
