@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ragassay.cli import main
+from fake_llm import SERVE_POLL
 from helpers import EXAMPLE, nonempty
 
 
@@ -55,7 +56,7 @@ class Replying:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": SERVE_POLL}, daemon=True).start()
         return self
 
     def __exit__(self, *exc):
