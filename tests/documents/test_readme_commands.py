@@ -122,7 +122,7 @@ def folder_for(page: Path, user_env) -> tuple[Path, dict]:
     name = str(page.relative_to(ROOT)).replace("/", "_").replace(".md", "")
     work = Path(tempfile.mkdtemp(prefix=name + "-", dir=base))
     shutil.copytree(base.parent / "demo-copy", work, symlinks=True, dirs_exist_ok=True)
-    assert (work / "datasets" / "example").is_dir()
+    assert (work / "datasets").is_dir()
     return work, env
 
 
