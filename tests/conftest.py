@@ -306,6 +306,20 @@ test_words_match::test_every_flag_a_message_suggests_is_taken_by_each_command_th
 """.split()
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (the addopts) starts two workers per core: many tests wait rather than compute (a child
+    process starting, the fake server's delay, a browser, a timeout that is the claim), and a second worker
+    per core computes meanwhile. Measured on the 2-core test machine, shared with other sessions (the load
+    average beside each figure): the whole suite took 778 s with 2 workers (load 3.3-4.4; the run had 87% of
+    the machine's 200%) and 497 s with 4 (load 2.9-6.0; 118%). Each worker more costs its collection (about
+    8 s of CPU) and the module-scoped fixtures it builds again (SHARED_SETUP keeps the costly ones to one)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return 2 * cores
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     """Mark each test by its file (MARKS); the tests of one file that share an expensive module-scoped
@@ -328,10 +342,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 # The files whose module-scoped fixture is expensive (the chain of commands on a real corpus, about 35 s; the
-# documentation site built by mkdocs, about 8 s): a module-scoped fixture is built once per process, so their
-# tests that use it go to one xdist worker together, or each worker would build it again. The files whose shared
-# fixture takes a second or two are left out: their tests balance better spread over the workers.
-SHARED_SETUP = {"test_chain_real_text", "test_site"}
+# documentation site built by mkdocs, about 8 s; each stage against the fake as an OpenAI-like server, 4.5 s; the
+# outputs of every kind, 2 s; the judged pools of test_composed, 1.5 s; the venv's working folder and the demo's
+# copy, 1.2 s): a module-scoped fixture is built once per process, so their tests that use it go to one xdist
+# worker together, or each of the four workers (see pytest_xdist_auto_num_workers) would build it again. The
+# browser's tests (test_label) are left out: they mostly wait, and balance better spread over the workers.
+SHARED_SETUP = {"test_chain_real_text", "test_site", "test_server_habits", "test_output_kinds", "test_composed",
+                "test_readme_commands"}
 
 
 def _module_scoped(item) -> bool:

@@ -633,7 +633,8 @@ class FakeLLM:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": SERVE_POLL}, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": SERVE_POLL},
+                                        daemon=True)
 
     def settled_calls(self, quiet: float = 0.3, timeout: float = 10.0) -> int:
         """The calls received once the server has been idle for ``quiet`` seconds: a run that stopped
