@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -154,6 +155,37 @@ def built_wheel():
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+
+@pytest.fixture(scope="session")
+def wheel_venv(built_wheel):
+    """A virtual environment with the built wheel installed by pip (so its ``ragassay`` script is the
+    wheel's), its dependencies visible through a .pth file: made once for every process that asks for it,
+    beside the wheel it holds, by the first to take the lock (the others wait and reuse it). Making one takes
+    about 3 s a process; the tests run their commands in it and write only in folders of their own. The
+    marker file is written last, so a venv without it (a run stopped while making it) is made again."""
+    venv = built_wheel.parent.parent / "venv"
+    made = venv.parent / "venv.made"
+    with open(venv.parent / "venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if made.exists():
+                return venv
+            shutil.rmtree(venv, ignore_errors=True)
+            # pip runs without the tester's PYTHON* variables, as the user's commands do: with PYTHONPATH pointing
+            # at the checkout's src (a way of running the tests) and src/ragassay.egg-info left there by a test
+            # that builds in the clone, pip found ragassay "already installed" and put no `ragassay` script in it
+            clean = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean)
+            site = next((venv / "lib").glob("python*/site-packages"))
+            (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+            subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
+                            "--no-deps", "--no-index", str(built_wheel)], check=True, capture_output=True, text=True,
+                           env=clean)
+            made.touch()
+            return venv
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
 # Markers by test file (the module's name): a file is listed when any of its tests needs what the marker
 # names, so `-m "not subprocess"` may leave out a few tests that would have run without one. A test
 # that uses the built wheel is also marked slow and subprocess wherever it is (see below).
@@ -274,6 +306,21 @@ test_words_match::test_every_flag_a_message_suggests_is_taken_by_each_command_th
 """.split()
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (the addopts) starts two workers per core: many tests wait rather than compute (a child
+    process starting, the fake server's delay, a browser, a timeout that is the claim), and a second worker
+    per core computes meanwhile. Measured on the 2-core test machine (shared with other sessions: the load
+    average at the start and the end beside each figure), the whole suite on the same tests: 2 workers 363 s
+    (load 1.8-2.4; 625 s of CPU, 171% of the machine's 200%), 4 workers 321 s (load 0.4-4.3; 614 s of CPU,
+    190%); on a busier machine 778 s against 497 s. The unit subset alone, which hardly waits, is faster on 2
+    (19 s against 27 s): pass ``-n 2`` there if it matters."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return 2 * cores
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     """Mark each test by its file (MARKS); the tests of one file that share an expensive module-scoped
@@ -296,10 +343,13 @@ def pytest_collection_modifyitems(config, items):
 
 
 # The files whose module-scoped fixture is expensive (the chain of commands on a real corpus, about 35 s; the
-# documentation site built by mkdocs, about 8 s): a module-scoped fixture is built once per process, so their
-# tests that use it go to one xdist worker together, or each worker would build it again. The files whose shared
-# fixture takes a second or two are left out: their tests balance better spread over the workers.
-SHARED_SETUP = {"test_chain_real_text", "test_site"}
+# documentation site built by mkdocs, about 8 s; each stage against the fake as an OpenAI-like server, 4.5 s; the
+# outputs of every kind, 2 s; the judged pools of test_composed, 1.5 s; the venv's working folder and the demo's
+# copy, 1.2 s): a module-scoped fixture is built once per process, so their tests that use it go to one xdist
+# worker together, or each of the four workers (see pytest_xdist_auto_num_workers) would build it again. The
+# browser's tests (test_label) are left out: they mostly wait, and balance better spread over the workers.
+SHARED_SETUP = {"test_chain_real_text", "test_site", "test_server_habits", "test_output_kinds", "test_composed",
+                "test_readme_commands"}
 
 
 def _module_scoped(item) -> bool:

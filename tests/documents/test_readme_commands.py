@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
-import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -91,21 +90,12 @@ def matches(expected: list[str], printed: list[str]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def user_env(built_wheel, tmp_path_factory):
-    """A fresh venv with the wheel installed by pip (so the `ragassay` script is the wheel's), its
-    dependencies visible through a .pth file, and an empty working directory."""
+def user_env(wheel_venv, tmp_path_factory):
+    """The venv with the wheel installed by pip (tests/conftest.py: wheel_venv, made once for all
+    workers), a home and a cache of this module's own, and an empty working directory."""
     base = tmp_path_factory.mktemp("user")
-    venv = base / "venv"
-    # pip runs without the tester's PYTHON* variables, as the user's commands do: with PYTHONPATH pointing at
-    # the checkout's src (a way of running the tests) and src/ragassay.egg-info left there by a test that
-    # builds in the clone, pip found ragassay "already installed" and put no `ragassay` script in the venv
+    venv = wheel_venv
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean)
-    site = next((venv / "lib").glob("python*/site-packages"))
-    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                    "--no-deps", "--no-index", str(built_wheel)], check=True, capture_output=True, text=True,
-                   env=clean)
     work = base / "empty"
     work.mkdir()
     env = {k: v for k, v in clean.items() if not k.startswith(("OPENAI_", "RAGASSAY_"))}
@@ -115,18 +105,24 @@ def user_env(built_wheel, tmp_path_factory):
     module = subprocess.run(["python", "-c", "import ragassay; print(ragassay.__file__)"], cwd=work, env=env,
                             capture_output=True, text=True).stdout
     assert module.startswith(str(venv)), module  # the wheel's copy, not this checkout
+    # what `ragassay demo --copy datasets/example` writes, made once by the command (it takes 0.8 s of CPU, and
+    # 26 pages start from it): each page's folder is a copy of it (see folder_for)
+    (base / "demo-copy").mkdir()
+    copied = subprocess.run(["ragassay", "demo", "--copy", "datasets/example"], cwd=base / "demo-copy", env=env,
+                            capture_output=True, text=True)
+    assert copied.returncode == 0, copied.stderr
     return work, env
 
 
 def folder_for(page: Path, user_env) -> tuple[Path, dict]:
-    """A new empty folder for one page, holding only what `ragassay demo --copy datasets/example` writes:
-    each page's commands start where a reader who opens that page starts."""
+    """A new empty folder for one page, holding only what `ragassay demo --copy datasets/example` writes
+    (a copy of what the command wrote in user_env's folder "demo-copy", beside its working directory): each
+    page's commands start where a reader who opens that page starts."""
     base, env = user_env
     name = str(page.relative_to(ROOT)).replace("/", "_").replace(".md", "")
     work = Path(tempfile.mkdtemp(prefix=name + "-", dir=base))
-    copied = subprocess.run(["ragassay", "demo", "--copy", "datasets/example"], cwd=work, env=env,
-                            capture_output=True, text=True)
-    assert copied.returncode == 0, copied.stderr
+    shutil.copytree(base.parent / "demo-copy", work, symlinks=True, dirs_exist_ok=True)
+    assert (work / "datasets").is_dir()
     return work, env
 
 

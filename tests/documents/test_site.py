@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from fake_llm import SERVE_POLL
 from helpers import ROOT, nonempty
 from ragassay.cli import build_parser
 
@@ -154,7 +155,7 @@ def served(site):
             pass
     handler = functools.partial(Quiet, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SERVE_POLL}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()

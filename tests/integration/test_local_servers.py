@@ -13,7 +13,7 @@ import pytest
 import respx
 from pydantic import BaseModel, Field
 
-from fake_llm import make_llm
+from fake_llm import SERVE_POLL, make_llm
 from helpers import nonempty
 from ragassay.llm import LLMConfig, LLMError
 from ragassay.llm.reading import Decision, Explanation, Explanations, read_answer
@@ -284,7 +284,7 @@ class _Server:
                     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": GOOD}}]})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": SERVE_POLL}, daemon=True).start()
 
     def close(self):
         self.httpd.shutdown()

@@ -30,7 +30,7 @@ from ragassay.cli import build_parser, main
 from ragassay.llm import LLMError
 from ragassay.llm.failures import v1_base_url
 
-from fake_llm import FakeLLM, dead_url, make_llm
+from fake_llm import SERVE_POLL, FakeLLM, dead_url, make_llm
 from helpers import EXAMPLE, ROOT, nonempty
 
 SRC = ROOT / "src" / "ragassay"
@@ -651,7 +651,7 @@ class _NotFound(BaseHTTPRequestHandler):
 @pytest.fixture()
 def not_found_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NotFound)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SERVE_POLL}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
