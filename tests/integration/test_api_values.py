@@ -93,7 +93,7 @@ def test_the_command_hands_its_endpoint_flags_as_config_values(command, models, 
     flags = [f for m in models for f in ("--model", m)] + ["--base-url", "http://127.0.0.1:9/v1", "--max-calls", "7"]
     args = build_parser().parse_args([command, *inputs, *flags])
     extra = (generate_values(args),) if command == "generate" else ()
-    given = stage_arguments(args, function, options_type, *extra)
+    given = stage_arguments(args, function, options_type, *extra, jury=command == "judge")
     assert not set(given) & set(LLM_KEYWORDS)
     config = given["config"]
     named = [c.model for c in config] if isinstance(config, list) else config.model

@@ -195,3 +195,21 @@ def test_a_sigterm_that_python_turns_into_another_exception_still_ends_as_a_sigt
     monkeypatch.setattr(metrics, "run_evaluate", broken)
     with pytest.raises(TypeError, match="a defect, no signal"):
         cli.main(["evaluate", QRELS, BM25])
+
+
+def test_each_llm_command_loads_its_own_stage_and_not_the_others():
+    """``judge`` runs without loading check's or generate's code, and ``check`` without generate's: the
+    api package and the commands' handlers import a stage's stack only when its command runs (a dry
+    run, so no endpoint is needed; it still reads every input and plans every call)."""
+    example = EXAMPLE
+    code, modules, out = imported("judge", "--queries", str(example / "queries.jsonl"), "--chunks",
+                                  str(example / "chunks.jsonl"), "--run", BM25, "-o", os.devnull,
+                                  "--model", "gpt-4o-mini", "--no-cache", "--dry-run")
+    assert code == 0 and "calls" in out, out[-500:]
+    assert "ragassay.stages.judge" in modules and "ragassay.api.judge_call" in modules
+    assert of(modules, "ragassay.stages.check", "ragassay.stages.generate", "ragassay.api.check_call",
+              "ragassay.api.generate_call") == set()
+    code, modules, out = imported("check", str(example / "answers.jsonl"), "--chunks", str(example / "chunks.jsonl"),
+                                  "-o", os.devnull, "--model", "gpt-4o-mini", "--no-cache", "--dry-run")
+    assert code == 0 and "ragassay.stages.check" in modules, out[-500:]
+    assert of(modules, "ragassay.stages.generate", "ragassay.api.generate_call", "ragassay.api.judge_call") == set()

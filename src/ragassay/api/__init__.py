@@ -31,11 +31,41 @@ A dry run of the bundled example, offline (no endpoint, no key):
 
 from __future__ import annotations
 
-from .check_call import check
-from .generate_call import generate
-from .judge_call import judge
-from .retrieve_call import retrieve
-from .running import in_own_thread
-from .settings import LLM_KEYWORDS, RENAMED
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# each name and the module that defines it: a name is imported when first asked for, so that the
+# ``judge`` command loads judge's stack and not check's or generate's (about half a second less)
+_WHERE = {
+    "check": "check_call",
+    "generate": "generate_call",
+    "judge": "judge_call",
+    "retrieve": "retrieve_call",
+    "in_own_thread": "running",
+    "LLM_KEYWORDS": "settings",
+    "RENAMED": "settings",
+}
 
 __all__ = ["LLM_KEYWORDS", "RENAMED", "check", "generate", "in_own_thread", "judge", "retrieve"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragassay.api' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs
+    from .check_call import check
+    from .generate_call import generate
+    from .judge_call import judge
+    from .retrieve_call import retrieve
+    from .running import in_own_thread
+    from .settings import LLM_KEYWORDS, RENAMED

@@ -9,10 +9,6 @@ from typing import Any
 
 from ..errors import RagassayError
 from ..product.formatting import render_table
-from ..stages.check import CheckOptions
-from ..stages.check_behaviour import behaviour_lines
-from ..stages.generate import GenerateOptions
-from ..stages.judge import JudgeOptions
 from .options import llm_config
 from .render import render, render_stage
 from .stage_values import generate_values, stage_arguments
@@ -79,8 +75,9 @@ def _ping_text(report: dict) -> str:
 
 def run_judge(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import judge
+    from ..stages.judge import JudgeOptions
 
-    return render_stage(judge(**stage_arguments(args, judge, JudgeOptions)), args, _judge_text)
+    return render_stage(judge(**stage_arguments(args, judge, JudgeOptions, jury=True)), args, _judge_text)
 
 
 def _judge_text(result: Any, args: argparse.Namespace) -> str:
@@ -104,6 +101,7 @@ def _fmt_rate(r: dict, unit: str = "answers", total: int | None = None) -> str:
 
 def run_check(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import check
+    from ..stages.check import CheckOptions
 
     return render_stage(check(**stage_arguments(args, check, CheckOptions), announce=True), args, _check_text)
 
@@ -135,6 +133,8 @@ def _summary_text(result: dict, args: argparse.Namespace) -> str:
     if "human" in result:
         out.append(_human_text(result["human"]))
     if result.get("behaviour"):
+        from ..stages.check_behaviour import behaviour_lines
+
         out.append("\n".join(behaviour_lines(result["behaviour"])))
     if "flip_rate" in result:
         out.append(f"samples disagreed on {result['flip_rate']:.1%} of LLM-graded answers")
@@ -243,6 +243,7 @@ def _human_text(h: dict) -> str:
 
 def run_generate(args: argparse.Namespace) -> str | tuple[str, int]:
     from ..api import generate
+    from ..stages.generate import GenerateOptions
 
     done = generate(**stage_arguments(args, generate, GenerateOptions, generate_values(args)))
     return render_stage(done, args, _generate_text, _generate_json)

@@ -10,16 +10,17 @@ import argparse
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..api.settings import LLM_KEYWORDS, flag_configs
 from ..runtime.engine import parse_shard
 from ..runtime.scaffold import Backend
-from ..stages.check import CheckOptions
-from ..stages.generate import MIX_NAMES, STYLES, GenerateOptions
-from ..stages.generate_job import shares
-from ..stages.judge import JudgeOptions
 from .options import api_arguments
+
+if TYPE_CHECKING:
+    from ..stages.check import CheckOptions
+    from ..stages.generate import GenerateOptions
+    from ..stages.judge import JudgeOptions
 
 # the batch flags a Backend value holds
 BACKEND_FLAGS = ("backend", "export_requests", "import_results", "poll_seconds")
@@ -28,6 +29,9 @@ BACKEND_FLAGS = ("backend", "export_requests", "import_results", "poll_seconds")
 def generate_values(args: argparse.Namespace) -> dict[str, Any]:
     """generate's flags whose text a ``GenerateOptions`` field holds as a value: the shares by name of
     ``--mix`` and ``--styles``, read as the function reads them (a wrong share is the same usage error)."""
+    from ..stages.generate import MIX_NAMES, STYLES  # (the lazy boundary: judge and check load no generate)
+    from ..stages.generate_job import shares
+
     return {"mix": shares(args.mix, MIX_NAMES, "--mix"), "styles": shares(args.styles, tuple(STYLES), "--styles")}
 
 
@@ -36,12 +40,13 @@ def stage_arguments(
     function: Callable[..., Any],
     options_type: type[JudgeOptions] | type[CheckOptions] | type[GenerateOptions],
     values_of_text: Mapping[str, Any] | None = None,
+    jury: bool = False,
 ) -> dict[str, Any]:
     """``function``'s arguments from the command's flags: ``options=`` the stage's options (the flags
     named like its fields, an LLM flag such as ``--max-calls`` excepted: it goes to the endpoint; a
     flag's text read into its field's value where ``values_of_text`` holds it), ``backend=`` a Backend,
-    ``config=`` the endpoint's config (judge: one per model of a jury; check and generate ask the first
-    model, as their keywords do) and every other flag by its name."""
+    ``config=`` the endpoint's config (with ``jury``, judge's, one per model; check and generate ask the
+    first model, as their keywords do) and every other flag by its name."""
     given = api_arguments(args, function)
     values: dict[str, Any] = {
         "backend": Backend(args.backend, args.export_requests, tuple(args.import_results), args.poll_seconds)
@@ -55,6 +60,6 @@ def stage_arguments(
     values["options"] = options_type(**settings)
     if "config" in inspect.signature(function).parameters:  # the endpoint's flags as its config value(s)
         configs = flag_configs(**{name: given[name] for name in LLM_KEYWORDS})
-        values["config"] = configs if options_type is JudgeOptions and len(configs) > 1 else configs[0]
+        values["config"] = configs if jury and len(configs) > 1 else configs[0]
     taken = set(BACKEND_FLAGS) | names | {"shard"} | set(LLM_KEYWORDS)
     return {**{k: v for k, v in given.items() if k not in taken}, **values}
