@@ -23,12 +23,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_llm import FakeLLM, run_batch  # noqa: E402
-
 from ragassay.cli import main  # noqa: E402
 
 EX = ROOT / "src" / "ragassay" / "example"
-JUDGE = ["judge", "--queries", str(EX / "queries.jsonl"), "--chunks", str(EX / "chunks.jsonl"),
-         "--run", str(EX / "runs" / "bm25.txt"), "--depth", "5", "--model", "m", "--quiet"]
+JUDGE = [
+    "judge",
+    "--queries",
+    str(EX / "queries.jsonl"),
+    "--chunks",
+    str(EX / "chunks.jsonl"),
+    "--run",
+    str(EX / "runs" / "bm25.txt"),
+    "--depth",
+    "5",
+    "--model",
+    "m",
+    "--quiet",
+]
 
 
 def records(path: Path) -> list[dict]:
@@ -48,11 +59,31 @@ def run() -> None:
     os.environ["OPENAI_API_KEY"] = "x"
     with FakeLLM(delay=args.delay) as server:
         t = time.perf_counter()
-        assert quiet(JUDGE + ["-o", str(tmp / "live.jsonl"), "--coverage-out", str(tmp / "live_cov.jsonl"),
-                              "--no-cache", "--base-url", server.url]) == 0
+        assert (
+            quiet(
+                JUDGE
+                + [
+                    "-o",
+                    str(tmp / "live.jsonl"),
+                    "--coverage-out",
+                    str(tmp / "live_cov.jsonl"),
+                    "--no-cache",
+                    "--base-url",
+                    server.url,
+                ]
+            )
+            == 0
+        )
         live_time, live_calls = time.perf_counter() - t, server.calls
     del os.environ["OPENAI_API_KEY"]
-    argv = JUDGE + ["--cache", str(tmp / "c.sqlite"), "-o", str(tmp / "b.jsonl"), "--coverage-out", str(tmp / "b_cov.jsonl")]
+    argv = JUDGE + [
+        "--cache",
+        str(tmp / "c.sqlite"),
+        "-o",
+        str(tmp / "b.jsonl"),
+        "--coverage-out",
+        str(tmp / "b_cov.jsonl"),
+    ]
     t = time.perf_counter()
     imports: list[str] = []
     rounds = requests = 0
@@ -70,13 +101,18 @@ def run() -> None:
         engine += time.perf_counter() - t0
         imports = [str(tmp / f"out{rounds}.jsonl")]
     batch_time = time.perf_counter() - t
-    same = records(tmp / "b.jsonl") == records(tmp / "live.jsonl") and \
-        records(tmp / "b_cov.jsonl") == records(tmp / "live_cov.jsonl")
-    print(f"bundled example, judge --depth 5 --coverage-out ({len(records(tmp / 'live.jsonl'))} judgments, "
-          f"{len(records(tmp / 'live_cov.jsonl'))} coverage records)")
+    same = records(tmp / "b.jsonl") == records(tmp / "live.jsonl") and records(tmp / "b_cov.jsonl") == records(
+        tmp / "live_cov.jsonl"
+    )
+    print(
+        f"bundled example, judge --depth 5 --coverage-out ({len(records(tmp / 'live.jsonl'))} judgments, "
+        f"{len(records(tmp / 'live_cov.jsonl'))} coverage records)"
+    )
     print(f"live:  {live_calls} calls, {live_time:.2f} s (stand-in latency {args.delay} s per call, concurrency 8)")
-    print(f"batch: {requests} requests in {rounds} rounds, {batch_time:.2f} s in all ({ours:.2f} s in ragassay's "
-          f"export/import runs, {engine:.2f} s in the stand-in engine)")
+    print(
+        f"batch: {requests} requests in {rounds} rounds, {batch_time:.2f} s in all ({ours:.2f} s in ragassay's "
+        f"export/import runs, {engine:.2f} s in the stand-in engine)"
+    )
     print(f"same records both ways: {same}")
 
 

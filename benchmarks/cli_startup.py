@@ -41,11 +41,13 @@ def cases() -> list[tuple[str, list[str]]]:
     ragassay = ragassay_command()
     qrels = EXAMPLE / "qrels.txt"
     runs = sorted((EXAMPLE / "runs").glob("*.txt"))
-    return ([('python -c "import numpy"', [sys.executable, "-c", "import numpy"]),
-             ("ragassay --help", [*ragassay, "--help"]),
-             ("ragassay evaluate --help", [*ragassay, "evaluate", "--help"])]
-            + [(f"ragassay evaluate qrels.txt runs/{run.name}", [*ragassay, "evaluate", str(qrels), str(run)])
-               for run in runs])
+    return [
+        ('python -c "import numpy"', [sys.executable, "-c", "import numpy"]),
+        ("ragassay --help", [*ragassay, "--help"]),
+        ("ragassay evaluate --help", [*ragassay, "evaluate", "--help"]),
+    ] + [
+        (f"ragassay evaluate qrels.txt runs/{run.name}", [*ragassay, "evaluate", str(qrels), str(run)]) for run in runs
+    ]
 
 
 def once(argv: list[str], pythonpath: str | None) -> float:
@@ -85,8 +87,10 @@ def main() -> None:
     trees: list[str | None] = [None] + ([str(Path(args.against).resolve())] if args.against else [])
     medians = measure(args.runs, trees)
     yardstick = cases()[0][0]
-    print(f"cli start-up: median wall time of {args.runs} whole-process runs each, interleaved; "
-          f"ragassay is {' '.join(ragassay_command())}")
+    print(
+        f"cli start-up: median wall time of {args.runs} whole-process runs each, interleaved; "
+        f"ragassay is {' '.join(ragassay_command())}"
+    )
     columns = ["this tree"] + ([f"--against {trees[1]}"] if args.against else [])
     width = max(34, 2 + max(len(c) for c in columns))
     print(f"{'':46}" + "".join(f"{c:>{width}}" for c in columns))

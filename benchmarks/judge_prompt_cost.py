@@ -35,15 +35,18 @@ CACHE_MIN, CACHE_STEP = 1024, 128
 class Layout:
     name: str
     pairs: int
-    prompt_tokens: int   # every request's input tokens, summed
-    cached_tokens: int   # of those, what the prompt cache would serve
-    static_tokens: int   # the part every request shares (schema, system message)
+    prompt_tokens: int  # every request's input tokens, summed
+    cached_tokens: int  # of those, what the prompt cache would serve
+    static_tokens: int  # the part every request shares (schema, system message)
 
     def cost_per_1000(self, model: str, output_tokens: int, cache: bool) -> float:
         price_in, price_out = PRICES[model]
         cached = self.cached_tokens if cache else 0
-        usd = ((self.prompt_tokens - cached) * price_in + cached * CACHED_PRICES[model]
-               + self.pairs * output_tokens * price_out) / 1e6
+        usd = (
+            (self.prompt_tokens - cached) * price_in
+            + cached * CACHED_PRICES[model]
+            + self.pairs * output_tokens * price_out
+        ) / 1e6
         return usd * 1000 / self.pairs
 
 
@@ -51,9 +54,14 @@ def requests(cache_friendly: bool, depth: int) -> list[str]:
     """The text of each request, in the order the engine sends them: the schema, then each
     message's content (a prefix shared by two requests is shared by their texts)."""
     ex = example_dir()
-    plan = plan_judge(read_query_items(ex / "queries.jsonl"), read_chunks(ex / "chunks.jsonl"),
-                      read_run(ex / "runs" / "bm25.txt"), [LLMConfig(model="gpt-4o-mini")], "/dev/null/unused.jsonl",
-                      options=JudgeOptions(depth=depth, cache_friendly=cache_friendly))
+    plan = plan_judge(
+        read_query_items(ex / "queries.jsonl"),
+        read_chunks(ex / "chunks.jsonl"),
+        read_run(ex / "runs" / "bm25.txt"),
+        [LLMConfig(model="gpt-4o-mini")],
+        "/dev/null/unused.jsonl",
+        options=JudgeOptions(depth=depth, cache_friendly=cache_friendly),
+    )
     out = []
     for item in plan.relevance_items:
         for call in item.open():
@@ -78,7 +86,7 @@ def measure(name: str, texts: list[str], concurrency: int) -> Layout:
     static = min(common_prefix(texts[0], t) for t in texts[1:]) if len(texts) > 1 else 0
     for i, text in enumerate(texts):
         total += tokens(text)
-        answered = texts[:max(0, i - concurrency + 1)]  # sent at least `concurrency` requests earlier
+        answered = texts[: max(0, i - concurrency + 1)]  # sent at least `concurrency` requests earlier
         if not answered:
             continue
         shared = max(common_prefix(text, t) for t in answered[-64:] + answered[:1])
@@ -92,18 +100,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--depth", type=int, default=10)
     ap.add_argument("--concurrency", type=int, default=8, help="calls in flight (judge's default: 8)")
-    ap.add_argument("--output-tokens", type=int, default=120,
-                    help="tokens of an answer (intent, match, trust, grade), the same in both layouts (default 120)")
+    ap.add_argument(
+        "--output-tokens",
+        type=int,
+        default=120,
+        help="tokens of an answer (intent, match, trust, grade), the same in both layouts (default 120)",
+    )
     args = ap.parse_args()
-    layouts = [measure(name, requests(friendly, args.depth), args.concurrency)
-               for name, friendly in (("default", False), ("--cache-friendly", True))]
+    layouts = [
+        measure(name, requests(friendly, args.depth), args.concurrency)
+        for name, friendly in (("default", False), ("--cache-friendly", True))
+    ]
     counter = token_model("gpt-4o-mini")
-    print(f"judge, bundled example, bm25 run, depth {args.depth}, pointwise; concurrency {args.concurrency}; "
-          f"{args.output_tokens} output tokens a pair")
+    print(
+        f"judge, bundled example, bm25 run, depth {args.depth}, pointwise; concurrency {args.concurrency}; "
+        f"{args.output_tokens} output tokens a pair"
+    )
     print(f"tokens: {counter.method}; prices as of {PRICES_AS_OF}")
     for lay in layouts:
-        print(f"  {lay.name:17s} {lay.prompt_tokens / lay.pairs:6.0f} input tokens a pair, fixed part "
-              f"{lay.static_tokens} tokens, {lay.cached_tokens / lay.prompt_tokens:5.1%} of input cacheable")
+        print(
+            f"  {lay.name:17s} {lay.prompt_tokens / lay.pairs:6.0f} input tokens a pair, fixed part "
+            f"{lay.static_tokens} tokens, {lay.cached_tokens / lay.prompt_tokens:5.1%} of input cacheable"
+        )
     print("USD per 1,000 pairs          default   default+cache   friendly   friendly+cache   best")
     for model in PRICES:
         row = [lay.cost_per_1000(model, args.output_tokens, cache) for lay in layouts for cache in (False, True)]

@@ -27,11 +27,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from llm_throughput import free_port, serve  # noqa: E402
 
-ANSWER = json.dumps({
-    "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": "stub",
-    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(
-        {"intent": "the need", "match": "meets it", "trust": "reliable", "grade": 2})}}],
-    "usage": {"prompt_tokens": 700, "completion_tokens": 40, "total_tokens": 740}}).encode()
+ANSWER = json.dumps(
+    {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": json.dumps({"intent": "the need", "match": "meets it", "trust": "reliable", "grade": 2}),
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 700, "completion_tokens": 40, "total_tokens": 740},
+    }
+).encode()
 
 
 def make_inputs(folder: Path, pairs: int, depth: int = 10) -> None:
@@ -39,9 +53,16 @@ def make_inputs(folder: Path, pairs: int, depth: int = 10) -> None:
     n_chunks = max(depth, queries)
     with open(folder / "chunks.jsonl", "w") as f:
         for c in range(n_chunks):
-            f.write(json.dumps({"id": f"c{c}", "title": f"Article {c}",
-                                "text": f"Chunk {c} of the benchmark corpus. " + "Some plain words about a topic. " * 25})
-                    + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": f"c{c}",
+                        "title": f"Article {c}",
+                        "text": f"Chunk {c} of the benchmark corpus. " + "Some plain words about a topic. " * 25,
+                    }
+                )
+                + "\n"
+            )
     with open(folder / "queries.jsonl", "w") as f:
         for q in range(queries):
             f.write(json.dumps({"id": f"q{q}", "text": f"what does chunk {q} say about topic {q % 97}?"}) + "\n")
@@ -53,9 +74,11 @@ def make_inputs(folder: Path, pairs: int, depth: int = 10) -> None:
 
 def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
     """Seconds and peak RSS (MB) of one command in its own process."""
-    code = ("import resource, sys, time; from ragassay.cli import main; t = time.perf_counter(); c = main(sys.argv[1:]); "
-            "sys.stderr.write(f'\\n@@ {time.perf_counter() - t:.3f} "
-            "{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\\n'); sys.exit(c)")
+    code = (
+        "import resource, sys, time; from ragassay.cli import main; t = time.perf_counter(); c = main(sys.argv[1:]); "
+        "sys.stderr.write(f'\\n@@ {time.perf_counter() - t:.3f} "
+        "{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\\n'); sys.exit(c)"
+    )
     wall = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - wall
@@ -82,8 +105,9 @@ bodies = [c.message_list for it in plan.relevance_items for c in it.calls]
 name, schema, strict, _ = schema_of(RelevanceAnswer)
 fmt = {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": strict}}
 async def go():
-    client = openai.AsyncOpenAI(base_url=url, api_key="stub-key", max_retries=0, http_client=openai.DefaultAioHttpClient(
-        limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency), timeout=60))
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    client = openai.AsyncOpenAI(base_url=url, api_key="stub-key", max_retries=0,
+                                http_client=openai.DefaultAioHttpClient(limits=limits, timeout=60))
     sem = asyncio.Semaphore(concurrency)
     async def one(messages):
         async with sem:
@@ -98,15 +122,17 @@ grades = asyncio.run(go())
 with open(folder + "/peer.jsonl", "w") as f:
     for g in grades:
         f.write(json.dumps({"grade": g}) + "\\n")
-sys.stderr.write(f"\\n@@ {time.perf_counter() - t:.3f} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}\\n")
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+sys.stderr.write(f"\\n@@ {time.perf_counter() - t:.3f} {peak:.1f}\\n")
 """
 
 
 def peer(folder: Path, url: str, concurrency: int, env: dict) -> tuple[float, float]:
     """The bare client's wall time and peak RSS on the same requests (no journal, no resume)."""
     wall = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", PEER, str(folder), url, str(concurrency)], capture_output=True,
-                       text=True, env=env)
+    p = subprocess.run(
+        [sys.executable, "-c", PEER, str(folder), url, str(concurrency)], capture_output=True, text=True, env=env
+    )
     wall = time.perf_counter() - wall
     if p.returncode:
         raise SystemExit(f"the bare client failed: {p.stderr[-2000:]}")
@@ -117,11 +143,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=100_000)
     ap.add_argument("--concurrency", type=int, default=64)
-    ap.add_argument("--delay", type=float, default=0.0,
-                    help="the stub's answer delay in seconds (0.2: a hosted model's pace, where calls in flight "
-                         "decide the time)")
-    ap.add_argument("--no-peer", action="store_true",
-                    help="leave the bare loop out (it holds every request: ~6 GB and half an hour at 1M pairs)")
+    ap.add_argument(
+        "--delay",
+        type=float,
+        default=0.0,
+        help="the stub's answer delay in seconds (0.2: a hosted model's pace, where calls in flight decide the time)",
+    )
+    ap.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="leave the bare loop out (it holds every request: ~6 GB and half an hour at 1M pairs)",
+    )
     args = ap.parse_args()
     port = free_port()
     ready = multiprocessing.Event()
@@ -136,12 +168,31 @@ def main() -> None:
             # modules when it installs them), not from source compiled again on each start; a bytecode folder
             # the caller already set (the test suite's, shared by its processes) serves as well as a new one
             env.setdefault("PYTHONPYCACHEPREFIX", str(d / "pycache"))
-            subprocess.run([sys.executable, "-c", "import ragassay.cli, ragassay.stages.judge, ragassay.llm.client"],
-                           env=env, check=True)
+            subprocess.run(
+                [sys.executable, "-c", "import ragassay.cli, ragassay.stages.judge, ragassay.llm.client"],
+                env=env,
+                check=True,
+            )
             make_inputs(d, args.pairs)
-            base = ["judge", "--queries", str(d / "queries.jsonl"), "--chunks", str(d / "chunks.jsonl"), "--run",
-                    str(d / "run.txt"), "-o", str(d / "judgments.jsonl"), "--model", "stub", "--base-url",
-                    f"http://127.0.0.1:{port}/v1", "--concurrency", str(args.concurrency), "--no-cache", "--quiet"]
+            base = [
+                "judge",
+                "--queries",
+                str(d / "queries.jsonl"),
+                "--chunks",
+                str(d / "chunks.jsonl"),
+                "--run",
+                str(d / "run.txt"),
+                "-o",
+                str(d / "judgments.jsonl"),
+                "--model",
+                "stub",
+                "--base-url",
+                f"http://127.0.0.1:{port}/v1",
+                "--concurrency",
+                str(args.concurrency),
+                "--no-cache",
+                "--quiet",
+            ]
             dry = timed(base + ["--dry-run"], env)
             first = timed(base, env)
             assert sum(1 for _ in open(d / "judgments.jsonl")) == args.pairs
@@ -150,21 +201,31 @@ def main() -> None:
             bare = None if args.no_peer else peer(d, f"http://127.0.0.1:{port}/v1", args.concurrency, env)
     finally:
         server.terminate()
-    print(f"judge, {args.pairs} pairs (judgments file {size:.0f} MB), stub endpoint answering in "
-          f"{args.delay * 1000:.0f} ms, concurrency {args.concurrency}")
+    print(
+        f"judge, {args.pairs} pairs (judgments file {size:.0f} MB), stub endpoint answering in "
+        f"{args.delay * 1000:.0f} ms, concurrency {args.concurrency}"
+    )
     print(f"  dry run            {dry[0]:7.2f} s  peak RSS {dry[1]:7.1f} MB")
     print(f"  first run          {first[0]:7.2f} s  peak RSS {first[1]:7.1f} MB  ({args.pairs / first[0]:.0f} pairs/s)")
     print(f"  rerun (all done)   {rerun[0]:7.2f} s  peak RSS {rerun[1]:7.1f} MB")
     if bare is not None:
-        print(f"  peer: a bare AsyncOpenAI loop (aiohttp) sending the same requests, no journal or resume: "
-              f"{bare[0]:.2f} s, peak RSS {bare[1]:.1f} MB")
+        print(
+            f"  peer: a bare AsyncOpenAI loop (aiohttp) sending the same requests, no journal or resume: "
+            f"{bare[0]:.2f} s, peak RSS {bare[1]:.1f} MB"
+        )
         print(f"  first run / peer: {first[0] / bare[0]:.2f}x the time, {first[1] / bare[1]:.2f}x the memory")
-    goals = {100_000: [("dry run <= 2 s", dry[0] <= 2), ("rerun <= 1 s", rerun[0] <= 1),
-                       ("rerun <= 150 MB", rerun[1] <= 150)],
-             1_000_000: [("first run <= 400 MB", first[1] <= 400)]}.get(args.pairs, [])
+    goals = {
+        100_000: [
+            ("dry run <= 2 s", dry[0] <= 2),
+            ("rerun <= 1 s", rerun[0] <= 1),
+            ("rerun <= 150 MB", rerun[1] <= 150),
+        ],
+        1_000_000: [("first run <= 400 MB", first[1] <= 400)],
+    }.get(args.pairs, [])
     if args.delay and bare is not None:  # at a hosted model's pace the time is the calls in flight's: as the peer's
-        goals.append((f"first run within 1.2x the peer's time ({first[0]:.2f} s vs {bare[0]:.2f} s)",
-                      first[0] <= 1.2 * bare[0]))
+        goals.append(
+            (f"first run within 1.2x the peer's time ({first[0]:.2f} s vs {bare[0]:.2f} s)", first[0] <= 1.2 * bare[0])
+        )
     for goal, met in goals:
         print(f"  goal: {goal}: {'met' if met else 'NOT met'}")
     if not all(met for _, met in goals):

@@ -37,11 +37,22 @@ import time
 
 from pydantic import BaseModel, Field
 
-ANSWER = json.dumps({
-    "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": "stub",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": json.dumps({"grade": 2, "reasoning": "stub answer"})}}],
-    "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}}).encode()
+ANSWER = json.dumps(
+    {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": json.dumps({"grade": 2, "reasoning": "stub answer"})},
+            }
+        ],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52},
+    }
+).encode()
 
 
 class Grade(BaseModel):
@@ -52,6 +63,7 @@ class Grade(BaseModel):
 def serve(port: int, delay: float, ready, answer: bytes = ANSWER) -> None:
     """A stub chat-completions server: every request is answered with ``answer`` after ``delay``
     seconds (0: at once); ``ready`` is set once it listens."""
+
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
@@ -64,8 +76,12 @@ def serve(port: int, delay: float, ready, answer: bytes = ANSWER) -> None:
                     await reader.readexactly(length)
                 if delay:
                     await asyncio.sleep(delay)
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                             + str(len(answer)).encode() + b"\r\nConnection: keep-alive\r\n\r\n" + answer)
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                    + str(len(answer)).encode()
+                    + b"\r\nConnection: keep-alive\r\n\r\n"
+                    + answer
+                )
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
@@ -78,6 +94,7 @@ def serve(port: int, delay: float, ready, answer: bytes = ANSWER) -> None:
 
     try:
         import uvloop  # the stub must not be the bottleneck: use the faster loop when there is one
+
         uvloop.run(main())
     except ImportError:
         asyncio.run(main())
@@ -91,18 +108,30 @@ def free_port() -> int:
 
 def prompt(i: int) -> list[dict[str, str]]:
     # a judge-sized request (~2.5 KB): the client's cost of serialising a body is part of the work
-    return [{"role": "system", "content": "Grade the passage 0-3 for the query. " * 20},
-            {"role": "user", "content": f"query {i}: " + "passage text " * 150}]
+    return [
+        {"role": "system", "content": "Grade the passage 0-3 for the query. " * 20},
+        {"role": "user", "content": f"query {i}: " + "passage text " * 150},
+    ]
 
 
 def ragassay_on(transport: str | None):
     async def through_layer(base_url: str, calls: int, concurrency: int) -> None:
         from ragassay.llm import LLM, LLMConfig
-        llm = LLM(LLMConfig(model="stub", base_url=base_url, api_key="stub-key", use_cache=False,
-                            concurrency=concurrency, transport=transport))
+
+        llm = LLM(
+            LLMConfig(
+                model="stub",
+                base_url=base_url,
+                api_key="stub-key",
+                use_cache=False,
+                concurrency=concurrency,
+                transport=transport,
+            )
+        )
         await asyncio.gather(*(llm.ask(prompt(i), Grade) for i in range(calls)))
         assert llm.usage.stage("default").ok == calls
         await llm.aclose()
+
     return through_layer
 
 
@@ -110,10 +139,12 @@ def bare_on(transport: str):
     async def bare_client(base_url: str, calls: int, concurrency: int) -> None:
         import httpx
         import openai
+
         limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
         factory = openai.DefaultAioHttpClient if transport == "aiohttp" else openai.DefaultAsyncHttpxClient
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="stub-key", max_retries=0,
-                                    http_client=factory(limits=limits, timeout=60))
+        client = openai.AsyncOpenAI(
+            base_url=base_url, api_key="stub-key", max_retries=0, http_client=factory(limits=limits, timeout=60)
+        )
         schema = Grade.model_json_schema()
         schema["additionalProperties"] = False
         fmt = {"type": "json_schema", "json_schema": {"name": "Grade", "schema": schema, "strict": True}}
@@ -121,20 +152,24 @@ def bare_on(transport: str):
 
         async def one(i: int) -> Grade:
             async with sem:
-                r = await client.chat.completions.create(model="stub", messages=prompt(i), response_format=fmt,
-                                                         temperature=0.0)
+                r = await client.chat.completions.create(
+                    model="stub", messages=prompt(i), response_format=fmt, temperature=0.0
+                )
             return Grade.model_validate_json(r.choices[0].message.content)
 
         results = await asyncio.gather(*(one(i) for i in range(calls)))
         assert len(results) == calls
         await client.close()
+
     return bare_client
 
 
 async def layers_only(calls: int) -> None:
     """ragassay's own layers with no HTTP at all: a client that hands back a prepared completion."""
     from openai.types.chat import ChatCompletion
+
     from ragassay.llm import LLM, LLMConfig
+
     completion = ChatCompletion.model_validate_json(ANSWER)
 
     class Completions:
@@ -145,8 +180,10 @@ async def layers_only(calls: int) -> None:
         class chat:
             completions = Completions()
 
-    llm = LLM(LLMConfig(model="stub", base_url="http://127.0.0.1:9/v1", api_key="stub-key", use_cache=False,
-                        concurrency=128), client=Client())
+    llm = LLM(
+        LLMConfig(model="stub", base_url="http://127.0.0.1:9/v1", api_key="stub-key", use_cache=False, concurrency=128),
+        client=Client(),
+    )
     await asyncio.gather(*(llm.ask(prompt(i), Grade) for i in range(calls)))
 
 
@@ -173,8 +210,12 @@ def main() -> None:
         os.sched_setaffinity(server.pid, {0})  # the stub on one core, the client on the other
         os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[1:]))
     base_url = f"http://127.0.0.1:{port}/v1"
-    clients = {"ragassay": ragassay_on(None), "ragassay/httpx": ragassay_on("httpx"),
-               "bare aiohttp": bare_on("aiohttp"), "bare httpx": bare_on("httpx")}
+    clients = {
+        "ragassay": ragassay_on(None),
+        "ragassay/httpx": ragassay_on("httpx"),
+        "bare aiohttp": bare_on("aiohttp"),
+        "bare httpx": bare_on("httpx"),
+    }
     table: dict[tuple[str, int], tuple[float, float]] = {}
     try:
         for fn in clients.values():  # warm up imports and the stub
@@ -186,29 +227,40 @@ def main() -> None:
     finally:
         server.terminate()
 
-    print(f"{args.calls} structured calls per cell, stub delay {args.delay * 1000:.0f} ms; calls/s (share of ideal), "
-          "client CPU ms/call")
+    print(
+        f"{args.calls} structured calls per cell, stub delay {args.delay * 1000:.0f} ms; calls/s (share of ideal), "
+        "client CPU ms/call"
+    )
     print(f"{'concurrency':>11}  {'ideal':>6}  " + "  ".join(f"{name:>24}" for name in clients))
     for level in levels:
         ideal = level / args.delay
-        cells = [f"{table[n, level][0]:7.1f} ({table[n, level][0] / ideal:4.0%}) {table[n, level][1]:5.2f} ms"
-                 for n in clients]
+        cells = [
+            f"{table[n, level][0]:7.1f} ({table[n, level][0] / ideal:4.0%}) {table[n, level][1]:5.2f} ms"
+            for n in clients
+        ]
         print(f"{level:>11}  {ideal:6.0f}  " + "  ".join(f"{c:>24}" for c in cells))
     asyncio.run(layers_only(200))
     cpu = time.process_time()
     asyncio.run(layers_only(args.calls))
     own = (time.process_time() - cpu) / args.calls * 1000
-    print(f"ragassay's own layers (LLM.ask on a client that answers at once, no HTTP): {own:.2f} ms CPU per call "
-          "(goal <= 1 ms)")
+    print(
+        f"ragassay's own layers (LLM.ask on a client that answers at once, no HTTP): {own:.2f} ms CPU per call "
+        "(goal <= 1 ms)"
+    )
     missed = [] if own <= 1 else [f"ragassay's own layers take {own:.2f} ms of CPU a call (goal <= 1 ms)"]
     if 128 in levels:
         rate = table["ragassay", 128][0]
         over_httpx, of_bare = rate / table["ragassay/httpx", 128][0], rate / table["bare aiohttp", 128][0]
-        print(f"at 128: ragassay / ragassay-on-httpx = {over_httpx:.1f}x (goal >= 3x); "
-              f"ragassay / bare aiohttp = {of_bare:.0%} (goal >= 90%)")
-        missed += [f"at 128 calls in flight ragassay makes {of_bare:.0%} of a bare aiohttp loop's calls a second "
-                   "(goal >= 90%)"] * (of_bare < 0.9)
-        missed += [f"at 128 calls in flight ragassay is {over_httpx:.1f}x itself on httpx (goal >= 3x)"] * (over_httpx < 3)
+        print(
+            f"at 128: ragassay / ragassay-on-httpx = {over_httpx:.1f}x (goal >= 3x); "
+            f"ragassay / bare aiohttp = {of_bare:.0%} (goal >= 90%)"
+        )
+        missed += [
+            f"at 128 calls in flight ragassay makes {of_bare:.0%} of a bare aiohttp loop's calls a second (goal >= 90%)"
+        ] * (of_bare < 0.9)
+        missed += [f"at 128 calls in flight ragassay is {over_httpx:.1f}x itself on httpx (goal >= 3x)"] * (
+            over_httpx < 3
+        )
     # run before a change lands: a goal missed is a failure, so a slip cannot pass unseen
     if missed:
         raise SystemExit("llm_throughput: goal NOT met: " + "; ".join(missed))

@@ -50,7 +50,9 @@ def main_() -> int:
     ap.add_argument("--base-url", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--depth", type=int, default=3, help="judge the top K of each query (default 3: 66 pairs)")
-    ap.add_argument("--stages", default="judge,check", help="any of judge,check,coverage,generate (default judge,check)")
+    ap.add_argument(
+        "--stages", default="judge,check", help="any of judge,check,coverage,generate (default judge,check)"
+    )
     ap.add_argument("--concurrency", type=int, default=None)
     ap.add_argument("--out", default="local-model-run", help="where the outputs and the cache go")
     args = ap.parse_args()
@@ -62,21 +64,56 @@ def main_() -> int:
         llm += ["--concurrency", str(args.concurrency)]
     rows = []
     if stages & {"judge", "coverage"}:
-        argv = ["judge", "--queries", str(ex / "queries.jsonl"), "--chunks", str(ex / "chunks.jsonl"), "--run",
-                str(ex / "runs" / "bm25.txt"), "--depth", str(args.depth), "-o", str(out / "judgments.jsonl"),
-                "--qrels-out", str(out / "judged.qrels")]
+        argv = [
+            "judge",
+            "--queries",
+            str(ex / "queries.jsonl"),
+            "--chunks",
+            str(ex / "chunks.jsonl"),
+            "--run",
+            str(ex / "runs" / "bm25.txt"),
+            "--depth",
+            str(args.depth),
+            "-o",
+            str(out / "judgments.jsonl"),
+            "--qrels-out",
+            str(out / "judged.qrels"),
+        ]
         if "coverage" in stages:
             argv += ["--coverage-out", str(out / "coverage.jsonl")]
         code, res, secs = run(argv + llm)
         rows.append(("judge", code, res, secs))
     if "check" in stages:
-        code, res, secs = run(["check", str(ex / "answers.jsonl"), "--chunks", str(ex / "chunks.jsonl"), "--human",
-                               str(ex / "answers_human_labels.jsonl"), "-o", str(out / "checks.jsonl")] + llm)
+        code, res, secs = run(
+            [
+                "check",
+                str(ex / "answers.jsonl"),
+                "--chunks",
+                str(ex / "chunks.jsonl"),
+                "--human",
+                str(ex / "answers_human_labels.jsonl"),
+                "-o",
+                str(out / "checks.jsonl"),
+            ]
+            + llm
+        )
         rows.append(("check", code, res, secs))
     if "generate" in stages:
-        code, res, secs = run(["generate", str(ex / "chunks.jsonl"), "-o", str(out / "questions.jsonl"), "--limit",
-                               "5", "--qrels-out", str(out / "gold.qrels"), "--rejects", str(out / "rejects.jsonl")]
-                              + llm)
+        code, res, secs = run(
+            [
+                "generate",
+                str(ex / "chunks.jsonl"),
+                "-o",
+                str(out / "questions.jsonl"),
+                "--limit",
+                "5",
+                "--qrels-out",
+                str(out / "gold.qrels"),
+                "--rejects",
+                str(out / "rejects.jsonl"),
+            ]
+            + llm
+        )
         rows.append(("generate", code, res, secs))
 
     print(f"endpoint {args.base_url}, model {args.model}")
@@ -94,16 +131,22 @@ def main_() -> int:
     ceiling = agree(ex / "qrels.txt", ex / "qrels_second_assessor.txt")
     if (out / "judged.qrels").exists() and "judge" in stages:
         a = agree(ex / "qrels.txt", out / "judged.qrels")
-        print(f"judge vs {a.names[0]}: {a.pairs} pairs, kappa {a.kappa:.3f} {interval(a.kappa_ci)}, binarised >= 2 "
-              f"{a.kappa_binary[2]:.3f}; grades {dict(sorted(a.candidate_distribution.items()))}")
-        print(f"ceiling, {ceiling.names[1]} vs {ceiling.names[0]}: {ceiling.pairs} pairs, kappa {ceiling.kappa:.3f} "
-              f"{interval(ceiling.kappa_ci)}, binarised >= 2 {ceiling.kappa_binary[2]:.3f}")
-    for name, code, res, secs in rows:
+        print(
+            f"judge vs {a.names[0]}: {a.pairs} pairs, kappa {a.kappa:.3f} {interval(a.kappa_ci)}, binarised >= 2 "
+            f"{a.kappa_binary[2]:.3f}; grades {dict(sorted(a.candidate_distribution.items()))}"
+        )
+        print(
+            f"ceiling, {ceiling.names[1]} vs {ceiling.names[0]}: {ceiling.pairs} pairs, kappa {ceiling.kappa:.3f} "
+            f"{interval(ceiling.kappa_ci)}, binarised >= 2 {ceiling.kappa_binary[2]:.3f}"
+        )
+    for name, _code, res, _secs in rows:
         h = res.get("human") if name == "check" else None
         if h and h.get("kappa") is not None:
             agreed = sum(row[i] for i, row in enumerate(h.get("confusion") or []))
-            print(f"check vs {h['origin']['describe']}: {h['pairs']} answers, kappa {h['kappa']:.3f}, "
-                  f"{agreed} of {h['pairs']} labels as people gave them")
+            print(
+                f"check vs {h['origin']['describe']}: {h['pairs']} answers, kappa {h['kappa']:.3f}, "
+                f"{agreed} of {h['pairs']} labels as people gave them"
+            )
     return 0
 
 

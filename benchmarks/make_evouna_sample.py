@@ -49,8 +49,20 @@ def main() -> None:
     with open(args.output, "w", encoding="utf-8") as f:
         for aid in chosen:
             a = items[aid]
-            f.write(json.dumps({"id": a.id, "question": a.question, "reference": a.reference, "response": a.response,
-                                "label": labels[aid], "assessor": ASSESSOR}, ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": a.id,
+                        "question": a.question,
+                        "reference": a.reference,
+                        "response": a.response,
+                        "label": labels[aid],
+                        "assessor": ASSESSOR,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     counts: dict[str, int] = {}
     for aid in chosen:
         counts[labels[aid]] = counts.get(labels[aid], 0) + 1

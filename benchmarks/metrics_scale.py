@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale_data import write_pair  # noqa: E402
 from metrics_speed import METRICS, PYTREC_SCRIPT, bytecode_compiled  # noqa: E402  (the same measures and job)
+from scale_data import write_pair  # noqa: E402
 
 PYTREC_NAMES = ["ndcg_cut_10", "P_5", "recall_100", "recip_rank", "map"]
 
@@ -56,8 +56,15 @@ def measure(commands: dict[str, list[str]], repeat: int) -> dict[str, dict]:
     for _ in range(repeat):
         for label, cmd in commands.items():
             runs[label].append(_timed(cmd))
-    return {label: {"seconds": statistics.median(r[0] for r in rs), "mb": max(r[1] for r in rs),
-                    "load": statistics.median(r[3] for r in rs), "out": rs[0][2]} for label, rs in runs.items()}
+    return {
+        label: {
+            "seconds": statistics.median(r[0] for r in rs),
+            "mb": max(r[1] for r in rs),
+            "load": statistics.median(r[3] for r in rs),
+            "out": rs[0][2],
+        }
+        for label, rs in runs.items()
+    }
 
 
 def _timed(cmd: list[str]) -> tuple[float, int, str, float]:
@@ -75,8 +82,19 @@ def _timed(cmd: list[str]) -> tuple[float, int, str, float]:
 
 
 def ours_cmd(qrels: Path, run: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "ragassay", "evaluate", str(qrels), str(run), "-m", ",".join(METRICS),
-            "--format", "json", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "ragassay",
+        "evaluate",
+        str(qrels),
+        str(run),
+        "-m",
+        ",".join(METRICS),
+        "--format",
+        "json",
+        *extra,
+    ]
 
 
 def means_gap(ours_out: str, ref_out: str) -> float:
@@ -86,30 +104,45 @@ def means_gap(ours_out: str, ref_out: str) -> float:
 
 
 def line(label: str, r: dict, extra: str = "") -> str:
-    return f"  {label:40s} {r['seconds']:8.2f} s {r['mb']:6d} MB   load {r['load']:4.1f}" + (f"   {extra}" if extra else "")
+    return f"  {label:40s} {r['seconds']:8.2f} s {r['mb']:6d} MB   load {r['load']:4.1f}" + (
+        f"   {extra}" if extra else ""
+    )
 
 
 def msmarco(args: argparse.Namespace, tmp: Path) -> None:
     qrels, run = write_pair(args.data, args.queries, args.per_query, args.per_query)
     lines = args.queries * args.per_query
     size = (qrels.stat().st_size + run.stat().st_size) / 1e6
-    print(f"1. msmarco: {args.queries} queries, {lines} run lines, {lines} qrels lines, {size:.0f} MB "
-          f"(median of {args.repeat}, interleaved)")
+    print(
+        f"1. msmarco: {args.queries} queries, {lines} run lines, {lines} qrels lines, {size:.0f} MB "
+        f"(median of {args.repeat}, interleaved)"
+    )
     script, floor = tmp / "pytrec_job.py", tmp / "floor.py"
     script.write_text(PYTREC_SCRIPT)
     floor.write_text(FLOOR_SCRIPT)
     block = str(max(1, args.queries // 8))
-    res = measure({"pytrec_eval": [sys.executable, str(script), str(qrels), str(run)],
-                   "ragassay evaluate": ours_cmd(qrels, run),
-                   f"ragassay evaluate --block-queries {block}": ours_cmd(qrels, run, "--block-queries", block),
-                   "floor: pyarrow read + one sort": [sys.executable, str(floor), str(qrels), str(run)]}, args.repeat)
+    res = measure(
+        {
+            "pytrec_eval": [sys.executable, str(script), str(qrels), str(run)],
+            "ragassay evaluate": ours_cmd(qrels, run),
+            f"ragassay evaluate --block-queries {block}": ours_cmd(qrels, run, "--block-queries", block),
+            "floor: pyarrow read + one sort": [sys.executable, str(floor), str(qrels), str(run)],
+        },
+        args.repeat,
+    )
     ref = res.pop("pytrec_eval")
     print(line("pytrec_eval", ref))
     floor_r = res.pop("floor: pyarrow read + one sort")
     for label, r in res.items():
-        print(line(label, r, f"time {r['seconds'] / ref['seconds']:.2f} x (goal <= 0.25), memory "
-                             f"{r['mb'] / ref['mb']:.2f} x (goal <= 0.35), {r['seconds'] / floor_r['seconds']:.1f} x "
-                             f"the floor; means within {means_gap(r['out'], ref['out']):.1e} of pytrec_eval"))
+        print(
+            line(
+                label,
+                r,
+                f"time {r['seconds'] / ref['seconds']:.2f} x (goal <= 0.25), memory "
+                f"{r['mb'] / ref['mb']:.2f} x (goal <= 0.35), {r['seconds'] / floor_r['seconds']:.1f} x "
+                f"the floor; means within {means_gap(r['out'], ref['out']):.1e} of pytrec_eval",
+            )
+        )
     print(line("floor: pyarrow read + one sort", floor_r))
 
 
@@ -117,24 +150,40 @@ def memory(args: argparse.Namespace, tmp: Path) -> None:
     small_q, small_r = write_pair(args.data, args.small, args.depth, args.judged)
     large_q, large_r = write_pair(args.data, args.large, args.depth, args.judged)
     sizes = [(p.stat().st_size + q.stat().st_size) / 1e6 for p, q in ((small_q, small_r), (large_q, large_r))]
-    print(f"2. memory: {args.small} and {args.large} queries x {args.depth} documents, {args.judged} judgments "
-          f"each ({sizes[0]:.0f} MB and {sizes[1]:.0f} MB), by blocks of {args.block} queries "
-          f"(median of {args.repeat}, interleaved)")
+    print(
+        f"2. memory: {args.small} and {args.large} queries x {args.depth} documents, {args.judged} judgments "
+        f"each ({sizes[0]:.0f} MB and {sizes[1]:.0f} MB), by blocks of {args.block} queries "
+        f"(median of {args.repeat}, interleaved)"
+    )
     script = tmp / "pytrec_job.py"
     script.write_text(PYTREC_SCRIPT)
     block = str(args.block)
-    res = measure({f"pytrec_eval, {args.small} queries": [sys.executable, str(script), str(small_q), str(small_r)],
-                   f"ragassay, {args.small} queries": ours_cmd(small_q, small_r, "--block-queries", block),
-                   f"ragassay, {args.large} queries": ours_cmd(large_q, large_r, "--block-queries", block)},
-                  args.repeat)
+    res = measure(
+        {
+            f"pytrec_eval, {args.small} queries": [sys.executable, str(script), str(small_q), str(small_r)],
+            f"ragassay, {args.small} queries": ours_cmd(small_q, small_r, "--block-queries", block),
+            f"ragassay, {args.large} queries": ours_cmd(large_q, large_r, "--block-queries", block),
+        },
+        args.repeat,
+    )
     ref, small, large = res.values()
     print(line(f"pytrec_eval, {args.small} queries", ref))
-    print(line(f"ragassay, {args.small} queries", small,
-               f"time {small['seconds'] / ref['seconds']:.2f} x, memory {small['mb'] / ref['mb']:.2f} x pytrec_eval's; "
-               f"means within {means_gap(small['out'], ref['out']):.1e} of pytrec_eval"))
-    print(line(f"ragassay, {args.large} queries", large,
-               f"memory {large['mb'] / small['mb']:.2f} x the {args.small}-query run's (goal <= 1.10), "
-               f"{json.loads(large['out'])['counts']['evaluated']} queries evaluated"))
+    print(
+        line(
+            f"ragassay, {args.small} queries",
+            small,
+            f"time {small['seconds'] / ref['seconds']:.2f} x, memory {small['mb'] / ref['mb']:.2f} x pytrec_eval's; "
+            f"means within {means_gap(small['out'], ref['out']):.1e} of pytrec_eval",
+        )
+    )
+    print(
+        line(
+            f"ragassay, {args.large} queries",
+            large,
+            f"memory {large['mb'] / small['mb']:.2f} x the {args.small}-query run's (goal <= 1.10), "
+            f"{json.loads(large['out'])['counts']['evaluated']} queries evaluated",
+        )
+    )
 
 
 def main() -> None:
@@ -152,6 +201,7 @@ def main() -> None:
     args = ap.parse_args()
     bytecode_compiled()
     import tempfile
+
     print(f"metrics scale: load average {os.getloadavg()[0]:.1f} at the start, {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
         if args.case in ("msmarco", "both"):

@@ -66,9 +66,14 @@ def bytecode_compiled() -> None:
     PYTHONDONTWRITEBYTECODE set (some containers set it) every timed process would otherwise compile
     them again, ~0.08 s that no installed user pays."""
     import ragassay
+
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(ragassay.__file__).parent)], env=env,
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(ragassay.__file__).parent)],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def generate(directory: Path, n_queries: int, depth: int, seed: int = 0) -> tuple[Path, Path]:
@@ -78,9 +83,10 @@ def generate(directory: Path, n_queries: int, depth: int, seed: int = 0) -> tupl
         for q in range(n_queries):
             docs = rng.choice(5_000_000, depth + 10, replace=False)
             scores = np.sort(np.round(rng.gamma(2.0, 3.0, depth) + 5, 4))[::-1]
-            run.write("".join(f"q{q} Q0 doc{d} {r + 1} {s:.4f} bench\n"
-                              for r, (d, s) in enumerate(zip(docs[:depth], scores))))
-            judged = np.concatenate([rng.choice(docs[:depth], 16, replace=False), docs[depth:depth + 4]])
+            run.write(
+                "".join(f"q{q} Q0 doc{d} {r + 1} {s:.4f} bench\n" for r, (d, s) in enumerate(zip(docs[:depth], scores)))
+            )
+            judged = np.concatenate([rng.choice(docs[:depth], 16, replace=False), docs[depth : depth + 4]])
             grades = rng.choice(4, len(judged), p=[0.5, 0.25, 0.15, 0.1])
             qrels.write("".join(f"q{q} 0 doc{d} {g}\n" for d, g in zip(judged, grades)))
     return qrels_path, run_path
@@ -117,22 +123,36 @@ def main() -> None:
         t = time.perf_counter()
         qrels_path, run_path = generate(tmpdir, args.queries, args.depth)
         size = run_path.stat().st_size / 1e6
-        print(f"data: {args.queries} queries x {args.depth} documents, run {size:.0f} MB "
-              f"(generated in {time.perf_counter() - t:.1f} s)")
+        print(
+            f"data: {args.queries} queries x {args.depth} documents, run {size:.0f} MB "
+            f"(generated in {time.perf_counter() - t:.1f} s)"
+        )
 
         script = tmpdir / "pytrec_job.py"
         script.write_text(PYTREC_SCRIPT)
-        ours_cmd = [sys.executable, "-m", "ragassay", "evaluate", str(qrels_path), str(run_path),
-                    "-m", ",".join(METRICS), "--format", "json"]
+        ours_cmd = [
+            sys.executable,
+            "-m",
+            "ragassay",
+            "evaluate",
+            str(qrels_path),
+            str(run_path),
+            "-m",
+            ",".join(METRICS),
+            "--format",
+            "json",
+        ]
         ref_cmd = [sys.executable, str(script), str(qrels_path), str(run_path)]
         t_ref, mem_ref, out_ref = best(ref_cmd, args.repeat)
         ref = dict(line.split() for line in out_ref.strip().splitlines())
         print("\n1. end to end (whole process: load TREC files + compute 5 metrics)")
         print(f"   pytrec_eval                   {t_ref:6.2f} s   peak {mem_ref:5d} MB")
         import json
+
         readers = ["numpy"]
         try:
             import pyarrow  # noqa: F401
+
             readers.insert(0, "arrow")
             floor = tmpdir / "floor.py"
             floor.write_text(FLOOR_SCRIPT)
@@ -144,12 +164,17 @@ def main() -> None:
             os.environ["RAGASSAY_PARSER"] = reader
             t_ours, mem_ours, out_ours = best(ours_cmd, args.repeat)
             ours = json.loads(out_ours)["aggregate"]
-            worst = max(abs(ours[m] - float(ref[r])) for m, r in
-                        zip(METRICS, ["ndcg_cut_10", "P_5", "recall_100", "recip_rank", "map"]))
-            print(f"   ragassay evaluate ({reader:5s})    {t_ours:6.2f} s   peak {mem_ours:5d} MB   "
-                  f"time ratio {t_ours / t_ref:.2f} (goal <= {TIME_GOALS[reader]:.2f}), memory ratio "
-                  f"{mem_ours / mem_ref:.2f} (goal <= 0.70)" + (f", {t_ours / t_floor:.1f}x the floor" if t_floor else "")
-                  + f"; means within {worst:.1e} of pytrec_eval")
+            worst = max(
+                abs(ours[m] - float(ref[r]))
+                for m, r in zip(METRICS, ["ndcg_cut_10", "P_5", "recall_100", "recip_rank", "map"])
+            )
+            print(
+                f"   ragassay evaluate ({reader:5s})    {t_ours:6.2f} s   peak {mem_ours:5d} MB   "
+                f"time ratio {t_ours / t_ref:.2f} (goal <= {TIME_GOALS[reader]:.2f}), memory ratio "
+                f"{mem_ours / mem_ref:.2f} (goal <= 0.70)"
+                + (f", {t_ours / t_floor:.1f}x the floor" if t_floor else "")
+                + f"; means within {worst:.1e} of pytrec_eval"
+            )
         os.environ.pop("RAGASSAY_PARSER", None)
 
         compute_vs_ranx(qrels_path, run_path, args.repeat)
@@ -157,6 +182,7 @@ def main() -> None:
 
 def compute_vs_ranx(qrels_path: Path, run_path: Path, repeat: int) -> None:
     import ragassay
+
     try:
         import ranx
     except ImportError:

@@ -43,7 +43,9 @@ def umbrela_prompt(checkout: Path) -> str:
     body = [line[2:] if line.startswith("  ") else line for line in lines[start:]]
     text = "\n".join(body).rstrip().replace("{query}", "{{query}}").replace("{passage}", "{{passage}}")
     if UMBRELA_ASKS not in text:
-        raise SystemExit(f"{checkout / UMBRELA_FILE}: the prompt's last instruction is not the one this script replaces")
+        raise SystemExit(
+            f"{checkout / UMBRELA_FILE}: the prompt's last instruction is not the one this script replaces"
+        )
     return "[user]\n" + text.replace(UMBRELA_ASKS, JSON_ASKS) + "\n"
 
 
@@ -56,8 +58,14 @@ Is the candidate answer correct? Answer with JSON: {"label": "correct"} if yes, 
 """
 
 
-def dl19_sample(folder: Path, out: Path, seed: int = 46, per_grade: int = PAIRS_PER_GRADE,
-                exclude: frozenset[tuple[str, str]] = frozenset(), name: str = "dl19") -> list[str]:
+def dl19_sample(
+    folder: Path,
+    out: Path,
+    seed: int = 46,
+    per_grade: int = PAIRS_PER_GRADE,
+    exclude: frozenset[tuple[str, str]] = frozenset(),
+    name: str = "dl19",
+) -> list[str]:
     """``per_grade`` judged pairs of each grade, drawn with ``seed`` from the pairs not in ``exclude``:
     qrels, queries and passages written to ``out`` as NAME.qrels, NAME.queries.jsonl, NAME.chunks.jsonl."""
     rng = random.Random(seed)
@@ -80,10 +88,12 @@ def dl19_sample(folder: Path, out: Path, seed: int = 46, per_grade: int = PAIRS_
             docs[obj["docid"]] = obj["doc"]
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in sorted(picked)))
-    (out / f"{name}.queries.jsonl").write_text("".join(json.dumps({"id": q, "text": queries[q].strip()}) + "\n"
-                                                       for q in sorted({q for q, _, _ in picked})))
-    (out / f"{name}.chunks.jsonl").write_text("".join(json.dumps({"id": d, "text": docs[d]}) + "\n"
-                                                      for d in sorted(wanted)))
+    (out / f"{name}.queries.jsonl").write_text(
+        "".join(json.dumps({"id": q, "text": queries[q].strip()}) + "\n" for q in sorted({q for q, _, _ in picked}))
+    )
+    (out / f"{name}.chunks.jsonl").write_text(
+        "".join(json.dumps({"id": d, "text": docs[d]}) + "\n" for d in sorted(wanted))
+    )
     return [str(out / f"{name}.qrels"), str(out / f"{name}.queries.jsonl"), str(out / f"{name}.chunks.jsonl")]
 
 
@@ -96,6 +106,7 @@ def evouna_heldout(folder: Path, out: Path, seed: int = 2026) -> list[str]:
     """ANSWERS_PER_LABEL answers people accepted and as many they rejected, none of them in the sample
     ragassay ships (so the figure is not measured on what the bundled sample shows)."""
     from ragassay.data.people_samples import bundled_answers, read_labelled_answers
+
     shipped = {(a.question, a.response) for a in bundled_answers().answers}
     pool: dict[str, list] = {"correct": [], "incorrect": []}
     for name in ("NQ.json", "TQ.json"):
@@ -111,11 +122,20 @@ def evouna_heldout(folder: Path, out: Path, seed: int = 2026) -> list[str]:
         picked += [(a, label) for a in rows[:ANSWERS_PER_LABEL]]
     picked.sort(key=lambda x: x[0].id)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "evouna.answers.jsonl").write_text("".join(json.dumps(
-        {"id": a.id, "question": a.question, "reference": a.reference, "response": a.response}, ensure_ascii=False)
-        + "\n" for a, _ in picked), encoding="utf-8")
-    (out / "evouna.labels.jsonl").write_text("".join(json.dumps({"id": a.id, "label": label}) + "\n"
-                                                     for a, label in picked))
+    (out / "evouna.answers.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {"id": a.id, "question": a.question, "reference": a.reference, "response": a.response},
+                ensure_ascii=False,
+            )
+            + "\n"
+            for a, _ in picked
+        ),
+        encoding="utf-8",
+    )
+    (out / "evouna.labels.jsonl").write_text(
+        "".join(json.dumps({"id": a.id, "label": label}) + "\n" for a, label in picked)
+    )
     return [str(out / "evouna.answers.jsonl"), str(out / "evouna.labels.jsonl")]
 
 
@@ -136,14 +156,69 @@ def main() -> int:
     (out / "yes_no.txt").write_text(YES_NO)
     llm = ["--model", args.model, "--base-url", args.base_url, "--timeout", "600", "--concurrency", "1"]
     runs = [
-        ["qualify", "judge", "--qrels", qrels, "--queries", queries, "--chunks", chunks, "--relevance-level", "2",
-         "--size", str(4 * PAIRS_PER_GRADE), "--prompt", "full", "--prompt", "short", "--prompt",
-         str(out / "umbrela_zeroshot.txt"), "-o", str(out / "judge"), *llm],
-        ["qualify", "judge", "--qrels", held[0], "--queries", held[1], "--chunks", held[2], "--relevance-level", "2",
-         "--size", str(4 * HELD_PER_GRADE), "--prompt", "short", "--prompt", str(out / "umbrela_zeroshot.txt"),
-         "-o", str(out / "judge-held"), *llm],
-        ["qualify", "check", "--answers", answers, "--labels", labels, "--size", str(2 * ANSWERS_PER_LABEL),
-         "--prompt", "short", "--prompt", str(out / "yes_no.txt"), "--prompt", "full", "-o", str(out / "check"), *llm],
+        [
+            "qualify",
+            "judge",
+            "--qrels",
+            qrels,
+            "--queries",
+            queries,
+            "--chunks",
+            chunks,
+            "--relevance-level",
+            "2",
+            "--size",
+            str(4 * PAIRS_PER_GRADE),
+            "--prompt",
+            "full",
+            "--prompt",
+            "short",
+            "--prompt",
+            str(out / "umbrela_zeroshot.txt"),
+            "-o",
+            str(out / "judge"),
+            *llm,
+        ],
+        [
+            "qualify",
+            "judge",
+            "--qrels",
+            held[0],
+            "--queries",
+            held[1],
+            "--chunks",
+            held[2],
+            "--relevance-level",
+            "2",
+            "--size",
+            str(4 * HELD_PER_GRADE),
+            "--prompt",
+            "short",
+            "--prompt",
+            str(out / "umbrela_zeroshot.txt"),
+            "-o",
+            str(out / "judge-held"),
+            *llm,
+        ],
+        [
+            "qualify",
+            "check",
+            "--answers",
+            answers,
+            "--labels",
+            labels,
+            "--size",
+            str(2 * ANSWERS_PER_LABEL),
+            "--prompt",
+            "short",
+            "--prompt",
+            str(out / "yes_no.txt"),
+            "--prompt",
+            "full",
+            "-o",
+            str(out / "check"),
+            *llm,
+        ],
     ]
     worst = 0
     for argv in runs:

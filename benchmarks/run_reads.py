@@ -34,7 +34,8 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         return
     mode, flags = args[1], args[2]
     writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-        mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR))
+        mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR)
+    )
     if not writing:
         path = os.path.realpath(os.fsdecode(args[0]))
         _COUNTING[-1][path] += 1
@@ -76,7 +77,7 @@ def run_reads(folder: Path, offline: bool = False) -> tuple[Counter[str], int]:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
         os.environ.pop(name, None)
     root = os.path.realpath(folder)
-    with (nullcontext(None) if offline else FakeLLM()) as server:
+    with nullcontext(None) if offline else FakeLLM() as server:
         flags = {} if server is None else {"base_url": server.url, "model": "fake", "no_cache": True}
         with counting_opens() as counts:
             done = run_project(folder / "ragassay.toml", flags=flags)

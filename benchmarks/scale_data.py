@@ -20,17 +20,19 @@ def _lines(columns: list[np.ndarray]) -> memoryview:
     newline), as the bytes of a file: pyarrow joins them and its data buffer is the text itself."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
     joined = pc.binary_join_element_wise(*[pa.array(c, type=pa.binary()) for c in columns], b" ")
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)
-    return memoryview(joined.buffers()[2])[:int(offsets[len(joined)])]
+    return memoryview(joined.buffers()[2])[: int(offsets[len(joined)])]
 
 
 def _ids(prefix: bytes, values: np.ndarray) -> np.ndarray:
     return np.char.add(prefix, values.astype("S20"))
 
 
-def write_pair(directory: Path, n_queries: int, depth: int, judged: int, seed: int = 0,
-               shuffled: bool = False) -> tuple[Path, Path]:
+def write_pair(
+    directory: Path, n_queries: int, depth: int, judged: int, seed: int = 0, shuffled: bool = False
+) -> tuple[Path, Path]:
     """(qrels path, run path) of the named size under ``directory``; made unless already there."""
     directory.mkdir(parents=True, exist_ok=True)
     stem = f"q{n_queries}_d{depth}_j{judged}_s{seed}" + ("_shuffled" if shuffled else "")
@@ -52,14 +54,24 @@ def write_pair(directory: Path, n_queries: int, depth: int, judged: int, seed: i
             scores = -np.sort(-np.round(rng.gamma(2.0, 3.0, (nq, depth)) + 5, 2), axis=1)
             q_run = np.repeat(_ids(b"q", qids), depth)
             ranks = np.tile(np.arange(1, depth + 1), nq).astype("S8")
-            run_cols = [q_run, np.full(nq * depth, b"Q0"), _ids(b"d", docs[:, :depth].ravel()), ranks,
-                        scores.ravel().astype("S8"),
-                        np.full(nq * depth, b"bench\n")]
+            run_cols = [
+                q_run,
+                np.full(nq * depth, b"Q0"),
+                _ids(b"d", docs[:, :depth].ravel()),
+                ranks,
+                scores.ravel().astype("S8"),
+                np.full(nq * depth, b"bench\n"),
+            ]
             # judged: mostly retrieved documents (the first ones of the permutation), some not retrieved
             retrieved = min(depth, judged - judged // 8)
-            jdocs = np.concatenate([docs[:, :retrieved], docs[:, pool - (judged - retrieved):]], axis=1) \
-                if judged > retrieved else docs[:, :judged]
-            grades = np.array([b"0\n", b"1\n", b"2\n", b"3\n"])[rng.choice(4, size=jdocs.shape, p=[0.6, 0.2, 0.12, 0.08])]
+            jdocs = (
+                np.concatenate([docs[:, :retrieved], docs[:, pool - (judged - retrieved) :]], axis=1)
+                if judged > retrieved
+                else docs[:, :judged]
+            )
+            grades = np.array([b"0\n", b"1\n", b"2\n", b"3\n"])[
+                rng.choice(4, size=jdocs.shape, p=[0.6, 0.2, 0.12, 0.08])
+            ]
             q_qrels = np.repeat(_ids(b"q", qids), judged)
             qrels_cols = [q_qrels, np.full(nq * judged, b"0"), _ids(b"d", jdocs.ravel()), grades.ravel()]
             if shuffled:

@@ -75,8 +75,12 @@ class GroupSuffix:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config, items):
         for item in items:
-            names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-                            for mark in item.iter_markers("xdist_group")})
+            names = sorted(
+                {
+                    str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                    for mark in item.iter_markers("xdist_group")
+                }
+            )
             suffix = f"@{'_'.join(names)}"
             if names and not item.nodeid.endswith(suffix):  # an "@" in a parameter (ndcg@10) is not a group
                 item._id = type(item._id).parse(item.nodeid + suffix)  # NodeId.parse
@@ -97,6 +101,7 @@ def parser(request, monkeypatch):
         pytest.importorskip("pyarrow")
     monkeypatch.setenv("RAGASSAY_PARSER", request.param)
     from ragassay.data.column_reading import reader_path
+
     assert reader_path() == request.param
     return request.param
 
@@ -105,8 +110,21 @@ def parser(request, monkeypatch):
 # build/lib, so a module deleted or moved since the last build (runtime/engine.py became a package) would ship
 # beside its replacement: the wheel is built from a copy without these.
 WHEEL_SOURCE_IGNORE = shutil.ignore_patterns(
-    "build", "dist", ".venv*", "*.egg-info", "__pycache__", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-    ".hypothesis", ".import_linter_cache", "ragassay-demo", ".ragassay", "out")
+    "build",
+    "dist",
+    ".venv*",
+    "*.egg-info",
+    "__pycache__",
+    ".git",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    ".import_linter_cache",
+    "ragassay-demo",
+    ".ragassay",
+    "out",
+)
 
 
 def wheel_source_digest(root: Path) -> str:
@@ -145,15 +163,29 @@ def built_wheel():
             work = Path(tempfile.mkdtemp(prefix="build-", dir=shared))
             source = work / "ragassay"
             shutil.copytree(root, source, ignore=WHEEL_SOURCE_IGNORE)
-            subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                            str(work / "wheel"), str(source)], check=True, capture_output=True, text=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "wheel",
+                    "--no-deps",
+                    "--no-build-isolation",
+                    "-q",
+                    "-w",
+                    str(work / "wheel"),
+                    str(source),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             (wheel,) = (work / "wheel").glob("ragassay-*.whl")
             os.replace(work / "wheel", shared / "wheel")
             shutil.rmtree(work, ignore_errors=True)
             return shared / "wheel" / wheel.name
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-
 
 
 @pytest.fixture(scope="session")
@@ -178,28 +210,78 @@ def wheel_venv(built_wheel):
             subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=clean)
             site = next((venv / "lib").glob("python*/site-packages"))
             (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-            subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-                            "--no-deps", "--no-index", str(built_wheel)], check=True, capture_output=True, text=True,
-                           env=clean)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "--python",
+                    str(venv / "bin" / "python"),
+                    "install",
+                    "-q",
+                    "--no-deps",
+                    "--no-index",
+                    str(built_wheel),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+                env=clean,
+            )
             made.touch()
             return venv
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
 
 # Markers by test file (the module's name): a file is listed when any of its tests needs what the marker
 # names, so `-m "not subprocess"` may leave out a few tests that would have run without one. A test
 # that uses the built wheel is also marked slow and subprocess wherever it is (see below).
 MARKS = {
     "browser": {"test_label", "test_report", "test_report_labels", "test_site"},
-    "peers": {"test_benchmarks", "test_blockwise", "test_chain_real_text", "test_measures_peers", "test_report_labels",
-              "test_rests_on", "test_set_quality", "test_formats_like_peers", "test_measure_names_peers",
-              "test_measure_params_downstream", "test_metrics_vs_trec_eval", "test_peer_files", "test_queries_asked"},
-    "subprocess": {"test_package", "test_readme_chain", "test_readme_commands", "test_benchmarks", "test_blockwise",
-                   "test_chain_real_text", "test_cli", "test_composed", "test_declared_args", "test_engine",
-                   "test_exports_keep", "test_exports_load", "test_generate_engine", "test_label",
-                   "test_lazy_imports", "test_measures_peers", "test_overhead", "test_people_samples", "test_product",
-                   "test_replies", "test_report", "test_report_labels", "test_retriever_fallback",
-                   "test_stages_end_to_end", "test_words", "test_words_match"},
+    "peers": {
+        "test_benchmarks",
+        "test_blockwise",
+        "test_chain_real_text",
+        "test_measures_peers",
+        "test_report_labels",
+        "test_rests_on",
+        "test_set_quality",
+        "test_formats_like_peers",
+        "test_measure_names_peers",
+        "test_measure_params_downstream",
+        "test_metrics_vs_trec_eval",
+        "test_peer_files",
+        "test_queries_asked",
+    },
+    "subprocess": {
+        "test_package",
+        "test_readme_chain",
+        "test_readme_commands",
+        "test_benchmarks",
+        "test_blockwise",
+        "test_chain_real_text",
+        "test_cli",
+        "test_composed",
+        "test_declared_args",
+        "test_engine",
+        "test_exports_keep",
+        "test_exports_load",
+        "test_generate_engine",
+        "test_label",
+        "test_lazy_imports",
+        "test_measures_peers",
+        "test_overhead",
+        "test_people_samples",
+        "test_product",
+        "test_replies",
+        "test_report",
+        "test_report_labels",
+        "test_retriever_fallback",
+        "test_stages_end_to_end",
+        "test_words",
+        "test_words_match",
+    },
 }
 
 # The tests marked slow, as module::function (every parameter of it): those that took 4 s or more in a run of
@@ -348,8 +430,14 @@ def pytest_collection_modifyitems(config, items):
 # copy, 1.2 s): a module-scoped fixture is built once per process, so their tests that use it go to one xdist
 # worker together, or each of the four workers (see pytest_xdist_auto_num_workers) would build it again. The
 # browser's tests (test_label) are left out: they mostly wait, and balance better spread over the workers.
-SHARED_SETUP = {"test_chain_real_text", "test_site", "test_server_habits", "test_output_kinds", "test_composed",
-                "test_readme_commands"}
+SHARED_SETUP = {
+    "test_chain_real_text",
+    "test_site",
+    "test_server_habits",
+    "test_output_kinds",
+    "test_composed",
+    "test_readme_commands",
+}
 
 
 def _module_scoped(item) -> bool:
@@ -377,4 +465,5 @@ def cli():
     process and returns its exit code and both streams (helpers.Said); ``env=`` sets variables for
     that command only. Module-level helpers import helpers.cli directly."""
     from helpers import cli as run_cli
+
     return run_cli

@@ -34,7 +34,18 @@ from typing import Any
 SERVE_POLL = 0.01
 
 WORD = re.compile(r"[a-z0-9]{4,}")
-_FRAME = {"work", "customer", "help", "with", "that", "this", "your", "from", "have", "will"}  # the fake's own frame words
+_FRAME = {
+    "work",
+    "customer",
+    "help",
+    "with",
+    "that",
+    "this",
+    "your",
+    "from",
+    "have",
+    "will",
+}  # the fake's own frame words
 
 
 def words(text: str) -> set[str]:
@@ -65,17 +76,38 @@ def short_label(reference: str, response: str) -> str:
     return "correct" if share >= 0.6 else "partial" if share >= 0.3 else "hallucinated"
 
 
-def chat_reply(obj: dict | str | None, finish_reason: str = "stop", prompt_tokens: int = 50,
-               completion_tokens: int = 20, refusal: str | None = None):
+def chat_reply(
+    obj: dict | str | None,
+    finish_reason: str = "stop",
+    prompt_tokens: int = 50,
+    completion_tokens: int = 20,
+    refusal: str | None = None,
+):
     """An OpenAI chat completion carrying ``obj`` as JSON (a raw string or None as is), for respx routes."""
     import httpx
+
     content = obj if obj is None or isinstance(obj, str) else json.dumps(obj)
-    return httpx.Response(200, json={
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": finish_reason,
-                     "message": {"role": "assistant", "content": content, "refusal": refusal}}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens}})
+    return httpx.Response(
+        200,
+        json={
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": finish_reason,
+                    "message": {"role": "assistant", "content": content, "refusal": refusal},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        },
+    )
 
 
 def make_llm(tmp_path, base_url: str, model: str = "m", *, sleep=None, fake_time=None, client=None, **settings):
@@ -86,13 +118,15 @@ def make_llm(tmp_path, base_url: str, model: str = "m", *, sleep=None, fake_time
 
     async def no_sleep(_):
         return None
+
     settings.setdefault("api_key", "sk-test")
     if tmp_path is None:
         settings.setdefault("use_cache", False)
     else:
         settings.setdefault("cache_path", tmp_path / "cache.sqlite")
-    timing = {"sleep": fake_time.sleep, "clock": fake_time.clock} if fake_time is not None else \
-        {"sleep": sleep or no_sleep}
+    timing = (
+        {"sleep": fake_time.sleep, "clock": fake_time.clock} if fake_time is not None else {"sleep": sleep or no_sleep}
+    )
     return LLM(LLMConfig(model=model, base_url=base_url, **settings), client=client, **timing)
 
 
@@ -100,7 +134,9 @@ def _first_sentence(text: str) -> str:
     return re.split(r"(?<=[.!?])\s", text.strip().split("\n")[-1])[0]
 
 
-def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
+def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:  # noqa: C901 (one branch per schema)
+    """The fake model's answer to one prompt, by the answer's schema: one flat branch per schema the
+    stages ask for, each reading the prompt as a competent model would."""
     if schema == "RelevanceAnswer":
         g = grade(block(user, "QUERY"), block(user, "PASSAGE"))
         return {"intent": "what the query asks", "match": f"{g} shared terms", "trust": "plain help text", "grade": g}
@@ -108,12 +144,18 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         g = grade(block(user, "QUERY"), block(user, "PASSAGE"))
         return {"reasoning": f"{g} shared terms", "grade": g}
     if schema == "ShortVerdict":
-        return {"reasoning": "compared with the reference", "label": short_label(block(user, "REFERENCE"),
-                                                                                  block(user, "RESPONSE"))}
+        return {
+            "reasoning": "compared with the reference",
+            "label": short_label(block(user, "REFERENCE"), block(user, "RESPONSE")),
+        }
     if schema == "BatchAnswer":
         q = block(user, "QUERY")
-        return {"judgments": [{"chunk_id": cid, "intent": "need", "match": "overlap", "trust": "ok",
-                               "grade": grade(q, text)} for cid, text in passages(user)]}
+        return {
+            "judgments": [
+                {"chunk_id": cid, "intent": "need", "match": "overlap", "trust": "ok", "grade": grade(q, text)}
+                for cid, text in passages(user)
+            ]
+        }
     if schema == "NuggetList":  # the sentences of the reference (or of the relevant passages, or the question)
         source = block(user, "REFERENCE ANSWER") or " ".join(t for _, t in passages(user)) or block(user, "QUESTION")
         sentences = [x.strip() for x in re.split(r"(?<=[.!?;])\s+", source) if x.strip()]
@@ -137,9 +179,15 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
             label = "abstained"  # a plain "I don't know" declines, asserting nothing
         given = passages(user)
         has_answer = len(ref & words(" ".join(t for _, t in given))) >= 0.6 * len(ref) if given else None
-        return {"reference_facts": "the reference", "response_claims": "the response", "comparison": f"{share:.2f}",
-                "label": label, "grounded": "supported" if given else None, "context_has_answer": has_answer,
-                "unsupported_claims": []}
+        return {
+            "reference_facts": "the reference",
+            "response_claims": "the response",
+            "comparison": f"{share:.2f}",
+            "label": label,
+            "grounded": "supported" if given else None,
+            "context_has_answer": has_answer,
+            "unsupported_claims": [],
+        }
     if schema == "GeneratedQuestion":  # one passage: its first sentence; several: all of them compared
         given = passages(user)
         body = [(cid, text.strip().split("\n")[-1]) for cid, text in given]  # past a title line
@@ -154,13 +202,20 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
             question = " ".join(topic) + " customer help"
         else:
             question = f"How do {' and '.join(topic)} work for a customer?"
-        return {"question": question, "answer": answer, "kind": "comparison" if hard else "how_to",
-                "evidence": [{"chunk_id": cid, "quote": s[:60], "role": "answer"} for cid, s in sentences]}
+        return {
+            "question": question,
+            "answer": answer,
+            "kind": "comparison" if hard else "how_to",
+            "evidence": [{"chunk_id": cid, "quote": s[:60], "role": "answer"} for cid, s in sentences],
+        }
     if schema == "UnanswerableQuestion":  # what the passage's topic costs in Antarctica: no passage says (usually)
         first = _first_sentence(passages(user)[0][1])
         topic = sorted(words(first) - _FRAME, key=lambda w: (-len(w), w))[0]
-        return {"question": f"What does {topic} cost in Antarctica?", "missing": "a price for Antarctica",
-                "answer": f"The documents do not say what {topic} costs in Antarctica."}
+        return {
+            "question": f"What does {topic} cost in Antarctica?",
+            "missing": "a price for Antarctica",
+            "answer": f"The documents do not say what {topic} costs in Antarctica.",
+        }
     if schema == "FalsePremiseQuestion":  # the first sentence holding a number, the number doubled
         text = passages(user)[0][1].strip().split("\n")[-1]
         sentences = re.split(r"(?<=[.!?])\s", text)
@@ -168,10 +223,14 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         sentence = numbered[0] if numbered else sentences[0]
         number = re.search(r"\b\d+\b", sentence)
         wrong = str(int(number.group()) * 2) if number else "7"
-        premise = (sentence[:number.start()] + wrong + sentence[number.end():]) if number else f"{wrong} {sentence}"
+        premise = (sentence[: number.start()] + wrong + sentence[number.end() :]) if number else f"{wrong} {sentence}"
         topic = sorted(words(sentence) - _FRAME, key=lambda w: (-len(w), w))[0]
-        return {"question": f"Why is the {topic} figure {wrong} now?", "premise": premise, "correction": sentence,
-                "answer": f"It is not {wrong}: {sentence}"}
+        return {
+            "question": f"Why is the {topic} figure {wrong} now?",
+            "premise": premise,
+            "correction": sentence,
+            "answer": f"It is not {wrong}: {sentence}",
+        }
     if schema == "PremiseVerdict":  # contradicted: a passage with the claim's words and other numbers
         claim = block(user, "CLAIM")
         numbers = set(re.findall(r"\b\d+\b", claim))
@@ -182,7 +241,9 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
     if schema == "PremiseAnswerVerdict":  # corrected: the response says "not" and gives the reference's numbers
         ref, resp = block(user, "REFERENCE"), block(user, "RESPONSE")
         numbers = set(re.findall(r"\d+", ref))
-        corrected = bool(re.search(r"\b(not|isn't|no longer)\b", resp, re.I)) and numbers <= set(re.findall(r"\d+", resp))
+        corrected = bool(re.search(r"\b(not|isn't|no longer)\b", resp, re.I)) and numbers <= set(
+            re.findall(r"\d+", resp)
+        )
         return {"response_fact": resp, "premise_corrected": corrected, "label": short_label(ref, resp)}
     if schema == "AbstentionVerdict":  # declined: says it does not know or that the sources do not say, no digits
         resp = block(user, "RESPONSE")
@@ -195,8 +256,11 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         if not question or not question <= words(" ".join(given)):
             return {"quote": "", "answerable": False, "reason": "no passage gives it"}
         sentences = [x for t in given for x in re.split(r"(?<=[.!?])\s", t)]
-        return {"quote": max(sentences, key=lambda x: len(words(x) & question)), "answerable": True,
-                "reason": "the passages say it"}
+        return {
+            "quote": max(sentences, key=lambda x: len(words(x) & question)),
+            "answerable": True,
+            "reason": "the passages say it",
+        }
     if schema == "BlindAnswer":  # answers from the passages: their first sentences, or "cannot tell"
         given = passages(user)
         question = words(block(user, "QUESTION")) - _FRAME
@@ -205,8 +269,12 @@ def answer_for(schema: str, user: str, system: str = "") -> dict[str, Any]:
         return {"own_answer": " ".join(hits) if ok else "", "answerable": ok, "reason": "from the passages"}
     if schema == "Critique":  # a question naming no author or essay is fine
         vague = re.search(r"\bthe (author|essay|writer|article)\b", block(user, "QUESTION"), re.I)
-        return {"self_contained": 1 if vague else 5, "clear": 4, "realistic": 4,
-                "reason": "refers to an unnamed text" if vague else "a question a customer could ask"}
+        return {
+            "self_contained": 1 if vague else 5,
+            "clear": 4,
+            "realistic": 4,
+            "reason": "refers to an unnamed text" if vague else "a question a customer could ask",
+        }
     if schema == "SameAnswer":  # the same when the second holds (nearly) every word of the first
         first, second = words(block(user, "FIRST ANSWER")), words(block(user, "SECOND ANSWER"))
         same = bool(first) and len(first & second) >= 0.9 * len(first)
@@ -227,10 +295,18 @@ def reply_to(body: dict, reply_id: str = "fake") -> dict:
     user = body["messages"][-1]["content"]
     system = body["messages"][0]["content"] if len(body["messages"]) > 1 else ""
     content = json.dumps(answer_for(schema, user, system))
-    return {"id": reply_id, "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": sum(tokens(m["content"]) + 3 for m in body["messages"]),
-                      "completion_tokens": tokens(content), "total_tokens": 0}}
+    return {
+        "id": reply_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        "usage": {
+            "prompt_tokens": sum(tokens(m["content"]) + 3 for m in body["messages"]),
+            "completion_tokens": tokens(content),
+            "total_tokens": 0,
+        },
+    }
 
 
 def tokens(text: str) -> int:
@@ -249,12 +325,23 @@ def run_batch(requests: str | Path, output: str | Path, fail: Callable[[dict], s
         assert line["method"] == "POST" and line["url"] == "/v1/chat/completions", line
         why = fail(line)
         if why:
-            out.append({"id": f"batch_req_{i}", "custom_id": line["custom_id"], "response": None,
-                        "error": {"code": "server_error", "message": why}})
+            out.append(
+                {
+                    "id": f"batch_req_{i}",
+                    "custom_id": line["custom_id"],
+                    "response": None,
+                    "error": {"code": "server_error", "message": why},
+                }
+            )
         else:
-            out.append({"id": f"batch_req_{i}", "custom_id": line["custom_id"],
-                        "response": {"status_code": 200, "request_id": f"req_{i}", "body": reply_to(line["body"])},
-                        "error": None})
+            out.append(
+                {
+                    "id": f"batch_req_{i}",
+                    "custom_id": line["custom_id"],
+                    "response": {"status_code": 200, "request_id": f"req_{i}", "body": reply_to(line["body"])},
+                    "error": None,
+                }
+            )
     Path(output).write_text("".join(json.dumps(x) + "\n" for x in out))
     return len(lines)
 
@@ -286,27 +373,31 @@ def run_batch(requests: str | Path, output: str | Path, fail: Callable[[dict], s
 
 HABITS = {
     "llama_cpp_python": "json_schema refused with HTTP 500 (pydantic: 'text' or 'json_object'); json_object with "
-                        "a 'schema' is a grammar; with a context, a longer request is a 400 naming it",
+    "a 'schema' is a grammar; with a context, a longer request is a 400 naming it",
     "vllm_400": "json_schema refused with 400 BadRequestError (older vLLM); json_object taken, its 'schema' ignored",
     "tgi_422": "every response_format refused with 422 text/plain (TGI's own 'json'/'regex' grammar types): "
-               "only instructions work; with a context, a longer request is a 422 '`inputs` tokens + "
-               "`max_new_tokens` must be <= N'",
+    "only instructions work; with a context, a longer request is a 422 '`inputs` tokens + "
+    "`max_new_tokens` must be <= N'",
     "prose": "the JSON inside prose: in a fence after 'Here is my assessment:', or inline in a sentence",
     "loose_reasoning": "lists and objects where the schema asks for a string of reasoning",
     "no_usage": "no 'usage' in any reply",
     "ollama_cut": "a prompt longer than the context (num_ctx) cut from the front, answered from what is left, "
-                  "usage.prompt_tokens = the tokens kept",
+    "usage.prompt_tokens = the tokens kept",
     "context_400": "vLLM: prompt + max_tokens past the context is a 400 naming 'maximum context length'",
     "llama_server_400": "llama-server: a prompt of the context or more is a 400 'exceeds the available context "
-                        "size (N tokens)'",
+    "size (N tokens)'",
     "repeat_invalid": "always the same unusable bytes (no JSON), asked again or not",
     "two_answers": "prose weighing two different answers, the same bytes when asked again",
     "loose_decisions": "a grade 2.5 or true, a label 'Correct', a score 4.5 on the first try; right when asked again",
 }
 # Ollama's /api/show for a model whose Modelfile sets no num_ctx (the common case): the server's default
 # context applies, which the page does not say
-OLLAMA_SHOW = {"modelfile": "FROM qwen2.5", "parameters": 'stop "<|im_end|>"', "template": "{{ .Prompt }}",
-               "model_info": {"qwen2.context_length": 32768}}
+OLLAMA_SHOW = {
+    "modelfile": "FROM qwen2.5",
+    "parameters": 'stop "<|im_end|>"',
+    "template": "{{ .Prompt }}",
+    "model_info": {"qwen2.context_length": 32768},
+}
 DEFAULT_CONTEXT = {"ollama_cut": 300, "context_400": 1024, "llama_server_400": 1024}
 REPEATED = "I am sorry, I can only answer in plain words: the passage looks relevant to me."
 
@@ -359,7 +450,7 @@ def front_cut(messages: list[dict], keep: int) -> list[dict]:
         if drop > 0:
             starts = [x.start() for x in re.finditer(r"\w+|[^\w\s]", m["content"])]
             cut = max(0, drop - 3)
-            m = {**m, "content": m["content"][starts[cut]:] if cut < len(starts) else ""}
+            m = {**m, "content": m["content"][starts[cut] :] if cut < len(starts) else ""}
             drop = 0
         out.append(m)
     return out
@@ -369,15 +460,21 @@ def _reasons_loose(schema: str, a: dict) -> dict:
     """The same answer with its reasoning written as lists and objects (decisions untouched)."""
     a = json.loads(json.dumps(a))
     if schema == "RelevanceAnswer":
-        a.update(intent=[a["intent"], "and what it is for"], match={"aspect 1": a["match"], "aspect 2": "not said"},
-                 trust={"source": a["trust"], "dated": False})
+        a.update(
+            intent=[a["intent"], "and what it is for"],
+            match={"aspect 1": a["match"], "aspect 2": "not said"},
+            trust={"source": a["trust"], "dated": False},
+        )
     elif schema == "BatchAnswer":
         for j in a["judgments"]:
             j.update(intent=[j["intent"]], match={"overlap": j["match"]}, trust=[j["trust"], "no date"])
     elif schema == "AnswerVerdict":
-        a.update(reference_facts=[a["reference_facts"], "one fact"], response_claims={"claim 1": a["response_claims"]},
-                 comparison={"share": a["comparison"], "verdict": a["label"]},
-                 unsupported_claims={} if not a["unsupported_claims"] else a["unsupported_claims"])
+        a.update(
+            reference_facts=[a["reference_facts"], "one fact"],
+            response_claims={"claim 1": a["response_claims"]},
+            comparison={"share": a["comparison"], "verdict": a["label"]},
+            unsupported_claims={} if not a["unsupported_claims"] else a["unsupported_claims"],
+        )
     elif schema in ("BlindAnswer", "SameAnswer", "Critique"):
         a["reason"] = [a["reason"], {"checked": True}]
     return a
@@ -418,7 +515,10 @@ def _decisions_loose(schema: str, a: dict) -> dict:
     """The first try of a model that writes its decisions loosely: a grade 2.5 (or true for a 3), a
     label capitalised, a critic's score 4.5."""
     a = json.loads(json.dumps(a))
-    loose = (lambda g: True if g == 3 else g + 0.5)
+
+    def loose(g):
+        return True if g == 3 else g + 0.5
+
     if schema == "RelevanceAnswer":
         a["grade"] = loose(a["grade"])
     elif schema == "BatchAnswer":
@@ -441,18 +541,26 @@ def _refusal(habit: str, body: dict) -> tuple[int, bytes, str] | None:
     None when it takes the request."""
     fmt = body.get("response_format") or {}
     kind = fmt.get("type")
-    pydantic = ("[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
-                f"'text' or 'json_object'\", 'input': '{kind}', 'ctx': {{'expected': \"'text' or 'json_object'\"}}}}]")
+    pydantic = (
+        "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be "
+        f"'text' or 'json_object'\", 'input': '{kind}', 'ctx': {{'expected': \"'text' or 'json_object'\"}}}}]"
+    )
     if habit == "llama_cpp_python" and kind == "json_schema":
-        return _error(500, {"error": {"message": pydantic, "type": "internal_server_error", "param": None,
-                                      "code": None}})
+        return _error(
+            500, {"error": {"message": pydantic, "type": "internal_server_error", "param": None, "code": None}}
+        )
     if habit == "vllm_400" and kind == "json_schema":
-        return _error(400, {"object": "error", "message": pydantic, "type": "BadRequestError", "param": None,
-                            "code": 400})
+        return _error(
+            400, {"object": "error", "message": pydantic, "type": "BadRequestError", "param": None, "code": 400}
+        )
     if habit == "tgi_422" and kind:
         column = len(json.dumps(body))
-        return _error(422, "Failed to deserialize the JSON body into the target type: response_format: unknown "
-                           f"variant `{kind}`, expected `json` or `regex` at line 1 column {column}", "text/plain")
+        return _error(
+            422,
+            "Failed to deserialize the JSON body into the target type: response_format: unknown "
+            f"variant `{kind}`, expected `json` or `regex` at line 1 column {column}",
+            "text/plain",
+        )
     return None
 
 
@@ -463,27 +571,50 @@ def _overflow(habit: str, context: int | None, body: dict) -> tuple[int, bytes, 
     m = body.get("max_tokens")
     asked = n + (m or 0)
     if habit in ("context_400", "llama_cpp_python") and (asked > context or n >= context):
-        words = (f"This model's maximum context length is {context} tokens. However, you requested {asked} tokens "
-                 f"({n} in the messages, {m} in the completion). Please reduce the length of the messages or "
-                 "completion.")
+        words = (
+            f"This model's maximum context length is {context} tokens. However, you requested {asked} tokens "
+            f"({n} in the messages, {m} in the completion). Please reduce the length of the messages or "
+            "completion."
+        )
         if habit == "context_400":
-            return _error(400, {"object": "error", "message": words, "type": "BadRequestError", "param": None,
-                                "code": 400})
-        return _error(400, {"error": {"message": words, "type": "invalid_request_error", "param": "messages",
-                                      "code": "context_length_exceeded"}})
+            return _error(
+                400, {"object": "error", "message": words, "type": "BadRequestError", "param": None, "code": 400}
+            )
+        return _error(
+            400,
+            {
+                "error": {
+                    "message": words,
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+        )
     if habit == "tgi_422" and asked > context:  # router/src/validation.rs: MaxTotalTokens, a JSON 422
-        words = (f"Input validation error: `inputs` tokens + `max_new_tokens` must be <= {context}. Given: {n} "
-                 f"`inputs` tokens and {m or 0} `max_new_tokens`")
+        words = (
+            f"Input validation error: `inputs` tokens + `max_new_tokens` must be <= {context}. Given: {n} "
+            f"`inputs` tokens and {m or 0} `max_new_tokens`"
+        )
         return _error(422, {"error": words, "error_type": "validation"})
     if habit == "llama_server_400" and n >= context:
         words = f"request ({n} tokens) exceeds the available context size ({context} tokens), try increasing it"
-        return _error(400, {"error": {"code": 400, "message": words, "type": "exceed_context_size_error",
-                                      "n_prompt_tokens": n, "n_ctx": context}})
+        return _error(
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": words,
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": n,
+                    "n_ctx": context,
+                }
+            },
+        )
     return None
 
 
-def habit_reply(body: dict, habit: str, context: int | None = None,
-                reply_id: str = "fake") -> tuple[int, bytes, str]:
+def habit_reply(body: dict, habit: str, context: int | None = None, reply_id: str = "fake") -> tuple[int, bytes, str]:
     """(status, body, content type) of a server with ``habit`` (see ``HABITS``) answering one request."""
     refused = _refusal(habit, body) or _overflow(habit, context, body)
     if refused is not None:
@@ -513,18 +644,28 @@ def habit_reply(body: dict, habit: str, context: int | None = None,
     elif habit == "repeat_invalid":
         content = REPEATED
     elif habit == "two_answers":
-        content = (f"At first I would say {json.dumps(_another(schema, answer))}, but on reflection "
-                   f"{json.dumps(answer)} fits better.")
+        content = (
+            f"At first I would say {json.dumps(_another(schema, answer))}, but on reflection "
+            f"{json.dumps(answer)} fits better."
+        )
     elif habit == "loose_decisions" and not asked_again:
         content = json.dumps(_decisions_loose(schema, answer))
     else:
         content = json.dumps(answer)
     reply: dict[str, Any] = {
-        "id": reply_id, "object": "chat.completion", "created": 0, "model": body["model"],
+        "id": reply_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": min(prompt_tokens(messages), context or prompt_tokens(messages))
-                  if habit == "ollama_cut" else prompt_tokens(messages),
-                  "completion_tokens": tokens(content), "total_tokens": 0}}
+        "usage": {
+            "prompt_tokens": min(prompt_tokens(messages), context or prompt_tokens(messages))
+            if habit == "ollama_cut"
+            else prompt_tokens(messages),
+            "completion_tokens": tokens(content),
+            "total_tokens": 0,
+        },
+    }
     if habit == "no_usage":
         del reply["usage"]
     return 200, json.dumps(reply).encode(), "application/json"
@@ -538,8 +679,16 @@ class FakeLLM:
     that kind of server does, and ``context`` is its context in the fake's tokens (a default per
     habit in ``DEFAULT_CONTEXT``; given to llama_cpp_python, a longer request is refused)."""
 
-    def __init__(self, delay: float = 0.0, refuse: str | None = None, port: int = 0, habit: str | None = None,
-                 context: int | None = None, pace: tuple[float, float, float] | None = None, props: bool = False):
+    def __init__(
+        self,
+        delay: float = 0.0,
+        refuse: str | None = None,
+        port: int = 0,
+        habit: str | None = None,
+        context: int | None = None,
+        pace: tuple[float, float, float] | None = None,
+        props: bool = False,
+    ):
         if habit is not None and habit not in HABITS:
             raise ValueError(f"no such habit {habit!r}: one of {', '.join(HABITS)}")
         self.delay = delay
@@ -565,8 +714,11 @@ class FakeLLM:
 
             def do_GET(self) -> None:
                 found = self.path == "/props" and server.props
-                data = json.dumps({"total_slots": 1, "default_generation_settings": {"n_ctx": server.context}}
-                                  if found else {"error": "not found"}).encode()
+                data = json.dumps(
+                    {"total_slots": 1, "default_generation_settings": {"n_ctx": server.context}}
+                    if found
+                    else {"error": "not found"}
+                ).encode()
                 self.send_response(200 if found else 404)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
@@ -576,8 +728,11 @@ class FakeLLM:
             def do_POST(self) -> None:
                 if not self.path.endswith("/chat/completions"):  # another page (Ollama's /api/show): not a call
                     self.rfile.read(int(self.headers.get("content-length", 0)))
-                    status, data = (200, json.dumps(OLLAMA_SHOW).encode()) if self.path == "/api/show" and \
-                        server.habit == "ollama_cut" else (404, b'{"error": "not found"}')
+                    status, data = (
+                        (200, json.dumps(OLLAMA_SHOW).encode())
+                        if self.path == "/api/show" and server.habit == "ollama_cut"
+                        else (404, b'{"error": "not found"}')
+                    )
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))
@@ -603,23 +758,36 @@ class FakeLLM:
                 if server.delay:
                     time.sleep(server.delay)
                 if server.refuse is not None:
-                    reply = {"id": "refused", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                             "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                                 "role": "assistant", "content": None, "refusal": server.refuse}}],
-                             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+                    reply = {
+                        "id": "refused",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": None, "refusal": server.refuse},
+                            }
+                        ],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    }
                     status, data, content_type = 200, json.dumps(reply).encode(), "application/json"
                 elif server.habit is not None:
-                    status, data, content_type = habit_reply(body, server.habit, server.context,
-                                                             f"fake-{server.calls}")
+                    status, data, content_type = habit_reply(body, server.habit, server.context, f"fake-{server.calls}")
                 else:
-                    status, data, content_type = 200, json.dumps(reply_to(body, f"fake-{server.calls}")).encode(), \
-                        "application/json"
+                    status, data, content_type = (
+                        200,
+                        json.dumps(reply_to(body, f"fake-{server.calls}")).encode(),
+                        "application/json",
+                    )
                 if server.pace is not None and status == 200:
                     usage = json.loads(data).get("usage") or {}
                     read, wrote, per_call = server.pace
                     with server._pace_lock:  # one call at a time, as a server of one slot
-                        time.sleep(per_call + usage.get("prompt_tokens", 0) / read +
-                                   usage.get("completion_tokens", 0) / wrote)
+                        time.sleep(
+                            per_call + usage.get("prompt_tokens", 0) / read + usage.get("completion_tokens", 0) / wrote
+                        )
                 with server._lock:
                     server.statuses[index] = status
                 self.send_response(status)
@@ -633,8 +801,9 @@ class FakeLLM:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": SERVE_POLL},
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": SERVE_POLL}, daemon=True
+        )
 
     def settled_calls(self, quiet: float = 0.3, timeout: float = 10.0) -> int:
         """The calls received once the server has been idle for ``quiet`` seconds: a run that stopped
@@ -651,6 +820,7 @@ class FakeLLM:
 
     def __enter__(self) -> FakeLLM:
         import os
+
         self._thread.start()
         # the product's default transport: a real server needs no interception (conftest sets httpx for respx)
         self._transport = os.environ.get("RAGASSAY_HTTP")
@@ -659,6 +829,7 @@ class FakeLLM:
 
     def __exit__(self, *exc: Any) -> None:
         import os
+
         if self._transport is None:
             os.environ.pop("RAGASSAY_HTTP", None)
         else:
@@ -670,6 +841,7 @@ class FakeLLM:
 def dead_url() -> str:
     """A local address where nothing listens (connection refused at once)."""
     import socket
+
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -679,6 +851,7 @@ def dead_url() -> str:
 
 if __name__ == "__main__":  # run by hand or by a subprocess test: python tests/fake_llm.py [delay [habit]]
     import sys
+
     delay, habit = float(sys.argv[1]) if len(sys.argv) > 1 else 0.0, sys.argv[2] if len(sys.argv) > 2 else None
     with FakeLLM(delay, habit=habit) as s:
         print(s.url, flush=True)

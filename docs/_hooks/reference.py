@@ -27,9 +27,31 @@ CHANGELOG_MARKER = "<!-- generated: changelog -->"
 API_MARKER = "<!-- generated: api -->"
 # the documented calls of the Python API, in the order a reader meets them; where each lives is read from
 # ragassay's own table of exports, so a module that moves takes its page entry with it
-API_NAMES = ("read_qrels", "read_run", "read_chunks", "read_queries", "evaluate", "compare", "agree",
-             "run_retriever", "generate", "judge", "check", "qualify", "write_run", "write_qrels", "write_jsonl",
-             "Qrels", "Run", "Evaluation", "Comparison", "Agreement", "parse_measure", "Measure", "LLMConfig")
+API_NAMES = (
+    "read_qrels",
+    "read_run",
+    "read_chunks",
+    "read_queries",
+    "evaluate",
+    "compare",
+    "agree",
+    "run_retriever",
+    "generate",
+    "judge",
+    "check",
+    "qualify",
+    "write_run",
+    "write_qrels",
+    "write_jsonl",
+    "Qrels",
+    "Run",
+    "Evaluation",
+    "Comparison",
+    "Agreement",
+    "parse_measure",
+    "Measure",
+    "LLMConfig",
+)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -53,8 +75,9 @@ def _flag_rows(parser: argparse.ArgumentParser) -> list[str]:
         if action.option_strings:
             name = ", ".join(f"`{o}`" for o in action.option_strings)
             if action.nargs != 0:
-                metavar = action.metavar or (action.dest.upper() if not action.choices else
-                                             "{" + ",".join(map(str, action.choices)) + "}")
+                metavar = action.metavar or (
+                    action.dest.upper() if not action.choices else "{" + ",".join(map(str, action.choices)) + "}"
+                )
                 name += f" `{metavar if isinstance(metavar, str) else ' '.join(metavar)}`"
         else:
             name = f"`{action.metavar or action.dest}`"
@@ -67,7 +90,7 @@ def _flag_rows(parser: argparse.ArgumentParser) -> list[str]:
 
 def _command_section(name: str, parser: argparse.ArgumentParser, level: int) -> list[str]:
     usage = " ".join(parser.format_usage().split())
-    usage = usage[len("usage: "):] if usage.startswith("usage: ") else usage
+    usage = usage[len("usage: ") :] if usage.startswith("usage: ") else usage
     out = [f"{'#' * level} `{name}`", "", f"```text\n{usage}\n```", ""]
     if parser.description:
         out += [html.escape(" ".join(parser.description.split()), quote=False), ""]
@@ -101,8 +124,12 @@ def _peer(name: str, order: str) -> str:
     return "trec_eval"
 
 
-_TIES = {"trec": "document id descending", "id_ascending": "document id ascending",
-         "run_order": "the run's order", "judged_only": "document id descending"}
+_TIES = {
+    "trec": "document id descending",
+    "id_ascending": "document id ascending",
+    "run_order": "the run's order",
+    "judged_only": "document id descending",
+}
 
 
 def measure_rows() -> list[tuple[str, str, str, str, str, str]]:
@@ -126,18 +153,30 @@ def measure_rows() -> list[tuple[str, str, str, str, str, str]]:
             parsed = measures.parse_measure("judged@10")
         order = measure_values._order_of(parsed)
         params = [{"required": "`@k` (required)", "optional": "`@k`", "none": ""}[cutoff]]
-        params += [f"`{p}`" + ("" if default is None else f" ({default})") + (" required" if default is None else "")
-                   for p, (_, default) in registry.PARAMS.get(name, {}).items()]
+        params += [
+            f"`{p}`" + ("" if default is None else f" ({default})") + (" required" if default is None else "")
+            for p, (_, default) in registry.PARAMS.get(name, {}).items()
+        ]
         params += ["`rel`"] if name in measures.TAKES_REL else []
         params += ["`judged_only`"] if name in measures.TAKES_JUDGED_ONLY else []
-        rows.append((f"`{written}`", ", ".join(f"`{a}`" for a in sorted(aliases.get(name, []))),
-                     ", ".join(p for p in params if p), _peer(name, order), _TIES[order], what))
+        rows.append(
+            (
+                f"`{written}`",
+                ", ".join(f"`{a}`" for a in sorted(aliases.get(name, []))),
+                ", ".join(p for p in params if p),
+                _peer(name, order),
+                _TIES[order],
+                what,
+            )
+        )
     return rows
 
 
 def measure_catalogue() -> str:
-    lines = ["| measure | also spelled | parameters | equals | tied scores | what it measures |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| measure | also spelled | parameters | equals | tied scores | what it measures |",
+        "|---|---|---|---|---|---|",
+    ]
     lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in measure_rows()]
     return "\n".join(lines)
 

@@ -18,8 +18,11 @@ TICKED = re.compile(r"`([^`\s]+)`")
 
 
 def _paths(line: str) -> list[str]:
-    return [t for t in TICKED.findall(line) if ("/" in t or t.endswith(".py")) and "<" not in t
-            and re.fullmatch(r"[\w./-]+", t)]
+    return [
+        t
+        for t in TICKED.findall(line)
+        if ("/" in t or t.endswith(".py")) and "<" not in t and re.fullmatch(r"[\w./-]+", t)
+    ]
 
 
 def _exists(name: str, base: Path) -> bool:
@@ -48,7 +51,10 @@ def test_every_path_named_in_architecture_md_exists():
 
 def test_a_path_that_does_not_exist_is_caught():
     data = SRC / "data"
-    assert _named("| `data/` | `lines.py` and `nowhere.py` |") == [("data/", data), ("lines.py", data),
-                                                                    ("nowhere.py", data)]
+    assert _named("| `data/` | `lines.py` and `nowhere.py` |") == [
+        ("data/", data),
+        ("lines.py", data),
+        ("nowhere.py", data),
+    ]
     assert _exists("lines.py", SRC / "data") and not _exists("nowhere.py", SRC / "data")
     assert not _exists("runtime/engine/missing.py", SRC)

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import nonempty
 
+from helpers import nonempty
 from ragassay.llm import errors
 from ragassay.llm.errors import ERROR_CLASSES, AuthRefused, ErrorKind, LLMError, error_kinds_table
 
@@ -23,11 +23,19 @@ def _kinds_raised() -> set[str]:
     kinds = set()
     for path in SRC.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "LLMError" and node.args \
-                    and isinstance(node.args[0], ast.Constant):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "LLMError"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 kinds.add(node.args[0].value)
-            if isinstance(node, ast.Tuple) and len(node.elts) == 3 and isinstance(node.elts[0], ast.Constant) \
-                    and node.elts[0].value in ("invalid", "refusal", "truncated", "message"):
+            if (
+                isinstance(node, ast.Tuple)
+                and len(node.elts) == 3
+                and isinstance(node.elts[0], ast.Constant)
+                and node.elts[0].value in ("invalid", "refusal", "truncated", "message")
+            ):
                 kinds.add(node.elts[0].value)
     return kinds - {"message"}  # (the reader's own placeholder, never raised)
 

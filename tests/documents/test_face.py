@@ -17,14 +17,20 @@ NOT_YET: dict[str, str] = {}
 
 def _handlers():
     import argparse
+
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return {p.get_default("handler").__name__: p.get_default("handler") for p in sub.choices.values()}
 
 
 def _is_argument_check(node: ast.If) -> bool:
     body = node.body
-    return (not node.orelse and len(body) == 1 and isinstance(body[0], ast.Raise)
-            and isinstance(body[0].exc, ast.Call) and getattr(body[0].exc.func, "id", "") == "UsageError")
+    return (
+        not node.orelse
+        and len(body) == 1
+        and isinstance(body[0], ast.Raise)
+        and isinstance(body[0].exc, ast.Call)
+        and getattr(body[0].exc.func, "id", "") == "UsageError"
+    )
 
 
 def test_the_list_of_handlers_not_yet_thin_names_real_handlers():
@@ -35,9 +41,12 @@ def test_the_list_of_handlers_not_yet_thin_names_real_handlers():
 def test_a_handler_holds_no_branch_but_argument_checks(name):
     tree = ast.parse(inspect.getsource(_handlers()[name]).lstrip())
     (function,) = tree.body
-    branches = [f"line {n.lineno}: {type(n).__name__}" for n in ast.walk(function)
-                if isinstance(n, (ast.For, ast.While, ast.Try, ast.With, ast.Match))
-                or (isinstance(n, ast.If) and not _is_argument_check(n))]
+    branches = [
+        f"line {n.lineno}: {type(n).__name__}"
+        for n in ast.walk(function)
+        if isinstance(n, (ast.For, ast.While, ast.Try, ast.With, ast.Match))
+        or (isinstance(n, ast.If) and not _is_argument_check(n))
+    ]
     assert branches == [], f"{name} holds logic: {branches}"
 
 

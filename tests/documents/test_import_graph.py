@@ -50,7 +50,7 @@ def _graph() -> dict[str, set[str]]:
         found: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom):
-                base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
                 target = ".".join(base + ([node.module] if node.module else []))
                 subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
                 found.update(subs + ([target] if len(subs) < len(node.names) else []))
@@ -119,8 +119,9 @@ def test_own_imports_inside_functions_only_where_a_reason_is_written():
             continue
         for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                unexplained += [f"{where}:{n.lineno}" for n in ast.walk(function)
-                                if isinstance(n, ast.ImportFrom) and n.level > 0]
+                unexplained += [
+                    f"{where}:{n.lineno}" for n in ast.walk(function) if isinstance(n, ast.ImportFrom) and n.level > 0
+                ]
     assert unexplained == []
 
 
@@ -139,8 +140,11 @@ def test_other_imports_inside_functions_only_of_packages_given_a_reason():
                         names = [a.name for a in n.names]
                     else:
                         continue
-                    unexplained += [f"{where}:{n.lineno}: {m}" for m in names
-                                    if m.split(".")[0] not in DEFERRED_PACKAGES and not m.startswith("ragassay")]
+                    unexplained += [
+                        f"{where}:{n.lineno}: {m}"
+                        for m in names
+                        if m.split(".")[0] not in DEFERRED_PACKAGES and not m.startswith("ragassay")
+                    ]
     assert unexplained == []
 
 

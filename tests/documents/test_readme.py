@@ -39,6 +39,7 @@ def test_the_python_examples_of_the_readme_and_the_site_print_what_they_say(monk
     """Every `>>>` line of the README and of every page of the site runs, from a clone's root, and
     prints the value shown (each page in a namespace of its own, as a reader starts each page)."""
     import doctest
+
     monkeypatch.chdir(ROOT)
     parser = doctest.DocTestParser()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
@@ -55,8 +56,11 @@ def test_the_python_examples_of_the_readme_and_the_site_print_what_they_say(monk
 def test_the_site_shows_the_readmes_two_setup_commands_and_no_others():
     """A page of the site may repeat a set-up command (Get started does); it is then the README's, word
     for word, so that the one .ci/run runs is the one every page shows."""
-    shown = [b.strip() for page in sorted((ROOT / "docs").rglob("*.md"))
-             for b in re.findall(r"```sh\n(.*?)\n```", page.read_text(encoding="utf-8"), re.S)]
+    shown = [
+        b.strip()
+        for page in sorted((ROOT / "docs").rglob("*.md"))
+        for b in re.findall(r"```sh\n(.*?)\n```", page.read_text(encoding="utf-8"), re.S)
+    ]
     assert shown and set(shown) <= set(readme_commands())
 
 
@@ -71,16 +75,23 @@ def test_every_yaml_and_json_block_of_the_site_reads_and_its_ragassay_steps_pars
     from ragassay.cli import build_parser
 
     fence = re.compile(r"^```(yaml|json)\n(.*?)^```", re.S | re.M)
-    blocks = [(lang, body) for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-              for lang, body in fence.findall(page.read_text(encoding="utf-8"))]
+    blocks = [
+        (lang, body)
+        for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+        for lang, body in fence.findall(page.read_text(encoding="utf-8"))
+    ]
     assert {lang for lang, _ in blocks} == {"yaml", "json"}
     steps = []
     for lang, body in nonempty(blocks):
         data = yaml.safe_load(body) if lang == "yaml" else json.loads(body)
         assert data
         if lang == "yaml":
-            steps += [s["run"] for job in data["jobs"].values() for s in job["steps"]
-                      if str(s.get("run", "")).startswith("ragassay ")]
+            steps += [
+                s["run"]
+                for job in data["jobs"].values()
+                for s in job["steps"]
+                if str(s.get("run", "")).startswith("ragassay ")
+            ]
     assert steps
     for step in steps:
         build_parser().parse_args(shlex.split(step)[1:])

@@ -1,8 +1,9 @@
 """The "What `run` does, step by step" table (docs/get-started.md, once the README's), run as a user
-runs it: each row's commands in bash, in order, against the local test server, on the example's chunks with a search function of
-the user's own. What flows between the steps is asserted: every join's counts, who made every file
-of labels, and that nothing calls a model's labels people's. Then the same chain with answers whose
-ids meet none of the generated set's: the step stops, naming both files, before any call."""
+runs it: each row's commands in bash, in order, against the local test server, on the example's chunks
+with a search function of the user's own. What flows between the steps is asserted: every join's
+counts, who made every file of labels, and that nothing calls a model's labels people's. Then the
+same chain with answers whose ids meet none of the generated set's: the step stops, naming both
+files, before any call."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from helpers import EXAMPLE, ROOT, nonempty
 
 PAGE = (ROOT / "docs" / "get-started.md").read_text(encoding="utf-8")
 
-MY_SEARCH = '''
+MY_SEARCH = """
 import json, re
 from pathlib import Path
 CHUNKS = [json.loads(line) for line in Path(__file__).with_name("chunks.jsonl").read_text().splitlines()]
@@ -37,7 +38,7 @@ def search(query):
 def first_words(query):  # a second, weaker retriever for the comparison
     q = list(_words(query))[:2]
     return [(c["id"], 1.0 / (i + 1)) for i, c in enumerate(c for c in CHUNKS if set(q) & _words(c["text"]))][:10]
-'''
+"""
 
 
 def table_steps() -> list[tuple[int, list[str]]]:
@@ -61,8 +62,13 @@ def user(tmp_path):
     sets for a local server (filled in with the test server's address)."""
     (tmp_path / "chunks.jsonl").write_text((EXAMPLE / "chunks.jsonl").read_text())
     (tmp_path / "my_search.py").write_text(MY_SEARCH)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "OPENAI_API_KEY": "x", "RAGASSAY_MODEL": "fake-model"}
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "OPENAI_API_KEY": "x",
+        "RAGASSAY_MODEL": "fake-model",
+    }
     env.pop("RAGASSAY_HTTP", None)
     return tmp_path, env
 
@@ -91,8 +97,11 @@ def test_the_step_by_step_table_runs_end_to_end_and_says_what_met_and_who_labell
                 write_answers(work)
             if step == 5:  # the comparison's two runs, from the user's two functions
                 for name, fn in (("a.txt", "search"), ("b.txt", "first_words")):
-                    r = bash(f"ragassay retrieve --retriever my_search.py:{fn} --queries questions.jsonl -o {name}",
-                             work, env)
+                    r = bash(
+                        f"ragassay retrieve --retriever my_search.py:{fn} --queries questions.jsonl -o {name}",
+                        work,
+                        env,
+                    )
                     assert r.returncode == 0, r.stderr
             for command in nonempty(commands):
                 run = bash(command, work, env)
@@ -121,10 +130,13 @@ def test_the_step_by_step_table_runs_end_to_end_and_says_what_met_and_who_labell
     # the report: its inputs' counts, and no one is called people who did not label
     html = (work / "report.html").read_text()
     assert "Inputs: what met" in html and "people against" not in html.lower()
-    assert re.search(r"Agreement: fake-model, generate_question@\w+ at 127.0.0.1:\d+ against fake-model, judge_relevance@\w+", html)
+    assert re.search(
+        r"Agreement: fake-model, generate_question@\w+ at 127.0.0.1:\d+ against fake-model, judge_relevance@\w+", html
+    )
     assert "(model)" in html  # each side's kind is said
-    md = bash("ragassay report judgments.jsonl --qrels graded.qrels --run run.txt -o own.md --format markdown",
-              work, env)
+    md = bash(
+        "ragassay report judgments.jsonl --qrels graded.qrels --run run.txt -o own.md --format markdown", work, env
+    )
     assert md.returncode == 0, md.stderr
     own = (work / "own.md").read_text()
     assert "## Agreement: not measured" in own and "Cohen's kappa" not in own
@@ -132,25 +144,35 @@ def test_the_step_by_step_table_runs_end_to_end_and_says_what_met_and_who_labell
 
     # history: the tracked result names its run and its qrels' labeller
     tracked = outputs["track7"].stdout
-    assert "tracked result #1 (evaluate of search on qrels gold.qrels (labels by fake-model, generate_question@" in tracked
+    assert (
+        "tracked result #1 (evaluate of search on qrels gold.qrels (labels by fake-model, generate_question@" in tracked
+    )
     assert "search" in outputs["history7"].stdout and "fake-model" in outputs["history7"].stdout
 
 
-@pytest.mark.parametrize("rename, expect", [
-    (lambda i: "q" + i[-3:], 1),             # ids of another scheme: nothing meets, exit 1 before any call
-    (lambda i: i.upper(), 1),                # the same ids in another case are other ids
-])
+@pytest.mark.parametrize(
+    "rename, expect",
+    [
+        (lambda i: "q" + i[-3:], 1),  # ids of another scheme: nothing meets, exit 1 before any call
+        (lambda i: i.upper(), 1),  # the same ids in another case are other ids
+    ],
+)
 def test_answers_that_meet_no_generated_id_stop_the_check_before_any_call(user, rename, expect):
     work, env = user
     with FakeLLM() as fake:
         env["OPENAI_BASE_URL"] = fake.url
-        for command in ("ragassay generate chunks.jsonl -o questions.jsonl --qrels-out gold.qrels --limit 3",
-                        "ragassay retrieve --retriever my_search.py:search --queries questions.jsonl -o run.txt"):
+        for command in (
+            "ragassay generate chunks.jsonl -o questions.jsonl --qrels-out gold.qrels --limit 3",
+            "ragassay retrieve --retriever my_search.py:search --queries questions.jsonl -o run.txt",
+        ):
             assert bash(command, work, env).returncode == 0
         write_answers(work, rename=rename)
         before = fake.settled_calls()
-        run = bash("ragassay check answers.jsonl --chunks chunks.jsonl --run run.txt --qrels gold.qrels -o checks.jsonl",
-                   work, env)
+        run = bash(
+            "ragassay check answers.jsonl --chunks chunks.jsonl --run run.txt --qrels gold.qrels -o checks.jsonl",
+            work,
+            env,
+        )
         assert fake.settled_calls() == before  # nothing was asked
     assert run.returncode == expect
     assert "no query ids in common between the answers (answers.jsonl) and the run (run.txt)" in run.stderr
@@ -161,15 +183,25 @@ def test_answers_that_meet_part_of_the_generated_ids_are_counted_and_warned(user
     work, env = user
     with FakeLLM() as fake:
         env["OPENAI_BASE_URL"] = fake.url
-        for command in ("ragassay generate chunks.jsonl -o questions.jsonl --qrels-out gold.qrels --limit 4",
-                        "ragassay retrieve --retriever my_search.py:search --queries questions.jsonl -o run.txt"):
+        for command in (
+            "ragassay generate chunks.jsonl -o questions.jsonl --qrels-out gold.qrels --limit 4",
+            "ragassay retrieve --retriever my_search.py:search --queries questions.jsonl -o run.txt",
+        ):
             assert bash(command, work, env).returncode == 0
         ids = [json.loads(line)["id"] for line in (work / "questions.jsonl").read_text().splitlines()]
         write_answers(work, rename=lambda i: i if i != ids[0] else "someone-else")
-        run = bash("ragassay check answers.jsonl --chunks chunks.jsonl --run run.txt --qrels gold.qrels -o checks.jsonl "
-                   "--format json", work, env)
+        run = bash(
+            "ragassay check answers.jsonl --chunks chunks.jsonl --run run.txt --qrels gold.qrels -o checks.jsonl "
+            "--format json",
+            work,
+            env,
+        )
     assert run.returncode == 0, run.stderr
-    assert "warning: query ids: 1 of %d in the answers are not in the run (e.g. someone-else)" % len(ids) in run.stderr
+    assert f"warning: query ids: 1 of {len(ids)} in the answers are not in the run (e.g. someone-else)" in run.stderr
     d = json.loads(run.stdout)["diagnosis"]
-    assert d["not_diagnosed"] == 1 and d["joins"][0]["left"] == {"role": "the answers", "file": "answers.jsonl",
-                                                                 "ids": len(ids), "matched": len(ids) - 1}
+    assert d["not_diagnosed"] == 1 and d["joins"][0]["left"] == {
+        "role": "the answers",
+        "file": "answers.jsonl",
+        "ids": len(ids),
+        "matched": len(ids) - 1,
+    }

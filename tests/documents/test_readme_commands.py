@@ -42,11 +42,11 @@ def fenced_blocks(page: Path) -> list[tuple[str, str, str]]:
             lang, j = lines[i][3:].strip(), i + 1
             while not lines[j].startswith("```"):
                 j += 1
-            blocks.append((lang, "\n".join(lines[i + 1:j]) + "\n", j + 1))
+            blocks.append((lang, "\n".join(lines[i + 1 : j]) + "\n", j + 1))
             i = j + 1
         else:
             i += 1
-    return [(lang, body, "\n".join(lines[end:end + 3])) for lang, body, end in blocks]
+    return [(lang, body, "\n".join(lines[end : end + 3])) for lang, body, end in blocks]
 
 
 def shown_commands(page: Path, kind: str = "") -> list[tuple[str, list[str], int | None]]:
@@ -75,8 +75,10 @@ def bash_blocks(page: Path) -> list[str]:
 
 def matches(expected: list[str], printed: list[str]) -> bool:
     """Line by line; a `...` line skips any number of printed lines."""
+
     def norm(line: str) -> str:
         return TIMING.sub("N ms", line.rstrip())
+
     expected = [norm(x) for x in expected]
     printed = [norm(x) for x in printed]
 
@@ -86,6 +88,7 @@ def matches(expected: list[str], printed: list[str]) -> bool:
         if expected[i] == "...":
             return any(at(i + 1, k) for k in range(j, len(printed) + 1))
         return j < len(printed) and expected[i] == printed[j] and at(i + 1, j + 1)
+
     return at(0, 0)
 
 
@@ -102,14 +105,20 @@ def user_env(wheel_venv, tmp_path_factory):
     env.update(PATH=f"{venv / 'bin'}:{env.get('PATH', '')}", XDG_CACHE_HOME=str(base / "cache"), HOME=str(base))
     where = subprocess.run(["ragassay", "--version"], cwd=work, env=env, capture_output=True, text=True)
     assert where.returncode == 0 and where.stdout.startswith("ragassay "), where.stderr
-    module = subprocess.run(["python", "-c", "import ragassay; print(ragassay.__file__)"], cwd=work, env=env,
-                            capture_output=True, text=True).stdout
+    module = subprocess.run(
+        ["python", "-c", "import ragassay; print(ragassay.__file__)"], cwd=work, env=env, capture_output=True, text=True
+    ).stdout
     assert module.startswith(str(venv)), module  # the wheel's copy, not this checkout
     # what `ragassay demo --copy datasets/example` writes, made once by the command (it takes 0.8 s of CPU, and
     # 26 pages start from it): each page's folder is a copy of it (see folder_for)
     (base / "demo-copy").mkdir()
-    copied = subprocess.run(["ragassay", "demo", "--copy", "datasets/example"], cwd=base / "demo-copy", env=env,
-                            capture_output=True, text=True)
+    copied = subprocess.run(
+        ["ragassay", "demo", "--copy", "datasets/example"],
+        cwd=base / "demo-copy",
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert copied.returncode == 0, copied.stderr
     return work, env
 
@@ -127,8 +136,9 @@ def folder_for(page: Path, user_env) -> tuple[Path, dict]:
 
 
 def bash(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", command + " 2>&1"], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        ["bash", "-c", command + " 2>&1"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_every_shown_command_prints_what_its_page_says(user_env):
@@ -190,8 +200,14 @@ def test_every_bash_block_runs_against_an_endpoint(user_env):
 
 def run_bash_block(block: str, work: Path, env: dict, fake: FakeLLM) -> None:
     if block.startswith("ragassay label"):  # a server: it prints its address, then Ctrl-C stops it
-        label = subprocess.Popen(["bash", "-c", "exec " + to_fake(block, fake).replace("\\\n", " ")], cwd=work, env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        label = subprocess.Popen(
+            ["bash", "-c", "exec " + to_fake(block, fake).replace("\\\n", " ")],
+            cwd=work,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert label.stdout.readline().startswith("labelling 30 pairs")
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", label.stdout.readline())
         label.send_signal(signal.SIGINT)
@@ -208,8 +224,12 @@ def test_every_python_script_runs_against_an_endpoint(user_env):
     """The Python blocks that are not `>>>` sessions (those run in test_readme.py) run whole, with the
     installed wheel, against the fake endpoint, and call nothing deprecated: a page shows the current
     way (a deprecation note from ragassay fails the script)."""
-    scripts = [(page, body) for page in pages() for lang, body, _ in fenced_blocks(page)
-               if lang == "python" and not body.startswith(">>>")]
+    scripts = [
+        (page, body)
+        for page in pages()
+        for lang, body, _ in fenced_blocks(page)
+        if lang == "python" and not body.startswith(">>>")
+    ]
     assert scripts
     with FakeLLM() as fake:
         for page in nonempty({page for page, _ in scripts}):
@@ -217,8 +237,13 @@ def test_every_python_script_runs_against_an_endpoint(user_env):
             for script in nonempty(body for p, body in scripts if p == page):
                 # (-W: a warning whose message starts "ragassay." is an error; ragassay's deprecations do)
                 command = ["python", "-W", "error:ragassay.:DeprecationWarning", "-c", to_fake(script, fake)]
-                run = subprocess.run(command, cwd=work,
-                                     env={**env, "OPENAI_BASE_URL": fake.url}, capture_output=True, text=True,
-                                     timeout=300)
+                run = subprocess.run(
+                    command,
+                    cwd=work,
+                    env={**env, "OPENAI_BASE_URL": fake.url},
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
                 assert run.returncode == 0, (page.name, script, run.stderr[-3000:])
                 assert run.stdout.strip(), script

@@ -25,8 +25,14 @@ from ragassay.cli import build_parser
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 IN_CI = os.environ.get("CI", "").lower() == "true"
-BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+BROWSER_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
 
 def missing(what: str, how: str) -> None:
@@ -50,10 +56,22 @@ def site(tmp_path_factory) -> Path:
         missing("mkdocs", "pip install -e '.[docs]' (the test extra holds it too)")
     out = tmp_path_factory.mktemp("site")
     # no network: a proxy that refuses every connection, so that a build that fetched anything would fail
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY":
-           "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}
-    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
-                           env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "NO_MKDOCS_2_WARNING": "1",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "http_proxy": "http://127.0.0.1:9",
+        "https_proxy": "http://127.0.0.1:9",
+    }
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert built.returncode == 0, built.stderr[-4000:]
     return out
 
@@ -73,6 +91,7 @@ def nav_pages() -> list[str]:
 
     class Loader(yaml.SafeLoader):  # mkdocs.yml may hold !!python tags of plugins: read them as text
         pass
+
     Loader.add_multi_constructor("", lambda loader, suffix, node: None)
     nav = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)["nav"]
 
@@ -82,12 +101,12 @@ def nav_pages() -> list[str]:
             for value in item.values():
                 out += walk(value) if isinstance(value, list) else [value]
         return out
+
     return walk(nav)
 
 
 def test_every_page_is_in_the_navigation_once():
-    pages = sorted(str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")
-                   if "_hooks" not in p.parts)
+    pages = sorted(str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md") if "_hooks" not in p.parts)
     listed = nav_pages()
     assert len(listed) == len(set(listed))
     assert sorted(listed) == pages
@@ -126,6 +145,7 @@ def test_the_cli_reference_is_the_parser(site):
 
 def test_the_measure_catalogue_lists_the_registry(site):
     from ragassay.metrics.measures import MEASURES
+
     rows = hooks().measure_rows()
     assert len(rows) == len(MEASURES)
     page = (site / "reference" / "measures" / "index.html").read_text(encoding="utf-8")
@@ -138,6 +158,7 @@ def test_the_measure_catalogue_lists_the_registry(site):
 
 def test_the_records_and_the_api_pages_are_generated(site):
     from ragassay.data.records import RECORDS
+
     records = (site / "reference" / "records" / "index.html").read_text(encoding="utf-8")
     for kind in nonempty(RECORDS):
         assert f"<code>{kind}</code>" in records, kind
@@ -148,11 +169,13 @@ def test_the_records_and_the_api_pages_are_generated(site):
 
 # -------------------------------------------------------------------------------------- browser
 
+
 @pytest.fixture(scope="module")
 def served(site):
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args) -> None:
             pass
+
     handler = functools.partial(Quiet, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SERVE_POLL}, daemon=True)
@@ -192,8 +215,10 @@ def keep(page, name: str) -> None:
 def test_a_browser_opens_the_home_page_navigates_and_searches(browser, served):
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     offsite: list[str] = []
-    page.on("request", lambda r: offsite.append(r.url) if not r.url.startswith(served) and
-            not r.url.startswith("data:") else None)
+    page.on(
+        "request",
+        lambda r: offsite.append(r.url) if not r.url.startswith(served) and not r.url.startswith("data:") else None,
+    )
     page.goto(served, wait_until="networkidle")
     assert page.title().startswith("ragassay")
     assert heading(page) == "ragassay"
@@ -237,5 +262,6 @@ def test_a_browser_opens_the_cli_reference_and_a_how_to(browser, served):
 
 def test_the_home_page_counts_the_measures_of_the_registry():
     from ragassay.metrics.measures import MEASURES
+
     home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
     assert f"the catalogue's {len(MEASURES)} measures" in home

@@ -34,8 +34,9 @@ def test_a_config_value_reaches_the_endpoint_as_the_keywords_do():
         by_keywords = ragassay.judge(Q, C, R, model="fake-value", base_url=server.url, no_cache=True, depth=1)
         sent = [r["model"] for r in server.requests]
     assert sent_by_value == ["fake-value"] * 22 and sent == ["fake-value"] * 44
-    assert [(r["query_id"], r["chunk_id"], r["grade"]) for r in by_value.records] == \
-        [(r["query_id"], r["chunk_id"], r["grade"]) for r in by_keywords.records]
+    assert [(r["query_id"], r["chunk_id"], r["grade"]) for r in by_value.records] == [
+        (r["query_id"], r["chunk_id"], r["grade"]) for r in by_keywords.records
+    ]
     assert by_value.usage["fake-value"]["calls"] == 22
 
 
@@ -74,8 +75,12 @@ def test_an_empty_list_of_configs_is_refused_not_read_as_no_endpoint():
 
 @pytest.mark.parametrize(
     ("command", "models", "expected"),
-    [("judge", ["m1", "m2"], ["m1", "m2"]), ("judge", ["m1"], "m1"), ("check", ["m1", "m2"], "m1"),
-     ("generate", ["m1"], "m1")],
+    [
+        ("judge", ["m1", "m2"], ["m1", "m2"]),
+        ("judge", ["m1"], "m1"),
+        ("check", ["m1", "m2"], "m1"),
+        ("generate", ["m1"], "m1"),
+    ],
 )
 def test_the_command_hands_its_endpoint_flags_as_config_values(command, models, expected, monkeypatch):
     """The LLM flags reach the function as ``config=`` (a list for judge's jury, else the first model's
@@ -102,37 +107,63 @@ def test_the_command_hands_its_endpoint_flags_as_config_values(command, models, 
         assert (c.base_url, c.max_calls) == ("http://127.0.0.1:9/v1", 7)
 
 
-@pytest.mark.parametrize("keyword", [{"model": "other"}, {"base_url": "http://127.0.0.1:9/v1"}, {"no_cache": True},
-                                     {"max_calls": 3}, {"cache": "c.sqlite"}, {"max_attempts": 2}])
+@pytest.mark.parametrize(
+    "keyword",
+    [
+        {"model": "other"},
+        {"base_url": "http://127.0.0.1:9/v1"},
+        {"no_cache": True},
+        {"max_calls": 3},
+        {"cache": "c.sqlite"},
+        {"max_attempts": 2},
+    ],
+)
 def test_a_keyword_the_config_value_holds_is_refused_beside_it(keyword):
     config = ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1")
     (name,) = keyword
-    for call in (lambda: ragassay.judge(Q, C, R, config=config, dry_run=True, **keyword),
-                 lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, config=config, dry_run=True, **keyword),
-                 lambda: ragassay.generate(C, limit=2, config=config, dry_run=True, **keyword)):
+    for call in (
+        lambda: ragassay.judge(Q, C, R, config=config, dry_run=True, **keyword),
+        lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, config=config, dry_run=True, **keyword),
+        lambda: ragassay.generate(C, limit=2, config=config, dry_run=True, **keyword),
+    ):
         with pytest.raises(TypeError, match=f"give {name} in config= or as keywords, not both"):
             call()
 
 
 def test_a_dry_run_with_values_estimates_what_the_keywords_estimate():
     config = ragassay.LLMConfig(model="gpt-4o-mini", use_cache=False)
-    by_value = ragassay.judge(Q, C, R, config=config, options=ragassay.JudgeOptions(depth=2, samples=3),
-                              backend=ragassay.Backend("batch"), dry_run=True)
-    by_keywords = ragassay.judge(Q, C, R, model="gpt-4o-mini", no_cache=True, depth=2, samples=3, backend="batch",
-                                 dry_run=True)
+    by_value = ragassay.judge(
+        Q,
+        C,
+        R,
+        config=config,
+        options=ragassay.JudgeOptions(depth=2, samples=3),
+        backend=ragassay.Backend("batch"),
+        dry_run=True,
+    )
+    by_keywords = ragassay.judge(
+        Q, C, R, model="gpt-4o-mini", no_cache=True, depth=2, samples=3, backend="batch", dry_run=True
+    )
     assert isinstance(by_value, ragassay.Estimate) and by_value.to_dict() == by_keywords.to_dict()
     assert by_value.calls == 132 and by_value.to_dict()["batch"]["requests_per_round"] == [132]
 
 
 def test_a_backend_value_writes_the_requests_it_names(tmp_path):
     requests = tmp_path / "requests.jsonl"
-    out = ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, model="gpt-4o-mini", no_cache=True,
-                         output=tmp_path / "checks.jsonl", backend=ragassay.Backend(export_requests=requests))
+    out = ragassay.check(
+        EXAMPLE / "answers.jsonl",
+        chunks=C,
+        model="gpt-4o-mini",
+        no_cache=True,
+        output=tmp_path / "checks.jsonl",
+        backend=ragassay.Backend(export_requests=requests),
+    )
     assert len(requests.read_text().splitlines()) == 14 and out.pending == 14
 
 
-@pytest.mark.parametrize("keyword", [{"export_requests": "r.jsonl"}, {"import_results": ["r.jsonl"]},
-                                     {"poll_seconds": 5.0}])
+@pytest.mark.parametrize(
+    "keyword", [{"export_requests": "r.jsonl"}, {"import_results": ["r.jsonl"]}, {"poll_seconds": 5.0}]
+)
 def test_a_batch_keyword_beside_a_backend_value_is_refused(keyword):
     with pytest.raises(TypeError, match="in backend= or as keywords, not both"):
         ragassay.judge(Q, C, R, model="m", backend=ragassay.Backend("live"), dry_run=True, **keyword)
@@ -148,39 +179,74 @@ def test_a_backend_value_is_checked_as_the_flags_are():
 def test_a_config_value_beside_a_client_is_refused():
     config = ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1")
     client = ragassay.LLM(ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", use_cache=False))
-    for call in (lambda: ragassay.judge(Q, C, R, llm=client, config=config, dry_run=True),
-                 lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, llm=client, config=config, dry_run=True),
-                 lambda: ragassay.generate(C, limit=2, llm=client, config=config, dry_run=True)):
+    for call in (
+        lambda: ragassay.judge(Q, C, R, llm=client, config=config, dry_run=True),
+        lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, llm=client, config=config, dry_run=True),
+        lambda: ragassay.generate(C, limit=2, llm=client, config=config, dry_run=True),
+    ):
         with pytest.raises(TypeError, match="give llm= or config=, not both"):
             call()
 
 
-@pytest.mark.parametrize("keyword", [{"model": "x"}, {"base_url": "http://127.0.0.1:9/v1"}, {"no_cache": True},
-                                     {"concurrency": 2}, {"max_calls": 3}, {"cache": "c.sqlite"}])
+@pytest.mark.parametrize(
+    "keyword",
+    [
+        {"model": "x"},
+        {"base_url": "http://127.0.0.1:9/v1"},
+        {"no_cache": True},
+        {"concurrency": 2},
+        {"max_calls": 3},
+        {"cache": "c.sqlite"},
+    ],
+)
 def test_a_keyword_a_client_makes_meaningless_is_refused_saying_the_client_wins(keyword):
     client = ragassay.LLM(ragassay.LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", use_cache=False))
     (name,) = keyword
-    for call in (lambda: ragassay.judge(Q, C, R, llm=client, dry_run=True, **keyword),
-                 lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, llm=client, dry_run=True, **keyword),
-                 lambda: ragassay.generate(C, limit=2, llm=client, dry_run=True, **keyword)):
+    for call in (
+        lambda: ragassay.judge(Q, C, R, llm=client, dry_run=True, **keyword),
+        lambda: ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, llm=client, dry_run=True, **keyword),
+        lambda: ragassay.generate(C, limit=2, llm=client, dry_run=True, **keyword),
+    ):
         with pytest.raises(TypeError, match=f"{name}: set these on the LLM given as llm= \\(its config is used\\)"):
             call()
 
 
 def test_a_stage_keyword_is_deprecated_naming_its_options_field_and_gives_the_same_result():
-    with pytest.warns(DeprecationWarning, match=r"ragassay\.judge: the keywords depth, samples are deprecated; "
-                                                r"give options=JudgeOptions\(depth=\.\.\., samples=\.\.\.\)"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"ragassay\.judge: the keywords depth, samples are deprecated; "
+        r"give options=JudgeOptions\(depth=\.\.\., samples=\.\.\.\)",
+    ):
         by_keywords = ragassay.judge(Q, C, R, model="gpt-4o-mini", no_cache=True, depth=2, samples=3, dry_run=True)
-    by_value = ragassay.judge(Q, C, R, model="gpt-4o-mini", no_cache=True, dry_run=True,
-                              options=ragassay.JudgeOptions(depth=2, samples=3, quiet=True))
+    by_value = ragassay.judge(
+        Q,
+        C,
+        R,
+        model="gpt-4o-mini",
+        no_cache=True,
+        dry_run=True,
+        options=ragassay.JudgeOptions(depth=2, samples=3, quiet=True),
+    )
     assert by_keywords.to_dict() == by_value.to_dict() and by_value.calls == 132
-    with pytest.warns(DeprecationWarning, match=r"ragassay\.check: the keywords samples are deprecated; "
-                                                r"give options=CheckOptions\(samples=\.\.\.\)"):
-        checked = ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, model="gpt-4o-mini", no_cache=True, samples=3,
-                                 dry_run=True)
-    assert checked.to_dict() == ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, model="gpt-4o-mini",
-                                               no_cache=True, options=ragassay.CheckOptions(samples=3),
-                                               dry_run=True).to_dict()
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"ragassay\.check: the keywords samples are deprecated; "
+        r"give options=CheckOptions\(samples=\.\.\.\)",
+    ):
+        checked = ragassay.check(
+            EXAMPLE / "answers.jsonl", chunks=C, model="gpt-4o-mini", no_cache=True, samples=3, dry_run=True
+        )
+    assert (
+        checked.to_dict()
+        == ragassay.check(
+            EXAMPLE / "answers.jsonl",
+            chunks=C,
+            model="gpt-4o-mini",
+            no_cache=True,
+            options=ragassay.CheckOptions(samples=3),
+            dry_run=True,
+        ).to_dict()
+    )
 
 
 def test_a_stage_options_value_is_checked_as_the_flags_are():
@@ -195,25 +261,36 @@ def test_generate_takes_its_options_value_and_deprecates_its_stage_keywords():
         config = ragassay.LLMConfig.from_env(model="fake-gen", base_url=server.url, use_cache=False)
         by_value = ragassay.generate(C, config=config, options=GenerateOptions(limit=2, mix={"easy": 1.0}, quiet=True))
         sent_by_value = list(server.requests)
-        with pytest.warns(DeprecationWarning, match=r"ragassay\.generate: the keywords limit, mix are deprecated; "
-                                                    r"give options=GenerateOptions\(limit=\.\.\., mix=\.\.\.\)"):
+        with pytest.warns(
+            DeprecationWarning,
+            match=r"ragassay\.generate: the keywords limit, mix are deprecated; "
+            r"give options=GenerateOptions\(limit=\.\.\., mix=\.\.\.\)",
+        ):
             by_keywords = ragassay.generate(C, limit=2, mix={"easy": 1.0}, config=config)
-        sent = server.requests[len(sent_by_value):]
+        sent = server.requests[len(sent_by_value) :]
     assert len(sent_by_value) == len(sent) > 0 and {r["model"] for r in server.requests} == {"fake-gen"}
     assert [q.question for q in by_value.accepted] == [q.question for q in by_keywords.accepted]
     assert len(by_value.accepted) == 2
 
 
 def test_a_generate_dry_run_with_an_options_value_estimates_what_the_keywords_estimate():
-    by_value = ragassay.generate(C, model="gpt-4o-mini", no_cache=True, dry_run=True,
-                                 options=GenerateOptions(limit=10))
+    by_value = ragassay.generate(C, model="gpt-4o-mini", no_cache=True, dry_run=True, options=GenerateOptions(limit=10))
     with pytest.deprecated_call():
         by_keywords = ragassay.generate(C, limit=10, model="gpt-4o-mini", no_cache=True, dry_run=True)
     assert by_value.to_dict() == by_keywords.to_dict() and (by_value.items, by_value.calls) == (10, 46)
 
 
-@pytest.mark.parametrize("keyword", [{"limit": 3}, {"per_chunk": 2.0}, {"mix": "easy=1"}, {"seed": 1},
-                                     {"max_per_doc": 2}, {"styles": {"question": 1.0}}])
+@pytest.mark.parametrize(
+    "keyword",
+    [
+        {"limit": 3},
+        {"per_chunk": 2.0},
+        {"mix": "easy=1"},
+        {"seed": 1},
+        {"max_per_doc": 2},
+        {"styles": {"question": 1.0}},
+    ],
+)
 def test_a_generate_keyword_beside_its_options_value_is_refused_naming_it(keyword):
     (name,) = keyword
     with pytest.raises(TypeError, match=f"give {name} in options= or as keywords, not both"):
@@ -238,6 +315,7 @@ def test_the_llm_keywords_are_one_table_every_function_spells_alike():
     import inspect
 
     from ragassay.api import LLM_KEYWORDS
+
     for function in nonempty([ragassay.judge, ragassay.check, ragassay.generate]):
         params = inspect.signature(function).parameters
         assert {k: params[k].default for k in LLM_KEYWORDS} == LLM_KEYWORDS, function.__name__
@@ -254,14 +332,21 @@ def test_a_model_beside_a_client_is_refused_naming_both():
 def test_check_says_a_partial_join_where_the_caller_says(capsys):
     labels = {"q01": "correct", "nobody": "correct"}  # one label meets no answer: the warning
     said: list[str] = []
-    ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, human=labels, model="gpt-4o-mini", no_cache=True,
-                   dry_run=True, warn=said.append)
+    ragassay.check(
+        EXAMPLE / "answers.jsonl",
+        chunks=C,
+        human=labels,
+        model="gpt-4o-mini",
+        no_cache=True,
+        dry_run=True,
+        warn=said.append,
+    )
     assert said == ["answer ids: 1 of 2 in the --human labels are not in the answers (e.g. nobody)"]
     assert capsys.readouterr().err == ""
-    ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, human=labels, model="gpt-4o-mini", no_cache=True,
-                   dry_run=True)
+    ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, human=labels, model="gpt-4o-mini", no_cache=True, dry_run=True)
     assert capsys.readouterr().err == f"warning: {said[0]}\n"  # by default on stderr, as the command says it
     for quiet in ({"warn": None}, {"join_warnings": False}):  # (join_warnings=False: the earlier spelling)
-        ragassay.check(EXAMPLE / "answers.jsonl", chunks=C, human=labels, model="gpt-4o-mini", no_cache=True,
-                       dry_run=True, **quiet)
+        ragassay.check(
+            EXAMPLE / "answers.jsonl", chunks=C, human=labels, model="gpt-4o-mini", no_cache=True, dry_run=True, **quiet
+        )
         assert capsys.readouterr().err == ""

@@ -8,17 +8,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from ragassay.cli import main
 from helpers import EXAMPLE
+from ragassay.cli import main
 
-FILES = {"qrels": "qrels.txt", "run": "runs/bm25.txt", "run2": "runs/tfidf.txt", "queries": "queries.jsonl",
-         "chunks": "chunks.jsonl", "answers": "answers.jsonl", "human": "answers_human_labels.jsonl",
-         "retrievers": "retrievers.py"}
+FILES = {
+    "qrels": "qrels.txt",
+    "run": "runs/bm25.txt",
+    "run2": "runs/tfidf.txt",
+    "queries": "queries.jsonl",
+    "chunks": "chunks.jsonl",
+    "answers": "answers.jsonl",
+    "human": "answers_human_labels.jsonl",
+    "retrievers": "retrievers.py",
+}
 
 
 @pytest.fixture
@@ -28,19 +34,32 @@ def work(tmp_path, monkeypatch, capsys) -> Path:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    for key, rel in FILES.items():
+    for rel in FILES.values():
         (tmp_path / Path(rel).name).write_bytes((EXAMPLE / rel).read_bytes())
     assert main(["evaluate", "qrels.txt", "bm25.txt", "--format", "json"]) == 0
     (tmp_path / "result.json").write_text(capsys.readouterr().out)
-    (tmp_path / "questions.jsonl").write_text(json.dumps({
-        "id": "g1", "question": "How long do refunds take?", "answer": "5 days", "difficulty": "easy",
-        "chunk_ids": ["refund-01"], "evidence": ["refund"]}) + "\n")
+    (tmp_path / "questions.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "g1",
+                "question": "How long do refunds take?",
+                "answer": "5 days",
+                "difficulty": "easy",
+                "chunk_ids": ["refund-01"],
+                "evidence": ["refund"],
+            }
+        )
+        + "\n"
+    )
     return tmp_path
 
 
 def digests(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())
-            if p.is_file() and not p.is_symlink() and not p.name.startswith(".")}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and not p.is_symlink() and not p.name.startswith(".")
+    }
 
 
 def run_case(argv: list[str], folder: Path, capsys) -> tuple[int, str, str]:
@@ -66,8 +85,16 @@ def error_line(err: str, command: str) -> str:
 LLM = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
 JUDGE = ["judge", "--queries", "queries.jsonl", "--chunks", "chunks.jsonl", "--run", "bm25.txt", *LLM]
 CLASHES = [  # (command line with OUT where the clashing output goes, the output's flag, the input it clashes with)
-    (["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "queries.jsonl", "-o", "OUT"], "-o", "queries.jsonl"),
-    (["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "queries.jsonl", "-o", "OUT"], "-o", "retrievers.py"),
+    (
+        ["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "queries.jsonl", "-o", "OUT"],
+        "-o",
+        "queries.jsonl",
+    ),
+    (
+        ["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "queries.jsonl", "-o", "OUT"],
+        "-o",
+        "retrievers.py",
+    ),
     (JUDGE + ["-o", "OUT"], "-o", "queries.jsonl"),
     (JUDGE + ["-o", "OUT"], "-o", "chunks.jsonl"),
     (JUDGE + ["-o", "OUT"], "-o", "bm25.txt"),
@@ -77,8 +104,11 @@ CLASHES = [  # (command line with OUT where the clashing output goes, the output
     (["check", "answers.jsonl", "-o", "OUT", *LLM], "-o", "answers.jsonl"),
     (["check", "answers.jsonl", "--chunks", "chunks.jsonl", "-o", "OUT", *LLM], "-o", "chunks.jsonl"),
     (["check", "answers.jsonl", "--run", "bm25.txt", "--qrels", "qrels.txt", "-o", "OUT", *LLM], "-o", "qrels.txt"),
-    (["check", "answers.jsonl", "--human", "answers_human_labels.jsonl", "-o", "OUT", *LLM], "-o",
-     "answers_human_labels.jsonl"),
+    (
+        ["check", "answers.jsonl", "--human", "answers_human_labels.jsonl", "-o", "OUT", *LLM],
+        "-o",
+        "answers_human_labels.jsonl",
+    ),
     (["generate", "chunks.jsonl", "-o", "OUT", *LLM], "-o", "chunks.jsonl"),
     (["generate", "chunks.jsonl", "-o", "q.jsonl", "--qrels-out", "OUT", *LLM], "--qrels-out", "chunks.jsonl"),
     (["generate", "chunks.jsonl", "-o", "q.jsonl", "--rejects", "OUT", *LLM], "--rejects", "chunks.jsonl"),
@@ -115,11 +145,15 @@ def test_an_output_that_is_an_input_is_refused_before_anything_is_written(work, 
     assert code == 2 and f"{flag} {out} is also the input" in line and target in line, err
 
 
-@pytest.mark.parametrize("argv", [
-    JUDGE + ["-o", "x.jsonl", "--qrels-out", "x.jsonl"],
-    JUDGE + ["-o", "x.jsonl", "--coverage-out", "./x.jsonl"],
-    ["generate", "chunks.jsonl", "-o", "x.jsonl", "--rejects", "x.jsonl", *LLM],
-], ids=["judge-o-qrels-out", "judge-o-coverage-out", "generate-o-rejects"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        JUDGE + ["-o", "x.jsonl", "--qrels-out", "x.jsonl"],
+        JUDGE + ["-o", "x.jsonl", "--coverage-out", "./x.jsonl"],
+        ["generate", "chunks.jsonl", "-o", "x.jsonl", "--rejects", "x.jsonl", *LLM],
+    ],
+    ids=["judge-o-qrels-out", "judge-o-coverage-out", "generate-o-rejects"],
+)
 def test_two_outputs_on_one_file_are_refused(work, capsys, argv):
     code, _, err = run_case(argv, work, capsys)
     assert code == 2 and "are one file: each output needs its own" in error_line(err, argv[0])
@@ -128,20 +162,39 @@ def test_two_outputs_on_one_file_are_refused(work, capsys, argv):
 
 # ------------------------------------------------------------------------------------ values
 
+
 def jl(*objs) -> bytes:
     return b"".join(json.dumps(o).encode() + b"\n" for o in objs)
 
 
 BAD_QRELS = {  # name -> (file bytes, what the error line must say)
     "jsonl-grade-null": (jl({"query_id": "q01", "chunk_id": "c1", "grade": None}), ":1: grade is null"),
-    "jsonl-grade-exponent": (b'{"query_id": "q01", "chunk_id": "c1", "grade": 1e2}\n', ":1: grade must be an integer, got 1e2"),
-    "jsonl-grade-fraction": (b'{"query_id": "q01", "chunk_id": "c1", "grade": 2.5}\n', ":1: grade must be an integer, got 2.5"),
-    "jsonl-grade-bool": (jl({"query_id": "q01", "chunk_id": "c1", "grade": True}), ":1: grade must be an integer, got true"),
-    "jsonl-grade-string": (jl({"query_id": "q01", "chunk_id": "c1", "grade": "2"}), ':1: grade must be an integer, got "2"'),
+    "jsonl-grade-exponent": (
+        b'{"query_id": "q01", "chunk_id": "c1", "grade": 1e2}\n',
+        ":1: grade must be an integer, got 1e2",
+    ),
+    "jsonl-grade-fraction": (
+        b'{"query_id": "q01", "chunk_id": "c1", "grade": 2.5}\n',
+        ":1: grade must be an integer, got 2.5",
+    ),
+    "jsonl-grade-bool": (
+        jl({"query_id": "q01", "chunk_id": "c1", "grade": True}),
+        ":1: grade must be an integer, got true",
+    ),
+    "jsonl-grade-string": (
+        jl({"query_id": "q01", "chunk_id": "c1", "grade": "2"}),
+        ':1: grade must be an integer, got "2"',
+    ),
     "jsonl-id-null": (jl({"query_id": None, "chunk_id": "c1", "grade": 1}), ":1: query id must be a string, got null"),
     "jsonl-id-true": (jl({"query_id": True, "chunk_id": "c1", "grade": 1}), ":1: query id must be a string, got true"),
-    "jsonl-id-list": (jl({"query_id": ["q02"], "chunk_id": "c1", "grade": 1}), ':1: query id must be a string, got ["q02"]'),
-    "jsonl-chunk-object": (jl({"query_id": "q01", "chunk_id": {"a": 1}, "grade": 1}), ':1: chunk id must be a string, got {"a": 1}'),
+    "jsonl-id-list": (
+        jl({"query_id": ["q02"], "chunk_id": "c1", "grade": 1}),
+        ':1: query id must be a string, got ["q02"]',
+    ),
+    "jsonl-chunk-object": (
+        jl({"query_id": "q01", "chunk_id": {"a": 1}, "grade": 1}),
+        ':1: chunk id must be a string, got {"a": 1}',
+    ),
     "jsonl-id-float": (jl({"query_id": 1.5, "chunk_id": "c1", "grade": 1}), ":1: query id must be a string, got 1.5"),
     "trec-grade-exponent": (b"q01 0 c1 1\nq01 0 c2 1e2\n", ":2: grade must be an integer, got '1e2'"),
     "trec-grade-fraction": (b"q01 0 c1 2.5\n", ":1: grade must be an integer, got '2.5'"),
@@ -157,8 +210,20 @@ QRELS_COMMANDS = {
     "agree-reference": ["agree", "BAD", "qrels.txt"],
     "agree-candidate": ["agree", "qrels.txt", "BAD"],
     "judge-keep": JUDGE + ["-o", "j.jsonl", "--keep", "BAD", "--dry-run"],
-    "check-qrels": ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "--run", "bm25.txt", "--qrels", "BAD", "-o",
-                    "c.jsonl", "--dry-run", *LLM],
+    "check-qrels": [
+        "check",
+        "answers.jsonl",
+        "--chunks",
+        "chunks.jsonl",
+        "--run",
+        "bm25.txt",
+        "--qrels",
+        "BAD",
+        "-o",
+        "c.jsonl",
+        "--dry-run",
+        *LLM,
+    ],
     "report-qrels": ["report", "--qrels", "BAD", "--run", "bm25.txt", "-o", "r.html"],
 }
 
@@ -175,20 +240,44 @@ def test_qrels_values_are_read_strictly_by_every_command(work, capsys, command, 
 
 
 BAD_RUNS = {
-    "jsonl-id-null": (jl({"query_id": None, "chunk_id": "c1", "score": 1.0}), ":1: query id must be a string, got null"),
-    "jsonl-id-true": (jl({"query_id": "q01", "chunk_id": True, "score": 1.0}), ":1: chunk id must be a string, got true"),
-    "jsonl-id-list": (jl({"query_id": ["q01"], "chunk_id": "c1", "score": 1.0}), ':1: query id must be a string, got ["q01"]'),
+    "jsonl-id-null": (
+        jl({"query_id": None, "chunk_id": "c1", "score": 1.0}),
+        ":1: query id must be a string, got null",
+    ),
+    "jsonl-id-true": (
+        jl({"query_id": "q01", "chunk_id": True, "score": 1.0}),
+        ":1: chunk id must be a string, got true",
+    ),
+    "jsonl-id-list": (
+        jl({"query_id": ["q01"], "chunk_id": "c1", "score": 1.0}),
+        ':1: query id must be a string, got ["q01"]',
+    ),
     "trec-cr-only": (b"q01 Q0 c1 1 2.0 r\rq01 Q0 c2 2 1.0 r\r", ":1: has lines ended by a lone carriage return"),
     "trec-score-underscore": (b"q01 Q0 c1 1 1_000 r\n", ":1: score is not a number: '1_000'"),
     "trec-score-nan": (b"q01 Q0 c1 1 nan r\n", ":1: score must be finite, got 'nan'"),
-    "jsonl-score-string": (jl({"query_id": "q01", "chunk_id": "c1", "score": "0.9"}), ":1: score must be a finite number"),
+    "jsonl-score-string": (
+        jl({"query_id": "q01", "chunk_id": "c1", "score": "0.9"}),
+        ":1: score must be a finite number",
+    ),
 }
 RUN_COMMANDS = {
     "evaluate": ["evaluate", "qrels.txt", "BAD"],
     "compare": ["compare", "qrels.txt", "bm25.txt", "BAD"],
     "judge": JUDGE[:5] + ["--run", "BAD", *LLM, "-o", "j.jsonl", "--dry-run"],
-    "check": ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "--run", "BAD", "--qrels", "qrels.txt", "-o",
-              "c.jsonl", "--dry-run", *LLM],
+    "check": [
+        "check",
+        "answers.jsonl",
+        "--chunks",
+        "chunks.jsonl",
+        "--run",
+        "BAD",
+        "--qrels",
+        "qrels.txt",
+        "-o",
+        "c.jsonl",
+        "--dry-run",
+        *LLM,
+    ],
     "report": ["report", "--qrels", "qrels.txt", "--run", "BAD", "-o", "r.html"],
 }
 
@@ -210,28 +299,50 @@ BAD_RECORDS = {  # (file name in the command, bytes, what the line must say)
     "chunk-id-list": ("chunks", jl({"id": ["a"], "text": "x"}), ":1: id"),
     "query-id-null": ("queries", jl({"id": None, "question": "x?"}), ":1: query id must be a string, got null"),
     "query-id-true": ("queries", jl({"id": True, "question": "x?"}), ":1: query id must be a string, got true"),
-    "query-id-object": ("queries", jl({"id": {"q": 1}, "question": "x?"}), ':1: query id must be a string, got {"q": 1}'),
+    "query-id-object": (
+        "queries",
+        jl({"id": {"q": 1}, "question": "x?"}),
+        ':1: query id must be a string, got {"q": 1}',
+    ),
     "answer-id-null": ("answers", jl({"id": None, "question": "q", "reference": "r", "response": "x"}), ":1: id"),
-    "answer-reference-empty": ("answers", jl({"id": "a", "question": "q", "reference": "", "response": "x"}),
-                               ":1: reference"),
-    "answer-reference-blank-list": ("answers", jl({"id": "a", "question": "q", "reference": ["r", " "],
-                                                   "response": "x"}), ":1: reference"),
-    "answer-reference-empty-list": ("answers", jl({"id": "a", "question": "q", "reference": [], "response": "x"}),
-                                    ":1: reference"),
-    "answers-cr-only": ("answers", b'{"id": "a", "question": "q", "reference": "r", "response": "x"}\r'
-                                   b'{"id": "b", "question": "q", "reference": "r", "response": "x"}\r',
-                        ":1: has lines ended by a lone carriage return"),
+    "answer-reference-empty": (
+        "answers",
+        jl({"id": "a", "question": "q", "reference": "", "response": "x"}),
+        ":1: reference",
+    ),
+    "answer-reference-blank-list": (
+        "answers",
+        jl({"id": "a", "question": "q", "reference": ["r", " "], "response": "x"}),
+        ":1: reference",
+    ),
+    "answer-reference-empty-list": (
+        "answers",
+        jl({"id": "a", "question": "q", "reference": [], "response": "x"}),
+        ":1: reference",
+    ),
+    "answers-cr-only": (
+        "answers",
+        b'{"id": "a", "question": "q", "reference": "r", "response": "x"}\r'
+        b'{"id": "b", "question": "q", "reference": "r", "response": "x"}\r',
+        ":1: has lines ended by a lone carriage return",
+    ),
 }
 RECORD_COMMANDS = {
-    "chunks": [(JUDGE[:3] + ["--chunks", "BAD", "--run", "bm25.txt", *LLM, "-o", "j.jsonl", "--dry-run"]),
-               ["generate", "BAD", "-o", "q.jsonl", "--dry-run", *LLM],
-               ["check", "answers.jsonl", "--chunks", "BAD", "-o", "c.jsonl", "--dry-run", *LLM],
-               ["remap", "questions.jsonl", "BAD", "-o", "new.qrels"]],
-    "queries": [JUDGE[:1] + ["--queries", "BAD", "--chunks", "chunks.jsonl", "--run", "bm25.txt", *LLM, "-o",
-                             "j.jsonl", "--dry-run"],
-                ["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "BAD", "-o", "r.run"]],
-    "answers": [["check", "BAD", "-o", "c.jsonl", "--dry-run", *LLM],
-                ["report", "--answers", "BAD", "--qrels", "qrels.txt", "--run", "bm25.txt", "-o", "r.html"]],
+    "chunks": [
+        (JUDGE[:3] + ["--chunks", "BAD", "--run", "bm25.txt", *LLM, "-o", "j.jsonl", "--dry-run"]),
+        ["generate", "BAD", "-o", "q.jsonl", "--dry-run", *LLM],
+        ["check", "answers.jsonl", "--chunks", "BAD", "-o", "c.jsonl", "--dry-run", *LLM],
+        ["remap", "questions.jsonl", "BAD", "-o", "new.qrels"],
+    ],
+    "queries": [
+        JUDGE[:1]
+        + ["--queries", "BAD", "--chunks", "chunks.jsonl", "--run", "bm25.txt", *LLM, "-o", "j.jsonl", "--dry-run"],
+        ["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "BAD", "-o", "r.run"],
+    ],
+    "answers": [
+        ["check", "BAD", "-o", "c.jsonl", "--dry-run", *LLM],
+        ["report", "--answers", "BAD", "--qrels", "qrels.txt", "--run", "bm25.txt", "-o", "r.html"],
+    ],
 }
 
 
@@ -260,6 +371,7 @@ def test_every_numeric_flag_of_every_command_takes_a_type_from_the_one_table():
 
     from ragassay.cli import build_parser
     from ragassay.cli.values import TYPES
+
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     typed = []
@@ -304,7 +416,11 @@ FLAG_CASES = [  # (command, flag, bad values)
     (GEN, "--max-per-doc", ["0"]),
     (GEN, "--mix", ["easy=2", "easy=0.5,hard=0.4", "easy=-1,medium=2", "easy=x", "expert=1", "easy=0.5,easy=0.5"]),
     (["remap", "questions.jsonl", "chunks.jsonl", "-o", "new.qrels"], "--threshold", ["0", "101", "nan"]),
-    (["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "queries.jsonl", "-o", "r.run"], "-k", ["0", "-3"]),
+    (
+        ["retrieve", "--retriever", "retrievers.py:tfidf", "--queries", "queries.jsonl", "-o", "r.run"],
+        "-k",
+        ["0", "-3"],
+    ),
     (["gate", "result.json"], "--min", ["ndcg@10=nan", "ndcg@10=inf", "ndcg@10=x", "ndcg@10"]),
     (["gate", "result.json", "--min", "ndcg@10=0.1"], "--allow-errors", ["-1"]),
     (["agree", "qrels.txt", "qrels.txt"], "--runs", ["bm25.txt"]),
@@ -337,8 +453,11 @@ MERGE_CASES = {
     "grade-7": ([JUDGMENT], [{**JUDGMENT, "key": "k9", "grade": 7}], "breaks the judgment record contract: grade"),
     "grade-negative": ([{**JUDGMENT, "grade": -1}], [JUDGMENT], "breaks the judgment record contract: grade"),
     "ok-without-grade": ([JUDGMENT], [{**JUDGMENT, "key": "k8", "grade": None}], "breaks the judgment record contract"),
-    "label-unknown": ([CHECK_RECORD], [{**CHECK_RECORD, "key": "k7", "label": "mostly right"}],
-                      "breaks the check record contract: label"),
+    "label-unknown": (
+        [CHECK_RECORD],
+        [{**CHECK_RECORD, "key": "k7", "label": "mostly right"}],
+        "breaks the check record contract: label",
+    ),
     "not-a-record": ([JUDGMENT], [{"something": 1}], "not a record of a ragassay stage"),
 }
 
@@ -359,6 +478,7 @@ def test_merge_refuses_mixed_kinds_and_records_that_break_their_contract(work, c
 
 def _foreign_db(path: Path) -> None:
     import sqlite3
+
     db = sqlite3.connect(path)
     db.execute("CREATE TABLE customers (name TEXT)")
     db.execute("INSERT INTO customers VALUES ('Ada')")
@@ -399,8 +519,18 @@ def test_a_broken_or_foreign_database_is_one_line_and_left_untouched(work, capsy
 
 ENDPOINT_COMMANDS = {
     "judge": JUDGE[:7] + ["--depth", "1", "-o", "j.jsonl", "--model", "m", "--no-cache", "--quiet"],
-    "check": ["check", "answers.jsonl", "--chunks", "chunks.jsonl", "-o", "c.jsonl", "--model", "m", "--no-cache",
-              "--quiet"],
+    "check": [
+        "check",
+        "answers.jsonl",
+        "--chunks",
+        "chunks.jsonl",
+        "-o",
+        "c.jsonl",
+        "--model",
+        "m",
+        "--no-cache",
+        "--quiet",
+    ],
     "generate": ["generate", "chunks.jsonl", "-o", "q.jsonl", "--limit", "2", "--model", "m", "--no-cache", "--quiet"],
     "ping": ["ping", "--model", "m"],
 }
@@ -419,6 +549,7 @@ REPLY_SHAPES = {
 @pytest.mark.parametrize("command", list(ENDPOINT_COMMANDS))
 def test_an_endpoint_that_is_not_the_api_is_one_line_naming_it(work, capsys, command, shape):
     from test_replies import Replying
+
     content_type, body, what = REPLY_SHAPES[shape]
     with Replying(content_type, body) as server:
         code, out, err = run_case(ENDPOINT_COMMANDS[command] + ["--base-url", server.url], work, capsys)

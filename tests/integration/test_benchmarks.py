@@ -19,13 +19,14 @@ def test_judge_scale_runs_and_reports_every_figure():
     plan is 30 pairs (3 queries at depth 10): this test checks that each figure is reported and plausible, not
     how fast a large judgment goes, and every one of its processes (dry run, first run, rerun, the bare peer)
     still starts, sends or reads what it would at 100,000 pairs."""
-    out = subprocess.run([sys.executable, str(BENCH), "--pairs", "30", "--concurrency", "8"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--pairs", "30", "--concurrency", "8"], capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     text = out.stdout
     assert text.startswith("judge, 30 pairs")
     for label in ("dry run", "first run", "rerun (all done)"):
-        line = next(l for l in text.splitlines() if l.strip().startswith(label))
+        line = next(x for x in text.splitlines() if x.strip().startswith(label))
         seconds, mb = map(float, re.findall(r"([\d.]+) (?:s|MB)", line)[:2])
         assert 0 < seconds < 120 and 20 < mb < 2000, line
     assert "peer: a bare AsyncOpenAI loop" in text and "goal:" not in text  # (goals are stated for 100k and 1M)
@@ -37,17 +38,52 @@ def test_the_local_model_benchmark_measures_each_stage_against_the_local_test_se
     import os
 
     from fake_llm import FakeLLM
+
     bench = BENCH.with_name("local_model.py")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     env.pop("RAGASSAY_HTTP", None)
     with FakeLLM() as fake:
-        out = subprocess.run([sys.executable, str(bench), "--base-url", fake.url, "--model", "fake", "--depth", "1",
-                              "--stages", "judge,check", "--out", str(tmp_path / "run")],
-                             capture_output=True, text=True, timeout=600, env=env)
+        out = subprocess.run(
+            [
+                sys.executable,
+                str(bench),
+                "--base-url",
+                fake.url,
+                "--model",
+                "fake",
+                "--depth",
+                "1",
+                "--stages",
+                "judge,check",
+                "--out",
+                str(tmp_path / "run"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
         first = fake.settled_calls()
-        again = subprocess.run([sys.executable, str(bench), "--base-url", fake.url, "--model", "fake", "--depth", "1",
-                                "--stages", "judge,check", "--out", str(tmp_path / "run")],
-                               capture_output=True, text=True, timeout=600, env=env)
+        again = subprocess.run(
+            [
+                sys.executable,
+                str(bench),
+                "--base-url",
+                fake.url,
+                "--model",
+                "fake",
+                "--depth",
+                "1",
+                "--stages",
+                "judge,check",
+                "--out",
+                str(tmp_path / "run"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
         assert fake.settled_calls() == first  # the second run is answered from its outputs and cache
     assert out.returncode == 0 and again.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
@@ -65,8 +101,9 @@ def test_the_cli_startup_benchmark_prints_every_figure_beside_numpy(tmp_path):
     itself is not checked here (the machine is shared)."""
     bench = BENCH.with_name("cli_startup.py")
     src = BENCH.parent.parent / "src"
-    out = subprocess.run([sys.executable, str(bench), "--runs", "1", "--against", str(src)],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, str(bench), "--runs", "1", "--against", str(src)], capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     assert lines[0].startswith("cli start-up: median wall time of 1 whole-process runs each, interleaved; ragassay is ")
@@ -76,22 +113,33 @@ def test_the_cli_startup_benchmark_prints_every_figure_beside_numpy(tmp_path):
     for line in nonempty(lines[2:-1]):
         label, cells = re.match(r"(.+?)\s{2,}(\d.*)$", line).groups()
         figures[label] = re.findall(r"(\d+\.\d{3}) s(?: \((\d+\.\d{2}) x numpy\))?", cells)
-    assert list(figures) == ['python -c "import numpy"', "ragassay --help", "ragassay evaluate --help",
-                             "ragassay evaluate qrels.txt runs/bm25.txt", "ragassay evaluate qrels.txt runs/tfidf.txt"]
+    assert list(figures) == [
+        'python -c "import numpy"',
+        "ragassay --help",
+        "ragassay evaluate --help",
+        "ragassay evaluate qrels.txt runs/bm25.txt",
+        "ragassay evaluate qrels.txt runs/tfidf.txt",
+    ]
     numpy = figures.pop('python -c "import numpy"')
     assert len(numpy) == 2 and all(float(s) > 0 and ratio == "" for s, ratio in numpy)
     for label, cells in nonempty(figures.items()):
         assert len(cells) == 2, label
         for (seconds, ratio), (numpy_seconds, _) in nonempty(zip(cells, numpy)):  # the ratio of the figures printed
-            assert float(ratio) == pytest.approx(float(seconds) / float(numpy_seconds), rel=0.03, abs=0.006), \
-                (label, ratio)
+            assert float(ratio) == pytest.approx(float(seconds) / float(numpy_seconds), rel=0.03, abs=0.006), (
+                label,
+                ratio,
+            )
 
 
 def test_the_cli_startup_benchmark_refuses_a_tree_without_ragassay(tmp_path):
     """--against a folder with no ragassay in it would time the installed one under another name."""
     bench = BENCH.with_name("cli_startup.py")
-    out = subprocess.run([sys.executable, str(bench), "--runs", "1", "--against", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(bench), "--runs", "1", "--against", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2 and "no ragassay package in it" in out.stderr
 
 
@@ -100,9 +148,33 @@ def test_the_metrics_scale_benchmark_prints_each_figure_beside_pytrec_evals(tmp_
     ratio of the figures printed beside it, the means equal to pytrec_eval's; the speed itself is not
     checked here (the machine is shared)."""
     bench = BENCH.with_name("metrics_scale.py")
-    out = subprocess.run([sys.executable, str(bench), "--queries", "30", "--per-query", "25", "--small", "40",
-                          "--large", "400", "--depth", "20", "--judged", "5", "--block", "7", "--repeat", "1",
-                          "--data", str(tmp_path / "data")], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(bench),
+            "--queries",
+            "30",
+            "--per-query",
+            "25",
+            "--small",
+            "40",
+            "--large",
+            "400",
+            "--depth",
+            "20",
+            "--judged",
+            "5",
+            "--block",
+            "7",
+            "--repeat",
+            "1",
+            "--data",
+            str(tmp_path / "data"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     assert re.fullmatch(r"metrics scale: load average \d+\.\d at the start, \d+ cores", lines[0])
@@ -113,21 +185,33 @@ def test_the_metrics_scale_benchmark_prints_each_figure_beside_pytrec_evals(tmp_
     for text in nonempty(lines[2:6] + lines[7:]):
         label, seconds, mb, _ = re.match(r"  (.+?)" + figure, text).groups()
         rows[label] = (float(seconds), int(mb), text)
-    assert list(rows) == ["pytrec_eval", "ragassay evaluate", "ragassay evaluate --block-queries 3",
-                          "floor: pyarrow read + one sort", "pytrec_eval, 40 queries", "ragassay, 40 queries",
-                          "ragassay, 400 queries"]
+    assert list(rows) == [
+        "pytrec_eval",
+        "ragassay evaluate",
+        "ragassay evaluate --block-queries 3",
+        "floor: pyarrow read + one sort",
+        "pytrec_eval, 40 queries",
+        "ragassay, 40 queries",
+        "ragassay, 400 queries",
+    ]
     ref_s, ref_mb, _ = rows["pytrec_eval"]
     for label in nonempty(["ragassay evaluate", "ragassay evaluate --block-queries 3"]):
         seconds, mb, text = rows[label]
-        time_ratio, mem_ratio, gap = re.search(r"time (\d+\.\d\d) x \(goal <= 0\.25\), memory (\d+\.\d\d) x "
-                                               r"\(goal <= 0\.35\), \d+\.\d x the floor; means within (\S+) of", text).groups()
+        time_ratio, mem_ratio, gap = re.search(
+            r"time (\d+\.\d\d) x \(goal <= 0\.25\), memory (\d+\.\d\d) x "
+            r"\(goal <= 0\.35\), \d+\.\d x the floor; means within (\S+) of",
+            text,
+        ).groups()
         assert _ratio_of_shown(float(time_ratio), seconds, ref_s, 0.005)
         assert _ratio_of_shown(float(mem_ratio), mb, ref_mb, 0.5)
         assert float(gap) < 1e-9
     small, large = rows["ragassay, 40 queries"], rows["ragassay, 400 queries"]
     assert re.search(r"means within \S+ of pytrec_eval$", small[2]) and float(small[2].split()[-3]) < 1e-9
-    ratio = float(re.search(r"memory (\d+\.\d\d) x the 40-query run's \(goal <= 1\.10\), 400 queries evaluated$",
-                            large[2]).group(1))
+    ratio = float(
+        re.search(r"memory (\d+\.\d\d) x the 40-query run's \(goal <= 1\.10\), 400 queries evaluated$", large[2]).group(
+            1
+        )
+    )
     assert _ratio_of_shown(ratio, large[1], small[1], 0.5)
 
 

@@ -27,9 +27,20 @@ def qrels_by_pieces(monkeypatch):
     """In process, qrels are read by pieces too (by default a qrels file under 128 MB is read whole);
     the command (a subprocess) and test_small_qrels_... read them whole."""
     from ragassay.metrics import blockwise
+
     monkeypatch.setattr(blockwise, "QRELS_WHOLE", 0)
-PYTREC = {"ndcg_cut_10": "ndcg@10", "P_5": "p@5", "recall_100": "recall@100", "map": "map",
-          "recip_rank": "mrr", "bpref": "bpref", "num_ret": "num_ret", "num_rel_ret": "num_rel_ret"}
+
+
+PYTREC = {
+    "ndcg_cut_10": "ndcg@10",
+    "P_5": "p@5",
+    "recall_100": "recall@100",
+    "map": "map",
+    "recip_rank": "mrr",
+    "bpref": "bpref",
+    "num_ret": "num_ret",
+    "num_rel_ret": "num_rel_ret",
+}
 
 
 def make_rows(n_queries: int, seed: int):
@@ -66,8 +77,9 @@ def pytrec_values(run_rows, qrels_rows):
         qrels.setdefault(q, {})[d] = g
     for q, d, s in run_rows:
         run.setdefault(q, {})[d] = s
-    ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut", "P", "recall", "map", "recip_rank", "bpref",
-                                                "num_ret", "num_rel_ret"})
+    ev = pytrec_eval.RelevanceEvaluator(
+        qrels, {"ndcg_cut", "P", "recall", "map", "recip_rank", "bpref", "num_ret", "num_rel_ret"}
+    )
     return {q: {PYTREC[k]: v[k] for k in PYTREC} for q, v in ev.evaluate(run).items()}
 
 
@@ -83,8 +95,12 @@ def files(request, tmp_path):
         r_order = r_order[12:] + r_order[:12]
         q_order = list(range(len(qrels_rows)))
         q_order = q_order[5:] + q_order[:5]
-    return (write(tmp_path / "qrels.txt", qrels_rows, "qrels", q_order),
-            write(tmp_path / "run.txt", run_rows, "run", r_order), run_rows, qrels_rows)
+    return (
+        write(tmp_path / "qrels.txt", qrels_rows, "qrels", q_order),
+        write(tmp_path / "run.txt", run_rows, "run", r_order),
+        run_rows,
+        qrels_rows,
+    )
 
 
 @pytest.mark.parametrize("parser", ["numpy", "arrow"])
@@ -93,14 +109,21 @@ def test_blocks_of_three_queries_equal_the_in_memory_evaluation_and_trec_eval(fi
     monkeypatch.setenv("RAGASSAY_PARSER", parser)
     qrels, run, run_rows, qrels_rows = files
     whole = ragassay.evaluate(str(qrels), str(run), METRICS, missing=missing)
-    blocks = evaluate_files(qrels, run, METRICS, missing=missing, block_queries=3, keep_per_query=True,
-                            piece_bytes=300)
+    blocks = evaluate_files(qrels, run, METRICS, missing=missing, block_queries=3, keep_per_query=True, piece_bytes=300)
     assert blocks.blocks > 5  # many blocks, each from many pieces
     assert blocks.to_dict()["per_query"] == whole.per_query
     assert blocks.aggregate == whole.aggregate  # to the last bit: both sums are exact
-    assert blocks.counts == whole.counts == {
-        "evaluated": 40 if missing == "skip" else 41, "run_queries_without_qrels": 1,
-        "qrels_queries_missing_from_run": 1, "asked_without_results": 0, "queries_without_relevant": 1}
+    assert (
+        blocks.counts
+        == whole.counts
+        == {
+            "evaluated": 40 if missing == "skip" else 41,
+            "run_queries_without_qrels": 1,
+            "qrels_queries_missing_from_run": 1,
+            "asked_without_results": 0,
+            "queries_without_relevant": 1,
+        }
+    )
     assert blocks.run_name == "tagA"
     theirs = pytrec_values(run_rows, qrels_rows)
     mine = blocks.to_dict()["per_query"]
@@ -135,7 +158,7 @@ def test_a_document_twice_for_a_query_in_two_pieces_names_its_line(tmp_path):
     with pytest.raises(InputError) as e:
         evaluate_files(qrels, run, METRICS, block_queries=3, piece_bytes=200)
     assert e.value.path == str(run) and e.value.line == len(run_rows) + 1
-    assert f"listed twice for query 'q0' (first on line 1" in e.value.message
+    assert "listed twice for query 'q0' (first on line 1" in e.value.message
     judged = write(tmp_path / "q2.txt", qrels_rows + [qrels_rows[3]], "qrels")
     with pytest.raises(InputError) as e:
         evaluate_files(judged, write(tmp_path / "r2.txt", run_rows, "run"), METRICS, block_queries=3, piece_bytes=200)
@@ -145,13 +168,16 @@ def test_a_document_twice_for_a_query_in_two_pieces_names_its_line(tmp_path):
 
 
 @pytest.mark.parametrize("parser", ["numpy", "arrow"])
-@pytest.mark.parametrize("bad, message", [
-    ("q9 0 d1 2.5\n", "grade must be an integer, got '2.5'"),
-    ("q9 0 d1 1e2\n", "grade must be an integer, got '1e2'"),
-    ("q9 0 d1\n", "expected 4 whitespace-separated columns, found 3"),
-    ("q9 0 d\xff1 1\n", "not valid UTF-8 text"),
-    ("q9 0 d1 1\r", "lone carriage return"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("q9 0 d1 2.5\n", "grade must be an integer, got '2.5'"),
+        ("q9 0 d1 1e2\n", "grade must be an integer, got '1e2'"),
+        ("q9 0 d1\n", "expected 4 whitespace-separated columns, found 3"),
+        ("q9 0 d\xff1 1\n", "not valid UTF-8 text"),
+        ("q9 0 d1 1\r", "lone carriage return"),
+    ],
+)
 def test_a_bad_qrels_line_deep_in_the_file_is_named_with_its_line(tmp_path, bad, message, parser, monkeypatch):
     monkeypatch.setenv("RAGASSAY_PARSER", parser)
     run_rows, qrels_rows = make_rows(30, seed=5)
@@ -183,8 +209,9 @@ def test_header_comments_and_blank_lines_keep_the_line_numbers(tmp_path):
     run_rows, qrels_rows = make_rows(10, seed=8)
     qrels = tmp_path / "q.tsv"
     body = [f"{q}\t{d}\t{g}\n" for q, d, g in qrels_rows]
-    qrels.write_text("query-id\tcorpus-id\tscore\n" + "".join(body[:50]) + "\n# a comment\n" + "".join(body[50:])
-                     + "q0\td0\t2.5\n")
+    qrels.write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(body[:50]) + "\n# a comment\n" + "".join(body[50:]) + "q0\td0\t2.5\n"
+    )
     run = write(tmp_path / "r.txt", run_rows, "run")
     with pytest.raises(InputError) as e:
         evaluate_files(qrels, run, METRICS, block_queries=2, piece_bytes=128)
@@ -207,8 +234,9 @@ def test_files_that_share_no_query_are_refused_and_a_file_of_comments_is_read_wh
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "ragassay", "evaluate", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "ragassay", "evaluate", *map(str, args)], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_command_by_blocks_prints_what_it_prints_in_memory(tmp_path):
@@ -229,9 +257,11 @@ def test_the_command_by_blocks_prints_what_it_prints_in_memory(tmp_path):
     lines = table.stdout.splitlines()
     assert lines[0].split() == ["query"] + METRICS.split(",") and len(lines) == 2 + 20 + 1 + 2 + 2
     assert lines[-3].startswith("relevant = grade ≥ 1 (trec_eval's default") and lines[-2].startswith("pool: not said")
-    assert lines[-1] == "20 queries evaluated; 1 run queries without qrels ignored; 1 qrels queries missing from " \
-                        "the run skipped (use --missing zero to count them as 0); 1 evaluated queries have no " \
-                        "relevant document (score 0)"
+    assert (
+        lines[-1] == "20 queries evaluated; 1 run queries without qrels ignored; 1 qrels queries missing from "
+        "the run skipped (use --missing zero to count them as 0); 1 evaluated queries have no "
+        "relevant document (score 0)"
+    )
     means = run_cli(qrels, run, "-m", METRICS, "--block-queries", "3")
     assert means.stdout == run_cli(qrels, run, "-m", METRICS).stdout
 
@@ -241,8 +271,10 @@ def test_the_command_names_the_bad_line_when_reading_by_blocks(tmp_path):
     qrels = write(tmp_path / "q.txt", qrels_rows + [("q0", "dz", 2.5)], "qrels")
     out = run_cli(qrels, write(tmp_path / "r.txt", run_rows, "run"), "--block-queries", "2")
     assert out.returncode == 1
-    assert out.stderr.strip() == f"ragassay evaluate: error: {qrels}:{len(qrels_rows) + 1}: grade must be an " \
-                                 "integer, got '2.5'"
+    assert (
+        out.stderr.strip() == f"ragassay evaluate: error: {qrels}:{len(qrels_rows) + 1}: grade must be an "
+        "integer, got '2.5'"
+    )
 
 
 def test_help_says_when_evaluate_goes_by_blocks():
@@ -255,6 +287,7 @@ def test_big_plain_files_go_by_blocks_and_others_are_read_whole(tmp_path, monkey
     import gzip
 
     from ragassay.metrics import blockwise
+
     run_rows, qrels_rows = make_rows(5, seed=12)
     qrels, run = write(tmp_path / "q.txt", qrels_rows, "qrels"), write(tmp_path / "r.txt", run_rows, "run")
     assert not blockwise_wanted(qrels, run) and blockwise_wanted(qrels, run, 10)
@@ -292,6 +325,7 @@ def test_a_block_holding_only_qrels_queries_counts_them_as_in_memory(tmp_path, m
 
 def test_small_qrels_are_read_whole_and_carry_the_in_memory_digest(tmp_path, monkeypatch):
     from ragassay.metrics import blockwise
+
     monkeypatch.setattr(blockwise, "QRELS_WHOLE", 128 << 20)
     run_rows, qrels_rows = make_rows(25, seed=13)
     rng = np.random.default_rng(2)
@@ -315,6 +349,7 @@ def test_small_qrels_are_read_whole_and_carry_the_in_memory_digest(tmp_path, mon
 @pytest.mark.parametrize("whole", [False, True])
 def test_when_both_files_are_bad_the_qrels_error_comes_first_as_in_memory(tmp_path, monkeypatch, whole):
     from ragassay.metrics import blockwise
+
     monkeypatch.setattr(blockwise, "QRELS_WHOLE", 128 << 20 if whole else 0)
     run_rows, qrels_rows = make_rows(20, seed=14)
     qrels = write(tmp_path / "q.txt", qrels_rows + [("q0", "dz", "x")], "qrels")

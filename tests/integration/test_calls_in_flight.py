@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from fake_llm import FakeLLM
 from pydantic import BaseModel, Field
 
+from fake_llm import FakeLLM
 from ragassay.llm import LLM, LLMConfig
 
 
@@ -22,10 +22,15 @@ class ShortRelevance(BaseModel):  # a schema the fake model answers (by its titl
 def _ask_all(url: str, calls: int, concurrency: int) -> LLM:
     async def main() -> LLM:
         llm = LLM(LLMConfig(model="fake", base_url=url, api_key="k", use_cache=False, concurrency=concurrency))
-        await asyncio.gather(*(llm.ask([{"role": "user", "content": f"QUERY: q{i}\nPASSAGE: p{i}"}], ShortRelevance)
-                               for i in range(calls)))
+        await asyncio.gather(
+            *(
+                llm.ask([{"role": "user", "content": f"QUERY: q{i}\nPASSAGE: p{i}"}], ShortRelevance)
+                for i in range(calls)
+            )
+        )
         await llm.aclose()
         return llm
+
     return asyncio.run(main())
 
 

@@ -14,7 +14,6 @@ import pytest
 import pytrec_eval
 
 import ragassay
-
 from fake_llm import FakeLLM
 from helpers import nonempty
 from real_corpus import write_corpus
@@ -38,20 +37,33 @@ def chained(tmp_path_factory):
             env.update(OPENAI_BASE_URL=server.url, RAGASSAY_MODEL="fake", OPENAI_API_KEY="sk-test")
             said = {}
             for name in RETRIEVERS:
-                said[f"retrieve {name}"] = bash(f"ragassay retrieve --retriever retrievers.py:{name} --queries "
-                                                f"queries.jsonl --chunks chunks.jsonl -o {name}.txt --name {name}",
-                                                folder, env)
+                said[f"retrieve {name}"] = bash(
+                    f"ragassay retrieve --retriever retrievers.py:{name} --queries "
+                    f"queries.jsonl --chunks chunks.jsonl -o {name}.txt --name {name}",
+                    folder,
+                    env,
+                )
             for name in RETRIEVERS[:how_many]:
-                said[f"judge {name}"] = bash(f"ragassay judge --queries queries.jsonl --chunks chunks.jsonl --run "
-                                             f"{name}.txt -o judgments.jsonl --qrels-out graded.qrels --quiet",
-                                             folder, env)
+                said[f"judge {name}"] = bash(
+                    f"ragassay judge --queries queries.jsonl --chunks chunks.jsonl --run "
+                    f"{name}.txt -o judgments.jsonl --qrels-out graded.qrels --quiet",
+                    folder,
+                    env,
+                )
             said["evaluate"] = bash("ragassay evaluate graded.qrels overlap.txt", folder, env)
-            said["evaluate json"] = bash("ragassay evaluate graded.qrels overlap.txt --format json > result.json",
-                                         folder, env)
-            said["compare"] = bash("ragassay compare graded.qrels overlap.txt names.txt longest.txt "
-                                   "--permutations 200 --bootstrap 200", folder, env)
-            said["report"] = bash("ragassay report judgments.jsonl --qrels graded.qrels --run overlap.txt --run "
-                                  "names.txt -o report.md", folder, env)
+            said["evaluate json"] = bash(
+                "ragassay evaluate graded.qrels overlap.txt --format json > result.json", folder, env
+            )
+            said["compare"] = bash(
+                "ragassay compare graded.qrels overlap.txt names.txt longest.txt --permutations 200 --bootstrap 200",
+                folder,
+                env,
+            )
+            said["report"] = bash(
+                "ragassay report judgments.jsonl --qrels graded.qrels --run overlap.txt --run names.txt -o report.md",
+                folder,
+                env,
+            )
             said["track"] = bash("ragassay track result.json", folder, env)
             said["history"] = bash("ragassay history --metric recall@10", folder, env)
             said["gate"] = bash("ragassay gate result.json --min recall@10=0.5", folder, env)

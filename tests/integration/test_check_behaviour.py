@@ -24,40 +24,64 @@ NOT_SAID = "The documents do not say what delivery to Antarctica costs."
 
 
 def full(label: str, has_answer: bool | None = None) -> dict:
-    return {"reference_facts": "f", "response_claims": "c", "comparison": "x", "label": label,
-            "grounded": "supported" if has_answer is not None else None, "context_has_answer": has_answer,
-            "unsupported_claims": []}
+    return {
+        "reference_facts": "f",
+        "response_claims": "c",
+        "comparison": "x",
+        "label": label,
+        "grounded": "supported" if has_answer is not None else None,
+        "context_has_answer": has_answer,
+        "unsupported_claims": [],
+    }
 
 
-def item(i: str, reference: str, response: str, answerable: bool | None = None, premise: str | None = None,
-         contexts: list[str] | None = None) -> AnswerItem:
-    return AnswerItem(id=i, question=f"question {i}?", reference=reference, response=response, answerable=answerable,
-                      premise=premise, contexts=contexts)
+def item(
+    i: str,
+    reference: str,
+    response: str,
+    answerable: bool | None = None,
+    premise: str | None = None,
+    contexts: list[str] | None = None,
+) -> AnswerItem:
+    return AnswerItem(
+        id=i,
+        question=f"question {i}?",
+        reference=reference,
+        response=response,
+        answerable=answerable,
+        premise=premise,
+        contexts=contexts,
+    )
 
 
 def replies(by_id: dict[str, dict], seen: list[dict]):
     """Each request answered by the verdict given for its question (the question names the item)."""
+
     def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         seen.append(body)
         user = body["messages"][-1]["content"]
         qid = next(k for k in by_id if f"question {k}?" in user)
         return chat_reply(by_id[qid])
+
     return handler
 
 
-@pytest.mark.parametrize(("expected", "graded", "corrected", "final", "did"), [
-    ("abstain", "abstained", None, "correct", "abstained"),
-    ("abstain", "correct", None, "correct", "abstained"),  # agrees with a reference that says it is not there
-    ("abstain", "partial", None, "hallucinated", "answered"),
-    ("abstain", "hallucinated", None, "hallucinated", "answered"),
-    ("correct_premise", "correct", True, "correct", "corrected_premise"),
-    ("correct_premise", "partial", True, "partial", "corrected_premise"),
-    ("correct_premise", "correct", False, "hallucinated", "accepted_premise"),  # right otherwise: still wrong
-    ("correct_premise", "partial", False, "hallucinated", "accepted_premise"),
-    ("correct_premise", "abstained", False, "abstained", "abstained"),
-    ("answer", "partial", None, "partial", None),
-])
+@pytest.mark.parametrize(
+    ("expected", "graded", "corrected", "final", "did"),
+    [
+        ("abstain", "abstained", None, "correct", "abstained"),
+        ("abstain", "correct", None, "correct", "abstained"),  # agrees with a reference that says it is not there
+        ("abstain", "partial", None, "hallucinated", "answered"),
+        ("abstain", "hallucinated", None, "hallucinated", "answered"),
+        ("correct_premise", "correct", True, "correct", "corrected_premise"),
+        ("correct_premise", "partial", True, "partial", "corrected_premise"),
+        ("correct_premise", "correct", False, "hallucinated", "accepted_premise"),  # right otherwise: still wrong
+        ("correct_premise", "partial", False, "hallucinated", "accepted_premise"),
+        ("correct_premise", "abstained", False, "abstained", "abstained"),
+        ("answer", "partial", None, "partial", None),
+    ],
+)
 def test_the_behaviour_rule(expected, graded, corrected, final, did):
     assert behaviour_of(expected, graded, corrected) == (final, did)
 
@@ -80,29 +104,40 @@ async def test_unanswerable_and_false_premise_answers_graded_by_behaviour(tmp_pa
     respx.post(URL).mock(side_effect=replies(verdicts, seen))
     premise = "The return window is 60 days."
     fix = "It is 30 days, not 60."
-    items = [item("u1", NOT_SAID, "I could not find that in the documents.", answerable=False),
-             item("u2", NOT_SAID, "It costs 90 euros.", answerable=False),
-             item("u3", NOT_SAID, "I am not sure, but probably around 90 euros.", answerable=False),
-             item("u4", NOT_SAID, "   ", answerable=False),  # says nothing: a rule, no call
-             item("u5", NOT_SAID, "The sources do not cover Sunday deliveries.", answerable=False),
-             item("p1", fix, "Returns are accepted for 30 days, not 60.", answerable=False, premise=premise),
-             item("p2", fix, "Because sale items get 60 days.", answerable=False, premise=premise),
-             item("p3", fix, fix, answerable=False, premise=premise),  # the reference as written: a rule
-             item("a1", "30 days", "I do not know.", contexts=["Returns within 30 days."]),
-             item("a2", "30 days", "Thirty days.", contexts=["Returns within 30 days."])]
-    run = await check_answers(items, make_llm(tmp_path, BASE, "grader", use_cache=False), tmp_path / "c.jsonl",
-                              options=CheckOptions(quiet=True))
+    items = [
+        item("u1", NOT_SAID, "I could not find that in the documents.", answerable=False),
+        item("u2", NOT_SAID, "It costs 90 euros.", answerable=False),
+        item("u3", NOT_SAID, "I am not sure, but probably around 90 euros.", answerable=False),
+        item("u4", NOT_SAID, "   ", answerable=False),  # says nothing: a rule, no call
+        item("u5", NOT_SAID, "The sources do not cover Sunday deliveries.", answerable=False),
+        item("p1", fix, "Returns are accepted for 30 days, not 60.", answerable=False, premise=premise),
+        item("p2", fix, "Because sale items get 60 days.", answerable=False, premise=premise),
+        item("p3", fix, fix, answerable=False, premise=premise),  # the reference as written: a rule
+        item("a1", "30 days", "I do not know.", contexts=["Returns within 30 days."]),
+        item("a2", "30 days", "Thirty days.", contexts=["Returns within 30 days."]),
+    ]
+    run = await check_answers(
+        items,
+        make_llm(tmp_path, BASE, "grader", use_cache=False),
+        tmp_path / "c.jsonl",
+        options=CheckOptions(quiet=True),
+    )
     recs = {r["id"]: r for r in run.records}
     for r in recs.values():
         Check.model_validate(r)
     got = {k: (r["label"], r.get("behaviour"), r.get("graded_label"), r["decided_by"]) for k, r in recs.items()}
-    assert got == {"u1": ("correct", "abstained", None, "llm"), "u2": ("hallucinated", "answered", None, "llm"),
-                   "u3": ("hallucinated", "answered", None, "llm"), "u4": ("correct", "abstained", "abstained", "rule"),
-                   "u5": ("correct", "abstained", None, "llm"),
-                   "p1": ("correct", "corrected_premise", "correct", "llm"),
-                   "p2": ("hallucinated", "accepted_premise", "correct", "llm"),
-                   "p3": ("correct", "corrected_premise", "correct", "rule"),
-                   "a1": ("abstained", None, None, "llm"), "a2": ("correct", None, None, "llm")}
+    assert got == {
+        "u1": ("correct", "abstained", None, "llm"),
+        "u2": ("hallucinated", "answered", None, "llm"),
+        "u3": ("hallucinated", "answered", None, "llm"),
+        "u4": ("correct", "abstained", "abstained", "rule"),
+        "u5": ("correct", "abstained", None, "llm"),
+        "p1": ("correct", "corrected_premise", "correct", "llm"),
+        "p2": ("hallucinated", "accepted_premise", "correct", "llm"),
+        "p3": ("correct", "corrected_premise", "correct", "rule"),
+        "a1": ("abstained", None, None, "llm"),
+        "a2": ("correct", None, None, "llm"),
+    }
     assert "expected" not in recs["a1"] and recs["u1"]["expected"] == "abstain"
     assert recs["p1"]["expected"] == "correct_premise" and recs["p1"]["prompt"].startswith("check_premise@")
     # the exact request of a false premise: its own schema, the premise beside the question, no passages
@@ -113,8 +148,10 @@ async def test_unanswerable_and_false_premise_answers_graded_by_behaviour(tmp_pa
     assert "PASSAGE" not in user
     [u3] = [b for b in seen if "question u3?" in b["messages"][-1]["content"]]
     assert u3["response_format"]["json_schema"]["name"] == "AbstentionVerdict"
-    assert u3["messages"][-1]["content"] == ("<<<QUESTION\nquestion u3?\nQUESTION>>>\n\n<<<RESPONSE\n"
-                                             "I am not sure, but probably around 90 euros.\nRESPONSE>>>")
+    assert u3["messages"][-1]["content"] == (
+        "<<<QUESTION\nquestion u3?\nQUESTION>>>\n\n<<<RESPONSE\n"
+        "I am not sure, but probably around 90 euros.\nRESPONSE>>>"
+    )
     assert recs["u1"]["prompt"].startswith("check_abstention@")
     assert len(seen) == 8  # u4 and p3 were decided by rule
     # the rates, each of what it rests on
@@ -133,9 +170,19 @@ def test_a_set_of_answerable_questions_has_no_behaviour_section():
 
 def test_the_command_the_gate_and_the_report(tmp_path, capsys):
     """Records as check writes them, summarised by report and gated by gate on the behaviour rates."""
-    records = [{"record": "check@1", "id": f"u{i}", "label": lab, "status": "ok", "expected": "abstain",
-                "behaviour": did, "graded_label": lab, "decided_by": "llm"}
-               for i, (lab, did) in enumerate([("correct", "abstained")] * 9 + [("hallucinated", "answered")])]
+    records = [
+        {
+            "record": "check@1",
+            "id": f"u{i}",
+            "label": lab,
+            "status": "ok",
+            "expected": "abstain",
+            "behaviour": did,
+            "graded_label": lab,
+            "decided_by": "llm",
+        }
+        for i, (lab, did) in enumerate([("correct", "abstained")] * 9 + [("hallucinated", "answered")])
+    ]
     records += [{"record": "check@1", "id": "a1", "label": "correct", "status": "ok", "decided_by": "llm"}]
     checks = tmp_path / "checks.jsonl"
     checks.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -153,19 +200,50 @@ def test_the_command_the_gate_and_the_report(tmp_path, capsys):
 
 def test_check_through_the_local_server_on_a_generated_style_answers_file(tmp_path, capsys, monkeypatch):
     from fake_llm import FakeLLM
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     answers = tmp_path / "answers.jsonl"
-    rows = [{"id": "u1", "question": "What does delivery cost in Antarctica?", "reference": NOT_SAID,
-             "response": "I don't know.", "answerable": False},
-            {"id": "p1", "question": "Why is the return window 60 days?", "reference": "It is 30 days, not 60.",
-             "response": "The window is 60 days because of the holidays.", "answerable": False,
-             "premise": "The return window is 60 days."},
-            {"id": "a1", "question": "How long is the return window?", "reference": "30 days",
-             "response": "You have 30 days."}]
+    rows = [
+        {
+            "id": "u1",
+            "question": "What does delivery cost in Antarctica?",
+            "reference": NOT_SAID,
+            "response": "I don't know.",
+            "answerable": False,
+        },
+        {
+            "id": "p1",
+            "question": "Why is the return window 60 days?",
+            "reference": "It is 30 days, not 60.",
+            "response": "The window is 60 days because of the holidays.",
+            "answerable": False,
+            "premise": "The return window is 60 days.",
+        },
+        {
+            "id": "a1",
+            "question": "How long is the return window?",
+            "reference": "30 days",
+            "response": "You have 30 days.",
+        },
+    ]
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with FakeLLM() as server:
-        code = main(["check", str(answers), "-o", str(tmp_path / "c.jsonl"), "--base-url", server.url,
-                     "--model", "fake", "--no-cache", "--quiet", "--format", "json"])
+        code = main(
+            [
+                "check",
+                str(answers),
+                "-o",
+                str(tmp_path / "c.jsonl"),
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "--quiet",
+                "--format",
+                "json",
+            ]
+        )
     got = json.loads(capsys.readouterr().out)
     recs = {json.loads(x)["id"]: json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()}
     assert code == 0
@@ -177,19 +255,59 @@ def test_check_through_the_local_server_on_a_generated_style_answers_file(tmp_pa
 
 def test_the_test_set_gives_each_answer_what_it_expects_by_id_counted(tmp_path, capsys, monkeypatch):
     from fake_llm import FakeLLM
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     test_set = tmp_path / "set.jsonl"
-    test_set.write_text("".join(json.dumps(q) + "\n" for q in [
-        {"id": "u1", "question": "What does delivery cost in Antarctica?", "answer": NOT_SAID,
-         "difficulty": "unanswerable", "answerable": False},
-        {"id": "a1", "question": "How long is the return window?", "answer": "30 days", "difficulty": "easy"},
-        {"id": "x9", "question": "Not answered by the system", "answer": "-", "difficulty": "easy"}]))
+    test_set.write_text(
+        "".join(
+            json.dumps(q) + "\n"
+            for q in [
+                {
+                    "id": "u1",
+                    "question": "What does delivery cost in Antarctica?",
+                    "answer": NOT_SAID,
+                    "difficulty": "unanswerable",
+                    "answerable": False,
+                },
+                {"id": "a1", "question": "How long is the return window?", "answer": "30 days", "difficulty": "easy"},
+                {"id": "x9", "question": "Not answered by the system", "answer": "-", "difficulty": "easy"},
+            ]
+        )
+    )
     answers = tmp_path / "answers.jsonl"
-    answers.write_text("".join(json.dumps(r) + "\n" for r in [
-        {"id": "u1", "question": "What does delivery cost in Antarctica?", "reference": NOT_SAID, "response": "I don't know."},
-        {"id": "a1", "question": "How long is the return window?", "reference": "30 days", "response": "30 days"}]))
-    argv = ["check", str(answers), "--test-set", str(test_set), "-o", str(tmp_path / "c.jsonl"), "--model", "fake",
-            "--no-cache", "--quiet", "--format", "json"]
+    answers.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in [
+                {
+                    "id": "u1",
+                    "question": "What does delivery cost in Antarctica?",
+                    "reference": NOT_SAID,
+                    "response": "I don't know.",
+                },
+                {
+                    "id": "a1",
+                    "question": "How long is the return window?",
+                    "reference": "30 days",
+                    "response": "30 days",
+                },
+            ]
+        )
+    )
+    argv = [
+        "check",
+        str(answers),
+        "--test-set",
+        str(test_set),
+        "-o",
+        str(tmp_path / "c.jsonl"),
+        "--model",
+        "fake",
+        "--no-cache",
+        "--quiet",
+        "--format",
+        "json",
+    ]
     with FakeLLM() as server:
         assert main([*argv, "--base-url", server.url]) == 0
     got = json.loads(capsys.readouterr().out)
@@ -205,8 +323,9 @@ def test_the_test_set_gives_each_answer_what_it_expects_by_id_counted(tmp_path, 
     err = capsys.readouterr().err
     assert "other.jsonl" in err and "answers.jsonl" in err and "no question ids in common" in err
     # an answer that says answerable where its question says not: refused, not guessed
-    answers.write_text(json.dumps({"id": "u1", "question": "q?", "reference": NOT_SAID, "response": "x",
-                                   "answerable": True}) + "\n")
+    answers.write_text(
+        json.dumps({"id": "u1", "question": "q?", "reference": NOT_SAID, "response": "x", "answerable": True}) + "\n"
+    )
     assert main(["check", str(answers), "--test-set", str(test_set), "-o", str(tmp_path / "e.jsonl"), "--quiet"]) == 1
     assert "says answerable True, its question in" in capsys.readouterr().err
 
@@ -215,8 +334,12 @@ def test_the_test_set_gives_each_answer_what_it_expects_by_id_counted(tmp_path, 
 async def test_an_error_on_an_unanswerable_question_is_counted_with_its_kind(tmp_path):
     respx.post(URL).mock(return_value=httpx.Response(400, json={"error": {"message": "bad request"}}))
     items = [item("u1", NOT_SAID, "It costs 90 euros.", answerable=False), item("a1", "30 days", "Thirty days.")]
-    run = await check_answers(items, make_llm(tmp_path, BASE, "grader", use_cache=False), tmp_path / "c.jsonl",
-                              options=CheckOptions(quiet=True))
+    run = await check_answers(
+        items,
+        make_llm(tmp_path, BASE, "grader", use_cache=False),
+        tmp_path / "c.jsonl",
+        options=CheckOptions(quiet=True),
+    )
     recs = {r["id"]: r for r in run.records}
     assert recs["u1"]["status"] == "error" and recs["u1"]["expected"] == "abstain" and "expected" not in recs["a1"]
     b = summarise_checks(run.records)["behaviour"]

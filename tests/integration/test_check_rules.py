@@ -102,8 +102,7 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("cls,question,refs,response,expected", ROWS,
-                         ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
+@pytest.mark.parametrize("cls,question,refs,response,expected", ROWS, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROWS)])
 def test_rule(cls, question, refs, response, expected):
     refs = refs if isinstance(refs, list) else [refs]
     got = decide(refs, response, question)
@@ -171,20 +170,26 @@ def test_says_nothing_is_about_characters_not_phrases():
 
 
 def test_notes_are_hints_the_model_sees_never_labels():
-    assert notes(["5 MW"], "5 mW") == ["The response differs from the accepted answer '5 MW' only in letter case; "
-                                       "decide whether case changes the meaning here (units, symbols, codes)."]
+    assert notes(["5 MW"], "5 mW") == [
+        "The response differs from the accepted answer '5 MW' only in letter case; "
+        "decide whether case changes the meaning here (units, symbols, codes)."
+    ]
     # NFKC makes "10⁶" and "106" one text: a rule would be wrong, the note asks the model to look
-    assert notes(["10⁶"], "106") == ["The response differs from the accepted answer '10⁶' only in the form of some "
-                                     "characters (superscripts, full-width or compatibility forms); decide whether "
-                                     "that changes the meaning."]
-    assert notes(["New York"], "NewYork") == ["The response differs from the accepted answer 'New York' only in "
-                                              "spacing."]
+    assert notes(["10⁶"], "106") == [
+        "The response differs from the accepted answer '10⁶' only in the form of some "
+        "characters (superscripts, full-width or compatibility forms); decide whether "
+        "that changes the meaning."
+    ]
+    assert notes(["New York"], "NewYork") == [
+        "The response differs from the accepted answer 'New York' only in spacing."
+    ]
     assert notes(["Paris"], "Paris.") == [] and notes(["Paris"], "Lyon") == []
 
 
 def rubric_examples() -> list[tuple[str, str, str, str]]:
     """(question, reference, response, label) of every worked example in the check prompt."""
     from ragassay.llm.prompts import load_prompt
+
     text = load_prompt("check_answer").text
     block = text.split("Worked examples", 1)[1].split("\n\n", 1)[0]
     out = []
@@ -208,20 +213,35 @@ def test_each_rubric_example_end_to_end(tmp_path, question, reference, response,
     import json
 
     import respx
-    from fake_llm import chat_reply
-    from fake_llm import make_llm
 
+    from fake_llm import chat_reply, make_llm
     from ragassay.data.records import AnswerItem
     from ragassay.stages.check import CheckOptions, check_answers
 
     base = "http://rubric.test/v1"
     with respx.mock:
-        route = respx.post(f"{base}/chat/completions").mock(return_value=chat_reply({
-            "reference_facts": "f", "response_claims": "c", "comparison": "x", "label": label, "grounded": None,
-            "context_has_answer": None, "unsupported_claims": []}))
+        route = respx.post(f"{base}/chat/completions").mock(
+            return_value=chat_reply(
+                {
+                    "reference_facts": "f",
+                    "response_claims": "c",
+                    "comparison": "x",
+                    "label": label,
+                    "grounded": None,
+                    "context_has_answer": None,
+                    "unsupported_claims": [],
+                }
+            )
+        )
         item = AnswerItem(id="e", question=question, reference=reference, response=response)
-        done = asyncio.run(check_answers([item], make_llm(tmp_path, base, use_cache=False), tmp_path / "c.jsonl",
-                                         options=CheckOptions(quiet=True)))
+        done = asyncio.run(
+            check_answers(
+                [item],
+                make_llm(tmp_path, base, use_cache=False),
+                tmp_path / "c.jsonl",
+                options=CheckOptions(quiet=True),
+            )
+        )
     (record,) = done.records
     assert record["label"] == label
     if record["decided_by"] == "rule":

@@ -13,10 +13,9 @@ import pytest
 
 from fake_llm import FakeLLM
 from helpers import EXAMPLE
-
 from ragassay.data import lines as io_module
-from ragassay.data.chunk_table import ChunkTable, chunk_source
 from ragassay.data.chunk_files import read_chunks
+from ragassay.data.chunk_table import ChunkTable, chunk_source
 from ragassay.data.records import Chunk
 from ragassay.errors import InputError
 
@@ -71,11 +70,14 @@ def test_a_file_replaced_while_a_run_reads_it_is_still_the_file_the_run_began_wi
     assert table["a"].text == "first" and table["b"].text == "second"
 
 
-@pytest.mark.parametrize("content", [
-    '{"id": "b", "text": "seconD"}\n{"id": "a", "text": "first"}\n',  # lines moved: another chunk at its place
-    '{"id": "a", "text": "x"}\n',  # cut short
-    '{"id": "a", "text": "first"}\n{"id": "b", "text": "sec',  # a line half written
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"id": "b", "text": "seconD"}\n{"id": "a", "text": "first"}\n',  # lines moved: another chunk at its place
+        '{"id": "a", "text": "x"}\n',  # cut short
+        '{"id": "a", "text": "first"}\n{"id": "b", "text": "sec',  # a line half written
+    ],
+)
 def test_a_file_written_over_in_place_is_an_error_never_another_chunks_text(tmp_path, content):
     path = tmp_path / "chunks.jsonl"
     path.write_text('{"id": "a", "text": "first"}\n{"id": "b", "text": "second"}\n')
@@ -99,8 +101,11 @@ def test_a_large_plain_file_is_a_table_anything_else_is_read_whole(tmp_path, mon
     assert chunk_source(packed) == {"a": Chunk(id="a", text="x")}
 
 
-QUERIES, CHUNKS, BM25 = (str(EXAMPLE / "queries.jsonl"), str(EXAMPLE / "chunks.jsonl"),
-                         str(EXAMPLE / "runs" / "bm25.txt"))
+QUERIES, CHUNKS, BM25 = (
+    str(EXAMPLE / "queries.jsonl"),
+    str(EXAMPLE / "chunks.jsonl"),
+    str(EXAMPLE / "runs" / "bm25.txt"),
+)
 
 
 @pytest.fixture(autouse=True)
@@ -114,9 +119,34 @@ def test_judging_from_a_table_is_judging_from_the_chunks_read_whole(tmp_path, ca
     from ragassay.cli import main
 
     def judge(out: Path, url: str, *more: str) -> dict:
-        assert main(["judge", "--queries", QUERIES, "--chunks", CHUNKS, "--run", BM25, "--depth", "4", "-o",
-                     str(out), "--base-url", url, "--model", "fake", "--quiet", "--format", "json", "--no-cache",
-                     *extra, *more]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "--queries",
+                    QUERIES,
+                    "--chunks",
+                    CHUNKS,
+                    "--run",
+                    BM25,
+                    "--depth",
+                    "4",
+                    "-o",
+                    str(out),
+                    "--base-url",
+                    url,
+                    "--model",
+                    "fake",
+                    "--quiet",
+                    "--format",
+                    "json",
+                    "--no-cache",
+                    *extra,
+                    *more,
+                ]
+            )
+            == 0
+        )
         return json.loads(capsys.readouterr().out)
 
     with FakeLLM() as server:
@@ -129,8 +159,9 @@ def test_judging_from_a_table_is_judging_from_the_chunks_read_whole(tmp_path, ca
         table_dry = judge(tmp_path / "none2.jsonl", server.url, "--dry-run")
         table = judge(tmp_path / "table.jsonl", server.url)
     assert made, "the judgment did not read the chunks as a table"
-    assert ({k: v for k, v in table_dry.items() if k != "cached"}
-            == {k: v for k, v in whole_dry.items() if k != "cached"})
+    assert {k: v for k, v in table_dry.items() if k != "cached"} == {
+        k: v for k, v in whole_dry.items() if k != "cached"
+    }
     assert table["grades"] == whole["grades"] and table["pairs"] == whole["pairs"]
     assert (tmp_path / "table.jsonl").read_text() == (tmp_path / "whole.jsonl").read_text()
 
@@ -141,6 +172,7 @@ def test_a_plan_over_a_table_holds_no_chunk(tmp_path, monkeypatch):
     from ragassay.llm import LLMConfig
     from ragassay.stages.judge import plan_judge
     from ragassay.stages.queries import QueryItem
+
     n = 600
     path = tmp_path / "chunks.jsonl"
     path.write_text("".join(json.dumps({"id": f"c{i}", "text": f"passage {i} " * 20}) + "\n" for i in range(n)))
@@ -162,10 +194,10 @@ def test_a_plan_over_a_table_holds_no_chunk(tmp_path, monkeypatch):
 def test_a_coverage_plan_over_a_table_shares_one_chunk_per_id(tmp_path, batch):
     """Coverage items (and --batch groups) hold their chunks: read from a table, a chunk in many
     queries' tops is one object, as when the chunks are held (not one per query that names it)."""
-    from ragassay.stages.judge import JudgeOptions
     from ragassay.llm import LLMConfig
-    from ragassay.stages.judge import plan_judge
+    from ragassay.stages.judge import JudgeOptions, plan_judge
     from ragassay.stages.queries import QueryItem
+
     path = tmp_path / "chunks.jsonl"
     path.write_text("".join(json.dumps({"id": f"c{i}", "text": f"passage {i}"}) + "\n" for i in range(5)))
     run = tmp_path / "run.txt"
@@ -173,8 +205,15 @@ def test_a_coverage_plan_over_a_table_shares_one_chunk_per_id(tmp_path, batch):
     queries = [QueryItem(f"q{q}", f"what is {q}?", answer="a reference") for q in range(40)]
     gc.collect()
     before = {id(o) for o in gc.get_objects() if issubclass(type(o), Chunk)}
-    plan = plan_judge(queries, ChunkTable(path), str(run), [LLMConfig(model="m")], tmp_path / "o.jsonl",
-                      coverage_out=tmp_path / "cov.jsonl", options=JudgeOptions(batch=batch))
+    plan = plan_judge(
+        queries,
+        ChunkTable(path),
+        str(run),
+        [LLMConfig(model="m")],
+        tmp_path / "o.jsonl",
+        coverage_out=tmp_path / "cov.jsonl",
+        options=JudgeOptions(batch=batch),
+    )
     gc.collect()
     held = [o for o in gc.get_objects() if issubclass(type(o), Chunk) and id(o) not in before]
     assert len(plan.coverage_items) == 40 and sorted({c.id for c in held}) == [f"c{i}" for i in range(5)]

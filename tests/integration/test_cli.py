@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import ragassay
-from ragassay.cli import build_parser, main
 from helpers import EXAMPLE, nonempty
+from ragassay.cli import build_parser, main
 
 QRELS = str(EXAMPLE / "qrels.txt")
 BM25 = str(EXAMPLE / "runs" / "bm25.txt")
@@ -36,11 +36,17 @@ def test_all_matches_the_lazy_exports_and_the_type_checking_imports():
     """``__all__``, the lazy export table and the imports IDEs see must name the same objects."""
     import ast
     import importlib
+
     source = Path(ragassay.__file__).read_text()
     tree = ast.parse(source)
-    checked = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.If)
-               and getattr(node.test, "id", "") == "TYPE_CHECKING" for stmt in node.body
-               if isinstance(stmt, ast.ImportFrom) for alias in stmt.names}
+    checked = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING"
+        for stmt in node.body
+        if isinstance(stmt, ast.ImportFrom)
+        for alias in stmt.names
+    }
     exports = ragassay._EXPORTS
     assert set(ragassay.__all__) == set(exports) | {"__version__"} == checked | {"__version__"}
     for name, module in nonempty(exports.items()):
@@ -89,8 +95,7 @@ def test_dedupe_flag(tmp_path, capsys):
 
 
 def test_compare_and_agree(capsys):
-    assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10", "--permutations", "500",
-                 "--format", "json"]) == 0
+    assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10", "--permutations", "500", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["baseline"] == "bm25" and data["tests"][0]["run"] == "tfidf"
     assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10,map", "--permutations", "500"]) == 0
@@ -106,14 +111,27 @@ def test_compare_and_agree(capsys):
 
 def test_retrieve_with_a_file_function(tmp_path, capsys):
     out = tmp_path / "run.txt"
-    assert main(["retrieve", "--retriever", f"{EXAMPLE / 'retrievers.py'}:tfidf", "--queries",
-                 str(EXAMPLE / "queries.jsonl"), "-k", "5", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "--retriever",
+                f"{EXAMPLE / 'retrievers.py'}:tfidf",
+                "--queries",
+                str(EXAMPLE / "queries.jsonl"),
+                "-k",
+                "5",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "latency p50" in capsys.readouterr().out
     run = ragassay.read_run(out)
     assert run.name == "tfidf" and len(run.queries) == 22
     assert json.loads((tmp_path / "run.txt.latency.json").read_text()).keys() == set(run.queries)
-    assert main(["retrieve", "--retriever", "nope", "--queries", str(EXAMPLE / "queries.jsonl"),
-                 "-o", str(out)]) == 1
+    assert main(["retrieve", "--retriever", "nope", "--queries", str(EXAMPLE / "queries.jsonl"), "-o", str(out)]) == 1
 
 
 def test_python_dash_m_runs():
@@ -136,8 +154,11 @@ def test_did_you_mean_for_commands_flags_and_metrics(tmp_path, capsys):
 
 
 def test_dash_reads_standard_input():
-    run = subprocess.run([sys.executable, "-m", "ragassay", "evaluate", QRELS, "-", "-m", "ndcg@10", "--format", "json"],
-                         input=Path(BM25).read_bytes(), capture_output=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "ragassay", "evaluate", QRELS, "-", "-m", "ndcg@10", "--format", "json"],
+        input=Path(BM25).read_bytes(),
+        capture_output=True,
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["aggregate"]["ndcg@10"] == pytest.approx(0.7935, abs=1e-4)
     bad = subprocess.run([sys.executable, "-m", "ragassay", "evaluate", QRELS, "-"], input=b"", capture_output=True)
@@ -160,16 +181,35 @@ def test_every_command_that_prints_a_result_speaks_json(tmp_path, capsys, monkey
     one JSON document with a kind, and nothing else."""
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
+
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     ev = tmp_path / "ev.json"
     assert main(["evaluate", QRELS, BM25, "--format", "json"]) == 0
     ev.write_text(capsys.readouterr().out)
     questions = tmp_path / "questions.jsonl"
-    questions.write_text(json.dumps({"id": "g1", "question": "How long?", "answer": "30 days", "difficulty": "easy",
-                                     "chunk_ids": ["refund-01"], "evidence": ["within 30 days of delivery"]}) + "\n")
+    questions.write_text(
+        json.dumps(
+            {
+                "id": "g1",
+                "question": "How long?",
+                "answer": "30 days",
+                "difficulty": "easy",
+                "chunk_ids": ["refund-01"],
+                "evidence": ["within 30 days of delivery"],
+            }
+        )
+        + "\n"
+    )
     commands = {
-        "retrieve": ["retrieve", "--retriever", f"{EXAMPLE / 'retrievers.py'}:tfidf", "--queries",
-                     str(EXAMPLE / "queries.jsonl"), "-o", str(tmp_path / "run.txt")],
+        "retrieve": [
+            "retrieve",
+            "--retriever",
+            f"{EXAMPLE / 'retrievers.py'}:tfidf",
+            "--queries",
+            str(EXAMPLE / "queries.jsonl"),
+            "-o",
+            str(tmp_path / "run.txt"),
+        ],
         "remap": ["remap", str(questions), str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "new.qrels")],
         "track": ["track", str(ev), "--db", str(tmp_path / "h.sqlite")],
         "report": ["report", str(ev), "-o", str(tmp_path / "r.md")],
@@ -184,20 +224,43 @@ def test_every_command_that_prints_a_result_speaks_json(tmp_path, capsys, monkey
     assert main(["report", str(ev), "-o", str(tmp_path / "r2.md"), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["format"] == "markdown"  # from the suffix
     assert (tmp_path / "r2.md").read_text().startswith("# ragassay report")
-    assert main(["remap", str(questions), str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "n.qrels"),
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "remap",
+                str(questions),
+                str(EXAMPLE / "chunks.jsonl"),
+                "-o",
+                str(tmp_path / "n.qrels"),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["placed"] == 1
 
 
-@pytest.mark.parametrize("argv,says", [
-    (["demo", "--dry-run"], "ragassay demo: error: unrecognized arguments: --dry-run; --dry-run is a flag of check, "
-                            "generate, judge, qualify, run, not of demo"),
-    (["evaluate", QRELS, BM25, "--model", "x"], "ragassay evaluate: error: unrecognized arguments: --model x; --model "
-                                                "is a flag of check, demo, generate, judge, ping, qualify, run, not of evaluate"),
-    (["evaluate", QRELS, BM25, "--metrc", "ndcg@10"], "ragassay evaluate: error: unrecognized arguments: --metrc "
-                                                      "ndcg@10; did you mean --metric?"),
-    (["compare", QRELS, BM25, BM25, "--per-query"], "--per-query is a flag of evaluate, not of compare"),
-])
+@pytest.mark.parametrize(
+    "argv,says",
+    [
+        (
+            ["demo", "--dry-run"],
+            "ragassay demo: error: unrecognized arguments: --dry-run; --dry-run is a flag of check, "
+            "generate, judge, qualify, run, not of demo",
+        ),
+        (
+            ["evaluate", QRELS, BM25, "--model", "x"],
+            "ragassay evaluate: error: unrecognized arguments: --model x; --model "
+            "is a flag of check, demo, generate, judge, ping, qualify, run, not of evaluate",
+        ),
+        (
+            ["evaluate", QRELS, BM25, "--metrc", "ndcg@10"],
+            "ragassay evaluate: error: unrecognized arguments: --metrc ndcg@10; did you mean --metric?",
+        ),
+        (["compare", QRELS, BM25, BM25, "--per-query"], "--per-query is a flag of evaluate, not of compare"),
+    ],
+)
 def test_an_unknown_flag_is_answered_by_the_command_with_a_flag_it_takes(capsys, argv, says):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -207,5 +270,6 @@ def test_an_unknown_flag_is_answered_by_the_command_with_a_flag_it_takes(capsys,
 
 def test_a_base_url_without_a_scheme_gets_a_hint(capsys):
     assert main(["ping", "--base-url", "localhost:8000/v1", "--model", "m"]) == 1
-    assert capsys.readouterr().err.strip() == ("ragassay ping: error: the base URL 'localhost:8000/v1' has no scheme: "
-                                               "did you mean http://localhost:8000/v1?")
+    assert capsys.readouterr().err.strip() == (
+        "ragassay ping: error: the base URL 'localhost:8000/v1' has no scheme: did you mean http://localhost:8000/v1?"
+    )

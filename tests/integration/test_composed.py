@@ -23,9 +23,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
 from fake_llm import FakeLLM
 from helpers import cli, nonempty
-
 
 # ----------------------------------------------------------------------------------------- helpers
 
@@ -48,8 +48,7 @@ def lines(path: Path) -> list[dict]:
 
 
 def write_run(path: Path, rows: list[tuple[str, str, float]], tag: str) -> Path:
-    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} {tag}\n" for i, (q, d, s) in enumerate(rows)),
-                    encoding="utf-8")
+    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} {tag}\n" for i, (q, d, s) in enumerate(rows)), encoding="utf-8")
     return path
 
 
@@ -61,15 +60,16 @@ def subset_run(src: Path, dst: Path, keep: set[str], extra_prefix: str | None = 
     extra = []
     if extra_prefix:
         firsts = sorted({r.split()[0] for r in rows if r.startswith("q0")})[:extra_n]
-        extra = [extra_prefix + r[len("q0"):] for r in rows if r.split()[0] in firsts]
+        extra = [extra_prefix + r[len("q0") :] for r in rows if r.split()[0] in firsts]
     dst.write_text("\n".join(kept + extra) + "\n")
     return dst
 
 
 def renamed(src: Path, dst: Path, old: str, new: str) -> Path:
     """``src`` with every line's leading ``old`` replaced by ``new`` (another id scheme)."""
-    dst.write_text("".join(new + x[len(old):] if x.startswith(old) else x
-                           for x in src.read_text().splitlines(keepends=True)))
+    dst.write_text(
+        "".join(new + x[len(old) :] if x.startswith(old) else x for x in src.read_text().splitlines(keepends=True))
+    )
     return dst
 
 
@@ -106,9 +106,22 @@ def judged(tmp_path_factory, example) -> dict:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(d / "cache"))
         with FakeLLM() as fake:
-            said = cli("judge", "--queries", example / "queries.jsonl", "--chunks", example / "chunks.jsonl",
-                       "--run", example / "runs" / "bm25.txt", "--depth", "3", "-o", d / "j.jsonl",
-                       "--qrels-out", d / "g.qrels", *llm_args(fake))
+            said = cli(
+                "judge",
+                "--queries",
+                example / "queries.jsonl",
+                "--chunks",
+                example / "chunks.jsonl",
+                "--run",
+                example / "runs" / "bm25.txt",
+                "--depth",
+                "3",
+                "-o",
+                d / "j.jsonl",
+                "--qrels-out",
+                d / "g.qrels",
+                *llm_args(fake),
+            )
             assert said.code == 0, said.err
             host = host_of(fake)
     return {"judgments": d / "j.jsonl", "qrels": d / "g.qrels", "host": host}
@@ -128,10 +141,14 @@ CHECK_PROMPT = re.compile(r"check_answer@[0-9a-f]{8}")
 
 # ------------------------------------------------------------------------- the example's origins
 
+
 def test_the_examples_hand_labels_name_their_two_assessors(example):
     """qrels.txt and answers_human_labels.jsonl: example assessor 1; qrels_second_assessor.txt: 2."""
-    expected = {"qrels.txt": "example assessor 1", "answers_human_labels.jsonl": "example assessor 1",
-                "qrels_second_assessor.txt": "example assessor 2"}
+    expected = {
+        "qrels.txt": "example assessor 1",
+        "answers_human_labels.jsonl": "example assessor 1",
+        "qrels_second_assessor.txt": "example assessor 2",
+    }
     for name, person in nonempty(expected.items()):
         origin = origin_of(example / name)
         assert [(x["by"], x["name"]) for x in origin["labellers"]] == [("person", person)], name
@@ -140,19 +157,23 @@ def test_the_examples_hand_labels_name_their_two_assessors(example):
 
 # ---------------------------------------------------------------------------------------- agree
 
+
 def test_agree_people_against_people_names_both_and_counts_the_join(work):
     said = cli("agree", "ex/qrels.txt", "ex/qrels_second_assessor.txt")
     assert said.code == 0 and said.err == ""
-    assert said.out.splitlines()[0] == ("reference: example assessor 1 (people), 157 labels; candidate: "
-                                        "example assessor 2 (people), 65 labels; 65 pairs labelled by both")
+    assert said.out.splitlines()[0] == (
+        "reference: example assessor 1 (people), 157 labels; candidate: "
+        "example assessor 2 (people), 65 labels; 65 pairs labelled by both"
+    )
     assert re.search(r"Cohen's kappa\s+0\.5288", said.out)
     j = cli("agree", "ex/qrels.txt", "ex/qrels_second_assessor.txt", "--format", "json").json
     assert j["same_origin"] is False and j["names"] == ["example assessor 1", "example assessor 2"]
     assert (j["origins"]["reference"]["kind"], j["origins"]["candidate"]["kind"]) == ("people", "people")
-    assert j["join"] == {"what": "query ids",
-                         "left": {"role": "the reference", "file": "ex/qrels.txt", "ids": 22, "matched": 22},
-                         "right": {"role": "the candidate", "file": "ex/qrels_second_assessor.txt", "ids": 22,
-                                   "matched": 22}}
+    assert j["join"] == {
+        "what": "query ids",
+        "left": {"role": "the reference", "file": "ex/qrels.txt", "ids": 22, "matched": 22},
+        "right": {"role": "the candidate", "file": "ex/qrels_second_assessor.txt", "ids": 22, "matched": 22},
+    }
     assert round(j["kappa"], 4) == 0.5288
 
 
@@ -191,9 +212,11 @@ def test_an_agreement_of_one_labeller_is_refused_by_track_and_gate(work):
     Path("same.json").write_text(cli("agree", "ex/qrels.txt", "ex/qrels.txt", "--format", "json").out)
     tracked = cli("track", "same.json", "--db", "h.sqlite")
     assert tracked.code == 1
-    assert tracked.err.strip() == ("ragassay track: error: same.json: this agree result compares example assessor 1 "
-                                   "and example assessor 1, which share a labeller: it holds no agreement to track "
-                                   "or gate")
+    assert tracked.err.strip() == (
+        "ragassay track: error: same.json: this agree result compares example assessor 1 "
+        "and example assessor 1, which share a labeller: it holds no agreement to track "
+        "or gate"
+    )
     gated = cli("gate", "same.json", "--min", "kappa=0.5")
     assert gated.code == 1 and "share a labeller" in gated.err and "gate passed" not in gated.out
     assert cli("history", "--db", "h.sqlite").out.count("agree") == 0
@@ -216,8 +239,10 @@ def test_agree_the_judges_own_qrels_against_its_judgments_is_one_labeller(work, 
     assert {(r["model"], r["prompt"]) for r in lines(Path(j_file))} == {("m", lab["prompt"])}
     said = cli("agree", g_file, j_file)
     assert said.code == 0
-    assert said.out.startswith(f"reference: m, {lab['prompt']} at {judged['host']} (model), 66 labels; candidate: "
-                               f"m, {lab['prompt']} (model), 66 labels; 66 pairs labelled by both.")
+    assert said.out.startswith(
+        f"reference: m, {lab['prompt']} at {judged['host']} (model), 66 labels; candidate: "
+        f"m, {lab['prompt']} (model), 66 labels; 66 pairs labelled by both."
+    )
     assert f"Both files were labelled by m, {lab['prompt']}" in said.out and "Cohen's kappa" not in said.out
     Path("own.json").write_text(cli("agree", g_file, j_file, "--format", "json").out)
     assert json.loads(Path("own.json").read_text())["kappa"] is None
@@ -236,7 +261,11 @@ def test_agree_people_against_the_model_shows_kappa_and_names_both(work, judged,
     assert j["origins"]["candidate"]["kind"] == "model"
     assert j["origins"]["candidate"]["describe"].startswith("m, judge_relevance@")
     assert j["join"]["left"]["ids"] == 22 and j["join"]["right"] == {
-        "role": "the candidate", "file": model_side, "ids": 22, "matched": 22}
+        "role": "the candidate",
+        "file": model_side,
+        "ids": 22,
+        "matched": 22,
+    }
     said = cli("agree", people, model_side)
     assert said.out.startswith(f"reference: {person} (people), ")
     assert re.search(r"Cohen's kappa\s+-?\d\.\d{4}", said.out)
@@ -246,8 +275,10 @@ def test_agree_unknown_is_never_people_and_still_measured(work):
     shutil.copy("ex/qrels.txt", "u1.txt")  # the same labels with no origin: nobody vouches for who made them
     shutil.copy("ex/qrels_second_assessor.txt", "u2.txt")
     said = cli("agree", "u2.txt", "ex/qrels.txt")
-    assert said.out.splitlines()[0] == ("reference: unknown (u2.txt), 65 labels; candidate: example "
-                                        "assessor 1 (people), 157 labels; 65 pairs labelled by both")
+    assert said.out.splitlines()[0] == (
+        "reference: unknown (u2.txt), 65 labels; candidate: example "
+        "assessor 1 (people), 157 labels; 65 pairs labelled by both"
+    )
     j = cli("agree", "u1.txt", "u2.txt", "--format", "json").json
     assert [j["origins"][s]["kind"] for s in ("reference", "candidate")] == ["unknown", "unknown"]
     assert j["same_origin"] is False and round(j["kappa"], 4) == 0.5288
@@ -268,9 +299,23 @@ def test_agree_one_model_one_prompt_on_two_runs_is_one_labeller_another_prompt_i
     bring(judged, work)
     with FakeLLM() as fake:
         for run, out, extra in (("tfidf", "t", []), ("bm25", "cf", ["--cache-friendly"])):
-            said = cli("judge", "--queries", "ex/queries.jsonl", "--chunks", "ex/chunks.jsonl", "--run",
-                       f"ex/runs/{run}.txt", "--depth", "3", "-o", f"{out}.jsonl", "--qrels-out", f"{out}.qrels",
-                       *extra, *llm_args(fake))
+            said = cli(
+                "judge",
+                "--queries",
+                "ex/queries.jsonl",
+                "--chunks",
+                "ex/chunks.jsonl",
+                "--run",
+                f"ex/runs/{run}.txt",
+                "--depth",
+                "3",
+                "-o",
+                f"{out}.jsonl",
+                "--qrels-out",
+                f"{out}.qrels",
+                *extra,
+                *llm_args(fake),
+            )
             assert said.code == 0, said.err
     # the same model and prompt judging the tfidf run: the pairs both runs share got the same grader
     same = cli("agree", "g.qrels", "t.qrels", "--format", "json").json
@@ -282,21 +327,33 @@ def test_agree_one_model_one_prompt_on_two_runs_is_one_labeller_another_prompt_i
 
 
 def test_agree_ids_meeting_partly_are_counted_in_the_json(work):
-    Path("cand.txt").write_text("".join(x + "\n" for x in Path("ex/qrels_second_assessor.txt").read_text().splitlines()
-                                        if x.split()[0] in {"q01", "q02", "q03", "q04", "q05"})
-                                + "zz1 0 refund-01 2\nzz2 0 refund-01 2\n")
+    Path("cand.txt").write_text(
+        "".join(
+            x + "\n"
+            for x in Path("ex/qrels_second_assessor.txt").read_text().splitlines()
+            if x.split()[0] in {"q01", "q02", "q03", "q04", "q05"}
+        )
+        + "zz1 0 refund-01 2\nzz2 0 refund-01 2\n"
+    )
     said = cli("agree", "ex/qrels.txt", "cand.txt", "--format", "json")
     assert said.code == 0
-    assert said.json["join"] == {"what": "query ids",
-                                 "left": {"role": "the reference", "file": "ex/qrels.txt", "ids": 22, "matched": 5},
-                                 "right": {"role": "the candidate", "file": "cand.txt", "ids": 7, "matched": 5}}
+    assert said.json["join"] == {
+        "what": "query ids",
+        "left": {"role": "the reference", "file": "ex/qrels.txt", "ids": 22, "matched": 5},
+        "right": {"role": "the candidate", "file": "cand.txt", "ids": 7, "matched": 5},
+    }
     assert said.json["only_candidate"] == 2
 
 
 def test_agree_ids_meeting_partly_warn_with_counts_and_the_text_counts_them(work):
-    Path("cand.txt").write_text("".join(x + "\n" for x in Path("ex/qrels_second_assessor.txt").read_text().splitlines()
-                                        if x.split()[0] in {"q01", "q02", "q03", "q04", "q05"})
-                                + "zz1 0 refund-01 2\nzz2 0 refund-01 2\n")
+    Path("cand.txt").write_text(
+        "".join(
+            x + "\n"
+            for x in Path("ex/qrels_second_assessor.txt").read_text().splitlines()
+            if x.split()[0] in {"q01", "q02", "q03", "q04", "q05"}
+        )
+        + "zz1 0 refund-01 2\nzz2 0 refund-01 2\n"
+    )
     said = cli("agree", "ex/qrels.txt", "cand.txt")
     assert said.code == 0
     assert "warning" in said.err and "17 of 22" in said.err and "2 of 7" in said.err
@@ -307,32 +364,67 @@ def test_agree_with_no_query_in_common_names_both_files_and_ids(work):
     renamed(Path("ex/qrels_second_assessor.txt"), Path("other.txt"), "q", "Q")  # ids differing by case only
     said = cli("agree", "ex/qrels.txt", "other.txt")
     assert said.code == 1 and said.out == ""
-    assert said.err.strip() == ("ragassay agree: error: no query ids in common between the reference (ex/qrels.txt) "
-                                "and the candidate (other.txt) (the reference: q01, q02, q03, ...; the candidate: Q01, "
-                                "Q02, Q03, ...); are they from the same set?")
+    assert said.err.strip() == (
+        "ragassay agree: error: no query ids in common between the reference (ex/qrels.txt) "
+        "and the candidate (other.txt) (the reference: q01, q02, q03, ...; the candidate: Q01, "
+        "Q02, Q03, ...); are they from the same set?"
+    )
 
 
 # ---------------------------------------------------------------------------------------- judge
 
+
 def test_judge_ids_meeting_partly_are_counted_warned_and_only_the_met_are_judged(work):
     subset_run(Path("ex/runs/bm25.txt"), Path("part.txt"), {"q01", "q02", "q03", "q04", "q05"}, "zz", 2)
     with FakeLLM() as fake:
-        said = cli("judge", "--queries", "ex/queries.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "part.txt",
-                   "--depth", "2", "-o", "j.jsonl", "--qrels-out", "g.qrels", *llm_args(fake))
+        said = cli(
+            "judge",
+            "--queries",
+            "ex/queries.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "part.txt",
+            "--depth",
+            "2",
+            "-o",
+            "j.jsonl",
+            "--qrels-out",
+            "g.qrels",
+            *llm_args(fake),
+        )
         calls = fake.settled_calls()
     assert said.code == 0
     assert said.out.splitlines()[0] == "queries: 5 of 22 in the queries file are in the run (7 queries)"
-    assert said.err.strip() == ("warning: query ids: 17 of 22 in the queries are not in the run (e.g. q06, q07, q08, "
-                                "...); 2 of 7 in the run are not in the queries (e.g. zz1, zz2)")
+    assert said.err.strip() == (
+        "warning: query ids: 17 of 22 in the queries are not in the run (e.g. q06, q07, q08, "
+        "...); 2 of 7 in the run are not in the queries (e.g. zz1, zz2)"
+    )
     assert calls == 10 and len(lines(Path("j.jsonl"))) == 10
     assert {r["query_id"] for r in lines(Path("j.jsonl"))} == {"q01", "q02", "q03", "q04", "q05"}
     with FakeLLM() as fake:
-        j = cli("judge", "--queries", "ex/queries.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "part.txt",
-                "--depth", "2", "-o", "j.jsonl", "--format", "json", *llm_args(fake)).json
+        j = cli(
+            "judge",
+            "--queries",
+            "ex/queries.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "part.txt",
+            "--depth",
+            "2",
+            "-o",
+            "j.jsonl",
+            "--format",
+            "json",
+            *llm_args(fake),
+        ).json
         assert fake.settled_calls() == 0  # all done already
-    assert j["join"] == {"what": "query ids",
-                         "left": {"role": "the queries", "file": "ex/queries.jsonl", "ids": 22, "matched": 5},
-                         "right": {"role": "the run", "file": "part.txt", "ids": 7, "matched": 5}}
+    assert j["join"] == {
+        "what": "query ids",
+        "left": {"role": "the queries", "file": "ex/queries.jsonl", "ids": 22, "matched": 5},
+        "right": {"role": "the run", "file": "part.txt", "ids": 7, "matched": 5},
+    }
 
 
 @pytest.mark.parametrize("scheme", ["generated", "case", "suffix"])
@@ -341,25 +433,58 @@ def test_judge_with_no_query_in_common_stops_before_any_call(work, scheme):
     if new:
         renamed(Path("ex/runs/bm25.txt"), Path("run.txt"), "q", new)
     else:  # q01 -> q01a: a suffix, never the same id
-        Path("run.txt").write_text("".join(x.split(" ", 1)[0] + "a " + x.split(" ", 1)[1] + "\n"
-                                           for x in Path("ex/runs/bm25.txt").read_text().splitlines()))
+        Path("run.txt").write_text(
+            "".join(
+                x.split(" ", 1)[0] + "a " + x.split(" ", 1)[1] + "\n"
+                for x in Path("ex/runs/bm25.txt").read_text().splitlines()
+            )
+        )
     first = Path("run.txt").read_text().split()[0]
     with FakeLLM() as fake:
-        said = cli("judge", "--queries", "ex/queries.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "run.txt",
-                   "-o", "j.jsonl", "--qrels-out", "g.qrels", *llm_args(fake))
+        said = cli(
+            "judge",
+            "--queries",
+            "ex/queries.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "run.txt",
+            "-o",
+            "j.jsonl",
+            "--qrels-out",
+            "g.qrels",
+            *llm_args(fake),
+        )
         assert fake.settled_calls() == 0
     assert said.code == 1
-    assert said.err.startswith("ragassay judge: error: no query ids in common between the queries (ex/queries.jsonl) "
-                               "and the run (run.txt) (the queries: q01, q02, q03, ...; the run: ")
+    assert said.err.startswith(
+        "ragassay judge: error: no query ids in common between the queries (ex/queries.jsonl) "
+        "and the run (run.txt) (the queries: q01, q02, q03, ...; the run: "
+    )
     assert first in said.err
     assert not Path("j.jsonl").exists() and not Path("g.qrels").exists() and not Path("g.qrels.origin.json").exists()
 
 
 def test_judge_keeping_peoples_labels_writes_a_mixed_origin_that_shares_the_person(work):
     with FakeLLM() as fake:
-        said = cli("judge", "--queries", "ex/queries.jsonl", "--chunks", "ex/chunks.jsonl", "--run",
-                   "ex/runs/bm25.txt", "--depth", "10", "--keep", "ex/qrels.txt", "-o", "j.jsonl", "--qrels-out",
-                   "gk.qrels", *llm_args(fake))
+        said = cli(
+            "judge",
+            "--queries",
+            "ex/queries.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "ex/runs/bm25.txt",
+            "--depth",
+            "10",
+            "--keep",
+            "ex/qrels.txt",
+            "-o",
+            "j.jsonl",
+            "--qrels-out",
+            "gk.qrels",
+            *llm_args(fake),
+        )
         calls = fake.settled_calls()
     assert said.code == 0
     assert "pairs: 202 (137 kept from --keep, 0 already done, 0 decided by rule, 0 errors)" in said.out
@@ -377,9 +502,29 @@ def test_judge_keeping_peoples_labels_writes_a_mixed_origin_that_shares_the_pers
 
 def test_a_jurys_qrels_name_the_endpoint_of_its_models(work):
     with FakeLLM() as fake:
-        said = cli("judge", "--queries", "ex/queries.jsonl", "--chunks", "ex/chunks.jsonl", "--run",
-                   "ex/runs/bm25.txt", "--depth", "1", "-o", "jj.jsonl", "--qrels-out", "gj.qrels",
-                   "--base-url", fake.url, "--model", "a", "--model", "b", "--quiet", "--no-cache")
+        said = cli(
+            "judge",
+            "--queries",
+            "ex/queries.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "ex/runs/bm25.txt",
+            "--depth",
+            "1",
+            "-o",
+            "jj.jsonl",
+            "--qrels-out",
+            "gj.qrels",
+            "--base-url",
+            fake.url,
+            "--model",
+            "a",
+            "--model",
+            "b",
+            "--quiet",
+            "--no-cache",
+        )
         host = host_of(fake)
     assert said.code == 0
     labellers = origin_of(Path("gj.qrels"))["labellers"]
@@ -388,31 +533,63 @@ def test_a_jurys_qrels_name_the_endpoint_of_its_models(work):
 
 # ---------------------------------------------------------------------------------------- check
 
+
 def test_check_diagnosis_counts_both_joins_and_human_labels_are_named(work):
     with FakeLLM() as fake:
-        said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "ex/runs/bm25.txt",
-                   "--qrels", "ex/qrels.txt", "--human", "ex/answers_human_labels.jsonl", "-o", "c.jsonl",
-                   *llm_args(fake))
+        said = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "ex/runs/bm25.txt",
+            "--qrels",
+            "ex/qrels.txt",
+            "--human",
+            "ex/answers_human_labels.jsonl",
+            "-o",
+            "c.jsonl",
+            *llm_args(fake),
+        )
         calls = fake.settled_calls()
     assert said.code == 0 and calls == 14 and said.err == ""
     out = said.out
     assert "diagnosis of 16 answers: recall@10 >= 0.5 is good retrieval; a good answer is a correct one" in out
     assert "query ids: 16 of 16 in the answers are in the run (22)" in out
     assert "query ids: 16 of 16 in the answers are in the qrels (22)" in out
-    assert re.search(r"agreement on 10 answers, example assessor 1 \(people\) vs m, check_answer@[0-9a-f]{8}: "
-                     r"Cohen's kappa -?\d\.\d{3}", out)
+    assert re.search(
+        r"agreement on 10 answers, example assessor 1 \(people\) vs m, check_answer@[0-9a-f]{8}: "
+        r"Cohen's kappa -?\d\.\d{3}",
+        out,
+    )
     records = lines(Path("c.jsonl"))
     assert len(records) == 16
     assert {r["model"] for r in records if r["decided_by"] == "llm"} == {"m"}
     assert all(CHECK_PROMPT.fullmatch(r["prompt"]) for r in nonempty(r for r in records if r["decided_by"] == "llm"))
     with FakeLLM() as fake:
-        j = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "ex/runs/bm25.txt",
-                "--qrels", "ex/qrels.txt", "--human", "ex/answers_human_labels.jsonl", "-o", "c.jsonl",
-                "--format", "json", *llm_args(fake)).json
+        j = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "ex/runs/bm25.txt",
+            "--qrels",
+            "ex/qrels.txt",
+            "--human",
+            "ex/answers_human_labels.jsonl",
+            "-o",
+            "c.jsonl",
+            "--format",
+            "json",
+            *llm_args(fake),
+        ).json
     d = j["diagnosis"]
     assert d["diagnosed"] == 16 and d["not_diagnosed"] == 0
     assert [(x["right"]["role"], x["right"]["file"], x["right"]["ids"], x["left"]["matched"]) for x in d["joins"]] == [
-        ("the run", "ex/runs/bm25.txt", 22, 16), ("the qrels", "ex/qrels.txt", 22, 16)]
+        ("the run", "ex/runs/bm25.txt", 22, 16),
+        ("the qrels", "ex/qrels.txt", 22, 16),
+    ]
     assert sum(c["count"] for c in d["cells"].values()) == 16
     h = j["human"]
     assert h["pairs"] == 10 and h["same_origin"] is False
@@ -421,17 +598,29 @@ def test_check_diagnosis_counts_both_joins_and_human_labels_are_named(work):
 
 
 def test_check_rules_only_on_the_example_is_the_readmes_diagnosis(work):
-    said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "ex/runs/bm25.txt",
-               "--qrels", "ex/qrels.txt", "-o", "checks.jsonl")
+    said = cli(
+        "check",
+        "ex/answers.jsonl",
+        "--chunks",
+        "ex/chunks.jsonl",
+        "--run",
+        "ex/runs/bm25.txt",
+        "--qrels",
+        "ex/qrels.txt",
+        "-o",
+        "checks.jsonl",
+    )
     assert said.code == 3
-    expected = ("diagnosis of 2 answers: recall@10 >= 0.5 is good retrieval; a good answer is a correct one\n"
-                "query ids: 16 of 16 in the answers are in the run (22)\n"
-                "query ids: 16 of 16 in the answers are in the qrels (22)\n"
-                "                good answer   bad answer\n"
-                "--------------  ------------  ----------\n"
-                "good retrieval  2 (q06, q17)  0\n"
-                "bad retrieval   0             0\n"
-                "=> no wrong answers among the 2 diagnosed questions\n")
+    expected = (
+        "diagnosis of 2 answers: recall@10 >= 0.5 is good retrieval; a good answer is a correct one\n"
+        "query ids: 16 of 16 in the answers are in the run (22)\n"
+        "query ids: 16 of 16 in the answers are in the qrels (22)\n"
+        "                good answer   bad answer\n"
+        "--------------  ------------  ----------\n"
+        "good retrieval  2 (q06, q17)  0\n"
+        "bad retrieval   0             0\n"
+        "=> no wrong answers among the 2 diagnosed questions\n"
+    )
     assert expected in said.out
 
 
@@ -441,21 +630,50 @@ def test_check_answers_of_another_id_scheme_stop_before_any_call(work, against):
     run = "other.txt" if against == "run" else "ex/runs/bm25.txt"
     qrels = "other.txt" if against == "qrels" else "ex/qrels.txt"
     with FakeLLM() as fake:
-        said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--run", run, "--qrels", qrels,
-                   "-o", "c.jsonl", *llm_args(fake))
+        said = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            run,
+            "--qrels",
+            qrels,
+            "-o",
+            "c.jsonl",
+            *llm_args(fake),
+        )
         assert fake.settled_calls() == 0
     assert said.code == 1 and not Path("c.jsonl").exists()
-    way_out = (" If the answers ask the queries' questions under other ids, give the queries (--queries FILE; "
-               "queries= in Python) to match them by question text") if against == "run" else ""
-    assert said.err.strip() == (f"ragassay check: error: no query ids in common between the answers (ex/answers.jsonl) "
-                                f"and the {against} (other.txt) (the answers: q01, q02, q03, ...; the {against}: "
-                                f"q-3f2a01, q-3f2a02, q-3f2a03, ...); are they from the same set?{way_out}")
+    way_out = (
+        (
+            " If the answers ask the queries' questions under other ids, give the queries (--queries FILE; "
+            "queries= in Python) to match them by question text"
+        )
+        if against == "run"
+        else ""
+    )
+    assert said.err.strip() == (
+        f"ragassay check: error: no query ids in common between the answers (ex/answers.jsonl) "
+        f"and the {against} (other.txt) (the answers: q01, q02, q03, ...; the {against}: "
+        f"q-3f2a01, q-3f2a02, q-3f2a03, ...); are they from the same set?{way_out}"
+    )
 
 
 def test_check_answers_meeting_the_run_partly_are_warned_and_counted(work):
     subset_run(Path("ex/runs/bm25.txt"), Path("part.txt"), {"q01", "q02", "q03", "q04", "q05"}, "zz", 2)
-    said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "part.txt", "--qrels",
-               "ex/qrels.txt", "-o", "c.jsonl")
+    said = cli(
+        "check",
+        "ex/answers.jsonl",
+        "--chunks",
+        "ex/chunks.jsonl",
+        "--run",
+        "part.txt",
+        "--qrels",
+        "ex/qrels.txt",
+        "-o",
+        "c.jsonl",
+    )
     assert said.code == 3
     assert "warning: query ids: 11 of 16 in the answers are not in the run (e.g. q06, q07, q09, ...)" in said.err
     assert "query ids: 5 of 16 in the answers are in the run (7)" in said.out
@@ -464,8 +682,20 @@ def test_check_answers_meeting_the_run_partly_are_warned_and_counted(work):
 
 def test_check_never_diagnoses_answers_the_run_does_not_hold(work):
     subset_run(Path("ex/runs/bm25.txt"), Path("part.txt"), {"q01", "q02", "q03", "q04", "q05"}, "zz", 2)
-    j = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "part.txt", "--qrels",
-            "ex/qrels.txt", "-o", "c.jsonl", "--format", "json").json
+    j = cli(
+        "check",
+        "ex/answers.jsonl",
+        "--chunks",
+        "ex/chunks.jsonl",
+        "--run",
+        "part.txt",
+        "--qrels",
+        "ex/qrels.txt",
+        "-o",
+        "c.jsonl",
+        "--format",
+        "json",
+    ).json
     d = j["diagnosis"]
     examples = {x for c in d["cells"].values() for x in c["examples"]}
     assert examples <= {"q01", "q02", "q03", "q04", "q05"}
@@ -473,10 +703,25 @@ def test_check_never_diagnoses_answers_the_run_does_not_hold(work):
 
 
 def test_check_with_nothing_graded_says_nothing_about_zero_answers(work):
-    Path("ans14.jsonl").write_text("".join(x + "\n" for x in Path("ex/answers.jsonl").read_text().splitlines()
-                                           if json.loads(x)["id"] not in ("q06", "q17")))
-    said = cli("check", "ans14.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "ex/runs/bm25.txt", "--qrels",
-               "ex/qrels.txt", "-o", "c.jsonl")
+    Path("ans14.jsonl").write_text(
+        "".join(
+            x + "\n"
+            for x in Path("ex/answers.jsonl").read_text().splitlines()
+            if json.loads(x)["id"] not in ("q06", "q17")
+        )
+    )
+    said = cli(
+        "check",
+        "ans14.jsonl",
+        "--chunks",
+        "ex/chunks.jsonl",
+        "--run",
+        "ex/runs/bm25.txt",
+        "--qrels",
+        "ex/qrels.txt",
+        "-o",
+        "c.jsonl",
+    )
     assert said.code == 1  # nothing succeeded
     assert "0 of 14 answers graded; 14 waiting for an LLM verdict; 0 errors (excluded from rates)" in said.out
     assert "diagnosis of 0 answers" not in said.out
@@ -485,11 +730,24 @@ def test_check_with_nothing_graded_says_nothing_about_zero_answers(work):
 
 
 def test_check_human_labels_of_a_person_named_per_line(work):
-    Path("erin.jsonl").write_text("".join(json.dumps({"id": i, "label": lab, "assessor": "erin"}) + "\n" for i, lab in
-                                          (("q01", "correct"), ("q02", "hallucinated"), ("q06", "correct"))))
+    Path("erin.jsonl").write_text(
+        "".join(
+            json.dumps({"id": i, "label": lab, "assessor": "erin"}) + "\n"
+            for i, lab in (("q01", "correct"), ("q02", "hallucinated"), ("q06", "correct"))
+        )
+    )
     with FakeLLM() as fake:
-        said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--human", "erin.jsonl", "-o",
-                   "c.jsonl", *llm_args(fake))
+        said = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--human",
+            "erin.jsonl",
+            "-o",
+            "c.jsonl",
+            *llm_args(fake),
+        )
     assert said.code == 0
     assert re.search(r"agreement on 3 answers, erin \(people\) vs m, check_answer@[0-9a-f]{8}: Cohen's kappa", said.out)
     assert "erin only" in said.out
@@ -498,8 +756,17 @@ def test_check_human_labels_of_a_person_named_per_line(work):
 def test_check_human_labels_with_no_answer_in_common_stop_before_any_call(work):
     Path("h.jsonl").write_text('{"id": "zz1", "label": "correct"}\n{"id": "zz2", "label": "partial"}\n')
     with FakeLLM() as fake:
-        said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--human", "h.jsonl", "-o", "c.jsonl",
-                   *llm_args(fake))
+        said = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--human",
+            "h.jsonl",
+            "-o",
+            "c.jsonl",
+            *llm_args(fake),
+        )
         assert fake.settled_calls() == 0
     assert said.code == 1 and not Path("c.jsonl").exists()
     assert "no answer ids in common between the answers (ex/answers.jsonl) and " in said.err
@@ -514,31 +781,78 @@ def test_check_never_calls_labels_of_no_origin_peoples(work):
 
 
 def test_check_human_labels_meeting_partly_are_counted_and_warned(work):
-    Path("hpart.jsonl").write_text('{"id": "q01", "label": "correct"}\n{"id": "q02", "label": "partial"}\n'
-                                   '{"id": "zz9", "label": "correct"}\n')
+    Path("hpart.jsonl").write_text(
+        '{"id": "q01", "label": "correct"}\n{"id": "q02", "label": "partial"}\n{"id": "zz9", "label": "correct"}\n'
+    )
     with FakeLLM() as fake:
-        said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--human", "hpart.jsonl", "-o",
-                   "c.jsonl", *llm_args(fake))
-        j = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--human", "hpart.jsonl", "-o",
-                "c.jsonl", "--format", "json", *llm_args(fake)).json
+        said = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--human",
+            "hpart.jsonl",
+            "-o",
+            "c.jsonl",
+            *llm_args(fake),
+        )
+        j = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--human",
+            "hpart.jsonl",
+            "-o",
+            "c.jsonl",
+            "--format",
+            "json",
+            *llm_args(fake),
+        ).json
     assert said.code == 0
     assert "warning" in said.err and "zz9" in said.err and "1 of 3" in said.err
     assert re.search(r"\b2 of 3\b", said.out) and re.search(r"\b2 of 16\b", said.out)
     join = j["human"]["join"]
     assert (join["left"]["ids"], join["left"]["matched"], join["right"]["ids"], join["right"]["matched"]) in (
-        (16, 2, 3, 2), (3, 2, 16, 2))
+        (16, 2, 3, 2),
+        (3, 2, 16, 2),
+    )
 
 
 def test_check_against_its_own_labels_is_one_labeller(work):
     with FakeLLM() as fake:
-        assert cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "-o", "c.jsonl",
-                   *llm_args(fake)).code == 0
-        Path("cm.jsonl").write_text("".join(json.dumps({k: r[k] for k in ("id", "label", "model", "prompt")}) + "\n"
-                                            for r in lines(Path("c.jsonl"))))
-        said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--human", "cm.jsonl", "-o",
-                   "c2.jsonl", *llm_args(fake))
-        j = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--human", "cm.jsonl", "-o",
-                "c2.jsonl", "--format", "json", *llm_args(fake)).json
+        assert (
+            cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "-o", "c.jsonl", *llm_args(fake)).code == 0
+        )
+        Path("cm.jsonl").write_text(
+            "".join(
+                json.dumps({k: r[k] for k in ("id", "label", "model", "prompt")}) + "\n" for r in lines(Path("c.jsonl"))
+            )
+        )
+        said = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--human",
+            "cm.jsonl",
+            "-o",
+            "c2.jsonl",
+            *llm_args(fake),
+        )
+        j = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--human",
+            "cm.jsonl",
+            "-o",
+            "c2.jsonl",
+            "--format",
+            "json",
+            *llm_args(fake),
+        ).json
     assert j["human"]["origin"]["kind"] in ("model", "mixed")  # the rule-decided lines name no labeller
     assert j["human"]["same_origin"] is True and j["human"]["kappa"] is None
     agreement = [line for line in said.out.splitlines() if line.startswith("agreement")]
@@ -547,8 +861,10 @@ def test_check_against_its_own_labels_is_one_labeller(work):
 
 
 def test_check_answers_with_numeric_ids_meet_the_runs_digits(work):
-    Path("answers.jsonl").write_text(json.dumps({"id": 7, "question": "How long do refunds take?",
-                                                 "reference": "30 days", "response": "30 days"}) + "\n")
+    Path("answers.jsonl").write_text(
+        json.dumps({"id": 7, "question": "How long do refunds take?", "reference": "30 days", "response": "30 days"})
+        + "\n"
+    )
     write_run(Path("run.txt"), [("7", "refund-01", 2.0)], "r")
     Path("qrels.txt").write_text("7 0 refund-01 3\n")
     said = cli("check", "answers.jsonl", "--run", "run.txt", "--qrels", "qrels.txt", "-o", "c.jsonl")
@@ -557,6 +873,7 @@ def test_check_answers_with_numeric_ids_meet_the_runs_digits(work):
 
 
 # --------------------------------------------------------------------------------- evaluate, compare
+
 
 def test_evaluate_and_compare_name_their_run_and_qrels(work):
     shutil.copy("ex/qrels.txt", "copy.txt")  # the same labels, no origin
@@ -570,8 +887,20 @@ def test_evaluate_and_compare_name_their_run_and_qrels(work):
     # the example's labels say their scale (0-3, relevant from 2); the same labels copied without it say nothing
     assert a["settings"] == {"relevance_level": 2, "gain": "linear", "missing": "skip"}
     assert b["settings"]["relevance_level"] == 1 and b["rests_on"]["relevance"]["source"] == "default"
-    cmp = cli("compare", "ex/qrels.txt", "ex/runs/bm25.txt", "ex/runs/tfidf.txt", "-m", "ndcg@10", "--permutations",
-              "200", "--bootstrap", "200", "--format", "json").json
+    cmp = cli(
+        "compare",
+        "ex/qrels.txt",
+        "ex/runs/bm25.txt",
+        "ex/runs/tfidf.txt",
+        "-m",
+        "ndcg@10",
+        "--permutations",
+        "200",
+        "--bootstrap",
+        "200",
+        "--format",
+        "json",
+    ).json
     assert cmp["qrels"]["digest"] == a["qrels"]["digest"] and cmp["qrels"]["file"] == "ex/qrels.txt"
     assert cmp["baseline"] == "bm25" and list(cmp["means"]) == ["bm25", "tfidf"]
     assert cmp["settings"]["missing"] == "zero"
@@ -583,10 +912,16 @@ def test_evaluate_ids_meeting_partly_are_counted(work):
     assert said.code == 0
     assert said.out.rstrip().splitlines()[-1] == (
         "5 queries evaluated; 2 run queries without qrels ignored; 17 qrels queries missing from the run skipped "
-        "(use --missing zero to count them as 0)")
+        "(use --missing zero to count them as 0)"
+    )
     counts = cli("evaluate", "ex/qrels.txt", "part.txt", "-m", "ndcg@10", "--format", "json").json["counts"]
-    assert counts == {"evaluated": 5, "run_queries_without_qrels": 2, "qrels_queries_missing_from_run": 17,
-                      "asked_without_results": 0, "queries_without_relevant": 0}
+    assert counts == {
+        "evaluated": 5,
+        "run_queries_without_qrels": 2,
+        "qrels_queries_missing_from_run": 17,
+        "asked_without_results": 0,
+        "queries_without_relevant": 0,
+    }
 
 
 def test_evaluate_ids_meeting_partly_warn_on_stderr(work):
@@ -597,8 +932,18 @@ def test_evaluate_ids_meeting_partly_warn_on_stderr(work):
 
 def test_compare_ids_meeting_partly_are_counted_in_the_text_and_warned(work):
     subset_run(Path("ex/runs/bm25.txt"), Path("part.txt"), {"q01", "q02", "q03", "q04", "q05"}, "zz", 2)
-    args = ("compare", "ex/qrels.txt", "part.txt", "ex/runs/tfidf.txt", "-m", "ndcg@10", "--permutations", "200",
-            "--bootstrap", "200")
+    args = (
+        "compare",
+        "ex/qrels.txt",
+        "part.txt",
+        "ex/runs/tfidf.txt",
+        "-m",
+        "ndcg@10",
+        "--permutations",
+        "200",
+        "--bootstrap",
+        "200",
+    )
     counts = cli(*args, "--format", "json").json["counts"]["bm25"]
     assert counts["run_queries_without_qrels"] == 2 and counts["qrels_queries_missing_from_run"] == 17
     said = cli(*args)
@@ -627,6 +972,7 @@ def test_evaluate_and_compare_with_no_query_in_common_name_the_qrels_file_too(wo
 
 # ----------------------------------------------------------------------------------------- report
 
+
 def test_report_with_the_judges_own_qrels_measures_no_agreement(work, judged):
     j_file, g_file = bring(judged, work)
     said = cli("report", j_file, "--qrels", g_file, "--run", "ex/runs/bm25.txt", "-o", "r.md")
@@ -646,7 +992,9 @@ def test_report_with_peoples_qrels_and_the_judgments_names_both(work, judged):
     md = Path("r.md").read_text()
     assert re.search(r"## Agreement: example assessor 1 against m, judge_relevance@[0-9a-f]{8}\n", md)
     assert re.search(r"66 pairs graded by both\. Cohen's kappa -?\d\.\d{3}", md)
-    assert re.search(r"Reference: example assessor 1 \(people\); candidate: m, judge_relevance@[0-9a-f]{8} \(model\)", md)
+    assert re.search(
+        r"Reference: example assessor 1 \(people\); candidate: m, judge_relevance@[0-9a-f]{8} \(model\)", md
+    )
     html = cli("report", j_file, "--qrels", "ex/qrels.txt", "--run", "ex/runs/bm25.txt", "-o", "r.html")
     assert html.code == 0 and "example assessor 1" in Path("r.html").read_text()
 
@@ -657,14 +1005,18 @@ def test_report_ids_meeting_partly_are_counted_and_none_in_common_stops(work):
     assert said.code == 0
     md = Path("r.md").read_text()
     assert "| query ids | the run bm25 | 7 | the qrels | 22 | 5 |" in md
-    assert ("Query ids: 2 of 7 in the run bm25 are not in the qrels (e.g. zz1, zz2); 17 of 22 in the qrels are not "
-            "in the run bm25 (e.g. q06, q07, q08, ...).") in md
+    assert (
+        "Query ids: 2 of 7 in the run bm25 are not in the qrels (e.g. zz1, zz2); 17 of 22 in the qrels are not "
+        "in the run bm25 (e.g. q06, q07, q08, ...)."
+    ) in md
     renamed(Path("ex/runs/bm25.txt"), Path("none.txt"), "q", "x")
     none = cli("report", "--qrels", "ex/qrels.txt", "--run", "none.txt", "-o", "r2.md")
     assert none.code == 1 and not Path("r2.md").exists()
-    assert none.err.strip() == ("ragassay report: error: no query ids in common between the run bm25 (none.txt) and "
-                                "the qrels (ex/qrels.txt) (the run bm25: x01, x02, x03, ...; the qrels: q01, q02, "
-                                "q03, ...); are they from the same set?")
+    assert none.err.strip() == (
+        "ragassay report: error: no query ids in common between the run bm25 (none.txt) and "
+        "the qrels (ex/qrels.txt) (the run bm25: x01, x02, x03, ...; the qrels: q01, q02, "
+        "q03, ...); are they from the same set?"
+    )
 
 
 def test_report_ids_meeting_partly_warn_on_stderr(work):
@@ -675,8 +1027,9 @@ def test_report_ids_meeting_partly_warn_on_stderr(work):
 
 def test_report_of_checks_against_themselves_measures_no_agreement(work):
     with FakeLLM() as fake:
-        assert cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "-o", "c.jsonl",
-                   *llm_args(fake)).code == 0
+        assert (
+            cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "-o", "c.jsonl", *llm_args(fake)).code == 0
+        )
     said = cli("report", "c.jsonl", "--human", "c.jsonl", "-o", "r.md")
     assert said.code == 0
     md = Path("r.md").read_text()
@@ -685,8 +1038,9 @@ def test_report_of_checks_against_themselves_measures_no_agreement(work):
 
 def test_report_of_checks_against_people_names_the_assessor(work):
     with FakeLLM() as fake:
-        assert cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "-o", "c.jsonl",
-                   *llm_args(fake)).code == 0
+        assert (
+            cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "-o", "c.jsonl", *llm_args(fake)).code == 0
+        )
     assert cli("report", "c.jsonl", "--human", "ex/answers_human_labels.jsonl", "-o", "r.md").code == 0
     md = Path("r.md").read_text()
     assert re.search(r"## Answers: agreement, example assessor 1 against m, check_answer@[0-9a-f]{8}\n", md)
@@ -694,6 +1048,7 @@ def test_report_of_checks_against_people_names_the_assessor(work):
 
 
 # ---------------------------------------------------------------------------------------- history
+
 
 def _evaluate(out: str, qrels: str, run: str, *extra: str) -> str:
     said = cli("evaluate", qrels, run, "--format", "json", *extra)
@@ -709,16 +1064,30 @@ def _history_rows(text: str) -> list[list[str]]:
 
 
 def _like_with_like_db() -> list[str]:
-    files = [_evaluate("a.json", "ex/qrels.txt", "ex/runs/bm25.txt"),
-             _evaluate("b.json", "ex/qrels.txt", "ex/runs/tfidf.txt")]
-    cmp = cli("compare", "ex/qrels.txt", "ex/runs/bm25.txt", "ex/runs/tfidf.txt", "--permutations", "200",
-              "--bootstrap", "200", "--format", "json")
+    files = [
+        _evaluate("a.json", "ex/qrels.txt", "ex/runs/bm25.txt"),
+        _evaluate("b.json", "ex/qrels.txt", "ex/runs/tfidf.txt"),
+    ]
+    cmp = cli(
+        "compare",
+        "ex/qrels.txt",
+        "ex/runs/bm25.txt",
+        "ex/runs/tfidf.txt",
+        "--permutations",
+        "200",
+        "--bootstrap",
+        "200",
+        "--format",
+        "json",
+    )
     Path("c.json").write_text(cmp.out)
-    files += ["c.json",
-              _evaluate("d.json", "ex/qrels_second_assessor.txt", "ex/runs/bm25.txt"),
-              _evaluate("e.json", "ex/qrels.txt", "ex/runs/bm25.txt", "--relevance-level", "3"),
-              _evaluate("f.json", "ex/qrels.txt", "ex/runs/bm25.txt", "--gain", "exponential"),
-              _evaluate("g.json", "ex/qrels.txt", "ex/runs/bm25.txt")]
+    files += [
+        "c.json",
+        _evaluate("d.json", "ex/qrels_second_assessor.txt", "ex/runs/bm25.txt"),
+        _evaluate("e.json", "ex/qrels.txt", "ex/runs/bm25.txt", "--relevance-level", "3"),
+        _evaluate("f.json", "ex/qrels.txt", "ex/runs/bm25.txt", "--gain", "exponential"),
+        _evaluate("g.json", "ex/qrels.txt", "ex/runs/bm25.txt"),
+    ]
     for f in nonempty(files):
         extra = ["--run", "bm25"] if f == "c.json" else []
         assert cli("track", f, "--db", "h.sqlite", *extra).code == 0
@@ -744,10 +1113,15 @@ def test_history_draws_changes_only_between_like_results(work):
     text = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10")
     table = _history_rows(text.out)
     assert [r[2] for r in table] == ["bm25", "tfidf", "bm25", "bm25", "bm25", "bm25", "bm25"]
-    assert [r[3] for r in table] == ["example assessor 1 1805b9e6", "example assessor 1 1805b9e6",
-                                     "example assessor 1 1805b9e6", "example assessor 2 ab06379d",
-                                     "example assessor 1 1805b9e6", "example assessor 1 1805b9e6",
-                                     "example assessor 1 1805b9e6"]
+    assert [r[3] for r in table] == [
+        "example assessor 1 1805b9e6",
+        "example assessor 1 1805b9e6",
+        "example assessor 1 1805b9e6",
+        "example assessor 2 ab06379d",
+        "example assessor 1 1805b9e6",
+        "example assessor 1 1805b9e6",
+        "example assessor 1 1805b9e6",
+    ]
     assert [r[-2:] for r in table if r[-1].startswith(("+", "-"))] == [["+0.0000", "+0.0000"]] * 2
     assert table[-1][0] == "7"
 
@@ -786,15 +1160,18 @@ def test_gate_names_the_run_and_the_qrels_labeller(work):
     assert (failed.out + failed.err).strip().splitlines() == [
         "gate failed (evaluate result of bm25 on qrels labelled by example assessor 1; relevant = grade ≥ 2; "
         "deeper than the pool's depth 5: recall@10, ndcg@10):",
-        "  ndcg@10 = 0.7935 is below the minimum 0.8"]
+        "  ndcg@10 = 0.7935 is below the minimum 0.8",
+    ]
     passed = cli("gate", "b.json", "--min", "ndcg@10=0.7")
     assert passed.code == 0 and passed.out.strip() == (
-        "gate passed: 1 threshold(s) hold (evaluate result of bm25 on qrels labelled by example assessor 2)")
+        "gate passed: 1 threshold(s) hold (evaluate result of bm25 on qrels labelled by example assessor 2)"
+    )
     j = cli("gate", "a.json", "--min", "ndcg@10=0.8", "--format", "json")
     assert j.code == 1 and j.json["run"] == "bm25" and j.json["qrels"]["origin"]["describe"] == "example assessor 1"
 
 
 # ------------------------------------------------------------------ generate -> ... -> gate, a chain
+
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory, example) -> dict:
@@ -803,8 +1180,17 @@ def generated(tmp_path_factory, example) -> dict:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(d / "cache"))
         with FakeLLM() as fake:
-            said = cli("generate", example / "chunks.jsonl", "-o", d / "questions.jsonl", "--qrels-out",
-                       d / "gold.qrels", "--limit", "6", *llm_args(fake))
+            said = cli(
+                "generate",
+                example / "chunks.jsonl",
+                "-o",
+                d / "questions.jsonl",
+                "--qrels-out",
+                d / "gold.qrels",
+                "--limit",
+                "6",
+                *llm_args(fake),
+            )
             host = host_of(fake)
     assert said.code == 0, said.err
     return {"questions": d / "questions.jsonl", "gold": d / "gold.qrels", "host": host, "out": said.out}
@@ -827,8 +1213,9 @@ def test_generate_qrels_name_the_endpoint_host(generated):
 
 def test_remap_qrels_name_the_generating_endpoint(generated, example, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    Path("new.jsonl").write_text("".join(json.dumps({**c, "id": "n/" + c["id"]}) + "\n"
-                                         for c in lines(example / "chunks.jsonl")))
+    Path("new.jsonl").write_text(
+        "".join(json.dumps({**c, "id": "n/" + c["id"]}) + "\n" for c in lines(example / "chunks.jsonl"))
+    )
     assert cli("remap", generated["questions"], "new.jsonl", "-o", "new.qrels").code == 0
     assert origin_of(Path("new.qrels"))["labellers"][0]["endpoint"] == generated["host"]
 
@@ -855,37 +1242,96 @@ def test_the_step_by_step_table_as_one_chain(work, generated):
     shutil.copy(f"{generated['gold']}.origin.json", "gold.qrels.origin.json")
     qids = [q["id"] for q in lines(Path("questions.jsonl"))]
     # 2 retrieve
-    got = cli("retrieve", "--retriever", "ex/retrievers.py:tfidf", "--queries", "questions.jsonl", "-k", "5",
-              "-o", "run.txt")
+    got = cli(
+        "retrieve", "--retriever", "ex/retrievers.py:tfidf", "--queries", "questions.jsonl", "-k", "5", "-o", "run.txt"
+    )
     assert got.code == 0 and got.out.startswith("wrote ") and " for 6 queries to run.txt" in got.out
     assert {x.split()[0] for x in Path("run.txt").read_text().splitlines()} == set(qids)
     # 3 judge: the questions meet the run fully
     with FakeLLM() as fake:
-        judged = cli("judge", "--queries", "questions.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "run.txt",
-                     "--depth", "3", "-o", "judgments.jsonl", "--qrels-out", "graded.qrels", *llm_args(fake))
+        judged = cli(
+            "judge",
+            "--queries",
+            "questions.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "run.txt",
+            "--depth",
+            "3",
+            "-o",
+            "judgments.jsonl",
+            "--qrels-out",
+            "graded.qrels",
+            *llm_args(fake),
+        )
         assert judged.code == 0 and judged.err == ""
         assert judged.out.splitlines()[0] == "queries: 6 of 6 in the queries file are in the run (6 queries)"
         # the example's queries (q01...) meet none of the generated run's ids: stopped before a call
         before = fake.settled_calls()
-        wrong = cli("judge", "--queries", "ex/queries.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "run.txt",
-                    "-o", "j2.jsonl", *llm_args(fake))
+        wrong = cli(
+            "judge",
+            "--queries",
+            "ex/queries.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--run",
+            "run.txt",
+            "-o",
+            "j2.jsonl",
+            *llm_args(fake),
+        )
         assert fake.settled_calls() == before
     assert wrong.code == 1 and "between the queries (ex/queries.jsonl) and the run (run.txt)" in wrong.err
     pairs = len(lines(Path("judgments.jsonl")))
     assert pairs == len(Path("graded.qrels").read_text().splitlines())
     # 4 check: answers to the generated questions (the reference as the response: decided by rule)
     qs = lines(Path("questions.jsonl"))
-    Path("answers.jsonl").write_text("".join(json.dumps({"id": q["id"], "question": q["question"],
-                                                         "reference": q["answer"], "response": q["answer"],
-                                                         "context_ids": q["chunk_ids"]}) + "\n" for q in qs))
-    checked = cli("check", "answers.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "run.txt", "--qrels",
-                  "gold.qrels", "-o", "checks.jsonl", "--format", "json")
+    Path("answers.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": q["id"],
+                    "question": q["question"],
+                    "reference": q["answer"],
+                    "response": q["answer"],
+                    "context_ids": q["chunk_ids"],
+                }
+            )
+            + "\n"
+            for q in qs
+        )
+    )
+    checked = cli(
+        "check",
+        "answers.jsonl",
+        "--chunks",
+        "ex/chunks.jsonl",
+        "--run",
+        "run.txt",
+        "--qrels",
+        "gold.qrels",
+        "-o",
+        "checks.jsonl",
+        "--format",
+        "json",
+    )
     assert checked.code == 0, checked.err
     d = checked.json["diagnosis"]
     assert d["diagnosed"] == 6 and [(x["left"]["matched"], x["right"]["ids"]) for x in d["joins"]] == [(6, 6), (6, 6)]
     # the example's answers (q01...) against the generated run: stopped, both files named
-    stop = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "run.txt", "--qrels",
-               "gold.qrels", "-o", "c2.jsonl")
+    stop = cli(
+        "check",
+        "ex/answers.jsonl",
+        "--chunks",
+        "ex/chunks.jsonl",
+        "--run",
+        "run.txt",
+        "--qrels",
+        "gold.qrels",
+        "-o",
+        "c2.jsonl",
+    )
     assert stop.code == 1 and "between the answers (ex/answers.jsonl) and the run (run.txt)" in stop.err
     # 5 evaluate on the judge's labels and on the generator's gold: two labellers, two series
     assert cli("evaluate", "graded.qrels", "run.txt", "--format", "json").code == 0
@@ -904,55 +1350,105 @@ def test_the_step_by_step_table_as_one_chain(work, generated):
     hist = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--format", "json").json["results"]
     assert [r["delta_previous"] for r in hist] == [None, None, 0.0]
     assert [r["qrels"]["origin"]["labellers"][0]["prompt"].split("@")[0] for r in hist] == [
-        "judge_relevance", "generate_question", "judge_relevance"]
+        "judge_relevance",
+        "generate_question",
+        "judge_relevance",
+    ]
     rows = _history_rows(cli("history", "--db", "h.sqlite", "--metric", "ndcg@10").out)
     assert [r[2] for r in rows] == ["tfidf"] * 3 and rows[0][3].startswith("m, judge_relevance@")
     gate = cli("gate", graded, "--min", "ndcg@10=1.01")
     assert gate.code == 1
-    assert (gate.out + gate.err).splitlines()[0].startswith(
-        "gate failed (evaluate result of tfidf on qrels labelled by m, judge_relevance@")
+    assert (
+        (gate.out + gate.err)
+        .splitlines()[0]
+        .startswith("gate failed (evaluate result of tfidf on qrels labelled by m, judge_relevance@")
+    )
 
 
 # --------------------------------------------------------------------------------- unicode ids
 
+
 def test_ids_of_other_schemes_meet_exactly_as_written(work):
     """Unicode, symbols, case-only and full-width differences: each id meets itself only."""
-    chunks = [("c/ä-1", "Refunds are paid within thirty days of delivery to the original card."),
-              ("c#2", "Shipping is free on orders above fifty euros and takes three days."),
-              ("C#2", "Gift cards never expire and can be used online or in store."),
-              ("３", "Returns need the original packaging and the receipt.")]
-    Path("chunks.jsonl").write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n"
-                                            for i, t in chunks), encoding="utf-8")
-    queries = [("q#1/ä", "When are refunds paid to the card after delivery?"),
-               ("Q1", "Is shipping free on orders above fifty euros?"), ("q1", "Do gift cards expire?"),
-               (7, "What do returns need besides the packaging?")]
-    Path("queries.jsonl").write_text("".join(json.dumps({"id": i, "question": t}, ensure_ascii=False) + "\n"
-                                             for i, t in queries), encoding="utf-8")
-    write_run(Path("run.txt"), [("q#1/ä", "c/ä-1", 2.0), ("q#1/ä", "c#2", 1.0), ("Q1", "c#2", 2.0), ("Q1", "C#2", 1.0),
-                                ("q1", "C#2", 2.0), ("q1", "c#2", 1.0), ("7", "３", 3.0), ("7", "c/ä-1", 1.0),
-                                ("q1/ä", "c#2", 1.0)], "uni")
+    chunks = [
+        ("c/ä-1", "Refunds are paid within thirty days of delivery to the original card."),
+        ("c#2", "Shipping is free on orders above fifty euros and takes three days."),
+        ("C#2", "Gift cards never expire and can be used online or in store."),
+        ("３", "Returns need the original packaging and the receipt."),
+    ]
+    Path("chunks.jsonl").write_text(
+        "".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in chunks), encoding="utf-8"
+    )
+    queries = [
+        ("q#1/ä", "When are refunds paid to the card after delivery?"),
+        ("Q1", "Is shipping free on orders above fifty euros?"),
+        ("q1", "Do gift cards expire?"),
+        (7, "What do returns need besides the packaging?"),
+    ]
+    Path("queries.jsonl").write_text(
+        "".join(json.dumps({"id": i, "question": t}, ensure_ascii=False) + "\n" for i, t in queries), encoding="utf-8"
+    )
+    write_run(
+        Path("run.txt"),
+        [
+            ("q#1/ä", "c/ä-1", 2.0),
+            ("q#1/ä", "c#2", 1.0),
+            ("Q1", "c#2", 2.0),
+            ("Q1", "C#2", 1.0),
+            ("q1", "C#2", 2.0),
+            ("q1", "c#2", 1.0),
+            ("7", "３", 3.0),
+            ("7", "c/ä-1", 1.0),
+            ("q1/ä", "c#2", 1.0),
+        ],
+        "uni",
+    )
     Path("qrels.txt").write_text("q#1/ä 0 c/ä-1 3\nQ1 0 c#2 3\nq1 0 C#2 3\n7 0 ３ 2\n", encoding="utf-8")
     with FakeLLM() as fake:
-        said = cli("judge", "--queries", "queries.jsonl", "--chunks", "chunks.jsonl", "--run", "run.txt", "-o",
-                   "j.jsonl", "--qrels-out", "g.qrels", *llm_args(fake))
+        said = cli(
+            "judge",
+            "--queries",
+            "queries.jsonl",
+            "--chunks",
+            "chunks.jsonl",
+            "--run",
+            "run.txt",
+            "-o",
+            "j.jsonl",
+            "--qrels-out",
+            "g.qrels",
+            *llm_args(fake),
+        )
         calls = fake.settled_calls()
     assert said.code == 0
     assert said.out.splitlines()[0] == "queries: 4 of 4 in the queries file are in the run (5 queries)"
     assert said.err.strip() == "warning: query ids: 1 of 5 in the run are not in the queries (e.g. q1/ä)"
     assert calls == 8
-    assert sorted(Path("g.qrels").read_text(encoding="utf-8").splitlines()) == sorted([
-        "q#1/ä 0 c/ä-1 3", "q#1/ä 0 c#2 0", "Q1 0 c#2 3", "Q1 0 C#2 0", "q1 0 C#2 3", "q1 0 c#2 0", "7 0 ３ 3",
-        "7 0 c/ä-1 0"])
+    assert sorted(Path("g.qrels").read_text(encoding="utf-8").splitlines()) == sorted(
+        [
+            "q#1/ä 0 c/ä-1 3",
+            "q#1/ä 0 c#2 0",
+            "Q1 0 c#2 3",
+            "Q1 0 C#2 0",
+            "q1 0 C#2 3",
+            "q1 0 c#2 0",
+            "7 0 ３ 3",
+            "7 0 c/ä-1 0",
+        ]
+    )
     ev = cli("evaluate", "qrels.txt", "run.txt", "-m", "p@1", "--per-query", "--format", "json").json
     assert sorted(ev["per_query"]) == ["7", "Q1", "q#1/ä", "q1"]
     assert ev["aggregate"]["p@1"] == 1.0 and ev["counts"]["run_queries_without_qrels"] == 1
     agree = cli("agree", "qrels.txt", "g.qrels", "--format", "json").json
     assert agree["pairs"] == 4 and agree["join"]["left"]["matched"] == 4 and agree["labels"] == [2, 3]
     assert agree["confusion"] == [[0, 1], [0, 3]]  # only 7/３ differs: 2 by hand, 3 by the model
-    Path("answers.jsonl").write_text("".join(json.dumps({"id": i, "question": "?", "reference": r, "response": r},
-                                                        ensure_ascii=False) + "\n"
-                                             for i, r in (("q#1/ä", "thirty days"), ("Q1", "yes"), ("q1", "never"),
-                                                          ("Q#1/Ä", "no"))), encoding="utf-8")
+    Path("answers.jsonl").write_text(
+        "".join(
+            json.dumps({"id": i, "question": "?", "reference": r, "response": r}, ensure_ascii=False) + "\n"
+            for i, r in (("q#1/ä", "thirty days"), ("Q1", "yes"), ("q1", "never"), ("Q#1/Ä", "no"))
+        ),
+        encoding="utf-8",
+    )
     checked = cli("check", "answers.jsonl", "--run", "run.txt", "--qrels", "qrels.txt", "-o", "c.jsonl")
     assert checked.code == 0
     assert "query ids: 3 of 4 in the answers are in the run (5)" in checked.out
@@ -969,11 +1465,31 @@ def test_a_long_metric_list_is_text(work):
     assert len(METRICS) > 255 and METRICS.count(",") == 39
     ev = cli("evaluate", "ex/qrels.txt", "ex/runs/bm25.txt", "-m", METRICS, "--format", "json")
     assert ev.code == 0 and len(ev.json["aggregate"]) == 40
-    cmp = cli("compare", "ex/qrels.txt", "ex/runs/bm25.txt", "ex/runs/tfidf.txt", "-m", METRICS, "--permutations",
-              "50", "--bootstrap", "50", "--format", "json")
+    cmp = cli(
+        "compare",
+        "ex/qrels.txt",
+        "ex/runs/bm25.txt",
+        "ex/runs/tfidf.txt",
+        "-m",
+        METRICS,
+        "--permutations",
+        "50",
+        "--bootstrap",
+        "50",
+        "--format",
+        "json",
+    )
     assert cmp.code == 0 and len(cmp.json["means"]["tfidf"]) == 40 and len(cmp.json["tests"]) == 40
-    ag = cli("agree", "ex/qrels.txt", "ex/qrels_second_assessor.txt", "--runs", "ex/runs/bm25.txt",
-             "ex/runs/tfidf.txt", "-m", METRICS)
+    ag = cli(
+        "agree",
+        "ex/qrels.txt",
+        "ex/qrels_second_assessor.txt",
+        "--runs",
+        "ex/runs/bm25.txt",
+        "ex/runs/tfidf.txt",
+        "-m",
+        METRICS,
+    )
     assert ag.code == 0 and "Kendall's tau-b" in ag.out
     Path("a.json").write_text(ev.out)
     assert cli("track", "a.json", "--db", "h.sqlite").code == 0
@@ -1004,10 +1520,24 @@ def test_a_label_run_or_title_spelling_a_file_is_text(work):
     assert labels == ["a.json", "h.sqlite", "ex/qrels.txt"]
     # a run whose name spells an existing file (even the result given to track)
     for tag in nonempty(["a.json", "h.sqlite"]):
-        Path(f"{tag}.run").write_text("".join(" ".join(x.split()[:5] + [tag]) + "\n"
-                                              for x in Path("ex/runs/tfidf.txt").read_text().splitlines()))
-    cmp = cli("compare", "ex/qrels.txt", "ex/runs/bm25.txt", "a.json.run", "h.sqlite.run", "-m", "ndcg@10",
-              "--permutations", "50", "--bootstrap", "50", "--format", "json")
+        Path(f"{tag}.run").write_text(
+            "".join(" ".join(x.split()[:5] + [tag]) + "\n" for x in Path("ex/runs/tfidf.txt").read_text().splitlines())
+        )
+    cmp = cli(
+        "compare",
+        "ex/qrels.txt",
+        "ex/runs/bm25.txt",
+        "a.json.run",
+        "h.sqlite.run",
+        "-m",
+        "ndcg@10",
+        "--permutations",
+        "50",
+        "--bootstrap",
+        "50",
+        "--format",
+        "json",
+    )
     Path("cmp.json").write_text(cmp.out)
     assert list(cmp.json["means"]) == ["bm25", "a.json", "h.sqlite"]
     tracked = cli("track", "cmp.json", "--db", "h.sqlite", "--run", "a.json")
@@ -1018,8 +1548,9 @@ def test_a_label_run_or_title_spelling_a_file_is_text(work):
     assert Path("a.json").read_text() == before
     rows = cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--run", "a.json", "--format", "json").json
     assert [r["id"] for r in rows["results"]] == [4]
-    assert [r["run"] for r in cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--format",
-                                  "json").json["results"]] == ["bm25", "bm25", "bm25", "a.json", "h.sqlite"]
+    assert [
+        r["run"] for r in cli("history", "--db", "h.sqlite", "--metric", "ndcg@10", "--format", "json").json["results"]
+    ] == ["bm25", "bm25", "bm25", "a.json", "h.sqlite"]
     # a report title spelling its own output, or an input
     for title in nonempty(["r.md", "ex/qrels.txt"]):
         said = cli("report", "--qrels", "ex/qrels.txt", "--run", "ex/runs/bm25.txt", "--title", title, "-o", "r.md")
@@ -1029,13 +1560,20 @@ def test_a_label_run_or_title_spelling_a_file_is_text(work):
 
 # --------------------------------------------------------------------------------------- label
 
+
 class Labeller:
     """`ragassay label ...` in its own process; labels given through the page's JSON routes."""
 
     def __init__(self, argv: list[str], cwd: Path):
         env = {**os.environ}
-        self.proc = subprocess.Popen([sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"], cwd=cwd,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         self.first = self.proc.stdout.readline()
         url = self.proc.stdout.readline().strip()
         assert self.first.startswith("labelling "), (self.first, self.proc.stderr.read())
@@ -1043,8 +1581,9 @@ class Labeller:
 
     def _fetch(self, path: str, body: dict | None = None) -> dict:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data,
-                                     headers={"Content-Type": "application/json", "X-Token": self.token})
+        req = urllib.request.Request(
+            self.base + path, data=data, headers={"Content-Type": "application/json", "X-Token": self.token}
+        )
         with urllib.request.urlopen(req, timeout=120) as r:
             return json.loads(r.read().decode())
 
@@ -1062,8 +1601,24 @@ class Labeller:
 
 
 def _pairs_args(out: str, assessor: str, *extra: str) -> list[str]:
-    return ["pairs", "--queries", "ex/queries.jsonl", "--chunks", "ex/chunks.jsonl", "--run", "ex/runs/bm25.txt",
-            "--depth", "3", "--sample", "8", "--assessor", assessor, "-o", out, *extra]
+    return [
+        "pairs",
+        "--queries",
+        "ex/queries.jsonl",
+        "--chunks",
+        "ex/chunks.jsonl",
+        "--run",
+        "ex/runs/bm25.txt",
+        "--depth",
+        "3",
+        "--sample",
+        "8",
+        "--assessor",
+        assessor,
+        "-o",
+        out,
+        *extra,
+    ]
 
 
 def _label_some(run: Labeller, n: int) -> dict:
@@ -1101,8 +1656,9 @@ def test_label_pairs_writes_a_people_origin_and_with_names_the_other_by_origin(w
     assert name.startswith("m, judge_relevance@") and judged["host"] in name
     # agree between the two people's files
     said = cli("agree", "alice.qrels", "bob-x.qrels")
-    assert said.out.splitlines()[0] == ("reference: alice (people), 6 labels; candidate: bob (people), 6 labels; "
-                                        "6 pairs labelled by both")
+    assert said.out.splitlines()[0] == (
+        "reference: alice (people), 6 labels; candidate: bob (people), 6 labels; 6 pairs labelled by both"
+    )
 
 
 def test_label_with_a_file_by_the_person_labelling_is_refused(work):
@@ -1110,15 +1666,18 @@ def test_label_with_a_file_by_the_person_labelling_is_refused(work):
     Path("mine.qrels.origin.json").write_text(json.dumps({"labellers": [{"by": "person", "name": "alice"}]}))
     said = cli("label", *_pairs_args("new.qrels", "alice", "--with", "mine.qrels"), "--no-browser")
     assert said.code == 2 and not Path("new.qrels").exists()
-    assert ("ragassay label: error: --with mine.qrels holds labels by alice, who is labelling now: comparing alice "
-            "with themselves measures no agreement; give another person's labels") in said.err
+    assert (
+        "ragassay label: error: --with mine.qrels holds labels by alice, who is labelling now: comparing alice "
+        "with themselves measures no agreement; give another person's labels"
+    ) in said.err
     same = cli("label", *_pairs_args("mine.qrels", "zed", "--with", "mine.qrels"), "--no-browser")
     assert same.code == 2 and "-o mine.qrels is also the input --with mine.qrels" in same.err
 
 
 def test_label_answers_say_their_assessor_per_line_and_check_reads_them(work):
-    erin = Labeller(["answers", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--assessor", "erin", "-o",
-                     "hl.jsonl"], work)
+    erin = Labeller(
+        ["answers", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--assessor", "erin", "-o", "hl.jsonl"], work
+    )
     items = erin.state()["items"]
     for item, label in zip(nonempty(items[:4]), ["correct", "partial", "hallucinated", "abstained"]):
         erin.label(item["key"], label)
@@ -1126,7 +1685,16 @@ def test_label_answers_say_their_assessor_per_line_and_check_reads_them(work):
     written = lines(Path("hl.jsonl"))
     assert len(written) == 4 and {r["assessor"] for r in written} == {"erin"}
     with FakeLLM() as fake:
-        said = cli("check", "ex/answers.jsonl", "--chunks", "ex/chunks.jsonl", "--human", "hl.jsonl", "-o",
-                   "c.jsonl", *llm_args(fake))
+        said = cli(
+            "check",
+            "ex/answers.jsonl",
+            "--chunks",
+            "ex/chunks.jsonl",
+            "--human",
+            "hl.jsonl",
+            "-o",
+            "c.jsonl",
+            *llm_args(fake),
+        )
     assert said.code == 0
     assert re.search(r"agreement on 4 answers, erin \(people\) vs m, check_answer@[0-9a-f]{8}: Cohen's kappa", said.out)

@@ -26,11 +26,23 @@ class Verdict(BaseModel):
 
 
 def _reply(prompt_tokens: int) -> httpx.Response:
-    return httpx.Response(200, json={
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": '{"reasoning": "r", "grade": 2}'}}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": prompt_tokens + 5}})
+    return httpx.Response(
+        200,
+        json={
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": '{"reasoning": "r", "grade": 2}'},
+                }
+            ],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": prompt_tokens + 5},
+        },
+    )
 
 
 def _prompt(tokens: int, mark: str) -> list[dict[str, str]]:

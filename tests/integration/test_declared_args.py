@@ -72,17 +72,39 @@ def test_the_guard_stats_declared_files_only(tmp_path, monkeypatch):
     def spy(path, *a, **k):
         seen.append(os.fspath(path))
         return real_stat(path, *a, **k)
+
     monkeypatch.setattr(os, "stat", spy)
     texts = {"metric": "ndcg@10," * 40, "label": "L" * 300, "title": "T" * 400, "name": "N" * 300}
     commands = _commands()
     cases = [
         ("evaluate", [QRELS, BM25, "-m", texts["metric"]]),
         ("compare", [QRELS, BM25, BM25, "-m", texts["metric"]]),
-        ("track", [str(tmp_path / "r.json"), "--db", str(tmp_path / "h.sqlite"), "--label", texts["label"],
-                   "--run", texts["name"]]),
+        (
+            "track",
+            [
+                str(tmp_path / "r.json"),
+                "--db",
+                str(tmp_path / "h.sqlite"),
+                "--label",
+                texts["label"],
+                "--run",
+                texts["name"],
+            ],
+        ),
         ("report", ["--title", texts["title"], "-o", str(tmp_path / "r.html")]),
-        ("retrieve", ["--retriever", "pkg.mod:" + texts["name"], "--queries", QRELS, "-o", str(tmp_path / "run.txt"),
-                      "--name", texts["name"]]),
+        (
+            "retrieve",
+            [
+                "--retriever",
+                "pkg.mod:" + texts["name"],
+                "--queries",
+                QRELS,
+                "-o",
+                str(tmp_path / "run.txt"),
+                "--name",
+                texts["name"],
+            ],
+        ),
         ("gate", [str(tmp_path / "r.json"), "--min", f"{texts['metric'][:-1]}=0.5", "--run", texts["name"]]),
     ]
     for command, argv in nonempty(cases):
@@ -93,10 +115,20 @@ def test_the_guard_stats_declared_files_only(tmp_path, monkeypatch):
             assert not any(value[:50] in s for s in seen), (command, seen)
 
 
-@pytest.mark.parametrize("argv", [
-    ["evaluate", QRELS, BM25, "--format", "json", "-m",
-     ",".join(f"{m}@{k}" for m in ("p", "recall", "ndcg", "hit_rate", "f1") for k in (1, 2, 3, 5, 10, 20, 50))],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [
+            "evaluate",
+            QRELS,
+            BM25,
+            "--format",
+            "json",
+            "-m",
+            ",".join(f"{m}@{k}" for m in ("p", "recall", "ndcg", "hit_rate", "f1") for k in (1, 2, 3, 5, 10, 20, 50)),
+        ],
+    ],
+)
 def test_a_metric_list_of_any_length_is_text(argv, capsys):
     assert len(argv[-1]) > 255  # longer than any file name may be
     assert main(argv) == 0
@@ -112,13 +144,24 @@ def test_a_long_label_and_title_are_text(tmp_path, capsys):
     label = "nightly " + "x" * 300
     assert main(["track", str(result), "--db", str(db), "--label", label, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["label"] == label
-    assert main(["report", str(result), "--title", "T" * 400, "-o", str(tmp_path / "r.md"), "--format", "markdown"]) == 0
+    assert (
+        main(["report", str(result), "--title", "T" * 400, "-o", str(tmp_path / "r.md"), "--format", "markdown"]) == 0
+    )
     assert ("T" * 400) in (tmp_path / "r.md").read_text()
 
 
 def test_a_declared_output_whose_name_is_too_long_is_a_usage_error(tmp_path, capsys):
-    code = main(["retrieve", "--retriever", f"{EXAMPLE / 'retrievers.py'}:bm25", "--queries",
-                 str(EXAMPLE / "queries.jsonl"), "-o", str(tmp_path / ("y" * 300))])
+    code = main(
+        [
+            "retrieve",
+            "--retriever",
+            f"{EXAMPLE / 'retrievers.py'}:bm25",
+            "--queries",
+            str(EXAMPLE / "queries.jsonl"),
+            "-o",
+            str(tmp_path / ("y" * 300)),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "-o" in err and "cannot be written (File name too long)" in err and "Traceback" not in err
 
@@ -139,17 +182,38 @@ def test_a_py_module_is_an_input_and_a_dotted_module_is_not_stated(tmp_path):
 def test_a_long_metric_list_in_a_fresh_process(tmp_path):
     """As a script passes it: the whole command, from the shell's point of view."""
     metrics = ",".join(f"ndcg@{k}" for k in range(1, 61))
-    r = subprocess.run([sys.executable, "-m", "ragassay", "evaluate", QRELS, BM25, "-m", metrics],
-                       capture_output=True, text=True, cwd=tmp_path)
+    r = subprocess.run(
+        [sys.executable, "-m", "ragassay", "evaluate", QRELS, BM25, "-m", metrics],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert "ndcg@60" in r.stdout
 
 
-@pytest.mark.parametrize("command", [
-    lambda q, o: ["report", "--qrels", q, "--run", str(EXAMPLE / "runs" / "bm25.txt"), "-o", o],
-    lambda q, o: ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"),
-                  "--run", str(EXAMPLE / "runs" / "bm25.txt"), "--keep", q, "-o", o, "--dry-run", "--model", "m"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        lambda q, o: ["report", "--qrels", q, "--run", str(EXAMPLE / "runs" / "bm25.txt"), "-o", o],
+        lambda q, o: [
+            "judge",
+            "--queries",
+            str(EXAMPLE / "queries.jsonl"),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "--run",
+            str(EXAMPLE / "runs" / "bm25.txt"),
+            "--keep",
+            q,
+            "-o",
+            o,
+            "--dry-run",
+            "--model",
+            "m",
+        ],
+    ],
+)
 def test_an_input_files_origin_sidecar_is_part_of_the_input(tmp_path, capsys, command):
     """Who labelled a file (FILE.origin.json beside it) is part of that input: an output there would
     replace it with something else, leaving the labels of unknown origin."""
@@ -161,4 +225,4 @@ def test_an_input_files_origin_sidecar_is_part_of_the_input(tmp_path, capsys, co
     capsys.readouterr()
     assert main(command(str(q), str(side))) == 2
     err = capsys.readouterr().err
-    assert f"is also the input" in err and f"{side} (who labelled {q})" in err and side.read_text() == before
+    assert "is also the input" in err and f"{side} (who labelled {q})" in err and side.read_text() == before

@@ -16,14 +16,24 @@ from pathlib import Path
 
 import pytest
 
+from fake_llm import FakeLLM, dead_url, schema_seen
+from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.product.pipeline import STEPS
 
-from fake_llm import FakeLLM, dead_url, schema_seen
-from helpers import EXAMPLE, nonempty
-
-REPORT_INPUTS = ("compare.json", "check.json", "checks.jsonl", "judgments.jsonl", "coverage.jsonl", "agree_second.json",
-                 "agree_pool.json", "questions.jsonl", "rejects.jsonl", "evaluate/bm25.json", "evaluate/tfidf.json")
+REPORT_INPUTS = (
+    "compare.json",
+    "check.json",
+    "checks.jsonl",
+    "judgments.jsonl",
+    "coverage.jsonl",
+    "agree_second.json",
+    "agree_pool.json",
+    "questions.jsonl",
+    "rejects.jsonl",
+    "evaluate/bm25.json",
+    "evaluate/tfidf.json",
+)
 VOLATILE = {"file", "date", "source"}  # where a file lies and when it was written: not what it says
 
 
@@ -68,8 +78,9 @@ def content(path: Path, *dirs: str):
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
         return without_paths(json.loads(text), *dirs)
-    return sorted(json.dumps(without_paths(json.loads(line), *dirs), sort_keys=True) for line in text.splitlines()
-                  if line.strip())
+    return sorted(
+        json.dumps(without_paths(json.loads(line), *dirs), sort_keys=True) for line in text.splitlines() if line.strip()
+    )
 
 
 def top(path: Path, depth: int) -> set[tuple[str, str]]:
@@ -96,6 +107,7 @@ def qrels_of(path: Path) -> dict[tuple[str, str], int]:
 
 # ------------------------------------------------------------------- the demo is run over the example
 
+
 def test_the_demo_and_run_on_a_copy_make_the_same_steps_calls_and_report_inputs(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with FakeLLM() as server:
@@ -104,7 +116,10 @@ def test_the_demo_and_run_on_a_copy_make_the_same_steps_calls_and_report_inputs(
         assert Path("copy/ragassay.toml").read_text() == (EXAMPLE / "ragassay.toml").read_text()
         code, dry_lines = said(capsys, ["run", "copy/ragassay.toml", "--dry-run", *llm])
         assert code == 0 and not server.requests  # coverage's ceiling counted: the dry run's total bounds the run's
-        assert dry_lines[-1] == "dry run: no model was called (the retrievers ran, to know the pool); at most 282 calls in all"
+        assert (
+            dry_lines[-1]
+            == "dry run: no model was called (the retrievers ran, to know the pool); at most 282 calls in all"
+        )
         code, demo_lines = said(capsys, ["demo", "--out", "demo-out", *llm])
         demo_asked = Counter(schema_seen(b) for b in server.requests)
         seen = len(server.requests)
@@ -113,8 +128,10 @@ def test_the_demo_and_run_on_a_copy_make_the_same_steps_calls_and_report_inputs(
     assert code == run_code == 0
     # the same steps, in the same words (but where each wrote)
     demo_steps = [line.replace("demo-out/", "OUT/") for line in steps_of(demo_lines)]
-    run_steps = [line.replace("copy/ragassay-out/", "OUT/").replace("copy/.ragassay/", "OUT/.ragassay/")
-                 for line in steps_of(run_lines)]
+    run_steps = [
+        line.replace("copy/ragassay-out/", "OUT/").replace("copy/.ragassay/", "OUT/.ragassay/")
+        for line in steps_of(run_lines)
+    ]
     assert demo_steps == run_steps and [s.split()[0] for s in demo_steps] == list(STEPS)
     assert all(status(s) in ("ran", "skipped") for s in nonempty(demo_steps))
     # the same calls, schema by schema; the pool is both runs' top 5, counted here from the run files
@@ -125,8 +142,9 @@ def test_the_demo_and_run_on_a_copy_make_the_same_steps_calls_and_report_inputs(
     # the same report inputs, read as the report reads them
     for name in nonempty(REPORT_INPUTS):
         mine, theirs = Path("demo-out") / name, Path("copy/ragassay-out") / name
-        assert (mine.stat().st_size or name == "rejects.jsonl") and content(mine, "demo-out", str(EXAMPLE)) == \
-            content(theirs, "copy/ragassay-out", "copy"), name
+        assert (mine.stat().st_size or name == "rejects.jsonl") and content(mine, "demo-out", str(EXAMPLE)) == content(
+            theirs, "copy/ragassay-out", "copy"
+        ), name
     # the report names both comparisons by who labelled
     html = Path("demo-out/report.html").read_text()
     assert "Agreement: example assessor 1 against example assessor 2" in html
@@ -140,19 +158,46 @@ def test_without_an_endpoint_the_demo_runs_what_needs_no_model_and_exits_0(tmp_p
     code, lines = said(capsys, ["demo", "--out", str(out)])
     assert code == 0
     assert {s.split()[0]: status(s) for s in steps_of(lines)} == {
-                      "generate": "skipped", "retrieve": "ran", "judge": "skipped", "coverage": "skipped",
-                      "agree": "ran", "check": "ran", "evaluate": "ran", "compare": "ran", "report": "ran",
-                      "track": "ran", "gate": "skipped"}
+        "generate": "skipped",
+        "retrieve": "ran",
+        "judge": "skipped",
+        "coverage": "skipped",
+        "agree": "ran",
+        "check": "ran",
+        "evaluate": "ran",
+        "compare": "ran",
+        "report": "ran",
+        "track": "ran",
+        "gate": "skipped",
+    }
     assert "skipped (no LLM configured): generate, judge, coverage, check (LLM verdicts)" in lines
     assert lines[-1] == f"report: {out}/report.html  (open it in a browser)"
-    written = sorted(str(p.relative_to(out)) for p in out.rglob("*")
-                     if p.is_file() and not p.relative_to(out).parts[0].startswith("."))
-    assert written == sorted(str(p.relative_to(out)) for p in out.rglob("*")
-                             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts))
-    assert written == ["agree_second.json", "check.json", "checks_by_rule.jsonl", "compare.json", "evaluate/bm25.json",
-                       "evaluate/tfidf.json", "report.html", "report.md", "runs/bm25.txt", "runs/bm25.txt.latency.json",
-                       "runs/bm25.txt.run.json", "runs/tfidf.txt", "runs/tfidf.txt.latency.json",
-                       "runs/tfidf.txt.run.json"]
+    written = sorted(
+        str(p.relative_to(out))
+        for p in out.rglob("*")
+        if p.is_file() and not p.relative_to(out).parts[0].startswith(".")
+    )
+    assert written == sorted(
+        str(p.relative_to(out))
+        for p in out.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts)
+    )
+    assert written == [
+        "agree_second.json",
+        "check.json",
+        "checks_by_rule.jsonl",
+        "compare.json",
+        "evaluate/bm25.json",
+        "evaluate/tfidf.json",
+        "report.html",
+        "report.md",
+        "runs/bm25.txt",
+        "runs/bm25.txt.latency.json",
+        "runs/bm25.txt.run.json",
+        "runs/tfidf.txt",
+        "runs/tfidf.txt.latency.json",
+        "runs/tfidf.txt.run.json",
+    ]
     assert (out / ".ragassay" / "state.json").exists() and (out / ".ragassay" / "history.sqlite").exists()
     # the two people's agreement, against kappa written out here over the pairs both labelled
     first, second = qrels_of(EXAMPLE / "qrels.txt"), qrels_of(EXAMPLE / "qrels_second_assessor.txt")
@@ -165,12 +210,18 @@ def test_without_an_endpoint_the_demo_runs_what_needs_no_model_and_exits_0(tmp_p
     checks = [json.loads(line) for line in (out / "checks_by_rule.jsonl").read_text().splitlines()]
     ruled = sorted(c["id"] for c in checks if c["status"] == "ok")
     answers = [json.loads(line) for line in (EXAMPLE / "answers.jsonl").read_text().splitlines()]
+
     def as_written(a: dict) -> bool:  # one of the accepted answers, a leading "the" and end punctuation aside
         refs = a["reference"] if isinstance(a["reference"], list) else [a["reference"]]
-        return re.sub(r"^the |[.!]$", "", a["response"].lower()) in [re.sub(r"^the |[.!]$", "", r.lower()) for r in refs]
+        return re.sub(r"^the |[.!]$", "", a["response"].lower()) in [
+            re.sub(r"^the |[.!]$", "", r.lower()) for r in refs
+        ]
+
     assert ruled == sorted(a["id"] for a in answers if as_written(a)) == ["q06", "q17"]
-    assert all(c["decided_by"] == "rule" and c["label"] == "correct" for c in nonempty(
-        [c for c in checks if c["status"] == "ok"]))
+    assert all(
+        c["decided_by"] == "rule" and c["label"] == "correct"
+        for c in nonempty([c for c in checks if c["status"] == "ok"])
+    )
     # a second demo: every step up to date
     code, again = said(capsys, ["demo", "--out", str(out)])
     assert code == 0 and {status(s) for s in steps_of(again)} == {"up to date", "skipped"}
@@ -191,10 +242,11 @@ def test_a_second_demo_sends_nothing_and_a_dead_endpoint_still_leaves_the_report
     ran_line = next(s for s in steps_of(lines) if s.startswith("evaluate"))
     kept_line = next(s for s in steps_of(again) if s.startswith("evaluate"))
     assert kept_line == ran_line.replace("evaluate  ran: ", "evaluate  up to date: ")  # the kept figures, said again
-    code, lines = said(capsys, ["demo", "--out", str(tmp_path / "dead"), "--base-url", dead_url(), "--model", "fake",
-                                "--no-cache"])
+    code, lines = said(
+        capsys, ["demo", "--out", str(tmp_path / "dead"), "--base-url", dead_url(), "--model", "fake", "--no-cache"]
+    )
     assert code == 3 and (tmp_path / "dead" / "report.html").exists()
-    tail = lines[lines.index("demo finished with failures in 4 stage(s); the report shows what succeeded:") + 1:]
+    tail = lines[lines.index("demo finished with failures in 4 stage(s); the report shows what succeeded:") + 1 :]
     assert [line.split(":")[0].strip() for line in tail] == ["generate", "judge", "coverage", "check"]
     assert all("could not connect" in line for line in nonempty(tail))
     # the steps that need no model ran on people's qrels
@@ -204,14 +256,25 @@ def test_a_second_demo_sends_nothing_and_a_dead_endpoint_still_leaves_the_report
 # ------------------------------------------------------------- run's new capabilities, on a project of its own
 
 FILLER = " This passage was written for the tests, so it holds at least twelve words."  # (generate needs 12)
-CHUNKS = {"d:1": "alpha beta gamma delta." + FILLER, "ré-2": "alpha beta words." + FILLER,
-          "d#3": "gamma delta epsilon." + FILLER, "d4": "nothing shared here." + FILLER, "d5": "alpha alpha beta." + FILLER}
+CHUNKS = {
+    "d:1": "alpha beta gamma delta." + FILLER,
+    "ré-2": "alpha beta words." + FILLER,
+    "d#3": "gamma delta epsilon." + FILLER,
+    "d4": "nothing shared here." + FILLER,
+    "d5": "alpha alpha beta." + FILLER,
+}
 QUERIES = {"q/1": "alpha beta", "q-ü": "gamma delta", "q3": "zeta"}
 
 
 def origin(by: str, name: str) -> str:
-    return json.dumps({"record": "origin@1", "labellers": [{"by": by, "name": name, "prompt": None, "endpoint": None}],
-                       "command": None, "date": "2026-01-01T00:00:00+00:00"})
+    return json.dumps(
+        {
+            "record": "origin@1",
+            "labellers": [{"by": by, "name": name, "prompt": None, "endpoint": None}],
+            "command": None,
+            "date": "2026-01-01T00:00:00+00:00",
+        }
+    )
 
 
 @pytest.fixture
@@ -223,26 +286,44 @@ def project(tmp_path: Path) -> Path:
     d.mkdir()
     (d / "chunks.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in CHUNKS.items()))
     (d / "queries.jsonl").write_text("".join(json.dumps({"id": i, "question": t}) + "\n" for i, t in QUERIES.items()))
-    (d / "a.txt").write_text("q/1 Q0 d:1 1 2.0 a\nq/1 Q0 ré-2 2 2.0 a\nq/1 Q0 d5 3 1.0 a\n"
-                             "q-ü Q0 d#3 1 3.0 a\nq-ü Q0 d:1 2 1.0 a\nq3 Q0 d4 1 0.5 a\n")
+    (d / "a.txt").write_text(
+        "q/1 Q0 d:1 1 2.0 a\nq/1 Q0 ré-2 2 2.0 a\nq/1 Q0 d5 3 1.0 a\n"
+        "q-ü Q0 d#3 1 3.0 a\nq-ü Q0 d:1 2 1.0 a\nq3 Q0 d4 1 0.5 a\n"
+    )
     (d / "b.txt").write_text("q/1 Q0 d5 1 9.0 b\nq/1 Q0 d:1 2 1.0 b\nq-ü Q0 d4 1 1.0 b\nq-ü Q0 d#3 2 1.0 b\n")
     (d / "people.qrels").write_text("q/1 0 d:1 3\nq/1 0 ré-2 2\nq/1 0 d5 1\nq-ü 0 d#3 3\nq-ü 0 d4 0\nq3 0 d4 0\n")
     (d / "people.qrels.origin.json").write_text(origin("person", "alice"))
     (d / "bob.qrels").write_text("q/1 0 d:1 2\nq/1 0 ré-2 2\nq/1 0 d5 0\nq-ü 0 d#3 3\nq-ü 0 d4 1\nq9 0 d:1 1\n")
     (d / "bob.qrels.origin.json").write_text(origin("person", "bob"))
     (d / "answers.jsonl").write_text(
-        json.dumps({"id": "q/1", "question": QUERIES["q/1"], "reference": "alpha beta.", "response": "alpha beta",
-                    "context_ids": ["d:1"]}) + "\n"
-        + json.dumps({"id": "q-ü", "question": QUERIES["q-ü"], "reference": "gamma", "response": " ",
-                      "context_ids": ["d#3"]}) + "\n"
-        + json.dumps({"id": "q3", "question": QUERIES["q3"], "reference": "zeta", "response": "it is d4",
-                      "context_ids": ["d4"]}) + "\n")
+        json.dumps(
+            {
+                "id": "q/1",
+                "question": QUERIES["q/1"],
+                "reference": "alpha beta.",
+                "response": "alpha beta",
+                "context_ids": ["d:1"],
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {"id": "q-ü", "question": QUERIES["q-ü"], "reference": "gamma", "response": " ", "context_ids": ["d#3"]}
+        )
+        + "\n"
+        + json.dumps(
+            {"id": "q3", "question": QUERIES["q3"], "reference": "zeta", "response": "it is d4", "context_ids": ["d4"]}
+        )
+        + "\n"
+    )
     (d / "labels.jsonl").write_text('{"id": "q3", "label": "hallucinated"}\n{"id": "nobody", "label": "correct"}\n')
     (d / "labels.jsonl.origin.json").write_text(origin("person", "alice"))
     (d / "ragassay.toml").write_text(
-        'depth = 2\nk = 5\nmetrics = ["ndcg@10", "P_2"]\n\n[data]\nchunks = "chunks.jsonl"\nqueries = "queries.jsonl"\n'
-        'answers = "answers.jsonl"\nhuman = "labels.jsonl"\nqrels = "people.qrels"\n\n[runs]\na = "a.txt"\nb = "b.txt"\n\n'
-        '[agree]\nsecond = "bob.qrels"\n')
+        'depth = 2\nk = 5\nmetrics = ["ndcg@10", "P_2"]\n\n[data]\nchunks = "chunks.jsonl"\nqueries = '
+        '"queries.jsonl"\n'
+        'answers = "answers.jsonl"\nhuman = "labels.jsonl"\nqrels = "people.qrels"\n\n[runs]\na = "a.txt"\nb = '
+        '"b.txt"\n\n'
+        '[agree]\nsecond = "bob.qrels"\n'
+    )
     return d
 
 
@@ -261,14 +342,22 @@ def test_agree_with_a_second_labelling_and_a_rule_only_check_without_an_endpoint
     assert code == 0, done
     # the second labelling met the people's qrels on two queries; bob's q9 is said (the sides that mean something)
     join = next(j for j in done["joins"] if j["right"]["role"] == "the second qrels")
-    assert (join["left"]["ids"], join["left"]["matched"], join["right"]["ids"], join["right"]["matched"]) == (3, 2, 3, 2)
+    assert (join["left"]["ids"], join["left"]["matched"], join["right"]["ids"], join["right"]["matched"]) == (
+        3,
+        2,
+        3,
+        2,
+    )
     assert "query ids: 1 of 3 in the second qrels are not in the qrels (e.g. q9)" in done["warnings"]
     alice, bob = qrels_of(project / "people.qrels"), qrels_of(project / "bob.qrels")
     both = sorted(set(alice) & set(bob))
     assert len(both) == 5  # q3's pair is alice's alone, q9's bob's alone
     expected = kappa([alice[p] for p in both], [bob[p] for p in both])
-    assert step(done, "agree")["text"] == f"alice vs bob: kappa {expected:.3f} on 5 pairs, Kendall tau of the runs " + \
-        f"{step(done, 'agree')['result']['second']['run_ranking']['kendall_tau_b']:.2f}"
+    assert (
+        step(done, "agree")["text"]
+        == f"alice vs bob: kappa {expected:.3f} on 5 pairs, Kendall tau of the runs "
+        + f"{step(done, 'agree')['result']['second']['run_ranking']['kendall_tau_b']:.2f}"
+    )
     written = json.loads((project / "ragassay-out" / "agree_second.json").read_text())
     assert written["kappa"] == pytest.approx(expected, abs=1e-12)
     assert (written["pairs"], written["only_reference"], written["only_candidate"]) == (5, 1, 1)
@@ -276,11 +365,19 @@ def test_agree_with_a_second_labelling_and_a_rule_only_check_without_an_endpoint
     # the check: one answer is its reference as written (case, end punctuation aside), one is empty
     check = step(done, "check")
     assert check["status"] == "ran" and check["exit_code"] == 0
-    assert check["text"] == ("2 of 3 answers decided by rule (1 correct, 0 partial, 0 hallucinated, 1 abstained); "
-                             "the other 1 need an LLM verdict")
-    records = {r["id"]: r for r in map(json.loads,
-                                       (project / "ragassay-out" / "checks_by_rule.jsonl").read_text().splitlines())}
-    assert (records["q/1"]["label"], records["q-ü"]["label"], records["q3"]["status"]) == ("correct", "abstained", "error")
+    assert check["text"] == (
+        "2 of 3 answers decided by rule (1 correct, 0 partial, 0 hallucinated, 1 abstained); "
+        "the other 1 need an LLM verdict"
+    )
+    records = {
+        r["id"]: r
+        for r in map(json.loads, (project / "ragassay-out" / "checks_by_rule.jsonl").read_text().splitlines())
+    }
+    assert (records["q/1"]["label"], records["q-ü"]["label"], records["q3"]["status"]) == (
+        "correct",
+        "abstained",
+        "error",
+    )
     assert "no endpoint is configured" in records["q3"]["error"]
     # the labels of an answer no one gave are counted and said
     assert "answer ids: 1 of 2 in the human labels are not in the answers (e.g. nobody)" in done["warnings"]
@@ -312,11 +409,20 @@ def test_people_against_the_judged_pool_and_out_moves_outputs_and_state(project,
     assert (out / ".ragassay" / "state.json").exists() and step(again, "agree")["status"] == "up to date"
     # the pool: each run's top 2 (ties by id descending), counted here
     pool = top(project / "a.txt", 2) | top(project / "b.txt", 2)
-    assert pool == {("q/1", "ré-2"), ("q/1", "d:1"), ("q/1", "d5"), ("q-ü", "d#3"), ("q-ü", "d:1"), ("q-ü", "d4"),
-                    ("q3", "d4")}
+    assert pool == {
+        ("q/1", "ré-2"),
+        ("q/1", "d:1"),
+        ("q/1", "d5"),
+        ("q-ü", "d#3"),
+        ("q-ü", "d:1"),
+        ("q-ü", "d4"),
+        ("q3", "d4"),
+    }
     assert asked["RelevanceAnswer"] == len(pool)
-    graded = {(r["query_id"], r["chunk_id"]): r["grade"]
-              for r in map(json.loads, (out / "judgments.jsonl").read_text().splitlines())}
+    graded = {
+        (r["query_id"], r["chunk_id"]): r["grade"]
+        for r in map(json.loads, (out / "judgments.jsonl").read_text().splitlines())
+    }
     assert set(graded) == pool
     alice = qrels_of(project / "people.qrels")
     met = sorted(set(alice) & pool)
@@ -346,13 +452,17 @@ def test_people_against_the_judged_pool_and_out_moves_outputs_and_state(project,
     answers.write_text(answers.read_text().replace("alpha beta gamma.", "alpha beta."))
     code, offline = run_json(capsys, project, "--out", str(out))
     assert step(offline, "check")["text"].startswith("2 of 3 answers decided by rule")  # the rules ran last
-    assert step(offline, "agree")["text"].startswith("alice vs bob: kappa") and "fake" not in step(offline, "agree")["text"]
+    assert (
+        step(offline, "agree")["text"].startswith("alice vs bob: kappa")
+        and "fake" not in step(offline, "agree")["text"]
+    )
     assert not (out / "agree_pool.json").exists()
     assert "against fake" not in (out / "report.md").read_text()
     # and with the endpoint again: the verdicts are found done, nothing is sent, the pool is compared again
     with FakeLLM() as server:
-        code, back = run_json(capsys, project, "--out", str(out), "--base-url", server.url, "--model", "fake",
-                              "--no-cache")
+        code, back = run_json(
+            capsys, project, "--out", str(out), "--base-url", server.url, "--model", "fake", "--no-cache"
+        )
         assert code == 0 and server.calls == 0, back
     assert step(back, "check")["text"].startswith("3 of 3 answers graded") and (out / "agree_pool.json").exists()
 
@@ -361,17 +471,34 @@ def line_of(path: Path, text: str) -> int:
     return next(n for n, line in enumerate(path.read_text().splitlines(), start=1) if line.startswith(text))
 
 
-@pytest.mark.parametrize("edit, key, why", [
-    (lambda t: t.replace('second = "bob.qrels"', 'second = "gone.qrels"'), "second = ", "no such file 'gone.qrels'"),
-    (lambda t: t.replace('qrels = "people.qrels"\n', ''), "second = ", "[agree] second is measured against people's"),
-    (lambda t: t.replace('second = "bob.qrels"', 'second = "bob.qrels"\nwith = "x"'), "with = ",
-     "unknown key in [agree] (known: second)"),
-    (lambda t: t + '\n[generate]\nsample = -1\n', "sample = ", "must be a whole number of at least 0, got -1"),
-    (lambda t: t.replace('queries = "queries.jsonl"\n', '') + '\n[generate]\nsample = 3\n', "sample = ",
-     "[generate] sample writes questions beside the project's own queries"),
-    (lambda t: t + '\n[report]\ntitle = ""\n', "title = ", "must be a title in quotes"),
-    (lambda t: 'keep_going = "yes"\n' + t, "keep_going = ", "must be true or false"),
-])
+@pytest.mark.parametrize(
+    "edit, key, why",
+    [
+        (
+            lambda t: t.replace('second = "bob.qrels"', 'second = "gone.qrels"'),
+            "second = ",
+            "no such file 'gone.qrels'",
+        ),
+        (
+            lambda t: t.replace('qrels = "people.qrels"\n', ""),
+            "second = ",
+            "[agree] second is measured against people's",
+        ),
+        (
+            lambda t: t.replace('second = "bob.qrels"', 'second = "bob.qrels"\nwith = "x"'),
+            "with = ",
+            "unknown key in [agree] (known: second)",
+        ),
+        (lambda t: t + "\n[generate]\nsample = -1\n", "sample = ", "must be a whole number of at least 0, got -1"),
+        (
+            lambda t: t.replace('queries = "queries.jsonl"\n', "") + "\n[generate]\nsample = 3\n",
+            "sample = ",
+            "[generate] sample writes questions beside the project's own queries",
+        ),
+        (lambda t: t + '\n[report]\ntitle = ""\n', "title = ", "must be a title in quotes"),
+        (lambda t: 'keep_going = "yes"\n' + t, "keep_going = ", "must be true or false"),
+    ],
+)
 def test_the_new_keys_are_checked_naming_the_line(project, capsys, edit, key, why):
     toml = project / "ragassay.toml"
     toml.write_text(edit(toml.read_text()))
@@ -392,15 +519,16 @@ def test_a_second_labelling_of_other_queries_stops_the_run_before_any_step(proje
 
 def test_a_sample_beside_the_queries_is_written_and_reported_never_retrieved(project, capsys, tmp_path):
     toml = project / "ragassay.toml"
-    toml.write_text(toml.read_text() + '\n[generate]\nsample = 2\n\n[retrievers]\n')
+    toml.write_text(toml.read_text() + "\n[generate]\nsample = 2\n\n[retrievers]\n")
     with FakeLLM() as server:
         code, done = run_json(capsys, project, "--base-url", server.url, "--model", "fake", "--no-cache")
         asked = Counter(schema_seen(b) for b in server.requests)
     assert code == 0, done
     out = project / "ragassay-out"
     generated = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
-    assert step(done, "generate")["text"] == ("a sample of 2 beside the project's queries (not retrieved): "
-                                              "2 questions accepted, 0 rejected")
+    assert step(done, "generate")["text"] == (
+        "a sample of 2 beside the project's queries (not retrieved): 2 questions accepted, 0 rejected"
+    )
     assert asked["GeneratedQuestion"] == len(generated) == 2
     # the pool, the judge and the check read the project's own queries only; the sample is in the report
     judged = {r["query_id"] for r in map(json.loads, (out / "judgments.jsonl").read_text().splitlines())}

@@ -15,10 +15,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 import fake_llm
 from fake_llm import FakeLLM, block, passages, schema_seen
 from helpers import EXAMPLE
-
 from ragassay.cli import main
 
 CHUNKS = EXAMPLE / "chunks.jsonl"
@@ -41,7 +41,7 @@ def passing_model(monkeypatch):
     def answer_for(schema: str, user: str, system: str = "") -> dict:
         given = passages(user)
         if schema == "GeneratedQuestion" and len(given) > 1 and settings["cite"]:
-            kept = "\n\n".join(f"<<<PASSAGE id={cid}\n{text}\nPASSAGE>>>" for cid, text in given[:settings["cite"]])
+            kept = "\n\n".join(f"<<<PASSAGE id={cid}\n{text}\nPASSAGE>>>" for cid, text in given[: settings["cite"]])
             answer = plain(schema, kept, system)  # written from (and citing) the first passages only
             hard[answer["question"]] = len(given)
             return answer
@@ -51,13 +51,31 @@ def passing_model(monkeypatch):
         if schema == "BlindAnswer" and len(given) == 1 and block(user, "QUESTION") in hard:
             return {**answer, "answerable": False, "own_answer": ""}  # no passage of a hard question answers alone
         return answer
+
     monkeypatch.setattr(fake_llm, "answer_for", answer_for)
     return settings, hard
 
 
 def _argv(out: Path, url: str, limit: int, mix: str, seed: int) -> list[str]:
-    return ["generate", str(CHUNKS), "-o", str(out), "--base-url", url, "--model", "fake", "--quiet",
-            "--limit", str(limit), "--mix", mix, "--seed", str(seed), "--format", "json"]
+    return [
+        "generate",
+        str(CHUNKS),
+        "-o",
+        str(out),
+        "--base-url",
+        url,
+        "--model",
+        "fake",
+        "--quiet",
+        "--limit",
+        str(limit),
+        "--mix",
+        mix,
+        "--seed",
+        str(seed),
+        "--format",
+        "json",
+    ]
 
 
 def _predicted_and_made(tmp_path: Path, capsys, limit: int, mix: str, seed: int) -> tuple[dict, dict, FakeLLM]:
@@ -72,18 +90,22 @@ def _predicted_and_made(tmp_path: Path, capsys, limit: int, mix: str, seed: int)
     return predicted, result, server
 
 
-@pytest.mark.parametrize("limit, mix, seed", [
-    (8, "easy=.5,medium=.25,hard=.25", 3),  # the issue's example
-    (8, "easy=.5,medium=.25,hard=.25", 1),
-    (4, "hard=1", 3),
-    (6, "easy=.34,medium=.33,hard=.33", 5),
-    (10, "easy=.2,medium=.2,hard=.6", 4),
-    (5, "medium=.6,hard=.4", 11),
-    (7, "easy=.5,hard=.5", 0),
-    (3, "easy=1", 4),
-])
-def test_the_dry_run_counts_the_calls_of_a_run_whose_answers_all_pass(tmp_path, capsys, passing_model, limit, mix,
-                                                                      seed):
+@pytest.mark.parametrize(
+    "limit, mix, seed",
+    [
+        (8, "easy=.5,medium=.25,hard=.25", 3),  # the issue's example
+        (8, "easy=.5,medium=.25,hard=.25", 1),
+        (4, "hard=1", 3),
+        (6, "easy=.34,medium=.33,hard=.33", 5),
+        (10, "easy=.2,medium=.2,hard=.6", 4),
+        (5, "medium=.6,hard=.4", 11),
+        (7, "easy=.5,hard=.5", 0),
+        (3, "easy=1", 4),
+    ],
+)
+def test_the_dry_run_counts_the_calls_of_a_run_whose_answers_all_pass(
+    tmp_path, capsys, passing_model, limit, mix, seed
+):
     settings, hard = passing_model
     predicted, result, server = _predicted_and_made(tmp_path, capsys, limit, mix, seed)
     assert (result["rejected"], result["relabelled"], result["shortfall"]) == (0, 0, {})  # every answer passed
@@ -99,8 +121,7 @@ def test_the_dry_run_counts_the_calls_of_a_run_whose_answers_all_pass(tmp_path, 
         assert predicted["calls"] == 37 and sorted(hard.values()) == [2, 3]  # the example's groups of 2 and 3
 
 
-def test_a_hard_question_citing_two_of_three_passages_is_checked_on_each_passage_alone(tmp_path, capsys,
-                                                                                      passing_model):
+def test_a_hard_question_citing_two_of_three_passages_is_checked_on_each_passage_alone(tmp_path, capsys, passing_model):
     """The run's calls for a hard question do not depend on what the model cites, and the check covers
     the passage offered but not cited."""
     settings, hard = passing_model
@@ -109,8 +130,10 @@ def test_a_hard_question_citing_two_of_three_passages_is_checked_on_each_passage
     questions = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text().splitlines()]
     three = [q for q in questions if len(q["checks"]["single_chunk_answerable"]) == 3]
     assert three and all(len(q["chunk_ids"]) == 2 and len(q["checks"]["offered_not_cited"]) == 1 for q in three)
-    assert all(set(q["checks"]["single_chunk_answerable"]) == set(q["chunk_ids"]) | set(q["checks"]["offered_not_cited"])
-               for q in three)
+    assert all(
+        set(q["checks"]["single_chunk_answerable"]) == set(q["chunk_ids"]) | set(q["checks"]["offered_not_cited"])
+        for q in three
+    )
     assert server.calls == predicted["calls"]
     settings["cite"] = None  # the same draw, every passage cited: the same number of calls
     hard.clear()
@@ -138,6 +161,7 @@ def test_an_offered_passage_that_answers_alone_rejects_a_fake_multi_hop(tmp_path
         if schema == "SameAnswer" and block(user, "SECOND ANSWER").strip() == "the same answer":
             return {"same": True, "reason": "alike"}
         return plain(schema, user, system)
+
     monkeypatch.setattr(fake_llm, "answer_for", answer_for)
     with FakeLLM() as server:
         argv = _argv(tmp_path / "q.jsonl", server.url, 4, "hard=1", 3) + ["--rejects", str(tmp_path / "r.jsonl")]

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import httpx
 import pytest
 import respx
-from fake_llm import chat_reply
-from fake_llm import make_llm
 from pydantic import BaseModel
 
+from fake_llm import chat_reply, make_llm
 from ragassay.errors import RagassayError
 from ragassay.llm import LLMError
-from ragassay.runtime.engine import (Call, OutputLock, OutputStore, Stage, StageAborted, StageRun, WorkItem,
-                                    fingerprint, run_stage)
+from ragassay.runtime.engine import (
+    Call,
+    OutputLock,
+    OutputStore,
+    Stage,
+    StageAborted,
+    StageRun,
+    WorkItem,
+    fingerprint,
+    run_stage,
+)
 
 BASE = "http://engine.test/v1"
 URL = f"{BASE}/chat/completions"
@@ -31,8 +41,12 @@ class EchoStage(Stage):
     name = "echo"
 
     def plan(self, texts: dict[str, str], model: str = "m") -> list[WorkItem]:
-        return [WorkItem(fingerprint("echo", model, t), [Call.of(0, [{"role": "user", "content": t}], Grade, "echo", 10)],
-                         ident) for ident, t in texts.items()]
+        return [
+            WorkItem(
+                fingerprint("echo", model, t), [Call.of(0, [{"role": "user", "content": t}], Grade, "echo", 10)], ident
+            )
+            for ident, t in texts.items()
+        ]
 
     def identity(self, record: dict) -> str:
         return record["id"]
@@ -96,12 +110,19 @@ async def test_a_changed_input_is_redone_and_replaces_its_record_others_are_kept
 
 @respx.mock
 async def test_the_key_never_reaches_outputs_journal_or_cache(tmp_path, capsys):
-    respx.post(URL).mock(side_effect=[chat_reply({"grade": 1}), httpx.Response(401, json={"error": {"message": f"bad key {KEY}"}})])
+    respx.post(URL).mock(
+        side_effect=[chat_reply({"grade": 1}), httpx.Response(401, json={"error": {"message": f"bad key {KEY}"}})]
+    )
     out = tmp_path / "out.jsonl"
     done = await run(tmp_path, {"1": "a", "2": "b"}, out)
     captured = capsys.readouterr()
     assert done.exit_code == 3 and "auth" in out.read_text()
-    for blob in (out.read_text(), captured.out, captured.err, (tmp_path / "cache.sqlite").read_bytes().decode("latin-1")):
+    for blob in (
+        out.read_text(),
+        captured.out,
+        captured.err,
+        (tmp_path / "cache.sqlite").read_bytes().decode("latin-1"),
+    ):
         assert KEY not in blob
 
 
@@ -109,8 +130,9 @@ async def test_the_key_never_reaches_outputs_journal_or_cache(tmp_path, capsys):
 async def test_a_dead_endpoint_stops_after_the_first_failures(tmp_path):
     route = respx.post(URL).mock(side_effect=httpx.ConnectError("connection refused"))
     out = tmp_path / "out.jsonl"
-    with pytest.raises(StageAborted, match="stopped early: the first \\d+ echo calls all failed the same way: "
-                                           "could not connect") as e:
+    with pytest.raises(
+        StageAborted, match="stopped early: the first \\d+ echo calls all failed the same way: could not connect"
+    ) as e:
         await run(tmp_path, {str(i): f"t{i}" for i in range(40)}, out, concurrency=1)
     failed = int(str(e.value).split("the first ")[1].split()[0])
     assert failed == 3 and route.call_count == 2 * failed  # one try + one retry each, not 40 x 6
@@ -120,8 +142,10 @@ async def test_a_dead_endpoint_stops_after_the_first_failures(tmp_path):
 
 def test_a_kill_mid_line_loses_only_that_line(tmp_path, capsys):
     out = tmp_path / "o.jsonl"
-    (tmp_path / "o.jsonl.journal").write_text('{"id": "a", "status": "ok", "key": "ka"}\n'
-                                              '{"id": "b", "status": "error", "error": "x", "key": "kb"}\n{"id": "c", "sta')
+    (tmp_path / "o.jsonl.journal").write_text(
+        '{"id": "a", "status": "ok", "key": "ka"}\n'
+        '{"id": "b", "status": "error", "error": "x", "key": "kb"}\n{"id": "c", "sta'
+    )
     store = OutputStore(out, lambda r: r["id"])
     assert store.done("ka") and not store.done("kb") and not store.done("kc")
     assert "incomplete last line" in capsys.readouterr().err
@@ -134,12 +158,12 @@ def test_an_output_ragassay_did_not_write_is_refused_with_file_and_line(tmp_path
         OutputStore(out, lambda r: r["id"])
 
 
-def _hold_lock(path) -> "subprocess.Popen":
+def _hold_lock(path) -> subprocess.Popen:
     """Another process that holds the lock on ``path`` until it is killed."""
-    import subprocess
-    import sys
-    code = ("import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
-            "print('held', flush=True); time.sleep(60)")
+    code = (
+        "import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
+        "print('held', flush=True); time.sleep(60)"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "held"
     return proc
@@ -161,6 +185,7 @@ def test_a_second_process_on_one_output_fails_and_names_the_holder(tmp_path):
     holder = _hold_lock(out)
     try:
         import os
+
         os.link(out, tmp_path / "twin.jsonl")  # a hard link to an existing locked output, too
         with pytest.raises(RagassayError, match="twin.jsonl is being written by"):
             OutputLock(tmp_path / "twin.jsonl").acquire()
@@ -187,6 +212,7 @@ def test_exit_codes():
 
     def run_of(ok, errors):
         return StageRun("s", [], ok + errors, 0, ok, errors, Counter({"transport: down": errors} if errors else {}))
+
     assert [run_of(3, 0).exit_code, run_of(2, 1).exit_code, run_of(0, 3).exit_code] == [0, 3, 1]
 
 
@@ -200,13 +226,16 @@ def test_a_call_knows_its_exact_request():
 async def test_one_llm_serves_two_event_loops(tmp_path):
     """Stages run one after another with asyncio.run each (the demo, a notebook): no loop-bound state."""
     import asyncio
+
     with respx.mock:
         respx.post(URL).mock(return_value=chat_reply({"grade": 3}))
         llm = make_llm(tmp_path, BASE, "m", api_key=KEY, use_cache=False)
 
         def ask():
             return asyncio.run(llm.ask([{"role": "user", "content": "x"}], Grade))
+
         import concurrent.futures
+
         with concurrent.futures.ThreadPoolExecutor(1) as ex:  # a fresh loop outside the test's own
             assert ex.submit(ask).result().grade == 3
             assert ex.submit(ask).result().grade == 3
@@ -229,7 +258,9 @@ def test_lock_files_are_removed_on_release_and_a_waiting_process_never_holds_a_s
     """Locks leave nothing behind; and the classic race of removing a lock file (B opened the old
     file and locked it after A removed it) ends with B holding the file at the path, not the removed one."""
     import os
+
     from ragassay.runtime.engine.lock import _lock_file
+
     out = tmp_path / "o.jsonl"
     lock = OutputLock(out)
     with lock:
@@ -246,6 +277,7 @@ def test_lock_files_are_removed_on_release_and_a_waiting_process_never_holds_a_s
         f = stale if not opened else real_open_locked(self, path)
         opened.append(f)
         return f
+
     monkeypatch.setattr(OutputLock, "_open_locked", first_the_stale_one)
     b = OutputLock(out).acquire()
     held = OutputLock._held[b.path][0]
@@ -262,6 +294,7 @@ def subprocess_lock_attempt(out) -> None:
     """Another process trying the lock (flock locks are per open file, so a second process is the test)."""
     import subprocess
     import sys
+
     code = f"from ragassay.runtime.engine import OutputLock; OutputLock({str(out)!r}).acquire()"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if "is being written by" in p.stderr:

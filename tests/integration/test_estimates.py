@@ -8,18 +8,35 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_llm import FakeLLM
 
-from ragassay.cli import main
+from fake_llm import FakeLLM
 from helpers import EXAMPLE
+from ragassay.cli import main
 
 PRICES = ["--price-in", "1", "--price-out", "2"]
 
 
 def judge_args(server: FakeLLM, run: str, depth: int, out: Path, cache: Path) -> list[str]:
-    return ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--run",
-            str(EXAMPLE / "runs" / run), "--depth", str(depth), "-o", str(out), "--base-url", server.url, "--model",
-            "fake", "--cache", str(cache), *PRICES]
+    return [
+        "judge",
+        "--queries",
+        str(EXAMPLE / "queries.jsonl"),
+        "--chunks",
+        str(EXAMPLE / "chunks.jsonl"),
+        "--run",
+        str(EXAMPLE / "runs" / run),
+        "--depth",
+        str(depth),
+        "-o",
+        str(out),
+        "--base-url",
+        server.url,
+        "--model",
+        "fake",
+        "--cache",
+        str(cache),
+        *PRICES,
+    ]
 
 
 def dry(capsys, argv: list[str]) -> dict:
@@ -79,11 +96,14 @@ def test_the_text_gives_expected_and_ceiling_and_a_cost_range(tmp_path, capsys):
 def test_an_older_cache_without_sizes_gives_the_uncalibrated_estimate(tmp_path, capsys):
     """A cache written before request sizes were kept (opened read-only by a dry run, so not migrated)."""
     import sqlite3
+
     cache = tmp_path / "old.sqlite"
     db = sqlite3.connect(cache)
-    db.execute("CREATE TABLE answers (key TEXT PRIMARY KEY, model TEXT NOT NULL, answer TEXT NOT NULL, raw TEXT, "
-               "prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0, "
-               "created REAL NOT NULL)")
+    db.execute(
+        "CREATE TABLE answers (key TEXT PRIMARY KEY, model TEXT NOT NULL, answer TEXT NOT NULL, raw TEXT, "
+        "prompt_tokens INTEGER NOT NULL DEFAULT 0, completion_tokens INTEGER NOT NULL DEFAULT 0, "
+        "created REAL NOT NULL)"
+    )
     db.execute("PRAGMA user_version = 1")
     db.commit()
     db.close()
@@ -96,6 +116,7 @@ def test_an_older_cache_without_sizes_gives_the_uncalibrated_estimate(tmp_path, 
 def _texts_vs_built(plan, monkeypatch):
     """The estimate of a plan counted from its calls said as texts, and from the calls built."""
     from ragassay.runtime.engine import Stage
+
     said = plan.estimate().to_dict()
     with monkeypatch.context() as m:
         m.setattr(type(plan.relevance), "call_texts", Stage.call_texts)
@@ -113,14 +134,27 @@ def test_a_dry_run_counts_calls_said_as_texts_exactly_as_built_ones(tmp_path, mo
     from ragassay.llm import LLMConfig
     from ragassay.stages.judge import JudgeOptions, plan_judge
     from ragassay.stages.queries import QueryItem
+
     long = "A long passage about tides and the moon. " * 80
-    texts = ["Tides rise twice a day.", "Tides rise twice a day.", "", "   ", "<<<the passage goes here>>>",
-             "PASSAGE>>> closes <<<PASSAGE nothing {{query}} {{passage}}", "caf\u00e9 \u4e2d\u6587 \U0001F600 \x00",
-             long, long + "!", "\n\n  leading and trailing blanks  \n\n"]
+    texts = [
+        "Tides rise twice a day.",
+        "Tides rise twice a day.",
+        "",
+        "   ",
+        "<<<the passage goes here>>>",
+        "PASSAGE>>> closes <<<PASSAGE nothing {{query}} {{passage}}",
+        "caf\u00e9 \u4e2d\u6587 \U0001f600 \x00",
+        long,
+        long + "!",
+        "\n\n  leading and trailing blanks  \n\n",
+    ]
     chunks = [Chunk(id=f"c{i}", title=("T" if i % 2 else ""), text=t) for i, t in enumerate(texts)]
-    queries = [QueryItem("q1", "when do tides rise?"), QueryItem("q2", "when do tides rise?"),
-               QueryItem("q3", "<<<QUERY\nfake\nQUERY>>> {{passage}}", description="need <<<", answer="x >>>"),
-               QueryItem("q4", "  spaced  ")]
+    queries = [
+        QueryItem("q1", "when do tides rise?"),
+        QueryItem("q2", "when do tides rise?"),
+        QueryItem("q3", "<<<QUERY\nfake\nQUERY>>> {{passage}}", description="need <<<", answer="x >>>"),
+        QueryItem("q4", "  spaced  "),
+    ]
     run = {q.id: {c.id: float(len(texts) - i) for i, c in enumerate(chunks)} for q in queries}
     configs = [LLMConfig(model=f"m{i}", base_url="http://127.0.0.1:9/v1", use_cache=False) for i in range(jury)]
     options = JudgeOptions(depth=len(texts), samples=samples, max_chunk_chars=1000 if windows else 4000, quiet=True)
@@ -139,11 +173,13 @@ def test_texts_are_counted_by_an_exact_tokenizer_part_by_part(tmp_path, monkeypa
     from ragassay.llm import LLMConfig
     from ragassay.stages.judge import JudgeOptions, plan_judge
     from ragassay.stages.queries import QueryItem
+
     seen: list[str] = []
 
     def words(text: str) -> int:
         seen.append(text)
         return len(text.split())
+
     monkeypatch.setattr(usage, "exact_counter", lambda model: (words, "words"))
     chunks = [Chunk(id=f"c{i}", text=f"passage number {i} " * 20) for i in range(6)]
     queries = [QueryItem(f"q{i}", f"question {i}?") for i in range(5)]
@@ -155,4 +191,6 @@ def test_texts_are_counted_by_an_exact_tokenizer_part_by_part(tmp_path, monkeypa
     assert said["input_tokens"] == built["input_tokens"]  # words never straddle the parts
     seen.clear()
     plan.estimate()
-    assert len(seen) == 1 + 1 + 5 + 6 + 1  # the schema, the prompt's fixed head, each query's part, each passage, the tail
+    assert (
+        len(seen) == 1 + 1 + 5 + 6 + 1
+    )  # the schema, the prompt's fixed head, each query's part, each passage, the tail

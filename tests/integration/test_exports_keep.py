@@ -17,20 +17,18 @@ import json
 import os
 import re
 import subprocess
-import sys
 import uuid
 
 import pytest
+from test_exports_load import python_with
 
 import ragassay
+from helpers import EXAMPLE, ROOT, nonempty
 from ragassay import api
 from ragassay.cli import main
 from ragassay.data.records import Chunk, Question
 from ragassay.errors import InputError, RagassayError, UsageError
 from ragassay.stages.exports import EXPORTS, export
-
-from helpers import EXAMPLE, ROOT, nonempty
-from test_exports_load import python_with
 
 CHUNKS = ragassay.read_chunks(EXAMPLE / "chunks.jsonl")
 QUERIES = ragassay.read_queries(EXAMPLE / "queries.jsonl")
@@ -53,6 +51,7 @@ def trec_order(pairs):
 
 
 # ------------------------------------------------------------------ fakes after the libraries' interfaces
+
 
 class TextNode:
     """llama_index.core.schema.TextNode: ``id_`` (``node_id``), ``metadata``, ``ref_doc_id`` (its SOURCE)."""
@@ -79,8 +78,12 @@ class LlamaRetriever:
         self.node_ids, self.scores = node_ids or (lambda chunk_id: chunk_id), scores
 
     def retrieve(self, query_str: str) -> list[NodeWithScore]:
-        return [NodeWithScore(TextNode(self.node_ids(c), "text", {"chunk_id": c}, ref_doc_id=c),
-                              float(s) if self.scores else None) for c, s in scored(query_str)]
+        return [
+            NodeWithScore(
+                TextNode(self.node_ids(c), "text", {"chunk_id": c}, ref_doc_id=c), float(s) if self.scores else None
+            )
+            for c, s in scored(query_str)
+        ]
 
 
 class Document:
@@ -97,11 +100,14 @@ class LangChainRetriever:
         self.with_ids = with_ids
 
     def invoke(self, input: str, config=None, **kwargs) -> list[Document]:
-        return [Document("text", {"source": "faq.md", "chunk_id": c}, c if self.with_ids else None)
-                for c, _ in scored(input)]
+        return [
+            Document("text", {"source": "faq.md", "chunk_id": c}, c if self.with_ids else None)
+            for c, _ in scored(input)
+        ]
 
 
 # ------------------------------------------------------------------ retrievers as objects
+
 
 def test_a_llamaindex_retriever_gives_its_node_ids_and_scores_with_ties():
     done = api.retrieve(LlamaRetriever(), QUERIES, chunks=EXAMPLE / "chunks.jsonl", k=5, quiet=True)
@@ -144,8 +150,10 @@ def test_nodes_cut_from_one_chunk_keep_the_best_and_are_counted():
         def retrieve(self, query_str):  # each chunk cut in two nodes of new ids; the halves score 1 lower
             out = []
             for n in super().retrieve(query_str):
-                out += [NodeWithScore(TextNode(str(uuid.uuid4()), "a", ref_doc_id=n.node.ref_doc_id), n.score),
-                        NodeWithScore(TextNode(str(uuid.uuid4()), "b", ref_doc_id=n.node.ref_doc_id), n.score - 1)]
+                out += [
+                    NodeWithScore(TextNode(str(uuid.uuid4()), "a", ref_doc_id=n.node.ref_doc_id), n.score),
+                    NodeWithScore(TextNode(str(uuid.uuid4()), "b", ref_doc_id=n.node.ref_doc_id), n.score - 1),
+                ]
             return sorted(out, key=lambda n: -n.score)
 
     done = api.retrieve(Split(), QUERIES, id_field="ref_doc_id", chunks=EXAMPLE / "chunks.jsonl", k=5, quiet=True)
@@ -175,7 +183,8 @@ def test_factories_classes_and_objects_in_a_file(tmp_path):
         "def make_with(*, top=5):\n    return LlamaRetriever()\n"
         "class Mine(LlamaRetriever):\n    pass\n"
         "def search(query):\n    return [c for c, _ in __import__('test_exports_keep').scored(query)]\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     want = {q: trec_order([(c, float(s)) for c, s in scored(t)]) for q, t in QUERIES.items()}
     for name, kind in nonempty([("make", "llamaindex"), ("make_with", "llamaindex"), ("Mine", "llamaindex")]):
         done = api.retrieve(f"{module}:{name}", QUERIES, k=5, quiet=True)
@@ -194,13 +203,20 @@ def test_pairs_of_a_document_and_a_score_from_a_function():
         assert ranked[qid] == trec_order([(c, s / 10) for c, s in scored(QUERIES[qid])])
 
 
-@pytest.mark.parametrize("retriever, id_field, said", [
-    (LangChainRetriever(), None, r"LangChain Document at rank 1 for query '.+' has no chunk id: its Document.id "
-                                 r"has none; .*--id-field.*its metadata has chunk_id, source"),
-    (LangChainRetriever(), "metadata.chunk", r"its metadata\['chunk'\] has none.*chunk_id, source"),
-    (LangChainRetriever(), "ref_doc_id", r"ref_doc_id is LlamaIndex's.*metadata has chunk_id, source"),
-    (LlamaRetriever(), "metadata.nope", r"LlamaIndex node at rank 1 .*metadata\['nope'\] has none"),
-])
+@pytest.mark.parametrize(
+    "retriever, id_field, said",
+    [
+        (
+            LangChainRetriever(),
+            None,
+            r"LangChain Document at rank 1 for query '.+' has no chunk id: its Document.id "
+            r"has none; .*--id-field.*its metadata has chunk_id, source",
+        ),
+        (LangChainRetriever(), "metadata.chunk", r"its metadata\['chunk'\] has none.*chunk_id, source"),
+        (LangChainRetriever(), "ref_doc_id", r"ref_doc_id is LlamaIndex's.*metadata has chunk_id, source"),
+        (LlamaRetriever(), "metadata.nope", r"LlamaIndex node at rank 1 .*metadata\['nope'\] has none"),
+    ],
+)
 def test_a_result_without_a_chunk_id_is_refused_naming_query_rank_and_keys(retriever, id_field, said):
     with pytest.raises(RagassayError, match=said):
         api.retrieve(retriever, {"q-1": "refund within 30 days"}, id_field=id_field, quiet=True)
@@ -211,17 +227,26 @@ def test_an_id_that_is_no_chunk_stops_the_run_naming_the_chunks_file():
     with pytest.raises(InputError) as e:
         api.retrieve(random_ids, {"q 7": "refund within 30 days"}, chunks=EXAMPLE / "chunks.jsonl", quiet=True)
     message = str(e.value)
-    assert message.startswith(f"{EXAMPLE / 'chunks.jsonl'}: the retriever's result at rank 1 for query 'q 7' is "
-                              "'node-refund-01' (read from its id)")
+    assert message.startswith(
+        f"{EXAMPLE / 'chunks.jsonl'}: the retriever's result at rank 1 for query 'q 7' is "
+        "'node-refund-01' (read from its id)"
+    )
     assert "--id-field" in message and "account-01" in message  # the fix, and what chunk ids look like
     # the same retriever read where the chunk id is: the run and the chunks meet, counted on each side
-    done = api.retrieve(random_ids, QUERIES, id_field="metadata.chunk_id", chunks=EXAMPLE / "chunks.jsonl", k=5,
-                        quiet=True)
+    done = api.retrieve(
+        random_ids, QUERIES, id_field="metadata.chunk_id", chunks=EXAMPLE / "chunks.jsonl", k=5, quiet=True
+    )
     retrieved = {c for q in QUERIES.values() for c, _ in scored(q)}
     assert done.to_dict()["chunks"] == {
-        "what": "chunk ids", "left": {"role": "the run", "file": None, "ids": len(retrieved), "matched": len(retrieved)},
-        "right": {"role": "the chunks", "file": str(EXAMPLE / "chunks.jsonl"), "ids": len(CHUNKS),
-                  "matched": len(retrieved)}}
+        "what": "chunk ids",
+        "left": {"role": "the run", "file": None, "ids": len(retrieved), "matched": len(retrieved)},
+        "right": {
+            "role": "the chunks",
+            "file": str(EXAMPLE / "chunks.jsonl"),
+            "ids": len(CHUNKS),
+            "matched": len(retrieved),
+        },
+    }
     assert 0 < len(retrieved) < len(CHUNKS)
 
 
@@ -231,11 +256,19 @@ def test_odd_ids_and_an_empty_query():
     def search(query):
         if not query:
             return []
-        return [NodeWithScore(TextNode("x", "t", {"cid": 7}), 2.0), NodeWithScore(TextNode("é-1", "t", {"cid": "é-1"}), 2.0),
-                NodeWithScore(TextNode("y", "t", {"cid": "a|b"}), 1.0)]
+        return [
+            NodeWithScore(TextNode("x", "t", {"cid": 7}), 2.0),
+            NodeWithScore(TextNode("é-1", "t", {"cid": "é-1"}), 2.0),
+            NodeWithScore(TextNode("y", "t", {"cid": "a|b"}), 1.0),
+        ]
 
-    done = api.retrieve(search, {"q1": "anything", "empty": ""}, id_field="metadata.cid",
-                        chunks=[Chunk(id=c, text="t") for c in chunk_ids], quiet=True)
+    done = api.retrieve(
+        search,
+        {"q1": "anything", "empty": ""},
+        id_field="metadata.cid",
+        chunks=[Chunk(id=c, text="t") for c in chunk_ids],
+        quiet=True,
+    )
     assert done.run.ranked() == {"q1": [("é-1", 2.0), ("7", 2.0), ("a|b", 1.0)], "empty": []}
     assert done.to_dict()["queries"] == 2 and done.to_dict()["results"] == 3
     # chunks given as ids; an int id is its digits; pairs without a score rank their query as returned
@@ -255,30 +288,71 @@ def test_what_is_no_retriever_is_refused():
     with pytest.raises(RagassayError, match="none of: a function of the query text, a LlamaIndex retriever"):
         api.retrieve(42, {"q": "t"}, quiet=True)
     with pytest.raises(RagassayError, match="factory 'broken' failed: ZeroDivisionError"):
+
         def broken():
             return 1 / 0
+
         api.retrieve(broken, {"q": "t"}, quiet=True)
 
 
 def test_the_command_takes_an_object_and_writes_the_counts(tmp_path, capsys):
     module = tmp_path / "lc.py"
-    module.write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
-                      "from test_exports_keep import LangChainRetriever\nretriever = LangChainRetriever()\n",
-                      encoding="utf-8")
+    module.write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'tests')!r})\n"
+        "from test_exports_keep import LangChainRetriever\nretriever = LangChainRetriever()\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "run.txt"
-    code = main(["retrieve", "--retriever", f"{module}:retriever", "--queries", str(EXAMPLE / "queries.jsonl"),
-                 "--chunks", str(EXAMPLE / "chunks.jsonl"), "--id-field", "metadata.chunk_id", "-k", "5",
-                 "-o", str(out), "--quiet", "--format", "json"])
+    code = main(
+        [
+            "retrieve",
+            "--retriever",
+            f"{module}:retriever",
+            "--queries",
+            str(EXAMPLE / "queries.jsonl"),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "--id-field",
+            "metadata.chunk_id",
+            "-k",
+            "5",
+            "-o",
+            str(out),
+            "--quiet",
+            "--format",
+            "json",
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
-    assert code == 0 and (result["retriever"], result["id_field"], result["run"]) == ("langchain",
-                                                                                       "metadata.chunk_id", "retriever")
+    assert code == 0 and (result["retriever"], result["id_field"], result["run"]) == (
+        "langchain",
+        "metadata.chunk_id",
+        "retriever",
+    )
     retrieved = {c for q in QUERIES.values() for c, _ in scored(q)}
-    assert result["chunks"]["left"] == {"role": "the run", "file": None, "ids": len(retrieved),
-                                        "matched": len(retrieved)}
-    assert ragassay.read_run(out).ranked() == {q: [(c, float(5 - i)) for i, (c, _) in enumerate(scored(t))]
-                                               for q, t in QUERIES.items()}
-    code = main(["retrieve", "--retriever", f"{module}:retriever", "--queries", str(EXAMPLE / "queries.jsonl"),
-                 "--chunks", str(EXAMPLE / "chunks.jsonl"), "--quiet", "-o", str(tmp_path / "bad.txt")])
+    assert result["chunks"]["left"] == {
+        "role": "the run",
+        "file": None,
+        "ids": len(retrieved),
+        "matched": len(retrieved),
+    }
+    assert ragassay.read_run(out).ranked() == {
+        q: [(c, float(5 - i)) for i, (c, _) in enumerate(scored(t))] for q, t in QUERIES.items()
+    }
+    code = main(
+        [
+            "retrieve",
+            "--retriever",
+            f"{module}:retriever",
+            "--queries",
+            str(EXAMPLE / "queries.jsonl"),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "--quiet",
+            "-o",
+            str(tmp_path / "bad.txt"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1 and "has no chunk id: its Document.id has none" in err and "Traceback" not in err
     assert not (tmp_path / "bad.txt").exists()
@@ -286,12 +360,22 @@ def test_the_command_takes_an_object_and_writes_the_counts(tmp_path, capsys):
 
 # ------------------------------------------------------------------ exports keep the ids
 
-ODD = [Chunk(id=i, text=f"text of {i}", doc_id=d) for i, d in
-       [("a|b", "doc|1"), ("é-1", None), ("007", "doc-2"), ('q"uote', "doc-2"), ("plain", "doc-3")]]
+ODD = [
+    Chunk(id=i, text=f"text of {i}", doc_id=d)
+    for i, d in [("a|b", "doc|1"), ("é-1", None), ("007", "doc-2"), ('q"uote', "doc-2"), ("plain", "doc-3")]
+]
 SET = [
     Question(id="q|1", question="What is a|b?", answer="x", difficulty="easy", chunk_ids=["a|b"], style="lowercase"),
-    Question(id="q-2", question="Compare", answer="y", difficulty="hard", kind="comparison",
-             chunk_ids=['q"uote', "007", "é-1"], grades={'q"uote': 3, "007": 2, "é-1": 2}, style="task"),
+    Question(
+        id="q-2",
+        question="Compare",
+        answer="y",
+        difficulty="hard",
+        kind="comparison",
+        chunk_ids=['q"uote', "007", "é-1"],
+        grades={'q"uote': 3, "007": 2, "é-1": 2},
+        style="task",
+    ),
     Question(id="q-3", question="", answer="", difficulty="medium", chunk_ids=["plain"]),
 ]
 
@@ -311,8 +395,9 @@ def ids_in(fmt: str, d) -> list[list[str]]:
     if fmt.startswith("ragas"):
         return [json.loads(line)["reference_context_ids"] for line in files[0].read_text(encoding="utf-8").splitlines()]
     goldens = json.loads(files[0].read_text(encoding="utf-8"))
-    assert [g["additional_metadata"]["chunk_ids"] for g in goldens] == \
-        [json.loads(g["custom_column_key_values"]["chunk_ids"]) for g in goldens]
+    assert [g["additional_metadata"]["chunk_ids"] for g in goldens] == [
+        json.loads(g["custom_column_key_values"]["chunk_ids"]) for g in goldens
+    ]
     return [g["additional_metadata"]["chunk_ids"] for g in goldens]
 
 
@@ -328,11 +413,15 @@ def test_ragas_rows_carry_style_and_deepeval_goldens_their_ids(tmp_path):
     assert [(r.get("query_style"), r.get("persona_name"), r["synthesizer_name"]) for r in rows] == [
         ("MISSPELLED", "ragassay:lowercase", "ragassay:easy:factoid"),
         ("PERFECT_GRAMMAR", "ragassay:task", "ragassay:hard:comparison"),
-        (None, None, "ragassay:medium:factoid")]
+        (None, None, "ragassay:medium:factoid"),
+    ]
     export(SET, ODD, "deepeval-goldens", tmp_path)
     goldens = json.loads((tmp_path / "deepeval_goldens.json").read_text(encoding="utf-8"))
-    assert [(g["name"], g["source_file"]) for g in goldens] == [("q|1", "doc|1"), ("q-2", "doc-2|é-1"),
-                                                               ("q-3", "doc-3")]
+    assert [(g["name"], g["source_file"]) for g in goldens] == [
+        ("q|1", "doc|1"),
+        ("q-2", "doc-2|é-1"),
+        ("q-3", "doc-3"),
+    ]
     assert goldens[1]["additional_metadata"]["grades"] == {'q"uote': 3, "007": 2, "é-1": 2}
 
 
@@ -344,21 +433,35 @@ def test_a_question_citing_a_chunk_the_export_lacks_is_refused_before_writing(tm
 
 # ------------------------------------------------------------------ in the real libraries
 
+
 def peer_run(module: str, package: str, script: str, *args: str):
     python = python_with(module)
     if python is None:
         pytest.skip(f"{package} is not installed in this Python nor in RAGASSAY_EXPORT_PYTHONS")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
-           "DEEPEVAL_TELEMETRY_OPT_OUT": "YES", "RAGAS_DO_NOT_TRACK": "true"}
-    done = subprocess.run([python, "-c", script, *args], capture_output=True, text=True, timeout=300, env=env,
-                          cwd=str(ROOT))
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
+        "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+        "RAGAS_DO_NOT_TRACK": "true",
+    }
+    done = subprocess.run(
+        [python, "-c", script, *args], capture_output=True, text=True, timeout=300, env=env, cwd=str(ROOT)
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # gold: each query's third result (when it has one) and refund-01, so that hits fall at ranks 1 to 5 or nowhere
-EXAMPLE_SET = [Question(id=q, question=t, answer="-", difficulty="easy",
-                        chunk_ids=sorted({c for c, _ in scored(t)[2:3]} | {"refund-01"})) for q, t in QUERIES.items()]
+EXAMPLE_SET = [
+    Question(
+        id=q,
+        question=t,
+        answer="-",
+        difficulty="easy",
+        chunk_ids=sorted({c for c, _ in scored(t)[2:3]} | {"refund-01"}),
+    )
+    for q, t in QUERIES.items()
+]
 
 
 def test_ragas_id_based_context_metrics_run_on_the_export_as_ragassay_counts(tmp_path):
@@ -426,15 +529,21 @@ theirs = {q: evaluator.evaluate(text, expected[q]).metric_vals_dict
           for q, text in data.queries.items()}
 print(json.dumps([done.run.ranked(), done.kind, done.to_dict()["chunks"]["left"], theirs]))
 """
-    ranked, kind, left, theirs = peer_run("llama_index.core", "llama-index-core", script,
-                                          str(tmp_path / "llamaindex_query_response.json"), str(EXAMPLE / "chunks.jsonl"))
+    ranked, kind, left, theirs = peer_run(
+        "llama_index.core",
+        "llama-index-core",
+        script,
+        str(tmp_path / "llamaindex_query_response.json"),
+        str(EXAMPLE / "chunks.jsonl"),
+    )
     want = {q: [list(p) for p in trec_order([(c, float(s)) for c, s in scored(t)])] for q, t in QUERIES.items()}
     assert (ranked, kind) == (want, "llamaindex")
     assert left["ids"] == left["matched"] == len({c for t in QUERIES.values() for c, _ in scored(t)})
     # core's evaluator reads the nodes in the order returned (ties too): ragassay's measures of that order,
     # against the set's chunk ids as qrels, are the evaluator's against the export's relevant_docs
-    as_returned = ragassay.Run.from_dict({q: {c: float(5 - i) for i, (c, _) in enumerate(scored(t))}
-                                          for q, t in QUERIES.items()})
+    as_returned = ragassay.Run.from_dict(
+        {q: {c: float(5 - i) for i, (c, _) in enumerate(scored(t))} for q, t in QUERIES.items()}
+    )
     qrels = {q.id: {c: 1 for c in q.chunk_ids} for q in EXAMPLE_SET}
     ours = ragassay.evaluate(qrels, as_returned, ["mrr", "hit_rate@5"]).per_query
     assert len({v["mrr"] for v in theirs.values()}) >= 3  # several ranks of the first hit
@@ -461,8 +570,9 @@ by_key = api.retrieve(store.as_retriever(search_kwargs={"k": 4}), queries, id_fi
 theirs = {q: [d.id for d in store.similarity_search(t, k=4)] for q, t in queries.items()}
 print(json.dumps([by_id.run.ranked(), by_key.run.ranked(), by_id.kind, theirs]))
 """
-    by_id, by_key, kind, theirs = peer_run("langchain_core", "langchain-core", script, str(EXAMPLE / "chunks.jsonl"),
-                                           str(EXAMPLE / "queries.jsonl"))
+    by_id, by_key, kind, theirs = peer_run(
+        "langchain_core", "langchain-core", script, str(EXAMPLE / "chunks.jsonl"), str(EXAMPLE / "queries.jsonl")
+    )
     assert kind == "langchain" and by_id == by_key
     for qid in nonempty(QUERIES):
         assert by_id[qid] == [[c, float(4 - i)] for i, c in enumerate(theirs[qid])]
@@ -470,8 +580,10 @@ print(json.dumps([by_id.run.ranked(), by_key.run.ranked(), by_id.kind, theirs]))
 
 def test_a_retriever_whose_own_top_k_is_below_k_is_said(capsys):
     api.retrieve(LlamaRetriever(), QUERIES, k=10, quiet=True)  # the fake's own top k is 5
-    assert "warning: the retriever returned at most 5 results for a query, fewer than the 10 asked" in \
-        capsys.readouterr().err
+    assert (
+        "warning: the retriever returned at most 5 results for a query, fewer than the 10 asked"
+        in capsys.readouterr().err
+    )
     api.retrieve(LlamaRetriever(), QUERIES, k=5, quiet=True)
     api.retrieve(lambda q: [c for c, _ in scored(q)], QUERIES, k=10, quiet=True)  # a function's choice is its own
     assert capsys.readouterr().err == ""

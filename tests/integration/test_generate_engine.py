@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from fake_llm import FakeLLM
 from helpers import EXAMPLE
-
 from ragassay.cli import main
 
 CHUNKS = str(EXAMPLE / "chunks.jsonl")
@@ -28,8 +28,23 @@ def _no_ambient_endpoint(monkeypatch):
 
 
 def generate_args(out: Path, url: str, *extra: str) -> list[str]:
-    return ["generate", CHUNKS, "-o", str(out), "--rejects", str(out.with_suffix(".rejects.jsonl")), "--limit", "20",
-            "--base-url", url, "--model", "fake", "--quiet", "--no-cache", *extra]
+    return [
+        "generate",
+        CHUNKS,
+        "-o",
+        str(out),
+        "--rejects",
+        str(out.with_suffix(".rejects.jsonl")),
+        "--limit",
+        "20",
+        "--base-url",
+        url,
+        "--model",
+        "fake",
+        "--quiet",
+        "--no-cache",
+        *extra,
+    ]
 
 
 def schemas(requests: list[dict]) -> Counter:
@@ -38,7 +53,7 @@ def schemas(requests: list[dict]) -> Counter:
 
 def complete_lines(path: Path) -> list[dict]:
     data = path.read_bytes()
-    return [json.loads(x) for x in data[:data.rfind(b"\n") + 1].splitlines() if x.strip()]
+    return [json.loads(x) for x in data[: data.rfind(b"\n") + 1].splitlines() if x.strip()]
 
 
 def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, capsys):
@@ -51,10 +66,18 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
     out = tmp_path / "q.jsonl"
     journal, answers = Path(f"{out}.candidates.journal"), Path(f"{out}.answers")
     with FakeLLM(delay=0.2) as server:  # slow enough to kill mid-run on a busy machine
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2] / "src"),
-                                                             os.environ.get("PYTHONPATH", "")])}
-        proc = subprocess.Popen([sys.executable, "-m", "ragassay", *generate_args(out, server.url)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                [str(Path(__file__).resolve().parents[2] / "src"), os.environ.get("PYTHONPATH", "")]
+            ),
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ragassay", *generate_args(out, server.url)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and (not journal.exists() or len(complete_lines(journal)) < 6):
             time.sleep(0.02)
@@ -80,8 +103,15 @@ def test_a_killed_generate_resumes_from_its_journal_without_the_cache(tmp_path, 
     assert out.read_text() == (tmp_path / "full.jsonl").read_text()
     assert out.with_suffix(".rejects.jsonl").read_text() == (tmp_path / "full.rejects.jsonl").read_text()
     assert not journal.exists() and sorted(p.name for p in tmp_path.iterdir()) == [
-        "full.jsonl", "full.jsonl.answers", "full.jsonl.origin.json", "full.rejects.jsonl", "q.jsonl",
-        "q.jsonl.answers", "q.jsonl.origin.json", "q.rejects.jsonl"]  # the candidates' journal is spent once the
+        "full.jsonl",
+        "full.jsonl.answers",
+        "full.jsonl.origin.json",
+        "full.rejects.jsonl",
+        "q.jsonl",
+        "q.jsonl.answers",
+        "q.jsonl.origin.json",
+        "q.rejects.jsonl",
+    ]  # the candidates' journal is spent once the
     # set is written; the answers stay, and the set's origin (the model and its host) is beside it
 
 
@@ -98,8 +128,19 @@ def test_generate_dry_run_predicts_the_calls_on_the_bundled_example(tmp_path, ca
 
 
 def test_generate_dry_run_on_the_batch_backend_is_priced_at_the_batch_rate(tmp_path, capsys):
-    args = ["generate", CHUNKS, "-o", str(tmp_path / "q.jsonl"), "--limit", "10", "--model", "gpt-4o-mini",
-            "--dry-run", "--format", "json"]
+    args = [
+        "generate",
+        CHUNKS,
+        "-o",
+        str(tmp_path / "q.jsonl"),
+        "--limit",
+        "10",
+        "--model",
+        "gpt-4o-mini",
+        "--dry-run",
+        "--format",
+        "json",
+    ]
     assert main(args) == 0
     live = json.loads(capsys.readouterr().out)
     assert main(args + ["--backend", "batch"]) == 0
@@ -118,8 +159,10 @@ def test_the_demo_takes_generates_lock_like_the_command(tmp_path, capsys):
     anything, and the demo goes on to the other stages."""
     questions = tmp_path / "demo" / "questions.jsonl"
     questions.parent.mkdir()
-    code = ("import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
-            "print('held', flush=True); time.sleep(60)")
+    code = (
+        "import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
+        "print('held', flush=True); time.sleep(60)"
+    )
     holder = subprocess.Popen([sys.executable, "-c", code, str(questions)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -138,13 +181,30 @@ def test_the_demo_takes_generates_lock_like_the_command(tmp_path, capsys):
 
 def test_every_reject_has_one_shape(tmp_path, capsys):
     from ragassay.data.records import Reject
+
     chunks = tmp_path / "chunks.jsonl"
     lines = Path(CHUNKS).read_text().splitlines()[:12] + [json.dumps({"id": "tiny", "text": "too short"})]
     chunks.write_text("\n".join(lines) + "\n")
     rejects = tmp_path / "r.jsonl"
     with FakeLLM() as server:
-        main(["generate", str(chunks), "-o", str(tmp_path / "q.jsonl"), "--rejects", str(rejects), "--limit", "14",
-              "--base-url", server.url, "--model", "fake", "--quiet", "--no-cache"])
+        main(
+            [
+                "generate",
+                str(chunks),
+                "-o",
+                str(tmp_path / "q.jsonl"),
+                "--rejects",
+                str(rejects),
+                "--limit",
+                "14",
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--quiet",
+                "--no-cache",
+            ]
+        )
     records = [json.loads(x) for x in rejects.read_text().splitlines()]
     causes = {r["reason"].split(":")[0].split(" (")[0] for r in records}
     assert {"chunk unfit", "near-duplicate of an earlier question"} <= causes, causes
@@ -156,13 +216,29 @@ def test_generate_stops_by_the_engines_abort_rule(tmp_path, capsys, monkeypatch)
     follows), not the first failure; what was tried stays in the journal."""
     import httpx
     import respx
+
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     out = tmp_path / "q.jsonl"
     with respx.mock() as mock:
         route = mock.post("http://llm.test/v1/chat/completions").mock(
-            return_value=httpx.Response(401, json={"error": {"message": "Incorrect API key provided"}}))
-        code = main(["generate", CHUNKS, "-o", str(out), "--limit", "5", "--base-url", "http://llm.test/v1",
-                     "--model", "m", "--quiet", "--no-cache"])
+            return_value=httpx.Response(401, json={"error": {"message": "Incorrect API key provided"}})
+        )
+        code = main(
+            [
+                "generate",
+                CHUNKS,
+                "-o",
+                str(out),
+                "--limit",
+                "5",
+                "--base-url",
+                "http://llm.test/v1",
+                "--model",
+                "m",
+                "--quiet",
+                "--no-cache",
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 1 and route.call_count == 3
     assert "stopped early: the first 3 generate calls all failed the same way" in err
@@ -173,6 +249,7 @@ def test_each_candidates_text_checks_are_made_once(tmp_path, capsys, monkeypatch
     """The engine walks a candidate's answers at every step; ranking its gold chunks (BM25 over the
     whole corpus) is done once per candidate, not once per step."""
     from ragassay.stages import generate_checks
+
     ranked = []
     real = generate_checks.BM25.rank_of
     monkeypatch.setattr(generate_checks.BM25, "rank_of", lambda self, q, c: ranked.append(c) or real(self, q, c))

@@ -42,9 +42,27 @@ def write(path: Path, rows: list[dict]) -> Path:
 def generate(tmp_path: Path, url: str, chunks: list[dict], mix: str, limit: int, *extra: str) -> list[str]:
     source = write(tmp_path / "chunks.jsonl", chunks)
     out = tmp_path / "q.jsonl"
-    return ["generate", str(source), "-o", str(out), "--limit", str(limit), "--mix", mix, "--qrels-out",
-            str(tmp_path / "q.qrels"), "--rejects", str(tmp_path / "rejects.jsonl"), "--base-url", url,
-            "--model", "fake", "--no-cache", "--quiet", *extra]
+    return [
+        "generate",
+        str(source),
+        "-o",
+        str(out),
+        "--limit",
+        str(limit),
+        "--mix",
+        mix,
+        "--qrels-out",
+        str(tmp_path / "q.qrels"),
+        "--rejects",
+        str(tmp_path / "rejects.jsonl"),
+        "--base-url",
+        url,
+        "--model",
+        "fake",
+        "--no-cache",
+        "--quiet",
+        *extra,
+    ]
 
 
 def lines(path: Path) -> list[dict]:
@@ -62,15 +80,23 @@ def test_the_share_asked_is_delivered_verified_and_carried_into_qrels(tmp_path, 
     with FakeLLM() as server:
         assert main(generate(tmp_path, server.url, CHUNKS, "easy=0.5,unanswerable=0.25,false_premise=0.25", 4)) == 0
     qs = {q["difficulty"]: q for q in lines(tmp_path / "q.jsonl")}
-    assert sorted(q["difficulty"] for q in lines(tmp_path / "q.jsonl")) == ["easy", "easy", "false_premise",
-                                                                            "unanswerable"]
+    assert sorted(q["difficulty"] for q in lines(tmp_path / "q.jsonl")) == [
+        "easy",
+        "easy",
+        "false_premise",
+        "unanswerable",
+    ]
     un, fp = qs["unanswerable"], qs["false_premise"]
     assert (un["answerable"], un["kind"], un["chunk_ids"], un["grades"]) == (False, "unanswerable", [], {})
     assert "premise" not in un and "answerable" not in qs["easy"]  # an answerable question's line is unchanged
     bm25 = BM25([c["id"] for c in CHUNKS], [c["text"] for c in CHUNKS])
     seed = un["checks"]["searched"]["chunk_ids"][0]
-    assert un["checks"]["searched"] == {"ranker": "bm25", "depth": SEARCH_DEPTH, "query": "question",
-                                        "chunk_ids": searched(bm25, un["question"], SEARCH_DEPTH, first=seed)}
+    assert un["checks"]["searched"] == {
+        "ranker": "bm25",
+        "depth": SEARCH_DEPTH,
+        "query": "question",
+        "chunk_ids": searched(bm25, un["question"], SEARCH_DEPTH, first=seed),
+    }
     assert un["checks"]["answered_by_search"] is False
     # the false premise: its gold is the chunk that corrects it, its evidence that chunk's own sentence
     assert (fp["answerable"], fp["kind"], len(fp["chunk_ids"])) == (False, "false_premise", 1)
@@ -86,16 +112,21 @@ def test_a_question_a_chunk_answers_is_refused_as_unanswerable(tmp_path):
     """The fake asks what the seed's topic costs in Antarctica; one chunk here says it: the search
     finds that chunk and the question is dropped, naming what answered it."""
     answers = chunk("far-1", "What does delivery cost in Antarctica? Delivery to Antarctica costs 90 euros.", "far")
-    corpus = [chunk("ship-2", "Delivery of every parcel is tracked from our warehouse to your door.", "shipping"),
-              answers]
+    corpus = [
+        chunk("ship-2", "Delivery of every parcel is tracked from our warehouse to your door.", "shipping"),
+        answers,
+    ]
     with FakeLLM() as server:
         main(generate(tmp_path, server.url, corpus, "unanswerable=1", 1))
     rejects = lines(tmp_path / "rejects.jsonl")
     refused = [r for r in rejects if r["kind"] == "unanswerable"]
     assert refused and refused[0]["reason"].startswith("answered by the corpus")
     assert "far-1" in refused[0]["reason"] and "far-1" in refused[0]["scores"]["searched"]["chunk_ids"]
-    assert not [q for q in lines(tmp_path / "q.jsonl") if q["difficulty"] == "unanswerable" and
-                "delivery" in q["question"].lower()]
+    assert not [
+        q
+        for q in lines(tmp_path / "q.jsonl")
+        if q["difficulty"] == "unanswerable" and "delivery" in q["question"].lower()
+    ]
 
 
 def test_a_premise_no_chunk_contradicts_is_refused(tmp_path):
@@ -111,8 +142,10 @@ def test_a_premise_no_chunk_contradicts_is_refused(tmp_path):
 def test_a_premise_another_chunk_states_is_refused(tmp_path):
     """The seed says 30 days; another chunk says 60 (the doubled number the fake puts in the premise):
     the corpus disagrees with itself, so the question is no clean false premise."""
-    corpus = [chunk("ret-1", "You can return unused items within 30 days of delivery for a full refund.", "returns"),
-              chunk("ret-2", "You can return unused items within 60 days of delivery for a full refund.", "old")]
+    corpus = [
+        chunk("ret-1", "You can return unused items within 30 days of delivery for a full refund.", "returns"),
+        chunk("ret-2", "You can return unused items within 60 days of delivery for a full refund.", "old"),
+    ]
     with FakeLLM() as server:
         main(generate(tmp_path, server.url, corpus, "false_premise=1", 1))
     reasons = [r["reason"] for r in lines(tmp_path / "rejects.jsonl")]
@@ -140,13 +173,18 @@ def exact_handler(seen: list[dict]):
         seen.append(body)
         name = body["response_format"]["json_schema"]["name"]
         if name == "FalsePremiseQuestion":
-            return chat_reply({"question": "Why is the return window 60 days for sale items?",
-                               "premise": "Items can be returned within 60 days.",
-                               "correction": CHUNKS[0]["text"].split(" Customers")[0],
-                               "answer": "It is 30 days, not 60: unused items can be returned within 30 days."})
+            return chat_reply(
+                {
+                    "question": "Why is the return window 60 days for sale items?",
+                    "premise": "Items can be returned within 60 days.",
+                    "correction": CHUNKS[0]["text"].split(" Customers")[0],
+                    "answer": "It is 30 days, not 60: unused items can be returned within 30 days.",
+                }
+            )
         if name == "PremiseVerdict":
             return chat_reply({"contradicted": True, "supported": False, "reason": "ret-1 says 30 days"})
         return chat_reply({"self_contained": 5, "clear": 5, "realistic": 5, "reason": "fine"})
+
     return handler
 
 
@@ -165,6 +203,7 @@ def test_the_requests_of_a_false_premise_exactly(tmp_path):
     bm25 = BM25([c["id"] for c in corpus], [c["text"] for c in corpus])
     expected = searched(bm25, "Items can be returned within 60 days.", SEARCH_DEPTH, first="ret-1")
     import re
+
     assert re.findall(r"<<<PASSAGE id=(\S+)", verify) == expected and expected[0] == "ret-1"
     assert "Why is the return window 60 days for sale items?" in critic
     [q] = lines(tmp_path / "q.jsonl")
@@ -179,10 +218,15 @@ def test_a_correction_not_in_the_chunk_is_refused_before_any_other_call(tmp_path
     def handler(request):
         body = json.loads(request.content)
         seen.append(body)
-        return chat_reply({"question": "Why is the return window 60 days for sale items?",
-                           "premise": "Items can be returned within 60 days.",
-                           "correction": "Returns are accepted for thirty days.",  # not the chunk's words
-                           "answer": "It is 30 days."})
+        return chat_reply(
+            {
+                "question": "Why is the return window 60 days for sale items?",
+                "premise": "Items can be returned within 60 days.",
+                "correction": "Returns are accepted for thirty days.",  # not the chunk's words
+                "answer": "It is 30 days.",
+            }
+        )
+
     respx.post(f"{BASE}/chat/completions").mock(side_effect=handler)
     main(generate(tmp_path, BASE, CHUNKS[:1], "false_premise=1", 1))
     assert {b["response_format"]["json_schema"]["name"] for b in seen} == {"FalsePremiseQuestion"}
@@ -192,15 +236,33 @@ def test_a_correction_not_in_the_chunk_is_refused_before_any_other_call(tmp_path
 
 def test_exports_keep_what_cannot_be_answered(tmp_path):
     with FakeLLM() as server:
-        assert main(generate(tmp_path, server.url, CHUNKS, "easy=0.5,unanswerable=0.25,false_premise=0.25", 4,
-                             "--export", "beir", str(tmp_path / "beir"), "--export", "deepeval-goldens",
-                             str(tmp_path / "de"))) == 0
+        assert (
+            main(
+                generate(
+                    tmp_path,
+                    server.url,
+                    CHUNKS,
+                    "easy=0.5,unanswerable=0.25,false_premise=0.25",
+                    4,
+                    "--export",
+                    "beir",
+                    str(tmp_path / "beir"),
+                    "--export",
+                    "deepeval-goldens",
+                    str(tmp_path / "de"),
+                )
+            )
+            == 0
+        )
     beir = {q["_id"]: q for q in lines(tmp_path / "beir" / "queries.jsonl")}
     qs = lines(tmp_path / "q.jsonl")
     for q in nonempty(qs):
         meta = beir[q["id"]].get("metadata")
-        assert meta == (None if q.get("answerable", True) else
-                        {"answerable": False, **({"premise": q["premise"]} if q.get("premise") else {})})
+        assert meta == (
+            None
+            if q.get("answerable", True)
+            else {"answerable": False, **({"premise": q["premise"]} if q.get("premise") else {})}
+        )
     goldens = {g["name"]: g for g in json.loads((tmp_path / "de" / "deepeval_goldens.json").read_text())}
     fp = next(q for q in qs if q["difficulty"] == "false_premise")
     assert goldens[fp["id"]]["additional_metadata"]["premise"] == fp["premise"]
@@ -214,8 +276,12 @@ def test_remap_carries_a_false_premise_and_says_an_unanswerable_one_has_no_gold(
     qs = {q["difficulty"]: q for q in lines(tmp_path / "q.jsonl")}
     rechunked = write(tmp_path / "new.jsonl", [{"id": f"new-{c['id']}", "text": c["text"]} for c in CHUNKS])
     capsys.readouterr()
-    assert main(["remap", str(tmp_path / "q.jsonl"), str(rechunked), "-o", str(tmp_path / "new.qrels"),
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            ["remap", str(tmp_path / "q.jsonl"), str(rechunked), "-o", str(tmp_path / "new.qrels"), "--format", "json"]
+        )
+        == 0
+    )
     got = json.loads(capsys.readouterr().out)
     assert got["unanswerable"] == [qs["unanswerable"]["id"]] and got["no_evidence"] == []
     fp = qs["false_premise"]
@@ -237,9 +303,15 @@ def test_an_answer_claimed_without_a_quote_found_keeps_no_unanswerable_question(
         seen.append(body)
         name = body["response_format"]["json_schema"]["name"]
         if name == "UnanswerableQuestion":
-            return chat_reply({"missing": "a price for Antarctica", "question": "What does a refund cost in Antarctica?",
-                               "answer": "The documents do not say."})
+            return chat_reply(
+                {
+                    "missing": "a price for Antarctica",
+                    "question": "What does a refund cost in Antarctica?",
+                    "answer": "The documents do not say.",
+                }
+            )
         return chat_reply({"quote": "Refunds in Antarctica cost 5 euros.", "answerable": True, "reason": "it says so"})
+
     respx.post(f"{BASE}/chat/completions").mock(side_effect=handler)
     main(generate(tmp_path, BASE, CHUNKS, "unanswerable=1", 1))
     names = [b["response_format"]["json_schema"]["name"] for b in seen]

@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from fake_llm import FakeLLM
 from helpers import EXAMPLE
-
 from ragassay.cli import main
 
 CHUNKS = EXAMPLE / "chunks.jsonl"
@@ -26,8 +26,22 @@ def _no_ambient_endpoint(monkeypatch):
 
 
 def args(out: Path, url: str, *extra: str, chunks: Path = CHUNKS) -> list[str]:
-    return ["generate", str(chunks), "-o", str(out), "--rejects", str(out.with_suffix(".rejects.jsonl")),
-            "--qrels-out", str(out.with_suffix(".qrels")), "--base-url", url, "--model", "fake", "--quiet", *extra]
+    return [
+        "generate",
+        str(chunks),
+        "-o",
+        str(out),
+        "--rejects",
+        str(out.with_suffix(".rejects.jsonl")),
+        "--qrels-out",
+        str(out.with_suffix(".qrels")),
+        "--base-url",
+        url,
+        "--model",
+        "fake",
+        "--quiet",
+        *extra,
+    ]
 
 
 def run(capsys, argv: list[str]) -> tuple[int, str]:
@@ -93,8 +107,14 @@ def test_a_run_stopped_part_way_goes_on_without_asking_again_for_what_it_receive
     assert files(out) == files(full)
 
 
-@pytest.mark.parametrize("settings", [["--limit", "12"], ["--limit", "30", "--mix", "easy=0.5,medium=0.5"],
-                                      ["--limit", "5", "--mix", "easy=0.5,hard=0.5"]])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        ["--limit", "12"],
+        ["--limit", "30", "--mix", "easy=0.5,medium=0.5"],
+        ["--limit", "5", "--mix", "easy=0.5,hard=0.5"],
+    ],
+)
 def test_the_dry_run_counts_the_calls_of_a_fresh_run(tmp_path, capsys, settings):
     with FakeLLM() as server:
         argv = args(tmp_path / "q.jsonl", server.url, "--no-cache", *settings)
@@ -157,8 +177,11 @@ def test_a_changed_chunk_redoes_only_the_work_that_holds_it(tmp_path, capsys):
         easy = [json.loads(line)["chunk_ids"] for line in before if json.loads(line)["difficulty"] == "easy"]
         changed = easy[0][0]  # a chunk only one (single-chunk) question was drawn from
         assert sum(changed in json.loads(line)["chunk_ids"] for line in before) == 1
-        chunks.write_text("".join(json.dumps({**r, "text": "Remarkably, " + r["text"]} if r["id"] == changed else r)
-                                  + "\n" for r in rows))
+        chunks.write_text(
+            "".join(
+                json.dumps({**r, "text": "Remarkably, " + r["text"]} if r["id"] == changed else r) + "\n" for r in rows
+            )
+        )
         predicted = dry(capsys, args(out, server.url, "--limit", "10", "--no-cache", chunks=chunks))
         server.requests.clear()
         calls = server.calls
@@ -199,6 +222,7 @@ def test_an_edit_the_question_does_not_show_asks_again_only_the_requests_that_sh
 
 def test_the_answer_journal_drops_a_line_cut_by_a_kill_and_appends_after_the_last_whole_one(tmp_path):
     from ragassay.stages.generate import AnswerJournal, SameAnswer
+
     path = tmp_path / "q.jsonl.answers"
     whole = json.dumps({"request": "k1", "answer": {"same": True, "reason": "r"}})
     path.write_text(whole + "\n" + '{"request": "k2", "answer": {"sa')

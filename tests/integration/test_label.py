@@ -17,15 +17,22 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fake_llm import FakeLLM
 
 import ragassay
+from fake_llm import FakeLLM
+from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.errors import InputError, UsageError
-from ragassay.product.labeling import (LabelBook, LabelItem, agreement, draw_sample, pair_items, pair_relevant,
-                                       read_other_labels)
+from ragassay.product.labeling import (
+    LabelBook,
+    LabelItem,
+    agreement,
+    draw_sample,
+    pair_items,
+    pair_relevant,
+    read_other_labels,
+)
 from ragassay.stages.queries import read_query_items
-from helpers import EXAMPLE, nonempty
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -35,10 +42,33 @@ def judged(tmp_path_factory) -> tuple[Path, Path]:
     """judge's records and qrels for the example's bm25 top 5, by the fake model."""
     d = tmp_path_factory.mktemp("judged")
     with FakeLLM() as server:
-        assert main(["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--run",
-                     str(EXAMPLE / "runs" / "bm25.txt"), "--depth", "5", "-o", str(d / "j.jsonl"), "--qrels-out",
-                     str(d / "judged.qrels"), "--base-url", server.url, "--model", "fake", "--cache",
-                     str(d / "cache.sqlite"), "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "--queries",
+                    str(EXAMPLE / "queries.jsonl"),
+                    "--chunks",
+                    str(EXAMPLE / "chunks.jsonl"),
+                    "--run",
+                    str(EXAMPLE / "runs" / "bm25.txt"),
+                    "--depth",
+                    "5",
+                    "-o",
+                    str(d / "j.jsonl"),
+                    "--qrels-out",
+                    str(d / "judged.qrels"),
+                    "--base-url",
+                    server.url,
+                    "--model",
+                    "fake",
+                    "--cache",
+                    str(d / "cache.sqlite"),
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
     return d / "j.jsonl", d / "judged.qrels"
 
 
@@ -82,8 +112,9 @@ def test_more_than_there_is_takes_everything_once():
 # --------------------------------------------------------------------------------------- book
 
 
-def book_of(tmp_path: Path, judged: tuple[Path, Path], assessor: str = "alice", out: str = "h.qrels", n: int = 8,
-            **kw) -> LabelBook:
+def book_of(
+    tmp_path: Path, judged: tuple[Path, Path], assessor: str = "alice", out: str = "h.qrels", n: int = 8, **kw
+) -> LabelBook:
     sample, info = draw_sample(example_pairs(judged[0]), n, seed=0)
     return LabelBook("pairs", sample, tmp_path / out, assessor, info, **kw)
 
@@ -101,8 +132,9 @@ def test_labels_are_on_disk_at_once_and_a_new_session_resumes(tmp_path, judged):
     assert events[1]["assessor"] == "alice" and events[1]["query_id"] == keys[0].split("\t")[0]
     q0, c0 = keys[0].split("\t")
     q1, c1 = keys[1].split("\t")
-    assert ragassay.read_qrels(tmp_path / "h.qrels").to_dict() == {q0: {c0: 3}, **{q1: {c1: 1}}} or \
-        ragassay.read_qrels(tmp_path / "h.qrels").to_dict() == {q0: {c0: 3, c1: 1}}
+    assert ragassay.read_qrels(tmp_path / "h.qrels").to_dict() == {q0: {c0: 3}, **{q1: {c1: 1}}} or ragassay.read_qrels(
+        tmp_path / "h.qrels"
+    ).to_dict() == {q0: {c0: 3, c1: 1}}
     # no close(): as after a kill. A new session reads the events and goes on where this one stopped
     again = book_of(tmp_path, judged)
     assert again.labels == {keys[0]: 3, keys[1]: 1} and again.skipped == {keys[2]: "the chunk is in German"}
@@ -169,18 +201,21 @@ def test_agreement_is_undefined_not_invented_when_everyone_says_one_thing():
 def test_other_peoples_labels_and_answers(tmp_path):
     from ragassay.product.labeling import answer_items
     from ragassay.stages.answer_files import read_answers
+
     answers = read_answers(EXAMPLE / "answers.jsonl", {c.id: c for c in ragassay.read_chunks(EXAMPLE / "chunks.jsonl")})
     items = answer_items(answers, [{"id": a.id, "status": "ok", "label": "correct"} for a in answers])
     sample, info = draw_sample(items, 6, seed=1)
     other = tmp_path / "bob.jsonl"
     other.write_text("".join(json.dumps({"id": it.key, "label": "correct"}) + "\n" for it in sample[:4]))
-    book = LabelBook("answers", sample, tmp_path / "alice.jsonl", "alice", info,
-                     others={"bob": read_other_labels(other, "answers")})
+    book = LabelBook(
+        "answers", sample, tmp_path / "alice.jsonl", "alice", info, others={"bob": read_other_labels(other, "answers")}
+    )
     book.label(sample[0].key, "correct")
     book.label(sample[1].key, "h")  # the key of a label is taken as the label
     assert book.labels == {sample[0].key: "correct", sample[1].key: "hallucinated"}
     assert book.agreement_with_others()["bob"]["n"] == 2
     from ragassay.stages.answer_files import read_human_labels
+
     assert read_human_labels(tmp_path / "alice.jsonl") == book.labels
 
 
@@ -189,8 +224,10 @@ def test_other_peoples_labels_and_answers(tmp_path):
 
 @pytest.fixture()
 def server(tmp_path, judged):
-    from ragassay.product.label_server import LabelServer
     import threading
+
+    from ragassay.product.label_server import LabelServer
+
     book = book_of(tmp_path, judged)
     s = LabelServer(book)
     t = threading.Thread(target=s.serve_forever, daemon=True)
@@ -200,8 +237,9 @@ def server(tmp_path, judged):
     book.close()
 
 
-def fetch(url: str, body: dict | None = None, headers: dict | None = None,
-          timeout: float = 30) -> tuple[int, dict | str]:
+def fetch(
+    url: str, body: dict | None = None, headers: dict | None = None, timeout: float = 30
+) -> tuple[int, dict | str]:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **(headers or {})})
     try:
@@ -246,18 +284,34 @@ def test_the_answer_page_carries_each_answers_retrieved_contexts(tmp_path):
     """label answers shows what each answer was made from, as --chunks promises: every context id with
     its chunk's title and text, or the contexts given inline (with their ids when given as many)."""
     import threading
+
     from ragassay.product.label_server import LabelServer
     from ragassay.product.labeling import open_label_book
+
     chunks = {c.id: c for c in ragassay.read_chunks(EXAMPLE / "chunks.jsonl")}
     rows = [json.loads(line) for line in (EXAMPLE / "answers.jsonl").read_text().splitlines()][:3]
-    rows += [{"id": "inline", "question": "How long?", "reference": "30 days", "response": "30 days",
-              "contexts": ["<b>first</b> passage", "second passage"]},
-             {"id": "inline-named", "question": "How long?", "reference": "30 days", "response": "30 days",
-              "contexts": ["a text given inline"], "context_ids": ["refund-01"]}]
+    rows += [
+        {
+            "id": "inline",
+            "question": "How long?",
+            "reference": "30 days",
+            "response": "30 days",
+            "contexts": ["<b>first</b> passage", "second passage"],
+        },
+        {
+            "id": "inline-named",
+            "question": "How long?",
+            "reference": "30 days",
+            "response": "30 days",
+            "contexts": ["a text given inline"],
+            "context_ids": ["refund-01"],
+        },
+    ]
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    book = open_label_book("answers", tmp_path / "people.jsonl", answers=answers, chunks=EXAMPLE / "chunks.jsonl",
-                           assessor="carol")
+    book = open_label_book(
+        "answers", tmp_path / "people.jsonl", answers=answers, chunks=EXAMPLE / "chunks.jsonl", assessor="carol"
+    )
     server = LabelServer(book)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
@@ -269,10 +323,13 @@ def test_the_answer_page_carries_each_answers_retrieved_contexts(tmp_path):
     assert status == 200 and page_status == 200
     shown = {it["key"]: it["show"]["contexts"] for it in state["items"]}
     for row in nonempty(rows[:3]):
-        assert shown[row["id"]] == [{"id": c, "title": chunks[c].title or None, "text": chunks[c].text}
-                                    for c in nonempty(row["context_ids"])]
-    assert shown["inline"] == [{"id": None, "title": None, "text": "<b>first</b> passage"},
-                               {"id": None, "title": None, "text": "second passage"}]
+        assert shown[row["id"]] == [
+            {"id": c, "title": chunks[c].title or None, "text": chunks[c].text} for c in nonempty(row["context_ids"])
+        ]
+    assert shown["inline"] == [
+        {"id": None, "title": None, "text": "<b>first</b> passage"},
+        {"id": None, "title": None, "text": "second passage"},
+    ]
     assert shown["inline-named"] == [{"id": "refund-01", "title": None, "text": "a text given inline"}]
     # the page puts each on screen as text: its id (or its place) and title, then the text itself
     assert 'el("h3", "Retrieved context (" + sh.contexts.length + ")")' in page
@@ -296,9 +353,18 @@ def browser(judged):  # after `judged`: playwright's sync API keeps an event loo
             pytest.fail("chromium is missing: .ci/run installs it with apt (apt-get install chromium)")
         pytest.skip("chromium is not installed: apt-get install chromium (.ci/run does)")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         yield b
         b.close()
 
@@ -324,14 +390,22 @@ class Labeller:
     EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}  # as every command stopped so ends (README: exit codes)
 
     def __init__(self, argv: list[str], cwd: Path):
-        self.proc = subprocess.Popen([sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"], cwd=cwd,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         _STARTED.append(self.proc)
         said = self.proc.stderr if "json" in argv else self.proc.stdout
         first = said.readline()
         self.url = said.readline().strip()
-        assert first.startswith("labelling ") and re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", self.url), \
-            (first, self.url, self.proc.stderr.read() if self.proc.poll() is not None else "")
+        assert first.startswith("labelling ") and re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", self.url), (
+            first,
+            self.url,
+            self.proc.stderr.read() if self.proc.poll() is not None else "",
+        )
         self.base, self.token = self.url.split("/?token=")
         self.err = ""
 
@@ -360,6 +434,7 @@ class Labeller:
 
 def wait_progress(page, text: str) -> None:
     from playwright.sync_api import expect
+
     try:
         expect(page.locator("#progress")).to_contain_text(text, timeout=10_000)
     except AssertionError as e:
@@ -367,13 +442,27 @@ def wait_progress(page, text: str) -> None:
 
 
 def label_args(judged: tuple[Path, Path], out: str, *extra: str) -> list[str]:
-    return ["pairs", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--judgments",
-            str(judged[0]), "--sample", "30", "-o", out, *extra]
+    return [
+        "pairs",
+        "--queries",
+        str(EXAMPLE / "queries.jsonl"),
+        "--chunks",
+        str(EXAMPLE / "chunks.jsonl"),
+        "--judgments",
+        str(judged[0]),
+        "--sample",
+        "30",
+        "-o",
+        out,
+        *extra,
+    ]
 
 
 def test_a_person_labels_thirty_pairs_by_keyboard_through_a_kill_and_agree_matches_the_page(
-        browser, judged, tmp_path, capsys):
+    browser, judged, tmp_path, capsys
+):
     from playwright.sync_api import expect
+
     run = Labeller(label_args(judged, "human.qrels", "--assessor", "alice"), tmp_path)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors: list[str] = []
@@ -422,6 +511,7 @@ def test_a_person_labels_thirty_pairs_by_keyboard_through_a_kill_and_agree_match
 
 def test_a_second_assessor_sees_how_they_agree_and_narrow_screens_work(browser, judged, tmp_path):
     from playwright.sync_api import expect
+
     first = Labeller(label_args(judged, "alice.qrels", "--assessor", "alice"), tmp_path)
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.goto(first.url)
@@ -440,27 +530,44 @@ def test_a_second_assessor_sees_how_they_agree_and_narrow_screens_work(browser, 
     narrow.screenshot(path=str(tmp_path / "label-narrow.png"), full_page=True)
     second.stop()
     _keep_screenshot(tmp_path / "label-narrow.png", "label-narrow.png")
-    same = subprocess.run([sys.executable, "-m", "ragassay", "label", *label_args(judged, "alice.qrels", "--assessor",
-                                                                                  "bob"), "--no-browser"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    same = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragassay",
+            "label",
+            *label_args(judged, "alice.qrels", "--assessor", "bob"),
+            "--no-browser",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert same.returncode == 2 and "holds the labels of 'alice'" in same.stderr
 
 
 def test_hostile_text_in_a_chunk_stays_text(browser, tmp_path):
-    hostile = ('<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
-               '</textarea>"\'><svg onload="document.title=\'pwned\'"> refund')
+    hostile = (
+        '<img src=x onerror="document.title=\'pwned\'"><script>document.title="pwned"</script>'
+        "</textarea>\"'><svg onload=\"document.title='pwned'\"> refund"
+    )
     chunks = tmp_path / "chunks.jsonl"
-    chunks.write_text(json.dumps({"id": "evil-1", "title": "</title><script>document.title='pwned'</script>",
-                                  "text": hostile}) + "\n")
+    chunks.write_text(
+        json.dumps({"id": "evil-1", "title": "</title><script>document.title='pwned'</script>", "text": hostile}) + "\n"
+    )
     queries = tmp_path / "queries.jsonl"
     queries.write_text(json.dumps({"id": "q1", "question": "<b onmouseover=alert(1)>refund</b> policy?"}) + "\n")
     run = tmp_path / "run.txt"
     run.write_text("q1 Q0 evil-1 1 1.0 x\n")
-    labeller = Labeller(["pairs", "--queries", "queries.jsonl", "--chunks", "chunks.jsonl", "--run", "run.txt",
-                         "-o", "h.qrels"], tmp_path)
+    labeller = Labeller(
+        ["pairs", "--queries", "queries.jsonl", "--chunks", "chunks.jsonl", "--run", "run.txt", "-o", "h.qrels"],
+        tmp_path,
+    )
     page = browser.new_page()
     page.goto(labeller.url)
     from playwright.sync_api import expect
+
     expect(page.locator(".text")).to_contain_text("<script>")
     assert page.title() == "ragassay label"
     assert page.locator(".text img, .text script, .text svg, h2 b").count() == 0
@@ -501,11 +608,27 @@ def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_pat
     checks = tmp_path / "checks.jsonl"
     answers = [json.loads(line) for line in (EXAMPLE / "answers.jsonl").read_text().splitlines()]
     checks.write_text("".join(json.dumps({"id": a["id"], "status": "ok", "label": "correct"}) + "\n" for a in answers))
-    run = Labeller(["answers", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--checks",
-                    str(checks), "--sample", "4", "-o", "people.jsonl", "--assessor", "carol"], tmp_path)
+    run = Labeller(
+        [
+            "answers",
+            str(EXAMPLE / "answers.jsonl"),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "--checks",
+            str(checks),
+            "--sample",
+            "4",
+            "-o",
+            "people.jsonl",
+            "--assessor",
+            "carol",
+        ],
+        tmp_path,
+    )
     page = browser.new_page()
     page.goto(run.url)
     from playwright.sync_api import expect
+
     expect(page.locator("h3").first).to_contain_text("Reference")
     shown = run.state()["items"][0]["show"]["contexts"]  # the retrieved contexts, with their chunks' texts
     assert shown and all(c["id"] and c["text"] for c in shown)
@@ -519,17 +642,40 @@ def test_answers_are_labelled_with_letters_and_feed_check_human(browser, tmp_pat
     expect(page.locator("#agreement")).to_contain_text("labels in common4")
     run.stop()
     from ragassay.stages.answer_files import read_human_labels
+
     labels = read_human_labels(tmp_path / "people.jsonl")
     assert sorted(labels.values()) == ["abstained", "correct", "hallucinated", "partial"]
     # in another process: playwright keeps an event loop running in this one; the fake model labels every
     # answer, so each of the four people's labels meets a verdict
     from fake_llm import FakeLLM
+
     with FakeLLM() as fake:
-        check = subprocess.run([sys.executable, "-m", "ragassay", "check", str(EXAMPLE / "answers.jsonl"), "--chunks",
-                                str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "c.jsonl"), "--human",
-                                str(tmp_path / "people.jsonl"), "--format", "json", "--base-url", fake.url,
-                                "--model", "fake", "--no-cache"], capture_output=True, text=True,
-                               env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}, timeout=120)
+        check = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ragassay",
+                "check",
+                str(EXAMPLE / "answers.jsonl"),
+                "--chunks",
+                str(EXAMPLE / "chunks.jsonl"),
+                "-o",
+                str(tmp_path / "c.jsonl"),
+                "--human",
+                str(tmp_path / "people.jsonl"),
+                "--format",
+                "json",
+                "--base-url",
+                fake.url,
+                "--model",
+                "fake",
+                "--no-cache",
+            ],
+            capture_output=True,
+            text=True,
+            env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")},
+            timeout=120,
+        )
     assert check.returncode == 0, check.stderr
     human = json.loads(check.stdout)["human"]
     assert human["pairs"] == 4 and sum(map(sum, human["confusion"])) == 4
@@ -542,10 +688,14 @@ def test_ctrl_c_the_moment_the_url_is_printed_stops_cleanly(tmp_path, judged, mo
     never a hang or a traceback."""
     import builtins
     import threading
+
     from ragassay.product.label_server import LabelServer
+
     if when == "before serving":
+
         def interrupted(self):
             raise KeyboardInterrupt
+
         monkeypatch.setattr(LabelServer, "serve_forever", interrupted)
     else:
         real_print = builtins.print
@@ -554,10 +704,13 @@ def test_ctrl_c_the_moment_the_url_is_printed_stops_cleanly(tmp_path, judged, mo
             real_print(*args, **kwargs)
             if args and str(args[0]).startswith("http://127.0.0.1"):
                 raise KeyboardInterrupt
+
         monkeypatch.setattr(builtins, "print", print_then_interrupt)
     result: list[int] = []
-    t = threading.Thread(target=lambda: result.append(main(["label", *label_args(judged, str(tmp_path / "h.qrels")),
-                                                            "--no-browser"])), daemon=True)
+    t = threading.Thread(
+        target=lambda: result.append(main(["label", *label_args(judged, str(tmp_path / "h.qrels")), "--no-browser"])),
+        daemon=True,
+    )
     t.start()
     t.join(20)
     assert not t.is_alive(), "label hung after a Ctrl-C before serving"
@@ -567,8 +720,9 @@ def test_ctrl_c_the_moment_the_url_is_printed_stops_cleanly(tmp_path, judged, mo
     assert printed.err.strip().splitlines()[-1].startswith("interrupted; every label given is saved")
 
 
-@pytest.mark.parametrize("sig,form", [(signal.SIGINT, "table"), (signal.SIGTERM, "table"), (signal.SIGINT, "json"),
-                                      (signal.SIGTERM, "json")])
+@pytest.mark.parametrize(
+    "sig,form", [(signal.SIGINT, "table"), (signal.SIGTERM, "table"), (signal.SIGINT, "json"), (signal.SIGTERM, "json")]
+)
 def test_label_stopped_by_ctrl_c_or_sigterm_exits_130_or_143_with_every_label_saved(tmp_path, judged, sig, form):
     """Stopping is the ordinary end of a session: it ends as every command stopped so (130, 143),
     with its summary printed, one line saying so, and every label given in the output."""
@@ -579,16 +733,20 @@ def test_label_stopped_by_ctrl_c_or_sigterm_exits_130_or_143_with_every_label_sa
         run.label(key, grade)
     out = run.stop(sig)
     said = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted"
-    assert run.err.strip().splitlines()[-1] == (f"{said}; every label given is saved: a rerun of the same command "
-                                                "resumes where this one stopped")
+    assert run.err.strip().splitlines()[-1] == (
+        f"{said}; every label given is saved: a rerun of the same command resumes where this one stopped"
+    )
     assert "Traceback" not in run.err
     if form == "json":
         summary = json.loads(out)
         assert summary["kind"] == "calibration" and summary["progress"]["labelled"] == 2
     else:
         assert "labelled 2 of 30 (0 skipped) into h.qrels" in out and "rerun the same command to go on" in out
-    saved = {f"{q}\t{c}": g for q, docs in ragassay.read_qrels(tmp_path / "h.qrels").to_dict().items()
-             for c, g in docs.items()}
+    saved = {
+        f"{q}\t{c}": g
+        for q, docs in ragassay.read_qrels(tmp_path / "h.qrels").to_dict().items()
+        for c, g in docs.items()
+    }
     assert saved == grades
     again = Labeller(label_args(judged, "h.qrels", "--assessor", "alice"), tmp_path)  # a rerun goes on
     assert again.state()["progress"]["labelled"] == 2

@@ -11,9 +11,9 @@ import json
 import httpx
 import pytest
 import respx
-from fake_llm import chat_reply, make_llm
 from pydantic import BaseModel, Field
 
+from fake_llm import chat_reply, make_llm
 from ragassay.llm import LLM, LLMConfig, LLMError
 
 BASE = "http://llm.test/v1"
@@ -39,8 +39,13 @@ class FakeTime:
         return self.now
 
 
-def completion(content: str | None = '{"grade": 2, "reasoning": "ok"}', finish: str = "stop",
-               refusal: str | None = None, prompt_tokens: int = 11, completion_tokens: int = 7) -> httpx.Response:
+def completion(
+    content: str | None = '{"grade": 2, "reasoning": "ok"}',
+    finish: str = "stop",
+    refusal: str | None = None,
+    prompt_tokens: int = 11,
+    completion_tokens: int = 7,
+) -> httpx.Response:
     return chat_reply(content, finish, prompt_tokens, completion_tokens, refusal)
 
 
@@ -86,7 +91,9 @@ async def test_429_honours_retry_after_then_succeeds(tmp_path):
 async def test_retry_after_ms_is_capped(tmp_path):
     respx.post(URL).mock(side_effect=[error(429, headers={"retry-after-ms": "900000"}), completion()])
     fake = FakeTime()
-    await make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False, max_wait=30).ask(MESSAGES, Grade)
+    await make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False, max_wait=30).ask(
+        MESSAGES, Grade
+    )
     assert fake.sleeps == [30]
 
 
@@ -94,7 +101,9 @@ async def test_retry_after_ms_is_capped(tmp_path):
 async def test_500_500_then_success_with_growing_backoff(tmp_path):
     route = respx.post(URL).mock(side_effect=[error(500), error(503), completion()])
     fake = FakeTime()
-    assert (await make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False).ask(MESSAGES, Grade)).grade == 2
+    assert (
+        await make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
+    ).grade == 2
     assert route.call_count == 3
     assert len(fake.sleeps) == 2 and 0.25 <= fake.sleeps[0] <= 0.5 and 0.5 <= fake.sleeps[1] <= 1.0
 
@@ -114,7 +123,9 @@ async def test_timeout_then_success(tmp_path):
 async def test_a_timeout_before_any_answer_is_not_retried(tmp_path):
     route = respx.post(URL).mock(side_effect=[httpx.ReadTimeout("slow"), completion()])
     with pytest.raises(LLMError) as e:
-        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(
+            MESSAGES, Grade
+        )
     assert route.call_count == 1 and e.value.kind == "transport"
     assert str(e.value).startswith("no answer from http://llm.test/v1 within 60 s (1 attempt(s))")
 
@@ -135,7 +146,9 @@ async def test_every_attempt_failing_raises_one_typed_error(tmp_path):
 async def test_auth_error_is_not_retried_and_hides_the_key(tmp_path):
     route = respx.post(URL).mock(return_value=error(401, f"Incorrect API key provided: {KEY}"))
     with pytest.raises(LLMError) as e:
-        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(
+            MESSAGES, Grade
+        )
     assert e.value.kind == "auth" and route.call_count == 1
     assert KEY not in str(e.value) and "OPENAI_API_KEY" in str(e.value)
 
@@ -154,7 +167,11 @@ async def test_invalid_json_then_valid_reask_shows_the_error(tmp_path):
 @respx.mock
 async def test_schema_violation_then_valid(tmp_path):
     route = respx.post(URL).mock(side_effect=[completion('{"grade": 7, "reasoning": "x"}'), completion()])
-    assert (await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)).grade == 2
+    assert (
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(
+            MESSAGES, Grade
+        )
+    ).grade == 2
     reask = body(route.calls[1])["messages"][-1]["content"]
     assert "does not match the schema" in reask and "grade" in reask
 
@@ -163,7 +180,9 @@ async def test_schema_violation_then_valid(tmp_path):
 async def test_refusal_every_time_gives_refusal_error_after_two_reasks(tmp_path):
     route = respx.post(URL).mock(return_value=completion(None, refusal="I can't help with that."))
     with pytest.raises(LLMError) as e:
-        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(
+            MESSAGES, Grade
+        )
     assert e.value.kind == "refusal" and route.call_count == 3
     assert "I can't help with that." in str(e.value)
 
@@ -171,7 +190,11 @@ async def test_refusal_every_time_gives_refusal_error_after_two_reasks(tmp_path)
 @respx.mock
 async def test_truncated_answer_is_reasked_to_be_shorter(tmp_path):
     route = respx.post(URL).mock(side_effect=[completion('{"grade": 2, "reas', finish="length"), completion()])
-    assert (await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)).grade == 2
+    assert (
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(
+            MESSAGES, Grade
+        )
+    ).grade == 2
     assert "shorter" in body(route.calls[1])["messages"][-1]["content"]
 
 
@@ -199,7 +222,9 @@ async def test_json_schema_rejected_falls_back_to_json_mode_and_remembers(tmp_pa
 async def test_other_400_is_a_request_error(tmp_path):
     respx.post(URL).mock(return_value=error(400, "model 'nope' does not exist"))
     with pytest.raises(LLMError) as e:
-        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(MESSAGES, Grade)
+        await make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False).ask(
+            MESSAGES, Grade
+        )
     assert e.value.kind == "request" and "does not exist" in str(e.value)
 
 
@@ -252,6 +277,7 @@ def test_config_needs_a_key_or_a_base_url(monkeypatch):
 @respx.mock
 def test_ping_command(monkeypatch, capsys):
     from ragassay.cli import main
+
     respx.post(URL).mock(return_value=completion('{"ok": true, "echo": "lanternfish"}'))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     assert main(["ping", "--base-url", BASE, "--model", "test-model"]) == 0
@@ -264,6 +290,7 @@ def test_ping_command(monkeypatch, capsys):
 
 def test_prompts_are_versioned_and_shipped():
     from ragassay.llm.prompts import load_prompt
+
     p = load_prompt("ping")
     assert p.id.startswith("ping@") and len(p.version) == 8
     assert "lanternfish" in p.render(word="lanternfish")
@@ -274,13 +301,19 @@ def test_prompts_are_versioned_and_shipped():
 @respx.mock
 async def test_dry_run_counts_calls_and_cost_without_calling(tmp_path):
     route = respx.post(URL).mock(return_value=completion())
-    llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True, price_in=2.0, price_out=8.0)
+    llm = make_llm(
+        tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True, price_in=2.0, price_out=8.0
+    )
     await llm.ask(MESSAGES, Grade, max_tokens=100)
     llm.close()
     from ragassay.runtime.engine import Call, WorkItem, estimate
-    items = [WorkItem("a", [Call.of(0, MESSAGES, Grade, "s", 100)], None),
-             WorkItem("b", [Call.of(0, [{"role": "user", "content": "x" * 400}], Grade, "s", 100)], None),
-             WorkItem("c", [], None), WorkItem("d", [Call.of(0, MESSAGES, Grade, "s", 100, sample=1)], None)]
+
+    items = [
+        WorkItem("a", [Call.of(0, MESSAGES, Grade, "s", 100)], None),
+        WorkItem("b", [Call.of(0, [{"role": "user", "content": "x" * 400}], Grade, "s", 100)], None),
+        WorkItem("c", [], None),
+        WorkItem("d", [Call.of(0, MESSAGES, Grade, "s", 100, sample=1)], None),
+    ]
     plan = estimate(items, lambda it: it.key == "d", [llm.config])
     assert route.call_count == 1  # only the real ask above
     assert (plan.items, plan.done, plan.decided_without_call, plan.cached, plan.calls) == (4, 1, 1, 1, 1)
@@ -290,6 +323,7 @@ async def test_dry_run_counts_calls_and_cost_without_calling(tmp_path):
 
 def test_price_table_and_overrides():
     from ragassay.llm.usage import Usage, price_for
+
     assert price_for("gpt-4o-mini-2024-07-18") == price_for("gpt-4o-mini")
     assert price_for("my-local-model") is None
     assert price_for("my-local-model", 0.5, 1.0) == (0.5, 1.0)
@@ -304,12 +338,14 @@ async def test_tokens_from_the_providers_prompt_cache_are_priced_at_the_cached_r
     """OpenAI's usage says how many input tokens its prompt cache served; they cost the cached price
     (gpt-4o-mini: $0.075 instead of $0.15 a million), the rest the full one. An endpoint that says
     nothing, or says nonsense, gets no discount."""
+
     def reply(cached):
         r = chat_reply({"grade": 1, "reasoning": "ok"}, prompt_tokens=2000, completion_tokens=100)
         data = json.loads(r.content)
         if cached is not None:
             data["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
         return httpx.Response(200, json=data)
+
     route = respx.post(URL).mock(side_effect=[reply(1536), reply(None), reply(-5), reply(99999)])
     llm = make_llm(tmp_path, BASE, "gpt-4o-mini", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     for i in range(4):
@@ -325,6 +361,7 @@ async def test_tokens_from_the_providers_prompt_cache_are_priced_at_the_cached_r
 
 def test_cached_and_batch_prices():
     from ragassay.llm.usage import Usage, cached_price_for
+
     assert cached_price_for("gpt-4.1-mini-2025-04-14") == 0.10
     assert cached_price_for("gpt-4.1-mini", 0.4, 1.6) == 0.4  # own prices: no discount assumed
     assert cached_price_for("local-model") is None and cached_price_for("local-model", 1.0, 2.0) == 1.0
@@ -342,14 +379,17 @@ async def test_the_aiohttp_transport_against_a_real_server_across_event_loops(tm
     several event loops in turn (stages one after another), each loop's connections closed with it."""
     import gc
     import warnings
+
     from fake_llm import FakeLLM, dead_url
     from ragassay.llm.config import transport_for
+
     monkeypatch.delenv("RAGASSAY_HTTP")
     with FakeLLM() as fake:
         cfg = LLMConfig(model="fake", base_url=fake.url, use_cache=False, concurrency=3)
         assert transport_for(cfg) == "aiohttp"
         llm = LLM(cfg)
         from ragassay.llm.ping import PingAnswer
+
         ask = [{"role": "user", "content": "Reply with ok true and echo the word lanternfish."}]
         answers = await asyncio.gather(*(llm.ask(ask, PingAnswer, sample=i) for i in range(6)))
         assert {a.echo for a in answers} == {"lanternfish"} and llm.max_in_flight <= 3
@@ -359,7 +399,9 @@ async def test_the_aiohttp_transport_against_a_real_server_across_event_loops(tm
 
             def another_loop() -> str:
                 return asyncio.run(llm.ask(ask, PingAnswer, sample=99)).echo
+
             from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(1) as pool:  # a loop of its own, as a second stage or a notebook gets
                 assert pool.submit(another_loop).result() == "lanternfish"
                 assert pool.submit(another_loop).result() == "lanternfish"
@@ -375,6 +417,7 @@ async def test_the_aiohttp_transport_against_a_real_server_across_event_loops(tm
 
 def test_the_transport_is_chosen_once_and_named_when_wrong(monkeypatch):
     from ragassay.llm.config import transport_for
+
     cfg = LLMConfig(model="m", base_url=BASE)
     monkeypatch.setenv("RAGASSAY_HTTP", "httpx")
     assert transport_for(cfg) == "httpx"
@@ -385,6 +428,7 @@ def test_the_transport_is_chosen_once_and_named_when_wrong(monkeypatch):
     monkeypatch.delenv("RAGASSAY_HTTP")
     assert transport_for(cfg) == "aiohttp"
     import sys
+
     monkeypatch.setitem(sys.modules, "httpx_aiohttp", None)  # not installed: httpx, unless aiohttp was asked for
     assert transport_for(cfg) == "httpx"
     with pytest.raises(LLMError, match="pip install 'openai\\[aiohttp\\]'"):
@@ -406,14 +450,27 @@ def test_the_cache_key_written_part_by_part_is_the_canonical_json_of_the_whole()
     """Keys must not move between versions (a user's cache would be lost): the fast spelling equals
     hashing the whole request object as canonical JSON, with text that needs escaping."""
     import hashlib
+
     from ragassay.llm.cache import cache_key
     from ragassay.llm.schemas import request_key, schema_of
-    messages = [{"role": "system", "content": 'Grade "this" — ünïcode\n\t<<<PASSAGE>>> \\ {"a": 1}'},
-                {"role": "user", "content": "x" * 5000}]
+
+    messages = [
+        {"role": "system", "content": 'Grade "this" — ünïcode\n\t<<<PASSAGE>>> \\ {"a": 1}'},
+        {"role": "user", "content": "x" * 5000},
+    ]
     params = {"temperature": 0.7, "max_tokens": None, "seed": 3, "sample": 2}
-    whole = json.dumps({"endpoint": "http://h:8000/v1", "model": "m/ö", "messages": messages,
-                        "schema": schema_of(Grade)[1], "params": params},
-                       sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    whole = json.dumps(
+        {
+            "endpoint": "http://h:8000/v1",
+            "model": "m/ö",
+            "messages": messages,
+            "schema": schema_of(Grade)[1],
+            "params": params,
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     expected = hashlib.sha256(whole.encode("utf-8")).hexdigest()
     assert cache_key("m/ö", messages, schema_of(Grade)[1], params, "http://h:8000/v1") == expected
     assert request_key("m/ö", messages, Grade, params, "HTTP://H:8000/v1/") == expected
@@ -423,8 +480,10 @@ def test_the_cache_key_written_part_by_part_is_the_canonical_json_of_the_whole()
 async def test_a_web_server_that_is_not_the_api_is_one_line_at_once(tmp_path):
     """`python -m http.server` answers a POST with 501 and an HTML page: not retried (the server cannot
     do it, asking again changes nothing) and named in one line with the page's title, not the page."""
-    page = ("<!DOCTYPE HTML>\n<html lang=\"en\">\n<head>\n<title>Error response</title>\n</head>\n<body>\n"
-            "<h1>Error response</h1>\n<p>Error code: 501</p>\n" + "<p>filler</p>\n" * 30 + "</body>\n</html>\n")
+    page = (
+        '<!DOCTYPE HTML>\n<html lang="en">\n<head>\n<title>Error response</title>\n</head>\n<body>\n'
+        "<h1>Error response</h1>\n<p>Error code: 501</p>\n" + "<p>filler</p>\n" * 30 + "</body>\n</html>\n"
+    )
     route = respx.post(URL).mock(return_value=httpx.Response(501, text=page, headers={"content-type": "text/html"}))
     fake = FakeTime()
     llm = make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False)
@@ -458,6 +517,7 @@ async def test_calls_queued_behind_the_slots_wait_out_a_429_cooldown_too(tmp_pat
         if len(sent_at) <= 2:
             return error(429, headers={"retry-after": "5"})
         return completion()
+
     respx.post(URL).mock(side_effect=reply)
     llm = make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False, concurrency=2)
     answers = await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade) for i in range(12)))
@@ -471,24 +531,41 @@ def test_a_rate_limited_llm_serves_one_event_loop_after_another(tmp_path):
     """--rpm's limiter locked on the first loop; a second asyncio.run (the next stage) raised
     'bound to a different event loop'."""
     import respx as rx
+
     with rx.mock() as mock:
         mock.post(URL).mock(return_value=completion())
         fake = YieldingTime()
-        llm = make_llm(tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False, rpm=60, concurrency=3)  # ten requests at once, then one a second: calls wait
+        llm = make_llm(
+            tmp_path, BASE, "test-model", fake_time=fake, api_key=KEY, use_cache=False, rpm=60, concurrency=3
+        )  # ten requests at once, then one a second: calls wait
         for _ in range(3):
+
             async def burst():
-                return await asyncio.gather(*(llm.ask([{"role": "user", "content": f"q{i}"}], Grade)
-                                              for i in range(30)))
+                return await asyncio.gather(
+                    *(llm.ask([{"role": "user", "content": f"q{i}"}], Grade) for i in range(30))
+                )
+
             assert len(asyncio.run(burst())) == 30
 
 
 @respx.mock
 async def test_content_sent_as_text_parts_is_read_and_other_shapes_are_invalid_not_a_traceback(tmp_path):
     parts = [{"type": "text", "text": '{"grade": 1, '}, {"type": "text", "text": '"reasoning": "parts"}'}]
-    route = respx.post(URL).mock(side_effect=[httpx.Response(200, json={
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": c}}]})
-        for c in (parts, {"grade": 1}, {"grade": 1}, {"grade": 1})])
+    route = respx.post(URL).mock(
+        side_effect=[
+            httpx.Response(
+                200,
+                json={
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "m",
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": c}}],
+                },
+            )
+            for c in (parts, {"grade": 1}, {"grade": 1}, {"grade": 1})
+        ]
+    )
     llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=False)
     assert await llm.ask(MESSAGES, Grade) == Grade(grade=1, reasoning="parts")
     with pytest.raises(LLMError, match=r"content is not text \(dict\)") as e:
@@ -501,11 +578,14 @@ def test_a_call_ends_at_its_deadline_whatever_the_server_does(tmp_path, monkeypa
     """--timeout bounds each wait for bytes; a server that takes longer in all (a trickle, or one that
     never reads a large request: aiohttp has no write timeout) is stopped at the call's deadline."""
     import time
+
     from fake_llm import FakeLLM
     from ragassay.llm.ping import PingAnswer
+
     with FakeLLM(delay=4.0) as fake:
-        llm = LLM(LLMConfig(model="fake", base_url=fake.url, use_cache=False, timeout=10, deadline=1.0,
-                            transport=transport))
+        llm = LLM(
+            LLMConfig(model="fake", base_url=fake.url, use_cache=False, timeout=10, deadline=1.0, transport=transport)
+        )
         start = time.monotonic()
         with pytest.raises(LLMError) as e:
             asyncio.run(llm.ask([{"role": "user", "content": "echo lanternfish"}], PingAnswer))
@@ -518,6 +598,7 @@ def test_a_connection_that_breaks_is_not_called_a_failure_to_connect(tmp_path, m
     on both transports (aiohttp reports it to openai as a connect timeout)."""
     import socket
     import threading
+
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(16)
@@ -531,11 +612,20 @@ def test_a_connection_that_breaks_is_not_called_a_failure_to_connect(tmp_path, m
                 return
             conn.recv(65536)
             conn.close()
+
     threading.Thread(target=serve, daemon=True).start()
     try:
         for transport in ("aiohttp", "httpx"):
-            llm = LLM(LLMConfig(model="m", base_url=f"http://127.0.0.1:{port}/v1", use_cache=False, max_attempts=2,
-                                transport=transport), sleep=FakeTime().sleep)
+            llm = LLM(
+                LLMConfig(
+                    model="m",
+                    base_url=f"http://127.0.0.1:{port}/v1",
+                    use_cache=False,
+                    max_attempts=2,
+                    transport=transport,
+                ),
+                sleep=FakeTime().sleep,
+            )
             with pytest.raises(LLMError) as e:
                 asyncio.run(llm.ask(MESSAGES, Grade))
             message = str(e.value)
@@ -555,17 +645,25 @@ def test_one_llm_used_by_two_threads_at_once(tmp_path, monkeypatch):
     """Each thread's event loop gets its own client and its own slots; before, the threads replaced
     each other's client mid-call (CancelledError on aiohttp, 'pop from an empty deque' on httpx)."""
     from concurrent.futures import ThreadPoolExecutor
+
     from fake_llm import FakeLLM
     from ragassay.llm.ping import PingAnswer
+
     monkeypatch.delenv("RAGASSAY_HTTP")
     with FakeLLM(delay=0.02) as fake:
         llm = LLM(LLMConfig(model="fake", base_url=fake.url, use_cache=False, concurrency=3))
 
         def burst(t: int) -> list[str]:
             async def asks():
-                return await asyncio.gather(*(llm.ask([{"role": "user", "content": "echo lanternfish"}], PingAnswer,
-                                                      sample=t * 100 + i + 1) for i in range(20)))
+                return await asyncio.gather(
+                    *(
+                        llm.ask([{"role": "user", "content": "echo lanternfish"}], PingAnswer, sample=t * 100 + i + 1)
+                        for i in range(20)
+                    )
+                )
+
             return [a.echo for a in asyncio.run(asks())]
+
         with ThreadPoolExecutor(2) as pool:
             results = list(pool.map(burst, (1, 2)))
         assert results == [["lanternfish"] * 20] * 2 and fake.calls == 40
@@ -580,13 +678,14 @@ async def test_an_answer_with_an_escaped_lone_surrogate_is_kept_as_valid_text(tm
     route = respx.post(URL).mock(return_value=completion(content))
     llm = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True)
     answer = await llm.ask(MESSAGES, Grade)
-    assert answer.reasoning == "half \ufffd a pair, whole \U0001F600"
+    assert answer.reasoning == "half \ufffd a pair, whole \U0001f600"
     again = make_llm(tmp_path, BASE, "test-model", fake_time=FakeTime(), api_key=KEY, use_cache=True)
     assert await again.ask(MESSAGES, Grade) == answer and route.call_count == 1
 
 
 def test_a_record_with_a_lone_surrogate_is_journalled_and_read_back_the_same(tmp_path):
     from ragassay.runtime.engine import OutputStore
+
     out = tmp_path / "o.jsonl"
     store = OutputStore(out, lambda r: r["id"])
     record = {"id": "a", "key": "k1", "status": "ok", "text": "from elsewhere \ud800"}

@@ -30,14 +30,22 @@ class Verdict(BaseModel):
 
 # ------------------------------------------------------------------------------ reading answers
 
-@pytest.mark.parametrize("reply, grade, how", [
-    ('{"reasoning": "r", "claims": [], "grade": 2}', 2, "whole"),
-    ('Here is my assessment:\n```json\n{"reasoning": "r", "claims": [], "grade": 3}\n```\nI hope this helps.', 3, "fence"),
-    ('```JSON\n{"reasoning": "r", "claims": [], "grade": 1}```', 1, "fence"),
-    ('Sure! {"reasoning": {"aspect": "price"}, "claims": "one claim", "grade": 0} Done.', 0, "prose"),
-    ('Grade: {"reasoning": ["a", {"b": 1}], "claims": {"x": "y"}, "grade": "2"}', 2, "prose"),
-    ('{"reasoning": 42, "claims": [1, true], "grade": 3.0}', 3, "whole"),
-])
+
+@pytest.mark.parametrize(
+    "reply, grade, how",
+    [
+        ('{"reasoning": "r", "claims": [], "grade": 2}', 2, "whole"),
+        (
+            'Here is my assessment:\n```json\n{"reasoning": "r", "claims": [], "grade": 3}\n```\nI hope this helps.',
+            3,
+            "fence",
+        ),
+        ('```JSON\n{"reasoning": "r", "claims": [], "grade": 1}```', 1, "fence"),
+        ('Sure! {"reasoning": {"aspect": "price"}, "claims": "one claim", "grade": 0} Done.', 0, "prose"),
+        ('Grade: {"reasoning": ["a", {"b": 1}], "claims": {"x": "y"}, "grade": "2"}', 2, "prose"),
+        ('{"reasoning": 42, "claims": [1, true], "grade": 3.0}', 3, "whole"),
+    ],
+)
 def test_an_answer_is_found_where_small_models_put_it(reply, grade, how):
     answer, found, problem = read_answer(reply, Verdict)
     assert problem == "" and answer.grade == grade and found == how
@@ -51,17 +59,23 @@ def test_explanations_keep_every_part_as_text():
     assert answer.claims == []  # a blank string is no claim
 
 
-@pytest.mark.parametrize("reply, why", [
-    ('{"reasoning": "r", "claims": [], "grade": true}', "not true or false"),
-    ('{"reasoning": "r", "claims": [], "grade": 2.5}', "fractional"),
-    ('{"reasoning": "r", "claims": [], "grade": "two"}', "valid integer"),
-    ('{"reasoning": "r", "claims": [], "grade": 4}', "less than or equal to 3"),
-    ('I would say {"reasoning": "a", "claims": [], "grade": 1} or maybe {"reasoning": "a", "claims": [], "grade": 3}',
-     "more than one answer that differ"),
-    ("The passage is relevant, grade 3.", "not valid JSON"),
-    ("[1, 2, 3]", "not an object"),
-    ('{"reasoning": "r", "grade": 1}', "claims: Field required"),
-])
+@pytest.mark.parametrize(
+    "reply, why",
+    [
+        ('{"reasoning": "r", "claims": [], "grade": true}', "not true or false"),
+        ('{"reasoning": "r", "claims": [], "grade": 2.5}', "fractional"),
+        ('{"reasoning": "r", "claims": [], "grade": "two"}', "valid integer"),
+        ('{"reasoning": "r", "claims": [], "grade": 4}', "less than or equal to 3"),
+        (
+            'I would say {"reasoning": "a", "claims": [], "grade": 1} or maybe {"reasoning": "a", "claims": [], '
+            '"grade": 3}',
+            "more than one answer that differ",
+        ),
+        ("The passage is relevant, grade 3.", "not valid JSON"),
+        ("[1, 2, 3]", "not an object"),
+        ('{"reasoning": "r", "grade": 1}', "claims: Field required"),
+    ],
+)
 def test_a_decision_is_read_strictly_and_a_doubtful_reply_decides_nothing(reply, why):
     answer, _, problem = read_answer(reply, Verdict)
     assert answer is None and why in problem
@@ -75,9 +89,15 @@ def test_the_same_answer_twice_in_a_reply_is_one_answer():
 
 # ------------------------------------------------------------------------------------ modes
 
+
 def _completion(content: str, prompt_tokens: int | None = 40) -> httpx.Response:
-    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+    }
     if prompt_tokens is not None:
         body["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": 5, "total_tokens": prompt_tokens + 5}
     return httpx.Response(200, json=body)
@@ -87,13 +107,29 @@ GOOD = '{"reasoning": "r", "claims": [], "grade": 2}'
 MESSAGES = [{"role": "user", "content": "grade this"}]
 
 
-@pytest.mark.parametrize("status, body", [
-    (500, {"detail": [{"type": "literal_error", "loc": ["body", "response_format", "type"],
-                       "msg": "Input should be 'text' or 'json_object'"}]}),  # llama-cpp-python
-    (400, {"object": "error", "message": "response_format json_schema is not supported", "type": "BadRequestError"}),
-    (422, {"error": {"message": "Unsupported value: 'response_format.type' json_schema"}}),
-    (501, {"error": {"message": "structured outputs are not implemented"}}),
-])
+@pytest.mark.parametrize(
+    "status, body",
+    [
+        (
+            500,
+            {
+                "detail": [
+                    {
+                        "type": "literal_error",
+                        "loc": ["body", "response_format", "type"],
+                        "msg": "Input should be 'text' or 'json_object'",
+                    }
+                ]
+            },
+        ),  # llama-cpp-python
+        (
+            400,
+            {"object": "error", "message": "response_format json_schema is not supported", "type": "BadRequestError"},
+        ),
+        (422, {"error": {"message": "Unsupported value: 'response_format.type' json_schema"}}),
+        (501, {"error": {"message": "structured outputs are not implemented"}}),
+    ],
+)
 @respx.mock
 async def test_a_refused_format_falls_back_whatever_its_status_and_is_remembered(tmp_path, status, body):
     seen = []
@@ -104,6 +140,7 @@ async def test_a_refused_format_falls_back_whatever_its_status_and_is_remembered
         if sent.get("response_format", {}).get("type") == "json_schema":
             return httpx.Response(status, json=body)
         return _completion(GOOD)
+
     respx.post("http://srv.test/v1/chat/completions").mock(side_effect=handler)
     llm = make_llm(tmp_path, "http://srv.test/v1", "model-a")
     assert (await llm.ask(MESSAGES, Verdict)).grade == 2
@@ -131,6 +168,7 @@ async def test_every_mode_is_tried_once_and_the_last_refusal_is_the_error(tmp_pa
         if fmt is None:
             return _completion(GOOD)
         return httpx.Response(500, json={"error": {"message": f"grammar error: {fmt['type']} unsupported"}})
+
     respx.post("http://srv.test/v1/chat/completions").mock(side_effect=handler)
     llm = make_llm(tmp_path, "http://srv.test/v1", "m")
     assert (await llm.ask(MESSAGES, Verdict)).grade == 2
@@ -140,10 +178,17 @@ async def test_every_mode_is_tried_once_and_the_last_refusal_is_the_error(tmp_pa
 
 @respx.mock
 async def test_a_context_refusal_is_not_a_format_refusal_and_later_prompts_too_big_are_not_sent(tmp_path):
-    route = respx.post("http://srv.test/v1/chat/completions").mock(return_value=httpx.Response(
-        400, json={"object": "error", "message": "This model's maximum context length is 512 tokens. However, you "
-                   "requested 900 tokens (800 in the messages, 100 in the completion). Please reduce the length. "
-                   "response_format was json_schema"}))
+    route = respx.post("http://srv.test/v1/chat/completions").mock(
+        return_value=httpx.Response(
+            400,
+            json={
+                "object": "error",
+                "message": "This model's maximum context length is 512 tokens. However, you "
+                "requested 900 tokens (800 in the messages, 100 in the completion). Please reduce the length. "
+                "response_format was json_schema",
+            },
+        )
+    )
     llm = make_llm(tmp_path, "http://srv.test/v1", "m", use_cache=False)
     with pytest.raises(LLMError) as e:
         await llm.ask(MESSAGES, Verdict)
@@ -155,18 +200,58 @@ async def test_a_context_refusal_is_not_a_format_refusal_and_later_prompts_too_b
     assert e.value.kind == "context" and "not sent" in str(e.value) and route.call_count == 1
 
 
-@pytest.mark.parametrize("status, body, context", [
-    (422, {"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4031 "
-                    "`inputs` tokens and 200 `max_new_tokens`", "error_type": "validation"}, 4096),  # TGI
-    (422, {"error": "Input validation error: `inputs` must have less than 1024 tokens. Given: 1500",
-           "error_type": "validation"}, 1024),  # TGI, its max_input_tokens
-    (400, {"object": "error", "message": "The input (9000 tokens) is longer than the model's context length "
-           "(8192 tokens).", "type": "BadRequestError"}, 8192),  # SGLang
-    (400, {"error": "Trying to keep the first 5200 tokens when context the overflows. However, the model is loaded "
-                    "with context length of only 4096 tokens, which is not enough."}, 4096),  # LM Studio
-    (400, {"error": {"code": 400, "message": "request (3000 tokens) exceeds the available context size (2,048 "
-                     "tokens), try increasing it", "type": "exceed_context_size_error"}}, 2048),  # llama-server
-])
+@pytest.mark.parametrize(
+    "status, body, context",
+    [
+        (
+            422,
+            {
+                "error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4031 "
+                "`inputs` tokens and 200 `max_new_tokens`",
+                "error_type": "validation",
+            },
+            4096,
+        ),  # TGI
+        (
+            422,
+            {
+                "error": "Input validation error: `inputs` must have less than 1024 tokens. Given: 1500",
+                "error_type": "validation",
+            },
+            1024,
+        ),  # TGI, its max_input_tokens
+        (
+            400,
+            {
+                "object": "error",
+                "message": "The input (9000 tokens) is longer than the model's context length (8192 tokens).",
+                "type": "BadRequestError",
+            },
+            8192,
+        ),  # SGLang
+        (
+            400,
+            {
+                "error": "Trying to keep the first 5200 tokens when context the overflows. However, the model is "
+                "loaded "
+                "with context length of only 4096 tokens, which is not enough."
+            },
+            4096,
+        ),  # LM Studio
+        (
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "message": "request (3000 tokens) exceeds the available context size (2,048 "
+                    "tokens), try increasing it",
+                    "type": "exceed_context_size_error",
+                }
+            },
+            2048,
+        ),  # llama-server
+    ],
+)
 @respx.mock
 async def test_each_servers_words_for_a_prompt_too_long_name_its_context(tmp_path, status, body, context):
     respx.post("http://srv.test/v1/chat/completions").mock(return_value=httpx.Response(status, json=body))
@@ -177,11 +262,14 @@ async def test_each_servers_words_for_a_prompt_too_long_name_its_context(tmp_pat
     assert llm.context_limit == context and llm.mode == "json_schema"  # a length, not a refused format
 
 
-@pytest.mark.parametrize("body", [
-    {"error": "Input validation error: `max_new_tokens` must be <= 4096. Given: 5000", "error_type": "validation"},
-    {"error": {"message": "max_tokens must be at least 1, got 0", "type": "invalid_request_error"}},
-    {"error": {"message": "Invalid value for 'temperature': 3 is greater than the maximum of 2 tokens"}},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"error": "Input validation error: `max_new_tokens` must be <= 4096. Given: 5000", "error_type": "validation"},
+        {"error": {"message": "max_tokens must be at least 1, got 0", "type": "invalid_request_error"}},
+        {"error": {"message": "Invalid value for 'temperature': 3 is greater than the maximum of 2 tokens"}},
+    ],
+)
 @respx.mock
 async def test_a_refusal_that_is_not_about_the_context_names_no_context(tmp_path, body):
     respx.post("http://srv.test/v1/chat/completions").mock(return_value=httpx.Response(422, json=body))
@@ -217,7 +305,8 @@ async def test_a_short_prompt_is_never_called_cut(tmp_path):
 @respx.mock
 async def test_a_reask_that_returns_the_same_bytes_is_not_sent_again(tmp_path):
     route = respx.post("http://srv.test/v1/chat/completions").mock(
-        return_value=_completion('{"reasoning": "r", "claims": [], "grade": 7}'))
+        return_value=_completion('{"reasoning": "r", "claims": [], "grade": 7}')
+    )
     llm = make_llm(tmp_path, "http://srv.test/v1", "m", use_cache=False)
     with pytest.raises(LLMError) as e:
         await llm.ask(MESSAGES, Verdict)
@@ -227,19 +316,30 @@ async def test_a_reask_that_returns_the_same_bytes_is_not_sent_again(tmp_path):
 
 # ------------------------------------------------------------------------------ server info
 
-@pytest.mark.parametrize("url, asked", [
-    ("http://127.0.0.1:8080/v1", True), ("http://localhost:11434/v1", True), ("http://[::1]:8000/v1", True),
-    ("http://192.168.1.20:8000/v1", True), ("http://10.0.0.5/v1", True), ("http://gpu-box.local:8000/v1", True),
-    ("https://api.openai.com/v1", False), ("https://my-proxy.example.com/v1", False), (None, False),
-    ("http://8.8.8.8/v1", False),
-])
+
+@pytest.mark.parametrize(
+    "url, asked",
+    [
+        ("http://127.0.0.1:8080/v1", True),
+        ("http://localhost:11434/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://192.168.1.20:8000/v1", True),
+        ("http://10.0.0.5/v1", True),
+        ("http://gpu-box.local:8000/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("https://my-proxy.example.com/v1", False),
+        (None, False),
+        ("http://8.8.8.8/v1", False),
+    ],
+)
 def test_only_servers_on_this_machine_or_network_are_asked(url, asked):
     assert asks(url) is asked
 
 
 def test_what_llama_cpp_and_vllm_say_is_read():
-    assert read_props({"total_slots": 4, "default_generation_settings": {"n_ctx": 8192}}) == \
-        ServerInfo(8192, 4, "/props")
+    assert read_props({"total_slots": 4, "default_generation_settings": {"n_ctx": 8192}}) == ServerInfo(
+        8192, 4, "/props"
+    )
     assert read_props({"total_slots": 1, "n_ctx": 2048}).context == 2048
     assert read_props({"total_slots": True}).slots is None and read_props([1]) == ServerInfo()
     models = {"data": [{"id": "other", "max_model_len": 4096}, {"id": "qwen", "max_model_len": 32768}]}
@@ -280,8 +380,19 @@ class _Server:
                     self._send(200, posts[self.path]) if self.path in posts else self._send(404, {"error": "no"})
                     return
                 outer.seen.append(f"POST {self.path} {body.get('response_format', {}).get('type')}")
-                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": GOOD}}]})
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "m",
+                        "choices": [
+                            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": GOOD}}
+                        ],
+                    },
+                )
+
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": SERVE_POLL}, daemon=True).start()
@@ -306,8 +417,7 @@ async def test_a_local_servers_slots_and_context_set_the_calls_in_flight_and_wha
         # asked once by discover() above and once by the LLM, before its first call: /props said both, so no more
         assert [s for s in server.seen if s.startswith("GET")] == ["GET /props", "GET /props"]
         assert sum(s.startswith("POST") for s in server.seen) == 1  # the big prompt was never sent
-        given = make_llm(None, server.url, "m", use_cache=False, concurrency=5,
-                         given=frozenset({"concurrency"}))
+        given = make_llm(None, server.url, "m", use_cache=False, concurrency=5, given=frozenset({"concurrency"}))
         await given.ask(MESSAGES, Verdict)
         assert given.slots is None and given._semaphore()._value == 5  # --concurrency given wins
     finally:
@@ -329,17 +439,26 @@ async def test_a_server_that_says_nothing_is_used_as_before(tmp_path, monkeypatc
         server.close()
 
 
-@pytest.mark.parametrize("parameters, context", [
-    ("num_ctx                        8192\nstop                           \"<|im_end|>\"", 8192),
-    ('stop "<|im_end|>"\ntemperature 0.7', None),  # no num_ctx of its own: the server's default, unknown
-    ("num_ctx 2048", 2048),
-])
+@pytest.mark.parametrize(
+    "parameters, context",
+    [
+        ('num_ctx                        8192\nstop                           "<|im_end|>"', 8192),
+        ('stop "<|im_end|>"\ntemperature 0.7', None),  # no num_ctx of its own: the server's default, unknown
+        ("num_ctx 2048", 2048),
+    ],
+)
 async def test_ollamas_show_page_says_the_context_its_model_runs_with(tmp_path, monkeypatch, parameters, context):
     monkeypatch.setenv("RAGASSAY_HTTP", "httpx")
-    show = {"modelfile": "FROM qwen", "parameters": parameters, "template": "{{ .Prompt }}",
-            "model_info": {"qwen2.context_length": 32768}}  # what the model could take, not what it is given
-    server = _Server({"/v1/models": {"object": "list", "data": [{"id": "qwen2.5:1.5b", "object": "model"}]}},
-                     posts={"/api/show": show})
+    show = {
+        "modelfile": "FROM qwen",
+        "parameters": parameters,
+        "template": "{{ .Prompt }}",
+        "model_info": {"qwen2.context_length": 32768},
+    }  # what the model could take, not what it is given
+    server = _Server(
+        {"/v1/models": {"object": "list", "data": [{"id": "qwen2.5:1.5b", "object": "model"}]}},
+        posts={"/api/show": show},
+    )
     try:
         info = await discover(server.url, "qwen2.5:1.5b")
         assert info.context == context and info.slots is None
@@ -361,6 +480,7 @@ async def test_a_server_whose_props_say_the_context_is_not_asked_for_ollamas_pag
 
 def test_a_local_calls_timeout_grows_with_its_prompt_unless_timeout_is_given():
     from ragassay.llm import LLM
+
     small = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 100}
     big = {"messages": [{"role": "user", "content": "x" * 80_000}], "max_tokens": 1000}
     local = LLM(LLMConfig(model="m", base_url="http://127.0.0.1:8080/v1", use_cache=False))
@@ -393,6 +513,7 @@ def test_the_progress_bar_says_calls_in_flight_and_tokens_a_second():
 
     from ragassay.llm import LLM
     from ragassay.runtime.engine import flow_note
+
     llm = LLM(LLMConfig(model="m", base_url="http://127.0.0.1:8080/v1", use_cache=False))
     llm.in_flight = 3
     llm.usage.stage("judge").completion_tokens = 900
@@ -407,6 +528,7 @@ async def test_a_server_that_never_answers_is_asked_one_question_not_three(monke
     import socket
 
     from ragassay.llm import server_info
+
     monkeypatch.setattr(server_info, "ASK_TIMEOUT", 0.5)
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -419,6 +541,7 @@ async def test_a_server_that_never_answers_is_asked_one_question_not_three(monke
                 accepted.append(silent.accept()[0])
             except OSError:
                 return
+
     threading.Thread(target=accept, daemon=True).start()
     try:
         info = await discover(f"http://127.0.0.1:{silent.getsockname()[1]}/v1", "m")

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_llm import FakeLLM
 
-from ragassay.cli import main
+from fake_llm import FakeLLM
 from helpers import EXAMPLE, nonempty
+from ragassay.cli import main
 
 KINDS = {"judge": "judgment", "check": "check", "generate": "question"}
 
@@ -21,10 +21,30 @@ KINDS = {"judge": "judgment", "check": "check", "generate": "question"}
 def argv(command: str, out: Path, url: str) -> list[str]:
     llm = ["--base-url", url, "--model", "m", "--no-cache", "--quiet"]
     if command == "judge":
-        return ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--run",
-                str(EXAMPLE / "runs" / "bm25.txt"), "--depth", "1", "-o", str(out), *llm]
+        return [
+            "judge",
+            "--queries",
+            str(EXAMPLE / "queries.jsonl"),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "--run",
+            str(EXAMPLE / "runs" / "bm25.txt"),
+            "--depth",
+            "1",
+            "-o",
+            str(out),
+            *llm,
+        ]
     if command == "check":
-        return ["check", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "-o", str(out), *llm]
+        return [
+            "check",
+            str(EXAMPLE / "answers.jsonl"),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "-o",
+            str(out),
+            *llm,
+        ]
     return ["generate", str(EXAMPLE / "chunks.jsonl"), "--limit", "2", "-o", str(out), *llm]
 
 
@@ -42,8 +62,9 @@ def outputs(tmp_path_factory) -> dict[str, bytes]:
     return made
 
 
-def refused(tmp_path: Path, capsys, command: str, content: bytes, name: str = "taken.jsonl",
-            journal: bool = False) -> str:
+def refused(
+    tmp_path: Path, capsys, command: str, content: bytes, name: str = "taken.jsonl", journal: bool = False
+) -> str:
     """Run ``command`` with ``-o`` a file holding ``content`` (or an unfinished run's journal beside
     it holding it): exit 2, nothing sent, the file as it was. The one error line."""
     out = tmp_path / name
@@ -90,10 +111,17 @@ def test_an_output_of_the_same_kind_is_resumed_in_every_form(tmp_path, capsys, o
     """What the check must not refuse: the command's own output, gzipped, after a BOM and blank
     lines, written before records named their kind, and an empty file."""
     own = outputs[command]
-    legacy = b"".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "record"}).encode() + b"\n"
-                      for line in own.splitlines())
-    forms = {"plain": own, "gzip": gzip.compress(own), "bom": b"\xef\xbb\xbf\n  \n" + own, "legacy": legacy,
-             "empty": b""}
+    legacy = b"".join(
+        json.dumps({k: v for k, v in json.loads(line).items() if k != "record"}).encode() + b"\n"
+        for line in own.splitlines()
+    )
+    forms = {
+        "plain": own,
+        "gzip": gzip.compress(own),
+        "bom": b"\xef\xbb\xbf\n  \n" + own,
+        "legacy": legacy,
+        "empty": b"",
+    }
     for form, content in nonempty(forms.items()):
         out = tmp_path / f"{form}.jsonl"
         out.write_bytes(content)
@@ -118,9 +146,18 @@ def test_a_cut_first_line_in_a_journal_is_not_taken_for_a_kind(tmp_path, capsys,
 def test_the_python_api_refuses_the_same(tmp_path, outputs):
     import ragassay
     from ragassay.errors import UsageError
+
     out = tmp_path / "c.jsonl"
     out.write_bytes(outputs["check"])
     with FakeLLM() as server, pytest.raises(UsageError, match=r"holds check records .*, not the judgment records"):
-        ragassay.judge(queries=EXAMPLE / "queries.jsonl", chunks=EXAMPLE / "chunks.jsonl", run=EXAMPLE / "runs" / "bm25.txt",
-                       depth=1, output=out, base_url=server.url, model="m", no_cache=True)
+        ragassay.judge(
+            queries=EXAMPLE / "queries.jsonl",
+            chunks=EXAMPLE / "chunks.jsonl",
+            run=EXAMPLE / "runs" / "bm25.txt",
+            depth=1,
+            output=out,
+            base_url=server.url,
+            model="m",
+            no_cache=True,
+        )
     assert out.read_bytes() == outputs["check"]

@@ -15,13 +15,13 @@ from pathlib import Path
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, Field
 
+from fake_llm import make_llm
+from helpers import EXAMPLE, nonempty
 from ragassay.data.records import Chunk
 from ragassay.llm import LLM, LLMConfig
 from ragassay.runtime.engine import Call, run_stage
 from ragassay.stages.judge import plan_judge
 from ragassay.stages.queries import QueryItem
-from helpers import EXAMPLE, nonempty
-from fake_llm import make_llm
 
 
 class Grade(BaseModel):
@@ -30,11 +30,18 @@ class Grade(BaseModel):
 
 
 def _completion(content: dict) -> ChatCompletion:
-    return ChatCompletion.model_validate({
-        "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
-                                                                     "content": json.dumps(content)}}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+    return ChatCompletion.model_validate(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(content)}}
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    )
 
 
 class InstantClient:
@@ -52,6 +59,7 @@ class InstantClient:
 
         class Chat:
             completions = Completions()
+
         self.chat = Chat()
 
 
@@ -78,7 +86,13 @@ def _calls_per_ask(llm: LLM, n: int) -> float:
 def test_the_layer_costs_a_bounded_number_of_function_calls_per_ask():
     """The retry and answer loops, the semaphore, usage and parsing: a few hundred Python calls per
     answered ask (pydantic's validation is in Rust), the same at 50 asks as at 400."""
-    llm = make_llm(None, "http://127.0.0.1:9/v1", api_key="k", client=InstantClient({"grade": 2, "reasoning": "ok"}), concurrency=64)
+    llm = make_llm(
+        None,
+        "http://127.0.0.1:9/v1",
+        api_key="k",
+        client=InstantClient({"grade": 2, "reasoning": "ok"}),
+        concurrency=64,
+    )
     small, large = _calls_per_ask(llm, 50), _calls_per_ask(llm, 400)
     assert small < 400 and large < 400, (small, large)
     assert abs(large - small) / small < 0.25  # per call, not per call in flight
@@ -105,8 +119,10 @@ def test_asks_leave_nothing_behind():
 
 
 def _inputs(n_queries: int, depth: int):
-    chunks = {f"c{i}": Chunk(id=f"c{i}", title=f"Title {i}", text=f"Passage {i}. " + "Words about a topic. " * 60)
-              for i in range(200)}
+    chunks = {
+        f"c{i}": Chunk(id=f"c{i}", title=f"Title {i}", text=f"Passage {i}. " + "Words about a topic. " * 60)
+        for i in range(200)
+    }
     queries = [QueryItem(f"q{i}", f"what does passage {i} say?") for i in range(n_queries)]
     run = {q.id: {f"c{(i * 7 + r) % 200}": float(depth - r) for r in range(depth)} for i, q in enumerate(queries)}
     return queries, chunks, run
@@ -139,7 +155,6 @@ def test_a_plan_holds_no_prompts(tmp_path):
     assert item.calls is not item.calls  # and not kept
 
 
-
 def live(objects: list, cls: type) -> int:
     """How many of the collector's ``objects`` are ``cls``es. By their type, not isinstance: a weak
     proxy whose object has died (numba and other libraries a test process may have imported leave
@@ -156,6 +171,7 @@ def test_a_run_keeps_no_calls_once_items_are_done(tmp_path):
 
     async def go():
         return await run_stage(plan.relevance, plan.relevance_items, [llm], plan.relevance_store, quiet=True)
+
     result = asyncio.run(go())
     assert result.ok == 400 and len(client.bodies) == 400
     gc.collect()
@@ -168,11 +184,13 @@ def test_a_process_that_sends_nothing_never_imports_openai(tmp_path):
     """A dry run (and a rerun of finished work) has no use for the openai package, which takes most
     of a second to import."""
     ex = EXAMPLE
-    code = ("import sys; from ragassay.cli import main; "
-            f"code = main(['judge', '--queries', {str(ex / 'queries.jsonl')!r}, '--chunks', {str(ex / 'chunks.jsonl')!r}, "
-            f"'--run', {str(ex / 'runs' / 'bm25.txt')!r}, '-o', {str(tmp_path / 'j.jsonl')!r}, '--model', 'm', "
-            "'--base-url', 'http://127.0.0.1:9/v1', '--dry-run']); "
-            "print('openai' in sys.modules, code)")
+    code = (
+        "import sys; from ragassay.cli import main; "
+        f"code = main(['judge', '--queries', {str(ex / 'queries.jsonl')!r}, '--chunks', {str(ex / 'chunks.jsonl')!r}, "
+        f"'--run', {str(ex / 'runs' / 'bm25.txt')!r}, '-o', {str(tmp_path / 'j.jsonl')!r}, '--model', 'm', "
+        "'--base-url', 'http://127.0.0.1:9/v1', '--dry-run']); "
+        "print('openai' in sys.modules, code)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "False 0", out.stdout + out.stderr
 
@@ -187,11 +205,13 @@ def test_a_rerun_of_finished_work_holds_keys_not_records(tmp_path):
 
     async def go(p):
         return await run_stage(p.relevance, p.relevance_items, [llm], p.relevance_store, quiet=True)
+
     first = asyncio.run(go(plan))
     assert first.ok == 400
     inputs = _inputs(40, 10)
     asyncio.run(go(_plan(40, 10, tmp_path, inputs)))  # a first rerun: whatever it imports is imported
     from ragassay.runtime.engine import OutputStore as Store
+
     tracemalloc.start()
     try:
         before = tracemalloc.take_snapshot()
@@ -216,6 +236,7 @@ def test_a_run_holds_only_the_items_in_flight(tmp_path):
     the live work items (and their built calls) are no more than the calls in flight, whatever
     the size of the plan; a pair already done is never made at all."""
     from ragassay.runtime.engine import WorkItem
+
     queries, chunks, run = _inputs(60, 10)
     plan = _plan(60, 10, tmp_path, (queries, chunks, run))
     seen: list[tuple[int, int]] = []
@@ -230,6 +251,7 @@ def test_a_run_holds_only_the_items_in_flight(tmp_path):
                     objs = gc.get_objects()
                     seen.append((live(objs, WorkItem), live(objs, Call)))
                 return await create(**body)
+
             self.chat.completions.create = counting
 
     client = CountingClient({"intent": "i", "match": "m", "trust": "t", "grade": 1})
@@ -237,6 +259,7 @@ def test_a_run_holds_only_the_items_in_flight(tmp_path):
 
     async def go(p):
         return await run_stage(p.relevance, p.relevance_items, [llm], p.relevance_store, concurrency=4, quiet=True)
+
     assert asyncio.run(go(plan)).ok == 600 and len(client.bodies) == 600
     assert len(seen) == 12 and max(w for w, _ in nonempty(seen)) <= 4 and max(c for _, c in seen) <= 4
     again = _plan(60, 10, tmp_path, (queries, chunks, run))
@@ -253,8 +276,12 @@ def test_a_first_run_holds_bytes_per_pair_not_objects(tmp_path):
     _plan(5, 10, tmp_path / "warm")  # warm: prompt files, schema
     client = InstantClient({"intent": "i", "match": "m", "trust": "t", "grade": 2})
     llm = make_llm(None, "http://127.0.0.1:9/v1", api_key="k", client=client, concurrency=8)
-    asyncio.run(run_stage(*(lambda p: (p.relevance, p.relevance_items, [llm], p.relevance_store))(
-        _plan(5, 10, tmp_path / "warm")), quiet=True))  # warm: the run's own first-use costs
+    asyncio.run(
+        run_stage(
+            *(lambda p: (p.relevance, p.relevance_items, [llm], p.relevance_store))(_plan(5, 10, tmp_path / "warm")),
+            quiet=True,
+        )
+    )  # warm: the run's own first-use costs
     inputs = _inputs(400, 10)
 
     class Counted:  # the requests are counted, not kept (they are ~1.6 KB each)
@@ -262,6 +289,7 @@ def test_a_first_run_holds_bytes_per_pair_not_objects(tmp_path):
 
         def append(self, body):
             self.n += 1
+
     client.bodies = Counted()
     tracemalloc.start()
     try:
@@ -295,6 +323,7 @@ def test_a_rerun_of_a_finished_judgment_holds_its_keys_packed(tmp_path):
 
     def run(p):
         return asyncio.run(run_stage(p.relevance, p.relevance_items, [llm], p.relevance_store, quiet=True))
+
     assert run(plan()).ok == 4000
     run(plan())  # warm: what a rerun imports or builds once
     client.bodies.clear()

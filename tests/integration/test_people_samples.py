@@ -15,8 +15,14 @@ import pytest
 
 from helpers import EXAMPLE, nonempty
 from ragassay.data.origin import Labeller, Origin, write_origin
-from ragassay.data.people_samples import (bundled_answers, bundled_pairs, public_pairs, read_graded_pairs,
-                                          read_labelled_answers, stratified_sample)
+from ragassay.data.people_samples import (
+    bundled_answers,
+    bundled_pairs,
+    public_pairs,
+    read_graded_pairs,
+    read_labelled_answers,
+    stratified_sample,
+)
 from ragassay.errors import InputError
 
 
@@ -31,26 +37,38 @@ def jsonl(path: Path, rows: list[dict]) -> Path:
 
 # ------------------------------------------------------------------------------ graded pairs
 
+
 @pytest.fixture
 def trec(tmp_path):
     """A TREC DL-like set: qrels of 7 pairs, two of whose chunks and one of whose queries are missing."""
-    qrels = write(tmp_path / "qrels.txt", "1037798 0 7067032 0\n1037798 0 7067033 3\n1037798 0 8001 2\n"
-                                          "104861 0 7067033 1\n104861 0 9999 2\n555 0 7067032 3\n104861 0 4242 0\n")
+    qrels = write(
+        tmp_path / "qrels.txt",
+        "1037798 0 7067032 0\n1037798 0 7067033 3\n1037798 0 8001 2\n"
+        "104861 0 7067033 1\n104861 0 9999 2\n555 0 7067032 3\n104861 0 4242 0\n",
+    )
     queries = write(tmp_path / "queries.tsv", "1037798\twho is robert gray\n104861\tcost of interior concrete\n")
-    chunks = jsonl(tmp_path / "docs.jsonl", [  # llmjudge's dl2019_document.jsonl spelling
-        {"docid": "7067032", "doc": "Robert Gray was an American sea captain."},
-        {"docid": "7067033", "doc": "Gray was the first American to circumnavigate the globe."},
-        {"docid": "8001", "doc": "Concrete floors cost $2 to $6 a square foot."},
-        {"docid": "4242", "doc": "   "},
-        {"docid": "123", "doc": "an unjudged passage"}])
+    chunks = jsonl(
+        tmp_path / "docs.jsonl",
+        [  # llmjudge's dl2019_document.jsonl spelling
+            {"docid": "7067032", "doc": "Robert Gray was an American sea captain."},
+            {"docid": "7067033", "doc": "Gray was the first American to circumnavigate the globe."},
+            {"docid": "8001", "doc": "Concrete floors cost $2 to $6 a square foot."},
+            {"docid": "4242", "doc": "   "},
+            {"docid": "123", "doc": "an unjudged passage"},
+        ],
+    )
     return qrels, queries, chunks
 
 
 def test_pairs_without_text_are_dropped_and_counted_by_reason(trec):
     qrels, queries, chunks = trec
     p = read_graded_pairs(qrels, queries, chunks)
-    assert p.grades == {("1037798", "7067032"): 0, ("1037798", "7067033"): 3, ("1037798", "8001"): 2,
-                        ("104861", "7067033"): 1}
+    assert p.grades == {
+        ("1037798", "7067032"): 0,
+        ("1037798", "7067033"): 3,
+        ("1037798", "8001"): 2,
+        ("104861", "7067033"): 1,
+    }
     assert p.dropped == {"query not in queries.tsv": 1, "chunk not in docs.jsonl": 1, "chunk text empty": 1}
     assert any(n.startswith("3 of 7 people-labelled pairs have no text") for n in p.notes)
     assert p.queries == {"1037798": "who is robert gray", "104861": "cost of interior concrete"}
@@ -77,7 +95,11 @@ def test_a_sidecar_gives_the_scale_and_relevant_grade_and_an_argument_wins_over_
 
 
 def test_a_relevant_grade_or_a_grade_outside_the_scale_is_refused(trec):
-    with pytest.raises(InputError, match="the relevant grade 0 \\(--relevance-level; relevant_from in Python\\) is not a grade of the scale 0-3 above its lowest"):
+    with pytest.raises(
+        InputError,
+        match="the relevant grade 0 \\(--relevance-level; relevant_from in Python\\) is not a grade of the scale 0-3 "
+        "above its lowest",
+    ):
         read_graded_pairs(*trec, relevant_from=0)
     qrels, queries, chunks = trec
     write_origin(qrels, Origin(labellers=(Labeller(by="person", name="NIST"),), scale=(0, 2), relevant_from=1))
@@ -128,14 +150,21 @@ def test_every_shape_of_queries_and_chunks_gives_the_same_pairs(tmp_path, chunk_
     assert p.dropped == {}
 
 
-@pytest.mark.parametrize("name, text, line, says", [
-    ("c.tsv", "p1\tfine\np2 no tab here\n", 2, "chunk id<TAB>chunk text"),
-    ("c.jsonl", '{"id": "p1", "text": "fine"}\n{"id": "p2", "title": "no text"}\n', 2, "has no text"),
-    ("c.jsonl", '{"id": "p1", "text": "fine"}\n{"id": "p2", "text": "a"}\n{"id": "p2", "text": "b"}\n', 3,
-     "appears twice (first on line 2)"),
-    ("c.jsonl", '{"id": "p1", "text": "fine"}\n{"text": "no id"}\n', 2, "no chunk id"),
-    ("c.jsonl", '{"id": "p1", "text": "fine"}\n{not json\n', 2, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "name, text, line, says",
+    [
+        ("c.tsv", "p1\tfine\np2 no tab here\n", 2, "chunk id<TAB>chunk text"),
+        ("c.jsonl", '{"id": "p1", "text": "fine"}\n{"id": "p2", "title": "no text"}\n', 2, "has no text"),
+        (
+            "c.jsonl",
+            '{"id": "p1", "text": "fine"}\n{"id": "p2", "text": "a"}\n{"id": "p2", "text": "b"}\n',
+            3,
+            "appears twice (first on line 2)",
+        ),
+        ("c.jsonl", '{"id": "p1", "text": "fine"}\n{"text": "no id"}\n', 2, "no chunk id"),
+        ("c.jsonl", '{"id": "p1", "text": "fine"}\n{not json\n', 2, "not valid JSON"),
+    ],
+)
 def test_a_bad_chunk_line_is_named_by_file_and_line(tmp_path, name, text, line, says):
     qrels = write(tmp_path / "q.txt", "q1 0 p1 1\nq1 0 p2 0\n")
     queries = write(tmp_path / "queries.tsv", "q1\tquery one\n")
@@ -163,7 +192,9 @@ def test_no_pair_with_texts_is_an_error_saying_why(tmp_path):
     qrels = write(tmp_path / "q.txt", "q1 0 p1 1\nq1 0 p2 0\n")
     queries = write(tmp_path / "queries.tsv", "other\tquery\n")
     chunks = jsonl(tmp_path / "c.jsonl", [{"id": "p1", "text": "t"}])
-    with pytest.raises(InputError, match=r"none of its 2 people-labelled pairs has both texts \(query not in queries.tsv: 2\)"):
+    with pytest.raises(
+        InputError, match=r"none of its 2 people-labelled pairs has both texts \(query not in queries.tsv: 2\)"
+    ):
         read_graded_pairs(qrels, queries, chunks)
 
 
@@ -195,8 +226,7 @@ def test_a_second_assessor_with_no_pair_in_common_or_the_same_person_is_refused(
 def test_the_bundled_pairs_are_the_example_graded_by_two_example_assessors():
     p = bundled_pairs()
     first = [line.split() for line in (EXAMPLE / "qrels.txt").read_text().splitlines() if line.strip()]
-    second = [line.split() for line in (EXAMPLE / "qrels_second_assessor.txt").read_text().splitlines()
-              if line.strip()]
+    second = [line.split() for line in (EXAMPLE / "qrels_second_assessor.txt").read_text().splitlines() if line.strip()]
     assert p.grades == {(q, c): int(g) for q, _, c, g in first}
     assert p.second == {(q, c): int(g) for q, _, c, g in second}
     assert (p.scale, p.relevant_from) == ((0, 3), 2) and p.dropped == {}
@@ -206,6 +236,7 @@ def test_the_bundled_pairs_are_the_example_graded_by_two_example_assessors():
 
 
 # ---------------------------------------------------------------------------- labelled answers
+
 
 def evouna_item(question: str, gold: str | None, improper: bool = False, **models) -> dict:
     out = {"question": question, "golden_answer": gold}
@@ -218,10 +249,20 @@ def evouna_item(question: str, gold: str | None, improper: bool = False, **model
 
 def test_evouna_gives_one_answer_per_judged_model_and_counts_what_it_leaves_out(tmp_path):
     items = [
-        evouna_item("who got the first nobel prize in physics", "Wilhelm Conrad Röntgen/Röntgen//",
-                    fid=("Wilhelm Röntgen", True), gpt4=("It was Marie Curie.", False), chatgpt=(None, True)),
-        evouna_item("when is the next deadpool movie", "May 18, 2018", improper=True, fid=("May 2018", True),
-                    gpt35=("soon", "maybe")),
+        evouna_item(
+            "who got the first nobel prize in physics",
+            "Wilhelm Conrad Röntgen/Röntgen//",
+            fid=("Wilhelm Röntgen", True),
+            gpt4=("It was Marie Curie.", False),
+            chatgpt=(None, True),
+        ),
+        evouna_item(
+            "when is the next deadpool movie",
+            "May 18, 2018",
+            improper=True,
+            fid=("May 2018", True),
+            gpt35=("soon", "maybe"),
+        ),
         evouna_item("what is 2+2", None, gpt4=("4", True)),
         evouna_item("capital of france", "Paris", newbing=("", False), gpt35=("Paris", "yes")),
     ]
@@ -231,11 +272,19 @@ def test_evouna_gives_one_answer_per_judged_model_and_counts_what_it_leaves_out(
     assert la.labels == {"NQ-0-fid": "correct", "NQ-0-gpt4": "incorrect"}
     first = la.answers[0]
     assert (first.question, first.reference, first.response) == (
-        "who got the first nobel prize in physics", ["Wilhelm Conrad Röntgen", "Röntgen"], "Wilhelm Röntgen")
+        "who got the first nobel prize in physics",
+        ["Wilhelm Conrad Röntgen", "Röntgen"],
+        "Wilhelm Röntgen",
+    )
     empty = "no answer text (an empty answer is no test of a grader: the rules call it abstained)"
     # an empty answer (people judged it) is left out and counted: the rules would agree with people for free
-    assert la.skipped == {empty: 2, "no people's judgment": 2 + 4 + 3, "improper question": 5,
-                          "no gold answer": 1, "judgment not true or false": 1}
+    assert la.skipped == {
+        empty: 2,
+        "no people's judgment": 2 + 4 + 3,
+        "improper question": 5,
+        "no gold answer": 1,
+        "judgment not true or false": 1,
+    }
     assert la.binary is True and la.second is None
     assert "2305.12421" in la.citation and "Natural Questions" in la.source
     assert la.origin.kind == "people"
@@ -258,7 +307,7 @@ def test_a_labels_file_beside_evouna_s_own_labels_is_refused_not_ignored(tmp_pat
 
 def test_evouna_bad_json_is_named_by_line(tmp_path):
     good = json.dumps(evouna_item("q?", "a", fid=("a", True)), indent=1)
-    path = write(tmp_path / "NQ.json", "[\n" + good + ",\n{\"question\": \"x\", \"golden_answer\": }\n]")
+    path = write(tmp_path / "NQ.json", "[\n" + good + ',\n{"question": "x", "golden_answer": }\n]')
     with pytest.raises(InputError) as e:
         read_labelled_answers(path)
     assert e.value.path == str(path) and e.value.line == good.count("\n") + 3
@@ -266,18 +315,27 @@ def test_evouna_bad_json_is_named_by_line(tmp_path):
 
 @pytest.fixture
 def answers(tmp_path):
-    return jsonl(tmp_path / "answers.jsonl", [
-        {"id": "a1", "question": "Refund window?", "reference": "30 days", "response": "30 days."},
-        {"id": "a2", "question": "Gift cards?", "reference": ["2 days", "two days"], "response": "A week."},
-        {"id": "ä3", "question": "Shipping?", "reference": "No", "response": "I do not know."},
-        {"id": "a4", "question": "Hours?", "reference": "9-5", "response": "9 to 5"}])
+    return jsonl(
+        tmp_path / "answers.jsonl",
+        [
+            {"id": "a1", "question": "Refund window?", "reference": "30 days", "response": "30 days."},
+            {"id": "a2", "question": "Gift cards?", "reference": ["2 days", "two days"], "response": "A week."},
+            {"id": "ä3", "question": "Shipping?", "reference": "No", "response": "I do not know."},
+            {"id": "a4", "question": "Hours?", "reference": "9-5", "response": "9 to 5"},
+        ],
+    )
 
 
 def test_labels_in_check_s_four_classes_meet_the_answers_by_id_with_counts(answers, tmp_path):
-    labels = jsonl(tmp_path / "labels.jsonl", [{"id": "a1", "label": "correct", "assessor": "ann"},
-                                               {"id": "a2", "label": "hallucinated", "assessor": "ann"},
-                                               {"id": "ä3", "label": "abstained", "assessor": "ann"},
-                                               {"id": "a9", "label": "partial", "assessor": "ann"}])
+    labels = jsonl(
+        tmp_path / "labels.jsonl",
+        [
+            {"id": "a1", "label": "correct", "assessor": "ann"},
+            {"id": "a2", "label": "hallucinated", "assessor": "ann"},
+            {"id": "ä3", "label": "abstained", "assessor": "ann"},
+            {"id": "a9", "label": "partial", "assessor": "ann"},
+        ],
+    )
     la = read_labelled_answers(answers, labels)
     assert [a.id for a in la.answers] == ["a1", "a2", "ä3"]
     assert la.labels == {"a1": "correct", "a2": "hallucinated", "ä3": "abstained"}
@@ -296,12 +354,15 @@ def test_correct_incorrect_or_true_false_labels_are_binary(answers, tmp_path, va
     assert la.origin.kind == "unknown"  # nothing says who labelled: never taken for people
 
 
-@pytest.mark.parametrize("rows, line, says", [
-    ([{"id": "a1", "label": "correct"}, {"id": "a2", "label": "wrong-ish"}], 2, "expected one of"),
-    ([{"id": "a1", "label": "correct"}, {"id": "a1", "label": "partial"}], 2, "labelled twice (first on line 1)"),
-    ([{"id": "a1", "label": "incorrect"}, {"id": "a2", "label": "partial"}], 2, "labels of two kinds"),
-    ([{"label": "correct"}], 1, "answer id"),
-])
+@pytest.mark.parametrize(
+    "rows, line, says",
+    [
+        ([{"id": "a1", "label": "correct"}, {"id": "a2", "label": "wrong-ish"}], 2, "expected one of"),
+        ([{"id": "a1", "label": "correct"}, {"id": "a1", "label": "partial"}], 2, "labelled twice (first on line 1)"),
+        ([{"id": "a1", "label": "incorrect"}, {"id": "a2", "label": "partial"}], 2, "labels of two kinds"),
+        ([{"label": "correct"}], 1, "answer id"),
+    ],
+)
 def test_a_bad_labels_line_is_named(answers, tmp_path, rows, line, says):
     labels = jsonl(tmp_path / "labels.jsonl", rows)
     with pytest.raises(InputError) as e:
@@ -331,14 +392,23 @@ def test_what_ragassay_label_writes_for_the_example_answers():
 
 
 def test_answers_carrying_their_own_label_need_no_labels_file(tmp_path):
-    path = jsonl(tmp_path / "own.jsonl", [
-        {"id": "1", "question": "q", "reference": ["a"], "response": "a", "label": "correct", "assessor": "kim"},
-        {"id": "2", "question": "q", "reference": ["a"], "response": "b", "label": "incorrect", "assessor": "kim"}])
+    path = jsonl(
+        tmp_path / "own.jsonl",
+        [
+            {"id": "1", "question": "q", "reference": ["a"], "response": "a", "label": "correct", "assessor": "kim"},
+            {"id": "2", "question": "q", "reference": ["a"], "response": "b", "label": "incorrect", "assessor": "kim"},
+        ],
+    )
     la = read_labelled_answers(path)
     assert la.labels == {"1": "correct", "2": "incorrect"} and la.binary and la.origin.describe() == "kim"
     assert not hasattr(la.answers[0], "label") or "label" not in la.answers[0].model_dump()
-    bad = jsonl(tmp_path / "bad.jsonl", [{"id": "1", "question": "q", "reference": "a", "response": "a"},
-                                         {"id": "2", "question": "q", "reference": "a", "response": "b", "label": 7}])
+    bad = jsonl(
+        tmp_path / "bad.jsonl",
+        [
+            {"id": "1", "question": "q", "reference": "a", "response": "a"},
+            {"id": "2", "question": "q", "reference": "a", "response": "b", "label": 7},
+        ],
+    )
     with pytest.raises(InputError) as e:
         read_labelled_answers(bad)
     assert (e.value.path, e.value.line) == (str(bad), 2)
@@ -348,10 +418,14 @@ def test_answers_carrying_their_own_label_need_no_labels_file(tmp_path):
 
 
 def test_a_second_person_s_answer_labels(answers, tmp_path):
-    first = jsonl(tmp_path / "l1.jsonl", [{"id": "a1", "label": "correct", "assessor": "ann"},
-                                          {"id": "a2", "label": "partial", "assessor": "ann"}])
-    second = jsonl(tmp_path / "l2.jsonl", [{"id": "a2", "label": "hallucinated", "assessor": "bo"},
-                                           {"id": "a4", "label": "correct", "assessor": "bo"}])
+    first = jsonl(
+        tmp_path / "l1.jsonl",
+        [{"id": "a1", "label": "correct", "assessor": "ann"}, {"id": "a2", "label": "partial", "assessor": "ann"}],
+    )
+    second = jsonl(
+        tmp_path / "l2.jsonl",
+        [{"id": "a2", "label": "hallucinated", "assessor": "bo"}, {"id": "a4", "label": "correct", "assessor": "bo"}],
+    )
     la = read_labelled_answers(answers, first, second=second)
     assert la.second == {"a2": "hallucinated"}
     same = jsonl(tmp_path / "l3.jsonl", [{"id": "a1", "label": "correct", "assessor": "ann"}])
@@ -362,6 +436,7 @@ def test_a_second_person_s_answer_labels(answers, tmp_path):
 def test_the_bundled_answers_are_an_even_evouna_sample_check_can_read():
     from ragassay.data.people_samples import SAMPLES
     from ragassay.stages.answer_files import read_answers
+
     la = bundled_answers()
     assert len(la.answers) == 200 and Counter(la.labels.values()) == {"correct": 100, "incorrect": 100}
     cells = Counter((la.labels[a.id], a.id.split("-")[0], a.id.rsplit("-", 1)[1]) for a in la.answers)
@@ -376,6 +451,7 @@ def test_the_bundled_answers_are_an_even_evouna_sample_check_can_read():
 
 # ------------------------------------------------------------------------------ public sets
 
+
 class FakeDataset:
     def __init__(self, fail: str | None = None):
         self.fail = fail
@@ -388,17 +464,25 @@ class FakeDataset:
     def queries_iter(self):
         self._maybe("queries")
         Q = types.SimpleNamespace
-        return iter([Q(query_id="19335", text="anthropological definition of environment"),
-                     Q(query_id="47923", text="axon terminals or synaptic knob definition")])
+        return iter(
+            [
+                Q(query_id="19335", text="anthropological definition of environment"),
+                Q(query_id="47923", text="axon terminals or synaptic knob definition"),
+            ]
+        )
 
     def qrels_iter(self):
         self._maybe("qrels")
         R = types.SimpleNamespace
-        return iter([R(query_id="19335", doc_id="1017759", relevance=0, iteration="0"),
-                     R(query_id="19335", doc_id="1082489", relevance=3, iteration="0"),
-                     R(query_id="47923", doc_id="1082489", relevance=2, iteration="0"),
-                     R(query_id="47923", doc_id="404", relevance=1, iteration="0"),
-                     R(query_id="31", doc_id="1017759", relevance=2, iteration="0")])
+        return iter(
+            [
+                R(query_id="19335", doc_id="1017759", relevance=0, iteration="0"),
+                R(query_id="19335", doc_id="1082489", relevance=3, iteration="0"),
+                R(query_id="47923", doc_id="1082489", relevance=2, iteration="0"),
+                R(query_id="47923", doc_id="404", relevance=1, iteration="0"),
+                R(query_id="31", doc_id="1017759", relevance=2, iteration="0"),
+            ]
+        )
 
     def docs_store(self):
         self._maybe("passages")
@@ -408,6 +492,7 @@ class FakeDataset:
         def get_many(ids):
             self.asked.append(list(ids))
             return {i: D(doc_id=i, text=texts[i]) for i in ids if i in texts}
+
         return types.SimpleNamespace(get_many=get_many)
 
 
@@ -419,6 +504,7 @@ def fake_ir_datasets(monkeypatch, dataset: FakeDataset, loaded: list[str]) -> No
         if dataset.fail == "load":
             raise OSError("offline")
         return dataset
+
     module.load = load
     monkeypatch.setitem(sys.modules, "ir_datasets", module)
 
@@ -446,8 +532,9 @@ def test_without_ir_datasets_the_error_says_how_to_install_it_or_give_files(monk
     assert "2019qrels-pass.txt" in str(e.value)
 
 
-@pytest.mark.parametrize("fail, what", [("load", "dataset"), ("queries", "queries"), ("qrels", "qrels"),
-                                        ("passages", "passages")])
+@pytest.mark.parametrize(
+    "fail, what", [("load", "dataset"), ("queries", "queries"), ("qrels", "qrels"), ("passages", "passages")]
+)
 def test_a_failed_fetch_names_what_could_not_be_fetched(monkeypatch, fail, what):
     fake_ir_datasets(monkeypatch, FakeDataset(fail=fail), [])
     with pytest.raises(InputError) as e:
@@ -463,6 +550,7 @@ def test_an_unknown_public_set_lists_the_known_ones():
 
 
 # ------------------------------------------------------------------------------ the sample
+
 
 def test_an_equal_share_per_class_and_the_rest_from_the_classes_with_more():
     labels = {f"a{i}": 0 for i in range(50)} | {f"b{i}": 1 for i in range(5)} | {f"c{i}": 3 for i in range(30)}
@@ -508,6 +596,7 @@ def test_a_size_of_zero_or_less_is_a_value_error(size):
 
 def test_the_wheel_ships_the_sample_and_offers_the_public_extra(built_wheel):
     import zipfile
+
     with zipfile.ZipFile(built_wheel) as z:
         names = set(z.namelist())
         meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
@@ -515,5 +604,6 @@ def test_the_wheel_ships_the_sample_and_offers_the_public_extra(built_wheel):
     assert {"ragassay/samples/NOTICE", "ragassay/data/people_samples.py", "ragassay/data/public_sets.py"} <= names
     assert len(shipped) == 200
     assert "Provides-Extra: public" in meta
-    assert any(line.startswith("Requires-Dist: ir_datasets") and 'extra == "public"' in line
-               for line in meta.splitlines())
+    assert any(
+        line.startswith("Requires-Dist: ir_datasets") and 'extra == "public"' in line for line in meta.splitlines()
+    )

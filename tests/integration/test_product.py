@@ -7,15 +7,17 @@ import re
 
 import pytest
 
-from ragassay.cli import build_parser, main
 from helpers import EXAMPLE, ROOT, nonempty
-
+from ragassay.cli import build_parser, main
 
 
 def test_every_command_is_in_the_guides():
     """Every command has a guide on the site beside its generated reference (the README links to them)."""
-    readme = "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *(ROOT / "docs").glob("*/*.md")]
-                       if p.name != "cli.md")
+    readme = "\n".join(
+        p.read_text(encoding="utf-8")
+        for p in [ROOT / "README.md", *(ROOT / "docs").glob("*/*.md")]
+        if p.name != "cli.md"
+    )
     action = next(a for a in build_parser()._actions if a.dest == "command")
     for name in nonempty(action.choices):
         assert re.search(rf"ragassay {name}\b", readme), f"'ragassay {name}' is in no guide of docs/"
@@ -43,11 +45,15 @@ def test_report_from_result_files_and_markdown(tmp_path, capsys):
     assert main(["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "runs" / "bm25.txt"), "--format", "json"]) == 0
     ev.write_text(capsys.readouterr().out)
     ag = tmp_path / "agree.json"
-    assert main(["agree", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "qrels_second_assessor.txt"), "--format", "json"]) == 0
+    assert (
+        main(["agree", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "qrels_second_assessor.txt"), "--format", "json"]) == 0
+    )
     ag.write_text(capsys.readouterr().out)
     judgments = tmp_path / "j.jsonl"
-    judgments.write_text('{"query_id": "q01", "chunk_id": "refund-01", "grade": 3, "status": "ok"}\n'
-                         '{"query_id": "q01", "chunk_id": "gift-02", "grade": null, "status": "error", "error": "x"}\n')
+    judgments.write_text(
+        '{"query_id": "q01", "chunk_id": "refund-01", "grade": 3, "status": "ok"}\n'
+        '{"query_id": "q01", "chunk_id": "gift-02", "grade": null, "status": "error", "error": "x"}\n'
+    )
     md = tmp_path / "r.md"
     assert main(["report", str(ev), str(ag), str(judgments), "-o", str(md), "--format", "markdown"]) == 0
     text = md.read_text()
@@ -63,7 +69,10 @@ def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     results = []
     for run in ("bm25", "tfidf"):
-        assert main(["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "runs" / f"{run}.txt"), "--format", "json"]) == 0
+        assert (
+            main(["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "runs" / f"{run}.txt"), "--format", "json"])
+            == 0
+        )
         p = tmp_path / f"{run}.json"
         p.write_text(capsys.readouterr().out)
         results.append(p)
@@ -91,16 +100,35 @@ def test_track_history_and_gate(tmp_path, monkeypatch, capsys):
 def test_gate_on_check_and_compare_results(tmp_path):
     from ragassay.data.results import result_errors, result_metrics
     from ragassay.product.tracking import gate
-    check = {"kind": "check", "version": 1, "errors": 2, "summary": {"rates": {lab: {"value": v} for lab, v in
-                                   [("correct", 0.7), ("partial", 0.1), ("hallucinated", 0.15), ("abstained", 0.05)]},
-                         "hallucination_rate": {"value": 0.15}, "abstention_rate": {"value": 0.05},
-                         "truthfulness": {"value": 0.6}, "correct_given_attempted": {"value": 0.74}, "errors": 2}}
+
+    check = {
+        "kind": "check",
+        "version": 1,
+        "errors": 2,
+        "summary": {
+            "rates": {
+                lab: {"value": v}
+                for lab, v in [("correct", 0.7), ("partial", 0.1), ("hallucinated", 0.15), ("abstained", 0.05)]
+            },
+            "hallucination_rate": {"value": 0.15},
+            "abstention_rate": {"value": 0.05},
+            "truthfulness": {"value": 0.6},
+            "correct_given_attempted": {"value": 0.74},
+            "errors": 2,
+        },
+    }
     values = result_metrics(check)
     assert gate(values, {}, {"hallucination_rate": 0.1}, result_errors(check), allow_errors=2) == [
-        "hallucination_rate = 0.1500 is above the maximum 0.1"]
+        "hallucination_rate = 0.1500 is above the maximum 0.1"
+    ]
     assert gate(values, {}, {}, result_errors(check), allow_errors=1)[0].startswith("2 items of this result are errors")
-    cmp = {"kind": "compare", "version": 1, "baseline": "a", "means": {"a": {"ndcg@10": 0.5}, "b": {"ndcg@10": 0.7}},
-           "tests": []}
+    cmp = {
+        "kind": "compare",
+        "version": 1,
+        "baseline": "a",
+        "means": {"a": {"ndcg@10": 0.5}, "b": {"ndcg@10": 0.7}},
+        "tests": [],
+    }
     values = result_metrics(cmp)
     assert values["ndcg@10"] == 0.7 and values["a/ndcg@10"] == 0.5
     assert gate(values, {"a/nDCG@10": 0.6}, {}) == ["a/ndcg@10 = 0.5000 is below the minimum 0.6"]
@@ -113,10 +141,19 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
     base = "http://demo.test/v1"
 
     def reply(obj):
-        return httpx.Response(200, json={
-            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(obj)}}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+        return httpx.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": json.dumps(obj)}}
+                ],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            },
+        )
 
     def handler(request):
         body = json.loads(request.content)
@@ -124,19 +161,44 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
         user = body["messages"][-1]["content"]
         ids = re.findall(r"<<<PASSAGE id=(\S+)", user)
         if "answer_supported" in schema:
-            return reply({"own_answer": "x", "answerable": len(ids) > 1 or "combined" not in user,
-                          "answer_supported": True, "reason": "ok"})
+            return reply(
+                {
+                    "own_answer": "x",
+                    "answerable": len(ids) > 1 or "combined" not in user,
+                    "answer_supported": True,
+                    "reason": "ok",
+                }
+            )
         if "evidence" in schema:
             texts = re.findall(r"<<<PASSAGE id=\S+\n(.*?)\nPASSAGE>>>", user, re.S)
             first = [t.split(". ")[0] for t in texts]
-            q = ("What is the combined rule for " if len(ids) > 1 else "What is the rule for ") + " and ".join(ids) + "?"
-            return reply({"question": q, "answer": "; ".join(first), "kind": "factoid",
-                          "evidence": [{"chunk_id": i, "quote": f} for i, f in zip(ids, first)]})
+            q = (
+                ("What is the combined rule for " if len(ids) > 1 else "What is the rule for ")
+                + " and ".join(ids)
+                + "?"
+            )
+            return reply(
+                {
+                    "question": q,
+                    "answer": "; ".join(first),
+                    "kind": "factoid",
+                    "evidence": [{"chunk_id": i, "quote": f} for i, f in zip(ids, first)],
+                }
+            )
         if "nuggets" in schema:
             return reply({"nuggets": [{"text": "fact", "vital": True, "support": "support", "chunk_ids": ids[:1]}]})
         if "reference_facts" in schema:
-            return reply({"reference_facts": "f", "response_claims": "c", "comparison": "x", "label": "partial",
-                          "grounded": "supported", "context_has_answer": True, "unsupported_claims": []})
+            return reply(
+                {
+                    "reference_facts": "f",
+                    "response_claims": "c",
+                    "comparison": "x",
+                    "label": "partial",
+                    "grounded": "supported",
+                    "context_has_answer": True,
+                    "unsupported_claims": [],
+                }
+            )
         return reply({"intent": "i", "match": "m", "trust": "t", "grade": 2})
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-demo")
@@ -144,20 +206,29 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
         respx.post(f"{base}/chat/completions").mock(side_effect=handler)
         # this endpoint's generate and coverage answers do not fit their schemas: the demo goes on,
         # writes the report, names both stages on its last lines and exits 3
-        assert main(["demo", "--out", str(tmp_path / "d"), "--data", str(EXAMPLE), "--base-url", base,
-                     "--model", "m"]) == 3
+        assert (
+            main(["demo", "--out", str(tmp_path / "d"), "--data", str(EXAMPLE), "--base-url", base, "--model", "m"])
+            == 3
+        )
     out = capsys.readouterr().out
     assert "skipped (no LLM" not in out
     last = out.strip().splitlines()[-3:]
     assert last[0] == "demo finished with failures in 2 stage(s); the report shows what succeeded:"
-    assert last[1].startswith("  generate: a sample of 10 beside the project's queries (not retrieved): 0 questions "
-                              "accepted") and "fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)" in last[1]
+    assert (
+        last[1].startswith(
+            "  generate: a sample of 10 beside the project's queries (not retrieved): 0 questions accepted"
+        )
+        and "fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)" in last[1]
+    )
     assert last[2].startswith("  coverage: bm25: FULL 0, PARTIAL 0, NONE 0; 22 of 22 coverage records are errors")
     # people against people, and people against the judge, each named by who labelled
     assert "agree     ran: example assessor 1 vs example assessor 2: kappa 0.529 on 65 pairs" in out
     # (this judge grades every pair 2: a kappa with it would be 0 by construction, so none is given, and why)
-    assert re.search(r"; example assessor 1 vs m, judge_relevance@\w+ at demo.test: no kappa \(the candidate gives all "
-                     r"134 shared pairs grade 2: .*\) on 134 pairs", out)
+    assert re.search(
+        r"; example assessor 1 vs m, judge_relevance@\w+ at demo.test: no kappa \(the candidate gives all "
+        r"134 shared pairs grade 2: .*\) on 134 pairs",
+        out,
+    )
     assert "check     ran: 16 of 16 answers graded" in out
     html = (tmp_path / "d" / "report.html").read_text()
     assert "Judge: grade distribution" in html and "Agreement: example assessor 1 against m, judge_relevance@" in html
@@ -168,7 +239,7 @@ def test_demo_with_a_mocked_endpoint_runs_every_stage(tmp_path, monkeypatch, cap
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "true", '"0.99"', "[0.99]"])
 def test_gate_and_track_refuse_a_metric_that_is_not_a_finite_number(tmp_path, capsys, value):
     result = tmp_path / "r.json"
-    result.write_text('{"kind": "evaluate", "version": 1, "aggregate": {"ndcg@10": %s}}' % value)
+    result.write_text('{"kind": "evaluate", "version": 1, "aggregate": {"ndcg@10": ' + str(value) + "}}")
     assert main(["gate", str(result), "--min", "ndcg@10=0.5"]) == 1
     err = capsys.readouterr().err
     assert "not a finite number" in err and "gate passed" not in err
@@ -179,8 +250,22 @@ def test_gate_and_track_refuse_a_metric_that_is_not_a_finite_number(tmp_path, ca
 def test_gate_fails_a_stage_result_with_errors_unless_allowed(tmp_path, capsys):
     ex = EXAMPLE
     out = tmp_path / "checks.jsonl"
-    assert main(["check", str(ex / "answers.jsonl"), "--chunks", str(ex / "chunks.jsonl"), "-o", str(out),
-                 "--format", "json", "--quiet"]) == 3  # no endpoint: 14 of 16 answers are error records
+    assert (
+        main(
+            [
+                "check",
+                str(ex / "answers.jsonl"),
+                "--chunks",
+                str(ex / "chunks.jsonl"),
+                "-o",
+                str(out),
+                "--format",
+                "json",
+                "--quiet",
+            ]
+        )
+        == 3
+    )  # no endpoint: 14 of 16 answers are error records
     result = tmp_path / "check.json"
     result.write_text(capsys.readouterr().out)
     assert main(["gate", str(result), "--max", "hallucination_rate=1"]) == 1
@@ -194,8 +279,11 @@ def test_gate_fails_a_stage_result_with_errors_unless_allowed(tmp_path, capsys):
 def test_a_result_without_a_kind_is_refused_not_guessed(tmp_path, capsys):
     old = tmp_path / "old.json"
     old.write_text('{"aggregate": {"ndcg@10": 0.9}}')
-    for argv in (["gate", str(old), "--min", "ndcg@10=0.5"], ["track", str(old), "--db", str(tmp_path / "h.sqlite")],
-                 ["report", str(old), "-o", str(tmp_path / "r.html")]):
+    for argv in (
+        ["gate", str(old), "--min", "ndcg@10=0.5"],
+        ["track", str(old), "--db", str(tmp_path / "h.sqlite")],
+        ["report", str(old), "-o", str(tmp_path / "r.html")],
+    ):
         assert main(argv) == 1
         assert "old.json" in capsys.readouterr().err
 
@@ -206,10 +294,21 @@ def test_the_demo_runs_from_the_built_wheel_in_an_empty_directory(tmp_path, buil
     import subprocess
     import sys
     import zipfile
+
     wheel = built_wheel
     names = zipfile.ZipFile(wheel).namelist()
-    for f in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "qrels_second_assessor.txt", "answers.jsonl",
-              "answers_human_labels.jsonl", "retrievers.py", "runs/bm25.txt", "runs/tfidf.txt", "ragassay.toml"):
+    for f in (
+        "chunks.jsonl",
+        "queries.jsonl",
+        "qrels.txt",
+        "qrels_second_assessor.txt",
+        "answers.jsonl",
+        "answers_human_labels.jsonl",
+        "retrievers.py",
+        "runs/bm25.txt",
+        "runs/tfidf.txt",
+        "ragassay.toml",
+    ):
         assert f"ragassay/example/{f}" in names, f
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
@@ -217,22 +316,48 @@ def test_the_demo_runs_from_the_built_wheel_in_an_empty_directory(tmp_path, buil
     empty.mkdir()
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("OPENAI_", "RAGASSAY_"))}
     env["PYTHONPATH"] = str(site)
-    run = subprocess.run([sys.executable, "-c", "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
-                          "demo", "--out", "out"], cwd=empty, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
+            "demo",
+            "--out",
+            "out",
+        ],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     assert (empty / "out" / "report.html").exists() and "skipped (no LLM configured)" in run.stdout
     # the installed example is only read: outputs and state are in the demo's folder
     assert (empty / "out" / ".ragassay" / "state.json").exists()
     assert not any(site.joinpath("ragassay", "example").glob("*ragassay-out*"))
     assert not site.joinpath("ragassay", "example", ".ragassay").exists()
-    copied = subprocess.run([sys.executable, "-c", "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
-                             "demo", "--copy", "ex"], cwd=empty, env=env, capture_output=True, text=True)
+    copied = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, ragassay.cli; sys.exit(ragassay.cli.main(sys.argv[1:]))",
+            "demo",
+            "--copy",
+            "ex",
+        ],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert copied.returncode == 0 and (empty / "ex" / "runs" / "bm25.txt").exists()
 
 
 def test_demo_copy_refuses_run_flags_and_json_quiet_prints_only_the_json(tmp_path, capsys, monkeypatch):
     """--copy with --out would silently ignore --out; --format json --quiet leaves stderr empty."""
     from ragassay.cli import main
+
     monkeypatch.chdir(tmp_path)
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
         monkeypatch.delenv(name, raising=False)

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from fake_llm import FakeLLM, schema_seen
+from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.errors import InputError
 from ragassay.llm.prompts import load_prompt
 from ragassay.product.project import read_project
-
-from fake_llm import FakeLLM, schema_seen
-from helpers import EXAMPLE, nonempty
 
 RUBRIC = "[system]\nGrade 0-3: 3 answers the query.\n[user]\n{{query}}\n{{passage}}\n"
 
@@ -51,11 +50,14 @@ def test_the_project_reads_each_tables_prompt_relative_to_its_folder(folder):
     assert read_project(EXAMPLE / "ragassay.toml").judge_prompt == "auto"
 
 
-@pytest.mark.parametrize("judge, check, file_text, where, words", [
-    ('prompt = "nope.txt"', "", None, "toml", "no such file 'nope.txt'"),
-    ("", 'prompt = "mine.txt"', RUBRIC, "mine:4", "{{query}} is not a placeholder the check stage fills"),
-    ("", "prompt = 3", None, "toml", "auto, full, short or a prompt file"),
-])
+@pytest.mark.parametrize(
+    "judge, check, file_text, where, words",
+    [
+        ('prompt = "nope.txt"', "", None, "toml", "no such file 'nope.txt'"),
+        ("", 'prompt = "mine.txt"', RUBRIC, "mine:4", "{{query}} is not a placeholder the check stage fills"),
+        ("", "prompt = 3", None, "toml", "auto, full, short or a prompt file"),
+    ],
+)
 def test_a_bad_prompt_in_the_project_is_an_error_naming_its_line(folder, judge, check, file_text, where, words):
     if file_text is not None:
         (folder / "mine.txt").write_text(file_text)
@@ -75,8 +77,21 @@ def test_run_judges_and_checks_with_the_projects_prompts_and_redoes_a_step_whose
 
     def run(server) -> dict:
         capsys.readouterr()
-        code = main(["run", str(toml), "--format", "json", "--quiet", "--base-url", server.url, "--model", "fake",
-                     "--concurrency", "2"])
+        code = main(
+            [
+                "run",
+                str(toml),
+                "--format",
+                "json",
+                "--quiet",
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--concurrency",
+                "2",
+            ]
+        )
         assert code == 0, capsys.readouterr().err
         return json.loads(capsys.readouterr().out)
 

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from fake_llm import FakeLLM, schema_seen
+from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.data.run_files import read_run
 from ragassay.product.pipeline import pool
 from ragassay.product.project import loads_toml
-
-from fake_llm import FakeLLM, schema_seen
-from helpers import EXAMPLE, nonempty
 
 DEPTH = 10
 
@@ -83,8 +82,12 @@ def test_init_names_every_file_role_and_leaves_choices_commented(folder, capsys)
     assert code == 0
     text = (folder / "ragassay.toml").read_text()
     project = loads_toml(text)
-    assert project["data"] == {"chunks": "chunks.jsonl", "queries": "queries.jsonl", "answers": "answers.jsonl",
-                               "human": "answers_human_labels.jsonl"}
+    assert project["data"] == {
+        "chunks": "chunks.jsonl",
+        "queries": "queries.jsonl",
+        "answers": "answers.jsonl",
+        "human": "answers_human_labels.jsonl",
+    }
     assert project["retrievers"] == {"tfidf": "retrievers.py:tfidf", "bm25": "retrievers.py:bm25"}
     assert project["runs"] == {} and project["depth"] == 10
     # two people's qrels: neither is chosen; both are written commented out, with who labelled them
@@ -93,8 +96,19 @@ def test_init_names_every_file_role_and_leaves_choices_commented(folder, capsys)
     # a run file a retriever of its name writes is a choice too
     assert re.search(r'^# bm25 = "runs/bm25.txt"', text, re.M)
     assert "make_runs.py" in text  # not placed, and said
-    for name in nonempty(["chunks.jsonl", "queries.jsonl", "answers.jsonl", "answers_human_labels.jsonl",
-                          "retrievers.py", "qrels.txt", "qrels_second_assessor.txt", "runs/tfidf.txt", "make_runs.py"]):
+    for name in nonempty(
+        [
+            "chunks.jsonl",
+            "queries.jsonl",
+            "answers.jsonl",
+            "answers_human_labels.jsonl",
+            "retrievers.py",
+            "qrels.txt",
+            "qrels_second_assessor.txt",
+            "runs/tfidf.txt",
+            "make_runs.py",
+        ]
+    ):
         assert name in out
     assert "to choose" in out and "not placed" in out
     # a second init does not overwrite it
@@ -106,7 +120,9 @@ def test_init_names_every_file_role_and_leaves_choices_commented(folder, capsys)
 def test_update_appends_new_files_and_keeps_the_users_lines(folder, capsys):
     init(folder, capsys)
     toml = folder / "ragassay.toml"
-    edited = toml.read_text().replace("depth = 10 ", "depth = 5 ").replace('# qrels = "qrels.txt"', 'qrels = "qrels.txt"')
+    edited = (
+        toml.read_text().replace("depth = 10 ", "depth = 5 ").replace('# qrels = "qrels.txt"', 'qrels = "qrels.txt"')
+    )
     toml.write_text(edited)
     shutil.copy(folder / "runs" / "bm25.txt", folder / "runs" / "dense run.txt")
     (folder / "notes.md").write_text("# notes\n")
@@ -142,8 +158,9 @@ def test_run_pools_judges_once_reports_and_reruns_only_what_changed(folder, caps
         assert (out / "report.html").stat().st_size > 0 and "tfidf" in (out / "report.md").read_text()
         assert {s["step"]: s["status"] for s in done["steps"]}["gate"] == "skipped"
         # the pool written is the union counted here
-        assert {(q, d) for q, d in (line.split()[0:3:2] for line in (out / "pool.txt").read_text().splitlines())} \
-            == first_pool
+        assert {
+            (q, d) for q, d in (line.split()[0:3:2] for line in (out / "pool.txt").read_text().splitlines())
+        } == first_pool
 
         # a second run sends nothing
         before = server.calls
@@ -153,18 +170,23 @@ def test_run_pools_judges_once_reports_and_reruns_only_what_changed(folder, caps
         for name in nonempty(["judge", "check", "evaluate", "compare", "report"]):  # the results kept, said again
             assert step(again, name)["result"] == step(done, name)["result"] is not None, name
         assert step(done, "judge")["result"]["pairs"] == len(first_pool)
-        assert step(done, "judge")["text"] == f"the pool of 2 runs' top {DEPTH}: {len(first_pool)} pairs, 0 judged " \
-                                              f"before, {len(first_pool)} now, 0 errors"
+        assert (
+            step(done, "judge")["text"] == f"the pool of 2 runs' top {DEPTH}: {len(first_pool)} pairs, 0 judged "
+            f"before, {len(first_pool)} now, 0 errors"
+        )
         assert step(again, "judge")["status"] == "up to date"
-        assert step(again, "judge")["text"] == f"the pool of 2 runs' top {DEPTH}: {len(first_pool)} pairs, " \
-                                               f"all {len(first_pool)} judged before, 0 now"
+        assert (
+            step(again, "judge")["text"] == f"the pool of 2 runs' top {DEPTH}: {len(first_pool)} pairs, "
+            f"all {len(first_pool)} judged before, 0 now"
+        )
 
         # a new run file: init --update adds it; it costs exactly its pairs not in the pool
         dense = folder / "runs" / "dense.txt"
         lines = (folder / "runs" / "bm25.txt").read_text().splitlines()
         # bm25's ranking turned upside down: its deep results come to the top
-        dense.write_text("\n".join(f"{q} Q0 {d} {r} {-float(s)} dense"
-                                   for q, _, d, r, s, _ in (ln.split() for ln in lines)) + "\n")
+        dense.write_text(
+            "\n".join(f"{q} Q0 {d} {r} {-float(s)} dense" for q, _, d, r, s, _ in (ln.split() for ln in lines)) + "\n"
+        )
         new_pairs = tops([dense]) - first_pool
         assert len(new_pairs) > 0
         assert init(folder, capsys, "--update")[0] == 0
@@ -178,8 +200,11 @@ def test_run_pools_judges_once_reports_and_reruns_only_what_changed(folder, caps
         # a retriever whose code changed is re-run, and judged again only where its results changed
         old_pool = tops([dense, *runs])
         code_file = folder / "retrievers.py"
-        code_file.write_text(code_file.read_text().replace("(ids[i], round(float(scores[i]), 6))",
-                                                           "(ids[i], round(1.0 - float(scores[i]), 6))"))
+        code_file.write_text(
+            code_file.read_text().replace(
+                "(ids[i], round(float(scores[i]), 6))", "(ids[i], round(1.0 - float(scores[i]), 6))"
+            )
+        )
         before = server.calls
         code, changed = run(folder, capsys, server)
         assert code == 0, changed
@@ -226,8 +251,10 @@ def test_without_an_endpoint_the_offline_steps_run_and_the_llm_ones_say_why(fold
     assert status["judge"] == "skipped" and "no model given" in step(done, "judge")["text"]
     # the check decides by rule what it can: two answers whose response is their reference as written
     assert status["check"] == "ran" and step(done, "check")["exit_code"] == 0
-    assert step(done, "check")["text"] == ("2 of 16 answers decided by rule (2 correct, 0 partial, 0 hallucinated, "
-                                           "0 abstained); the other 14 need an LLM verdict")
+    assert step(done, "check")["text"] == (
+        "2 of 16 answers decided by rule (2 correct, 0 partial, 0 hallucinated, "
+        "0 abstained); the other 14 need an LLM verdict"
+    )
     assert done["without_llm"] == ["judge", "check (LLM verdicts)"]
     assert status["evaluate"] == status["compare"] == status["report"] == "ran"
     # people's qrels score the runs; the gate at 0.99 fails both runs: exit 1, each failure named
@@ -235,13 +262,16 @@ def test_without_an_endpoint_the_offline_steps_run_and_the_llm_ones_say_why(fold
     assert "tfidf:" in step(done, "gate")["text"] and "bm25:" in step(done, "gate")["text"]
     ev = json.loads((folder / "ragassay-out" / "evaluate" / "bm25.json").read_text())
     from ragassay.metrics.evaluate import evaluate
-    expected = evaluate(folder / "qrels.txt", read_run(folder / "ragassay-out" / "runs" / "bm25.txt"), ["ndcg@10"],
-                        missing="zero").aggregate["ndcg@10"]
+
+    expected = evaluate(
+        folder / "qrels.txt", read_run(folder / "ragassay-out" / "runs" / "bm25.txt"), ["ndcg@10"], missing="zero"
+    ).aggregate["ndcg@10"]
     assert ev["aggregate"]["ndcg@10"] == pytest.approx(expected)
 
 
 def test_pool_is_the_union_of_each_runs_top_depth_with_ties_in_trec_order():
     from ragassay.data.tables import Run
+
     a = Run.from_dict({"q1": {"d1": 1.0, "d2": 1.0, "d3": 0.5}, "q2": {"d9": 2.0}}, name="a")
     b = Run.from_dict({"q1": {"d3": 3.0, "d4": 1.0}, "q9": {"x": 1.0}}, name="b")
     # top 2 of a for q1: the tie d1/d2 at 1.0 goes by id descending (trec_eval): d2, d1
@@ -292,10 +322,22 @@ def test_only_and_from_run_part_of_the_pipeline_on_what_earlier_steps_left(folde
 
 def test_a_dead_endpoint_fails_the_judge_step_and_the_steps_that_need_it_say_so(folder, capsys):
     from fake_llm import dead_url
+
     init(folder, capsys)
     capsys.readouterr()
-    code = main(["run", str(folder / "ragassay.toml"), "--base-url", dead_url(), "--model", "fake", "--format", "json",
-                 "--quiet"])
+    code = main(
+        [
+            "run",
+            str(folder / "ragassay.toml"),
+            "--base-url",
+            dead_url(),
+            "--model",
+            "fake",
+            "--format",
+            "json",
+            "--quiet",
+        ]
+    )
     done = json.loads(capsys.readouterr().out)
     status = {s["step"]: s["status"] for s in done["steps"]}
     assert code == 1 and status["judge"] == "failed" and status["check"] == "ran"  # the rules' check stands
@@ -318,11 +360,18 @@ def line_of(toml: Path, start: str) -> int:
     return next(i for i, ln in enumerate(toml.read_text().splitlines(), 1) if ln.startswith(start))
 
 
-@pytest.mark.parametrize("edit, key, said", [
-    (('metrics = ["ndcg@10", "map", "recall@10", "mrr"]', 'metrics = ["ndcgg@10", "map"]'), "metrics =", "ndcgg@10"),
-    (('# min = ["ndcg@10=0.5"]', 'min = ["ndcgg@10=0.5"]'), "min =", "ndcgg@10"),
-    (('# max = []', 'max = ["rcall@10=0.9"]'), "max =", "rcall@10"),
-])
+@pytest.mark.parametrize(
+    "edit, key, said",
+    [
+        (
+            ('metrics = ["ndcg@10", "map", "recall@10", "mrr"]', 'metrics = ["ndcgg@10", "map"]'),
+            "metrics =",
+            "ndcgg@10",
+        ),
+        (('# min = ["ndcg@10=0.5"]', 'min = ["ndcgg@10=0.5"]'), "min =", "ndcgg@10"),
+        (("# max = []", 'max = ["rcall@10=0.9"]'), "max =", "rcall@10"),
+    ],
+)
 def test_a_wrong_metric_stops_even_a_dry_run_naming_its_line(folder, capsys, edit, key, said):
     init(folder, capsys)
     toml = folder / "ragassay.toml"
@@ -340,16 +389,22 @@ def test_a_gate_metric_missing_from_metrics_is_computed_for_the_gate(folder, cap
     init(folder, capsys)
     choose_people_qrels(folder)
     toml = folder / "ragassay.toml"
-    toml.write_text(toml.read_text().replace('metrics = ["ndcg@10", "map", "recall@10", "mrr"]', 'metrics = ["map"]')
-                    .replace('# min = ["ndcg@10=0.5"]', 'min = ["P_5=0.1"]'))
+    toml.write_text(
+        toml.read_text()
+        .replace('metrics = ["ndcg@10", "map", "recall@10", "mrr"]', 'metrics = ["map"]')
+        .replace('# min = ["ndcg@10=0.5"]', 'min = ["P_5=0.1"]')
+    )
     from ragassay.product.project import read_project
+
     assert read_project(toml).metrics == ["map", "p@5"]
     code, done = run(folder, capsys, None)
     assert code == 0 and step(done, "gate")["status"] == "ran", done
     ev = json.loads((folder / "ragassay-out" / "evaluate" / "bm25.json").read_text())
     from ragassay.metrics.evaluate import evaluate
-    expected = evaluate(folder / "qrels.txt", read_run(folder / "ragassay-out" / "runs" / "bm25.txt"), ["P_5"],
-                        missing="zero").aggregate
+
+    expected = evaluate(
+        folder / "qrels.txt", read_run(folder / "ragassay-out" / "runs" / "bm25.txt"), ["P_5"], missing="zero"
+    ).aggregate
     assert set(ev["aggregate"]) == {"map", "p@5"} and ev["aggregate"]["p@5"] == pytest.approx(expected["p@5"])
     # a threshold the runs miss fails the gate on the metric added for it
     toml.write_text(toml.read_text().replace('min = ["P_5=0.1"]', 'min = ["P_5=0.99"]'))
@@ -362,14 +417,19 @@ def test_json_gives_each_steps_result_and_an_up_to_date_rerun_the_kept_one(folde
     choose_people_qrels(folder)
     out = folder / "ragassay-out"
     from ragassay.metrics.evaluate import evaluate
+
     for attempt in ("ran", "up to date"):
         code, done = run(folder, capsys, None)
         assert code == 0, done
         ev = step(done, "evaluate")
         assert ev["status"] == attempt and set(ev["result"]) == {"tfidf", "bm25"}
         for name in nonempty(["tfidf", "bm25"]):
-            expected = evaluate(folder / "qrels.txt", read_run(out / "runs" / f"{name}.txt"),
-                                ["ndcg@10", "map", "recall@10", "mrr"], missing="zero").aggregate
+            expected = evaluate(
+                folder / "qrels.txt",
+                read_run(out / "runs" / f"{name}.txt"),
+                ["ndcg@10", "map", "recall@10", "mrr"],
+                missing="zero",
+            ).aggregate
             assert ev["result"][name]["kind"] == "evaluate"
             assert ev["result"][name]["aggregate"] == pytest.approx(expected)
             assert step(done, "retrieve")["result"][name]["results"] == len(read_run(out / "runs" / f"{name}.txt"))
@@ -402,12 +462,15 @@ def test_a_dry_run_says_what_the_metrics_steps_will_score_on(folder, capsys, off
     assert code == 0 and step(offline, "evaluate")["text"] == "2 runs, on qrels.txt, offline"
 
 
-@pytest.mark.parametrize("written", [
-    "other = 'runs/other.txt'",                      # single quotes
-    'baseline = "./runs/other.txt"',                 # renamed, with ./
-    "# other = 'runs/other.txt'    # set aside",     # commented out by hand
-    "# runs/other.txt is stale: not a run of ours",  # only said in a comment
-])
+@pytest.mark.parametrize(
+    "written",
+    [
+        "other = 'runs/other.txt'",  # single quotes
+        'baseline = "./runs/other.txt"',  # renamed, with ./
+        "# other = 'runs/other.txt'    # set aside",  # commented out by hand
+        "# runs/other.txt is stale: not a run of ours",  # only said in a comment
+    ],
+)
 def test_update_never_adds_again_a_file_the_file_names_anywhere(folder, capsys, written):
     init(folder, capsys)
     shutil.copy(folder / "runs" / "bm25.txt", folder / "runs" / "other.txt")
@@ -416,7 +479,8 @@ def test_update_never_adds_again_a_file_the_file_names_anywhere(folder, capsys, 
     text = toml.read_text()
     assert 'other = "runs/other.txt"' in text
     edited = text.replace('other = "runs/other.txt"', written).replace(
-        'tfidf = "retrievers.py:tfidf"', "tfidf = 'retrievers.py:tfidf'")
+        'tfidf = "retrievers.py:tfidf"', "tfidf = 'retrievers.py:tfidf'"
+    )
     toml.write_text(edited)
     code, out = init(folder, capsys, "--update")
     assert code == 0 and "nothing new" in out
@@ -451,17 +515,25 @@ def test_the_data_comment_says_questions_are_generated_only_without_queries(fold
     bare.mkdir()
     shutil.copy(EXAMPLE / "chunks.jsonl", bare / "chunks.jsonl")
     assert init(bare, capsys)[0] == 0
-    assert "# the files the pipeline reads; no queries: run generates questions from the chunks" \
+    assert (
+        "# the files the pipeline reads; no queries: run generates questions from the chunks"
         in (bare / "ragassay.toml").read_text()
+    )
 
 
-@pytest.mark.parametrize("more, said", [
-    (["--only", "evalute"], "--only evalute: no such step; did you mean 'evaluate'?"),
-    (["--from", "juge"], "--from juge: no such step; did you mean 'judge'?"),
-    (["--only", "zzz"], "--only zzz: no such step (steps: generate, retrieve, judge, coverage, agree, check, evaluate"),
-    (["--only", "judge", "--only", "check"], "--only given 2 times (judge, check): give one step"),
-    (["--from", "judge", "--from", "judge"], "--from given 2 times (judge, judge)"),
-])
+@pytest.mark.parametrize(
+    "more, said",
+    [
+        (["--only", "evalute"], "--only evalute: no such step; did you mean 'evaluate'?"),
+        (["--from", "juge"], "--from juge: no such step; did you mean 'judge'?"),
+        (
+            ["--only", "zzz"],
+            "--only zzz: no such step (steps: generate, retrieve, judge, coverage, agree, check, evaluate",
+        ),
+        (["--only", "judge", "--only", "check"], "--only given 2 times (judge, check): give one step"),
+        (["--from", "judge", "--from", "judge"], "--from given 2 times (judge, judge)"),
+    ],
+)
 def test_a_step_misspelt_or_given_twice_is_refused(folder, capsys, more, said):
     init(folder, capsys)
     capsys.readouterr()
@@ -532,8 +604,7 @@ def test_a_gate_gives_no_verdict_on_part_of_the_pool(folder, capsys):
     assert "no verdict until the judge finishes" in gate["text"]
 
 
-def test_init_says_who_labelled_the_answers_and_the_next_command_from_where_it_was_typed(tmp_path, capsys,
-                                                                                          monkeypatch):
+def test_init_says_who_labelled_the_answers_and_the_next_command_from_where_it_was_typed(tmp_path, capsys, monkeypatch):
     d = tmp_path / "my corpus"
     d.mkdir()
     shutil.copy(EXAMPLE / "chunks.jsonl", d)
@@ -543,22 +614,30 @@ def test_init_says_who_labelled_the_answers_and_the_next_command_from_where_it_w
     code, out = init(Path("my corpus"), capsys)
     assert code == 0
     assert "human  (labels of the answers; labelled by gpt-4o, p@1)" in out  # the lines say a model: never "people's"
-    assert out.splitlines()[-1] == ("next: read my corpus/ragassay.toml, then 'ragassay run 'my corpus/ragassay.toml' "
-                                    "--dry-run' to see what it would do and cost")
+    assert out.splitlines()[-1] == (
+        "next: read my corpus/ragassay.toml, then 'ragassay run 'my corpus/ragassay.toml' "
+        "--dry-run' to see what it would do and cost"
+    )
     (d / "by_model.jsonl").write_text('{"id": "q01", "label": "correct"}\n')
     (d / "ragassay.toml").unlink()
     monkeypatch.chdir(d)
     code, out = init(Path("."), capsys)
     assert "human  (labels of the answers; who labelled them is unknown (add FILE.origin.json))" in out
-    assert out.splitlines()[-1] == "next: read ragassay.toml, then 'ragassay run --dry-run' to see what it would do and cost"
+    assert (
+        out.splitlines()[-1]
+        == "next: read ragassay.toml, then 'ragassay run --dry-run' to see what it would do and cost"
+    )
 
 
 def test_each_join_is_said_once_before_any_step(folder, capsys):
     """The answers meet the queries, the runs and the qrels: a partial join is a warning at the start,
     said once (the check step, which meets them again for its diagnosis, does not say it again)."""
     answers = folder / "answers.jsonl"
-    answers.write_text(answers.read_text() + json.dumps({"id": "zz9", "question": "x?", "reference": "a",
-                                                         "response": "a", "context_ids": ["refund-01"]}) + "\n")
+    answers.write_text(
+        answers.read_text()
+        + json.dumps({"id": "zz9", "question": "x?", "reference": "a", "response": "a", "context_ids": ["refund-01"]})
+        + "\n"
+    )
     init(folder, capsys)
     choose_people_qrels(folder)
     capsys.readouterr()

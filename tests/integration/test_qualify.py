@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fake_llm import FakeLLM, dead_url
 
+from fake_llm import FakeLLM, dead_url
 from ragassay.cli import main
 from ragassay.metrics.agreement import cohen_kappa
 
@@ -44,9 +44,10 @@ def write_pairs(folder: Path, grades: dict[tuple[str, str], int], *, sidecar: bo
         for (q, c), g in sorted(grades.items()):
             f.write(f"{q} 0 {c} {g}\n")
     if sidecar:
-        (folder / "qrels.txt.origin.json").write_text(json.dumps(
-            {"labellers": [{"by": "person", "name": "assessors"}], "scale": [0, 3], "relevant_from": 2}),
-            encoding="utf-8")
+        (folder / "qrels.txt.origin.json").write_text(
+            json.dumps({"labellers": [{"by": "person", "name": "assessors"}], "scale": [0, 3], "relevant_from": 2}),
+            encoding="utf-8",
+        )
     return [str(folder / "qrels.txt"), str(folder / "queries.tsv"), str(folder / "passages.jsonl")]
 
 
@@ -73,9 +74,30 @@ def test_judge_on_own_files_figures_recomputed_from_the_records(tmp_path, capsys
     grades = grid(6, 4)  # 24 pairs, 6 of each grade
     files = write_pairs(tmp_path / "data", grades)
     with FakeLLM() as server:
-        code, out = qualify(["judge", "--qrels", files[0], "--queries", files[1], "--chunks", files[2], "--size", "16",
-                             "--seed", "3", "-o", str(tmp_path / "q"), "--base-url", server.url, "--model", "fake",
-                             "--prompt", "short"], capsys)
+        code, out = qualify(
+            [
+                "judge",
+                "--qrels",
+                files[0],
+                "--queries",
+                files[1],
+                "--chunks",
+                files[2],
+                "--size",
+                "16",
+                "--seed",
+                "3",
+                "-o",
+                str(tmp_path / "q"),
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--prompt",
+                "short",
+            ],
+            capsys,
+        )
         calls = server.calls
     assert code == 0
     assert calls == 16  # one call a sampled pair, no more
@@ -111,9 +133,30 @@ def test_same_seed_same_sample_other_seed_other_sample(tmp_path, capsys):
     picked = []
     with FakeLLM() as server:
         for seed, folder in ((0, "a"), (0, "b"), (1, "c")):
-            code, out = qualify(["judge", "--qrels", files[0], "--queries", files[1], "--chunks", files[2], "--size",
-                                 "8", "--seed", str(seed), "-o", str(tmp_path / folder), "--base-url", server.url,
-                                 "--model", "fake", "--prompt", "short"], capsys)
+            code, out = qualify(
+                [
+                    "judge",
+                    "--qrels",
+                    files[0],
+                    "--queries",
+                    files[1],
+                    "--chunks",
+                    files[2],
+                    "--size",
+                    "8",
+                    "--seed",
+                    str(seed),
+                    "-o",
+                    str(tmp_path / folder),
+                    "--base-url",
+                    server.url,
+                    "--model",
+                    "fake",
+                    "--prompt",
+                    "short",
+                ],
+                capsys,
+            )
             assert code == 0
             picked.append([(i["query_id"], i["chunk_id"]) for i in out["items"]])
     assert picked[0] == picked[1]
@@ -123,12 +166,35 @@ def test_same_seed_same_sample_other_seed_other_sample(tmp_path, capsys):
 def test_two_prompts_compared_on_the_same_items_with_a_paired_test(tmp_path, capsys):
     files = write_pairs(tmp_path / "data", grid(6, 4))
     rubric = tmp_path / "rubric.txt"
-    rubric.write_text("[system]\nGrade 0 to 3 how well the passage answers the query.\n[user]\n{{query}}\n\n"
-                      "{{passage}}\n", encoding="utf-8")
+    rubric.write_text(
+        "[system]\nGrade 0 to 3 how well the passage answers the query.\n[user]\n{{query}}\n\n{{passage}}\n",
+        encoding="utf-8",
+    )
     with FakeLLM() as server:
-        code, out = qualify(["judge", "--qrels", files[0], "--queries", files[1], "--chunks", files[2], "--size", "12",
-                             "-o", str(tmp_path / "q"), "--base-url", server.url, "--model", "fake",
-                             "--prompt", "short", "--prompt", str(rubric)], capsys)
+        code, out = qualify(
+            [
+                "judge",
+                "--qrels",
+                files[0],
+                "--queries",
+                files[1],
+                "--chunks",
+                files[2],
+                "--size",
+                "12",
+                "-o",
+                str(tmp_path / "q"),
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--prompt",
+                "short",
+                "--prompt",
+                str(rubric),
+            ],
+            capsys,
+        )
         bodies = list(server.requests)
     assert code == 0
     first, second = out["graders"]
@@ -153,9 +219,34 @@ def test_two_prompts_compared_on_the_same_items_with_a_paired_test(tmp_path, cap
 def test_dry_run_calls_nothing_and_counts_each_grader(tmp_path, capsys):
     files = write_pairs(tmp_path / "data", grid(5, 4))
     with FakeLLM() as server:
-        code = main(["qualify", "judge", "--qrels", files[0], "--queries", files[1], "--chunks", files[2], "--size",
-                     "10", "-o", str(tmp_path / "q"), "--base-url", server.url, "--model", "fake", "--model",
-                     "fake-b", "--prompt", "short", "--dry-run", "--format", "json", "--no-cache"])
+        code = main(
+            [
+                "qualify",
+                "judge",
+                "--qrels",
+                files[0],
+                "--queries",
+                files[1],
+                "--chunks",
+                files[2],
+                "--size",
+                "10",
+                "-o",
+                str(tmp_path / "q"),
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--model",
+                "fake-b",
+                "--prompt",
+                "short",
+                "--dry-run",
+                "--format",
+                "json",
+                "--no-cache",
+            ]
+        )
         assert server.calls == 0
     estimates = json.loads(capsys.readouterr().out)
     assert code == 0 and estimates["kind"] == "estimates"
@@ -165,8 +256,25 @@ def test_dry_run_calls_nothing_and_counts_each_grader(tmp_path, capsys):
 
 def test_a_rerun_into_the_same_folder_asks_nothing_again(tmp_path, capsys):
     files = write_pairs(tmp_path / "data", grid(5, 4))
-    args = ["judge", "--qrels", files[0], "--queries", files[1], "--chunks", files[2], "--size", "12", "-o",
-            str(tmp_path / "q"), "--model", "fake", "--prompt", "short", "--cache", str(tmp_path / "cache.sqlite")]
+    args = [
+        "judge",
+        "--qrels",
+        files[0],
+        "--queries",
+        files[1],
+        "--chunks",
+        files[2],
+        "--size",
+        "12",
+        "-o",
+        str(tmp_path / "q"),
+        "--model",
+        "fake",
+        "--prompt",
+        "short",
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+    ]
     with FakeLLM() as server:
         code, first = qualify([*args, "--base-url", server.url], capsys)
         assert code == 0 and server.calls == 12
@@ -178,9 +286,34 @@ def test_a_rerun_into_the_same_folder_asks_nothing_again(tmp_path, capsys):
 
 def test_a_dead_endpoint_is_error_records_counted_and_a_true_exit_code(tmp_path, capsys):
     files = write_pairs(tmp_path / "data", grid(3, 4))
-    code = main(["qualify", "judge", "--qrels", files[0], "--queries", files[1], "--chunks", files[2], "--size", "6",
-                 "-o", str(tmp_path / "q"), "--base-url", dead_url(), "--model", "fake", "--prompt", "short",
-                 "--no-cache", "--timeout", "2", "--format", "json", "--quiet"])
+    code = main(
+        [
+            "qualify",
+            "judge",
+            "--qrels",
+            files[0],
+            "--queries",
+            files[1],
+            "--chunks",
+            files[2],
+            "--size",
+            "6",
+            "-o",
+            str(tmp_path / "q"),
+            "--base-url",
+            dead_url(),
+            "--model",
+            "fake",
+            "--prompt",
+            "short",
+            "--no-cache",
+            "--timeout",
+            "2",
+            "--format",
+            "json",
+            "--quiet",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 1  # the run stops early: nothing was labelled, and nothing is written as if it were
     assert "could not connect" in captured.err and "stopped early" in captured.err and "Traceback" not in captured.err
@@ -190,8 +323,22 @@ def test_a_dead_endpoint_is_error_records_counted_and_a_true_exit_code(tmp_path,
 
 def test_check_on_the_bundled_sample_needs_no_download(tmp_path, capsys):
     with FakeLLM() as server:
-        code, out = qualify(["check", "--size", "40", "-o", str(tmp_path / "q"), "--base-url", server.url,
-                             "--model", "fake", "--prompt", "short"], capsys)
+        code, out = qualify(
+            [
+                "check",
+                "--size",
+                "40",
+                "-o",
+                str(tmp_path / "q"),
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--prompt",
+                "short",
+            ],
+            capsys,
+        )
     assert code == 0
     s = out["sample"]
     assert (s["items"], s["of"], s["unit"], s["binary"]) == (40, 200, "answers", True)
@@ -208,15 +355,41 @@ def test_check_on_the_bundled_sample_needs_no_download(tmp_path, capsys):
 def test_check_with_four_class_people_labels(tmp_path, capsys):
     answers = tmp_path / "answers.jsonl"
     labels = tmp_path / "labels.jsonl"
-    rows = [("a1", "Lisbon", "Lisbon", "correct"), ("a2", "Paris", "Lyon", "hallucinated"),
-            ("a3", "1998", "I do not know", "abstained"), ("a4", "Visa and PayPal", "Visa", "partial"),
-            ("a5", "Berlin", "Berlin it is", "correct"), ("a6", "42", "41", "hallucinated")]
-    answers.write_text("".join(json.dumps({"id": i, "question": f"question {i}?", "reference": ref, "response": resp})
-                               + "\n" for i, ref, resp, _ in rows), encoding="utf-8")
+    rows = [
+        ("a1", "Lisbon", "Lisbon", "correct"),
+        ("a2", "Paris", "Lyon", "hallucinated"),
+        ("a3", "1998", "I do not know", "abstained"),
+        ("a4", "Visa and PayPal", "Visa", "partial"),
+        ("a5", "Berlin", "Berlin it is", "correct"),
+        ("a6", "42", "41", "hallucinated"),
+    ]
+    answers.write_text(
+        "".join(
+            json.dumps({"id": i, "question": f"question {i}?", "reference": ref, "response": resp}) + "\n"
+            for i, ref, resp, _ in rows
+        ),
+        encoding="utf-8",
+    )
     labels.write_text("".join(json.dumps({"id": i, "label": lab}) + "\n" for i, *_, lab in rows), encoding="utf-8")
     with FakeLLM() as server:
-        code, out = qualify(["check", "--answers", str(answers), "--labels", str(labels), "-o", str(tmp_path / "q"),
-                             "--base-url", server.url, "--model", "fake", "--prompt", "full"], capsys)
+        code, out = qualify(
+            [
+                "check",
+                "--answers",
+                str(answers),
+                "--labels",
+                str(labels),
+                "-o",
+                str(tmp_path / "q"),
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--prompt",
+                "full",
+            ],
+            capsys,
+        )
     assert code == 0
     assert out["sample"]["binary"] is False and out["sample"]["items"] == 6
     assert out["graders"][0]["agreement"]["classes"] == ["correct", "partial", "hallucinated", "abstained"]
@@ -233,9 +406,28 @@ def test_another_scale_compares_relevant_or_not_and_says_so(tmp_path, capsys):
     grades = {(f"q{i}", f"d{i}-{j}"): (i + j) % 5 for i in range(4) for j in range(5)}  # 0-4
     files = write_pairs(tmp_path / "data", grades, sidecar=False)
     with FakeLLM() as server:
-        code, out = qualify(["judge", "--qrels", files[0], "--queries", files[1], "--chunks", files[2],
-                             "--relevance-level", "3", "-o", str(tmp_path / "q"), "--base-url", server.url,
-                             "--model", "fake", "--prompt", "short"], capsys)
+        code, out = qualify(
+            [
+                "judge",
+                "--qrels",
+                files[0],
+                "--queries",
+                files[1],
+                "--chunks",
+                files[2],
+                "--relevance-level",
+                "3",
+                "-o",
+                str(tmp_path / "q"),
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--prompt",
+                "short",
+            ],
+            capsys,
+        )
     assert code == 0
     assert any("only relevant or not" in n for n in out["notes"])
     agreement = out["graders"][0]["agreement"]
@@ -251,13 +443,32 @@ def test_runs_ranked_under_people_and_the_grader(tmp_path, capsys):
     runs = []
     for name, key in (("best", lambda g: g), ("worst", lambda g: -g), ("mixed", lambda g: (g * 7) % 5)):
         path = tmp_path / f"{name}.run"
-        path.write_text("".join(f"{q} Q0 {c} 1 {key(g)} {name}\n" for (q, c), g in sorted(grades.items())),
-                        encoding="utf-8")
+        path.write_text(
+            "".join(f"{q} Q0 {c} 1 {key(g)} {name}\n" for (q, c), g in sorted(grades.items())), encoding="utf-8"
+        )
         runs += ["--run", str(path)]
     with FakeLLM() as server:
-        code, out = qualify(["judge", "--qrels", files[0], "--queries", files[1], "--chunks", files[2],
-                             "-o", str(tmp_path / "q"), "--base-url", server.url, "--model", "fake", "--prompt",
-                             "short", *runs], capsys)
+        code, out = qualify(
+            [
+                "judge",
+                "--qrels",
+                files[0],
+                "--queries",
+                files[1],
+                "--chunks",
+                files[2],
+                "-o",
+                str(tmp_path / "q"),
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--prompt",
+                "short",
+                *runs,
+            ],
+            capsys,
+        )
     assert code == 0
     ranking = out["graders"][0]["ranking"]
     assert set(ranking["runs"]) == {"best", "worst", "mixed"}
@@ -265,16 +476,20 @@ def test_runs_ranked_under_people_and_the_grader(tmp_path, capsys):
     assert any("sampled pairs only" in n for n in out["notes"])
 
 
-@pytest.mark.parametrize("args, words", [
-    (["judge", "--qrels", "Q"], "--qrels, --queries and --chunks together"),
-    (["judge", "--public", "trec-dl-2019", "--qrels", "Q"], "either --public"),
-    (["check", "--labels", "L"], "--labels goes with --answers"),
-    (["judge", "--run", "R"], "two or more --run"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["judge", "--qrels", "Q"], "--qrels, --queries and --chunks together"),
+        (["judge", "--public", "trec-dl-2019", "--qrels", "Q"], "either --public"),
+        (["check", "--labels", "L"], "--labels goes with --answers"),
+        (["judge", "--run", "R"], "two or more --run"),
+    ],
+)
 def test_usage_errors_say_the_way_out(tmp_path, capsys, args, words):
     files = write_pairs(tmp_path / "data", grid(2, 2))
-    args = [files[0] if a == "Q" else str(tmp_path / "r.run") if a == "R" else files[0] if a == "L" else a
-            for a in args]
+    args = [
+        files[0] if a == "Q" else str(tmp_path / "r.run") if a == "R" else files[0] if a == "L" else a for a in args
+    ]
     (tmp_path / "r.run").write_text("q0 Q0 d0-0 1 1 r\n", encoding="utf-8")
     code = main(["qualify", *args, "-o", str(tmp_path / "q"), "--model", "fake", "--base-url", dead_url()])
     assert code == 2

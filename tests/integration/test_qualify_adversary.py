@@ -16,14 +16,19 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from fake_llm import FakeLLM, dead_url
 
 import fake_llm
-from ragassay.cli import main
+from fake_llm import FakeLLM, dead_url
 from helpers import nonempty
+from ragassay.cli import main
 
-TOPICS = ["cafe opening hours", "bicycle repair warranty", "umbrella return policy", "train ticket refund",
-          "piano tuning price"]
+TOPICS = [
+    "cafe opening hours",
+    "bicycle repair warranty",
+    "umbrella return policy",
+    "train ticket refund",
+    "piano tuning price",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -105,10 +110,25 @@ def ndcg10(run_file: Path, grades: dict[tuple[str, str], int]) -> float:
 
 # ------------------------------------------------------------------------------ bundled samples
 
+
 def test_bundled_judge_figures_recomputed_by_hand(tmp_path, capsys):
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "judge", "--base-url", s.url, "--model", "fake", "--no-cache", "-o", tmp_path / "q",
-                          "--size", 60], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "judge",
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+                "--size",
+                60,
+            ],
+            capsys,
+        )
         calls = s.calls
     assert rc == 0
     d = qualification(tmp_path / "q")
@@ -119,10 +139,13 @@ def test_bundled_judge_figures_recomputed_by_hand(tmp_path, capsys):
     a = d["graders"][0]["agreement"]
     assert a["kappa"] == pytest.approx(kappa(people, model), abs=1e-12)
     assert a["kappa_binary"] == pytest.approx(kappa([p >= 2 for p in people], [m >= 2 for m in model]), abs=1e-12)
-    assert a["confusion"] == [[sum(p == r and m == c for p, m in zip(people, model)) for c in range(4)]
-                              for r in range(4)]
-    assert (a["above"], a["below"]) == (sum(m > p for p, m in zip(people, model)),
-                                        sum(m < p for p, m in zip(people, model)))
+    assert a["confusion"] == [
+        [sum(p == r and m == c for p, m in zip(people, model)) for c in range(4)] for r in range(4)
+    ]
+    assert (a["above"], a["below"]) == (
+        sum(m > p for p, m in zip(people, model)),
+        sum(m < p for p, m in zip(people, model)),
+    )
     assert f"kappa over all labels: {a['kappa']:.2f}" in out
     # the ceiling: the second assessor against the first on the pairs both graded
     both = [(i["people"], i["second"]) for i in items if i["second"] is not None]
@@ -132,14 +155,17 @@ def test_bundled_judge_figures_recomputed_by_hand(tmp_path, capsys):
 
 def test_bundled_check_figures_recomputed_by_hand(tmp_path, capsys):
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "check", "--base-url", s.url, "--model", "fake", "--no-cache", "-o", tmp_path / "q"],
-                         capsys)
+        rc, out, _ = run(
+            ["qualify", "check", "--base-url", s.url, "--model", "fake", "--no-cache", "-o", tmp_path / "q"], capsys
+        )
         calls = s.calls
     assert rc == 0
     d = qualification(tmp_path / "q")
     items = d["items"]
     assert len(items) == 100 and Counter(i["people"] for i in items) == {"correct": 50, "incorrect": 50}
-    model = ["correct" if g == "correct" else "incorrect" for g in (i["graders"][0] for i in items)]  # as given: four labels
+    model = [
+        "correct" if g == "correct" else "incorrect" for g in (i["graders"][0] for i in items)
+    ]  # as given: four labels
     assert set(model) <= {"correct", "incorrect"}
     a = d["graders"][0]["agreement"]
     assert a["kappa_binary"] == pytest.approx(kappa([i["people"] for i in items], model), abs=1e-12)
@@ -150,11 +176,27 @@ def test_bundled_check_figures_recomputed_by_hand(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ the user's own files
 
+
 def test_own_files_unicode_ids_empty_text_and_unjudged_query(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "judge", *data_flags(p), "--relevance-level", 2, "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                2,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 0
     d = qualification(tmp_path / "q")
     assert d["sample"]["items"] == 40 and d["sample"]["queries"] == 5
@@ -163,20 +205,37 @@ def test_own_files_unicode_ids_empty_text_and_unjudged_query(tmp_path, capsys):
     assert {i["query_id"] for i in d["items"]} == {f"qé{i}" for i in range(5)}
     # the fake grades every pair as its people did, except grade-1..3 pairs whose words it misses
     assert d["graders"][0]["agreement"]["kappa"] == pytest.approx(
-        kappa([i["people"] for i in d["items"]], [i["graders"][0] for i in d["items"]]))
+        kappa([i["people"] for i in d["items"]], [i["graders"][0] for i in d["items"]])
+    )
 
 
-@pytest.mark.parametrize("bad, words", [
-    ("qé0 0 dö0-1✓ 1\nq with space 0 d 2\n", "qrels.txt:43: expected 4 whitespace-separated columns"),
-    ("qé0 0 dö0-1✓ 3\n", "judged twice"),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ("qé0 0 dö0-1✓ 1\nq with space 0 d 2\n", "qrels.txt:43: expected 4 whitespace-separated columns"),
+        ("qé0 0 dö0-1✓ 3\n", "judged twice"),
+    ],
+)
 def test_bad_qrels_lines_named_before_any_call(tmp_path, capsys, bad, words):
     p = own_pairs(tmp_path / "d")
     with open(p["qrels"], "a", encoding="utf-8") as f:
         f.write(bad)
     with FakeLLM() as s:
-        rc, out, err = run(["qualify", "judge", *data_flags(p), "--base-url", s.url, "--model", "fake", "--no-cache",
-                            "-o", tmp_path / "q"], capsys)
+        rc, out, err = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
         assert s.calls == 0
     assert rc == 1 and words in err and "Traceback" not in err
 
@@ -184,12 +243,40 @@ def test_bad_qrels_lines_named_before_any_call(tmp_path, capsys, bad, words):
 def test_scale_from_one_is_read_as_from_one(tmp_path, capsys):
     p = own_pairs(tmp_path / "d", shift=1)  # people grade 1 to 4, and nothing says from which grade is relevant
     with FakeLLM() as s:
-        rc, _, err = run(["qualify", "judge", *data_flags(p), "--base-url", s.url, "--model", "fake", "--no-cache",
-                          "-o", tmp_path / "q"], capsys)
+        rc, _, err = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
         assert s.calls == 0  # refused before any call: every pair would count as relevant
         assert rc == 1 and "--relevance-level" in err and "every pair would count as relevant" in err
-        rc, _, _ = run(["qualify", "judge", *data_flags(p), "--relevance-level", 3, "--base-url", s.url, "--model",
-                        "fake", "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, _, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                3,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 0
     d = qualification(tmp_path / "q")
     assert d["sample"]["relevant_from"] == 3
@@ -198,12 +285,29 @@ def test_scale_from_one_is_read_as_from_one(tmp_path, capsys):
 
 def test_binary_cut_words_name_a_grade(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
-    p["qrels"].write_text("".join(f"{q} 0 {c} {int(int(g) >= 2)}\n" for q, _, c, g in
-                                  (x.split() for x in p["qrels"].read_text(encoding="utf-8").splitlines())),
-                          encoding="utf-8")
+    p["qrels"].write_text(
+        "".join(
+            f"{q} 0 {c} {int(int(g) >= 2)}\n"
+            for q, _, c, g in (x.split() for x in p["qrels"].read_text(encoding="utf-8").splitlines())
+        ),
+        encoding="utf-8",
+    )
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "judge", *data_flags(p), "--base-url", s.url, "--model", "fake", "--no-cache",
-                          "-o", tmp_path / "q"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 0
     d = qualification(tmp_path / "q")
     a = d["graders"][0]["agreement"]
@@ -218,8 +322,23 @@ def test_binary_cut_words_name_a_grade(tmp_path, capsys):
 def test_items_keep_the_graders_grade_on_another_scale(tmp_path, capsys):
     p = own_pairs(tmp_path / "d", top=4)  # people grade 0, 1, 2, 4
     with FakeLLM() as s:
-        rc, _, _ = run(["qualify", "judge", *data_flags(p), "--relevance-level", 2, "--base-url", s.url,
-                        "--model", "fake", "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, _, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                2,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 0
     items = qualification(tmp_path / "q")["items"]
     assert all(isinstance(i["graders"][0], int) and not isinstance(i["graders"][0], bool) for i in items)
@@ -229,8 +348,23 @@ def test_items_keep_the_graders_grade_on_another_scale(tmp_path, capsys):
 def test_relevance_level_above_every_grade_fails_before_calls(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
     with FakeLLM() as s:
-        rc, _, err = run(["qualify", "judge", *data_flags(p), "--relevance-level", 9, "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, _, err = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                9,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
         assert s.calls == 0
     assert rc in (1, 2) and "9" in err
 
@@ -238,12 +372,27 @@ def test_relevance_level_above_every_grade_fails_before_calls(tmp_path, capsys):
 def test_relevance_note_names_the_cli_flag(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "judge", *data_flags(p), "--base-url", s.url, "--model", "fake", "--no-cache",
-                          "-o", tmp_path / "q", "--dry-run"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+                "--dry-run",
+            ],
+            capsys,
+        )
     assert "give relevant_from=2" not in out and "--relevance-level 2" in out
 
 
 # ------------------------------------------------------------------------------ sample size and seed
+
 
 def test_size_larger_than_data_size_one_and_seeds(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
@@ -255,7 +404,9 @@ def test_size_larger_than_data_size_one_and_seeds(tmp_path, capsys):
         assert rc == 2 and "cannot be measured beyond chance" in err
         samples = {}
         for seed in (0, 1, 0):
-            assert run(base + ["--size", 12, "--seed", seed, "-o", tmp_path / f"s{seed}x{len(samples)}"], capsys)[0] == 0
+            assert (
+                run(base + ["--size", 12, "--seed", seed, "-o", tmp_path / f"s{seed}x{len(samples)}"], capsys)[0] == 0
+            )
             d = qualification(tmp_path / f"s{seed}x{len(samples)}")
             samples[(seed, len(samples))] = sorted((i["query_id"], i["chunk_id"]) for i in d["items"])
             assert d["sample"]["per_class"] == {"0": 3, "1": 3, "2": 3, "3": 3}
@@ -267,9 +418,13 @@ def test_size_larger_than_data_size_one_and_seeds(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ prompts and models
 
+
 def user_prompt(path: Path, extra: str = "") -> Path:
-    path.write_text("[system]\nGrade the passage for the query from 0 to 3. Reply in JSON with \"reasoning\" and "
-                    f"\"grade\".\n[user]\nQuery: {{{{query}}}}\nPassage: {{{{passage}}}}\n{extra}", encoding="utf-8")
+    path.write_text(
+        '[system]\nGrade the passage for the query from 0 to 3. Reply in JSON with "reasoning" and '
+        f'"grade".\n[user]\nQuery: {{{{query}}}}\nPassage: {{{{passage}}}}\n{extra}',
+        encoding="utf-8",
+    )
     return path
 
 
@@ -277,14 +432,38 @@ def test_two_prompts_two_models_make_four_paired_graders(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
     mine = user_prompt(tmp_path / "mine.txt")
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "judge", *data_flags(p), "--relevance-level", 2, "--base-url", s.url,
-                          "--model", "fake", "--model", "fake-8b", "--prompt", "short", "--prompt", mine,
-                          "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                2,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--model",
+                "fake-8b",
+                "--prompt",
+                "short",
+                "--prompt",
+                mine,
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
         calls = s.calls
     assert rc == 0
     d = qualification(tmp_path / "q")
     assert [(g["grader"]["model"], Path(g["grader"]["prompt"]).name) for g in d["graders"]] == [
-        ("fake", "short"), ("fake", "mine.txt"), ("fake-8b", "short"), ("fake-8b", "mine.txt")]
+        ("fake", "short"),
+        ("fake", "mine.txt"),
+        ("fake-8b", "short"),
+        ("fake-8b", "mine.txt"),
+    ]
     assert d["graders"][0]["paired_with_first"] is None
     assert all(g["paired_with_first"] is not None for g in d["graders"][1:])
     assert out.count("against grader 1 on the same 40 items (paired)") == 3
@@ -298,8 +477,23 @@ def test_prompt_file_with_unknown_placeholder_alone_fails_with_file_and_line(tmp
     p = own_pairs(tmp_path / "d")
     bad = user_prompt(tmp_path / "bad.txt", "Title: {{title}}\n")
     with FakeLLM() as s:
-        rc, _, err = run(["qualify", "judge", *data_flags(p), "--base-url", s.url, "--model", "fake",
-                          "--prompt", bad, "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, _, err = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--prompt",
+                bad,
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
         assert s.calls == 0
     assert rc == 1 and "bad.txt:6: {{title}}" in err
 
@@ -310,8 +504,25 @@ def test_bad_second_prompt_file_fails_before_any_call(tmp_path, capsys, task):
     bad = user_prompt(tmp_path / "bad.txt", "Title: {{title}}\n")
     data = data_flags(p) if task == "judge" else ["--size", 10]
     with FakeLLM() as s:
-        rc, _, err = run(["qualify", task, *data, "--base-url", s.url, "--model", "fake", "--prompt", "short",
-                          "--prompt", bad, "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, _, err = run(
+            [
+                "qualify",
+                task,
+                *data,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--prompt",
+                "short",
+                "--prompt",
+                bad,
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
         calls = s.settled_calls()
     assert rc == 1 and "bad.txt:" in err
     assert calls == 0
@@ -319,11 +530,24 @@ def test_bad_second_prompt_file_fails_before_any_call(tmp_path, capsys, task):
 
 # ------------------------------------------------------------------------------ dry run, reruns, failures
 
+
 def test_dry_run_calls_nothing_and_predicts_the_calls(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
     mine = user_prompt(tmp_path / "mine.txt")
-    args = ["qualify", "judge", *data_flags(p), "--model", "fake", "--prompt", "short", "--prompt", mine,
-            "--no-cache", "-o", tmp_path / "q"]
+    args = [
+        "qualify",
+        "judge",
+        *data_flags(p),
+        "--model",
+        "fake",
+        "--prompt",
+        "short",
+        "--prompt",
+        mine,
+        "--no-cache",
+        "-o",
+        tmp_path / "q",
+    ]
     with FakeLLM() as s:
         rc, out, _ = run(args + ["--base-url", s.url, "--dry-run"], capsys)
         assert rc == 0 and s.calls == 0
@@ -379,8 +603,25 @@ def test_dead_endpoint_exit_1_then_a_rerun_finishes(tmp_path, capsys):
 def test_max_calls_stop_is_said_and_exits_3(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "judge", *data_flags(p), "--relevance-level", 2, "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "--max-calls", 5, "-o", tmp_path / "q"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                2,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "--max-calls",
+                5,
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
         assert s.settled_calls() <= 5
     a = qualification(tmp_path / "q")["graders"][0]["agreement"]
     assert a["n"] < 40  # the figures rest on the pairs graded before the stop
@@ -396,10 +637,28 @@ def test_garbage_answers_are_error_records_left_out(tmp_path, capsys, monkeypatc
     def some_garbage(body, habit, context=None, reply_id="fake"):
         said = " ".join(m.get("content") or "" for m in body["messages"])
         return real(body, "repeat_invalid" if "bicycle" in said else "loose_decisions", context, reply_id)
+
     monkeypatch.setattr(fake_llm, "habit_reply", some_garbage)
     with FakeLLM(habit="prose") as s:
-        rc, out, _ = run(["qualify", "judge", *data_flags(p), "--relevance-level", 2, "--base-url", s.url,
-                          "--model", "fake", "--prompt", "full", "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                2,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--prompt",
+                "full",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 3
     d = qualification(tmp_path / "q")
     g = d["graders"][0]
@@ -429,19 +688,28 @@ def test_json_format_is_the_qualification_file_and_agrees_with_the_text(tmp_path
 
 # ------------------------------------------------------------------------------ runs and Kendall's tau
 
+
 def write_runs(folder: Path, qrels: Path) -> dict[str, Path]:
     by: dict[str, list[tuple[str, int]]] = {}
     for q, _, d, g in (x.split() for x in qrels.read_text(encoding="utf-8").splitlines()):
         by.setdefault(q, []).append((d, int(g)))
     rnd = random.Random(3)
-    orders = {"best": lambda docs: sorted(docs, key=lambda x: (-x[1], x[0])),
-              "worst": lambda docs: sorted(docs, key=lambda x: (x[1], x[0])),
-              "mid": lambda docs: rnd.sample(docs, len(docs))}
+    orders = {
+        "best": lambda docs: sorted(docs, key=lambda x: (-x[1], x[0])),
+        "worst": lambda docs: sorted(docs, key=lambda x: (x[1], x[0])),
+        "mid": lambda docs: rnd.sample(docs, len(docs)),
+    }
     paths = {}
     for name, order in orders.items():
         paths[name] = folder / f"{name}.run"
-        paths[name].write_text("".join(f"{q} Q0 {d} {r + 1} {100 - r} {name}\n" for q, docs in by.items()
-                                       for r, (d, _) in enumerate(order(docs))), encoding="utf-8")
+        paths[name].write_text(
+            "".join(
+                f"{q} Q0 {d} {r + 1} {100 - r} {name}\n"
+                for q, docs in by.items()
+                for r, (d, _) in enumerate(order(docs))
+            ),
+            encoding="utf-8",
+        )
     return paths
 
 
@@ -450,9 +718,26 @@ def test_runs_scored_by_hand_and_ranked(tmp_path, capsys, size):
     p = own_pairs(tmp_path / "d")
     runs = write_runs(tmp_path / "d", p["qrels"])
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "judge", *data_flags(p), "--relevance-level", 2, "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "--size", size, "-o", tmp_path / "q",
-                          *sum((["--run", r] for r in runs.values()), [])], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                2,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "--size",
+                size,
+                "-o",
+                tmp_path / "q",
+                *sum((["--run", r] for r in runs.values()), []),
+            ],
+            capsys,
+        )
     assert rc == 0
     d = qualification(tmp_path / "q")
     people = {(i["query_id"], i["chunk_id"]): i["people"] for i in d["items"]}
@@ -470,9 +755,27 @@ def test_two_runs_of_one_tag_are_kept_apart(tmp_path, capsys):
     twin = tmp_path / "d" / "twin.run"
     twin.write_text(runs["best"].read_text(encoding="utf-8").replace(" best\n", " worst\n"), encoding="utf-8")
     with FakeLLM() as s:
-        rc, _, _ = run(["qualify", "judge", *data_flags(p), "--relevance-level", 2, "--base-url", s.url,
-                        "--model", "fake", "--no-cache", "-o", tmp_path / "q", "--run", twin, "--run", runs["worst"]],
-                       capsys)
+        rc, _, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--relevance-level",
+                2,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+                "--run",
+                twin,
+                "--run",
+                runs["worst"],
+            ],
+            capsys,
+        )
     assert rc == 0
     scores = sorted(r["reference"] for r in qualification(tmp_path / "q")["graders"][0]["ranking"]["runs"].values())
     assert len(scores) == 2 and scores[1] == pytest.approx(1.0) and scores[0] < 0.7
@@ -482,8 +785,23 @@ def test_one_run_is_a_usage_error(tmp_path, capsys):
     p = own_pairs(tmp_path / "d")
     runs = write_runs(tmp_path / "d", p["qrels"])
     with FakeLLM() as s:
-        rc, _, err = run(["qualify", "judge", *data_flags(p), "--base-url", s.url, "--model", "fake", "--no-cache",
-                          "-o", tmp_path / "q", "--run", runs["best"]], capsys)
+        rc, _, err = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+                "--run",
+                runs["best"],
+            ],
+            capsys,
+        )
         assert s.settled_calls() == 0
     assert rc == 2 and "two or more --run" in err
 
@@ -494,8 +812,27 @@ def test_a_run_with_no_sampled_query_loses_nothing(tmp_path, capsys):
     nothing = tmp_path / "d" / "nothing.run"
     nothing.write_text("q-unjudged Q0 dö0-1✓ 1 1 nothing\n", encoding="utf-8")
     with FakeLLM() as s:
-        rc, _, _ = run(["qualify", "judge", *data_flags(p), "--base-url", s.url, "--model", "fake", "--no-cache",
-                        "-o", tmp_path / "q", "--run", runs["best"], "--run", nothing, "--run", runs["worst"]], capsys)
+        rc, _, _ = run(
+            [
+                "qualify",
+                "judge",
+                *data_flags(p),
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+                "--run",
+                runs["best"],
+                "--run",
+                nothing,
+                "--run",
+                runs["worst"],
+            ],
+            capsys,
+        )
         calls = s.settled_calls()
     # either refused before any call, or the figures are written (the run left out with a note)
     assert (rc != 0 and calls == 0) or (tmp_path / "q" / "qualification.json").exists()
@@ -503,9 +840,14 @@ def test_a_run_with_no_sampled_query_loses_nothing(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ check on the user's answers
 
-QA = [("who wrote the piano sonata moonlight", "Ludwig van Beethoven"), ("capital city of australia", "Canberra"),
-      ("largest planet in the solar system", "Jupiter"), ("inventor of the telephone", "Alexander Graham Bell"),
-      ("author of hamlet tragedy", "William Shakespeare"), ("chemical symbol for gold element", "Aurum gold")]
+QA = [
+    ("who wrote the piano sonata moonlight", "Ludwig van Beethoven"),
+    ("capital city of australia", "Canberra"),
+    ("largest planet in the solar system", "Jupiter"),
+    ("inventor of the telephone", "Alexander Graham Bell"),
+    ("author of hamlet tragedy", "William Shakespeare"),
+    ("chemical symbol for gold element", "Aurum gold"),
+]
 
 
 def own_answers(folder: Path, sep: str = "") -> dict[str, Path]:
@@ -514,10 +856,14 @@ def own_answers(folder: Path, sep: str = "") -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     answers, two, four = [], [], []
     for i, (q, ref) in enumerate(QA):
-        for k, (resp, l2, l4) in enumerate([(f"It was {ref}.", "correct", "correct"),
-                                            ("I do not know.", "incorrect", "abstained"),
-                                            ("Somebody else entirely", "incorrect", "hallucinated"),
-                                            (ref.split()[0] + " maybe", "incorrect", "partial")]):
+        for k, (resp, l2, l4) in enumerate(
+            [
+                (f"It was {ref}.", "correct", "correct"),
+                ("I do not know.", "incorrect", "abstained"),
+                ("Somebody else entirely", "incorrect", "hallucinated"),
+                (ref.split()[0] + " maybe", "incorrect", "partial"),
+            ]
+        ):
             aid = f"é{i}·{k}{sep}ü"
             answers.append({"id": aid, "question": q, "reference": ref, "response": resp})
             two.append({"id": aid, "label": l2, "assessor": "me"})
@@ -529,13 +875,31 @@ def own_answers(folder: Path, sep: str = "") -> dict[str, Path]:
     return out
 
 
-@pytest.mark.parametrize("labels, classes", [("labels2", {"correct", "incorrect"}),
-                                             ("labels4", {"correct", "partial", "hallucinated", "abstained"})])
+@pytest.mark.parametrize(
+    "labels, classes",
+    [("labels2", {"correct", "incorrect"}), ("labels4", {"correct", "partial", "hallucinated", "abstained"})],
+)
 def test_check_on_own_labels_two_or_four_classes(tmp_path, capsys, labels, classes):
     f = own_answers(tmp_path / "c")
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "check", "--answers", f["answers"], "--labels", f[labels], "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "check",
+                "--answers",
+                f["answers"],
+                "--labels",
+                f[labels],
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 0
     d = qualification(tmp_path / "q")
     items = d["items"]
@@ -553,18 +917,55 @@ def test_check_on_own_labels_two_or_four_classes(tmp_path, capsys, labels, class
 def test_check_labels_that_meet_no_answer_and_some(tmp_path, capsys):
     f = own_answers(tmp_path / "c")
     none = tmp_path / "c" / "none.jsonl"
-    none.write_text("".join(json.dumps({"id": f"nope-{j}", "label": "correct", "assessor": "me"}) + "\n"
-                            for j in range(5)), encoding="utf-8")
+    none.write_text(
+        "".join(json.dumps({"id": f"nope-{j}", "label": "correct", "assessor": "me"}) + "\n" for j in range(5)),
+        encoding="utf-8",
+    )
     some = tmp_path / "c" / "some.jsonl"
-    some.write_text(f["labels2"].read_text(encoding="utf-8").splitlines(keepends=True)[0] * 1 +
-                    "".join(f["labels2"].read_text(encoding="utf-8").splitlines(keepends=True)[1:5]) +
-                    none.read_text(encoding="utf-8"), encoding="utf-8")
+    some.write_text(
+        f["labels2"].read_text(encoding="utf-8").splitlines(keepends=True)[0] * 1
+        + "".join(f["labels2"].read_text(encoding="utf-8").splitlines(keepends=True)[1:5])
+        + none.read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
     with FakeLLM() as s:
-        rc, _, err = run(["qualify", "check", "--answers", f["answers"], "--labels", none, "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "-o", tmp_path / "q0"], capsys)
+        rc, _, err = run(
+            [
+                "qualify",
+                "check",
+                "--answers",
+                f["answers"],
+                "--labels",
+                none,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q0",
+            ],
+            capsys,
+        )
         assert rc == 1 and "no answer ids in common" in err and s.calls == 0
-        rc, out, _ = run(["qualify", "check", "--answers", f["answers"], "--labels", some, "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "-o", tmp_path / "q1"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "check",
+                "--answers",
+                f["answers"],
+                "--labels",
+                some,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q1",
+            ],
+            capsys,
+        )
     assert rc == 0 and qualification(tmp_path / "q1")["sample"]["items"] == 5
     assert "19 of 24 in the answers are not in the labels" in out
 
@@ -572,8 +973,24 @@ def test_check_labels_that_meet_no_answer_and_some(tmp_path, capsys):
 def test_check_labels_with_spaced_ids(tmp_path, capsys):
     f = own_answers(tmp_path / "c", sep=" ")
     with FakeLLM() as s:
-        rc, _, err = run(["qualify", "check", "--answers", f["answers"], "--labels", f["labels2"], "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, _, err = run(
+            [
+                "qualify",
+                "check",
+                "--answers",
+                f["answers"],
+                "--labels",
+                f["labels2"],
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 0, err
 
 
@@ -584,24 +1001,67 @@ def test_check_labels_some_without_assessor(tmp_path, capsys):
         del r["assessor"]
     f["labels2"].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     with FakeLLM() as s:
-        rc, _, err = run(["qualify", "check", "--answers", f["answers"], "--labels", f["labels2"], "--base-url", s.url,
-                          "--model", "fake", "--no-cache", "-o", tmp_path / "q"], capsys)
+        rc, _, err = run(
+            [
+                "qualify",
+                "check",
+                "--answers",
+                f["answers"],
+                "--labels",
+                f["labels2"],
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 0, err
 
 
 def test_check_on_an_evouna_shaped_file(tmp_path, capsys):
     rows = []
     for q, ref in QA:
-        rows.append({"question": q, "golden_answer": f"{ref}/{ref.split()[-1]}", "answer_fid": ref, "judge_fid": True,
-                     "answer_gpt35": "no idea", "judge_gpt35": False, "answer_chatgpt": f"The answer is {ref}",
-                     "judge_chatgpt": True, "answer_gpt4": "Something else", "judge_gpt4": False,
-                     "answer_newbing": "Somebody", "judge_newbing": False, "improper": False})
+        rows.append(
+            {
+                "question": q,
+                "golden_answer": f"{ref}/{ref.split()[-1]}",
+                "answer_fid": ref,
+                "judge_fid": True,
+                "answer_gpt35": "no idea",
+                "judge_gpt35": False,
+                "answer_chatgpt": f"The answer is {ref}",
+                "judge_chatgpt": True,
+                "answer_gpt4": "Something else",
+                "judge_gpt4": False,
+                "answer_newbing": "Somebody",
+                "judge_newbing": False,
+                "improper": False,
+            }
+        )
     rows.append({**rows[0], "question": "an improper one", "improper": True})
     path = tmp_path / "NQ.json"
     path.write_text(json.dumps(rows), encoding="utf-8")
     with FakeLLM() as s:
-        rc, out, _ = run(["qualify", "check", "--answers", path, "--base-url", s.url, "--model", "fake", "--no-cache",
-                          "-o", tmp_path / "q"], capsys)
+        rc, out, _ = run(
+            [
+                "qualify",
+                "check",
+                "--answers",
+                path,
+                "--base-url",
+                s.url,
+                "--model",
+                "fake",
+                "--no-cache",
+                "-o",
+                tmp_path / "q",
+            ],
+            capsys,
+        )
     assert rc == 0
     d = qualification(tmp_path / "q")
     assert d["sample"]["items"] == 30  # five models' answers to six proper questions
@@ -611,6 +1071,7 @@ def test_check_on_an_evouna_shaped_file(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------ the documentation
+
 
 def test_the_site_documents_the_qualify_command():
     readme = (Path(__file__).parents[2] / "docs" / "commands" / "qualify.md").read_text(encoding="utf-8")

@@ -14,14 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from ragassay.cli import main
 from fake_llm import SERVE_POLL
 from helpers import EXAMPLE, nonempty
-
+from ragassay.cli import main
 
 BODIES = {
-    "html": ("text/html", b"<!DOCTYPE html><html><head><title>nginx</title></head><body>Welcome</body></html>",
-             "an HTML page"),
+    "html": (
+        "text/html",
+        b"<!DOCTYPE html><html><head><title>nginx</title></head><body>Welcome</body></html>",
+        "an HTML page",
+    ),
     "text": ("text/plain", b"OK", "plain text ('OK')"),
     "empty-object": ("application/json", b"{}", "JSON without a 'choices' list"),
     "list": ("application/json", b"[1, 2]", "JSON without a 'choices' list"),
@@ -66,8 +68,13 @@ class Replying:
 
 def answers_file(tmp_path: Path, n: int = 1) -> Path:
     p = tmp_path / "answers.jsonl"
-    p.write_text("".join(json.dumps({"id": f"a{i}", "question": "How long?", "reference": "5 days",
-                                     "response": f"about {i} weeks"}) + "\n" for i in range(n)))
+    p.write_text(
+        "".join(
+            json.dumps({"id": f"a{i}", "question": "How long?", "reference": "5 days", "response": f"about {i} weeks"})
+            + "\n"
+            for i in range(n)
+        )
+    )
     return p
 
 
@@ -78,12 +85,26 @@ def test_a_reply_that_is_not_a_chat_completion_is_named_in_one_line(tmp_path, ca
         code = main(["ping", "--base-url", server.url, "--model", "m"])
         ping = capsys.readouterr()
         out = tmp_path / "c.jsonl"
-        check = main(["check", str(answers_file(tmp_path, 6)), "-o", str(out), "--base-url", server.url, "--model", "m",
-                      "--no-cache", "--quiet"])
+        check = main(
+            [
+                "check",
+                str(answers_file(tmp_path, 6)),
+                "-o",
+                str(out),
+                "--base-url",
+                server.url,
+                "--model",
+                "m",
+                "--no-cache",
+                "--quiet",
+            ]
+        )
         printed = capsys.readouterr()
         calls = server.calls
-    expected = (f"the endpoint at {server.url} answered HTTP 200 with {what}, not a chat completion; "
-                "is the base URL the API's root (it usually ends in /v1)?")
+    expected = (
+        f"the endpoint at {server.url} answered HTTP 200 with {what}, not a chat completion; "
+        "is the base URL the API's root (it usually ends in /v1)?"
+    )
     assert code == 1 and ping.err.strip() == f"ragassay ping: error: {expected}"
     assert "Traceback" not in ping.err + printed.err + printed.out
     # the first calls all failed the same way: the run stops early, nothing is graded, one line says why
@@ -93,11 +114,30 @@ def test_a_reply_that_is_not_a_chat_completion_is_named_in_one_line(tmp_path, ca
 
 
 def test_a_reply_without_a_message_is_an_error_record(tmp_path, capsys):
-    body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                       "choices": [{"index": 0, "finish_reason": "stop", "message": None}]}).encode()
+    body = json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": None}],
+        }
+    ).encode()
     with Replying("application/json", body) as server:
-        code = main(["check", str(answers_file(tmp_path)), "-o", str(tmp_path / "c.jsonl"), "--base-url", server.url,
-                     "--model", "m", "--no-cache", "--quiet"])
+        code = main(
+            [
+                "check",
+                str(answers_file(tmp_path)),
+                "-o",
+                str(tmp_path / "c.jsonl"),
+                "--base-url",
+                server.url,
+                "--model",
+                "m",
+                "--no-cache",
+                "--quiet",
+            ]
+        )
     printed = capsys.readouterr()
     (record,) = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
     assert code == 1 and record["status"] == "error" and record["label"] is None
@@ -107,6 +147,7 @@ def test_a_reply_without_a_message_is_an_error_record(tmp_path, capsys):
 
 def test_a_port_that_accepts_and_never_answers_fails_within_the_timeout(tmp_path, capsys, monkeypatch):
     from ragassay.llm import server_info
+
     # the questions asked of a local server first (its slots, its modes) wait 3 s for a silent port: the
     # claim here is about the calls' timeout, so that wait is shortened (it stays bounded in test_local_servers)
     monkeypatch.setattr(server_info, "ASK_TIMEOUT", 0.5)
@@ -116,9 +157,29 @@ def test_a_port_that_accepts_and_never_answers_fails_within_the_timeout(tmp_path
     url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
     try:
         start = time.monotonic()
-        code = main(["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"),
-                     "--run", str(EXAMPLE / "runs" / "bm25.txt"), "--depth", "2", "-o", str(tmp_path / "j.jsonl"),
-                     "--base-url", url, "--model", "m", "--no-cache", "--quiet", "--timeout", "1"])
+        code = main(
+            [
+                "judge",
+                "--queries",
+                str(EXAMPLE / "queries.jsonl"),
+                "--chunks",
+                str(EXAMPLE / "chunks.jsonl"),
+                "--run",
+                str(EXAMPLE / "runs" / "bm25.txt"),
+                "--depth",
+                "2",
+                "-o",
+                str(tmp_path / "j.jsonl"),
+                "--base-url",
+                url,
+                "--model",
+                "m",
+                "--no-cache",
+                "--quiet",
+                "--timeout",
+                "1",
+            ]
+        )
         elapsed = time.monotonic() - start
     finally:
         silent.close()
@@ -133,10 +194,11 @@ def test_a_cache_that_fills_the_disk_mid_run_costs_no_answer(tmp_path, capsys, m
     and a rerun asks the endpoint for nothing."""
     import sqlite3
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
-
     from ragassay.llm.cache import Cache
+
     puts = []
 
     def full(self, *args, **kwargs):
@@ -150,8 +212,21 @@ def test_a_cache_that_fills_the_disk_mid_run_costs_no_answer(tmp_path, capsys, m
     answers = answers_file(tmp_path, 8)
     out = tmp_path / "c.jsonl"
     with FakeLLM() as server:
-        argv = ["check", str(answers), "-o", str(out), "--base-url", server.url, "--model", "m",
-                "--cache", str(tmp_path / "cache.sqlite"), "--quiet", "--concurrency", "1"]
+        argv = [
+            "check",
+            str(answers),
+            "-o",
+            str(out),
+            "--base-url",
+            server.url,
+            "--model",
+            "m",
+            "--cache",
+            str(tmp_path / "cache.sqlite"),
+            "--quiet",
+            "--concurrency",
+            "1",
+        ]
         assert main(argv) == 0
         first = server.calls
         err = capsys.readouterr().err
@@ -166,11 +241,23 @@ def test_a_cache_that_fills_the_disk_mid_run_costs_no_answer(tmp_path, capsys, m
 
 def test_max_calls_sends_exactly_that_many_requests_keeps_what_is_done_and_exits_3(tmp_path, capsys):
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
+
     out = tmp_path / "c.jsonl"
-    argv = ["check", str(answers_file(tmp_path, 10)), "-o", str(out), "--model", "m", "--no-cache", "--quiet",
-            "--concurrency", "1"]
+    argv = [
+        "check",
+        str(answers_file(tmp_path, 10)),
+        "-o",
+        str(out),
+        "--model",
+        "m",
+        "--no-cache",
+        "--quiet",
+        "--concurrency",
+        "1",
+    ]
     with FakeLLM() as server:
         code = main(argv + ["--base-url", server.url, "--max-calls", "3"])
         printed = capsys.readouterr()
@@ -185,10 +272,28 @@ def test_max_calls_sends_exactly_that_many_requests_keeps_what_is_done_and_exits
 
 def test_max_cost_stops_before_the_cost_is_passed(tmp_path, capsys):
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
-    argv = ["check", str(answers_file(tmp_path, 10)), "-o", str(tmp_path / "c.jsonl"), "--model", "m", "--no-cache",
-            "--quiet", "--concurrency", "1", "--price-in", "100", "--price-out", "100", "--max-cost", "0.5"]
+
+    argv = [
+        "check",
+        str(answers_file(tmp_path, 10)),
+        "-o",
+        str(tmp_path / "c.jsonl"),
+        "--model",
+        "m",
+        "--no-cache",
+        "--quiet",
+        "--concurrency",
+        "1",
+        "--price-in",
+        "100",
+        "--price-out",
+        "100",
+        "--max-cost",
+        "0.5",
+    ]
     with FakeLLM() as server:
         code = main(argv + ["--base-url", server.url])
         calls = server.calls
@@ -203,12 +308,31 @@ def test_max_cost_holds_with_many_calls_in_flight(tmp_path, capsys, ceiling):
     budget) is held while it is in flight, so calls that start together cannot pass the ceiling
     together (they did: 40% over it at --concurrency 32); what is spent stays under it."""
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
+
     out = tmp_path / "c.jsonl"
-    argv = ["check", str(answers_file(tmp_path, 40)), "-o", str(out), "--model", "m", "--no-cache", "--quiet",
-            "--concurrency", "32", "--price-in", "200", "--price-out", "200", "--max-cost", str(ceiling),
-            "--format", "json"]
+    argv = [
+        "check",
+        str(answers_file(tmp_path, 40)),
+        "-o",
+        str(out),
+        "--model",
+        "m",
+        "--no-cache",
+        "--quiet",
+        "--concurrency",
+        "32",
+        "--price-in",
+        "200",
+        "--price-out",
+        "200",
+        "--max-cost",
+        str(ceiling),
+        "--format",
+        "json",
+    ]
     with FakeLLM(delay=0.2) as server:
         code = main(argv + ["--base-url", server.url])
         sent = server.calls
@@ -219,21 +343,50 @@ def test_max_cost_holds_with_many_calls_in_flight(tmp_path, capsys, ceiling):
 
 
 def test_max_cost_without_a_price_is_refused_before_anything_is_sent(tmp_path, capsys):
-    code = main(["check", str(answers_file(tmp_path)), "-o", str(tmp_path / "c.jsonl"), "--model", "my-local-model",
-                 "--base-url", "http://127.0.0.1:9/v1", "--max-cost", "1", "--quiet"])
+    code = main(
+        [
+            "check",
+            str(answers_file(tmp_path)),
+            "-o",
+            str(tmp_path / "c.jsonl"),
+            "--model",
+            "my-local-model",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--max-cost",
+            "1",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1 and "--max-cost needs a price for model 'my-local-model'" in err
 
 
 def test_generate_with_a_huge_limit_on_few_chunks_stops_when_its_chunks_are_spent(tmp_path, capsys):
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
+
     chunks = tmp_path / "chunks.jsonl"
     chunks.write_text("".join(line + "\n" for line in (EXAMPLE / "chunks.jsonl").read_text().splitlines()[:6]))
     with FakeLLM() as server:
-        code = main(["generate", str(chunks), "-o", str(tmp_path / "q.jsonl"), "--limit", "100000", "--base-url",
-                     server.url, "--model", "m", "--no-cache", "--quiet"])
+        code = main(
+            [
+                "generate",
+                str(chunks),
+                "-o",
+                str(tmp_path / "q.jsonl"),
+                "--limit",
+                "100000",
+                "--base-url",
+                server.url,
+                "--model",
+                "m",
+                "--no-cache",
+                "--quiet",
+            ]
+        )
         calls = server.calls
     out = capsys.readouterr().out
     assert code == 3 and "fell short of the target" in out
@@ -242,22 +395,67 @@ def test_generate_with_a_huge_limit_on_few_chunks_stops_when_its_chunks_are_spen
 
 def test_generate_stops_at_max_calls(tmp_path, capsys):
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
+
     with FakeLLM() as server:
-        code = main(["generate", str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "q.jsonl"), "--limit", "20",
-                     "--base-url", server.url, "--model", "m", "--no-cache", "--quiet", "--max-calls", "10"])
+        code = main(
+            [
+                "generate",
+                str(EXAMPLE / "chunks.jsonl"),
+                "-o",
+                str(tmp_path / "q.jsonl"),
+                "--limit",
+                "20",
+                "--base-url",
+                server.url,
+                "--model",
+                "m",
+                "--no-cache",
+                "--quiet",
+                "--max-calls",
+                "10",
+            ]
+        )
         calls = server.calls
     out = capsys.readouterr().out
     assert code in (1, 3) and calls <= 10 and "ceiling" in out
 
 
 def test_generate_says_why_the_models_answers_were_unusable(tmp_path, capsys):
-    body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Sure! Here is a question."}}]})
+    body = json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "Sure! Here is a question."},
+                }
+            ],
+        }
+    )
     with Replying("application/json", body.encode()) as server:
-        code = main(["generate", str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "q.jsonl"), "--limit", "2",
-                     "--base-url", server.url, "--model", "m", "--no-cache", "--quiet"])
+        code = main(
+            [
+                "generate",
+                str(EXAMPLE / "chunks.jsonl"),
+                "-o",
+                str(tmp_path / "q.jsonl"),
+                "--limit",
+                "2",
+                "--base-url",
+                server.url,
+                "--model",
+                "m",
+                "--no-cache",
+                "--quiet",
+            ]
+        )
     out = capsys.readouterr().out
     assert code == 1
     assert "model calls failed" in out and "the answer is not valid JSON" in out
@@ -267,19 +465,37 @@ def test_sigterm_ends_a_run_with_one_line_and_a_rerun_resumes(tmp_path):
     import signal
     import subprocess
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
+
     out = tmp_path / "c.jsonl"
     with FakeLLM(delay=0.3) as server:
-        argv = [sys.executable, "-m", "ragassay", "check", str(answers_file(tmp_path, 20)), "-o", str(out),
-                "--base-url", server.url, "--model", "m", "--no-cache", "--quiet", "--concurrency", "1"]
+        argv = [
+            sys.executable,
+            "-m",
+            "ragassay",
+            "check",
+            str(answers_file(tmp_path, 20)),
+            "-o",
+            str(out),
+            "--base-url",
+            server.url,
+            "--model",
+            "m",
+            "--no-cache",
+            "--quiet",
+            "--concurrency",
+            "1",
+        ]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for(lambda: server.calls >= 3, "the server to receive 3 requests", proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 143 and "Traceback" not in err
-        assert err.strip().splitlines()[-1] == ("terminated (SIGTERM); a rerun of the same command resumes where "
-                                                "this one stopped")
+        assert err.strip().splitlines()[-1] == (
+            "terminated (SIGTERM); a rerun of the same command resumes where this one stopped"
+        )
         journal = Path(f"{out}.journal")
         kept = len(journal.read_text().splitlines()) if journal.exists() else 0
         assert kept >= 2
@@ -317,8 +533,14 @@ class Starting:
     def __init__(self, argv: list[str]):
         import os
         import subprocess
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+
+        self.proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
+        )
         self.imports_after_handler = 0
         self.said: list[str] = []  # what is not an import line
         self._stage = "before main"
@@ -359,8 +581,10 @@ def test_sigterm_at_any_moment_of_a_run_ends_with_the_one_line_and_no_traceback(
     find the default action: killed by it (-15), nothing started, nothing said."""
     import signal
     import sys
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fake_llm import FakeLLM
+
     ended: dict[str, int] = {}
     moments = ["at once", *(f"import {n}" for n in (1, 3, 10, 40, 120, 250)), "first request", "first record"]
     with FakeLLM(delay=0.5) as server:
@@ -368,17 +592,37 @@ def test_sigterm_at_any_moment_of_a_run_ends_with_the_one_line_and_no_traceback(
             out = tmp_path / f"c{n}.jsonl"
             journal = Path(f"{out}.journal")
             calls = server.calls
-            run = Starting([sys.executable, "-m", "ragassay", "check", str(EXAMPLE / "answers.jsonl"), "--chunks",
-                            str(EXAMPLE / "chunks.jsonl"), "-o", str(out), "--base-url", server.url, "--model", "m",
-                            "--no-cache"])
+            run = Starting(
+                [
+                    sys.executable,
+                    "-m",
+                    "ragassay",
+                    "check",
+                    str(EXAMPLE / "answers.jsonl"),
+                    "--chunks",
+                    str(EXAMPLE / "chunks.jsonl"),
+                    "-o",
+                    str(out),
+                    "--base-url",
+                    server.url,
+                    "--model",
+                    "m",
+                    "--no-cache",
+                ]
+            )
             if moment.startswith("import "):
                 k = int(moment.split()[1])
-                wait_for(lambda: run.imports_after_handler >= k, f"the {k}th import after the handler", run.proc)
+                wait_for(
+                    lambda run=run, k=k: run.imports_after_handler >= k, f"the {k}th import after the handler", run.proc
+                )
             elif moment == "first request":
-                wait_for(lambda: server.calls > calls, "a request at the server", run.proc)
+                wait_for(lambda calls=calls: server.calls > calls, "a request at the server", run.proc)
             elif moment == "first record":
-                wait_for(lambda: journal.exists() and b"\n" in journal.read_bytes(), "a record in the journal",
-                         run.proc)
+                wait_for(
+                    lambda journal=journal: journal.exists() and b"\n" in journal.read_bytes(),
+                    "a record in the journal",
+                    run.proc,
+                )
             run.proc.send_signal(signal.SIGTERM)
             said = run.finish()
             ended[moment] = run.proc.returncode
@@ -400,6 +644,7 @@ def test_sigterm_while_asyncio_is_half_imported_ends_the_command_not_with_a_trac
     import types
 
     from ragassay import cli
+
     monkeypatch.setitem(sys.modules, "asyncio", types.ModuleType("asyncio"))  # not yet get_running_loop
     with pytest.raises(cli._Terminated):
         cli._raise_terminated(15, None)
@@ -415,6 +660,7 @@ def test_sigterm_that_lands_where_python_drops_exceptions_still_ends_the_command
     import weakref
 
     from ragassay import cli
+
     went_on: list[str] = []
 
     class Lock:
@@ -425,6 +671,7 @@ def test_sigterm_that_lands_where_python_drops_exceptions_still_ends_the_command
             os.kill(os.getpid(), signal.SIGTERM)
             for _ in range(1000):  # the handler runs here, inside the callback
                 pass
+
         lock = Lock()
         ref = weakref.ref(lock, callback)
         del lock  # the callback runs now

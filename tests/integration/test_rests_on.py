@@ -24,12 +24,11 @@ import pytest
 import pytrec_eval
 
 import ragassay
+from fake_llm import FakeLLM
 from ragassay.cli import main
 from ragassay.data.origin import Origin, PoolRun, read_origin, write_origin
 from ragassay.data.pool import pool_digest
 from ragassay.errors import InputError
-
-from fake_llm import FakeLLM
 from real_corpus import write_corpus
 
 BINARY = {"P_5": "p@5", "recall_10": "recall@10", "recip_rank": "mrr", "map": "map", "success_10": "hit_rate@10"}
@@ -48,8 +47,7 @@ def random_labels(seed: int, low: int, high: int, queries: int = 12) -> tuple[di
 
 
 def trec_values(qrels: dict, run: dict, level: int) -> dict[str, float]:
-    ev = pytrec_eval.RelevanceEvaluator(qrels, {"P", "recall", "recip_rank", "map", "success"},
-                                        relevance_level=level)
+    ev = pytrec_eval.RelevanceEvaluator(qrels, {"P", "recall", "recip_rank", "map", "success"}, relevance_level=level)
     per = ev.evaluate(run)
     return {ours: float(np.mean([v[theirs] for v in per.values()])) for theirs, ours in BINARY.items()}
 
@@ -69,8 +67,9 @@ def test_binary_measures_count_from_the_grade_the_labels_say(tmp_path, low, high
     expected = trec_values(qrels, run, relevant_from)
     assert ev.aggregate == pytest.approx(expected, abs=1e-12)
     assert ev.relevance_level == relevant_from and ev.relevance.source == "labels"
-    assert ev.relevance.text().startswith(f"relevant = grade ≥ {relevant_from} (the labels' scale {low}-{high}, "
-                                          "said in q.txt.origin.json)")
+    assert ev.relevance.text().startswith(
+        f"relevant = grade ≥ {relevant_from} (the labels' scale {low}-{high}, said in q.txt.origin.json)"
+    )
     # a grade given wins over the labels', and says that the labels say otherwise
     other = 1 if relevant_from != 1 else high
     given = ragassay.evaluate(path, run, list(BINARY.values()), relevance_level=other)
@@ -95,16 +94,33 @@ def test_the_judges_records_read_as_qrels_are_on_the_judges_scale(tmp_path):
     """A judgments file (record judgment@1 on every line) says its scale without a sidecar; people's
     JSON Lines labels (assessor) do not, and count from 1."""
     qrels, run = random_labels(3, 0, 3)
-    lines = [{"record": "judgment@1", "query_id": q, "chunk_id": d, "grade": g, "reasoning": "", "status": "ok",
-              "error": None, "model": "m", "prompt": "judge_relevance@1"} for q, ds in qrels.items()
-             for d, g in ds.items()]
+    lines = [
+        {
+            "record": "judgment@1",
+            "query_id": q,
+            "chunk_id": d,
+            "grade": g,
+            "reasoning": "",
+            "status": "ok",
+            "error": None,
+            "model": "m",
+            "prompt": "judge_relevance@1",
+        }
+        for q, ds in qrels.items()
+        for d, g in ds.items()
+    ]
     judged = tmp_path / "judgments.jsonl"
     judged.write_text("".join(json.dumps(x) + "\n" for x in lines))
     ev = ragassay.evaluate(judged, run, list(BINARY.values()))
     assert ev.relevance_level == 2 and ev.aggregate == pytest.approx(trec_values(qrels, run, 2), abs=1e-12)
     people = tmp_path / "people.jsonl"
-    people.write_text("".join(json.dumps({"query_id": x["query_id"], "chunk_id": x["chunk_id"], "grade": x["grade"],
-                                          "assessor": "ann"}) + "\n" for x in lines))
+    people.write_text(
+        "".join(
+            json.dumps({"query_id": x["query_id"], "chunk_id": x["chunk_id"], "grade": x["grade"], "assessor": "ann"})
+            + "\n"
+            for x in lines
+        )
+    )
     assert ragassay.evaluate(people, run, ["p@5"]).relevance_level == 1
     # a file mixing the judge's records with lines that say nothing is not wholly on the judge's scale
     mixed = tmp_path / "mixed.jsonl"
@@ -130,15 +146,18 @@ def test_the_command_prints_the_grade_beside_the_measures_that_use_it(tmp_path, 
     assert d["settings"]["relevance_level"] == 3 and d["rests_on"]["relevance"]["source"] == "given"
 
 
-@pytest.mark.parametrize("sidecar, why", [
-    ({"scale": [3, 0]}, "lowest first"),
-    ({"scale": [0, 3], "relevant_from": 0}, "at least 1"),
-    ({"scale": [0, 3], "relevant_from": 4}, "not a grade of the scale 0-3"),
-    ({"relevant_from": "2"}, "a whole number"),
-    ({"scale": "0-3"}, "[lowest, highest]"),
-    ({"pool": [{"name": "a", "digest": "x"}]}, "'depth' is missing"),
-    ({"pool": [{"name": "a", "digest": "x", "depth": 0}]}, "at least 1"),
-])
+@pytest.mark.parametrize(
+    "sidecar, why",
+    [
+        ({"scale": [3, 0]}, "lowest first"),
+        ({"scale": [0, 3], "relevant_from": 0}, "at least 1"),
+        ({"scale": [0, 3], "relevant_from": 4}, "not a grade of the scale 0-3"),
+        ({"relevant_from": "2"}, "a whole number"),
+        ({"scale": "0-3"}, "[lowest, highest]"),
+        ({"pool": [{"name": "a", "digest": "x"}]}, "'depth' is missing"),
+        ({"pool": [{"name": "a", "digest": "x", "depth": 0}]}, "at least 1"),
+    ],
+)
 def test_an_origin_file_that_says_a_wrong_scale_or_pool_is_refused_naming_it(tmp_path, capsys, sidecar, why):
     qrels, run = random_labels(1, 0, 3, queries=2)
     path = write_trec(tmp_path / "q.txt", qrels)
@@ -155,17 +174,27 @@ def test_an_origin_file_that_says_a_wrong_scale_or_pool_is_refused_naming_it(tmp
 def test_an_older_origin_file_without_scale_or_pool_still_reads(tmp_path):
     qrels, run = random_labels(2, 0, 3, queries=2)
     path = write_trec(tmp_path / "q.txt", qrels)
-    (tmp_path / "q.txt.origin.json").write_text(json.dumps({"record": "origin@1", "labellers": [
-        {"by": "person", "name": "ann", "prompt": None, "endpoint": None}], "command": None, "date": None}))
+    (tmp_path / "q.txt.origin.json").write_text(
+        json.dumps(
+            {
+                "record": "origin@1",
+                "labellers": [{"by": "person", "name": "ann", "prompt": None, "endpoint": None}],
+                "command": None,
+                "date": None,
+            }
+        )
+    )
     origin = ragassay.read_qrels(path).origin
     assert origin.describe() == "ann" and origin.scale is None and origin.pool is None
 
 
 # ------------------------------------------------------------------------------------ pools
 
+
 def write_run(path: Path, ranking: dict[str, list[str]], tag: str) -> Path:
-    path.write_text("".join(f"{q} Q0 {d} {i + 1} {len(ds) - i} {tag}\n" for q, ds in ranking.items()
-                            for i, d in enumerate(ds)))
+    path.write_text(
+        "".join(f"{q} Q0 {d} {i + 1} {len(ds) - i} {tag}\n" for q, ds in ranking.items() for i, d in enumerate(ds))
+    )
     return path
 
 
@@ -177,21 +206,47 @@ def corpus(tmp_path: Path):
     sys.path.insert(0, str(folder))
     try:
         import retrievers
-        runs = {name: {q["id"]: [c if isinstance(c, str) else c[0] for c in getattr(retrievers, name)(q["text"])]
-                       for q in queries} for name in ("overlap", "names", "longest")}
+
+        runs = {
+            name: {
+                q["id"]: [c if isinstance(c, str) else c[0] for c in getattr(retrievers, name)(q["text"])]
+                for q in queries
+            }
+            for name in ("overlap", "names", "longest")
+        }
     finally:
         sys.path.remove(str(folder))
         sys.modules.pop("retrievers", None)
-    paths = {name: write_run(folder / f"{name}.txt", {q: ds for q, ds in r.items() if ds}, name)
-             for name, r in runs.items()}
+    paths = {
+        name: write_run(folder / f"{name}.txt", {q: ds for q, ds in r.items() if ds}, name) for name, r in runs.items()
+    }
     return folder, paths
 
 
 def judge(folder: Path, run: Path, server: FakeLLM, depth: int, capsys) -> Path:
     capsys.readouterr()
-    code = main(["judge", "--queries", str(folder / "queries.jsonl"), "--chunks", str(folder / "chunks.jsonl"),
-                 "--run", str(run), "-o", str(folder / "judgments.jsonl"), "--qrels-out", str(folder / "judged.qrels"),
-                 "--depth", str(depth), "--base-url", server.url, "--model", "fake", "--quiet"])
+    code = main(
+        [
+            "judge",
+            "--queries",
+            str(folder / "queries.jsonl"),
+            "--chunks",
+            str(folder / "chunks.jsonl"),
+            "--run",
+            str(run),
+            "-o",
+            str(folder / "judgments.jsonl"),
+            "--qrels-out",
+            str(folder / "judged.qrels"),
+            "--depth",
+            str(depth),
+            "--base-url",
+            server.url,
+            "--model",
+            "fake",
+            "--quiet",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     return folder / "judged.qrels"
 
@@ -266,8 +321,10 @@ def test_the_share_judged_is_of_what_the_run_returned_in_trec_evals_order(tmp_pa
     Judged@k wherever the two agree by definition (every ranking at least k long, no ties)."""
     rng = random.Random(5)
     qrels = {f"q{q}": {f"d{i}": rng.randint(0, 3) for i in rng.sample(range(40), 15)} for q in range(20)}
-    run = {f"q{q}": {f"d{i}": float(rng.randint(0, 30)) for i in rng.sample(range(40), rng.randint(3, 30))}
-           for q in range(20)}
+    run = {
+        f"q{q}": {f"d{i}": float(rng.randint(0, 30)) for i in rng.sample(range(40), rng.randint(3, 30))}
+        for q in range(20)
+    }
     ev = ragassay.evaluate(qrels, run, ["p@5", "recall@20", "ndcg@10"])
     judged = ev.standing.judged
     assert list(judged) == ["share_judged@5", "share_judged@10", "share_judged@20"]
@@ -285,15 +342,20 @@ def test_the_share_judged_is_of_what_the_run_returned_in_trec_evals_order(tmp_pa
 
 def test_compare_counts_each_runs_relevant_chunks_no_other_run_found(tmp_path):
     qrels = {"q1": {"a": 3, "b": 2, "c": 1, "d": 2, "e": 0}, "q2": {"x": 2, "y": 3}}
-    runs = {"one": {"q1": {"a": 3, "b": 2, "c": 1}, "q2": {"x": 2, "z": 1}},
-            "two": {"q1": {"a": 3, "d": 2, "e": 1}, "q2": {"x": 2}},
-            "three": {"q1": {"c": 3, "e": 2}, "q2": {"y": 1, "z": 0.5}}}
+    runs = {
+        "one": {"q1": {"a": 3, "b": 2, "c": 1}, "q2": {"x": 2, "z": 1}},
+        "two": {"q1": {"a": 3, "d": 2, "e": 1}, "q2": {"x": 2}},
+        "three": {"q1": {"c": 3, "e": 2}, "q2": {"y": 1, "z": 0.5}},
+    }
     path = write_trec(tmp_path / "q.txt", qrels, (0, 3), 2)
     cmp = ragassay.compare(path, runs, ["p@3"])
     unique = cmp.rests_on["unique_relevant"]
     # relevant from 2: q1 a b d, q2 x y. one finds a b x (b alone); two a d x (d alone); three y (alone)
-    assert unique["runs"] == {"one": {"unique": 1, "relevant_found": 3}, "two": {"unique": 1, "relevant_found": 3},
-                              "three": {"unique": 1, "relevant_found": 1}}
+    assert unique["runs"] == {
+        "one": {"unique": 1, "relevant_found": 3},
+        "two": {"unique": 1, "relevant_found": 3},
+        "three": {"unique": 1, "relevant_found": 1},
+    }
     assert cmp.settings["relevance_level"] == 2
     # at grade 1, c counts too, and one and three both found it
     at_one = ragassay.compare(path, runs, ["p@3"], relevance_level=1).rests_on["unique_relevant"]["runs"]
@@ -332,10 +394,20 @@ def test_pool_digest_is_the_ranking_not_the_file():
 
 # ----------------------------------------------------------------------- the project and run
 
+
 def project(folder: Path, retrievers: list[str], *more: str) -> Path:
-    lines = ['out = "out"', "depth = 10", "k = 10", 'metrics = ["ndcg@10", "map", "recall@10", "mrr", "p@5"]',
-             *more, "[data]", 'chunks = "chunks.jsonl"', 'queries = "queries.jsonl"', "[retrievers]",
-             *[f'{r} = "retrievers.py:{r}"' for r in retrievers]]
+    lines = [
+        'out = "out"',
+        "depth = 10",
+        "k = 10",
+        'metrics = ["ndcg@10", "map", "recall@10", "mrr", "p@5"]',
+        *more,
+        "[data]",
+        'chunks = "chunks.jsonl"',
+        'queries = "queries.jsonl"',
+        "[retrievers]",
+        *[f'{r} = "retrievers.py:{r}"' for r in retrievers],
+    ]
     path = folder / "ragassay.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -395,6 +467,7 @@ def test_the_project_file_sets_the_relevant_grade(tmp_path, capsys):
 def test_the_report_offers_the_measures_for_incomplete_judgments_only_when_some_are_missing(tmp_path):
     from helpers import EXAMPLE
     from ragassay.product.report import make_report
+
     runs = {"bm25": EXAMPLE / "runs" / "bm25.txt", "tfidf": EXAMPLE / "runs" / "tfidf.txt"}
     md = make_report([], tmp_path / "r.md", qrels=EXAMPLE / "qrels.txt", runs=runs).path.read_text()
     # the example's people judged the top 5 of both runs; the runs go to 10: a third of the top 10 is unjudged
@@ -403,28 +476,39 @@ def test_the_report_offers_the_measures_for_incomplete_judgments_only_when_some_
     assert "count relevant = grade ≥ 2 (the labels' scale 0-3, said in qrels.txt.origin.json)" in md
     # judged whole (every returned chunk of every run has a label): the usual measures alone
     complete = tmp_path / "complete.txt"
-    complete.write_text("".join(f"{q} 0 {d} 1\n" for name in runs for q, ds in
-                                ragassay.read_run(runs[name]).top_ids(100).items() for d in ds
-                                if name == "bm25" or d not in ragassay.read_run(runs["bm25"]).top_ids(100).get(q, [])))
+    complete.write_text(
+        "".join(
+            f"{q} 0 {d} 1\n"
+            for name in runs
+            for q, ds in ragassay.read_run(runs[name]).top_ids(100).items()
+            for d in ds
+            if name == "bm25" or d not in ragassay.read_run(runs["bm25"]).top_ids(100).get(q, [])
+        )
+    )
     md = make_report([], tmp_path / "c.md", qrels=complete, runs=runs).path.read_text()
     assert "| run | p@5 | p@10 | recall@10 | ndcg@10 | mrr | map |" in md and "bpref" not in md
     assert "relevant = grade ≥ 1 (trec_eval's default" in md
     assert "The labels do not say which runs they were judged from (their pool)." in md
 
 
-@pytest.mark.parametrize("ref, cand, says", [
-    (((0, 3), 2), ((1, 5), 4), "different scales"),
-    (((0, 3), 2), ((0, 3), 3), "different grades"),
-    (((0, 3), 2), (None, None), "outside the reference's scale 0-3"),   # the candidate's grades run 0-9
-    ((None, None), ((0, 1), 1), "outside the candidate's scale 0-1"),   # the reference's grades run 0-9
-])
+@pytest.mark.parametrize(
+    "ref, cand, says",
+    [
+        (((0, 3), 2), ((1, 5), 4), "different scales"),
+        (((0, 3), 2), ((0, 3), 3), "different grades"),
+        (((0, 3), 2), (None, None), "outside the reference's scale 0-3"),  # the candidate's grades run 0-9
+        ((None, None), ((0, 1), 1), "outside the candidate's scale 0-1"),  # the reference's grades run 0-9
+    ],
+)
 def test_two_files_of_labels_on_different_scales_are_not_compared_without_a_word(tmp_path, capsys, ref, cand, says):
     rng = random.Random(9)
     pairs = [(f"q{i % 4}", f"d{i}") for i in range(40)]
     wide = {q: {} for q, _ in pairs}
     for q, d in pairs:
         wide[q][d] = rng.randint(0, 9)
-    narrow = {q: {d: min(g, 1) if cand[0] == (0, 1) else min(g // 3, 3) for d, g in ds.items()} for q, ds in wide.items()}
+    narrow = {
+        q: {d: min(g, 1) if cand[0] == (0, 1) else min(g // 3, 3) for d, g in ds.items()} for q, ds in wide.items()
+    }
     a = write_trec(tmp_path / "a.txt", narrow if ref[0] else wide, *ref)
     b = write_trec(tmp_path / "b.txt", narrow if cand[0] else wide, *cand)
     capsys.readouterr()
@@ -451,21 +535,42 @@ def test_the_diagnosis_gives_no_advice_on_a_pool_of_the_run_alone(tmp_path, caps
     recall cannot tell good retrieval from bad, so no advice is given (and the reason is); on the
     people's labels of two runs' pool the advice stands."""
     from helpers import EXAMPLE
+
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
         monkeypatch.delenv(name, raising=False)
     run = EXAMPLE / "runs" / "bm25.txt"
     alone = tmp_path / "alone.qrels"
     shutil.copy(EXAMPLE / "qrels.txt", alone)
-    write_origin(alone, Origin(scale=(0, 3), relevant_from=2,
-                               pool=(PoolRun("bm25", pool_digest(ragassay.read_run(run).top_ids(10)), 10),)))
+    write_origin(
+        alone,
+        Origin(
+            scale=(0, 3), relevant_from=2, pool=(PoolRun("bm25", pool_digest(ragassay.read_run(run).top_ids(10)), 10),)
+        ),
+    )
     answers = tmp_path / "answers.jsonl"
-    answers.write_text("".join(json.dumps({"id": q, "question": "?", "reference": "30 days", "response": "30 days"})
-                               + "\n" for q in ("q01", "q02", "q03")))
+    answers.write_text(
+        "".join(
+            json.dumps({"id": q, "question": "?", "reference": "30 days", "response": "30 days"}) + "\n"
+            for q in ("q01", "q02", "q03")
+        )
+    )
     said = {}
     for qrels in (alone, EXAMPLE / "qrels.txt"):
         capsys.readouterr()
-        main(["check", str(answers), "--run", str(run), "--qrels", str(qrels), "-o", str(tmp_path / f"{qrels.stem}.jsonl"),
-              "--format", "json"])
+        main(
+            [
+                "check",
+                str(answers),
+                "--run",
+                str(run),
+                "--qrels",
+                str(qrels),
+                "-o",
+                str(tmp_path / f"{qrels.stem}.jsonl"),
+                "--format",
+                "json",
+            ]
+        )
         said[qrels.stem] = json.loads(capsys.readouterr().out)["diagnosis"]
     assert said["alone"]["advice"].startswith("no advice: the qrels were judged from this run's own top 10 alone")
     assert said["alone"]["diagnosed"] == said["qrels"]["diagnosed"] == 3
@@ -477,8 +582,9 @@ def test_a_scale_said_without_its_relevant_grade_counts_from_one_and_says_so(tmp
     path = write_trec(tmp_path / "q.txt", qrels, (1, 5), None)
     ev = ragassay.evaluate(path, run, ["p@5"])
     assert ev.relevance_level == 1 and ev.aggregate["p@5"] == pytest.approx(trec_values(qrels, run, 1)["p@5"])
-    assert ev.relevance.text().startswith("relevant = grade ≥ 1 (trec_eval's default: the labels say their scale 1-5 "
-                                          "but not the grade they count from")
+    assert ev.relevance.text().startswith(
+        "relevant = grade ≥ 1 (trec_eval's default: the labels say their scale 1-5 but not the grade they count from"
+    )
 
 
 def test_the_share_judged_leaves_out_queries_the_run_returned_nothing_for(tmp_path, capsys):
@@ -504,12 +610,14 @@ def test_a_grade_nobody_reaches_and_grades_off_the_scale_are_said(tmp_path, caps
     assert "its grades run 1-5 and every label counts as relevant" in text  # nothing below the cut: said so
     ev = ragassay.evaluate(path, run, ["p@5", "map"], relevance_level=9)
     assert ev.aggregate == {"p@5": 0.0, "map": 0.0}
-    assert ev.relevance.warnings() == ["NO RELEVANT LABEL: no label reaches grade 9 (the highest is 5): every binary "
-                                       "measure is 0"]
+    assert ev.relevance.warnings() == [
+        "NO RELEVANT LABEL: no label reaches grade 9 (the highest is 5): every binary measure is 0"
+    ]
     off = write_trec(tmp_path / "off.txt", qrels, (0, 3), 2)  # says 0-3, holds 1-5
     d = evaluate_json(off, _run_file(tmp_path, run), capsys, "-m", "p@5")
     assert d["rests_on"]["relevance"]["warnings"] == [
-        "OFF THE SCALE: the labels hold grades 1-5, outside the scale 0-3 their origin file says"]
+        "OFF THE SCALE: the labels hold grades 1-5, outside the scale 0-3 their origin file says"
+    ]
     capsys.readouterr()
     main(["evaluate", str(off), str(_run_file(tmp_path, run)), "-m", "p@5"])
     assert "warning: OFF THE SCALE" in capsys.readouterr().out
@@ -527,16 +635,18 @@ def test_a_measure_is_deeper_than_the_pool_only_when_the_run_reaches_past_it(tmp
     ranking = {f"q{i}": [f"d{i}-{j}" for j in range(4)] for i in range(5)}  # four results a query
     qrels = {q: {d: 1 for d in ds[:3]} for q, ds in ranking.items()}
     path = write_trec(tmp_path / "q.txt", qrels, (0, 1), 1)
-    write_origin(path, read_origin(path).replace(pool=(PoolRun("r", pool_digest(
-        {q: ds[:3] for q, ds in ranking.items()}), 3),)))
+    write_origin(
+        path, read_origin(path).replace(pool=(PoolRun("r", pool_digest({q: ds[:3] for q, ds in ranking.items()}), 3),))
+    )
     short = write_run(tmp_path / "short.txt", {q: ds[:3] for q, ds in ranking.items()}, "r")
     long = write_run(tmp_path / "long.txt", ranking, "r")
     assert evaluate_json(path, short, capsys, "-m", "p@10,map,recall@3")["rests_on"]["pool"]["deeper"] == []
     assert evaluate_json(path, long, capsys, "-m", "p@10,map,recall@3")["rests_on"]["pool"]["deeper"] == ["p@10", "map"]
 
 
-@pytest.mark.parametrize("spelt", [lambda d: d.upper(), lambda d: f"doc-{d}", lambda d: __import__("unicodedata")
-                                   .normalize("NFD", d)])
+@pytest.mark.parametrize(
+    "spelt", [lambda d: d.upper(), lambda d: f"doc-{d}", lambda d: __import__("unicodedata").normalize("NFD", d)]
+)
 def test_chunk_ids_that_never_meet_are_said_not_scored_silently(tmp_path, capsys, spelt):
     qrels = {"q1": {"é1": 1, "ä2": 0}, "q2": {"é3": 2}}
     path = write_trec(tmp_path / "q.txt", qrels)
@@ -563,5 +673,6 @@ def test_runs_gate_says_what_the_gated_scores_rest_on(tmp_path, capsys):
         code, result, err = run_project(path, server, capsys)
     gate = next(s for s in result["steps"] if s["step"] == "gate")
     assert gate["status"] == "ran" and code == 0, err
-    assert gate["text"].endswith("[overlap: relevant = grade ≥ 2; POOL OF THIS RUN ALONE (depth 10): recall and MAP "
-                                 "count only what it found]")
+    assert gate["text"].endswith(
+        "[overlap: relevant = grade ≥ 2; POOL OF THIS RUN ALONE (depth 10): recall and MAP count only what it found]"
+    )

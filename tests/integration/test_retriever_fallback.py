@@ -28,11 +28,13 @@ def project(tmp_path: Path) -> Path:
     (d / "retrievers.py").write_text(
         "def needs_a_package(query):\n    import a_package_nobody_installed  # noqa\n    return []\n\n"
         "def broken(query):\n    raise ValueError('a bug in the retriever')\n\n"
-        "def works(query):\n    return [('d:1', 1.0)] if 'alpha' in query else [('d#3', 1.0)]\n")
+        "def works(query):\n    return [('d:1', 1.0)] if 'alpha' in query else [('d#3', 1.0)]\n"
+    )
     (d / "ragassay.toml").write_text(
         'depth = 2\nk = 5\nmetrics = ["ndcg@10"]\n\n[data]\nchunks = "chunks.jsonl"\nqueries = "queries.jsonl"\n'
         'qrels = "people.qrels"\n\n[retrievers]\n'
-        'r = { function = "retrievers.py:FUNCTION", fallback = "kept.txt" }\n')
+        'r = { function = "retrievers.py:FUNCTION", fallback = "kept.txt" }\n'
+    )
     return d
 
 
@@ -52,17 +54,24 @@ def test_a_missing_package_reads_the_fallback_run_and_says_so(project, capsys):
     code, done = run(project, capsys, "needs_a_package")
     assert code == 0, done
     said = step(done, "retrieve")["text"]
-    assert said == "r: a_package_nobody_installed is not installed, so the run file kept.txt is read in its place " \
-                   "(3 results for 2 queries)"
+    assert (
+        said == "r: a_package_nobody_installed is not installed, so the run file kept.txt is read in its place "
+        "(3 results for 2 queries)"
+    )
     out = project / "ragassay-out"
     assert (out / "runs" / "r.txt").read_text() == (project / "kept.txt").read_text()
-    assert step(done, "retrieve")["result"]["r"] == {"fallback": str(project / "kept.txt"),
-                                                      "missing_package": "a_package_nobody_installed"}
+    assert step(done, "retrieve")["result"]["r"] == {
+        "fallback": str(project / "kept.txt"),
+        "missing_package": "a_package_nobody_installed",
+    }
     assert any("kept.txt is read in its place" in w for w in done["warnings"])  # in the JSON's warnings too
     assert step(done, "evaluate")["status"] == "ran" and (out / "evaluate" / "r.json").exists()
     # the retriever is tried again next time (its package may have been installed since)
-    project.joinpath("retrievers.py").write_text(project.joinpath("retrievers.py").read_text().replace(
-        "    import a_package_nobody_installed  # noqa\n    return []", "    return [('d4', 1.0)]"))
+    project.joinpath("retrievers.py").write_text(
+        project.joinpath("retrievers.py")
+        .read_text()
+        .replace("    import a_package_nobody_installed  # noqa\n    return []", "    return [('d4', 1.0)]")
+    )
     code, again = run(project, capsys, "needs_a_package")
     assert code == 0 and step(again, "retrieve")["text"] == "r: 2 results for 2 queries"
     assert (out / "runs" / "r.txt").read_text().split()[2] == "d4"
@@ -87,11 +96,14 @@ def test_a_retriever_that_works_never_reads_its_fallback(project, capsys):
     assert "kept" not in (project / "ragassay-out" / "runs" / "r.txt").read_text()
 
 
-@pytest.mark.parametrize("value, said", [
-    ('{ function = "retrievers.py:works", fallback = "gone.txt" }', "no such file 'gone.txt'"),
-    ('{ fallback = "kept.txt" }', "got no function"),
-    ('{ function = "retrievers.py:works", else = "kept.txt" }', "got else"),
-])
+@pytest.mark.parametrize(
+    "value, said",
+    [
+        ('{ function = "retrievers.py:works", fallback = "gone.txt" }', "no such file 'gone.txt'"),
+        ('{ fallback = "kept.txt" }', "got no function"),
+        ('{ function = "retrievers.py:works", else = "kept.txt" }', "got else"),
+    ],
+)
 def test_a_bad_retriever_table_names_its_line(project, capsys, value, said):
     toml = project / "ragassay.toml"
     toml.write_text(toml.read_text().replace('{ function = "retrievers.py:FUNCTION", fallback = "kept.txt" }', value))
@@ -109,8 +121,10 @@ def test_the_demo_without_bm25s_reads_the_bundled_bm25_run_and_writes_its_report
     capsys.readouterr()
     assert main(["demo", "--out", str(tmp_path / "d")]) == 0
     out = capsys.readouterr().out
-    assert "retrieve  ran: bm25: bm25s is not installed, so the run file bm25.txt is read in its place " \
-           "(202 results for 22 queries); tfidf: 175 results for 22 queries" in out
+    assert (
+        "retrieve  ran: bm25: bm25s is not installed, so the run file bm25.txt is read in its place "
+        "(202 results for 22 queries); tfidf: 175 results for 22 queries" in out
+    )
     assert (tmp_path / "d" / "report.html").exists()
 
 
@@ -119,11 +133,14 @@ def test_a_second_run_of_one_project_stops_at_once_naming_the_first(project, cap
     lock held by another process here), a second stops before any step, naming it; a dry run, which
     writes nothing, still runs; once the first is gone, the second runs."""
     import subprocess
+
     toml = project / "ragassay.toml"
     toml.write_text(toml.read_text().replace("FUNCTION", "works"))
     state = project / ".ragassay" / "state.json"
-    code = ("import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
-            "print('held', flush=True); time.sleep(60)")
+    code = (
+        "import sys, time; from ragassay.runtime.engine import OutputLock; OutputLock(sys.argv[1]).acquire(); "
+        "print('held', flush=True); time.sleep(60)"
+    )
     holder = subprocess.Popen([sys.executable, "-c", code, str(state)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -143,6 +160,7 @@ def test_a_second_run_of_one_project_stops_at_once_naming_the_first(project, cap
 
 def test_the_bundled_example_is_only_read_a_run_of_it_needs_out(tmp_path, capsys):
     from helpers import EXAMPLE
+
     capsys.readouterr()
     assert main(["run", str(EXAMPLE / "ragassay.toml")]) == 2
     err = capsys.readouterr().err
@@ -157,7 +175,9 @@ def test_demo_copy_refuses_llm_flags_it_would_ignore(tmp_path, capsys):
     capsys.readouterr()
     assert main(["demo", "--copy", str(tmp_path / "c"), "--model", "fake", "--max-calls", "3"]) == 2
     err = capsys.readouterr().err
-    assert "--copy only writes the bundled example's files and calls no model: --model, --max-calls would do " \
-           "nothing" in err
+    assert (
+        "--copy only writes the bundled example's files and calls no model: --model, --max-calls would do "
+        "nothing" in err
+    )
     assert not (tmp_path / "c").exists()
     assert main(["demo", "--copy", str(tmp_path / "c")]) == 0 and (tmp_path / "c" / "ragassay.toml").exists()

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ragassay.cli import main
-
 from fake_llm import dead_url
 from helpers import EXAMPLE
+from ragassay.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -44,8 +43,22 @@ def project(folder: Path, text: str) -> Path:
 def run(path: Path, capsys, *more: str) -> tuple[int, dict, str]:
     """The run as JSON and as text (the second run's text: every step up to date or said again)."""
     capsys.readouterr()
-    code = main(["run", str(path), "--base-url", dead_url(), "--model", "fake", "--timeout", "5", "--format", "json",
-                 "--quiet", *more])
+    code = main(
+        [
+            "run",
+            str(path),
+            "--base-url",
+            dead_url(),
+            "--model",
+            "fake",
+            "--timeout",
+            "5",
+            "--format",
+            "json",
+            "--quiet",
+            *more,
+        ]
+    )
     done = json.loads(capsys.readouterr().out)
     return code, done, ""
 
@@ -74,8 +87,9 @@ second = "tfidf.txt"
 
 
 def test_a_dead_endpoint_stops_at_judge_and_what_needs_no_model_still_runs(tmp_path, capsys):
-    folder = copy_example(tmp_path, "chunks.jsonl", "queries.jsonl", "answers.jsonl", "qrels.txt", "runs/bm25.txt",
-                          "runs/tfidf.txt")
+    folder = copy_example(
+        tmp_path, "chunks.jsonl", "queries.jsonl", "answers.jsonl", "qrels.txt", "runs/bm25.txt", "runs/tfidf.txt"
+    )
     path = project(folder, FULL + '[gate]\nmin = ["ndcg@10=0.1"]\n')
     code, done, _ = run(path, capsys)
     status = {s["step"]: s["status"] for s in done["steps"]}
@@ -98,8 +112,9 @@ def test_a_dead_endpoint_stops_at_judge_and_what_needs_no_model_still_runs(tmp_p
 
 
 def test_the_last_line_says_where_the_run_stopped_and_why(tmp_path, capsys):
-    folder = copy_example(tmp_path, "chunks.jsonl", "queries.jsonl", "answers.jsonl", "qrels.txt", "runs/bm25.txt",
-                          "runs/tfidf.txt")
+    folder = copy_example(
+        tmp_path, "chunks.jsonl", "queries.jsonl", "answers.jsonl", "qrels.txt", "runs/bm25.txt", "runs/tfidf.txt"
+    )
     code, lines = text_of(project(folder, FULL), capsys)
     assert code == 1
     last = lines[-1]
@@ -128,8 +143,11 @@ def test_a_check_that_fails_still_gives_the_rules_verdicts(tmp_path, capsys):
 def test_a_generate_that_fails_leaves_the_runs_scored_on_peoples_qrels(tmp_path, capsys):
     """No queries: generate is the step that calls the model; the run files and people's qrels need none."""
     folder = copy_example(tmp_path, "chunks.jsonl", "qrels.txt", "runs/bm25.txt", "runs/tfidf.txt", "retrievers.py")
-    path = project(folder, '[data]\nchunks = "chunks.jsonl"\nqrels = "qrels.txt"\n[runs]\nfirst = "bm25.txt"\n'
-                           'second = "tfidf.txt"\n[retrievers]\nmine = "retrievers.py:tfidf"\n')
+    path = project(
+        folder,
+        '[data]\nchunks = "chunks.jsonl"\nqrels = "qrels.txt"\n[runs]\nfirst = "bm25.txt"\n'
+        'second = "tfidf.txt"\n[retrievers]\nmine = "retrievers.py:tfidf"\n',
+    )
     code, done, _ = run(path, capsys)
     status = {s["step"]: s["status"] for s in done["steps"]}
     assert code == 1 and status["generate"] == "failed"
@@ -154,6 +172,7 @@ def test_without_peoples_qrels_the_metrics_say_the_judge_was_what_they_missed(tm
 
 
 # ----------------------------------------------------------------------------- one name for a run
+
 
 def test_a_run_is_named_as_the_project_names_it_in_run_report_track_and_history(tmp_path, capsys):
     folder = copy_example(tmp_path, "queries.jsonl", "qrels.txt")
@@ -180,6 +199,7 @@ def test_a_run_is_named_as_the_project_names_it_in_run_report_track_and_history(
 
 def test_history_of_a_run_it_does_not_have_names_the_ones_it_has(tmp_path, capsys):
     from ragassay.product.tracking import track
+
     db = tmp_path / "h.sqlite"
     for name in ("bm25-ü", "tfidf"):
         result = tmp_path / f"{name}.json"

@@ -26,15 +26,18 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from fake_llm import FakeLLM
 from helpers import EXAMPLE, cli, nonempty
-
 
 STAGES = ("judge", "check", "generate")
 BENIGN = ("llama_cpp_python", "vllm_400", "tgi_422", "prose", "loose_reasoning", "no_usage", "loose_decisions")
 # the response formats each habit refuses, in the order ragassay tries them, with the server's status
-REFUSED = {"llama_cpp_python": [("json_schema", 500)], "vllm_400": [("json_schema", 400)],
-           "tgi_422": [("json_schema", 422), ("json_object_schema", 422), ("json_object", 422)]}
+REFUSED = {
+    "llama_cpp_python": [("json_schema", 500)],
+    "vllm_400": [("json_schema", 400)],
+    "tgi_422": [("json_schema", 422), ("json_object_schema", 422), ("json_object", 422)],
+}
 FINAL_MODE = {"llama_cpp_python": "json_object_schema", "vllm_400": "json_object_schema", "tgi_422": "prompt"}
 DECIDING = {"RelevanceAnswer", "AnswerVerdict", "Critique"}  # the schemas loose_decisions writes loosely
 SCHEMA_SAYS = "JSON schema:\n"
@@ -46,18 +49,47 @@ SCHEMA_SAYS = "JSON schema:\n"
 OWN_CACHE = Path("cache.sqlite")
 
 
-def stage_args(stage: str, out: Path, url: str, *extra: object, answers: Path | None = None,
-               model: str = "m", cache: Path | None = OWN_CACHE) -> list[object]:
+def stage_args(
+    stage: str,
+    out: Path,
+    url: str,
+    *extra: object,
+    answers: Path | None = None,
+    model: str = "m",
+    cache: Path | None = OWN_CACHE,
+) -> list[object]:
     """The stage on the bundled example, into ``out``, asking the server at ``url``, with the answer
     cache ``out/cache.sqlite`` (or ``cache``; None: the default cache, where ping keeps what it found)."""
     out.mkdir(parents=True, exist_ok=True)
     if stage == "judge":
-        args: list[object] = ["judge", "--queries", EXAMPLE / "queries.jsonl", "--chunks", EXAMPLE / "chunks.jsonl",
-                              "--run", EXAMPLE / "runs" / "bm25.txt", "--depth", "2", "-o", out / "judgments.jsonl",
-                              "--coverage-out", out / "coverage.jsonl"]
+        args: list[object] = [
+            "judge",
+            "--queries",
+            EXAMPLE / "queries.jsonl",
+            "--chunks",
+            EXAMPLE / "chunks.jsonl",
+            "--run",
+            EXAMPLE / "runs" / "bm25.txt",
+            "--depth",
+            "2",
+            "-o",
+            out / "judgments.jsonl",
+            "--coverage-out",
+            out / "coverage.jsonl",
+        ]
     elif stage == "check":
-        args = ["check", answers or EXAMPLE / "answers.jsonl", "--chunks", EXAMPLE / "chunks.jsonl",
-                "--run", EXAMPLE / "runs" / "bm25.txt", "--qrels", EXAMPLE / "qrels.txt", "-o", out / "checks.jsonl"]
+        args = [
+            "check",
+            answers or EXAMPLE / "answers.jsonl",
+            "--chunks",
+            EXAMPLE / "chunks.jsonl",
+            "--run",
+            EXAMPLE / "runs" / "bm25.txt",
+            "--qrels",
+            EXAMPLE / "qrels.txt",
+            "-o",
+            out / "checks.jsonl",
+        ]
     else:
         args = ["generate", EXAMPLE / "chunks.jsonl", "-o", out / "questions.jsonl", "--limit", "3"]
     if cache is not None:
@@ -74,15 +106,24 @@ def decisions(stage: str, out: Path) -> dict:
     check, the questions of generate."""
     if stage == "judge":
         grades = {(r["query_id"], r["chunk_id"]): (r["status"], r["grade"]) for r in lines(out / "judgments.jsonl")}
-        coverage = {r["query_id"]: (r["status"], r["coverage"], [(n["text"], n["vital"], n.get("support"))
-                                                                for n in r["nuggets"]])
-                    for r in lines(out / "coverage.jsonl")}
+        coverage = {
+            r["query_id"]: (
+                r["status"],
+                r["coverage"],
+                [(n["text"], n["vital"], n.get("support")) for n in r["nuggets"]],
+            )
+            for r in lines(out / "coverage.jsonl")
+        }
         return {"grades": grades, "coverage": coverage}
     if stage == "check":
-        return {r["id"]: (r["status"], r["label"], r["grounded"], r["fault"], r["unsupported_claims"])
-                for r in lines(out / "checks.jsonl")}
-    return {r["id"]: (r["question"], r["answer"], r["difficulty"], r["kind"], r["style"], r["chunk_ids"], r["grades"])
-            for r in lines(out / "questions.jsonl")}
+        return {
+            r["id"]: (r["status"], r["label"], r["grounded"], r["fault"], r["unsupported_claims"])
+            for r in lines(out / "checks.jsonl")
+        }
+    return {
+        r["id"]: (r["question"], r["answer"], r["difficulty"], r["kind"], r["style"], r["chunk_ids"], r["grades"])
+        for r in lines(out / "questions.jsonl")
+    }
 
 
 def mode_of(body: dict) -> str:
@@ -148,6 +189,7 @@ def _endpoint_from_the_flags_only(monkeypatch):
 def reference(tmp_path_factory) -> dict:
     """Each stage against the fake as an OpenAI-like server: its decisions and the requests it sent."""
     import os
+
     saved = {k: os.environ.get(k) for k in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL")}
     os.environ["OPENAI_API_KEY"] = "x"
     os.environ.pop("OPENAI_BASE_URL", None)
@@ -186,9 +228,9 @@ def test_a_benign_habit_gives_the_records_an_openai_like_server_gives(tmp_path, 
 
     # the refusals first, each mode once, in ragassay's order; then every request in the mode that worked
     refused = REFUSED.get(habit, [])
-    assert [(mode_of(b), s) for b, s in zip(requests, statuses)][:len(refused)] == refused
-    answered = requests[len(refused):]
-    assert statuses[len(refused):] == [200] * len(answered)
+    assert [(mode_of(b), s) for b, s in zip(requests, statuses)][: len(refused)] == refused
+    answered = requests[len(refused) :]
+    assert statuses[len(refused) :] == [200] * len(answered)
     assert {mode_of(b) for b in nonempty(answered)} == {FINAL_MODE.get(habit, "json_schema")}
 
     # the same questions as the OpenAI-like server was asked, each once (loose decisions: plus one re-ask each)
@@ -236,7 +278,7 @@ def test_the_mode_that_worked_is_the_first_request_of_a_later_run_on_that_endpoi
         before = server.calls
         said = cli(*stage_args("check", tmp_path / "c", server.url, "--concurrency", "1", model="other", cache=cache))
         assert said.code == 0, said.text
-        assert [mode_of(b) for b in server.requests[before:before + 2]] == ["json_schema", "json_object_schema"]
+        assert [mode_of(b) for b in server.requests[before : before + 2]] == ["json_schema", "json_object_schema"]
     # and another endpoint serving the same model name has found nothing yet either
     with FakeLLM(habit="llama_cpp_python") as elsewhere:
         said = cli(*stage_args("check", tmp_path / "d", elsewhere.url, "--concurrency", "1", cache=cache))
@@ -257,18 +299,24 @@ def test_a_mode_is_remembered_only_once_a_call_in_it_succeeds(tmp_path):
         assert "maximum context length is 100 tokens" in said.err
         server.context = None  # the server restarted with a longer context
         before = server.calls
-        said = cli(*stage_args("check", tmp_path / "b", server.url, "--concurrency", "1",
-                               cache=tmp_path / "a" / "cache.sqlite"))
+        said = cli(
+            *stage_args(
+                "check", tmp_path / "b", server.url, "--concurrency", "1", cache=tmp_path / "a" / "cache.sqlite"
+            )
+        )
         assert said.code == 0, said.text
-        assert [mode_of(b) for b in server.requests[before:before + 2]] == ["json_schema", "json_object_schema"]
+        assert [mode_of(b) for b in server.requests[before : before + 2]] == ["json_schema", "json_object_schema"]
 
 
-@pytest.mark.parametrize("habit, says, why", [
-    (None, "supported (json_schema)", None),
-    ("llama_cpp_python", "json_schema refused; using JSON mode with the schema", "HTTP 500"),
-    ("vllm_400", "json_schema refused; using JSON mode with the schema", "HTTP 400"),
-    ("tgi_422", "json_schema and JSON mode refused; using instructions", "HTTP 422"),
-])
+@pytest.mark.parametrize(
+    "habit, says, why",
+    [
+        (None, "supported (json_schema)", None),
+        ("llama_cpp_python", "json_schema refused; using JSON mode with the schema", "HTTP 500"),
+        ("vllm_400", "json_schema refused; using JSON mode with the schema", "HTTP 400"),
+        ("tgi_422", "json_schema and JSON mode refused; using instructions", "HTTP 422"),
+    ],
+)
 def test_ping_says_the_mode_and_why_and_a_later_run_starts_with_it(tmp_path, habit, says, why):
     with FakeLLM(habit=habit) as server:
         said = cli("ping", "--base-url", server.url, "--model", "m")
@@ -304,10 +352,13 @@ def test_each_refused_mode_reaches_the_server_once_at_the_default_concurrency(tm
 # --------------------------------------------------------------------- 2: unusable replies, re-asks
 
 
-@pytest.mark.parametrize("habit, why", [
-    ("repeat_invalid", "the answer is not valid JSON"),
-    ("two_answers", "the reply holds more than one answer that differ"),
-])
+@pytest.mark.parametrize(
+    "habit, why",
+    [
+        ("repeat_invalid", "the answer is not valid JSON"),
+        ("two_answers", "the reply holds more than one answer that differ"),
+    ],
+)
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_reply_repeated_byte_for_byte_is_not_asked_for_again_and_decides_nothing(tmp_path, stage, habit, why):
     with FakeLLM(habit=habit) as server:
@@ -318,14 +369,17 @@ def test_a_reply_repeated_byte_for_byte_is_not_asked_for_again_and_decides_nothi
     first, again = [b for b in requests if not reasked(b)], [b for b in requests if reasked(b)]
     assert len(nonempty(again)) == len(first)
     assert all(sum(m["role"] == "assistant" for m in b["messages"]) == 1 for b in again)
-    assert sorted(json.dumps(b["messages"][:len(b["messages"]) - 2]) for b in again) == \
-        sorted(json.dumps(b["messages"]) for b in first)
+    assert sorted(json.dumps(b["messages"][: len(b["messages"]) - 2]) for b in again) == sorted(
+        json.dumps(b["messages"]) for b in first
+    )
     assert said.code == (3 if stage == "check" else 1), said.text  # check's rules decided two answers
     assert "repeated an earlier one byte for byte: not asked again" in said.text and why[:30] in said.text
     if stage == "generate":  # no question from such replies; the summary says why each call failed
         assert lines(tmp_path / "questions.jsonl") == []
-        assert f"model calls failed {len(first)} times; commonest ({len(first)}): invalid: no usable answer after 2 " \
-               "tries (the last reply repeated an earlier one byte for byte" in said.out
+        assert (
+            f"model calls failed {len(first)} times; commonest ({len(first)}): invalid: no usable answer after 2 "
+            "tries (the last reply repeated an earlier one byte for byte" in said.out
+        )
         return
     for r in nonempty(llm_records(stage, tmp_path)):
         assert r["status"] == "error" and r["error"].startswith("invalid: no usable answer after 2 tries")
@@ -347,8 +401,9 @@ def test_a_server_that_cut_every_prompt_gives_error_records_and_the_run_stops(tm
         calls = server.settled_calls()
         requests = list(server.requests)
     assert said.code == 1, said.text
-    assert f"stopped early: the first 3 {stage} calls all failed the same way: the server read 300 of about " \
-           in said.err
+    assert (
+        f"stopped early: the first 3 {stage} calls all failed the same way: the server read 300 of about " in said.err
+    )
     assert calls == 3 and {mode_of(b) for b in requests} == {"json_schema"}
     assert not any(reasked(b) for b in requests)  # a cut prompt is not asked again: it would be cut the same way
     if stage == "generate":  # generate journals candidates, not records: no question was written
@@ -396,8 +451,13 @@ def test_an_answer_whose_prompt_was_cut_is_an_error_record_and_the_others_are_la
 # ---------------------------------------------------------------------------- 4: context refusals
 
 
-@pytest.mark.parametrize("habit, names", [("context_400", "maximum context length is 256 tokens"),
-                                          ("llama_server_400", "exceeds the available context size (256 tokens)")])
+@pytest.mark.parametrize(
+    "habit, names",
+    [
+        ("context_400", "maximum context length is 256 tokens"),
+        ("llama_server_400", "exceeds the available context size (256 tokens)"),
+    ],
+)
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_context_refusal_is_an_error_record_and_longer_prompts_are_not_sent(tmp_path, stage, habit, names):
     with FakeLLM(habit=habit, context=256) as server:
@@ -407,15 +467,21 @@ def test_a_context_refusal_is_an_error_record_and_longer_prompts_are_not_sent(tm
     assert said.code == 1, said.text
     # one request, refused with the server's context; every later prompt is estimated well over it: not sent
     assert calls == 1 and statuses == [400] and mode_of(requests[0]) == "json_schema"  # no fallback on length
-    assert f"stopped early: the first 3 {stage} calls all failed the same way: the prompt does not fit the " \
-           "server's context of 256 tokens" in said.err and names in said.err
+    assert (
+        f"stopped early: the first 3 {stage} calls all failed the same way: the prompt does not fit the "
+        "server's context of 256 tokens"
+        in said.err
+        and names in said.err
+    )
     records = llm_records(stage, tmp_path)
     if stage != "generate":
         assert len(records) == 3
         assert records[0]["error"].startswith("context: the prompt does not fit the server's context of 256 tokens")
         for r in nonempty(records[1:]):
-            assert r["error"].startswith("context: the prompt is about ") and \
-                "the server's context is 256 (it said so in an earlier reply): not sent" in r["error"]
+            assert (
+                r["error"].startswith("context: the prompt is about ")
+                and "the server's context is 256 (it said so in an earlier reply): not sent" in r["error"]
+            )
         assert all(r["status"] == "error" and r.get("grade") is None and r.get("label") is None for r in records)
 
 
@@ -439,10 +505,13 @@ def test_tgi_refuses_the_formats_then_the_length_and_the_length_is_what_the_user
         assert all("not sent" in r["error"] for r in nonempty(records[1:]))
 
 
-@pytest.mark.parametrize("habit, context, names", [
-    ("context_400", 2500, "maximum context length is 2500 tokens"),  # vLLM counts max_tokens (700) in
-    ("llama_server_400", 2000, "exceeds the available context size (2000 tokens)"),
-])
+@pytest.mark.parametrize(
+    "habit, context, names",
+    [
+        ("context_400", 2500, "maximum context length is 2500 tokens"),  # vLLM counts max_tokens (700) in
+        ("llama_server_400", 2000, "exceeds the available context size (2000 tokens)"),
+    ],
+)
 def test_one_answer_too_long_for_the_context_and_the_next_one_not_sent(tmp_path, reference, habit, context, names):
     answers = long_context_answers(tmp_path, LONG)
     with FakeLLM(habit=habit, context=context) as server:
@@ -540,8 +609,24 @@ def test_a_long_chunk_is_judged_in_windows_that_fit_the_context_the_server_told(
     chunks, run = _long_chunk_files(tmp_path)
     out = tmp_path / "j.jsonl"
     with FakeLLM(habit="llama_server_400", context=1500, props=told) as server:
-        said = cli("judge", "--queries", EXAMPLE / "queries.jsonl", "--chunks", chunks, "--run", run, "-o", out,
-                   "--base-url", server.url, "--model", "m", "--no-cache", "--concurrency", "1")
+        said = cli(
+            "judge",
+            "--queries",
+            EXAMPLE / "queries.jsonl",
+            "--chunks",
+            chunks,
+            "--run",
+            run,
+            "-o",
+            out,
+            "--base-url",
+            server.url,
+            "--model",
+            "m",
+            "--no-cache",
+            "--concurrency",
+            "1",
+        )
         statuses = list(server.statuses)
     records = lines(out)
     assert len(records) == 2
@@ -556,11 +641,13 @@ def test_a_long_chunk_is_judged_in_windows_that_fit_the_context_the_server_told(
         assert 400 in statuses and "windows of that size" not in said.err
         assert sorted(r["status"] for r in records) == ["error", "ok"]
         assert [r for r in records if r["status"] == "error"][0]["error"].startswith(
-            "context: the prompt does not fit the server's context of 1500 tokens")
+            "context: the prompt does not fit the server's context of 1500 tokens"
+        )
 
 
 def test_windows_fit_the_room_a_context_leaves_and_are_left_alone_where_they_fit():
     from ragassay.stages.judge import JudgeOptions, fit_to_context
+
     options = JudgeOptions(max_tokens=600, max_chunk_chars=6000)
     assert fit_to_context(options, None, 500) is options  # nothing told
     assert fit_to_context(options, 32768, 500) is options  # the default windows fit

@@ -309,11 +309,15 @@ def test_generated_on_real_text_then_measured(tmp_path, capsys, monkeypatch):
     premises = [w for w in written if w["difficulty"] == "false_premise"]
     refused = [r for r in lines(rejects) if r["kind"] == "false_premise"]
     assert code == (0 if premises else 3) and (premises or refused)
-    assert all(r["reason"].startswith(("no chunk contradicts", "the premise is stated", "correction not found"))
-               for r in refused)
+    assert all(
+        r["reason"].startswith(("no chunk contradicts", "the premise is stated", "correction not found"))
+        for r in refused
+    )
     chunk_text = {c["id"]: c["text"] for c in lines(chunks)}
-    assert all(p["checks"]["premise_check"]["contradicted"] and p["evidence"][0] in chunk_text[p["chunk_ids"][0]]
-               for p in premises)
+    assert all(
+        p["checks"]["premise_check"]["contradicted"] and p["evidence"][0] in chunk_text[p["chunk_ids"][0]]
+        for p in premises
+    )
     capsys.readouterr()
     log = tmp_path / "queries.jsonl"
     argv = ["quality", str(out), "--chunks", str(chunks), "--qrels", str(qrels), "--log", str(log), "--format", "json"]
@@ -325,8 +329,10 @@ def test_generated_on_real_text_then_measured(tmp_path, capsys, monkeypatch):
     assert got["questions"] == len(written) and got["rests_on"]["qrels_queries_matched"] == answerable
     assert got["rests_on"]["without_relevant"] == len(unanswerable) and got["power"]["questions"] == answerable
     assert got["mix"]["answerable"] == {"no": len(unanswerable) + len(premises), "yes": answerable - len(premises)}
-    levels = {d: sum(w["difficulty"] == d for w in written)
-              for d in ("easy", "medium", "hard", "unanswerable", "false_premise")}
+    levels = {
+        d: sum(w["difficulty"] == d for w in written)
+        for d in ("easy", "medium", "hard", "unanswerable", "false_premise")
+    }
     assert got["mix"]["difficulty"] == {k: v for k, v in sorted(levels.items()) if v}
     assert sum(p["questions"] for p in got["difficulty"].values()) == answerable  # ranks need a gold chunk
     assert got["difficulty"]["unanswerable"]["questions"] == 0

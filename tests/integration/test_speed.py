@@ -29,13 +29,16 @@ def test_three_timed_calls_give_back_the_speeds_that_made_them(speed):
     assert got.seconds_per_call == pytest.approx(speed.seconds_per_call, abs=0.01)
 
 
-@pytest.mark.parametrize("calls", [
-    [Timed(60, 12, 1.0), Timed(60, 12, 1.1), Timed(60, 12, 0.9)],  # equal sizes: nothing tells the speeds apart
-    [Timed(60, 12, 1.0), Timed(700, 12, 0.5), Timed(60, 50, 2.0)],  # more to read, yet faster: noise
-    [Timed(60, 12, 1.0), Timed(700, 12, 3.0)],  # two calls for three unknowns
-    [Timed(60, 12, 0.01), Timed(700, 12, 0.012), Timed(60, 50, 0.009)],  # answered at once: writing is "free"
-    [Timed(60, 12, 0.02), Timed(700, 12, 0.21), Timed(60, 50, 0.15)],  # a stub on a busy machine: only noise
-])
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [Timed(60, 12, 1.0), Timed(60, 12, 1.1), Timed(60, 12, 0.9)],  # equal sizes: nothing tells the speeds apart
+        [Timed(60, 12, 1.0), Timed(700, 12, 0.5), Timed(60, 50, 2.0)],  # more to read, yet faster: noise
+        [Timed(60, 12, 1.0), Timed(700, 12, 3.0)],  # two calls for three unknowns
+        [Timed(60, 12, 0.01), Timed(700, 12, 0.012), Timed(60, 50, 0.009)],  # answered at once: writing is "free"
+        [Timed(60, 12, 0.02), Timed(700, 12, 0.21), Timed(60, 50, 0.15)],  # a stub on a busy machine: only noise
+    ],
+)
 def test_timings_that_cannot_tell_the_speeds_give_no_figure(calls):
     assert solve(calls) is None
 
@@ -45,14 +48,17 @@ def test_the_passage_differs_from_one_ping_to_the_next_from_its_first_words():
     assert a[:12] != b[:12] and len(a) > 500 and len(b) > 500  # no server serves it from an earlier prompt's start
 
 
-@pytest.mark.parametrize("seconds, said", [(0.4, "0 s"), (42, "42 s"), (89, "89 s"), (95, "2 min"), (3600, "60 min"),
-                                           (5400, "1.5 h"), (36000, "10.0 h")])
+@pytest.mark.parametrize(
+    "seconds, said",
+    [(0.4, "0 s"), (42, "42 s"), (89, "89 s"), (95, "2 min"), (3600, "60 min"), (5400, "1.5 h"), (36000, "10.0 h")],
+)
 def test_a_duration_is_as_precise_as_an_estimate_deserves(seconds, said):
     assert duration(seconds) == said
 
 
 def test_ping_measures_a_local_servers_speed_and_keeps_it_for_dry_runs(tmp_path, monkeypatch):
     from ragassay.llm.config import default_cache_path
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     cache = default_cache_path()  # ping keeps what it finds in the default answer cache
     with FakeLLM(pace=(400.0, 20.0, 0.1)) as server:  # each measuring call differs by 1 s or more
@@ -75,23 +81,58 @@ def test_ping_measures_a_local_servers_speed_and_keeps_it_for_dry_runs(tmp_path,
 def test_ping_of_a_hosted_api_makes_one_call_and_measures_nothing(tmp_path):
     import httpx
     import respx
-    answer = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
-        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
-                                                          "content": '{"ok": true, "echo": "lanternfish"}'}}],
-              "usage": {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59}}
+
+    answer = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": '{"ok": true, "echo": "lanternfish"}'},
+            }
+        ],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59},
+    }
     with respx.mock:
-        route = respx.post("https://api.example.com/v1/chat/completions").mock(return_value=httpx.Response(200, json=answer))
-        said = run_cli("ping", "--base-url", "https://api.example.com/v1", "--model", "m", "--format", "json",
-                       env={"OPENAI_API_KEY": "sk-test"})
+        route = respx.post("https://api.example.com/v1/chat/completions").mock(
+            return_value=httpx.Response(200, json=answer)
+        )
+        said = run_cli(
+            "ping",
+            "--base-url",
+            "https://api.example.com/v1",
+            "--model",
+            "m",
+            "--format",
+            "json",
+            env={"OPENAI_API_KEY": "sk-test"},
+        )
     assert said.code == 0, said.text
     report = json.loads(said.out)
     assert route.call_count == 1 and report["prompt_tokens_per_second"] is None and report["speed_note"] is None
 
 
 def _dry_run(tmp_path: Path, url: str, cache: Path | None, *extra: str) -> dict:
-    args = ["judge", "--run", str(EXAMPLE / "runs" / "bm25.txt"), "--queries", str(EXAMPLE / "queries.jsonl"),
-            "--chunks", str(EXAMPLE / "chunks.jsonl"), "-o", str(tmp_path / "j.jsonl"), "--base-url", url,
-            "--model", "m", "--dry-run", *extra]
+    args = [
+        "judge",
+        "--run",
+        str(EXAMPLE / "runs" / "bm25.txt"),
+        "--queries",
+        str(EXAMPLE / "queries.jsonl"),
+        "--chunks",
+        str(EXAMPLE / "chunks.jsonl"),
+        "-o",
+        str(tmp_path / "j.jsonl"),
+        "--base-url",
+        url,
+        "--model",
+        "m",
+        "--dry-run",
+        *extra,
+    ]
     args += ["--cache", str(cache)] if cache is not None else ["--no-cache"]
     said = run_cli(*args, "--format", "json", env={"OPENAI_API_KEY": "sk-test"})
     assert said.code == 0, said.text
@@ -144,10 +185,12 @@ def test_a_speed_measured_for_another_model_or_endpoint_is_not_used(tmp_path):
 def test_the_unshared_part_of_a_prompt_is_counted_from_where_it_differs_from_the_call_before(tmp_path):
     """Two queries, two passages each: the estimate's unshared tokens are the first prompt whole, then
     what follows the shared start of each next one (the fake's prompts are built the same way)."""
-    from ragassay.runtime.engine import Estimate
     from ragassay.llm.speed import Speed
+    from ragassay.runtime.engine import Estimate
+
     est = Estimate()
     from ragassay.runtime.engine import estimates as engine
+
     first = ["system", "Instructions " * 100, "user", "QUERY one PASSAGE alpha"]
     same_start = ["system", "Instructions " * 100, "user", "QUERY one PASSAGE beta and more"]
     other = ["system", "Other instructions", "user", "x"]
@@ -162,6 +205,7 @@ def test_the_unshared_part_of_a_prompt_is_counted_from_where_it_differs_from_the
 
 def test_a_dry_run_without_the_answer_cache_still_reads_the_measured_speed(tmp_path, monkeypatch):
     from ragassay.llm.config import default_cache_path
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     url = "http://127.0.0.1:8080/v1"
     default_cache_path().parent.mkdir(parents=True)

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_llm import FakeLLM, dead_url
 
-from ragassay.cli import main
+from fake_llm import FakeLLM, dead_url
 from helpers import EXAMPLE, nonempty
+from ragassay.cli import main
 
 QUERIES, CHUNKS = str(EXAMPLE / "queries.jsonl"), str(EXAMPLE / "chunks.jsonl")
 BM25, TFIDF = str(EXAMPLE / "runs" / "bm25.txt"), str(EXAMPLE / "runs" / "tfidf.txt")
@@ -31,8 +31,25 @@ def _no_ambient_endpoint(monkeypatch):
 
 
 def judge_args(tmp_path, url: str, run: str = BM25, depth: int = 3, *extra: str) -> list[str]:
-    return ["judge", "--queries", QUERIES, "--chunks", CHUNKS, "--run", run, "--depth", str(depth),
-            "-o", str(tmp_path / "j.jsonl"), "--base-url", url, "--model", "fake", "--quiet", *extra]
+    return [
+        "judge",
+        "--queries",
+        QUERIES,
+        "--chunks",
+        CHUNKS,
+        "--run",
+        run,
+        "--depth",
+        str(depth),
+        "-o",
+        str(tmp_path / "j.jsonl"),
+        "--base-url",
+        url,
+        "--model",
+        "fake",
+        "--quiet",
+        *extra,
+    ]
 
 
 def dry(args: list[str], capsys) -> dict:
@@ -44,10 +61,17 @@ def lines(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize("extra", [
-    [], ["--batch", "4"], ["--samples", "3"], ["--model", "fake-b"],
-    ["--batch", "3", "--samples", "2", "--coverage-out", "COV"],
-], ids=["pointwise", "batch", "samples", "jury", "batch+samples+coverage"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["--batch", "4"],
+        ["--samples", "3"],
+        ["--model", "fake-b"],
+        ["--batch", "3", "--samples", "2", "--coverage-out", "COV"],
+    ],
+    ids=["pointwise", "batch", "samples", "jury", "batch+samples+coverage"],
+)
 def test_dry_run_predicts_the_calls_a_judge_run_makes(tmp_path, capsys, extra):
     extra = [str(tmp_path / "cov.jsonl") if x == "COV" else x for x in extra]
     with FakeLLM() as server:
@@ -72,13 +96,27 @@ def test_dry_run_predicts_the_calls_a_judge_run_makes(tmp_path, capsys, extra):
         assert main(deeper) == 0
         assert server.calls == before
     records = lines(tmp_path / "j.jsonl")
-    assert len(records) == len({(r["query_id"], r["chunk_id"]) for r in records}) == 107  # the top 5 of 22 queries (some have fewer)
+    assert (
+        len(records) == len({(r["query_id"], r["chunk_id"]) for r in records}) == 107
+    )  # the top 5 of 22 queries (some have fewer)
     assert all(r["status"] == "ok" and r["key"] for r in records)
 
 
 def test_dry_run_needs_no_endpoint_and_no_key(tmp_path, capsys):
-    args = ["judge", "--queries", QUERIES, "--chunks", CHUNKS, "--run", BM25, "--depth", "2",
-            "-o", str(tmp_path / "j.jsonl"), "--dry-run"]
+    args = [
+        "judge",
+        "--queries",
+        QUERIES,
+        "--chunks",
+        CHUNKS,
+        "--run",
+        BM25,
+        "--depth",
+        "2",
+        "-o",
+        str(tmp_path / "j.jsonl"),
+        "--dry-run",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "calls: 44" in out and "nothing was called" in out and "cost: unknown" in out
@@ -90,14 +128,23 @@ def test_a_second_run_into_the_same_files_gets_its_own_coverage(tmp_path, capsys
     with FakeLLM() as server:
         # --no-cache: where both runs retrieved the same top 3 the request is identical and the cache
         # would answer it; without the cache every coverage call shows on the server
-        assert main(judge_args(tmp_path, server.url, BM25, 3, "--coverage-out", str(cov), "--format", "json",
-                               "--no-cache")) == 0
+        assert (
+            main(
+                judge_args(tmp_path, server.url, BM25, 3, "--coverage-out", str(cov), "--format", "json", "--no-cache")
+            )
+            == 0
+        )
         first = json.loads(capsys.readouterr().out)
         before = server.calls
-        assert main(judge_args(tmp_path, server.url, TFIDF, 3, "--coverage-out", str(cov), "--format", "json",
-                               "--no-cache")) == 0
+        assert (
+            main(
+                judge_args(tmp_path, server.url, TFIDF, 3, "--coverage-out", str(cov), "--format", "json", "--no-cache")
+            )
+            == 0
+        )
         second = json.loads(capsys.readouterr().out)
         from collections import Counter
+
         steps = Counter(r["response_format"]["json_schema"]["name"] for r in server.requests[before:])
     # the question's nuggets and their importance are reused; only their support by this run is asked
     assert (steps["NuggetList"], steps["ImportanceAnswer"], steps["AssignmentAnswer"]) == (0, 0, 22)
@@ -105,8 +152,9 @@ def test_a_second_run_into_the_same_files_gets_its_own_coverage(tmp_path, capsys
     assert sorted({r["run"] for r in records}) == ["bm25", "tfidf"] and len(records) == 44
     by = {(r["query_id"], r["run"]): r for r in records}
     for q in nonempty({r["query_id"] for r in records}):  # both runs measured against the same nuggets
-        assert ([(n["text"], n["vital"]) for n in by[(q, "bm25")]["nuggets"]]
-                == [(n["text"], n["vital"]) for n in by[(q, "tfidf")]["nuggets"]])
+        assert [(n["text"], n["vital"]) for n in by[(q, "bm25")]["nuggets"]] == [
+            (n["text"], n["vital"]) for n in by[(q, "tfidf")]["nuggets"]
+        ]
         assert by[(q, "tfidf")]["nuggets_reused"] and not by[(q, "bm25")]["nuggets_reused"]
     tfidf_top = {}
     for line in Path(TFIDF).read_text().splitlines():
@@ -130,8 +178,9 @@ def test_a_dead_endpoint_stops_within_seconds_with_the_reason_and_nothing_is_los
     assert "stopped early" in err and "could not connect" in err and len(err.strip().splitlines()) == 1
     # the reason is the connection's own (refused), never an unrelated error it happened to chain to
     journalled = lines(Path(f"{out}.journal"))
-    assert journalled and all("refused" in r["error"].lower() or "connect call failed" in r["error"].lower()
-                              for r in journalled)
+    assert journalled and all(
+        "refused" in r["error"].lower() or "connect call failed" in r["error"].lower() for r in journalled
+    )
     assert "event loop" not in err and not any("event loop" in r["error"] for r in journalled)
     assert not out.exists()  # the old output (none here) is untouched; what was tried is in the journal
     with FakeLLM() as server:
@@ -146,13 +195,20 @@ def test_errors_exit_3_and_name_the_reason_then_a_rerun_retries_them(tmp_path, c
     assert main(args) == 3
     printed = capsys.readouterr().out
     # waiting for a verdict is not an error: said as waiting, with what a rerun needs
-    assert "14 of 16 answers wait for an LLM verdict (no endpoint configured); rerun the same command with one to " \
-           "decide them" in printed
+    assert (
+        "14 of 16 answers wait for an LLM verdict (no endpoint configured); rerun the same command with one to "
+        "decide them" in printed
+    )
     with FakeLLM() as server:
         predicted = dry(args + ["--base-url", server.url, "--model", "fake"], capsys)
         # a new model gives every answer a new key; the rules decide 2 again without a call (the two
         # answers that are their reference as written)
-        assert (predicted["items"], predicted["done"], predicted["decided_without_call"], predicted["calls"]) == (16, 0, 2, 14)
+        assert (predicted["items"], predicted["done"], predicted["decided_without_call"], predicted["calls"]) == (
+            16,
+            0,
+            2,
+            14,
+        )
         assert main(args + ["--base-url", server.url, "--model", "fake"]) == 0
         assert server.calls == 14  # only the answers rules could not decide reach the model
     records = lines(out)
@@ -163,9 +219,15 @@ def test_a_second_writer_is_refused_at_once_naming_the_first(tmp_path, capsys):
     out = tmp_path / "j.jsonl"
     with FakeLLM(delay=0.05) as server:
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-        first = subprocess.Popen([sys.executable, "-m", "ragassay", *judge_args(tmp_path, server.url, BM25, 5)],
-                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = subprocess.Popen(
+            [sys.executable, "-m", "ragassay", *judge_args(tmp_path, server.url, BM25, 5)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         from ragassay.runtime.engine import OutputLock
+
         lock = OutputLock(tmp_path / "j.jsonl").path
         assert lock.parent != tmp_path  # no hidden lock files among the user's outputs
         deadline = time.monotonic() + 30
@@ -224,8 +286,19 @@ def test_a_full_disk_is_one_line_and_a_rerun_completes(tmp_path, capsys, monkeyp
 
 def test_generate_dry_run_predicts_the_calls_when_every_question_is_accepted(tmp_path, capsys):
     with FakeLLM() as server:
-        args = ["generate", CHUNKS, "-o", str(tmp_path / "q.jsonl"), "--limit", "5", "--base-url", server.url,
-                "--model", "fake", "--quiet"]
+        args = [
+            "generate",
+            CHUNKS,
+            "-o",
+            str(tmp_path / "q.jsonl"),
+            "--limit",
+            "5",
+            "--base-url",
+            server.url,
+            "--model",
+            "fake",
+            "--quiet",
+        ]
         predicted = dry(args, capsys)
         assert server.calls == 0
         code = main(args + ["--format", "json"])
@@ -239,6 +312,7 @@ def test_generate_dry_run_predicts_the_calls_when_every_question_is_accepted(tmp
 
 def test_generate_says_what_fell_short_and_exits_3(tmp_path, capsys, monkeypatch):
     import fake_llm
+
     real = fake_llm.answer_for
 
     def no_single_answers(schema, user, system=""):  # a verifier that finds every hard question answerable alone
@@ -248,10 +322,24 @@ def test_generate_says_what_fell_short_and_exits_3(tmp_path, capsys, monkeypatch
         if schema == "SameAnswer":
             answer.update(same=True)
         return answer
+
     monkeypatch.setattr(fake_llm, "answer_for", no_single_answers)
     with FakeLLM() as server:
-        code = main(["generate", CHUNKS, "-o", str(tmp_path / "q.jsonl"), "--limit", "5", "--base-url", server.url,
-                     "--model", "fake", "--quiet"])
+        code = main(
+            [
+                "generate",
+                CHUNKS,
+                "-o",
+                str(tmp_path / "q.jsonl"),
+                "--limit",
+                "5",
+                "--base-url",
+                server.url,
+                "--model",
+                "fake",
+                "--quiet",
+            ]
+        )
     out = capsys.readouterr().out
     assert code == 3
     assert "fell short of the target: hard 1 fewer" in out and "fake multi-hop 3" in out
@@ -277,16 +365,22 @@ def test_the_demo_against_a_model_that_refuses_everything_names_each_stage_and_e
     assert code == 3
     failures = out.split("demo finished with failures in ", 1)[1].splitlines()
     assert failures[0] == "4 stage(s); the report shows what succeeded:"
-    assert failures[1].startswith("  generate: a sample of 10 beside the project's queries (not retrieved): 0 questions")
+    assert failures[1].startswith(
+        "  generate: a sample of 10 beside the project's queries (not retrieved): 0 questions"
+    )
     assert "fell short of the target (easy 4 fewer, medium 4 fewer, hard 2 fewer)" in failures[1]
     # the pool of both runs' top 5: 134 pairs (the demo judged bm25's top 5 alone, 107, before it was run's pipeline)
-    assert failures[2].startswith("  judge: the pool of 2 runs' top 5: 134 pairs, 0 judged before, 0 now, 134 errors; "
-                                  "134 of 134 judge records are errors")
+    assert failures[2].startswith(
+        "  judge: the pool of 2 runs' top 5: 134 pairs, 0 judged before, 0 now, 134 errors; "
+        "134 of 134 judge records are errors"
+    )
     assert "the model refused: I can't help with that." in failures[2]
     assert failures[3].startswith("  coverage: bm25: FULL 0, PARTIAL 0, NONE 0; 22 of 22 coverage records are errors")
     # two answers are their reference as written: decided by rule
-    assert failures[4].startswith("  check: 2 of 16 answers graded (2 correct, 0 partial, 0 hallucinated, 0 abstained); "
-                                  "14 of 16 check records are errors")
+    assert failures[4].startswith(
+        "  check: 2 of 16 answers graded (2 correct, 0 partial, 0 hallucinated, 0 abstained); "
+        "14 of 16 check records are errors"
+    )
     assert len(failures) == 5
     assert (tmp_path / "demo" / "report.html").exists() and (tmp_path / "demo" / "report.md").exists()
 
@@ -314,8 +408,23 @@ def test_batched_grades_equal_pointwise_grades_on_the_example(tmp_path, capsys):
 def test_generate_append_grows_the_set_without_duplicates(tmp_path, capsys):
     out = tmp_path / "q.jsonl"
     with FakeLLM() as server:
-        args = ["generate", CHUNKS, "-o", str(out), "--limit", "4", "--mix", "easy=1", "--base-url", server.url,
-                "--model", "fake", "--quiet", "--qrels-out", str(tmp_path / "q.qrels")]
+        args = [
+            "generate",
+            CHUNKS,
+            "-o",
+            str(out),
+            "--limit",
+            "4",
+            "--mix",
+            "easy=1",
+            "--base-url",
+            server.url,
+            "--model",
+            "fake",
+            "--quiet",
+            "--qrels-out",
+            str(tmp_path / "q.qrels"),
+        ]
         assert main(args) == 0
         first = lines(out)
         assert main(args + ["--append"]) == 0
@@ -329,6 +438,7 @@ def test_generate_append_grows_the_set_without_duplicates(tmp_path, capsys):
 
 def ragassay_qrels(path):
     import ragassay
+
     return ragassay.read_qrels(path).to_dict()
 
 
@@ -336,6 +446,7 @@ def test_qrels_out_holds_every_pair_of_the_judgments_file_when_a_second_run_is_j
     """Judging tfidf after bm25 into the same files: the qrels are the judgments file's pairs (both
     runs'), not the last run's alone, which would favour whichever run was judged last in compare."""
     from ragassay.data.qrels_files import read_qrels
+
     with FakeLLM() as server:
         for run in (BM25, TFIDF):
             assert main(judge_args(tmp_path, server.url, run, 5, "--qrels-out", str(tmp_path / "judged.qrels"))) == 0
@@ -349,6 +460,7 @@ def test_qrels_out_holds_every_pair_of_the_judgments_file_when_a_second_run_is_j
 
 def read_run_top(path: str, k: int) -> dict[str, list[str]]:
     from ragassay.data.run_files import read_run
+
     return {q: [d for d, _ in docs[:k]] for q, docs in read_run(path).ranked().items()}
 
 

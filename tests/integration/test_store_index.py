@@ -26,8 +26,17 @@ def finished(tmp_path: Path, n: int = 300, failed: tuple[int, ...] = (7, 150)) -
     """An output of ``n`` records written by finalize (some of them errors), with its index."""
     out = tmp_path / "o.jsonl"
     store = OutputStore(out, ident)
-    store.append([{"id": f"i{i}", "key": f"k{i}", "status": "error" if i in failed else "ok",
-                   "text": f"record {i} " + "ü" * (i % 5) + "x" * (i * 37 % 900)} for i in range(n)])
+    store.append(
+        [
+            {
+                "id": f"i{i}",
+                "key": f"k{i}",
+                "status": "error" if i in failed else "ok",
+                "text": f"record {i} " + "ü" * (i % 5) + "x" * (i * 37 % 900),
+            }
+            for i in range(n)
+        ]
+    )
     store.finalize([f"k{i}" for i in range(n)])
     assert index_path(out).exists()
     return out
@@ -71,6 +80,7 @@ def _append_a_line(out: Path) -> None:
 def _same_size_edit(at: str):
     """An edit that keeps the size and the modification time: a status flipped in the first or
     the last record, or in one in the middle (which only the digest of the ends could miss)."""
+
     def edit(out: Path) -> None:
         st = out.stat()
         lines = out.read_bytes().split(b"\n")
@@ -80,6 +90,7 @@ def _same_size_edit(at: str):
         out.write_bytes(b"\n".join(lines))
         os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
         assert out.stat().st_size == st.st_size
+
     return edit
 
 
@@ -98,6 +109,7 @@ def _index_edit(change):
     def edit(out: Path) -> None:
         path = index_path(out)
         path.write_bytes(change(path.read_bytes()))
+
     return edit
 
 
@@ -107,6 +119,7 @@ def _header(change):
         header = json.loads(data[:end])
         change(header)
         return json.dumps(header).encode() + data[end:]
+
     return on
 
 
@@ -116,16 +129,16 @@ MISMATCHES = {
     "last record edited, same size and time": _same_size_edit("last"),
     "replaced by an edited copy, same size and time": _replaced_by_a_copy,
     "index cut short": _index_edit(lambda d: d[:-5]),
-    "index cut in its locations": _index_edit(lambda d: d[:d.index(b"\n") + 100]),
+    "index cut in its locations": _index_edit(lambda d: d[: d.index(b"\n") + 100]),
     "index empty": _index_edit(lambda d: b""),
     "index not JSON": _index_edit(lambda d: b"\x00\xff garbage\n" + d),
     "index of a later version": _index_edit(_header(lambda h: h.update(version=2))),
     "index of another output": _index_edit(_header(lambda h: h["stamp"].update(inode=h["stamp"]["inode"] + 1))),
     "index says more rows": _index_edit(_header(lambda h: h.update(rows=h["rows"] + 1))),
-    "index says 10**15 rows": _index_edit(_header(lambda h: h.update(rows=10 ** 15))),
+    "index says 10**15 rows": _index_edit(_header(lambda h: h.update(rows=10**15))),
     "index keys one byte short": _index_edit(_header(lambda h: h.update(key_bytes=h["key_bytes"] - 1))),
     "index keys one byte long": _index_edit(_header(lambda h: h.update(key_bytes=h["key_bytes"] + 1))),
-    "index header a list": _index_edit(lambda d: b"[1, 2]" + d[d.index(b"\n"):]),
+    "index header a list": _index_edit(lambda d: b"[1, 2]" + d[d.index(b"\n") :]),
     "index keys not UTF-8": _index_edit(lambda d: d[:-3] + b"\xff\xfe\xfd"),
 }
 
@@ -193,14 +206,35 @@ def test_a_memo_holds_for_the_same_records_of_the_same_output_only(tmp_path):
     assert OutputStore(out, ident).finalize(["k0b"] + plan[1:]).memo("count") is None
 
 
-QUERIES, CHUNKS, BM25 = (str(EXAMPLE / "queries.jsonl"), str(EXAMPLE / "chunks.jsonl"),
-                         str(EXAMPLE / "runs" / "bm25.txt"))
+QUERIES, CHUNKS, BM25 = (
+    str(EXAMPLE / "queries.jsonl"),
+    str(EXAMPLE / "chunks.jsonl"),
+    str(EXAMPLE / "runs" / "bm25.txt"),
+)
 
 
 def judge(tmp_path: Path, url: str, depth: int, *extra: str) -> list[str]:
-    return ["judge", "--queries", QUERIES, "--chunks", CHUNKS, "--run", BM25, "--depth", str(depth),
-            "-o", str(tmp_path / "j.jsonl"), "--base-url", url, "--model", "fake", "--quiet",
-            "--format", "json", *extra]
+    return [
+        "judge",
+        "--queries",
+        QUERIES,
+        "--chunks",
+        CHUNKS,
+        "--run",
+        BM25,
+        "--depth",
+        str(depth),
+        "-o",
+        str(tmp_path / "j.jsonl"),
+        "--base-url",
+        url,
+        "--model",
+        "fake",
+        "--quiet",
+        "--format",
+        "json",
+        *extra,
+    ]
 
 
 def summary_of(records: list[dict]) -> dict:
@@ -216,7 +250,8 @@ def _no_ambient_endpoint(monkeypatch):
 
 @pytest.mark.parametrize("extra", [[], ["--samples", "3"], ["--model", "fake-b"]], ids=["one", "samples", "jury"])
 def test_a_rerun_says_the_summary_of_the_records_without_reading_them_and_an_edit_is_seen(
-        tmp_path, capsys, monkeypatch, extra):
+    tmp_path, capsys, monkeypatch, extra
+):
     with FakeLLM() as server:
         assert main(judge(tmp_path, server.url, 4, *extra)) == 0
         first = json.loads(capsys.readouterr().out)
@@ -231,8 +266,9 @@ def test_a_rerun_says_the_summary_of_the_records_without_reading_them_and_an_edi
             assert main(judge(tmp_path, server.url, 4, *extra)) == 0
         second = json.loads(capsys.readouterr().out)
         assert server.calls == calls
-        assert {k: v for k, v in second.items() if k not in ("already_done", "judged", "usage", "usage_text")} == \
-            {k: v for k, v in first.items() if k not in ("already_done", "judged", "usage", "usage_text")}
+        assert {k: v for k, v in second.items() if k not in ("already_done", "judged", "usage", "usage_text")} == {
+            k: v for k, v in first.items() if k not in ("already_done", "judged", "usage", "usage_text")
+        }
         assert second["already_done"] == first["pairs"]
         # a grade edited by hand (another size): the summary says the edited records
         lines = out.read_text().splitlines()
@@ -253,8 +289,11 @@ def test_a_rerun_says_the_summary_of_the_records_without_reading_them_and_an_edi
         assert server.calls == calls and len(mine) == third["pairs"]
 
 
-@pytest.mark.parametrize("keys", [[f"k{i}" for i in range(10)], [f"ké{i}" if i % 4 else f"k{i}" for i in range(10)],
-                                  ["\udc80", "a"], ["only"], []], ids=["ascii", "accents", "surrogate", "one", "none"])
+@pytest.mark.parametrize(
+    "keys",
+    [[f"k{i}" for i in range(10)], [f"ké{i}" if i % 4 else f"k{i}" for i in range(10)], ["\udc80", "a"], ["only"], []],
+    ids=["ascii", "accents", "surrogate", "one", "none"],
+)
 def test_keys_written_a_slice_at_a_time_read_back_the_same(tmp_path, monkeypatch, keys):
     monkeypatch.setattr(store_index, "KEYS_AT_ONCE", 3)
     out = tmp_path / "o.jsonl"

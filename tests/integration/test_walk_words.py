@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-
-from ragassay.cli import main
-from ragassay.runtime.engine import StageRun
+from test_rests_on import project, run_project, write_corpus
 
 from fake_llm import FakeLLM
-from test_rests_on import project, run_project, write_corpus
+from ragassay.cli import main
+from ragassay.runtime.engine import StageRun
 
 
 @pytest.mark.parametrize("retrievers", [["overlap"], ["overlap", "names", "longest"]])
@@ -33,27 +31,40 @@ def test_the_pool_says_run_or_runs_and_the_report_ends_its_sentence(tmp_path, ca
     report = (folder / "out" / "report.md").read_text()
     if n > 1:
         assert "Pool bias:" in report
-        assert not re.search(r"[^.!?\s]\s*Pool bias", report), report[report.index("Pool bias") - 80:][:120]
+        assert not re.search(r"[^.!?\s]\s*Pool bias", report), report[report.index("Pool bias") - 80 :][:120]
 
 
 def stage_run(records: list[dict]) -> StageRun:
     from collections import Counter
 
     from ragassay.runtime.engine import reason_of
+
     errors = [r for r in records if r["status"] == "error"]
-    return StageRun("check", records, len(records), 0, len(records) - len(errors), len(errors),
-                    Counter(reason_of(r) for r in errors))
+    return StageRun(
+        "check",
+        records,
+        len(records),
+        0,
+        len(records) - len(errors),
+        len(errors),
+        Counter(reason_of(r) for r in errors),
+    )
 
 
 EMPTY = "input: the reference is empty or missing (a RAGAS sample may have none): there is nothing to grade"
 
 
 def test_an_input_error_names_its_items_and_file_and_advises_no_rerun():
-    records = [{"id": "line-1", "status": "error", "error": EMPTY}, {"id": "a-ü", "status": "ok"},
-               {"id": "q7", "status": "error", "error": EMPTY}]
+    records = [
+        {"id": "line-1", "status": "error", "error": EMPTY},
+        {"id": "a-ü", "status": "ok"},
+        {"id": "q7", "status": "error", "error": EMPTY},
+    ]
     said = stage_run(records).failure_text("answers.jsonl")
-    assert said == (f"2 of 3 check records are errors (commonest: 2 x {EMPTY} (line 1, item 'q7' of answers.jsonl)); "
-                    "the 2 input errors repeat on a rerun: mend those items in the input first")
+    assert said == (
+        f"2 of 3 check records are errors (commonest: 2 x {EMPTY} (line 1, item 'q7' of answers.jsonl)); "
+        "the 2 input errors repeat on a rerun: mend those items in the input first"
+    )
     assert "rerun the same command to retry" not in said
 
 
@@ -65,16 +76,19 @@ def test_errors_a_rerun_may_mend_still_advise_it_and_count_apart():
     assert "rerun the same command to retry the 3 others" in said
     assert said.endswith("the 1 input error repeats on a rerun: mend that item in the input first")
     only_network = stage_run(records[:3]).failure_text()
-    assert only_network.endswith("(commonest: 3 x network: the endpoint timed out); rerun the same command to "
-                                 "retry them")
+    assert only_network.endswith(
+        "(commonest: 3 x network: the endpoint timed out); rerun the same command to retry them"
+    )
 
 
 def test_check_on_a_ragas_sample_without_reference_names_file_and_line(tmp_path, capsys, monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
         monkeypatch.delenv(name, raising=False)
     path = tmp_path / "ragas.jsonl"
-    rows = [{"user_input": "What does json.dumps do?", "response": "It serialises obj.", "reference": "Serialize obj."},
-            {"user_input": "What does textwrap.fill do?", "response": "Wraps text."}]
+    rows = [
+        {"user_input": "What does json.dumps do?", "response": "It serialises obj.", "reference": "Serialize obj."},
+        {"user_input": "What does textwrap.fill do?", "response": "Wraps text."},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     capsys.readouterr()
     code = main(["check", str(path), "-o", str(tmp_path / "checks.jsonl")])
@@ -98,10 +112,24 @@ def test_the_sentence_before_pool_bias_ends_even_when_the_pilot_cannot_size(tmp_
     for name, lines in (("qrels.txt", qrels), ("a.txt", a), ("b.txt", b)):
         (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     capsys.readouterr()
-    code = main(["report", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "a.txt"), "--run",
-                 str(tmp_path / "b.txt"), "-o", str(tmp_path / "report.md"), "--format", "markdown"])
+    code = main(
+        [
+            "report",
+            "--qrels",
+            str(tmp_path / "qrels.txt"),
+            "--run",
+            str(tmp_path / "a.txt"),
+            "--run",
+            str(tmp_path / "b.txt"),
+            "-o",
+            str(tmp_path / "report.md"),
+            "--format",
+            "markdown",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     report = (tmp_path / "report.md").read_text()
     assert "Pool bias:" in report
-    assert "query by query. Pool bias" in report or not re.search(r"[^.!?\s]\s*Pool bias", report), \
-        report[report.index("Pool bias") - 120:][:160]
+    assert "query by query. Pool bias" in report or not re.search(r"[^.!?\s]\s*Pool bias", report), report[
+        report.index("Pool bias") - 120 :
+    ][:160]

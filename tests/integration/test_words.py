@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from ragassay.cli import build_parser, main
-from ragassay.metrics.measures import measure_names
-
 from fake_llm import FakeLLM, dead_url
 from helpers import ROOT, nonempty
+from ragassay.cli import build_parser, main
+from ragassay.metrics.measures import measure_names
 
 FLAGS_PAGE = (ROOT / "docs" / "reference" / "flags.md").read_text(encoding="utf-8")
 MEASURES_PAGE = (ROOT / "docs" / "reference" / "measures.md").read_text(encoding="utf-8")
@@ -60,9 +59,14 @@ def test_the_flag_table_is_what_every_parser_takes():
             continue
         parts = cell.split(" / ") if len(flags) == 2 and " / " in cell else [cell] * len(flags)
         for flag, part in nonempty(zip(flags, parts)):
-            said = every if part.startswith("every command") else \
-                {w for w in re.findall(r"[a-z]+", part.split(";")[0]) if w in every}
-            assert who.get(flag, set()) == said, f"{flag}: the flag table says {sorted(said)}, the parsers {sorted(who.get(flag, set()))}"
+            said = (
+                every
+                if part.startswith("every command")
+                else {w for w in re.findall(r"[a-z]+", part.split(";")[0]) if w in every}
+            )
+            assert who.get(flag, set()) == said, (
+                f"{flag}: the flag table says {sorted(said)}, the parsers {sorted(who.get(flag, set()))}"
+            )
             checked.add(flag)
     shared = {f for f, names in who.items() if len(names) >= 3}
     assert shared <= checked, f"flags of three or more commands missing from the table: {sorted(shared - checked)}"
@@ -74,7 +78,9 @@ def test_the_flag_table_is_what_every_parser_takes():
 def test_help_and_the_measures_page_list_every_measure_of_the_registry():
     names = measure_names()
     assert len(names) >= 20 and "bpref" in names and "judged@k" in names
-    readme_list = re.search(r"\*\*Metric names\*\* \(case-insensitive\): (.*?) \(the same", MEASURES_PAGE, re.S).group(1)
+    readme_list = re.search(r"\*\*Metric names\*\* \(case-insensitive\): (.*?) \(the same", MEASURES_PAGE, re.S).group(
+        1
+    )
     assert re.findall(r"`([^`]+)`", readme_list) == names
     for command in ("evaluate", "compare"):
         text = " ".join(commands()[command].format_help().split())
@@ -110,13 +116,32 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
             "evaluate": ["evaluate", e + "qrels.txt", runs[0]],
             "compare": ["compare", e + "qrels.txt", *runs, "-m", "ndcg@10"],
             "agree": ["agree", e + "qrels.txt", e + "qrels_second_assessor.txt"],
-            "retrieve": ["retrieve", "--retriever", e + "retrievers.py:tfidf", "--queries", e + "queries.jsonl",
-                         "-o", "r.txt"],
+            "retrieve": [
+                "retrieve",
+                "--retriever",
+                e + "retrievers.py:tfidf",
+                "--queries",
+                e + "queries.jsonl",
+                "-o",
+                "r.txt",
+            ],
             "generate": ["generate", e + "chunks.jsonl", "-o", "q.jsonl", "--limit", "3", *llm],
             "remap": ["remap", "q.jsonl", e + "chunks.jsonl", "-o", "new.qrels"],
             "quality": ["quality", e + "queries.jsonl", "--chunks", e + "chunks.jsonl", "--qrels", e + "qrels.txt"],
-            "judge": ["judge", "--queries", e + "queries.jsonl", "--chunks", e + "chunks.jsonl", "--run", runs[0],
-                      "--depth", "1", "-o", "j.jsonl", *llm],
+            "judge": [
+                "judge",
+                "--queries",
+                e + "queries.jsonl",
+                "--chunks",
+                e + "chunks.jsonl",
+                "--run",
+                runs[0],
+                "--depth",
+                "1",
+                "-o",
+                "j.jsonl",
+                *llm,
+            ],
             "check": ["check", e + "answers.jsonl", "--chunks", e + "chunks.jsonl", "-o", "c.jsonl", *llm],
             "merge": ["merge", "j.jsonl", "-o", "m.jsonl"],
             "report": ["report", "j.jsonl", "c.jsonl", "-o", "report.html"],
@@ -128,12 +153,31 @@ def test_every_command_prints_json_with_kind_and_version(example_dir, capsys):
         for name, argv in argvs.items():
             seen[name] = json_of(capsys, argv)
         for stage in ("generate", "judge", "check"):  # the dry run's estimate too
-            est = json_of(capsys, argvs[stage][:-4] + ["--model", "gpt-4o-mini", "--dry-run", "-o", "dry.jsonl"]
-                          if stage != "generate" else argvs[stage][:-4] + ["--model", "gpt-4o-mini", "--dry-run"])
+            est = json_of(
+                capsys,
+                argvs[stage][:-4] + ["--model", "gpt-4o-mini", "--dry-run", "-o", "dry.jsonl"]
+                if stage != "generate"
+                else argvs[stage][:-4] + ["--model", "gpt-4o-mini", "--dry-run"],
+            )
             assert (est["kind"], est["version"]) == ("estimate", 1), stage
-    seen["label"] = label_until_stopped(["pairs", "--queries", e + "queries.jsonl", "--chunks", e + "chunks.jsonl",
-                                         "--run", runs[0], "--sample", "3", "-o", "human.qrels", "--format", "json"],
-                                        json_out=True)
+    seen["label"] = label_until_stopped(
+        [
+            "pairs",
+            "--queries",
+            e + "queries.jsonl",
+            "--chunks",
+            e + "chunks.jsonl",
+            "--run",
+            runs[0],
+            "--sample",
+            "3",
+            "-o",
+            "human.qrels",
+            "--format",
+            "json",
+        ],
+        json_out=True,
+    )
     Path("ev.json").write_text(json.dumps(seen["evaluate"]))
     seen["track"] = json_of(capsys, ["track", "ev.json", "--db", "h.sqlite"])
     seen["history"] = json_of(capsys, ["history", "--db", "h.sqlite"])
@@ -152,8 +196,13 @@ def label_until_stopped(argv: list[str], json_out: bool = False) -> dict | str:
     import signal
     import subprocess
     import sys
-    proc = subprocess.Popen([sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragassay", "label", *argv, "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     said = proc.stderr if json_out else proc.stdout
     assert said.readline().startswith("labelling ")
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", said.readline())
@@ -175,8 +224,28 @@ def test_every_help_example_runs_where_its_files_are(example_dir, capsys):
     reads from another one's output made first."""
     shutil.copy("datasets/example/chunks.jsonl", "new_chunks.jsonl")  # remap: a re-chunking (here: the same)
     examples = {name: help_example(p) for name, p in commands().items()}
-    order = ["demo", "evaluate", "compare", "agree", "retrieve", "generate", "remap", "quality", "judge", "check",
-             "label", "merge", "report", "track", "history", "gate", "ping", "qualify", "init", "run"]
+    order = [
+        "demo",
+        "evaluate",
+        "compare",
+        "agree",
+        "retrieve",
+        "generate",
+        "remap",
+        "quality",
+        "judge",
+        "check",
+        "label",
+        "merge",
+        "report",
+        "track",
+        "history",
+        "gate",
+        "ping",
+        "qualify",
+        "init",
+        "run",
+    ]
     assert sorted(order) == sorted(examples)
     with FakeLLM() as fake:
         for name in nonempty(order):
@@ -189,8 +258,16 @@ def test_every_help_example_runs_where_its_files_are(example_dir, capsys):
                 if name == "merge":  # two shards of a judge run: the files the example merges
                     judge = shlex.split(examples["judge"])[1:]
                     for i in (1, 2):
-                        out = judge[:judge.index("-o")] + ["-o", f"judged.{i}.jsonl", "--shard", f"{i}/2",
-                                                           "--base-url", fake.url, "--model", "fake"]
+                        out = judge[: judge.index("-o")] + [
+                            "-o",
+                            f"judged.{i}.jsonl",
+                            "--shard",
+                            f"{i}/2",
+                            "--base-url",
+                            fake.url,
+                            "--model",
+                            "fake",
+                        ]
                         assert main(out) == 0, capsys.readouterr().err
                 if name == "label":  # a server: started, seen to print its URL, stopped
                     assert "labelled 0 of 30" in label_until_stopped(argv[1:])

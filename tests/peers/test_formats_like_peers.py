@@ -15,6 +15,7 @@ from ragassay.data.qrels_files import read_qrels
 from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
 
+
 @pytest.fixture(autouse=True)
 def _each_reader(parser):
     """Every case here runs through both readers: same tables, same errors."""
@@ -37,8 +38,9 @@ def _trec_qrels() -> str:
 
 
 def _ndcg(qrels_path, run_path, **kw) -> float:
-    return ragassay.evaluate(read_qrels(qrels_path, **kw.get("q", {})), read_run(run_path, **kw.get("r", {})),
-                             ["ndcg@10"]).aggregate["ndcg@10"]
+    return ragassay.evaluate(
+        read_qrels(qrels_path, **kw.get("q", {})), read_run(run_path, **kw.get("r", {})), ["ndcg@10"]
+    ).aggregate["ndcg@10"]
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,9 @@ def test_extra_run_fields_after_the_tag_are_ignored_and_the_tag_may_be_missing(t
     q.write_text(_trec_qrels())
     assert _ndcg(q, r) == pytest.approx(expected, abs=1e-12)
     lines = _trec_run().splitlines()  # lines of five, six and eight fields, and blank lines between
-    mixed = [line.rsplit(" ", 1)[0] if i % 3 == 0 else line + (" x y" if i % 3 == 1 else "") for i, line in enumerate(lines)]
+    mixed = [
+        line.rsplit(" ", 1)[0] if i % 3 == 0 else line + (" x y" if i % 3 == 1 else "") for i, line in enumerate(lines)
+    ]
     r.write_text("\n\n".join(mixed) + "\n")
     assert _ndcg(q, r) == pytest.approx(expected, abs=1e-12) and len(read_run(r)) == 7
     r.write_text(_trec_run(tag=False))  # five columns: no tag, the file name names the run
@@ -85,8 +89,10 @@ def test_three_column_runs_and_qrels_with_or_without_a_header(tmp_path, expected
     r = tmp_path / "r.tsv"
     r.write_text(header + "".join(f"{q}\t{d}\t{s}\n" for q, docs in RUN.items() for d, s in docs.items()))
     q = tmp_path / "q.tsv"
-    q.write_text(header.replace("score", "relevance") + "".join(f"{q} {d} {g}\n" for q, docs in QRELS.items()
-                                                                for d, g in docs.items()))
+    q.write_text(
+        header.replace("score", "relevance")
+        + "".join(f"{q} {d} {g}\n" for q, docs in QRELS.items() for d, g in docs.items())
+    )
     # the first line is a header only when it is made of header words: a first row is never lost
     assert len(read_run(r, format=fmt)) == sum(len(d) for d in RUN.values())
     assert _ndcg(q, r, q={"format": fmt}, r={"format": fmt}) == pytest.approx(expected, abs=1e-12)
@@ -142,8 +148,9 @@ def test_ids_that_are_not_utf8_are_errors_in_every_reader(tmp_path, reader, fiel
     q, r = tmp_path / "q.txt", tmp_path / "r.txt"
     bad_q, bad_d = (b"q\xe92", b"d2") if field == "query" else (b"q1", b"d\xe92")
     q.write_bytes(b"q1 0 d1 1\n" + bad_q + b" 0 " + bad_d + b" 1\n" if reader != "run" else b"q1 0 d1 1\n")
-    r.write_bytes(b"q1 Q0 d1 1 2.0 t\n" + bad_q + b" Q0 " + bad_d + b" 2 1.0 t\n" if reader == "run"
-                  else b"q1 Q0 d1 1 2.0 t\n")
+    r.write_bytes(
+        b"q1 Q0 d1 1 2.0 t\n" + bad_q + b" Q0 " + bad_d + b" 2 1.0 t\n" if reader == "run" else b"q1 Q0 d1 1 2.0 t\n"
+    )
     argv = ["agree", str(q), str(q)] if reader == "agree" else ["evaluate", str(q), str(r)]
     assert main(argv) == 1
     err = capsys.readouterr().err

@@ -17,10 +17,10 @@ import random
 import pytest
 
 import ragassay
+from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.errors import MeasureError
 from ragassay.metrics.measures import parse_measure, split_measure_list
-from helpers import EXAMPLE, nonempty
 
 ir_measures = pytest.importorskip("ir_measures")
 
@@ -28,8 +28,9 @@ DOC_IDS = ["d1", "d10", "d2", "d20", "D3", "d3", "a", "aa", "b#1", "z", "é", "x
 SCORES = [0.0, 0.5, 1.0, 1.5, -2.0, 3.25, 1e-3]  # few values: many ties
 
 
-def random_data(seed: int, n_queries: int = 24, max_docs: int = 30, ties: bool = True,
-                grades: tuple[int, ...] = (0, 0, 1, 2, 3)):
+def random_data(
+    seed: int, n_queries: int = 24, max_docs: int = 30, ties: bool = True, grades: tuple[int, ...] = (0, 0, 1, 2, 3)
+):
     """Qrels graded 0..3 and a run; every fourth query judges nothing relevant, some rankings are
     a single document, one qrels query has no ranking and one ranking has no qrels."""
     rnd = random.Random(seed)
@@ -39,7 +40,7 @@ def random_data(seed: int, n_queries: int = 24, max_docs: int = 30, ties: bool =
         qid = f"q{q}"
         judged = rnd.sample(ids, rnd.randint(1, 18))
         qrels[qid] = {d: (0 if q % 4 == 0 or i == 0 else rnd.choice(grades)) for i, d in enumerate(judged)}
-        pool = judged[:rnd.randint(0, len(judged))] + rnd.sample(ids, 20)
+        pool = judged[: rnd.randint(0, len(judged))] + rnd.sample(ids, 20)
         ranked = list(dict.fromkeys(rnd.sample(pool, min(len(pool), rnd.randint(1, max_docs)))))
         ranked = ranked[:max_docs]
         if ties:
@@ -69,14 +70,51 @@ def assert_same(ev, key, ref: dict[str, float], ref_mean: float, what: str):
 
 
 # ir_measures names computed by its default pipeline (pytrec_eval, and its own Judged and Compat)
-IR_NAMES = ["SetP", "SetR", "SetF", "SetAP", "SetP(rel=2)", "SetR(rel=3)", "NumRet", "NumRel", "NumRelRet",
-            "NumQ", "NumRet(rel=2)", "IPrec@0.0", "IPrec@0.1", "IPrec@0.25", "IPrec@0.5", "IPrec@0.75", "IPrec@1.0",
-            "infAP", "infAP(rel=2)", "nDCG(judged_only=True)", "nDCG(judged_only=True)@5",
-            "P(judged_only=True)@5", "AP(judged_only=True)", "RR(judged_only=True)", "Rprec(judged_only=True)",
-            "R(judged_only=True)@10", "Success(judged_only=True)@3", "SetP(judged_only=True)", "SetP(relative=True)", "SetP(relative=True,rel=2)",
-            "IPrec(judged_only=True)@0.5", "Judged@1", "Judged@5", "Judged@10", "Judged@40", "Judged",
-            "Compat", "Compat(p=0.8)", "Compat(normalize=False)", "nDCG(gains={0:0,1:1,2:3,3:7})@10",
-            "nDCG(gains={1:3,3:1})", "nDCG(gains={0:1,2:5})@5", "nDCG(gains={0:2,1:0,3:1},judged_only=True)@10"]
+IR_NAMES = [
+    "SetP",
+    "SetR",
+    "SetF",
+    "SetAP",
+    "SetP(rel=2)",
+    "SetR(rel=3)",
+    "NumRet",
+    "NumRel",
+    "NumRelRet",
+    "NumQ",
+    "NumRet(rel=2)",
+    "IPrec@0.0",
+    "IPrec@0.1",
+    "IPrec@0.25",
+    "IPrec@0.5",
+    "IPrec@0.75",
+    "IPrec@1.0",
+    "infAP",
+    "infAP(rel=2)",
+    "nDCG(judged_only=True)",
+    "nDCG(judged_only=True)@5",
+    "P(judged_only=True)@5",
+    "AP(judged_only=True)",
+    "RR(judged_only=True)",
+    "Rprec(judged_only=True)",
+    "R(judged_only=True)@10",
+    "Success(judged_only=True)@3",
+    "SetP(judged_only=True)",
+    "SetP(relative=True)",
+    "SetP(relative=True,rel=2)",
+    "IPrec(judged_only=True)@0.5",
+    "Judged@1",
+    "Judged@5",
+    "Judged@10",
+    "Judged@40",
+    "Judged",
+    "Compat",
+    "Compat(p=0.8)",
+    "Compat(normalize=False)",
+    "nDCG(gains={0:0,1:1,2:3,3:7})@10",
+    "nDCG(gains={1:3,3:1})",
+    "nDCG(gains={0:1,2:5})@5",
+    "nDCG(gains={0:2,1:0,3:1},judged_only=True)@10",
+]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -121,8 +159,19 @@ def test_judged_at_k_on_the_example_is_ir_measures_figure_not_trec_eval_order():
 
 # -- ranx -------------------------------------------------------------------------------------------
 
-RANX_NAMES = ["dcg@5", "dcg@10", "dcg", "dcg_burges@3", "dcg_burges", "ndcg_burges@5", "ndcg_burges@10",
-              "ndcg_burges", "rbp.95", "rbp.8", "rbp.5"]
+RANX_NAMES = [
+    "dcg@5",
+    "dcg@10",
+    "dcg",
+    "dcg_burges@3",
+    "dcg_burges",
+    "ndcg_burges@5",
+    "ndcg_burges@10",
+    "ndcg_burges",
+    "rbp.95",
+    "rbp.8",
+    "rbp.5",
+]
 
 
 def ranx_values(qrels, run, names, level: int = 1) -> dict[str, dict[str, float]]:
@@ -133,8 +182,9 @@ def ranx_values(qrels, run, names, level: int = 1) -> dict[str, dict[str, float]
     return {n: {q: float(v) for q, v in r.scores[n + suffix].items()} for n in names}
 
 
-@pytest.mark.parametrize("seed, ties, max_docs", [(0, True, 15), (1, True, 15), (2, True, 8), (3, False, 40),
-                                                   (4, False, 60)])
+@pytest.mark.parametrize(
+    "seed, ties, max_docs", [(0, True, 15), (1, True, 15), (2, True, 8), (3, False, 40), (4, False, 60)]
+)
 @pytest.mark.parametrize("level", [1, 2])
 def test_ranx_names_give_ranx_values(seed, ties, max_docs, level):
     """ranx sorts a ranking of up to 15 documents stably (ties keep the run's order); longer ones
@@ -162,12 +212,13 @@ def test_ranx_names_differ_from_trec_eval_ones_where_the_conventions_differ():
     assert burges == pytest.approx(1 / 7) and trec == pytest.approx(3 / 7)  # run order b; trec_eval's c
     both = ragassay.evaluate(qrels, run, ["rbp.95", "RBP(p=0.95)"]).aggregate
     assert set(both) == {"ranx_rbp(p=0.95)", "rbp(p=0.95)"}
-    assert both["ranx_rbp(p=0.95)"] == pytest.approx(0.05 * (1 + 3 * 0.95 + 2 * 0.95 ** 2))
-    norm = 0.05 / (1 - 0.95 ** 1000)
-    assert both["rbp(p=0.95)"] == pytest.approx(norm * (1 + 0.95 + 0.95 ** 2))
+    assert both["ranx_rbp(p=0.95)"] == pytest.approx(0.05 * (1 + 3 * 0.95 + 2 * 0.95**2))
+    norm = 0.05 / (1 - 0.95**1000)
+    assert both["rbp(p=0.95)"] == pytest.approx(norm * (1 + 0.95 + 0.95**2))
 
 
-# -- cwl_eval's measures (ir_measures' RBP, INST, INSQ, NERR8-11, SDCG, BPM) -----------------------------------------------------
+# -- cwl_eval's measures (ir_measures' RBP, INST, INSQ, NERR8-11, SDCG, BPM) --------------------------------------
+
 
 def cwl_reference(qrels, run, weights) -> dict[str, float]:
     """cwl_eval's expected utility per query, written from its definition: the ranking sorted by score
@@ -194,12 +245,14 @@ def rbp_gains(p, level):
         for i, g in enumerate(gains):
             gains[i] = None if g is None else float(max(g, 0) >= level)
         return [p] * len(gains)
+
     return weights
 
 
 def graded(lo, hi, rule):
     """Gains scaled as cwl_eval scales grades (negatives as 0, clipped to [lo, hi], to 0..1) and the
     chance of going on past each rank from ``rule(rank, gain, gain_so_far)``, rank counted from 1."""
+
     def weights(gains):
         total, go_on = 0.0, []
         for i, g in enumerate(gains):
@@ -207,6 +260,7 @@ def graded(lo, hi, rule):
             total += gains[i] or 0.0
             go_on.append(rule(i + 1, gains[i] or 0.0, total))
         return go_on
+
     return weights
 
 
@@ -219,24 +273,33 @@ def insq(t):
 
 
 CWL_CASES = [
-    ("RBP(p=0.8,rel=1)", rbp_gains(0.8, 1)), ("RBP", rbp_gains(0.8, 1)), ("RBP(p=0.95,rel=2)", rbp_gains(0.95, 2)),
-    ("RBP(p=0.5,rel=3)", rbp_gains(0.5, 3)), ("INST(T=1.0,max_rel=3)", graded(0, 3, inst(1.0))),
-    ("INST(T=2.5,min_rel=1,max_rel=3)", graded(1, 3, inst(2.5))), ("INST(T=1.0,max_rel=2)", graded(0, 2, inst(1.0))),
-    ("INSQ(T=1.0,max_rel=3)", graded(0, 3, insq(1.0))), ("INSQ(T=3.0,max_rel=2)", graded(0, 2, insq(3.0))),
+    ("RBP(p=0.8,rel=1)", rbp_gains(0.8, 1)),
+    ("RBP", rbp_gains(0.8, 1)),
+    ("RBP(p=0.95,rel=2)", rbp_gains(0.95, 2)),
+    ("RBP(p=0.5,rel=3)", rbp_gains(0.5, 3)),
+    ("INST(T=1.0,max_rel=3)", graded(0, 3, inst(1.0))),
+    ("INST(T=2.5,min_rel=1,max_rel=3)", graded(1, 3, inst(2.5))),
+    ("INST(T=1.0,max_rel=2)", graded(0, 2, inst(1.0))),
+    ("INSQ(T=1.0,max_rel=3)", graded(0, 3, insq(1.0))),
+    ("INSQ(T=3.0,max_rel=2)", graded(0, 2, insq(3.0))),
     ("NERR8(max_rel=3)@5", graded(0, 3, lambda i, g, total: 1 - g if i < 5 else 0.0)),
     ("NERR9(max_rel=3)@10", graded(0, 3, lambda i, g, total: i / (i + 1) * (1 - g) if i < 10 else 0.0)),
     ("NERR10(p=0.8,max_rel=3)", graded(0, 3, lambda i, g, total: 0.8 * (1 - g))),
     ("NERR11(T=2.0,max_rel=3)", graded(0, 3, lambda i, g, total: insq(2.0)(i, g, total) * (1 - g))),
     ("SDCG(max_rel=3)@10", graded(0, 3, lambda i, g, total: math.log2(i + 1) / math.log2(i + 2) if i < 10 else 0.0)),
     ("BPM(T=1.0,max_rel=3)@10", graded(0, 3, lambda i, g, total: float(total < 1.0 and i < 10))),
-    ("BPM(T=2.0,min_rel=1,max_rel=3)@5", graded(1, 3, lambda i, g, total: float(total < 2.0 and i < 5)))]
+    ("BPM(T=2.0,min_rel=1,max_rel=3)@5", graded(1, 3, lambda i, g, total: float(total < 2.0 and i < 5))),
+]
 
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("name, weights", CWL_CASES)
 def test_rbp_and_inst_follow_cwl_eval(seed, name, weights):
     qrels, run = random_data(seed)
-    run["long"], qrels["long"] = {f"x{i}": float(i % 7) for i in range(1100)}, {f"x{i}": i % 4 for i in range(0, 1100, 3)}
+    run["long"], qrels["long"] = (
+        {f"x{i}": float(i % 7) for i in range(1100)},
+        {f"x{i}": i % 4 for i in range(0, 1100, 3)},
+    )
     ref = cwl_reference(qrels, run, weights)
     ev, key = ours([name], qrels, run)
     assert_same(ev, key[name], ref, sum(ref.values()) / len(ref), name)
@@ -258,15 +321,33 @@ def test_rbp_and_inst_equal_ir_measures_with_cwl_eval(seed, name):
 # -- names, lists, refusals -------------------------------------------------------------------------
 
 ROUND_TRIP = [
-    ("RBP(p=0.8,rel=1)", "rbp(p=0.8,rel=1)"), ("RBP", "rbp(p=0.8)"), ("rbp.95", "ranx_rbp(p=0.95)"),
-    ("SetP", "set_p"), ("SetR", "set_recall"), ("SetF", "set_f1"), ("NumRelRet", "num_rel_ret"),
-    ("NumRet(rel=2)", "num_rel_ret(rel=2)"), ("IPrec@0.5", "iprec@0.5"), ("iprec_at_recall_0.50", "iprec@0.5"),
-    ("nDCG(judged_only=True)", "ndcg(judged_only)"), ("nDCG(dcg=exp-log2)@10", "ndcg_burges@10"),
-    ("infAP", "infap"), ("Compat", "compat(p=0.95)"), ("INST(T=1,max_rel=3)", "inst(max_rel=3,min_rel=0,t=1.0)"),
-    ("dcg@10", "dcg@10"), ("dcg_burges@5", "dcg_burges@5"), ("set_map", "set_ap"), ("SetP(relative=True)", "set_relative_p"), ("set_relative_P", "set_relative_p"), ("num_q", "num_q"),
-    ("SDCG(dcg=log2,max_rel=3)@10", "sdcg(max_rel=3,min_rel=0)@10"), ("NERR10(max_rel=2)", "nerr10(max_rel=2,min_rel=0,p=0.9)"),
+    ("RBP(p=0.8,rel=1)", "rbp(p=0.8,rel=1)"),
+    ("RBP", "rbp(p=0.8)"),
+    ("rbp.95", "ranx_rbp(p=0.95)"),
+    ("SetP", "set_p"),
+    ("SetR", "set_recall"),
+    ("SetF", "set_f1"),
+    ("NumRelRet", "num_rel_ret"),
+    ("NumRet(rel=2)", "num_rel_ret(rel=2)"),
+    ("IPrec@0.5", "iprec@0.5"),
+    ("iprec_at_recall_0.50", "iprec@0.5"),
+    ("nDCG(judged_only=True)", "ndcg(judged_only)"),
+    ("nDCG(dcg=exp-log2)@10", "ndcg_burges@10"),
+    ("infAP", "infap"),
+    ("Compat", "compat(p=0.95)"),
+    ("INST(T=1,max_rel=3)", "inst(max_rel=3,min_rel=0,t=1.0)"),
+    ("dcg@10", "dcg@10"),
+    ("dcg_burges@5", "dcg_burges@5"),
+    ("set_map", "set_ap"),
+    ("SetP(relative=True)", "set_relative_p"),
+    ("set_relative_P", "set_relative_p"),
+    ("num_q", "num_q"),
+    ("SDCG(dcg=log2,max_rel=3)@10", "sdcg(max_rel=3,min_rel=0)@10"),
+    ("NERR10(max_rel=2)", "nerr10(max_rel=2,min_rel=0,p=0.9)"),
     ("BPM(T=2,max_rel=3)@5", "bpm(max_rel=3,min_rel=0,t=2.0)@5"),
-    ("nDCG(gains={0:0,1:1,2:3,3:7})@10", "ndcg(gains={2:3,3:7})@10"), ("nDCG(gains={1:1})", "ndcg")]
+    ("nDCG(gains={0:0,1:1,2:3,3:7})@10", "ndcg(gains={2:3,3:7})@10"),
+    ("nDCG(gains={1:1})", "ndcg"),
+]
 
 
 @pytest.mark.parametrize("text, canonical", ROUND_TRIP)
@@ -276,8 +357,13 @@ def test_canonical_names_round_trip(text, canonical):
 
 
 def test_no_two_computations_print_the_same_name():
-    texts = [t for t, _ in ROUND_TRIP] + IR_NAMES + RANX_NAMES + [c[0] for c in CWL_CASES] + [
-        "ndcg@10", "p@5", "judged@5", "map", "mrr", "err@10", "bpref", "hits@5", "r_precision"]
+    texts = (
+        [t for t, _ in ROUND_TRIP]
+        + IR_NAMES
+        + RANX_NAMES
+        + [c[0] for c in CWL_CASES]
+        + ["ndcg@10", "p@5", "judged@5", "map", "mrr", "err@10", "bpref", "hits@5", "r_precision"]
+    )
     by_name: dict[str, set] = {}
     for t in nonempty(texts):
         m = parse_measure(t)
@@ -285,44 +371,76 @@ def test_no_two_computations_print_the_same_name():
     assert all(len(ms) == 1 for ms in by_name.values()), {k: v for k, v in by_name.items() if len(v) > 1}
 
 
-@pytest.mark.parametrize("text, parts", [
-    ("RBP(p=0.8,rel=1),nDCG@10", ["RBP(p=0.8,rel=1)", "nDCG@10"]),
-    ("P@5, Compat(p=0.9,normalize=False) ,map", ["P@5", "Compat(p=0.9,normalize=False)", "map"]),
-    ("INST(T=1.0,min_rel=0,max_rel=3)", ["INST(T=1.0,min_rel=0,max_rel=3)"]), ("a,,b,", ["a", "b"])])
+@pytest.mark.parametrize(
+    "text, parts",
+    [
+        ("RBP(p=0.8,rel=1),nDCG@10", ["RBP(p=0.8,rel=1)", "nDCG@10"]),
+        ("P@5, Compat(p=0.9,normalize=False) ,map", ["P@5", "Compat(p=0.9,normalize=False)", "map"]),
+        ("INST(T=1.0,min_rel=0,max_rel=3)", ["INST(T=1.0,min_rel=0,max_rel=3)"]),
+        ("a,,b,", ["a", "b"]),
+    ],
+)
 def test_a_list_splits_only_at_commas_outside_parentheses(text, parts):
     assert split_measure_list(text) == parts
 
 
 def test_cli_takes_commas_inside_parameters(capsys):
-    code = main(["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "runs" / "bm25.txt"), "-m",
-                 "RBP(p=0.8,rel=1),nDCG@10", "-m", "Compat(p=0.9,normalize=False),NumQ", "--format", "json"])
+    code = main(
+        [
+            "evaluate",
+            str(EXAMPLE / "qrels.txt"),
+            str(EXAMPLE / "runs" / "bm25.txt"),
+            "-m",
+            "RBP(p=0.8,rel=1),nDCG@10",
+            "-m",
+            "Compat(p=0.9,normalize=False),NumQ",
+            "--format",
+            "json",
+        ]
+    )
     assert code == 0
     agg = json.loads(capsys.readouterr().out)["aggregate"]
     assert list(agg) == ["rbp(p=0.8,rel=1)", "ndcg@10", "compat(normalize=false,p=0.9)", "num_q"]
     assert agg["num_q"] == 22.0 and agg["ndcg@10"] == pytest.approx(0.7934961056538214, abs=1e-12)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("alpha_nDCG@10", "diversity measure: it needs qrels with subtopics"),
-    ("α_nDCG@10", "diversity measure"), ("ERR_IA@20", "diversity measure"), ("NRBP", "diversity measure"),
-    ("INST", "needs max_rel="), ("INST(T=0,max_rel=3)", "T must be above 0"),
-    ("INST(max_rel=1,min_rel=1)", "min_rel must be below max_rel"),
-    ("SDCG(max_rel=3)", "needs a cutoff"), ("BPM(T=1.0)@10", "needs max_rel="), ("NERR10(max_rel=3)@5", "no cutoff"),
-    ("NERR10(p=0,max_rel=3)", "between 0 and 1"), ("SDCG(dcg=exp-log2,max_rel=3)@5", "takes no parameter 'dcg'"),
-    ("Accuracy", "not computed"),
-    ("RBP@10", "takes no cutoff"), ("RBP(p=1.5)", "between 0 and 1"), ("IPrec@0.333", "at most two decimals"),
-    ("IPrec", "needs a recall level"), ("nDCG(gains={0:0.5})@10", "grade:gain in whole numbers"), ("nDCG(gains=2)", "gains is a table"), ("SetF(beta=2)", "only beta=1"),
-("bpref(judged_only=True)", "takes no judged_only"),
-    ("nDCG(dcg=log10)", "dcg= is log2"), ("P@5.5", "whole number"), ("Compat(q=2)", "takes no parameter 'q'"),
-    ("nDCG(rel=2)@10", "takes no rel=")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("alpha_nDCG@10", "diversity measure: it needs qrels with subtopics"),
+        ("α_nDCG@10", "diversity measure"),
+        ("ERR_IA@20", "diversity measure"),
+        ("NRBP", "diversity measure"),
+        ("INST", "needs max_rel="),
+        ("INST(T=0,max_rel=3)", "T must be above 0"),
+        ("INST(max_rel=1,min_rel=1)", "min_rel must be below max_rel"),
+        ("SDCG(max_rel=3)", "needs a cutoff"),
+        ("BPM(T=1.0)@10", "needs max_rel="),
+        ("NERR10(max_rel=3)@5", "no cutoff"),
+        ("NERR10(p=0,max_rel=3)", "between 0 and 1"),
+        ("SDCG(dcg=exp-log2,max_rel=3)@5", "takes no parameter 'dcg'"),
+        ("Accuracy", "not computed"),
+        ("RBP@10", "takes no cutoff"),
+        ("RBP(p=1.5)", "between 0 and 1"),
+        ("IPrec@0.333", "at most two decimals"),
+        ("IPrec", "needs a recall level"),
+        ("nDCG(gains={0:0.5})@10", "grade:gain in whole numbers"),
+        ("nDCG(gains=2)", "gains is a table"),
+        ("SetF(beta=2)", "only beta=1"),
+        ("bpref(judged_only=True)", "takes no judged_only"),
+        ("nDCG(dcg=log10)", "dcg= is log2"),
+        ("P@5.5", "whole number"),
+        ("Compat(q=2)", "takes no parameter 'q'"),
+        ("nDCG(rel=2)@10", "takes no rel="),
+    ],
+)
 def test_refused_names_say_why(text, message):
     with pytest.raises(MeasureError, match=message.replace("(", r"\(").replace(")", r"\)").replace("=", "=")):
         parse_measure(text)
 
 
 def test_cli_refuses_a_diversity_measure_with_its_reason(capsys):
-    code = main(["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "runs" / "bm25.txt"), "-m",
-                 "alpha_nDCG@10,P@5"])
+    code = main(["evaluate", str(EXAMPLE / "qrels.txt"), str(EXAMPLE / "runs" / "bm25.txt"), "-m", "alpha_nDCG@10,P@5"])
     assert code == 2
     err = capsys.readouterr().err
     assert "subtopics" in err and "Traceback" not in err

@@ -15,22 +15,42 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 import pytest
 import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ragassay
-from ragassay.metrics.measures import parse_measure
-from ragassay.data.tables import Qrels, Run
 from helpers import nonempty
+from ragassay.data.tables import Qrels, Run
+from ragassay.metrics.measures import parse_measure
 
-FAMILIES = {"P", "recall", "ndcg_cut", "map_cut", "success", "ndcg", "recip_rank", "map", "Rprec",
-            "set_P", "set_recall", "set_F", "bpref"}
+FAMILIES = {
+    "P",
+    "recall",
+    "ndcg_cut",
+    "map_cut",
+    "success",
+    "ndcg",
+    "recip_rank",
+    "map",
+    "Rprec",
+    "set_P",
+    "set_recall",
+    "set_F",
+    "bpref",
+}
 FAMILY_NAMES = {"P": "p", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map", "success": "hit_rate"}
-PLAIN_NAMES = {"ndcg": "ndcg", "recip_rank": "mrr", "map": "map", "Rprec": "r_precision",
-               "set_P": "set_p", "set_recall": "set_recall", "set_F": "set_f1", "bpref": "bpref"}
+PLAIN_NAMES = {
+    "ndcg": "ndcg",
+    "recip_rank": "mrr",
+    "map": "map",
+    "Rprec": "r_precision",
+    "set_P": "set_p",
+    "set_recall": "set_recall",
+    "set_F": "set_f1",
+    "bpref": "bpref",
+}
 
 
 def ours_name(trec_name: str) -> str:
@@ -57,8 +77,11 @@ def graded_data(draw):
             qrels[qid] = dict(zip(docs, grades))
         if draw(st.integers(0, 4)) > 0 or q == 0:
             docs = draw(st.lists(st.sampled_from(DOC_IDS), min_size=1, max_size=14, unique=True))
-            scores = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, -2.0, 3.25, 1e-3]),
-                                   min_size=len(docs), max_size=len(docs)))
+            scores = draw(
+                st.lists(
+                    st.sampled_from([0.0, 0.5, 1.0, 1.5, -2.0, 3.25, 1e-3]), min_size=len(docs), max_size=len(docs)
+                )
+            )
             run[qid] = dict(zip(docs, scores))
     return qrels, run
 
@@ -68,13 +91,21 @@ def check_against_trec_eval(qrels, run, level: int) -> None:
     names = sorted({ours_name(m) for values in ref.values() for m in values}) or ["p@5"]
     # the rows as given (any order), and in rank order (score descending, then id descending bytes),
     # the shape of a system's run file, where the ranking path takes the rows as they are
-    in_rank_order = Run.from_rows([(q, d, s) for q, docs in run.items()
-                                   for d, s in sorted(docs.items(), key=lambda x: (x[1], x[0].encode()), reverse=True)])
+    in_rank_order = Run.from_rows(
+        [
+            (q, d, s)
+            for q, docs in run.items()
+            for d, s in sorted(docs.items(), key=lambda x: (x[1], x[0].encode()), reverse=True)
+        ]
+    )
     # the qrels in the run's query order (joined as they are) and in the reverse order (joined after
     # a sort by the run's query codes)
     backwards = Qrels.from_dict(dict(reversed(list(qrels.items()))))
-    for ours, judged in ((Run.from_dict(run), Qrels.from_dict(qrels)), (in_rank_order, Qrels.from_dict(qrels)),
-                         (in_rank_order, backwards)):
+    for ours, judged in (
+        (Run.from_dict(run), Qrels.from_dict(qrels)),
+        (in_rank_order, Qrels.from_dict(qrels)),
+        (in_rank_order, backwards),
+    ):
         result = ragassay.evaluate(judged, ours, names, relevance_level=level)
         assert sorted(result.per_query) == sorted(ref)
         for qid, values in ref.items():
@@ -86,6 +117,7 @@ def check_against_trec_eval(qrels, run, level: int) -> None:
 def test_a_run_in_rank_order_is_taken_as_it_is_and_still_scored_like_trec_eval():
     """Distinct scores in rank order: no reordering at all (the fast path of a system's run file)."""
     from ragassay.data.tables import trec_order
+
     run = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.5}, "q2": {"d": 9.0, "a": 1.0}}
     ours = Run.from_rows([(q, d, s) for q, docs in run.items() for d, s in docs.items()])
     assert trec_order(ours.qidx, ours.scores, ours.doc_ids) is None
@@ -105,6 +137,7 @@ def test_a_run_scored_by_slices_of_queries_equals_trec_eval(data, level, rows):
     """A large run grouped by query is ranked and scored a slice of whole queries at a time: with
     slices of a few rows (every query its own slice, or several together), the values are trec_eval's."""
     from ragassay.metrics import ranking
+
     qrels, run = data
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ranking, "SLICE_ROWS", rows)
@@ -116,14 +149,20 @@ def test_slices_cut_between_queries_and_hold_their_queries_judgments_only():
     """Each slice is whole queries with tables of its own: its queries, their judgments alone, and the
     way back to the whole (first run code, each local qrels query's place in the whole qrels)."""
     from ragassay.metrics.ranking import query_positions, query_slices
-    run = Run.from_rows([("a", "d1", 3.0), ("a", "d2", 2.0), ("b", "d1", 1.0), ("c", "d3", 1.0), ("c", "d4", 0.5),
-                         ("c", "d5", 0.1)])
-    qrels = Qrels.from_dict({"c": {"d3": 1}, "zz": {"d9": 1}, "a": {"d2": 2, "d7": 1}})  # another order, a query not run
+
+    run = Run.from_rows(
+        [("a", "d1", 3.0), ("a", "d2", 2.0), ("b", "d1", 1.0), ("c", "d3", 1.0), ("c", "d4", 0.5), ("c", "d5", 0.1)]
+    )
+    qrels = Qrels.from_dict(
+        {"c": {"d3": 1}, "zz": {"d9": 1}, "a": {"d2": 2, "d7": 1}}
+    )  # another order, a query not run
     pieces = list(query_slices(qrels, run, query_positions(qrels, run), rows=2))
     assert [p.run.queries for p in pieces] == [["a"], ["b", "c"]] and [p.first_code for p in pieces] == [0, 1]
     assert [p.run.qidx.tolist() for p in pieces] == [[0, 0], [0, 1, 1, 1]]
-    assert [sorted((p.qrels.queries[c], d.decode()) for c, d in zip(p.qrels.qidx.tolist(), p.qrels.doc_ids.tolist()))
-            for p in pieces] == [[("a", "d2"), ("a", "d7")], [("c", "d3")]]
+    assert [
+        sorted((p.qrels.queries[c], d.decode()) for c, d in zip(p.qrels.qidx.tolist(), p.qrels.doc_ids.tolist()))
+        for p in pieces
+    ] == [[("a", "d2"), ("a", "d7")], [("c", "d3")]]
     assert [[qrels.queries[i] for i in p.qrels_index.tolist()] for p in pieces] == [["a"], ["c"]]  # b: not judged
     assert [p.run_to_qrels.tolist() for p in pieces] == [[0], [-1, 0]]
     whole = list(query_slices(qrels, run, query_positions(qrels, run), rows=6))  # small: once, as it is
@@ -135,11 +174,18 @@ def test_slices_cut_between_queries_and_hold_their_queries_judgments_only():
 def test_a_measure_with_its_own_relevance_level_equals_trec_eval_at_that_level(data, rel):
     """P(rel=2)@5 in an evaluation at level 1 is trec_eval's P_5 with -l 2 (ir_measures' syntax)."""
     qrels, run = data
-    ref = pytrec_eval.RelevanceEvaluator(qrels, {"P", "recall", "map", "recip_rank", "bpref", "Rprec", "success"},
-                                         relevance_level=rel).evaluate(run)
-    pairs = {f"P(rel={rel})@5": "P_5", f"recall(rel={rel})@10": "recall_10", f"AP(rel={rel})": "map",
-             f"RR(rel={rel})": "recip_rank", f"bpref(rel={rel})": "bpref", f"Rprec(rel={rel})": "Rprec",
-             f"success(rel={rel})@5": "success_5"}
+    ref = pytrec_eval.RelevanceEvaluator(
+        qrels, {"P", "recall", "map", "recip_rank", "bpref", "Rprec", "success"}, relevance_level=rel
+    ).evaluate(run)
+    pairs = {
+        f"P(rel={rel})@5": "P_5",
+        f"recall(rel={rel})@10": "recall_10",
+        f"AP(rel={rel})": "map",
+        f"RR(rel={rel})": "recip_rank",
+        f"bpref(rel={rel})": "bpref",
+        f"Rprec(rel={rel})": "Rprec",
+        f"success(rel={rel})@5": "success_5",
+    }
     ours = ragassay.evaluate(Qrels.from_dict(qrels), Run.from_dict(run), list(pairs), relevance_level=1)
     for qid, values in nonempty(ref.items()):
         for name, trec in nonempty(pairs.items()):
@@ -149,6 +195,7 @@ def test_a_measure_with_its_own_relevance_level_equals_trec_eval_at_that_level(d
 
 def test_larger_random_run_equals_trec_eval():
     import random
+
     rnd = random.Random(7)
     qrels, run = {}, {}
     for q in range(60):
@@ -169,9 +216,13 @@ def test_missing_zero_counts_absent_queries_as_zero():
     assert zero.queries == ["q1", "q2", "q3"]
     assert zero.per_query["q2"] == {"p@1": 0.0, "ndcg@10": 0.0}
     assert zero.aggregate["p@1"] == pytest.approx(1 / 3)
-    assert skip.counts == {"evaluated": 1, "run_queries_without_qrels": 1,
-                           "qrels_queries_missing_from_run": 2, "asked_without_results": 0,
-                           "queries_without_relevant": 0}
+    assert skip.counts == {
+        "evaluated": 1,
+        "run_queries_without_qrels": 1,
+        "qrels_queries_missing_from_run": 2,
+        "asked_without_results": 0,
+        "queries_without_relevant": 0,
+    }
     assert zero.counts["queries_without_relevant"] == 1  # q3 has only a grade-0 judgment
 
 
@@ -179,8 +230,11 @@ def test_hand_worked_ranking():
     # ranking by score desc, ties by doc id desc: c(3) b(2) d(2)->"d">"b" so d first, then b, a
     qrels = {"q": {"a": 3, "b": 1, "c": 0, "zz": 2}}
     run = {"q": {"a": 1.0, "b": 2.0, "c": 3.0, "d": 2.0}}
-    ev = ragassay.evaluate(qrels, run, ["p@2", "mrr", "mrr@2", "recall@3", "f1@3", "map", "map@3",
-                                        "hit_rate@2", "ndcg@4", "r_precision", "set_f1"])
+    ev = ragassay.evaluate(
+        qrels,
+        run,
+        ["p@2", "mrr", "mrr@2", "recall@3", "f1@3", "map", "map@3", "hit_rate@2", "ndcg@4", "r_precision", "set_f1"],
+    )
     v = ev.per_query["q"]
     # ranked: c(0) d(unjudged) b(1) a(3)
     assert v["p@2"] == 0.0
@@ -231,6 +285,7 @@ def test_files_read_by_either_reader_give_trec_eval_values(tmp_path, parser):
     """The cross-check through files: written as TREC (space or tab separated, with ties and
     prefix ids), read by the numpy splitter and by pyarrow, evaluated, compared to pytrec_eval."""
     import random
+
     rnd = random.Random(11)
     qrels, run = {}, {}
     for q in range(300):
@@ -240,8 +295,14 @@ def test_files_read_by_either_reader_give_trec_eval_values(tmp_path, parser):
         run[f"q{q}"] = {d: rnd.choice([0.5, 1.0, 2.25, rnd.random()]) for d in docs[5:30]}
     for sep in (" ", "\t"):
         q, r = tmp_path / "q.txt", tmp_path / "r.txt"
-        q.write_text("".join(sep.join([qid, "0", d, str(g)]) + "\n" for qid, ds in qrels.items() for d, g in ds.items()))
-        r.write_text("".join(sep.join([qid, "Q0", d, "1", repr(s), "t"]) + "\n" for qid, ds in run.items() for d, s in ds.items()))
+        q.write_text(
+            "".join(sep.join([qid, "0", d, str(g)]) + "\n" for qid, ds in qrels.items() for d, g in ds.items())
+        )
+        r.write_text(
+            "".join(
+                sep.join([qid, "Q0", d, "1", repr(s), "t"]) + "\n" for qid, ds in run.items() for d, s in ds.items()
+            )
+        )
         ref = pytrec_eval.RelevanceEvaluator(qrels, FAMILIES).evaluate(run)
         ours = ragassay.evaluate(q, r, sorted({ours_name(m) for v in ref.values() for m in v})).per_query
         for qid, values in nonempty(ref.items()):
@@ -263,10 +324,13 @@ def test_ids_of_different_widths_on_each_side_still_meet(long_side):
 def test_the_exact_join_is_used_when_hashes_collide(monkeypatch):
     """Every key the same (as a true 64-bit collision would make two): the dict join, same values."""
     import numpy as np
+
     from ragassay.metrics import ranking
+
     monkeypatch.setattr(ranking, "row_keys", lambda codes, docs: np.zeros(len(docs), dtype=np.uint64))
-    check_against_trec_eval({"q1": {"a": 1, "b": 2}, "q2": {"a": 1}}, {"q1": {"b": 1.0, "c": 0.5, "a": 0.2},
-                                                                       "q2": {"a": 1.0}}, 1)
+    check_against_trec_eval(
+        {"q1": {"a": 1, "b": 2}, "q2": {"a": 1}}, {"q1": {"b": 1.0, "c": 0.5, "a": 0.2}, "q2": {"a": 1.0}}, 1
+    )
 
 
 @pytest.mark.parametrize("qrels_order", ["run's", "reversed"])
@@ -275,14 +339,18 @@ def test_a_hash_that_matches_an_unjudged_document_is_refused_by_its_bytes(monkey
     keys stay distinct (the hash table is used): the run's unjudged look-alikes are found as
     candidates and every one must be refused by comparing the ids' bytes, on both ways of joining."""
     import numpy as np
+
     from ragassay.data import tables
 
     def first_word(docs):
         return np.ascontiguousarray(docs.astype("S16")).view("<u8").reshape(len(docs), -1)[:, 0] | np.uint64(1)
+
     monkeypatch.setattr(tables, "hash_bytes", first_word)
     qrels = {"q1": {"document-A1": 1, "other-001": 2}, "q2": {"document-B7": 3}}
-    run = {"q1": {"document-A2": 3.0, "document-A1": 2.0, "other-002": 1.5, "other-001": 1.0},
-           "q2": {"document-B8": 2.0, "document-B9": 1.0, "document-B7": 0.5}}
+    run = {
+        "q1": {"document-A2": 3.0, "document-A1": 2.0, "other-002": 1.5, "other-001": 1.0},
+        "q2": {"document-B8": 2.0, "document-B9": 1.0, "document-B7": 0.5},
+    }
     if qrels_order == "reversed":
         qrels = dict(reversed(list(qrels.items())))
     check_against_trec_eval(qrels, run, 1)
@@ -294,6 +362,7 @@ def test_ideal_rankings_with_huge_grades_equal_trec_eval():
     run = {"q1": {"b": 2.0, "a": 1.0, "d": 0.5}, "q2": {"f": 3.0, "e": 1.0}}
     check_against_trec_eval(qrels, run, 1)
     from ragassay.metrics.measure_values import _ideal_order
+
     q, g = _ideal_order(np.array([0, 0, 1, 0, 1]), np.array([2, 0, 1, 3, 1]), 3)
     assert q.tolist() == [0, 0, 1, 1] and g.tolist() == [3, 2, 1, 1]
 

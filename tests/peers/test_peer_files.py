@@ -26,7 +26,7 @@ from ragassay.stages.answer_files import read_answers
 from ragassay.stages.queries import read_query_items
 
 PEERS = Path(__file__).parents[1] / "data" / "peers"
-QUESTIONS = ["How long do refunds take?", "Où est la tour Eiffel ?", "Who signs the \"returns\" form, and when?"]
+QUESTIONS = ["How long do refunds take?", "Où est la tour Eiffel ?", 'Who signs the "returns" form, and when?']
 RESPONSES = ["Within 14 days.", "À Paris, sur le Champ-de-Mars.", "The customer signs it at pickup."]
 PIPED = "Shipping | handling fees are not refunded."
 FIRST = "Refunds are paid within 14 days."
@@ -37,8 +37,20 @@ LINES = ["line-1", "line-2", "line-3"]
 
 
 def _dry_check(path: Path, tmp_path: Path, capsys) -> dict:
-    code = main(["check", str(path), "-o", str(tmp_path / "checks.jsonl"), "--model", "gpt-4o-mini", "--no-cache",
-                 "--dry-run", "--format", "json"])
+    code = main(
+        [
+            "check",
+            str(path),
+            "-o",
+            str(tmp_path / "checks.jsonl"),
+            "--model",
+            "gpt-4o-mini",
+            "--no-cache",
+            "--dry-run",
+            "--format",
+            "json",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     return json.loads(out)
@@ -46,8 +58,10 @@ def _dry_check(path: Path, tmp_path: Path, capsys) -> dict:
 
 # ------------------------------------------------------------------------- answers for check
 
-@pytest.mark.parametrize("name", ["ragas_evaluation_dataset.jsonl", "ragas_evaluation_dataset.csv",
-                                  "ragas_evaluation_dataset.json"])
+
+@pytest.mark.parametrize(
+    "name", ["ragas_evaluation_dataset.jsonl", "ragas_evaluation_dataset.csv", "ragas_evaluation_dataset.json"]
+)
 def test_a_ragas_evaluation_dataset_is_checked_from_each_file_ragas_saves(name, tmp_path, capsys):
     items = read_answers(PEERS / name)
     assert [a.id for a in items] == LINES  # RAGAS's samples have no id: line-N by position
@@ -65,20 +79,24 @@ def test_the_sample_without_a_reference_is_an_error_record_naming_why(tmp_path, 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     out = tmp_path / "checks.jsonl"
-    assert main(["check", str(PEERS / "ragas_evaluation_dataset.csv"), "-o", str(out), "--no-cache",
-                 "--quiet"]) == 1  # nothing graded: no endpoint here
+    assert (
+        main(["check", str(PEERS / "ragas_evaluation_dataset.csv"), "-o", str(out), "--no-cache", "--quiet"]) == 1
+    )  # nothing graded: no endpoint here
     records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
     assert sorted(records) == LINES
     assert records["line-3"]["error"].startswith("input: the reference is empty or missing (a RAGAS sample")
     assert records["line-1"]["error"].startswith("config: needs an LLM verdict")
 
 
-@pytest.mark.parametrize("name, contexts", [
-    ("deepeval_test_cases.json", [[FIRST, PIPED], [], [THIRD]]),
-    ("deepeval_test_cases_by_alias.jsonl", [[FIRST, PIPED], [], [THIRD]]),  # camelCase keys, real lists
-    ("deepeval_test_cases.jsonl", [DEEPEVAL_SPLIT, [], [THIRD]]),  # joined with '|', split as DeepEval splits it
-    ("deepeval_test_cases.csv", [DEEPEVAL_SPLIT, [], [THIRD]]),
-])
+@pytest.mark.parametrize(
+    "name, contexts",
+    [
+        ("deepeval_test_cases.json", [[FIRST, PIPED], [], [THIRD]]),
+        ("deepeval_test_cases_by_alias.jsonl", [[FIRST, PIPED], [], [THIRD]]),  # camelCase keys, real lists
+        ("deepeval_test_cases.jsonl", [DEEPEVAL_SPLIT, [], [THIRD]]),  # joined with '|', split as DeepEval splits it
+        ("deepeval_test_cases.csv", [DEEPEVAL_SPLIT, [], [THIRD]]),
+    ],
+)
 def test_deepeval_test_cases_are_checked_from_each_file_deepeval_saves(name, contexts, tmp_path, capsys):
     items = read_answers(PEERS / name)
     assert [a.id for a in items] == LINES
@@ -92,30 +110,50 @@ def test_deepeval_test_cases_are_checked_from_each_file_deepeval_saves(name, con
 
 def test_a_deepeval_context_with_its_source_is_read_as_deepeval_reads_it(tmp_path):
     f = tmp_path / "cases.jsonl"
-    f.write_text(json.dumps({"input": "q?", "actual_output": "a", "expected_output": "a",
-                             "retrieval_context": "deepeval_source=doc7.pdf,deepeval_context=Passage, with a comma"
-                                                  "|plain passage"}) + "\n")
+    f.write_text(
+        json.dumps(
+            {
+                "input": "q?",
+                "actual_output": "a",
+                "expected_output": "a",
+                "retrieval_context": "deepeval_source=doc7.pdf,deepeval_context=Passage, with a comma|plain passage",
+            }
+        )
+        + "\n"
+    )
     assert read_answers(f)[0].contexts == ["Passage, with a comma", "plain passage"]
 
 
 def test_camel_and_snake_case_may_mix_but_not_disagree(tmp_path):
     f = tmp_path / "mixed.jsonl"
-    f.write_text(json.dumps({"input": "q?", "actualOutput": "Paris", "expected_output": "Paris",
-                             "retrievalContext": ["c1"]}, ensure_ascii=False) + "\n"
-                 + json.dumps({"user_input": "q2?", "response": "x", "reference": "y", "retrievedContexts": ["c2"]}) + "\n")
+    f.write_text(
+        json.dumps(
+            {"input": "q?", "actualOutput": "Paris", "expected_output": "Paris", "retrievalContext": ["c1"]},
+            ensure_ascii=False,
+        )
+        + "\n"
+        + json.dumps({"user_input": "q2?", "response": "x", "reference": "y", "retrievedContexts": ["c2"]})
+        + "\n"
+    )
     items = read_answers(f)
     assert [(a.id, a.question, a.response, a.reference, a.contexts) for a in items] == [
-        ("line-1", "q?", "Paris", "Paris", ["c1"]), ("line-2", "q2?", "x", "y", ["c2"])]
-    f.write_text(json.dumps({"input": "q?", "actualOutput": "Paris", "actual_output": "Lyon", "expected_output": "P"})
-                 + "\n")
+        ("line-1", "q?", "Paris", "Paris", ["c1"]),
+        ("line-2", "q2?", "x", "y", ["c2"]),
+    ]
+    f.write_text(
+        json.dumps({"input": "q?", "actualOutput": "Paris", "actual_output": "Lyon", "expected_output": "P"}) + "\n"
+    )
     with pytest.raises(InputError, match=r"mixed.jsonl:1: both 'actualOutput' and 'actual_output' are given"):
         read_answers(f)
 
 
 def test_a_json_array_of_one_sample_and_odd_arrays(tmp_path):
     f = tmp_path / "one.json"
-    f.write_text(json.dumps([{"user_input": "Ω?", "response": "ω", "reference": "ω", "retrieved_contexts": []}],
-                            ensure_ascii=False))
+    f.write_text(
+        json.dumps(
+            [{"user_input": "Ω?", "response": "ω", "reference": "ω", "retrieved_contexts": []}], ensure_ascii=False
+        )
+    )
     assert [(a.id, a.question, a.contexts) for a in read_answers(f)] == [("line-1", "Ω?", [])]
     f.write_text("[]")
     with pytest.raises(InputError, match="one.json: no answers in file"):
@@ -142,8 +180,15 @@ def test_a_json_object_that_is_not_a_list_of_samples_is_refused_saying_what_is_r
 
 def test_a_missing_question_names_the_file_and_the_element_row_or_line(tmp_path):
     f = tmp_path / "a.json"
-    f.write_text(json.dumps([{"input": "a?", "actual_output": "x", "expected_output": "x"},
-                             {"actual_output": "y", "expected_output": "y"}], indent=1))
+    f.write_text(
+        json.dumps(
+            [
+                {"input": "a?", "actual_output": "x", "expected_output": "x"},
+                {"actual_output": "y", "expected_output": "y"},
+            ],
+            indent=1,
+        )
+    )
     with pytest.raises(InputError, match=r"a.json:7: element 2: no question \(a field named question, user_input"):
         read_answers(f)
     c = tmp_path / "a.csv"
@@ -170,7 +215,7 @@ def test_ragas_context_ids_are_looked_up_in_the_chunks_and_pandas_index_is_no_fi
     chunks = {c.id: c for c in read_chunks(EXAMPLE / "chunks.jsonl")}
     some = list(chunks)[:2]
     c = tmp_path / "r.csv"  # DataFrame.to_csv() with its index: an unnamed first column
-    c.write_text(f",user_input,retrieved_context_ids,response,reference\n0,q?,\"{some!r}\",x,y\n")
+    c.write_text(f',user_input,retrieved_context_ids,response,reference\n0,q?,"{some!r}",x,y\n')
     [item] = read_answers(c, chunks)
     assert (item.id, item.context_ids, item.contexts, item.model_extra) == ("line-1", some, None, {})
     c.write_text(",user_input,retrieved_context_ids,response,reference\n0,q?,\"['nope']\",x,y\n")
@@ -190,32 +235,51 @@ def test_ragassay_answers_keep_their_ids_fields_and_errors(tmp_path):
 
 # --------------------------------------------------------------------- queries: one id rule
 
+
 def _retriever(tmp_path: Path) -> str:
     f = tmp_path / "search.py"
     f.write_text("def search(text):\n    return [('c-' + str(len(text)), 1.0)]\n")
     return f"{f}:search"
 
 
-@pytest.mark.parametrize("name, ids, answers", [
-    ("ragas_testset.jsonl", LINES, ["14 days", "Paris", "unknown"]),
-    ("ragas_testset.csv", LINES, ["14 days", "Paris", "unknown"]),
-    ("ragas_testset.json", LINES, ["14 days", "Paris", "unknown"]),
-    ("ragas_evaluation_dataset.jsonl", LINES, ["14 days", "Paris", None]),
-    ("deepeval_goldens.json", ["q1", "q2", "q3"], ["14 days", "Paris", "The customer, at pickup."]),
-    ("deepeval_goldens.jsonl", ["q1", "q2", "q3"], ["14 days", "Paris", "The customer, at pickup."]),
-    ("deepeval_goldens.csv", ["q1", "q2", "q3"], ["14 days", "Paris", "The customer, at pickup."]),
-    ("deepeval_test_cases_by_alias.jsonl", LINES, ["14 days", "Paris", "The customer, at pickup."]),
-    ("llamaindex_labelled_rag.json", LINES, ["14 days", "Paris", "The customer, at pickup."]),
-    ("llamaindex_query_response.json", ["0", "1", "2"], RESPONSES),
-    ("llamaindex_embedding_qa.json", ["node-q0", "node-q1", "node-q2"], [None, None, None]),
-])
+@pytest.mark.parametrize(
+    "name, ids, answers",
+    [
+        ("ragas_testset.jsonl", LINES, ["14 days", "Paris", "unknown"]),
+        ("ragas_testset.csv", LINES, ["14 days", "Paris", "unknown"]),
+        ("ragas_testset.json", LINES, ["14 days", "Paris", "unknown"]),
+        ("ragas_evaluation_dataset.jsonl", LINES, ["14 days", "Paris", None]),
+        ("deepeval_goldens.json", ["q1", "q2", "q3"], ["14 days", "Paris", "The customer, at pickup."]),
+        ("deepeval_goldens.jsonl", ["q1", "q2", "q3"], ["14 days", "Paris", "The customer, at pickup."]),
+        ("deepeval_goldens.csv", ["q1", "q2", "q3"], ["14 days", "Paris", "The customer, at pickup."]),
+        ("deepeval_test_cases_by_alias.jsonl", LINES, ["14 days", "Paris", "The customer, at pickup."]),
+        ("llamaindex_labelled_rag.json", LINES, ["14 days", "Paris", "The customer, at pickup."]),
+        ("llamaindex_query_response.json", ["0", "1", "2"], RESPONSES),
+        ("llamaindex_embedding_qa.json", ["node-q0", "node-q1", "node-q2"], [None, None, None]),
+    ],
+)
 def test_test_sets_and_goldens_are_read_as_queries_by_every_queries_reader(name, ids, answers, tmp_path, capsys):
     assert read_queries(PEERS / name) == dict(zip(ids, QUESTIONS))
     items = read_query_items(PEERS / name)
     assert [(q.id, q.text, q.answer) for q in items] == list(zip(ids, QUESTIONS, answers))
     run = tmp_path / "run.txt"
-    assert main(["retrieve", "--retriever", _retriever(tmp_path), "--queries", str(PEERS / name), "-k", "1",
-                 "-o", str(run), "--quiet"]) == 0, capsys.readouterr()
+    assert (
+        main(
+            [
+                "retrieve",
+                "--retriever",
+                _retriever(tmp_path),
+                "--queries",
+                str(PEERS / name),
+                "-k",
+                "1",
+                "-o",
+                str(run),
+                "--quiet",
+            ]
+        )
+        == 0
+    ), capsys.readouterr()
     assert sorted(read_run(run).queries) == sorted(ids)
 
 
@@ -223,33 +287,110 @@ def test_a_ragas_test_set_and_its_answers_meet_by_the_shared_id_rule(tmp_path, c
     """retrieve over the test set, then check the answers RAGAS saved for the same samples with that
     run and qrels: every answer meets its query by id (line-N on both sides)."""
     run = tmp_path / "run.txt"
-    assert main(["retrieve", "--retriever", _retriever(tmp_path), "--queries", str(PEERS / "ragas_testset.csv"),
-                 "-k", "1", "-o", str(run), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "retrieve",
+                "--retriever",
+                _retriever(tmp_path),
+                "--queries",
+                str(PEERS / "ragas_testset.csv"),
+                "-k",
+                "1",
+                "-o",
+                str(run),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     answers = read_answers(PEERS / "ragas_evaluation_dataset.jsonl")
     assert sorted(read_run(run).queries) == sorted(a.id for a in answers) == LINES
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("".join(f"{q} 0 c-{len(t)} 1\n" for q, t in zip(LINES, QUESTIONS)))
     capsys.readouterr()
-    assert main(["check", str(PEERS / "ragas_evaluation_dataset.jsonl"), "-o", str(tmp_path / "c.jsonl"),
-                 "--run", str(run), "--qrels", str(qrels), "--model", "gpt-4o-mini", "--no-cache", "--dry-run",
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "check",
+                str(PEERS / "ragas_evaluation_dataset.jsonl"),
+                "-o",
+                str(tmp_path / "c.jsonl"),
+                "--run",
+                str(run),
+                "--qrels",
+                str(qrels),
+                "--model",
+                "gpt-4o-mini",
+                "--no-cache",
+                "--dry-run",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert json.loads(captured.out)["items"] == 3
     assert "warning" not in captured.err  # every id met: nothing to warn about
     # DeepEval's test cases (line-N too) meet it as well; a run of other ids meets nothing: said, exit 1
-    assert main(["check", str(PEERS / "deepeval_test_cases.json"), "-o", str(tmp_path / "c2.jsonl"),
-                 "--run", str(run), "--qrels", str(qrels), "--model", "gpt-4o-mini", "--no-cache", "--dry-run"]) == 0
+    assert (
+        main(
+            [
+                "check",
+                str(PEERS / "deepeval_test_cases.json"),
+                "-o",
+                str(tmp_path / "c2.jsonl"),
+                "--run",
+                str(run),
+                "--qrels",
+                str(qrels),
+                "--model",
+                "gpt-4o-mini",
+                "--no-cache",
+                "--dry-run",
+            ]
+        )
+        == 0
+    )
     run.write_text("q1 Q0 c-1 1 1.0 r\n")
-    assert main(["check", str(PEERS / "ragas_evaluation_dataset.jsonl"), "-o", str(tmp_path / "c3.jsonl"),
-                 "--run", str(run), "--qrels", str(qrels), "--model", "gpt-4o-mini", "--no-cache", "--dry-run"]) == 1
+    assert (
+        main(
+            [
+                "check",
+                str(PEERS / "ragas_evaluation_dataset.jsonl"),
+                "-o",
+                str(tmp_path / "c3.jsonl"),
+                "--run",
+                str(run),
+                "--qrels",
+                str(qrels),
+                "--model",
+                "gpt-4o-mini",
+                "--no-cache",
+                "--dry-run",
+            ]
+        )
+        == 1
+    )
     assert "no query ids in common between the answers" in capsys.readouterr().err
 
 
 def test_ragassays_own_exports_are_read_back_with_their_ids(tmp_path):
     from ragassay.stages.generate import Question, export
+
     chunks = read_chunks(EXAMPLE / "chunks.jsonl")[:3]
-    questions = [Question(id=f"gen-{i}", question=f"Question {i} ÷ |pipe|?", answer=f"answer {i}",
-                          difficulty="easy", kind="fact", chunk_ids=[c.id]) for i, c in enumerate(chunks)]
+    questions = [
+        Question(
+            id=f"gen-{i}",
+            question=f"Question {i} ÷ |pipe|?",
+            answer=f"answer {i}",
+            difficulty="easy",
+            kind="fact",
+            chunk_ids=[c.id],
+        )
+        for i, c in enumerate(chunks)
+    ]
     [goldens] = export(questions, chunks, "deepeval-goldens", tmp_path / "de")
     assert read_queries(goldens) == {q.id: q.question for q in questions}  # additional_metadata.id
     [li] = export(questions, chunks, "llamaindex-embedding-qa", tmp_path / "li")
@@ -274,8 +415,11 @@ def test_queries_of_peers_that_cannot_be_read_say_why(tmp_path):
     f.write_text(json.dumps({"scenario": "a refund", "turns": [], "expected_outcome": "refunded"}) + "\n")
     with pytest.raises(InputError, match=r"multi.jsonl:1: a multi-turn sample \(a conversation"):
         read_queries(f)
-    f.write_text(json.dumps([{"input": "a?", "additional_metadata": {"id": "q1"}},
-                             {"input": "b?", "additional_metadata": {"id": "q1"}}]))
+    f.write_text(
+        json.dumps(
+            [{"input": "a?", "additional_metadata": {"id": "q1"}}, {"input": "b?", "additional_metadata": {"id": "q1"}}]
+        )
+    )
     with pytest.raises(InputError, match=r"element 2: query id 'q1' appears twice \(first at element 1\)"):
         read_queries(f)
     f.write_text(json.dumps([{"input": "a?", "additional_metadata": {"id": "q 1"}}]))
@@ -294,14 +438,19 @@ def test_ragassays_own_queries_files_keep_their_reader(tmp_path):
 
 # ------------------------------------------------------------------------------ LlamaIndex
 
+
 def test_a_llamaindex_embedding_qa_dataset_gives_queries_qrels_and_chunks(tmp_path, capsys):
     f = PEERS / "llamaindex_embedding_qa.json"
     assert read_qrels(f).to_dict() == {"node-q0": {"node-0": 1}, "node-q1": {"node-1": 1}, "node-q2": {"node-2": 1}}
     assert [(c.id, c.text) for c in read_chunks(f)] == [
-        ("node-0", FIRST), ("node-1", "La tour Eiffel est à Paris."), ("node-2", "Returns: the customer signs at pickup.")]
+        ("node-0", FIRST),
+        ("node-1", "La tour Eiffel est à Paris."),
+        ("node-2", "Returns: the customer signs at pickup."),
+    ]
     run = tmp_path / "run.txt"
-    run.write_text("node-q0 Q0 node-0 1 2.0 r\nnode-q0 Q0 node-1 2 1.0 r\n"
-                   "node-q1 Q0 node-0 1 2.0 r\nnode-q1 Q0 node-1 2 2.0 r\n")  # a tie: node-1 first (id descending)
+    run.write_text(
+        "node-q0 Q0 node-0 1 2.0 r\nnode-q0 Q0 node-1 2 1.0 r\nnode-q1 Q0 node-0 1 2.0 r\nnode-q1 Q0 node-1 2 2.0 r\n"
+    )  # a tie: node-1 first (id descending)
     assert main(["evaluate", str(f), str(run), "-m", "mrr,recall@1", "--format", "json"]) == 0
     agg = json.loads(capsys.readouterr().out)["aggregate"]
     assert (agg["mrr"], agg["recall@1"]) == (1.0, 1.0)
@@ -312,8 +461,11 @@ def test_a_llamaindex_embedding_qa_dataset_gives_queries_qrels_and_chunks(tmp_pa
 # ----------------------------------------------------------------------------------- ranx
 
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d4": 1, "d5": 3}, "q:é3": {"d|1": 1}}
-RUN = {"q1": {"d2": 3.0, "d1": 2.0, "d9": 2.0, "d3": 1.0}, "q2": {"d5": 2.0, "d6": 2.0, "d4": 0.5},
-       "q:é3": {"d|1": 0.5, "d0": 0.5}}  # ties: the id descending goes first, as in trec_eval
+RUN = {
+    "q1": {"d2": 3.0, "d1": 2.0, "d9": 2.0, "d3": 1.0},
+    "q2": {"d5": 2.0, "d6": 2.0, "d4": 0.5},
+    "q:é3": {"d|1": 0.5, "d0": 0.5},
+}  # ties: the id descending goes first, as in trec_eval
 METRICS = ["ndcg@10", "map", "mrr", "p@2", "recall@2"]
 
 
@@ -356,14 +508,18 @@ def test_a_ranx_lz4_run_is_refused_saying_why(tmp_path):
     pytest.importorskip("lz4", reason="ranx writes lz4 with the lz4 package")
     p = tmp_path / "run.lz4"
     run.save(str(p), kind="lz4")
-    with pytest.raises(InputError, match=r"run.lz4: an LZ4-compressed file \(ranx's kind='lz4'\): ragassay does not "
-                                         "read LZ4"):
+    with pytest.raises(
+        InputError,
+        match=r"run.lz4: an LZ4-compressed file \(ranx's kind='lz4'\): ragassay does not "
+        "read LZ4",
+    ):
         read_run(p)
 
 
 def test_ranx_objects_dataframes_and_ir_measures_tuples_give_the_trec_files_metrics(tmp_path, trec_eval_values):
     _, qrels, run = _ranx()
     import pandas as pd
+
     qp, rp = tmp_path / "qrels.txt", tmp_path / "run.txt"
     qp.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in QRELS.items() for d, g in docs.items()))
     rp.write_text("".join(f"{q} Q0 {d} 1 {s} r\n" for q, docs in RUN.items() for d, s in docs.items()))
@@ -372,10 +528,12 @@ def test_ranx_objects_dataframes_and_ir_measures_tuples_give_the_trec_files_metr
         assert from_files[m] == pytest.approx(trec_eval_values[m], abs=1e-12), m
     assert _aggregate(qrels, run) == from_files  # ranx objects
     assert _aggregate(qrels.to_dataframe(), run.to_dataframe()) == from_files  # ranx's q_id, doc_id, score
-    ir_q = pd.DataFrame([(q, d, g) for q, docs in QRELS.items() for d, g in docs.items()],
-                        columns=["query_id", "doc_id", "relevance"])
-    ir_r = pd.DataFrame([(q, d, s) for q, docs in RUN.items() for d, s in docs.items()],
-                        columns=["query_id", "doc_id", "score"])
+    ir_q = pd.DataFrame(
+        [(q, d, g) for q, docs in QRELS.items() for d, g in docs.items()], columns=["query_id", "doc_id", "relevance"]
+    )
+    ir_r = pd.DataFrame(
+        [(q, d, s) for q, docs in RUN.items() for d, s in docs.items()], columns=["query_id", "doc_id", "score"]
+    )
     assert _aggregate(ir_q, ir_r) == from_files  # ir_measures' column names
     ir_measures = pytest.importorskip("ir_measures")
     tuples_q = [ir_measures.Qrel(q, d, g) for q, docs in QRELS.items() for d, g in docs.items()]
@@ -388,7 +546,9 @@ def test_ranx_objects_dataframes_and_ir_measures_tuples_give_the_trec_files_metr
 def test_ranx_shaped_files_with_bad_values_name_the_pair(tmp_path):
     q = tmp_path / "q.json"
     q.write_text(json.dumps({"q1": {"d1": 2.5}}, indent=2))
-    with pytest.raises(InputError, match=r"q.json: query 'q1', document 'd1': grade must be an integer within ±2147483647, got 2.5"):
+    with pytest.raises(
+        InputError, match=r"q.json: query 'q1', document 'd1': grade must be an integer within ±2147483647, got 2.5"
+    ):
         read_qrels(q)
     r = tmp_path / "r.json"
     r.write_text(json.dumps({"q1": {"d1": "high"}}))
@@ -399,6 +559,7 @@ def test_ranx_shaped_files_with_bad_values_name_the_pair(tmp_path):
 
 
 # --------------------------------------------------------------------- BEIR and ir_datasets
+
 
 def _beir(root: Path, splits: tuple[str, ...]) -> Path:
     (root / "qrels").mkdir(parents=True)
@@ -411,8 +572,11 @@ def _beir(root: Path, splits: tuple[str, ...]) -> Path:
 
 def test_a_beir_folder_with_several_splits_asks_which_even_with_a_test_split(tmp_path, capsys):
     folder = _beir(tmp_path / "nfcorpus", ("dev", "test", "train"))
-    with pytest.raises(InputError, match=r"several qrels splits; name one, e.g. .*qrels/test.tsv \(the splits: "
-                                         r"dev.tsv, test.tsv, train.tsv\)"):
+    with pytest.raises(
+        InputError,
+        match=r"several qrels splits; name one, e.g. .*qrels/test.tsv \(the splits: "
+        r"dev.tsv, test.tsv, train.tsv\)",
+    ):
         read_qrels(folder)
     assert read_qrels(folder / "qrels" / "train.tsv").to_dict() == {"q1": {"d1": 3}}
     run = tmp_path / "run.txt"
@@ -449,9 +613,28 @@ def test_judge_takes_deepeval_goldens_as_queries_with_their_expected_output_as_t
     chunks.write_text("".join(json.dumps({"id": f"c{i}", "text": f"passage {i}"}) + "\n" for i in (1, 2)))
     run = tmp_path / "run.txt"
     run.write_text("q1 Q0 c1 1 2.0 r\nq1 Q0 c2 2 1.0 r\nq2 Q0 c2 1 1.0 r\n")
-    assert main(["judge", "--queries", str(PEERS / "deepeval_goldens.csv"), "--chunks", str(chunks), "--run", str(run),
-                 "-o", str(tmp_path / "j.jsonl"), "--model", "gpt-4o-mini", "--no-cache", "--dry-run",
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "judge",
+                "--queries",
+                str(PEERS / "deepeval_goldens.csv"),
+                "--chunks",
+                str(chunks),
+                "--run",
+                str(run),
+                "-o",
+                str(tmp_path / "j.jsonl"),
+                "--model",
+                "gpt-4o-mini",
+                "--no-cache",
+                "--dry-run",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert (json.loads(captured.out)["items"], json.loads(captured.out)["calls"]) == (3, 3)  # q1 x 2, q2 x 1
     assert "1 of 3 in the queries are not in the run (e.g. q3)" in captured.err
@@ -459,15 +642,28 @@ def test_judge_takes_deepeval_goldens_as_queries_with_their_expected_output_as_t
 
 # ------------------------------------------------------- ranx JSON: grades as written, keys given twice
 
-@pytest.mark.parametrize("written, expected", [
-    ("1e2", "got 1e2"), ("2.5", "got 2.5"), ("1E0", "got 1E0"), ("true", "got true"), ("null", "got null"),
-    ('"3"', 'got "3"'), ("2147483648", "within ±2147483647, got 2147483648")])
+
+@pytest.mark.parametrize(
+    "written, expected",
+    [
+        ("1e2", "got 1e2"),
+        ("2.5", "got 2.5"),
+        ("1E0", "got 1E0"),
+        ("true", "got true"),
+        ("null", "got null"),
+        ('"3"', 'got "3"'),
+        ("2147483648", "within ±2147483647, got 2147483648"),
+    ],
+)
 def test_a_ranx_json_grade_that_is_no_integer_as_written_is_refused_naming_the_pair(written, expected, tmp_path):
     q = tmp_path / "q.json"
-    q.write_text('{\n  "q01": {\n    "ok-1": 1,\n    "refund-01": ' + written + '\n  }\n}\n')
-    with pytest.raises(InputError, match=rf"q.json: query 'q01', document 'refund-01': grade must be an integer.*"
-                                         rf"{expected.replace('+', '[+]')}( \(a value with a fraction is a score: "
-                                         r"the file looks like a run, not qrels; give it as a RUN\))?$"):
+    q.write_text('{\n  "q01": {\n    "ok-1": 1,\n    "refund-01": ' + written + "\n  }\n}\n")
+    with pytest.raises(
+        InputError,
+        match=rf"q.json: query 'q01', document 'refund-01': grade must be an integer.*"
+        rf"{expected.replace('+', '[+]')}( \(a value with a fraction is a score: "
+        r"the file looks like a run, not qrels; give it as a RUN\))?$",
+    ):
         read_qrels(q)
 
 
@@ -482,10 +678,14 @@ def test_a_key_given_twice_in_ranx_json_is_refused_not_collapsed(tmp_path):
     q.write_text('{"q01": {"refund-01": 1, "refund-01": 2}}')
     with pytest.raises(InputError, match=r"q.json: document 'refund-01' is judged twice for query 'q01'"):
         read_qrels(q)
-    q.write_text(json.dumps({"refund-01": {"q01": 1}, "q01": {"refund-01": 1, "x": 1}}, indent=2)
-                 .replace('"x"', '"refund-01"'))  # ids that are also the other kind's ids: the right lines
-    with pytest.raises(InputError, match=r"q.json: document 'refund-01' is judged twice for query 'q01' "
-                                         r"\(lines 6 and 7\); keep one"):
+    q.write_text(
+        json.dumps({"refund-01": {"q01": 1}, "q01": {"refund-01": 1, "x": 1}}, indent=2).replace('"x"', '"refund-01"')
+    )  # ids that are also the other kind's ids: the right lines
+    with pytest.raises(
+        InputError,
+        match=r"q.json: document 'refund-01' is judged twice for query 'q01' "
+        r"\(lines 6 and 7\); keep one",
+    ):
         read_qrels(q)
     q.write_text('{\n  "q01": {"a": 1},\n  "q02": {"a": 1},\n  "q01": {"b": 2}\n}')
     with pytest.raises(InputError, match=r"q.json: query 'q01' is given twice .*\(lines 2 and 4\)"):
@@ -502,9 +702,14 @@ def test_a_key_given_twice_in_ranx_json_is_refused_not_collapsed(tmp_path):
         read_run(r, dedupe=True)
 
 
-@pytest.mark.parametrize("text, found", [('{"q01": ["refund-01"]}', r"found 'q01': a list \(\[\"refund-01\"\]\)"),
-                                         ('{"q01": 1, "q02": {"d": 1}}', r"found 'q01': a number \(1\)"),
-                                         ("{}", r"an empty JSON object: no judgments")])
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ('{"q01": ["refund-01"]}', r"found 'q01': a list \(\[\"refund-01\"\]\)"),
+        ('{"q01": 1, "q02": {"d": 1}}', r"found 'q01': a number \(1\)"),
+        ("{}", r"an empty JSON object: no judgments"),
+    ],
+)
 def test_a_ranx_json_of_the_wrong_shape_says_what_shape_was_expected(text, found, tmp_path):
     q = tmp_path / "q.json"
     q.write_text(text)
@@ -513,9 +718,15 @@ def test_a_ranx_json_of_the_wrong_shape_says_what_shape_was_expected(text, found
     assert "ranx's {query: {document: grade}}" in str(e.value) and "query_id (keys" not in str(e.value)
 
 
-@pytest.mark.parametrize("ragas, deepeval", [("user_input", "input"), ("response", "actual_output"),
-                                             ("reference", "expected_output"),
-                                             ("retrieved_contexts", "retrieval_context")])
+@pytest.mark.parametrize(
+    "ragas, deepeval",
+    [
+        ("user_input", "input"),
+        ("response", "actual_output"),
+        ("reference", "expected_output"),
+        ("retrieved_contexts", "retrieval_context"),
+    ],
+)
 def test_a_ragas_and_a_deepeval_spelling_of_one_field_may_agree_but_not_differ(ragas, deepeval, tmp_path):
     base = {"user_input": "q?", "response": "Paris", "reference": "Paris", "retrieved_contexts": ["c1"]}
     other = ["c1"] if deepeval == "retrieval_context" else base[ragas]
@@ -525,15 +736,25 @@ def test_a_ragas_and_a_deepeval_spelling_of_one_field_may_agree_but_not_differ(r
     assert (a.question, a.response, a.reference, a.contexts) == ("q?", "Paris", "Paris", ["c1"])
     differing = ["c1", "c2"] if deepeval == "retrieval_context" else "Lyon?"
     f.write_text(json.dumps(base) + "\n" + json.dumps({deepeval: differing, **base}) + "\n")
-    with pytest.raises(InputError, match=rf"both.jsonl:2: both '{deepeval}' and '{ragas}' are given, with "
-                                         r"different values: keep one"):
+    with pytest.raises(
+        InputError,
+        match=rf"both.jsonl:2: both '{deepeval}' and '{ragas}' are given, with "
+        r"different values: keep one",
+    ):
         read_answers(f)
     c = tmp_path / "both.csv"  # in a CSV too, and whichever column comes first
     lists = ragas == "retrieved_contexts"
-    same, differ = ('"[\'c1\']",c1', '"[\'c1\']",c2') if lists else ("same,same", "Paris,Lyon")
-    c.write_text(("" if ragas == "user_input" else "user_input,") + f"{ragas},{deepeval}\n"
-                 + ("" if ragas == "user_input" else "q?,") + same + "\n"
-                 + ("" if ragas == "user_input" else "q?,") + differ + "\n")
+    same, differ = ("\"['c1']\",c1", "\"['c1']\",c2") if lists else ("same,same", "Paris,Lyon")
+    c.write_text(
+        ("" if ragas == "user_input" else "user_input,")
+        + f"{ragas},{deepeval}\n"
+        + ("" if ragas == "user_input" else "q?,")
+        + same
+        + "\n"
+        + ("" if ragas == "user_input" else "q?,")
+        + differ
+        + "\n"
+    )
     assert len(sample_rows(c.with_name("ok.csv"), c.read_bytes().rsplit(b"\n", 2)[0] + b"\n")) == 1
     with pytest.raises(InputError, match=rf"both.csv:3: both '{ragas}' and '{deepeval}' are given"):
         sample_rows(c)
@@ -541,8 +762,9 @@ def test_a_ragas_and_a_deepeval_spelling_of_one_field_may_agree_but_not_differ(r
 
 def test_a_sample_that_does_not_fit_is_named_by_the_field_as_the_file_spells_it(tmp_path):
     f = tmp_path / "a.jsonl"
-    f.write_text(json.dumps({"user_input": "q?", "response": "a", "reference": "b", "retrieved_contexts": "one"})
-                 + "\n")
+    f.write_text(
+        json.dumps({"user_input": "q?", "response": "a", "reference": "b", "retrieved_contexts": "one"}) + "\n"
+    )
     with pytest.raises(InputError, match=r"a.jsonl:1: retrieved_contexts: Input should be a valid list$"):
         read_answers(f)
     f.write_text(json.dumps({"input": "q?", "actual_output": 3, "expected_output": "b"}) + "\n")
@@ -575,8 +797,11 @@ def test_ids_holding_colons_quotes_and_backslashes_keep_the_key_given_twice_chec
 
 def test_a_llamaindex_relevant_doc_listed_twice_is_named_not_collapsed(tmp_path):
     f = tmp_path / "qa.json"
-    doc = {"queries": {"q1": "refund?", "q2": "hours?"}, "corpus": {"d1": "a", "d2": "b"},
-           "relevant_docs": {"q1": ["d1", "d2"], "q2": ["d2", "d2"]}}
+    doc = {
+        "queries": {"q1": "refund?", "q2": "hours?"},
+        "corpus": {"d1": "a", "d2": "b"},
+        "relevant_docs": {"q1": ["d1", "d2"], "q2": ["d2", "d2"]},
+    }
     f.write_text(json.dumps(doc, indent=2))
     with pytest.raises(InputError, match=r"qa.json: document 'd2' is judged twice for query 'q2'"):
         read_qrels(f)
@@ -587,6 +812,7 @@ def test_a_llamaindex_relevant_doc_listed_twice_is_named_not_collapsed(tmp_path)
 
 def test_a_null_fraction_or_boolean_id_in_a_parquet_table_or_dataframe_is_refused_naming_its_row(tmp_path):
     import pandas as pd
+
     pq = tmp_path / "q.parquet"
     pd.DataFrame({"q_id": ["q1", "q1", "q2"], "doc_id": ["d1", None, "d2"], "score": [1, 2, 0]}).to_parquet(pq)
     with pytest.raises(InputError, match=r"q.parquet: row 2: document id must be a string, got null$"):
@@ -617,7 +843,8 @@ def test_a_ranx_run_with_an_empty_ranking_scores_it_0_as_the_dict_does(tmp_path,
     read = read_run(run)
     assert read.queries == ["q2", "q1"] and len(read) == 1
     from_file = ragassay.evaluate(qrels, run, ["ndcg@10", "p@5"])
-    from_dict = ragassay.evaluate({"q1": {"d1": 1, "d2": 2}, "q2": {"d3": 1}}, {"q1": {}, "q2": {"d3": 1.0}},
-                                  ["ndcg@10", "p@5"])
+    from_dict = ragassay.evaluate(
+        {"q1": {"d1": 1, "d2": 2}, "q2": {"d3": 1}}, {"q1": {}, "q2": {"d3": 1.0}}, ["ndcg@10", "p@5"]
+    )
     assert from_file.per_query == from_dict.per_query and from_file.aggregate == {"ndcg@10": 0.5, "p@5": 0.1}
     assert from_file.counts["qrels_queries_missing_from_run"] == 0

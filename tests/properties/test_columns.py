@@ -58,8 +58,14 @@ def test_gather_in_a_buffer_shorter_than_one_word():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([b"q1", b"q10", b"q1\xc3\xa9", b"abcdefgh", b"abcdefghX", b"abcdefghY", b"#"]),
-                min_size=1, max_size=40), st.booleans())
+@given(
+    st.lists(
+        st.sampled_from([b"q1", b"q10", b"q1\xc3\xa9", b"abcdefgh", b"abcdefghX", b"abcdefghY", b"#"]),
+        min_size=1,
+        max_size=40,
+    ),
+    st.booleans(),
+)
 def test_factorize_gives_first_seen_codes(ids, grouped):
     if grouped:
         ids = sorted(ids, key=ids.index)
@@ -77,8 +83,12 @@ def test_factorize_of_ids_sharing_their_first_word():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(1, 2**64 - 1), max_size=200), st.lists(st.integers(0, 2**64 - 1), max_size=200),
-       st.integers(0, 60), st.booleans())
+@given(
+    st.lists(st.integers(1, 2**64 - 1), max_size=200),
+    st.lists(st.integers(0, 2**64 - 1), max_size=200),
+    st.integers(0, 60),
+    st.booleans(),
+)
 def test_key_index_finds_exactly_the_stored_keys(keys, others, crowd, at_top):
     # keys whose top bits (their home slot) agree crowd into one run of slots: at the table's
     # start, or at its very end, where a probe must not run off the table
@@ -121,9 +131,11 @@ def test_key_index_says_when_it_cannot_be_used():
 
 
 plain_decimals = st.builds(
-    lambda sign, digits, dot: (sign + (digits[:dot] + "." + digits[dot:] if dot is not None else digits)),
-    st.sampled_from(["", "-"]), st.text("0123456789", min_size=1, max_size=15),
-    st.one_of(st.none(), st.integers(0, 15)))
+    lambda sign, digits, dot: sign + (digits[:dot] + "." + digits[dot:] if dot is not None else digits),
+    st.sampled_from(["", "-"]),
+    st.text("0123456789", min_size=1, max_size=15),
+    st.one_of(st.none(), st.integers(0, 15)),
+)
 
 
 @settings(max_examples=500, deadline=None)
@@ -137,12 +149,28 @@ def test_plain_decimals_equal_python_float_bit_for_bit(texts):
 
 
 def test_other_numbers_are_left_to_the_full_parser():
-    texts = [b"1e5", b"+1", b"inf", b"nan", b"1_0", b"--1", b"1.2.3", b"-", b".", b"1-", b"0x10",
-             b"1234567890123456", b"0.30000000000000004", b"12.5"]
+    texts = [
+        b"1e5",
+        b"+1",
+        b"inf",
+        b"nan",
+        b"1_0",
+        b"--1",
+        b"1.2.3",
+        b"-",
+        b".",
+        b"1-",
+        b"0x10",
+        b"1234567890123456",
+        b"0.30000000000000004",
+        b"12.5",
+    ]
     values, ok = parse_plain_decimals(np.array(texts, dtype="S24"))
     assert ok.tolist() == [False] * 13 + [True] and values[-1] == 12.5
     lines = np.arange(1, len(texts) + 1)
-    parsed = parse_floats(np.array([b"1e5", b"+1", b"-0", b"0.30000000000000004"], dtype="S24"), lines[:4], "f", "score")
+    parsed = parse_floats(
+        np.array([b"1e5", b"+1", b"-0", b"0.30000000000000004"], dtype="S24"), lines[:4], "f", "score"
+    )
     assert parsed.tolist() == [1e5, 1.0, -0.0, 0.30000000000000004] and np.signbit(parsed[2])
     with pytest.raises(InputError, match="score must be finite") as e:
         parse_floats(np.array([b"1", b"inf"], dtype="S8"), np.array([3, 9]), "f", "score")
@@ -152,8 +180,17 @@ def test_other_numbers_are_left_to_the_full_parser():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.builds(lambda sign, digits: sign + digits, st.sampled_from(["", "-"]),
-                          st.text("0123456789", min_size=1, max_size=15)), min_size=1, max_size=20))
+@given(
+    st.lists(
+        st.builds(
+            lambda sign, digits: sign + digits,
+            st.sampled_from(["", "-"]),
+            st.text("0123456789", min_size=1, max_size=15),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_plain_integers_equal_python_int(texts):
     values, ok = parse_plain_integers(np.array([t.encode() for t in texts], dtype="S16"))
     assert ok.all() and values.tolist() == [int(t) for t in texts]

@@ -12,14 +12,31 @@ from hypothesis import strategies as st
 from ragassay.runtime.key_locations import KeyLocations
 from ragassay.runtime.plan_keys import KeyList
 
-KEYS = st.one_of(st.sampled_from(["a" * 24, "b" * 24, "0123456789abcdef01234567", "c" * 23, "c" * 25, "",
-                                  "caf\u00e9" + "e" * 20, "\U0001F600" * 24, "k1", "k\n2"]),
-                 st.text(max_size=30))
+KEYS = st.one_of(
+    st.sampled_from(
+        [
+            "a" * 24,
+            "b" * 24,
+            "0123456789abcdef01234567",
+            "c" * 23,
+            "c" * 25,
+            "",
+            "caf\u00e9" + "e" * 20,
+            "\U0001f600" * 24,
+            "k1",
+            "k\n2",
+        ]
+    ),
+    st.text(max_size=30),
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["append", "pack", "none", "extend", "extend packed"]),
-                          st.lists(KEYS, max_size=4))))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["append", "pack", "none", "extend", "extend packed"]), st.lists(KEYS, max_size=4))
+    )
+)
 def test_a_key_list_reads_as_the_list_it_was_given(ops):
     keys, model = KeyList(), []
     for op, given_keys in ops:
@@ -56,13 +73,24 @@ def test_a_key_list_packs_what_it_can_and_iterates_across_its_decoding_slices():
     assert len(keys._packed) == 24 * 40_000  # one buffer, 24 bytes a place
 
 
-OPS = st.lists(st.one_of(
-    st.tuples(st.just("put"), st.sampled_from("abcdefg"), st.integers(1, 50), st.booleans(),
-              st.one_of(st.none(), st.integers(-1, 8))),
-    st.tuples(st.just("load"), st.lists(st.tuples(st.sampled_from("abcdefg"), st.integers(1, 50)), max_size=4)),
-    st.tuples(st.just("replace"), st.dictionaries(st.sampled_from("abcdefg"), st.integers(1, 50), max_size=3),
-              st.booleans()),
-), max_size=25)
+OPS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("put"),
+            st.sampled_from("abcdefg"),
+            st.integers(1, 50),
+            st.booleans(),
+            st.one_of(st.none(), st.integers(-1, 8)),
+        ),
+        st.tuples(st.just("load"), st.lists(st.tuples(st.sampled_from("abcdefg"), st.integers(1, 50)), max_size=4)),
+        st.tuples(
+            st.just("replace"),
+            st.dictionaries(st.sampled_from("abcdefg"), st.integers(1, 50), max_size=3),
+            st.booleans(),
+        ),
+    ),
+    max_size=25,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -139,13 +167,20 @@ def test_packed_index_keys_answer_as_a_dict_whatever_is_asked(held, data):
     asked = 0
     while asked < len(held) and data.draw(st.booleans(), label="ask the next few"):
         n = data.draw(st.integers(1, len(held) - asked), label="how many")
-        few = held[asked:asked + n] if data.draw(st.booleans(), label="in order") else \
-            data.draw(st.lists(st.sampled_from(held + ["k9", "kk1"]), min_size=1, max_size=3), label="others")
+        few = (
+            held[asked : asked + n]
+            if data.draw(st.booleans(), label="in order")
+            else data.draw(st.lists(st.sampled_from(held + ["k9", "kk1"]), min_size=1, max_size=3), label="others")
+        )
         assert loc.contains_each(few) == [k in model for k in few]
         asked += n
     whole = data.draw(st.sampled_from(["same", "shuffled", "list", "longer"]), label="the plan")
-    keys = {"same": held, "shuffled": data.draw(st.permutations(held), label="order"), "list": held,
-            "longer": held + ["k9"]}[whole]
+    keys = {
+        "same": held,
+        "shuffled": data.draw(st.permutations(held), label="order"),
+        "list": held,
+        "longer": held + ["k9"],
+    }[whole]
     plan = list(keys) if whole == "list" else KeyList()
     if whole != "list":
         plan.extend(list(keys), pack=True)

@@ -63,8 +63,14 @@ def read(kind: str, path, parser: str, monkeypatch):
     except InputError as e:
         return ("error", e.message, e.line)
     values = table.grades if kind == "qrels" else table.scores
-    return ("table", table.queries, table.qidx.tolist(), table.doc_ids.tolist(), values.tolist(),
-            table.digest() if kind == "qrels" else None)
+    return (
+        "table",
+        table.queries,
+        table.qidx.tolist(),
+        table.doc_ids.tolist(),
+        values.tolist(),
+        table.digest() if kind == "qrels" else None,
+    )
 
 
 @pytest.mark.parametrize("kind, name", [("qrels", n) for n in QRELS_CASES] + [("run", n) for n in RUN_CASES])
@@ -98,6 +104,6 @@ def test_a_line_end_across_the_scans_8_mb_boundary(tmp_path, monkeypatch, ending
     fill = (8 << 20) - 1 - len(head) - len(b" 1")  # the CR of this line's end falls on the 8 MB's last byte
     path = tmp_path / "qrels.txt"
     path.write_bytes(head + b"x" * fill + b" 1" + ending + b"q3 0 last 2\r\n")
-    assert path.read_bytes()[(8 << 20) - 1:(8 << 20)] == b"\r"
+    assert path.read_bytes()[(8 << 20) - 1 : (8 << 20)] == b"\r"
     streamed, whole = read("qrels", path, "arrow", monkeypatch), read("qrels", path, "numpy", monkeypatch)
     assert streamed == whole and (whole[0] == "error") is refused

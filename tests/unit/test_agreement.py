@@ -43,6 +43,7 @@ def _alpha_by_pairs(x, y):
         lo, hi = min(c, k), max(c, k)
         inner = sum(counts[g] for g in labels if lo <= g <= hi)
         return (inner - (counts[c] + counts[k]) / 2) ** 2 if c != k else 0.0
+
     n = len(values)
     d_o = sum(2 * delta(a, b) for a, b in zip(x, y)) / n
     d_e = sum(delta(a, b) for a, b in itertools.permutations(values, 2)) / (n * (n - 1))
@@ -74,10 +75,14 @@ def test_agree_end_to_end():
     assert ag.reference_distribution == {0: 2, 1: 0, 2: 1, 3: 1}
     assert ag.exact_agreement == 0.5
     assert ag.kappa_binary[1] == pytest.approx(cohen_kappa([1, 0, 1, 0], [1, 0, 1, 1]))
-    runs = {"r1": {"q1": {"a": 1.0}, "q2": {"d": 1.0}}, "r2": {"q1": {"b": 1.0}, "q2": {"e": 1.0}},
-            "r3": {"q1": {"c": 2.0, "a": 1.0}, "q2": {"d": 1.0}}}
+    runs = {
+        "r1": {"q1": {"a": 1.0}, "q2": {"d": 1.0}},
+        "r2": {"q1": {"b": 1.0}, "q2": {"e": 1.0}},
+        "r3": {"q1": {"c": 2.0, "a": 1.0}, "q2": {"d": 1.0}},
+    }
     ranked = ragassay.agree(ref, cand, runs).run_ranking
     import math
+
     idcg_ref_q1, idcg_cand_q1 = 3 + 1 / math.log2(3), 2 + 1 / math.log2(3)
     assert ranked["runs"]["r1"]["reference"] == pytest.approx((3 / idcg_ref_q1 + 1) / 2)
     # candidate q2 has d=2, e=1, so its ideal is the same 2 + 1/log2(3)

@@ -10,12 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from ragassay.cli import main
 from helpers import EXAMPLE
+from ragassay.cli import main
 
-GOOD = {"qrels": EXAMPLE / "qrels.txt", "run": EXAMPLE / "runs" / "bm25.txt", "run2": EXAMPLE / "runs" / "tfidf.txt",
-        "queries": EXAMPLE / "queries.jsonl", "chunks": EXAMPLE / "chunks.jsonl", "answers": EXAMPLE / "answers.jsonl",
-        "human": EXAMPLE / "answers_human_labels.jsonl"}
+GOOD = {
+    "qrels": EXAMPLE / "qrels.txt",
+    "run": EXAMPLE / "runs" / "bm25.txt",
+    "run2": EXAMPLE / "runs" / "tfidf.txt",
+    "queries": EXAMPLE / "queries.jsonl",
+    "chunks": EXAMPLE / "chunks.jsonl",
+    "answers": EXAMPLE / "answers.jsonl",
+    "human": EXAMPLE / "answers_human_labels.jsonl",
+}
 
 BAD = {
     "missing": None,
@@ -46,17 +52,72 @@ def commands(tmp_path: Path) -> dict[str, tuple[list[str], list[str]]]:
         "evaluate": (["evaluate", "{qrels}", "{run}"], ["qrels", "run"]),
         "compare": (["compare", "{qrels}", "{run}", "{run2}"], ["qrels", "run", "run2"]),
         "agree": (["agree", "{qrels}", "{qrels2}"], ["qrels", "qrels2"]),
-        "retrieve": (["retrieve", "--retriever", f"{EXAMPLE / 'retrievers.py'}:tfidf", "--queries", "{queries}", "-o",
-                      out + ".run"], ["queries"]),
-        "judge": (["judge", "--queries", "{queries}", "--chunks", "{chunks}", "--run", "{run}", "--keep", "{qrels}",
-                   "-o", out + ".jsonl", "--dry-run"], ["queries", "chunks", "run", "qrels"]),
-        "check": (["check", "{answers}", "--chunks", "{chunks}", "--run", "{run}", "--qrels", "{qrels}", "--human",
-                   "{human}", "-o", out + ".checks", "--dry-run"], ["answers", "chunks", "run", "qrels", "human"]),
+        "retrieve": (
+            [
+                "retrieve",
+                "--retriever",
+                f"{EXAMPLE / 'retrievers.py'}:tfidf",
+                "--queries",
+                "{queries}",
+                "-o",
+                out + ".run",
+            ],
+            ["queries"],
+        ),
+        "judge": (
+            [
+                "judge",
+                "--queries",
+                "{queries}",
+                "--chunks",
+                "{chunks}",
+                "--run",
+                "{run}",
+                "--keep",
+                "{qrels}",
+                "-o",
+                out + ".jsonl",
+                "--dry-run",
+            ],
+            ["queries", "chunks", "run", "qrels"],
+        ),
+        "check": (
+            [
+                "check",
+                "{answers}",
+                "--chunks",
+                "{chunks}",
+                "--run",
+                "{run}",
+                "--qrels",
+                "{qrels}",
+                "--human",
+                "{human}",
+                "-o",
+                out + ".checks",
+                "--dry-run",
+            ],
+            ["answers", "chunks", "run", "qrels", "human"],
+        ),
         "generate": (["generate", "{chunks}", "-o", out + ".q", "--dry-run"], ["chunks"]),
         "remap": (["remap", "{questions}", "{chunks}", "-o", out + ".qrels"], ["questions", "chunks"]),
         "report": (["report", "{result}", "-o", out + ".html"], ["result"]),
-        "report-runs": (["report", "--qrels", "{qrels}", "--run", "{run}", "--chunks", "{chunks}", "-o", out + ".md",
-                         "--format", "markdown"], ["qrels", "run", "chunks"]),
+        "report-runs": (
+            [
+                "report",
+                "--qrels",
+                "{qrels}",
+                "--run",
+                "{run}",
+                "--chunks",
+                "{chunks}",
+                "-o",
+                out + ".md",
+                "--format",
+                "markdown",
+            ],
+            ["qrels", "run", "chunks"],
+        ),
         "track": (["track", "{result}", "--db", str(tmp_path / "h.sqlite")], ["result"]),
         "gate": (["gate", "{result}", "--min", "ndcg@10=0.1"], ["result"]),
     }
@@ -70,8 +131,10 @@ def goods(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("goods")
     result = d / "result.json"
     questions = d / "questions.jsonl"
-    questions.write_text('{"id": "g1", "question": "How long do refunds take?", "answer": "5 days", '
-                         '"difficulty": "easy", "chunk_ids": ["refund-01"], "evidence": ["refund"]}\n')
+    questions.write_text(
+        '{"id": "g1", "question": "How long do refunds take?", "answer": "5 days", '
+        '"difficulty": "easy", "chunk_ids": ["refund-01"], "evidence": ["refund"]}\n'
+    )
     return {**GOOD, "qrels2": EXAMPLE / "qrels_second_assessor.txt", "result": result, "questions": questions}
 
 

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
+from helpers import nonempty
 from ragassay.data.qrels_files import read_qrels
 from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
-
-from helpers import nonempty
 
 
 @pytest.fixture(params=["numpy", "arrow"])
@@ -26,17 +24,35 @@ def parser(request, monkeypatch):
 
 
 CASES = [  # (reader, file text, the lines said in order, with what)
-    ("run", "json Q0 json.dumps 1 0.9 bm25\njson Q0 json.loads 2 high bm25\njson Q0 json.load 3\n"
-            "json Q0 textwrap.fill 4 0.1 bm25\n",
-     [(2, "score is not a number: 'high'"), (3, "expected 5 or more whitespace-separated columns, found 4")]),
-    ("run", "q-ü\tjson.dumps\t0.5\nq-ü\tjson.loads\tnan\nq-ü\tjson.load\nq-ü\tshlex.split\tinf\n",
-     [(2, "score must be finite, got 'nan'"), (3, "expected 3 whitespace-separated columns, found 2"),
-      (4, "score must be finite, got 'inf'")]),
-    ("run", "query-id\tcorpus-id\tscore\nq1\td1\t0.5\nq1\td2\tx\nq1\td3\n",
-     [(3, "score is not a number: 'x'"), (4, "expected 3 whitespace-separated columns, found 2")]),
-    ("qrels", "json 0 json.dumps 3\njson 0 json.loads 2.5\njson 0 json.load\njson 0 shlex.split two\n",
-     [(2, "grade must be an integer, got '2.5'"), (3, "expected 4 whitespace-separated columns, found 3"),
-      (4, "grade must be an integer, got 'two'")]),
+    (
+        "run",
+        "json Q0 json.dumps 1 0.9 bm25\njson Q0 json.loads 2 high bm25\njson Q0 json.load 3\n"
+        "json Q0 textwrap.fill 4 0.1 bm25\n",
+        [(2, "score is not a number: 'high'"), (3, "expected 5 or more whitespace-separated columns, found 4")],
+    ),
+    (
+        "run",
+        "q-ü\tjson.dumps\t0.5\nq-ü\tjson.loads\tnan\nq-ü\tjson.load\nq-ü\tshlex.split\tinf\n",
+        [
+            (2, "score must be finite, got 'nan'"),
+            (3, "expected 3 whitespace-separated columns, found 2"),
+            (4, "score must be finite, got 'inf'"),
+        ],
+    ),
+    (
+        "run",
+        "query-id\tcorpus-id\tscore\nq1\td1\t0.5\nq1\td2\tx\nq1\td3\n",
+        [(3, "score is not a number: 'x'"), (4, "expected 3 whitespace-separated columns, found 2")],
+    ),
+    (
+        "qrels",
+        "json 0 json.dumps 3\njson 0 json.loads 2.5\njson 0 json.load\njson 0 shlex.split two\n",
+        [
+            (2, "grade must be an integer, got '2.5'"),
+            (3, "expected 4 whitespace-separated columns, found 3"),
+            (4, "grade must be an integer, got 'two'"),
+        ],
+    ),
 ]
 
 
@@ -76,8 +92,12 @@ def test_the_look_stops_at_ten_bad_lines_saying_so(tmp_path, cli):
 
 
 ANSWERS = [
-    {"id": "a1", "question": "What does json.dumps do?", "response": "It serialises an object.",
-     "reference": "Serialize obj to a JSON formatted str."},
+    {
+        "id": "a1",
+        "question": "What does json.dumps do?",
+        "response": "It serialises an object.",
+        "reference": "Serialize obj to a JSON formatted str.",
+    },
     {"id": "a2", "question": "What does textwrap.fill do?", "reference": "Wraps a paragraph."},
     {"id": "a3", "question": "What is shlex for?", "response": 5, "reference": "A lexical analyser."},
     {"id": "a4", "response": "It splits.", "reference": "Split the string using shell-like syntax."},
@@ -98,10 +118,14 @@ def test_check_says_every_unknown_context_id(tmp_path, cli):
     chunks = tmp_path / "chunks.jsonl"
     chunks.write_text(json.dumps({"id": "json.dumps", "text": "Serialize obj to a JSON formatted str."}) + "\n")
     path = tmp_path / "answers.jsonl"
-    rows = [{"id": f"a{i}", "question": "q?", "response": "r", "reference": "s", "context_ids": [c]}
-            for i, c in enumerate(["json.dumps", "json.nope", "json.dumps", "shlex.nope"])]
+    rows = [
+        {"id": f"a{i}", "question": "q?", "response": "r", "reference": "s", "context_ids": [c]}
+        for i, c in enumerate(["json.dumps", "json.nope", "json.dumps", "shlex.nope"])
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     code, out, err = cli("check", path, "--chunks", chunks, "-o", tmp_path / "checks.jsonl", "--dry-run")
     assert code == 1
-    assert ("2 lines are wrong: line 2: context id 'json.nope' is not in the chunks file; line 4: context id "
-            "'shlex.nope' is not in the chunks file") in err, err
+    assert (
+        "2 lines are wrong: line 2: context id 'json.nope' is not in the chunks file; line 4: context id "
+        "'shlex.nope' is not in the chunks file"
+    ) in err, err

@@ -13,9 +13,14 @@ from ragassay.cli import main
 from ragassay.data.chunk_files import read_chunks
 from ragassay.errors import InputError
 
-TEXTS = ["Serialize obj to a JSON formatted str.", "Deserialize s to a Python object.",
-         "Wrap a single paragraph of text.", "Split the string s using shell-like syntax.",
-         "Return a list of the words in the string.", "Größe und Übermaß: unicode text."]
+TEXTS = [
+    "Serialize obj to a JSON formatted str.",
+    "Deserialize s to a Python object.",
+    "Wrap a single paragraph of text.",
+    "Split the string s using shell-like syntax.",
+    "Return a list of the words in the string.",
+    "Größe und Übermaß: unicode text.",
+]
 
 
 def write(path: Path, rows: list[dict]) -> Path:
@@ -45,8 +50,10 @@ def test_lines_without_ids_among_lines_with_ids_are_said_once(tmp_path):
     with pytest.raises(InputError) as caught:
         read_chunks(p)
     said = str(caught.value)
-    assert said == (f"{p}: 2 lines have no 'id' (other lines have an 'id', so a doc_id names the document a chunk "
-                    "comes from, not the chunk); give each chunk an 'id' (or BEIR's '_id'): lines 2, 5")
+    assert said == (
+        f"{p}: 2 lines have no 'id' (other lines have an 'id', so a doc_id names the document a chunk "
+        "comes from, not the chunk); give each chunk an 'id' (or BEIR's '_id'): lines 2, 5"
+    )
     assert caught.value.line == 2
 
 

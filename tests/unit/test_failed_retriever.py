@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ragassay.cli import main
-
 from helpers import EXAMPLE
+from ragassay.cli import main
 
 RETRIEVERS = '''
 import json
@@ -64,7 +63,8 @@ def folder_with(tmp_path: Path, bad: str) -> Path:
     for f in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "qrels.txt.origin.json"):
         shutil.copy(EXAMPLE / f, d / f)
     (d / "mine.py").write_text(RETRIEVERS, encoding="utf-8")
-    (d / "ragassay.toml").write_text(f"""metrics = ["ndcg@10", "map"]
+    (d / "ragassay.toml").write_text(
+        f"""metrics = ["ndcg@10", "map"]
 depth = 5
 [data]
 chunks = "chunks.jsonl"
@@ -73,9 +73,11 @@ qrels = "qrels.txt"
 [retrievers]
 plain = "mine.py:plain"
 upside = "mine.py:reversed_tfidf"
-{bad} = "mine.py:{'broken' if bad == 'flaky' else 'nothing'}"
+{bad} = "mine.py:{"broken" if bad == "flaky" else "nothing"}"
 three = "mine.py:first_three"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     return d
 
 
@@ -85,8 +87,7 @@ def run_json(path: Path, capsys) -> tuple[int, dict]:
     return code, json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("bad, reason", [("flaky", "ConnectionError: the index server is down"),
-                                         ("empty", "None")])
+@pytest.mark.parametrize("bad, reason", [("flaky", "ConnectionError: the index server is down"), ("empty", "None")])
 def test_the_other_retrievers_are_scored_and_the_failed_one_named(tmp_path, capsys, bad, reason):
     folder = folder_with(tmp_path, bad)
     # an old run file of the failing retriever must not be scored as today's
@@ -118,8 +119,12 @@ def test_the_other_retrievers_are_scored_and_the_failed_one_named(tmp_path, caps
 def test_all_retrievers_failing_still_stops_at_retrieve(tmp_path, capsys):
     folder = folder_with(tmp_path, "flaky")
     toml = folder / "ragassay.toml"
-    toml.write_text(toml.read_text().replace("mine.py:plain", "mine.py:broken").replace("mine.py:reversed_tfidf",
-                    "mine.py:broken").replace("mine.py:first_three", "mine.py:broken"))
+    toml.write_text(
+        toml.read_text()
+        .replace("mine.py:plain", "mine.py:broken")
+        .replace("mine.py:reversed_tfidf", "mine.py:broken")
+        .replace("mine.py:first_three", "mine.py:broken")
+    )
     code, done = run_json(toml, capsys)
     assert code == 1
     assert [s["step"] for s in done["steps"]][-1] == "retrieve"

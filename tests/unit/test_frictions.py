@@ -9,8 +9,8 @@ import json
 import re
 
 import pytest
-from helpers import EXAMPLE, nonempty
 
+from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.errors import MeasureError, RagassayError
 from ragassay.metrics.measures import edit_distance, parse_measure, suggestions
@@ -27,19 +27,23 @@ def said(capsys, *argv: str) -> tuple[int, str]:
 
 # ------------------------------------------------------------------------------------- measure names
 
-@pytest.mark.parametrize("typed, first, also", [
-    ("mapp", "map", ["map@10"]),          # one edit from map, three from map@10
-    ("maps", "map", ["map@10"]),
-    ("ndcg@1O", "ndcg@10", ["ndcg"]),     # the letter O in the cutoff: the cutoff is kept
-    ("Ndcg@ten", "ndcg@10", ["ndcg"]),
-    ("recal@10", "recall@10", []),
-    ("rrecall@10", "recall@10", []),
-    ("ndgc@10", "ndcg@10", ["ndcg"]),     # two letters swapped: one edit
-    ("mrr@k", "mrr@10", ["mrr"]),         # the cutoff written as k
-    ("mrr@1o", "mrr@10", ["mrr"]),
-    ("precison@5", "p@5", []),
-    ("reciprank", "mrr", ["mrr@10"]),
-])
+
+@pytest.mark.parametrize(
+    "typed, first, also",
+    [
+        ("mapp", "map", ["map@10"]),  # one edit from map, three from map@10
+        ("maps", "map", ["map@10"]),
+        ("ndcg@1O", "ndcg@10", ["ndcg"]),  # the letter O in the cutoff: the cutoff is kept
+        ("Ndcg@ten", "ndcg@10", ["ndcg"]),
+        ("recal@10", "recall@10", []),
+        ("rrecall@10", "recall@10", []),
+        ("ndgc@10", "ndcg@10", ["ndcg"]),  # two letters swapped: one edit
+        ("mrr@k", "mrr@10", ["mrr"]),  # the cutoff written as k
+        ("mrr@1o", "mrr@10", ["mrr"]),
+        ("precison@5", "p@5", []),
+        ("reciprank", "mrr", ["mrr@10"]),
+    ],
+)
 def test_the_closest_metric_name_is_suggested_first(typed, first, also):
     with pytest.raises(MeasureError) as e:
         parse_measure(typed)
@@ -57,8 +61,17 @@ def test_a_metrics_case_does_not_matter_and_a_far_name_lists_the_known_ones():
 
 
 def test_edit_distance_counts_each_edit_once():
-    assert [edit_distance(a, b) for a, b in [("mapp", "map"), ("mapp", "map@10"), ("ndgc", "ndcg"), ("", "map"),
-                                             ("recal", "recall"), ("kitten", "sitting")]] == [1, 3, 1, 3, 1, 3]
+    assert [
+        edit_distance(a, b)
+        for a, b in [
+            ("mapp", "map"),
+            ("mapp", "map@10"),
+            ("ndgc", "ndcg"),
+            ("", "map"),
+            ("recal", "recall"),
+            ("kitten", "sitting"),
+        ]
+    ] == [1, 3, 1, 3, 1, 3]
 
 
 def test_the_cli_says_map_before_map_at_10(capsys):
@@ -68,7 +81,7 @@ def test_the_cli_says_map_before_map_at_10(capsys):
 
 # ------------------------------------------------------------------------------------------ retrievers
 
-RETRIEVERS = '''
+RETRIEVERS = """
 def search(q): return ["a", "b"]
 def none(q): return None
 def text(q): return "chunk-1"
@@ -79,7 +92,7 @@ def broken(q):
     yield "a"
     raise RuntimeError("index closed")
 def number(q): return 7
-'''
+"""
 
 
 @pytest.fixture
@@ -90,18 +103,20 @@ def folder(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize("name, words", [
-    ("none", ["returned None for query 'q\u00e9-1'", "end without a return"]),
-    ("text", ["returned a string ('chunk-1') for query 'q\u00e9-1'", "['chunk-1']"]),
-    ("mapping", ["returned a dict (keys: 'score', 'rank') for query 'q\u00e9-1'", "list(d.items())"]),
-    ("scores", ["returned a dict (keys: 'a')"]),
-    ("bad_items", ["got <object object", "for query 'q\u00e9-1'"]),
-    ("broken", ["failed on query 'q\u00e9-1' while its results were read: RuntimeError: index closed"]),
-    ("number", ["returned 7 (int) for query 'q\u00e9-1'"]),
-])
+@pytest.mark.parametrize(
+    "name, words",
+    [
+        ("none", ["returned None for query 'q\u00e9-1'", "end without a return"]),
+        ("text", ["returned a string ('chunk-1') for query 'q\u00e9-1'", "['chunk-1']"]),
+        ("mapping", ["returned a dict (keys: 'score', 'rank') for query 'q\u00e9-1'", "list(d.items())"]),
+        ("scores", ["returned a dict (keys: 'a')"]),
+        ("bad_items", ["got <object object", "for query 'q\u00e9-1'"]),
+        ("broken", ["failed on query 'q\u00e9-1' while its results were read: RuntimeError: index closed"]),
+        ("number", ["returned 7 (int) for query 'q\u00e9-1'"]),
+    ],
+)
 def test_a_retriever_returning_the_wrong_thing_is_named_with_the_query_and_the_value(folder, capsys, name, words):
-    code, err = said(capsys, "retrieve", "--retriever", f"my_search.py:{name}", "--queries", "q.jsonl",
-                     "-o", "run.txt")
+    code, err = said(capsys, "retrieve", "--retriever", f"my_search.py:{name}", "--queries", "q.jsonl", "-o", "run.txt")
     assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
     assert f"the retriever {name!r}" in err and all(w in err for w in words), err
     assert not (folder / "run.txt").exists()
@@ -109,6 +124,7 @@ def test_a_retriever_returning_the_wrong_thing_is_named_with_the_query_and_the_v
 
 def test_the_python_api_says_the_same(folder):
     import ragassay.api as api
+
     with pytest.raises(RagassayError, match=r"the retriever 'none' returned None for query 'q1'"):
         api.retrieve(lambda q: None, {"q1": "hello"}, name="none")
     with pytest.raises(RagassayError, match=r"returned a string \('abc'\)"):
@@ -116,13 +132,16 @@ def test_the_python_api_says_the_same(folder):
     assert len(api.retrieve("my_search.py:search", {"q1": "hello"}).run) == 2
 
 
-@pytest.mark.parametrize("spec, hint", [
-    ("my_search.py:serch", "did you mean 'search'?"),
-    ("my_search.py:Search", "did you mean 'search'?"),
-    ("my_search.py:nne", "did you mean 'none'?"),
-    ("my_serch.py:search", "did you mean 'my_search.py'?"),
-    ("my_search.py:zzzzzz", "it has 'bad_items', 'broken', "),
-])
+@pytest.mark.parametrize(
+    "spec, hint",
+    [
+        ("my_search.py:serch", "did you mean 'search'?"),
+        ("my_search.py:Search", "did you mean 'search'?"),
+        ("my_search.py:nne", "did you mean 'none'?"),
+        ("my_serch.py:search", "did you mean 'my_search.py'?"),
+        ("my_search.py:zzzzzz", "it has 'bad_items', 'broken', "),
+    ],
+)
 def test_a_misspelt_retriever_gets_the_names_that_exist(folder, capsys, spec, hint):
     code, err = said(capsys, "retrieve", "--retriever", spec, "--queries", "q.jsonl", "-o", "run.txt")
     assert code == 1 and hint in err, err
@@ -130,8 +149,9 @@ def test_a_misspelt_retriever_gets_the_names_that_exist(folder, capsys, spec, hi
 
 def test_a_misspelt_retriever_in_the_project_file_gets_the_name_too(folder, capsys):
     (folder / "chunks.jsonl").write_text('{"id": "a", "text": "hello there"}\n{"id": "b", "text": "bye"}\n')
-    (folder / "ragassay.toml").write_text('[data]\nchunks = "chunks.jsonl"\nqueries = "q.jsonl"\n\n'
-                                          '[retrievers]\nmine = "my_search.py:serch"\n')
+    (folder / "ragassay.toml").write_text(
+        '[data]\nchunks = "chunks.jsonl"\nqueries = "q.jsonl"\n\n[retrievers]\nmine = "my_search.py:serch"\n'
+    )
     code = main(["run", str(folder / "ragassay.toml"), "--only", "retrieve"])
     captured = capsys.readouterr()
     assert code != 0 and "did you mean 'search'?" in captured.out + captured.err
@@ -139,11 +159,26 @@ def test_a_misspelt_retriever_in_the_project_file_gets_the_name_too(folder, caps
 
 # ------------------------------------------------------------------------- hints name the command's flags
 
+
 def test_judge_is_never_told_to_use_a_flag_it_lacks(tmp_path, capsys):
     bad = tmp_path / "run.txt"
     bad.write_text("q01 c1 x y\n")  # four columns: no run format can be told
-    code, err = said(capsys, "judge", "--queries", EXAMPLE / "queries.jsonl", "--chunks", EXAMPLE / "chunks.jsonl",
-                     "--run", bad, "-o", tmp_path / "j.jsonl", "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    code, err = said(
+        capsys,
+        "judge",
+        "--queries",
+        EXAMPLE / "queries.jsonl",
+        "--chunks",
+        EXAMPLE / "chunks.jsonl",
+        "--run",
+        bad,
+        "-o",
+        tmp_path / "j.jsonl",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    )
     assert code == 1 and "cannot tell the format of this run file" in err and "--run-format" not in err
     code, err = said(capsys, "evaluate", QRELS, bad)
     assert code == 1 and "--run-format names it" in err  # evaluate has it: the advice stays
@@ -155,18 +190,34 @@ def test_judge_is_never_told_to_use_a_flag_it_lacks(tmp_path, capsys):
 def test_every_flag_an_error_advises_is_one_its_command_takes(tmp_path, capsys):
     """For each command that reads a run or qrels file, a file of no known format: any flag its error
     names is one of that command's own."""
+    import argparse
+
     from ragassay.cli import build_parser
     from ragassay.cli.hints import flags_of
-    import argparse
+
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     bad = tmp_path / "bad.txt"
     bad.write_text("q01 c1\n")  # two columns: neither a run nor qrels
     q, c = EXAMPLE / "queries.jsonl", EXAMPLE / "chunks.jsonl"
     calls = {
-        "evaluate": [QRELS, bad], "compare": [QRELS, bad, BM25], "agree": [bad, QRELS],
-        "judge": ["--queries", q, "--chunks", c, "--run", bad, "-o", tmp_path / "j.jsonl", "--model", "m",
-                  "--base-url", "http://127.0.0.1:9/v1"],
+        "evaluate": [QRELS, bad],
+        "compare": [QRELS, bad, BM25],
+        "agree": [bad, QRELS],
+        "judge": [
+            "--queries",
+            q,
+            "--chunks",
+            c,
+            "--run",
+            bad,
+            "-o",
+            tmp_path / "j.jsonl",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ],
         "report": [EXAMPLE / "answers.jsonl", "--qrels", QRELS, "--run", bad, "-o", tmp_path / "r.html"],
     }
     seen = 0
@@ -181,9 +232,19 @@ def test_every_flag_an_error_advises_is_one_its_command_takes(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------------------- p-values
 
-@pytest.mark.parametrize("p, digits, text", [(0.0, 3, "< 0.001"), (1 / 10001, 3, "< 0.001"), (0.0004, 4, "0.0004"),
-                                             (0.00009, 4, "< 0.0001"), (0.042, 3, "0.042"), (1.0, 3, "1.000"),
-                                             (float("nan"), 3, "nan")])
+
+@pytest.mark.parametrize(
+    "p, digits, text",
+    [
+        (0.0, 3, "< 0.001"),
+        (1 / 10001, 3, "< 0.001"),
+        (0.0004, 4, "0.0004"),
+        (0.00009, 4, "< 0.0001"),
+        (0.042, 3, "0.042"),
+        (1.0, 3, "1.000"),
+        (float("nan"), 3, "nan"),
+    ],
+)
 def test_a_p_value_under_the_last_digit_is_less_than_it(p, digits, text):
     assert fmt_p(p, digits) == text
 
@@ -213,6 +274,7 @@ def test_compare_never_prints_a_zero_p_value(far_apart, capsys):
 
 def test_the_report_and_runs_compare_line_never_print_a_zero_p_value(far_apart, tmp_path):
     from ragassay.product.pipeline.scores import _p_said
+
     assert _p_said(1 / 10001) == "< 0.001" and _p_said(0.0421) == "= 0.042"
     qrels, a, b = far_apart
     out = tmp_path / "report.md"
@@ -224,11 +286,15 @@ def test_the_report_and_runs_compare_line_never_print_a_zero_p_value(far_apart, 
 
 # ------------------------------------------------------------------------------ report: coverage's run
 
+
 def test_the_reports_coverage_section_names_the_runs_it_measured_and_counts_each_apart(tmp_path):
     coverage = tmp_path / "coverage.jsonl"
-    lines = [{"query_id": "q1", "run": "bm25", "coverage": "FULL"}, {"query_id": "q2", "run": "bm25", "coverage": "NONE"},
-             {"query_id": "q1", "run": "dense-\u00e9", "coverage": "PARTIAL"},
-             {"query_id": "q2", "run": "dense-\u00e9", "coverage": None, "status": "error", "error": "cut: x"}]
+    lines = [
+        {"query_id": "q1", "run": "bm25", "coverage": "FULL"},
+        {"query_id": "q2", "run": "bm25", "coverage": "NONE"},
+        {"query_id": "q1", "run": "dense-\u00e9", "coverage": "PARTIAL"},
+        {"query_id": "q2", "run": "dense-\u00e9", "coverage": None, "status": "error", "error": "cut: x"},
+    ]
     coverage.write_text("".join(json.dumps({"status": "ok", **r}) + "\n" for r in lines))
     out = tmp_path / "report.md"
     assert main(["report", str(coverage), "-o", str(out)]) == 0
@@ -236,6 +302,12 @@ def test_the_reports_coverage_section_names_the_runs_it_measured_and_counts_each
     section = text.split("Judge: answer coverage per query", 1)[1].split("\n## ", 1)[0]
     assert section.startswith(" (bm25, dense-\u00e9)")
     assert "the runs bm25, dense-\u00e9" in section and "2 of bm25, 2 of dense-\u00e9" in section
-    rows = {r[0]: r[1:] for r in ([c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
-                                  if line.startswith("| ") and not line.startswith("| coverage"))}
+    rows = {
+        r[0]: r[1:]
+        for r in (
+            [c.strip() for c in line.strip("|").split("|")]
+            for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith("| coverage")
+        )
+    }
     assert rows == {"FULL": ["1", "0"], "PARTIAL": ["0", "1"], "NONE": ["1", "0"], "error": ["0", "1"]}

@@ -18,8 +18,20 @@ import pytest
 from ragassay.cli import main
 from ragassay.product.project import loads_toml
 
-FUNCS = [textwrap.wrap, textwrap.fill, textwrap.dedent, textwrap.indent, textwrap.shorten, shlex.split,
-         shlex.quote, shlex.join, json.dumps, json.loads, json.dump, json.load]
+FUNCS = [
+    textwrap.wrap,
+    textwrap.fill,
+    textwrap.dedent,
+    textwrap.indent,
+    textwrap.shorten,
+    shlex.split,
+    shlex.quote,
+    shlex.join,
+    json.dumps,
+    json.loads,
+    json.dump,
+    json.load,
+]
 
 
 def chunks(with_doc_id: bool = False) -> list[dict]:
@@ -41,8 +53,13 @@ def write(path: Path, rows: list[dict]) -> None:
 
 
 def trec_run(path: Path, qs: list[dict], cs: list[dict]) -> None:
-    path.write_text("".join(f"{q.get('id', q.get('query_id'))} Q0 {c['id']} {r} {1.0 / r:.4f} mine\n"
-                            for q in qs for r, c in enumerate(cs[:5], start=1)))
+    path.write_text(
+        "".join(
+            f"{q.get('id', q.get('query_id'))} Q0 {c['id']} {r} {1.0 / r:.4f} mine\n"
+            for q in qs
+            for r, c in enumerate(cs[:5], start=1)
+        )
+    )
 
 
 def init(folder: Path, capsys) -> tuple[int, str, dict, str]:
@@ -74,8 +91,13 @@ def test_answers_place_the_queries_when_there_is_no_run(tmp_path, capsys):
     cs, qs = chunks(), queries()
     write(tmp_path / "a.jsonl", qs)
     write(tmp_path / "b.jsonl", cs)
-    write(tmp_path / "answers.jsonl", [{"id": q["id"], "question": q["text"], "reference": "x", "response": "y",
-                                        "context_ids": [cs[i]["id"]]} for i, q in enumerate(qs)])
+    write(
+        tmp_path / "answers.jsonl",
+        [
+            {"id": q["id"], "question": q["text"], "reference": "x", "response": "y", "context_ids": [cs[i]["id"]]}
+            for i, q in enumerate(qs)
+        ],
+    )
     code, _, toml, _ = init(tmp_path, capsys)
     assert code == 0 and toml["data"]["queries"] == "a.jsonl" and toml["data"]["chunks"] == "b.jsonl"
     assert toml["data"]["answers"] == "answers.jsonl"
@@ -91,11 +113,14 @@ def test_qrels_place_the_chunks(tmp_path, capsys):
     assert "chunk texts by id: their ids hold 100% of the chunk ids of labels.qrels" in text
 
 
-@pytest.mark.parametrize("row, note", [
-    ({"query_id": "q1", "text": "How is a string split like a shell does?"}, "queries (query_id)"),
-    ({"qid": "q1", "text": "How is a string split like a shell does?"}, "queries (qid)"),
-    ({"_id": "q1", "query": "How is a string split like a shell does?"}, "queries (query)"),
-])
+@pytest.mark.parametrize(
+    "row, note",
+    [
+        ({"query_id": "q1", "text": "How is a string split like a shell does?"}, "queries (query_id)"),
+        ({"qid": "q1", "text": "How is a string split like a shell does?"}, "queries (qid)"),
+        ({"_id": "q1", "query": "How is a string split like a shell does?"}, "queries (query)"),
+    ],
+)
 def test_the_field_names_the_readers_take_place_queries(tmp_path, capsys, row, note):
     write(tmp_path / "chunks.jsonl", chunks(with_doc_id=True))
     write(tmp_path / "q.jsonl", [row])
@@ -111,8 +136,9 @@ def test_when_the_ids_do_not_tell_it_is_a_commented_choice_not_a_guess(tmp_path,
     assert code == 0 and "chunks" not in toml.get("data", {}) and "queries" not in toml.get("data", {})
     for name in ("one.jsonl", "two.jsonl"):
         for role in ("chunks", "queries"):
-            assert re.search(rf'^# {role} = "{name}" +# texts by id \(id, text\), as chunks and queries both are',
-                             text, re.M), text
+            assert re.search(
+                rf'^# {role} = "{name}" +# texts by id \(id, text\), as chunks and queries both are', text, re.M
+            ), text
     assert "no queries: run generates questions" not in text
     assert "no queries placed: one.jsonl or two.jsonl may hold them (uncomment below)" in text
     assert "cannot tell" in out or "texts by id" in out
@@ -122,8 +148,9 @@ def test_integer_ids_on_both_sides_cannot_tell(tmp_path, capsys):
     """MS MARCO-like: query ids and chunk ids are both small integers; a file holding both is not guessed."""
     texts = [{"id": str(i), "text": inspect.getdoc(f)} for i, f in enumerate(FUNCS)]
     write(tmp_path / "texts.jsonl", texts)
-    (tmp_path / "run.txt").write_text("".join(f"{q} Q0 {d} {r} {1.0 / r} x\n" for q in range(3)
-                                              for r, d in enumerate(range(5, 9), start=1)))
+    (tmp_path / "run.txt").write_text(
+        "".join(f"{q} Q0 {d} {r} {1.0 / r} x\n" for q in range(3) for r, d in enumerate(range(5, 9), start=1))
+    )
     code, out, toml, text = init(tmp_path, capsys)
     assert "chunks" not in toml.get("data", {}) and "queries" not in toml.get("data", {})
     assert re.search(r'^# queries = "texts.jsonl" .*cannot tell chunks from queries', text, re.M), text

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from ragassay.cli import main
 from ragassay.product.project import read_project
-
 from real_corpus import write_corpus
 
 
@@ -37,8 +36,9 @@ def test_texts_beside_the_chunks_sharing_none_of_their_ids_are_the_queries(tmp_p
 def test_a_second_file_of_the_chunks_own_ids_is_not_taken_for_queries(tmp_path, capsys):
     chunks, _ = write_corpus(tmp_path, chunks=60, queries=10)
     (tmp_path / "queries.jsonl").unlink()
-    (tmp_path / "more.jsonl").write_text("".join(json.dumps({"id": c["id"], "text": c["text"][:50]}) + "\n"
-                                                 for c in chunks[:5]))
+    (tmp_path / "more.jsonl").write_text(
+        "".join(json.dumps({"id": c["id"], "text": c["text"][:50]}) + "\n" for c in chunks[:5])
+    )
     assert main(["init", str(tmp_path)]) == 0
     assert read_project(tmp_path / "ragassay.toml").queries is None
 
@@ -49,14 +49,17 @@ def test_a_file_that_may_hold_the_queries_keeps_generation_off(tmp_path, capsys)
     assert main(["init", str(tmp_path)]) == 0
     text = (tmp_path / "ragassay.toml").read_text()
     assert "run generates questions" not in text
-    assert 'limit = 0    # no questions are generated while chunks.jsonl or queries.jsonl may hold the queries' in text
+    assert "limit = 0    # no questions are generated while chunks.jsonl or queries.jsonl may hold the queries" in text
     result = dry_run(tmp_path, capsys)
     steps = {s["step"]: s for s in result["steps"]}
     assert steps["generate"]["status"] == "skipped" and "limit = 0" in steps["generate"]["text"]
     assert result["calls"] == 0  # nothing would be paid for
     # the user names the queries: the run goes on without generating
     toml = tmp_path / "ragassay.toml"
-    toml.write_text(text.replace('# queries = "queries.jsonl"', 'queries = "queries.jsonl"')
-                    .replace('# chunks = "chunks.jsonl"', 'chunks = "chunks.jsonl"'))
+    toml.write_text(
+        text.replace('# queries = "queries.jsonl"', 'queries = "queries.jsonl"').replace(
+            '# chunks = "chunks.jsonl"', 'chunks = "chunks.jsonl"'
+        )
+    )
     steps = {s["step"]: s for s in dry_run(tmp_path, capsys)["steps"]}
     assert steps["generate"]["text"] == "the project has queries"

@@ -36,8 +36,13 @@ def test_jsonl_and_beir_formats(tmp_path):
     rows = [{"query_id": "q1", "chunk_id": "c1", "score": 0.9}, {"query_id": "q1", "chunk_id": "c2", "score": 1}]
     run = read_run(write(tmp_path, "r.jsonl", "\n".join(json.dumps(r) for r in rows)))
     assert run.to_dict() == {"q1": {"c1": 0.9, "c2": 1.0}}
-    q = read_qrels(write(tmp_path, "q.jsonl", '{"query_id": "q1", "chunk_id": "c1", "grade": 3}\n'
-                                              '{"query_id": 7, "chunk_id": "c2", "grade": 1.0}\n'))
+    q = read_qrels(
+        write(
+            tmp_path,
+            "q.jsonl",
+            '{"query_id": "q1", "chunk_id": "c1", "grade": 3}\n{"query_id": 7, "chunk_id": "c2", "grade": 1.0}\n',
+        )
+    )
     assert q.to_dict() == {"q1": {"c1": 3}, "7": {"c2": 1}}
     beir = read_qrels(write(tmp_path, "test.tsv", "query-id\tcorpus-id\tscore\nq1\tdoc1\t1\nq2\tdoc2\t2\n"))
     assert beir.to_dict() == {"q1": {"doc1": 1}, "q2": {"doc2": 2}}
@@ -59,12 +64,15 @@ def test_gzip(tmp_path):
     assert read_run(p).to_dict() == {"q1": {"d1": 2.5}}
 
 
-@pytest.mark.parametrize("text, message, line", [
-    ("q1 Q0 d1 1 2.5 x\nq1 Q0 d2 1\n", "expected 5 or more whitespace-separated columns, found 4", 2),
-    ("q1 Q0 d1 1 2.5 x\n\nq1 Q0 d2 1 high x\n", "score is not a number: 'high'", 3),
-    ("q1 Q0 d1 1 2.5 x\nq1 Q0 d1 2 1.0 x\n", "document 'd1' is listed twice for query 'q1' (first on line 1)", 2),
-    ("q1 Q0 d1 1 nan x\n", "score must be finite", 1),
-])
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        ("q1 Q0 d1 1 2.5 x\nq1 Q0 d2 1\n", "expected 5 or more whitespace-separated columns, found 4", 2),
+        ("q1 Q0 d1 1 2.5 x\n\nq1 Q0 d2 1 high x\n", "score is not a number: 'high'", 3),
+        ("q1 Q0 d1 1 2.5 x\nq1 Q0 d1 2 1.0 x\n", "document 'd1' is listed twice for query 'q1' (first on line 1)", 2),
+        ("q1 Q0 d1 1 nan x\n", "score must be finite", 1),
+    ],
+)
 def test_run_errors_name_file_and_line(tmp_path, text, message, line):
     p = write(tmp_path, "bad.run", text)
     with pytest.raises(InputError) as e:
@@ -81,14 +89,17 @@ def test_duplicate_message_offers_dedupe_and_dedupe_keeps_highest_score(tmp_path
     assert read_run(p, dedupe=True).to_dict() == {"q1": {"d1": 3.0, "d2": 0.5}}
 
 
-@pytest.mark.parametrize("text, message, line", [
-    ("q1 0 d1 1\nq1 0 d2 x\n", "grade must be an integer, got 'x'", 2),
-    ("q1 0 d1 1.5\n", "grade must be an integer, got '1.5'", 1),
-    ("q1 0 d1 1\nq1 0 d1 2\n", "judged twice", 2),
-    ("q1 0 d1\n", "grade must be an integer, got 'd1'", 1),  # three columns: qid docid grade
-    ("q1 d1\n", "cannot tell the format", None),
-    ("q1 Q0 d1 1 2.0 run\n", "looks like a run file", 1),  # the line that shows it is named
-])
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        ("q1 0 d1 1\nq1 0 d2 x\n", "grade must be an integer, got 'x'", 2),
+        ("q1 0 d1 1.5\n", "grade must be an integer, got '1.5'", 1),
+        ("q1 0 d1 1\nq1 0 d1 2\n", "judged twice", 2),
+        ("q1 0 d1\n", "grade must be an integer, got 'd1'", 1),  # three columns: qid docid grade
+        ("q1 d1\n", "cannot tell the format", None),
+        ("q1 Q0 d1 1 2.0 run\n", "looks like a run file", 1),  # the line that shows it is named
+    ],
+)
 def test_qrels_errors(tmp_path, text, message, line):
     p = write(tmp_path, "bad.qrels", text)
     with pytest.raises(InputError) as e:
@@ -145,8 +156,9 @@ def test_round_trip_writers(tmp_path):
 
 
 def test_chunks_and_queries(tmp_path):
-    chunks = read_chunks(write(tmp_path, "c.jsonl", '{"id": "c1", "text": "hello"}\n'
-                                                    '{"_id": "c2", "title": "T", "text": "beir line"}\n'))
+    chunks = read_chunks(
+        write(tmp_path, "c.jsonl", '{"id": "c1", "text": "hello"}\n{"_id": "c2", "title": "T", "text": "beir line"}\n')
+    )
     assert [c.id for c in chunks] == ["c1", "c2"] and chunks[1].title == "T"
     with pytest.raises(InputError) as e:
         read_chunks(write(tmp_path, "c2.jsonl", '{"id": "c1", "text": "a"}\n{"id": "c1", "text": "b"}\n'))
@@ -156,14 +168,22 @@ def test_chunks_and_queries(tmp_path):
     assert e.value.line == 1 and "text" in str(e.value)
     q = read_queries(write(tmp_path, "q.jsonl", '{"id": "q1", "question": "how?"}\n{"_id": "q2", "text": "why"}\n'))
     assert q == {"q1": "how?", "q2": "why"}
-    assert read_queries(write(tmp_path, "q.tsv", "q1\tfirst query\nq2\tsecond\n")) == {"q1": "first query", "q2": "second"}
+    assert read_queries(write(tmp_path, "q.tsv", "q1\tfirst query\nq2\tsecond\n")) == {
+        "q1": "first query",
+        "q2": "second",
+    }
 
 
 def _beir_folder(root, splits=("test",)):
     import json as _json
+
     (root / "qrels").mkdir(parents=True)
-    (root / "corpus.jsonl").write_text(_json.dumps({"_id": "d1", "title": "T", "text": "refunds take 30 days"}) + "\n"
-                                       + _json.dumps({"_id": "d2", "title": "", "text": "shipping is free"}) + "\n")
+    (root / "corpus.jsonl").write_text(
+        _json.dumps({"_id": "d1", "title": "T", "text": "refunds take 30 days"})
+        + "\n"
+        + _json.dumps({"_id": "d2", "title": "", "text": "shipping is free"})
+        + "\n"
+    )
     (root / "queries.jsonl").write_text(_json.dumps({"_id": "q1", "text": "how long for a refund?"}) + "\n")
     for s in splits:
         (root / "qrels" / f"{s}.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
@@ -176,6 +196,7 @@ def test_a_beir_folder_is_accepted_where_a_corpus_queries_or_qrels_file_is_expec
     from ragassay.data.qrels_files import read_qrels
     from ragassay.data.query_files import read_queries
     from ragassay.stages.queries import read_query_items
+
     folder = _beir_folder(tmp_path / "scifact")
     assert read_qrels(folder).to_dict() == {"q1": {"d1": 1}}
     assert [c.id for c in read_chunks(folder)] == ["d1", "d2"]
@@ -190,6 +211,7 @@ def test_a_beir_folder_is_accepted_where_a_corpus_queries_or_qrels_file_is_expec
 def test_a_beir_folder_with_several_splits_asks_which_and_a_plain_folder_is_refused(tmp_path):
     from ragassay.data.chunk_files import read_chunks
     from ragassay.data.qrels_files import read_qrels
+
     folder = _beir_folder(tmp_path / "b", splits=("train", "dev"))
     with pytest.raises(InputError, match=r"several qrels splits and no test.tsv; name one, e.g. .*dev.tsv"):
         read_qrels(folder)
@@ -209,7 +231,7 @@ STREAM_CASES = {
     "not utf-8": b'{"id": "a", "text": "x"}\n{"id": "b", "text": "\xff"}\n',
     "bad json": b'{"id": "a", "text": "x"}\n{"id": "b", "text": }\n',
     "not an object": b'{"id": "a", "text": "x"}\n[1, 2]\n',
-    "blank only": b'\n  \n\t\n',
+    "blank only": b"\n  \n\t\n",
     "empty": b"",
     "binary": b'{"id": "a"}\n\x00\x01',
 }
@@ -220,6 +242,7 @@ def test_a_large_input_read_line_by_line_says_what_a_whole_read_says(tmp_path, m
     """Inputs from 16 MB up are read a line at a time (never held whole); every answer, and every
     error's message and line, is what reading the whole file gives."""
     import ragassay.data.lines as io_module
+
     path = tmp_path / "chunks.jsonl"
     path.write_bytes(STREAM_CASES[name])
 
@@ -228,12 +251,14 @@ def test_a_large_input_read_line_by_line_says_what_a_whole_read_says(tmp_path, m
             return list(io_module.iter_jsonl(path))
         except InputError as e:
             return str(e)
+
     whole = read()
     monkeypatch.setattr(io_module, "STREAM_FROM", 0)
     assert io_module.streamable(path)  # (every case above is read line by line now)
     assert read() == whole
-    assert (isinstance(whole, str)) == (name in ("lone cr", "cr at the end", "not utf-8", "bad json", "not an object",
-                                                 "blank only", "empty", "binary"))
+    assert (isinstance(whole, str)) == (
+        name in ("lone cr", "cr at the end", "not utf-8", "bad json", "not an object", "blank only", "empty", "binary")
+    )
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["orjson", "standard library"])
@@ -242,12 +267,17 @@ def test_integers_past_64_bits_are_read_exactly_with_or_without_orjson(tmp_path,
     are read by the standard library, which keeps the integer (and a hex id is not taken for one)."""
     import ragassay.data.lines as io_module
     from ragassay.data.chunk_files import read_chunks
+
     if not fast:
         monkeypatch.setattr(io_module, "_orjson", None)
     path = tmp_path / "chunks.jsonl"
     big, small = 18446744073709551616, -9223372036854775809
-    path.write_text(json.dumps({"id": "c1", "text": "t", "metadata": {"n": big, "m": [small]}}) + "\n"
-                    + json.dumps({"id": "1234567890123456789012", "text": "digits in an id", "metadata": {"k": 1.5}}) + "\n")
+    path.write_text(
+        json.dumps({"id": "c1", "text": "t", "metadata": {"n": big, "m": [small]}})
+        + "\n"
+        + json.dumps({"id": "1234567890123456789012", "text": "digits in an id", "metadata": {"k": 1.5}})
+        + "\n"
+    )
     chunks = read_chunks(path)
     assert chunks[0].metadata == {"n": big, "m": [small]} and type(chunks[0].metadata["n"]) is int
     assert chunks[1].id == "1234567890123456789012" and chunks[1].metadata == {"k": 1.5}
@@ -297,4 +327,4 @@ def test_escaped_pairs_and_text_that_looks_like_an_escape_are_read(tmp_path):
     path = tmp_path / "chunks.jsonl"
     path.write_text('{"id": "a", "text": "smile \\ud83d\\ude00, \\u00e9, a written \\\\ud800 and \\\\\\\\udc00"}\n')
     (chunk,) = read_chunks(path)
-    assert chunk.text == "smile \U0001F600, \u00e9, a written \\ud800 and \\\\udc00"
+    assert chunk.text == "smile \U0001f600, \u00e9, a written \\ud800 and \\\\udc00"

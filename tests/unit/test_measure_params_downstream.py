@@ -23,10 +23,15 @@ def test_compare_totals_the_counts_as_evaluate_does():
     assert means["num_rel"] == 28  # a total, not 28 / 22 queries (the labels count from 2: 6 twos, 22 threes)
 
 
-@pytest.mark.parametrize("threshold, passes", [
-    ("P(rel=2)@5=0.1", True), ("P(rel=2)@5=0.9", False),
-    ("RBP(p=0.8,rel=1)=0.3", True), ("RBP(p=0.8,rel=1)=0.5", False),
-])
+@pytest.mark.parametrize(
+    "threshold, passes",
+    [
+        ("P(rel=2)@5=0.1", True),
+        ("P(rel=2)@5=0.9", False),
+        ("RBP(p=0.8,rel=1)=0.3", True),
+        ("RBP(p=0.8,rel=1)=0.5", False),
+    ],
+)
 def test_gate_reads_a_threshold_whose_name_holds_an_equals_sign(tmp_path, threshold, passes):
     name = threshold.rpartition("=")[0]
     code, out, err = cli("evaluate", QRELS, BM25, "-m", name, "--format", "json")
@@ -80,8 +85,16 @@ def test_history_of_a_metric_no_result_could_have_is_a_usage_error(tmp_path):
     assert code == 0 and "no tracked result" in out
 
 
-@pytest.mark.parametrize("extra", [(), ("--per-query",), ("--per-query", "--block-queries", "5"),
-                                   ("--format", "markdown"), ("--per-query", "--format", "markdown", "--block-queries", "5")])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        (),
+        ("--per-query",),
+        ("--per-query", "--block-queries", "5"),
+        ("--format", "markdown"),
+        ("--per-query", "--format", "markdown", "--block-queries", "5"),
+    ],
+)
 def test_counts_print_as_whole_numbers_and_means_as_decimals(extra):
     # at trec_eval's relevant grade (the example's labels count from 2: 28 relevant, not 72)
     code, out, _ = cli("evaluate", QRELS, BM25, "-m", "NumRel,num_ret,ndcg@10,P@5", "--relevance-level", "1", *extra)
@@ -96,8 +109,20 @@ def test_counts_print_as_whole_numbers_and_means_as_decimals(extra):
 
 
 def test_compare_shows_counts_as_whole_numbers_and_csv_keeps_them_exact():
-    code, out, _ = cli("compare", QRELS, BM25, TFIDF, "-m", "num_rel_ret,ndcg@10", "--permutations", "200",
-                       "--bootstrap", "200", "--relevance-level", "1")
+    code, out, _ = cli(
+        "compare",
+        QRELS,
+        BM25,
+        TFIDF,
+        "-m",
+        "num_rel_ret,ndcg@10",
+        "--permutations",
+        "200",
+        "--bootstrap",
+        "200",
+        "--relevance-level",
+        "1",
+    )
     assert code == 0 and out.splitlines()[2].split() == ["num_rel_ret", "59", "59"]
     code, out, _ = cli("evaluate", QRELS, BM25, "-m", "num_rel_ret,mrr", "--format", "csv", "--relevance-level", "1")
     assert code == 0 and out.splitlines()[1:] == ["num_rel_ret,59", "mrr,0.875"]  # a count, and the mean as repr
@@ -112,25 +137,32 @@ def test_exponential_gain_refuses_a_grade_whose_gain_no_float_holds(tmp_path, fm
     assert code == 1 and out == "" and "Traceback" not in err
     assert "grade 1024 (query 'q1') makes an exponential gain of 2^1024 - 1, more than a float holds" in err
     qrels.write_text("q1 0 d1 1\nq1 0 d2 511\nq1 0 d4 511\nq2 0 d3 1\n")  # under the limit: finite, as computed by hand
-    code, out, _ = cli("evaluate", qrels, run, "-m", "ndcg@10", "--gain", "exponential", "--format", "json", "--per-query")
+    code, out, _ = cli(
+        "evaluate", qrels, run, "-m", "ndcg@10", "--gain", "exponential", "--format", "json", "--per-query"
+    )
     import math
-    g = 2.0 ** 511 - 1
+
+    g = 2.0**511 - 1
     ideal = g + g / math.log2(3) + 1 / 2
     assert code == 0 and json.loads(out)["per_query"]["q1"]["ndcg@10"] == pytest.approx((1 + g / math.log2(3)) / ideal)
     assert cli("evaluate", qrels, run, "-m", "ndcg@10", "--gain", "linear")[0] == 0
 
 
-@pytest.mark.parametrize("args, said", [
-    (("--relevance-level", "0"), "argument --relevance-level: must be an integer of at least 1, got '0'"),
-    (("--relevance-level", "-5"), "argument --relevance-level: must be an integer of at least 1, got '-5'"),
-    (("-m", "P(rel=0)@5"), "in 'P(rel=0)@5': rel is a relevance level of at least 1"),
-    (("-m", "AP(rel=-1)"), "in 'AP(rel=-1)': rel is a relevance level of at least 1"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("--relevance-level", "0"), "argument --relevance-level: must be an integer of at least 1, got '0'"),
+        (("--relevance-level", "-5"), "argument --relevance-level: must be an integer of at least 1, got '-5'"),
+        (("-m", "P(rel=0)@5"), "in 'P(rel=0)@5': rel is a relevance level of at least 1"),
+        (("-m", "AP(rel=-1)"), "in 'AP(rel=-1)': rel is a relevance level of at least 1"),
+    ],
+)
 def test_a_relevance_level_below_1_is_refused_as_pytrec_eval_refuses_it(args, said):
     """At 0 or below, grades of 0 and negative ones would count as relevant ("negative grades are
     judged non-relevant" would not hold): refused, at the flag and in a measure's rel=."""
     code, out, err = cli("evaluate", QRELS, BM25, *args)
     assert code == 2 and said in err and out == ""
     from ragassay.metrics.evaluate import evaluate
+
     with pytest.raises(ValueError, match="relevance_level must be at least 1"):
         evaluate(QRELS, BM25, ["p@5"], relevance_level=0)

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from ragassay.cli import main
 from helpers import EXAMPLE
+from ragassay.cli import main
 
 STAGES = {
-    "judge": ["judge", "--queries", str(EXAMPLE / "queries.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--run",
-              str(EXAMPLE / "runs" / "bm25.txt")],
+    "judge": [
+        "judge",
+        "--queries",
+        str(EXAMPLE / "queries.jsonl"),
+        "--chunks",
+        str(EXAMPLE / "chunks.jsonl"),
+        "--run",
+        str(EXAMPLE / "runs" / "bm25.txt"),
+    ],
     "check": ["check", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl")],
     "generate": ["generate", str(EXAMPLE / "chunks.jsonl"), "--limit", "2"],
 }

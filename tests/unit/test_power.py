@@ -17,9 +17,18 @@ from ragassay.cli import main
 from ragassay.errors import UsageError
 from ragassay.metrics.compare import compare, sizing_table
 from ragassay.metrics.noncentral import ncf_cdf, nct_cdf, t_isf
-from ragassay.metrics.power import (MAX_QUERIES, analyse_pilot, anova_power, anova_queries_needed,
-                                    minimum_detectable_effect, pairwise_analyses, queries_needed,
-                                    queries_needed_exact, residual_variance, t_test_power)
+from ragassay.metrics.power import (
+    MAX_QUERIES,
+    analyse_pilot,
+    anova_power,
+    anova_queries_needed,
+    minimum_detectable_effect,
+    pairwise_analyses,
+    queries_needed,
+    queries_needed_exact,
+    residual_variance,
+    t_test_power,
+)
 from ragassay.metrics.significance import paired_t_test, randomization_test
 from ragassay.product.report import compare_sections
 from ragassay.product.report_inputs import ReportInputs
@@ -44,9 +53,14 @@ def _pilot(seed: int = 7, n: int = 40) -> tuple[np.ndarray, np.ndarray]:
 
 # ----------------------------------------------------------------------- the distributions
 
+
 def test_noncentral_t_cdf_matches_scipy_to_1e_9_on_the_ranges_power_uses():
-    cases = [(t, df, nc) for df in (1, 2, 3, 7, 21, 99, 1000, 1e5) for nc in (-12.0, -2.8, -0.3, 0.0, 0.4, 2.8, 5.0, 11.0, 38.0, 60.0)
-             for t in (-40.0, -4.3, -1.96, -0.01, 0.0, 0.7, 1.96, 2.08, 3.2, 12.7, 40.0, 200.0)]
+    cases = [
+        (t, df, nc)
+        for df in (1, 2, 3, 7, 21, 99, 1000, 1e5)
+        for nc in (-12.0, -2.8, -0.3, 0.0, 0.4, 2.8, 5.0, 11.0, 38.0, 60.0)
+        for t in (-40.0, -4.3, -1.96, -0.01, 0.0, 0.7, 1.96, 2.08, 3.2, 12.7, 40.0, 200.0)
+    ]
     refs = [(c, float(stats.nct.cdf(*c))) for c in cases]
     known = [(c, r) for c, r in refs if not math.isnan(r)]  # scipy gives nan in a few far corners
     assert len(known) > 0.95 * len(cases)
@@ -60,13 +74,22 @@ def test_central_quantile_and_noncentral_f_match_scipy():
     for tail, df in nonempty([(0.025, 1), (0.025, 21), (0.005, 3), (0.25, 10), (0.025, 1e6), (1e-6, 5)]):
         # lgamma of a million's half carries ~1e-10 of relative error into the quantile there
         assert t_isf(tail, df) == pytest.approx(float(stats.t.isf(tail, df)), rel=1e-9), (tail, df)
-    for f, d1, d2, nc in nonempty([(0.5, 1, 9, 0.0), (2.1, 2, 40, 3.0), (3.3, 4, 120, 12.5), (1.0, 9, 1000, 80.0),
-                                   (0.01, 3, 5, 0.2), (25.0, 2, 10, 150.0)]):
+    for f, d1, d2, nc in nonempty(
+        [
+            (0.5, 1, 9, 0.0),
+            (2.1, 2, 40, 3.0),
+            (3.3, 4, 120, 12.5),
+            (1.0, 9, 1000, 80.0),
+            (0.01, 3, 5, 0.2),
+            (25.0, 2, 10, 150.0),
+        ]
+    ):
         ref = stats.ncf.cdf(f, d1, d2, nc) if nc else stats.f.cdf(f, d1, d2)
         assert ncf_cdf(f, d1, d2, nc) == pytest.approx(float(ref), abs=1e-9), (f, d1, d2, nc)
 
 
 # -------------------------------------------------------------- the paired t-test's figures
+
 
 def test_power_equals_statsmodels_two_sided_power():
     cases = [(n, d, a) for n in (2, 3, 5, 22, 100, 5000) for d in (0.05, 0.3, 1.2, -0.7) for a in (0.05, 0.01)]
@@ -92,17 +115,22 @@ def test_queries_needed_matches_statsmodels_solve_power_to_3_significant_digits(
 
 
 def test_minimum_detectable_effect_matches_statsmodels_to_3_significant_digits():
-    for n, alpha, power in nonempty([(n, a, p) for n in (2, 3, 10, 22, 50, 300, 10_000) for a in (0.05, 0.1)
-                                     for p in (0.8, 0.95)]):
+    for n, alpha, power in nonempty(
+        [(n, a, p) for n in (2, 3, 10, 22, 50, 300, 10_000) for a in (0.05, 0.1) for p in (0.8, 0.95)]
+    ):
         sd = 0.23
         mde = minimum_detectable_effect(n, sd, power, alpha)
         at_mde = ttest_power(mde / sd, n, alpha)  # nan at 1 or 2 degrees of freedom and power 0.95 (scipy's nct)
         assert math.isnan(at_mde) and n <= 3 or at_mde == pytest.approx(power, abs=1e-8)  # ours is the exact root
         ref = TTestPower().solve_power(nobs=n, alpha=alpha, power=power)
-        if abs(ttest_power(ref, n, alpha) - power) < 1e-4:  # statsmodels' solver found its root (not at n = 2, power 0.95)
+        if (
+            abs(ttest_power(ref, n, alpha) - power) < 1e-4
+        ):  # statsmodels' solver found its root (not at n = 2, power 0.95)
             assert _sig3(mde, float(ref) * sd), (n, alpha, power, mde, ref)
     assert t_test_power(2, 4.062726910667679, 0.23, 0.05) == pytest.approx(0.95, abs=1e-9)  # where statsmodels gives up
-    assert minimum_detectable_effect(22, 0.23) == pytest.approx(0.6264201 * 0.23, rel=1e-6)  # statsmodels, to its tolerance
+    assert minimum_detectable_effect(22, 0.23) == pytest.approx(
+        0.6264201 * 0.23, rel=1e-6
+    )  # statsmodels, to its tolerance
 
 
 def test_a_pilot_sizes_from_the_variance_of_its_differences_not_of_its_scores():
@@ -119,11 +147,14 @@ def test_a_pilot_sizes_from_the_variance_of_its_differences_not_of_its_scores():
     # a difference either way is the same size to detect
     assert analyse_pilot(-d, effect=-0.02).queries_needed == sized.queries_needed
     assert "randomization test" in sized.method and "t-test" in sized.method
-    assert sized.sentence() == (f"40 queries detect a difference of {sized.mde:.4f} or more at power 0.8 (alpha 0.05); "
-                                f"to detect 0.02 you need {sized.queries_needed} queries")
+    assert sized.sentence() == (
+        f"40 queries detect a difference of {sized.mde:.4f} or more at power 0.8 (alpha 0.05); "
+        f"to detect 0.02 you need {sized.queries_needed} queries"
+    )
 
 
 # -------------------------------------------------------------------------- by simulation
+
 
 def test_the_t_test_at_the_computed_n_has_the_target_power_by_simulation():
     a, b = _pilot(seed=3)
@@ -162,6 +193,7 @@ def test_the_randomization_test_at_the_t_tests_n_has_the_target_power_by_simulat
 
 # ----------------------------------------------------------------------------- edge cases
 
+
 def test_a_pilot_whose_differences_do_not_vary_says_so_instead_of_dividing_by_zero():
     same = analyse_pilot([0.1, 0.1, 0.1, 0.1], effect=0.02)
     assert same.sd_diff == 0.0 and same.mde is None and same.queries_needed is None
@@ -197,15 +229,20 @@ def test_designs_no_number_of_queries_answers_are_refused_with_a_reason():
 
 
 def test_power_just_above_alpha_and_very_small_effects_still_give_figures():
-    assert queries_needed(0.02, 0.2, power=0.051) == math.ceil(TTestPower().solve_power(effect_size=0.1, alpha=0.05,
-                                                                                        power=0.051)) == 3
+    assert (
+        queries_needed(0.02, 0.2, power=0.051)
+        == math.ceil(TTestPower().solve_power(effect_size=0.1, alpha=0.05, power=0.051))
+        == 3
+    )
     assert queries_needed(0.2, 0.2, power=0.06) == 2  # the smallest paired test already has that power
     assert minimum_detectable_effect(22, 0.2, power=0.0501) == pytest.approx(
-        TTestPower().solve_power(nobs=22, alpha=0.05, power=0.0501) * 0.2, rel=1e-3)
+        TTestPower().solve_power(nobs=22, alpha=0.05, power=0.0501) * 0.2, rel=1e-3
+    )
     n = queries_needed(1e-3, 0.3)
     assert n == math.ceil(TTestPower().solve_power(effect_size=1e-3 / 0.3, alpha=0.05, power=0.8)) == 706_400
     assert queries_needed_exact(4e-4, 0.3) == pytest.approx(  # 4.4 million queries
-        TTestPower().solve_power(effect_size=4e-4 / 0.3, alpha=0.05, power=0.8), rel=1e-6)
+        TTestPower().solve_power(effect_size=4e-4 / 0.3, alpha=0.05, power=0.8), rel=1e-6
+    )
     assert MAX_QUERIES == 10**7 and queries_needed_exact(1e-4, 0.3) == math.inf  # 7e7: out of reach
     assert queries_needed(1e-9, 1.0) is None  # beyond MAX_QUERIES: out of reach, not a search without end
     sized = analyse_pilot([0.0, 1.0, 0.5, 0.2], effect=1e-9)
@@ -275,6 +312,7 @@ def test_two_way_anova_takes_the_queries_as_a_factor_and_at_two_runs_is_the_pair
 
 # ------------------------------------------------------------------------ compare, report
 
+
 def test_compare_sizes_each_run_against_the_baseline():
     cmp = compare(QRELS, [BM25, TFIDF], ["ndcg@10", "map", "hit_rate@10"], effect=0.02)
     tests = {t.metric: t for t in cmp.tests}
@@ -312,8 +350,10 @@ def test_sizing_table_and_the_reports_line():
     assert notes[1].startswith("The randomization test's figures are taken to be the t-test's")
     section = compare_sections(ReportInputs(compare=c), [])[0]
     mde = c["tests"][1]["mde"]
-    assert (f"22 queries detect a difference of ≥ {mde:.4f} in ndcg@10 (tfidf against bm25) at power 0.8; "
-            "to detect 0.02 you need 478 queries.") in section.note
+    assert (
+        f"22 queries detect a difference of ≥ {mde:.4f} in ndcg@10 (tfidf against bm25) at power 0.8; "
+        "to detect 0.02 you need 478 queries."
+    ) in section.note
     table = section.tables[0]
     assert table.headers[-2:] == ["MDE", "queries for 0.02"] and table.rows[1][-2:] == [mde, 478]
     # a compare JSON written before sizing existed: the report reads it as before
@@ -334,10 +374,31 @@ def test_compare_command_prints_the_sizing_in_text_and_json(capsys):
     assert "tfidf  ndcg@10         0.1556  0.0975               478" in out
     assert "tfidf hit_rate@10: every query has the same difference (+0.0000)" in out
     assert "The randomization test's figures are taken to be the t-test's" in out and "Give --effect" not in out
-    assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10", "--power", "0.9", "--confidence", "0.99",
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                QRELS,
+                BM25,
+                TFIDF,
+                "-m",
+                "ndcg@10",
+                "--power",
+                "0.9",
+                "--confidence",
+                "0.99",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
-    assert result["settings"]["power"] == 0.9 and result["settings"]["alpha"] == 0.01 and result["settings"]["effect"] is None
+    assert (
+        result["settings"]["power"] == 0.9
+        and result["settings"]["alpha"] == 0.01
+        and result["settings"]["effect"] is None
+    )
     t = result["tests"][0]
     assert t["queries_needed"] is None and t["power_note"] == ""
     assert _sig3(t["mde"], TTestPower().solve_power(nobs=22, alpha=0.01, power=0.9) * t["sd_diff"])
@@ -346,10 +407,14 @@ def test_compare_command_prints_the_sizing_in_text_and_json(capsys):
 
 
 def test_compare_command_refuses_designs_with_exit_2(capsys):
-    for flags, said in nonempty([(["--power", "0.03"], "must be above the tests' alpha, 1 - confidence (0.05)"),
-                                 (["--power", "1"], "argument --power: must be a number strictly between 0 and 1"),
-                                 (["--effect", "0"], "argument --effect: must be a number above 0"),
-                                 (["--effect", "nan"], "argument --effect: expected a finite number")]):
+    for flags, said in nonempty(
+        [
+            (["--power", "0.03"], "must be above the tests' alpha, 1 - confidence (0.05)"),
+            (["--power", "1"], "argument --power: must be a number strictly between 0 and 1"),
+            (["--effect", "0"], "argument --effect: must be a number above 0"),
+            (["--effect", "nan"], "argument --effect: expected a finite number"),
+        ]
+    ):
         assert main(["compare", QRELS, BM25, TFIDF, "-m", "ndcg@10", *flags]) == 2
         assert said in capsys.readouterr().err
 
@@ -362,7 +427,7 @@ def test_compare_of_three_runs_sizes_each_against_the_baseline_on_its_own_differ
     for row in nonempty(kept):
         by_query.setdefault(row[0], []).append(row)
     out = []
-    for q, rows in nonempty(by_query.items()):
+    for rows in nonempty(by_query.values()):
         rows = sorted(rows, key=lambda r: -float(r[4]))
         rows[0][4], rows[1][4] = rows[1][4], rows[0][4]
         out += [" ".join(r[:5] + ["odd"]) for r in rows]
@@ -382,15 +447,21 @@ def test_a_huge_difference_needs_two_queries_and_is_computed_at_once(effect):
     """A difference thousands of times the sd of the differences: the noncentrality is so large that
     the series would need ~nc^2 terms (it hung, and at 1e9 overflowed); every query count detects it."""
     from ragassay.metrics.power import queries_needed
+
     assert queries_needed(effect, 0.1556) == 2
     # at alpha 0.001 one degree of freedom has a critical t of 636.6: 2 queries only once the difference is huge
-    assert queries_needed(effect, 0.1556, power=0.99, alpha=0.001) == (2 if effect >= 1000 else 3)  # (at 100: power 0.847 with 2, scipy agrees)
+    assert queries_needed(effect, 0.1556, power=0.99, alpha=0.001) == (
+        2 if effect >= 1000 else 3
+    )  # (at 100: power 0.847 with 2, scipy agrees)
 
 
-@pytest.mark.parametrize("t, df, nc", [(12.7, 1, 2000.0), (636.6, 1, 60000.0), (2.0, 30, 500.0), (0.5, 5, -300.0),
-                                       (3.0, 2, 240.5), (1.0, 1, 79.0)])
+@pytest.mark.parametrize(
+    "t, df, nc",
+    [(12.7, 1, 2000.0), (636.6, 1, 60000.0), (2.0, 30, 500.0), (0.5, 5, -300.0), (3.0, 2, 240.5), (1.0, 1, 79.0)],
+)
 def test_the_noncentral_t_far_from_its_mass_equals_scipys(t, df, nc):
     scipy_stats = pytest.importorskip("scipy.stats")
     from ragassay.metrics.noncentral import nct_cdf
+
     assert nct_cdf(t, df, nc) == pytest.approx(float(scipy_stats.nct.cdf(t, df, nc)), abs=1e-9)
     assert nct_cdf(-t, df, nc) == pytest.approx(float(scipy_stats.nct.cdf(-t, df, nc)), abs=1e-9)

@@ -33,13 +33,20 @@ def descending() -> list[tuple[str, str, int]]:
 @pytest.fixture()
 def files(tmp_path: Path) -> dict[str, Path]:
     rows = descending()
-    out = {"qrels": tmp_path / "qrels.txt", "q3": tmp_path / "q3.tsv", "ranx": tmp_path / "run.json",
-           "jsonl": tmp_path / "run.jsonl", "trec": tmp_path / "oracle.txt"}
+    out = {
+        "qrels": tmp_path / "qrels.txt",
+        "q3": tmp_path / "q3.tsv",
+        "ranx": tmp_path / "run.json",
+        "jsonl": tmp_path / "run.jsonl",
+        "trec": tmp_path / "oracle.txt",
+    }
     out["qrels"].write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows), encoding="utf-8")
     out["q3"].write_text("".join(f"{q}\t{d}\t{g}\n" for q, d, g in rows), encoding="utf-8")
     out["ranx"].write_text(json.dumps(GRADES, ensure_ascii=False), encoding="utf-8")
-    out["jsonl"].write_text("".join(json.dumps({"query_id": q, "chunk_id": d, "score": g}, ensure_ascii=False) + "\n"
-                                    for q, d, g in rows), encoding="utf-8")
+    out["jsonl"].write_text(
+        "".join(json.dumps({"query_id": q, "chunk_id": d, "score": g}, ensure_ascii=False) + "\n" for q, d, g in rows),
+        encoding="utf-8",
+    )
     trec, rank = [], {}
     for q, d, g in rows:
         rank[q] = rank.get(q, 0) + 1
@@ -48,8 +55,10 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
-EVIDENCE = (r"looks like qrels, not a run: every one of its 12 \(query, chunk\) pairs is judged in .*qrels\.txt and "
-            r"its score equals that pair's grade there")
+EVIDENCE = (
+    r"looks like qrels, not a run: every one of its 12 \(query, chunk\) pairs is judged in .*qrels\.txt and "
+    r"its score equals that pair's grade there"
+)
 
 
 @pytest.mark.parametrize("shape", ["q3", "ranx", "jsonl", "trec"])
@@ -94,6 +103,8 @@ def test_ranx_qrels_with_fractions_are_refused_as_a_run(tmp_path, cli, files):
     path.write_text(json.dumps({"q-json": {"json.dumps": 0.83, "json.loads": 0.5}}), encoding="utf-8")
     code, out, err = cli("evaluate", path, files["q3"])
     assert code == 1 and out == ""
-    assert re.search(r"qrels\.json: query 'q-json', document 'json\.dumps': grade must be an integer .*got 0\.83 "
-                     r"\(a value with a fraction is a score: the file looks like a run, not qrels; give it as a RUN\)",
-                     err), err
+    assert re.search(
+        r"qrels\.json: query 'q-json', document 'json\.dumps': grade must be an integer .*got 0\.83 "
+        r"\(a value with a fraction is a score: the file looks like a run, not qrels; give it as a RUN\)",
+        err,
+    ), err

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import nonempty
 from ragassay.metrics.qualification import (
     bias_sentence,
     label_agreement,
@@ -24,8 +25,6 @@ from ragassay.metrics.qualification import (
     paired_difference,
     system_ranking_agreement,
 )
-
-from helpers import nonempty
 
 GRADES = [0, 1, 2, 3]
 ANSWER_LABELS = ["correct", "partial", "hallucinated", "abstained"]
@@ -57,6 +56,7 @@ def sample(seed: int, n: int, keep: float) -> tuple[list[int], list[int]]:
 
 # ---------------------------------------------------------------- label_agreement, by hand
 
+
 def test_four_grades_by_hand():
     # confusion (rows people 0..3, columns model 0..3): [[1,1,0,0],[0,1,1,0],[0,0,1,1],[0,0,0,2]]
     # po = 5/8; people's marginals 1/4 each, so pe = 1/4; kappa = (5/8 - 1/4) / (3/4) = 1/2
@@ -72,8 +72,10 @@ def test_four_grades_by_hand():
     assert a.positive == [2, 3] and a.positive_words == "grade >= 2"
     # 8 pairs carry a kappa but not an interval: the reason is given, in kappa_meaning's words
     assert a.kappa_ci is None and a.kappa_binary_ci is None
-    assert a.why == {"kappa_ci": "8 pairs: too few for an interval (it needs 10 or more)",
-                     "kappa_binary_ci": "8 pairs: too few for an interval (it needs 10 or more)"}
+    assert a.why == {
+        "kappa_ci": "8 pairs: too few for an interval (it needs 10 or more)",
+        "kappa_binary_ci": "8 pairs: too few for an interval (it needs 10 or more)",
+    }
     assert bias_sentence(a) == "grades above people's on 38% of pairs (3 of 8), below on 0% (0)"
 
 
@@ -113,8 +115,9 @@ def test_perfect_agreement_and_perfect_disagreement():
     assert (a.above, a.below) == (0, 0)
     assert a.kappa_ci == [1.0, 1.0]
     assert bias_sentence(a) == "grades above people's on 0% of pairs (0 of 12), below on 0% (0)"
-    flipped = label_agreement(["yes", "yes", "no", "no"], ["no", "no", "yes", "yes"], ["yes", "no"], {"yes"},
-                              ordinal=False)
+    flipped = label_agreement(
+        ["yes", "yes", "no", "no"], ["no", "no", "yes", "yes"], ["yes", "no"], {"yes"}, ordinal=False
+    )
     assert flipped.kappa == pytest.approx(-1.0) and flipped.exact_agreement == 0.0
     assert bias_sentence(flipped) == "called no where people said yes: 2 of 4; the reverse: 2"
     same = label_agreement(["yes", "no"], ["yes", "no"], ["yes", "no"], {"yes"}, ordinal=False)
@@ -130,8 +133,9 @@ def test_one_class_on_a_side_gives_no_kappa_and_says_why():
     assert a.why["kappa_binary"].startswith("people give all 12 shared pairs a negative label (grade < 2)")
     assert a.exact_agreement == 0.5 and (a.above, a.below) == (0, 6)
     # the model calls every answer correct
-    b = label_agreement(["correct", "incorrect"] * 6, ["correct"] * 12, ["correct", "incorrect"], {"correct"},
-                        ordinal=False)
+    b = label_agreement(
+        ["correct", "incorrect"] * 6, ["correct"] * 12, ["correct", "incorrect"], {"correct"}, ordinal=False
+    )
     assert b.kappa is None and b.kappa_binary is None
     assert b.why["kappa"].startswith("the model gives all 12 shared answers the label correct:")
     assert b.why["kappa_binary"].startswith("the model gives all 12 shared answers a positive label (correct)")
@@ -229,6 +233,7 @@ def test_the_percent_words_round_and_never_say_zero_for_some():
 
 # ---------------------------------------------------------------- the bootstrap interval
 
+
 def test_the_interval_is_the_percentile_bootstrap_over_items():
     """The same resampled items (numpy's generator, seeded), kappas by hand, percentiles by hand.
     The items are in the function's one order (sorted pairs), so they are resampled from that order."""
@@ -252,20 +257,27 @@ def test_the_bootstrap_is_seeded_and_the_order_of_items_changes_nothing():
     assert other.kappa == first.kappa and other.kappa_ci != first.kappa_ci
     order = list(range(60))
     random.Random(9).shuffle(order)
-    shuffled = label_agreement([people[i] for i in order], [model[i] for i in order], GRADES, {2, 3},
-                               ordinal=True, seed=1)
+    shuffled = label_agreement(
+        [people[i] for i in order], [model[i] for i in order], GRADES, {2, 3}, ordinal=True, seed=1
+    )
     assert shuffled.to_dict() == first.to_dict()
 
 
 # ---------------------------------------------------------------- paired_difference
+
 
 def test_a_judge_against_itself_differs_by_zero_with_p_one():
     people, a = sample(4, 80, 0.6)
     d = paired_difference(people, a, a, GRADES, {2, 3})
     for view in (d.kappa, d.kappa_binary):
         assert view.difference == 0.0 and view.ci == [0.0, 0.0] and view.p_value == 1.0
-        assert view.a == view.b == pytest.approx(hand_kappa(people, a) if view is d.kappa
-                                                 else hand_kappa([p >= 2 for p in people], [m >= 2 for m in a]))
+        assert (
+            view.a
+            == view.b
+            == pytest.approx(
+                hand_kappa(people, a) if view is d.kappa else hand_kappa([p >= 2 for p in people], [m >= 2 for m in a])
+            )
+        )
     assert (d.only_a_right, d.only_b_right, d.mcnemar_p) == (0, 0, 1.0)
 
 
@@ -279,12 +291,18 @@ def test_the_paired_bootstrap_resamples_the_same_items_for_both_judges():
     idx = np.random.default_rng(3).integers(0, 30, size=(250, 30)).tolist()
 
     def diffs(f):
-        return [hand_kappa([f(rows[i][0]) for i in row], [f(rows[i][1]) for i in row])
-                - hand_kappa([f(rows[i][0]) for i in row], [f(rows[i][2]) for i in row]) for row in idx]
+        return [
+            hand_kappa([f(rows[i][0]) for i in row], [f(rows[i][1]) for i in row])
+            - hand_kappa([f(rows[i][0]) for i in row], [f(rows[i][2]) for i in row])
+            for row in idx
+        ]
+
     for view, f in ((d.kappa, lambda g: g), (d.kappa_binary, lambda g: g >= 2)):
         deltas = diffs(f)
-        assert view.difference == pytest.approx(hand_kappa([f(p) for p in people], [f(x) for x in a])
-                                                 - hand_kappa([f(p) for p in people], [f(x) for x in b]))
+        assert view.difference == pytest.approx(
+            hand_kappa([f(p) for p in people], [f(x) for x in a])
+            - hand_kappa([f(p) for p in people], [f(x) for x in b])
+        )
         assert view.ci == pytest.approx([percentile(deltas, 0.025), percentile(deltas, 0.975)])
         low = (sum(x <= 0 for x in deltas) + 1) / 251
         high = (sum(x >= 0 for x in deltas) + 1) / 251
@@ -324,15 +342,16 @@ def test_paired_difference_leaves_out_items_either_judge_missed():
     assert d.kappa.b is None and d.kappa.difference is None and d.kappa.p_value is None
     assert d.kappa.why.startswith("judge b gives all 17 shared items the label incorrect")
     assert d.only_a_right == 8 and d.only_b_right == 0
-    assert d.mcnemar_p == pytest.approx(2 / 2 ** 8)
+    assert d.mcnemar_p == pytest.approx(2 / 2**8)
     out = d.to_dict()
     assert json.loads(json.dumps(out, allow_nan=False)) == out and out["kappa"]["why"] == d.kappa.why
 
 
 def test_paired_difference_on_too_few_items_gives_the_difference_but_no_interval():
     d = paired_difference([0, 1, 2, 3, 0], [0, 1, 2, 3, 1], [0, 2, 2, 2, 0], GRADES, {2, 3})
-    assert d.kappa.difference == pytest.approx(hand_kappa([0, 1, 2, 3, 0], [0, 1, 2, 3, 1])
-                                               - hand_kappa([0, 1, 2, 3, 0], [0, 2, 2, 2, 0]))
+    assert d.kappa.difference == pytest.approx(
+        hand_kappa([0, 1, 2, 3, 0], [0, 1, 2, 3, 1]) - hand_kappa([0, 1, 2, 3, 0], [0, 2, 2, 2, 0])
+    )
     assert d.kappa.ci is None and d.kappa.p_value is None
     assert d.kappa.why == "5 items: too few for an interval (it needs 10 or more)"
 
@@ -343,8 +362,9 @@ def test_paired_difference_is_seeded_and_ignores_the_order_of_items():
     first = paired_difference(people, a, b, GRADES, {2, 3}, seed=9)
     order = list(range(50))
     random.Random(1).shuffle(order)
-    again = paired_difference([people[i] for i in order], [a[i] for i in order], [b[i] for i in order],
-                              GRADES, {2, 3}, seed=9)
+    again = paired_difference(
+        [people[i] for i in order], [a[i] for i in order], [b[i] for i in order], GRADES, {2, 3}, seed=9
+    )
     assert again.to_dict() == first.to_dict()
     assert paired_difference(people, a, b, GRADES, {2, 3}, seed=10).kappa.ci != first.kappa.ci
 
@@ -361,9 +381,12 @@ def test_mcnemar_exact_by_hand():
 
 # ---------------------------------------------------------------- system_ranking_agreement
 
+
 def test_ranking_by_hand_over_the_systems_both_scored():
-    r = system_ranking_agreement({"bm25": 0.3, "dense": 0.5, "hybrid": 0.6, "only-people": 0.1},
-                                 {"bm25": 0.2, "dense": 0.7, "hybrid": 0.6, "only-model": 0.9})
+    r = system_ranking_agreement(
+        {"bm25": 0.3, "dense": 0.5, "hybrid": 0.6, "only-people": 0.1},
+        {"bm25": 0.2, "dense": 0.7, "hybrid": 0.6, "only-model": 0.9},
+    )
     # (bm25, dense) and (bm25, hybrid) concordant, (dense, hybrid) discordant: (2 - 1) / 3
     assert r.tau == pytest.approx(1 / 3) and r.n == 3 and r.why is None
     assert r.systems == ["bm25", "dense", "hybrid"]
@@ -378,9 +401,13 @@ def test_ranking_under_three_systems_or_with_no_spread_says_why():
     none = system_ranking_agreement({}, {"a": 1.0})
     assert none.why == "0 systems scored under both: a ranking agreement needs 3 or more"
     flat = system_ranking_agreement({"a": 0.5, "b": 0.5, "c": 0.5}, {"a": 0.1, "b": 0.2, "c": 0.3}, "ndcg@10")
-    assert flat.tau is None and flat.why == "every run scores 0.5000 ndcg@10 under people's labels: there is no order to correlate"
-    nan = system_ranking_agreement({"a": 0.1, "b": 0.2, "c": 0.3, "d": float("nan")},
-                                   {"a": 0.1, "b": 0.3, "c": 0.2, "d": 0.4})
+    assert (
+        flat.tau is None
+        and flat.why == "every run scores 0.5000 ndcg@10 under people's labels: there is no order to correlate"
+    )
+    nan = system_ranking_agreement(
+        {"a": 0.1, "b": 0.2, "c": 0.3, "d": float("nan")}, {"a": 0.1, "b": 0.3, "c": 0.2, "d": 0.4}
+    )
     assert nan.unscored == ["d"] and nan.n == 3 and nan.tau == pytest.approx(1 / 3)
     assert json.dumps(nan.to_dict(), allow_nan=False)
 
@@ -396,14 +423,16 @@ def test_ranking_with_ties_matches_scipy():
 
 # ---------------------------------------------------------------- against the libraries, and properties
 
+
 def test_kappas_match_scikit_learn():
     metrics = pytest.importorskip("sklearn.metrics")
     for seed in nonempty(range(1, 8)):
         people, model = sample(seed, 37 * seed, 0.5)
         a = label_agreement(people, model, GRADES, {2, 3}, ordinal=True)
         assert a.kappa == pytest.approx(metrics.cohen_kappa_score(people, model))
-        assert a.kappa_binary == pytest.approx(metrics.cohen_kappa_score([p >= 2 for p in people],
-                                                                         [m >= 2 for m in model]))
+        assert a.kappa_binary == pytest.approx(
+            metrics.cohen_kappa_score([p >= 2 for p in people], [m >= 2 for m in model])
+        )
         assert a.confusion == metrics.confusion_matrix(people, model, labels=GRADES).tolist()
 
 
@@ -432,8 +461,9 @@ def test_properties_of_label_agreement(items, rnd):
         assert a.kappa == pytest.approx(hand_kappa([p for p, _ in kept], [m for _, m in kept]))
         assert -1 <= a.kappa <= 1
     rnd.shuffle(items)
-    b = label_agreement([p for p, _ in items], [m for _, m in items], ANSWER_LABELS, {"correct"}, ordinal=False,
-                        n_bootstrap=50)
+    b = label_agreement(
+        [p for p, _ in items], [m for _, m in items], ANSWER_LABELS, {"correct"}, ordinal=False, n_bootstrap=50
+    )
     assert b == a
     assert json.dumps(a.to_dict(), allow_nan=False)
 

@@ -19,15 +19,39 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import Said, cli, nonempty
 
 import ragassay
+from helpers import Said, cli, nonempty
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-MODULES = ("json", "textwrap", "string", "shutil", "functools", "itertools", "os.path", "base64", "heapq",
-           "bisect", "fnmatch", "glob", "difflib", "statistics", "calendar", "random", "math", "operator",
-           "tempfile", "urllib.parse", "zlib", "copy", "pprint", "csv", "html")
+MODULES = (
+    "json",
+    "textwrap",
+    "string",
+    "shutil",
+    "functools",
+    "itertools",
+    "os.path",
+    "base64",
+    "heapq",
+    "bisect",
+    "fnmatch",
+    "glob",
+    "difflib",
+    "statistics",
+    "calendar",
+    "random",
+    "math",
+    "operator",
+    "tempfile",
+    "urllib.parse",
+    "zlib",
+    "copy",
+    "pprint",
+    "csv",
+    "html",
+)
 
 RETRIEVERS = '''
 import json
@@ -80,9 +104,9 @@ class Corpus:
     queries: Path
     qrels: Path
     retrievers: Path
-    asked: list[str]      # every query id in the queries file
-    empty: list[str]      # those the overlap retriever returns nothing for
-    never_asked: str      # a judged query that is not in the queries file
+    asked: list[str]  # every query id in the queries file
+    empty: list[str]  # those the overlap retriever returns nothing for
+    never_asked: str  # a judged query that is not in the queries file
 
 
 @pytest.fixture
@@ -96,8 +120,12 @@ def corpus(tmp_path: Path) -> Corpus:
     root = tmp_path / "corpus"
     root.mkdir()
     chunks = root / "chunks.jsonl"
-    chunks.write_text("".join(json.dumps({"id": f"c{i:03d}", "doc_id": name, "text": text}) + "\n"
-                              for i, (name, text) in enumerate(chunk_docs)))
+    chunks.write_text(
+        "".join(
+            json.dumps({"id": f"c{i:03d}", "doc_id": name, "text": text}) + "\n"
+            for i, (name, text) in enumerate(chunk_docs)
+        )
+    )
     (root / "retrievers.py").write_text(RETRIEVERS)
     spec = importlib.util.spec_from_file_location("corpus_retrievers", root / "retrievers.py")
     module = importlib.util.module_from_spec(spec)
@@ -121,8 +149,16 @@ def corpus(tmp_path: Path) -> Corpus:
     qfile.write_text("".join(json.dumps({"id": q, "question": t}) + "\n" for q, t in queries.items()))
     qrels_file = root / "qrels.txt"
     qrels_file.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
-    return Corpus(root, chunks, qfile, qrels_file, root / "retrievers.py", list(queries),
-                  [f"q{n:03d}" for n in range(16, 20)], "q999")
+    return Corpus(
+        root,
+        chunks,
+        qfile,
+        qrels_file,
+        root / "retrievers.py",
+        list(queries),
+        [f"q{n:03d}" for n in range(16, 20)],
+        "q999",
+    )
 
 
 def _qrels_dict(path: Path) -> dict[str, dict[str, int]]:
@@ -155,8 +191,18 @@ def mean(per_query: dict[str, dict[str, float]], metric: str) -> float:
 
 
 def retrieve(corpus: Corpus, name: str, out: Path, *more: object) -> Said:
-    said = cli("retrieve", "--retriever", f"{corpus.retrievers}:{name}", "--queries", corpus.queries,
-               "--chunks", corpus.chunks, "-o", out, *more)
+    said = cli(
+        "retrieve",
+        "--retriever",
+        f"{corpus.retrievers}:{name}",
+        "--queries",
+        corpus.queries,
+        "--chunks",
+        corpus.chunks,
+        "-o",
+        out,
+        *more,
+    )
     assert said.code == 0, said.err
     return said
 
@@ -186,8 +232,13 @@ def test_retrieve_then_evaluate_scores_the_queries_that_returned_nothing_as_0(co
             assert result["per_query"][q][m] == pytest.approx(values[m], abs=1e-12), (q, m)
     for m in METRICS:
         assert result["aggregate"][m] == pytest.approx(mean(expected, m), abs=1e-12)
-    assert result["counts"] == {"evaluated": 20, "run_queries_without_qrels": 0, "qrels_queries_missing_from_run": 1,
-                                "asked_without_results": 4, "queries_without_relevant": 0}
+    assert result["counts"] == {
+        "evaluated": 20,
+        "run_queries_without_qrels": 0,
+        "qrels_queries_missing_from_run": 1,
+        "asked_without_results": 4,
+        "queries_without_relevant": 0,
+    }
     text = cli("evaluate", corpus.qrels, run, "-m", "ndcg@10")
     assert "20 queries evaluated" in text.out
     assert "4 queries the run was asked returned nothing (scored 0)" in text.out
@@ -200,18 +251,23 @@ def test_every_path_gives_the_retriever_one_score(corpus, tmp_path, monkeypatch,
     run = tmp_path / "overlap.txt"
     retrieve(corpus, "overlap", run)
     qrels20 = tmp_path / "qrels20.txt"  # the asked queries' qrels: every path then averages the same 20
-    qrels20.write_text("".join(line + "\n" for line in corpus.qrels.read_text().splitlines()
-                               if not line.startswith(corpus.never_asked)))
+    qrels20.write_text(
+        "".join(
+            line + "\n" for line in corpus.qrels.read_text().splitlines() if not line.startswith(corpus.never_asked)
+        )
+    )
     expected = mean(reference(_qrels_dict(qrels20), _run_dict(run), corpus.asked), "ndcg@10")
     scores = {}
     for missing in ("skip", "zero"):
-        scores[f"evaluate --missing {missing}"] = cli("evaluate", qrels20, run, "-m", "ndcg@10", "--missing", missing,
-                                                      "--format", "json").json["aggregate"]["ndcg@10"]
+        scores[f"evaluate --missing {missing}"] = cli(
+            "evaluate", qrels20, run, "-m", "ndcg@10", "--missing", missing, "--format", "json"
+        ).json["aggregate"]["ndcg@10"]
     blocks = cli("evaluate", qrels20, run, "-m", "ndcg@10", "--block-queries", "3", "--format", "json").json
     scores["evaluate by blocks"] = blocks["aggregate"]["ndcg@10"]
     assert blocks["counts"]["asked_without_results"] == 4 and blocks["counts"]["evaluated"] == 20
 
     from ragassay.stages.retriever_loading import load_retriever
+
     made = ragassay.run_retriever(load_retriever(f"{corpus.retrievers}:overlap"), ragassay.read_queries(corpus.queries))
     scores["run_retriever + evaluate"] = ragassay.evaluate(qrels20, made, ["ndcg@10"]).aggregate["ndcg@10"]
     scores["read_run + evaluate"] = ragassay.evaluate(qrels20, ragassay.read_run(run), ["ndcg@10"]).aggregate["ndcg@10"]
@@ -219,8 +275,20 @@ def test_every_path_gives_the_retriever_one_score(corpus, tmp_path, monkeypatch,
 
     other = tmp_path / "loose.txt"
     retrieve(corpus, "loose", other)
-    cmp = cli("compare", qrels20, run, other, "-m", "ndcg@10", "--permutations", "100", "--bootstrap", "100",
-              "--format", "json").json
+    cmp = cli(
+        "compare",
+        qrels20,
+        run,
+        other,
+        "-m",
+        "ndcg@10",
+        "--permutations",
+        "100",
+        "--bootstrap",
+        "100",
+        "--format",
+        "json",
+    ).json
     assert cmp["queries"] == 20
     scores["compare"] = cmp["means"]["overlap"]["ndcg@10"] if "means" in cmp else None
     if scores["compare"] is None:
@@ -243,7 +311,8 @@ def test_every_path_gives_the_retriever_one_score(corpus, tmp_path, monkeypatch,
     (project / "people.qrels").write_text(qrels20.read_text())
     (project / "ragassay.toml").write_text(
         'depth = 10\nk = 10\nmetrics = ["ndcg@10"]\n\n[data]\nchunks = "chunks.jsonl"\nqueries = "queries.jsonl"\n'
-        'qrels = "people.qrels"\n\n[retrievers]\noverlap = "retrievers.py:overlap"\n')
+        'qrels = "people.qrels"\n\n[retrievers]\noverlap = "retrievers.py:overlap"\n'
+    )
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "RAGASSAY_MODEL"):
         monkeypatch.delenv(name, raising=False)
     done = cli("run", project / "ragassay.toml", "--format", "json", "--quiet")
@@ -273,6 +342,7 @@ def test_a_query_never_asked_is_still_missing_but_an_asked_one_is_not(corpus, tm
 
 def test_the_python_api_writes_what_it_was_asked_beside_a_run(corpus, tmp_path):
     from ragassay.stages.retriever_loading import load_retriever
+
     made = ragassay.run_retriever(load_retriever(f"{corpus.retrievers}:overlap"), ragassay.read_queries(corpus.queries))
     path = tmp_path / "api.run"
     ragassay.write_run(path, made)
@@ -320,12 +390,15 @@ def test_a_symlinked_run_reads_its_targets_sidecar(corpus, tmp_path):
     assert done.json["counts"]["asked_without_results"] == 4 and done.json["counts"]["evaluated"] == 20
 
 
-@pytest.mark.parametrize("content, said", [
-    ("{not json", "not a run sidecar ragassay can read"),
-    ('{"queries": ["q1"], "run_digest": "x", "colour": "red"}', "unknown field 'colour'"),
-    ('{"queries": "q1", "run_digest": "x"}', "queries: a list of query ids"),
-    ('{"queries": ["q1", "q1"], "run_digest": "x"}', "listed twice"),
-])
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        ("{not json", "not a run sidecar ragassay can read"),
+        ('{"queries": ["q1"], "run_digest": "x", "colour": "red"}', "unknown field 'colour'"),
+        ('{"queries": "q1", "run_digest": "x"}', "queries: a list of query ids"),
+        ('{"queries": ["q1", "q1"], "run_digest": "x"}', "listed twice"),
+    ],
+)
 def test_a_sidecar_that_cannot_be_read_is_an_error_naming_it(corpus, tmp_path, content, said):
     run = tmp_path / "overlap.txt"
     retrieve(corpus, "overlap", run)

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers import EXAMPLE, nonempty
 from ragassay.cli import main
 from ragassay.metrics.agreement import agree
 from ragassay.metrics.labels import NO_VERDICT_YET, human_calibration, label_summary
 from ragassay.metrics.rates import MIN_INTERVAL, rate_text, wilson
-
-from helpers import EXAMPLE, nonempty
 
 WAITING = {"status": "error", "label": None, "error": f"config: {NO_VERDICT_YET} (set OPENAI_API_KEY ...)"}
 
@@ -26,6 +25,7 @@ def ok(label: str) -> dict:
 
 
 # ------------------------------------------------------------------------------------ label rates
+
 
 def test_two_decided_of_sixteen_give_the_rate_with_its_denominator_and_no_interval():
     s = label_summary([ok("correct"), ok("correct")] + [dict(WAITING) for _ in range(14)], n_resamples=200)
@@ -86,14 +86,22 @@ def test_wilson_matches_its_formula():
 
 # ---------------------------------------------------------------------------------- agreement
 
+
 def write(path: Path, rows: list[tuple[str, str, int]]) -> Path:
     path.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows), encoding="utf-8")
     return path
 
 
 GOLD = [("q1", "a", 3), ("q1", "b", 3), ("q2", "c", 3), ("q2", "d", 3), ("qé", "e", 3), ("qé", "f", 3)]
-JUDGED = [("q1", "a", 3), ("q1", "b", 1), ("q2", "c", 3), ("q2", "d", 3), ("qé", "e", 2), ("qé", "f", 3),
-          ("q1", "x", 0)]
+JUDGED = [
+    ("q1", "a", 3),
+    ("q1", "b", 1),
+    ("q2", "c", 3),
+    ("q2", "d", 3),
+    ("qé", "e", 2),
+    ("qé", "f", 3),
+    ("q1", "x", 0),
+]
 
 
 def test_generates_one_grade_qrels_give_no_kappa_and_say_why(tmp_path, capsys):
@@ -142,6 +150,7 @@ def test_runs_that_score_alike_have_no_rank_correlation(tmp_path):
     """Two runs that rank alike score alike under both labellings: no order to correlate."""
     run = {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
     from ragassay.data.tables import Run
+
     runs = {"one": Run.from_dict(run, name="one"), "two": Run.from_dict(run, name="two")}
     ref = write(tmp_path / "a.qrels", [("q1", "a", 1), ("q1", "b", 0), ("q2", "c", 2), ("q2", "d", 0)])
     cand = write(tmp_path / "b.qrels", [("q1", "a", 0), ("q1", "b", 1), ("q2", "c", 2), ("q2", "d", 1)])
@@ -151,8 +160,9 @@ def test_runs_that_score_alike_have_no_rank_correlation(tmp_path):
 
 
 def test_people_who_give_one_label_get_no_kappa_with_the_grader():
-    records = [{"id": i, "label": lab, "status": "ok"} for i, lab in (("a", "correct"), ("b", "partial"),
-                                                                     ("c", "correct"))]
+    records = [
+        {"id": i, "label": lab, "status": "ok"} for i, lab in (("a", "correct"), ("b", "partial"), ("c", "correct"))
+    ]
     h = human_calibration(records, {"a": "correct", "b": "correct", "c": "correct"}, n_resamples=100)
     assert h["kappa"] is None and h["why"]["kappa"].startswith("people give all 3 shared answers the label correct")
     h = human_calibration(records, {"a": "correct", "b": "partial", "c": "hallucinated"}, n_resamples=100)
@@ -160,6 +170,7 @@ def test_people_who_give_one_label_get_no_kappa_with_the_grader():
 
 
 # ------------------------------------------------------------------------------- check and report
+
 
 @pytest.fixture
 def offline(monkeypatch):
@@ -169,25 +180,51 @@ def offline(monkeypatch):
 
 def test_the_check_command_says_how_many_it_decided_and_that_the_rest_wait(tmp_path, capsys, offline):
     capsys.readouterr()
-    code = main(["check", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "-o",
-                 str(tmp_path / "checks.jsonl")])
+    code = main(
+        [
+            "check",
+            str(EXAMPLE / "answers.jsonl"),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "-o",
+            str(tmp_path / "checks.jsonl"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 3  # the contract: error records a rerun fills in
     assert "2 of 16 answers graded; 14 waiting for an LLM verdict; 0 errors" in out
     assert "[1.000, 1.000]" not in out and "1.000 from 2 of 16 answers (too few for an interval" in out
-    assert out.rstrip().endswith("14 of 16 answers wait for an LLM verdict (no endpoint configured); rerun the same "
-                                 "command with one to decide them")
+    assert out.rstrip().endswith(
+        "14 of 16 answers wait for an LLM verdict (no endpoint configured); rerun the same "
+        "command with one to decide them"
+    )
 
 
 def test_the_reports_answers_show_the_denominator_and_waiting_not_error(tmp_path, capsys, offline):
     from ragassay.product.report import make_report
+
     checks = tmp_path / "checks.jsonl"
     capsys.readouterr()
-    main(["check", str(EXAMPLE / "answers.jsonl"), "--chunks", str(EXAMPLE / "chunks.jsonl"), "-o", str(checks),
-          "--format", "json", "--quiet"])
+    main(
+        [
+            "check",
+            str(EXAMPLE / "answers.jsonl"),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "-o",
+            str(checks),
+            "--format",
+            "json",
+            "--quiet",
+        ]
+    )
     (tmp_path / "check.json").write_text(capsys.readouterr().out)
-    common = dict(qrels=EXAMPLE / "qrels.txt", runs={"bm25": EXAMPLE / "runs" / "bm25.txt"},
-                  answers=EXAMPLE / "answers.jsonl", chunks=EXAMPLE / "chunks.jsonl")
+    common = dict(
+        qrels=EXAMPLE / "qrels.txt",
+        runs={"bm25": EXAMPLE / "runs" / "bm25.txt"},
+        answers=EXAMPLE / "answers.jsonl",
+        chunks=EXAMPLE / "chunks.jsonl",
+    )
     make_report([tmp_path / "check.json", checks], tmp_path / "r.md", **common)
     make_report([tmp_path / "check.json", checks], tmp_path / "r.html", **common)
     md = (tmp_path / "r.md").read_text()
@@ -206,12 +243,30 @@ def test_the_reports_answers_show_the_denominator_and_waiting_not_error(tmp_path
 
 def test_the_reports_bars_say_their_denominator_when_drawn(tmp_path):
     from ragassay.product.report import make_report
+
     labels = ["correct"] * 9 + ["hallucinated"] * 3
     checks = tmp_path / "checks.jsonl"
-    checks.write_text("".join(json.dumps({"id": f"q{i}", "label": lab, "status": "ok", "decided_by": "llm",
-                                          "grounded": None, "unsupported_claims": [], "rationale": "r",
-                                          "error": None, "model": "m", "prompt": "p@1", "samples": [lab]}) + "\n"
-                              for i, lab in enumerate(labels)))
+    checks.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"q{i}",
+                    "label": lab,
+                    "status": "ok",
+                    "decided_by": "llm",
+                    "grounded": None,
+                    "unsupported_claims": [],
+                    "rationale": "r",
+                    "error": None,
+                    "model": "m",
+                    "prompt": "p@1",
+                    "samples": [lab],
+                }
+            )
+            + "\n"
+            for i, lab in enumerate(labels)
+        )
+    )
     make_report([checks], tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text()
     assert "answer labels: 12 of 12 answers decided" in html
@@ -226,16 +281,22 @@ def test_the_pipelines_agree_step_says_why_there_is_no_kappa(tmp_path, capsys):
     write(folder / "gold.qrels", GOLD)
     write(folder / "second.qrels", JUDGED)
     (folder / "run.txt").write_text("q1 Q0 a 1 2.0 t\nq1 Q0 b 2 1.0 t\nq2 Q0 c 1 1.0 t\nqé Q0 e 1 1.0 t\n")
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"id": q, "text": f"question {q}"}, ensure_ascii=False)
-                                                  + "\n" for q in ("q1", "q2", "qé")), encoding="utf-8")
-    (folder / "ragassay.toml").write_text('[data]\nqueries = "queries.jsonl"\nqrels = "gold.qrels"\n[runs]\n'
-                                          'mine = "run.txt"\n[agree]\nsecond = "second.qrels"\n')
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"id": q, "text": f"question {q}"}, ensure_ascii=False) + "\n" for q in ("q1", "q2", "qé")),
+        encoding="utf-8",
+    )
+    (folder / "ragassay.toml").write_text(
+        '[data]\nqueries = "queries.jsonl"\nqrels = "gold.qrels"\n[runs]\n'
+        'mine = "run.txt"\n[agree]\nsecond = "second.qrels"\n'
+    )
     capsys.readouterr()
     assert main(["run", str(folder / "ragassay.toml"), "--format", "json", "--quiet"]) == 0
     done = json.loads(capsys.readouterr().out)
     agree_step = next(s for s in done["steps"] if s["step"] == "agree")
-    assert agree_step["status"] == "ran" and "no kappa (the reference gives all 6 shared pairs grade 3" in \
-        agree_step["text"]
+    assert (
+        agree_step["status"] == "ran"
+        and "no kappa (the reference gives all 6 shared pairs grade 3" in agree_step["text"]
+    )
     md = (folder / "ragassay-out" / "report.md").read_text()
     assert "Cohen's kappa not given (the reference gives all 6" in md and "n/a" not in md.split("## Agreement")[1]
 
@@ -243,10 +304,12 @@ def test_the_pipelines_agree_step_says_why_there_is_no_kappa(tmp_path, capsys):
 def test_labelling_against_a_model_that_gives_one_grade_has_no_kappa():
     """ragassay label: the person uses the scale, the model said 2 to every pair: kappa would be 0."""
     from ragassay.product.labeling import agreement, pair_relevant
+
     a = agreement([0, 1, 2, 3, 2, 1, 0, 3], [2] * 8, pair_relevant)
     assert a["exact"] == 0.25 and a["kappa"] is None and a["interval"] is None
     assert a["why"]["kappa"].startswith("the other side gives all 8 shared labels the label 2")
     assert a["binary_kappa"] is None and "(all yes)" in a["why"]["binary_kappa"]
     from ragassay.cli.label import _label_text
+
     said = _label_text({"progress": {"labelled": 8, "total": 8, "skipped": 0, "left": 0}, "model_agreement": a}, "o")
     assert "no kappa on 8 labels (the other side gives all 8" in said

@@ -26,8 +26,9 @@ def dumped(d: dict) -> dict:
 @pytest.mark.parametrize("per_query", [True, False])
 def test_the_written_result_is_the_models_dump_in_memory_and_by_blocks(per_query):
     in_memory = evaluate(QRELS, BM25, ["ndcg@10", "map", "P(rel=2)@5"]).to_dict(per_query=per_query)
-    blocks = evaluate_files(QRELS, BM25, ["ndcg@10", "map", "P(rel=2)@5"], block_queries=4,
-                            keep_per_query=per_query).to_dict(per_query=per_query)
+    blocks = evaluate_files(
+        QRELS, BM25, ["ndcg@10", "map", "P(rel=2)@5"], block_queries=4, keep_per_query=per_query
+    ).to_dict(per_query=per_query)
     for d in (in_memory, blocks):
         assert list(dumped(d)) == list(d) and dumped(d) == d
         assert list(d)[:2] == ["kind", "version"] and d["version"] == RESULT_VERSION == WRITTEN_VERSION
@@ -37,8 +38,17 @@ def test_the_written_result_is_the_models_dump_in_memory_and_by_blocks(per_query
 
 def test_a_result_of_a_mapping_has_no_qrels_file_and_still_reads_back(tmp_path):
     d = evaluate({"q1": {"d1": 1}}, {"q1": {"d1": 2.0, "d2": 1.0}}, ["p@1"]).to_dict()
-    assert dumped(d) == d and list(d) == ["kind", "version", "run", "aggregate", "per_query", "counts", "settings",
-                                          "qrels", "rests_on"]
+    assert dumped(d) == d and list(d) == [
+        "kind",
+        "version",
+        "run",
+        "aggregate",
+        "per_query",
+        "counts",
+        "settings",
+        "qrels",
+        "rests_on",
+    ]
     path = tmp_path / "r.json"
     path.write_text(json.dumps(d))
     assert load_result(path) == d  # report and gate read it as its model
@@ -55,6 +65,7 @@ def test_a_digest_made_beside_the_scoring_is_the_digest(monkeypatch):
     same digest as one made at once, and a qrels whose arrays change is hashed again."""
     from ragassay import metrics
     from ragassay.data.qrels_files import read_qrels
+
     plain = evaluate(QRELS, BM25, ["ndcg@10"]).to_dict()["qrels"]["digest"]
     monkeypatch.setattr(metrics.evaluate, "DIGEST_SOON_ROWS", 1)
     qrels = read_qrels(QRELS)

@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 
 import ragassay
+from helpers import nonempty
 from ragassay.data.qrels_files import read_qrels
 from ragassay.data.run_files import read_run
 from ragassay.errors import InputError
-
-from helpers import nonempty
 
 MODULES = ("json", "textwrap", "shlex", "fnmatch", "difflib")
 
@@ -31,6 +30,7 @@ def corpus() -> list[dict]:
     """Chunks of real text: each public function's docstring, its id module.function, its doc_id
     the module."""
     import importlib
+
     out = []
     for name in MODULES:
         module = importlib.import_module(name)
@@ -58,8 +58,10 @@ def data(tmp_path_factory) -> dict[str, Path]:
     (root / "queries.jsonl").write_text("".join(json.dumps({"id": q, "text": t}) + "\n" for q, t in queries.items()))
     qrels, run = [], []
     for qid, text in queries.items():
-        scored = sorted(((len(words(text) & words(c["text"])) / (1 + len(words(c["text"]))) ** 0.5, c["id"])
-                         for c in chunks), reverse=True)
+        scored = sorted(
+            ((len(words(text) & words(c["text"])) / (1 + len(words(c["text"]))) ** 0.5, c["id"]) for c in chunks),
+            reverse=True,
+        )
         for rank, (score, cid) in enumerate(scored[:10], start=1):
             run.append(f"{qid} Q0 {cid} {rank} {score:.6f} overlap")
         for cid in sorted(cid for _, cid in scored[:8]):  # qrels as people write them: by chunk id
@@ -71,21 +73,29 @@ def data(tmp_path_factory) -> dict[str, Path]:
     (root / "q3.tsv").write_text("\n".join(three) + "\n")
     (root / "beir" / "qrels").mkdir(parents=True)
     (root / "beir" / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(three) + "\n")
-    return {p.stem if p.parent == root else "beir": p for p in
-            [root / n for n in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "run.txt", "q3.tsv")]
-            + [root / "beir" / "qrels" / "test.tsv"]}
+    return {
+        p.stem if p.parent == root else "beir": p
+        for p in [root / n for n in ("chunks.jsonl", "queries.jsonl", "qrels.txt", "run.txt", "q3.tsv")]
+        + [root / "beir" / "qrels" / "test.tsv"]
+    }
 
 
 # ----------------------------------------------------------------------------- qrels given as a run
 
+
 @pytest.mark.parametrize("parser", ["numpy", "arrow"])
-@pytest.mark.parametrize("as_run, evidence, forced", [
-    ("q3", r"every value in its third column is a small integer \(0 to 3\), and within a query they tie and rise",
-     "trec3"),
-    ("beir", r"its header 'query-id corpus-id score' is BEIR's qrels header", "beir"),
-])
-def test_qrels_given_as_a_run_is_refused_naming_the_evidence(data, cli, monkeypatch, parser, as_run, evidence,
-                                                              forced):
+@pytest.mark.parametrize(
+    "as_run, evidence, forced",
+    [
+        (
+            "q3",
+            r"every value in its third column is a small integer \(0 to 3\), and within a query they tie and rise",
+            "trec3",
+        ),
+        ("beir", r"its header 'query-id corpus-id score' is BEIR's qrels header", "beir"),
+    ],
+)
+def test_qrels_given_as_a_run_is_refused_naming_the_evidence(data, cli, monkeypatch, parser, as_run, evidence, forced):
     if parser == "arrow":
         pytest.importorskip("pyarrow")
     monkeypatch.setenv("RAGASSAY_PARSER", parser)
@@ -109,8 +119,10 @@ def test_trec_qrels_given_as_a_run_names_the_line_and_its_four_columns(data, cli
     code, _, err = cli("evaluate", data["qrels"], data["qrels"])
     first = data["qrels"].read_text().split("\n")[0]
     assert code == 1
-    said = f"{data['qrels']}:1: looks like a qrels file, not a run: its line {first!r} has TREC qrels' four " \
-           "columns (query, iteration 0, chunk id, integer grade)"
+    said = (
+        f"{data['qrels']}:1: looks like a qrels file, not a run: its line {first!r} has TREC qrels' four "
+        "columns (query, iteration 0, chunk id, integer grade)"
+    )
     assert said in err
     code, _, err = cli("evaluate", data["qrels"], data["qrels"], "--block-queries", "2")
     assert code == 1 and said in err
@@ -150,14 +162,22 @@ def test_small_integer_scores_in_ranking_order_warn_and_are_read(tmp_path, cli):
     assert err.count("warning: ") == 1  # said once, though the file is looked at twice
 
 
-@pytest.mark.parametrize("text, evidence", [
-    ("q1\tjson.dumps\t1\nq2\tjson.loads\t1\nq3\tshlex.split\t1\n",  # MS MARCO style: one relevant chunk a query
-     "every value in its third column is 1 (3 rows read)"),
-    ("qid docid relevance\nq1 json.dumps 2\nq1 json.loads 0\n", "names a grade column ('relevance')"),
-    ("query_id\tchunk_id\tgrade\nq1\tjson.dumps\t2\n", "names a grade column ('grade')"),
-    ("запрос-1\t文档-b\t0\nзапрос-1\t文档-a\t2\nзапрос-1\t文档-c\t2\n", "query 'запрос-1': 0 on line 1, then 2 on line 2"),
-    ("q1 a -1\nq1 b 4\nq1 c 4\n", r"small integer (-1 to 4)"),
-])
+@pytest.mark.parametrize(
+    "text, evidence",
+    [
+        (
+            "q1\tjson.dumps\t1\nq2\tjson.loads\t1\nq3\tshlex.split\t1\n",  # MS MARCO style: one relevant chunk a query
+            "every value in its third column is 1 (3 rows read)",
+        ),
+        ("qid docid relevance\nq1 json.dumps 2\nq1 json.loads 0\n", "names a grade column ('relevance')"),
+        ("query_id\tchunk_id\tgrade\nq1\tjson.dumps\t2\n", "names a grade column ('grade')"),
+        (
+            "запрос-1\t文档-b\t0\nзапрос-1\t文档-a\t2\nзапрос-1\t文档-c\t2\n",
+            "query 'запрос-1': 0 on line 1, then 2 on line 2",
+        ),
+        ("q1 a -1\nq1 b 4\nq1 c 4\n", r"small integer (-1 to 4)"),
+    ],
+)
 def test_other_qrels_shapes_given_as_a_run(tmp_path, text, evidence):
     p = tmp_path / "labels.tsv"
     p.write_text(text)
@@ -169,6 +189,7 @@ def test_other_qrels_shapes_given_as_a_run(tmp_path, text, evidence):
 
 
 # ----------------------------------------------------------------------------- a run given as qrels
+
 
 def test_a_run_given_as_qrels_is_refused_naming_the_evidence(data, tmp_path, cli):
     code, _, err = cli("evaluate", data["run"], data["qrels"])
@@ -188,11 +209,19 @@ def test_a_run_given_as_qrels_is_refused_naming_the_evidence(data, tmp_path, cli
 
 def test_json_lines_in_the_wrong_role(data, tmp_path, cli):
     run = tmp_path / "run.jsonl"
-    run.write_text("".join(json.dumps({"query_id": r[0], "chunk_id": r[2], "score": float(r[4])}) + "\n"
-                           for r in (line.split() for line in data["run"].read_text().splitlines())))
+    run.write_text(
+        "".join(
+            json.dumps({"query_id": r[0], "chunk_id": r[2], "score": float(r[4])}) + "\n"
+            for r in (line.split() for line in data["run"].read_text().splitlines())
+        )
+    )
     judged = tmp_path / "judgments.jsonl"  # judge's output: grades, no score
-    judged.write_text("".join(json.dumps({"query_id": r[0], "chunk_id": r[2], "grade": int(r[3]), "status": "ok"})
-                              + "\n" for r in (line.split() for line in data["qrels"].read_text().splitlines())))
+    judged.write_text(
+        "".join(
+            json.dumps({"query_id": r[0], "chunk_id": r[2], "grade": int(r[3]), "status": "ok"}) + "\n"
+            for r in (line.split() for line in data["qrels"].read_text().splitlines())
+        )
+    )
     code, _, err = cli("evaluate", run, data["run"])
     assert code == 1 and f"{run}:1: looks like a run, not qrels: the line has 'score' and no 'grade'" in err
     code, _, err = cli("evaluate", data["qrels"], judged)
@@ -202,15 +231,26 @@ def test_json_lines_in_the_wrong_role(data, tmp_path, cli):
 
 # ----------------------------------------------------------------------------- chunks, queries, questions
 
+
 def test_questions_answers_and_runs_given_as_chunks(tmp_path, data):
     from ragassay import read_chunks
+
     chunks = corpus()
     cases = {
-        "questions.jsonl": ({"id": "q1", "question": chunks[0]["text"].split(".")[0] + "?", "answer": "x",
-                             "chunk_ids": [chunks[0]["id"]], "difficulty": "easy"},
-                            "looks like a question set or queries, not chunks: the line has question, answer, chunk_ids"),
-        "answers.jsonl": ({"id": "q1", "question": "What?", "reference": "x", "response": "y"},
-                          "looks like answers to check, not chunks"),
+        "questions.jsonl": (
+            {
+                "id": "q1",
+                "question": chunks[0]["text"].split(".")[0] + "?",
+                "answer": "x",
+                "chunk_ids": [chunks[0]["id"]],
+                "difficulty": "easy",
+            },
+            "looks like a question set or queries, not chunks: the line has question, answer, chunk_ids",
+        ),
+        "answers.jsonl": (
+            {"id": "q1", "question": "What?", "reference": "x", "response": "y"},
+            "looks like answers to check, not chunks",
+        ),
         "run.jsonl": ({"query_id": "q1", "chunk_id": "c1", "score": 1.5}, "looks like a run or judgments, not chunks"),
         "queries.jsonl": ({"query_id": "q1", "query": "what?"}, "looks like a question set or queries, not chunks"),
     }
@@ -224,19 +264,22 @@ def test_questions_answers_and_runs_given_as_chunks(tmp_path, data):
 
 def test_chunks_given_as_queries(tmp_path, data, cli):
     from ragassay import read_queries, read_query_items
+
     with pytest.raises(InputError, match=r"looks like chunks, not queries: the line has 'doc_id' beside 'text'"):
         read_queries(data["chunks"])
     with pytest.raises(InputError, match="looks like chunks, not queries"):
         read_query_items(data["chunks"])
     beir_corpus = tmp_path / "corpus.jsonl"
-    beir_corpus.write_text("".join(json.dumps({"_id": c["id"], "title": c["doc_id"], "text": c["text"]}) + "\n"
-                                   for c in corpus()))
+    beir_corpus.write_text(
+        "".join(json.dumps({"_id": c["id"], "title": c["doc_id"], "text": c["text"]}) + "\n" for c in corpus())
+    )
     with pytest.raises(InputError, match="the line has 'title' beside 'text'"):
         read_queries(beir_corpus)
     retriever = tmp_path / "search.py"
     retriever.write_text("def search(query):\n    return ['json.dumps']\n")
-    code, _, err = cli("retrieve", "--retriever", f"{retriever}:search", "--queries", data["chunks"],
-                       "-o", tmp_path / "out.txt")
+    code, _, err = cli(
+        "retrieve", "--retriever", f"{retriever}:search", "--queries", data["chunks"], "-o", tmp_path / "out.txt"
+    )
     assert code == 1 and "looks like chunks, not queries" in err and "--chunks" in err
     # queries in the README's forms still read: {id, text}, {query_id, text}, BEIR's {_id, text, metadata}
     assert list(read_queries(data["queries"]))[:2] == ["q000", "q001"]

@@ -21,9 +21,16 @@ QRELS, SECOND = EXAMPLE / "qrels.txt", EXAMPLE / "qrels_second_assessor.txt"
 def alike(tmp_path):
     """bm25's and tfidf's runs, both tagged 'run'; tfidf's without q01."""
     a, b = tmp_path / "A.txt", tmp_path / "B.txt"
-    a.write_text("".join(line.rsplit(" ", 1)[0] + " run\n" for line in (EXAMPLE / "runs" / "bm25.txt").read_text().splitlines()))
-    b.write_text("".join(line.rsplit(" ", 1)[0] + " run\n" for line in (EXAMPLE / "runs" / "tfidf.txt").read_text().splitlines()
-                         if not line.startswith("q01 ")))
+    a.write_text(
+        "".join(line.rsplit(" ", 1)[0] + " run\n" for line in (EXAMPLE / "runs" / "bm25.txt").read_text().splitlines())
+    )
+    b.write_text(
+        "".join(
+            line.rsplit(" ", 1)[0] + " run\n"
+            for line in (EXAMPLE / "runs" / "tfidf.txt").read_text().splitlines()
+            if not line.startswith("q01 ")
+        )
+    )
     return a, b
 
 
@@ -35,7 +42,9 @@ def test_agree_ranks_two_runs_tagged_alike_as_two_runs(alike):
     assert list(runs) == ["run", str(b)]  # the second goes by its path, as in compare
     separate = agree(QRELS, SECOND, {"x": read_run(a), "y": read_run(b)})
     assert [runs["run"]["reference"], runs[str(b)]["reference"]] == [
-        separate.run_ranking["runs"]["x"]["reference"], separate.run_ranking["runs"]["y"]["reference"]]
+        separate.run_ranking["runs"]["x"]["reference"],
+        separate.run_ranking["runs"]["y"]["reference"],
+    ]
     assert runs["run"]["reference"] != runs[str(b)]["reference"]
     with pytest.raises(UsageError, match="two runs are named 'run': name them apart"):
         agree(QRELS, SECOND, [read_run(a), read_run(b)])  # objects have no path to go by

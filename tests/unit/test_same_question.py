@@ -50,10 +50,14 @@ def test_generate_and_the_set_report_agree_on_a_pair(a, b, same):
 
 
 def test_generate_says_which_kind_of_repeat():
-    assert near_duplicate("What is the refund policy?", ["x", "what is the refund policy"]) == \
-        "duplicate of an earlier question: 'what is the refund policy'"
-    assert near_duplicate("Refund window jackets shoes hats", ["Refund window jackets shoes"]) == \
-        "near-duplicate of an earlier question: 'Refund window jackets shoes'"
+    assert (
+        near_duplicate("What is the refund policy?", ["x", "what is the refund policy"])
+        == "duplicate of an earlier question: 'what is the refund policy'"
+    )
+    assert (
+        near_duplicate("Refund window jackets shoes hats", ["Refund window jackets shoes"])
+        == "near-duplicate of an earlier question: 'Refund window jackets shoes'"
+    )
     assert near_duplicate("How do I reset my password?", ["How do I change my email address?"]) is None
 
 

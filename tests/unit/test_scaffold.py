@@ -52,8 +52,11 @@ def test_no_endpoint_means_rules_only_for_a_stage_that_has_rules_and_an_error_fo
     with pytest.raises(LLMError, match="no LLM endpoint configured"):
         run_llm_stage(RecordingJob(LLMConfig(model="m"), tmp_path / "b.jsonl"))
     with pytest.raises(LLMError, match="has no scheme"):  # a bad setting is never taken for "no endpoint"
-        run_llm_stage(RecordingJob(LLMConfig(model="m", base_url="localhost:8000/v1"), tmp_path / "c.jsonl",
-                                   rules_without_endpoint=True))
+        run_llm_stage(
+            RecordingJob(
+                LLMConfig(model="m", base_url="localhost:8000/v1"), tmp_path / "c.jsonl", rules_without_endpoint=True
+            )
+        )
 
 
 def test_live_runs_on_one_client_per_config_and_reports_its_usage(tmp_path):

@@ -11,8 +11,13 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import ragassay
-from ragassay.metrics.significance import (bootstrap_ci, holm, paired_t_test, randomization_test,
-                                           regularized_incomplete_beta)
+from ragassay.metrics.significance import (
+    bootstrap_ci,
+    holm,
+    paired_t_test,
+    randomization_test,
+    regularized_incomplete_beta,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -35,6 +40,7 @@ def test_t_test_equals_scipy_ttest_rel(pairs):
 @pytest.mark.parametrize("a,b,x", [(0.5, 0.5, 0.3), (10, 0.5, 0.99), (1000, 0.5, 0.999), (2, 3, 0.5), (0.5, 40, 0.01)])
 def test_incomplete_beta_equals_scipy(a, b, x):
     from scipy.special import betainc
+
     assert regularized_incomplete_beta(a, b, x) == pytest.approx(betainc(a, b, x), rel=1e-12)
 
 

@@ -37,7 +37,7 @@ def plain(paths: list[Path], cut_last_journal_line: bool = True) -> dict[str, di
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         if i == 1 and cut_last_journal_line:
-            data = data[:data.rfind(b"\n") + 1]
+            data = data[: data.rfind(b"\n") + 1]
         for line in data.decode("utf-8-sig").split("\n"):
             if line.strip():
                 r = json.loads(line)
@@ -56,11 +56,26 @@ def check_same(store: OutputStore, expected: dict[str, dict]) -> None:
         assert store.done(key) == (r.get("status", "ok") == "ok"), (key, r)
 
 
-TRICKY_TEXT = st.sampled_from([
-    'plain', 'a "quoted" word', '"key": "fake"', '\\"key\\": \\"x\\"', 'ends with a backslash \\',
-    '"status": "ok"', '"status": "error"', 'line\nbreak', 'tab\tand \u00e9t\u00e9 \u4e2d\u6587 \U0001F600',
-    '{"key": "inner"}', '', ' ', '"key": ', 'key', '"', '\\',
-])
+TRICKY_TEXT = st.sampled_from(
+    [
+        "plain",
+        'a "quoted" word',
+        '"key": "fake"',
+        '\\"key\\": \\"x\\"',
+        "ends with a backslash \\",
+        '"status": "ok"',
+        '"status": "error"',
+        "line\nbreak",
+        "tab\tand \u00e9t\u00e9 \u4e2d\u6587 \U0001f600",
+        '{"key": "inner"}',
+        "",
+        " ",
+        '"key": ',
+        "key",
+        '"',
+        "\\",
+    ]
+)
 KEYS = st.sampled_from(["k1", "k2", "k3", "K-\u00e9", 'k"q', "k\\b", ""])
 
 
@@ -68,15 +83,32 @@ KEYS = st.sampled_from(["k1", "k2", "k3", "K-\u00e9", 'k"q', "k\\b", ""])
 def record(draw) -> dict:
     r: dict = {"id": draw(st.sampled_from(["a", "b", "c", "d"]))}
     fields = draw(st.lists(st.sampled_from(["text", "nested", "list", "num"]), unique=True))
-    shape = draw(st.sampled_from(["normal", "no_key", "null_key", "no_status", "null_status", "status_first",
-                                  "nested_key", "nested_status", "int_key"]))
+    shape = draw(
+        st.sampled_from(
+            [
+                "normal",
+                "no_key",
+                "null_key",
+                "no_status",
+                "null_status",
+                "status_first",
+                "nested_key",
+                "nested_status",
+                "int_key",
+            ]
+        )
+    )
     key = draw(KEYS)
     status = draw(st.sampled_from(["ok", "error", "okay", "OK"]))
     if shape == "status_first":
         r["status"] = status
     for f in fields:
-        r[f] = {"text": draw(TRICKY_TEXT), "nested": {"key": draw(KEYS), "status": draw(TRICKY_TEXT)},
-                "list": [draw(TRICKY_TEXT), 1, None], "num": draw(st.sampled_from([0, -1.5, 1e100, None]))}[f]
+        r[f] = {
+            "text": draw(TRICKY_TEXT),
+            "nested": {"key": draw(KEYS), "status": draw(TRICKY_TEXT)},
+            "list": [draw(TRICKY_TEXT), 1, None],
+            "num": draw(st.sampled_from([0, -1.5, 1e100, None])),
+        }[f]
     if shape not in ("no_key", "null_key", "int_key"):
         r["key"] = key
     elif shape == "null_key":
@@ -95,8 +127,9 @@ def record(draw) -> dict:
     return r
 
 
-def write_lines(path: Path, records: list[dict], *, ascii_only: bool, blank: bool, crlf: bool,
-                partial: str = "") -> None:
+def write_lines(
+    path: Path, records: list[dict], *, ascii_only: bool, blank: bool, crlf: bool, partial: str = ""
+) -> None:
     lines = [json.dumps(r, ensure_ascii=ascii_only) for r in records]
     if blank and lines:
         lines.insert(len(lines) // 2, "   ")
@@ -105,10 +138,18 @@ def write_lines(path: Path, records: list[dict], *, ascii_only: bool, blank: boo
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(record(), max_size=12), st.lists(record(), max_size=6), st.booleans(), st.booleans(),
-       st.booleans(), st.sampled_from([8, 64, 1 << 22]), st.sampled_from(["", '{"key": "k1", "sta']))
-def test_the_store_reads_what_a_parser_reads(tmp_path, monkeypatch, final, journal, ascii_only, blank, crlf, block,
-                                             partial):
+@given(
+    st.lists(record(), max_size=12),
+    st.lists(record(), max_size=6),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([8, 64, 1 << 22]),
+    st.sampled_from(["", '{"key": "k1", "sta']),
+)
+def test_the_store_reads_what_a_parser_reads(
+    tmp_path, monkeypatch, final, journal, ascii_only, blank, crlf, block, partial
+):
     monkeypatch.setattr(store_files, "BLOCK", block)  # lines cross read blocks, and are longer than one
     out = tmp_path / "o.jsonl"
     for p in (out, journal_path(out)):
@@ -127,7 +168,9 @@ def test_a_partial_journal_line_is_cut_before_a_resumed_run_appends(tmp_path, ca
     own, or the journal is unreadable after a second interruption (it was: the new record was glued
     to the half line)."""
     out = tmp_path / "o.jsonl"
-    journal_path(out).write_text(json.dumps({"id": "a", "key": "ka", "status": "ok"}) + '\n{"id": "b", "key": "kb", "sta')
+    journal_path(out).write_text(
+        json.dumps({"id": "a", "key": "ka", "status": "ok"}) + '\n{"id": "b", "key": "kb", "sta'
+    )
     store = OutputStore(out, ident)
     assert "dropped an incomplete last line (29 bytes)" in capsys.readouterr().err
     assert store.done("ka") and not store.has("kb")
@@ -175,9 +218,16 @@ def test_an_unchanged_output_is_not_rewritten_and_a_changed_one_keeps_other_iden
 
 def test_an_output_that_repeats_an_identity_is_rewritten_even_when_every_key_is_there(tmp_path):
     out = tmp_path / "o.jsonl"
-    out.write_text("".join(json.dumps(r) + "\n" for r in [{"id": "a", "key": "old", "status": "ok"},
-                                                          {"id": "a", "key": "ka", "status": "ok"},
-                                                          {"id": "b", "key": "kb", "status": "ok"}]))
+    out.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in [
+                {"id": "a", "key": "old", "status": "ok"},
+                {"id": "a", "key": "ka", "status": "ok"},
+                {"id": "b", "key": "kb", "status": "ok"},
+            ]
+        )
+    )
     store = OutputStore(out, ident)
     assert [r["key"] for r in store.finalize(["kb"])] == ["kb"]
     assert [json.loads(x)["key"] for x in out.read_text().splitlines()] == ["ka", "kb"]
@@ -217,14 +267,23 @@ def test_gzip_bom_and_crlf_outputs_are_read(tmp_path):
 def test_the_store_reads_the_same_with_or_without_orjson(tmp_path, monkeypatch, fast):
     """orjson is optional (the ``fast`` extra): without it every answer is the same."""
     import ragassay.data.lines as io_module
+
     if not fast:
         monkeypatch.setattr(store_files, "_orjson", None)
         monkeypatch.setattr(io_module, "_orjson", None)
     elif store_files._orjson is None:
         pytest.skip("orjson is not installed")
     out = tmp_path / "o.jsonl"
-    rows = [{"id": i, "key": f"k{i}", "status": "ok" if i % 3 else "error", "n": 18446744073709551616 + i,
-             "t": "caf\u00e9 \"key\": \"x\" \\u0041"} for i in range(50)]
+    rows = [
+        {
+            "id": i,
+            "key": f"k{i}",
+            "status": "ok" if i % 3 else "error",
+            "n": 18446744073709551616 + i,
+            "t": 'caf\u00e9 "key": "x" \\u0041',
+        }
+        for i in range(50)
+    ]
     write_lines(out, rows, ascii_only=False, blank=True, crlf=False)
     store = OutputStore(out, ident)
     check_same(store, plain([out, journal_path(out)]))

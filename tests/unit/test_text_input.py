@@ -29,9 +29,16 @@ from ragassay.stages.queries import read_query_items
 BOM = b"\xef\xbb\xbf"
 
 # every character str.splitlines() ends a line at, besides \n and \r, with its name
-SEPARATORS = {"\x0b": "LINE TABULATION", "\x0c": "FORM FEED", "\x1c": "FILE SEPARATOR", "\x1d": "GROUP SEPARATOR",
-              "\x1e": "RECORD SEPARATOR", "\x85": "NEXT LINE", "\u2028": "LINE SEPARATOR",
-              "\u2029": "PARAGRAPH SEPARATOR"}
+SEPARATORS = {
+    "\x0b": "LINE TABULATION",
+    "\x0c": "FORM FEED",
+    "\x1c": "FILE SEPARATOR",
+    "\x1d": "GROUP SEPARATOR",
+    "\x1e": "RECORD SEPARATOR",
+    "\x85": "NEXT LINE",
+    "\u2028": "LINE SEPARATOR",
+    "\u2029": "PARAGRAPH SEPARATOR",
+}
 
 
 def test_the_separators_are_every_line_break_of_str_splitlines_but_newline_and_return():
@@ -78,6 +85,7 @@ def test_a_line_break_character_inside_a_query_id_is_refused_naming_it(tmp_path,
 
 # ----------------------------------------------------------------------------------- the BOM
 
+
 def _lines(path: Path, n: int | None = None) -> bytes:
     lines = path.read_bytes().splitlines(keepends=True)
     return b"".join(lines[:n])
@@ -93,25 +101,41 @@ READERS = {
     "queries tsv": ("q.tsv", queries_tsv("refund?"), lambda p: read_queries(p)),
     "queries jsonl": ("q.jsonl", _lines(EXAMPLE / "queries.jsonl"), lambda p: read_queries(p)),
     "query items tsv": ("q.tsv", queries_tsv("refund?"), lambda p: [(q.id, q.text) for q in read_query_items(p)]),
-    "query items jsonl": ("q.jsonl", _lines(EXAMPLE / "queries.jsonl"),
-                          lambda p: [(q.id, q.text, q.answer) for q in read_query_items(p)]),
+    "query items jsonl": (
+        "q.jsonl",
+        _lines(EXAMPLE / "queries.jsonl"),
+        lambda p: [(q.id, q.text, q.answer) for q in read_query_items(p)],
+    ),
     "qrels trec": ("q.txt", _lines(EXAMPLE / "qrels.txt"), lambda p: read_qrels(p).to_dict()),
-    "qrels trec with a comment": ("q.txt", b"# made by hand\n" + _lines(EXAMPLE / "qrels.txt"),
-                                  lambda p: read_qrels(p).to_dict()),
+    "qrels trec with a comment": (
+        "q.txt",
+        b"# made by hand\n" + _lines(EXAMPLE / "qrels.txt"),
+        lambda p: read_qrels(p).to_dict(),
+    ),
     "qrels three columns": ("q.txt", b"q1 d1 1\nq1 d2 0\nq2 d1 2\n", lambda p: read_qrels(p).to_dict()),
     "qrels beir": ("q.tsv", b"query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td1\t2\n", lambda p: read_qrels(p).to_dict()),
-    "qrels jsonl": ("q.jsonl", b'{"query_id": "q1", "chunk_id": "d1", "grade": 2}\n', lambda p: read_qrels(p).to_dict()),
+    "qrels jsonl": (
+        "q.jsonl",
+        b'{"query_id": "q1", "chunk_id": "d1", "grade": 2}\n',
+        lambda p: read_qrels(p).to_dict(),
+    ),
     "run trec": ("r.txt", _lines(EXAMPLE / "runs" / "bm25.txt"), lambda p: read_run(p).to_dict()),
     "run three columns": ("r.txt", b"q1 d1 2.5\nq1 d2 1.0\n", lambda p: read_run(p).to_dict()),
     "run beir": ("r.tsv", b"query-id\tcorpus-id\tscore\nq1\td1\t2.5\n", lambda p: read_run(p).to_dict()),
     "run jsonl": ("r.jsonl", b'{"query_id": "q1", "chunk_id": "d1", "score": 2.5}\n', lambda p: read_run(p).to_dict()),
     "chunks": ("c.jsonl", _lines(EXAMPLE / "chunks.jsonl"), lambda p: [c.model_dump() for c in read_chunks(p)]),
     "chunk source": ("c.jsonl", _lines(EXAMPLE / "chunks.jsonl"), _chunk_source),
-    "answers": ("a.jsonl", _lines(EXAMPLE / "answers.jsonl"),
-                lambda p: [a.model_dump() for a in read_answers(p, {c.id: c for c in read_chunks(EXAMPLE / "chunks.jsonl")})]),
+    "answers": (
+        "a.jsonl",
+        _lines(EXAMPLE / "answers.jsonl"),
+        lambda p: [a.model_dump() for a in read_answers(p, {c.id: c for c in read_chunks(EXAMPLE / "chunks.jsonl")})],
+    ),
     "human labels": ("h.jsonl", _lines(EXAMPLE / "answers_human_labels.jsonl"), read_human_labels),
-    "records": ("j.jsonl", b'{"query_id": "q1", "chunk_id": "d1", "grade": 2, "status": "ok"}\n',
-                lambda p: [r.model_dump() for r in read_record_file(p)[1]]),
+    "records": (
+        "j.jsonl",
+        b'{"query_id": "q1", "chunk_id": "d1", "grade": 2, "status": "ok"}\n',
+        lambda p: [r.model_dump() for r in read_record_file(p)[1]],
+    ),
 }
 
 
@@ -149,12 +173,32 @@ def test_a_byte_order_mark_reads_as_its_absence(tmp_path, monkeypatch, reader, p
 def test_a_bom_in_front_of_a_query_id_with_a_tab_file_reads_as_the_id(tmp_path, capsys):
     """The report that started this: a TSV of queries saved by a Windows editor (BOM, CRLF)."""
     from ragassay.cli import main
+
     queries = tmp_path / "q.tsv"
     queries.write_bytes(BOM + b"q01\tHow long do I have to ask for a refund?\r\nq02\tWhen is the money back?\r\n")
     assert read_queries(queries) == {"q01": "How long do I have to ask for a refund?", "q02": "When is the money back?"}
-    code = main(["judge", "--queries", str(queries), "--chunks", str(EXAMPLE / "chunks.jsonl"), "--run",
-                 str(EXAMPLE / "runs" / "bm25.txt"), "--depth", "2", "-o", str(tmp_path / "j.jsonl"), "--dry-run",
-                 "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--format", "json"])
+    code = main(
+        [
+            "judge",
+            "--queries",
+            str(queries),
+            "--chunks",
+            str(EXAMPLE / "chunks.jsonl"),
+            "--run",
+            str(EXAMPLE / "runs" / "bm25.txt"),
+            "--depth",
+            "2",
+            "-o",
+            str(tmp_path / "j.jsonl"),
+            "--dry-run",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--format",
+            "json",
+        ]
+    )
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert json.loads(printed.out)["items"] == 4  # q01 and q02, two chunks each

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import nonempty
-from ragassay.data.tables import SMALL_TIE, places_in_ties, trec_order, byte_order_words
+from ragassay.data.tables import SMALL_TIE, byte_order_words, places_in_ties, trec_order
 
 
 def reference(qidx, scores, docs) -> list[int]:
     rows = list(range(len(qidx)))
-    rows.sort(key=lambda i: bytes(docs[i]), reverse=True)       # document id descending (bytes)
+    rows.sort(key=lambda i: bytes(docs[i]), reverse=True)  # document id descending (bytes)
     rows.sort(key=lambda i: (int(qidx[i]), -float(scores[i])))  # stable: then query, score descending
     return rows
 
@@ -36,9 +36,9 @@ def ordered(qidx, scores, docs) -> list[int]:
 
 
 ids = st.one_of(
-    st.text(alphabet="ab01", min_size=1, max_size=4),                       # short, prefixes of each other
-    st.text(alphabet="xyz9", min_size=7, max_size=18),                      # one to three words
-    st.text(alphabet="éa€", min_size=1, max_size=5),                       # non-ASCII
+    st.text(alphabet="ab01", min_size=1, max_size=4),  # short, prefixes of each other
+    st.text(alphabet="xyz9", min_size=7, max_size=18),  # one to three words
+    st.text(alphabet="éa€", min_size=1, max_size=5),  # non-ASCII
 ).map(lambda s: s.encode("utf-8"))
 
 
@@ -84,7 +84,7 @@ def test_places_in_ties_are_each_rows_count_of_greater_ids_in_its_run():
     sizes = [2, 2, 3, SMALL_TIE, SMALL_TIE + 1, 25, 2]
     tie_run = np.repeat(np.arange(len(sizes)), sizes)
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
-    docs = np.array([b"d%d" % x for x in rng.permutation(1000)[:sum(sizes)]], dtype="S8")
+    docs = np.array([b"d%d" % x for x in rng.permutation(1000)[: sum(sizes)]], dtype="S8")
     place = places_in_ties(byte_order_words(docs), tie_run, starts)
     for run in nonempty(range(len(sizes))):
         mine = np.flatnonzero(tie_run == run)
