@@ -49,7 +49,9 @@ def test_calls_queued_behind_the_first_answer_go_out_together(concurrency):
 
 
 def test_the_first_call_still_goes_alone():
-    with FakeLLM(delay=0.6, habit="vllm_400") as server:  # the first call finds the mode the server takes
+    # the first call finds the mode the server takes; each answer takes 1.5 s so that the 8 sent together are
+    # seen together even when four test workers share two cores (at 0.6 s, a fresh-clone CI run saw 7 of 8)
+    with FakeLLM(delay=1.5, habit="vllm_400") as server:
         llm = _ask_all(server.url, 9, 8)
         refused = server.statuses.count(400)
     # 9 calls at 8 in flight: the first goes alone and is refused json_schema once, not once per call in flight;
