@@ -262,6 +262,7 @@ MARKS = {
         "test_blockwise",
         "test_chain_real_text",
         "test_cli",
+        "test_command_server",
         "test_composed",
         "test_declared_args",
         "test_engine",
@@ -426,10 +427,11 @@ def pytest_collection_modifyitems(config, items):
 
 # The files whose module-scoped fixture is expensive (the chain of commands on a real corpus, about 35 s; the
 # documentation site built by mkdocs, about 8 s; each stage against the fake as an OpenAI-like server, 4.5 s; the
-# outputs of every kind, 2 s; the judged pools of test_composed, 1.5 s; the venv's working folder and the demo's
-# copy, 1.2 s): a module-scoped fixture is built once per process, so their tests that use it go to one xdist
-# worker together, or each of the four workers (see pytest_xdist_auto_num_workers) would build it again. The
-# browser's tests (test_label) are left out: they mostly wait, and balance better spread over the workers.
+# outputs of every kind, 2 s; the judged pools of test_composed, 1.5 s; a command server, tests/command_server.py,
+# 1.5 s; the venv's working folder and the demo's copy, 1.2 s): a module-scoped fixture is built once per process,
+# so their tests that use it go to one xdist worker together, or each of the four workers (see
+# pytest_xdist_auto_num_workers) would build it again. The browser's tests (test_label) are left out: they mostly
+# wait, and balance better spread over the workers.
 SHARED_SETUP = {
     "test_chain_real_text",
     "test_site",
@@ -437,6 +439,8 @@ SHARED_SETUP = {
     "test_output_kinds",
     "test_composed",
     "test_readme_commands",
+    "test_readme_chain",
+    "test_command_server",
 }
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from command_server import serving
 from fake_llm import FakeLLM
 from helpers import EXAMPLE, ROOT, nonempty
 
@@ -56,15 +57,26 @@ def bash(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.fixture(scope="module")
+def server():
+    """The command server (tests/command_server.py) of this environment's ``ragassay``, for every test here."""
+    path = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    served = serving({**os.environ, **path})
+    assert served is not None
+    with served:
+        yield served
+
+
 @pytest.fixture
-def user(tmp_path):
+def user(tmp_path, server):
     """A fresh folder holding the user's chunks and search function, and the environment a user
     sets for a local server (filled in with the test server's address)."""
     (tmp_path / "chunks.jsonl").write_text((EXAMPLE / "chunks.jsonl").read_text())
     (tmp_path / "my_search.py").write_text(MY_SEARCH)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     env = {
         **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": server.path({"PATH": path}),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "OPENAI_API_KEY": "x",
         "RAGASSAY_MODEL": "fake-model",

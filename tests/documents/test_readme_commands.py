@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from command_server import serving
 from fake_llm import FakeLLM
 from helpers import ROOT, nonempty
 
@@ -120,7 +121,13 @@ def user_env(wheel_venv, tmp_path_factory):
         text=True,
     )
     assert copied.returncode == 0, copied.stderr
-    return work, env
+    # the commands above ran as real processes; the pages' commands run through the command server
+    # (tests/command_server.py: the same script's entry point in a fork of a process that has imported
+    # openai, pydantic and numpy already)
+    server = serving(env)
+    assert server is not None
+    with server:
+        yield work, {**env, "PATH": server.path(env)}
 
 
 def folder_for(page: Path, user_env) -> tuple[Path, dict]:

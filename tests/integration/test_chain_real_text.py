@@ -14,6 +14,7 @@ import pytest
 import pytrec_eval
 
 import ragassay
+from command_server import serving
 from fake_llm import FakeLLM
 from helpers import nonempty
 from real_corpus import write_corpus
@@ -29,11 +30,14 @@ def bash(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
 def chained(tmp_path_factory):
     """The chain run once with one retriever judged, once with all three, each in its own folder."""
     out = {}
-    with FakeLLM() as server:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGASSAY_"))}
+    served = serving(base)  # tests/command_server.py: each command a fork of a process with openai imported
+    assert served is not None
+    with FakeLLM() as server, served:
         for how_many in (1, 3):
             folder = tmp_path_factory.mktemp(f"chain{how_many}")
             write_corpus(folder, chunks=150, queries=20)
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAGASSAY_"))}
+            env = {**base, "PATH": served.path(base)}
             env.update(OPENAI_BASE_URL=server.url, RAGASSAY_MODEL="fake", OPENAI_API_KEY="sk-test")
             said = {}
             for name in RETRIEVERS:
