@@ -10,7 +10,10 @@ passes on the SIGINT, SIGTERM and SIGHUP it receives.
 
 Only third-party packages are imported ahead (their import reads nothing the tests vary), never
 ragassay's own modules: each command imports those itself, from the same installation the script
-would (the server runs under that environment's Python). A client that cannot reach its server runs
+would (the server runs under that environment's Python). What an interpreter settles as it starts
+(``sys.path`` from PYTHONPATH, -X options) is the server's: the tests give their commands the
+environment the server started with, apart from variables read as a command runs (the endpoint, the
+model, the cache folder). A client that cannot reach its server runs
 the real script instead. tests/integration/test_command_server.py checks that a command run through
 the client says, writes and exits as the real script does.
 
@@ -251,6 +254,7 @@ class CommandServer:
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> CommandServer:
         return self

@@ -461,7 +461,7 @@ def test_a_llamaindex_embedding_qa_dataset_gives_queries_qrels_and_chunks(tmp_pa
 # ----------------------------------------------------------------------------------- ranx
 
 # The longest document id has five characters, as in test_measure_names_peers: ranx keeps ids in numpy
-# arrays whose type is their width ("<U5"), and numba compiles its code again for each width (about 20 s of
+# arrays whose type is their width ("<U5"), and numba compiles its code again for each width (about 13 s of
 # CPU in a fresh environment, where nothing is cached); with the same width the worker that runs the ranx
 # tests compiles once.
 QRELS = {"q1": {"d1": 2, "d2": 0, "d3": 1}, "q2": {"d|é:4": 1, "d5": 3}, "q:é3": {"d|1": 1}}
