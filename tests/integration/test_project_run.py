@@ -47,8 +47,9 @@ def run(folder: Path, capsys, server: FakeLLM | None, *more: str) -> tuple[int, 
     capsys.readouterr()
     llm = ["--base-url", server.url, "--model", "fake", "--concurrency", "2"] if server else []
     code = main(["run", str(folder / "ragassay.toml"), "--format", "json", "--quiet", *llm, *more])
-    out = capsys.readouterr().out
-    return code, json.loads(out) if out.strip() else {}
+    said = capsys.readouterr()
+    # no JSON on stdout: what the command said instead, for the assertion that fails on it to show
+    return code, json.loads(said.out) if said.out.strip() else {"stderr": said.err}
 
 
 def judge_requests(server: FakeLLM, since: int = 0) -> int:
@@ -56,6 +57,7 @@ def judge_requests(server: FakeLLM, since: int = 0) -> int:
 
 
 def step(result: dict, name: str) -> dict:
+    assert "steps" in result, result  # a run that printed no result: its stderr
     return next(s for s in result["steps"] if s["step"] == name)
 
 
