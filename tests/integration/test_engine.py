@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -23,6 +24,7 @@ from ragassay.runtime.engine import (
     StageRun,
     WorkItem,
     fingerprint,
+    lock_folder,
     run_stage,
 )
 
@@ -184,8 +186,6 @@ def test_a_second_process_on_one_output_fails_and_names_the_holder(tmp_path):
     out.write_text("{}\n")
     holder = _hold_lock(out)
     try:
-        import os
-
         os.link(out, tmp_path / "twin.jsonl")  # a hard link to an existing locked output, too
         with pytest.raises(RagassayError, match="twin.jsonl is being written by"):
             OutputLock(tmp_path / "twin.jsonl").acquire()
@@ -195,6 +195,51 @@ def test_a_second_process_on_one_output_fails_and_names_the_holder(tmp_path):
         holder.wait()
     with OutputLock(out):  # released: the next run may write
         pass
+
+
+def test_an_inode_lock_outlived_by_its_inode_refuses_nobody(tmp_path):
+    """A run that rewrites its output atomically keeps the old inode's lock while its path is a new file,
+    and the file system may give the old inode number to an unrelated file. That file's writer must not be
+    told that the first run writes it; a second writer of the same file still is."""
+    out, unrelated = tmp_path / "o.jsonl", tmp_path / "other.jsonl"
+    out.write_text("{}\n")
+    holder = _hold_lock(out)  # holds o.jsonl's path lock and its inode's lock
+    try:
+        os.link(out, unrelated)  # the old inode lives on under another name, as a reused inode number does
+        fresh = tmp_path / "o.jsonl.tmp"
+        fresh.write_text("{}\n{}\n")
+        os.replace(fresh, out)  # the holder's output is now another file (its atomic rewrite)
+        with OutputLock(unrelated):  # not refused in the holder's name
+            os.link(unrelated, tmp_path / "twin.jsonl")
+            with pytest.raises(RagassayError, match=r"twin.jsonl is being written by ragassay \(pid \d+"):
+                OutputLock(tmp_path / "twin.jsonl").acquire()  # two live writers of one file still meet
+        with pytest.raises(RagassayError, match=r"o.jsonl is being written by ragassay \(pid \d+"):
+            OutputLock(out).acquire()  # the holder's own path stays its own
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not OutputLock._held
+
+
+def test_an_inode_lock_of_a_removed_output_refuses_nobody(tmp_path):
+    """The holder's output removed (and its inode given to another file) counts as another file, too; a
+    lock file of an older ragassay, which names no output, is believed."""
+    out, unrelated = tmp_path / "o.jsonl", tmp_path / "other.jsonl"
+    out.write_text("{}\n")
+    holder = _hold_lock(out)
+    try:
+        os.link(out, unrelated)
+        out.unlink()
+        with OutputLock(unrelated):
+            pass
+        st = unrelated.stat()
+        old = lock_folder() / f"{st.st_dev}-{st.st_ino}.lock"
+        old.write_text("ragassay (pid 1, started 2020-01-01 00:00:00: ragassay judge)")  # no output line
+        with pytest.raises(RagassayError, match=r"other.jsonl is being written by ragassay \(pid 1,"):
+            OutputLock(unrelated).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_the_lock_is_reentrant_within_one_process(tmp_path):

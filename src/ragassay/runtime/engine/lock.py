@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -42,6 +43,7 @@ class OutputLock:
         digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:20]
         self.path = lock_folder() / f"{digest}-{real.name[:80]}.lock"
         self.output = out
+        self._real = real
         self._mine = False
 
     def acquire(self) -> OutputLock:
@@ -51,9 +53,8 @@ class OutputLock:
             self._mine = True
             return self
         f = self._take(self.path)
-        inode = self._inode_lock()
         try:
-            g = self._take(inode) if inode is not None else None  # a hard link to it: the same file
+            g = self._take_inode_lock()  # a hard link to it: the same file
         except RagassayError:
             _unlock_file(f)
             f.close()
@@ -62,14 +63,29 @@ class OutputLock:
         self._mine = True
         return self
 
-    def _inode_lock(self) -> Path | None:
+    def _take_inode_lock(self) -> Any:
         """For an output that exists: a lock named by its device and inode, in the temporary folder,
-        so two paths that are hard links to one file meet the same lock."""
+        so two paths that are hard links to one file meet the same lock.
+
+        An inode lock can outlive its inode: a run that rewrites its output atomically puts a new file
+        at its path and keeps holding the old inode's lock, and the file system may give that inode
+        number to another file. A busy inode lock whose holder's output is no longer that inode is
+        such a stale one and refuses nobody; the next name in its line (``.1``, ``.2``) is tried, so
+        two live writers of one inode still meet."""
         try:
             st = self.output.stat()
         except OSError:
             return None
-        return lock_folder() / f"{st.st_dev}-{st.st_ino}.lock"
+        for n in range(_INODE_LOCK_TRIES):
+            path = lock_folder() / f"{st.st_dev}-{st.st_ino}{f'.{n}' if n else ''}.lock"
+            try:
+                return self._take(path)
+            except _Busy as busy:
+                if not _names_another_file(busy.holder_output, st):
+                    raise
+        raise RagassayError(  # pragma: no cover - as many stale holders of one inode as tries
+            f"could not lock {self.output}: {_INODE_LOCK_TRIES} stale locks of its inode are held"
+        )
 
     def _take(self, path: Path) -> Any:
         if not path.parent.is_dir():
@@ -93,9 +109,9 @@ class OutputLock:
         if f.writable():
             f.seek(0)
             f.truncate()
-            f.write(
+            f.write(  # who holds it (the refusal quotes this line), then which output, for _names_another_file
                 f"ragassay (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: "
-                f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})"
+                f"{' '.join(sys.argv[:1] + sys.argv[1:4])[:120]})\n{json.dumps(os.fsdecode(self._real))}"
             )
             f.flush()
         return f
@@ -109,10 +125,16 @@ class OutputLock:
             _lock_file(f)
         except OSError:
             f.seek(0)
-            holder = f.read().strip() or "another process"
+            said = f.read().split("\n")
             f.close()
-            raise RagassayError(
-                f"{self.output} is being written by {holder}; wait for it to finish or write to another file"
+            holder = said[0].strip() or "another process"
+            try:
+                holder_output = json.loads(said[1]) if len(said) > 1 else None
+            except ValueError:
+                holder_output = None
+            raise _Busy(
+                f"{self.output} is being written by {holder}; wait for it to finish or write to another file",
+                holder_output if isinstance(holder_output, str) else None,
             ) from None
         return f
 
@@ -140,6 +162,30 @@ class OutputLock:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+_INODE_LOCK_TRIES = 8
+
+
+class _Busy(RagassayError):
+    """A lock another process holds, with the output its holder recorded in it (None from a lock file
+    of an older ragassay, which did not record it)."""
+
+    def __init__(self, message: str, holder_output: str | None):
+        super().__init__(message)
+        self.holder_output = holder_output
+
+
+def _names_another_file(holder_output: str | None, st: os.stat_result) -> bool:
+    """Whether a busy inode lock's holder now writes another file than the inode ``st`` is: its output
+    was replaced, or removed, since it took the lock. A holder that recorded no output is believed."""
+    if holder_output is None:
+        return False
+    try:
+        now = os.stat(holder_output)
+    except OSError:
+        return True
+    return (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
 
 
 def run_locked(outputs: Sequence[str | Path | None], body: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
