@@ -125,7 +125,7 @@ def test_the_demo_and_run_on_a_copy_make_the_same_steps_calls_and_report_inputs(
         seen = len(server.requests)
         run_code, run_lines = said(capsys, ["run", "copy/ragassay.toml", *llm])
         run_asked = Counter(schema_seen(b) for b in server.requests[seen:])
-    assert code == run_code == 0
+    assert code == run_code == 0, (code, demo_lines[-12:], run_code, run_lines[-12:])  # what a failed step said
     # the same steps, in the same words (but where each wrote)
     demo_steps = [line.replace("demo-out/", "OUT/") for line in steps_of(demo_lines)]
     run_steps = [
