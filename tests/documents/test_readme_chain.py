@@ -57,11 +57,14 @@ def bash(command: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
+# this environment's bin folder first, so that ``ragassay`` and ``python`` are the installed ones
+VENV_FIRST = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 @pytest.fixture(scope="module")
 def server():
     """The command server (tests/command_server.py) of this environment's ``ragassay``, for every test here."""
-    path = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    served = serving({**os.environ, **path})
+    served = serving({**os.environ, "PATH": VENV_FIRST})
     assert served is not None
     with served:
         yield served
@@ -73,10 +76,9 @@ def user(tmp_path, server):
     sets for a local server (filled in with the test server's address)."""
     (tmp_path / "chunks.jsonl").write_text((EXAMPLE / "chunks.jsonl").read_text())
     (tmp_path / "my_search.py").write_text(MY_SEARCH)
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     env = {
         **os.environ,
-        "PATH": server.path({"PATH": path}),
+        "PATH": server.path({"PATH": VENV_FIRST}),
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
         "OPENAI_API_KEY": "x",
         "RAGASSAY_MODEL": "fake-model",
