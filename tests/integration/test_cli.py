@@ -24,6 +24,55 @@ def subcommands():
     return action.choices
 
 
+def _described(parser) -> list:
+    """Everything a parser declares that decides a parse or its help, nested commands included."""
+    import argparse
+
+    said = [parser.prog, parser.format_help(), parser.format_usage()]
+    for a in parser._actions:
+        said.append((a.option_strings, a.dest, a.nargs, repr(a.default), repr(a.type), a.required, a.help))
+        if isinstance(a, argparse._SubParsersAction):
+            said.extend([name, _described(p)] for name, p in a.choices.items())
+        elif a.choices is not None:
+            said.append(list(a.choices))
+    return said
+
+
+def test_a_command_built_alone_is_the_command_of_the_whole_parser():
+    """A run builds only the command it names (the other commands' 300 flags cost ~10 ms a run): that
+    command's parser must be the whole parser's, help, defaults, types and nested commands alike."""
+    whole = subcommands()
+    for name in nonempty(whole):
+        alone = next(a for a in build_parser(name)._actions if a.dest == "command").choices
+        assert list(alone) == [name]
+        assert _described(alone[name]) == _described(whole[name]), name
+    assert list(next(a for a in build_parser("nope")._actions if a.dest == "command").choices) == list(whole)
+
+
+def test_a_run_builds_its_own_command_and_a_wrong_flag_still_names_the_commands_that_take_it(
+    tmp_path, capsys, monkeypatch
+):
+    """Declared: only the command named first; an unknown flag still learns which other commands take
+    it, a misspelt command still gets its did-you-mean, and --help at the top still lists them all."""
+    import ragassay.cli as cli
+
+    built: list[str | None] = []
+    real = cli.build_parser
+    monkeypatch.setattr(cli, "build_parser", lambda command=None: built.append(command) or real(command))
+    assert main(["evaluate", QRELS, BM25, "-m", "p@5"]) == 0 and built == ["evaluate"]
+    assert "p@5" in capsys.readouterr().out
+    built.clear()
+    assert main(["evaluate", QRELS, BM25, "--concurrency", "4"]) == 2 and built == ["evaluate", None]
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --concurrency 4; --concurrency is a flag of " in err and "not of evaluate" in err
+    assert main(["evalute", QRELS]) == 2 and "did you mean 'evaluate'?" in capsys.readouterr().err
+    assert main(["--help"]) == 0
+    top = capsys.readouterr().out
+    assert all(f"    {name} " in top for name in subcommands())
+    assert main(["judge", "--help"]) == 0
+    assert capsys.readouterr().out == subcommands()["judge"].format_help()
+
+
 def test_every_command_and_option_has_help_text():
     for name, sub in nonempty(subcommands().items()):
         assert sub.description, f"{name} has no description"
