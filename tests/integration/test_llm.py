@@ -435,6 +435,34 @@ def test_the_transport_is_chosen_once_and_named_when_wrong(monkeypatch):
         transport_for(LLMConfig(model="m", base_url=BASE, transport="aiohttp"))
 
 
+def test_every_client_of_a_process_verifies_with_one_context_from_where_the_certificates_are(tmp_path, monkeypatch):
+    """The CA bundle is loaded once a process (~40 ms each time otherwise), for both transports and the
+    question to a server of what it is; it still verifies, and SSL_CERT_FILE still says what it trusts."""
+    import ssl
+
+    import certifi
+
+    from ragassay.llm.config import make_client, tls_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    shared = tls_context()
+    assert shared.verify_mode == ssl.CERT_REQUIRED and shared.check_hostname
+    assert shared.cert_store_stats()["x509_ca"] > 100  # the bundle httpx trusts
+    monkeypatch.setenv("RAGASSAY_HTTP", "httpx")
+    assert make_client(LLMConfig(model="m", base_url=BASE))._client._transport._pool._ssl_context is shared
+    monkeypatch.setenv("RAGASSAY_HTTP", "aiohttp")
+    assert make_client(LLMConfig(model="m", base_url=BASE))._client._transport.ssl_context is shared
+    bundle = certifi.contents()
+    one = bundle[: bundle.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----\n")]
+    (tmp_path / "ca.pem").write_text(one)
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))  # a company's own CA, say
+    own = tls_context()
+    assert own is not shared and own.cert_store_stats()["x509_ca"] == 1 and tls_context() is own
+    monkeypatch.delenv("SSL_CERT_FILE")
+    assert tls_context() is shared
+
+
 @respx.mock
 async def test_the_body_posted_is_the_one_built_and_the_connection_pool_fits_the_concurrency(tmp_path):
     """Bodies go out as built (no openai transform): exactly the request_body, byte for byte as JSON."""

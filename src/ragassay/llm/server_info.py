@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .config import tls_context
+
 ASK_TIMEOUT = 3.0  # seconds for each question: a server that takes longer to say it is served as before
 
 
@@ -110,7 +112,9 @@ async def _discover(base_url: str, model: str | None, headers: dict[str, str] | 
 
     root = _root(base_url)
     found = ServerInfo()
-    async with httpx.AsyncClient(timeout=ASK_TIMEOUT, headers=headers or {}, follow_redirects=False) as client:
+    async with httpx.AsyncClient(
+        timeout=ASK_TIMEOUT, headers=headers or {}, follow_redirects=False, verify=tls_context()
+    ) as client:
         for ask in (lambda: client.get(f"{root}/props"), lambda: client.get(f"{base_url.rstrip('/')}/models")):
             try:
                 reply = await ask()
