@@ -64,8 +64,9 @@ def assert_same(ev, key, ref: dict[str, float], ref_mean: float, what: str):
     if any(math.isnan(v) for v in ref.values()):
         ref = {q: 0.0 if math.isnan(v) else v for q, v in ref.items()}
         ref_mean = sum(ref.values()) / len(ref)
+    per_query = ev.per_query  # a property, built on each read
     for q, v in nonempty(ref.items()):
-        assert math.isclose(ev.per_query[q][key], v, rel_tol=0, abs_tol=1e-6), (what, q, ev.per_query[q][key], v)
+        assert math.isclose(per_query[q][key], v, rel_tol=0, abs_tol=1e-6), (what, q, per_query[q][key], v)
     assert math.isclose(ev.aggregate[key], ref_mean, rel_tol=1e-9, abs_tol=1e-6), (what, ev.aggregate[key], ref_mean)
 
 

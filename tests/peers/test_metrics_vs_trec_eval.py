@@ -106,11 +106,11 @@ def check_against_trec_eval(qrels, run, level: int) -> None:
         (in_rank_order, Qrels.from_dict(qrels)),
         (in_rank_order, backwards),
     ):
-        result = ragassay.evaluate(judged, ours, names, relevance_level=level)
-        assert sorted(result.per_query) == sorted(ref)
+        per_query = ragassay.evaluate(judged, ours, names, relevance_level=level).per_query  # a property: built once
+        assert sorted(per_query) == sorted(ref)
         for qid, values in ref.items():
             for m, expected in values.items():
-                got = result.per_query[qid][ours_name(m)]
+                got = per_query[qid][ours_name(m)]
                 assert math.isclose(got, expected, rel_tol=0, abs_tol=1e-9), (qid, m, got, expected)
 
 
@@ -186,10 +186,10 @@ def test_a_measure_with_its_own_relevance_level_equals_trec_eval_at_that_level(d
         f"Rprec(rel={rel})": "Rprec",
         f"success(rel={rel})@5": "success_5",
     }
-    ours = ragassay.evaluate(Qrels.from_dict(qrels), Run.from_dict(run), list(pairs), relevance_level=1)
+    ours = ragassay.evaluate(Qrels.from_dict(qrels), Run.from_dict(run), list(pairs), relevance_level=1).per_query
     for qid, values in nonempty(ref.items()):
         for name, trec in nonempty(pairs.items()):
-            got = ours.per_query[qid][str(parse_measure(name))]
+            got = ours[qid][str(parse_measure(name))]
             assert math.isclose(got, values[trec], rel_tol=0, abs_tol=1e-9), (qid, name, got, values[trec])
 
 
