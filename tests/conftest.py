@@ -21,6 +21,7 @@ import hashlib
 import inspect
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -38,6 +39,13 @@ if sys.dont_write_bytecode:
     os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
     sys.dont_write_bytecode = False
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# A suite started in the background of a script (`nohup ... &`) inherits SIGINT ignored, and so would every
+# child: `ragassay label`, which the tests stop with Ctrl-C (SIGINT) as a person does, would never stop, and
+# each such test would wait out its timeout. The tests' children get Ctrl-C back (an exec keeps SIG_IGN, not a
+# handler): what they assert is how a command ends on Ctrl-C, not whether the shell let it through.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_pyfunc_call(pyfuncitem):
