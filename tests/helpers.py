@@ -1,6 +1,7 @@
 """What many test files share besides the fake model (tests/fake_llm.py): where the bundled example
 is, a guard that makes a loop of assertions fail when it would check nothing, and the one way a test
-runs a command of the CLI in this process (``cli``, also the ``cli`` fixture of tests/conftest.py)."""
+runs a command of the CLI in this process (``cli``, also the ``cli`` fixture of tests/conftest.py), and
+the one way a test stops a command that runs until stopped (``stop_process``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import subprocess
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple, TypeVar
@@ -71,3 +73,16 @@ def cli(*args: object, env: Mapping[str, str] | None = None) -> Said:
             else:
                 os.environ[k] = v
     return Said(code, out.getvalue(), err.getvalue())
+
+
+def stop_process(proc: subprocess.Popen, sig: int, timeout: float = 30) -> tuple[str, str]:
+    """Send ``sig`` to a command that runs until stopped (``ragassay label``) and return what it said.
+    A command that does not end in ``timeout`` seconds is killed, not left running past its test (where
+    it would hold its port and its output's lock), and the test fails saying so."""
+    proc.send_signal(sig)
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"running {timeout} s after signal {sig}, so killed; it said {out!r} {err!r}") from None

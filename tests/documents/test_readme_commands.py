@@ -20,7 +20,7 @@ import pytest
 
 from command_server import serving
 from fake_llm import FakeLLM
-from helpers import ROOT, nonempty
+from helpers import ROOT, nonempty, stop_process
 
 TIMING = re.compile(r"\d+(?:\.\d+)? ms\b")
 LOCAL = re.compile(r"http://(?:localhost|127\.0\.0\.1):\d+/v1")  # a page's local server: here the fake one
@@ -217,8 +217,7 @@ def run_bash_block(block: str, work: Path, env: dict, fake: FakeLLM) -> None:
         )
         assert label.stdout.readline().startswith("labelling 30 pairs")
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", label.stdout.readline())
-        label.send_signal(signal.SIGINT)
-        out, err = label.communicate(timeout=30)
+        out, err = stop_process(label, signal.SIGINT)
         assert label.returncode == 130 and "labelled 0 of 30" in out, err  # Ctrl-C: 130, as every command
         return
     run = bash(to_fake(block, fake).replace("\\\n", " "), work, {**env, "OPENAI_BASE_URL": fake.url})

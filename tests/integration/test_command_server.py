@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from command_server import CommandServer, serving
-from helpers import EXAMPLE, nonempty
+from helpers import EXAMPLE, nonempty, stop_process
 
 PAIRS = "--queries queries.jsonl --chunks chunks.jsonl --run runs/bm25.txt --depth 2"
 COMMANDS = [
@@ -98,8 +98,7 @@ def test_signals_reach_the_command_and_end_the_client_as_it(sig, code, server, e
         if name == "served":  # the process bash became is the client, whose command is the server's grandchild
             children = Path(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children").read_text().split()
             assert children, "the server forked no manager"
-        label.send_signal(sig)
-        out, err = label.communicate(timeout=30)
+        out, err = stop_process(label, sig)
         said[name] = (label.returncode, first[0], "".join(first[1:]).startswith("http://127.0.0.1:"), out, err)
     assert said["served"] == said["real"]
     assert said["real"][0] == code and said["real"][2]

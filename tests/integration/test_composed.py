@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import FakeLLM
-from helpers import cli, nonempty
+from helpers import cli, nonempty, stop_process
 
 # ----------------------------------------------------------------------------------------- helpers
 
@@ -1594,8 +1594,7 @@ class Labeller:
         return self._fetch("/api/label", {"key": key, "value": value})
 
     def stop(self) -> str:
-        self.proc.send_signal(signal.SIGINT)
-        out, _ = self.proc.communicate(timeout=60)
+        out, _ = stop_process(self.proc, signal.SIGINT, 60)
         assert self.proc.returncode == 130
         return out
 

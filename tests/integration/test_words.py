@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fake_llm import FakeLLM, dead_url
-from helpers import ROOT, nonempty
+from helpers import ROOT, nonempty, stop_process
 from ragassay.cli import build_parser, main
 from ragassay.metrics.measures import measure_names
 
@@ -206,8 +206,7 @@ def label_until_stopped(argv: list[str], json_out: bool = False) -> dict | str:
     said = proc.stderr if json_out else proc.stdout
     assert said.readline().startswith("labelling ")
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+\n", said.readline())
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    out, err = stop_process(proc, signal.SIGINT)
     assert proc.returncode == 130, err  # Ctrl-C: 130, as every command (every label given is saved)
     return json.loads(out) if json_out else out
 
