@@ -187,12 +187,14 @@ def tls_context() -> ssl.SSLContext:
     (its CA bundle, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set), built once. Loading the bundle
     takes ~40 ms of CPU, and a run builds a client for each event loop and one to ask a server what it
     is; a context is safe to share between connections and threads."""
-    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    return _tls_context((os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")))
 
 
 @functools.cache
-def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
-    """One context for each place the certificates come from (httpx reads the same two variables)."""
+def _tls_context(where: tuple[str | None, str | None]) -> ssl.SSLContext:
+    """One context for each place the certificates come from: ``where`` is the two variables, only the
+    cache's key, since httpx reads them itself when it builds the context."""
+    del where
     import httpx
 
     return httpx.create_ssl_context()
