@@ -49,9 +49,7 @@ def test_a_command_built_alone_is_the_command_of_the_whole_parser():
     assert list(next(a for a in build_parser("nope")._actions if a.dest == "command").choices) == list(whole)
 
 
-def test_a_run_builds_its_own_command_and_a_wrong_flag_still_names_the_commands_that_take_it(
-    tmp_path, capsys, monkeypatch
-):
+def test_a_run_builds_its_own_command_and_a_wrong_flag_still_names_the_commands_that_take_it(capsys, monkeypatch):
     """Declared: only the command named first; an unknown flag still learns which other commands take
     it, a misspelt command still gets its did-you-mean, and --help at the top still lists them all."""
     import ragassay.cli as cli

@@ -453,6 +453,13 @@ def test_every_client_of_a_process_verifies_with_one_context_from_where_the_cert
     assert make_client(LLMConfig(model="m", base_url=BASE))._client._transport._pool._ssl_context is shared
     monkeypatch.setenv("RAGASSAY_HTTP", "aiohttp")
     assert make_client(LLMConfig(model="m", base_url=BASE))._client._transport.ssl_context is shared
+    from ragassay.llm import server_info
+
+    verified = []
+    real_client = httpx.AsyncClient
+    monkeypatch.setattr(httpx, "AsyncClient", lambda **kw: verified.append(kw["verify"]) or real_client(**kw))
+    asyncio.run(server_info.discover("http://127.0.0.1:9/v1", "m"))  # nothing listens: asked, and let be
+    assert verified == [shared]
     bundle = certifi.contents()
     one = bundle[: bundle.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----\n")]
     (tmp_path / "ca.pem").write_text(one)
