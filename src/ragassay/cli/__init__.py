@@ -63,8 +63,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     registers = _registers()
+    known = command in {name for name, _ in registers}
     for name, register in registers:
-        if command is None or command not in dict(registers) or name == command:
+        if not known or name == command:
             register(sub)
     for each in sub.choices.values():
         _shared_flags(each)
