@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import hashlib
-import importlib.util
 import inspect
 import os
 import shutil
@@ -29,61 +28,12 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+import bytecode_prefix
 
-# Where PYTHONDONTWRITEBYTECODE is set (as on the shared test machine), every process would recompile what it
-# imports and pytest would rewrite the asserts of every test file again in each xdist worker: about 10 s of each
-# worker's collection and half a second of each child process that imports ragassay. The bytecode goes instead
-# to a folder outside the checkout (sys.pycache_prefix, which pytest's assert rewriting honours too), so the
-# checkout stays as clean as the variable meant and child processes and workers (which inherit the environment)
-# reuse it. Nothing a test asserts depends on whether a module was compiled now or read from its cache.
-#
-# With a prefix, Python reads bytecode from the prefix only, also for the standard library and the installed
-# packages, whose bytecode their installers wrote beside their sources. On a fresh machine every xdist worker
-# would then compile them again at once while it collects (openai's 781 modules, scipy's 490, pandas' 294: a
-# cold prefix made one collection 20-27 CPU-s against 7-9 warm), so that bytecode is linked into the prefix
-# first (_seed_prefix), by the process that loads this file before the workers start.
-def _seed_prefix(prefix: str) -> None:
-    """Hard-link (or copy, across file systems) the bytecode found beside the standard library's and the
-    installed packages' sources to where ``prefix`` makes Python look for it, once per environment. A stale
-    file is still checked against its source's time and size, and then compiled again as usual."""
-    done = os.path.join(prefix, f".seeded-{hashlib.sha256(sys.prefix.encode()).hexdigest()[:16]}")
-    if os.path.exists(done):
-        return
-    tag = f".{sys.implementation.cache_tag}.pyc"
-    paths = sysconfig.get_paths()
-    roots = sorted({paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})  # as sys.path names them
-    roots = [r for r in roots if not any(r.startswith(o + os.sep) for o in roots)]  # none walked twice
-    made: set[str] = set()
-    for root in roots:
-        for here, _, files in os.walk(root):
-            if os.path.basename(here) != "__pycache__":
-                continue
-            for name in files:
-                if not name.endswith(tag):
-                    continue
-                source = os.path.join(os.path.dirname(here), name[: -len(tag)] + ".py")
-                target = importlib.util.cache_from_source(source)
-                if os.path.exists(target):
-                    continue
-                if os.path.dirname(target) not in made:
-                    os.makedirs(os.path.dirname(target), exist_ok=True)
-                    made.add(os.path.dirname(target))
-                try:
-                    os.link(os.path.join(here, name), target)
-                except FileExistsError:
-                    pass
-                except OSError:
-                    shutil.copy2(os.path.join(here, name), target)
-    os.makedirs(prefix, exist_ok=True)
-    Path(done).touch()
-
-
+# Where PYTHONDONTWRITEBYTECODE is set (as on the shared test machine), bytecode goes to a folder outside the
+# checkout instead of nowhere: bytecode_prefix says why, and how the folder is seeded and kept tidy.
 if sys.dont_write_bytecode:
-    sys.pycache_prefix = os.path.join(tempfile.gettempdir(), "ragassay-test-pycache")
-    os.environ["PYTHONPYCACHEPREFIX"] = sys.pycache_prefix
-    sys.dont_write_bytecode = False
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    _seed_prefix(sys.pycache_prefix)
+    bytecode_prefix.use()
 
 # A suite started in the background of a script (`nohup ... &`) inherits SIGINT ignored, and so would every
 # child: `ragassay label`, which the tests stop with Ctrl-C (SIGINT) as a person does, would never stop, and
