@@ -13,7 +13,8 @@ Goal: `ragassay --help` <= 1.5 x `python -c "import numpy"`.
 
 With --against DIR (a `src` folder holding another `ragassay`, e.g. `git archive` of an older
 commit), each round also runs every command with that tree first on PYTHONPATH, and a second
-column shows its figures: before and after, measured at the same moment.
+column shows its figures: before and after, measured at the same moment. Each tree's evaluate reads the
+example of its own tree (the same rankings and labels; a newer tree's sidecars may say more).
 """
 
 from __future__ import annotations
@@ -36,11 +37,14 @@ def ragassay_command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "ragassay"]
 
 
-def cases() -> list[tuple[str, list[str]]]:
-    """(label, argv) of every command timed; the first is the yardstick."""
+def cases(tree: str | None = None) -> list[tuple[str, list[str]]]:
+    """(label, argv) of every command timed; the first is the yardstick. A tree's commands read that tree's
+    own example: an older ragassay may not read the sidecars a newer example carries (a field it does not
+    know is an error, not a guess)."""
     ragassay = ragassay_command()
-    qrels = EXAMPLE / "qrels.txt"
-    runs = sorted((EXAMPLE / "runs").glob("*.txt"))
+    example = EXAMPLE if tree is None else Path(tree) / "ragassay" / "example"
+    qrels = example / "qrels.txt"
+    runs = sorted((example / "runs").glob("*.txt"))
     return [
         ('python -c "import numpy"', [sys.executable, "-c", "import numpy"]),
         ("ragassay --help", [*ragassay, "--help"]),
@@ -67,11 +71,11 @@ def once(argv: list[str], pythonpath: str | None) -> float:
 def measure(runs: int, trees: list[str | None]) -> dict[tuple[str, str | None], float]:
     """The median seconds of each (case, tree), from ``runs`` rounds, each running everything once."""
     times: dict[tuple[str, str | None], list[float]] = {}
-    all_cases = cases()
+    per_tree = {tree: dict(cases(tree)) for tree in trees}
     for _ in range(runs):
-        for label, argv in all_cases:
+        for label, _ in cases():
             for tree in trees:
-                times.setdefault((label, tree), []).append(once(argv, tree))
+                times.setdefault((label, tree), []).append(once(per_tree[tree][label], tree))
     return {key: statistics.median(values) for key, values in times.items()}
 
 
