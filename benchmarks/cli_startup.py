@@ -72,8 +72,9 @@ def measure(runs: int, trees: list[str | None]) -> dict[tuple[str, str | None], 
     """The median seconds of each (case, tree), from ``runs`` rounds, each running everything once."""
     times: dict[tuple[str, str | None], list[float]] = {}
     per_tree = {tree: dict(cases(tree)) for tree in trees}
+    labels = list(per_tree[trees[0]])
     for _ in range(runs):
-        for label, _ in cases():
+        for label in labels:
             for tree in trees:
                 times.setdefault((label, tree), []).append(once(per_tree[tree][label], tree))
     return {key: statistics.median(values) for key, values in times.items()}
